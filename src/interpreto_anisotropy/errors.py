@@ -1,0 +1,63 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Errors raised by interpreto-anisotropy.
+
+Every user mistake surfaces as a subclass of `AnisotropyError` whose message says what to do,
+never as a bare traceback from deep inside torch or transformers.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AnisotropyError",
+    "InvalidInputError",
+    "EmptyInputError",
+    "DimensionMismatchError",
+    "NotFittedError",
+    "SplitPointError",
+    "TokenizerError",
+    "NonFiniteError",
+    "ConfigMismatchError",
+    "CheckpointError",
+]
+
+
+class AnisotropyError(Exception):
+    """Base class of every error of ours."""
+
+
+class InvalidInputError(AnisotropyError, ValueError):
+    """An argument has a wrong type, shape, range or value."""
+
+
+class EmptyInputError(InvalidInputError):
+    """No texts, no tokens, or no activations were given where some are needed."""
+
+
+class DimensionMismatchError(InvalidInputError):
+    """Two objects disagree on the hidden size d (e.g. a checkpoint and a subspace)."""
+
+
+class NotFittedError(AnisotropyError, RuntimeError):
+    """An estimator was used before `fit`."""
+
+
+class SplitPointError(AnisotropyError, ValueError):
+    """A split point is absent from a model, or its output is not a hidden state."""
+
+
+class TokenizerError(AnisotropyError, ValueError):
+    """A tokenizer cannot be used as it is (no pad token, no mask token, ...)."""
+
+
+class NonFiniteError(AnisotropyError, FloatingPointError):
+    """Activations or gradients contain NaN or infinity."""
+
+
+class ConfigMismatchError(AnisotropyError, ValueError):
+    """A results directory was written with another configuration."""
+
+
+class CheckpointError(AnisotropyError, OSError):
+    """A checkpoint cannot be found, listed or loaded."""
