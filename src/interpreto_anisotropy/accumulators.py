@@ -1,0 +1,153 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Streaming sums with an exact `merge()`, for batching, checkpoint pooling and distributed ranks.
+
+Everything here is a sum, so accumulating batch by batch, merging two accumulators, or all-reducing them
+across processes gives the same numbers as one pass over all the data (up to float64 rounding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from jaxtyping import Float
+
+from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError
+
+__all__ = ["MomentAccumulator", "top_eigenvectors"]
+
+
+@dataclass
+class MomentAccumulator:
+    """Running count, first and second moments of rows x in R^d, shifted for numerical stability.
+
+    Stores n, s1 = sum(x - c) and s2 = sum((x - c)(x - c)^T) in float64, where the shift c is the mean of the
+    first batch seen (or a given vector). Batch products are computed in the batch's own dtype (float32 BLAS
+    on float32 activations) and added to the float64 sums; the shift keeps the cancellation in
+    `covariance = s2/n - m m^T` small. Memory is O(d^2) whatever the number of rows.
+
+    Args:
+        dim: The dimension d.
+        device: Where the sums live (the activations' device).
+        shift: Optional fixed shift c (d,); by default the first batch's mean. Give the same shift to
+            accumulators that will be all-reduced across processes.
+
+    Examples:
+        >>> acc = MomentAccumulator(8)
+        >>> acc.update(torch.randn(100, 8)); acc.update(torch.randn(50, 8))
+        >>> acc.count
+        150
+    """
+
+    dim: int
+    device: torch.device | str = "cpu"
+    shift: torch.Tensor | None = None
+    count: int = 0
+    s1: torch.Tensor = field(init=False)
+    s2: torch.Tensor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.device = torch.device(self.device)
+        self.s1 = torch.zeros(self.dim, dtype=torch.float64, device=self.device)
+        self.s2 = torch.zeros(self.dim, self.dim, dtype=torch.float64, device=self.device)
+        if self.shift is not None:
+            self.shift = self.shift.detach().to(device=self.device, dtype=torch.float64)
+
+    def update(self, x: Float[torch.Tensor, "n d"]) -> MomentAccumulator:
+        """Add a batch of rows (n, d). Returns self."""
+        if x.dim() != 2 or x.shape[1] != self.dim:
+            raise DimensionMismatchError(f"Expected a batch of shape (n, {self.dim}), got {tuple(x.shape)}.")
+        if x.shape[0] == 0:
+            return self
+        x = x.detach().to(self.device)
+        if not x.is_floating_point():
+            x = x.float()
+        if self.shift is None:
+            self.shift = x.double().mean(0)
+        centred = x - self.shift.to(x.dtype)
+        self.s1 += centred.sum(0, dtype=torch.float64)
+        self.s2 += (centred.T @ centred).double()
+        self.count += int(x.shape[0])
+        return self
+
+    def _moved_to(self, shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sums re-expressed around another shift: x - c' = (x - c) + (c - c')."""
+        if self.shift is None:
+            return self.s1, self.s2
+        delta = self.shift - shift
+        s1 = self.s1 + self.count * delta
+        s2 = (
+            self.s2
+            + torch.outer(self.s1, delta)
+            + torch.outer(delta, self.s1)
+            + self.count * torch.outer(delta, delta)
+        )
+        return s1, s2
+
+    def merge(self, other: MomentAccumulator) -> MomentAccumulator:
+        """Add another accumulator's sums into this one (exact). Returns self."""
+        if other.dim != self.dim:
+            raise DimensionMismatchError(f"Cannot merge moments of R^{self.dim} and R^{other.dim}.")
+        if other.count == 0:
+            return self
+        if self.shift is None:
+            self.shift = other.shift.to(self.device)
+        moved = MomentAccumulator(other.dim, self.device)
+        moved.count, moved.s1, moved.s2 = other.count, other.s1.to(self.device), other.s2.to(self.device)
+        moved.shift = other.shift.to(self.device)
+        s1, s2 = moved._moved_to(self.shift)
+        self.s1 += s1
+        self.s2 += s2
+        self.count += other.count
+        return self
+
+    def _require_rows(self) -> None:
+        if self.count == 0:
+            raise EmptyInputError("No rows were accumulated: give at least one non-empty batch of activations.")
+
+    @property
+    def mean(self) -> Float[torch.Tensor, " d"]:
+        """Mean of the rows, float64 (d,)."""
+        self._require_rows()
+        return self.shift + self.s1 / self.count
+
+    def second_moment(self) -> Float[torch.Tensor, "d d"]:
+        """Uncentred second moment E[x x^T], float64 (d, d)."""
+        s1, s2 = self._moved_to(torch.zeros_like(self.s1))
+        self._require_rows()
+        return s2 / self.count
+
+    def covariance(self, *, unbiased: bool = False) -> Float[torch.Tensor, "d d"]:
+        """Covariance of the rows, float64 (d, d); divides by n, or n - 1 when `unbiased`."""
+        self._require_rows()
+        mean_shifted = self.s1 / self.count
+        scatter = self.s2 - self.count * torch.outer(mean_shifted, mean_shifted)
+        denominator = self.count - 1 if unbiased else self.count
+        if denominator < 1:
+            raise EmptyInputError("An unbiased covariance needs at least two rows.")
+        return (scatter + scatter.T) / (2 * denominator)
+
+
+def top_eigenvectors(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-k eigenpairs of a symmetric matrix, largest first, with a deterministic sign.
+
+    Each eigenvector is signed so that its largest-magnitude entry is positive.
+
+    Args:
+        matrix: Symmetric (d, d).
+        k: Number of eigenpairs, 1 <= k <= d.
+
+    Returns:
+        (eigenvalues (k,), eigenvectors (d, k)), float64.
+    """
+    d = matrix.shape[0]
+    if not 1 <= k <= d:
+        raise InvalidInputError(f"Need 1 <= k <= d, got k={k}, d={d}.")
+    values, vectors = torch.linalg.eigh(matrix.double())
+    values, vectors = values.flip(0)[:k], vectors.flip(1)[:, :k]
+    pivots = vectors.abs().argmax(0)
+    signs = torch.sign(vectors[pivots, torch.arange(k, device=vectors.device)])
+    signs[signs == 0] = 1
+    return values, vectors * signs

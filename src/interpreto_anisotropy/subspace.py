@@ -1,0 +1,366 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Low-rank linear subspaces of a split point's hidden space.
+
+A `Subspace` is an orthonormal basis `Q` of shape (d, k) with an optional mean (d,): the tangent proxy of
+the activation manifold, a matched-rank normal control, or any user subspace. Gradients are never centred:
+`energy_share(G) = ||G Q||_F^2 / ||G||_F^2`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from jaxtyping import Float
+from safetensors.torch import load_file, save_file
+
+from .errors import DimensionMismatchError, InvalidInputError, NonFiniteError
+
+__all__ = ["Subspace", "as_float_tensor"]
+
+_ORTHONORMALITY_TOLERANCE = 1e-4
+_METADATA_KEYS = ("name", "method", "split_point", "step")
+
+
+def as_float_tensor(x: Any, *, name: str = "input", ndim: int | None = 2) -> torch.Tensor:
+    """Convert an array-like to a floating torch tensor and check its rank and finiteness.
+
+    Args:
+        x: A torch tensor, numpy array or nested list.
+        name: What to call the input in error messages.
+        ndim: The required number of dimensions, or None for any.
+
+    Returns:
+        A floating-point tensor (float32 stays float32, integers become float32).
+
+    Raises:
+        InvalidInputError: If `x` is not array-like or has the wrong number of dimensions.
+        NonFiniteError: If `x` holds NaN or infinity.
+    """
+    if isinstance(x, np.ndarray):
+        x = torch.from_numpy(x)
+    elif not isinstance(x, torch.Tensor):
+        try:
+            x = torch.as_tensor(x)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise InvalidInputError(f"{name} must be a torch tensor or an array, got {type(x).__name__}.") from error
+    if not x.is_floating_point():
+        x = x.float()
+    if ndim is not None and x.dim() != ndim:
+        raise InvalidInputError(f"{name} must be {ndim}-D, got shape {tuple(x.shape)}.")
+    if not torch.isfinite(x).all():
+        raise NonFiniteError(f"{name} holds NaN or infinite values; clean or drop them before calling this.")
+    return x
+
+
+@dataclass
+class Subspace:
+    """An orthonormal basis of a k-dimensional subspace of R^d, with an optional mean.
+
+    Args:
+        basis: Orthonormal columns, shape (d, k). Checked to within 1e-4 unless `check=False`.
+        mean: Optional centre of the activations the subspace was fitted on, shape (d,). Used by
+            `coords` and `project` on activations; never by `energy_share` or `remove` (gradients are
+            not centred).
+        name: A short label ("tangent", "control-3", ...).
+        method: How the subspace was obtained ("pca", "semi_nmf", "random", ...).
+        split_point: The split point (module path) whose hidden space this lives in.
+        step: The training step of the checkpoint it was fitted on, if any.
+        info: Free JSON-ready metadata (e.g. the rank dropped by `from_dictionary`).
+
+    Raises:
+        InvalidInputError: If the basis is not 2-D, has k = 0 or k > d, or is not orthonormal.
+        DimensionMismatchError: If the mean's size differs from d.
+        NonFiniteError: If the basis or mean holds NaN or infinity.
+
+    Examples:
+        >>> import interpreto_anisotropy as ia
+        >>> Q = ia.Subspace.random(64, 4, seed=0)
+        >>> Q.dim, Q.rank
+        (64, 4)
+    """
+
+    basis: Float[torch.Tensor, "d k"]
+    mean: Float[torch.Tensor, " d"] | None = None
+    name: str | None = None
+    method: str | None = None
+    split_point: str | None = None
+    step: int | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    check: bool = field(default=True, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.basis = as_float_tensor(self.basis, name="basis")
+        d, k = self.basis.shape
+        if k < 1 or k > d:
+            raise InvalidInputError(f"A subspace basis must have shape (d, k) with 1 <= k <= d, got {(d, k)}.")
+        if self.mean is not None:
+            self.mean = as_float_tensor(self.mean, name="mean", ndim=1).to(self.basis.device)
+            if self.mean.shape[0] != d:
+                raise DimensionMismatchError(f"mean has size {self.mean.shape[0]} but the basis lives in R^{d}.")
+        if self.check:
+            gram = self.basis.T.double() @ self.basis.double()
+            error = (gram - torch.eye(k, dtype=torch.float64, device=gram.device)).abs().max().item()
+            if error > _ORTHONORMALITY_TOLERANCE:
+                raise InvalidInputError(
+                    f"basis columns are not orthonormal (max |Q^T Q - I| = {error:.2e}). "
+                    "Use Subspace.from_dictionary(D) to orthonormalise a (k, d) dictionary."
+                )
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def dim(self) -> int:
+        """The ambient dimension d."""
+        return int(self.basis.shape[0])
+
+    @property
+    def rank(self) -> int:
+        """The subspace dimension k."""
+        return int(self.basis.shape[1])
+
+    @property
+    def device(self) -> torch.device:
+        """The device the basis lives on."""
+        return self.basis.device
+
+    @property
+    def chance(self) -> float:
+        """k / d: the expected energy share of a uniformly random k-dimensional subspace."""
+        return self.rank / self.dim
+
+    def to(self, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> Subspace:
+        """Return a copy on another device and/or dtype (metadata kept)."""
+        mean = None if self.mean is None else self.mean.to(device=device, dtype=dtype)
+        return self._replace(basis=self.basis.to(device=device, dtype=dtype), mean=mean)
+
+    def _replace(self, **changes: Any) -> Subspace:
+        fields = {key: getattr(self, key) for key in ("basis", "mean", *_METADATA_KEYS)}
+        fields["info"] = dict(self.info)
+        fields.update(changes)
+        return Subspace(**fields, check=False)
+
+    def _check_input(self, x: Any, name: str) -> torch.Tensor:
+        x = as_float_tensor(x, name=name, ndim=None)
+        if x.dim() == 0 or x.shape[-1] != self.dim:
+            raise DimensionMismatchError(
+                f"{name} has last dimension {tuple(x.shape)[-1:] or '()'} but this subspace lives in R^{self.dim}; "
+                "the split point or checkpoint probably differs from the one the subspace was fitted on."
+            )
+        return x
+
+    def _basis_for(self, x: torch.Tensor) -> torch.Tensor:
+        return self.basis.to(device=x.device, dtype=torch.promote_types(x.dtype, self.basis.dtype))
+
+    # ------------------------------------------------------------ projections
+    def coords(self, x: Float[torch.Tensor, "... d"], *, center: bool = True) -> Float[torch.Tensor, "... k"]:
+        """Coordinates in the basis: (x - mean) Q, or x Q when `center=False` or there is no mean.
+
+        Args:
+            x: Points or gradients, shape (..., d).
+            center: Subtract the stored mean first (if any).
+
+        Returns:
+            Coordinates, shape (..., k). Differentiable in `x`.
+        """
+        x = self._check_input(x, "x")
+        if center and self.mean is not None:
+            x = x - self.mean.to(device=x.device, dtype=x.dtype)
+        return x @ self._basis_for(x)
+
+    def project(self, x: Float[torch.Tensor, "... d"], *, center: bool = True) -> Float[torch.Tensor, "... d"]:
+        """Orthogonal projection onto the (affine, if there is a mean and `center`) subspace.
+
+        Returns `mean + (x - mean) Q Q^T`, or `x Q Q^T` when `center=False` or there is no mean. Shape (..., d).
+        """
+        basis = self._basis_for(self._check_input(x, "x"))
+        coordinates = self.coords(x, center=center)
+        projected = coordinates @ basis.T
+        if center and self.mean is not None:
+            projected = projected + self.mean.to(device=projected.device, dtype=projected.dtype)
+        return projected
+
+    def remove(self, x: Float[torch.Tensor, "... d"]) -> Float[torch.Tensor, "... d"]:
+        """The component orthogonal to the subspace: x - x Q Q^T (never centred). Shape (..., d)."""
+        x = self._check_input(x, "x")
+        basis = self._basis_for(x)
+        return x - (x @ basis) @ basis.T
+
+    def energy_share(self, g: Float[torch.Tensor, "n d"]) -> float:
+        """Share of the squared Frobenius norm held by the subspace: ||G Q||_F^2 / ||G||_F^2.
+
+        Gradients are not centred. Computed in float64.
+
+        Args:
+            g: Gradients (or any vectors), shape (n, d) or (d,).
+
+        Returns:
+            A float in [0, 1]; 0.0 by convention when G is all zeros.
+        """
+        g = self._check_input(g, "g").double()
+        total = (g * g).sum()
+        if total == 0:
+            return 0.0
+        inside = (g @ self.basis.to(device=g.device, dtype=torch.float64)).pow(2).sum()
+        return float(inside / total)
+
+    def complement_basis(self) -> Float[torch.Tensor, "d d_minus_k"]:
+        """An orthonormal basis of the orthogonal complement, shape (d, d - k), float64."""
+        full, _ = torch.linalg.qr(self.basis.double(), mode="complete")
+        return full[:, self.rank :]
+
+    # ------------------------------------------------------------ comparisons
+    def principal_angles(self, other: Subspace) -> np.ndarray:
+        """Principal angles (radians, ascending) between this subspace and another of the same d.
+
+        Computed from the singular values of Q1^T Q2 (cosines) and, for small angles, of (I - Q1 Q1^T) Q2
+        (sines), which keeps accuracy near 0 as `scipy.linalg.subspace_angles` does.
+
+        Returns:
+            A float64 array of min(k1, k2) angles in [0, pi/2], smallest first.
+        """
+        if other.dim != self.dim:
+            raise DimensionMismatchError(f"Cannot compare subspaces of R^{self.dim} and R^{other.dim}.")
+        a = self.basis.double().cpu()
+        b = other.basis.double().cpu()
+        if a.shape[1] < b.shape[1]:
+            a, b = b, a
+        # b has the fewer columns, so both lists have k_b values; sorted this way they pair up.
+        cosines = np.sort(torch.linalg.svdvals(a.T @ b).clamp(0.0, 1.0).numpy())[::-1]
+        sines = np.sort(torch.linalg.svdvals(b - a @ (a.T @ b)).clamp(0.0, 1.0).numpy())
+        angles = np.where(cosines > math.sqrt(0.5), np.arcsin(sines), np.arccos(cosines))
+        return np.sort(angles)
+
+    def overlap(self, other: Subspace) -> float:
+        """Normalised overlap ||Q1^T Q2||_F^2 / min(k1, k2): 1 when one contains the other, 0 when orthogonal."""
+        if other.dim != self.dim:
+            raise DimensionMismatchError(f"Cannot compare subspaces of R^{self.dim} and R^{other.dim}.")
+        product = self.basis.double().cpu().T @ other.basis.double().cpu()
+        return float(product.pow(2).sum() / min(self.rank, other.rank))
+
+    # ------------------------------------------------------------ constructors
+    @classmethod
+    def random(
+        cls, d: int, k: int, *, seed: int = 0, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+    ) -> Subspace:
+        """A uniformly random (Haar) k-dimensional subspace of R^d, deterministic for a seed.
+
+        Examples:
+            >>> Subspace.random(16, 3, seed=1).rank
+            3
+        """
+        if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
+            raise InvalidInputError(f"Need integers 1 <= k <= d, got d={d}, k={k}.")
+        generator = torch.Generator().manual_seed(seed)
+        gaussian = torch.randn(d, k, generator=generator, dtype=torch.float64)
+        basis, triangular = torch.linalg.qr(gaussian)
+        basis = basis * torch.sign(torch.diagonal(triangular))  # Haar-uniform, unique for the draw
+        return cls(basis.to(device=device, dtype=dtype), method="random", info={"seed": seed}, check=False)
+
+    @classmethod
+    def from_dictionary(
+        cls,
+        dictionary: Float[torch.Tensor, "k d"],
+        mean: Float[torch.Tensor, " d"] | None = None,
+        *,
+        rtol: float = 1e-3,
+        **metadata: Any,
+    ) -> Subspace:
+        """Orthonormal basis of the span of a (k, d) dictionary, with rank detection.
+
+        NMF, ICA or SAE atoms are not orthogonal and may be nearly dependent or dead. Atoms are scaled to unit
+        norm (zero atoms dropped), then an SVD of the (d, k) atom matrix keeps the left singular vectors whose
+        singular value is above `rtol` times the largest. Dropped directions are reported with a warning and
+        in `info["dropped_rank"]`.
+
+        Args:
+            dictionary: Atoms as rows, shape (k, d) (Interpreto's `get_dictionary()` layout).
+            mean: Optional centre, shape (d,).
+            rtol: Relative singular-value threshold under which a direction counts as dependent.
+            **metadata: name, method, split_point, step.
+
+        Returns:
+            A Subspace of rank r <= k whose span equals the dictionary's numerical span.
+
+        Raises:
+            InvalidInputError: If the dictionary is not 2-D or all atoms are zero.
+
+        Examples:
+            >>> D = torch.randn(5, 32)
+            >>> Subspace.from_dictionary(D).rank
+            5
+        """
+        atoms = as_float_tensor(dictionary, name="dictionary").detach().double()
+        norms = atoms.norm(dim=1)
+        alive = norms > 0
+        if not bool(alive.any()):
+            raise InvalidInputError("Every dictionary atom is zero: there is no span to orthonormalise.")
+        atoms = atoms[alive] / norms[alive, None]
+        left, singular_values, _ = torch.linalg.svd(atoms.T, full_matrices=False)
+        rank = int((singular_values > rtol * singular_values[0]).sum())
+        requested = int(dictionary.shape[0])
+        if rank < requested:
+            warnings.warn(
+                f"The dictionary's {requested} atoms span only {rank} dimensions (relative tolerance {rtol}): "
+                f"{requested - rank} dead or nearly dependent atoms were dropped.",
+                stacklevel=2,
+            )
+        info = {"dictionary_size": requested, "dropped_rank": requested - rank, **metadata.pop("info", {})}
+        basis = left[:, :rank].to(dtype=torch.float32 if dictionary.dtype != torch.float64 else torch.float64)
+        return cls(basis, mean=mean, info=info, check=False, **metadata)
+
+    # ------------------------------------------------------------ persistence
+    def metadata(self) -> dict[str, Any]:
+        """JSON-ready metadata: name, method, split point, step, d, k and info."""
+        meta = {key: getattr(self, key) for key in _METADATA_KEYS}
+        meta.update(dim=self.dim, rank=self.rank, info=self.info)
+        return meta
+
+    def save(self, path: str | Path) -> Path:
+        """Write the subspace to a `.safetensors` file (tensors + JSON metadata, no pickle).
+
+        The file is written to a temporary name and renamed, so a crash never leaves half a file.
+
+        Returns:
+            The path written.
+        """
+        path = Path(path)
+        if path.suffix != ".safetensors":
+            path = path.with_suffix(".safetensors")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tensors = {"basis": self.basis.detach().contiguous().cpu()}
+        if self.mean is not None:
+            tensors["mean"] = self.mean.detach().contiguous().cpu()
+        temporary = path.with_name(path.name + ".tmp")
+        save_file(tensors, str(temporary), metadata={"interpreto_anisotropy": json.dumps(self.metadata())})
+        temporary.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, *, device: torch.device | str = "cpu") -> Subspace:
+        """Read a subspace written by `save`."""
+        path = Path(path)
+        if not path.exists() and path.with_suffix(".safetensors").exists():
+            path = path.with_suffix(".safetensors")
+        if not path.exists():
+            raise FileNotFoundError(f"No subspace file at {path}.")
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as handle:
+            meta = json.loads((handle.metadata() or {}).get("interpreto_anisotropy", "{}"))
+        tensors = load_file(str(path), device=str(device))
+        kwargs = {key: meta.get(key) for key in _METADATA_KEYS}
+        return cls(tensors["basis"], mean=tensors.get("mean"), info=meta.get("info", {}), **kwargs)
+
+    def __repr__(self) -> str:
+        label = f"name={self.name!r}, " if self.name else ""
+        method = f", method={self.method!r}" if self.method else ""
+        mean = ", centred" if self.mean is not None else ""
+        return f"Subspace({label}d={self.dim}, k={self.rank}{method}{mean})"

@@ -1,0 +1,402 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Tangent subspaces of the activation manifold, as Interpreto concept explainers.
+
+A `TangentExplainer` fits a low-rank tangent proxy of the activations at a split point with any of
+Interpreto's concept methods, orthonormalises the learned dictionary, and exposes the result both as a
+`Subspace` and as an Interpreto `ConceptAutoEncoderExplainer` whose concepts are the coordinates in that
+orthonormal basis. Encoding and decoding are linear, hence differentiable, so Interpreto's own tools
+(`concept_output_gradient`, `TopKInputs`, attributions through `get_inputs_to_concepts_model()`) work on
+tangent directions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+from typing import Any
+
+import torch
+from interpreto._vendor.overcomplete.base import BaseDictionaryLearning
+from interpreto.concepts import (
+    ICAConcepts,
+    NMFConcepts,
+    PCAConcepts,
+    SemiNMFConcepts,
+    SVDConcepts,
+    TopKSAEConcepts,
+)
+from interpreto.concepts.base import ConceptAutoEncoderExplainer
+from interpreto.concepts.splitters.base_splitter import BaseSplitter
+from jaxtyping import Float
+
+from .accumulators import MomentAccumulator, top_eigenvectors
+from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError
+from .subspace import Subspace, as_float_tensor
+
+__all__ = [
+    "TangentMethod",
+    "TangentExplainer",
+    "PCATangent",
+    "SemiNMFTangent",
+    "NMFTangent",
+    "ICATangent",
+    "SVDTangent",
+    "TopKSAETangent",
+    "OrthonormalConceptModel",
+]
+
+
+class TangentMethod(str, Enum):
+    """Concept methods a tangent subspace can be fitted with."""
+
+    PCA = "pca"
+    PCA_SKLEARN = "pca_sklearn"
+    SEMI_NMF = "semi_nmf"
+    NMF = "nmf"
+    ICA = "ica"
+    SVD = "svd"
+    TOPK_SAE = "topk_sae"
+
+
+_INTERPRETO_CLASSES: dict[TangentMethod, type[ConceptAutoEncoderExplainer]] = {
+    TangentMethod.PCA_SKLEARN: PCAConcepts,
+    TangentMethod.SEMI_NMF: SemiNMFConcepts,
+    TangentMethod.NMF: NMFConcepts,
+    TangentMethod.ICA: ICAConcepts,
+    TangentMethod.SVD: SVDConcepts,
+    TangentMethod.TOPK_SAE: TopKSAEConcepts,
+}
+
+
+class OrthonormalConceptModel(BaseDictionaryLearning):
+    """Concept model whose concepts are coordinates in an orthonormal basis Q (d, k).
+
+    encode(x) = (x - mean) Q, decode(z) = z Q^T + mean, get_dictionary() = Q^T (k, d). For the streamed PCA
+    path it also owns the `MomentAccumulator` and recomputes Q lazily after `partial_fit`.
+
+    Args:
+        nb_concepts: The requested rank k.
+        input_size: The hidden size d.
+        center: Whether activations are centred before the eigendecomposition / encoding.
+        device: Device of the basis.
+    """
+
+    def __init__(self, nb_concepts: int, input_size: int, *, center: bool = True, device: str = "cpu"):
+        super().__init__(nb_concepts, device=device)
+        self.input_size = input_size
+        self.center = center
+        self.register_buffer("basis", torch.zeros(input_size, nb_concepts, device=device))
+        self.register_buffer("mean", torch.zeros(input_size, device=device))
+        self.moments: MomentAccumulator | None = None
+        self._stale = False
+        self.subspace: Subspace | None = None
+
+    # -- streamed PCA ------------------------------------------------------
+    def partial_fit(self, x: Float[torch.Tensor, "n d"]) -> OrthonormalConceptModel:
+        """Accumulate float64 moments of a batch; the basis is recomputed when next used."""
+        if self.moments is None:
+            self.moments = MomentAccumulator(self.input_size, device=x.device)
+        self.moments.update(x)
+        self._stale = True
+        return self
+
+    def _refresh(self) -> None:
+        if not self._stale:
+            return
+        moments = self.moments
+        matrix = moments.covariance() if self.center else moments.second_moment()
+        _, vectors = top_eigenvectors(matrix, self.nb_concepts)
+        mean = moments.mean if self.center else None
+        self.set_subspace(Subspace(vectors.float(), mean=None if mean is None else mean.float(), method="pca"))
+
+    def set_subspace(self, subspace: Subspace) -> None:
+        """Use a fitted subspace as the concept basis."""
+        self.basis = subspace.basis.detach().to(device=self.basis.device, dtype=torch.float32)
+        self.mean = (
+            torch.zeros_like(self.mean)
+            if subspace.mean is None
+            else subspace.mean.detach().to(device=self.mean.device, dtype=torch.float32)
+        )
+        self.nb_concepts = subspace.rank
+        self.subspace = subspace
+        self._stale = False
+        self.fitted = True
+
+    def get_subspace(self) -> Subspace:
+        """The fitted Subspace (refreshed from the moments if new batches came in)."""
+        self._refresh()
+        if self.subspace is None:
+            raise NotFittedError("This tangent is not fitted yet: call fit(activations) first.")
+        return self.subspace
+
+    # -- BaseDictionaryLearning ---------------------------------------------
+    def fit(self, x: Float[torch.Tensor, "n d"]) -> OrthonormalConceptModel:
+        """Fit by streamed PCA on one batch (use `partial_fit` for several)."""
+        self.moments = None
+        return self.partial_fit(x)
+
+    def encode(self, x: Float[torch.Tensor, "n d"]) -> Float[torch.Tensor, "n k"]:
+        self._refresh()
+        x = x.to(self.basis.device)
+        return (x - self.mean.to(x.dtype)) @ self.basis.to(x.dtype)
+
+    def decode(self, z: Float[torch.Tensor, "n k"]) -> Float[torch.Tensor, "n d"]:
+        self._refresh()
+        z = z.to(self.basis.device)
+        return z @ self.basis.to(z.dtype).T + self.mean.to(z.dtype)
+
+    def get_dictionary(self) -> Float[torch.Tensor, "k d"]:
+        self._refresh()
+        return self.basis.T
+
+
+def _resolve_method(method: str | TangentMethod | type) -> TangentMethod | type[ConceptAutoEncoderExplainer]:
+    if isinstance(method, type):
+        if not issubclass(method, ConceptAutoEncoderExplainer):
+            raise InvalidInputError(
+                f"method must be a name or an Interpreto ConceptAutoEncoderExplainer class, got {method.__name__}."
+            )
+        return method
+    try:
+        return TangentMethod(method)
+    except ValueError:
+        names = ", ".join(repr(m.value) for m in TangentMethod)
+        raise InvalidInputError(f"Unknown tangent method {method!r}; choose one of {names} or pass a class.") from None
+
+
+def _latent_dim(splitter: BaseSplitter) -> int:
+    config = getattr(splitter._model, "config", None)
+    try:
+        return int(splitter.get_latent_shape()[-1])
+    except Exception:  # noqa: BLE001  (nnsight's scan fails on some architectures; the config knows d)
+        if config is not None and getattr(config, "hidden_size", None):
+            return int(config.hidden_size)
+        raise
+
+
+class TangentExplainer(ConceptAutoEncoderExplainer):
+    """Tangent proxy of the activation manifold at a split point, as an Interpreto concept explainer.
+
+    The concept method learns a dictionary of `nb_concepts` atoms; its span is orthonormalised
+    (`Subspace.from_dictionary`, rank-revealing) into the tangent basis Q (d, k). Concepts are the coordinates
+    (h - mean) Q, so encoding and decoding are differentiable.
+
+    `method="pca"` uses a streamed PCA: float64 running sums of h and h h^T (`MomentAccumulator`) and a
+    symmetric eigensolver, on the activations' device, memory O(d^2) whatever the number of tokens. It is
+    exact (the top-k right singular vectors of the centred activations). Other methods are Interpreto's
+    concept explainers, fitted on the pooled activations, centred first when `center=True` (except NMF,
+    which needs non-negative inputs and is fitted on ReLU'd raw activations).
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` (or any `BaseSplitter`) at the split point of interest.
+        nb_concepts: Requested rank k. Must satisfy 2k <= d so that matched-rank normal controls fit in the
+            orthogonal complement.
+        method: "pca" (streamed, exact), "pca_sklearn" (Interpreto's `PCAConcepts`), "semi_nmf", "nmf",
+            "ica", "svd", "topk_sae", or an Interpreto `ConceptAutoEncoderExplainer` class.
+        center: Centre activations before fitting; the subspace keeps the mean for `coords`/`project`.
+        device: Device of the concept model.
+        rtol: Relative singular-value threshold of the rank-revealing orthonormalisation.
+        **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae").
+
+    Raises:
+        InvalidInputError: Unknown method, or 2k > d.
+
+    Examples:
+        >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(activations)
+        >>> tangent.subspace.basis.shape
+        torch.Size([d, 16])
+    """
+
+    has_differentiable_concept_encoder = True
+    has_differentiable_concept_decoder = True
+    default_method: str | None = None
+
+    def __init__(
+        self,
+        splitter: BaseSplitter,
+        *,
+        nb_concepts: int,
+        method: str | TangentMethod | type | None = None,
+        center: bool = True,
+        device: torch.device | str = "cpu",
+        rtol: float = 1e-3,
+        **method_kwargs: Any,
+    ):
+        if not isinstance(splitter, BaseSplitter):
+            raise InvalidInputError(
+                f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. "
+                "Wrap your model: ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
+            )
+        self.method = _resolve_method(method or self.default_method or TangentMethod.PCA)
+        self.input_size = _latent_dim(splitter)
+        if not isinstance(nb_concepts, int) or nb_concepts < 1:
+            raise InvalidInputError(f"nb_concepts must be a positive integer, got {nb_concepts!r}.")
+        if 2 * nb_concepts > self.input_size:
+            raise InvalidInputError(
+                f"nb_concepts={nb_concepts} leaves no room for matched-rank normal controls in R^{self.input_size}: "
+                f"use nb_concepts <= {self.input_size // 2}."
+            )
+        self.nb_concepts = nb_concepts
+        self.center = center
+        self.rtol = rtol
+        self.method_kwargs = method_kwargs
+        concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
+        super().__init__(splitter, concept_model)
+        self.inner_explainer: ConceptAutoEncoderExplainer | None = None
+
+    @property
+    def method_name(self) -> str:
+        """The method as a short string ("pca", "semi_nmf", or the class name)."""
+        return self.method.value if isinstance(self.method, TangentMethod) else self.method.__name__
+
+    # ------------------------------------------------------------------ fit
+    def _check_batch(self, activations: Any, name: str) -> torch.Tensor:
+        batch = as_float_tensor(activations, name=name)
+        if batch.shape[1] != self.input_size:
+            raise DimensionMismatchError(
+                f"{name} have d={batch.shape[1]} but the split point '{self.splitter.split_point}' has "
+                f"d={self.input_size}. Were they taken from another layer or model?"
+            )
+        return batch
+
+    def _batches(self, activations: Any) -> list[torch.Tensor]:
+        if isinstance(activations, (torch.Tensor,)) or hasattr(activations, "__array__"):
+            parts = [activations]
+        elif isinstance(activations, Iterable):
+            parts = list(activations)
+        else:
+            raise InvalidInputError(
+                f"activations must be an (n, d) tensor or a list of them, got {type(activations)}."
+            )
+        batches = [self._check_batch(part, f"activations[{index}]") for index, part in enumerate(parts)]
+        if not batches or sum(batch.shape[0] for batch in batches) == 0:
+            raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
+        return batches
+
+    def fit(self, activations: Any, **fit_kwargs: Any) -> TangentExplainer:
+        """Fit the tangent subspace.
+
+        Args:
+            activations: One (n, d) tensor, or a list / iterable of them pooled together (e.g. activations of
+                the early 30 % of training checkpoints, as in the paper). For "pca" the list is streamed
+                batch by batch, so it can be a generator over more tokens than fit in memory.
+            **fit_kwargs: Passed to the Interpreto explainer's `fit` (e.g. `nb_epochs` for SAEs).
+
+        Returns:
+            self, with `.subspace` set.
+
+        Raises:
+            InvalidInputError: Activations that are not 2-D.
+            NonFiniteError: NaN or infinite activations.
+            DimensionMismatchError: Activations whose d differs from the split point's.
+            EmptyInputError: No rows at all.
+        """
+        if self.method is TangentMethod.PCA:
+            self.concept_model.moments = None
+            return self.partial_fit(activations)
+        batches = self._batches(activations)
+        pooled = torch.cat([batch.float() for batch in batches]).to(self.device)
+        self._fit_interpreto(pooled, **fit_kwargs)
+        return self
+
+    def partial_fit(self, activations: Any) -> TangentExplainer:
+        """Add batches to the streamed PCA (method "pca" only). Returns self.
+
+        Raises:
+            InvalidInputError: For methods other than "pca".
+        """
+        if self.method is not TangentMethod.PCA:
+            raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
+        if isinstance(activations, torch.Tensor):
+            activations = [activations]
+        seen_rows = False
+        for index, part in enumerate(activations):
+            batch = self._check_batch(part, f"activations[{index}]").to(self.device)
+            seen_rows = seen_rows or batch.shape[0] > 0
+            self.concept_model.partial_fit(batch)
+        if not seen_rows and self.concept_model.moments is None:
+            raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
+        return self
+
+    def _fit_interpreto(self, pooled: torch.Tensor, **fit_kwargs: Any) -> None:
+        explainer_class = _INTERPRETO_CLASSES.get(self.method, self.method)  # type: ignore[arg-type]
+        mean = pooled.mean(0)
+        kwargs = dict(self.method_kwargs)
+        if explainer_class is NMFConcepts:
+            kwargs.setdefault("force_relu", True)
+            training_data = pooled
+        else:
+            training_data = pooled - mean if self.center else pooled
+        inner = explainer_class(self.splitter, nb_concepts=self.nb_concepts, device=str(self.device), **kwargs)
+        inner.fit(training_data, **fit_kwargs)
+        dictionary = inner.get_dictionary().detach()
+        subspace = Subspace.from_dictionary(
+            dictionary, mean=mean if self.center else None, rtol=self.rtol, method=self.method_name
+        )
+        self.inner_explainer = inner
+        self.concept_model.set_subspace(subspace)
+
+    # --------------------------------------------------------------- results
+    @property
+    def subspace(self) -> Subspace:
+        """The fitted tangent `Subspace` (basis (d, k), mean (d,) or None).
+
+        Raises:
+            NotFittedError: Before `fit`.
+        """
+        if not self.is_fitted and self.concept_model.moments is None:
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet: call .fit(activations) first.")
+        subspace = self.concept_model.get_subspace()
+        subspace.name = subspace.name or "tangent"
+        subspace.method = self.method_name
+        subspace.split_point = self.splitter.split_point
+        return subspace
+
+    @property
+    def is_fitted(self) -> bool:
+        return bool(self.concept_model.fitted or self.concept_model._stale)
+
+    def __repr__(self) -> str:
+        state = f"rank={self.subspace.rank}" if self.is_fitted else "unfitted"
+        return (
+            f"{type(self).__name__}(split_point={self.splitter.split_point!r}, nb_concepts={self.nb_concepts}, "
+            f"method={self.method_name!r}, {state})"
+        )
+
+
+class PCATangent(TangentExplainer):
+    """Tangent from a streamed, exact PCA (top-k eigenvectors of the activation covariance)."""
+
+    default_method = "pca"
+
+
+class SemiNMFTangent(TangentExplainer):
+    """Tangent spanned by Interpreto's `SemiNMFConcepts` dictionary, orthonormalised."""
+
+    default_method = "semi_nmf"
+
+
+class NMFTangent(TangentExplainer):
+    """Tangent spanned by Interpreto's `NMFConcepts` dictionary (ReLU'd activations), orthonormalised."""
+
+    default_method = "nmf"
+
+
+class ICATangent(TangentExplainer):
+    """Tangent spanned by Interpreto's `ICAConcepts` mixing matrix, orthonormalised."""
+
+    default_method = "ica"
+
+
+class SVDTangent(TangentExplainer):
+    """Tangent spanned by Interpreto's `SVDConcepts` components (centred unless `center=False`)."""
+
+    default_method = "svd"
+
+
+class TopKSAETangent(TangentExplainer):
+    """Tangent spanned by the decoder atoms of Interpreto's `TopKSAEConcepts`, orthonormalised (dead atoms dropped)."""
+
+    default_method = "topk_sae"
