@@ -1,0 +1,280 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Training objectives whose gradients the probe takes: causal LM, masked LM, sequence classification, callables.
+
+An objective prepares a tokenised batch (masking it, for masked LM), computes the loss from the model's
+output, and says which tokens are probed (get a gradient row). All losses are sums of per-token (or
+per-sequence) terms, so with `reduction="sum"` each token's gradient has its own loss's scale.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from jaxtyping import Bool, Float, Int
+
+from .errors import InvalidInputError, TokenizerError
+
+__all__ = [
+    "ObjectiveName",
+    "Reduction",
+    "Objective",
+    "CausalLMObjective",
+    "MaskedLMObjective",
+    "SequenceClassificationObjective",
+    "CallableObjective",
+    "make_objective",
+    "LossTerms",
+]
+
+
+class ObjectiveName(str, Enum):
+    """Built-in training objectives."""
+
+    CAUSAL_LM = "causal_lm"
+    MASKED_LM = "masked_lm"
+    SEQUENCE_CLASSIFICATION = "sequence_classification"
+
+
+class Reduction(str, Enum):
+    """How per-token losses are combined before differentiating."""
+
+    SUM = "sum"
+    MEAN = "mean"
+
+
+@dataclass
+class LossTerms:
+    """The loss of a batch: its total (to differentiate) and the number of terms in it.
+
+    Attributes:
+        total: Scalar loss, summed over terms (or averaged when the reduction is "mean").
+        summed: The plain sum of the terms (for reporting the mean loss), detached.
+        count: Number of loss terms (predicted tokens, masked tokens or sequences).
+    """
+
+    total: Float[torch.Tensor, ""]
+    summed: Float[torch.Tensor, ""]
+    count: int
+
+
+def _reduce(per_term: torch.Tensor, count: int, reduction: Reduction) -> LossTerms:
+    summed = per_term.sum()
+    total = summed / max(count, 1) if reduction is Reduction.MEAN else summed
+    return LossTerms(total=total, summed=summed.detach(), count=count)
+
+
+class Objective:
+    """Base class: prepare a batch, compute its loss, and select the probed tokens.
+
+    Subclasses override `prepare`, `loss` and, where needed, `probed_tokens` and `min_tokens`.
+    """
+
+    name: str = "objective"
+    min_tokens: int = 1
+
+    def __init__(self, *, reduction: str | Reduction = Reduction.SUM):
+        try:
+            self.reduction = Reduction(reduction)
+        except ValueError:
+            raise InvalidInputError(f"reduction must be 'sum' or 'mean', got {reduction!r}.") from None
+
+    def prepare(
+        self, batch: dict[str, torch.Tensor], *, sequence_ids: Int[torch.Tensor, " b"], tokenizer: Any
+    ) -> dict[str, torch.Tensor]:
+        """Return the batch the model is run on (e.g. with masked tokens). Default: unchanged."""
+        return batch
+
+    def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
+        """The batch loss from the model's output."""
+        raise NotImplementedError
+
+    def probed_tokens(self, batch: dict[str, torch.Tensor]) -> Bool[torch.Tensor, "b l"]:
+        """Tokens that get a gradient row: every real (non-padding) token by default."""
+        return batch["attention_mask"].bool()
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready settings of the objective."""
+        return {"objective": self.name, "reduction": self.reduction.value}
+
+
+class CausalLMObjective(Objective):
+    """Next-token cross-entropy, padding ignored (left or right padding).
+
+    Token t's loss predicts token t + 1. The last real token of a sequence predicts nothing, so its hidden
+    state gets an identically zero gradient: it is not probed (no row). Sequences need at least 2 tokens.
+    """
+
+    name = ObjectiveName.CAUSAL_LM.value
+    min_tokens = 2
+
+    def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
+        logits = output.logits[:, :-1]
+        targets = batch["input_ids"][:, 1:]
+        valid = batch["attention_mask"][:, :-1].bool() & batch["attention_mask"][:, 1:].bool()
+        per_token = F.cross_entropy(logits[valid].float(), targets[valid], reduction="none")
+        return _reduce(per_token, int(valid.sum()), self.reduction)
+
+    def probed_tokens(self, batch: dict[str, torch.Tensor]) -> Bool[torch.Tensor, "b l"]:
+        mask = batch["attention_mask"].bool()
+        has_next = torch.zeros_like(mask)
+        has_next[:, :-1] = mask[:, 1:]
+        return mask & has_next
+
+
+class MaskedLMObjective(Objective):
+    """Masked-LM cross-entropy on a seeded random mask (BERT's 80/10/10 scheme).
+
+    Each sequence's mask is drawn from a generator seeded by (seed, the sequence's index in the inputs), so
+    the mask is reproducible and independent of batching. A fraction `mlm_probability` of the real,
+    non-special tokens is selected (at least one per sequence); of those, 80 % become the mask token, 10 %
+    a random token and 10 % stay. The loss is summed over the selected tokens; every real token is probed.
+
+    Args:
+        mlm_probability: Fraction of tokens selected.
+        seed: Base seed of the mask.
+        reduction: "sum" or "mean".
+    """
+
+    name = ObjectiveName.MASKED_LM.value
+    min_tokens = 1
+
+    def __init__(self, *, mlm_probability: float = 0.15, seed: int = 0, reduction: str | Reduction = Reduction.SUM):
+        super().__init__(reduction=reduction)
+        if not 0.0 < mlm_probability < 1.0:
+            raise InvalidInputError(f"mlm_probability must be in (0, 1), got {mlm_probability}.")
+        self.mlm_probability = mlm_probability
+        self.seed = seed
+
+    def prepare(
+        self, batch: dict[str, torch.Tensor], *, sequence_ids: Int[torch.Tensor, " b"], tokenizer: Any
+    ) -> dict[str, torch.Tensor]:
+        if getattr(tokenizer, "mask_token_id", None) is None:
+            raise TokenizerError(
+                "The masked_lm objective needs a tokenizer with a mask token (tokenizer.mask_token is None). "
+                "Use the model's own tokenizer, or pass a callable objective."
+            )
+        input_ids = batch["input_ids"]
+        attention = batch["attention_mask"].bool()
+        special = torch.zeros_like(attention)
+        for special_id in set(tokenizer.all_special_ids):
+            special |= input_ids == special_id
+        candidates = (attention & ~special).cpu()
+        labels = torch.full_like(input_ids, -100)
+        corrupted = input_ids.clone()
+        vocab_size = len(tokenizer)
+        for row, sequence_id in enumerate(sequence_ids.tolist()):
+            generator = torch.Generator().manual_seed(self.seed * 1_000_003 + int(sequence_id))
+            positions = candidates[row].nonzero().flatten()
+            if positions.numel() == 0:
+                continue
+            draws = torch.rand(positions.numel(), generator=generator)
+            chosen = draws < self.mlm_probability
+            if not chosen.any():
+                chosen[draws.argmin()] = True
+            selected = positions[chosen]
+            replacement = torch.rand(selected.numel(), generator=generator)
+            random_tokens = torch.randint(vocab_size, (selected.numel(),), generator=generator)
+            labels[row, selected] = input_ids[row, selected]
+            new_ids = input_ids[row, selected].clone().cpu()
+            new_ids[replacement < 0.8] = tokenizer.mask_token_id
+            use_random = (replacement >= 0.8) & (replacement < 0.9)
+            new_ids[use_random] = random_tokens[use_random]
+            corrupted[row, selected] = new_ids.to(corrupted.device)
+        return {**batch, "input_ids": corrupted, "labels": labels, "original_input_ids": input_ids}
+
+    def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
+        labels = batch["labels"]
+        selected = labels != -100
+        per_token = F.cross_entropy(output.logits[selected].float(), labels[selected], reduction="none")
+        return _reduce(per_token, int(selected.sum()), self.reduction)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "mlm_probability": self.mlm_probability, "mask_seed": self.seed}
+
+
+class SequenceClassificationObjective(Objective):
+    """Cross-entropy of a sequence classifier's logits against given labels, summed over sequences."""
+
+    name = ObjectiveName.SEQUENCE_CLASSIFICATION.value
+
+    def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
+        if "labels" not in batch:
+            raise InvalidInputError("The sequence_classification objective needs labels: probe.run(..., labels=...).")
+        per_sequence = F.cross_entropy(output.logits.float(), batch["labels"], reduction="none")
+        return _reduce(per_sequence, int(batch["labels"].numel()), self.reduction)
+
+
+class CallableObjective(Objective):
+    """A user loss: `fn(output, batch)` returns a scalar total or a per-token (b, l) / per-term loss tensor.
+
+    A (b, l) tensor is summed over real tokens (averaged when `reduction="mean"`); any other non-scalar
+    tensor is summed over all its entries. `batch` holds `input_ids`, `attention_mask` and, when given,
+    `labels`.
+    """
+
+    name = "callable"
+
+    def __init__(self, fn: Callable[..., torch.Tensor], *, reduction: str | Reduction = Reduction.SUM):
+        super().__init__(reduction=reduction)
+        if not callable(fn):
+            raise InvalidInputError("A custom objective must be callable as fn(output, batch).")
+        self.fn = fn
+        self.name = getattr(fn, "__name__", "callable")
+
+    def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
+        value = self.fn(output, batch)
+        if not isinstance(value, torch.Tensor):
+            raise InvalidInputError(f"The custom objective returned {type(value).__name__}, expected a tensor.")
+        if value.dim() == 0:
+            return LossTerms(total=value, summed=value.detach(), count=1)
+        if value.shape == batch["attention_mask"].shape:
+            value = value[batch["attention_mask"].bool()]
+        return _reduce(value.flatten(), value.numel(), self.reduction)
+
+
+def make_objective(
+    objective: str | ObjectiveName | Objective | Callable[..., torch.Tensor],
+    *,
+    mlm_probability: float = 0.15,
+    seed: int = 0,
+    reduction: str | Reduction = Reduction.SUM,
+) -> Objective:
+    """Build an `Objective` from a name, an instance or a callable.
+
+    Args:
+        objective: "causal_lm", "masked_lm", "sequence_classification", an `Objective`, or a callable
+            `fn(output, batch) -> loss`.
+        mlm_probability: Masking rate for "masked_lm".
+        seed: Mask seed for "masked_lm".
+        reduction: "sum" (default: each token's gradient keeps its own loss's scale) or "mean".
+
+    Returns:
+        An `Objective`.
+
+    Raises:
+        InvalidInputError: An unknown name.
+    """
+    if isinstance(objective, Objective):
+        return objective
+    if isinstance(objective, (str, ObjectiveName)):
+        try:
+            name = ObjectiveName(objective)
+        except ValueError:
+            names = ", ".join(repr(n.value) for n in ObjectiveName)
+            raise InvalidInputError(f"Unknown objective {objective!r}; choose one of {names} or a callable.") from None
+        if name is ObjectiveName.CAUSAL_LM:
+            return CausalLMObjective(reduction=reduction)
+        if name is ObjectiveName.MASKED_LM:
+            return MaskedLMObjective(mlm_probability=mlm_probability, seed=seed, reduction=reduction)
+        return SequenceClassificationObjective(reduction=reduction)
+    if callable(objective) and len(inspect.signature(objective).parameters) >= 2:
+        return CallableObjective(objective, reduction=reduction)
+    raise InvalidInputError("objective must be a name, an Objective, or a callable fn(output, batch).")

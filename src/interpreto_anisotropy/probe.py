@@ -1,0 +1,556 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The gradient probe: true training-loss gradients at a split point, projected onto tangent and control subspaces.
+
+Which gradient: dL/dh at the output of the split-point module, one row per probed real (non-padding) token,
+for the model's own training loss summed over tokens (`reduction="sum"`, so each token's gradient has its
+own loss's scale; `reduction="mean"` divides by the number of loss terms). Each batch costs one forward and
+one backward pass, and the backward asks autograd for the hidden state's gradient only: parameters are
+frozen for the duration of the probe, so no parameter gradient is computed or accumulated, and the graph
+below the split point is not even recorded.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from interpreto.concepts.splitters.base_splitter import BaseSplitter
+from jaxtyping import Bool, Float, Int
+from tqdm.auto import tqdm
+
+from .accumulators import MomentAccumulator
+from .controls import analytic_null, normal_control_bases, p_value
+from .errors import (
+    DimensionMismatchError,
+    EmptyInputError,
+    InvalidInputError,
+    NonFiniteError,
+    SplitPointError,
+    TokenizerError,
+)
+from .metrics.isotropy import isoscore_star_from_covariance
+from .objectives import Objective, make_objective
+from .probe_result import ProbeResult
+from .subspace import Subspace
+
+__all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
+
+
+@dataclass
+class TokenGradients:
+    """Per-token activations and loss gradients at the split point.
+
+    Attributes:
+        activations: Hidden states h of the probed tokens, (n, d).
+        gradients: dL/dh of the probed tokens, (n, d).
+        sequence_ids: Index of each row's sequence in the inputs, (n,).
+        positions: Position of each row's token in its (unpadded) sequence, (n,).
+        input_ids: Token id of each row (before masking, for masked LM), (n,).
+        masked: For masked LM, whether the row's token was selected for prediction, (n,); else None.
+        loss_sum: Sum of the loss terms.
+        loss_count: Number of loss terms.
+    """
+
+    activations: Float[torch.Tensor, "n d"]
+    gradients: Float[torch.Tensor, "n d"]
+    sequence_ids: Int[torch.Tensor, " n"]
+    positions: Int[torch.Tensor, " n"]
+    input_ids: Int[torch.Tensor, " n"]
+    masked: Bool[torch.Tensor, " n"] | None
+    loss_sum: float
+    loss_count: int
+
+
+class _HiddenStateCapture:
+    """Forward hook that swaps the split point's hidden state for a leaf tensor that requires grad."""
+
+    def __init__(self, split_point: str):
+        self.split_point = split_point
+        self.hidden: torch.Tensor | None = None
+
+    def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> Any:
+        if isinstance(output, torch.Tensor):
+            self.hidden = self._leaf(output)
+            return self.hidden
+        if isinstance(output, tuple):
+            for index, candidate in enumerate(output):
+                if isinstance(candidate, torch.Tensor) and candidate.dim() == 3:
+                    self.hidden = self._leaf(candidate)
+                    return output[:index] + (self.hidden,) + output[index + 1 :]
+        raise SplitPointError(
+            f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
+            "choose a transformer block or a layer norm as split point."
+        )
+
+    @staticmethod
+    def _leaf(hidden: torch.Tensor) -> torch.Tensor:
+        return hidden.detach().requires_grad_(True)
+
+
+class GradientProbe:
+    """Per-token gradients of the model's training loss at the split point of a `ModelWithSplitPoints`.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` whose `split_point` is the layer to probe.
+        objective: "causal_lm", "masked_lm", "sequence_classification", an `Objective`, or a callable
+            `fn(output, batch) -> loss` (scalar or per-token).
+        mlm_probability: Masking rate for "masked_lm".
+        reduction: "sum" (default) or "mean" over loss terms.
+        seed: Seed of the masked-LM mask.
+        batch_size: Sequences per forward/backward; defaults to the splitter's `batch_size`.
+        max_length: Truncation length in tokens; defaults to the model's maximum positions.
+        on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
+
+    Raises:
+        InvalidInputError: An unknown objective, reduction or `on_nonfinite`.
+        TokenizerError: A tokenizer without a pad token and without an eos token to pad with.
+
+    Examples:
+        >>> probe = ia.GradientProbe(mwsp, objective="causal_lm")
+        >>> result = probe.run(texts, tangent, n_controls=20, seed=0)
+        >>> print(result)
+    """
+
+    def __init__(
+        self,
+        splitter: BaseSplitter,
+        *,
+        objective: str | Objective | Callable[..., torch.Tensor] = "causal_lm",
+        mlm_probability: float = 0.15,
+        reduction: str = "sum",
+        seed: int = 0,
+        batch_size: int | None = None,
+        max_length: int | None = None,
+        on_nonfinite: str = "raise",
+    ):
+        if not isinstance(splitter, BaseSplitter):
+            raise InvalidInputError(
+                f"GradientProbe needs an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}."
+            )
+        if on_nonfinite not in ("raise", "skip"):
+            raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
+        self.splitter = splitter
+        self.objective = make_objective(objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction)
+        self.batch_size = int(batch_size or getattr(splitter, "batch_size", 8) or 8)
+        self.on_nonfinite = on_nonfinite
+        self.model = splitter._model
+        self.tokenizer = splitter.tokenizer
+        self._ensure_pad_token()
+        self.max_length = max_length or self._default_max_length()
+        try:
+            self.module = self.model.get_submodule(splitter.split_point)
+        except AttributeError as error:
+            raise SplitPointError(f"Split point '{splitter.split_point}' is not a module of this model.") from error
+        self._accepts_position_ids = "position_ids" in inspect.signature(self.model.forward).parameters
+
+    # ------------------------------------------------------------------ set-up
+    def _ensure_pad_token(self) -> None:
+        if self.tokenizer.pad_token is not None:
+            return
+        if self.tokenizer.eos_token is None:
+            raise TokenizerError(
+                "The tokenizer has no pad token and no eos token to pad with; set tokenizer.pad_token first "
+                "(Interpreto's get_activations needs one too)."
+            )
+        warnings.warn(
+            "The tokenizer has no pad token: using its eos token for padding (tokenizer.pad_token = eos_token), "
+            "as Interpreto's get_activations would otherwise crash. Padding is masked out of the loss.",
+            stacklevel=3,
+        )
+        self.tokenizer.pad_token = self.tokenizer.eos_token
+
+    def _default_max_length(self) -> int:
+        limits = [getattr(self.model.config, "max_position_embeddings", None), self.tokenizer.model_max_length]
+        finite = [int(limit) for limit in limits if isinstance(limit, int) and 0 < limit < 10**7]
+        return min(finite) if finite else 512
+
+    @property
+    def device(self) -> torch.device:
+        """The model's device (where gradients and accumulators live)."""
+        return next(self.model.parameters()).device
+
+    @contextmanager
+    def _probing(self) -> Iterator[_HiddenStateCapture]:
+        """Freeze parameters, switch to eval mode and hook the split point; restore everything afterwards."""
+        capture = _HiddenStateCapture(self.splitter.split_point)
+        flags = [(parameter, parameter.requires_grad) for parameter in self.model.parameters()]
+        was_training = self.model.training
+        handle = self.module.register_forward_hook(capture)
+        try:
+            for parameter, _ in flags:
+                parameter.requires_grad_(False)
+            self.model.eval()
+            yield capture
+        finally:
+            handle.remove()
+            for parameter, flag in flags:
+                parameter.requires_grad_(flag)
+            self.model.train(was_training)
+
+    # ------------------------------------------------------------------ batches
+    def _tokenize(self, inputs: Any, labels: Any) -> dict[str, torch.Tensor]:
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if isinstance(inputs, Mapping):
+            if "input_ids" not in inputs:
+                raise InvalidInputError("Tokenised inputs must hold 'input_ids' (and preferably 'attention_mask').")
+            encoded = {"input_ids": torch.as_tensor(inputs["input_ids"])}
+            mask = inputs.get("attention_mask")
+            encoded["attention_mask"] = (
+                torch.ones_like(encoded["input_ids"]) if mask is None else torch.as_tensor(mask).long()
+            )
+        elif isinstance(inputs, Sequence) and all(isinstance(text, str) for text in inputs):
+            if len(inputs) == 0:
+                raise EmptyInputError("No texts to probe: pass a non-empty list of strings.")
+            encoded = dict(
+                self.tokenizer(
+                    list(inputs), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+                )
+            )
+            encoded = {key: encoded[key] for key in ("input_ids", "attention_mask")}
+        else:
+            raise InvalidInputError("inputs must be a list of strings or a dict/BatchEncoding of tensors.")
+        if encoded["input_ids"].dim() != 2 or encoded["input_ids"].shape[0] == 0:
+            raise EmptyInputError("No sequences to probe.")
+        if labels is not None:
+            labels = torch.as_tensor(labels)
+            if labels.shape[0] != encoded["input_ids"].shape[0]:
+                raise InvalidInputError(f"Got {labels.shape[0]} labels for {encoded['input_ids'].shape[0]} sequences.")
+            encoded["labels"] = labels
+        return encoded
+
+    def _batches(self, encoded: dict[str, torch.Tensor]) -> tuple[list[tuple[dict, torch.Tensor]], int]:
+        lengths = encoded["attention_mask"].sum(1)
+        usable = (lengths >= self.objective.min_tokens).nonzero().flatten()
+        skipped = int(encoded["input_ids"].shape[0] - usable.numel())
+        if usable.numel() == 0:
+            raise EmptyInputError(
+                f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
+                "objective needs; give longer texts."
+            )
+        if skipped:
+            warnings.warn(
+                f"{skipped} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.", stacklevel=3
+            )
+        batches = []
+        for start in range(0, usable.numel(), self.batch_size):
+            ids = usable[start : start + self.batch_size]
+            batch = {key: value[ids] for key, value in encoded.items()}
+            width = int(batch["attention_mask"].sum(1).max())
+            left_padded = bool((batch["attention_mask"][:, 0] == 0).any())
+            trim = slice(batch["input_ids"].shape[1] - width, None) if left_padded else slice(0, width)
+            batch = {key: value[:, trim] if value.dim() == 2 else value for key, value in batch.items()}
+            batches.append((batch, ids))
+        return batches, skipped
+
+    def _model_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+        if self._accepts_position_ids:
+            # Left and right padding give the same positions to the real tokens.
+            inputs["position_ids"] = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        return inputs
+
+    def _forward_backward(
+        self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor, batch_index: int
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, Any] | None:
+        """One forward + one backward. Returns (prepared batch, hidden (b,l,d), grad (b,l,d), loss terms)."""
+        device = self.device
+        batch = {key: value.to(device) for key, value in batch.items()}
+        batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
+        with self._probing() as capture:
+            output = self.model(**self._model_inputs(batch))
+            hidden = capture.hidden
+            if hidden is None:
+                raise SplitPointError(f"Split point '{self.splitter.split_point}' was not run by the forward pass.")
+            terms = self.objective.loss(output, batch)
+            if not terms.total.requires_grad:
+                raise SplitPointError(
+                    f"The {self.objective.name} loss does not depend on split point '{self.splitter.split_point}'."
+                )
+            (gradient,) = torch.autograd.grad(terms.total, hidden, allow_unused=True)
+        if gradient is None:
+            raise SplitPointError(
+                f"The {self.objective.name} loss does not depend on split point '{self.splitter.split_point}'."
+            )
+        if not bool(torch.isfinite(gradient).all()) or not bool(torch.isfinite(terms.summed)):
+            if self.on_nonfinite == "raise":
+                raise NonFiniteError(
+                    f"Non-finite loss or gradients in batch {batch_index} (sequences {sequence_ids.tolist()}). "
+                    "Check the checkpoint's weights, lower the precision less, or pass on_nonfinite='skip'."
+                )
+            return None
+        return batch, hidden.detach(), gradient, terms
+
+    def _iterate(self, inputs: Any, labels: Any, *, max_tokens: int | None, progress: bool, description: str):
+        """Yield (batch, hidden, gradient, probed mask, sequence ids, terms) per batch, plus skip counts at the end."""
+        if max_tokens is not None and max_tokens < 1:
+            raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
+        encoded = self._tokenize(inputs, labels)
+        batches, skipped_sequences = self._batches(encoded)
+        self.skipped_sequences = skipped_sequences
+        self.skipped_batches = 0
+        seen = 0
+        for batch_index, (batch, sequence_ids) in enumerate(
+            tqdm(batches, desc=description, unit="batch", disable=not progress)
+        ):
+            step = self._forward_backward(batch, sequence_ids, batch_index)
+            if step is None:
+                self.skipped_batches += 1
+                continue
+            prepared, hidden, gradient, terms = step
+            probed = self.objective.probed_tokens(prepared)
+            if max_tokens is not None:
+                flat = probed.flatten()
+                keep = (flat.cumsum(0) <= max_tokens - seen) & flat
+                probed = keep.view_as(probed)
+            count = int(probed.sum())
+            seen += count
+            if count:
+                yield prepared, hidden, gradient, probed, sequence_ids.to(gradient.device), terms
+            if max_tokens is not None and seen >= max_tokens:
+                break
+
+    # ------------------------------------------------------------------ public
+    def gradients(
+        self, inputs: Any, *, labels: Any = None, max_tokens: int | None = None, progress: bool = False
+    ) -> TokenGradients:
+        """Per-token activations and gradients at the split point, for users who want the raw matrices.
+
+        Args:
+            inputs: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
+            labels: Sequence labels for the "sequence_classification" objective.
+            max_tokens: Stop after this many probed tokens.
+            progress: Show a progress bar.
+
+        Returns:
+            `TokenGradients` with (n, d) activations and gradients, on the model's device.
+
+        Raises:
+            EmptyInputError: No texts, or every sequence too short for the objective.
+            NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`).
+        """
+        parts: dict[str, list[torch.Tensor]] = {key: [] for key in ("h", "g", "seq", "pos", "ids", "masked")}
+        loss_sum, loss_count = 0.0, 0
+        for batch, hidden, gradient, probed, sequence_ids, terms in self._iterate(
+            inputs, labels, max_tokens=max_tokens, progress=progress, description="Gradients"
+        ):
+            positions = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+            original = batch.get("original_input_ids", batch["input_ids"])
+            parts["h"].append(hidden[probed])
+            parts["g"].append(gradient[probed])
+            parts["seq"].append(sequence_ids[:, None].expand_as(probed)[probed])
+            parts["pos"].append(positions[probed])
+            parts["ids"].append(original[probed])
+            if "labels" in batch and batch["labels"].dim() == 2:
+                parts["masked"].append((batch["labels"] != -100)[probed])
+            loss_sum += float(terms.summed)
+            loss_count += terms.count
+        if not parts["g"]:
+            raise EmptyInputError("No token was probed: every batch was skipped or empty.")
+        return TokenGradients(
+            activations=torch.cat(parts["h"]),
+            gradients=torch.cat(parts["g"]),
+            sequence_ids=torch.cat(parts["seq"]),
+            positions=torch.cat(parts["pos"]),
+            input_ids=torch.cat(parts["ids"]),
+            masked=torch.cat(parts["masked"]) if parts["masked"] else None,
+            loss_sum=loss_sum,
+            loss_count=loss_count,
+        )
+
+    def run(
+        self,
+        inputs: Any,
+        subspaces: Any,
+        *,
+        labels: Any = None,
+        n_controls: int = 20,
+        seed: int = 0,
+        max_tokens: int | None = None,
+        n_bootstrap: int = 1000,
+        confidence: float = 0.95,
+        progress: bool = True,
+    ) -> ProbeResult | dict[str, ProbeResult]:
+        """Probe the gradients and compare the energy each tangent holds with matched-rank normal controls.
+
+        For each tangent Q_T (d, k), `n_controls` normal controls are drawn in its orthogonal complement
+        (`ia.normal_controls`, seeded). All subspaces are stacked into one (d, K) matrix so that each batch's
+        gradients are projected in a single matmul. Streaming sums (energies per sequence, float64 gradient
+        moments) keep memory flat in the number of tokens.
+
+        Args:
+            inputs: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
+            subspaces: A `TangentExplainer`, a `Subspace`, or a dict name -> either (several tangents side by side).
+            labels: Sequence labels for the "sequence_classification" objective.
+            n_controls: Number R of matched-rank normal controls per tangent.
+            seed: Seed of the controls and of the bootstrap.
+            max_tokens: Stop after this many probed tokens.
+            n_bootstrap: Bootstrap resamples of sequences for the confidence interval of the energy share.
+            confidence: Confidence level of the interval.
+            progress: Show a progress bar.
+
+        Returns:
+            A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict.
+
+        Raises:
+            EmptyInputError: No texts, or every sequence too short for the objective.
+            DimensionMismatchError: A subspace whose d differs from the split point's.
+            InvalidInputError: 2k > d, n_controls < 1, bad `max_tokens` or labels.
+            NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`).
+        """
+        named = _as_named_subspaces(subspaces)
+        if not 0 < confidence < 1:
+            raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
+        device = self.device
+        tangents = {name: subspace.to(device=device, dtype=torch.float32) for name, subspace in named.items()}
+        controls = {name: normal_control_bases(subspace, n_controls, seed=seed) for name, subspace in tangents.items()}
+        stacked, membership = _stack_bases(tangents, controls)
+        dim = next(iter(tangents.values())).dim
+
+        per_sequence_energy: list[torch.Tensor] = []
+        per_sequence_total: list[torch.Tensor] = []
+        moments = MomentAccumulator(dim, device=device)
+        loss_sum, loss_count, n_sequences = 0.0, 0, 0
+        for _, _, gradient, probed, sequence_ids, terms in self._iterate(
+            inputs, labels, max_tokens=max_tokens, progress=progress, description="Probing gradients"
+        ):
+            if gradient.shape[-1] != dim:
+                raise DimensionMismatchError(
+                    f"The split point '{self.splitter.split_point}' has d={gradient.shape[-1]} but the subspaces "
+                    f"live in R^{dim}: they were fitted on another layer or model."
+                )
+            rows = gradient[probed].float()
+            local_sequence = torch.arange(probed.shape[0], device=device)[:, None].expand_as(probed)[probed]
+            token_energy = (rows @ stacked).square() @ membership
+            batch_energy = torch.zeros(probed.shape[0], membership.shape[1], dtype=torch.float64, device=device)
+            batch_energy.index_add_(0, local_sequence, token_energy.double())
+            batch_total = torch.zeros(probed.shape[0], dtype=torch.float64, device=device)
+            batch_total.index_add_(0, local_sequence, rows.double().square().sum(1))
+            has_rows = probed.any(1)
+            per_sequence_energy.append(batch_energy[has_rows])
+            per_sequence_total.append(batch_total[has_rows])
+            moments.update(rows)
+            loss_sum += float(terms.summed)
+            loss_count += terms.count
+            n_sequences += int(has_rows.sum())
+        if moments.count == 0:
+            raise EmptyInputError("No token was probed: every batch was skipped or empty.")
+
+        sequence_energy = torch.cat(per_sequence_energy)
+        sequence_total = torch.cat(per_sequence_total)
+        shares = (sequence_energy.sum(0) / sequence_total.sum()).cpu().numpy()
+        second_moment = moments.second_moment()
+        covariance = moments.covariance()
+        eigenvalues = torch.linalg.eigvalsh(second_moment).flip(0).clamp(min=0)
+        isoscore_full = float(isoscore_star_from_covariance(covariance, n=moments.count))
+        generator = torch.Generator().manual_seed(seed)
+        counts = _bootstrap_counts(sequence_total.shape[0], n_bootstrap, generator).to(device)
+        boot_total = counts @ sequence_total
+
+        common = {
+            "n_tokens": moments.count,
+            "n_sequences": n_sequences,
+            "dim": dim,
+            "loss": loss_sum / max(loss_count, 1),
+            "objective": self.objective.name,
+            "reduction": self.objective.reduction.value,
+            "split_point": self.splitter.split_point,
+            "seed": seed,
+            "n_skipped_batches": self.skipped_batches,
+            "n_skipped_sequences": self.skipped_sequences,
+            "isoscore_star": isoscore_full,
+        }
+        results: dict[str, ProbeResult] = {}
+        column = 0
+        for name, tangent in tangents.items():
+            k = tangent.rank
+            energy_share = float(shares[column])
+            control_shares = shares[column + 1 : column + 1 + n_controls].astype(np.float64)
+            boot_shares = ((counts @ sequence_energy[:, column]) / boot_total).cpu().numpy()
+            oracle = float(eigenvalues[:k].sum() / eigenvalues.sum()) if eigenvalues.sum() > 0 else 0.0
+            without_tangent = _isoscore_star_in_complement(covariance, tangent.basis, moments.count)
+            without_controls = np.array(
+                [_isoscore_star_in_complement(covariance, basis, moments.count) for basis in controls[name]]
+            )
+            alpha = (1 - confidence) / 2
+            results[name] = ProbeResult.build(
+                name=name,
+                method=tangent.method,
+                rank=k,
+                energy_share=energy_share,
+                control_energy_shares=control_shares,
+                analytic_null=analytic_null(min(max(energy_share, 0.0), 1.0), dim, k),
+                p_value=p_value(energy_share, control_shares),
+                ci_low=float(np.quantile(boot_shares, alpha)),
+                ci_high=float(np.quantile(boot_shares, 1 - alpha)),
+                confidence=confidence,
+                oracle_energy_share=oracle,
+                isoscore_star_without_tangent=without_tangent,
+                isoscore_star_without_controls=without_controls,
+                **common,
+            )
+            column += 1 + n_controls
+        if isinstance(subspaces, Mapping):
+            return results
+        return next(iter(results.values()))
+
+
+def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:
+    """Normalise a tangent explainer, a Subspace or a dict of them to {name: Subspace}."""
+    items = subspaces.items() if isinstance(subspaces, Mapping) else [("tangent", subspaces)]
+    named: dict[str, Subspace] = {}
+    for name, item in items:
+        subspace = item if isinstance(item, Subspace) else getattr(item, "subspace", None)
+        if not isinstance(subspace, Subspace):
+            raise InvalidInputError(
+                f"subspaces must be a TangentExplainer, a Subspace or a dict of them; {name!r} is {type(item).__name__}."
+            )
+        named[str(name)] = subspace
+    if not named:
+        raise EmptyInputError("No subspace to probe: pass a TangentExplainer, a Subspace or a non-empty dict.")
+    dims = {subspace.dim for subspace in named.values()}
+    if len(dims) > 1:
+        raise DimensionMismatchError(f"The subspaces live in spaces of different dimensions: {sorted(dims)}.")
+    return named
+
+
+def _stack_bases(
+    tangents: dict[str, Subspace], controls: dict[str, torch.Tensor]
+) -> tuple[Float[torch.Tensor, "d K"], Float[torch.Tensor, "K S"]]:
+    """All bases side by side (tangent, then its controls, per tangent) and the column -> subspace membership."""
+    columns: list[torch.Tensor] = []
+    owners: list[int] = []
+    subspace_index = 0
+    for name, tangent in tangents.items():
+        for basis in [tangent.basis, *controls[name]]:
+            columns.append(basis)
+            owners.extend([subspace_index] * basis.shape[1])
+            subspace_index += 1
+    stacked = torch.cat(columns, dim=1).float()
+    membership = torch.zeros(len(owners), subspace_index, device=stacked.device)
+    membership[torch.arange(len(owners)), torch.tensor(owners)] = 1.0
+    return stacked, membership
+
+
+def _isoscore_star_in_complement(covariance: torch.Tensor, basis: torch.Tensor, n: int) -> float:
+    """IsoScore* of the cloud with a rank-k subspace removed, computed inside its (d - k)-dim complement."""
+    complement = Subspace(basis, check=False).complement_basis().to(covariance.device)
+    return float(isoscore_star_from_covariance(complement.T @ covariance @ complement, n=n))
+
+
+def _bootstrap_counts(n_sequences: int, n_resamples: int, generator: torch.Generator) -> torch.Tensor:
+    """Multinomial resampling counts (n_resamples, n_sequences), float64."""
+    if n_resamples < 1:
+        raise InvalidInputError(f"n_bootstrap must be positive, got {n_resamples}.")
+    draws = torch.randint(n_sequences, (n_resamples, n_sequences), generator=generator)
+    counts = torch.zeros(n_resamples, n_sequences, dtype=torch.float64)
+    counts.scatter_add_(1, draws, torch.ones_like(draws, dtype=torch.float64))
+    return counts

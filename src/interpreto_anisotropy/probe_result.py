@@ -1,0 +1,185 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""`ProbeResult`: what the gradient probe reports for one tangent subspace, as plain JSON-ready numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .controls import p_value
+
+__all__ = ["ProbeResult"]
+
+
+@dataclass
+class ProbeResult:
+    """Gradient energy and anisotropy held by a tangent subspace, against matched-rank normal controls.
+
+    Notation: G (n, d) the probed per-token gradients, Q_T (d, k) the tangent basis, Q_N its R controls.
+
+    Attributes:
+        name: The tangent's name ("tangent" or the key given in a dict).
+        method: How the tangent was fitted.
+        n_tokens: Number of gradient rows n.
+        n_sequences: Number of sequences they came from.
+        dim: d. rank: k.
+        loss: Mean loss per loss term over the probed batches.
+        energy_share: E_T = ||G Q_T||_F^2 / ||G||_F^2 (gradients not centred).
+        chance: k / d, the expected share of a uniformly random rank-k subspace.
+        control_energy_shares: E_N for each control, (R,).
+        control_mean: Mean of `control_energy_shares`.
+        analytic_null: (1 - E_T) k / (d - k), the exact expectation of a random control in the complement.
+        energy_ratio: E_T / control_mean.
+        p_value: (1 + #{controls with E_N >= E_T}) / (R + 1).
+        ci_low, ci_high: Bootstrap interval of E_T, resampling sequences (level `confidence`).
+        oracle_energy_share: Energy held by the top-k eigenvectors of G^T G: no rank-k subspace holds more.
+        anisotropy_capture: (E_T - k/d) / (oracle - k/d): the tangent's share of the best possible excess.
+        isoscore_star: IsoScore* of the gradient cloud G (covariance-based, d dimensions).
+        isoscore_star_without_tangent: IsoScore* of G (I - Q_T Q_T^T), computed inside the (d - k)-dimensional
+            complement of Q_T (covariance P^T Sigma P with P an orthonormal basis of the complement).
+        isoscore_star_without_controls: The same for each control, inside each control's complement, (R,).
+        delta_isoscore_star: isoscore_star_without_tangent - isoscore_star.
+        delta_isoscore_star_controls: isoscore_star_without_controls - isoscore_star, (R,).
+        delta_isoscore_star_p_value: p-value of delta_isoscore_star against the controls' deltas.
+        Others: settings (objective, reduction, split point, seed, confidence) and skip counts.
+    """
+
+    name: str
+    method: str | None
+    n_tokens: int
+    n_sequences: int
+    dim: int
+    rank: int
+    loss: float
+    energy_share: float
+    chance: float
+    control_energy_shares: np.ndarray
+    control_mean: float
+    analytic_null: float
+    energy_ratio: float
+    p_value: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    oracle_energy_share: float
+    anisotropy_capture: float
+    isoscore_star: float
+    isoscore_star_without_tangent: float
+    isoscore_star_without_controls: np.ndarray
+    delta_isoscore_star: float
+    delta_isoscore_star_controls: np.ndarray
+    delta_isoscore_star_p_value: float
+    objective: str = "causal_lm"
+    reduction: str = "sum"
+    split_point: str | None = None
+    seed: int = 0
+    n_skipped_batches: int = 0
+    n_skipped_sequences: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        energy_share: float,
+        control_energy_shares: np.ndarray,
+        oracle_energy_share: float,
+        isoscore_star: float,
+        isoscore_star_without_tangent: float,
+        isoscore_star_without_controls: np.ndarray,
+        dim: int,
+        rank: int,
+        **fields: Any,
+    ) -> ProbeResult:
+        """Fill in the derived fields (chance, ratio, capture, deltas) from the measured ones."""
+        control_energy_shares = np.asarray(control_energy_shares, dtype=np.float64)
+        control_mean = float(control_energy_shares.mean())
+        chance = rank / dim
+        excess = oracle_energy_share - chance
+        delta = isoscore_star_without_tangent - isoscore_star
+        delta_controls = np.asarray(isoscore_star_without_controls, dtype=np.float64) - isoscore_star
+        return cls(
+            energy_share=energy_share,
+            chance=chance,
+            control_energy_shares=control_energy_shares,
+            control_mean=control_mean,
+            energy_ratio=energy_share / control_mean if control_mean > 0 else math.inf,
+            oracle_energy_share=oracle_energy_share,
+            anisotropy_capture=(energy_share - chance) / excess if excess > 0 else math.nan,
+            isoscore_star=isoscore_star,
+            isoscore_star_without_tangent=isoscore_star_without_tangent,
+            isoscore_star_without_controls=np.asarray(isoscore_star_without_controls, dtype=np.float64),
+            delta_isoscore_star=delta,
+            delta_isoscore_star_controls=delta_controls,
+            delta_isoscore_star_p_value=p_value(delta, delta_controls),
+            dim=dim,
+            rank=rank,
+            **fields,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: arrays become lists, non-finite floats become None."""
+        return {key: _jsonable(value) for key, value in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
+        """Inverse of `to_dict`."""
+        values = dict(data)
+        for key in ("control_energy_shares", "isoscore_star_without_controls", "delta_isoscore_star_controls"):
+            values[key] = np.asarray(values[key], dtype=np.float64)
+        for key, value in values.items():
+            if value is None and key in cls.__dataclass_fields__ and key not in ("method", "split_point"):
+                values[key] = math.nan
+        return cls(**values)
+
+    def to_json(self) -> str:
+        """The result as a JSON string."""
+        return json.dumps(self.to_dict())
+
+    def __str__(self) -> str:
+        controls = self.control_energy_shares
+        delta_controls = self.delta_isoscore_star_controls
+        rows = [
+            ("tokens / sequences", f"{self.n_tokens} / {self.n_sequences}"),
+            ("d / k", f"{self.dim} / {self.rank}"),
+            ("loss (mean per term)", f"{self.loss:.4f}"),
+            ("energy share E_T", f"{self.energy_share:.4f}  [{self.ci_low:.4f}, {self.ci_high:.4f}]"),
+            ("chance k/d", f"{self.chance:.4f}"),
+            ("controls E_N mean [min, max]", f"{self.control_mean:.4f}  [{controls.min():.4f}, {controls.max():.4f}]"),
+            ("analytic null (1-E_T)k/(d-k)", f"{self.analytic_null:.4f}"),
+            ("energy ratio E_T / E_N", f"{self.energy_ratio:.2f}"),
+            (f"p-value (R={controls.size})", f"{self.p_value:.3f}"),
+            ("oracle top-k share", f"{self.oracle_energy_share:.4f}"),
+            ("anisotropy capture", f"{self.anisotropy_capture:.3f}"),
+            ("IsoScore* of G", f"{self.isoscore_star:.4f}"),
+            ("IsoScore* without tangent", f"{self.isoscore_star_without_tangent:.4f}"),
+            ("IsoScore* without controls", f"{self.isoscore_star_without_controls.mean():.4f} (mean)"),
+            (
+                "Delta IsoScore* tangent / controls",
+                f"{self.delta_isoscore_star:+.4f} / {delta_controls.mean():+.4f}  (p={self.delta_isoscore_star_p_value:.3f})",
+            ),
+        ]
+        width = max(len(label) for label, _ in rows)
+        title = f"ProbeResult {self.name!r} ({self.method}, {self.objective}, split point {self.split_point})"
+        return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows)])
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_jsonable(item) for item in value.tolist()]
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    return value
