@@ -419,7 +419,7 @@ class GradientProbe:
         per_sequence_total: list[torch.Tensor] = []
         moments = MomentAccumulator(dim, device=device)
         loss_sum, loss_count, n_sequences = 0.0, 0, 0
-        for _, _, gradient, probed, sequence_ids, terms in self._iterate(
+        for _, _, gradient, probed, _, terms in self._iterate(
             inputs, labels, max_tokens=max_tokens, progress=progress, description="Probing gradients"
         ):
             if gradient.shape[-1] != dim:
