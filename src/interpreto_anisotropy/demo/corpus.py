@@ -1,0 +1,341 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""A toy corpus of real English text available offline: the docstrings of the installed Python standard library.
+
+The standard library is harvested with `ast` (no module is imported), files in sorted order, skipping tests,
+site-packages, IDLE and other non-prose folders. Texts are cleaned with `inspect.cleandoc`, deduplicated,
+and cut to a size cap. Each text is assigned to a split (``"train"`` 80 %, ``"fit"`` 10 %, ``"probe"`` 10 %)
+by a hash of its content, and ordered within its split by that hash, so the result is the same on every machine
+with the same Python version and does not depend on the order in which files are found.
+
+The harvest takes tens of seconds; its result is cached as JSON in ``$INTERPRETO_ANISOTROPY_CACHE``
+(default ``~/.cache/interpreto_anisotropy``), written atomically, and kept in memory for the process.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import io
+import json
+import os
+import platform
+import sys
+import sysconfig
+import tempfile
+import tokenize
+import warnings
+from enum import Enum
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from ..errors import InvalidInputError
+
+__all__ = ["Split", "load_corpus", "corpus_cache_path", "default_cache_dir", "CACHE_ENV_VAR"]
+
+CACHE_ENV_VAR = "INTERPRETO_ANISOTROPY_CACHE"
+"""Environment variable that overrides the cache directory."""
+
+_FORMAT_VERSION = 1
+_MAX_TEXT_CHARS = 2000  # size cap of one text; longer docstrings are cut at a paragraph or line break
+_MAX_TOTAL_CHARS = 20_000_000  # size cap of the whole harvest
+_HARVEST_MIN_CHARS = 16  # texts shorter than this are never stored
+_SPLIT_SHARES = (("fit", 10), ("probe", 10), ("train", 80))  # out of 100 hash buckets
+
+# Folders of the standard library that hold no prose worth learning from (tests, generated code, bundles).
+_SKIPPED_DIRS = frozenset(
+    {
+        "test",
+        "tests",
+        "idle_test",
+        "idlelib",
+        "site-packages",
+        "dist-packages",
+        "lib2to3",
+        "turtledemo",
+        "ensurepip",
+        "encodings",
+        "pydoc_data",
+        "lib-dynload",
+        "__pycache__",
+        "__phello__",
+    }
+)
+
+
+class Split(str, Enum):
+    """Splits of the toy corpus: ``fit`` (tangent subspaces), ``probe`` (gradients), ``train`` (toy training)."""
+
+    TRAIN = "train"
+    FIT = "fit"
+    PROBE = "probe"
+    ALL = "all"
+
+
+def default_cache_dir() -> Path:
+    """The cache directory: ``$INTERPRETO_ANISOTROPY_CACHE`` if set, else ``~/.cache/interpreto_anisotropy``.
+
+    Returns:
+        The directory (it may not exist yet).
+
+    Examples:
+        >>> default_cache_dir().name in {"interpreto_anisotropy"} or "INTERPRETO_ANISOTROPY_CACHE" in os.environ
+        True
+    """
+    override = os.environ.get(CACHE_ENV_VAR)
+    if override:
+        return Path(override).expanduser()
+    return Path("~/.cache/interpreto_anisotropy").expanduser()
+
+
+def _stdlib_dir() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"] or os.path.dirname(os.__file__)).resolve()
+
+
+def _python_tag() -> str:
+    return f"{platform.python_implementation().lower()}-{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def corpus_cache_path(*, include_comments: bool = False, cache_dir: str | os.PathLike | None = None) -> Path:
+    """Path of the cache file of the harvest for this Python version.
+
+    Args:
+        include_comments: Whether the harvest includes comment blocks.
+        cache_dir: Cache directory; defaults to `default_cache_dir()`.
+
+    Returns:
+        The path of the JSON cache file (it may not exist yet).
+
+    Examples:
+        >>> corpus_cache_path(cache_dir="/tmp/c").name.startswith("stdlib-docstrings")
+        True
+    """
+    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    kind = "docstrings+comments" if include_comments else "docstrings"
+    return directory / f"stdlib-{kind}-{_python_tag()}-v{_FORMAT_VERSION}.json"
+
+
+def _source_files(root: Path) -> list[Path]:
+    """The standard library's ``.py`` files worth harvesting, sorted by their path relative to ``root``."""
+    files = []
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(
+            d for d in subdirs if d not in _SKIPPED_DIRS and not d.startswith(("test", "config-", "."))
+        )
+        for name in names:
+            if name.endswith(".py") and not name.startswith(("test", "_test", "_sysconfigdata")):
+                files.append(Path(directory) / name)
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def _cap(text: str) -> str:
+    """Cuts ``text`` to the size cap, at the last paragraph (or line) break before it when there is one."""
+    if len(text) <= _MAX_TEXT_CHARS:
+        return text
+    head = text[:_MAX_TEXT_CHARS]
+    for separator in ("\n\n", "\n"):
+        cut = head.rfind(separator)
+        if cut >= _MAX_TEXT_CHARS // 2:
+            return head[:cut].rstrip()
+    return head.rstrip()
+
+
+def _docstrings(tree: ast.AST) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node, clean=True)
+            if doc:
+                found.append(doc)
+    return found
+
+
+def _comment_blocks(source: str) -> list[str]:
+    """Runs of comment lines on consecutive lines, joined into one text each (shebangs, licences and pragmas dropped)."""
+    blocks: list[str] = []
+    current: list[str] = []
+    last_line = -2
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return blocks
+    for token in tokens:
+        if token.type != tokenize.COMMENT:
+            continue
+        line = token.start[0]
+        body = token.string.lstrip("#").strip()
+        if line != last_line + 1 and current:
+            blocks.append(" ".join(current))
+            current = []
+        last_line = line
+        if body and not body.startswith(("!", "-*-", "type:", "noqa", "pragma", "fmt:")):
+            current.append(body)
+    if current:
+        blocks.append(" ".join(current))
+    return [b for b in blocks if "copyright" not in b.lower() and "license" not in b.lower()]
+
+
+def _harvest(root: Path, *, include_comments: bool, progress: bool) -> list[str]:
+    """All cleaned, deduplicated texts of the standard library under ``root``, in file order."""
+    texts: list[str] = []
+    seen: set[str] = set()
+    total = 0
+    files = _source_files(root)
+    for path in tqdm(files, desc="Harvesting stdlib docstrings", disable=not progress):
+        try:
+            source = path.read_bytes().decode("utf-8")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source, filename=str(path))
+        except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+            continue
+        candidates = _docstrings(tree)
+        if include_comments:
+            candidates += _comment_blocks(source)
+        for raw in candidates:
+            text = _cap(inspect.cleandoc(raw).strip())
+            if len(text) < _HARVEST_MIN_CHARS or text in seen:
+                continue
+            seen.add(text)
+            texts.append(text)
+            total += len(text)
+            if total >= _MAX_TOTAL_CHARS:
+                return texts
+    return texts
+
+
+def _hash_key(text: str) -> bytes:
+    return hashlib.sha1(text.encode("utf-8")).digest()
+
+
+def _split_of(key: bytes) -> str:
+    bucket = int.from_bytes(key[:4], "big") % 100
+    for name, share in _SPLIT_SHARES:
+        if bucket < share:
+            return name
+        bucket -= share
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _write_atomically(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(payload, stream, ensure_ascii=False)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def _read_cache(path: Path, stdlib: Path) -> list[str] | None:
+    try:
+        with path.open(encoding="utf-8") as stream:
+            payload = json.load(stream)
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(payload, dict)
+        or payload.get("format_version") != _FORMAT_VERSION
+        or payload.get("python") != _python_tag()
+        or payload.get("stdlib") != str(stdlib)
+        or not isinstance(payload.get("texts"), list)
+    ):
+        return None
+    return payload["texts"]
+
+
+_MEMORY: dict[tuple[str, str], list[str]] = {}
+
+
+def _all_texts(*, include_comments: bool, cache_dir: str | os.PathLike | None, progress: bool) -> list[str]:
+    """The harvest, from memory, from the disk cache, or harvested now (and cached)."""
+    path = corpus_cache_path(include_comments=include_comments, cache_dir=cache_dir)
+    stdlib = _stdlib_dir()
+    key = (str(path), str(stdlib))
+    if key in _MEMORY:
+        return _MEMORY[key]
+    texts = _read_cache(path, stdlib)
+    if texts is None:
+        texts = _harvest(stdlib, include_comments=include_comments, progress=progress)
+        payload = {
+            "format_version": _FORMAT_VERSION,
+            "python": _python_tag(),
+            "stdlib": str(stdlib),
+            "include_comments": include_comments,
+            "texts": texts,
+        }
+        try:
+            _write_atomically(path, payload)
+        except OSError as error:
+            warnings.warn(
+                f"Could not write the corpus cache {path} ({error}); the harvest will be redone next time. "
+                f"Set {CACHE_ENV_VAR} to a writable directory to avoid this.",
+                stacklevel=3,
+            )
+    _MEMORY[key] = texts
+    return texts
+
+
+def load_corpus(
+    split: str | Split = "train",
+    *,
+    max_texts: int | None = None,
+    min_chars: int = 64,
+    include_comments: bool = False,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> list[str]:
+    """Loads the toy corpus: docstrings of the installed Python standard library, one text a docstring.
+
+    The split of a text depends only on a SHA-1 hash of its content: 80 % ``"train"``, 10 % ``"fit"`` and
+    10 % ``"probe"``, disjoint. Within a split, texts are ordered by that hash (a fixed pseudo-random order),
+    so ``max_texts`` takes a varied sample rather than the first modules alphabetically. The first call on a
+    machine harvests the standard library (tens of seconds, with a progress bar) and caches the result;
+    later calls read the cache (well under a second).
+
+    Args:
+        split: ``"train"`` (toy training), ``"fit"`` (fitting tangent subspaces), ``"probe"`` (probing
+            gradients) or ``"all"``.
+        max_texts: Keep at most this many texts (the first in the split's order); ``None`` keeps all.
+        min_chars: Drop texts shorter than this many characters.
+        include_comments: Also harvest blocks of consecutive ``#`` comments (cached separately).
+        cache_dir: Cache directory; defaults to ``$INTERPRETO_ANISOTROPY_CACHE`` or
+            ``~/.cache/interpreto_anisotropy``. An unwritable cache only costs a warning.
+        progress: Show a progress bar while harvesting.
+
+    Returns:
+        A new list of texts (plain ``str``), the same for the same arguments and Python version.
+
+    Raises:
+        InvalidInputError: If ``split`` is unknown, or ``max_texts`` or ``min_chars`` is not a non-negative integer.
+
+    Examples:
+        >>> texts = load_corpus("fit", max_texts=100, progress=False)
+        >>> len(texts), all(len(t) >= 64 for t in texts)
+        (100, True)
+    """
+    try:
+        split = Split(split)
+    except ValueError:
+        known = ", ".join(repr(s.value) for s in Split)
+        raise InvalidInputError(f"Unknown corpus split {split!r}; choose one of {known}.") from None
+    for name, value in (("max_texts", max_texts), ("min_chars", min_chars)):
+        if value is None and name == "max_texts":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInputError(f"{name} must be a non-negative integer; got {value!r}.")
+
+    texts = _all_texts(include_comments=include_comments, cache_dir=cache_dir, progress=progress)
+    keyed = sorted((_hash_key(text), text) for text in texts if len(text) >= min_chars)
+    if split is not Split.ALL:
+        keyed = [(key, text) for key, text in keyed if _split_of(key) == split.value]
+    selected = [text for _, text in keyed]
+    return selected if max_texts is None else selected[:max_texts]

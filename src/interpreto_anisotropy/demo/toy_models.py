@@ -1,0 +1,393 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Tiny tokenizers and models that mimic the paper's model families, for demos and tests.
+
+Three architectures are offered, each a miniature of a family studied in the paper:
+
+* ``"gpt_neox"``: a Pythia-like decoder (GPT-NeoX, parallel residual, partial rotary, untied embeddings);
+* ``"llama"``: a SmolLM2-like decoder (Llama, tied embeddings);
+* ``"eurobert"``: a EuroBERT-like bidirectional encoder trained with masked language modelling.
+
+Everything is built locally: nothing touches the Hugging Face Hub.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import (
+    EuroBertConfig,
+    EuroBertForMaskedLM,
+    EuroBertForSequenceClassification,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    GPTNeoXForSequenceClassification,
+    LlamaConfig,
+    LlamaForCausalLM,
+    LlamaForSequenceClassification,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+)
+
+from ..errors import EmptyInputError, InvalidInputError, TokenizerError
+
+__all__ = [
+    "Arch",
+    "Task",
+    "DECODER_ARCHS",
+    "ENCODER_ARCHS",
+    "train_tokenizer",
+    "build_model",
+    "parse_arch",
+    "lm_automodel",
+]
+
+
+class Arch(str, Enum):
+    """Architectures of the toy models."""
+
+    GPT_NEOX = "gpt_neox"
+    LLAMA = "llama"
+    EUROBERT = "eurobert"
+
+
+class Task(str, Enum):
+    """Heads a toy model can carry."""
+
+    LM = "lm"
+    SEQUENCE_CLASSIFICATION = "sequence_classification"
+
+
+DECODER_ARCHS = frozenset({Arch.GPT_NEOX, Arch.LLAMA})
+ENCODER_ARCHS = frozenset({Arch.EUROBERT})
+
+# Special tokens, in the order they take the first vocabulary ids.
+_DECODER_SPECIALS = {"eos": "<|endoftext|>", "pad": "<|padding|>", "replace": "[REPLACE]"}
+_ENCODER_SPECIALS = {
+    "bos": "<|begin_of_text|>",
+    "eos": "<|end_of_text|>",
+    "pad": "<|pad|>",
+    "mask": "<|mask|>",
+    "unk": "<|unk|>",
+}
+
+_MIN_VOCAB_SIZE = 256 + len(_ENCODER_SPECIALS) + 1
+
+
+def parse_arch(arch: str | Arch) -> Arch:
+    """Turns a string into an `Arch`, with an error of ours for an unknown name.
+
+    Args:
+        arch: ``"gpt_neox"``, ``"llama"`` or ``"eurobert"`` (or an `Arch`).
+
+    Returns:
+        The matching `Arch`.
+
+    Raises:
+        InvalidInputError: If ``arch`` names no toy architecture.
+
+    Examples:
+        >>> parse_arch("llama")
+        <Arch.LLAMA: 'llama'>
+    """
+    try:
+        return Arch(arch)
+    except ValueError:
+        known = ", ".join(repr(a.value) for a in Arch)
+        raise InvalidInputError(f"Unknown toy architecture {arch!r}; choose one of {known}.") from None
+
+
+def _parse_task(task: str | Task) -> Task:
+    try:
+        return Task(task)
+    except ValueError:
+        known = ", ".join(repr(t.value) for t in Task)
+        raise InvalidInputError(f"Unknown task {task!r}; choose one of {known}.") from None
+
+
+def train_tokenizer(
+    texts: Iterable[str],
+    *,
+    arch: str | Arch = "gpt_neox",
+    vocab_size: int = 512,
+    model_max_length: int = 512,
+) -> PreTrainedTokenizerFast:
+    """Trains a tiny byte-level BPE tokenizer on ``texts``, with the special tokens of ``arch``'s family.
+
+    Decoders (``"gpt_neox"``, ``"llama"``) get ``<|endoftext|>`` as bos/eos/unk token and a distinct
+    ``<|padding|>`` pad token, padding on the right, like Pythia's tokenizer, plus a reserved ``[REPLACE]``
+    token: Interpreto's perturbation attributions (Occlusion, ...) use that token to mask words in models without
+    a mask token, and would otherwise add it and resize the model's embeddings. The encoder (``"eurobert"``)
+    gets ``<|begin_of_text|>`` (bos, cls), ``<|end_of_text|>`` (eos, sep), ``<|pad|>``, ``<|mask|>`` and
+    ``<|unk|>``, and every encoded text is wrapped as ``<|begin_of_text|> ... <|end_of_text|>``.
+    Byte-level BPE can encode any string, so no text ever maps to the unknown token.
+
+    Training is deterministic: the same texts give the same vocabulary.
+
+    Args:
+        texts: Training texts (at least one non-empty string).
+        arch: Architecture family whose special tokens to use.
+        vocab_size: Target vocabulary size, specials and the 256 byte symbols included.
+        model_max_length: Length at which ``truncation=True`` cuts a text.
+
+    Returns:
+        A `transformers.PreTrainedTokenizerFast` that always has a pad token (save it with ``save_pretrained``).
+
+    Raises:
+        InvalidInputError: If ``arch`` is unknown or ``vocab_size`` is too small.
+        EmptyInputError: If ``texts`` holds no non-empty string.
+
+    Examples:
+        >>> tok = train_tokenizer(["def f(x):\\n    return x"] * 10, arch="gpt_neox", vocab_size=300)
+        >>> tok.pad_token
+        '<|padding|>'
+    """
+    arch = parse_arch(arch)
+    if not isinstance(vocab_size, int) or vocab_size < _MIN_VOCAB_SIZE:
+        raise InvalidInputError(f"vocab_size must be an integer >= {_MIN_VOCAB_SIZE}; got {vocab_size!r}.")
+    texts = [t for t in texts if isinstance(t, str) and t]
+    if not texts:
+        raise EmptyInputError("train_tokenizer needs at least one non-empty text.")
+
+    specials = _ENCODER_SPECIALS if arch in ENCODER_ARCHS else _DECODER_SPECIALS
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(specials.values()),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+
+    if arch in ENCODER_ARCHS:
+        bos, eos = specials["bos"], specials["eos"]
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A {eos}",
+            pair=f"{bos} $A {eos} $B:1 {eos}:1",
+            special_tokens=[(bos, tokenizer.token_to_id(bos)), (eos, tokenizer.token_to_id(eos))],
+        )
+        wrapped = PreTrainedTokenizerFast(
+            tokenizer_object=tokenizer,
+            bos_token=bos,
+            eos_token=eos,
+            cls_token=bos,
+            sep_token=eos,
+            pad_token=specials["pad"],
+            mask_token=specials["mask"],
+            unk_token=specials["unk"],
+            padding_side="right",
+            model_max_length=model_max_length,
+        )
+    else:
+        tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+        eos = specials["eos"]
+        wrapped = PreTrainedTokenizerFast(
+            tokenizer_object=tokenizer,
+            bos_token=eos,
+            eos_token=eos,
+            unk_token=eos,
+            pad_token=specials["pad"],
+            padding_side="right",
+            model_max_length=model_max_length,
+        )
+    return wrapped
+
+
+def _special_ids(arch: Arch, tokenizer: PreTrainedTokenizerFast | None, vocab_size: int) -> dict[str, int]:
+    """Special token ids for the model config: the tokenizer's when given, else the ids `train_tokenizer` uses."""
+    names = ("bos", "eos", "pad", "mask") if arch in ENCODER_ARCHS else ("bos", "eos", "pad")
+    if tokenizer is None:
+        order = list(_ENCODER_SPECIALS if arch in ENCODER_ARCHS else _DECODER_SPECIALS)
+        return {name: order.index(name if name in order else "eos") for name in names}
+    if tokenizer.pad_token_id is None:
+        raise TokenizerError(
+            "The tokenizer has no pad token; set one (e.g. tokenizer.pad_token = tokenizer.eos_token)."
+        )
+    if arch in ENCODER_ARCHS and tokenizer.mask_token_id is None:
+        raise TokenizerError("A masked-LM encoder needs a tokenizer with a mask token.")
+    if len(tokenizer) > vocab_size:
+        raise InvalidInputError(f"vocab_size={vocab_size} is smaller than the tokenizer's {len(tokenizer)} tokens.")
+    ids = {
+        "bos": tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id,
+        "eos": tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.pad_token_id,
+        "pad": tokenizer.pad_token_id,
+    }
+    if arch in ENCODER_ARCHS:
+        ids["mask"] = tokenizer.mask_token_id
+    return ids
+
+
+def _build_config(
+    arch: Arch,
+    *,
+    vocab_size: int,
+    hidden_size: int,
+    num_layers: int,
+    num_heads: int,
+    intermediate_size: int,
+    max_position: int,
+    special_ids: dict[str, int],
+    num_labels: int,
+) -> PretrainedConfig:
+    common = {
+        "vocab_size": vocab_size,
+        "hidden_size": hidden_size,
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": num_heads,
+        "intermediate_size": intermediate_size,
+        "max_position_embeddings": max_position,
+        "bos_token_id": special_ids["bos"],
+        "eos_token_id": special_ids["eos"],
+        "pad_token_id": special_ids["pad"],
+        "num_labels": num_labels,
+        "use_cache": False,
+    }
+    if arch is Arch.GPT_NEOX:
+        # Pythia: parallel residual, rotary on a quarter of each head, untied input/output embeddings.
+        return GPTNeoXConfig(
+            **common,
+            rotary_pct=0.25,
+            use_parallel_residual=True,
+            tie_word_embeddings=False,
+            hidden_dropout=0.0,
+            attention_dropout=0.0,
+        )
+    if arch is Arch.LLAMA:
+        # SmolLM2: pre-norm Llama with tied embeddings and grouped-query attention when heads allow.
+        kv_heads = num_heads // 2 if num_heads % 2 == 0 and num_heads > 1 else num_heads
+        return LlamaConfig(
+            **common,
+            num_key_value_heads=kv_heads,
+            head_dim=hidden_size // num_heads,
+            tie_word_embeddings=True,
+        )
+    return EuroBertConfig(
+        **common,
+        num_key_value_heads=num_heads,
+        head_dim=hidden_size // num_heads,
+        mask_token_id=special_ids["mask"],
+        tie_word_embeddings=False,
+    )
+
+
+_MODEL_CLASSES: dict[tuple[Arch, Task], type[PreTrainedModel]] = {
+    (Arch.GPT_NEOX, Task.LM): GPTNeoXForCausalLM,
+    (Arch.LLAMA, Task.LM): LlamaForCausalLM,
+    (Arch.EUROBERT, Task.LM): EuroBertForMaskedLM,
+    (Arch.GPT_NEOX, Task.SEQUENCE_CLASSIFICATION): GPTNeoXForSequenceClassification,
+    (Arch.LLAMA, Task.SEQUENCE_CLASSIFICATION): LlamaForSequenceClassification,
+    (Arch.EUROBERT, Task.SEQUENCE_CLASSIFICATION): EuroBertForSequenceClassification,
+}
+
+
+def build_model(
+    arch: str | Arch = "gpt_neox",
+    *,
+    vocab_size: int = 512,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    intermediate_size: int | None = None,
+    max_position: int = 512,
+    seed: int = 0,
+    tokenizer: PreTrainedTokenizerFast | None = None,
+    task: str | Task = "lm",
+    num_labels: int = 2,
+) -> PreTrainedModel:
+    """Builds a randomly initialised tiny model of ``arch``, in float32 and eval mode.
+
+    With ``task="lm"`` the decoders get a causal-LM head (``GPTNeoXForCausalLM``, ``LlamaForCausalLM``) and the
+    encoder a masked-LM head (``EuroBertForMaskedLM``); with ``task="sequence_classification"`` each gets its
+    ``...ForSequenceClassification`` head, as Interpreto's ``SplitterForClassification`` expects.
+    The initialisation depends only on ``seed`` and leaves the global torch random state untouched.
+
+    Args:
+        arch: ``"gpt_neox"`` (Pythia-like), ``"llama"`` (SmolLM2-like) or ``"eurobert"`` (EuroBERT-like).
+        vocab_size: Size of the embedding table; at least ``len(tokenizer)`` when a tokenizer is given.
+        hidden_size: Width d of the residual stream; a multiple of ``num_heads``.
+        num_layers: Number of transformer blocks.
+        num_heads: Number of attention heads.
+        intermediate_size: Width of the MLP; defaults to ``4 * hidden_size``.
+        max_position: Longest sequence the model accepts.
+        seed: Seed of the weight initialisation.
+        tokenizer: Tokenizer whose bos/eos/pad/mask ids go into the config; without one, the ids that
+            `train_tokenizer` gives for ``arch`` are used.
+        task: ``"lm"`` or ``"sequence_classification"``.
+        num_labels: Number of classes of a classification head.
+
+    Returns:
+        A `transformers.PreTrainedModel` in eval mode, float32, on the CPU.
+
+    Raises:
+        InvalidInputError: If ``arch`` or ``task`` is unknown, or a size is not a positive integer, or
+            ``hidden_size`` is not a multiple of ``num_heads``, or ``vocab_size`` is below the tokenizer's size.
+        TokenizerError: If the tokenizer has no pad token (or no mask token, for the encoder).
+
+    Examples:
+        >>> tok = train_tokenizer(["Return the sum of x and y."] * 20, arch="llama", vocab_size=300)
+        >>> model = build_model("llama", vocab_size=len(tok), hidden_size=32, num_heads=4, tokenizer=tok)
+        >>> model.config.hidden_size
+        32
+    """
+    arch = parse_arch(arch)
+    task = _parse_task(task)
+    sizes = {
+        "vocab_size": vocab_size,
+        "hidden_size": hidden_size,
+        "num_layers": num_layers,
+        "num_heads": num_heads,
+        "max_position": max_position,
+        "num_labels": num_labels,
+    }
+    if intermediate_size is None:
+        intermediate_size = 4 * hidden_size if isinstance(hidden_size, int) else hidden_size
+    sizes["intermediate_size"] = intermediate_size
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInputError(f"{name} must be a positive integer; got {value!r}.")
+    if hidden_size % num_heads:
+        raise InvalidInputError(f"hidden_size={hidden_size} must be a multiple of num_heads={num_heads}.")
+    if (hidden_size // num_heads) % 2:
+        raise InvalidInputError(f"The head size hidden_size / num_heads = {hidden_size // num_heads} must be even.")
+
+    config = _build_config(
+        arch,
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        intermediate_size=intermediate_size,
+        max_position=max_position,
+        special_ids=_special_ids(arch, tokenizer, vocab_size),
+        num_labels=num_labels,
+    )
+    model_class = _MODEL_CLASSES[(arch, task)]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = model_class(config)
+    return model.to(dtype=torch.float32).eval()
+
+
+def lm_automodel(arch: str | Arch) -> type:
+    """The ``transformers`` auto class that reloads a toy LM checkpoint of ``arch``.
+
+    Args:
+        arch: A toy architecture.
+
+    Returns:
+        ``AutoModelForMaskedLM`` for the encoder, ``AutoModelForCausalLM`` for the decoders.
+
+    Examples:
+        >>> lm_automodel("eurobert").__name__
+        'AutoModelForMaskedLM'
+    """
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+    return AutoModelForMaskedLM if parse_arch(arch) in ENCODER_ARCHS else AutoModelForCausalLM
