@@ -1,0 +1,711 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Training checkpoints: where they are, which step they are, and how to load them.
+
+A `Checkpoint` names one model state of a training run: its training `step`, its `source` (a local folder or a
+Hugging Face Hub model id) and, for the Hub, its `revision` (a branch, tag or commit). Listing helpers build the
+sorted list a sweep walks through:
+
+- `local`: folders of one run on disk (`checkpoint-123`, `step123`, `step-123`, `step_123`);
+- `hub`: revisions of a Hub repository (`step1000`, `step-1000`, or an explicit `{step: revision}` mapping);
+- `pythia`: EleutherAI's Pythia suite (revisions `step{N}`, steps checked against the published schedule);
+- `smollm2`: SmolLM2's intermediate checkpoints (revisions `step-{N}`).
+
+EuroBERT's intermediate checkpoints have no helper: their revision naming could not be confirmed. Use `hub` with an
+explicit `{step: revision}` mapping for them.
+
+`load_checkpoint` returns `(model, tokenizer)` ready for Interpreto: the model class is inferred from the config
+(causal LM for decoders, masked LM for encoders), the model is in eval mode on the requested device, and a tokenizer
+without a pad token gets its eos token as pad token (Interpreto cannot batch without one). `loaded` does the same as a
+context manager that frees the model afterwards, so a sweep holds one model in memory at a time.
+
+Examples:
+    >>> import interpreto_anisotropy as ia
+    >>> ckpts = ia.checkpoints.pythia("160m", [0, 512, 143000])
+    >>> [c.revision for c in ckpts]
+    ['step0', 'step512', 'step143000']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import glob
+import numbers
+import os
+import re
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import CheckpointError, EmptyInputError, InvalidInputError, TokenizerError
+
+__all__ = [
+    "Checkpoint",
+    "PYTHIA_SIZES",
+    "PYTHIA_STEPS",
+    "SMOLLM2_SIZES",
+    "hub",
+    "infer_objective",
+    "load_checkpoint",
+    "loaded",
+    "local",
+    "parse_step",
+    "pythia",
+    "smollm2",
+]
+
+#: Steps at which EleutherAI published Pythia checkpoints: 0, the powers of two up to 512, then every 1000 steps.
+PYTHIA_STEPS: tuple[int, ...] = (0, *(2**i for i in range(10)), *range(1000, 143001, 1000))
+
+#: Pythia model sizes (`EleutherAI/pythia-{size}`).
+PYTHIA_SIZES: tuple[str, ...] = ("14m", "31m", "70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b", "12b")
+
+#: SmolLM2 model sizes with intermediate checkpoints (`HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints`).
+SMOLLM2_SIZES: tuple[str, ...] = ("135M", "360M", "1.7B")
+
+# A folder name or a revision that carries a step: checkpoint-123, checkpoint_123, step123, step-123, step_123.
+# Revisions may carry a suffix after the step (OLMo's `step1000-tokens4B`, FineWeb's `step-001000-2BT`).
+_FOLDER_STEP = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)$", re.IGNORECASE)
+_REVISION_STEP = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)(?:[-_.].*)?$", re.IGNORECASE)
+_SIZE_FORMAT = re.compile(r"^\d+(?:\.\d+)?[mb]$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, order=True)
+class Checkpoint:
+    """One model state of a training run.
+
+    Checkpoints sort by step (then source, then revision), so `sorted(checkpoints)` is training order.
+
+    Args:
+        step: The training step, an integer >= 0.
+        source: A local folder (holding `config.json`) or a Hugging Face Hub model id such as
+            `"EleutherAI/pythia-160m"`.
+        revision: For a Hub model id, the branch, tag or commit to load (e.g. `"step1000"`); `None` means the default
+            branch. Ignored (with a warning at load time) for a local folder.
+
+    Raises:
+        InvalidInputError: If `step` is not an integer >= 0, `source` is empty, or `revision` is not a non-empty string.
+
+    Examples:
+        >>> ckpt = Checkpoint(1000, "EleutherAI/pythia-160m", revision="step1000")
+        >>> ckpt.name
+        'step-1000'
+        >>> Checkpoint.from_dict(ckpt.to_dict()) == ckpt
+        True
+    """
+
+    step: int
+    source: str
+    revision: str | None = None
+
+    def __post_init__(self) -> None:
+        step = self.step
+        if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
+            raise InvalidInputError(f"Checkpoint step must be an integer >= 0, got {step!r}.")
+        object.__setattr__(self, "step", int(step))
+        source = self.source
+        if isinstance(source, os.PathLike):
+            source = os.fspath(source)
+        if not isinstance(source, str) or not source.strip():
+            raise InvalidInputError(
+                f"Checkpoint source must be a local folder or a Hugging Face Hub model id, got {self.source!r}."
+            )
+        object.__setattr__(self, "source", source)
+        if self.revision is not None and (not isinstance(self.revision, str) or not self.revision.strip()):
+            raise InvalidInputError(
+                f"Checkpoint revision must be a non-empty string (a branch, tag or commit) or None, got {self.revision!r}."
+            )
+
+    @property
+    def name(self) -> str:
+        """A short label for tables and file names: `"step-{step}"`."""
+        return f"step-{self.step}"
+
+    @property
+    def is_local(self) -> bool:
+        """Whether `source` is an existing local folder (otherwise it is read as a Hub model id)."""
+        return Path(self.source).expanduser().is_dir()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Returns a JSON-ready dict with keys `step`, `source` and `revision`."""
+        return {"step": self.step, "source": self.source, "revision": self.revision}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Checkpoint:
+        """Builds a checkpoint from the output of `to_dict`.
+
+        Args:
+            data: A mapping with keys `step` and `source`, and optionally `revision`.
+
+        Returns:
+            The checkpoint.
+
+        Raises:
+            InvalidInputError: If `data` is not a mapping, misses a key, has unknown keys or bad values.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"Checkpoint.from_dict expects a dict, got {type(data).__name__}.")
+        missing = {"step", "source"} - set(data)
+        unknown = set(data) - {"step", "source", "revision"}
+        if missing or unknown:
+            raise InvalidInputError(
+                f"Checkpoint.from_dict expects keys 'step', 'source' and optionally 'revision'; "
+                f"missing {sorted(missing)}, unknown {sorted(unknown)}."
+            )
+        return cls(step=data["step"], source=data["source"], revision=data.get("revision"))
+
+
+def parse_step(name: str) -> int | None:
+    """Reads the training step from a folder name or a revision string.
+
+    Recognised forms: `checkpoint-123`, `step123`, `step-123`, `step_123` (case-insensitive, leading zeros allowed),
+    optionally followed by a suffix after `-`, `_` or `.` for revisions such as `step1000-tokens4B`.
+
+    Args:
+        name: A folder name (not a path) or a revision.
+
+    Returns:
+        The step, or `None` if `name` carries none (e.g. `"main"`).
+
+    Examples:
+        >>> parse_step("checkpoint-250"), parse_step("step-001000-2BT"), parse_step("main")
+        (250, 1000, None)
+    """
+    match = _REVISION_STEP.match(name.strip())
+    return int(match.group(1)) if match else None
+
+
+def local(pattern: str | os.PathLike) -> list[Checkpoint]:
+    """Lists the checkpoint folders of a training run on disk, sorted by step.
+
+    The step is read from each folder's name: `checkpoint-123` (Hugging Face `Trainer`), `step123`, `step-123` or
+    `step_123`. Matches that are not folders are ignored; a folder whose name carries no step is skipped with a
+    warning.
+
+    Args:
+        pattern: A glob pattern of checkpoint folders, e.g. `"runs/toy/checkpoint-*"` (`~` is expanded; `**` is
+            recursive).
+
+    Returns:
+        The checkpoints, sorted by step, each with `source` set to the folder's absolute path and no revision.
+
+    Raises:
+        EmptyInputError: If the pattern matches no folder, or no matched folder name carries a step.
+        CheckpointError: If a matched folder has no `config.json`, or two folders carry the same step.
+
+    Examples:
+        >>> ckpts = local("runs/toy/checkpoint-*")  # doctest: +SKIP
+        >>> [c.name for c in ckpts]  # doctest: +SKIP
+        ['step-0', 'step-100', 'step-200']
+    """
+    if not isinstance(pattern, (str, os.PathLike)):
+        raise InvalidInputError(f"local() expects a glob pattern (str or Path), got {type(pattern).__name__}.")
+    expanded = os.path.expanduser(os.fspath(pattern))
+    folders = sorted(Path(p) for p in glob.glob(expanded, recursive=True) if Path(p).is_dir())
+    if not folders:
+        raise EmptyInputError(
+            f"No checkpoint folder matches {expanded!r} (searched from {os.getcwd()!r}). "
+            "Give a glob of folders such as 'runs/toy/checkpoint-*'."
+        )
+    checkpoints: list[Checkpoint] = []
+    skipped: list[str] = []
+    for folder in folders:
+        match = _FOLDER_STEP.match(folder.name)
+        if match is None:
+            skipped.append(folder.name)
+            continue
+        if not (folder / "config.json").is_file():
+            raise CheckpointError(
+                f"Checkpoint folder {str(folder)!r} has no config.json: it is not a saved transformers model. "
+                "Save checkpoints with model.save_pretrained(folder), or narrow the glob to exclude this folder."
+            )
+        checkpoints.append(Checkpoint(step=int(match.group(1)), source=str(folder.resolve())))
+    if skipped:
+        warnings.warn(
+            f"Skipped {len(skipped)} folder(s) matching {expanded!r} whose name carries no step: {skipped}. "
+            "Name checkpoint folders checkpoint-N, stepN, step-N or step_N.",
+            stacklevel=2,
+        )
+    if not checkpoints:
+        raise EmptyInputError(
+            f"None of the {len(folders)} folder(s) matching {expanded!r} carries a step in its name. "
+            "Name checkpoint folders checkpoint-N, stepN, step-N or step_N."
+        )
+    checkpoints.sort()
+    _check_unique_steps(checkpoints, CheckpointError)
+    return checkpoints
+
+
+def hub(model_id: str, revisions: str | Iterable[str] | Mapping[int, str]) -> list[Checkpoint]:
+    """Lists revisions of a Hugging Face Hub repository as checkpoints, sorted by step.
+
+    Revisions whose name carries a step (`step1000`, `step-1000`, `step_1000`, `checkpoint-1000`, or with a suffix such
+    as `step1000-tokens4B`) get that step. A revision without a step (`main`, a tag, a commit hash) has no step of its
+    own: this function does not invent one (no sentinel such as -1 that would end up on a plot's axis); pass a mapping
+    `{step: revision}` instead, e.g. `{143000: "main"}` for Pythia's final model.
+
+    Nothing is downloaded and the network is not touched: whether a revision exists is found out at load time.
+
+    Args:
+        model_id: A Hub model id such as `"EleutherAI/pythia-160m"`.
+        revisions: Revision names, or a mapping `{step: revision}` (which also accepts revisions without a step).
+
+    Returns:
+        The checkpoints, sorted by step.
+
+    Raises:
+        EmptyInputError: If `revisions` is empty.
+        InvalidInputError: If `model_id` is empty, a revision carries no step (outside a mapping), or two revisions
+            have the same step.
+
+    Examples:
+        >>> [c.step for c in hub("EleutherAI/pythia-160m", ["step1000", "step0"])]
+        [0, 1000]
+        >>> hub("EleutherAI/pythia-160m", {143000: "main"})[0].revision
+        'main'
+    """
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise InvalidInputError(f"hub() expects a Hugging Face Hub model id such as 'org/name', got {model_id!r}.")
+    if isinstance(revisions, Mapping):
+        checkpoints = [Checkpoint(step=step, source=model_id, revision=rev) for step, rev in revisions.items()]
+    else:
+        if isinstance(revisions, str):
+            revisions = [revisions]
+        checkpoints = []
+        for rev in revisions:
+            if not isinstance(rev, str):
+                raise InvalidInputError(f"Revisions must be strings such as 'step1000', got {rev!r}.")
+            step = parse_step(rev)
+            if step is None:
+                raise InvalidInputError(
+                    f"Revision {rev!r} of {model_id!r} carries no training step. Pass a mapping {{step: revision}} "
+                    f"instead, e.g. hub({model_id!r}, {{143000: {rev!r}}})."
+                )
+            checkpoints.append(Checkpoint(step=step, source=model_id, revision=rev))
+    if not checkpoints:
+        raise EmptyInputError(f"No revision given for {model_id!r}.")
+    checkpoints.sort()
+    _check_unique_steps(checkpoints, InvalidInputError)
+    return checkpoints
+
+
+def pythia(size: str, steps: int | Iterable[int], *, deduped: bool = False) -> list[Checkpoint]:
+    """Lists checkpoints of EleutherAI's Pythia suite (`EleutherAI/pythia-{size}`, revisions `step{N}`).
+
+    Args:
+        size: One of `PYTHIA_SIZES` (`"14m"`, `"70m"`, `"160m"`, `"410m"`, `"1b"`, `"1.4b"`, ...); case-insensitive.
+        steps: One step or several, each one of `PYTHIA_STEPS`: 0, 1, 2, 4, ..., 512, then every 1000 steps up to
+            143000 (the final model, also the `main` branch). Duplicates are dropped.
+        deduped: Use the models trained on the deduplicated Pile (`EleutherAI/pythia-{size}-deduped`).
+
+    Returns:
+        The checkpoints, sorted by step.
+
+    Raises:
+        InvalidInputError: If `size` is not a Pythia size, or a step was not published.
+        EmptyInputError: If `steps` is empty.
+
+    Examples:
+        >>> [(c.source, c.revision) for c in pythia("160m", 1000, deduped=True)]
+        [('EleutherAI/pythia-160m-deduped', 'step1000')]
+    """
+    size = _normalise_size(size, PYTHIA_SIZES, "pythia")
+    steps = _steps(steps, "pythia")
+    published = set(PYTHIA_STEPS)
+    bad = [s for s in steps if s not in published]
+    if bad:
+        raise InvalidInputError(
+            f"Pythia has no checkpoint at step(s) {bad}. Published steps are 0, 1, 2, 4, 8, ..., 512 "
+            "(powers of two), then every 1000 steps from 1000 to 143000 (see ia.checkpoints.PYTHIA_STEPS)."
+        )
+    model_id = f"EleutherAI/pythia-{size}" + ("-deduped" if deduped else "")
+    return [Checkpoint(step=s, source=model_id, revision=f"step{s}") for s in steps]
+
+
+def smollm2(size: str, steps: int | Iterable[int]) -> list[Checkpoint]:
+    """Lists SmolLM2 intermediate checkpoints (`HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints`, revisions
+    `step-{N}`).
+
+    Steps are not checked against the published schedule (it differs between sizes; see the repository's branches):
+    a step that was not published fails at load time with a `CheckpointError`.
+
+    Args:
+        size: One of `SMOLLM2_SIZES` (`"135M"`, `"360M"`, `"1.7B"`); case-insensitive.
+        steps: One step or several (integers >= 0). Duplicates are dropped.
+
+    Returns:
+        The checkpoints, sorted by step.
+
+    Raises:
+        InvalidInputError: If `size` is not a SmolLM2 size, or a step is not an integer >= 0.
+        EmptyInputError: If `steps` is empty.
+
+    Examples:
+        >>> [(c.source, c.revision) for c in smollm2("360m", [160000])]
+        [('HuggingFaceTB/SmolLM2-360M-intermediate-checkpoints', 'step-160000')]
+    """
+    size = _normalise_size(size, SMOLLM2_SIZES, "smollm2")
+    model_id = f"HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints"
+    return [Checkpoint(step=s, source=model_id, revision=f"step-{s}") for s in _steps(steps, "smollm2")]
+
+
+def infer_objective(config: Any) -> str:
+    """Tells whether a model config describes a decoder (`"causal_lm"`) or an encoder (`"masked_lm"`).
+
+    The decision, in order: the head named in `config.architectures` (`*ForCausalLM`, `*LMHeadModel` -> causal LM;
+    `*ForMaskedLM`, `*ForPreTraining` -> masked LM); then `config.is_decoder`; then the model type's registration in
+    transformers (a type with only a causal-LM head, such as `gpt_neox`, is a decoder; a type with a masked-LM head,
+    such as `bert`, `eurobert` or `modernbert`, is an encoder).
+
+    Args:
+        config: A transformers `PretrainedConfig`.
+
+    Returns:
+        `"causal_lm"` or `"masked_lm"`, which are also the matching training objectives.
+
+    Raises:
+        CheckpointError: If the config gives no way to tell; pass `automodel=` to `load_checkpoint` then.
+    """
+    for arch in getattr(config, "architectures", None) or ():
+        if arch.endswith(("ForCausalLM", "LMHeadModel")):
+            return "causal_lm"
+        if arch.endswith(("ForMaskedLM", "ForPreTraining")):
+            return "masked_lm"
+    if getattr(config, "is_decoder", False):
+        return "causal_lm"
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = getattr(config, "model_type", None)
+    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "masked_lm"
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal_lm"
+    raise CheckpointError(
+        f"Cannot tell whether model type {model_type!r} (architectures {getattr(config, 'architectures', None)}) is a "
+        "decoder or an encoder. Pass automodel='causal_lm', automodel='masked_lm' or an AutoModel class."
+    )
+
+
+def load_checkpoint(
+    checkpoint: Checkpoint,
+    *,
+    automodel: Any = None,
+    device: Any = None,
+    dtype: Any = None,
+    tokenizer_source: str | os.PathLike | Checkpoint | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> tuple[Any, Any]:
+    """Loads a checkpoint's model and tokenizer, ready for Interpreto.
+
+    Runs `AutoConfig`, `AutoTokenizer` and `AutoModel*` `.from_pretrained(source, revision=revision)`. When the Hub is
+    offline (`HF_HUB_OFFLINE=1`) only the local Hugging Face cache is read. A tokenizer without a pad token gets its eos
+    token as pad token, with a warning (Interpreto cannot batch without a pad token).
+
+    Args:
+        checkpoint: The checkpoint to load.
+        automodel: The model class: `None` infers it from the config (see `infer_objective`), `"causal_lm"` or
+            `"masked_lm"` choose `AutoModelForCausalLM` or `AutoModelForMaskedLM`, and any class with a
+            `from_pretrained` method is used as is.
+        device: Where to put the model; `None` means `"cuda"` when available, else `"cpu"`.
+        dtype: The model's dtype, a `torch.dtype` or its name (`"bfloat16"`); `None` means `torch.float32` (safe for
+            gradients on any device); `"auto"` keeps the dtype the checkpoint was saved in.
+        tokenizer_source: Where to load the tokenizer from when the checkpoint has none (a folder, a Hub model id, or
+            another `Checkpoint`); `None` means the checkpoint itself.
+        cache_dir: The Hugging Face cache folder; `None` means the default (`HF_HUB_CACHE`, or `$HF_HOME/hub`).
+
+    Returns:
+        `(model, tokenizer)`: the model in eval mode on `device`, and a tokenizer that has a pad token.
+
+    Raises:
+        InvalidInputError: If `checkpoint` is not a `Checkpoint`, `automodel` or `dtype` is not understood, or the
+            model cannot be moved to `device`.
+        CheckpointError: If the folder does not exist, the revision is not in the local cache while offline, the
+            revision or repository does not exist, or the files cannot be read.
+        TokenizerError: If the tokenizer has neither a pad token nor an eos token to use as one.
+
+    Examples:
+        >>> model, tokenizer = load_checkpoint(pythia("70m", 1000)[0], device="cpu")  # doctest: +SKIP
+    """
+    import torch
+    import transformers
+
+    if not isinstance(checkpoint, Checkpoint):
+        raise InvalidInputError(
+            f"load_checkpoint expects a Checkpoint, got {type(checkpoint).__name__}; "
+            "build one with ia.checkpoints.local/hub/pythia/smollm2 or Checkpoint(step, source, revision)."
+        )
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from err
+    model_dtype = _dtype(dtype)
+    source, revision = _resolve_source(checkpoint)
+    kwargs: dict[str, Any] = {"cache_dir": os.fspath(cache_dir) if cache_dir is not None else None}
+    config = _call_hub(transformers.AutoConfig.from_pretrained, source, revision, kwargs, what="config")
+
+    if tokenizer_source is None:
+        tok_source, tok_revision = source, revision
+    elif isinstance(tokenizer_source, Checkpoint):
+        tok_source, tok_revision = _resolve_source(tokenizer_source)
+    else:
+        tok_source, tok_revision = os.fspath(tokenizer_source), None
+    try:
+        tokenizer = _call_hub(
+            transformers.AutoTokenizer.from_pretrained, tok_source, tok_revision, kwargs, "tokenizer"
+        )
+    except CheckpointError as err:
+        if tokenizer_source is None:
+            raise CheckpointError(
+                f"{err} If this checkpoint was saved without its tokenizer, pass tokenizer_source= (a folder or a Hub "
+                "model id holding the tokenizer)."
+            ) from err.__cause__
+        raise
+    _check_tokenizer_not_empty(tokenizer, tok_source, hint=tokenizer_source is None)
+    _ensure_pad_token(tokenizer, tok_source)
+
+    model_class = _model_class(automodel, config)
+    model_kwargs = dict(kwargs, config=config, dtype=model_dtype)
+    model = _call_hub(model_class.from_pretrained, source, revision, model_kwargs, what="model weights")
+    try:
+        model.to(device)
+    except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
+        raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device {str(device)!r}: {err}") from err
+    model.eval()
+    return model, tokenizer
+
+
+@contextlib.contextmanager
+def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
+    """Loads a checkpoint for the duration of a `with` block, then frees it.
+
+    On exit the model's parameters and buffers are moved to the `meta` device (so their memory is released even if
+    names bound by `with ... as (model, tokenizer)` or an Interpreto wrapper still refer to the model), then
+    `gc.collect()` and, on CUDA, `torch.cuda.empty_cache()` run. A sweep that loads each checkpoint with `loaded`
+    holds one model in memory at a time. Do not use the model after the block.
+
+    Args:
+        checkpoint: The checkpoint to load.
+        **kwargs: Keyword options of `load_checkpoint` (`automodel`, `device`, `dtype`, `tokenizer_source`,
+            `cache_dir`).
+
+    Yields:
+        `(model, tokenizer)`, as returned by `load_checkpoint`.
+
+    Raises:
+        Whatever `load_checkpoint` raises.
+
+    Examples:
+        >>> for ckpt in local("runs/toy/checkpoint-*"):  # doctest: +SKIP
+        ...     with loaded(ckpt, device="cpu") as (model, tokenizer):
+        ...         ...
+    """
+    import torch
+
+    model, tokenizer = load_checkpoint(checkpoint, **kwargs)
+    on_cuda = any(p.is_cuda for p in model.parameters())
+    try:
+        yield model, tokenizer
+    finally:
+        with contextlib.suppress(Exception):
+            model.to("meta")
+        del model, tokenizer
+        gc.collect()
+        if on_cuda and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _check_unique_steps(checkpoints: list[Checkpoint], error: type[Exception]) -> None:
+    for previous, current in zip(checkpoints[:-1], checkpoints[1:], strict=True):
+        if previous.step == current.step:
+            first = previous.revision or previous.source
+            second = current.revision or current.source
+            raise error(
+                f"Two checkpoints have step {current.step}: {first!r} and {second!r}. "
+                "Keep one checkpoint per step (narrow the glob or drop a revision)."
+            )
+
+
+def _normalise_size(size: str, known: tuple[str, ...], family: str) -> str:
+    if not isinstance(size, str) or not _SIZE_FORMAT.match(size.strip()):
+        raise InvalidInputError(
+            f"Unknown {family} size format {size!r}: write a number and a unit, m or b, such as {known[0]!r}. "
+            f"Known sizes: {list(known)}."
+        )
+    by_lower = {k.lower(): k for k in known}
+    normalised = by_lower.get(size.strip().lower())
+    if normalised is None:
+        raise InvalidInputError(
+            f"{family} has no size {size!r}. Known sizes: {list(known)}. "
+            "For other models use ia.checkpoints.hub(model_id, revisions)."
+        )
+    return normalised
+
+
+def _steps(steps: int | Iterable[int], family: str) -> list[int]:
+    if isinstance(steps, numbers.Integral) and not isinstance(steps, bool):
+        steps = [steps]
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, Iterable):
+        raise InvalidInputError(f"{family} steps must be an integer or a list of integers, got {steps!r}.")
+    values = list(steps)
+    if not values:
+        raise EmptyInputError(f"No step given to {family}().")
+    for s in values:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
+            raise InvalidInputError(f"{family} steps must be integers >= 0, got {s!r}.")
+    return sorted({int(s) for s in values})
+
+
+def _looks_like_path(source: str) -> bool:
+    return source.startswith((".", "/", "~", "\\")) or source.count("/") > 1 or os.sep in source.replace("/", "")
+
+
+def _resolve_source(checkpoint: Checkpoint) -> tuple[str, str | None]:
+    path = Path(checkpoint.source).expanduser()
+    if path.is_dir():
+        if checkpoint.revision is not None:
+            warnings.warn(
+                f"Checkpoint {checkpoint.name} is a local folder; its revision {checkpoint.revision!r} is ignored.",
+                stacklevel=3,
+            )
+        return str(path), None
+    if _looks_like_path(checkpoint.source):
+        raise CheckpointError(
+            f"Checkpoint folder {checkpoint.source!r} does not exist. Check the path, or list folders with "
+            "ia.checkpoints.local('path/to/run/checkpoint-*')."
+        )
+    return checkpoint.source, checkpoint.revision
+
+
+def _is_offline() -> bool:
+    try:
+        from huggingface_hub import constants
+
+        if constants.HF_HUB_OFFLINE:
+            return True
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        pass
+    return any(
+        os.environ.get(v, "").upper() in {"1", "ON", "YES", "TRUE"} for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def _call_hub(function: Any, source: str, revision: str | None, kwargs: dict[str, Any], what: str) -> Any:
+    """Calls a `from_pretrained`, turning "not found / not cached / offline" failures into our CheckpointError."""
+    call_kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    if revision is not None:
+        call_kwargs["revision"] = revision
+    try:
+        return function(source, **call_kwargs)
+    except (OSError, ValueError) as err:
+        if isinstance(err, CheckpointError):
+            raise
+        shown = f"{source!r}" + (f" at revision {revision!r}" if revision is not None else "")
+        if Path(source).is_dir():
+            raise CheckpointError(f"Cannot load the {what} of local checkpoint {shown}: {err}") from err
+        rev_flag = f" --revision {revision}" if revision is not None else ""
+        if _is_offline():
+            raise CheckpointError(
+                f"Cannot load the {what} of {shown}: the Hugging Face Hub is offline (HF_HUB_OFFLINE=1) and this "
+                f"revision is not in the local cache ({kwargs.get('cache_dir') or _default_cache()}). Fetch it on a "
+                f"machine with network with `huggingface-cli download {source}{rev_flag}` (or `hf download "
+                f"{source}{rev_flag}`) and copy the cache here, or set HF_HOME / HF_HUB_CACHE to a cache that holds "
+                f"it. Original error: {err}"
+            ) from err
+        raise CheckpointError(
+            f"Cannot load the {what} of {shown}: {err} Check that the model id and the revision exist (list "
+            f"revisions with huggingface_hub.list_repo_refs({source!r})), or fetch it with "
+            f"`huggingface-cli download {source}{rev_flag}`."
+        ) from err
+
+
+def _default_cache() -> str:
+    try:
+        from huggingface_hub import constants
+
+        return str(constants.HF_HUB_CACHE)
+    except ImportError:  # pragma: no cover
+        return "the default Hugging Face cache"
+
+
+def _model_class(automodel: Any, config: Any) -> Any:
+    import transformers
+
+    choices = {"causal_lm": transformers.AutoModelForCausalLM, "masked_lm": transformers.AutoModelForMaskedLM}
+    if automodel is None:
+        return choices[infer_objective(config)]
+    if isinstance(automodel, str):
+        if automodel not in choices:
+            raise InvalidInputError(
+                f"automodel must be None, 'causal_lm', 'masked_lm' or an AutoModel class, got {automodel!r}."
+            )
+        return choices[automodel]
+    if not hasattr(automodel, "from_pretrained"):
+        raise InvalidInputError(
+            f"automodel must be None, 'causal_lm', 'masked_lm' or a class with from_pretrained, got {automodel!r}."
+        )
+    return automodel
+
+
+def _dtype(dtype: Any) -> Any:
+    import torch
+
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype) or dtype == "auto":
+        return dtype
+    if isinstance(dtype, str):
+        value = getattr(torch, dtype.removeprefix("torch."), None)
+        if isinstance(value, torch.dtype):
+            return value
+    raise InvalidInputError(
+        f"dtype must be None, 'auto', a torch.dtype or its name such as 'bfloat16', got {dtype!r}."
+    )
+
+
+def _check_tokenizer_not_empty(tokenizer: Any, source: str, *, hint: bool) -> None:
+    """Transformers 5 builds an empty tokenizer, without error, from a folder that has no tokenizer files."""
+    try:
+        ids = tokenizer("Hello world, 123.", add_special_tokens=False)["input_ids"]
+    except Exception as err:  # a tokenizer that cannot even encode text
+        raise CheckpointError(f"The tokenizer loaded from {source!r} cannot encode text: {err}") from err
+    if len(ids) == 0:
+        more = (
+            " If this checkpoint was saved without its tokenizer, pass tokenizer_source= (a folder or a Hub model id "
+            "holding the tokenizer)."
+            if hint
+            else ""
+        )
+        raise CheckpointError(
+            f"The tokenizer loaded from {source!r} encodes text to no tokens: its tokenizer files are probably missing "
+            f"(transformers then builds an empty tokenizer).{more}"
+        )
+
+
+def _ensure_pad_token(tokenizer: Any, source: str) -> None:
+    if getattr(tokenizer, "pad_token", None) is not None:
+        return
+    eos = getattr(tokenizer, "eos_token", None)
+    if eos is None:
+        raise TokenizerError(
+            f"The tokenizer of {source!r} has neither a pad token nor an eos token to pad with. Set one, e.g. "
+            "tokenizer.add_special_tokens({'pad_token': '[PAD]'}), and resize the model's embeddings."
+        )
+    tokenizer.pad_token = eos
+    warnings.warn(
+        f"The tokenizer of {source!r} has no pad token; using its eos token {eos!r} as pad token "
+        "(padding positions are masked out by the attention mask).",
+        stacklevel=3,
+    )
