@@ -6,13 +6,57 @@
 Fit low-rank tangent subspaces of the activation manifold with Interpreto's concept methods, probe the
 model's true training-loss gradients at the same split point, and compare the gradient energy and
 anisotropy held by the tangent subspace with matched-rank normal controls, checkpoint after checkpoint.
+
+Examples:
+    >>> import interpreto_anisotropy as ia
+    >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(activations)
+    >>> result = ia.GradientProbe(mwsp, objective="causal_lm").run(texts, tangent, n_controls=20)
 """
 
 from __future__ import annotations
 
-from . import errors
+from . import checkpoints, errors, metrics
+from .checkpoints import Checkpoint, load_checkpoint, loaded
+from .controls import analytic_null, normal_controls, p_value
 from .errors import AnisotropyError
+from .probe import GradientProbe, TokenGradients
+from .probe_result import ProbeResult
+from .subspace import Subspace
+from .tangent import (
+    ICATangent,
+    NMFTangent,
+    PCATangent,
+    SemiNMFTangent,
+    SVDTangent,
+    TangentExplainer,
+    TangentMethod,
+    TopKSAETangent,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["AnisotropyError", "errors", "__version__"]
+__all__ = [
+    "AnisotropyError",
+    "Checkpoint",
+    "GradientProbe",
+    "ICATangent",
+    "NMFTangent",
+    "PCATangent",
+    "ProbeResult",
+    "SVDTangent",
+    "SemiNMFTangent",
+    "Subspace",
+    "TangentExplainer",
+    "TangentMethod",
+    "TokenGradients",
+    "TopKSAETangent",
+    "analytic_null",
+    "checkpoints",
+    "errors",
+    "load_checkpoint",
+    "loaded",
+    "metrics",
+    "normal_controls",
+    "p_value",
+    "__version__",
+]

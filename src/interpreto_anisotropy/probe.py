@@ -476,10 +476,8 @@ class GradientProbe:
             control_shares = shares[column + 1 : column + 1 + n_controls].astype(np.float64)
             boot_shares = ((counts @ sequence_energy[:, column]) / boot_total).cpu().numpy()
             oracle = float(eigenvalues[:k].sum() / eigenvalues.sum()) if eigenvalues.sum() > 0 else 0.0
-            without_tangent = _isoscore_star_in_complement(covariance, tangent.basis, moments.count)
-            without_controls = np.array(
-                [_isoscore_star_in_complement(covariance, basis, moments.count) for basis in controls[name]]
-            )
+            without_tangent = float(_isoscore_star_in_complements(covariance, tangent.basis[None], moments.count)[0])
+            without_controls = _isoscore_star_in_complements(covariance, controls[name], moments.count)
             alpha = (1 - confidence) / 2
             results[name] = ProbeResult.build(
                 name=name,
@@ -540,10 +538,22 @@ def _stack_bases(
     return stacked, membership
 
 
-def _isoscore_star_in_complement(covariance: torch.Tensor, basis: torch.Tensor, n: int) -> float:
-    """IsoScore* of the cloud with a rank-k subspace removed, computed inside its (d - k)-dim complement."""
-    complement = Subspace(basis, check=False).complement_basis().to(covariance.device)
-    return float(isoscore_star_from_covariance(complement.T @ covariance @ complement, n=n))
+def _isoscore_star_in_complements(covariance: torch.Tensor, bases: torch.Tensor, n: int) -> np.ndarray:
+    """IsoScore* of the cloud with each rank-k subspace removed, computed inside its (d - k)-dim complement.
+
+    Args:
+        covariance: Covariance of the gradient cloud, (d, d), float64.
+        bases: Orthonormal bases, (R, d, k).
+        n: Number of gradient rows behind the covariance.
+
+    Returns:
+        (R,) IsoScore* values of P^T Sigma P, P an orthonormal basis of each complement.
+    """
+    k = bases.shape[-1]
+    full, _ = torch.linalg.qr(bases.to(covariance), mode="complete")
+    complements = full[..., k:]
+    projected = complements.transpose(-1, -2) @ covariance @ complements
+    return np.array([float(isoscore_star_from_covariance(matrix, n=n)) for matrix in projected])
 
 
 def _bootstrap_counts(n_sequences: int, n_resamples: int, generator: torch.Generator) -> torch.Tensor:

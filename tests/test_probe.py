@@ -1,0 +1,362 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""GradientProbe against independent computations: per-token autograd loops and NumPy recomputations."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+import torch.nn.functional as F
+from interpreto import ModelWithSplitPoints
+
+import interpreto_anisotropy as ia
+from interpreto_anisotropy.controls import normal_control_bases
+from interpreto_anisotropy.errors import (
+    DimensionMismatchError,
+    EmptyInputError,
+    InvalidInputError,
+    NonFiniteError,
+)
+from interpreto_anisotropy.probe import GradientProbe
+
+N_BRUTE = 4  # sequences checked token by token
+
+
+def _double_mwsp(pair):
+    """A float64 copy of a fixture model (fixtures are shared and must not be mutated)."""
+    model, tokenizer = pair
+    model = copy.deepcopy(model).double().eval()
+    return ModelWithSplitPoints(model, split_point=1, tokenizer=copy.deepcopy(tokenizer), batch_size=3)
+
+
+def _split_output_hook(store: dict):
+    def hook(module, args, output):
+        hidden = output[0] if isinstance(output, tuple) else output
+        store["h"] = hidden
+        return None
+
+    return hook
+
+
+def _brute_force_gradients(mwsp, input_ids: torch.Tensor, loss_terms) -> torch.Tensor:
+    """dL/dh for one unpadded sequence: sum over loss terms of autograd.grad(term, h), one term at a time."""
+    model = mwsp._model
+    store: dict = {}
+    handle = model.get_submodule(mwsp.split_point).register_forward_hook(_split_output_hook(store))
+    try:
+        with torch.enable_grad():
+            output = model(input_ids=input_ids[None], attention_mask=torch.ones_like(input_ids)[None])
+            hidden = store["h"]
+            total = torch.zeros_like(hidden)
+            for term in loss_terms(output.logits[0]):
+                (gradient,) = torch.autograd.grad(term, hidden, retain_graph=True)
+                total += gradient
+    finally:
+        handle.remove()
+    return total[0]
+
+
+def _causal_terms(input_ids):
+    def terms(logits):
+        for position in range(input_ids.shape[0] - 1):
+            yield F.cross_entropy(logits[position], input_ids[position + 1])
+
+    return terms
+
+
+@pytest.fixture(scope="module")
+def neox64(gpt_neox_model):
+    return _double_mwsp(gpt_neox_model)
+
+
+@pytest.fixture(scope="module")
+def llama64(llama_model):
+    return _double_mwsp(llama_model)
+
+
+@pytest.fixture(scope="module")
+def eurobert64(eurobert_model):
+    return _double_mwsp(eurobert_model)
+
+
+def _relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).norm() / b.norm())
+
+
+@pytest.mark.parametrize("which", ["neox64", "llama64"])
+def test_causal_lm_gradients_equal_per_token_autograd_loop(which, request, texts):
+    mwsp = request.getfixturevalue(which)
+    probe = GradientProbe(mwsp, objective="causal_lm")
+    result = probe.gradients(texts[:N_BRUTE])
+    for sequence in range(N_BRUTE):
+        ids = mwsp.tokenizer(texts[sequence], truncation=True, max_length=probe.max_length, return_tensors="pt")[
+            "input_ids"
+        ][0]
+        expected = _brute_force_gradients(mwsp, ids, _causal_terms(ids))
+        rows = result.sequence_ids == sequence
+        # The last token predicts nothing: its gradient is identically zero and it is not probed.
+        assert torch.all(expected[-1] == 0)
+        assert rows.sum() == ids.shape[0] - 1
+        assert torch.equal(result.positions[rows], torch.arange(ids.shape[0] - 1))
+        assert torch.equal(result.input_ids[rows], ids[:-1])
+        assert _relative_error(result.gradients[rows], expected[:-1]) < 1e-5
+
+
+def test_masked_lm_gradients_equal_per_token_autograd_loop(eurobert64, texts):
+    probe = GradientProbe(eurobert64, objective="masked_lm", seed=3)
+    result = probe.gradients(texts[:N_BRUTE])
+    assert result.masked is not None and result.masked.any()
+    tokenizer = eurobert64.tokenizer
+    for sequence in range(N_BRUTE):
+        encoded = tokenizer(texts[sequence], truncation=True, max_length=probe.max_length, return_tensors="pt")
+        prepared = probe.objective.prepare(
+            dict(encoded), sequence_ids=torch.tensor([sequence]), tokenizer=tokenizer
+        )  # the mask depends on (seed, sequence index) only, so it is the one the probe used
+        corrupted, labels = prepared["input_ids"][0], prepared["labels"][0]
+        selected = (labels != -100).nonzero().flatten()
+
+        def terms(logits, selected=selected, labels=labels):
+            for position in selected:
+                yield F.cross_entropy(logits[position], labels[position])
+
+        expected = _brute_force_gradients(eurobert64, corrupted, terms)
+        rows = result.sequence_ids == sequence
+        assert torch.equal(result.masked[rows], labels != -100)
+        assert torch.equal(result.input_ids[rows], encoded["input_ids"][0])
+        assert _relative_error(result.gradients[rows], expected) < 1e-5
+
+
+def test_masked_lm_mask_is_seeded_and_independent_of_batching(eurobert_mwsp, texts):
+    masks = []
+    for batch_size, seed in [(8, 1), (3, 1), (8, 2)]:
+        probe = GradientProbe(eurobert_mwsp, objective="masked_lm", seed=seed, batch_size=batch_size)
+        masks.append(probe.gradients(texts[:10]).masked)
+    assert torch.equal(masks[0], masks[1])
+    assert not torch.equal(masks[0], masks[2])
+    share = masks[0].float().mean().item()
+    assert 0.05 < share < 0.3  # about 15 % of the non-special tokens
+
+
+def test_left_and_right_padding_give_the_same_gradients(neox64, texts):
+    probe = GradientProbe(neox64, objective="causal_lm")
+    tokenizer = neox64.tokenizer
+    by_side = {}
+    for side in ("left", "right"):
+        encoded = tokenizer(
+            texts[:6], padding=True, padding_side=side, truncation=True, max_length=128, return_tensors="pt"
+        )
+        by_side[side] = probe.gradients(encoded)
+    left, right = by_side["left"], by_side["right"]
+    assert torch.equal(left.sequence_ids, right.sequence_ids)
+    assert torch.equal(left.positions, right.positions)
+    assert _relative_error(left.gradients, right.gradients) < 1e-9
+
+
+def _numpy_isoscore_star(points: np.ndarray, zeta: float = 0.2) -> float:
+    """IsoScore* by the original eigenvalue algorithm (Rudman et al. 2022 steps) on the shrunk covariance."""
+    covariance = np.cov(points.T)
+    d = covariance.shape[0]
+    shrunk = (1 - zeta) * covariance + zeta * np.trace(covariance) / d * np.eye(d)
+    eigenvalues = np.linalg.eigvalsh(shrunk)
+    normalised = np.sqrt(d) * eigenvalues / np.linalg.norm(eigenvalues)
+    defect = np.linalg.norm(normalised - 1) / np.sqrt(2 * (d - np.sqrt(d)))
+    phi = (d - defect**2 * (d - np.sqrt(d))) ** 2 / d**2
+    return float((d * phi - 1) / (d - 1))
+
+
+@pytest.fixture(scope="module")
+def neox_tangent(gpt_neox_mwsp, fit_texts):
+    activations, _ = gpt_neox_mwsp.get_activations(
+        fit_texts, activation_granularity=ModelWithSplitPoints.activation_granularities.TOKEN
+    )
+    return ia.PCATangent(gpt_neox_mwsp, nb_concepts=6).fit(activations)
+
+
+def test_result_numbers_equal_a_numpy_recomputation(gpt_neox_mwsp, neox_tangent, texts):
+    n_controls = 12
+    probe = GradientProbe(gpt_neox_mwsp, objective="causal_lm")
+    result = probe.run(texts, neox_tangent, n_controls=n_controls, seed=5, progress=False)
+    raw = probe.gradients(texts)
+    G = raw.gradients.double().numpy()
+    Q = neox_tangent.subspace.basis.double().numpy()
+    controls = normal_control_bases(neox_tangent.subspace, n_controls, seed=5).double().numpy()
+    d, k = Q.shape
+    total = np.sum(G**2)
+    energy = np.sum((G @ Q) ** 2) / total
+    control_energy = np.array([np.sum((G @ C) ** 2) / total for C in controls])
+    assert result.n_tokens == G.shape[0] and result.dim == d and result.rank == k
+    assert result.energy_share == pytest.approx(energy, rel=1e-5)
+    np.testing.assert_allclose(result.control_energy_shares, control_energy, rtol=1e-5)
+    assert result.control_mean == pytest.approx(control_energy.mean(), rel=1e-5)
+    assert result.chance == k / d
+    assert result.analytic_null == pytest.approx((1 - energy) * k / (d - k), rel=1e-5)
+    assert result.energy_ratio == pytest.approx(energy / control_energy.mean(), rel=1e-5)
+    assert result.p_value == pytest.approx((1 + np.sum(control_energy >= energy)) / (n_controls + 1))
+    top = np.linalg.eigvalsh(G.T @ G)[::-1]
+    oracle = top[:k].sum() / top.sum()
+    assert result.oracle_energy_share == pytest.approx(oracle, rel=1e-5)
+    assert result.energy_share <= result.oracle_energy_share + 1e-9
+    assert result.anisotropy_capture == pytest.approx((energy - k / d) / (oracle - k / d), rel=1e-4)
+    assert result.isoscore_star == pytest.approx(_numpy_isoscore_star(G), abs=1e-6)
+    complement = scipy.linalg.null_space(Q.T)
+    assert result.isoscore_star_without_tangent == pytest.approx(_numpy_isoscore_star(G @ complement), abs=1e-6)
+    without_controls = [_numpy_isoscore_star(G @ scipy.linalg.null_space(C.T)) for C in controls]
+    np.testing.assert_allclose(result.isoscore_star_without_controls, without_controls, atol=1e-6)
+    assert result.delta_isoscore_star == pytest.approx(result.isoscore_star_without_tangent - result.isoscore_star)
+    sequence_ids = raw.sequence_ids.numpy()
+    assert result.n_sequences == len(np.unique(sequence_ids))
+    # Loss: mean next-token cross-entropy over the probed tokens.
+    assert result.loss == pytest.approx(raw.loss_sum / raw.loss_count, rel=1e-6)
+    # Bootstrap: an independent NumPy bootstrap of sequences gives about the same interval.
+    per_sequence = np.array(
+        [[np.sum((G[sequence_ids == s] @ Q) ** 2), np.sum(G[sequence_ids == s] ** 2)] for s in np.unique(sequence_ids)]
+    )
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, len(per_sequence), size=(4000, len(per_sequence)))
+    shares = per_sequence[draws, 0].sum(1) / per_sequence[draws, 1].sum(1)
+    low, high = np.quantile(shares, [0.025, 0.975])
+    width = high - low
+    assert result.ci_low <= result.energy_share <= result.ci_high
+    assert abs(result.ci_low - low) < 0.25 * width and abs(result.ci_high - high) < 0.25 * width
+
+
+def test_batching_and_seed_do_not_change_the_result(gpt_neox_mwsp, neox_tangent, texts):
+    results = [
+        GradientProbe(gpt_neox_mwsp, batch_size=batch_size).run(texts[:12], neox_tangent, n_controls=5, progress=False)
+        for batch_size in (12, 5, 12)
+    ]
+    for other in results[1:]:
+        assert other.energy_share == pytest.approx(results[0].energy_share, rel=1e-5)
+        np.testing.assert_allclose(other.control_energy_shares, results[0].control_energy_shares, rtol=1e-5)
+        assert other.isoscore_star == pytest.approx(results[0].isoscore_star, abs=1e-6)
+        assert other.n_tokens == results[0].n_tokens
+    assert results[0].to_dict() == results[2].to_dict()
+
+
+def test_mean_reduction_divides_each_gradient_by_the_number_of_terms(gpt_neox_mwsp, texts):
+    summed = GradientProbe(gpt_neox_mwsp, reduction="sum", batch_size=64).gradients(texts[:6])
+    mean = GradientProbe(gpt_neox_mwsp, reduction="mean", batch_size=64).gradients(texts[:6])
+    assert _relative_error(mean.gradients * summed.loss_count, summed.gradients) < 1e-5
+
+
+def test_random_subspaces_hold_chance_energy_and_controls_meet_the_analytic_null(gpt_neox_mwsp, texts):
+    d, k = 64, 4
+    randoms = {f"random-{seed}": ia.Subspace.random(d, k, seed=seed) for seed in range(8)}
+    results = GradientProbe(gpt_neox_mwsp).run(texts, randoms, n_controls=100, seed=1, progress=False)
+    shares = np.array([result.energy_share for result in results.values()])
+    standard_error = shares.std(ddof=1) / np.sqrt(shares.size)
+    assert abs(shares.mean() - k / d) < 4 * standard_error + 1e-3
+    for result in results.values():
+        control_error = result.control_energy_shares.std(ddof=1) / np.sqrt(result.control_energy_shares.size)
+        assert abs(result.control_mean - result.analytic_null) < 4 * control_error
+
+
+def test_result_serialises_and_prints(gpt_neox_mwsp, neox_tangent, texts):
+    result = GradientProbe(gpt_neox_mwsp).run(texts[:6], {"pca": neox_tangent}, n_controls=3, progress=False)["pca"]
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["energy_share"] == result.energy_share and len(data["control_energy_shares"]) == 3
+    again = ia.ProbeResult.from_dict(data)
+    assert again.energy_share == result.energy_share
+    text = str(result)
+    assert "energy share" in text and "p-value" in text and "IsoScore*" in text
+
+
+def test_max_tokens_caps_the_rows(gpt_neox_mwsp, neox_tangent, texts):
+    result = GradientProbe(gpt_neox_mwsp).run(texts, neox_tangent, n_controls=2, max_tokens=37, progress=False)
+    assert result.n_tokens == 37
+    raw = GradientProbe(gpt_neox_mwsp).gradients(texts, max_tokens=37)
+    assert raw.gradients.shape[0] == 37
+
+
+def test_sequence_classification_objective(gpt_neox_classifier_mwsp, texts):
+    probe = GradientProbe(gpt_neox_classifier_mwsp, objective="sequence_classification")
+    with pytest.raises(InvalidInputError, match="labels"):
+        probe.gradients(texts[:4])
+    raw = probe.gradients(texts[:4], labels=[0, 1, 0, 1])
+    assert raw.loss_count == 4 and torch.isfinite(raw.gradients).all()
+
+
+def test_custom_callable_objective_equals_causal_lm(gpt_neox_mwsp, texts):
+    def next_token_loss(output, batch):
+        logits, ids, mask = output.logits[:, :-1], batch["input_ids"][:, 1:], batch["attention_mask"]
+        valid = mask[:, :-1].bool() & mask[:, 1:].bool()
+        return F.cross_entropy(logits[valid], ids[valid], reduction="sum")
+
+    custom = GradientProbe(gpt_neox_mwsp, objective=next_token_loss).gradients(texts[:4])
+    builtin = GradientProbe(gpt_neox_mwsp, objective="causal_lm").gradients(texts[:4])
+    # The callable probes every real token; the built-in drops each sequence's last (zero-gradient) token.
+    keep = torch.isin(custom.positions, builtin.positions) & (custom.gradients.abs().sum(1) > 0)
+    torch.testing.assert_close(custom.gradients[keep], builtin.gradients, rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+def test_empty_and_too_short_inputs(gpt_neox_mwsp, neox_tangent):
+    probe = GradientProbe(gpt_neox_mwsp)
+    with pytest.raises(EmptyInputError):
+        probe.run([], neox_tangent, progress=False)
+    single_tokens = [gpt_neox_mwsp.tokenizer.decode([i]) for i in (40, 41)]
+    with pytest.raises(EmptyInputError, match="shorter"):
+        probe.run(single_tokens, neox_tangent, progress=False)
+    with pytest.raises(InvalidInputError):
+        probe.run(42, neox_tangent, progress=False)
+
+
+def test_subspace_of_another_dimension_is_refused(gpt_neox_mwsp, texts):
+    with pytest.raises(DimensionMismatchError, match="R\\^32"):
+        GradientProbe(gpt_neox_mwsp).run(texts[:2], ia.Subspace.random(32, 4), progress=False)
+
+
+def test_unknown_objective_and_options_are_refused(gpt_neox_mwsp):
+    with pytest.raises(InvalidInputError, match="causal_lm"):
+        GradientProbe(gpt_neox_mwsp, objective="next_sentence")
+    with pytest.raises(InvalidInputError):
+        GradientProbe(gpt_neox_mwsp, reduction="max")
+    with pytest.raises(InvalidInputError):
+        GradientProbe(gpt_neox_mwsp, on_nonfinite="ignore")
+    with pytest.raises(InvalidInputError):
+        GradientProbe("not a splitter")
+
+
+def test_non_finite_gradients_raise_naming_the_batch_or_are_skipped(gpt_neox_mwsp, neox_tangent, texts):
+    calls = {"n": 0}
+
+    def poisoned(output, batch):
+        calls["n"] += 1
+        loss = F.cross_entropy(
+            output.logits[:, :-1].flatten(0, 1), batch["input_ids"][:, 1:].flatten(), reduction="sum"
+        )
+        return loss * float("nan") if calls["n"] == 2 else loss
+
+    with pytest.raises(NonFiniteError, match="batch 1"):
+        GradientProbe(gpt_neox_mwsp, objective=poisoned, batch_size=4).run(texts[:12], neox_tangent, progress=False)
+    calls["n"] = 0
+    result = GradientProbe(gpt_neox_mwsp, objective=poisoned, batch_size=4, on_nonfinite="skip").run(
+        texts[:12], neox_tangent, n_controls=3, progress=False
+    )
+    assert result.n_skipped_batches == 1 and result.n_sequences == 8
+
+
+def test_tokenizer_without_pad_token_is_fixed_with_a_warning(gpt_neox_model, texts):
+    model, tokenizer = gpt_neox_model
+    tokenizer = copy.deepcopy(tokenizer)
+    mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=4)
+    tokenizer.pad_token = None
+    with pytest.warns(UserWarning, match="pad token"):
+        probe = GradientProbe(mwsp)
+    assert tokenizer.pad_token == tokenizer.eos_token
+    assert probe.gradients(texts[:3]).gradients.shape[1] == 64
+
+
+def test_probe_leaves_the_model_as_it_found_it(gpt_neox_mwsp, texts):
+    model = gpt_neox_mwsp._model
+    flags = [parameter.requires_grad for parameter in model.parameters()]
+    GradientProbe(gpt_neox_mwsp).gradients(texts[:2])
+    assert [parameter.requires_grad for parameter in model.parameters()] == flags
+    assert all(parameter.grad is None for parameter in model.parameters())
+    assert not model.training
