@@ -14,6 +14,7 @@ below the split point is not even recorded.
 from __future__ import annotations
 
 import inspect
+import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -196,60 +197,69 @@ class GradientProbe:
             self.model.train(was_training)
 
     # ------------------------------------------------------------------ batches
-    def _tokenize(self, inputs: Any, labels: Any) -> dict[str, torch.Tensor]:
+    def _chunks(self, inputs: Any, labels: Any) -> tuple[int, Iterator[tuple[dict[str, torch.Tensor], torch.Tensor]]]:
+        """The number of batches and a lazy iterator of (tokenised batch, indices of its sequences in the inputs).
+
+        Texts are tokenised one batch at a time, so memory does not grow with the number of texts.
+        """
         if isinstance(inputs, str):
             inputs = [inputs]
         if isinstance(inputs, Mapping):
             if "input_ids" not in inputs:
                 raise InvalidInputError("Tokenised inputs must hold 'input_ids' (and preferably 'attention_mask').")
-            encoded = {"input_ids": torch.as_tensor(inputs["input_ids"])}
+            input_ids = torch.as_tensor(inputs["input_ids"])
+            if input_ids.dim() != 2:
+                raise InvalidInputError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
             mask = inputs.get("attention_mask")
-            encoded["attention_mask"] = (
-                torch.ones_like(encoded["input_ids"]) if mask is None else torch.as_tensor(mask).long()
-            )
+            attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long()
+            n_sequences = input_ids.shape[0]
+
+            def encode(start: int, stop: int) -> dict[str, torch.Tensor]:
+                return {"input_ids": input_ids[start:stop], "attention_mask": attention_mask[start:stop]}
+
         elif isinstance(inputs, Sequence) and all(isinstance(text, str) for text in inputs):
-            if len(inputs) == 0:
-                raise EmptyInputError("No texts to probe: pass a non-empty list of strings.")
-            encoded = dict(
-                self.tokenizer(
-                    list(inputs), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+            texts = list(inputs)
+            n_sequences = len(texts)
+
+            def encode(start: int, stop: int) -> dict[str, torch.Tensor]:
+                encoded = self.tokenizer(
+                    texts[start:stop], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
                 )
-            )
-            encoded = {key: encoded[key] for key in ("input_ids", "attention_mask")}
+                return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+
         else:
             raise InvalidInputError("inputs must be a list of strings or a dict/BatchEncoding of tensors.")
-        if encoded["input_ids"].dim() != 2 or encoded["input_ids"].shape[0] == 0:
-            raise EmptyInputError("No sequences to probe.")
+        if n_sequences == 0:
+            raise EmptyInputError("No texts to probe: pass a non-empty list of strings.")
         if labels is not None:
             labels = torch.as_tensor(labels)
-            if labels.shape[0] != encoded["input_ids"].shape[0]:
-                raise InvalidInputError(f"Got {labels.shape[0]} labels for {encoded['input_ids'].shape[0]} sequences.")
-            encoded["labels"] = labels
-        return encoded
+            if labels.shape[0] != n_sequences:
+                raise InvalidInputError(f"Got {labels.shape[0]} labels for {n_sequences} sequences.")
 
-    def _batches(self, encoded: dict[str, torch.Tensor]) -> tuple[list[tuple[dict, torch.Tensor]], int]:
-        lengths = encoded["attention_mask"].sum(1)
-        usable = (lengths >= self.objective.min_tokens).nonzero().flatten()
-        skipped = int(encoded["input_ids"].shape[0] - usable.numel())
-        if usable.numel() == 0:
-            raise EmptyInputError(
-                f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
-                "objective needs; give longer texts."
-            )
-        if skipped:
-            warnings.warn(
-                f"{skipped} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.", stacklevel=3
-            )
-        batches = []
-        for start in range(0, usable.numel(), self.batch_size):
-            ids = usable[start : start + self.batch_size]
-            batch = {key: value[ids] for key, value in encoded.items()}
-            width = int(batch["attention_mask"].sum(1).max())
-            left_padded = bool((batch["attention_mask"][:, 0] == 0).any())
-            trim = slice(batch["input_ids"].shape[1] - width, None) if left_padded else slice(0, width)
-            batch = {key: value[:, trim] if value.dim() == 2 else value for key, value in batch.items()}
-            batches.append((batch, ids))
-        return batches, skipped
+        def generate() -> Iterator[tuple[dict[str, torch.Tensor], torch.Tensor]]:
+            for start in range(0, n_sequences, self.batch_size):
+                stop = min(start + self.batch_size, n_sequences)
+                batch = encode(start, stop)
+                if labels is not None:
+                    batch["labels"] = labels[start:stop]
+                yield batch, torch.arange(start, stop)
+
+        return math.ceil(n_sequences / self.batch_size), generate()
+
+    def _usable(
+        self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Drop sequences too short for the objective and padding columns that no sequence uses."""
+        usable = batch["attention_mask"].sum(1) >= self.objective.min_tokens
+        self.skipped_sequences += int((~usable).sum())
+        batch = {key: value[usable] for key, value in batch.items()}
+        sequence_ids = sequence_ids[usable]
+        if sequence_ids.numel() == 0:
+            return batch, sequence_ids
+        width = int(batch["attention_mask"].sum(1).max())
+        left_padded = bool((batch["attention_mask"][:, 0] == 0).any())
+        trim = slice(batch["input_ids"].shape[1] - width, None) if left_padded else slice(0, width)
+        return {key: value[:, trim] if value.dim() == 2 else value for key, value in batch.items()}, sequence_ids
 
     def _model_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
@@ -293,14 +303,17 @@ class GradientProbe:
         """Yield (batch, hidden, gradient, probed mask, sequence ids, terms) per batch, plus skip counts at the end."""
         if max_tokens is not None and max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
-        encoded = self._tokenize(inputs, labels)
-        batches, skipped_sequences = self._batches(encoded)
-        self.skipped_sequences = skipped_sequences
+        n_batches, chunks = self._chunks(inputs, labels)
+        self.skipped_sequences = 0
         self.skipped_batches = 0
-        seen = 0
+        seen, usable_sequences = 0, 0
         for batch_index, (batch, sequence_ids) in enumerate(
-            tqdm(batches, desc=description, unit="batch", disable=not progress)
+            tqdm(chunks, total=n_batches, desc=description, unit="batch", disable=not progress)
         ):
+            batch, sequence_ids = self._usable(batch, sequence_ids)
+            if sequence_ids.numel() == 0:
+                continue
+            usable_sequences += sequence_ids.numel()
             step = self._forward_backward(batch, sequence_ids, batch_index)
             if step is None:
                 self.skipped_batches += 1
@@ -317,6 +330,16 @@ class GradientProbe:
                 yield prepared, hidden, gradient, probed, sequence_ids.to(gradient.device), terms
             if max_tokens is not None and seen >= max_tokens:
                 break
+        if usable_sequences == 0:
+            raise EmptyInputError(
+                f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
+                "objective needs; give longer texts."
+            )
+        if self.skipped_sequences:
+            warnings.warn(
+                f"{self.skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",
+                stacklevel=3,
+            )
 
     # ------------------------------------------------------------------ public
     def gradients(
