@@ -1,0 +1,197 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""`SweepResult`: the table a checkpoint sweep produces, one row per (checkpoint, split point, tangent).
+
+Row schema (every row is a flat JSON object; lists only for the per-control arrays):
+
+- identity: ``step`` (int), ``checkpoint`` (name, e.g. "step-20"), ``source``, ``revision``,
+  ``split_point`` (module path), ``tangent`` ("early": the reference fitted on early checkpoints;
+  "each": refitted on this checkpoint; "given": a user subspace);
+- every `ProbeResult` field by name (``energy_share``, ``control_energy_shares``, ``p_value``, ...);
+- ``activation_*``: `ia.metrics.summary` of the checkpoint's activations on the fit texts;
+- ``freq_distance_pearson``, ``freq_distance_spearman``, ``freq_distance_p_value``, ``freq_distance_n``:
+  correlation between log token frequency and distance to the activation centroid;
+- ``on_manifold_entropy``: Kozachenko-Leonenko entropy of the activations' coordinates in the tangent;
+- ``drift_reference_mean_angle`` / ``_max_angle`` and ``drift_previous_mean_angle`` / ``_max_angle``: principal
+  angles (radians) between this checkpoint's own tangent and the reference / the previous checkpoint's
+  (None for the first checkpoint);
+- ``wall_seconds``: time spent on the checkpoint.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import CheckpointError, EmptyInputError
+
+__all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE"]
+
+ROWS_FILE = "rows.jsonl"
+CONFIG_FILE = "config.json"
+
+
+@dataclass
+class SweepResult:
+    """The rows of a checkpoint sweep and the settings that produced them.
+
+    Attributes:
+        rows: One dict per (checkpoint, split point, tangent), sorted by step (schema in the module docstring).
+        config: The sweep's settings (as in ``config.json``).
+        results_dir: Where the sweep wrote its files, if anywhere.
+
+    Examples:
+        >>> table = ia.SweepResult.load("runs/toy/sweep")
+        >>> table.column("energy_ratio")
+    """
+
+    rows: list[dict[str, Any]]
+    config: dict[str, Any] = field(default_factory=dict)
+    results_dir: Path | None = None
+
+    # ------------------------------------------------------------------ access
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def select(self, *, tangent: str | None = None, split_point: str | None = None) -> SweepResult:
+        """The rows of one tangent kind and/or one split point, as a new `SweepResult`."""
+        rows = [
+            row
+            for row in self.rows
+            if (tangent is None or row.get("tangent") == tangent)
+            and (split_point is None or row.get("split_point") == split_point)
+        ]
+        return SweepResult(rows, self.config, self.results_dir)
+
+    def column(self, name: str) -> list[Any]:
+        """The values of one field, row by row (None where a row lacks it)."""
+        return [row.get(name) for row in self.rows]
+
+    @property
+    def steps(self) -> list[int]:
+        """Steps of the rows, in row order."""
+        return [int(row["step"]) for row in self.rows]
+
+    @property
+    def tangents(self) -> list[str]:
+        """The tangent kinds present ("early", "each", "given"), in order of appearance."""
+        return list(dict.fromkeys(row.get("tangent", "early") for row in self.rows))
+
+    @property
+    def split_points(self) -> list[str]:
+        """The split points present, in order of appearance."""
+        return list(dict.fromkeys(row.get("split_point") for row in self.rows))
+
+    # ------------------------------------------------------------------ export
+    def scalar_columns(self) -> list[str]:
+        """Fields whose values are scalars in every row (the CSV columns), in first-seen order."""
+        names: dict[str, None] = {}
+        for row in self.rows:
+            for key, value in row.items():
+                if not isinstance(value, (list, dict)):
+                    names.setdefault(key, None)
+        return list(names)
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write the scalar columns to a CSV file (per-control arrays are left to `to_json`). Returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        columns = self.scalar_columns()
+        with path.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            for row in self.rows:
+                writer.writerow({key: "" if row.get(key) is None else row.get(key) for key in columns})
+        return path
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """The rows and config as JSON; also written to `path` when given."""
+        text = json.dumps({"config": self.config, "rows": self.rows}, indent=1, default=_json_default)
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text)
+        return text
+
+    def to_frame(self):
+        """The rows as a pandas DataFrame (needs the `pandas` extra)."""
+        try:
+            import pandas as pd
+        except ImportError as error:  # pragma: no cover - depends on the environment
+            raise ImportError("to_frame needs pandas: pip install 'interpreto-anisotropy[pandas]'.") from error
+        return pd.DataFrame(self.rows)
+
+    # ------------------------------------------------------------------ figures and report
+    def plot(self, **kwargs: Any):
+        """Matplotlib figures of the sweep (see `interpreto_anisotropy.plotting.plot_sweep`)."""
+        from .plotting import plot_sweep
+
+        return plot_sweep(self, **kwargs)
+
+    def report(self, out_dir: str | Path, **kwargs: Any) -> Path:
+        """Write a self-contained HTML report (figures, table, settings); returns the HTML file's path."""
+        from .report import write_report
+
+        return write_report(self, out_dir, **kwargs)
+
+    # ------------------------------------------------------------------ persistence
+    @classmethod
+    def load(cls, results_dir: str | Path) -> SweepResult:
+        """Read a finished or partial sweep from its results directory."""
+        results_dir = Path(results_dir)
+        if not (results_dir / CONFIG_FILE).exists():
+            raise CheckpointError(
+                f"{results_dir} holds no {CONFIG_FILE}: it is not a sweep's results directory "
+                "(run `interpreto-anisotropy sweep ... --out DIR` first)."
+            )
+        config = json.loads((results_dir / CONFIG_FILE).read_text())
+        rows = read_rows(results_dir / ROWS_FILE)
+        return cls(sort_rows(rows), config, results_dir)
+
+    def summary_table(self) -> str:
+        """A short plain-text table: step, split point, tangent, E_T, controls mean, ratio, p-value."""
+        if not self.rows:
+            raise EmptyInputError("The sweep has no finished checkpoint yet.")
+        header = f"{'step':>8}  {'split point':<22} {'tangent':<7} {'E_T':>7} {'E_N':>7} {'ratio':>7} {'p':>6}  {'dIso*_T':>8} {'dIso*_N':>8}"
+        lines = [header, "-" * len(header)]
+        for row in self.rows:
+            controls = row.get("delta_isoscore_star_controls") or []
+            delta_controls = sum(controls) / len(controls) if controls else math.nan
+            lines.append(
+                f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} "
+                f"{_f(row.get('energy_share'))} {_f(row.get('control_mean'))} {_f(row.get('energy_ratio'), 2)} "
+                f"{_f(row.get('p_value'), 3, 6)}  {_f(row.get('delta_isoscore_star'), 4, 8)} {_f(delta_controls, 4, 8)}"
+            )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"SweepResult({len(self.rows)} rows, steps {sorted(set(self.steps))}, tangents {self.tangents})"
+
+
+def _f(value: Any, digits: int = 4, width: int = 7) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return f"{'-':>{width}}"
+    return f"{value:>{width}.{digits}f}"
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows of a ``rows.jsonl`` file (empty when it does not exist)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows sorted by step, then split point, then tangent kind."""
+    order = {"early": 0, "given": 1, "each": 2}
+    return sorted(rows, key=lambda row: (row["step"], str(row.get("split_point")), order.get(row.get("tangent"), 3)))
