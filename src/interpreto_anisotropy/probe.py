@@ -13,10 +13,8 @@ below the split point is not even recorded.
 
 from __future__ import annotations
 
-import inspect
-import math
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +26,7 @@ from jaxtyping import Bool, Float, Int
 from tqdm.auto import tqdm
 
 from .accumulators import MomentAccumulator
+from .batching import HiddenStateCapture, TokenBatcher, split_point_module
 from .controls import analytic_null, normal_control_bases, p_value
 from .errors import (
     DimensionMismatchError,
@@ -35,7 +34,6 @@ from .errors import (
     InvalidInputError,
     NonFiniteError,
     SplitPointError,
-    TokenizerError,
 )
 from .metrics.isotropy import isoscore_star_from_covariance
 from .objectives import Objective, make_objective
@@ -68,32 +66,6 @@ class TokenGradients:
     masked: Bool[torch.Tensor, " n"] | None
     loss_sum: float
     loss_count: int
-
-
-class _HiddenStateCapture:
-    """Forward hook that swaps the split point's hidden state for a leaf tensor that requires grad."""
-
-    def __init__(self, split_point: str):
-        self.split_point = split_point
-        self.hidden: torch.Tensor | None = None
-
-    def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> Any:
-        if isinstance(output, torch.Tensor):
-            self.hidden = self._leaf(output)
-            return self.hidden
-        if isinstance(output, tuple):
-            for index, candidate in enumerate(output):
-                if isinstance(candidate, torch.Tensor) and candidate.dim() == 3:
-                    self.hidden = self._leaf(candidate)
-                    return output[:index] + (self.hidden,) + output[index + 1 :]
-        raise SplitPointError(
-            f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
-            "choose a transformer block or a layer norm as split point."
-        )
-
-    @staticmethod
-    def _leaf(hidden: torch.Tensor) -> torch.Tensor:
-        return hidden.detach().requires_grad_(True)
 
 
 class GradientProbe:
@@ -144,44 +116,26 @@ class GradientProbe:
         self.on_nonfinite = on_nonfinite
         self.model = splitter._model
         self.tokenizer = splitter.tokenizer
-        self._ensure_pad_token()
-        self.max_length = max_length or self._default_max_length()
-        try:
-            self.module = self.model.get_submodule(splitter.split_point)
-        except AttributeError as error:
-            raise SplitPointError(f"Split point '{splitter.split_point}' is not a module of this model.") from error
-        self._accepts_position_ids = "position_ids" in inspect.signature(self.model.forward).parameters
+        self.batcher = TokenBatcher(
+            self.model,
+            self.tokenizer,
+            batch_size=self.batch_size,
+            max_length=max_length,
+            min_tokens=self.objective.min_tokens,
+        )
+        self.max_length = self.batcher.max_length
+        self.module = split_point_module(self.model, splitter.split_point)
 
     # ------------------------------------------------------------------ set-up
-    def _ensure_pad_token(self) -> None:
-        if self.tokenizer.pad_token is not None:
-            return
-        if self.tokenizer.eos_token is None:
-            raise TokenizerError(
-                "The tokenizer has no pad token and no eos token to pad with; set tokenizer.pad_token first "
-                "(Interpreto's get_activations needs one too)."
-            )
-        warnings.warn(
-            "The tokenizer has no pad token: using its eos token for padding (tokenizer.pad_token = eos_token), "
-            "as Interpreto's get_activations would otherwise crash. Padding is masked out of the loss.",
-            stacklevel=3,
-        )
-        self.tokenizer.pad_token = self.tokenizer.eos_token
-
-    def _default_max_length(self) -> int:
-        limits = [getattr(self.model.config, "max_position_embeddings", None), self.tokenizer.model_max_length]
-        finite = [int(limit) for limit in limits if isinstance(limit, int) and 0 < limit < 10**7]
-        return min(finite) if finite else 512
-
     @property
     def device(self) -> torch.device:
         """The model's device (where gradients and accumulators live)."""
         return next(self.model.parameters()).device
 
     @contextmanager
-    def _probing(self) -> Iterator[_HiddenStateCapture]:
+    def _probing(self) -> Iterator[HiddenStateCapture]:
         """Freeze parameters, switch to eval mode and hook the split point; restore everything afterwards."""
-        capture = _HiddenStateCapture(self.splitter.split_point)
+        capture = HiddenStateCapture(self.splitter.split_point, as_leaf=True)
         flags = [(parameter, parameter.requires_grad) for parameter in self.model.parameters()]
         was_training = self.model.training
         handle = self.module.register_forward_hook(capture)
@@ -197,77 +151,6 @@ class GradientProbe:
             self.model.train(was_training)
 
     # ------------------------------------------------------------------ batches
-    def _chunks(self, inputs: Any, labels: Any) -> tuple[int, Iterator[tuple[dict[str, torch.Tensor], torch.Tensor]]]:
-        """The number of batches and a lazy iterator of (tokenised batch, indices of its sequences in the inputs).
-
-        Texts are tokenised one batch at a time, so memory does not grow with the number of texts.
-        """
-        if isinstance(inputs, str):
-            inputs = [inputs]
-        if isinstance(inputs, Mapping):
-            if "input_ids" not in inputs:
-                raise InvalidInputError("Tokenised inputs must hold 'input_ids' (and preferably 'attention_mask').")
-            input_ids = torch.as_tensor(inputs["input_ids"])
-            if input_ids.dim() != 2:
-                raise InvalidInputError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
-            mask = inputs.get("attention_mask")
-            attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long()
-            n_sequences = input_ids.shape[0]
-
-            def encode(start: int, stop: int) -> dict[str, torch.Tensor]:
-                return {"input_ids": input_ids[start:stop], "attention_mask": attention_mask[start:stop]}
-
-        elif isinstance(inputs, Sequence) and all(isinstance(text, str) for text in inputs):
-            texts = list(inputs)
-            n_sequences = len(texts)
-
-            def encode(start: int, stop: int) -> dict[str, torch.Tensor]:
-                encoded = self.tokenizer(
-                    texts[start:stop], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
-                )
-                return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
-
-        else:
-            raise InvalidInputError("inputs must be a list of strings or a dict/BatchEncoding of tensors.")
-        if n_sequences == 0:
-            raise EmptyInputError("No texts to probe: pass a non-empty list of strings.")
-        if labels is not None:
-            labels = torch.as_tensor(labels)
-            if labels.shape[0] != n_sequences:
-                raise InvalidInputError(f"Got {labels.shape[0]} labels for {n_sequences} sequences.")
-
-        def generate() -> Iterator[tuple[dict[str, torch.Tensor], torch.Tensor]]:
-            for start in range(0, n_sequences, self.batch_size):
-                stop = min(start + self.batch_size, n_sequences)
-                batch = encode(start, stop)
-                if labels is not None:
-                    batch["labels"] = labels[start:stop]
-                yield batch, torch.arange(start, stop)
-
-        return math.ceil(n_sequences / self.batch_size), generate()
-
-    def _usable(
-        self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """Drop sequences too short for the objective and padding columns that no sequence uses."""
-        usable = batch["attention_mask"].sum(1) >= self.objective.min_tokens
-        self.skipped_sequences += int((~usable).sum())
-        batch = {key: value[usable] for key, value in batch.items()}
-        sequence_ids = sequence_ids[usable]
-        if sequence_ids.numel() == 0:
-            return batch, sequence_ids
-        width = int(batch["attention_mask"].sum(1).max())
-        left_padded = bool((batch["attention_mask"][:, 0] == 0).any())
-        trim = slice(batch["input_ids"].shape[1] - width, None) if left_padded else slice(0, width)
-        return {key: value[:, trim] if value.dim() == 2 else value for key, value in batch.items()}, sequence_ids
-
-    def _model_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-        if self._accepts_position_ids:
-            # Left and right padding give the same positions to the real tokens.
-            inputs["position_ids"] = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
-        return inputs
-
     def _forward_backward(
         self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor, batch_index: int
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, Any] | None:
@@ -276,7 +159,7 @@ class GradientProbe:
         batch = {key: value.to(device) for key, value in batch.items()}
         batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
         with self._probing() as capture:
-            output = self.model(**self._model_inputs(batch))
+            output = self.model(**self.batcher.model_inputs(batch))
             hidden = capture.hidden
             if hidden is None:
                 raise SplitPointError(f"Split point '{self.splitter.split_point}' was not run by the forward pass.")
@@ -303,14 +186,12 @@ class GradientProbe:
         """Yield (batch, hidden, gradient, probed mask, sequence ids, terms) per batch, plus skip counts at the end."""
         if max_tokens is not None and max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
-        n_batches, chunks = self._chunks(inputs, labels)
-        self.skipped_sequences = 0
+        n_batches, chunks = self.batcher.batches(inputs, labels)
         self.skipped_batches = 0
         seen, usable_sequences = 0, 0
         for batch_index, (batch, sequence_ids) in enumerate(
             tqdm(chunks, total=n_batches, desc=description, unit="batch", disable=not progress)
         ):
-            batch, sequence_ids = self._usable(batch, sequence_ids)
             if sequence_ids.numel() == 0:
                 continue
             usable_sequences += sequence_ids.numel()
@@ -335,6 +216,7 @@ class GradientProbe:
                 f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
                 "objective needs; give longer texts."
             )
+        self.skipped_sequences = self.batcher.skipped_sequences
         if self.skipped_sequences:
             warnings.warn(
                 f"{self.skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",

@@ -1,0 +1,103 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Token activations at a split point, with the token id of each row, streamed batch by batch.
+
+Interpreto's `get_activations(..., TOKEN)` gives the rows but not their token ids; the frequency analyses of
+the paper need both. These readers run the model without gradients, hook the split point, and keep the
+real (non-padding, and by default non-special) tokens, like Interpreto's TOKEN granularity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from interpreto.concepts.splitters.base_splitter import BaseSplitter
+from jaxtyping import Float, Int
+from tqdm.auto import tqdm
+
+from .batching import HiddenStateCapture, TokenBatcher, split_point_module
+from .errors import EmptyInputError, InvalidInputError, SplitPointError
+
+__all__ = ["iter_token_activations", "token_activations"]
+
+
+def iter_token_activations(
+    splitter: BaseSplitter,
+    texts: Any,
+    *,
+    batch_size: int | None = None,
+    max_length: int | None = None,
+    max_tokens: int | None = None,
+    include_special: bool = False,
+    progress: bool = False,
+) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"]]]:
+    """Yield (activations (n_b, d), token ids (n_b,)) batch by batch, on the model's device.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` at the split point to read.
+        texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
+        batch_size: Sequences per forward; defaults to the splitter's `batch_size`.
+        max_length: Truncation length; defaults to the model's maximum positions.
+        max_tokens: Stop after this many rows.
+        include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows.
+        progress: Show a progress bar.
+
+    Raises:
+        InvalidInputError: Bad inputs or `max_tokens`.
+        EmptyInputError: No texts.
+        SplitPointError: A split point that is not in the model or has no hidden-state output.
+    """
+    if not isinstance(splitter, BaseSplitter):
+        raise InvalidInputError(f"Expected an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}.")
+    if max_tokens is not None and max_tokens < 1:
+        raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
+    model, tokenizer = splitter._model, splitter.tokenizer
+    batcher = TokenBatcher(
+        model, tokenizer, batch_size=int(batch_size or splitter.batch_size or 8), max_length=max_length
+    )
+    module = split_point_module(model, splitter.split_point)
+    special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids) - {None}) or [-1])
+    device = next(model.parameters()).device
+    n_batches, batches = batcher.batches(texts)
+    capture = HiddenStateCapture(splitter.split_point)
+    handle = module.register_forward_hook(capture)
+    seen = 0
+    try:
+        for batch, sequence_ids in tqdm(batches, total=n_batches, desc="Activations", disable=not progress):
+            if sequence_ids.numel() == 0:
+                continue
+            batch = {key: value.to(device) for key, value in batch.items()}
+            with torch.no_grad():
+                model(**batcher.model_inputs(batch))
+            if capture.hidden is None:
+                raise SplitPointError(f"Split point '{splitter.split_point}' was not run by the forward pass.")
+            keep = batch["attention_mask"].bool()
+            if not include_special:
+                keep &= ~torch.isin(batch["input_ids"], special_ids.to(device))
+            rows, ids = capture.hidden[keep], batch["input_ids"][keep]
+            if max_tokens is not None:
+                rows, ids = rows[: max_tokens - seen], ids[: max_tokens - seen]
+            seen += rows.shape[0]
+            if rows.shape[0]:
+                yield rows, ids
+            if max_tokens is not None and seen >= max_tokens:
+                break
+    finally:
+        handle.remove()
+
+
+def token_activations(
+    splitter: BaseSplitter, texts: Any, **kwargs: Any
+) -> tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"]]:
+    """All rows of `iter_token_activations`, concatenated: (activations (n, d), token ids (n,)).
+
+    Raises:
+        EmptyInputError: When no token is read.
+    """
+    parts = list(iter_token_activations(splitter, texts, **kwargs))
+    if not parts:
+        raise EmptyInputError("No token activations were read: the texts are empty or hold only special tokens.")
+    return torch.cat([rows for rows, _ in parts]), torch.cat([ids for _, ids in parts])

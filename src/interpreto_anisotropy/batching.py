@@ -1,0 +1,214 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Token batches and split-point hooks shared by the gradient probe and the activation reader.
+
+Texts are tokenised one batch at a time (memory flat in the number of texts), sequences too short for an
+objective are dropped and counted, padding columns no sequence uses are trimmed, and real tokens get the same
+position ids whether the batch is padded on the left or on the right.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from .errors import EmptyInputError, InvalidInputError, SplitPointError, TokenizerError
+
+__all__ = ["TokenBatcher", "HiddenStateCapture", "ensure_pad_token", "split_point_module"]
+
+Batch = dict[str, torch.Tensor]
+
+
+def ensure_pad_token(tokenizer: Any, *, stacklevel: int = 3) -> None:
+    """Give a tokenizer without a pad token its eos token as pad token, with a warning.
+
+    Interpreto 0.5.2's `get_activations` crashes on a tokenizer without a pad token; padding is masked out of
+    every loss and every activation here, so which token pads does not matter.
+
+    Raises:
+        TokenizerError: If the tokenizer has neither a pad nor an eos token.
+    """
+    if tokenizer.pad_token is not None:
+        return
+    if tokenizer.eos_token is None:
+        raise TokenizerError(
+            "The tokenizer has no pad token and no eos token to pad with; set tokenizer.pad_token first "
+            "(Interpreto's get_activations needs one too)."
+        )
+    warnings.warn(
+        "The tokenizer has no pad token: using its eos token for padding (tokenizer.pad_token = eos_token), "
+        "as Interpreto's get_activations would otherwise crash. Padding is masked out of the loss.",
+        stacklevel=stacklevel,
+    )
+    tokenizer.pad_token = tokenizer.eos_token
+
+
+def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Module:
+    """The module at a split point path.
+
+    Raises:
+        SplitPointError: If the path names no module of the model.
+    """
+    try:
+        return model.get_submodule(split_point)
+    except AttributeError as error:
+        raise SplitPointError(
+            f"Split point '{split_point}' is not a module of this {type(model).__name__}; "
+            "give a layer index or a path such as 'gpt_neox.layers.3'."
+        ) from error
+
+
+class HiddenStateCapture:
+    """Forward hook that records the split point's (batch, length, d) hidden state.
+
+    With `as_leaf=True` the hidden state is swapped for a detached leaf that requires grad, so that
+    `torch.autograd.grad(loss, capture.hidden)` gives dL/dh without recording the graph below the split point.
+
+    Args:
+        split_point: The split point's path, for error messages.
+        as_leaf: Swap the output for a leaf tensor requiring grad.
+    """
+
+    def __init__(self, split_point: str, *, as_leaf: bool = False):
+        self.split_point = split_point
+        self.as_leaf = as_leaf
+        self.hidden: torch.Tensor | None = None
+
+    def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> Any:
+        if isinstance(output, torch.Tensor) and output.dim() == 3:
+            self.hidden = self._keep(output)
+            return self.hidden if self.as_leaf else None
+        if isinstance(output, tuple):
+            for index, candidate in enumerate(output):
+                if isinstance(candidate, torch.Tensor) and candidate.dim() == 3:
+                    self.hidden = self._keep(candidate)
+                    return output[:index] + (self.hidden,) + output[index + 1 :] if self.as_leaf else None
+        raise SplitPointError(
+            f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
+            "choose a transformer block or a layer norm as split point."
+        )
+
+    def _keep(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
+
+
+class TokenBatcher:
+    """Lazy tokenised batches of texts (or of pre-tokenised tensors) for one model.
+
+    Args:
+        model: The Hugging Face model (for its maximum positions and forward signature).
+        tokenizer: Its tokenizer; given a pad token if it has none (with a warning).
+        batch_size: Sequences per batch.
+        max_length: Truncation length; defaults to the model's maximum positions.
+        min_tokens: Sequences with fewer real tokens are dropped and counted in `skipped_sequences`.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Any,
+        *,
+        batch_size: int,
+        max_length: int | None = None,
+        min_tokens: int = 1,
+    ):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        ensure_pad_token(tokenizer, stacklevel=4)
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.min_tokens = min_tokens
+        self.max_length = max_length or self._default_max_length()
+        self.accepts_position_ids = "position_ids" in inspect.signature(model.forward).parameters
+        self.skipped_sequences = 0
+
+    def _default_max_length(self) -> int:
+        limits = [getattr(self.model.config, "max_position_embeddings", None), self.tokenizer.model_max_length]
+        finite = [int(limit) for limit in limits if isinstance(limit, int) and 0 < limit < 10**7]
+        return min(finite) if finite else 512
+
+    def batches(self, inputs: Any, labels: Any = None) -> tuple[int, Iterator[tuple[Batch, torch.Tensor]]]:
+        """The number of batches and a lazy iterator of (batch, indices of its sequences in the inputs).
+
+        Each batch holds `input_ids`, `attention_mask` (and `labels` when given), with too-short sequences
+        dropped and unused padding columns trimmed. A batch may come out empty when all its sequences are
+        too short.
+
+        Raises:
+            InvalidInputError: Inputs that are neither texts nor tokenised tensors; labels of the wrong length.
+            EmptyInputError: No texts.
+        """
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if isinstance(inputs, Mapping):
+            encode, n_sequences = self._tensor_encoder(inputs)
+        elif isinstance(inputs, Sequence) and all(isinstance(text, str) for text in inputs):
+            encode, n_sequences = self._text_encoder(list(inputs))
+        else:
+            raise InvalidInputError("inputs must be a list of strings or a dict/BatchEncoding of tensors.")
+        if n_sequences == 0:
+            raise EmptyInputError("No texts given: pass a non-empty list of strings.")
+        if labels is not None:
+            labels = torch.as_tensor(labels)
+            if labels.shape[0] != n_sequences:
+                raise InvalidInputError(f"Got {labels.shape[0]} labels for {n_sequences} sequences.")
+        self.skipped_sequences = 0
+
+        def generate() -> Iterator[tuple[Batch, torch.Tensor]]:
+            for start in range(0, n_sequences, self.batch_size):
+                stop = min(start + self.batch_size, n_sequences)
+                batch = encode(start, stop)
+                if labels is not None:
+                    batch["labels"] = labels[start:stop]
+                yield self._usable(batch, torch.arange(start, stop))
+
+        return math.ceil(n_sequences / self.batch_size), generate()
+
+    def _tensor_encoder(self, inputs: Mapping) -> tuple[Any, int]:
+        if "input_ids" not in inputs:
+            raise InvalidInputError("Tokenised inputs must hold 'input_ids' (and preferably 'attention_mask').")
+        input_ids = torch.as_tensor(inputs["input_ids"])
+        if input_ids.dim() != 2:
+            raise InvalidInputError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
+        mask = inputs.get("attention_mask")
+        attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long()
+
+        def encode(start: int, stop: int) -> Batch:
+            return {"input_ids": input_ids[start:stop], "attention_mask": attention_mask[start:stop]}
+
+        return encode, input_ids.shape[0]
+
+    def _text_encoder(self, texts: list[str]) -> tuple[Any, int]:
+        def encode(start: int, stop: int) -> Batch:
+            encoded = self.tokenizer(
+                texts[start:stop], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+            )
+            return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+
+        return encode, len(texts)
+
+    def _usable(self, batch: Batch, sequence_ids: torch.Tensor) -> tuple[Batch, torch.Tensor]:
+        usable = batch["attention_mask"].sum(1) >= self.min_tokens
+        self.skipped_sequences += int((~usable).sum())
+        batch = {key: value[usable] for key, value in batch.items()}
+        sequence_ids = sequence_ids[usable]
+        if sequence_ids.numel() == 0:
+            return batch, sequence_ids
+        width = int(batch["attention_mask"].sum(1).max())
+        left_padded = bool((batch["attention_mask"][:, 0] == 0).any())
+        trim = slice(batch["input_ids"].shape[1] - width, None) if left_padded else slice(0, width)
+        return {key: value[:, trim] if value.dim() == 2 else value for key, value in batch.items()}, sequence_ids
+
+    def model_inputs(self, batch: Batch) -> Batch:
+        """The keyword arguments of the model's forward for a batch (with position ids that ignore padding)."""
+        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+        if self.accepts_position_ids:
+            inputs["position_ids"] = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        return inputs
