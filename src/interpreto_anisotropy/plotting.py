@@ -1,0 +1,685 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Matplotlib figures of a checkpoint sweep (`SweepResult`).
+
+Every function takes a `SweepResult` and returns a `matplotlib.figure.Figure` built without pyplot, so nothing
+is shown, no GUI backend is needed and no global figure state is kept (save with ``fig.savefig(path)``; in a
+notebook the figure displays itself). Figures have one panel per split point, side by side, except
+`plot_isotropy`, whose six small multiples draw one line per split point.
+
+The x axis is the training step on a symmetric-log scale (``symlog``, linear on [0, 1], logarithmic above), as
+Pythia-style checkpoints are log-spaced and step 0 must still show. Missing values (None, NaN: a partial sweep,
+a non-finite measurement) are skipped point by point; a series with no finite value is not drawn.
+
+Each drawn series carries a ``gid`` (``artist.get_gid()``) so that tests and scripts can find it:
+``"energy:<tangent>"``, ``"control_min:<tangent>"``, ``"control_max:<tangent>"``, ``"control_mean:<tangent>"``,
+``"control_band:<tangent>"``, ``"analytic_null:<tangent>"``, ``"chance"``, ``"ratio:<tangent>"``,
+``"delta:<tangent>"``, ``"delta_control_*:<tangent>"``, ``"isotropy:<metric>:<split point>"`` and
+``"drift:<reference|previous>_<mean|max>"``.
+
+Examples:
+    >>> table = ia.SweepResult.load("runs/toy/sweep")
+    >>> figures = plot_sweep(table)            # {"energy": Figure, "energy_ratio": ..., ...}
+    >>> figures["energy"].savefig("energy.png", dpi=120)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
+
+from .errors import EmptyInputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+
+    from .sweep_result import SweepResult
+
+__all__ = [
+    "plot_sweep",
+    "plot_energy",
+    "plot_energy_ratio",
+    "plot_delta_isoscore",
+    "plot_isotropy",
+    "plot_drift",
+    "FIGURES",
+    "STEP_LABEL",
+    "ISOTROPY_PANELS",
+]
+
+STEP_LABEL = "training step (symlog scale: linear on [0, 1], log above)"
+
+# (title, main column, optional secondary column drawn dashed, y label)
+ISOTROPY_PANELS: tuple[tuple[str, str, str | None, str], ...] = (
+    (
+        "Mean cosine similarity\n(solid: raw; dashed: centred)",
+        "activation_mean_cosine",
+        "activation_mean_cosine_centered",
+        "cosine (-1 to 1)",
+    ),
+    ("IsoScore", "activation_isoscore", None, "IsoScore (0 to 1, 1 = isotropic)"),
+    ("IsoScore*", "activation_isoscore_star", None, "IsoScore* (0 to 1, 1 = isotropic)"),
+    (
+        "Partition isotropy I(W)\n(solid: centred; dashed: uncentred)",
+        "activation_partition_isotropy",
+        "activation_partition_isotropy_uncentered",
+        "I(W) (0 to 1, 1 = isotropic)",
+    ),
+    ("Effective rank", "activation_effective_rank", None, "effective rank (dimensions)"),
+    ("Rogue dimensions", "activation_rogue_top_share", None, "variance share of top dimensions (0 to 1)"),
+)
+
+_TANGENT_COLORS = {"early": "C0", "each": "C1", "given": "C2"}
+_SPLIT_COLORS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9")
+_PANEL_WIDTH = 5.2
+_PANEL_HEIGHT = 3.9
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+def _finite(value: Any) -> float | None:
+    """`value` as a float if it is a finite number, else None."""
+    if value is None or isinstance(value, (bool, str, list, dict)):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _finite_list(values: Any) -> list[float]:
+    """The finite numbers of a per-control list (empty when missing)."""
+    if not isinstance(values, (list, tuple, np.ndarray)):
+        return []
+    return [number for number in (_finite(value) for value in values) if number is not None]
+
+
+def _series(rows: Sequence[dict[str, Any]], value: Callable[[dict[str, Any]], Any]) -> tuple[list[int], list[float]]:
+    """(steps, values) of the rows where `value(row)` is a finite number."""
+    steps, values = [], []
+    for row in rows:
+        number = _finite(value(row))
+        if number is not None and row.get("step") is not None:
+            steps.append(int(row["step"]))
+            values.append(number)
+    return steps, values
+
+
+def _field(name: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda row: row.get(name)
+
+
+def _rows(result: SweepResult, split_point: str | None, tangent: str | None) -> list[dict[str, Any]]:
+    """Rows selected by split point and tangent kind, sorted by step; raises on an empty selection."""
+    selected = split_point is not None or tangent is not None
+    rows = result.select(split_point=split_point, tangent=tangent).rows if selected else result.rows
+    rows = [row for row in rows if row.get("step") is not None]
+    if not rows:
+        if not result.rows:
+            raise EmptyInputError("The sweep has no finished checkpoint yet: nothing to plot.")
+        raise EmptyInputError(
+            f"No row of the sweep matches split_point={split_point!r} and tangent={tangent!r}; "
+            f"the sweep has split points {result.split_points} and tangents {result.tangents}."
+        )
+    return sorted(rows, key=lambda row: int(row["step"]))
+
+
+def _groups(rows: Sequence[dict[str, Any]], key: str, default: Any = None) -> dict[Any, list[dict[str, Any]]]:
+    """Rows grouped by `row[key]`, groups in order of first appearance."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row.get(key, default), []).append(row)
+    return groups
+
+
+def _per_checkpoint(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per step: merges the rows of the tangent kinds, keeping the first non-None value of each field.
+
+    Activation metrics and tangent drift describe the checkpoint, not the tangent kind, so rows of the same step
+    (and split point) repeat them or leave them None.
+    """
+    merged: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        target = merged.setdefault(int(row["step"]), {})
+        for key, value in row.items():
+            if target.get(key) is None:
+                target[key] = value
+    return [merged[step] for step in sorted(merged)]
+
+
+def _tangent_color(tangent: Any, index: int) -> str:
+    return _TANGENT_COLORS.get(tangent, _SPLIT_COLORS[(index + 3) % len(_SPLIT_COLORS)])
+
+
+def _short(split_point: Any, width: int = 40) -> str:
+    text = str(split_point)
+    return text if len(text) <= width else "..." + text[-(width - 3) :]
+
+
+def _new_figure(n_panels: int) -> tuple[Figure, list[Axes]]:
+    width = max(_PANEL_WIDTH * n_panels, 7.0)
+    figure = Figure(figsize=(width, _PANEL_HEIGHT + 1.4), layout="constrained")
+    axes = figure.subplots(1, n_panels, squeeze=False, sharey=False)[0]
+    return figure, list(axes)
+
+
+def _format_step(value: float, _position: Any = None) -> str:
+    """Tick label of a step: 0, 1, 10, 100, 1k, 10k, 100k, 1M."""
+    if value < 0:
+        return ""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+def _step_axis(ax: Axes, steps: Sequence[int], *, label: bool = True) -> None:
+    """Symlog x axis on the steps (linear on [0, 1], log above), with a little room at both ends."""
+    ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
+    if steps:
+        low, high = min(steps), max(steps)
+        ax.set_xlim(low - 0.15 if low <= 1 else low / 1.25, high * 1.25 if high >= 1 else high + 0.15)
+    ax.xaxis.set_major_formatter(FuncFormatter(_format_step))
+    if label:
+        ax.set_xlabel(STEP_LABEL, fontsize="small")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _figure_legend(figure: Figure, axes: Sequence[Axes], extra: Sequence[tuple[Any, str]] = ()) -> None:
+    """One legend for the whole figure, below the panels, entries deduplicated by label (then `extra` entries)."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label and not label.startswith("_"):
+                handles.setdefault(label, handle)
+    for handle, label in extra:
+        handles.setdefault(label, handle)
+    if handles:
+        columns = max(1, min(len(handles), int(figure.get_figwidth() // 2.4), 5))
+        figure.legend(
+            list(handles.values()), list(handles), loc="outside lower center", ncols=columns, fontsize="small"
+        )
+
+
+def _panel_title(ax: Axes, split_point: Any, n_panels: int) -> None:
+    if n_panels > 1 or split_point is not None:
+        ax.set_title(f"split point {_short(split_point)}", fontsize="medium")
+
+
+def _kind_label(tangent: Any, n_tangents: int, text: str) -> str:
+    return f"{text} ({tangent})" if n_tangents > 1 else text
+
+
+def _all_steps(rows: Sequence[dict[str, Any]]) -> list[int]:
+    return sorted({int(row["step"]) for row in rows})
+
+
+# ---------------------------------------------------------------------------------------------------- figures
+def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
+    """Gradient energy share of the tangent over training, against its matched-rank normal controls.
+
+    Per split point (one panel each) and tangent kind (one colour each): the tangent's energy share
+    E_T = ||G Q_T||_F^2 / ||G||_F^2 (solid line, bootstrap confidence interval as error bars), the band between the
+    smallest and largest control energy share E_N (shaded, thin edges), the controls' mean (dashed), the analytic
+    null (1 - E_T) k / (d - k) of a random complement control (dotted) and chance k/d (grey dashed).
+
+    Args:
+        result: The sweep.
+        split_point: Plot only this split point (default: every split point, one panel each).
+        tangent: Plot only this tangent kind ("early", "each", "given"; default: every kind present).
+
+    Returns:
+        The figure.
+
+    Raises:
+        EmptyInputError: If the sweep, or its selection, has no row.
+
+    Examples:
+        >>> plot_energy(table, tangent="early").savefig("energy.png")
+    """
+    rows = _rows(result, split_point, tangent)
+    panels = _groups(rows, "split_point")
+    figure, axes = _new_figure(len(panels))
+    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+        kinds = _groups(split_rows, "tangent", "early")
+        for index, (kind, kind_rows) in enumerate(kinds.items()):
+            color = _tangent_color(kind, index)
+            n_kinds = len(kinds)
+            # control band: min..max of the per-control energy shares
+            band = [
+                (int(row["step"]), min(values), max(values))
+                for row in kind_rows
+                if (values := _finite_list(row.get("control_energy_shares")))
+            ]
+            if band:
+                x, low, high = (list(column) for column in zip(*band, strict=True))
+                ax.fill_between(
+                    x,
+                    low,
+                    high,
+                    color=color,
+                    alpha=0.15,
+                    linewidth=0,
+                    label=_kind_label(kind, n_kinds, "controls E_N min-max"),
+                    gid=f"control_band:{kind}",
+                )
+                ax.plot(x, low, color=color, alpha=0.45, linewidth=0.7, gid=f"control_min:{kind}")
+                ax.plot(x, high, color=color, alpha=0.45, linewidth=0.7, gid=f"control_max:{kind}")
+            x, y = _series(kind_rows, _field("control_mean"))
+            if x:
+                ax.plot(
+                    x,
+                    y,
+                    color=color,
+                    linestyle="--",
+                    linewidth=1.0,
+                    label=_kind_label(kind, n_kinds, "controls E_N mean"),
+                    gid=f"control_mean:{kind}",
+                )
+            x, y = _series(kind_rows, _field("analytic_null"))
+            if x:
+                ax.plot(
+                    x,
+                    y,
+                    color=color,
+                    linestyle=":",
+                    linewidth=1.3,
+                    label=_kind_label(kind, n_kinds, "analytic null (1-E_T)k/(d-k)"),
+                    gid=f"analytic_null:{kind}",
+                )
+            x, y = _series(kind_rows, _field("energy_share"))
+            if x:
+                ax.plot(
+                    x,
+                    y,
+                    color=color,
+                    marker="o",
+                    markersize=4,
+                    linewidth=1.8,
+                    label=_kind_label(kind, n_kinds, "tangent E_T"),
+                    gid=f"energy:{kind}",
+                )
+            ci = [
+                (int(row["step"]), value, value - low, high - value)
+                for row in kind_rows
+                if (value := _finite(row.get("energy_share"))) is not None
+                and (low := _finite(row.get("ci_low"))) is not None
+                and (high := _finite(row.get("ci_high"))) is not None
+            ]
+            if ci:
+                x, y, below, above = (list(column) for column in zip(*ci, strict=True))
+                container = ax.errorbar(
+                    x,
+                    y,
+                    yerr=[np.maximum(below, 0.0), np.maximum(above, 0.0)],
+                    fmt="none",
+                    ecolor=color,
+                    elinewidth=1.0,
+                    capsize=2.5,
+                    label=_kind_label(kind, n_kinds, "bootstrap CI of E_T"),
+                )
+                for artist in (*container.lines[1], *container.lines[2]):
+                    artist.set_gid(f"ci:{kind}")
+        _draw_chance(ax, split_rows)
+        _step_axis(ax, _all_steps(split_rows))
+        ax.set_ylim(bottom=0.0)
+        ax.set_ylabel("gradient energy share (fraction of ||G||_F^2)", fontsize="small")
+        _panel_title(ax, split, len(panels))
+    figure.suptitle("Gradient energy in the tangent subspace vs matched-rank normal controls")
+    _figure_legend(figure, axes)
+    return figure
+
+
+def _draw_chance(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
+    """Chance k/d: a horizontal dashed line if the same in every row, else a dashed line over the steps."""
+
+    def chance(row: dict[str, Any]) -> Any:
+        value = _finite(row.get("chance"))
+        if value is None and _finite(row.get("rank")) and _finite(row.get("dim")):
+            value = float(row["rank"]) / float(row["dim"])
+        return value
+
+    x, y = _series(rows, chance)
+    if not y:
+        return
+    if max(y) - min(y) <= 1e-12:
+        ax.axhline(y[0], color="0.35", linestyle="--", linewidth=1.0, label=f"chance k/d = {y[0]:.4g}", gid="chance")
+    else:
+        ax.plot(x, y, color="0.35", linestyle="--", linewidth=1.0, label="chance k/d", gid="chance")
+
+
+def plot_energy_ratio(
+    result: SweepResult, *, split_point: str | None = None, tangent: str | None = None, alpha: float = 0.05
+) -> Figure:
+    """Energy ratio E_T / mean(E_N) over training, with the permutation p-value of each point marked.
+
+    Filled markers are points with p <= `alpha`, hollow markers points with p > `alpha` (or no p-value), where
+    p = (1 + #{controls with E_N >= E_T}) / (R + 1). With R controls the smallest attainable p-value is 1/(R + 1)
+    (0.048 for R = 20): the title says so, since "p = 0.048" at every step means "beat every control", not more.
+    A grey line marks ratio 1 (the tangent holds as much as an average control).
+
+    Args:
+        result: The sweep.
+        split_point: Plot only this split point (default: every split point, one panel each).
+        tangent: Plot only this tangent kind (default: every kind present).
+        alpha: Significance level for filled markers.
+
+    Returns:
+        The figure.
+
+    Raises:
+        EmptyInputError: If the sweep, or its selection, has no row.
+
+    Examples:
+        >>> plot_energy_ratio(table, alpha=0.05).savefig("ratio.png")
+    """
+    rows = _rows(result, split_point, tangent)
+    panels = _groups(rows, "split_point")
+    figure, axes = _new_figure(len(panels))
+    n_controls = sorted({len(row["control_energy_shares"]) for row in rows if row.get("control_energy_shares")})
+    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+        kinds = _groups(split_rows, "tangent", "early")
+        for index, (kind, kind_rows) in enumerate(kinds.items()):
+            color = _tangent_color(kind, index)
+            points = [
+                (int(row["step"]), ratio, _finite(row.get("p_value")))
+                for row in kind_rows
+                if (ratio := _finite(row.get("energy_ratio"))) is not None
+            ]
+            if not points:
+                continue
+            x = [step for step, _, _ in points]
+            y = [ratio for _, ratio, _ in points]
+            ax.plot(
+                x,
+                y,
+                color=color,
+                linewidth=1.6,
+                label=_kind_label(kind, len(kinds), "E_T / mean E_N"),
+                gid=f"ratio:{kind}",
+            )
+            significant = [p is not None and p <= alpha for _, _, p in points]
+            filled = [(s, r) for (s, r, _), sig in zip(points, significant, strict=True) if sig]
+            hollow = [(s, r) for (s, r, _), sig in zip(points, significant, strict=True) if not sig]
+            if filled:
+                ax.scatter(
+                    *zip(*filled, strict=True),
+                    s=30,
+                    color=color,
+                    edgecolors=color,
+                    zorder=3,
+                    gid=f"significant:{kind}",
+                )
+            if hollow:
+                ax.scatter(
+                    *zip(*hollow, strict=True),
+                    s=30,
+                    facecolors="white",
+                    edgecolors=color,
+                    zorder=3,
+                    gid=f"not_significant:{kind}",
+                )
+        ax.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0, label="ratio 1 (as a control)", gid="one")
+        _step_axis(ax, _all_steps(split_rows))
+        ax.set_ylim(bottom=0.0)
+        ax.set_ylabel("energy ratio E_T / mean E_N (times)", fontsize="small")
+        _panel_title(ax, split, len(panels))
+    if n_controls:
+        floors = ", ".join(f"{1 / (r + 1):.3f} (R={r})" for r in n_controls)
+        subtitle = f"smallest attainable p = 1/(R+1) = {floors}"
+    else:
+        subtitle = "no control energies recorded"
+    figure.suptitle(f"Tangent energy over mean control energy\n{subtitle}")
+    markers = [
+        (Line2D([], [], linestyle="none", marker="o", color="0.3"), f"p <= {alpha:g} (filled marker)"),
+        (
+            Line2D([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="0.3"),
+            f"p > {alpha:g} (hollow marker)",
+        ),
+    ]
+    _figure_legend(figure, axes, markers)
+    return figure
+
+
+def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
+    """Change of the gradients' IsoScore* when the tangent is projected out, against the controls.
+
+    Delta IsoScore*_T = IsoScore*(G (I - Q_T Q_T^T)) - IsoScore*(G) (solid line) and the same for each normal
+    control: min-max band (shaded) and mean (dashed). A tangent that holds the gradients' anisotropy makes the
+    remaining cloud markedly more isotropic (a large positive delta) where controls barely change it.
+
+    Args:
+        result: The sweep.
+        split_point: Plot only this split point (default: every split point, one panel each).
+        tangent: Plot only this tangent kind (default: every kind present).
+
+    Returns:
+        The figure.
+
+    Raises:
+        EmptyInputError: If the sweep, or its selection, has no row.
+
+    Examples:
+        >>> plot_delta_isoscore(table).savefig("delta_isoscore.png")
+    """
+    rows = _rows(result, split_point, tangent)
+    panels = _groups(rows, "split_point")
+    figure, axes = _new_figure(len(panels))
+    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+        kinds = _groups(split_rows, "tangent", "early")
+        for index, (kind, kind_rows) in enumerate(kinds.items()):
+            color = _tangent_color(kind, index)
+            n_kinds = len(kinds)
+            band = [
+                (int(row["step"]), min(values), max(values), float(np.mean(values)))
+                for row in kind_rows
+                if (values := _finite_list(row.get("delta_isoscore_star_controls")))
+            ]
+            if band:
+                x, low, high, mean = (list(column) for column in zip(*band, strict=True))
+                ax.fill_between(
+                    x,
+                    low,
+                    high,
+                    color=color,
+                    alpha=0.15,
+                    linewidth=0,
+                    label=_kind_label(kind, n_kinds, "controls min-max"),
+                    gid=f"delta_control_band:{kind}",
+                )
+                ax.plot(x, low, color=color, alpha=0.45, linewidth=0.7, gid=f"delta_control_min:{kind}")
+                ax.plot(x, high, color=color, alpha=0.45, linewidth=0.7, gid=f"delta_control_max:{kind}")
+                ax.plot(
+                    x,
+                    mean,
+                    color=color,
+                    linestyle="--",
+                    linewidth=1.0,
+                    label=_kind_label(kind, n_kinds, "controls mean"),
+                    gid=f"delta_control_mean:{kind}",
+                )
+            x, y = _series(kind_rows, _field("delta_isoscore_star"))
+            if x:
+                ax.plot(
+                    x,
+                    y,
+                    color=color,
+                    marker="o",
+                    markersize=4,
+                    linewidth=1.8,
+                    label=_kind_label(kind, n_kinds, "tangent removed"),
+                    gid=f"delta:{kind}",
+                )
+        ax.axhline(0.0, color="0.35", linewidth=0.8, gid="zero")
+        _step_axis(ax, _all_steps(split_rows))
+        ax.set_ylabel("Delta IsoScore* of gradients (IsoScore* units)", fontsize="small")
+        _panel_title(ax, split, len(panels))
+    figure.suptitle("Gradient isotropy gained by removing the tangent vs a normal control\n(Delta IsoScore*)")
+    _figure_legend(figure, axes)
+    return figure
+
+
+def plot_isotropy(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
+    """Isotropy of the activations over training: six small multiples, one line per split point.
+
+    Panels: mean cosine similarity (raw, solid; centred, dashed), IsoScore, IsoScore*, partition isotropy I(W)
+    (centred, solid; uncentred, dashed), effective rank and the variance share of the top rogue dimensions. They
+    describe the checkpoint's activations, not a tangent, so rows of several tangent kinds at one step count once.
+
+    Args:
+        result: The sweep.
+        split_point: Plot only this split point (default: every split point, one line each).
+        tangent: Use only the rows of this tangent kind (default: every row).
+
+    Returns:
+        The figure.
+
+    Raises:
+        EmptyInputError: If the sweep, or its selection, has no row.
+
+    Examples:
+        >>> plot_isotropy(table).savefig("isotropy.png")
+    """
+    rows = _rows(result, split_point, tangent)
+    splits = _groups(rows, "split_point")
+    figure = Figure(figsize=(3 * 4.2, 2 * 3.4 + 1.2), layout="constrained")
+    axes = list(figure.subplots(2, 3, squeeze=False).ravel())
+    steps = _all_steps(rows)
+    for position, (ax, (title, column, secondary, ylabel)) in enumerate(zip(axes, ISOTROPY_PANELS, strict=True)):
+        for index, (split, split_rows) in enumerate(splits.items()):
+            color = _SPLIT_COLORS[index % len(_SPLIT_COLORS)]
+            merged = _per_checkpoint(split_rows)
+            label = f"split point {_short(split, 28)}"
+            x, y = _series(merged, _field(column))
+            if x:
+                ax.plot(
+                    x,
+                    y,
+                    color=color,
+                    marker="o",
+                    markersize=3,
+                    linewidth=1.5,
+                    label=label,
+                    gid=f"isotropy:{column}:{split}",
+                )
+            if secondary is not None:
+                x, y = _series(merged, _field(secondary))
+                if x:
+                    ax.plot(
+                        x,
+                        y,
+                        color=color,
+                        linestyle="--",
+                        linewidth=1.0,
+                        gid=f"isotropy:{secondary}:{split}",
+                    )
+        if not ax.lines:
+            ax.text(0.5, 0.5, "not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
+        _step_axis(ax, steps, label=position >= 3)
+        ax.set_title(title, fontsize="medium")
+        ax.set_ylabel(ylabel, fontsize="small")
+    figure.suptitle("Isotropy of the activations over training")
+    _figure_legend(figure, axes)
+    return figure
+
+
+def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
+    """Drift of the tangent over training: principal angles between checkpoints' own tangents, in degrees.
+
+    Lines: mean and largest principal angle between this checkpoint's tangent and the reference tangent (blue)
+    and the previous checkpoint's tangent (orange); mean solid, max dashed. 0 degrees is the same subspace, 90
+    degrees an orthogonal direction. The first checkpoint has no previous one and is skipped on that line.
+
+    Args:
+        result: The sweep.
+        split_point: Plot only this split point (default: every split point, one panel each).
+        tangent: Use only the rows of this tangent kind (default: every row; drift describes the checkpoint).
+
+    Returns:
+        The figure.
+
+    Raises:
+        EmptyInputError: If the sweep, or its selection, has no row.
+
+    Examples:
+        >>> plot_drift(table).savefig("drift.png")
+    """
+    rows = _rows(result, split_point, tangent)
+    panels = _groups(rows, "split_point")
+    figure, axes = _new_figure(len(panels))
+    series = (
+        ("reference", "mean", "C0", "-", "vs reference, mean angle"),
+        ("reference", "max", "C0", "--", "vs reference, max angle"),
+        ("previous", "mean", "C1", "-", "vs previous checkpoint, mean angle"),
+        ("previous", "max", "C1", "--", "vs previous checkpoint, max angle"),
+    )
+    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+        merged = _per_checkpoint(split_rows)
+        for against, statistic, color, style, label in series:
+            column = f"drift_{against}_{statistic}_angle"
+            x, y = _series(merged, _field(column))
+            if x:
+                ax.plot(
+                    x,
+                    np.degrees(y),
+                    color=color,
+                    linestyle=style,
+                    marker="o" if statistic == "mean" else None,
+                    markersize=3.5,
+                    linewidth=1.5,
+                    label=label,
+                    gid=f"drift:{against}_{statistic}",
+                )
+        if not ax.lines:
+            ax.text(0.5, 0.5, "drift not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
+        _step_axis(ax, _all_steps(split_rows))
+        top = max((line.get_ydata().max() for line in ax.lines), default=90.0)
+        ax.set_ylim(0.0, min(90.0, max(5.0, 1.15 * float(top))))
+        ax.set_ylabel("principal angle (degrees)", fontsize="small")
+        _panel_title(ax, split, len(panels))
+    figure.suptitle("Tangent drift: principal angles between checkpoints' own tangents")
+    _figure_legend(figure, axes)
+    return figure
+
+
+FIGURES: dict[str, Callable[..., Figure]] = {
+    "energy": plot_energy,
+    "energy_ratio": plot_energy_ratio,
+    "delta_isoscore": plot_delta_isoscore,
+    "isotropy": plot_isotropy,
+    "drift": plot_drift,
+}
+"""The figures of `plot_sweep`, by name, in display order."""
+
+
+def plot_sweep(
+    result: SweepResult, *, split_point: str | None = None, tangent: str | None = None
+) -> dict[str, Figure]:
+    """Every figure of a sweep: energy, energy ratio, Delta IsoScore*, activation isotropy and tangent drift.
+
+    Args:
+        result: The sweep (a finished or partial one).
+        split_point: Plot only this split point (default: every split point).
+        tangent: Plot only this tangent kind ("early", "each", "given"; default: every kind present).
+
+    Returns:
+        ``{"energy": ..., "energy_ratio": ..., "delta_isoscore": ..., "isotropy": ..., "drift": ...}``, each a
+        `matplotlib.figure.Figure` (see the functions of the same names, ``plot_<name>``).
+
+    Raises:
+        EmptyInputError: If the sweep, or its selection, has no row.
+
+    Examples:
+        >>> figures = ia.SweepResult.load("runs/toy/sweep").plot()
+        >>> for name, figure in figures.items():
+        ...     figure.savefig(f"{name}.png", dpi=120)
+    """
+    _rows(result, split_point, tangent)  # fail early, once, on an empty selection
+    return {name: plot(result, split_point=split_point, tangent=tangent) for name, plot in FIGURES.items()}

@@ -1,0 +1,383 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""A self-contained HTML report of a checkpoint sweep.
+
+`write_report` writes, in one folder:
+
+- ``index.html``: title, a short explanation of the measurements, every figure of
+  `interpreto_anisotropy.plotting.plot_sweep` embedded as a base64 PNG, the table of rows and the sweep's
+  settings. No external CSS, JavaScript or image: the page can be mailed or archived as one file.
+- ``figures/<name>.png``: the same figures as files.
+- ``rows.csv``: the scalar columns of the rows (`SweepResult.to_csv`).
+
+Every file is written to a temporary file in the same folder and then renamed over the old one, so a crash
+leaves either the previous report or the new one, never half a page. The report works on a partial sweep (the
+rows finished so far) and can be rewritten as more checkpoints finish.
+
+Examples:
+    >>> table = ia.SweepResult.load("runs/toy/sweep")
+    >>> write_report(table, "runs/toy/report")       # or table.report("runs/toy/report")
+    PosixPath('runs/toy/report/index.html')
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import EmptyInputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .sweep_result import SweepResult
+
+__all__ = ["write_report", "KEY_COLUMNS", "REPORT_FILE", "FIGURES_DIR", "CSV_FILE"]
+
+REPORT_FILE = "index.html"
+FIGURES_DIR = "figures"
+CSV_FILE = "rows.csv"
+
+# Table columns shown first, in this order (then every other scalar column, in first-seen order).
+# "ci" and "delta_isoscore_star_controls_mean" are derived: [ci_low, ci_high] and the mean of the per-control deltas.
+KEY_COLUMNS: tuple[str, ...] = (
+    "step",
+    "split_point",
+    "tangent",
+    "energy_share",
+    "ci",
+    "control_mean",
+    "analytic_null",
+    "chance",
+    "energy_ratio",
+    "p_value",
+    "oracle_energy_share",
+    "anisotropy_capture",
+    "delta_isoscore_star",
+    "delta_isoscore_star_controls_mean",
+    "delta_isoscore_star_p_value",
+    "loss",
+    "activation_isoscore",
+    "activation_isoscore_star",
+    "activation_mean_cosine",
+    "activation_effective_rank",
+)
+
+_COLUMN_HELP = {
+    "energy_share": "E_T = ||G Q_T||_F^2 / ||G||_F^2, the share of gradient energy in the tangent",
+    "ci": "bootstrap confidence interval of E_T (resampling sequences)",
+    "control_mean": "mean energy share E_N of the matched-rank normal controls",
+    "analytic_null": "(1 - E_T) k / (d - k), the expected share of a random control in the complement",
+    "chance": "k / d, the expected share of a uniformly random rank-k subspace",
+    "energy_ratio": "E_T / mean E_N",
+    "p_value": "(1 + #{controls with E_N >= E_T}) / (R + 1)",
+    "oracle_energy_share": "share held by the top-k eigenvectors of G^T G, the most any rank-k subspace holds",
+    "anisotropy_capture": "(E_T - k/d) / (oracle - k/d)",
+    "delta_isoscore_star": "IsoScore*(G without the tangent) - IsoScore*(G)",
+    "delta_isoscore_star_controls_mean": "mean over controls of IsoScore*(G without the control) - IsoScore*(G)",
+    "delta_isoscore_star_p_value": "p-value of the tangent's Delta IsoScore* against the controls'",
+    "loss": "mean training loss per loss term on the probe texts",
+}
+
+_FIGURE_CAPTIONS = {
+    "energy": (
+        "Share of the gradient energy held by the tangent (solid, with bootstrap intervals), by its matched-rank "
+        "normal controls (shaded min-max band, dashed mean), the analytic null of a random control (dotted) and "
+        "chance k/d (grey dashed)."
+    ),
+    "energy_ratio": (
+        "Tangent energy over the controls' mean energy. Filled markers: p-value at or below 0.05; the smallest "
+        "attainable p-value is 1/(R+1)."
+    ),
+    "delta_isoscore": (
+        "How much more isotropic (IsoScore*) the gradient cloud becomes when the tangent is projected out (solid), "
+        "against projecting out each control (band and dashed mean)."
+    ),
+    "isotropy": "Isotropy of the activations at the split point, checkpoint by checkpoint.",
+    "drift": (
+        "Principal angles between each checkpoint's own tangent and the reference tangent, and the previous "
+        "checkpoint's tangent (mean solid, largest dashed)."
+    ),
+}
+
+_STYLE = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
+       padding: 0 1em; color: #222; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.meta { color: #666; font-size: 0.9em; }
+.explain { max-width: 60em; }
+figure { margin: 1.2em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #555; font-size: 0.9em; max-width: 60em; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; font-size: 0.82em; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }
+th { background: #f4f4f4; position: sticky; top: 0; }
+td.text, th.text { text-align: left; }
+tbody tr:nth-child(even) { background: #fafafa; }
+pre { margin: 0; font-size: 0.95em; white-space: pre-wrap; }
+code { background: #f4f4f4; padding: 0 0.2em; }
+"""
+
+
+def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None = None, dpi: int = 110) -> Path:
+    """Write a self-contained HTML report of a sweep: figures, table of rows and settings.
+
+    Writes ``out_dir/index.html`` (figures embedded as base64 PNG, no external CSS or JavaScript),
+    ``out_dir/figures/<name>.png`` and ``out_dir/rows.csv``, each atomically (a temporary file renamed over the
+    target), creating `out_dir` if needed. The HTML file is written last. All text from the rows and the settings
+    is HTML-escaped.
+
+    Args:
+        result: The sweep (finished or partial: the report shows the rows finished so far).
+        out_dir: Folder of the report.
+        title: Page title (default: "Checkpoint sweep report" and the results directory's name, if known).
+        dpi: Resolution of the PNG figures.
+
+    Returns:
+        The path of ``index.html``.
+
+    Raises:
+        EmptyInputError: If the sweep has no row yet (no finished checkpoint).
+
+    Examples:
+        >>> table = ia.SweepResult.load("runs/toy/sweep")
+        >>> path = write_report(table, "runs/toy/report", title="Toy GPT-NeoX, layer 1")
+        >>> path.name
+        'index.html'
+    """
+    if not result.rows:
+        raise EmptyInputError(
+            "The sweep has no finished checkpoint yet: there is nothing to report. Run (or resume) the sweep, "
+            "then write the report again."
+        )
+    from .plotting import plot_sweep
+
+    out_dir = Path(out_dir)
+    (out_dir / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
+    if title is None:
+        title = "Checkpoint sweep report"
+        if result.results_dir is not None:
+            title += f": {Path(result.results_dir).name}"
+
+    figures: list[tuple[str, bytes]] = []
+    for name, figure in plot_sweep(result).items():
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=dpi)
+        figure.clear()
+        data = buffer.getvalue()
+        _atomic_write(out_dir / FIGURES_DIR / f"{name}.png", data)
+        figures.append((name, data))
+
+    _atomic_csv(result, out_dir / CSV_FILE)
+    page = _page(result, title=title, figures=figures)
+    path = out_dir / REPORT_FILE
+    _atomic_write(path, page.encode("utf-8"))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------- files
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to a temporary file next to `path`, then rename it over `path`."""
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(handle.name, 0o644)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def _atomic_csv(result: SweepResult, path: Path) -> None:
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(descriptor)
+    try:
+        result.to_csv(temporary)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------------------------------------------- values
+def _format(value: Any) -> str:
+    """A cell's text: floats to 4 significant digits, None as an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_format(item) for item in value) + "]"
+    return str(value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _cell(row: dict[str, Any], column: str) -> Any:
+    if column == "ci":
+        low, high = _number(row.get("ci_low")), _number(row.get("ci_high"))
+        return None if low is None or high is None else [low, high]
+    if column == "delta_isoscore_star_controls_mean":
+        values = [value for value in map(_number, row.get("delta_isoscore_star_controls") or []) if value is not None]
+        return sum(values) / len(values) if values else None
+    return row.get(column)
+
+
+def _columns(result: SweepResult) -> list[str]:
+    """Key columns first (those present), then the other scalar columns in first-seen order."""
+    present = set(result.scalar_columns())
+    derived = {
+        "ci": "ci_low" in present or "ci_high" in present,
+        "delta_isoscore_star_controls_mean": any(row.get("delta_isoscore_star_controls") for row in result.rows),
+    }
+    columns = [column for column in KEY_COLUMNS if derived.get(column, column in present)]
+    shown = set(columns) | {"ci_low", "ci_high"}
+    return columns + [column for column in result.scalar_columns() if column not in shown]
+
+
+def _is_text(column: str, rows: Sequence[dict[str, Any]]) -> bool:
+    return any(isinstance(row.get(column), str) for row in rows)
+
+
+# ---------------------------------------------------------------------------------------------------- page
+def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes]]) -> str:
+    from . import __version__
+
+    steps = sorted(set(result.steps))
+    controls = sorted({len(row["control_energy_shares"]) for row in result.rows if row.get("control_energy_shares")})
+    floor = ", ".join(f"{1 / (r + 1):.3f} with R = {r}" for r in controls) or "1/(R + 1)"
+    written = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    meta = (
+        f"{len(result.rows)} rows from {len(steps)} checkpoint{'s' if len(steps) != 1 else ''} "
+        f"(steps {', '.join(map(str, steps))}); split points: {', '.join(map(str, result.split_points))}; "
+        f"tangents: {', '.join(map(str, result.tangents))}. Written {written} by interpreto-anisotropy {__version__}"
+    )
+    if result.results_dir is not None:
+        meta += f" from {result.results_dir}"
+    meta += "."
+
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_escape(title)}</title>",
+        f"<style>{_STYLE}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{_escape(title)}</h1>",
+        f'<p class="meta">{_escape(meta)}</p>',
+        "<h2>What this shows</h2>",
+        _explanation(floor),
+        "<h2>Figures</h2>",
+    ]
+    for name, data in figures:
+        encoded = base64.b64encode(data).decode("ascii")
+        caption = _FIGURE_CAPTIONS.get(name, "")
+        parts.append(
+            f'<figure id="figure-{_escape(name)}"><img src="data:image/png;base64,{encoded}" '
+            f'alt="{_escape(name)} figure"><figcaption>{_escape(caption)} '
+            f"(<code>{FIGURES_DIR}/{_escape(name)}.png</code>)</figcaption></figure>"
+        )
+    parts += [
+        "<h2>Rows</h2>",
+        f"<p>One row per (checkpoint, split point, tangent); floats to 4 significant digits, empty cells are "
+        f"missing values. Every scalar column is also in <code>{CSV_FILE}</code>; hover over a header for its "
+        "meaning.</p>",
+        _rows_table(result),
+        "<h2>Settings</h2>",
+        _settings_table(result.config),
+        "</body>",
+        "</html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _explanation(floor: str) -> str:
+    paragraphs = [
+        "At each training checkpoint, a low-rank <b>tangent proxy</b> Q<sub>T</sub> (k directions of the "
+        "activation manifold at the split point, fitted with a concept method) is compared with the model's true "
+        "training-loss gradients G (one row per token, dL/dh at the split point), and with <b>matched-rank normal "
+        "controls</b>: R random k-dimensional subspaces of the orthogonal complement of Q<sub>T</sub>.",
+        "The <b>energy share</b> E = ||G Q||<sub>F</sub><sup>2</sup> / ||G||<sub>F</sub><sup>2</sup> is the "
+        "fraction of gradient energy a subspace holds. <b>Chance</b> k/d is the share of a uniformly random rank-k "
+        "subspace; the <b>analytic null</b> (1 - E<sub>T</sub>) k / (d - k) is the exact expected share of a random "
+        "control in the complement. The <b>energy ratio</b> is E<sub>T</sub> over the controls' mean, and the "
+        "<b>p-value</b> is (1 + #{controls with E<sub>N</sub> &ge; E<sub>T</sub>}) / (R + 1), so its smallest "
+        f"attainable value is 1/(R + 1) ({_escape(floor)}). The <b>oracle</b> share is what the top-k "
+        "eigenvectors of G<sup>T</sup>G hold, the most any rank-k subspace can.",
+        "<b>&Delta;IsoScore*</b> = IsoScore*(G without Q) - IsoScore*(G): how much more isotropic the gradient "
+        "cloud becomes when a subspace is projected out. A tangent that holds the gradients' anisotropy gives a "
+        "clearly larger &Delta;IsoScore* than the controls.",
+        "<b>Caveat</b>: this alignment is descriptive. A high energy share says that the gradients point along the "
+        "tangent proxy more than along random normal directions; it is not proof that training uses, needs or "
+        "is driven by that subspace.",
+    ]
+    return '<div class="explain">' + "".join(f"<p>{text}</p>" for text in paragraphs) + "</div>"
+
+
+def _escape(text: str) -> str:
+    """HTML-escape `text` (quotes included)."""
+    return html.escape(text, quote=True)
+
+
+def _rows_table(result: SweepResult) -> str:
+    columns = _columns(result)
+    text_columns = {column for column in columns if _is_text(column, result.rows)}
+
+    def align(column: str) -> str:
+        return ' class="text"' if column in text_columns else ""
+
+    header = "".join(
+        f'<th{align(column)} title="{_escape(_COLUMN_HELP.get(column, column))}">{_escape(column)}</th>'
+        for column in columns
+    )
+    body = []
+    for row in result.rows:
+        cells = "".join(f"<td{align(column)}>{_escape(_format(_cell(row, column)))}</td>" for column in columns)
+        body.append(f"<tr>{cells}</tr>")
+    return (
+        '<div class="scroll"><table class="rows">'
+        f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _settings_table(config: dict[str, Any]) -> str:
+    if not config:
+        return "<p>No settings recorded.</p>"
+    body = []
+    for key, value in config.items():
+        if isinstance(value, (dict, list, tuple)):
+            text = json.dumps(value, indent=2, default=str, ensure_ascii=False)
+            cell = f"<pre>{_escape(text)}</pre>"
+        else:
+            cell = _escape(_format(value) if isinstance(value, float) else str(value))
+        body.append(f'<tr><th class="text">{_escape(str(key))}</th><td class="text">{cell}</td></tr>')
+    return f'<table class="settings"><tbody>{"".join(body)}</tbody></table>'

@@ -1,0 +1,368 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Figures (`plotting`) and HTML report (`report`) of a synthetic `SweepResult`.
+
+The sweep is built by hand (5 steps x 2 tangent kinds x 2 split points, with some missing values), so these tests
+need no model and check the figures' data against the rows they were drawn from.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import random
+import re
+
+import numpy as np
+import pytest
+from matplotlib.collections import LineCollection, PathCollection, PolyCollection
+from matplotlib.figure import Figure
+
+from interpreto_anisotropy import plotting
+from interpreto_anisotropy.errors import EmptyInputError
+from interpreto_anisotropy.report import write_report
+from interpreto_anisotropy.sweep_result import SweepResult, sort_rows
+
+STEPS = [0, 1, 2, 8, 20]
+TANGENTS = ["early", "each"]
+SPLITS = ["gpt_neox.layers.0", "gpt_neox.layers.1"]
+D, K, R = 64, 8, 20
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def make_rows(*, steps=STEPS, splits=SPLITS, tangents=TANGENTS, seed: int = 0) -> list[dict]:
+    """Plausible sweep rows, with holes: a missing E_T, a missing CI, no controls once, no drift for step 0."""
+    rng = random.Random(seed)
+    rows = []
+    for s, split in enumerate(splits):
+        for i, step in enumerate(steps):
+            for tangent in tangents:
+                energy = 0.5 - 0.05 * i + (0.03 if tangent == "each" else 0.0) - 0.02 * s
+                controls = [rng.uniform(0.04, 0.09) for _ in range(R)]
+                delta_controls = [rng.uniform(-0.01, 0.02) for _ in range(R)]
+                control_mean = sum(controls) / R
+                rows.append(
+                    {
+                        "step": step,
+                        "checkpoint": f"step-{step}",
+                        "split_point": split,
+                        "tangent": tangent,
+                        "method": "pca",
+                        "energy_share": energy,
+                        "chance": K / D,
+                        "rank": K,
+                        "dim": D,
+                        "control_energy_shares": controls,
+                        "control_mean": control_mean,
+                        "analytic_null": (1 - energy) * K / (D - K),
+                        "energy_ratio": energy / control_mean,
+                        "p_value": 1 / (R + 1) if i < 4 else 0.19,
+                        "ci_low": energy - 0.03,
+                        "ci_high": energy + 0.02,
+                        "oracle_energy_share": energy + 0.1,
+                        "anisotropy_capture": 0.8 - 0.05 * i,
+                        "isoscore_star": 0.12,
+                        "delta_isoscore_star": 0.3 - 0.03 * i + 0.01 * s,
+                        "delta_isoscore_star_controls": delta_controls,
+                        "delta_isoscore_star_p_value": 1 / (R + 1),
+                        "loss": 6.0 - 0.3 * i,
+                        "n_tokens": 1200,
+                        "activation_mean_cosine": 0.2 + 0.1 * i + 0.01 * s,
+                        "activation_mean_cosine_centered": 0.01,
+                        "activation_isoscore": 0.3 - 0.02 * i - 0.01 * s,
+                        "activation_isoscore_star": 0.25 - 0.02 * i,
+                        "activation_partition_isotropy": 0.4 - 0.01 * i,
+                        "activation_partition_isotropy_uncentered": 0.1,
+                        "activation_effective_rank": 30.0 - 2 * i,
+                        "activation_rogue_top_share": 0.1 + 0.05 * i,
+                        "activation_n_outlier_dimensions": 1.0,
+                        "activation_n": 1200.0,
+                        "activation_d": float(D),
+                        "freq_distance_pearson": -0.4,
+                        "freq_distance_spearman": -0.45,
+                        "freq_distance_p_value": 1e-5,
+                        "on_manifold_entropy": 3.2,
+                        "drift_reference_mean_angle": 0.1 * i + 0.02 * s,
+                        "drift_reference_max_angle": 0.2 * i + 0.1,
+                        "drift_previous_mean_angle": None if i == 0 else 0.05 * i,
+                        "drift_previous_max_angle": None if i == 0 else 0.1 * i,
+                        "wall_seconds": 3.5,
+                    }
+                )
+    if len(rows) > 4:  # holes, as in a partial or imperfect sweep (NaN serialised as None)
+        rows[1]["energy_share"] = None  # step 0, "each", first split
+        rows[2]["ci_low"] = None  # step 1, "early"
+        rows[3]["control_energy_shares"] = []  # step 1, "each"
+        rows[4]["delta_isoscore_star"] = None  # step 2, "early"
+    return sort_rows(rows)
+
+
+@pytest.fixture(scope="module")
+def result() -> SweepResult:
+    config = {
+        "model": "toy-gpt-neox <script>alert(1)</script>",
+        "nb_concepts": K,
+        "n_controls": R,
+        "split_points": SPLITS,
+        "method": "pca",
+    }
+    return SweepResult(make_rows(), config)
+
+
+@pytest.fixture(scope="module")
+def figures(result) -> dict[str, Figure]:
+    return plotting.plot_sweep(result)
+
+
+def rows_of(result: SweepResult, split: str, tangent: str) -> list[dict]:
+    return result.select(split_point=split, tangent=tangent).rows
+
+
+def finite(rows, key):
+    """(steps, values) of the rows whose `key` is not None."""
+    kept = [row for row in rows if row.get(key) is not None]
+    return [row["step"] for row in kept], [row[key] for row in kept]
+
+
+def by_gid(ax, gid):
+    found = [artist for artist in ax.get_children() if artist.get_gid() == gid]
+    assert found, f"no artist with gid {gid!r}"
+    return found[0]
+
+
+def panel(figure: Figure, split: str):
+    """The axis of a split point's panel (panels are titled with their split point)."""
+    for ax in figure.axes:
+        if ax.get_title().endswith(split):
+            return ax
+    raise AssertionError(f"no panel for {split}")
+
+
+# ---------------------------------------------------------------------------------------------------- figures
+def test_plot_sweep_returns_every_figure(result, figures):
+    assert list(figures) == ["energy", "energy_ratio", "delta_isoscore", "isotropy", "drift"]
+    for name, figure in figures.items():
+        assert isinstance(figure, Figure), name
+        assert figure.get_suptitle(), name
+        assert figure.legends, f"{name} has no legend"
+        for ax in figure.axes:
+            assert ax.get_xscale() == "symlog"
+            assert ax.get_xlim()[0] < 0 <= ax.get_xlim()[1], "step 0 must be visible"
+            assert ax.get_ylabel(), name
+    # one panel per split point, isotropy has six small multiples
+    for name in ("energy", "energy_ratio", "delta_isoscore", "drift"):
+        assert len(figures[name].axes) == len(SPLITS)
+    assert len(figures["isotropy"].axes) == 6
+    # the same functions are public
+    assert isinstance(result.plot()["energy"], Figure)
+
+
+def test_energy_figure_matches_rows(result, figures):
+    figure = figures["energy"]
+    for split in SPLITS:
+        ax = panel(figure, split)
+        for tangent in TANGENTS:
+            rows = rows_of(result, split, tangent)
+            steps, energy = finite(rows, "energy_share")
+            line = by_gid(ax, f"energy:{tangent}")
+            np.testing.assert_array_equal(line.get_xdata(), steps)
+            np.testing.assert_allclose(line.get_ydata(), energy)
+            with_controls = [row for row in rows if row["control_energy_shares"]]
+            low, high = by_gid(ax, f"control_min:{tangent}"), by_gid(ax, f"control_max:{tangent}")
+            np.testing.assert_array_equal(low.get_xdata(), [row["step"] for row in with_controls])
+            np.testing.assert_allclose(low.get_ydata(), [min(row["control_energy_shares"]) for row in with_controls])
+            np.testing.assert_allclose(high.get_ydata(), [max(row["control_energy_shares"]) for row in with_controls])
+            band = by_gid(ax, f"control_band:{tangent}")
+            assert isinstance(band, PolyCollection)
+            vertices = band.get_paths()[0].vertices
+            assert vertices[:, 1].min() == pytest.approx(min(min(r["control_energy_shares"]) for r in with_controls))
+            assert vertices[:, 1].max() == pytest.approx(max(max(r["control_energy_shares"]) for r in with_controls))
+            np.testing.assert_allclose(
+                by_gid(ax, f"control_mean:{tangent}").get_ydata(), finite(rows, "control_mean")[1]
+            )
+            np.testing.assert_allclose(
+                by_gid(ax, f"analytic_null:{tangent}").get_ydata(), finite(rows, "analytic_null")[1]
+            )
+            # error bars only where both CI bounds are known
+            with_ci = [r for r in rows if None not in (r["energy_share"], r["ci_low"], r["ci_high"])]
+            bars = next(c for c in ax.collections if c.get_gid() == f"ci:{tangent}" and isinstance(c, LineCollection))
+            segments = bars.get_segments()
+            assert len(segments) == len(with_ci)
+            for segment, row in zip(segments, with_ci, strict=True):
+                assert segment[:, 1].min() == pytest.approx(row["ci_low"])
+                assert segment[:, 1].max() == pytest.approx(row["ci_high"])
+        chance = by_gid(ax, "chance")
+        np.testing.assert_allclose(chance.get_ydata(), [K / D, K / D])
+        assert "k/d" in chance.get_label()
+    assert "step" in figure.axes[0].get_xlabel()
+    assert "energy" in figure.axes[0].get_ylabel()
+
+
+def test_energy_ratio_figure_marks_p_values(result, figures):
+    figure = figures["energy_ratio"]
+    assert "1/(R+1) = 0.048" in figure.get_suptitle()
+    for split in SPLITS:
+        ax = panel(figure, split)
+        for tangent in TANGENTS:
+            rows = rows_of(result, split, tangent)
+            steps, ratios = finite(rows, "energy_ratio")
+            line = by_gid(ax, f"ratio:{tangent}")
+            np.testing.assert_array_equal(line.get_xdata(), steps)
+            np.testing.assert_allclose(line.get_ydata(), ratios)
+            filled = by_gid(ax, f"significant:{tangent}")
+            hollow = by_gid(ax, f"not_significant:{tangent}")
+            assert isinstance(filled, PathCollection)
+            np.testing.assert_array_equal(
+                filled.get_offsets()[:, 0], [r["step"] for r in rows if r["p_value"] <= 0.05]
+            )
+            np.testing.assert_array_equal(hollow.get_offsets()[:, 0], [r["step"] for r in rows if r["p_value"] > 0.05])
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert any("filled" in label for label in labels) and any("hollow" in label for label in labels)
+
+
+def test_delta_isoscore_figure_matches_rows(result, figures):
+    figure = figures["delta_isoscore"]
+    for split in SPLITS:
+        ax = panel(figure, split)
+        for tangent in TANGENTS:
+            rows = rows_of(result, split, tangent)
+            steps, delta = finite(rows, "delta_isoscore_star")
+            line = by_gid(ax, f"delta:{tangent}")
+            np.testing.assert_array_equal(line.get_xdata(), steps)
+            np.testing.assert_allclose(line.get_ydata(), delta)
+            controls = [row["delta_isoscore_star_controls"] for row in rows]
+            np.testing.assert_allclose(
+                by_gid(ax, f"delta_control_min:{tangent}").get_ydata(), [min(c) for c in controls]
+            )
+            np.testing.assert_allclose(
+                by_gid(ax, f"delta_control_max:{tangent}").get_ydata(), [max(c) for c in controls]
+            )
+            np.testing.assert_allclose(
+                by_gid(ax, f"delta_control_mean:{tangent}").get_ydata(), [np.mean(c) for c in controls]
+            )
+
+
+def test_isotropy_figure_one_point_per_checkpoint(result, figures):
+    figure = figures["isotropy"]
+    for ax, (_, column, secondary, _) in zip(figure.axes, plotting.ISOTROPY_PANELS, strict=True):
+        for split in SPLITS:
+            # the activation metrics repeat across tangent kinds: one point per step
+            rows = rows_of(result, split, "early")
+            line = by_gid(ax, f"isotropy:{column}:{split}")
+            np.testing.assert_array_equal(line.get_xdata(), STEPS)
+            np.testing.assert_allclose(line.get_ydata(), [row[column] for row in rows])
+            if secondary is not None:
+                np.testing.assert_allclose(
+                    by_gid(ax, f"isotropy:{secondary}:{split}").get_ydata(), [row[secondary] for row in rows]
+                )
+    titles = " ".join(ax.get_title() for ax in figure.axes)
+    for word in ("cosine", "IsoScore", "IsoScore*", "Partition", "Effective rank", "Rogue"):
+        assert word in titles
+
+
+def test_drift_figure_in_degrees(result, figures):
+    figure = figures["drift"]
+    for split in SPLITS:
+        ax = panel(figure, split)
+        rows = rows_of(result, split, "early")
+        for against in ("reference", "previous"):
+            for statistic in ("mean", "max"):
+                steps, angles = finite(rows, f"drift_{against}_{statistic}_angle")
+                line = by_gid(ax, f"drift:{against}_{statistic}")
+                np.testing.assert_array_equal(line.get_xdata(), steps)
+                np.testing.assert_allclose(line.get_ydata(), np.degrees(angles))
+        assert 0 not in by_gid(ax, "drift:previous_mean").get_xdata()  # no previous checkpoint at step 0
+        assert "degrees" in ax.get_ylabel()
+
+
+def test_selection_and_missing_columns(result):
+    figure = plotting.plot_energy(result, tangent="each", split_point=SPLITS[1])
+    assert len(figure.axes) == 1
+    gids = {artist.get_gid() for artist in figure.axes[0].get_children()}
+    assert "energy:each" in gids and "energy:early" not in gids
+    with pytest.raises(EmptyInputError, match="split_point"):
+        plotting.plot_energy(result, split_point="nowhere")
+    with pytest.raises(EmptyInputError, match="no finished checkpoint"):
+        plotting.plot_sweep(SweepResult([], {}))
+
+    # a bare partial sweep: one checkpoint, no activation metrics, no drift, no controls
+    bare = [
+        {"step": 4, "split_point": "layer", "tangent": "given", "energy_share": 0.3, "chance": 0.1, "p_value": None}
+    ]
+    figures = plotting.plot_sweep(SweepResult(bare, {}))
+    np.testing.assert_allclose(by_gid(figures["energy"].axes[0], "energy:given").get_ydata(), [0.3])
+    assert any("not recorded" in text.get_text() for text in figures["drift"].axes[0].texts)
+    assert "no control energies" in figures["energy_ratio"].get_suptitle()
+
+
+# ---------------------------------------------------------------------------------------------------- report
+@pytest.fixture(scope="module")
+def report(result, tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("report") / "nested" / "report"
+    path = result.report(out_dir, title="Toy sweep <b>report</b>", dpi=40)
+    return path, path.read_text()
+
+
+def test_report_files(result, report):
+    path, _ = report
+    out_dir = path.parent
+    assert path == out_dir / "index.html" and path.exists()
+    for name in plotting.FIGURES:
+        assert (out_dir / "figures" / f"{name}.png").read_bytes().startswith(PNG_SIGNATURE)
+    with (out_dir / "rows.csv").open() as handle:
+        table = list(csv.DictReader(handle))
+    assert len(table) == len(result.rows)
+    assert [int(row["step"]) for row in table] == result.steps
+    assert not list(out_dir.rglob("*.tmp")), "temporary files left behind"
+
+
+def test_report_page(result, report):
+    _, page = report
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    # self-contained: every figure embedded, nothing fetched
+    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == len(plotting.FIGURES)
+    for encoded in images:
+        assert base64.b64decode(encoded).startswith(PNG_SIGNATURE)
+    assert not re.search(r'(src|href)="(?!data:)', page), "external resource referenced"
+    assert "<link" not in page and "<script" not in page
+    # title escaped, explanation present
+    assert "<title>Toy sweep &lt;b&gt;report&lt;/b&gt;</title>" in page
+    for phrase in ("What this shows", "matched-rank normal", "Chance", "analytic null", "(R + 1)", "descriptive"):
+        assert phrase in page, phrase
+    assert "0.048 with R = 20" in page
+    # table: one row per result row, every step, key columns first, 4 significant digits
+    table = page[page.index('<table class="rows">') : page.index("</table>")]
+    assert table.count("<tr>") == len(result.rows) + 1
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    assert headers[:5] == ["step", "split_point", "tangent", "energy_share", "ci"]
+    assert "delta_isoscore_star_controls_mean" in headers and "activation_isoscore" in headers
+    assert "control_energy_shares" not in headers  # per-control lists are summarised, not dumped
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table)
+    for step in STEPS:
+        assert str(step) in cells
+    first = result.rows[0]
+    assert f"{first['energy_ratio']:.4g}" in cells
+    assert f"[{first['ci_low']:.4g}, {first['ci_high']:.4g}]" in cells
+    # settings, with HTML escaped
+    settings = page[page.index('<table class="settings">') :]
+    assert "nb_concepts" in settings and "gpt_neox.layers.1" in settings
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in settings
+
+
+def test_report_partial_overwrite_and_empty(tmp_path):
+    out_dir = tmp_path / "partial"
+    out_dir.mkdir()
+    (out_dir / "index.html").write_text("an older report")
+    partial = SweepResult(make_rows(steps=[0, 1], splits=SPLITS[:1], tangents=["early"]), {"n_controls": R})
+    path = write_report(partial, out_dir, dpi=30)
+    page = path.read_text()
+    assert page.count("data:image/png;base64,") == len(plotting.FIGURES)
+    assert "2 rows from 2 checkpoints" in page
+    assert "Checkpoint sweep report" in page  # default title
+    assert not [entry.name for entry in out_dir.iterdir() if entry.name.startswith(".")], "temporary files left"
+
+    with pytest.raises(EmptyInputError, match="no finished checkpoint"):
+        write_report(SweepResult([], {"n_controls": R}), tmp_path / "empty")
+    assert not (tmp_path / "empty" / "index.html").exists()
