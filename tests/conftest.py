@@ -19,6 +19,8 @@ Fixtures:
         ``ConceptEncoderExplainer.get_inputs_to_concepts_model`` requires (for Occlusion on concepts).
     gpt_neox_classifier_mwsp: the same classifier in `ModelWithSplitPoints` at ``split_point=1``.
     toy_checkpoints: a tiny `train_toy` run (GPT-NeoX, 20 steps, hidden 32), its `ToyRun` result.
+
+Torch runs on one CPU thread during tests (set ``INTERPRETO_ANISOTROPY_TEST_THREADS`` to change it).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ import copy  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+
+# Tiny models run fastest on one CPU thread; with more, spinning threads slow every op down several times over on
+# a busy machine (Occlusion on the toy classifier: 5 s with 2 threads, 1 s with 1). Override with this variable.
+torch.set_num_threads(int(os.environ.get("INTERPRETO_ANISOTROPY_TEST_THREADS", "1")))
 
 TOY_VOCAB_SIZE = 512
 TOY_HIDDEN_SIZE = 64

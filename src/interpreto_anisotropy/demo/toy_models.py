@@ -76,7 +76,7 @@ _ENCODER_SPECIALS = {
     "unk": "<|unk|>",
 }
 
-_MIN_VOCAB_SIZE = 256 + len(_ENCODER_SPECIALS) + 1
+MIN_VOCAB_SIZE = 256 + len(_ENCODER_SPECIALS) + 1
 
 
 def parse_arch(arch: str | Arch) -> Arch:
@@ -148,8 +148,8 @@ def train_tokenizer(
         '<|padding|>'
     """
     arch = parse_arch(arch)
-    if not isinstance(vocab_size, int) or vocab_size < _MIN_VOCAB_SIZE:
-        raise InvalidInputError(f"vocab_size must be an integer >= {_MIN_VOCAB_SIZE}; got {vocab_size!r}.")
+    if not isinstance(vocab_size, int) or vocab_size < MIN_VOCAB_SIZE:
+        raise InvalidInputError(f"vocab_size must be an integer >= {MIN_VOCAB_SIZE}; got {vocab_size!r}.")
     texts = [t for t in texts if isinstance(t, str) and t]
     if not texts:
         raise EmptyInputError("train_tokenizer needs at least one non-empty text.")
@@ -287,6 +287,35 @@ _MODEL_CLASSES: dict[tuple[Arch, Task], type[PreTrainedModel]] = {
 }
 
 
+def check_model_sizes(**sizes: object) -> None:
+    """Checks the sizes given to `build_model` (each a positive integer, heads dividing the width evenly).
+
+    Args:
+        **sizes: Any of ``vocab_size``, ``hidden_size``, ``num_layers``, ``num_heads``, ``intermediate_size``,
+            ``max_position``, ``num_labels``; ``None`` values are skipped.
+
+    Raises:
+        InvalidInputError: If a size is not a positive integer, ``hidden_size`` is not a multiple of
+            ``num_heads``, or the head size is odd (rotary embeddings need an even one).
+
+    Examples:
+        >>> check_model_sizes(hidden_size=64, num_heads=4)
+    """
+    for name, value in sizes.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInputError(f"{name} must be a positive integer; got {value!r}.")
+    hidden_size, num_heads = sizes.get("hidden_size"), sizes.get("num_heads")
+    if hidden_size is not None and num_heads is not None:
+        if hidden_size % num_heads:
+            raise InvalidInputError(f"hidden_size={hidden_size} must be a multiple of num_heads={num_heads}.")
+        if (hidden_size // num_heads) % 2:
+            raise InvalidInputError(
+                f"The head size hidden_size / num_heads = {hidden_size // num_heads} must be even."
+            )
+
+
 def build_model(
     arch: str | Arch = "gpt_neox",
     *,
@@ -338,24 +367,17 @@ def build_model(
     """
     arch = parse_arch(arch)
     task = _parse_task(task)
-    sizes = {
-        "vocab_size": vocab_size,
-        "hidden_size": hidden_size,
-        "num_layers": num_layers,
-        "num_heads": num_heads,
-        "max_position": max_position,
-        "num_labels": num_labels,
-    }
     if intermediate_size is None:
         intermediate_size = 4 * hidden_size if isinstance(hidden_size, int) else hidden_size
-    sizes["intermediate_size"] = intermediate_size
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInputError(f"{name} must be a positive integer; got {value!r}.")
-    if hidden_size % num_heads:
-        raise InvalidInputError(f"hidden_size={hidden_size} must be a multiple of num_heads={num_heads}.")
-    if (hidden_size // num_heads) % 2:
-        raise InvalidInputError(f"The head size hidden_size / num_heads = {hidden_size // num_heads} must be even.")
+    check_model_sizes(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        intermediate_size=intermediate_size,
+        max_position=max_position,
+        num_labels=num_labels,
+    )
 
     config = _build_config(
         arch,

@@ -1,0 +1,506 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Toy training runs with Pythia-like checkpoints, for demos and tests, on the CPU in well under a minute.
+
+`train_toy` trains a tiny tokenizer and a tiny model (GPT-NeoX, Llama or EuroBERT) on the toy corpus's
+``train`` split and saves ``checkpoint-{step}`` folders that ``from_pretrained`` (and so Interpreto's
+`ModelWithSplitPoints`) reloads offline, plus a ``trainer_state.json`` with the loss of every step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+from ..errors import CheckpointError, EmptyInputError, InvalidInputError
+from .corpus import load_corpus
+from .toy_models import (
+    ENCODER_ARCHS,
+    MIN_VOCAB_SIZE,
+    Arch,
+    build_model,
+    check_model_sizes,
+    parse_arch,
+    train_tokenizer,
+)
+
+__all__ = ["ToyRun", "train_toy", "log_spaced_steps", "TRAINER_STATE_NAME"]
+
+TRAINER_STATE_NAME = "trainer_state.json"
+"""File name of the training log, in the run folder and in each checkpoint folder."""
+
+_CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
+
+
+@dataclass(frozen=True)
+class ToyRun:
+    """What `train_toy` produced.
+
+    Attributes:
+        out_dir: The run folder; it holds the checkpoint folders and ``trainer_state.json``.
+        arch: The architecture trained (``"gpt_neox"``, ``"llama"`` or ``"eurobert"``).
+        objective: ``"causal_lm"`` for the decoders, ``"masked_lm"`` for the encoder.
+        checkpoints: The ``checkpoint-{step}`` folders, by increasing step.
+        checkpoint_steps: The step of each checkpoint (the number of optimiser updates before it was saved).
+        losses: The training loss of each step, ``losses[i]`` being that of step ``i + 1``.
+    """
+
+    out_dir: Path
+    arch: str
+    objective: str
+    checkpoints: list[Path] = field(default_factory=list)
+    checkpoint_steps: list[int] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+
+    @property
+    def automodel(self) -> type:
+        """The ``transformers`` auto class that reloads the checkpoints (``AutoModelForCausalLM`` or ...MaskedLM)."""
+        from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+        return AutoModelForMaskedLM if self.objective == "masked_lm" else AutoModelForCausalLM
+
+    def to_dict(self) -> dict:
+        """The run as JSON-ready plain types (paths as strings)."""
+        data = asdict(self)
+        data["out_dir"] = str(self.out_dir)
+        data["checkpoints"] = [str(p) for p in self.checkpoints]
+        return data
+
+    def __len__(self) -> int:
+        return len(self.checkpoints)
+
+    def __iter__(self):
+        return iter(self.checkpoints)
+
+
+def log_spaced_steps(steps: int, *, n_even: int = 10) -> list[int]:
+    """Pythia-like checkpoint steps: ``0, 1, 2, 4, ...`` below an interval, then every interval up to ``steps``.
+
+    The interval is ``steps // n_even`` (at least 1), as Pythia saves steps 0, 1, 2, 4, ..., 512 and then every
+    1000 steps.
+
+    Args:
+        steps: Number of training steps (at least 1).
+        n_even: Number of evenly spaced checkpoints after the log-spaced ones.
+
+    Returns:
+        The sorted, distinct checkpoint steps, from 0 to ``steps`` included.
+
+    Raises:
+        InvalidInputError: If ``steps`` or ``n_even`` is not a positive integer.
+
+    Examples:
+        >>> log_spaced_steps(300)
+        [0, 1, 2, 4, 8, 16, 30, 60, 90, 120, 150, 180, 210, 240, 270, 300]
+    """
+    _check_positive_int("steps", steps)
+    _check_positive_int("n_even", n_even)
+    interval = max(1, steps // n_even)
+    found = {0, steps}
+    power = 1
+    while power < interval:
+        found.add(power)
+        power *= 2
+    found.update(range(interval, steps + 1, interval))
+    return sorted(found)
+
+
+def _check_positive_int(name: str, value: object, *, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}; got {value!r}.")
+
+
+def _resolve_checkpoint_steps(checkpoint_steps: str | Sequence[int], steps: int) -> list[int]:
+    if isinstance(checkpoint_steps, str):
+        if checkpoint_steps != "log":
+            raise InvalidInputError(f"checkpoint_steps must be 'log' or a list of steps; got {checkpoint_steps!r}.")
+        return log_spaced_steps(steps)
+    try:
+        chosen = list(checkpoint_steps)
+    except TypeError:
+        raise InvalidInputError(
+            f"checkpoint_steps must be 'log' or a list of steps; got {checkpoint_steps!r}."
+        ) from None
+    if not chosen:
+        raise InvalidInputError("checkpoint_steps is empty; give at least one step, or 'log'.")
+    for step in chosen:
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= steps:
+            raise InvalidInputError(f"Every checkpoint step must be an integer in [0, steps={steps}]; got {step!r}.")
+    return sorted(set(chosen))
+
+
+def _resolve_device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise InvalidInputError(f"Unknown device {device!r}; use 'cpu', 'cuda', 'cuda:0', ... or None.") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidInputError(f"device={device!r} was asked but no CUDA GPU is available; use device='cpu'.")
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise InvalidInputError(f"device={device!r} was asked but only {torch.cuda.device_count()} GPU(s) exist.")
+    return resolved
+
+
+def _prepare_out_dir(out_dir: str | os.PathLike, *, overwrite: bool) -> Path:
+    try:
+        path = Path(out_dir).expanduser()
+    except TypeError:
+        raise InvalidInputError(f"out_dir must be a path; got {out_dir!r}.") from None
+    if path.exists() and not path.is_dir():
+        raise CheckpointError(f"out_dir {str(path)!r} exists and is not a folder.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise CheckpointError(f"out_dir {str(path)!r} is not writable ({error}); choose another folder.") from None
+    previous = [p for p in path.iterdir() if _CHECKPOINT_PATTERN.match(p.name)]
+    if previous or (path / TRAINER_STATE_NAME).exists():
+        if not overwrite:
+            raise CheckpointError(
+                f"out_dir {str(path)!r} already holds a run; pass overwrite=True to replace it, or choose another folder."
+            )
+        for stale in previous:
+            shutil.rmtree(stale)
+        (path / TRAINER_STATE_NAME).unlink(missing_ok=True)
+    return path
+
+
+def _token_blocks(texts: list[str], tokenizer: PreTrainedTokenizerFast, *, arch: Arch, seq_len: int) -> torch.Tensor:
+    """Packs the tokenised texts into one stream (Pythia-style, eos between texts) cut into ``seq_len`` blocks."""
+    if arch in ENCODER_ARCHS:
+        encoded = tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"]  # <bos> text <eos>
+        stream = [token for ids in encoded for token in ids]
+    else:
+        encoded = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]
+        stream = [token for ids in encoded for token in [*ids, tokenizer.eos_token_id]]
+    n_blocks = len(stream) // seq_len
+    if n_blocks == 0:
+        raise EmptyInputError(f"The training texts hold fewer than seq_len={seq_len} tokens; add texts.")
+    return torch.tensor(stream[: n_blocks * seq_len], dtype=torch.long).view(n_blocks, seq_len)
+
+
+def _mask_tokens(
+    input_ids: torch.Tensor,
+    tokenizer: PreTrainedTokenizerFast,
+    *,
+    probability: float,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking: ``probability`` of the non-special tokens become targets; 80 % mask, 10 % random, 10 % kept."""
+    labels = input_ids.clone()
+    special = torch.zeros_like(input_ids, dtype=torch.bool)
+    for token_id in tokenizer.all_special_ids:
+        special |= input_ids == token_id
+    chosen = (torch.rand(input_ids.shape, generator=generator) < probability) & ~special
+    labels[~chosen] = -100
+    masked = input_ids.clone()
+    draw = torch.rand(input_ids.shape, generator=generator)
+    to_mask = chosen & (draw < 0.8)
+    to_random = chosen & (draw >= 0.8) & (draw < 0.9)
+    masked[to_mask] = tokenizer.mask_token_id
+    random_tokens = torch.randint(len(tokenizer), input_ids.shape, generator=generator)
+    masked[to_random] = random_tokens[to_random]
+    return masked, labels
+
+
+def _learning_rate(step: int, *, lr: float, warmup_steps: int, steps: int, min_ratio: float = 0.1) -> float:
+    """Linear warm-up to ``lr``, then cosine decay to ``min_ratio * lr`` at ``steps`` (step counts from 1)."""
+    if step <= warmup_steps:
+        return lr * step / warmup_steps
+    progress = (step - warmup_steps) / max(1, steps - warmup_steps)
+    return lr * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+@contextlib.contextmanager
+def _torch_threads(num_threads: int | None) -> Iterator[None]:
+    """Runs the block with ``num_threads`` CPU threads in torch, then restores the previous number."""
+    previous = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+@contextlib.contextmanager
+def _transformers_progress_bars(enabled: bool) -> Iterator[None]:
+    """Silences the progress bars of ``transformers`` (e.g. "Writing model shards") unless ``enabled``."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    if not enabled and was_enabled:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled and not hf_logging.is_progress_bar_enabled():
+            hf_logging.enable_progress_bar()
+
+
+def _save_checkpoint(folder: Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, state: dict) -> None:
+    with _transformers_progress_bars(False):
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    _write_json(folder / TRAINER_STATE_NAME, state)
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def train_toy(
+    out_dir: str | os.PathLike,
+    *,
+    arch: str = "gpt_neox",
+    steps: int = 300,
+    checkpoint_steps: str | Sequence[int] = "log",
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    intermediate_size: int | None = None,
+    vocab_size: int = 512,
+    seq_len: int = 64,
+    batch_size: int = 16,
+    lr: float = 3e-3,
+    warmup_steps: int | None = None,
+    weight_decay: float = 0.01,
+    mlm_probability: float = 0.15,
+    texts: Sequence[str] | None = None,
+    max_train_texts: int | None = None,
+    seed: int = 0,
+    device: str | torch.device | None = "cpu",
+    num_threads: int | None = 1,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> ToyRun:
+    """Trains a tiny model on the toy corpus and saves Pythia-like ``checkpoint-{step}`` folders.
+
+    A byte-level BPE tokenizer (`train_tokenizer`) and a model (`build_model`) are trained on the ``train``
+    split of `load_corpus` (or on ``texts``). Texts are packed Pythia-style into blocks of ``seq_len`` tokens,
+    shuffled by a generator seeded with ``seed``. Decoders (``"gpt_neox"``, ``"llama"``) learn causal language
+    modelling; the encoder (``"eurobert"``) masked language modelling (``mlm_probability`` of the tokens,
+    80 % replaced by the mask token, 10 % by a random token, 10 % kept). AdamW with linear warm-up and cosine
+    decay; gradients clipped at norm 1. The same arguments give identical weights on the same machine.
+
+    Each checkpoint folder holds the model and tokenizer (``save_pretrained``) and the ``trainer_state.json`` up to
+    that step; ``checkpoint-0`` is the initialisation. ``out_dir/trainer_state.json`` holds the whole run:
+    ``log_history`` (one ``{"step", "loss", "learning_rate"}`` entry per step), ``checkpoint_steps`` and the
+    configuration. Reload a checkpoint with ``ModelWithSplitPoints(path, automodel=run.automodel, split_point=...)``.
+
+    Args:
+        out_dir: Folder of the run (created if needed).
+        arch: ``"gpt_neox"`` (Pythia-like), ``"llama"`` (SmolLM2-like) or ``"eurobert"`` (EuroBERT-like encoder).
+        steps: Number of optimiser updates.
+        checkpoint_steps: ``"log"`` for `log_spaced_steps` (0, 1, 2, 4, ..., then every ``steps // 10``), or a
+            list of steps in ``[0, steps]``.
+        hidden_size: Width of the residual stream.
+        num_layers: Number of transformer blocks.
+        num_heads: Number of attention heads.
+        intermediate_size: Width of the MLP (default ``4 * hidden_size``).
+        vocab_size: Size of the trained tokenizer's vocabulary.
+        seq_len: Tokens per training sequence.
+        batch_size: Sequences per step.
+        lr: Peak learning rate.
+        warmup_steps: Steps of linear warm-up (default ``max(1, steps // 20)``).
+        weight_decay: AdamW weight decay.
+        mlm_probability: Share of tokens predicted by the masked LM (encoder only).
+        texts: Training texts; default: the corpus's ``train`` split.
+        max_train_texts: Use at most this many training texts.
+        seed: Seed of the initialisation, the data order and the masking.
+        device: ``"cpu"``, ``"cuda"`` (an error of ours if no GPU is present), or ``None`` for a GPU if any.
+        num_threads: CPU threads torch uses while training (restored afterwards); ``None`` keeps torch's setting.
+            One thread is the default because so tiny a model gains nothing from more, and spinning threads
+            slow it down many times over on a busy machine.
+        overwrite: Replace the checkpoints of a previous run in ``out_dir`` instead of raising.
+        progress: Show a progress bar.
+
+    Returns:
+        A `ToyRun` with the checkpoint folders, their steps and the loss curve.
+
+    Raises:
+        InvalidInputError: If ``arch`` is unknown, ``steps < 1``, a checkpoint step is outside ``[0, steps]``,
+            a size or rate is out of range, or a CUDA device is asked but absent.
+        CheckpointError: If ``out_dir`` is not writable, or already holds a run and ``overwrite`` is false.
+        EmptyInputError: If the training texts hold fewer than ``seq_len`` tokens.
+
+    Examples:
+        >>> run = train_toy("runs/toy", steps=300, progress=False)  # about 20 s on 2 CPU cores
+        >>> run.checkpoints[-1].name, run.losses[0] > run.losses[-1]
+        ('checkpoint-300', True)
+    """
+    arch = parse_arch(arch)
+    _check_positive_int("steps", steps)
+    chosen_steps = _resolve_checkpoint_steps(checkpoint_steps, steps)
+    check_model_sizes(
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        intermediate_size=intermediate_size,
+    )
+    _check_positive_int("batch_size", batch_size)
+    _check_positive_int("vocab_size", vocab_size, minimum=MIN_VOCAB_SIZE)
+    _check_positive_int("seq_len", seq_len, minimum=2)
+    if warmup_steps is None:
+        warmup_steps = max(1, steps // 20)
+    _check_positive_int("warmup_steps", warmup_steps)
+    if not (isinstance(lr, int | float) and math.isfinite(lr) and lr > 0):
+        raise InvalidInputError(f"lr must be a positive finite number; got {lr!r}.")
+    if not (isinstance(weight_decay, int | float) and weight_decay >= 0):
+        raise InvalidInputError(f"weight_decay must be a non-negative number; got {weight_decay!r}.")
+    if not (isinstance(mlm_probability, int | float) and 0 < mlm_probability < 1):
+        raise InvalidInputError(f"mlm_probability must be in (0, 1); got {mlm_probability!r}.")
+    if max_train_texts is not None:
+        _check_positive_int("max_train_texts", max_train_texts)
+    if num_threads is not None:
+        _check_positive_int("num_threads", num_threads)
+    torch_device = _resolve_device(device)
+    path = _prepare_out_dir(out_dir, overwrite=overwrite)
+
+    with _torch_threads(num_threads if torch_device.type == "cpu" else None):
+        if texts is None:
+            train_texts = load_corpus("train", max_texts=max_train_texts, progress=progress)
+        else:
+            if isinstance(texts, str):
+                raise InvalidInputError("texts must be a list of strings, not a single string.")
+            train_texts = [t for t in texts if isinstance(t, str) and t][:max_train_texts]
+        if not train_texts:
+            raise EmptyInputError("No training texts.")
+
+        objective = "masked_lm" if arch in ENCODER_ARCHS else "causal_lm"
+        max_position = max(seq_len, 512)
+        tokenizer = train_tokenizer(train_texts, arch=arch, vocab_size=vocab_size, model_max_length=max_position)
+        blocks = _token_blocks(train_texts, tokenizer, arch=arch, seq_len=seq_len)
+        model = build_model(
+            arch,
+            vocab_size=len(tokenizer),
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_position=max_position,
+            seed=seed,
+            tokenizer=tokenizer,
+        ).to(torch_device)
+
+        config = {
+            "arch": arch.value,
+            "objective": objective,
+            "steps": steps,
+            "hidden_size": hidden_size,
+            "num_layers": num_layers,
+            "num_heads": num_heads,
+            "intermediate_size": model.config.intermediate_size,
+            "vocab_size": len(tokenizer),
+            "seq_len": seq_len,
+            "batch_size": batch_size,
+            "lr": lr,
+            "warmup_steps": warmup_steps,
+            "weight_decay": weight_decay,
+            "mlm_probability": mlm_probability if objective == "masked_lm" else None,
+            "n_train_texts": len(train_texts),
+            "n_train_blocks": int(blocks.shape[0]),
+            "seed": seed,
+            "device": str(torch_device),
+        }
+        log_history: list[dict] = []
+
+        def state(step: int) -> dict:
+            return {
+                "global_step": step,
+                "max_steps": steps,
+                "checkpoint_steps": chosen_steps,
+                "log_history": list(log_history),
+                "toy_config": config,
+            }
+
+        decay, no_decay = [], []
+        for name, parameter in model.named_parameters():
+            (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
+        optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=lr,
+            betas=(0.9, 0.95),
+        )
+        data_generator = torch.Generator().manual_seed(seed)
+        mask_generator = torch.Generator().manual_seed(seed + 1)
+        order = torch.randperm(blocks.shape[0], generator=data_generator)
+        cursor = 0
+
+        checkpoints: list[Path] = []
+        pending = list(chosen_steps)
+
+        def save_if_due(step: int) -> None:
+            if pending and pending[0] == step:
+                pending.pop(0)
+                folder = path / f"checkpoint-{step}"
+                model.eval()
+                _save_checkpoint(folder, model, tokenizer, state(step))
+                checkpoints.append(folder)
+
+        save_if_due(0)
+        model.train()
+        bar = tqdm(range(1, steps + 1), desc=f"Training toy {arch.value}", disable=not progress)
+        for step in bar:
+            if cursor + batch_size > len(order):
+                order = torch.randperm(blocks.shape[0], generator=data_generator)
+                cursor = 0
+            batch = blocks[order[cursor : cursor + batch_size]]
+            cursor += batch_size
+            if objective == "masked_lm":
+                input_ids, labels = _mask_tokens(
+                    batch, tokenizer, probability=mlm_probability, generator=mask_generator
+                )
+            else:
+                input_ids, labels = batch, batch
+            learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate
+            model.train()
+            output = model(
+                input_ids=input_ids.to(torch_device),
+                attention_mask=torch.ones_like(input_ids, device=torch_device),
+                labels=labels.to(torch_device),
+            )
+            loss = output.loss
+            if not torch.isfinite(loss):
+                raise InvalidInputError(f"The training loss became {loss.item()} at step {step}; lower lr (now {lr}).")
+            optimizer.zero_grad(set_to_none=True)
+            # torch.autograd.backward, not loss.backward(): nnsight (imported by Interpreto) patches Tensor.backward
+            # with a tracer that reads the caller's source code at every call, which would double the step time.
+            torch.autograd.backward(loss)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            loss_value = float(loss.detach())
+            log_history.append({"step": step, "loss": loss_value, "learning_rate": learning_rate})
+            bar.set_postfix(loss=f"{loss_value:.3f}")
+            save_if_due(step)
+        model.eval()
+
+        _write_json(path / TRAINER_STATE_NAME, state(steps))
+    return ToyRun(
+        out_dir=path,
+        arch=arch.value,
+        objective=objective,
+        checkpoints=checkpoints,
+        checkpoint_steps=chosen_steps,
+        losses=[entry["loss"] for entry in log_history],
+    )
