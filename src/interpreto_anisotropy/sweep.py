@@ -1,0 +1,518 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Checkpoint sweeps: the paper's protocol end to end, resumable.
+
+For a list of training checkpoints, a sweep (1) fits the reference tangent on activations pooled over the early
+checkpoints (the first `early_fraction` of training, as the paper does), (2) for every checkpoint and split
+point, reads the activations of the fit texts, refits a tangent on them, probes the true training-loss
+gradients on held-out probe texts against the reference (and/or the refitted) tangent and matched-rank normal
+controls, and measures the activations' isotropy, the frequency-distance correlation, the on-manifold entropy
+and the tangent's drift. Each finished checkpoint's rows are written atomically to ``rows.jsonl``; a rerun with
+the same settings resumes at the first unfinished checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from interpreto import ModelWithSplitPoints
+from tqdm.auto import tqdm
+
+from . import checkpoints as checkpoint_tools
+from . import metrics
+from .activations import iter_token_activations
+from .checkpoints import Checkpoint
+from .errors import (
+    AnisotropyError,
+    ConfigMismatchError,
+    DimensionMismatchError,
+    EmptyInputError,
+    InvalidInputError,
+    SplitPointError,
+)
+from .probe import GradientProbe
+from .subspace import Subspace
+from .sweep_result import CONFIG_FILE, ROWS_FILE, SweepResult, read_rows
+from .tangent import TangentExplainer
+
+__all__ = ["CheckpointSweep", "ReferenceKind", "early_checkpoints"]
+
+FORMAT_VERSION = 1
+
+
+class ReferenceKind(str, Enum):
+    """Which tangent each checkpoint is probed with."""
+
+    EARLY = "early"  # one tangent fitted on the early checkpoints, reused everywhere (the paper's protocol)
+    EACH = "each"  # a tangent refitted on every checkpoint
+    BOTH = "both"  # both, side by side
+
+
+def early_checkpoints(checkpoints: Sequence[Checkpoint], fraction: float) -> list[Checkpoint]:
+    """The checkpoints in the first `fraction` of training (step <= fraction x last step); at least the first."""
+    last = max(checkpoint.step for checkpoint in checkpoints)
+    early = [checkpoint for checkpoint in checkpoints if checkpoint.step <= fraction * last]
+    return early or [min(checkpoints, key=lambda checkpoint: checkpoint.step)]
+
+
+def _sha(items: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for item in items:
+        digest.update(item.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _safe_name(layer: int | str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(layer))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    temporary.replace(path)
+
+
+class CheckpointSweep:
+    """The paper's protocol over training checkpoints, resumable and atomic per checkpoint.
+
+    Args:
+        checkpoints: `Checkpoint`s (e.g. `ia.checkpoints.local("runs/toy/checkpoint-*")`, `ia.checkpoints.pythia(...)`)
+            or a glob of local checkpoint folders.
+        split_point: Layer index or module path, or a list of them (one row per checkpoint and split point).
+        texts: Texts whose activations fit the tangents (and whose tokens give the frequencies).
+        probe_texts: Held-out texts for the gradient probe. By default `texts` is split in two: even-indexed
+            texts fit, odd-indexed texts probe.
+        objective: "causal_lm", "masked_lm", "auto" (from each checkpoint's config), or a callable.
+        method: Tangent method ("pca", "semi_nmf", "nmf", "ica", "svd", "topk_sae", ...).
+        nb_concepts: Rank k of the tangent.
+        reference: "early" (the paper's protocol), "each", "both", or a `Subspace` (one split point) / a dict
+            split point -> `Subspace` given by the user.
+        early_fraction: Checkpoints with step <= early_fraction x last step pool their activations for the
+            reference tangent.
+        n_controls: Matched-rank normal controls per tangent.
+        seed: Seed of the controls, the bootstrap and the masked-LM mask.
+        max_tokens: Cap on probed tokens per checkpoint.
+        max_fit_tokens: Cap on activation rows read per checkpoint for fitting.
+        max_metric_tokens: Rows used for the isotropy metrics, frequency correlation and entropy.
+        results_dir: Where config.json, rows.jsonl, the reference and per-checkpoint tangents go.
+        device: "cpu", "cuda", ...; by default cuda when available.
+        batch_size: Sequences per forward / backward.
+        automodel: Model class or "causal_lm" / "masked_lm"; inferred from the config by default.
+        overwrite: Start afresh when `results_dir` holds a sweep with other settings.
+        progress: Show progress bars.
+        method_kwargs: Options of the tangent method (passed to `TangentExplainer`).
+
+    Raises:
+        EmptyInputError: No checkpoints, or no texts.
+        InvalidInputError: A bad option.
+
+    Examples:
+        >>> sweep = ia.CheckpointSweep(ia.checkpoints.local("runs/toy/checkpoint-*"), split_point=1,
+        ...                            texts=texts, results_dir="runs/toy/sweep")
+        >>> table = sweep.run()
+    """
+
+    def __init__(
+        self,
+        checkpoints: Sequence[Checkpoint] | str | os.PathLike,
+        *,
+        split_point: int | str | Sequence[int | str],
+        texts: Sequence[str],
+        probe_texts: Sequence[str] | None = None,
+        objective: Any = "auto",
+        method: str = "pca",
+        nb_concepts: int = 16,
+        reference: str | Subspace | dict[Any, Subspace] = "early",
+        early_fraction: float = 0.3,
+        n_controls: int = 20,
+        seed: int = 0,
+        max_tokens: int | None = None,
+        max_fit_tokens: int | None = 20_000,
+        max_metric_tokens: int = 4_000,
+        results_dir: str | os.PathLike,
+        device: str | None = None,
+        batch_size: int = 8,
+        automodel: Any = None,
+        overwrite: bool = False,
+        progress: bool = True,
+        method_kwargs: dict[str, Any] | None = None,
+    ):
+        if isinstance(checkpoints, (str, os.PathLike)):
+            checkpoints = checkpoint_tools.local(checkpoints)
+        self.checkpoints = sorted(checkpoints)
+        if not self.checkpoints:
+            raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
+        if not all(isinstance(checkpoint, Checkpoint) for checkpoint in self.checkpoints):
+            raise InvalidInputError("checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders.")
+        layers = split_point if isinstance(split_point, (list, tuple)) else [split_point]
+        if not layers:
+            raise InvalidInputError("split_point must be a layer index, a module path, or a non-empty list of them.")
+        self.layers: list[int | str] = list(layers)
+        texts = [text for text in texts if isinstance(text, str) and text.strip()] if texts is not None else []
+        if probe_texts is None:
+            self.fit_texts, self.probe_texts = texts[0::2], texts[1::2]
+        else:
+            self.fit_texts = texts
+            self.probe_texts = [text for text in probe_texts if isinstance(text, str) and text.strip()]
+        if not self.fit_texts or not self.probe_texts:
+            raise EmptyInputError(
+                "The sweep needs non-empty fit and probe texts (give at least 2 non-blank texts, or probe_texts)."
+            )
+        if not 0 < early_fraction <= 1:
+            raise InvalidInputError(f"early_fraction must be in (0, 1], got {early_fraction}.")
+        self.given_reference = self._given_reference(reference)
+        self.reference = ReferenceKind.EARLY if self.given_reference else self._reference_kind(reference)
+        self.objective = objective
+        self.method = method
+        self.nb_concepts = nb_concepts
+        self.early_fraction = early_fraction
+        self.n_controls = n_controls
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.max_fit_tokens = max_fit_tokens
+        self.max_metric_tokens = max_metric_tokens
+        self.results_dir = Path(results_dir)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.batch_size = batch_size
+        self.automodel = automodel
+        self.overwrite = overwrite
+        self.progress = progress
+        self.method_kwargs = dict(method_kwargs or {})
+        self._token_counts: torch.Tensor | None = None
+
+    # ------------------------------------------------------------------ settings
+    @staticmethod
+    def _reference_kind(reference: Any) -> ReferenceKind:
+        try:
+            return ReferenceKind(reference)
+        except ValueError:
+            raise InvalidInputError(
+                f"reference must be 'early', 'each', 'both', a Subspace or a dict of them, got {reference!r}."
+            ) from None
+
+    def _given_reference(self, reference: Any) -> dict[Any, Subspace] | None:
+        if isinstance(reference, Subspace):
+            if len(self.layers) != 1:
+                raise InvalidInputError("With several split points, give reference as a dict split point -> Subspace.")
+            return {self.layers[0]: reference}
+        if isinstance(reference, dict):
+            missing = [layer for layer in self.layers if layer not in reference]
+            if missing or not all(isinstance(value, Subspace) for value in reference.values()):
+                raise InvalidInputError(f"reference must map every split point to a Subspace; missing {missing}.")
+            return dict(reference)
+        return None
+
+    def config(self) -> dict[str, Any]:
+        """The settings that determine the results (what a resume must match), JSON-ready."""
+        given = None
+        if self.given_reference:
+            given = {
+                str(layer): _sha([str(subspace.basis.double().sum().item()), str(subspace.basis.shape)])
+                for layer, subspace in self.given_reference.items()
+            }
+        objective = (
+            self.objective if isinstance(self.objective, str) else getattr(self.objective, "__name__", "callable")
+        )
+        return {
+            "format_version": FORMAT_VERSION,
+            "checkpoints": [checkpoint.to_dict() for checkpoint in self.checkpoints],
+            "split_points": [layer if isinstance(layer, int) else str(layer) for layer in self.layers],
+            "n_fit_texts": len(self.fit_texts),
+            "n_probe_texts": len(self.probe_texts),
+            "fit_texts_sha": _sha(self.fit_texts),
+            "probe_texts_sha": _sha(self.probe_texts),
+            "objective": objective,
+            "method": self.method if isinstance(self.method, str) else getattr(self.method, "__name__", "?"),
+            "method_kwargs": {key: repr(value) for key, value in sorted(self.method_kwargs.items())},
+            "nb_concepts": self.nb_concepts,
+            "reference": self.reference.value if given is None else "given",
+            "given_reference": given,
+            "early_fraction": self.early_fraction,
+            "early_steps": [
+                checkpoint.step for checkpoint in early_checkpoints(self.checkpoints, self.early_fraction)
+            ],
+            "n_controls": self.n_controls,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "max_fit_tokens": self.max_fit_tokens,
+            "max_metric_tokens": self.max_metric_tokens,
+            "batch_size": self.batch_size,
+        }
+
+    def _prepare_results_dir(self) -> dict[str, Any]:
+        config = self.config()
+        path = self.results_dir / CONFIG_FILE
+        try:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise InvalidInputError(f"Cannot create results_dir {self.results_dir}: {error}") from error
+        if path.exists():
+            previous = json.loads(path.read_text())
+            if previous != config:
+                if not self.overwrite:
+                    changed = sorted(
+                        key for key in set(previous) | set(config) if previous.get(key) != config.get(key)
+                    )
+                    raise ConfigMismatchError(
+                        f"{self.results_dir} holds a sweep with other settings ({', '.join(changed)} differ). "
+                        "Use another results_dir, or overwrite=True (--overwrite) to start afresh."
+                    )
+                for stale in (ROWS_FILE, "reference", "tangents"):
+                    target = self.results_dir / stale
+                    if target.is_dir():
+                        shutil.rmtree(target)
+                    elif target.exists():
+                        target.unlink()
+        _write_atomically(path, json.dumps(config, indent=1))
+        return config
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> SweepResult:
+        """Run (or resume) the sweep and return its table.
+
+        Returns:
+            The `SweepResult` of every finished checkpoint (also in `results_dir`).
+
+        Raises:
+            ConfigMismatchError: `results_dir` holds a sweep with other settings (and not `overwrite`).
+            DimensionMismatchError: A checkpoint whose hidden size differs from the reference subspace's.
+            SplitPointError: A split point absent from a checkpoint.
+            CheckpointError: A checkpoint that cannot be loaded.
+        """
+        self._prepare_results_dir()
+        done = {(row["step"], str(row["layer"])) for row in read_rows(self.results_dir / ROWS_FILE)}
+        todo = [
+            checkpoint
+            for checkpoint in self.checkpoints
+            if not all((checkpoint.step, str(layer)) in done for layer in self.layers)
+        ]
+        if todo:
+            references = self._references()
+            bar = tqdm(todo, desc="Checkpoints", unit="ckpt", disable=not self.progress)
+            for checkpoint in bar:
+                bar.set_postfix_str(checkpoint.name)
+                rows = self._process(checkpoint, references)
+                self._append_rows(rows)
+        return SweepResult.load(self.results_dir)
+
+    def _append_rows(self, rows: list[dict[str, Any]]) -> None:
+        path = self.results_dir / ROWS_FILE
+        existing = path.read_text() if path.exists() else ""
+        added = "".join(json.dumps(row) + "\n" for row in rows)
+        _write_atomically(path, existing + added)
+
+    def _load(self, checkpoint: Checkpoint):
+        return checkpoint_tools.loaded(checkpoint, automodel=self.automodel, device=self.device)
+
+    def _splitter(self, model: Any, tokenizer: Any, layer: int | str, checkpoint: Checkpoint) -> ModelWithSplitPoints:
+        try:
+            return ModelWithSplitPoints(model, split_point=layer, tokenizer=tokenizer, batch_size=self.batch_size)
+        except AnisotropyError:
+            raise
+        except (ValueError, AttributeError, KeyError) as error:
+            raise SplitPointError(
+                f"Split point {layer!r} is not in checkpoint {checkpoint.name} ({type(model).__name__}): {error}"
+            ) from error
+
+    def _activation_batches(self, splitter: ModelWithSplitPoints):
+        return iter_token_activations(
+            splitter, self.fit_texts, batch_size=self.batch_size, max_tokens=self.max_fit_tokens
+        )
+
+    # ------------------------------------------------------------------ tangents
+    def _reference_path(self, layer: int | str) -> Path:
+        return self.results_dir / "reference" / f"{_safe_name(layer)}.safetensors"
+
+    def _tangent_path(self, layer: int | str, step: int) -> Path:
+        return self.results_dir / "tangents" / _safe_name(layer) / f"step-{step}.safetensors"
+
+    def _new_tangent(self, splitter: ModelWithSplitPoints) -> TangentExplainer:
+        return TangentExplainer(
+            splitter, nb_concepts=self.nb_concepts, method=self.method, device=self.device, **self.method_kwargs
+        )
+
+    def _references(self) -> dict[int | str, Subspace]:
+        """The reference tangent of each split point: given, loaded from results_dir, or fitted on early checkpoints."""
+        if self.given_reference:
+            return self.given_reference
+        if self.reference is ReferenceKind.EACH:
+            return {}
+        paths = {layer: self._reference_path(layer) for layer in self.layers}
+        if all(path.exists() for path in paths.values()):
+            return {layer: Subspace.load(path, device=self.device) for layer, path in paths.items()}
+        early = early_checkpoints(self.checkpoints, self.early_fraction)
+        tangents: dict[int | str, TangentExplainer] = {}
+        pooled: dict[int | str, list[torch.Tensor]] = {layer: [] for layer in self.layers}
+        streamed = self.method == "pca"
+        references: dict[int | str, Subspace] = {}
+        bar = tqdm(early, desc="Reference tangent (early checkpoints)", unit="ckpt", disable=not self.progress)
+        for index, checkpoint in enumerate(bar):
+            with self._load(checkpoint) as (model, tokenizer):
+                for layer in self.layers:
+                    splitter = self._splitter(model, tokenizer, layer, checkpoint)
+                    if layer not in tangents:
+                        tangents[layer] = self._new_tangent(splitter)
+                    elif tangents[layer].input_size != model.config.hidden_size:
+                        raise DimensionMismatchError(
+                            f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
+                            f"earlier checkpoints have {tangents[layer].input_size}."
+                        )
+                    for rows, _ in self._activation_batches(splitter):
+                        if streamed:
+                            tangents[layer].partial_fit(rows)
+                        else:
+                            pooled[layer].append(rows.float().cpu())
+                    if index == len(early) - 1:
+                        if not streamed:
+                            tangents[layer] = self._new_tangent(splitter).fit(pooled[layer])
+                        subspace = tangents[layer].subspace
+                        subspace.name = "early"
+                        subspace.info["early_steps"] = [c.step for c in early]
+                        references[layer] = subspace
+        for layer, subspace in references.items():
+            subspace.save(self._reference_path(layer))
+        return references
+
+    # ------------------------------------------------------------------ one checkpoint
+    def _process(self, checkpoint: Checkpoint, references: dict[int | str, Subspace]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        with self._load(checkpoint) as (model, tokenizer):
+            objective = self.objective
+            if objective == "auto":
+                objective = checkpoint_tools.infer_objective(model.config)
+            for layer in self.layers:
+                start = time.perf_counter()
+                splitter = self._splitter(model, tokenizer, layer, checkpoint)
+                layer_rows = self._process_layer(checkpoint, splitter, layer, objective, references.get(layer))
+                for row in layer_rows:
+                    row["wall_seconds"] = time.perf_counter() - start
+                rows.extend(layer_rows)
+        return rows
+
+    def _process_layer(
+        self,
+        checkpoint: Checkpoint,
+        splitter: ModelWithSplitPoints,
+        layer: int | str,
+        objective: Any,
+        reference: Subspace | None,
+    ) -> list[dict[str, Any]]:
+        activations, token_ids = self._read_activations(splitter)
+        d = activations.shape[1]
+        if reference is not None and reference.dim != d:
+            raise DimensionMismatchError(
+                f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
+                f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
+            )
+        own = self._new_tangent(splitter).fit(activations).subspace
+        own.name, own.step = "each", checkpoint.step
+        previous = self._previous_tangent(checkpoint, layer)
+        own.save(self._tangent_path(layer, checkpoint.step))
+
+        subspaces: dict[str, Subspace] = {}
+        if reference is not None:
+            subspaces["given" if self.given_reference else "early"] = reference
+        if self.reference in (ReferenceKind.EACH, ReferenceKind.BOTH):
+            subspaces["each"] = own
+        probe = GradientProbe(splitter, objective=objective, seed=self.seed, batch_size=self.batch_size)
+        results = probe.run(
+            self.probe_texts,
+            subspaces,
+            n_controls=self.n_controls,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+            progress=False,
+        )
+        shared = {
+            **self._activation_metrics(splitter, activations, token_ids, reference or own),
+            **_drift("reference", own, reference),
+            **_drift("previous", own, previous),
+        }
+        rows = []
+        for kind, result in results.items():
+            row = {
+                "step": checkpoint.step,
+                "checkpoint": checkpoint.name,
+                "source": checkpoint.source,
+                "revision": checkpoint.revision,
+                "layer": layer if isinstance(layer, int) else str(layer),
+                "split_point": splitter.split_point,
+                "tangent": kind,
+                **result.to_dict(),
+                **shared,
+            }
+            rows.append(row)
+        return rows
+
+    def _read_activations(self, splitter: ModelWithSplitPoints) -> tuple[torch.Tensor, torch.Tensor]:
+        parts = list(self._activation_batches(splitter))
+        if not parts:
+            raise EmptyInputError("No activations were read from the fit texts (are they all special tokens?).")
+        return torch.cat([rows for rows, _ in parts]).float(), torch.cat([ids for _, ids in parts])
+
+    def _previous_tangent(self, checkpoint: Checkpoint, layer: int | str) -> Subspace | None:
+        earlier = [other for other in self.checkpoints if other.step < checkpoint.step]
+        if not earlier:
+            return None
+        path = self._tangent_path(layer, earlier[-1].step)
+        return Subspace.load(path, device=self.device) if path.exists() else None
+
+    def _counts(self, tokenizer: Any) -> torch.Tensor:
+        if self._token_counts is None or self._token_counts.numel() < len(tokenizer):
+            self._token_counts = metrics.count_token_frequencies(self.fit_texts + self.probe_texts, tokenizer)
+        return self._token_counts
+
+    def _activation_metrics(
+        self, splitter: ModelWithSplitPoints, activations: torch.Tensor, token_ids: torch.Tensor, tangent: Subspace
+    ) -> dict[str, Any]:
+        sample = activations[: self.max_metric_tokens]
+        ids = token_ids[: self.max_metric_tokens]
+        row: dict[str, Any] = {f"activation_{key}": value for key, value in metrics.summary(sample).items()}
+        row.update(frequency_distance_row(sample, ids, self._counts(splitter.tokenizer)))
+        # Identical contexts (e.g. the same first token of two texts) give identical rows; the estimator needs
+        # distinct points.
+        coordinates = torch.unique(tangent.coords(sample).double(), dim=0)
+        row["on_manifold_entropy"] = _finite_or_none(metrics.knn_entropy(coordinates))
+        return row
+
+
+def frequency_distance_row(activations: torch.Tensor, token_ids: torch.Tensor, counts: torch.Tensor) -> dict[str, Any]:
+    """Frequency-distance correlation fields of a sweep row (None where it is undefined)."""
+    try:
+        correlation = metrics.frequency_distance_correlation(activations, token_ids.cpu(), counts)
+    except AnisotropyError:
+        return {key: None for key in ("freq_distance_pearson", "freq_distance_spearman", "freq_distance_p_value")}
+    return {
+        "freq_distance_pearson": _finite_or_none(correlation.pearson),
+        "freq_distance_spearman": _finite_or_none(correlation.spearman),
+        "freq_distance_p_value": _finite_or_none(correlation.pearson_p_value),
+        "freq_distance_n": correlation.n,
+    }
+
+
+def _drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:
+    if other is None or other.dim != own.dim:
+        return {f"drift_{label}_mean_angle": None, f"drift_{label}_max_angle": None}
+    angles = own.principal_angles(other)
+    return {f"drift_{label}_mean_angle": float(np.mean(angles)), f"drift_{label}_max_angle": float(np.max(angles))}
+
+
+def _finite_or_none(value: float) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
