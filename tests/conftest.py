@@ -8,6 +8,11 @@ with fixed seeds on the CPU, and wrapped in Interpreto's `ModelWithSplitPoints` 
 of the second transformer block) with ``batch_size=8``. They are shared by the whole session: do not train,
 move or otherwise mutate them in a test; build your own with `interpreto_anisotropy.demo.build_model` instead.
 
+Each Interpreto wrapper owns a private copy of its model (same weights as the ``*_model`` pair), so the raw
+``(model, tokenizer)`` pairs are never wrapped and can be deep-copied safely. Beware: a deep copy of a model that
+is already wrapped by Interpreto silently runs the *original* modules (nnsight replaces each module's
+``forward`` with a closure over the original), so forward hooks registered on the copy never fire.
+
 Fixtures:
     corpus_texts: 300 texts of the corpus's ``train`` split, on which the toy tokenizers are trained.
     texts: 32 short texts (64 to 400 characters) of the ``probe`` split.
@@ -95,10 +100,16 @@ def _toy_pair(arch: str, corpus: list[str], *, task: str = "lm"):
     return model, tokenizer
 
 
+def _private_copy(pair):
+    """A deep copy of a never-wrapped ``(model, tokenizer)`` pair, for one Interpreto wrapper to own."""
+    model, tokenizer = pair
+    return copy.deepcopy(model).eval(), copy.deepcopy(tokenizer)
+
+
 def _mwsp(pair):
     from interpreto import ModelWithSplitPoints
 
-    model, tokenizer = pair
+    model, tokenizer = _private_copy(pair)
     return ModelWithSplitPoints(model, split_point=TOY_SPLIT_POINT, tokenizer=tokenizer, batch_size=TOY_BATCH_SIZE)
 
 
@@ -160,7 +171,7 @@ def gpt_neox_classifier_splitter(gpt_neox_classifier_model):
     """
     from interpreto import SplitterForClassification
 
-    model, tokenizer = gpt_neox_classifier_model
+    model, tokenizer = _private_copy(gpt_neox_classifier_model)
     return SplitterForClassification(model, tokenizer=tokenizer, batch_size=TOY_BATCH_SIZE)
 
 

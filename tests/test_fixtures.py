@@ -83,3 +83,21 @@ def test_classifier_mwsp_gives_token_activations(gpt_neox_classifier_mwsp, texts
 def test_toy_checkpoints_reload(toy_checkpoints):
     assert [p.name for p in toy_checkpoints.checkpoints] == [f"checkpoint-{s}" for s in (0, 1, 2, 4, 8, 20)]
     assert all((p / "config.json").is_file() for p in toy_checkpoints.checkpoints)
+
+
+@pytest.mark.parametrize("arch", ARCH_FIXTURES)
+def test_raw_pairs_stay_unwrapped_and_copyable(arch, request):
+    import copy
+
+    model, _ = request.getfixturevalue(f"{arch}_model")
+    mwsp = request.getfixturevalue(f"{arch}_mwsp")  # wrapping happens on a private copy
+    assert mwsp._model is not model
+    assert all(
+        torch.equal(a, b) for a, b in zip(mwsp._model.state_dict().values(), model.state_dict().values(), strict=True)
+    )
+    clone = copy.deepcopy(model)
+    fired = []
+    handle = clone.get_submodule(mwsp.split_point).register_forward_hook(lambda *args: fired.append(True))
+    clone(input_ids=torch.tensor([[5, 6, 7]]))
+    handle.remove()
+    assert fired
