@@ -15,13 +15,16 @@ Examples:
 
 from __future__ import annotations
 
-from . import checkpoints, errors, metrics
+from . import checkpoints, errors, metrics, plotting
 from .checkpoints import Checkpoint, load_checkpoint, loaded
 from .controls import analytic_null, normal_controls, p_value
+from .demo import ToyRun, load_corpus, train_toy
 from .errors import AnisotropyError
 from .probe import GradientProbe, TokenGradients
 from .probe_result import ProbeResult
 from .subspace import Subspace
+from .sweep import CheckpointSweep
+from .sweep_result import SweepResult
 from .tangent import (
     ICATangent,
     NMFTangent,
@@ -38,6 +41,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AnisotropyError",
     "Checkpoint",
+    "CheckpointSweep",
     "GradientProbe",
     "ICATangent",
     "NMFTangent",
@@ -46,17 +50,22 @@ __all__ = [
     "SVDTangent",
     "SemiNMFTangent",
     "Subspace",
+    "SweepResult",
     "TangentExplainer",
     "TangentMethod",
     "TokenGradients",
+    "ToyRun",
     "TopKSAETangent",
     "analytic_null",
     "checkpoints",
     "errors",
     "load_checkpoint",
+    "load_corpus",
     "loaded",
     "metrics",
     "normal_controls",
     "p_value",
+    "plotting",
+    "train_toy",
     "__version__",
 ]

@@ -1,0 +1,253 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The `interpreto-anisotropy` command: `demo`, `sweep` and `report`.
+
+interpreto-anisotropy demo                      # train a toy GPT-NeoX with checkpoints, sweep it, write a report
+interpreto-anisotropy sweep --model runs/toy --split-point 1 --texts texts.txt --out runs/toy/sweep
+interpreto-anisotropy sweep --pythia 160m --steps 0,1000,8000,143000 --split-point 6 --texts t.txt --out out/
+interpreto-anisotropy report runs/toy/sweep     # rebuild the report of a finished or partial sweep
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import AnisotropyError, EmptyInputError, InvalidInputError
+
+__all__ = ["main", "build_parser", "read_texts"]
+
+
+def read_texts(path: str | Path) -> list[str]:
+    """Texts from a file: `.jsonl` (one {"text": ...} object a line), `.json` (a list of strings), else one text a line.
+
+    Raises:
+        InvalidInputError: A missing or unreadable file.
+        EmptyInputError: A file with no non-blank text.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInputError(f"Texts file {path} does not exist.")
+    content = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        texts = [json.loads(line)["text"] for line in content.splitlines() if line.strip()]
+    elif path.suffix == ".json":
+        texts = json.loads(content)
+        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+            raise InvalidInputError(f"{path} must hold a JSON list of strings.")
+    else:
+        texts = content.splitlines()
+    texts = [text for text in texts if text.strip()]
+    if not texts:
+        raise EmptyInputError(f"Texts file {path} is empty: give one text per line (or a .jsonl / .json file).")
+    return texts
+
+
+def _int_list(value: str) -> list[int]:
+    try:
+        return [int(item) for item in value.split(",") if item.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {value!r}") from None
+
+
+def _split_point(value: str) -> int | str:
+    return int(value) if value.lstrip("-").isdigit() else value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the command line (one sub-command per job)."""
+    parser = argparse.ArgumentParser(
+        prog="interpreto-anisotropy",
+        description="Tangent subspaces of the activation manifold vs true training-loss gradients, over checkpoints.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run `interpreto-anisotropy COMMAND --help` for the options of each command.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo",
+        help="train a toy GPT-NeoX with checkpoints on stdlib docstrings, sweep it, write the report",
+        description="Trains a tiny GPT-NeoX (a Pythia miniature) on docstrings of the Python standard library, "
+        "saving Pythia-like log-spaced checkpoints, then runs the paper's protocol on them and writes an HTML "
+        "report. Offline; a few minutes on 2 CPU cores.",
+    )
+    demo.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
+    demo.add_argument("--steps", type=int, default=300, help="training steps (default: 300)")
+    demo.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    demo.add_argument("--nb-concepts", type=int, default=8, help="tangent rank k (default: 8, d is 64)")
+    demo.add_argument("--n-controls", type=int, default=20, help="normal controls (default: 20)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="run the protocol over a model's checkpoints (local folders or hub revisions)",
+        description="Fits the reference tangent on the early checkpoints, then probes every checkpoint's training-"
+        "loss gradients against it and matched-rank normal controls. Results go to --out as each checkpoint "
+        "finishes; rerunning the same command resumes.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Checkpoints come from one of:\n"
+        "  --model DIR             folders DIR/checkpoint-N (or step-N, stepN) written by save_pretrained\n"
+        "  --model 'GLOB'          a glob of such folders\n"
+        "  --model ID --revisions step1000,step2000   hub revisions (needs the hub or a filled HF cache)\n"
+        "  --pythia 160m --steps 0,1000,143000        EleutherAI/pythia-160m revisions stepN\n"
+        "  --smollm2 360M --steps 40000,80000         SmolLM2 intermediate checkpoints, revisions step-N\n",
+    )
+    source = sweep.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help="a folder of checkpoint folders, a glob of them, or a hub model id")
+    source.add_argument("--pythia", metavar="SIZE", help="Pythia size, e.g. 160m (with --steps)")
+    source.add_argument("--smollm2", metavar="SIZE", help="SmolLM2 size, e.g. 360M (with --steps)")
+    sweep.add_argument("--revisions", help="comma-separated hub revisions, with --model ID")
+    sweep.add_argument("--steps", type=_int_list, help="comma-separated steps, with --pythia / --smollm2")
+    sweep.add_argument("--deduped", action="store_true", help="the deduped Pythia suite")
+    sweep.add_argument(
+        "--split-point", type=_split_point, nargs="+", required=True, help="layer index or module path (several ok)"
+    )
+    sweep.add_argument("--texts", required=True, help="texts file: one text a line, .jsonl or .json")
+    sweep.add_argument("--probe-texts", help="held-out probe texts (default: every other text of --texts)")
+    sweep.add_argument("--objective", default="auto", choices=["auto", "causal_lm", "masked_lm"])
+    sweep.add_argument("--method", default="pca", help="pca, semi_nmf, nmf, ica, svd, topk_sae (default: pca)")
+    sweep.add_argument("--nb-concepts", type=int, default=16, help="tangent rank k (default: 16)")
+    sweep.add_argument("--reference", default="early", choices=["early", "each", "both"])
+    sweep.add_argument("--early-fraction", type=float, default=0.3)
+    sweep.add_argument("--n-controls", type=int, default=20)
+    sweep.add_argument("--seed", type=int, default=0)
+    sweep.add_argument("--max-tokens", type=int, help="cap on probed tokens per checkpoint")
+    sweep.add_argument("--max-fit-tokens", type=int, default=20_000, help="cap on fit activations per checkpoint")
+    sweep.add_argument("--batch-size", type=int, default=8)
+    sweep.add_argument("--device", help="cpu, cuda, ... (default: cuda when available)")
+    sweep.add_argument("--out", required=True, help="results folder (config.json, rows.jsonl, report/)")
+    sweep.add_argument("--overwrite", action="store_true", help="start afresh if --out holds other settings")
+    sweep.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
+    sweep.add_argument("--no-progress", action="store_true")
+
+    report = commands.add_parser(
+        "report",
+        help="rebuild the HTML report of a finished or partial sweep",
+        description="Reads DIR/config.json and DIR/rows.jsonl and writes DIR/report/index.html.",
+    )
+    report.add_argument("dir", help="the sweep's results folder")
+    report.add_argument("--out", help="report folder (default: DIR/report)")
+    return parser
+
+
+def _checkpoints(args: argparse.Namespace):
+    from . import checkpoints
+
+    if args.pythia or args.smollm2:
+        if not args.steps:
+            raise InvalidInputError("--pythia and --smollm2 need --steps, e.g. --steps 0,1000,143000.")
+        if args.pythia:
+            return checkpoints.pythia(args.pythia, args.steps, deduped=args.deduped)
+        return checkpoints.smollm2(args.smollm2, args.steps)
+    if args.revisions:
+        return checkpoints.hub(args.model, [item for item in args.revisions.split(",") if item.strip()])
+    model = Path(args.model)
+    if model.is_dir():
+        pattern = next(
+            (str(model / glob) for glob in ("checkpoint-*", "step*") if any(model.glob(glob))),
+            str(model / "checkpoint-*"),
+        )
+        return checkpoints.local(pattern)
+    if any(char in args.model for char in "*?["):
+        return checkpoints.local(args.model)
+    raise InvalidInputError(
+        f"--model {args.model!r} is neither a folder of checkpoints nor a glob; for a hub model give --revisions."
+    )
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from .sweep import CheckpointSweep
+
+    sweep = CheckpointSweep(
+        _checkpoints(args),
+        split_point=args.split_point,
+        texts=read_texts(args.texts),
+        probe_texts=read_texts(args.probe_texts) if args.probe_texts else None,
+        objective=args.objective,
+        method=args.method,
+        nb_concepts=args.nb_concepts,
+        reference=args.reference,
+        early_fraction=args.early_fraction,
+        n_controls=args.n_controls,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        max_fit_tokens=args.max_fit_tokens,
+        results_dir=args.out,
+        device=args.device,
+        batch_size=args.batch_size,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+    )
+    table = sweep.run()
+    print(table.summary_table())
+    if not args.no_report:
+        print(f"report: {table.report(Path(args.out) / 'report')}")
+    return 0
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from .demo import load_corpus, train_toy
+    from .sweep import CheckpointSweep
+
+    start = time.perf_counter()
+    out = Path(args.out)
+    progress = not args.no_progress
+    print(f"[1/3] training a toy GPT-NeoX for {args.steps} steps with log-spaced checkpoints -> {out / 'toy'}")
+    run = train_toy(
+        out / "toy", steps=args.steps, seed=args.seed, device=args.device, overwrite=True, progress=progress
+    )
+    print(f"      loss {run.losses[0]:.3f} -> {run.losses[-1]:.3f}, {len(run.checkpoints)} checkpoints")
+    fit_texts = [text for text in load_corpus("fit", progress=progress) if len(text) <= 600][:160]
+    probe_texts = [text for text in load_corpus("probe", progress=progress) if len(text) <= 600][:80]
+    print(f"[2/3] sweeping: k={args.nb_concepts}, {args.n_controls} controls, reference tangent on early checkpoints")
+    sweep = CheckpointSweep(
+        str(out / "toy" / "checkpoint-*"),
+        split_point=1,
+        texts=fit_texts,
+        probe_texts=probe_texts,
+        objective="causal_lm",
+        nb_concepts=args.nb_concepts,
+        reference="both",
+        n_controls=args.n_controls,
+        seed=args.seed,
+        results_dir=out / "sweep",
+        device=args.device,
+        overwrite=True,
+        progress=progress,
+    )
+    table = sweep.run()
+    print("[3/3] writing the report")
+    report = table.report(out / "report")
+    print(table.summary_table())
+    print(f"\nreport: {report}\nwall time: {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from .sweep_result import SweepResult
+
+    table = SweepResult.load(args.dir)
+    print(table.summary_table())
+    print(f"report: {table.report(args.out or Path(args.dir) / 'report')}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `interpreto-anisotropy` command. Returns the exit status."""
+    args = build_parser().parse_args(argv)
+    handlers = {"demo": _run_demo, "sweep": _run_sweep, "report": _run_report}
+    try:
+        return handlers[args.command](args)
+    except AnisotropyError as error:
+        print(f"interpreto-anisotropy {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

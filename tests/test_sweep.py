@@ -1,0 +1,289 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""CheckpointSweep end to end: rows, resume after SIGKILL, agreement with direct calls, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from interpreto import ModelWithSplitPoints
+
+import interpreto_anisotropy as ia
+from interpreto_anisotropy.activations import token_activations
+from interpreto_anisotropy.errors import (
+    ConfigMismatchError,
+    DimensionMismatchError,
+    EmptyInputError,
+    SplitPointError,
+)
+
+SETTINGS = {
+    "split_point": 1,
+    "nb_concepts": 4,
+    "n_controls": 5,
+    "seed": 3,
+    "max_fit_tokens": 1500,
+    "max_metric_tokens": 600,
+    "progress": False,
+}
+
+
+@pytest.fixture(scope="module")
+def sweep_texts(fit_texts, texts):
+    return {"texts": fit_texts[:16], "probe_texts": texts[:12]}
+
+
+@pytest.fixture(scope="module")
+def decoder_sweep(toy_checkpoints, sweep_texts, tmp_path_factory):
+    results_dir = tmp_path_factory.mktemp("decoder_sweep")
+    sweep = ia.CheckpointSweep(
+        str(toy_checkpoints.out_dir / "checkpoint-*"),
+        reference="both",
+        results_dir=results_dir,
+        **sweep_texts,
+        **SETTINGS,
+    )
+    return sweep, sweep.run()
+
+
+def _comparable(rows):
+    return [{key: value for key, value in row.items() if key != "wall_seconds"} for row in rows]
+
+
+def test_decoder_sweep_writes_one_row_per_checkpoint_and_tangent(decoder_sweep, toy_checkpoints):
+    sweep, table = decoder_sweep
+    steps = [int(path.name.split("-")[1]) for path in toy_checkpoints.checkpoints]
+    assert len(table) == 2 * len(steps)
+    assert sorted(set(table.steps)) == sorted(steps)
+    assert table.tangents == ["early", "each"]
+    for row in table.rows:
+        assert row["split_point"] == "gpt_neox.layers.1" and row["objective"] == "causal_lm"
+        assert row["rank"] == 4 and row["dim"] == 32 and len(row["control_energy_shares"]) == 5
+        assert 0 <= row["energy_share"] <= row["oracle_energy_share"] + 1e-9
+        assert row["p_value"] == pytest.approx(
+            (1 + sum(c >= row["energy_share"] for c in row["control_energy_shares"])) / 6
+        )
+        assert row["activation_isoscore"] is not None and row["on_manifold_entropy"] is not None
+        assert row["freq_distance_pearson"] is not None
+    first, last = table.rows[0], table.rows[-1]
+    assert first["drift_previous_mean_angle"] is None and last["drift_previous_mean_angle"] is not None
+    # The early reference is fitted on the checkpoints within the first 30 % of training (steps 0..6 of 20).
+    assert sweep.config()["early_steps"] == [0, 1, 2, 4]
+    results_dir = sweep.results_dir
+    assert (results_dir / "config.json").exists() and (results_dir / "reference" / "1.safetensors").exists()
+    lines = (results_dir / "rows.jsonl").read_text().splitlines()
+    assert len(lines) == len(table) and all(json.loads(line) for line in lines)
+    assert ia.SweepResult.load(results_dir).rows == table.rows
+
+
+def test_rerun_resumes_without_recomputing(decoder_sweep, monkeypatch):
+    sweep, table = decoder_sweep
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a finished checkpoint was processed again")
+
+    monkeypatch.setattr(ia.CheckpointSweep, "_process", fail)
+    again = ia.CheckpointSweep(
+        sweep.checkpoints,
+        reference="both",
+        results_dir=sweep.results_dir,
+        texts=sweep.fit_texts,
+        probe_texts=sweep.probe_texts,
+        **SETTINGS,
+    ).run()
+    assert again.rows == table.rows
+
+
+def test_other_settings_refuse_to_resume_unless_overwrite(decoder_sweep):
+    sweep, _ = decoder_sweep
+    settings = {**SETTINGS, "nb_concepts": 5}
+    with pytest.raises(ConfigMismatchError, match="nb_concepts"):
+        ia.CheckpointSweep(
+            sweep.checkpoints,
+            reference="both",
+            results_dir=sweep.results_dir,
+            texts=sweep.fit_texts,
+            probe_texts=sweep.probe_texts,
+            **settings,
+        ).run()
+
+
+def test_rows_equal_direct_probe_and_metric_calls(decoder_sweep, toy_checkpoints):
+    sweep, table = decoder_sweep
+    step = 8
+    reference = ia.Subspace.load(sweep.results_dir / "reference" / "1.safetensors")
+    checkpoint = next(c for c in sweep.checkpoints if c.step == step)
+    model, tokenizer = ia.load_checkpoint(checkpoint, device="cpu")
+    mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=8)
+    activations, token_ids = token_activations(mwsp, sweep.fit_texts, max_tokens=SETTINGS["max_fit_tokens"])
+    own = ia.PCATangent(mwsp, nb_concepts=4).fit(activations).subspace
+    direct = ia.GradientProbe(mwsp, objective="causal_lm", seed=3).run(
+        sweep.probe_texts, {"early": reference, "each": own}, n_controls=5, seed=3, progress=False
+    )
+    summary = ia.metrics.summary(activations[:600])
+    for kind in ("early", "each"):
+        row = next(r for r in table.rows if r["step"] == step and r["tangent"] == kind)
+        expected = direct[kind]
+        for field in ("energy_share", "control_mean", "p_value", "oracle_energy_share", "delta_isoscore_star", "loss"):
+            assert row[field] == pytest.approx(getattr(expected, field), rel=1e-6, abs=1e-9), field
+        np.testing.assert_allclose(row["control_energy_shares"], expected.control_energy_shares, rtol=1e-6)
+        for key, value in summary.items():
+            assert row[f"activation_{key}"] == pytest.approx(value, rel=1e-6, abs=1e-9), key
+    angles = own.principal_angles(reference)
+    row = next(r for r in table.rows if r["step"] == step)
+    assert row["drift_reference_mean_angle"] == pytest.approx(float(np.mean(angles)), abs=1e-5)
+
+
+def test_report_and_plots_of_the_sweep(decoder_sweep, tmp_path):
+    _, table = decoder_sweep
+    figures = table.plot()
+    assert {"energy", "energy_ratio", "delta_isoscore", "isotropy", "drift"} <= set(figures)
+    page = table.report(tmp_path / "report")
+    assert page.exists() and "data:image/png;base64" in page.read_text()
+    csv = table.to_csv(tmp_path / "rows.csv").read_text().splitlines()
+    assert len(csv) == len(table) + 1 and "energy_share" in csv[0]
+    assert len(table.to_frame()) == len(table)
+
+
+@pytest.mark.slow
+def test_encoder_sweep_uses_masked_lm(tmp_path, sweep_texts):
+    from interpreto_anisotropy.demo import train_toy
+
+    run = train_toy(
+        tmp_path / "toy",
+        arch="eurobert",
+        steps=6,
+        checkpoint_steps=[0, 3, 6],
+        hidden_size=32,
+        num_layers=2,
+        num_heads=4,
+        vocab_size=384,
+        seq_len=32,
+        batch_size=8,
+        max_train_texts=100,
+        progress=False,
+    )
+    table = ia.CheckpointSweep(
+        [ia.Checkpoint(step, str(path)) for step, path in zip([0, 3, 6], run.checkpoints, strict=True)],
+        results_dir=tmp_path / "sweep",
+        **sweep_texts,
+        **SETTINGS,
+    ).run()
+    assert len(table) == 3 and table.tangents == ["early"]
+    assert all(row["objective"] == "masked_lm" and row["split_point"] == "model.layers.1" for row in table.rows)
+    assert all(math.isfinite(row["energy_share"]) for row in table.rows)
+
+
+_KILLABLE = textwrap.dedent(
+    """
+    import json, sys
+    import interpreto_anisotropy as ia
+    args = json.loads(sys.argv[1])
+    ia.CheckpointSweep(args.pop("pattern"), **args).run()
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_mid_run_resumes_to_the_same_table(toy_checkpoints, sweep_texts, decoder_sweep, tmp_path):
+    _, uninterrupted = decoder_sweep
+    results_dir = tmp_path / "killed"
+    arguments = {
+        "pattern": str(toy_checkpoints.out_dir / "checkpoint-*"),
+        "reference": "both",
+        "results_dir": str(results_dir),
+        **sweep_texts,
+        **SETTINGS,
+    }
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen([sys.executable, "-c", _KILLABLE, json.dumps(arguments)], env=env)
+    rows_file = results_dir / "rows.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and process.poll() is None:
+        if rows_file.exists() and len(rows_file.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "the sweep finished before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    written = rows_file.read_text().splitlines()
+    assert 2 <= len(written) < len(uninterrupted) and all(json.loads(line) for line in written)
+    arguments.pop("pattern")
+    resumed = ia.CheckpointSweep(str(toy_checkpoints.out_dir / "checkpoint-*"), **arguments).run()
+    assert len(resumed) == len(uninterrupted)
+    for mine, theirs in zip(_comparable(resumed.rows), _comparable(uninterrupted.rows), strict=True):
+        assert mine.keys() == theirs.keys()
+        for key, value in mine.items():
+            if isinstance(value, float):
+                assert value == pytest.approx(theirs[key], rel=1e-6, abs=1e-9), key
+            elif key not in ("source",):
+                assert value == theirs[key], key
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+def test_empty_checkpoints_glob_and_texts(tmp_path, sweep_texts):
+    with pytest.raises(EmptyInputError):
+        ia.CheckpointSweep([], split_point=1, results_dir=tmp_path, **sweep_texts)
+    with pytest.raises(EmptyInputError, match="nothing"):
+        ia.CheckpointSweep(str(tmp_path / "nothing-*"), split_point=1, results_dir=tmp_path, **sweep_texts)
+
+
+def test_empty_texts_are_refused(toy_checkpoints, tmp_path):
+    with pytest.raises(EmptyInputError, match="texts"):
+        ia.CheckpointSweep(
+            str(toy_checkpoints.out_dir / "checkpoint-*"), split_point=1, texts=["", "  "], results_dir=tmp_path
+        )
+
+
+def test_reference_of_another_hidden_size_is_refused(toy_checkpoints, sweep_texts, tmp_path):
+    sweep = ia.CheckpointSweep(
+        str(toy_checkpoints.out_dir / "checkpoint-*"),
+        reference=ia.Subspace.random(48, 4),
+        results_dir=tmp_path,
+        **sweep_texts,
+        **SETTINGS,
+    )
+    with pytest.raises(DimensionMismatchError, match="R\\^48"):
+        sweep.run()
+
+
+def test_checkpoint_with_another_hidden_size_is_refused(toy_checkpoints, sweep_texts, tmp_path):
+    from interpreto_anisotropy.demo import build_model
+
+    first = ia.checkpoints.local(str(toy_checkpoints.out_dir / "checkpoint-*"))[:2]
+    model, tokenizer = ia.load_checkpoint(first[0], device="cpu")
+    wider = build_model("gpt_neox", vocab_size=len(tokenizer), hidden_size=48, num_layers=2, num_heads=4, seed=0)
+    wider.save_pretrained(tmp_path / "checkpoint-50")
+    tokenizer.save_pretrained(tmp_path / "checkpoint-50")
+    checkpoints = [*first, ia.Checkpoint(50, str(tmp_path / "checkpoint-50"))]
+    sweep = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / "sweep", **sweep_texts, **SETTINGS)
+    with pytest.raises(DimensionMismatchError, match="checkpoint|step-50"):
+        sweep.run()
+
+
+def test_split_point_absent_from_the_checkpoint(toy_checkpoints, sweep_texts, tmp_path):
+    settings = {**SETTINGS, "split_point": 7}
+    sweep = ia.CheckpointSweep(
+        str(toy_checkpoints.out_dir / "checkpoint-*"), results_dir=tmp_path, **sweep_texts, **settings
+    )
+    with pytest.raises(SplitPointError, match="7"):
+        sweep.run()
+
+
+def test_early_checkpoints_pick_the_first_fraction():
+    from interpreto_anisotropy.sweep import early_checkpoints
+
+    checkpoints = [ia.Checkpoint(step, f"/x/{step}") for step in (0, 1, 2, 4, 100, 1000)]
+    assert [c.step for c in early_checkpoints(checkpoints, 0.3)] == [0, 1, 2, 4, 100]
+    assert [c.step for c in early_checkpoints(checkpoints, 0.001)] == [0, 1]
+    assert [c.step for c in early_checkpoints(checkpoints[4:], 0.01)] == [100]
