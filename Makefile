@@ -23,12 +23,12 @@ test: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix src tests benchmarks examples
-	$(BIN)/ruff format src tests benchmarks examples
+	$(BIN)/ruff check --fix src tests benchmarks
+	$(BIN)/ruff format src tests benchmarks
 
 bench: $(STAMP)
 	@set -e; for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script; done
