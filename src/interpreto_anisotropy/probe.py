@@ -25,7 +25,7 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Bool, Float, Int
 from tqdm.auto import tqdm
 
-from .accumulators import MomentAccumulator
+from .accumulators import MomentAccumulator, top_eigenvectors
 from .batching import HiddenStateCapture, TokenBatcher, split_point_module
 from .controls import analytic_null, normal_control_bases, p_value
 from .errors import (
@@ -354,7 +354,10 @@ class GradientProbe:
         shares = (sequence_energy.sum(0) / sequence_total.sum()).cpu().numpy()
         second_moment = moments.second_moment()
         covariance = moments.covariance()
-        eigenvalues = torch.linalg.eigvalsh(second_moment).flip(0).clamp(min=0)
+        max_rank = max(subspace.rank for subspace in tangents.values())
+        top_values, _ = top_eigenvectors(second_moment, max_rank)
+        top_values = top_values.clamp(min=0)
+        total_energy = float(torch.trace(second_moment))
         isoscore_full = float(isoscore_star_from_covariance(covariance, n=moments.count))
         generator = torch.Generator().manual_seed(seed)
         counts = _bootstrap_counts(sequence_total.shape[0], n_bootstrap, generator).to(device)
@@ -380,7 +383,7 @@ class GradientProbe:
             energy_share = float(shares[column])
             control_shares = shares[column + 1 : column + 1 + n_controls].astype(np.float64)
             boot_shares = ((counts @ sequence_energy[:, column]) / boot_total).cpu().numpy()
-            oracle = float(eigenvalues[:k].sum() / eigenvalues.sum()) if eigenvalues.sum() > 0 else 0.0
+            oracle = float(top_values[:k].sum()) / total_energy if total_energy > 0 else 0.0
             without_tangent = float(_isoscore_star_in_complements(covariance, tangent.basis[None], moments.count)[0])
             without_controls = _isoscore_star_in_complements(covariance, controls[name], moments.count)
             alpha = (1 - confidence) / 2
