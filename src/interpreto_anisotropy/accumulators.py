@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import scipy.linalg
 import torch
 from jaxtyping import Float
 
@@ -62,12 +63,14 @@ class MomentAccumulator:
         if x.shape[0] == 0:
             return self
         x = x.detach().to(self.device)
-        if not x.is_floating_point():
-            x = x.float()
+        if not x.is_floating_point() or x.element_size() < 4:
+            x = x.float()  # integers, and float16/bfloat16 whose products would round the sums to 8-11 bits
         if self.shift is None:
             self.shift = x.double().mean(0)
         centred = x - self.shift.to(x.dtype)
-        self.s1 += centred.sum(0, dtype=torch.float64)
+        # Column sums in the batch's dtype (a float64 reduction of float32 rows is several times slower); the rows
+        # are centred, so the float32 partial sums lose nothing that matters before joining the float64 total.
+        self.s1 += centred.sum(0).double()
         self.s2 += (centred.T @ centred).double()
         self.count += int(x.shape[0])
         return self
@@ -145,8 +148,15 @@ def top_eigenvectors(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[torch.
     d = matrix.shape[0]
     if not 1 <= k <= d:
         raise InvalidInputError(f"Need 1 <= k <= d, got k={k}, d={d}.")
-    values, vectors = torch.linalg.eigh(matrix.double())
-    values, vectors = values.flip(0)[:k], vectors.flip(1)[:, :k]
+    matrix = matrix.detach().double()
+    if matrix.device.type == "cpu":
+        # LAPACK's subset solver computes only the k pairs needed; torch's CPU eigh (MKL) is 10-50x slower on
+        # some CPUs (12 s instead of 0.2 s for d = 768 on an AMD EPYC).
+        values, vectors = scipy.linalg.eigh(matrix.numpy(), subset_by_index=[d - k, d - 1], driver="evr")
+        values, vectors = torch.from_numpy(values[::-1].copy()), torch.from_numpy(vectors[:, ::-1].copy())
+    else:
+        values, vectors = torch.linalg.eigh(matrix)
+        values, vectors = values.flip(0)[:k], vectors.flip(1)[:, :k]
     pivots = vectors.abs().argmax(0)
     signs = torch.sign(vectors[pivots, torch.arange(k, device=vectors.device)])
     signs[signs == 0] = 1

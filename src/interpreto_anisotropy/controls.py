@@ -33,6 +33,19 @@ def _check_room(subspace: Subspace, n: int) -> None:
         )
 
 
+_CONTROL_STREAM = 0xC0A7_5EED
+
+
+def _control_stream_seed(seed: int) -> int:
+    """A generator seed for the controls that differs from `seed` itself.
+
+    `Subspace.random(d, k, seed=s)` orthonormalises the first d*k Gaussians of `manual_seed(s)`; drawing the
+    controls from the same stream would make the first control's draw lie inside the tangent, so its projection
+    onto the complement would be rounding noise and the "control" would not be orthogonal to the tangent.
+    """
+    return int(np.random.SeedSequence([int(seed) & 0xFFFF_FFFF_FFFF_FFFF, _CONTROL_STREAM]).generate_state(1)[0])
+
+
 def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> Float[torch.Tensor, "n d k"]:
     """Stacked orthonormal bases of `n` random rank-k subspaces inside the complement of `subspace`.
 
@@ -55,7 +68,7 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
     _check_room(subspace, n)
     d, k = subspace.dim, subspace.rank
     basis = subspace.basis.detach().double().cpu()
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(_control_stream_seed(seed))
     draws = torch.randn(n, d, k, generator=generator, dtype=torch.float64)
     for _ in range(2):
         draws = draws - basis @ (basis.T @ draws)

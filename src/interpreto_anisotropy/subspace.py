@@ -173,7 +173,8 @@ class Subspace:
         x = self._check_input(x, "x")
         if center and self.mean is not None:
             x = x - self.mean.to(device=x.device, dtype=x.dtype)
-        return x @ self._basis_for(x)
+        basis = self._basis_for(x)
+        return x.to(basis.dtype) @ basis
 
     def project(self, x: Float[torch.Tensor, "... d"], *, center: bool = True) -> Float[torch.Tensor, "... d"]:
         """Orthogonal projection onto the (affine, if there is a mean and `center`) subspace.
@@ -191,6 +192,7 @@ class Subspace:
         """The component orthogonal to the subspace: x - x Q Q^T (never centred). Shape (..., d)."""
         x = self._check_input(x, "x")
         basis = self._basis_for(x)
+        x = x.to(basis.dtype)
         return x - (x @ basis) @ basis.T
 
     def energy_share(self, g: Float[torch.Tensor, "n d"]) -> float:

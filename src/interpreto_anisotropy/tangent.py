@@ -309,14 +309,18 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         """
         if self.method is not TangentMethod.PCA:
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
-        if isinstance(activations, torch.Tensor):
-            activations = [activations]
-        seen_rows = False
+        if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
+            activations = [activations]  # one array, not an iterable of rows
+        elif not isinstance(activations, Iterable):
+            raise InvalidInputError(
+                f"activations must be an (n, d) tensor or a list of them, got {type(activations)}."
+            )
         for index, part in enumerate(activations):
             batch = self._check_batch(part, f"activations[{index}]").to(self.device)
-            seen_rows = seen_rows or batch.shape[0] > 0
             self.concept_model.partial_fit(batch)
-        if not seen_rows and self.concept_model.moments is None:
+        moments = self.concept_model.moments
+        if moments is None or moments.count == 0:
+            self.concept_model.moments, self.concept_model._stale = None, False  # stay unfitted, not half-fitted
             raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         return self
 
