@@ -35,7 +35,7 @@ from .errors import (
     NonFiniteError,
     SplitPointError,
 )
-from .metrics.isotropy import isoscore_star_from_covariance
+from .metrics.isotropy import isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
 from .objectives import Objective, make_objective
 from .probe_result import ProbeResult
 from .subspace import Subspace
@@ -384,8 +384,8 @@ class GradientProbe:
             control_shares = shares[column + 1 : column + 1 + n_controls].astype(np.float64)
             boot_shares = ((counts @ sequence_energy[:, column]) / boot_total).cpu().numpy()
             oracle = float(top_values[:k].sum()) / total_energy if total_energy > 0 else 0.0
-            without_tangent = float(_isoscore_star_in_complements(covariance, tangent.basis[None], moments.count)[0])
-            without_controls = _isoscore_star_in_complements(covariance, controls[name], moments.count)
+            without_tangent = float(_isoscore_star_in_complements(covariance, tangent.basis[None])[0])
+            without_controls = _isoscore_star_in_complements(covariance, controls[name])
             alpha = (1 - confidence) / 2
             results[name] = ProbeResult.build(
                 name=name,
@@ -446,22 +446,29 @@ def _stack_bases(
     return stacked, membership
 
 
-def _isoscore_star_in_complements(covariance: torch.Tensor, bases: torch.Tensor, n: int) -> np.ndarray:
+def _isoscore_star_in_complements(covariance: torch.Tensor, bases: torch.Tensor) -> np.ndarray:
     """IsoScore* of the cloud with each rank-k subspace removed, computed inside its (d - k)-dim complement.
+
+    With P an orthonormal basis of the complement of Q, the covariance there is P^T Sigma P, whose trace and
+    squared Frobenius norm are tr(Sigma) - tr(Q^T Sigma Q) and ||Sigma||^2 - 2 ||Sigma Q||^2 + ||Q^T Sigma Q||^2:
+    IsoScore* (shrinkage toward the scaled identity) needs nothing else, so P is never formed.
 
     Args:
         covariance: Covariance of the gradient cloud, (d, d), float64.
         bases: Orthonormal bases, (R, d, k).
-        n: Number of gradient rows behind the covariance.
 
     Returns:
-        (R,) IsoScore* values of P^T Sigma P, P an orthonormal basis of each complement.
+        (R,) IsoScore* values of P^T Sigma P.
     """
-    k = bases.shape[-1]
-    full, _ = torch.linalg.qr(bases.to(covariance), mode="complete")
-    complements = full[..., k:]
-    projected = complements.transpose(-1, -2) @ covariance @ complements
-    return np.array([float(isoscore_star_from_covariance(matrix, n=n)) for matrix in projected])
+    d, k = bases.shape[-2], bases.shape[-1]
+    bases = bases.to(covariance)
+    sigma_q = covariance @ bases
+    inner = bases.transpose(-1, -2) @ sigma_q
+    traces = torch.trace(covariance) - torch.diagonal(inner, dim1=-2, dim2=-1).sum(-1)
+    norms = covariance.square().sum() - 2 * sigma_q.square().sum((-2, -1)) + inner.square().sum((-2, -1))
+    return np.array(
+        [float(isoscore_star_from_trace_and_norm(t, f, d - k)) for t, f in zip(traces, norms, strict=True)]
+    )
 
 
 def _bootstrap_counts(n_sequences: int, n_resamples: int, generator: torch.Generator) -> torch.Tensor:

@@ -341,12 +341,66 @@ def isoscore_star_from_covariance(
     d = matrix.shape[0]
     shrinkage = _resolve_zeta(zeta, matrix, n)
     if C0 is None:
-        target = torch.diagonal(matrix).sum() / d * torch.eye(d, dtype=torch.float64, device=matrix.device)
+        trace = torch.diagonal(matrix).sum()
+        return isoscore_star_from_trace_and_norm(trace, (matrix * matrix).sum(), d, zeta=shrinkage)
     else:
         target = _as_covariance(C0, name="C0").to(matrix.device)
         if target.shape != matrix.shape:
             raise InvalidInputError(f"C0 has shape {tuple(target.shape)} but cov has shape {tuple(matrix.shape)}.")
     return _isoscore_of_symmetric((1 - shrinkage) * matrix + shrinkage * target)
+
+
+def isoscore_star_from_trace_and_norm(
+    trace: float | Float[torch.Tensor, ""],
+    frobenius_squared: float | Float[torch.Tensor, ""],
+    dim: int,
+    *,
+    zeta: float | Float[torch.Tensor, ""] = DEFAULT_ZETA,
+) -> Float[torch.Tensor, ""]:
+    """IsoScore* toward the scaled identity from tr(C) and ||C||_F^2 alone (the default `C0=None` case).
+
+    With C_zeta = (1 - zeta) C + zeta (tr(C) / d) I, tr(C_zeta) = tr(C) and
+    ||C_zeta||_F^2 = (1 - zeta)^2 ||C||_F^2 + (2 zeta (1 - zeta) + zeta^2) tr(C)^2 / d, so IsoScore* =
+    (PR - 1) / (d - 1) with PR = tr(C)^2 / ||C_zeta||_F^2 needs no matrix. `isoscore_star_from_covariance`
+    uses this; so does the gradient probe, which gets the trace and norm of a covariance restricted to a
+    subspace's complement in closed form (tr(P^T C P) = tr C - tr(Q^T C Q), ||P^T C P||^2 =
+    ||C||^2 - 2 ||C Q||^2 + ||Q^T C Q||^2) instead of forming it.
+
+    Args:
+        trace: tr(C), > 0.
+        frobenius_squared: ||C||_F^2.
+        dim: d, the dimension of C.
+        zeta: Shrinkage in [0, 1].
+
+    Returns:
+        A 0-d float64 tensor in [0, 1]; 1.0 when d = 1.
+
+    Raises:
+        InvalidInputError: If the trace is not positive or d < 1.
+
+    Examples:
+        >>> import torch
+        >>> from interpreto_anisotropy import metrics
+        >>> C = torch.diag(torch.tensor([3.0, 1.0, 1.0], dtype=torch.float64))
+        >>> a = metrics.isoscore_star_from_trace_and_norm(C.trace(), (C * C).sum(), 3, zeta=0.2)
+        >>> b = metrics.isoscore_star_from_covariance(C, n=10, zeta=0.2)
+        >>> bool(torch.isclose(a, b))
+        True
+    """
+    trace = torch.as_tensor(trace, dtype=torch.float64)
+    frobenius_squared = torch.as_tensor(frobenius_squared, dtype=torch.float64, device=trace.device)
+    if dim < 1:
+        raise InvalidInputError(f"dim must be >= 1, got {dim}.")
+    if not bool(trace > 0):
+        raise InvalidInputError(
+            f"the covariance has trace {float(trace):.3g}: the cloud has no variance (all points equal?), "
+            "so its isotropy is undefined."
+        )
+    if dim == 1:
+        return torch.ones((), dtype=torch.float64, device=trace.device)
+    shrunk = (1 - zeta) ** 2 * frobenius_squared + (2 * zeta * (1 - zeta) + zeta**2) * trace**2 / dim
+    participation_ratio = trace**2 / shrunk
+    return (participation_ratio - 1) / (dim - 1)
 
 
 def _resolve_zeta(zeta: float | str, matrix: Float[torch.Tensor, "d d"], n: int) -> float | torch.Tensor:
