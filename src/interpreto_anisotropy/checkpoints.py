@@ -369,6 +369,11 @@ def infer_objective(config: Any) -> str:
 
     Raises:
         CheckpointError: If the config gives no way to tell; pass `automodel=` to `load_checkpoint` then.
+
+    Examples:
+        >>> from transformers import EuroBertConfig, GPTNeoXConfig
+        >>> infer_objective(GPTNeoXConfig()), infer_objective(EuroBertConfig())
+        ('causal_lm', 'masked_lm')
     """
     for arch in getattr(config, "architectures", None) or ():
         if arch.endswith(("ForCausalLM", "LMHeadModel")):
@@ -501,7 +506,9 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
         `(model, tokenizer)`, as returned by `load_checkpoint`.
 
     Raises:
-        Whatever `load_checkpoint` raises.
+        CheckpointError: As `load_checkpoint`: a missing folder, revision or repository, or unreadable files.
+        InvalidInputError: As `load_checkpoint`: a bad `automodel`, `dtype` or `device`.
+        TokenizerError: As `load_checkpoint`: a tokenizer with neither a pad token nor an eos token.
 
     Examples:
         >>> for ckpt in local("runs/toy/checkpoint-*"):  # doctest: +SKIP

@@ -4,7 +4,17 @@
 """Errors raised by interpreto-anisotropy.
 
 Every user mistake surfaces as a subclass of `AnisotropyError` whose message says what to do,
-never as a bare traceback from deep inside torch or transformers.
+never as a bare traceback from deep inside torch or transformers. Each error also derives from the built-in
+exception it refines (`ValueError`, `RuntimeError`, `OSError`, `FloatingPointError`), so code that already
+catches those keeps working.
+
+Examples:
+    >>> import interpreto_anisotropy as ia
+    >>> try:
+    ...     ia.Subspace.random(4, 8)
+    ... except ia.errors.InvalidInputError as error:
+    ...     print(type(error).__name__, isinstance(error, ValueError))
+    InvalidInputError True
 """
 
 from __future__ import annotations
@@ -24,7 +34,16 @@ __all__ = [
 
 
 class AnisotropyError(Exception):
-    """Base class of every error of ours."""
+    """Base class of every error of ours: catch it to handle any user mistake the package reports.
+
+    Examples:
+        >>> import interpreto_anisotropy as ia
+        >>> try:
+        ...     ia.p_value(0.5, [])
+        ... except ia.AnisotropyError as error:
+        ...     print(error)
+        A p-value needs at least one control statistic.
+    """
 
 
 class InvalidInputError(AnisotropyError, ValueError):

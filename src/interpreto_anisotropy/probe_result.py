@@ -48,6 +48,13 @@ class ProbeResult:
         delta_isoscore_star_controls: isoscore_star_without_controls - isoscore_star, (R,).
         delta_isoscore_star_p_value: p-value of delta_isoscore_star against the controls' deltas.
         Others: settings (objective, reduction, split point, seed, confidence) and skip counts.
+
+    Examples:
+        >>> result = ia.GradientProbe(mwsp, objective="causal_lm").run(texts, tangent, n_controls=20, seed=0)
+        >>> result.energy_share > result.control_mean, result.p_value  # beats all 20 controls: p = 1/21
+        (True, 0.047619047619047616)
+        >>> ia.ProbeResult.from_dict(result.to_dict()).energy_share == result.energy_share
+        True
     """
 
     name: str

@@ -56,6 +56,13 @@ class ToyRun:
         checkpoints: The ``checkpoint-{step}`` folders, by increasing step.
         checkpoint_steps: The step of each checkpoint (the number of optimiser updates before it was saved).
         losses: The training loss of each step, ``losses[i]`` being that of step ``i + 1``.
+
+    Examples:
+        >>> run = train_toy("runs/toy", steps=20, checkpoint_steps=[0, 20], progress=False)
+        >>> run.checkpoint_steps, run.objective, run.automodel.__name__
+        ([0, 20], 'causal_lm', 'AutoModelForCausalLM')
+        >>> [path.name for path in run]
+        ['checkpoint-0', 'checkpoint-20']
     """
 
     out_dir: Path

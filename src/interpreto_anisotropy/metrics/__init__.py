@@ -7,6 +7,13 @@
 effective rank, rogue and outlier dimensions, and `summary` of them all. `manifold`: k-NN entropy, the
 frequency / distance-to-centroid correlation, curvature visibility per frequency stratum, token counting.
 Inputs are (n, d) torch tensors or NumPy arrays; results are plain floats, NumPy arrays and dataclasses.
+
+Examples:
+    >>> import torch
+    >>> from interpreto_anisotropy import metrics
+    >>> X = torch.randn(500, 16, generator=torch.Generator().manual_seed(0))
+    >>> metrics.isoscore(X) > metrics.isoscore(X * torch.linspace(0.1, 3.0, 16))  # stretched: less isotropic
+    True
 """
 
 from __future__ import annotations

@@ -258,6 +258,15 @@ def oas_shrinkage(cov: Covariance, *, n: int) -> float:
     Raises:
         InvalidInputError: If `n` < 2 or `cov` is not square.
         NonFiniteError: If `cov` holds NaN or infinity.
+
+    Examples:
+        >>> import torch
+        >>> from interpreto_anisotropy import metrics
+        >>> metrics.oas_shrinkage(torch.eye(4), n=100)  # already a scaled identity: shrink all the way
+        1.0
+        >>> cov = torch.diag(torch.tensor([4.0, 1.0, 0.5, 0.1]))
+        >>> metrics.oas_shrinkage(cov, n=10_000) < 0.01 < metrics.oas_shrinkage(cov, n=5)
+        True
     """
     matrix = _as_covariance(cov)
     _check_sample_size(n)
@@ -546,6 +555,15 @@ class RogueDimensions:
         top_share: sum(top contributions) / sum(|contributions|), in [-1, 1]; close to Timkey & van Schijndel's
             share of the expected cosine when the contributions are mostly positive, and still defined when the
             mean cosine is about 0. 0.0 if every contribution is 0.
+
+    Examples:
+        >>> import torch
+        >>> from interpreto_anisotropy import metrics
+        >>> X = torch.randn(200, 16, generator=torch.Generator().manual_seed(0))
+        >>> X[:, 5] += 20.0  # one dimension shared by every point dominates the cosine similarity
+        >>> rogue = metrics.rogue_dimensions(X, top=1)
+        >>> int(rogue.top_indices[0]), rogue.top_share > 0.9
+        (5, True)
     """
 
     contributions: np.ndarray
@@ -617,6 +635,15 @@ class OutlierDimensions:
         indices: Outlier dimensions, by decreasing magnitude.
         magnitudes: (d,) array of each dimension's mean absolute value over the points.
         threshold: The magnitude above which a dimension is an outlier: mean + n_std * std of `magnitudes`.
+
+    Examples:
+        >>> import torch
+        >>> from interpreto_anisotropy import metrics
+        >>> X = torch.randn(100, 64, generator=torch.Generator().manual_seed(0))
+        >>> X[:, 7] *= 50.0
+        >>> outliers = metrics.outlier_dimensions(X)
+        >>> outliers.indices.tolist(), bool(outliers.magnitudes[7] > outliers.threshold)
+        ([7], True)
     """
 
     indices: np.ndarray

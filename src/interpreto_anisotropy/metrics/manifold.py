@@ -181,6 +181,16 @@ class FrequencyDistanceCorrelation:
         n: Number of points correlated (rows, or distinct tokens if `by_token`).
         n_excluded: Rows dropped because their token has count 0.
         by_token: Whether distances were averaged per token id first.
+
+    Examples:
+        >>> import torch
+        >>> from interpreto_anisotropy import metrics
+        >>> ids = torch.arange(200) % 20
+        >>> counts = torch.arange(1, 21) ** 2
+        >>> acts = torch.randn(200, 8, generator=torch.Generator().manual_seed(0)) / counts[ids, None]
+        >>> result = metrics.frequency_distance_correlation(acts, ids, counts)
+        >>> result.n, result.spearman < -0.5  # frequent tokens sit close to the centroid
+        (200, True)
     """
 
     pearson: float
@@ -293,6 +303,16 @@ class CurvatureVisibility:
         n_neighbors: Neighbours per neighbourhood (the anchor is added to them).
         tangent_dim: Dimension of the local tangent plane.
         n_excluded: Rows dropped because their token has count 0.
+
+    Examples:
+        >>> import math, torch
+        >>> from interpreto_anisotropy import metrics
+        >>> angles = torch.cat([0.2 * torch.rand(1000), 2 * math.pi * torch.rand(1000)])
+        >>> circle = torch.stack([angles.cos(), angles.sin()], dim=1)
+        >>> ids = torch.cat([torch.zeros(1000, dtype=torch.long), torch.ones(1000, dtype=torch.long)])
+        >>> result = metrics.curvature_visibility(circle, ids, torch.tensor([1000, 10]), n_strata=2, tangent_dim=1)
+        >>> result.n_points.tolist()  # stratum 0: the rare token; stratum 1: the frequent one
+        [1000, 1000]
     """
 
     median_ratio: np.ndarray
