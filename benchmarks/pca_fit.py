@@ -365,6 +365,10 @@ def main() -> None:
                     "data, so the large common mean of the activations costs it digits; ours subtracts the first "
                     "batch's mean before the float32 products and adds them into float64 sums, then takes the top-k "
                     "eigenpairs with LAPACK's subset solver.",
+                    "- Speed: scikit-learn's X^T X is one BLAS syrk (half the flops of a general product); ours is a "
+                    "general float32 product per batch (torch has no syrk) plus the centring, so at d = 768 it runs "
+                    "at 1.2-1.8x scikit-learn's time across our runs, for angles of ~1e-8 rad to the float64 "
+                    "reference against scikit-learn's 1e-4 to 1e-3.",
                     "- Memory: 'peak extra RSS' is new resident memory during the fit (Linux VmHWM reset before each "
                     "phase). Memory the process already holds (e.g. freed after the warm-up) is reused without being "
                     "counted, so small values are lower bounds; what our fit keeps is the accumulator state above.",
