@@ -33,6 +33,7 @@ def iter_token_activations(
     max_tokens: int | None = None,
     include_special: bool = False,
     progress: bool = False,
+    shard: tuple[int, int] = (0, 1),
 ) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"]]]:
     """Yield (activations (n_b, d), token ids (n_b,)) batch by batch, on the model's device.
 
@@ -44,6 +45,8 @@ def iter_token_activations(
         max_tokens: Stop after this many rows.
         include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows.
         progress: Show a progress bar.
+        shard: `(rank, world)`: read only the batches whose index is `rank` modulo `world` (for data-parallel
+            reading under torch.distributed; `max_tokens` then caps this shard).
 
     Raises:
         InvalidInputError: Bad inputs or `max_tokens`.
@@ -65,9 +68,12 @@ def iter_token_activations(
     capture = HiddenStateCapture(splitter.split_point)
     handle = module.register_forward_hook(capture)
     seen = 0
+    shard_rank, shard_count = shard
     try:
-        for batch, sequence_ids in tqdm(batches, total=n_batches, desc="Activations", disable=not progress):
-            if sequence_ids.numel() == 0:
+        for batch_index, (batch, sequence_ids) in enumerate(
+            tqdm(batches, total=n_batches, desc="Activations", disable=not progress)
+        ):
+            if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
                 continue
             batch = {key: value.to(device) for key, value in batch.items()}
             with torch.no_grad():

@@ -13,6 +13,7 @@ below the split point is not even recorded.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Bool, Float, Int
 from tqdm.auto import tqdm
 
+from . import distributed
 from .accumulators import MomentAccumulator, top_eigenvectors
 from .batching import HiddenStateCapture, TokenBatcher, split_point_module
 from .controls import analytic_null, normal_control_bases, p_value
@@ -81,6 +83,11 @@ class GradientProbe:
         batch_size: Sequences per forward/backward; defaults to the splitter's `batch_size`.
         max_length: Truncation length in tokens; defaults to the model's maximum positions.
         on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
+        autocast_dtype: Run the forward and backward under `torch.autocast` with torch.bfloat16 or torch.float16
+            (a GPU fast path); gradients are then accumulated in float32 / float64 as usual. None: the model's dtype.
+        distributed: Shard `run`'s batches over the ranks of a torch.distributed process group (round robin) and
+            all-reduce the sums, so every rank gets the single-process result. None (default): shard whenever a
+            process group with several ranks is running; False: every rank probes everything.
 
     Raises:
         InvalidInputError: An unknown objective, reduction or `on_nonfinite`.
@@ -103,6 +110,8 @@ class GradientProbe:
         batch_size: int | None = None,
         max_length: int | None = None,
         on_nonfinite: str = "raise",
+        autocast_dtype: torch.dtype | None = None,
+        distributed: bool | None = None,
     ):
         if not isinstance(splitter, BaseSplitter):
             raise InvalidInputError(
@@ -114,6 +123,12 @@ class GradientProbe:
         self.objective = make_objective(objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction)
         self.batch_size = int(batch_size or getattr(splitter, "batch_size", 8) or 8)
         self.on_nonfinite = on_nonfinite
+        if autocast_dtype not in (None, torch.bfloat16, torch.float16):
+            raise InvalidInputError(
+                f"autocast_dtype must be None, torch.bfloat16 or torch.float16, got {autocast_dtype}."
+            )
+        self.autocast_dtype = autocast_dtype
+        self.distributed = distributed
         self.model = splitter._model
         self.tokenizer = splitter.tokenizer
         self.batcher = TokenBatcher(
@@ -158,7 +173,12 @@ class GradientProbe:
         device = self.device
         batch = {key: value.to(device) for key, value in batch.items()}
         batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
-        with self._probing() as capture:
+        autocast = torch.autocast(
+            device_type=device.type,
+            dtype=self.autocast_dtype or torch.bfloat16,
+            enabled=self.autocast_dtype is not None,
+        )
+        with self._probing() as capture, autocast:
             output = self.model(**self.batcher.model_inputs(batch))
             hidden = capture.hidden
             if hidden is None:
@@ -182,19 +202,35 @@ class GradientProbe:
             return None
         return batch, hidden.detach(), gradient, terms
 
-    def _iterate(self, inputs: Any, labels: Any, *, max_tokens: int | None, progress: bool, description: str):
-        """Yield (batch, hidden, gradient, probed mask, sequence ids, terms) per batch, plus skip counts at the end."""
+    def _iterate(
+        self,
+        inputs: Any,
+        labels: Any,
+        *,
+        max_tokens: int | None,
+        progress: bool,
+        description: str,
+        shard: tuple[int, int] = (0, 1),
+    ):
+        """Yield (batch, hidden, gradient, probed mask, sequence ids, terms) per batch of this shard.
+
+        `shard=(rank, world)` keeps the batches whose index is `rank` modulo `world`. Counts of usable and skipped
+        sequences and of skipped batches are left in `self.usable_sequences`, `self.skipped_sequences` and
+        `self.skipped_batches`.
+        """
         if max_tokens is not None and max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
+        shard_rank, shard_count = shard
         n_batches, chunks = self.batcher.batches(inputs, labels)
         self.skipped_batches = 0
-        seen, usable_sequences = 0, 0
+        self.usable_sequences = 0
+        seen = 0
         for batch_index, (batch, sequence_ids) in enumerate(
             tqdm(chunks, total=n_batches, desc=description, unit="batch", disable=not progress)
         ):
-            if sequence_ids.numel() == 0:
+            if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
                 continue
-            usable_sequences += sequence_ids.numel()
+            self.usable_sequences += sequence_ids.numel()
             step = self._forward_backward(batch, sequence_ids, batch_index)
             if step is None:
                 self.skipped_batches += 1
@@ -211,15 +247,17 @@ class GradientProbe:
                 yield prepared, hidden, gradient, probed, sequence_ids.to(gradient.device), terms
             if max_tokens is not None and seen >= max_tokens:
                 break
+        self.skipped_sequences = self.batcher.skipped_sequences
+
+    def _check_usable(self, usable_sequences: int, skipped_sequences: int) -> None:
         if usable_sequences == 0:
             raise EmptyInputError(
                 f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
                 "objective needs; give longer texts."
             )
-        self.skipped_sequences = self.batcher.skipped_sequences
-        if self.skipped_sequences:
+        if skipped_sequences:
             warnings.warn(
-                f"{self.skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",
+                f"{skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",
                 stacklevel=3,
             )
 
@@ -258,6 +296,7 @@ class GradientProbe:
                 parts["masked"].append((batch["labels"] != -100)[probed])
             loss_sum += float(terms.summed)
             loss_count += terms.count
+        self._check_usable(self.usable_sequences, self.skipped_sequences)
         if not parts["g"]:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         return TokenGradients(
@@ -322,10 +361,20 @@ class GradientProbe:
 
         per_sequence_energy: list[torch.Tensor] = []
         per_sequence_total: list[torch.Tensor] = []
+        per_sequence_id: list[torch.Tensor] = []
         moments = MomentAccumulator(dim, device=device)
         loss_sum, loss_count, n_sequences = 0.0, 0, 0
-        for _, _, gradient, probed, _, terms in self._iterate(
-            inputs, labels, max_tokens=max_tokens, progress=progress, description="Probing gradients"
+        sharded = distributed.is_distributed() if self.distributed is None else self.distributed
+        shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
+        if sharded and max_tokens is not None:
+            max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
+        for _, _, gradient, probed, sequence_ids, terms in self._iterate(
+            inputs,
+            labels,
+            max_tokens=max_tokens,
+            progress=progress and distributed.is_main_process(),
+            description="Probing gradients",
+            shard=shard,
         ):
             if gradient.shape[-1] != dim:
                 raise DimensionMismatchError(
@@ -342,15 +391,25 @@ class GradientProbe:
             has_rows = probed.any(1)
             per_sequence_energy.append(batch_energy[has_rows])
             per_sequence_total.append(batch_total[has_rows])
+            per_sequence_id.append(sequence_ids[has_rows])
             moments.update(rows)
             loss_sum += float(terms.summed)
             loss_count += terms.count
             n_sequences += int(has_rows.sum())
+        counters = torch.tensor(
+            [loss_sum, loss_count, n_sequences, self.usable_sequences, self.skipped_sequences, self.skipped_batches],
+            dtype=torch.float64,
+        )
+        if sharded:
+            counters = distributed.all_reduce_sum(counters)
+            moments = distributed.all_reduce_moments(moments)
+        loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches = counters.tolist()
+        self._check_usable(int(usable), int(skipped_sequences))
         if moments.count == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
-
-        sequence_energy = torch.cat(per_sequence_energy)
-        sequence_total = torch.cat(per_sequence_total)
+        sequence_energy, sequence_total = _gather_sequences(
+            per_sequence_id, per_sequence_energy, per_sequence_total, membership.shape[1], device, sharded
+        )
         shares = (sequence_energy.sum(0) / sequence_total.sum()).cpu().numpy()
         second_moment = moments.second_moment()
         covariance = moments.covariance()
@@ -365,15 +424,15 @@ class GradientProbe:
 
         common = {
             "n_tokens": moments.count,
-            "n_sequences": n_sequences,
+            "n_sequences": int(n_sequences),
             "dim": dim,
             "loss": loss_sum / max(loss_count, 1),
             "objective": self.objective.name,
             "reduction": self.objective.reduction.value,
             "split_point": self.splitter.split_point,
             "seed": seed,
-            "n_skipped_batches": self.skipped_batches,
-            "n_skipped_sequences": self.skipped_sequences,
+            "n_skipped_batches": int(skipped_batches),
+            "n_skipped_sequences": int(skipped_sequences),
             "isoscore_star": isoscore_full,
         }
         results: dict[str, ProbeResult] = {}
@@ -407,6 +466,28 @@ class GradientProbe:
         if isinstance(subspaces, Mapping):
             return results
         return next(iter(results.values()))
+
+
+def _gather_sequences(
+    ids: list[torch.Tensor],
+    energies: list[torch.Tensor],
+    totals: list[torch.Tensor],
+    n_subspaces: int,
+    device: torch.device,
+    sharded: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sequence energies (n_seq, S) and totals (n_seq,), from every rank when sharded, in sequence order."""
+    local_ids = torch.cat(ids).cpu() if ids else torch.zeros(0, dtype=torch.long)
+    local_energy = torch.cat(energies).cpu() if energies else torch.zeros(0, n_subspaces, dtype=torch.float64)
+    local_total = torch.cat(totals).cpu() if totals else torch.zeros(0, dtype=torch.float64)
+    if not sharded:
+        return local_energy.to(device), local_total.to(device)
+    parts = distributed.all_gather_objects((local_ids, local_energy, local_total))
+    all_ids = torch.cat([part[0] for part in parts])
+    order = torch.argsort(all_ids)
+    energy = torch.cat([part[1] for part in parts])[order]
+    total = torch.cat([part[2] for part in parts])[order]
+    return energy.to(device), total.to(device)
 
 
 def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:

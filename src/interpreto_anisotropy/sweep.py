@@ -31,7 +31,8 @@ from interpreto import ModelWithSplitPoints
 from tqdm.auto import tqdm
 
 from . import checkpoints as checkpoint_tools
-from . import metrics
+from . import distributed, metrics
+from .accumulators import MomentAccumulator
 from .activations import iter_token_activations
 from .checkpoints import Checkpoint
 from .errors import (
@@ -117,6 +118,10 @@ class CheckpointSweep:
         overwrite: Start afresh when `results_dir` holds a sweep with other settings.
         progress: Show progress bars.
         method_kwargs: Options of the tangent method (passed to `TangentExplainer`).
+        parallel: Under `torchrun` (a torch.distributed process group with several ranks): "data" (default)
+            shards each checkpoint's probe texts and reference-fit texts over the ranks and all-reduces the sums;
+            "checkpoints" gives each rank whole checkpoints in turn. Either way rank 0 writes the rows, into the
+            same resumable `results_dir` (on a file system all ranks share). Without a process group: ignored.
 
     Raises:
         EmptyInputError: No checkpoints, or no texts.
@@ -152,7 +157,11 @@ class CheckpointSweep:
         overwrite: bool = False,
         progress: bool = True,
         method_kwargs: dict[str, Any] | None = None,
+        parallel: str = "data",
     ):
+        if parallel not in ("data", "checkpoints"):
+            raise InvalidInputError(f"parallel must be 'data' or 'checkpoints', got {parallel!r}.")
+        self.parallel = parallel
         if isinstance(checkpoints, (str, os.PathLike)):
             checkpoints = checkpoint_tools.local(checkpoints)
         self.checkpoints = sorted(checkpoints)
@@ -255,7 +264,21 @@ class CheckpointSweep:
             "batch_size": self.batch_size,
         }
 
-    def _prepare_results_dir(self) -> dict[str, Any]:
+    def _prepare_results_dir(self) -> None:
+        """Check / write config.json on rank 0; every rank raises the same error if the settings differ."""
+        message = None
+        if distributed.is_main_process():
+            try:
+                self._check_and_write_config()
+            except AnisotropyError as error:
+                message = (type(error).__name__, str(error))
+        message = distributed.broadcast_object(message)
+        distributed.barrier()
+        if message is not None:
+            error_class = ConfigMismatchError if message[0] == "ConfigMismatchError" else InvalidInputError
+            raise error_class(message[1])
+
+    def _check_and_write_config(self) -> None:
         config = self.config()
         path = self.results_dir / CONFIG_FILE
         try:
@@ -280,7 +303,6 @@ class CheckpointSweep:
                     elif target.exists():
                         target.unlink()
         _write_atomically(path, json.dumps(config, indent=1))
-        return config
 
     # ------------------------------------------------------------------ run
     def run(self) -> SweepResult:
@@ -304,17 +326,39 @@ class CheckpointSweep:
         ]
         if todo:
             references = self._references()
-            bar = tqdm(todo, desc="Checkpoints", unit="ckpt", disable=not self.progress)
-            for checkpoint in bar:
-                bar.set_postfix_str(checkpoint.name)
-                rows = self._process(checkpoint, references)
-                self._append_rows(rows)
+            by_checkpoint = self.parallel == "checkpoints" and distributed.is_distributed()
+            group = distributed.world_size() if by_checkpoint else 1
+            rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
+            bar = tqdm(rounds, desc="Checkpoints", unit="round" if group > 1 else "ckpt", disable=not self._shows())
+            for batch_of_checkpoints in bar:
+                bar.set_postfix_str(batch_of_checkpoints[0].name)
+                if by_checkpoint:
+                    mine = (
+                        batch_of_checkpoints[distributed.rank()]
+                        if distributed.rank() < len(batch_of_checkpoints)
+                        else None
+                    )
+                    local_rows = self._process(mine, references, writer=True) if mine is not None else []
+                    rows = [row for part in distributed.all_gather_objects(local_rows) for row in part]
+                else:
+                    rows = self._process(batch_of_checkpoints[0], references, writer=distributed.is_main_process())
+                if distributed.is_main_process():
+                    self._append_rows(rows)
+                distributed.barrier()
         return SweepResult.load(self.results_dir)
 
+    def _shows(self) -> bool:
+        return self.progress and distributed.is_main_process()
+
     def _append_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Fill in the drift to the previous checkpoint's tangent, then append the rows atomically (rank 0)."""
+        for row in sorted(rows, key=lambda row: row["step"]):
+            checkpoint = next(c for c in self.checkpoints if c.step == row["step"])
+            own = Subspace.load(self._tangent_path(row["layer"], checkpoint.step), device="cpu")
+            row.update(_drift("previous", own, self._previous_tangent(checkpoint, row["layer"])))
         path = self.results_dir / ROWS_FILE
         existing = path.read_text() if path.exists() else ""
-        added = "".join(json.dumps(row) + "\n" for row in rows)
+        added = "".join(json.dumps(row) + "\n" for row in sorted(rows, key=lambda row: row["step"]))
         _write_atomically(path, existing + added)
 
     def _load(self, checkpoint: Checkpoint):
@@ -330,9 +374,13 @@ class CheckpointSweep:
                 f"Split point {layer!r} is not in checkpoint {checkpoint.name} ({type(model).__name__}): {error}"
             ) from error
 
-    def _activation_batches(self, splitter: ModelWithSplitPoints):
+    def _activation_batches(self, splitter: ModelWithSplitPoints, *, sharded: bool = False):
+        shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
+        cap = self.max_fit_tokens
+        if cap is not None and shard[1] > 1:
+            cap = -(-cap // shard[1])  # a per-rank cap
         return iter_token_activations(
-            splitter, self.fit_texts, batch_size=self.batch_size, max_tokens=self.max_fit_tokens
+            splitter, self.fit_texts, batch_size=self.batch_size, max_tokens=cap, shard=shard
         )
 
     # ------------------------------------------------------------------ tangents
@@ -356,12 +404,15 @@ class CheckpointSweep:
         paths = {layer: self._reference_path(layer) for layer in self.layers}
         if all(path.exists() for path in paths.values()):
             return {layer: Subspace.load(path, device=self.device) for layer, path in paths.items()}
+        streamed = self.method == "pca"
+        if not streamed and not distributed.is_main_process():
+            distributed.barrier()  # rank 0 fits and saves; the others read its files
+            return {layer: Subspace.load(path, device=self.device) for layer, path in paths.items()}
         early = early_checkpoints(self.checkpoints, self.early_fraction)
         tangents: dict[int | str, TangentExplainer] = {}
         pooled: dict[int | str, list[torch.Tensor]] = {layer: [] for layer in self.layers}
-        streamed = self.method == "pca"
         references: dict[int | str, Subspace] = {}
-        bar = tqdm(early, desc="Reference tangent (early checkpoints)", unit="ckpt", disable=not self.progress)
+        bar = tqdm(early, desc="Reference tangent (early checkpoints)", unit="ckpt", disable=not self._shows())
         for index, checkpoint in enumerate(bar):
             with self._load(checkpoint) as (model, tokenizer):
                 for layer in self.layers:
@@ -373,24 +424,36 @@ class CheckpointSweep:
                             f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
                             f"earlier checkpoints have {tangents[layer].input_size}."
                         )
-                    for rows, _ in self._activation_batches(splitter):
+                    for rows, _ in self._activation_batches(splitter, sharded=streamed):
                         if streamed:
                             tangents[layer].partial_fit(rows)
                         else:
                             pooled[layer].append(rows.float().cpu())
                     if index == len(early) - 1:
-                        if not streamed:
+                        if streamed:
+                            concept_model = tangents[layer].concept_model
+                            if concept_model.moments is None:  # this rank's shard was empty
+                                concept_model.moments = MomentAccumulator(tangents[layer].input_size, self.device)
+                            concept_model.moments = distributed.all_reduce_moments(concept_model.moments)
+                            concept_model._stale = True
+                        else:
                             tangents[layer] = self._new_tangent(splitter).fit(pooled[layer])
                         subspace = tangents[layer].subspace
                         subspace.name = "early"
                         subspace.info["early_steps"] = [c.step for c in early]
                         references[layer] = subspace
-        for layer, subspace in references.items():
-            subspace.save(self._reference_path(layer))
+        if distributed.is_main_process():
+            for layer, subspace in references.items():
+                subspace.save(self._reference_path(layer))
+        if not streamed:
+            distributed.barrier()
         return references
 
     # ------------------------------------------------------------------ one checkpoint
-    def _process(self, checkpoint: Checkpoint, references: dict[int | str, Subspace]) -> list[dict[str, Any]]:
+    def _process(
+        self, checkpoint: Checkpoint, references: dict[int | str, Subspace], *, writer: bool
+    ) -> list[dict[str, Any]]:
+        """The rows of one checkpoint (all split points); `writer` saves its tangents (one rank per checkpoint)."""
         rows: list[dict[str, Any]] = []
         with self._load(checkpoint) as (model, tokenizer):
             objective = self.objective
@@ -399,7 +462,9 @@ class CheckpointSweep:
             for layer in self.layers:
                 start = time.perf_counter()
                 splitter = self._splitter(model, tokenizer, layer, checkpoint)
-                layer_rows = self._process_layer(checkpoint, splitter, layer, objective, references.get(layer))
+                layer_rows = self._process_layer(
+                    checkpoint, splitter, layer, objective, references.get(layer), writer=writer
+                )
                 for row in layer_rows:
                     row["wall_seconds"] = time.perf_counter() - start
                 rows.extend(layer_rows)
@@ -412,6 +477,8 @@ class CheckpointSweep:
         layer: int | str,
         objective: Any,
         reference: Subspace | None,
+        *,
+        writer: bool,
     ) -> list[dict[str, Any]]:
         activations, token_ids = self._read_activations(splitter)
         d = activations.shape[1]
@@ -422,15 +489,21 @@ class CheckpointSweep:
             )
         own = self._new_tangent(splitter).fit(activations).subspace
         own.name, own.step = "each", checkpoint.step
-        previous = self._previous_tangent(checkpoint, layer)
-        own.save(self._tangent_path(layer, checkpoint.step))
+        if writer:
+            own.save(self._tangent_path(layer, checkpoint.step))
 
         subspaces: dict[str, Subspace] = {}
         if reference is not None:
             subspaces["given" if self.given_reference else "early"] = reference
         if self.reference in (ReferenceKind.EACH, ReferenceKind.BOTH):
             subspaces["each"] = own
-        probe = GradientProbe(splitter, objective=objective, seed=self.seed, batch_size=self.batch_size)
+        probe = GradientProbe(
+            splitter,
+            objective=objective,
+            seed=self.seed,
+            batch_size=self.batch_size,
+            distributed=self.parallel == "data" and distributed.is_distributed(),
+        )
         results = probe.run(
             self.probe_texts,
             subspaces,
@@ -442,7 +515,6 @@ class CheckpointSweep:
         shared = {
             **self._activation_metrics(splitter, activations, token_ids, reference or own),
             **_drift("reference", own, reference),
-            **_drift("previous", own, previous),
         }
         rows = []
         for kind, result in results.items():
