@@ -1,0 +1,42 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Run under `torchrun --nproc_per_node=2`: a probe or a sweep on the gloo backend, results written by rank 0.
+
+Usage: python -m torch.distributed.run --nproc_per_node=2 distributed_worker.py ARGS.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch.distributed as dist
+from interpreto import ModelWithSplitPoints
+
+import interpreto_anisotropy as ia
+from interpreto_anisotropy import distributed
+
+
+def main() -> None:
+    args = json.loads(open(sys.argv[1]).read())
+    assert distributed.init_from_environment(), "expected a process group with several ranks"
+    if args["mode"] == "probe":
+        model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, args["checkpoint"]), device="cpu")
+        mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=3)
+        subspaces = {
+            name: ia.Subspace.random(model.config.hidden_size, 4, seed=seed) for name, seed in (("a", 0), ("b", 1))
+        }
+        results = ia.GradientProbe(mwsp, batch_size=3).run(
+            args["texts"], subspaces, n_controls=5, seed=2, progress=False
+        )
+        if distributed.is_main_process():
+            with open(args["out"], "w") as handle:
+                json.dump({name: result.to_dict() for name, result in results.items()}, handle)
+    else:
+        ia.CheckpointSweep(args.pop("pattern"), **args["sweep"]).run()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""torch.distributed on CPU (gloo, 2 processes under torchrun): results equal the single-process run's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from interpreto import ModelWithSplitPoints
+
+import interpreto_anisotropy as ia
+from interpreto_anisotropy import distributed
+
+WORKER = Path(__file__).parent / "helpers" / "distributed_worker.py"
+
+
+def _torchrun(arguments: dict, tmp_path: Path) -> None:
+    path = tmp_path / "args.json"
+    path.write_text(json.dumps(arguments))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(WORKER),
+        str(path),
+    ]
+    completed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+
+
+def _assert_close(mine, theirs, path=""):
+    if isinstance(mine, dict):
+        assert mine.keys() == theirs.keys(), path
+        for key in mine:
+            if key not in ("wall_seconds", "source"):
+                _assert_close(mine[key], theirs[key], f"{path}.{key}")
+    elif isinstance(mine, list):
+        assert len(mine) == len(theirs), path
+        for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+            _assert_close(a, b, f"{path}[{index}]")
+    elif isinstance(mine, float) and isinstance(theirs, float):
+        assert mine == pytest.approx(theirs, rel=1e-6, abs=1e-9), path
+    else:
+        assert mine == theirs, path
+
+
+def test_helpers_are_no_ops_without_a_process_group():
+    assert not distributed.is_distributed()
+    assert (distributed.rank(), distributed.world_size(), distributed.is_main_process()) == (0, 1, True)
+    assert distributed.all_gather_objects(3) == [3] and distributed.broadcast_object("x") == "x"
+
+
+@pytest.mark.slow
+def test_data_parallel_probe_equals_the_single_process_probe(toy_checkpoints, texts, tmp_path):
+    checkpoint = str(toy_checkpoints.checkpoints[-1])
+    out = tmp_path / "result.json"
+    _torchrun({"mode": "probe", "checkpoint": checkpoint, "texts": texts[:14], "out": str(out)}, tmp_path)
+    model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, checkpoint), device="cpu")
+    mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=3)
+    subspaces = {
+        name: ia.Subspace.random(model.config.hidden_size, 4, seed=seed) for name, seed in (("a", 0), ("b", 1))
+    }
+    single = ia.GradientProbe(mwsp, batch_size=3).run(texts[:14], subspaces, n_controls=5, seed=2, progress=False)
+    _assert_close(json.loads(out.read_text()), {name: result.to_dict() for name, result in single.items()})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parallel", ["data", "checkpoints"])
+def test_distributed_sweep_equals_the_single_process_sweep(parallel, toy_checkpoints, fit_texts, texts, tmp_path):
+    pattern = str(toy_checkpoints.out_dir / "checkpoint-*")
+    settings = {
+        "split_point": 1,
+        "texts": fit_texts[:12],
+        "probe_texts": texts[:9],
+        "nb_concepts": 4,
+        "n_controls": 4,
+        "reference": "both",
+        "max_fit_tokens": None,
+        "max_metric_tokens": 500,
+        "batch_size": 3,
+        "progress": False,
+    }
+    _torchrun(
+        {
+            "mode": "sweep",
+            "pattern": pattern,
+            "sweep": {**settings, "parallel": parallel, "results_dir": str(tmp_path / "ddp")},
+        },
+        tmp_path,
+    )
+    parallel_rows = ia.SweepResult.load(tmp_path / "ddp").rows
+    single_rows = ia.CheckpointSweep(pattern, results_dir=tmp_path / "single", **settings).run().rows
+    assert len(parallel_rows) == len(single_rows) == 2 * len(toy_checkpoints.checkpoints)
+    _assert_close(parallel_rows, single_rows)
