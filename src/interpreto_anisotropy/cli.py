@@ -96,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         "  --model 'GLOB'          a glob of such folders\n"
         "  --model ID --revisions step1000,step2000   hub revisions (needs the hub or a filled HF cache)\n"
         "  --pythia 160m --steps 0,1000,143000        EleutherAI/pythia-160m revisions stepN\n"
-        "  --smollm2 360M --steps 40000,80000         SmolLM2 intermediate checkpoints, revisions step-N\n",
+        "  --smollm2 360M --steps 40000,80000         SmolLM2 intermediate checkpoints, revisions step-N\n"
+        "\nSeveral GPUs or machines: launch the same command with torchrun, e.g.\n"
+        "  torchrun --nproc_per_node=4 -m interpreto_anisotropy.cli sweep ... --parallel checkpoints\n",
     )
     source = sweep.add_mutually_exclusive_group(required=True)
     source.add_argument("--model", help="a folder of checkpoint folders, a glob of them, or a hub model id")
@@ -121,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--max-fit-tokens", type=int, default=20_000, help="cap on fit activations per checkpoint")
     sweep.add_argument("--batch-size", type=int, default=8)
     sweep.add_argument("--device", help="cpu, cuda, ... (default: cuda when available)")
+    sweep.add_argument(
+        "--parallel",
+        default="data",
+        choices=["data", "checkpoints"],
+        help="under torchrun: shard each checkpoint's texts over the ranks (data), or give ranks whole checkpoints",
+    )
     sweep.add_argument("--out", required=True, help="results folder (config.json, rows.jsonl, report/)")
     sweep.add_argument("--overwrite", action="store_true", help="start afresh if --out holds other settings")
     sweep.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
@@ -162,7 +170,10 @@ def _checkpoints(args: argparse.Namespace):
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
+    from . import distributed
     from .sweep import CheckpointSweep
+
+    distributed.init_from_environment()  # a no-op unless launched by torchrun with several processes
 
     sweep = CheckpointSweep(
         _checkpoints(args),
@@ -183,11 +194,13 @@ def _run_sweep(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         overwrite=args.overwrite,
         progress=not args.no_progress,
+        parallel=args.parallel,
     )
     table = sweep.run()
-    print(table.summary_table())
-    if not args.no_report:
-        print(f"report: {table.report(Path(args.out) / 'report')}")
+    if distributed.is_main_process():
+        print(table.summary_table())
+        if not args.no_report:
+            print(f"report: {table.report(Path(args.out) / 'report')}")
     return 0
 
 
