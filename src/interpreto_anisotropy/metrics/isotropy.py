@@ -197,16 +197,21 @@ def isoscore_from_covariance(cov: Covariance) -> Float[torch.Tensor, ""]:
 
 
 def _isoscore_of_symmetric(matrix: Float[torch.Tensor, "d d"]) -> Float[torch.Tensor, ""]:
-    d = matrix.shape[0]
-    trace = torch.diagonal(matrix).sum()
+    return _isoscore_of_trace_and_norm(torch.diagonal(matrix).sum(), (matrix * matrix).sum(), matrix.shape[0])
+
+
+def _isoscore_of_trace_and_norm(
+    trace: Float[torch.Tensor, ""], frobenius_squared: Float[torch.Tensor, ""], d: int
+) -> Float[torch.Tensor, ""]:
+    """(PR - 1) / (d - 1) with PR = tr(C)^2 / ||C||_F^2; 1 when d = 1."""
     if not bool(trace > 0):
         raise InvalidInputError(
             f"the covariance has trace {float(trace):.3g}: the cloud has no variance (all points equal?), "
             "so its isotropy is undefined."
         )
     if d == 1:
-        return torch.ones((), dtype=torch.float64, device=matrix.device)
-    participation_ratio = trace**2 / (matrix * matrix).sum()
+        return torch.ones((), dtype=torch.float64, device=trace.device)
+    participation_ratio = trace**2 / frobenius_squared
     return (participation_ratio - 1) / (d - 1)
 
 
@@ -400,16 +405,8 @@ def isoscore_star_from_trace_and_norm(
     frobenius_squared = torch.as_tensor(frobenius_squared, dtype=torch.float64, device=trace.device)
     if dim < 1:
         raise InvalidInputError(f"dim must be >= 1, got {dim}.")
-    if not bool(trace > 0):
-        raise InvalidInputError(
-            f"the covariance has trace {float(trace):.3g}: the cloud has no variance (all points equal?), "
-            "so its isotropy is undefined."
-        )
-    if dim == 1:
-        return torch.ones((), dtype=torch.float64, device=trace.device)
     shrunk = (1 - zeta) ** 2 * frobenius_squared + (2 * zeta * (1 - zeta) + zeta**2) * trace**2 / dim
-    participation_ratio = trace**2 / shrunk
-    return (participation_ratio - 1) / (dim - 1)
+    return _isoscore_of_trace_and_norm(trace, shrunk, dim)
 
 
 def _resolve_zeta(zeta: float | str, matrix: Float[torch.Tensor, "d d"], n: int) -> float | torch.Tensor:
