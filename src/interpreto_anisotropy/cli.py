@@ -26,9 +26,18 @@ __all__ = ["main", "build_parser", "read_texts"]
 def read_texts(path: str | Path) -> list[str]:
     """Texts from a file: `.jsonl` (one {"text": ...} object a line), `.json` (a list of strings), else one text a line.
 
+    Args:
+        path: The texts file. Blank texts are dropped.
+
+    Returns:
+        The non-blank texts, in file order.
+
     Raises:
         InvalidInputError: A missing or unreadable file.
         EmptyInputError: A file with no non-blank text.
+
+    Examples:
+        >>> texts = read_texts("texts.jsonl")  # or texts.txt (one a line), texts.json (a list)
     """
     path = Path(path)
     if not path.is_file():
@@ -60,7 +69,15 @@ def _split_point(value: str) -> int | str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the command line (one sub-command per job)."""
+    """The argument parser of the command line (one sub-command per job).
+
+    Returns:
+        An `argparse.ArgumentParser` with the sub-commands `demo`, `sweep` and `report`.
+
+    Examples:
+        >>> build_parser().parse_args(["report", "runs/toy/sweep"]).command
+        'report'
+    """
     parser = argparse.ArgumentParser(
         prog="interpreto-anisotropy",
         description="Tangent subspaces of the activation manifold vs true training-loss gradients, over checkpoints.",
@@ -252,7 +269,18 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `interpreto-anisotropy` command. Returns the exit status."""
+    """Entry point of the `interpreto-anisotropy` command.
+
+    Args:
+        argv: The arguments after the program name; None reads `sys.argv`.
+
+    Returns:
+        The exit status: 0 on success, 2 for a user mistake (an `AnisotropyError`, reported in one line).
+
+    Examples:
+        >>> main(["report", "runs/toy/sweep"])  # rebuilds runs/toy/sweep/report/index.html  # doctest: +SKIP
+        0
+    """
     args = build_parser().parse_args(argv)
     handlers = {"demo": _run_demo, "sweep": _run_sweep, "report": _run_report}
     try:

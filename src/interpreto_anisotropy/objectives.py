@@ -36,7 +36,17 @@ __all__ = [
 
 
 class ObjectiveName(str, Enum):
-    """Built-in training objectives."""
+    """Built-in training objectives.
+
+    Attributes:
+        CAUSAL_LM: Next-token cross-entropy (decoders).
+        MASKED_LM: Masked-LM cross-entropy on a seeded mask (encoders).
+        SEQUENCE_CLASSIFICATION: Cross-entropy of a classifier's logits against given labels.
+
+    Examples:
+        >>> ObjectiveName("masked_lm") is ObjectiveName.MASKED_LM
+        True
+    """
 
     CAUSAL_LM = "causal_lm"
     MASKED_LM = "masked_lm"
@@ -44,7 +54,16 @@ class ObjectiveName(str, Enum):
 
 
 class Reduction(str, Enum):
-    """How per-token losses are combined before differentiating."""
+    """How per-token losses are combined before differentiating.
+
+    Attributes:
+        SUM: Sum of the loss terms: each token's gradient keeps its own loss's scale (the default).
+        MEAN: Sum divided by the number of loss terms of the batch, as a training loop does.
+
+    Examples:
+        >>> Reduction("mean").value
+        'mean'
+    """
 
     SUM = "sum"
     MEAN = "mean"
@@ -58,6 +77,11 @@ class LossTerms:
         total: Scalar loss, summed over terms (or averaged when the reduction is "mean").
         summed: The plain sum of the terms (for reporting the mean loss), detached.
         count: Number of loss terms (predicted tokens, masked tokens or sequences).
+
+    Examples:
+        >>> terms = LossTerms(total=torch.tensor(6.0), summed=torch.tensor(6.0), count=3)
+        >>> float(terms.summed) / terms.count  # the mean loss per term
+        2.0
     """
 
     total: Float[torch.Tensor, ""]
@@ -75,6 +99,20 @@ class Objective:
     """Base class: prepare a batch, compute its loss, and select the probed tokens.
 
     Subclasses override `prepare`, `loss` and, where needed, `probed_tokens` and `min_tokens`.
+
+    Args:
+        reduction: "sum" (default) or "mean" over the loss terms of a batch.
+
+    Raises:
+        InvalidInputError: An unknown reduction.
+
+    Examples:
+        >>> class LastLogit(Objective):
+        ...     name = "last_logit"
+        ...     def loss(self, output, batch):
+        ...         value = output.logits[:, -1].sum()
+        ...         return LossTerms(total=value, summed=value.detach(), count=1)
+        >>> probe = ia.GradientProbe(mwsp, objective=LastLogit())
     """
 
     name: str = "objective"
@@ -110,12 +148,21 @@ class CausalLMObjective(Objective):
 
     Token t's loss predicts token t + 1. The last real token of a sequence predicts nothing, so its hidden
     state gets an identically zero gradient: it is not probed (no row). Sequences need at least 2 tokens.
+
+    Args:
+        reduction: "sum" (default) or "mean".
+
+    Examples:
+        >>> objective = make_objective("causal_lm")
+        >>> type(objective).__name__, objective.min_tokens
+        ('CausalLMObjective', 2)
     """
 
     name = ObjectiveName.CAUSAL_LM.value
     min_tokens = 2
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
+        """Cross-entropy of each real token's prediction of the next real token."""
         logits = output.logits[:, :-1]
         targets = batch["input_ids"][:, 1:]
         valid = batch["attention_mask"][:, :-1].bool() & batch["attention_mask"][:, 1:].bool()
@@ -123,6 +170,7 @@ class CausalLMObjective(Objective):
         return _reduce(per_token, int(valid.sum()), self.reduction)
 
     def probed_tokens(self, batch: dict[str, torch.Tensor]) -> Bool[torch.Tensor, "b l"]:
+        """Real tokens followed by a real token (the last one of each sequence predicts nothing)."""
         mask = batch["attention_mask"].bool()
         has_next = torch.zeros_like(mask)
         has_next[:, :-1] = mask[:, 1:]
@@ -141,6 +189,14 @@ class MaskedLMObjective(Objective):
         mlm_probability: Fraction of tokens selected.
         seed: Base seed of the mask.
         reduction: "sum" or "mean".
+
+    Raises:
+        InvalidInputError: `mlm_probability` outside (0, 1), or an unknown reduction.
+
+    Examples:
+        >>> objective = MaskedLMObjective(mlm_probability=0.3, seed=1)
+        >>> objective.describe()["mlm_probability"]
+        0.3
     """
 
     name = ObjectiveName.MASKED_LM.value
@@ -156,6 +212,7 @@ class MaskedLMObjective(Objective):
     def prepare(
         self, batch: dict[str, torch.Tensor], *, sequence_ids: Int[torch.Tensor, " b"], tokenizer: Any
     ) -> dict[str, torch.Tensor]:
+        """Mask the batch: adds `labels` (-100 where not selected) and keeps the `original_input_ids`."""
         if getattr(tokenizer, "mask_token_id", None) is None:
             raise TokenizerError(
                 "The masked_lm objective needs a tokenizer with a mask token (tokenizer.mask_token is None). "
@@ -191,21 +248,32 @@ class MaskedLMObjective(Objective):
         return {**batch, "input_ids": corrupted, "labels": labels, "original_input_ids": input_ids}
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
+        """Cross-entropy of the model's predictions at the selected tokens."""
         labels = batch["labels"]
         selected = labels != -100
         per_token = F.cross_entropy(output.logits[selected].float(), labels[selected], reduction="none")
         return _reduce(per_token, int(selected.sum()), self.reduction)
 
     def describe(self) -> dict[str, Any]:
+        """JSON-ready settings, with the masking rate and seed."""
         return {**super().describe(), "mlm_probability": self.mlm_probability, "mask_seed": self.seed}
 
 
 class SequenceClassificationObjective(Objective):
-    """Cross-entropy of a sequence classifier's logits against given labels, summed over sequences."""
+    """Cross-entropy of a sequence classifier's logits against given labels, summed over sequences.
+
+    Args:
+        reduction: "sum" (default) or "mean".
+
+    Examples:
+        >>> probe = ia.GradientProbe(classifier_mwsp, objective="sequence_classification")
+        >>> result = probe.run(texts, tangent, labels=labels)
+    """
 
     name = ObjectiveName.SEQUENCE_CLASSIFICATION.value
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
+        """Cross-entropy of each sequence's logits against its label."""
         if "labels" not in batch:
             raise InvalidInputError("The sequence_classification objective needs labels: probe.run(..., labels=...).")
         per_sequence = F.cross_entropy(output.logits.float(), batch["labels"], reduction="none")
@@ -218,6 +286,18 @@ class CallableObjective(Objective):
     A (b, l) tensor is summed over real tokens (averaged when `reduction="mean"`); any other non-scalar
     tensor is summed over all its entries. `batch` holds `input_ids`, `attention_mask` and, when given,
     `labels`.
+
+    Args:
+        fn: The loss function, called as `fn(output, batch)`.
+        reduction: "sum" (default) or "mean".
+
+    Raises:
+        InvalidInputError: `fn` is not callable, or an unknown reduction.
+
+    Examples:
+        >>> def eos_logit(output, batch):
+        ...     return output.logits[..., tokenizer.eos_token_id].sum()
+        >>> probe = ia.GradientProbe(mwsp, objective=eos_logit)  # wrapped in a CallableObjective
     """
 
     name = "callable"
@@ -230,6 +310,7 @@ class CallableObjective(Objective):
         self.name = getattr(fn, "__name__", "callable")
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
+        """Call `fn` and reduce what it returns (see the class docstring)."""
         value = self.fn(output, batch)
         if not isinstance(value, torch.Tensor):
             raise InvalidInputError(f"The custom objective returned {type(value).__name__}, expected a tensor.")
@@ -261,6 +342,12 @@ def make_objective(
 
     Raises:
         InvalidInputError: An unknown name.
+
+    Examples:
+        >>> type(make_objective("masked_lm", mlm_probability=0.2)).__name__
+        'MaskedLMObjective'
+        >>> make_objective(lambda output, batch: output.logits.sum()).name
+        '<lambda>'
     """
     if isinstance(objective, Objective):
         return objective

@@ -54,9 +54,10 @@ __all__ = [
     "ISOTROPY_PANELS",
 ]
 
+#: Label of the x axis of every figure: the training step on a symmetric-log scale.
 STEP_LABEL = "training step (symlog scale: linear on [0, 1], log above)"
 
-# (title, main column, optional secondary column drawn dashed, y label)
+#: The panels of `plot_isotropy`: (title, main column, optional secondary column drawn dashed, y label).
 ISOTROPY_PANELS: tuple[tuple[str, str, str | None, str], ...] = (
     (
         "Mean cosine similarity\n(solid: raw; dashed: centred)",

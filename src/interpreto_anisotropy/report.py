@@ -42,12 +42,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["write_report", "KEY_COLUMNS", "REPORT_FILE", "FIGURES_DIR", "CSV_FILE"]
 
+#: The report's HTML page, in the report folder.
 REPORT_FILE = "index.html"
+#: The folder of the report's PNG figures, in the report folder.
 FIGURES_DIR = "figures"
+#: The CSV file of the rows' scalar columns, in the report folder.
 CSV_FILE = "rows.csv"
 
-# Table columns shown first, in this order (then every other scalar column, in first-seen order).
-# "ci" and "delta_isoscore_star_controls_mean" are derived: [ci_low, ci_high] and the mean of the per-control deltas.
+#: Table columns shown first, in this order (then every other scalar column, in first-seen order).
+#: "ci" and "delta_isoscore_star_controls_mean" are derived: [ci_low, ci_high] and the mean of the per-control deltas.
 KEY_COLUMNS: tuple[str, ...] = (
     "step",
     "split_point",

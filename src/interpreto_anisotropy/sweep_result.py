@@ -32,7 +32,9 @@ from .errors import CheckpointError, EmptyInputError
 
 __all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE"]
 
+#: The rows of a sweep, one JSON object a line, in its results directory.
 ROWS_FILE = "rows.jsonl"
+#: The settings of a sweep (what a resume must match), in its results directory.
 CONFIG_FILE = "config.json"
 
 
