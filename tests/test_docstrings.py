@@ -38,19 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Public names whose docstrings are incomplete, in files this test's author could not edit (tangent.py, probe.py).
 # Each is a strict xfail: document the name, then delete it from this list.
-MISSING_DOCSTRINGS = {
-    "interpreto_anisotropy.TangentMethod": "no Examples, no Attributes (the members)",
-    "interpreto_anisotropy.PCATangent": "one-line docstring: no Args, no Examples",
-    "interpreto_anisotropy.SemiNMFTangent": "one-line docstring: no Args, no Examples",
-    "interpreto_anisotropy.NMFTangent": "one-line docstring: no Args, no Examples",
-    "interpreto_anisotropy.ICATangent": "one-line docstring: no Args, no Examples",
-    "interpreto_anisotropy.SVDTangent": "one-line docstring: no Args, no Examples",
-    "interpreto_anisotropy.TopKSAETangent": "one-line docstring: no Args, no Examples",
-    "interpreto_anisotropy.TokenGradients": "no Examples",
-}
-MISSING_METHOD_DOCSTRINGS = {
-    "interpreto_anisotropy.tangent.TangentExplainer.is_fitted": "no docstring",
-}
+MISSING_DOCSTRINGS: dict[str, str] = {}
+MISSING_METHOD_DOCSTRINGS: dict[str, str] = {}
 
 _SECTION = "^[ \t]*{}:[ \t]*$"
 

@@ -37,7 +37,7 @@ class MomentAccumulator:
 
     Examples:
         >>> acc = MomentAccumulator(8)
-        >>> acc.update(torch.randn(100, 8)); acc.update(torch.randn(50, 8))
+        >>> _ = acc.update(torch.randn(100, 8)).update(torch.randn(50, 8))
         >>> acc.count
         150
     """
@@ -144,6 +144,14 @@ def top_eigenvectors(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[torch.
 
     Returns:
         (eigenvalues (k,), eigenvectors (d, k)), float64.
+
+    Raises:
+        InvalidInputError: Unless 1 <= k <= d.
+
+    Examples:
+        >>> values, vectors = top_eigenvectors(torch.diag(torch.tensor([1.0, 3.0, 2.0])), 2)
+        >>> values.tolist()
+        [3.0, 2.0]
     """
     d = matrix.shape[0]
     if not 1 <= k <= d:

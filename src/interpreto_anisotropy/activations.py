@@ -48,6 +48,9 @@ def iter_token_activations(
         shard: `(rank, world)`: read only the batches whose index is `rank` modulo `world` (for data-parallel
             reading under torch.distributed; `max_tokens` then caps this shard).
 
+    Yields:
+        (activations (n_b, d), token ids (n_b,)) of each batch's kept tokens, on the model's device.
+
     Raises:
         InvalidInputError: Bad inputs or `max_tokens`.
         EmptyInputError: No texts.
@@ -100,8 +103,21 @@ def token_activations(
 ) -> tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"]]:
     """All rows of `iter_token_activations`, concatenated: (activations (n, d), token ids (n,)).
 
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` at the split point to read.
+        texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
+        **kwargs: Options of `iter_token_activations` (batch_size, max_length, max_tokens, include_special, ...).
+
+    Returns:
+        (activations (n, d), token ids (n,)), on the model's device.
+
     Raises:
         EmptyInputError: When no token is read.
+
+    Examples:
+        >>> acts, ids = token_activations(mwsp, ["def f(x): return x"])  # doctest: +SKIP
+        >>> acts.shape[0] == ids.shape[0]  # doctest: +SKIP
+        True
     """
     parts = list(iter_token_activations(splitter, texts, **kwargs))
     if not parts:

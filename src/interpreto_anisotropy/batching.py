@@ -31,8 +31,15 @@ def ensure_pad_token(tokenizer: Any, *, stacklevel: int = 3) -> None:
     Interpreto 0.5.2's `get_activations` crashes on a tokenizer without a pad token; padding is masked out of
     every loss and every activation here, so which token pads does not matter.
 
+    Args:
+        tokenizer: A Hugging Face tokenizer, changed in place.
+        stacklevel: Where the warning points.
+
     Raises:
         TokenizerError: If the tokenizer has neither a pad nor an eos token.
+
+    Examples:
+        >>> ensure_pad_token(tokenizer)  # doctest: +SKIP
     """
     if tokenizer.pad_token is not None:
         return
@@ -51,6 +58,13 @@ def ensure_pad_token(tokenizer: Any, *, stacklevel: int = 3) -> None:
 
 def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Module:
     """The module at a split point path.
+
+    Args:
+        model: The Hugging Face model.
+        split_point: A dotted module path, e.g. "gpt_neox.layers.3".
+
+    Returns:
+        The module.
 
     Raises:
         SplitPointError: If the path names no module of the model.
@@ -107,6 +121,14 @@ class TokenBatcher:
         batch_size: Sequences per batch.
         max_length: Truncation length; defaults to the model's maximum positions.
         min_tokens: Sequences with fewer real tokens are dropped and counted in `skipped_sequences`.
+
+    Raises:
+        InvalidInputError: A batch size that is not a positive integer.
+        TokenizerError: A tokenizer with neither pad nor eos token.
+
+    Examples:
+        >>> batcher = TokenBatcher(model, tokenizer, batch_size=8)  # doctest: +SKIP
+        >>> n_batches, batches = batcher.batches(["some text", "more text"])  # doctest: +SKIP
     """
 
     def __init__(

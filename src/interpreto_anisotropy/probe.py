@@ -58,6 +58,11 @@ class TokenGradients:
         masked: For masked LM, whether the row's token was selected for prediction, (n,); else None.
         loss_sum: Sum of the loss terms.
         loss_count: Number of loss terms.
+
+    Examples:
+        >>> raw = ia.GradientProbe(mwsp).gradients(texts)  # doctest: +SKIP
+        >>> raw.gradients.shape == raw.activations.shape  # doctest: +SKIP
+        True
     """
 
     activations: Float[torch.Tensor, "n d"]

@@ -54,7 +54,17 @@ FORMAT_VERSION = 1
 
 
 class ReferenceKind(str, Enum):
-    """Which tangent each checkpoint is probed with."""
+    """Which tangent each checkpoint is probed with.
+
+    Attributes:
+        EARLY: One tangent fitted on the early checkpoints, reused everywhere (the paper's protocol).
+        EACH: A tangent refitted on every checkpoint.
+        BOTH: Both, side by side (two rows per checkpoint and split point).
+
+    Examples:
+        >>> ReferenceKind("both") is ReferenceKind.BOTH
+        True
+    """
 
     EARLY = "early"  # one tangent fitted on the early checkpoints, reused everywhere (the paper's protocol)
     EACH = "each"  # a tangent refitted on every checkpoint
@@ -62,7 +72,19 @@ class ReferenceKind(str, Enum):
 
 
 def early_checkpoints(checkpoints: Sequence[Checkpoint], fraction: float) -> list[Checkpoint]:
-    """The checkpoints in the first `fraction` of training (step <= fraction x last step); at least the first."""
+    """The checkpoints in the first `fraction` of training (step <= fraction x last step); at least the first.
+
+    Args:
+        checkpoints: The sweep's checkpoints.
+        fraction: Fraction of the last step, in (0, 1].
+
+    Returns:
+        The early checkpoints, in the given order.
+
+    Examples:
+        >>> [c.step for c in early_checkpoints([Checkpoint(s, f"/c/{s}") for s in (0, 10, 100)], 0.3)]
+        [0, 10]
+    """
     last = max(checkpoint.step for checkpoint in checkpoints)
     early = [checkpoint for checkpoint in checkpoints if checkpoint.step <= fraction * last]
     return early or [min(checkpoints, key=lambda checkpoint: checkpoint.step)]
@@ -129,8 +151,8 @@ class CheckpointSweep:
 
     Examples:
         >>> sweep = ia.CheckpointSweep(ia.checkpoints.local("runs/toy/checkpoint-*"), split_point=1,
-        ...                            texts=texts, results_dir="runs/toy/sweep")
-        >>> table = sweep.run()
+        ...                            texts=texts, results_dir="runs/toy/sweep")  # doctest: +SKIP
+        >>> table = sweep.run()  # doctest: +SKIP
     """
 
     def __init__(

@@ -49,7 +49,21 @@ __all__ = [
 
 
 class TangentMethod(str, Enum):
-    """Concept methods a tangent subspace can be fitted with."""
+    """Concept methods a tangent subspace can be fitted with.
+
+    Attributes:
+        PCA: Streamed, exact PCA (float64 moments + symmetric eigensolver); memory O(d^2).
+        PCA_SKLEARN: Interpreto's `PCAConcepts` (scikit-learn).
+        SEMI_NMF: Interpreto's `SemiNMFConcepts`.
+        NMF: Interpreto's `NMFConcepts` (on ReLU'd activations).
+        ICA: Interpreto's `ICAConcepts`.
+        SVD: Interpreto's `SVDConcepts`.
+        TOPK_SAE: Interpreto's `TopKSAEConcepts`.
+
+    Examples:
+        >>> TangentMethod("semi_nmf") is TangentMethod.SEMI_NMF
+        True
+    """
 
     PCA = "pca"
     PCA_SKLEARN = "pca_sklearn"
@@ -138,16 +152,19 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
         return self.partial_fit(x)
 
     def encode(self, x: Float[torch.Tensor, "n d"]) -> Float[torch.Tensor, "n k"]:
+        """Coordinates (x - mean) Q, shape (n, k)."""
         self._refresh()
         x = x.to(self.basis.device)
         return (x - self.mean.to(x.dtype)) @ self.basis.to(x.dtype)
 
     def decode(self, z: Float[torch.Tensor, "n k"]) -> Float[torch.Tensor, "n d"]:
+        """Points z Q^T + mean, shape (n, d)."""
         self._refresh()
         z = z.to(self.basis.device)
         return z @ self.basis.to(z.dtype).T + self.mean.to(z.dtype)
 
     def get_dictionary(self) -> Float[torch.Tensor, "k d"]:
+        """The basis as rows, Q^T, shape (k, d)."""
         self._refresh()
         return self.basis.T
 
@@ -204,9 +221,9 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         InvalidInputError: Unknown method, or 2k > d.
 
     Examples:
-        >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(activations)
-        >>> tangent.subspace.basis.shape
-        torch.Size([d, 16])
+        >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
+        >>> tangent.subspace.basis.shape  # doctest: +SKIP
+        torch.Size([64, 16])
     """
 
     has_differentiable_concept_encoder = True
@@ -360,6 +377,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
     @property
     def is_fitted(self) -> bool:
+        """Whether `fit` (or `partial_fit`) has given the tangent a basis."""
         return bool(self.concept_model.fitted or self.concept_model._stale)
 
     def __repr__(self) -> str:
@@ -371,36 +389,150 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
 
 class PCATangent(TangentExplainer):
-    """Tangent from a streamed, exact PCA (top-k eigenvectors of the activation covariance)."""
+    """Tangent from a streamed, exact PCA (top-k eigenvectors of the activation covariance).
+
+    Same as `TangentExplainer(splitter, nb_concepts=..., method="pca", ...)`.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
+        nb_concepts: Requested rank k (2k <= d).
+        center: Centre activations before fitting.
+        device: Device of the concept model.
+        rtol: Relative threshold of the rank-revealing orthonormalisation.
+        **method_kwargs: Passed to the Interpreto explainer.
+
+    Raises:
+        InvalidInputError: 2k > d.
+
+    Examples:
+        >>> tangent = PCATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
+        >>> tangent.subspace.rank  # doctest: +SKIP
+        16
+    """
 
     default_method = "pca"
 
 
 class SemiNMFTangent(TangentExplainer):
-    """Tangent spanned by Interpreto's `SemiNMFConcepts` dictionary, orthonormalised."""
+    """Tangent spanned by Interpreto's `SemiNMFConcepts` dictionary, orthonormalised.
+
+    Same as `TangentExplainer(splitter, nb_concepts=..., method="semi_nmf", ...)`.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
+        nb_concepts: Requested rank k (2k <= d).
+        center: Centre activations before fitting.
+        device: Device of the concept model.
+        rtol: Relative threshold of the rank-revealing orthonormalisation.
+        **method_kwargs: Passed to the Interpreto explainer.
+
+    Raises:
+        InvalidInputError: 2k > d.
+
+    Examples:
+        >>> tangent = SemiNMFTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
+        >>> tangent.subspace.rank  # doctest: +SKIP
+        16
+    """
 
     default_method = "semi_nmf"
 
 
 class NMFTangent(TangentExplainer):
-    """Tangent spanned by Interpreto's `NMFConcepts` dictionary (ReLU'd activations), orthonormalised."""
+    """Tangent spanned by Interpreto's `NMFConcepts` dictionary (ReLU'd activations), orthonormalised.
+
+    Same as `TangentExplainer(splitter, nb_concepts=..., method="nmf", ...)`.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
+        nb_concepts: Requested rank k (2k <= d).
+        center: Centre activations before fitting.
+        device: Device of the concept model.
+        rtol: Relative threshold of the rank-revealing orthonormalisation.
+        **method_kwargs: Passed to the Interpreto explainer.
+
+    Raises:
+        InvalidInputError: 2k > d.
+
+    Examples:
+        >>> tangent = NMFTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
+        >>> tangent.subspace.rank  # doctest: +SKIP
+        16
+    """
 
     default_method = "nmf"
 
 
 class ICATangent(TangentExplainer):
-    """Tangent spanned by Interpreto's `ICAConcepts` mixing matrix, orthonormalised."""
+    """Tangent spanned by Interpreto's `ICAConcepts` mixing matrix, orthonormalised.
+
+    Same as `TangentExplainer(splitter, nb_concepts=..., method="ica", ...)`.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
+        nb_concepts: Requested rank k (2k <= d).
+        center: Centre activations before fitting.
+        device: Device of the concept model.
+        rtol: Relative threshold of the rank-revealing orthonormalisation.
+        **method_kwargs: Passed to the Interpreto explainer.
+
+    Raises:
+        InvalidInputError: 2k > d.
+
+    Examples:
+        >>> tangent = ICATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
+        >>> tangent.subspace.rank  # doctest: +SKIP
+        16
+    """
 
     default_method = "ica"
 
 
 class SVDTangent(TangentExplainer):
-    """Tangent spanned by Interpreto's `SVDConcepts` components (centred unless `center=False`)."""
+    """Tangent spanned by Interpreto's `SVDConcepts` components (centred unless `center=False`).
+
+    Same as `TangentExplainer(splitter, nb_concepts=..., method="svd", ...)`.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
+        nb_concepts: Requested rank k (2k <= d).
+        center: Centre activations before fitting.
+        device: Device of the concept model.
+        rtol: Relative threshold of the rank-revealing orthonormalisation.
+        **method_kwargs: Passed to the Interpreto explainer.
+
+    Raises:
+        InvalidInputError: 2k > d.
+
+    Examples:
+        >>> tangent = SVDTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
+        >>> tangent.subspace.rank  # doctest: +SKIP
+        16
+    """
 
     default_method = "svd"
 
 
 class TopKSAETangent(TangentExplainer):
-    """Tangent spanned by the decoder atoms of Interpreto's `TopKSAEConcepts`, orthonormalised (dead atoms dropped)."""
+    """Tangent spanned by the decoder atoms of Interpreto's `TopKSAEConcepts`, orthonormalised (dead atoms dropped).
+
+    Same as `TangentExplainer(splitter, nb_concepts=..., method="topk_sae", ...)`.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
+        nb_concepts: Requested rank k (2k <= d).
+        center: Centre activations before fitting.
+        device: Device of the concept model.
+        rtol: Relative threshold of the rank-revealing orthonormalisation.
+        **method_kwargs: Passed to the Interpreto explainer.
+
+    Raises:
+        InvalidInputError: 2k > d.
+
+    Examples:
+        >>> tangent = TopKSAETangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
+        >>> tangent.subspace.rank  # doctest: +SKIP
+        16
+    """
 
     default_method = "topk_sae"
