@@ -360,3 +360,14 @@ def test_probe_leaves_the_model_as_it_found_it(gpt_neox_mwsp, texts):
     assert [parameter.requires_grad for parameter in model.parameters()] == flags
     assert all(parameter.grad is None for parameter in model.parameters())
     assert not model.training
+
+
+def test_bfloat16_autocast_stays_close_to_float32(gpt_neox_mwsp, neox_tangent, texts):
+    exact = GradientProbe(gpt_neox_mwsp).run(texts[:8], neox_tangent, n_controls=4, progress=False)
+    fast = GradientProbe(gpt_neox_mwsp, autocast_dtype=torch.bfloat16).run(
+        texts[:8], neox_tangent, n_controls=4, progress=False
+    )
+    assert fast.n_tokens == exact.n_tokens
+    assert fast.energy_share == pytest.approx(exact.energy_share, rel=0.05)
+    with pytest.raises(InvalidInputError, match="autocast_dtype"):
+        GradientProbe(gpt_neox_mwsp, autocast_dtype=torch.float64)
