@@ -117,6 +117,13 @@ def _field(name: str) -> Callable[[dict[str, Any]], Any]:
     return lambda row: row.get(name)
 
 
+def _plot_field(ax: Any, rows: Sequence[dict[str, Any]], name: str, **style: Any) -> None:
+    """Plot one field of the rows over steps (skipping missing values); nothing when no row has it."""
+    x, y = _series(rows, _field(name))
+    if x:
+        ax.plot(x, y, **style)
+
+
 def _rows(result: SweepResult, split_point: str | None, tangent: str | None) -> list[dict[str, Any]]:
     """Rows selected by split point and tangent kind, sorted by step; raises on an empty selection."""
     selected = split_point is not None or tangent is not None
@@ -273,40 +280,37 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
                 )
                 ax.plot(x, low, color=color, alpha=0.45, linewidth=0.7, gid=f"control_min:{kind}")
                 ax.plot(x, high, color=color, alpha=0.45, linewidth=0.7, gid=f"control_max:{kind}")
-            x, y = _series(kind_rows, _field("control_mean"))
-            if x:
-                ax.plot(
-                    x,
-                    y,
-                    color=color,
-                    linestyle="--",
-                    linewidth=1.0,
-                    label=_kind_label(kind, n_kinds, "controls E_N mean"),
-                    gid=f"control_mean:{kind}",
-                )
-            x, y = _series(kind_rows, _field("analytic_null"))
-            if x:
-                ax.plot(
-                    x,
-                    y,
-                    color=color,
-                    linestyle=":",
-                    linewidth=1.3,
-                    label=_kind_label(kind, n_kinds, "analytic null (1-E_T)k/(d-k)"),
-                    gid=f"analytic_null:{kind}",
-                )
-            x, y = _series(kind_rows, _field("energy_share"))
-            if x:
-                ax.plot(
-                    x,
-                    y,
-                    color=color,
-                    marker="o",
-                    markersize=4,
-                    linewidth=1.8,
-                    label=_kind_label(kind, n_kinds, "tangent E_T"),
-                    gid=f"energy:{kind}",
-                )
+            _plot_field(
+                ax,
+                kind_rows,
+                "control_mean",
+                gid=f"control_mean:{kind}",
+                label=_kind_label(kind, n_kinds, "controls E_N mean"),
+                color=color,
+                linestyle="--",
+                linewidth=1.0,
+            )
+            _plot_field(
+                ax,
+                kind_rows,
+                "analytic_null",
+                gid=f"analytic_null:{kind}",
+                label=_kind_label(kind, n_kinds, "analytic null (1-E_T)k/(d-k)"),
+                color=color,
+                linestyle=":",
+                linewidth=1.3,
+            )
+            _plot_field(
+                ax,
+                kind_rows,
+                "energy_share",
+                gid=f"energy:{kind}",
+                label=_kind_label(kind, n_kinds, "tangent E_T"),
+                color=color,
+                marker="o",
+                markersize=4,
+                linewidth=1.8,
+            )
             ci = [
                 (int(row["step"]), value, value - low, high - value)
                 for row in kind_rows
