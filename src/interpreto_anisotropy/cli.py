@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .errors import AnisotropyError, EmptyInputError, InvalidInputError
 
-__all__ = ["main", "build_parser", "read_texts"]
+__all__ = ["main", "build_parser", "read_texts", "parse_int_list", "parse_split_point"]
 
 
 def read_texts(path: str | Path) -> list[str]:
@@ -57,14 +57,41 @@ def read_texts(path: str | Path) -> list[str]:
     return texts
 
 
-def _int_list(value: str) -> list[int]:
+def parse_int_list(value: str) -> list[int]:
+    """Comma-separated integers ("0,1000,8000") as a list, for argparse `type=`.
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        The integers.
+
+    Raises:
+        argparse.ArgumentTypeError: A part that is not an integer.
+
+    Examples:
+        >>> parse_int_list("0,1000, 8000")
+        [0, 1000, 8000]
+    """
     try:
         return [int(item) for item in value.split(",") if item.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {value!r}") from None
 
 
-def _split_point(value: str) -> int | str:
+def parse_split_point(value: str) -> int | str:
+    """A split point option: a layer index ("3") as an int, a module path as it is, for argparse `type=`.
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        An int layer index or the module path.
+
+    Examples:
+        >>> parse_split_point("3"), parse_split_point("gpt_neox.layers.3")
+        (3, 'gpt_neox.layers.3')
+    """
     return int(value) if value.lstrip("-").isdigit() else value
 
 
@@ -122,10 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--pythia", metavar="SIZE", help="Pythia size, e.g. 160m (with --steps)")
     source.add_argument("--smollm2", metavar="SIZE", help="SmolLM2 size, e.g. 360M (with --steps)")
     sweep.add_argument("--revisions", help="comma-separated hub revisions, with --model ID")
-    sweep.add_argument("--steps", type=_int_list, help="comma-separated steps, with --pythia / --smollm2")
+    sweep.add_argument("--steps", type=parse_int_list, help="comma-separated steps, with --pythia / --smollm2")
     sweep.add_argument("--deduped", action="store_true", help="the deduped Pythia suite")
     sweep.add_argument(
-        "--split-point", type=_split_point, nargs="+", required=True, help="layer index or module path (several ok)"
+        "--split-point",
+        type=parse_split_point,
+        nargs="+",
+        required=True,
+        help="layer index or module path (several ok)",
     )
     sweep.add_argument("--texts", required=True, help="texts file: one text a line, .jsonl or .json")
     sweep.add_argument("--probe-texts", help="held-out probe texts (default: every other text of --texts)")
