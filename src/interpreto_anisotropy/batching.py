@@ -25,7 +25,7 @@ __all__ = ["TokenBatcher", "HiddenStateCapture", "ensure_pad_token", "split_poin
 Batch = dict[str, torch.Tensor]
 
 
-def ensure_pad_token(tokenizer: Any, *, stacklevel: int = 3) -> None:
+def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: int = 3) -> None:
     """Give a tokenizer without a pad token its eos token as pad token, with a warning.
 
     Interpreto 0.5.2's `get_activations` crashes on a tokenizer without a pad token; padding is masked out of
@@ -33,6 +33,7 @@ def ensure_pad_token(tokenizer: Any, *, stacklevel: int = 3) -> None:
 
     Args:
         tokenizer: A Hugging Face tokenizer, changed in place.
+        source: Where the tokenizer comes from (a checkpoint), for the messages.
         stacklevel: Where the warning points.
 
     Raises:
@@ -41,19 +42,22 @@ def ensure_pad_token(tokenizer: Any, *, stacklevel: int = 3) -> None:
     Examples:
         >>> ensure_pad_token(tokenizer)  # doctest: +SKIP
     """
-    if tokenizer.pad_token is not None:
+    if getattr(tokenizer, "pad_token", None) is not None:
         return
-    if tokenizer.eos_token is None:
+    owner = "The tokenizer" if source is None else f"The tokenizer of {source!r}"
+    eos = getattr(tokenizer, "eos_token", None)
+    if eos is None:
         raise TokenizerError(
-            "The tokenizer has no pad token and no eos token to pad with; set tokenizer.pad_token first "
-            "(Interpreto's get_activations needs one too)."
+            f"{owner} has no pad token and no eos token to pad with; set one first, e.g. "
+            "tokenizer.add_special_tokens({'pad_token': '[PAD]'}) and resize the model's embeddings "
+            "(Interpreto's get_activations needs a pad token too)."
         )
     warnings.warn(
-        "The tokenizer has no pad token: using its eos token for padding (tokenizer.pad_token = eos_token), "
+        f"{owner} has no pad token: using its eos token {eos!r} for padding (tokenizer.pad_token = eos_token), "
         "as Interpreto's get_activations would otherwise crash. Padding is masked out of the loss.",
         stacklevel=stacklevel,
     )
-    tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.pad_token = eos
 
 
 def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Module:

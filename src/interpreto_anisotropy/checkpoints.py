@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import CheckpointError, EmptyInputError, InvalidInputError, TokenizerError
+from .batching import ensure_pad_token
+from .errors import CheckpointError, EmptyInputError, InvalidInputError
 
 __all__ = [
     "Checkpoint",
@@ -475,7 +476,7 @@ def load_checkpoint(
             ) from err.__cause__
         raise
     _check_tokenizer_not_empty(tokenizer, tok_source, hint=tokenizer_source is None)
-    _ensure_pad_token(tokenizer, tok_source)
+    ensure_pad_token(tokenizer, source=str(tok_source), stacklevel=4)
 
     model_class = _model_class(automodel, config)
     model_kwargs = dict(kwargs, config=config, dtype=model_dtype)
@@ -699,20 +700,3 @@ def _check_tokenizer_not_empty(tokenizer: Any, source: str, *, hint: bool) -> No
             f"The tokenizer loaded from {source!r} encodes text to no tokens: its tokenizer files are probably missing "
             f"(transformers then builds an empty tokenizer).{more}"
         )
-
-
-def _ensure_pad_token(tokenizer: Any, source: str) -> None:
-    if getattr(tokenizer, "pad_token", None) is not None:
-        return
-    eos = getattr(tokenizer, "eos_token", None)
-    if eos is None:
-        raise TokenizerError(
-            f"The tokenizer of {source!r} has neither a pad token nor an eos token to pad with. Set one, e.g. "
-            "tokenizer.add_special_tokens({'pad_token': '[PAD]'}), and resize the model's embeddings."
-        )
-    tokenizer.pad_token = eos
-    warnings.warn(
-        f"The tokenizer of {source!r} has no pad token; using its eos token {eos!r} as pad token "
-        "(padding positions are masked out by the attention mask).",
-        stacklevel=3,
-    )

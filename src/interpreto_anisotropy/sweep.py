@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from . import checkpoints as checkpoint_tools
 from . import distributed, metrics
 from .accumulators import MomentAccumulator
-from .activations import iter_token_activations
+from .activations import iter_token_activations, token_activations
 from .checkpoints import Checkpoint
 from .errors import (
     AnisotropyError,
@@ -555,10 +555,10 @@ class CheckpointSweep:
         return rows
 
     def _read_activations(self, splitter: ModelWithSplitPoints) -> tuple[torch.Tensor, torch.Tensor]:
-        parts = list(self._activation_batches(splitter))
-        if not parts:
-            raise EmptyInputError("No activations were read from the fit texts (are they all special tokens?).")
-        return torch.cat([rows for rows, _ in parts]).float(), torch.cat([ids for _, ids in parts])
+        activations, token_ids = token_activations(
+            splitter, self.fit_texts, batch_size=self.batch_size, max_tokens=self.max_fit_tokens
+        )
+        return activations.float(), token_ids
 
     def _previous_tangent(self, checkpoint: Checkpoint, layer: int | str) -> Subspace | None:
         earlier = [other for other in self.checkpoints if other.step < checkpoint.step]
