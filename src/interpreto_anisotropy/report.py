@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmptyInputError
+from .files import write_atomically
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sweep_result import SweepResult
@@ -178,32 +179,17 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
         figure.savefig(buffer, format="png", dpi=dpi)
         figure.clear()
         data = buffer.getvalue()
-        _atomic_write(out_dir / FIGURES_DIR / f"{name}.png", data)
+        write_atomically(out_dir / FIGURES_DIR / f"{name}.png", data)
         figures.append((name, data))
 
     _atomic_csv(result, out_dir / CSV_FILE)
     page = _page(result, title=title, figures=figures)
     path = out_dir / REPORT_FILE
-    _atomic_write(path, page.encode("utf-8"))
+    write_atomically(path, page.encode("utf-8"))
     return path
 
 
 # ---------------------------------------------------------------------------------------------------- files
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary file next to `path`, then rename it over `path`."""
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
-    try:
-        with handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(handle.name, 0o644)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
-
-
 def _atomic_csv(result: SweepResult, path: Path) -> None:
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(descriptor)

@@ -43,6 +43,7 @@ from .errors import (
     InvalidInputError,
     SplitPointError,
 )
+from .files import write_atomically
 from .probe import GradientProbe
 from .subspace import Subspace
 from .sweep_result import CONFIG_FILE, ROWS_FILE, SweepResult, read_rows
@@ -100,15 +101,6 @@ def _sha(items: Sequence[str]) -> str:
 
 def _safe_name(layer: int | str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", str(layer))
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    temporary.replace(path)
 
 
 class CheckpointSweep:
@@ -324,7 +316,7 @@ class CheckpointSweep:
                         shutil.rmtree(target)
                     elif target.exists():
                         target.unlink()
-        _write_atomically(path, json.dumps(config, indent=1))
+        write_atomically(path, json.dumps(config, indent=1))
 
     # ------------------------------------------------------------------ run
     def run(self) -> SweepResult:
@@ -381,7 +373,7 @@ class CheckpointSweep:
         path = self.results_dir / ROWS_FILE
         existing = path.read_text() if path.exists() else ""
         added = "".join(json.dumps(row) + "\n" for row in sorted(rows, key=lambda row: row["step"]))
-        _write_atomically(path, existing + added)
+        write_atomically(path, existing + added)
 
     def _load(self, checkpoint: Checkpoint):
         return checkpoint_tools.loaded(checkpoint, automodel=self.automodel, device=self.device)

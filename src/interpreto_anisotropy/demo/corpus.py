@@ -24,7 +24,6 @@ import os
 import platform
 import sys
 import sysconfig
-import tempfile
 import tokenize
 import warnings
 from enum import Enum
@@ -33,6 +32,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..errors import InvalidInputError
+from ..files import write_atomically
 
 __all__ = ["Split", "load_corpus", "corpus_cache_path", "default_cache_dir", "CACHE_ENV_VAR"]
 
@@ -220,21 +220,6 @@ def _split_of(key: bytes) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _write_atomically(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(payload, stream, ensure_ascii=False)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-
-
 def _read_cache(path: Path, stdlib: Path) -> list[str] | None:
     try:
         with path.open(encoding="utf-8") as stream:
@@ -273,7 +258,7 @@ def _all_texts(*, include_comments: bool, cache_dir: str | os.PathLike | None, p
             "texts": texts,
         }
         try:
-            _write_atomically(path, payload)
+            write_atomically(path, json.dumps(payload, ensure_ascii=False))
         except OSError as error:
             warnings.warn(
                 f"Could not write the corpus cache {path} ({error}); the harvest will be redone next time. "

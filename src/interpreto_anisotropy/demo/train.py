@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
+from ..files import write_atomically
 from .corpus import load_corpus
 from .toy_models import (
     ENCODER_ARCHS,
@@ -265,13 +266,7 @@ def _save_checkpoint(folder: Path, model: PreTrainedModel, tokenizer: PreTrained
     with _transformers_progress_bars(False):
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-    _write_json(folder / TRAINER_STATE_NAME, state)
-
-
-def _write_json(path: Path, payload: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(folder / TRAINER_STATE_NAME, json.dumps(state, indent=2))
 
 
 def train_toy(
@@ -502,7 +497,7 @@ def train_toy(
             save_if_due(step)
         model.eval()
 
-        _write_json(path / TRAINER_STATE_NAME, state(steps))
+        write_atomically(path / TRAINER_STATE_NAME, json.dumps(state(steps), indent=2))
     return ToyRun(
         out_dir=path,
         arch=arch.value,
