@@ -9,25 +9,23 @@ across processes gives the same numbers as one pass over all the data (up to flo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import scipy.linalg
 import torch
-from jaxtyping import Float
+from jaxtyping import Bool, Float
 
 from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError
 
 __all__ = ["MomentAccumulator", "top_eigenvectors"]
 
 
-@dataclass
 class MomentAccumulator:
     """Running count, first and second moments of rows x in R^d, shifted for numerical stability.
 
     Stores n, s1 = sum(x - c) and s2 = sum((x - c)(x - c)^T) in float64, where the shift c is the mean of the
     first batch seen (or a given vector). Batch products are computed in the batch's own dtype (float32 BLAS
     on float32 activations) and added to the float64 sums; the shift keeps the cancellation in
-    `covariance = s2/n - m m^T` small. Memory is O(d^2) whatever the number of rows.
+    `covariance = s2/n - m m^T` small. Memory is O(d^2) whatever the number of rows. The count lives on the
+    device too, so `update` never waits for the device; reading `count` does.
 
     Args:
         dim: The dimension d.
@@ -42,37 +40,55 @@ class MomentAccumulator:
         150
     """
 
-    dim: int
-    device: torch.device | str = "cpu"
-    shift: torch.Tensor | None = None
-    count: int = 0
-    s1: torch.Tensor = field(init=False)
-    s2: torch.Tensor = field(init=False)
+    def __init__(self, dim: int, device: torch.device | str = "cpu", shift: torch.Tensor | None = None):
+        self.dim = dim
+        self.device = torch.device(device)
+        self.shift = None if shift is None else shift.detach().to(device=self.device, dtype=torch.float64)
+        self.n = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.s1 = torch.zeros(dim, dtype=torch.float64, device=self.device)
+        self.s2 = torch.zeros(dim, dim, dtype=torch.float64, device=self.device)
 
-    def __post_init__(self) -> None:
-        self.device = torch.device(self.device)
-        self.s1 = torch.zeros(self.dim, dtype=torch.float64, device=self.device)
-        self.s2 = torch.zeros(self.dim, self.dim, dtype=torch.float64, device=self.device)
-        if self.shift is not None:
-            self.shift = self.shift.detach().to(device=self.device, dtype=torch.float64)
+    @property
+    def count(self) -> int:
+        """Number of rows accumulated (reads the device)."""
+        return int(self.n.item())
 
-    def update(self, x: Float[torch.Tensor, "n d"]) -> MomentAccumulator:
-        """Add a batch of rows (n, d). Returns self."""
+    @count.setter
+    def count(self, value: int | torch.Tensor) -> None:
+        self.n = torch.as_tensor(value, dtype=torch.float64).to(self.device).reshape(())
+
+    def __repr__(self) -> str:
+        return f"MomentAccumulator(dim={self.dim}, device={self.device}, count={self.count})"
+
+    def update(self, x: Float[torch.Tensor, "n d"], mask: Bool[torch.Tensor, " n"] | None = None) -> MomentAccumulator:
+        """Add a batch of rows (n, d), or only the rows where `mask` (n,) is True. Returns self.
+
+        A mask costs no host synchronisation (boolean indexing would): masked-out rows are zeroed after
+        centring, so they add nothing, even when they hold NaN or infinities.
+        """
         if x.dim() != 2 or x.shape[1] != self.dim:
             raise DimensionMismatchError(f"Expected a batch of shape (n, {self.dim}), got {tuple(x.shape)}.")
+        if mask is not None and mask.shape != x.shape[:1]:
+            raise DimensionMismatchError(f"Expected a mask of shape ({x.shape[0]},), got {tuple(mask.shape)}.")
         if x.shape[0] == 0:
             return self
         x = x.detach().to(self.device)
         if not x.is_floating_point() or x.element_size() < 4:
             x = x.float()  # integers, and float16/bfloat16 whose products would round the sums to 8-11 bits
+        keep = None if mask is None else mask.to(self.device)[:, None]
         if self.shift is None:
-            self.shift = x.double().mean(0)
+            if keep is None:
+                self.shift = x.double().mean(0)
+            else:
+                self.shift = torch.where(keep, x, 0).double().sum(0) / keep.sum().clamp(min=1)
         centred = x - self.shift.to(x.dtype)
+        if keep is not None:
+            centred = torch.where(keep, centred, 0)
         # Column sums in the batch's dtype (a float64 reduction of float32 rows is several times slower); the rows
         # are centred, so the float32 partial sums lose nothing that matters before joining the float64 total.
         self.s1 += centred.sum(0).double()
         self.s2 += (centred.T @ centred).double()
-        self.count += int(x.shape[0])
+        self.n += x.shape[0] if keep is None else keep.sum()
         return self
 
     def _moved_to(self, shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,30 +96,24 @@ class MomentAccumulator:
         if self.shift is None:
             return self.s1, self.s2
         delta = self.shift - shift
-        s1 = self.s1 + self.count * delta
-        s2 = (
-            self.s2
-            + torch.outer(self.s1, delta)
-            + torch.outer(delta, self.s1)
-            + self.count * torch.outer(delta, delta)
-        )
+        s1 = self.s1 + self.n * delta
+        s2 = self.s2 + torch.outer(self.s1, delta) + torch.outer(delta, self.s1) + self.n * torch.outer(delta, delta)
         return s1, s2
 
     def merge(self, other: MomentAccumulator) -> MomentAccumulator:
         """Add another accumulator's sums into this one (exact). Returns self."""
         if other.dim != self.dim:
             raise DimensionMismatchError(f"Cannot merge moments of R^{self.dim} and R^{other.dim}.")
-        if other.count == 0:
+        if other.shift is None:
             return self
         if self.shift is None:
             self.shift = other.shift.to(self.device)
-        moved = MomentAccumulator(other.dim, self.device)
-        moved.count, moved.s1, moved.s2 = other.count, other.s1.to(self.device), other.s2.to(self.device)
-        moved.shift = other.shift.to(self.device)
+        moved = MomentAccumulator(other.dim, self.device, shift=other.shift)
+        moved.n, moved.s1, moved.s2 = other.n.to(self.device), other.s1.to(self.device), other.s2.to(self.device)
         s1, s2 = moved._moved_to(self.shift)
         self.s1 += s1
         self.s2 += s2
-        self.count += other.count
+        self.n += moved.n
         return self
 
     def _require_rows(self) -> None:
@@ -114,19 +124,19 @@ class MomentAccumulator:
     def mean(self) -> Float[torch.Tensor, " d"]:
         """Mean of the rows, float64 (d,)."""
         self._require_rows()
-        return self.shift + self.s1 / self.count
+        return self.shift + self.s1 / self.n
 
     def second_moment(self) -> Float[torch.Tensor, "d d"]:
         """Uncentred second moment E[x x^T], float64 (d, d)."""
-        s1, s2 = self._moved_to(torch.zeros_like(self.s1))
         self._require_rows()
-        return s2 / self.count
+        _, s2 = self._moved_to(torch.zeros_like(self.s1))
+        return s2 / self.n
 
     def covariance(self, *, unbiased: bool = False) -> Float[torch.Tensor, "d d"]:
         """Covariance of the rows, float64 (d, d); divides by n, or n - 1 when `unbiased`."""
         self._require_rows()
-        mean_shifted = self.s1 / self.count
-        scatter = self.s2 - self.count * torch.outer(mean_shifted, mean_shifted)
+        mean_shifted = self.s1 / self.n
+        scatter = self.s2 - self.n * torch.outer(mean_shifted, mean_shifted)
         denominator = self.count - 1 if unbiased else self.count
         if denominator < 1:
             raise EmptyInputError("An unbiased covariance needs at least two rows.")

@@ -18,8 +18,9 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float, Int
 from tqdm.auto import tqdm
 
-from .batching import HiddenStateCapture, TokenBatcher, split_point_module
+from .batching import HiddenStateCapture, StopForward, TokenBatcher, split_point_module
 from .errors import EmptyInputError, InvalidInputError, SplitPointError
+from .host_reads import to_device
 
 __all__ = ["iter_token_activations", "token_activations"]
 
@@ -68,34 +69,55 @@ def iter_token_activations(
     special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids) - {None}) or [-1])
     device = next(model.parameters()).device
     n_batches, batches = batcher.batches(texts)
-    capture = HiddenStateCapture(splitter.split_point)
+    capture = HiddenStateCapture(splitter.split_point, stop=True)
     handle = module.register_forward_hook(capture)
     seen = 0
     shard_rank, shard_count = shard
+    # The rows of batch i are read (a host synchronisation: their number is data-dependent) only once batch i + 1
+    # is queued, so the device computes while the host waits and tokenises.
+    pending: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
     try:
         for batch_index, (batch, sequence_ids) in enumerate(
             tqdm(batches, total=n_batches, desc="Activations", disable=not progress)
         ):
             if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
                 continue
-            batch = {key: value.to(device) for key, value in batch.items()}
-            with torch.no_grad():
-                model(**batcher.model_inputs(batch))
+            batch = to_device(batch, device)
+            capture.hidden = None
+            try:
+                with torch.no_grad():
+                    model(**batcher.model_inputs(batch))
+            except StopForward:
+                pass
             if capture.hidden is None:
                 raise SplitPointError(f"Split point '{splitter.split_point}' was not run by the forward pass.")
             keep = batch["attention_mask"].bool()
             if not include_special:
                 keep &= ~torch.isin(batch["input_ids"], special_ids.to(device))
-            rows, ids = capture.hidden[keep], batch["input_ids"][keep]
-            if max_tokens is not None:
-                rows, ids = rows[: max_tokens - seen], ids[: max_tokens - seen]
-            seen += rows.shape[0]
+            current = (capture.hidden, keep, batch["input_ids"])
+            if pending is not None:
+                rows, ids = _kept_rows(pending, None if max_tokens is None else max_tokens - seen)
+                seen += rows.shape[0]
+                if rows.shape[0]:
+                    yield rows, ids
+                if max_tokens is not None and seen >= max_tokens:
+                    return
+            pending = current
+        if pending is not None:
+            rows, ids = _kept_rows(pending, None if max_tokens is None else max_tokens - seen)
             if rows.shape[0]:
                 yield rows, ids
-            if max_tokens is not None and seen >= max_tokens:
-                break
     finally:
         handle.remove()
+
+
+def _kept_rows(
+    pending: tuple[torch.Tensor, torch.Tensor, torch.Tensor], limit: int | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kept rows (n, d) and their token ids (n,) of a batch's hidden states (b, l, d), at most `limit`."""
+    hidden, keep, input_ids = pending
+    rows, ids = hidden[keep], input_ids[keep]
+    return (rows, ids) if limit is None else (rows[:limit], ids[:limit])
 
 
 def token_activations(

@@ -20,7 +20,7 @@ import torch
 
 from .errors import EmptyInputError, InvalidInputError, SplitPointError, TokenizerError
 
-__all__ = ["TokenBatcher", "HiddenStateCapture", "ensure_pad_token", "split_point_module"]
+__all__ = ["TokenBatcher", "HiddenStateCapture", "StopForward", "ensure_pad_token", "split_point_module"]
 
 Batch = dict[str, torch.Tensor]
 
@@ -82,35 +82,50 @@ def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Mod
         ) from error
 
 
+class StopForward(Exception):
+    """Raised by a `HiddenStateCapture(stop=True)` once it holds the hidden state: the layers above are skipped."""
+
+
 class HiddenStateCapture:
     """Forward hook that records the split point's (batch, length, d) hidden state.
 
     With `as_leaf=True` the hidden state is swapped for a detached leaf that requires grad, so that
     `torch.autograd.grad(loss, capture.hidden)` gives dL/dh without recording the graph below the split point.
+    With `stop=True` the hook raises `StopForward` after recording, so a reader that needs only the split point's
+    activations does not run the layers above it nor the output head; the caller catches it.
 
     Args:
         split_point: The split point's path, for error messages.
         as_leaf: Swap the output for a leaf tensor requiring grad.
+        stop: Raise `StopForward` once the hidden state is recorded.
     """
 
-    def __init__(self, split_point: str, *, as_leaf: bool = False):
+    def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False):
         self.split_point = split_point
         self.as_leaf = as_leaf
+        self.stop = stop
         self.hidden: torch.Tensor | None = None
 
     def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> Any:
         if isinstance(output, torch.Tensor) and output.dim() == 3:
             self.hidden = self._keep(output)
-            return self.hidden if self.as_leaf else None
+            return self._finish(self.hidden if self.as_leaf else None)
         if isinstance(output, tuple):
             for index, candidate in enumerate(output):
                 if isinstance(candidate, torch.Tensor) and candidate.dim() == 3:
                     self.hidden = self._keep(candidate)
-                    return output[:index] + (self.hidden,) + output[index + 1 :] if self.as_leaf else None
+                    return self._finish(
+                        output[:index] + (self.hidden,) + output[index + 1 :] if self.as_leaf else None
+                    )
         raise SplitPointError(
             f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
             "choose a transformer block or a layer norm as split point."
         )
+
+    def _finish(self, replacement: Any) -> Any:
+        if self.stop:
+            raise StopForward
+        return replacement
 
     def _keep(self, hidden: torch.Tensor) -> torch.Tensor:
         return hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()

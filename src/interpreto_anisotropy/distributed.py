@@ -100,7 +100,7 @@ def all_reduce_moments(moments: MomentAccumulator) -> MomentAccumulator:
     merged = MomentAccumulator(moments.dim, moments.device, shift=shift)
     merged.s1 = all_reduce_sum(s1)
     merged.s2 = all_reduce_sum(s2)
-    merged.count = int(all_reduce_sum(torch.tensor([moments.count], dtype=torch.float64)).item())
+    merged.n = all_reduce_sum(moments.n.reshape(1)).reshape(())
     return merged
 
 

@@ -76,7 +76,8 @@ class LossTerms:
     Attributes:
         total: Scalar loss, summed over terms (or averaged when the reduction is "mean").
         summed: The plain sum of the terms (for reporting the mean loss), detached.
-        count: Number of loss terms (predicted tokens, masked tokens or sequences).
+        count: Number of loss terms (predicted tokens, masked tokens or sequences): an int, or a 0-dim integer
+            tensor on the model's device, so that counting never waits for the device.
 
     Examples:
         >>> terms = LossTerms(total=torch.tensor(6.0), summed=torch.tensor(6.0), count=3)
@@ -86,13 +87,28 @@ class LossTerms:
 
     total: Float[torch.Tensor, ""]
     summed: Float[torch.Tensor, ""]
-    count: int
+    count: int | Int[torch.Tensor, ""]
 
 
-def _reduce(per_term: torch.Tensor, count: int, reduction: Reduction) -> LossTerms:
+def _reduce(per_term: torch.Tensor, count: int | torch.Tensor, reduction: Reduction) -> LossTerms:
     summed = per_term.sum()
-    total = summed / max(count, 1) if reduction is Reduction.MEAN else summed
+    if reduction is Reduction.MEAN:
+        total = summed / (count.clamp(min=1) if isinstance(count, torch.Tensor) else max(count, 1))
+    else:
+        total = summed
     return LossTerms(total=total, summed=summed.detach(), count=count)
+
+
+def _cross_entropy_where(
+    logits: Float[torch.Tensor, "b l v"], targets: Int[torch.Tensor, "b l"], where: Bool[torch.Tensor, "b l"]
+) -> Float[torch.Tensor, "b l"]:
+    """Per-token cross-entropy, 0 where `where` is False.
+
+    Ignored targets replace boolean indexing (`logits[where]`), whose output size the host would have to wait for.
+    """
+    ignored = targets.masked_fill(~where, -100)
+    per_token = F.cross_entropy(logits.flatten(0, 1).float(), ignored.flatten(), reduction="none", ignore_index=-100)
+    return per_token.view_as(targets)
 
 
 class Objective:
@@ -127,7 +143,10 @@ class Objective:
     def prepare(
         self, batch: dict[str, torch.Tensor], *, sequence_ids: Int[torch.Tensor, " b"], tokenizer: Any
     ) -> dict[str, torch.Tensor]:
-        """Return the batch the model is run on (e.g. with masked tokens). Default: unchanged."""
+        """Return the batch the model is run on (e.g. with masked tokens). Default: unchanged.
+
+        Called on the CPU batch, before it is moved to the model's device.
+        """
         return batch
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
@@ -166,8 +185,7 @@ class CausalLMObjective(Objective):
         logits = output.logits[:, :-1]
         targets = batch["input_ids"][:, 1:]
         valid = batch["attention_mask"][:, :-1].bool() & batch["attention_mask"][:, 1:].bool()
-        per_token = F.cross_entropy(logits[valid].float(), targets[valid], reduction="none")
-        return _reduce(per_token, int(valid.sum()), self.reduction)
+        return _reduce(_cross_entropy_where(logits, targets, valid), valid.sum(), self.reduction)
 
     def probed_tokens(self, batch: dict[str, torch.Tensor]) -> Bool[torch.Tensor, "b l"]:
         """Real tokens followed by a real token (the last one of each sequence predicts nothing)."""
@@ -223,7 +241,7 @@ class MaskedLMObjective(Objective):
         special = torch.zeros_like(attention)
         for special_id in set(tokenizer.all_special_ids):
             special |= input_ids == special_id
-        candidates = (attention & ~special).cpu()
+        candidates = attention & ~special
         labels = torch.full_like(input_ids, -100)
         corrupted = input_ids.clone()
         vocab_size = len(tokenizer)
@@ -240,19 +258,18 @@ class MaskedLMObjective(Objective):
             replacement = torch.rand(selected.numel(), generator=generator)
             random_tokens = torch.randint(vocab_size, (selected.numel(),), generator=generator)
             labels[row, selected] = input_ids[row, selected]
-            new_ids = input_ids[row, selected].clone().cpu()
+            new_ids = input_ids[row, selected].clone()
             new_ids[replacement < 0.8] = tokenizer.mask_token_id
             use_random = (replacement >= 0.8) & (replacement < 0.9)
             new_ids[use_random] = random_tokens[use_random]
-            corrupted[row, selected] = new_ids.to(corrupted.device)
+            corrupted[row, selected] = new_ids
         return {**batch, "input_ids": corrupted, "labels": labels, "original_input_ids": input_ids}
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
         """Cross-entropy of the model's predictions at the selected tokens."""
-        labels = batch["labels"]
-        selected = labels != -100
-        per_token = F.cross_entropy(output.logits[selected].float(), labels[selected], reduction="none")
-        return _reduce(per_token, int(selected.sum()), self.reduction)
+        selected = batch["labels"] != -100
+        per_token = _cross_entropy_where(output.logits, batch["labels"], selected)
+        return _reduce(per_token, selected.sum(), self.reduction)
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready settings, with the masking rate and seed."""
@@ -317,7 +334,8 @@ class CallableObjective(Objective):
         if value.dim() == 0:
             return LossTerms(total=value, summed=value.detach(), count=1)
         if value.shape == batch["attention_mask"].shape:
-            value = value[batch["attention_mask"].bool()]
+            real = batch["attention_mask"].bool()
+            return _reduce(torch.where(real, value, 0), real.sum(), self.reduction)
         return _reduce(value.flatten(), value.numel(), self.reduction)
 
 

@@ -37,6 +37,7 @@ from .errors import (
     NonFiniteError,
     SplitPointError,
 )
+from .host_reads import LaggedRead, to_device
 from .metrics.isotropy import isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
 from .objectives import Objective, make_objective
 from .probe_result import ProbeResult
@@ -73,6 +74,29 @@ class TokenGradients:
     masked: Bool[torch.Tensor, " n"] | None
     loss_sum: float
     loss_count: int
+
+
+@dataclass
+class _Step:
+    """One probed batch, all on the model's device except the sequence ids.
+
+    Attributes:
+        batch: The prepared batch (masked, for masked LM).
+        hidden: Hidden states at the split point, (b, l, d).
+        gradient: dL/dh, (b, l, d); may hold NaN where `probed` is False (a skipped non-finite batch).
+        probed: Tokens that count, (b, l): probed by the objective, finite, within `max_tokens`.
+        sequence_ids: Index of each sequence in the inputs, (b,), on the CPU.
+        loss_sum: Sum of the loss terms, 0-dim float64 (0 for a non-finite batch).
+        loss_count: Number of loss terms, 0-dim float64 (0 for a non-finite batch).
+    """
+
+    batch: dict[str, torch.Tensor]
+    hidden: Float[torch.Tensor, "b l d"]
+    gradient: Float[torch.Tensor, "b l d"]
+    probed: Bool[torch.Tensor, "b l"]
+    sequence_ids: Int[torch.Tensor, " b"]
+    loss_sum: Float[torch.Tensor, ""]
+    loss_count: Float[torch.Tensor, ""]
 
 
 class GradientProbe:
@@ -172,12 +196,16 @@ class GradientProbe:
 
     # ------------------------------------------------------------------ batches
     def _forward_backward(
-        self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor, batch_index: int
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, Any] | None:
-        """One forward + one backward. Returns (prepared batch, hidden (b,l,d), grad (b,l,d), loss terms)."""
-        device = self.device
-        batch = {key: value.to(device) for key, value in batch.items()}
+        self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, Any, torch.Tensor]:
+        """One forward + one backward, queued on the device without waiting for it.
+
+        Returns:
+            (prepared batch on the device, hidden (b, l, d), dL/dh (b, l, d), loss terms, 0-dim "all finite" flag).
+        """
         batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
+        device = self.device
+        batch = to_device(batch, device)
         autocast = torch.autocast(
             device_type=device.type,
             dtype=self.autocast_dtype or torch.bfloat16,
@@ -198,14 +226,14 @@ class GradientProbe:
             raise SplitPointError(
                 f"The {self.objective.name} loss does not depend on split point '{self.splitter.split_point}'."
             )
-        if not bool(torch.isfinite(gradient).all()) or not bool(torch.isfinite(terms.summed)):
-            if self.on_nonfinite == "raise":
-                raise NonFiniteError(
-                    f"Non-finite loss or gradients in batch {batch_index} (sequences {sequence_ids.tolist()}). "
-                    "Check the checkpoint's weights, lower the precision less, or pass on_nonfinite='skip'."
-                )
-            return None
-        return batch, hidden.detach(), gradient, terms
+        finite = torch.isfinite(gradient).all() & torch.isfinite(terms.summed)
+        return batch, hidden.detach(), gradient, terms, finite
+
+    def _nonfinite_error(self, batch_index: int, sequence_ids: torch.Tensor) -> NonFiniteError:
+        return NonFiniteError(
+            f"Non-finite loss or gradients in batch {batch_index} (sequences {sequence_ids.tolist()}). "
+            "Check the checkpoint's weights, lower the precision less, or pass on_nonfinite='skip'."
+        )
 
     def _iterate(
         self,
@@ -216,10 +244,14 @@ class GradientProbe:
         progress: bool,
         description: str,
         shard: tuple[int, int] = (0, 1),
-    ):
-        """Yield (batch, hidden, gradient, probed mask, sequence ids, terms) per batch of this shard.
+    ) -> Iterator[_Step]:
+        """Yield one `_Step` per batch of this shard, without waiting for the device between batches.
 
-        `shard=(rank, world)` keeps the batches whose index is `rank` modulo `world`. Counts of usable and skipped
+        `shard=(rank, world)` keeps the batches whose index is `rank` modulo `world`. A batch with non-finite
+        values gets no probed token and no loss; the first batch is checked at once (a broken checkpoint fails
+        fast), the others' flags are read together at the end, where `on_nonfinite="raise"` raises for the first
+        bad one. With `max_tokens`, tokens past the cap are masked out on the device and the running count is
+        read one batch late, so at most one batch more than needed is computed. Counts of usable and skipped
         sequences and of skipped batches are left in `self.usable_sequences`, `self.skipped_sequences` and
         `self.skipped_batches`.
         """
@@ -229,30 +261,46 @@ class GradientProbe:
         n_batches, chunks = self.batcher.batches(inputs, labels)
         self.skipped_batches = 0
         self.usable_sequences = 0
-        seen = 0
+        flags: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        seen = torch.zeros((), dtype=torch.long, device=self.device)
+        count_reader = LaggedRead()
         for batch_index, (batch, sequence_ids) in enumerate(
             tqdm(chunks, total=n_batches, desc=description, unit="batch", disable=not progress)
         ):
             if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
                 continue
             self.usable_sequences += sequence_ids.numel()
-            step = self._forward_backward(batch, sequence_ids, batch_index)
-            if step is None:
-                self.skipped_batches += 1
-                continue
-            prepared, hidden, gradient, terms = step
-            probed = self.objective.probed_tokens(prepared)
+            prepared, hidden, gradient, terms, finite = self._forward_backward(batch, sequence_ids)
+            if not flags and self.on_nonfinite == "raise" and not bool(finite):
+                raise self._nonfinite_error(batch_index, sequence_ids)
+            flags.append((batch_index, sequence_ids, finite))
+            probed = self.objective.probed_tokens(prepared) & finite
             if max_tokens is not None:
                 flat = probed.flatten()
-                keep = (flat.cumsum(0) <= max_tokens - seen) & flat
+                keep = (flat.cumsum(0) + seen <= max_tokens) & flat
                 probed = keep.view_as(probed)
-            count = int(probed.sum())
-            seen += count
-            if count:
-                yield prepared, hidden, gradient, probed, sequence_ids.to(gradient.device), terms
-            if max_tokens is not None and seen >= max_tokens:
-                break
+                seen = seen + keep.sum()
+            zero = torch.zeros((), dtype=torch.float64, device=gradient.device)
+            yield _Step(
+                batch=prepared,
+                hidden=hidden,
+                gradient=gradient,
+                probed=probed,
+                sequence_ids=sequence_ids,
+                loss_sum=torch.where(finite, terms.summed.double(), zero),
+                loss_count=torch.where(finite, torch.as_tensor(terms.count, device=gradient.device).double(), zero),
+            )
+            if max_tokens is not None:
+                counted = count_reader.push(seen)
+                if counted is not None and int(counted) >= max_tokens:
+                    break
         self.skipped_sequences = self.batcher.skipped_sequences
+        if flags:
+            finite_flags = torch.stack([flag for _, _, flag in flags]).cpu()
+            if self.on_nonfinite == "raise" and not bool(finite_flags.all()):
+                batch_index, sequence_ids, _ = flags[int((~finite_flags).nonzero()[0])]
+                raise self._nonfinite_error(batch_index, sequence_ids)
+            self.skipped_batches = int((~finite_flags).sum())
 
     def _check_usable(self, usable_sequences: int, skipped_sequences: int) -> None:
         if usable_sequences == 0:
@@ -286,23 +334,22 @@ class GradientProbe:
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`).
         """
         parts: dict[str, list[torch.Tensor]] = {key: [] for key in ("h", "g", "seq", "pos", "ids", "masked")}
-        loss_sum, loss_count = 0.0, 0
-        for batch, hidden, gradient, probed, sequence_ids, terms in self._iterate(
-            inputs, labels, max_tokens=max_tokens, progress=progress, description="Gradients"
-        ):
+        loss_sum = loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
+        for step in self._iterate(inputs, labels, max_tokens=max_tokens, progress=progress, description="Gradients"):
+            batch, probed = step.batch, step.probed
             positions = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
             original = batch.get("original_input_ids", batch["input_ids"])
-            parts["h"].append(hidden[probed])
-            parts["g"].append(gradient[probed])
-            parts["seq"].append(sequence_ids[:, None].expand_as(probed)[probed])
+            parts["h"].append(step.hidden[probed])
+            parts["g"].append(step.gradient[probed])
+            parts["seq"].append(step.sequence_ids.to(probed.device)[:, None].expand_as(probed)[probed])
             parts["pos"].append(positions[probed])
             parts["ids"].append(original[probed])
             if "labels" in batch and batch["labels"].dim() == 2:
                 parts["masked"].append((batch["labels"] != -100)[probed])
-            loss_sum += float(terms.summed)
-            loss_count += terms.count
+            loss_sum = loss_sum + step.loss_sum
+            loss_count = loss_count + step.loss_count
         self._check_usable(self.usable_sequences, self.skipped_sequences)
-        if not parts["g"]:
+        if sum(part.shape[0] for part in parts["g"]) == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         return TokenGradients(
             activations=torch.cat(parts["h"]),
@@ -311,8 +358,8 @@ class GradientProbe:
             positions=torch.cat(parts["pos"]),
             input_ids=torch.cat(parts["ids"]),
             masked=torch.cat(parts["masked"]) if parts["masked"] else None,
-            loss_sum=loss_sum,
-            loss_count=loss_count,
+            loss_sum=float(loss_sum),
+            loss_count=int(loss_count),
         )
 
     def run(
@@ -366,14 +413,15 @@ class GradientProbe:
 
         per_sequence_energy: list[torch.Tensor] = []
         per_sequence_total: list[torch.Tensor] = []
+        per_sequence_has_rows: list[torch.Tensor] = []
         per_sequence_id: list[torch.Tensor] = []
         moments = MomentAccumulator(dim, device=device)
-        loss_sum, loss_count, n_sequences = 0.0, 0, 0
+        loss_sum = loss_count = torch.zeros((), dtype=torch.float64, device=device)
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
-        for _, _, gradient, probed, sequence_ids, terms in self._iterate(
+        for step in self._iterate(
             inputs,
             labels,
             max_tokens=max_tokens,
@@ -381,40 +429,52 @@ class GradientProbe:
             description="Probing gradients",
             shard=shard,
         ):
-            if gradient.shape[-1] != dim:
+            batch_size, length, width = step.gradient.shape
+            if width != dim:
                 raise DimensionMismatchError(
-                    f"The split point '{self.splitter.split_point}' has d={gradient.shape[-1]} but the subspaces "
+                    f"The split point '{self.splitter.split_point}' has d={width} but the subspaces "
                     f"live in R^{dim}: they were fitted on another layer or model."
                 )
-            rows = gradient[probed].float()
-            local_sequence = torch.arange(probed.shape[0], device=device)[:, None].expand_as(probed)[probed]
+            # Every position is a row, zero where not probed (padding, past the cap, a non-finite batch): fixed
+            # shapes and masks instead of boolean indexing keep the loop free of host synchronisation.
+            probed = step.probed.reshape(-1)
+            rows = torch.where(probed[:, None], step.gradient.reshape(-1, width), 0).float()
             token_energy = (rows @ stacked).square() @ membership
-            batch_energy = torch.zeros(probed.shape[0], membership.shape[1], dtype=torch.float64, device=device)
-            batch_energy.index_add_(0, local_sequence, token_energy.double())
-            batch_total = torch.zeros(probed.shape[0], dtype=torch.float64, device=device)
-            batch_total.index_add_(0, local_sequence, rows.double().square().sum(1))
-            has_rows = probed.any(1)
-            per_sequence_energy.append(batch_energy[has_rows])
-            per_sequence_total.append(batch_total[has_rows])
-            per_sequence_id.append(sequence_ids[has_rows])
-            moments.update(rows)
-            loss_sum += float(terms.summed)
-            loss_count += terms.count
-            n_sequences += int(has_rows.sum())
-        counters = torch.tensor(
-            [loss_sum, loss_count, n_sequences, self.usable_sequences, self.skipped_sequences, self.skipped_batches],
-            dtype=torch.float64,
+            per_sequence_energy.append(token_energy.view(batch_size, length, -1).double().sum(1))
+            per_sequence_total.append(rows.square().sum(1).view(batch_size, length).double().sum(1))
+            per_sequence_has_rows.append(step.probed.any(1))
+            per_sequence_id.append(step.sequence_ids)
+            moments.update(rows, mask=probed)
+            loss_sum = loss_sum + step.loss_sum
+            loss_count = loss_count + step.loss_count
+        sequence_energy, sequence_total, sequence_id = _sequences_with_rows(
+            per_sequence_energy,
+            per_sequence_total,
+            per_sequence_has_rows,
+            per_sequence_id,
+            membership.shape[1],
+            device,
+        )
+        counters = torch.stack(
+            [
+                loss_sum,
+                loss_count,
+                torch.tensor(float(sequence_id.numel()), dtype=torch.float64, device=device),
+                torch.tensor(float(self.usable_sequences), dtype=torch.float64, device=device),
+                torch.tensor(float(self.skipped_sequences), dtype=torch.float64, device=device),
+                torch.tensor(float(self.skipped_batches), dtype=torch.float64, device=device),
+            ]
         )
         if sharded:
             counters = distributed.all_reduce_sum(counters)
             moments = distributed.all_reduce_moments(moments)
         loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches = counters.tolist()
         self._check_usable(int(usable), int(skipped_sequences))
-        if moments.count == 0:
+        n_tokens = moments.count
+        if n_tokens == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
-        sequence_energy, sequence_total = _gather_sequences(
-            per_sequence_id, per_sequence_energy, per_sequence_total, membership.shape[1], device, sharded
-        )
+        if sharded:
+            sequence_energy, sequence_total = _gather_sequences(sequence_id, sequence_energy, sequence_total, device)
         shares = (sequence_energy.sum(0) / sequence_total.sum()).cpu().numpy()
         second_moment = moments.second_moment()
         covariance = moments.covariance()
@@ -422,13 +482,14 @@ class GradientProbe:
         top_values, _ = top_eigenvectors(second_moment, max_rank)
         top_values = top_values.clamp(min=0)
         total_energy = float(torch.trace(second_moment))
-        isoscore_full = float(isoscore_star_from_covariance(covariance, n=moments.count))
-        generator = torch.Generator().manual_seed(seed)
-        counts = _bootstrap_counts(sequence_total.shape[0], n_bootstrap, generator).to(device)
-        boot_total = counts @ sequence_total
+        isoscore_full = float(isoscore_star_from_covariance(covariance, n=n_tokens))
+        tangent_columns = [index * (1 + n_controls) for index in range(len(tangents))]
+        boot_shares = _bootstrap_shares(
+            sequence_energy[:, tangent_columns], sequence_total, n_bootstrap, torch.Generator().manual_seed(seed)
+        )
 
         common = {
-            "n_tokens": moments.count,
+            "n_tokens": n_tokens,
             "n_sequences": int(n_sequences),
             "dim": dim,
             "loss": loss_sum / max(loss_count, 1),
@@ -442,11 +503,10 @@ class GradientProbe:
         }
         results: dict[str, ProbeResult] = {}
         column = 0
-        for name, tangent in tangents.items():
+        for tangent_index, (name, tangent) in enumerate(tangents.items()):
             k = tangent.rank
             energy_share = float(shares[column])
             control_shares = shares[column + 1 : column + 1 + n_controls].astype(np.float64)
-            boot_shares = ((counts @ sequence_energy[:, column]) / boot_total).cpu().numpy()
             oracle = float(top_values[:k].sum()) / total_energy if total_energy > 0 else 0.0
             without_tangent = float(_isoscore_star_in_complements(covariance, tangent.basis[None])[0])
             without_controls = _isoscore_star_in_complements(covariance, controls[name])
@@ -459,8 +519,8 @@ class GradientProbe:
                 control_energy_shares=control_shares,
                 analytic_null=analytic_null(min(max(energy_share, 0.0), 1.0), dim, k),
                 p_value=p_value(energy_share, control_shares),
-                ci_low=float(np.quantile(boot_shares, alpha)),
-                ci_high=float(np.quantile(boot_shares, 1 - alpha)),
+                ci_low=float(np.quantile(boot_shares[:, tangent_index], alpha)),
+                ci_high=float(np.quantile(boot_shares[:, tangent_index], 1 - alpha)),
                 confidence=confidence,
                 oracle_energy_share=oracle,
                 isoscore_star_without_tangent=without_tangent,
@@ -473,23 +533,28 @@ class GradientProbe:
         return next(iter(results.values()))
 
 
-def _gather_sequences(
-    ids: list[torch.Tensor],
+def _sequences_with_rows(
     energies: list[torch.Tensor],
     totals: list[torch.Tensor],
+    has_rows: list[torch.Tensor],
+    ids: list[torch.Tensor],
     n_subspaces: int,
     device: torch.device,
-    sharded: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-sequence energies (n_seq, S), totals (n_seq,) and ids (n_seq,) of the sequences with probed tokens."""
+    if not energies:
+        empty = torch.zeros(0, dtype=torch.float64, device=device)
+        return empty.view(0, 1).expand(0, n_subspaces), empty, torch.zeros(0, dtype=torch.long)
+    keep = torch.cat(has_rows)
+    return torch.cat(energies)[keep], torch.cat(totals)[keep], torch.cat(ids)[keep.cpu()]
+
+
+def _gather_sequences(
+    ids: torch.Tensor, energy: torch.Tensor, total: torch.Tensor, device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-sequence energies (n_seq, S) and totals (n_seq,), from every rank when sharded, in sequence order."""
-    local_ids = torch.cat(ids).cpu() if ids else torch.zeros(0, dtype=torch.long)
-    local_energy = torch.cat(energies).cpu() if energies else torch.zeros(0, n_subspaces, dtype=torch.float64)
-    local_total = torch.cat(totals).cpu() if totals else torch.zeros(0, dtype=torch.float64)
-    if not sharded:
-        return local_energy.to(device), local_total.to(device)
-    parts = distributed.all_gather_objects((local_ids, local_energy, local_total))
-    all_ids = torch.cat([part[0] for part in parts])
-    order = torch.argsort(all_ids)
+    """Every rank's per-sequence energies (n_seq, S) and totals (n_seq,), in sequence order."""
+    parts = distributed.all_gather_objects((ids.cpu(), energy.cpu(), total.cpu()))
+    order = torch.argsort(torch.cat([part[0] for part in parts]))
     energy = torch.cat([part[1] for part in parts])[order]
     total = torch.cat([part[2] for part in parts])[order]
     return energy.to(device), total.to(device)
@@ -557,11 +622,27 @@ def _isoscore_star_in_complements(covariance: torch.Tensor, bases: torch.Tensor)
     )
 
 
-def _bootstrap_counts(n_sequences: int, n_resamples: int, generator: torch.Generator) -> torch.Tensor:
-    """Multinomial resampling counts (n_resamples, n_sequences), float64."""
+def _bootstrap_shares(
+    energy: Float[torch.Tensor, "n S"],
+    total: Float[torch.Tensor, " n"],
+    n_resamples: int,
+    generator: torch.Generator,
+    chunk: int = 250,
+) -> np.ndarray:
+    """Energy shares sum(energy) / sum(total) over multinomial resamples of sequences, (n_resamples, S).
+
+    The draws come from a CPU generator (the same intervals on every device); resamples are taken `chunk` at a
+    time, so memory stays O(chunk * n) whatever `n_resamples`.
+    """
     if n_resamples < 1:
         raise InvalidInputError(f"n_bootstrap must be positive, got {n_resamples}.")
-    draws = torch.randint(n_sequences, (n_resamples, n_sequences), generator=generator)
-    counts = torch.zeros(n_resamples, n_sequences, dtype=torch.float64)
-    counts.scatter_add_(1, draws, torch.ones_like(draws, dtype=torch.float64))
-    return counts
+    n_sequences = total.shape[0]
+    shares = []
+    for start in range(0, n_resamples, chunk):
+        size = min(chunk, n_resamples - start)
+        draws = torch.randint(n_sequences, (size, n_sequences), generator=generator)
+        counts = torch.zeros(size, n_sequences, dtype=torch.float64)
+        counts.scatter_add_(1, draws, torch.ones_like(draws, dtype=torch.float64))
+        counts = counts.to(total.device)
+        shares.append(((counts @ energy) / (counts @ total)[:, None]).cpu())
+    return torch.cat(shares).numpy()

@@ -1,0 +1,76 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Moving batches to the device and reading device values back without stalling the device's queue.
+
+Reading a CUDA value on the host (`.item()`, `bool(tensor)`, boolean indexing) makes the host wait until the
+device has run everything queued before it; meanwhile nothing new is queued, so the device idles while the
+host tokenises the next batch. The probe therefore keeps its running sums on the device, and reads the few
+values it needs during a loop one batch late, when the device has long finished computing them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["LaggedRead", "to_device"]
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    """Copy a batch to `device`; CPU tensors go to CUDA through pinned memory without blocking the host.
+
+    Args:
+        batch: Name -> tensor.
+        device: The model's device.
+
+    Returns:
+        Name -> tensor on `device`.
+
+    Examples:
+        >>> to_device({"input_ids": torch.ones(2, 3, dtype=torch.long)}, torch.device("cpu"))["input_ids"].device
+        device(type='cpu')
+    """
+    if device.type != "cuda":
+        return {key: value.to(device) for key, value in batch.items()}
+    return {
+        key: value.pin_memory().to(device, non_blocking=True) if value.device.type == "cpu" else value.to(device)
+        for key, value in batch.items()
+    }
+
+
+class LaggedRead:
+    """Read a device scalar on the host one step late, so that the read does not wait for queued work.
+
+    Each `push(value)` starts an asynchronous copy of `value` to pinned host memory and returns the value pushed
+    one call earlier, whose copy has finished by then (the device has run that step while the host queued this
+    one). On the CPU, where nothing is queued, `push` returns `value` itself.
+
+    Examples:
+        >>> reader = LaggedRead()
+        >>> int(reader.push(torch.tensor(3)))  # on the CPU: no lag
+        3
+    """
+
+    def __init__(self) -> None:
+        self._pending: tuple[torch.Tensor, torch.cuda.Event] | None = None
+
+    def push(self, value: torch.Tensor) -> torch.Tensor | None:
+        """Start reading `value`; return the latest value whose read has completed (None before any has).
+
+        Args:
+            value: A tensor on any device.
+
+        Returns:
+            A CPU tensor: `value` itself off CUDA, else the value of the previous push (None at the first).
+        """
+        if value.device.type != "cuda":
+            return value.cpu()
+        host = torch.empty(value.shape, dtype=value.dtype, pin_memory=True)
+        host.copy_(value.detach(), non_blocking=True)
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(value.device))
+        previous, self._pending = self._pending, (host, event)
+        if previous is None:
+            return None
+        previous[1].synchronize()
+        return previous[0]
