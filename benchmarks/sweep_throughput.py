@@ -54,6 +54,11 @@ def main() -> None:
     parser.add_argument("--fit-fraction", type=float, default=1.0, help="fit tokens / probe tokens")
     parser.add_argument("--autocast", choices=["bf16", "fp16"], default=None)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--whole-sweep",
+        action="store_true",
+        help="also time CheckpointSweep on two saved checkpoints (loading, tokenising and activation metrics included)",
+    )
     args = parser.parse_args()
     shape = args.shape or ("pythia-160m" if args.device == "cuda" else "cpu-small")
     batch = args.batch or (8 if args.device == "cuda" else 16)
@@ -105,6 +110,8 @@ def main() -> None:
         ("probe, 20 controls (early reference: the whole step)", probe_time, probe_tokens / probe_time),
         ("fit + probe (reference 'each': the whole step)", fit_time + probe_time, probe_tokens / (fit_time + probe_time)),
     ]
+    if args.whole_sweep:
+        rows.extend(whole_sweep(model, mwsp.tokenizer, args, batch, length, probe_tokens, n_fit, train_rate))
     processor = platform.processor() or platform.machine()
     print(f"# Sweep step throughput ({processor}, {os.cpu_count()} cores, torch {torch.__version__})")
     if args.device == "cuda":
@@ -120,6 +127,47 @@ def main() -> None:
         rate_text = f"{rate:>10.0f}" if rate else f"{'':>10}"
         ratio = f"{rate / train_rate:>10.2f}" if rate else f"{'':>10}"
         print(f"| {label:<58} | {time_taken:>8.3f} | {rate_text} | {ratio} |")
+
+
+def whole_sweep(model, tokenizer, args, batch: int, length: int, probe_tokens: int, n_fit: int, train_rate: float):
+    """Run `CheckpointSweep(reference="each")` on two saved copies of the model; rows for the second checkpoint.
+
+    Texts are stdlib docstrings cut to `length` characters (about as many tokens with the byte-level toy
+    tokenizer), so batches hold about `batch` x `length` tokens; the step's time is the sweep's own `wall_seconds`
+    (one split point: activation read + fit + probe + activation metrics), loading the checkpoint excluded.
+    """
+    import tempfile
+
+    import interpreto_anisotropy as ia
+
+    corpus = [text[:length] for text in ia.load_corpus("probe") + ia.load_corpus("fit") if len(text) >= length]
+    n_texts = batch * args.batches
+    with tempfile.TemporaryDirectory() as folder:
+        for step in (0, 1):
+            model.save_pretrained(f"{folder}/checkpoint-{step}")
+            tokenizer.save_pretrained(f"{folder}/checkpoint-{step}")
+        sweep = ia.CheckpointSweep(
+            f"{folder}/checkpoint-*",
+            split_point=model.config.num_hidden_layers // 2,
+            texts=corpus[n_texts : n_texts + batch * n_fit],
+            probe_texts=corpus[:n_texts],
+            reference="each",
+            n_controls=20,
+            max_fit_tokens=None,
+            results_dir=f"{folder}/results",
+            device=args.device,
+            batch_size=batch,
+            progress=False,
+        )
+        start = time.perf_counter()
+        result = sweep.run()
+        total = time.perf_counter() - start
+    row = result.rows[-1]
+    rate = row["n_tokens"] / row["wall_seconds"]
+    return [
+        (f"CheckpointSweep, 1 checkpoint step ({row['n_tokens']} tokens probed)", row["wall_seconds"], rate),
+        ("CheckpointSweep, 2 checkpoints, loading included", total, 2 * row["n_tokens"] / total),
+    ]
 
 
 if __name__ == "__main__":

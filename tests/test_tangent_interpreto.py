@@ -169,3 +169,26 @@ def test_occlusion_attributes_tangent_concepts_to_input_words(gpt_neox_classifie
         assert attributions.ndim == 2 and attributions.shape[0] == 2  # (targets = concepts 0 and 3, words)
         assert attributions.shape[1] >= 1 and torch.isfinite(attributions).all()
         assert np.abs(attributions.detach().numpy()).sum() > 0
+
+
+@pytest.mark.parametrize(
+    ("arch", "split_point", "width"),
+    [
+        ("gpt_neox", "gpt_neox.layers.0", 64),
+        ("gpt_neox", "gpt_neox.layers.0.mlp.dense_h_to_4h", None),
+        ("llama", "model.layers.1", 64),
+        ("eurobert", "model.layers.0.mlp.up_proj", None),
+    ],
+)
+def test_the_latent_width_equals_interpretos_latent_shape(arch, split_point, width, request):
+    """d comes from a forward stopped at the split point; Interpreto's nnsight trace is the reference."""
+    from interpreto_anisotropy.tangent import _latent_dim
+
+    model, tokenizer = request.getfixturevalue(f"{arch}_model")
+    splitter = ModelWithSplitPoints(model, split_point=split_point, tokenizer=tokenizer, batch_size=4)
+    expected = int(splitter.get_latent_shape()[-1])
+    assert _latent_dim(splitter) == expected
+    if width is not None:
+        assert expected == width
+    else:
+        assert expected == model.config.intermediate_size

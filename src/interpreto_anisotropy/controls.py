@@ -51,8 +51,8 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
 
     Each basis is a Gaussian (d, k) draw projected onto the orthogonal complement (twice, for float
     accuracy) and orthonormalised by QR with a sign fix, which makes it Haar-uniform within the complement.
-    The draw is made on the CPU from `seed`, so it is the same on every device, then moved to the
-    subspace's device and dtype.
+    The Gaussian draw is made on the CPU from `seed`, so it is the same on every device; the projection and QR
+    run in float64 on the subspace's device, and the bases come back in the subspace's dtype.
 
     Args:
         subspace: The tangent subspace Q_T, shape (d, k).
@@ -67,14 +67,14 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
     """
     _check_room(subspace, n)
     d, k = subspace.dim, subspace.rank
-    basis = subspace.basis.detach().double().cpu()
+    basis = subspace.basis.detach().double()
     generator = torch.Generator().manual_seed(_control_stream_seed(seed))
-    draws = torch.randn(n, d, k, generator=generator, dtype=torch.float64)
+    draws = torch.randn(n, d, k, generator=generator, dtype=torch.float64).to(basis.device)
     for _ in range(2):
         draws = draws - basis @ (basis.T @ draws)
     bases, triangular = torch.linalg.qr(draws)
     bases = bases * torch.sign(torch.diagonal(triangular, dim1=-2, dim2=-1)).unsqueeze(-2)
-    return bases.to(device=subspace.device, dtype=subspace.basis.dtype)
+    return bases.to(subspace.basis.dtype)
 
 
 def normal_controls(subspace: Subspace, n: int = 20, *, seed: int = 0) -> list[Subspace]:

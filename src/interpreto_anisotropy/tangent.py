@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any
 
 import torch
+from interpreto import ModelWithSplitPoints
 from interpreto._vendor.overcomplete.base import BaseDictionaryLearning
 from interpreto.concepts import (
     ICAConcepts,
@@ -32,7 +33,8 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float
 
 from .accumulators import MomentAccumulator, top_eigenvectors
-from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError
+from .batching import HiddenStateCapture, StopForward, split_point_module
+from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
 from .subspace import Subspace, as_float_tensor
 
 __all__ = [
@@ -184,13 +186,46 @@ def _resolve_method(method: str | TangentMethod | type) -> TangentMethod | type[
 
 
 def _latent_dim(splitter: BaseSplitter) -> int:
+    """The width d of the split point's output.
+
+    Read from a 2-token forward that stops at the split point (milliseconds); Interpreto's `get_latent_shape`
+    traces the model with nnsight (about a second per call, paid by every checkpoint of a sweep), so it is the
+    fallback, then the config's `hidden_size`.
+    """
     config = getattr(splitter._model, "config", None)
+    width = _width_from_a_short_forward(splitter)
+    if width is not None:
+        return width
     try:
         return int(splitter.get_latent_shape()[-1])
     except Exception:  # noqa: BLE001  (nnsight's scan fails on some architectures; the config knows d)
         if config is not None and getattr(config, "hidden_size", None):
             return int(config.hidden_size)
         raise
+
+
+def _width_from_a_short_forward(splitter: BaseSplitter) -> int | None:
+    split_point = getattr(splitter, "split_point", None)
+    if not isinstance(splitter, ModelWithSplitPoints) or not isinstance(split_point, str):
+        return None  # other splitters (e.g. SplitterForClassification) define their own latent space
+    model = splitter._model
+    capture = HiddenStateCapture(split_point, stop=True)
+    try:
+        handle = split_point_module(model, split_point).register_forward_hook(capture)
+    except SplitPointError:
+        return None
+    device = next(model.parameters()).device
+    ids = torch.zeros(1, 2, dtype=torch.long, device=device)
+    try:
+        with torch.no_grad():
+            model(input_ids=ids, attention_mask=torch.ones_like(ids))
+    except StopForward:
+        pass
+    except Exception:  # noqa: BLE001  (a model that needs other inputs: let Interpreto find the shape)
+        return None
+    finally:
+        handle.remove()
+    return None if capture.hidden is None else int(capture.hidden.shape[-1])
 
 
 class TangentExplainer(ConceptAutoEncoderExplainer):
