@@ -108,7 +108,11 @@ def main() -> None:
         ("plain training forward+backward", train_time, train_rate),
         (f"tangent fit (forward to the split point, {n_fit} batches)", fit_time, None),
         ("probe, 20 controls (early reference: the whole step)", probe_time, probe_tokens / probe_time),
-        ("fit + probe (reference 'each': the whole step)", fit_time + probe_time, probe_tokens / (fit_time + probe_time)),
+        (
+            "fit + probe (reference 'each': the whole step)",
+            fit_time + probe_time,
+            probe_tokens / (fit_time + probe_time),
+        ),
     ]
     if args.whole_sweep:
         rows.extend(whole_sweep(model, mwsp.tokenizer, args, batch, length, probe_tokens, n_fit, train_rate))

@@ -51,8 +51,11 @@ def test_sweep_and_report_commands(toy_checkpoints, fit_texts, texts, tmp_path, 
         "--no-progress",
         "--device",
         "cpu",
+        "--autocast",
+        "bf16",
     ]
     assert main(arguments) == 0
+    assert json.loads((out / "config.json").read_text())["autocast_dtype"] == "bfloat16"
     printed = capsys.readouterr().out
     assert "ratio" in printed and (out / "report" / "index.html").exists()
     rows = (out / "rows.jsonl").read_text().splitlines()

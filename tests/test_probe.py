@@ -369,5 +369,18 @@ def test_bfloat16_autocast_stays_close_to_float32(gpt_neox_mwsp, neox_tangent, t
     )
     assert fast.n_tokens == exact.n_tokens
     assert fast.energy_share == pytest.approx(exact.energy_share, rel=0.05)
-    with pytest.raises(InvalidInputError, match="autocast_dtype"):
+    named = GradientProbe(gpt_neox_mwsp, autocast_dtype="bf16").run(
+        texts[:8], neox_tangent, n_controls=4, progress=False
+    )
+    assert named.to_dict() == fast.to_dict()
+    with pytest.raises(InvalidInputError, match="autocast dtype"):
         GradientProbe(gpt_neox_mwsp, autocast_dtype=torch.float64)
+
+
+def test_a_callers_autocast_does_not_round_the_accumulated_sums(gpt_neox_mwsp, neox_tangent, texts):
+    """The probe's projections and moments run with autocast disabled, whatever context the caller set."""
+    exact = GradientProbe(gpt_neox_mwsp).run(texts[:8], neox_tangent, n_controls=4, progress=False)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        inside = GradientProbe(gpt_neox_mwsp).run(texts[:8], neox_tangent, n_controls=4, progress=False)
+    assert inside.energy_share == pytest.approx(exact.energy_share, rel=1e-6)
+    assert inside.isoscore_star == pytest.approx(exact.isoscore_star, abs=1e-6)

@@ -236,6 +236,18 @@ def test_a_sweep_killed_mid_run_resumes_to_the_same_table(toy_checkpoints, sweep
 
 
 # ---------------------------------------------------------------------------------------------- bad input
+def test_autocast_sweep_stays_close_to_float32_and_records_it(toy_checkpoints, sweep_texts, tmp_path):
+    checkpoints = ia.checkpoints.local(str(toy_checkpoints.out_dir / "checkpoint-*"))[-2:]
+    settings = {**SETTINGS, "reference": "each", **sweep_texts}
+    exact = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / "float32", **settings).run()
+    fast = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / "bf16", autocast_dtype="bf16", **settings).run()
+    for exact_row, fast_row in zip(exact.rows, fast.rows, strict=True):
+        assert fast_row["n_tokens"] == exact_row["n_tokens"]
+        assert fast_row["energy_share"] == pytest.approx(exact_row["energy_share"], rel=0.1)
+    assert "autocast_dtype" not in json.loads((tmp_path / "float32" / "config.json").read_text())
+    assert json.loads((tmp_path / "bf16" / "config.json").read_text())["autocast_dtype"] == "bfloat16"
+
+
 def test_empty_checkpoints_glob_and_texts(tmp_path, sweep_texts):
     with pytest.raises(EmptyInputError):
         ia.CheckpointSweep([], split_point=1, results_dir=tmp_path, **sweep_texts)

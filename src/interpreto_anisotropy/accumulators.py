@@ -86,8 +86,9 @@ class MomentAccumulator:
             centred = torch.where(keep, centred, 0)
         # Column sums in the batch's dtype (a float64 reduction of float32 rows is several times slower); the rows
         # are centred, so the float32 partial sums lose nothing that matters before joining the float64 total.
-        self.s1 += centred.sum(0).double()
-        self.s2 += (centred.T @ centred).double()
+        with torch.autocast(self.device.type, enabled=False):  # a caller's autocast must not round the products
+            self.s1 += centred.sum(0).double()
+            self.s2 += (centred.T @ centred).double()
         self.n += x.shape[0] if keep is None else keep.sum()
         return self
 

@@ -18,7 +18,8 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float, Int
 from tqdm.auto import tqdm
 
-from .batching import HiddenStateCapture, StopForward, TokenBatcher, split_point_module
+from .batching import HiddenStateCapture, StopForward, TokenBatcher, autocast, split_point_module
+from .batching import autocast_dtype as autocast_dtype_from
 from .errors import EmptyInputError, InvalidInputError, SplitPointError
 from .host_reads import to_device
 
@@ -35,6 +36,7 @@ def iter_token_activations(
     include_special: bool = False,
     progress: bool = False,
     shard: tuple[int, int] = (0, 1),
+    autocast_dtype: str | torch.dtype | None = None,
 ) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"]]]:
     """Yield (activations (n_b, d), token ids (n_b,)) batch by batch, on the model's device.
 
@@ -48,6 +50,7 @@ def iter_token_activations(
         progress: Show a progress bar.
         shard: `(rank, world)`: read only the batches whose index is `rank` modulo `world` (for data-parallel
             reading under torch.distributed; `max_tokens` then caps this shard).
+        autocast_dtype: "bf16" or "fp16" (or the torch dtype): run the forward under `torch.autocast`.
 
     Yields:
         (activations (n_b, d), token ids (n_b,)) of each batch's kept tokens, on the model's device.
@@ -62,6 +65,7 @@ def iter_token_activations(
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
     model, tokenizer = splitter._model, splitter.tokenizer
+    precision = autocast_dtype_from(autocast_dtype)
     batcher = TokenBatcher(
         model, tokenizer, batch_size=int(batch_size or splitter.batch_size or 8), max_length=max_length
     )
@@ -85,7 +89,7 @@ def iter_token_activations(
             batch = to_device(batch, device)
             capture.hidden = None
             try:
-                with torch.no_grad():
+                with torch.no_grad(), autocast(device, precision):
                     model(**batcher.model_inputs(batch))
             except StopForward:
                 pass

@@ -20,7 +20,15 @@ import torch
 
 from .errors import EmptyInputError, InvalidInputError, SplitPointError, TokenizerError
 
-__all__ = ["TokenBatcher", "HiddenStateCapture", "StopForward", "ensure_pad_token", "split_point_module"]
+__all__ = [
+    "TokenBatcher",
+    "HiddenStateCapture",
+    "StopForward",
+    "autocast",
+    "autocast_dtype",
+    "ensure_pad_token",
+    "split_point_module",
+]
 
 Batch = dict[str, torch.Tensor]
 
@@ -58,6 +66,51 @@ def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: i
         stacklevel=stacklevel,
     )
     tokenizer.pad_token = eos
+
+
+_AUTOCAST_NAMES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
+
+
+def autocast_dtype(value: str | torch.dtype | None) -> torch.dtype | None:
+    """The autocast dtype named by `value`: None, "bf16" / "bfloat16", "fp16" / "float16", or the torch dtype.
+
+    Args:
+        value: What the user gave.
+
+    Returns:
+        torch.bfloat16, torch.float16 or None (no autocast).
+
+    Raises:
+        InvalidInputError: Any other value.
+
+    Examples:
+        >>> autocast_dtype("bf16")
+        torch.bfloat16
+    """
+    if value is None or value in (torch.bfloat16, torch.float16):
+        return value
+    if isinstance(value, str) and value.lower() in _AUTOCAST_NAMES:
+        return _AUTOCAST_NAMES[value.lower()]
+    raise InvalidInputError(f"autocast dtype must be None, 'bf16' or 'fp16' (or the torch dtype), got {value!r}.")
+
+
+def autocast(device: torch.device | str, dtype: torch.dtype | None) -> torch.autocast:
+    """`torch.autocast` on `device` with `dtype`, disabled when `dtype` is None.
+
+    Args:
+        device: The model's device.
+        dtype: torch.bfloat16, torch.float16 or None.
+
+    Returns:
+        The context manager.
+
+    Examples:
+        >>> with autocast("cpu", None):
+        ...     pass
+    """
+    return torch.autocast(
+        device_type=torch.device(device).type, dtype=dtype or torch.bfloat16, enabled=dtype is not None
+    )
 
 
 def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Module:

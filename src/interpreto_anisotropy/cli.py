@@ -172,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--batch-size", type=int, default=8)
     sweep.add_argument("--device", help="cpu, cuda, ... (default: cuda when available)")
     sweep.add_argument(
+        "--autocast",
+        choices=["bf16", "fp16"],
+        help="run the forward and backward passes under torch.autocast (GPU); sums stay float32/float64",
+    )
+    sweep.add_argument(
         "--parallel",
         default="data",
         choices=["data", "checkpoints"],
@@ -243,6 +248,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         progress=not args.no_progress,
         parallel=args.parallel,
+        autocast_dtype=args.autocast,
     )
     table = sweep.run()
     if distributed.is_main_process():

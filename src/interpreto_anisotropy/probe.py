@@ -28,7 +28,8 @@ from tqdm.auto import tqdm
 
 from . import distributed
 from .accumulators import MomentAccumulator, top_eigenvectors
-from .batching import HiddenStateCapture, TokenBatcher, split_point_module
+from .batching import HiddenStateCapture, TokenBatcher, autocast, split_point_module
+from .batching import autocast_dtype as autocast_dtype_from
 from .controls import analytic_null, normal_control_bases, p_value
 from .errors import (
     DimensionMismatchError,
@@ -113,13 +114,14 @@ class GradientProbe:
         max_length: Truncation length in tokens; defaults to the model's maximum positions.
         on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
         autocast_dtype: Run the forward and backward under `torch.autocast` with torch.bfloat16 or torch.float16
-            (a GPU fast path); gradients are then accumulated in float32 / float64 as usual. None: the model's dtype.
+            ("bf16" / "fp16" also accepted; a GPU fast path); gradients are then accumulated in float32 / float64 as
+            usual. None: the model's dtype.
         distributed: Shard `run`'s batches over the ranks of a torch.distributed process group (round robin) and
             all-reduce the sums, so every rank gets the single-process result. None (default): shard whenever a
             process group with several ranks is running; False: every rank probes everything.
 
     Raises:
-        InvalidInputError: An unknown objective, reduction or `on_nonfinite`.
+        InvalidInputError: An unknown objective, reduction, `on_nonfinite` or autocast dtype.
         TokenizerError: A tokenizer without a pad token and without an eos token to pad with.
 
     Examples:
@@ -139,7 +141,7 @@ class GradientProbe:
         batch_size: int | None = None,
         max_length: int | None = None,
         on_nonfinite: str = "raise",
-        autocast_dtype: torch.dtype | None = None,
+        autocast_dtype: torch.dtype | str | None = None,
         distributed: bool | None = None,
     ):
         if not isinstance(splitter, BaseSplitter):
@@ -152,11 +154,7 @@ class GradientProbe:
         self.objective = make_objective(objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction)
         self.batch_size = int(batch_size or getattr(splitter, "batch_size", 8) or 8)
         self.on_nonfinite = on_nonfinite
-        if autocast_dtype not in (None, torch.bfloat16, torch.float16):
-            raise InvalidInputError(
-                f"autocast_dtype must be None, torch.bfloat16 or torch.float16, got {autocast_dtype}."
-            )
-        self.autocast_dtype = autocast_dtype
+        self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         self.distributed = distributed
         self.model = splitter._model
         self.tokenizer = splitter.tokenizer
@@ -206,12 +204,7 @@ class GradientProbe:
         batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
         device = self.device
         batch = to_device(batch, device)
-        autocast = torch.autocast(
-            device_type=device.type,
-            dtype=self.autocast_dtype or torch.bfloat16,
-            enabled=self.autocast_dtype is not None,
-        )
-        with self._probing() as capture, autocast:
+        with self._probing() as capture, autocast(device, self.autocast_dtype):
             output = self.model(**self.batcher.model_inputs(batch))
             hidden = capture.hidden
             if hidden is None:
@@ -437,14 +430,15 @@ class GradientProbe:
                 )
             # Every position is a row, zero where not probed (padding, past the cap, a non-finite batch): fixed
             # shapes and masks instead of boolean indexing keep the loop free of host synchronisation.
-            probed = step.probed.reshape(-1)
-            rows = torch.where(probed[:, None], step.gradient.reshape(-1, width), 0).float()
-            token_energy = (rows @ stacked).square() @ membership
-            per_sequence_energy.append(token_energy.view(batch_size, length, -1).double().sum(1))
-            per_sequence_total.append(rows.square().sum(1).view(batch_size, length).double().sum(1))
-            per_sequence_has_rows.append(step.probed.any(1))
-            per_sequence_id.append(step.sequence_ids)
-            moments.update(rows, mask=probed)
+            with torch.autocast(device.type, enabled=False):  # float32 products, even under a caller's autocast
+                probed = step.probed.reshape(-1)
+                rows = torch.where(probed[:, None], step.gradient.reshape(-1, width), 0).float()
+                token_energy = (rows @ stacked).square() @ membership
+                per_sequence_energy.append(token_energy.view(batch_size, length, -1).double().sum(1))
+                per_sequence_total.append(rows.square().sum(1).view(batch_size, length).double().sum(1))
+                per_sequence_has_rows.append(step.probed.any(1))
+                per_sequence_id.append(step.sequence_ids)
+                moments.update(rows, mask=probed)
             loss_sum = loss_sum + step.loss_sum
             loss_count = loss_count + step.loss_count
         sequence_energy, sequence_total, sequence_id = _sequences_with_rows(

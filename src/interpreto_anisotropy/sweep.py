@@ -34,6 +34,7 @@ from . import checkpoints as checkpoint_tools
 from . import distributed, metrics
 from .accumulators import MomentAccumulator
 from .activations import iter_token_activations, token_activations
+from .batching import autocast_dtype as autocast_dtype_from
 from .checkpoints import Checkpoint
 from .errors import (
     AnisotropyError,
@@ -136,6 +137,8 @@ class CheckpointSweep:
             shards each checkpoint's probe texts and reference-fit texts over the ranks and all-reduces the sums;
             "checkpoints" gives each rank whole checkpoints in turn. Either way rank 0 writes the rows, into the
             same resumable `results_dir` (on a file system all ranks share). Without a process group: ignored.
+        autocast_dtype: "bf16" or "fp16" (or the torch dtype): run the models' forward and backward passes under
+            `torch.autocast` (a GPU fast path); moments and energies still accumulate in float32 / float64.
 
     Raises:
         EmptyInputError: No checkpoints, or no texts.
@@ -172,7 +175,9 @@ class CheckpointSweep:
         progress: bool = True,
         method_kwargs: dict[str, Any] | None = None,
         parallel: str = "data",
+        autocast_dtype: str | torch.dtype | None = None,
     ):
+        self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         if parallel not in ("data", "checkpoints"):
             raise InvalidInputError(f"parallel must be 'data' or 'checkpoints', got {parallel!r}.")
         self.parallel = parallel
@@ -252,7 +257,7 @@ class CheckpointSweep:
         objective = (
             self.objective if isinstance(self.objective, str) else getattr(self.objective, "__name__", "callable")
         )
-        return {
+        config = {
             "format_version": FORMAT_VERSION,
             "checkpoints": [checkpoint.to_dict() for checkpoint in self.checkpoints],
             "split_points": [layer if isinstance(layer, int) else str(layer) for layer in self.layers],
@@ -277,6 +282,9 @@ class CheckpointSweep:
             "max_metric_tokens": self.max_metric_tokens,
             "batch_size": self.batch_size,
         }
+        if self.autocast_dtype is not None:  # absent otherwise, so that float32 sweeps resume as before
+            config["autocast_dtype"] = str(self.autocast_dtype).removeprefix("torch.")
+        return config
 
     def _prepare_results_dir(self) -> None:
         """Check / write config.json on rank 0; every rank raises the same error if the settings differ."""
@@ -394,7 +402,12 @@ class CheckpointSweep:
         if cap is not None and shard[1] > 1:
             cap = -(-cap // shard[1])  # a per-rank cap
         return iter_token_activations(
-            splitter, self.fit_texts, batch_size=self.batch_size, max_tokens=cap, shard=shard
+            splitter,
+            self.fit_texts,
+            batch_size=self.batch_size,
+            max_tokens=cap,
+            shard=shard,
+            autocast_dtype=self.autocast_dtype,
         )
 
     # ------------------------------------------------------------------ tangents
@@ -517,6 +530,7 @@ class CheckpointSweep:
             seed=self.seed,
             batch_size=self.batch_size,
             distributed=self.parallel == "data" and distributed.is_distributed(),
+            autocast_dtype=self.autocast_dtype,
         )
         results = probe.run(
             self.probe_texts,
@@ -548,7 +562,11 @@ class CheckpointSweep:
 
     def _read_activations(self, splitter: ModelWithSplitPoints) -> tuple[torch.Tensor, torch.Tensor]:
         activations, token_ids = token_activations(
-            splitter, self.fit_texts, batch_size=self.batch_size, max_tokens=self.max_fit_tokens
+            splitter,
+            self.fit_texts,
+            batch_size=self.batch_size,
+            max_tokens=self.max_fit_tokens,
+            autocast_dtype=self.autocast_dtype,
         )
         return activations.float(), token_ids
 
