@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from . import checkpoints as checkpoint_tools
 from . import distributed, metrics
 from .accumulators import MomentAccumulator
-from .activations import iter_token_activations, token_activations
+from .activations import iter_token_activations
 from .batching import autocast_dtype as autocast_dtype_from
 from .checkpoints import Checkpoint
 from .errors import (
@@ -124,7 +124,8 @@ class CheckpointSweep:
         n_controls: Matched-rank normal controls per tangent.
         seed: Seed of the controls, the bootstrap and the masked-LM mask.
         max_tokens: Cap on probed tokens per checkpoint.
-        max_fit_tokens: Cap on activation rows read per checkpoint for fitting.
+        max_fit_tokens: Cap on activation rows read per checkpoint for fitting (None: every fit token; PCA streams
+            them batch by batch, the other methods pool them in memory).
         max_metric_tokens: Rows used for the isotropy metrics, frequency correlation and entropy.
         results_dir: Where config.json, rows.jsonl, the reference and per-checkpoint tangents go.
         device: "cpu", "cuda", ...; by default cuda when available.
@@ -507,14 +508,15 @@ class CheckpointSweep:
         *,
         writer: bool,
     ) -> list[dict[str, Any]]:
-        activations, token_ids = self._read_activations(splitter)
-        d = activations.shape[1]
+        tangent = self._new_tangent(splitter)
+        sample, sample_ids = self._fit_and_sample(splitter, tangent)
+        d = sample.shape[1]
         if reference is not None and reference.dim != d:
             raise DimensionMismatchError(
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
-        own = self._new_tangent(splitter).fit(activations).subspace
+        own = tangent.subspace
         own.name, own.step = "each", checkpoint.step
         if writer:
             own.save(self._tangent_path(layer, checkpoint.step))
@@ -541,7 +543,7 @@ class CheckpointSweep:
             progress=False,
         )
         shared = {
-            **self._activation_metrics(splitter, activations, token_ids, reference or own),
+            **self._activation_metrics(splitter, sample, sample_ids, reference or own),
             **_drift("reference", own, reference),
         }
         rows = []
@@ -560,15 +562,36 @@ class CheckpointSweep:
             rows.append(row)
         return rows
 
-    def _read_activations(self, splitter: ModelWithSplitPoints) -> tuple[torch.Tensor, torch.Tensor]:
-        activations, token_ids = token_activations(
-            splitter,
-            self.fit_texts,
-            batch_size=self.batch_size,
-            max_tokens=self.max_fit_tokens,
-            autocast_dtype=self.autocast_dtype,
-        )
-        return activations.float(), token_ids
+    def _fit_and_sample(
+        self, splitter: ModelWithSplitPoints, tangent: TangentExplainer
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Fit `tangent` on the fit texts' activations; return the first `max_metric_tokens` rows (n, d) and ids (n,).
+
+        PCA streams the batches (memory flat in `max_fit_tokens`); the other methods need the pooled matrix.
+        """
+        streamed = self.method == "pca"
+        pooled: list[torch.Tensor] = []
+        sample: list[torch.Tensor] = []
+        sample_ids: list[torch.Tensor] = []
+        n_sample = 0
+        for rows, ids in self._activation_batches(splitter):
+            rows = rows.float()
+            if n_sample < self.max_metric_tokens:
+                take = self.max_metric_tokens - n_sample
+                sample.append(rows[:take])
+                sample_ids.append(ids[:take])
+                n_sample += sample[-1].shape[0]
+            if streamed:
+                tangent.partial_fit(rows)
+            else:
+                pooled.append(rows)
+        if not sample:
+            raise EmptyInputError(
+                "No token activations were read: the fit texts are empty or hold only special tokens."
+            )
+        if not streamed:
+            tangent.fit(torch.cat(pooled))
+        return torch.cat(sample), torch.cat(sample_ids)
 
     def _previous_tangent(self, checkpoint: Checkpoint, layer: int | str) -> Subspace | None:
         earlier = [other for other in self.checkpoints if other.step < checkpoint.step]
@@ -583,10 +606,9 @@ class CheckpointSweep:
         return self._token_counts
 
     def _activation_metrics(
-        self, splitter: ModelWithSplitPoints, activations: torch.Tensor, token_ids: torch.Tensor, tangent: Subspace
+        self, splitter: ModelWithSplitPoints, sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace
     ) -> dict[str, Any]:
-        sample = activations[: self.max_metric_tokens]
-        ids = token_ids[: self.max_metric_tokens]
+        """Activation metrics of the first `max_metric_tokens` fit rows (n, d) and their token ids (n,)."""
         row: dict[str, Any] = {f"activation_{key}": value for key, value in metrics.summary(sample).items()}
         row.update(frequency_distance_row(sample, ids, self._counts(splitter.tokenizer)))
         # Identical contexts (e.g. the same first token of two texts) give identical rows; the estimator needs
