@@ -113,22 +113,32 @@ def peak_memory(shape: str, device: str, n_batches: int, batch: int, length: int
     return json.loads(output.strip().splitlines()[-1])["peak_mib"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """--device, --shape, --batch and --length, whose defaults depend on the device (see `model_settings`)."""
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--shape", default=None, choices=sorted(SHAPES))
     parser.add_argument("--batch", type=int, default=None)
     parser.add_argument("--length", type=int, default=None)
+
+
+def model_settings(args: argparse.Namespace) -> tuple[str, int, int]:
+    """(shape, batch, length): Pythia-160m at 8 x 512 on CUDA, the small shape at 16 x 128 on the CPU."""
+    if args.device == "cpu":
+        torch.set_num_threads(os.cpu_count() or 1)
+    cuda = args.device == "cuda"
+    shape = args.shape or ("pythia-160m" if cuda else "cpu-small")
+    return shape, args.batch or (8 if cuda else 16), args.length or (512 if cuda else 128)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_arguments(parser)
     parser.add_argument("--batches", type=int, default=4, help="batches per probe run (amortises the final stats)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-interpreto", action="store_true")
     parser.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    shape = args.shape or ("pythia-160m" if args.device == "cuda" else "cpu-small")
-    batch = args.batch or (8 if args.device == "cuda" else 16)
-    length = args.length or (512 if args.device == "cuda" else 128)
-    if args.device == "cpu":
-        torch.set_num_threads(os.cpu_count() or 1)
+    shape, batch, length = model_settings(args)
     if args.memory_child is not None:
         memory_child(shape, args.device, args.memory_child, batch, length)
         return

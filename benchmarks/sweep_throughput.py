@@ -24,7 +24,7 @@ import platform
 import time
 
 import torch
-from probe_overhead import SHAPES, build, random_batch
+from probe_overhead import add_model_arguments, build, model_settings, random_batch
 
 
 def synchronised(device: str) -> float:
@@ -46,10 +46,7 @@ def seconds(fn, device: str, repeats: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--shape", default=None, choices=sorted(SHAPES))
-    parser.add_argument("--batch", type=int, default=None)
-    parser.add_argument("--length", type=int, default=None)
+    add_model_arguments(parser)
     parser.add_argument("--batches", type=int, default=8, help="probe batches per checkpoint")
     parser.add_argument("--fit-fraction", type=float, default=1.0, help="fit tokens / probe tokens")
     parser.add_argument("--autocast", choices=["bf16", "fp16"], default=None)
@@ -60,11 +57,7 @@ def main() -> None:
         help="also time CheckpointSweep on two saved checkpoints (loading, tokenising and activation metrics included)",
     )
     args = parser.parse_args()
-    shape = args.shape or ("pythia-160m" if args.device == "cuda" else "cpu-small")
-    batch = args.batch or (8 if args.device == "cuda" else 16)
-    length = args.length or (512 if args.device == "cuda" else 128)
-    if args.device == "cpu":
-        torch.set_num_threads(os.cpu_count() or 1)
+    shape, batch, length = model_settings(args)
 
     import interpreto_anisotropy as ia
     from interpreto_anisotropy.activations import iter_token_activations
