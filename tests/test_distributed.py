@@ -60,6 +60,17 @@ def test_helpers_are_no_ops_without_a_process_group():
 
 
 @pytest.mark.slow
+def test_a_non_finite_batch_on_one_rank_raises_on_every_rank(toy_checkpoints, texts, tmp_path):
+    """No rank is left waiting in an all-reduce: the flag is summed first, then every rank raises."""
+    out = tmp_path / "error"
+    checkpoint = str(toy_checkpoints.checkpoints[-1])
+    _torchrun({"mode": "probe_nonfinite", "checkpoint": checkpoint, "texts": texts[:14], "out": str(out)}, tmp_path)
+    first, second = (Path(f"{out}.rank{rank}").read_text() for rank in (0, 1))
+    assert first.startswith("NonFiniteError: Non-finite loss or gradients in batch 4 (sequences [12, 13])")
+    assert second.startswith("NonFiniteError: Non-finite loss or gradients in a batch of another rank")
+
+
+@pytest.mark.slow
 def test_data_parallel_probe_equals_the_single_process_probe(toy_checkpoints, texts, tmp_path):
     checkpoint = str(toy_checkpoints.checkpoints[-1])
     out = tmp_path / "result.json"

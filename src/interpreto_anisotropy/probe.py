@@ -237,13 +237,16 @@ class GradientProbe:
         progress: bool,
         description: str,
         shard: tuple[int, int] = (0, 1),
+        defer_nonfinite: bool = False,
     ) -> Iterator[_Step]:
         """Yield one `_Step` per batch of this shard, without waiting for the device between batches.
 
         `shard=(rank, world)` keeps the batches whose index is `rank` modulo `world`. A batch with non-finite
         values gets no probed token and no loss; the first batch is checked at once (a broken checkpoint fails
         fast), the others' flags are read together at the end, where `on_nonfinite="raise"` raises for the first
-        bad one. With `max_tokens`, tokens past the cap are masked out on the device and the running count is
+        bad one (with `defer_nonfinite`, nothing is raised here: the caller raises on every rank after the
+        all-reduce, and `self.first_nonfinite` holds this shard's first bad batch). With `max_tokens`, tokens past
+        the cap are masked out on the device and the running count is
         read one batch late, so at most one batch more than needed is computed. Counts of usable and skipped
         sequences and of skipped batches are left in `self.usable_sequences`, `self.skipped_sequences` and
         `self.skipped_batches`.
@@ -264,7 +267,7 @@ class GradientProbe:
                 continue
             self.usable_sequences += sequence_ids.numel()
             prepared, hidden, gradient, terms, finite = self._forward_backward(batch, sequence_ids)
-            if not flags and self.on_nonfinite == "raise" and not bool(finite):
+            if not flags and not defer_nonfinite and self.on_nonfinite == "raise" and not bool(finite):
                 raise self._nonfinite_error(batch_index, sequence_ids)
             flags.append((batch_index, sequence_ids, finite))
             probed = self.objective.probed_tokens(prepared) & finite
@@ -288,12 +291,15 @@ class GradientProbe:
                 if counted is not None and int(counted) >= max_tokens:
                     break
         self.skipped_sequences = self.batcher.skipped_sequences
+        self.first_nonfinite = None
         if flags:
             finite_flags = torch.stack([flag for _, _, flag in flags]).cpu()
-            if self.on_nonfinite == "raise" and not bool(finite_flags.all()):
-                batch_index, sequence_ids, _ = flags[int((~finite_flags).nonzero()[0])]
-                raise self._nonfinite_error(batch_index, sequence_ids)
             self.skipped_batches = int((~finite_flags).sum())
+            if self.skipped_batches:
+                batch_index, sequence_ids, _ = flags[int((~finite_flags).nonzero()[0])]
+                self.first_nonfinite = (batch_index, sequence_ids)
+                if self.on_nonfinite == "raise" and not defer_nonfinite:
+                    raise self._nonfinite_error(batch_index, sequence_ids)
 
     def _check_usable(self, usable_sequences: int, skipped_sequences: int) -> None:
         if usable_sequences == 0:
@@ -421,6 +427,7 @@ class GradientProbe:
             progress=progress and distributed.is_main_process(),
             description="Probing gradients",
             shard=shard,
+            defer_nonfinite=sharded,
         ):
             batch_size, length, width = step.gradient.shape
             if width != dim:
@@ -463,6 +470,13 @@ class GradientProbe:
             counters = distributed.all_reduce_sum(counters)
             moments = distributed.all_reduce_moments(moments)
         loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches = counters.tolist()
+        if sharded and skipped_batches and self.on_nonfinite == "raise":  # every rank raises, none waits
+            if self.first_nonfinite is not None:
+                raise self._nonfinite_error(*self.first_nonfinite)
+            raise NonFiniteError(
+                "Non-finite loss or gradients in a batch of another rank (its error names it). Check the "
+                "checkpoint's weights, lower the precision less, or pass on_nonfinite='skip'."
+            )
         self._check_usable(int(usable), int(skipped_sequences))
         n_tokens = moments.count
         if n_tokens == 0:

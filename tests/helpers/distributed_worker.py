@@ -21,7 +21,24 @@ from interpreto_anisotropy import distributed
 def main() -> None:
     args = json.loads(open(sys.argv[1]).read())
     assert distributed.init_from_environment(), "expected a process group with several ranks"
-    if args["mode"] == "probe":
+    if args["mode"] == "probe_nonfinite":
+        model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, args["checkpoint"]), device="cpu")
+        mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=3)
+
+        def nan_in_the_short_last_batch(output, batch):  # 14 texts in batches of 3: the last, of 2, is rank 0's
+            per_token = output.logits.float().logsumexp(-1)
+            return per_token * float("nan") if batch["input_ids"].shape[0] == 2 else per_token
+
+        try:
+            ia.GradientProbe(mwsp, batch_size=3, objective=nan_in_the_short_last_batch).run(
+                args["texts"], ia.Subspace.random(model.config.hidden_size, 4, seed=0), n_controls=3, progress=False
+            )
+            message = "no error"
+        except ia.errors.NonFiniteError as error:
+            message = f"NonFiniteError: {error}"
+        with open(f"{args['out']}.rank{distributed.rank()}", "w") as handle:
+            handle.write(message)
+    elif args["mode"] == "probe":
         model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, args["checkpoint"]), device="cpu")
         mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=3)
         subspaces = {
