@@ -370,6 +370,11 @@ class CheckpointSweep:
                 distributed.barrier()
         return SweepResult.load(self.results_dir)
 
+    @property
+    def _streams_fit(self) -> bool:
+        """PCA tangents are fitted batch by batch (`partial_fit`); the other methods need the pooled matrix."""
+        return self.method == "pca"
+
     def _shows(self) -> bool:
         return self.progress and distributed.is_main_process()
 
@@ -432,7 +437,7 @@ class CheckpointSweep:
         paths = {layer: self._reference_path(layer) for layer in self.layers}
         if all(path.exists() for path in paths.values()):
             return {layer: Subspace.load(path, device=self.device) for layer, path in paths.items()}
-        streamed = self.method == "pca"
+        streamed = self._streams_fit
         if not streamed and not distributed.is_main_process():
             distributed.barrier()  # rank 0 fits and saves; the others read its files
             return {layer: Subspace.load(path, device=self.device) for layer, path in paths.items()}
@@ -569,7 +574,7 @@ class CheckpointSweep:
 
         PCA streams the batches (memory flat in `max_fit_tokens`); the other methods need the pooled matrix.
         """
-        streamed = self.method == "pca"
+        streamed = self._streams_fit
         pooled: list[torch.Tensor] = []
         sample: list[torch.Tensor] = []
         sample_ids: list[torch.Tensor] = []
