@@ -127,9 +127,14 @@ def test_masked_lm_gradients_equal_per_token_autograd_loop(eurobert64, texts):
 
         expected = _brute_force_gradients(eurobert64, corrupted, terms)
         rows = result.sequence_ids == sequence
-        assert torch.equal(result.masked[rows], labels != -100)
-        assert torch.equal(result.input_ids[rows], encoded["input_ids"][0])
-        assert _relative_error(result.gradients[rows], expected) < 1e-5
+        ids = encoded["input_ids"][0]
+        # The token policy: BOS / EOS (the toy encoder's CLS / SEP) are not rows, every other token is.
+        kept = ~torch.isin(ids, torch.tensor(tokenizer.all_special_ids))
+        assert not kept[0] and not kept[-1] and kept[1:-1].all()
+        assert torch.equal(result.masked[rows], (labels != -100)[kept])
+        assert torch.equal(result.input_ids[rows], ids[kept])
+        assert torch.equal(result.positions[rows], kept.nonzero().flatten())
+        assert _relative_error(result.gradients[rows], expected[kept]) < 1e-5
 
 
 def test_masked_lm_mask_is_seeded_and_independent_of_batching(eurobert_mwsp, texts):

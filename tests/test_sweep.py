@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
@@ -187,7 +188,9 @@ def test_encoder_sweep_uses_masked_lm(tmp_path, sweep_texts):
 _KILLABLE = textwrap.dedent(
     """
     import json, sys
+    import torch
     import interpreto_anisotropy as ia
+    torch.set_num_threads(int(sys.argv[2]))  # as in the test process: float32 reductions depend on the threads
     args = json.loads(sys.argv[1])
     ia.CheckpointSweep(args.pop("pattern"), **args).run()
     """
@@ -206,7 +209,9 @@ def test_a_sweep_killed_mid_run_resumes_to_the_same_table(toy_checkpoints, sweep
         **SETTINGS,
     }
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen([sys.executable, "-c", _KILLABLE, json.dumps(arguments)], env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-c", _KILLABLE, json.dumps(arguments), str(torch.get_num_threads())], env=env
+    )
     rows_file = results_dir / "rows.jsonl"
     deadline = time.time() + 600
     written: list[str] = []

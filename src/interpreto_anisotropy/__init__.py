@@ -9,13 +9,14 @@ anisotropy held by the tangent subspace with matched-rank normal controls, check
 
 Examples:
     >>> import interpreto_anisotropy as ia
-    >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(activations)
-    >>> result = ia.GradientProbe(mwsp, objective="causal_lm").run(texts, tangent, n_controls=20)
+    >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(fit_texts)
+    >>> result = ia.GradientProbe(mwsp).run(texts, tangent, n_controls=20)
 """
 
 from __future__ import annotations
 
 from . import checkpoints, errors, metrics, plotting
+from .activations import iter_token_activations, token_activations
 from .checkpoints import Checkpoint, load_checkpoint, loaded
 from .controls import analytic_null, normal_controls, p_value
 from .demo import ToyRun, load_corpus, train_toy
@@ -66,6 +67,8 @@ __all__ = [
     "normal_controls",
     "p_value",
     "plotting",
+    "iter_token_activations",
+    "token_activations",
     "train_toy",
     "__version__",
 ]

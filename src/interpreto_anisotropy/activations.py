@@ -1,11 +1,18 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Token activations at a split point, with the token id of each row, streamed batch by batch.
+"""The activation reader: token activations at a split point, with the token id of each row, batch by batch.
 
-Interpreto's `get_activations(..., TOKEN)` gives the rows but not their token ids; the frequency analyses of
-the paper need both. These readers run the model without gradients, hook the split point, and keep the
-real (non-padding, and by default non-special) tokens, like Interpreto's TOKEN granularity.
+This is how the package reads activations (tangent fits, sweeps, metrics), and the reader to fit tangents with:
+each text is read exactly as it is read alone (right-aligned batches, position ids in the model family's
+convention, the tokenizer's state untouched), and its rows follow the token policy the gradient probe uses
+(`batching.token_rows`: real tokens, special tokens left out unless `include_special=True`), so that fit rows and
+probe rows are the same tokens.
+
+Interpreto 0.5.2's `get_activations(..., TOKEN)` is not a substitute on models with learned absolute positions
+(GPT-2, OPT, BERT, RoBERTa, DistilBERT, ELECTRA, ...): it sets `tokenizer.padding_side = "left"` and passes no
+position ids, so every padded text is read at shifted positions. It also gives no token ids, which the frequency
+analyses need.
 """
 
 from __future__ import annotations
@@ -18,7 +25,15 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float, Int
 from tqdm.auto import tqdm
 
-from .batching import HiddenStateCapture, StopForward, TokenBatcher, autocast, split_point_module
+from .batching import (
+    HiddenStateCapture,
+    StopForward,
+    TokenBatcher,
+    autocast,
+    special_token_ids,
+    split_point_module,
+    token_rows,
+)
 from .batching import autocast_dtype as autocast_dtype_from
 from .errors import EmptyInputError, InvalidInputError, SplitPointError
 from .host_reads import to_device
@@ -59,6 +74,11 @@ def iter_token_activations(
         InvalidInputError: Bad inputs or `max_tokens`.
         EmptyInputError: No texts.
         SplitPointError: A split point that is not in the model or has no hidden-state output.
+
+    Examples:
+        >>> tangent = ia.PCATangent(mwsp, nb_concepts=16)  # doctest: +SKIP
+        >>> for rows, token_ids in ia.iter_token_activations(mwsp, texts, max_tokens=100_000):  # doctest: +SKIP
+        ...     tangent.partial_fit(rows)
     """
     if not isinstance(splitter, BaseSplitter):
         raise InvalidInputError(f"Expected an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}.")
@@ -70,7 +90,7 @@ def iter_token_activations(
         model, tokenizer, batch_size=int(batch_size or splitter.batch_size or 8), max_length=max_length
     )
     module = split_point_module(model, splitter.split_point)
-    special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids) - {None}) or [-1])
+    special_ids = special_token_ids(tokenizer)
     device = next(model.parameters()).device
     n_batches, batches = batcher.batches(texts)
     capture = HiddenStateCapture(splitter.split_point, stop=True)
@@ -95,9 +115,9 @@ def iter_token_activations(
                 pass
             if capture.hidden is None:
                 raise SplitPointError(f"Split point '{splitter.split_point}' was not run by the forward pass.")
-            keep = batch["attention_mask"].bool()
-            if not include_special:
-                keep &= ~torch.isin(batch["input_ids"], special_ids.to(device))
+            keep = token_rows(
+                batch["input_ids"], batch["attention_mask"], special_ids, include_special=include_special
+            )
             current = (capture.hidden, keep, batch["input_ids"])
             if pending is not None:
                 rows, ids = _kept_rows(pending, None if max_tokens is None else max_tokens - seen)

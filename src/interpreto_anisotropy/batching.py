@@ -4,21 +4,26 @@
 """Token batches and split-point hooks shared by the gradient probe and the activation reader.
 
 Texts are tokenised one batch at a time (memory flat in the number of texts), sequences too short for an
-objective are dropped and counted, padding columns no sequence uses are trimmed, and real tokens get the same
-position ids whether the batch is padded on the left or on the right.
+objective are dropped and counted, every batch is right-aligned (padding last, whatever the tokenizer's
+`padding_side`, which is never changed) with the padding columns no sequence uses trimmed, and the model gets the
+position ids of its own family (`positions.PositionScheme`): a padded text is read exactly as it is read alone.
+
+One token policy serves the activation reader and the gradient probe (`token_rows`): a row per real token,
+special tokens (BOS, CLS, SEP, EOS, ...) left out unless `include_special=True`.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
+from jaxtyping import Bool, Int
 
 from .errors import EmptyInputError, InvalidInputError, SplitPointError, TokenizerError
+from .positions import PositionConvention, PositionScheme, right_align
 
 __all__ = [
     "TokenBatcher",
@@ -28,6 +33,8 @@ __all__ = [
     "autocast_dtype",
     "ensure_pad_token",
     "split_point_module",
+    "special_token_ids",
+    "token_rows",
 ]
 
 Batch = dict[str, torch.Tensor]
@@ -135,6 +142,50 @@ def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Mod
         ) from error
 
 
+def special_token_ids(tokenizer: Any) -> torch.Tensor:
+    """The ids of a tokenizer's special tokens (BOS, CLS, SEP, EOS, PAD, MASK, ...), as a 1-D long tensor.
+
+    Args:
+        tokenizer: A Hugging Face tokenizer.
+
+    Returns:
+        The sorted ids, or `[-1]` (matching no token) when there are none.
+    """
+    ids = sorted({int(index) for index in getattr(tokenizer, "all_special_ids", ()) if index is not None})
+    return torch.tensor(ids or [-1], dtype=torch.long)
+
+
+def token_rows(
+    input_ids: Int[torch.Tensor, "b l"],
+    attention_mask: Int[torch.Tensor, "b l"],
+    special_ids: Int[torch.Tensor, " s"],
+    *,
+    include_special: bool = False,
+) -> Bool[torch.Tensor, "b l"]:
+    """The token policy: which tokens of a batch are rows of the fit, the metrics and the probe.
+
+    A row per real (non-padding) token; special tokens are left out unless `include_special`.
+
+    Args:
+        input_ids: The batch's token ids before any masking, (b, l).
+        attention_mask: 1 for real tokens, (b, l).
+        special_ids: The tokenizer's special ids (`special_token_ids`).
+        include_special: Keep special tokens as rows.
+
+    Returns:
+        A (b, l) boolean mask.
+
+    Examples:
+        >>> ids, mask = torch.tensor([[5, 7, 2, 0]]), torch.tensor([[1, 1, 1, 0]])
+        >>> token_rows(ids, mask, torch.tensor([0, 2])).tolist()
+        [[True, True, False, False]]
+    """
+    rows = attention_mask.bool()
+    if include_special:
+        return rows
+    return rows & ~torch.isin(input_ids, special_ids.to(input_ids.device))
+
+
 class StopForward(Exception):
     """Raised by a `HiddenStateCapture(stop=True)` once it holds the hidden state: the layers above are skipped."""
 
@@ -219,12 +270,15 @@ class TokenBatcher:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.min_tokens = min_tokens
+        self.positions = PositionScheme.of(model)
         self.max_length = max_length or self._default_max_length()
-        self.accepts_position_ids = "position_ids" in inspect.signature(model.forward).parameters
         self.skipped_sequences = 0
 
     def _default_max_length(self) -> int:
-        limits = [getattr(self.model.config, "max_position_embeddings", None), self.tokenizer.model_max_length]
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        if isinstance(positions, int) and self.positions.convention is PositionConvention.AFTER_PADDING_IDX:
+            positions -= self.positions.padding_idx + 1  # RoBERTa: 514 position embeddings hold 512 tokens
+        limits = [positions, self.tokenizer.model_max_length]
         finite = [int(limit) for limit in limits if isinstance(limit, int) and 0 < limit < 10**7]
         return min(finite) if finite else 512
 
@@ -282,7 +336,12 @@ class TokenBatcher:
     def _text_encoder(self, texts: list[str]) -> tuple[Any, int]:
         def encode(start: int, stop: int) -> Batch:
             encoded = self.tokenizer(
-                texts[start:stop], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+                texts[start:stop],
+                padding=True,
+                padding_side="right",
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
             )
             return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
 
@@ -295,14 +354,22 @@ class TokenBatcher:
         sequence_ids = sequence_ids[usable]
         if sequence_ids.numel() == 0:
             return batch, sequence_ids
+        batch = right_align(batch)
         width = int(batch["attention_mask"].sum(1).max())
-        left_padded = bool((batch["attention_mask"][:, 0] == 0).any())
-        trim = slice(batch["input_ids"].shape[1] - width, None) if left_padded else slice(0, width)
-        return {key: value[:, trim] if value.dim() == 2 else value for key, value in batch.items()}, sequence_ids
+        return {key: value[:, :width] if value.dim() == 2 else value for key, value in batch.items()}, sequence_ids
 
     def model_inputs(self, batch: Batch) -> Batch:
-        """The keyword arguments of the model's forward for a batch (with position ids that ignore padding)."""
+        """The keyword arguments of the model's forward for a right-aligned batch.
+
+        Args:
+            batch: `input_ids` and `attention_mask`, (b, l) each (other keys are not passed to the model).
+
+        Returns:
+            `input_ids`, `attention_mask` and, unless the model numbers positions itself, `position_ids` in the
+            model family's convention (`positions.PositionScheme`).
+        """
         inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-        if self.accepts_position_ids:
-            inputs["position_ids"] = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        position_ids = self.positions.position_ids(batch["attention_mask"])
+        if position_ids is not None:
+            inputs["position_ids"] = position_ids
         return inputs

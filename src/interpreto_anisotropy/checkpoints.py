@@ -43,6 +43,7 @@ from typing import Any
 
 from .batching import ensure_pad_token
 from .errors import CheckpointError, EmptyInputError, InvalidInputError
+from .objectives import objective_from_config
 
 __all__ = [
     "Checkpoint",
@@ -376,23 +377,10 @@ def infer_objective(config: Any) -> str:
         >>> infer_objective(GPTNeoXConfig()), infer_objective(EuroBertConfig())
         ('causal_lm', 'masked_lm')
     """
-    for arch in getattr(config, "architectures", None) or ():
-        if arch.endswith(("ForCausalLM", "LMHeadModel")):
-            return "causal_lm"
-        if arch.endswith(("ForMaskedLM", "ForPreTraining")):
-            return "masked_lm"
-    if getattr(config, "is_decoder", False):
-        return "causal_lm"
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
-
+    objective = objective_from_config(config)
+    if objective is not None:
+        return objective.value
     model_type = getattr(config, "model_type", None)
-    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
-        return "masked_lm"
-    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return "causal_lm"
     raise CheckpointError(
         f"Cannot tell whether model type {model_type!r} (architectures {getattr(config, 'architectures', None)}) is a "
         "decoder or an encoder. Pass automodel='causal_lm', automodel='masked_lm' or an AutoModel class."

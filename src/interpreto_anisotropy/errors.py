@@ -28,6 +28,7 @@ __all__ = [
     "SplitPointError",
     "TokenizerError",
     "NonFiniteError",
+    "ObjectiveError",
     "ConfigMismatchError",
     "CheckpointError",
 ]
@@ -60,6 +61,10 @@ class DimensionMismatchError(InvalidInputError):
 
 class NotFittedError(AnisotropyError, RuntimeError):
     """An estimator was used before `fit`."""
+
+
+class ObjectiveError(InvalidInputError):
+    """A training objective does not fit the model: no logits, logits of another shape, or another head."""
 
 
 class SplitPointError(AnisotropyError, ValueError):

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from jaxtyping import Bool, Float, Int
 
-from .errors import InvalidInputError, TokenizerError
+from .errors import InvalidInputError, ObjectiveError, TokenizerError
 
 __all__ = [
     "ObjectiveName",
@@ -31,6 +31,8 @@ __all__ = [
     "SequenceClassificationObjective",
     "CallableObjective",
     "make_objective",
+    "objective_for_model",
+    "objective_from_config",
     "LossTerms",
 ]
 
@@ -111,6 +113,31 @@ def _cross_entropy_where(
     return per_token.view_as(targets)
 
 
+def _logits(output: Any, objective: str) -> torch.Tensor:
+    """The `logits` of a model output, or our error saying what the model returned instead."""
+    logits = getattr(output, "logits", None)
+    if isinstance(logits, torch.Tensor):
+        return logits
+    fields = ", ".join(output.keys()) if hasattr(output, "keys") else type(output).__name__
+    raise ObjectiveError(
+        f"The {objective} objective needs logits, but the model returned {type(output).__name__} ({fields}) without "
+        "them: a model without an output head. Load it with its head (AutoModelForCausalLM, AutoModelForMaskedLM) "
+        "or pass a callable objective fn(output, batch) that computes a loss from these fields."
+    )
+
+
+def _token_logits(output: Any, batch: dict[str, torch.Tensor], objective: str) -> Float[torch.Tensor, "b l v"]:
+    """Per-token (b, l, vocab) logits of a language-model output, checked against the batch's shape."""
+    logits = _logits(output, objective)
+    if logits.dim() != 3 or logits.shape[:2] != batch["input_ids"].shape:
+        raise ObjectiveError(
+            f"The {objective} objective needs per-token logits (batch, length, vocab) = "
+            f"({', '.join(map(str, batch['input_ids'].shape))}, vocab), but the model returned logits of shape "
+            f"{tuple(logits.shape)}. A sequence classifier takes objective='sequence_classification' (or 'auto')."
+        )
+    return logits
+
+
 class Objective:
     """Base class: prepare a batch, compute its loss, and select the probed tokens.
 
@@ -182,7 +209,7 @@ class CausalLMObjective(Objective):
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
         """Cross-entropy of each real token's prediction of the next real token."""
-        logits = output.logits[:, :-1]
+        logits = _token_logits(output, batch, self.name)[:, :-1]
         targets = batch["input_ids"][:, 1:]
         valid = batch["attention_mask"][:, :-1].bool() & batch["attention_mask"][:, 1:].bool()
         return _reduce(_cross_entropy_where(logits, targets, valid), valid.sum(), self.reduction)
@@ -268,7 +295,7 @@ class MaskedLMObjective(Objective):
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
         """Cross-entropy of the model's predictions at the selected tokens."""
         selected = batch["labels"] != -100
-        per_token = _cross_entropy_where(output.logits, batch["labels"], selected)
+        per_token = _cross_entropy_where(_token_logits(output, batch, self.name), batch["labels"], selected)
         return _reduce(per_token, selected.sum(), self.reduction)
 
     def describe(self) -> dict[str, Any]:
@@ -293,7 +320,14 @@ class SequenceClassificationObjective(Objective):
         """Cross-entropy of each sequence's logits against its label."""
         if "labels" not in batch:
             raise InvalidInputError("The sequence_classification objective needs labels: probe.run(..., labels=...).")
-        per_sequence = F.cross_entropy(output.logits.float(), batch["labels"], reduction="none")
+        logits = _logits(output, self.name)
+        if logits.dim() != 2:
+            raise ObjectiveError(
+                f"The sequence_classification objective needs (batch, classes) logits, but the model returned logits "
+                f"of shape {tuple(logits.shape)}: a language model. Use objective='auto' (or 'causal_lm' / "
+                "'masked_lm'), or load the model with AutoModelForSequenceClassification."
+            )
+        per_sequence = F.cross_entropy(logits.float(), batch["labels"], reduction="none")
         return _reduce(per_sequence, int(batch["labels"].numel()), self.reduction)
 
 
@@ -339,27 +373,137 @@ class CallableObjective(Objective):
         return _reduce(value.flatten(), value.numel(), self.reduction)
 
 
+_HEADS = (
+    (("ForCausalLM", "LMHeadModel"), ObjectiveName.CAUSAL_LM),
+    (("ForMaskedLM",), ObjectiveName.MASKED_LM),
+    (("ForSequenceClassification",), ObjectiveName.SEQUENCE_CLASSIFICATION),
+)
+AUTO = "auto"
+
+
+def objective_from_config(config: Any) -> ObjectiveName | None:
+    """The language-model objective a model config describes, or None when it cannot tell.
+
+    The decision, in order: the head named in `config.architectures` (`*ForCausalLM`, `*LMHeadModel` -> causal LM;
+    `*ForMaskedLM`, `*ForPreTraining` -> masked LM); then `config.is_decoder`; then the model type's registration in
+    transformers (a type with only a causal-LM head, such as `gpt_neox`, is a decoder; a type with a masked-LM head,
+    such as `bert`, `eurobert` or `modernbert`, is an encoder).
+
+    Args:
+        config: A transformers `PretrainedConfig`.
+
+    Returns:
+        `ObjectiveName.CAUSAL_LM`, `ObjectiveName.MASKED_LM` or None.
+
+    Examples:
+        >>> from transformers import BertConfig
+        >>> objective_from_config(BertConfig()).value
+        'masked_lm'
+    """
+    for arch in getattr(config, "architectures", None) or ():
+        if arch.endswith(("ForCausalLM", "LMHeadModel")):
+            return ObjectiveName.CAUSAL_LM
+        if arch.endswith(("ForMaskedLM", "ForPreTraining")):
+            return ObjectiveName.MASKED_LM
+    if getattr(config, "is_decoder", False):
+        return ObjectiveName.CAUSAL_LM
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = getattr(config, "model_type", None)
+    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return ObjectiveName.MASKED_LM
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return ObjectiveName.CAUSAL_LM
+    return None
+
+
+def _is_headless(model: torch.nn.Module) -> bool:
+    """Whether `model` is its family's base model (e.g. `BertModel`), which returns hidden states and no logits."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    base = MODEL_MAPPING_NAMES.get(getattr(getattr(model, "config", None), "model_type", None))
+    return type(model).__name__ in (base if isinstance(base, tuple) else (base,))
+
+
+def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
+    """The built-in objective a model was trained with, from its head, else from its config (`"auto"`).
+
+    The head decides first (`*ForCausalLM` / `*LMHeadModel`, `*ForMaskedLM`, `*ForSequenceClassification`);
+    other classes fall back on `objective_from_config`, the rule `CheckpointSweep` uses for checkpoints.
+
+    Args:
+        model: A Hugging Face model.
+
+    Returns:
+        The matching `ObjectiveName`.
+
+    Raises:
+        ObjectiveError: A model without an output head, or one whose head and config say nothing.
+
+    Examples:
+        >>> from transformers import GPT2Config, GPT2LMHeadModel
+        >>> objective_for_model(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=2))).value
+        'causal_lm'
+    """
+    name = type(model).__name__
+    for suffixes, objective in _HEADS:
+        if name.endswith(suffixes):
+            return objective
+    if _is_headless(model):
+        raise ObjectiveError(
+            f"{name} has no output head (it returns hidden states, no logits), so no built-in objective applies: "
+            "load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM, ...) or pass a callable "
+            "objective fn(output, batch)."
+        )
+    objective = objective_from_config(getattr(model, "config", None))
+    if objective is None:
+        raise ObjectiveError(
+            f"Cannot tell which objective {name} was trained with; pass objective='causal_lm', 'masked_lm', "
+            "'sequence_classification' or a callable fn(output, batch)."
+        )
+    return objective
+
+
+def _check_fits(objective: ObjectiveName, model: torch.nn.Module) -> None:
+    """Raise our error when a named objective does not fit the model's head."""
+    expected = objective_for_model(model)
+    if expected is not objective:
+        classes = {"causal_lm": "CausalLMObjective()", "masked_lm": "MaskedLMObjective()"}
+        force = classes.get(objective.value, "SequenceClassificationObjective()")
+        raise ObjectiveError(
+            f"The {objective.value} objective does not fit {type(model).__name__}, a {expected.value} model: pass "
+            f"objective='{expected.value}' (or 'auto'). To use {objective.value} all the same, pass the objective "
+            f"instance {force}."
+        )
+
+
 def make_objective(
     objective: str | ObjectiveName | Objective | Callable[..., torch.Tensor],
     *,
     mlm_probability: float = 0.15,
     seed: int = 0,
     reduction: str | Reduction = Reduction.SUM,
+    model: torch.nn.Module | None = None,
 ) -> Objective:
     """Build an `Objective` from a name, an instance or a callable.
 
     Args:
-        objective: "causal_lm", "masked_lm", "sequence_classification", an `Objective`, or a callable
-            `fn(output, batch) -> loss`.
+        objective: "auto" (needs `model`; see `objective_for_model`), "causal_lm", "masked_lm",
+            "sequence_classification", an `Objective`, or a callable `fn(output, batch) -> loss`.
         mlm_probability: Masking rate for "masked_lm".
         seed: Mask seed for "masked_lm".
         reduction: "sum" (default: each token's gradient keeps its own loss's scale) or "mean".
+        model: The model the objective is for: a name is then checked against its head.
 
     Returns:
         An `Objective`.
 
     Raises:
-        InvalidInputError: An unknown name.
+        InvalidInputError: An unknown name, or "auto" without a model.
+        ObjectiveError: A name that does not fit the model's head (the message says which one does).
 
     Examples:
         >>> type(make_objective("masked_lm", mlm_probability=0.2)).__name__
@@ -369,12 +513,20 @@ def make_objective(
     """
     if isinstance(objective, Objective):
         return objective
+    if isinstance(objective, str) and objective == AUTO:
+        if model is None:
+            raise InvalidInputError("objective='auto' needs the model to choose from.")
+        objective = objective_for_model(model)
     if isinstance(objective, (str, ObjectiveName)):
         try:
             name = ObjectiveName(objective)
         except ValueError:
             names = ", ".join(repr(n.value) for n in ObjectiveName)
-            raise InvalidInputError(f"Unknown objective {objective!r}; choose one of {names} or a callable.") from None
+            raise InvalidInputError(
+                f"Unknown objective {objective!r}; choose 'auto', one of {names} or a callable."
+            ) from None
+        if model is not None:
+            _check_fits(name, model)
         if name is ObjectiveName.CAUSAL_LM:
             return CausalLMObjective(reduction=reduction)
         if name is ObjectiveName.MASKED_LM:
@@ -382,4 +534,4 @@ def make_objective(
         return SequenceClassificationObjective(reduction=reduction)
     if callable(objective) and len(inspect.signature(objective).parameters) >= 2:
         return CallableObjective(objective, reduction=reduction)
-    raise InvalidInputError("objective must be a name, an Objective, or a callable fn(output, batch).")
+    raise InvalidInputError("objective must be 'auto', a name, an Objective, or a callable fn(output, batch).")

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from . import distributed
 from .accumulators import MomentAccumulator, top_eigenvectors
-from .batching import HiddenStateCapture, TokenBatcher, autocast, split_point_module
+from .batching import HiddenStateCapture, TokenBatcher, autocast, special_token_ids, split_point_module, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
 from .controls import analytic_null, normal_control_bases, p_value
 from .errors import (
@@ -105,8 +105,9 @@ class GradientProbe:
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` whose `split_point` is the layer to probe.
-        objective: "causal_lm", "masked_lm", "sequence_classification", an `Objective`, or a callable
-            `fn(output, batch) -> loss` (scalar or per-token).
+        objective: "auto" (the default: from the model's head, else its config, as `CheckpointSweep` does),
+            "causal_lm", "masked_lm", "sequence_classification", an `Objective`, or a callable
+            `fn(output, batch) -> loss` (scalar or per-token). A name that does not fit the model's head is refused.
         mlm_probability: Masking rate for "masked_lm".
         reduction: "sum" (default) or "mean" over loss terms.
         seed: Seed of the masked-LM mask.
@@ -119,9 +120,13 @@ class GradientProbe:
         distributed: Shard `run`'s batches over the ranks of a torch.distributed process group (round robin) and
             all-reduce the sums, so every rank gets the single-process result. None (default): shard whenever a
             process group with several ranks is running; False: every rank probes everything.
+        include_special: Probe special tokens (BOS, CLS, SEP, ...) too. Off by default, like the activation
+            reader that tangents are fitted with: fit rows and probe rows are the same tokens.
 
     Raises:
         InvalidInputError: An unknown objective, reduction, `on_nonfinite` or autocast dtype.
+        ObjectiveError: An objective that does not fit the model's head (e.g. "causal_lm" on a model without
+            logits, or on a masked-LM model).
         TokenizerError: A tokenizer without a pad token and without an eos token to pad with.
 
     Examples:
@@ -134,7 +139,7 @@ class GradientProbe:
         self,
         splitter: BaseSplitter,
         *,
-        objective: str | Objective | Callable[..., torch.Tensor] = "causal_lm",
+        objective: str | Objective | Callable[..., torch.Tensor] = "auto",
         mlm_probability: float = 0.15,
         reduction: str = "sum",
         seed: int = 0,
@@ -143,6 +148,7 @@ class GradientProbe:
         on_nonfinite: str = "raise",
         autocast_dtype: torch.dtype | str | None = None,
         distributed: bool | None = None,
+        include_special: bool = False,
     ):
         if not isinstance(splitter, BaseSplitter):
             raise InvalidInputError(
@@ -151,7 +157,10 @@ class GradientProbe:
         if on_nonfinite not in ("raise", "skip"):
             raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
         self.splitter = splitter
-        self.objective = make_objective(objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction)
+        self.objective = make_objective(
+            objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=splitter._model
+        )
+        self.include_special = include_special
         self.batch_size = int(batch_size or getattr(splitter, "batch_size", 8) or 8)
         self.on_nonfinite = on_nonfinite
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
@@ -167,6 +176,7 @@ class GradientProbe:
         )
         self.max_length = self.batcher.max_length
         self.module = split_point_module(self.model, splitter.split_point)
+        self.special_ids = special_token_ids(self.tokenizer)
 
     # ------------------------------------------------------------------ set-up
     @property
@@ -219,7 +229,9 @@ class GradientProbe:
             raise SplitPointError(
                 f"The {self.objective.name} loss does not depend on split point '{self.splitter.split_point}'."
             )
-        finite = torch.isfinite(gradient).all() & torch.isfinite(terms.summed)
+        # Padding rows may be non-finite (a sliding window holding only padding) without touching real tokens.
+        real = batch["attention_mask"].bool()[..., None]
+        finite = torch.isfinite(torch.where(real, gradient, 0)).all() & torch.isfinite(terms.summed)
         return batch, hidden.detach(), gradient, terms, finite
 
     def _nonfinite_error(self, batch_index: int, sequence_ids: torch.Tensor) -> NonFiniteError:
@@ -259,6 +271,7 @@ class GradientProbe:
         self.usable_sequences = 0
         flags: list[tuple[int, torch.Tensor, torch.Tensor]] = []
         seen = torch.zeros((), dtype=torch.long, device=self.device)
+        special_ids = self.special_ids.to(self.device)
         count_reader = LaggedRead()
         for batch_index, (batch, sequence_ids) in enumerate(
             tqdm(chunks, total=n_batches, desc=description, unit="batch", disable=not progress)
@@ -270,7 +283,13 @@ class GradientProbe:
             if not flags and not defer_nonfinite and self.on_nonfinite == "raise" and not bool(finite):
                 raise self._nonfinite_error(batch_index, sequence_ids)
             flags.append((batch_index, sequence_ids, finite))
-            probed = self.objective.probed_tokens(prepared) & finite
+            rows = token_rows(
+                prepared.get("original_input_ids", prepared["input_ids"]),
+                prepared["attention_mask"],
+                special_ids,
+                include_special=self.include_special,
+            )
+            probed = self.objective.probed_tokens(prepared) & rows & finite
             if max_tokens is not None:
                 flat = probed.flatten()
                 keep = (flat.cumsum(0) + seen <= max_tokens) & flat
@@ -300,6 +319,17 @@ class GradientProbe:
                 self.first_nonfinite = (batch_index, sequence_ids)
                 if self.on_nonfinite == "raise" and not defer_nonfinite:
                     raise self._nonfinite_error(batch_index, sequence_ids)
+
+    def _check_split_points(self, named: dict[str, Subspace]) -> None:
+        """Refuse a subspace fitted at another split point than the probe's (a Subspace without one is accepted)."""
+        here = self.splitter.split_point
+        for name, subspace in named.items():
+            if subspace.split_point is not None and subspace.split_point != here:
+                raise SplitPointError(
+                    f"Subspace {name!r} was fitted at split point '{subspace.split_point}' but this probe reads "
+                    f"'{here}'. Probe at '{subspace.split_point}' (ModelWithSplitPoints(..., "
+                    f"split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
+                )
 
     def _check_usable(self, usable_sequences: int, skipped_sequences: int) -> None:
         if usable_sequences == 0:
@@ -402,6 +432,7 @@ class GradientProbe:
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`).
         """
         named = _as_named_subspaces(subspaces)
+        self._check_split_points(named)
         if not 0 < confidence < 1:
             raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
         device = self.device
@@ -431,9 +462,11 @@ class GradientProbe:
         ):
             batch_size, length, width = step.gradient.shape
             if width != dim:
+                fitted_at = sorted({subspace.split_point or "an unknown split point" for subspace in named.values()})
                 raise DimensionMismatchError(
-                    f"The split point '{self.splitter.split_point}' has d={width} but the subspaces "
-                    f"live in R^{dim}: they were fitted on another layer or model."
+                    f"The split point '{self.splitter.split_point}' has d={width} but the subspaces live in R^{dim} "
+                    f"(fitted at {', '.join(repr(point) for point in fitted_at)}): they come from another layer or "
+                    "model. Fit them on this model at this split point."
                 )
             # Every position is a row, zero where not probed (padding, past the cap, a non-finite batch): fixed
             # shapes and masks instead of boolean indexing keep the loop free of host synchronisation.

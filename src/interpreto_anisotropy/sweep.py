@@ -52,7 +52,7 @@ from .tangent import TangentExplainer
 
 __all__ = ["CheckpointSweep", "ReferenceKind", "early_checkpoints"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: right-aligned batches with per-family position ids, one token policy
 
 
 class ReferenceKind(str, Enum):
@@ -114,7 +114,7 @@ class CheckpointSweep:
         texts: Texts whose activations fit the tangents (and whose tokens give the frequencies).
         probe_texts: Held-out texts for the gradient probe. By default `texts` is split in two: even-indexed
             texts fit, odd-indexed texts probe.
-        objective: "causal_lm", "masked_lm", "auto" (from each checkpoint's config), or a callable.
+        objective: "auto" (from each checkpoint's head and config), "causal_lm", "masked_lm", or a callable.
         method: Tangent method ("pca", "semi_nmf", "nmf", "ica", "svd", "topk_sae", ...).
         nb_concepts: Rank k of the tangent.
         reference: "early" (the paper's protocol), "each", "both", or a `Subspace` (one split point) / a dict
@@ -140,6 +140,8 @@ class CheckpointSweep:
             same resumable `results_dir` (on a file system all ranks share). Without a process group: ignored.
         autocast_dtype: "bf16" or "fp16" (or the torch dtype): run the models' forward and backward passes under
             `torch.autocast` (a GPU fast path); moments and energies still accumulate in float32 / float64.
+        include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows of the fits, the metrics and the probe
+            (the one token policy of the package; off by default).
 
     Raises:
         EmptyInputError: No checkpoints, or no texts.
@@ -177,6 +179,7 @@ class CheckpointSweep:
         method_kwargs: dict[str, Any] | None = None,
         parallel: str = "data",
         autocast_dtype: str | torch.dtype | None = None,
+        include_special: bool = False,
     ):
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         if parallel not in ("data", "checkpoints"):
@@ -223,6 +226,7 @@ class CheckpointSweep:
         self.overwrite = overwrite
         self.progress = progress
         self.method_kwargs = dict(method_kwargs or {})
+        self.include_special = bool(include_special)
         self._token_counts: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ settings
@@ -282,6 +286,7 @@ class CheckpointSweep:
             "max_fit_tokens": self.max_fit_tokens,
             "max_metric_tokens": self.max_metric_tokens,
             "batch_size": self.batch_size,
+            "include_special": self.include_special,
         }
         if self.autocast_dtype is not None:  # absent otherwise, so that float32 sweeps resume as before
             config["autocast_dtype"] = str(self.autocast_dtype).removeprefix("torch.")
@@ -414,6 +419,7 @@ class CheckpointSweep:
             max_tokens=cap,
             shard=shard,
             autocast_dtype=self.autocast_dtype,
+            include_special=self.include_special,
         )
 
     # ------------------------------------------------------------------ tangents
@@ -459,7 +465,7 @@ class CheckpointSweep:
                         )
                     for rows, _ in self._activation_batches(splitter, sharded=streamed):
                         if streamed:
-                            tangents[layer].partial_fit(rows)
+                            tangents[layer]._stream(rows)
                         else:
                             pooled[layer].append(rows.float().cpu())
                     if index == len(early) - 1:
@@ -470,7 +476,7 @@ class CheckpointSweep:
                             concept_model.moments = distributed.all_reduce_moments(concept_model.moments)
                             concept_model._stale = True
                         else:
-                            tangents[layer] = self._new_tangent(splitter).fit(pooled[layer])
+                            tangents[layer] = self._new_tangent(splitter)._fit_activations(pooled[layer])
                         subspace = tangents[layer].subspace
                         subspace.name = "early"
                         subspace.info["early_steps"] = [c.step for c in early]
@@ -489,15 +495,10 @@ class CheckpointSweep:
         """The rows of one checkpoint (all split points); `writer` saves its tangents (one rank per checkpoint)."""
         rows: list[dict[str, Any]] = []
         with self._load(checkpoint) as (model, tokenizer):
-            objective = self.objective
-            if objective == "auto":
-                objective = checkpoint_tools.infer_objective(model.config)
             for layer in self.layers:
                 start = time.perf_counter()
                 splitter = self._splitter(model, tokenizer, layer, checkpoint)
-                layer_rows = self._process_layer(
-                    checkpoint, splitter, layer, objective, references.get(layer), writer=writer
-                )
+                layer_rows = self._process_layer(checkpoint, splitter, layer, references.get(layer), writer=writer)
                 for row in layer_rows:
                     row["wall_seconds"] = time.perf_counter() - start
                 rows.extend(layer_rows)
@@ -508,7 +509,6 @@ class CheckpointSweep:
         checkpoint: Checkpoint,
         splitter: ModelWithSplitPoints,
         layer: int | str,
-        objective: Any,
         reference: Subspace | None,
         *,
         writer: bool,
@@ -533,11 +533,12 @@ class CheckpointSweep:
             subspaces["each"] = own
         probe = GradientProbe(
             splitter,
-            objective=objective,
+            objective=self.objective,
             seed=self.seed,
             batch_size=self.batch_size,
             distributed=self.parallel == "data" and distributed.is_distributed(),
             autocast_dtype=self.autocast_dtype,
+            include_special=self.include_special,
         )
         results = probe.run(
             self.probe_texts,
@@ -587,7 +588,7 @@ class CheckpointSweep:
                 sample_ids.append(ids[:take])
                 n_sample += sample[-1].shape[0]
             if streamed:
-                tangent.partial_fit(rows)
+                tangent._stream(rows)
             else:
                 pooled.append(rows)
         if not sample:
@@ -595,7 +596,7 @@ class CheckpointSweep:
                 "No token activations were read: the fit texts are empty or hold only special tokens."
             )
         if not streamed:
-            tangent.fit(torch.cat(pooled))
+            tangent._fit_activations(torch.cat(pooled))
         return torch.cat(sample), torch.cat(sample_ids)
 
     def _previous_tangent(self, checkpoint: Checkpoint, layer: int | str) -> Subspace | None:

@@ -13,6 +13,7 @@ tangent directions.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from enum import Enum
 from typing import Any
@@ -33,8 +34,10 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float
 
 from .accumulators import MomentAccumulator, top_eigenvectors
+from .activations import iter_token_activations
 from .batching import HiddenStateCapture, StopForward, split_point_module
 from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
+from .positions import uses_absolute_positions
 from .subspace import Subspace, as_float_tensor
 
 __all__ = [
@@ -228,6 +231,32 @@ def _width_from_a_short_forward(splitter: BaseSplitter) -> int | None:
     return None if capture.hidden is None else int(capture.hidden.shape[-1])
 
 
+def _are_texts(inputs: Any) -> bool:
+    """Whether `inputs` is a text or a non-empty list / tuple of texts (rather than activations)."""
+    if isinstance(inputs, str):
+        return True
+    return isinstance(inputs, (list, tuple)) and bool(inputs) and all(isinstance(text, str) for text in inputs)
+
+
+def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
+    """Warn when activations may come from Interpreto 0.5.2's `get_activations` on an absolute-position model.
+
+    That call sets `tokenizer.padding_side = "left"` (and leaves it so) and passes no position ids: a model with
+    learned absolute positions (GPT-2, OPT, BERT, RoBERTa, DistilBERT, ELECTRA, ...) then reads every padded text
+    at shifted positions. Rotary and relative-position models are not affected.
+    """
+    tokenizer, model = getattr(splitter, "tokenizer", None), getattr(splitter, "_model", None)
+    if getattr(tokenizer, "padding_side", "right") != "left" or model is None or not uses_absolute_positions(model):
+        return
+    warnings.warn(
+        f"{type(model).__name__} has learned absolute positions and its tokenizer pads on the left, as Interpreto "
+        "0.5.2's get_activations leaves it: activations read that way sit at shifted positions whenever a batch is "
+        "padded, and give a wrong tangent. Fit on the texts instead (tangent.fit(texts)), which reads them "
+        "correctly; ia.token_activations(splitter, texts) gives the same rows as a tensor.",
+        stacklevel=4,
+    )
+
+
 class TangentExplainer(ConceptAutoEncoderExplainer):
     """Tangent proxy of the activation manifold at a split point, as an Interpreto concept explainer.
 
@@ -327,13 +356,29 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         return batches
 
-    def fit(self, activations: Any, **fit_kwargs: Any) -> TangentExplainer:
-        """Fit the tangent subspace.
+    def fit(
+        self,
+        activations: Any,
+        *,
+        include_special: bool = False,
+        max_tokens: int | None = None,
+        batch_size: int | None = None,
+        max_length: int | None = None,
+        **fit_kwargs: Any,
+    ) -> TangentExplainer:
+        """Fit the tangent subspace, on texts (read here, the recommended way) or on activations.
 
         Args:
-            activations: One (n, d) tensor, or a list / iterable of them pooled together (e.g. activations of
-                the early 30 % of training checkpoints, as in the paper). For "pca" the list is streamed
-                batch by batch, so it can be a generator over more tokens than fit in memory.
+            activations: Texts (a list of strings), read at the split point with the package's activation reader
+                (`ia.token_activations`): each text as it is read alone, one row per real token, special tokens
+                out unless `include_special`, the same rows `GradientProbe` probes. Or one (n, d) tensor, or a
+                list / iterable of them pooled together (e.g. activations of the early 30 % of training
+                checkpoints, as in the paper). For "pca" both are streamed batch by batch, so they can hold more
+                tokens than fit in memory.
+            include_special: With texts: fit on special tokens (BOS, CLS, SEP, ...) too.
+            max_tokens: With texts: stop reading after this many rows.
+            batch_size: With texts: sequences per forward (default: the splitter's `batch_size`).
+            max_length: With texts: truncation length (default: the model's maximum positions).
             **fit_kwargs: Passed to the Interpreto explainer's `fit` (e.g. `nb_epochs` for SAEs).
 
         Returns:
@@ -344,23 +389,50 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             NonFiniteError: NaN or infinite activations.
             DimensionMismatchError: Activations whose d differs from the split point's.
             EmptyInputError: No rows at all.
+
+        Warns:
+            UserWarning: Activations (not texts) on a model with learned absolute positions whose tokenizer pads on
+                the left, the trace of Interpreto 0.5.2's `get_activations`, which reads such models at shifted
+                positions.
         """
+        reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
+        return self._fit_activations(
+            self._activation_source(activations, **reader, max_length=max_length), **fit_kwargs
+        )
+
+    def _fit_activations(self, activations: Any, **fit_kwargs: Any) -> TangentExplainer:
+        """Fit on (n, d) activations or an iterable of them, read by the package's reader or given by the user."""
         if self.method is TangentMethod.PCA:
             self.concept_model.moments = None
-            return self.partial_fit(activations)
+            return self._stream(activations)
         batches = self._batches(activations)
         pooled = torch.cat([batch.float() for batch in batches]).to(self.device)
         self._fit_interpreto(pooled, **fit_kwargs)
         return self
 
-    def partial_fit(self, activations: Any) -> TangentExplainer:
-        """Add batches to the streamed PCA (method "pca" only). Returns self.
+    def _activation_source(self, activations: Any, **reader: Any) -> Any:
+        """Texts become a lazy stream of activation batches read at the split point; activations pass through."""
+        if _are_texts(activations):
+            return (rows for rows, _ in iter_token_activations(self.splitter, activations, **reader))
+        _warn_if_read_with_left_padding(self.splitter)
+        return activations
+
+    def partial_fit(self, activations: Any, **reader: Any) -> TangentExplainer:
+        """Add texts or activation batches to the streamed PCA (method "pca" only). Returns self.
+
+        Args:
+            activations: Texts, an (n, d) tensor, or a list / iterable of them (see `fit`).
+            **reader: With texts: `include_special`, `max_tokens`, `batch_size`, `max_length` (see `fit`).
 
         Raises:
             InvalidInputError: For methods other than "pca".
         """
         if self.method is not TangentMethod.PCA:
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
+        return self._stream(self._activation_source(activations, **reader))
+
+    def _stream(self, activations: Any) -> TangentExplainer:
+        """Add an (n, d) batch or an iterable of them to the streamed PCA's moments."""
         if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
             activations = [activations]  # one array, not an iterable of rows
         elif not isinstance(activations, Iterable):
