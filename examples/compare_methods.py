@@ -86,7 +86,6 @@ def main(argv: list[str] | None = None) -> int:
     from interpreto import ModelWithSplitPoints
 
     import interpreto_anisotropy as ia
-    from interpreto_anisotropy.checkpoints import infer_objective
     from interpreto_anisotropy.cli import read_texts
 
     start = time.perf_counter()
@@ -107,7 +106,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             checkpoint = ia.Checkpoint(ia.checkpoints.parse_step(args.revision or "") or 0, args.model, args.revision)
         model, tokenizer = ia.load_checkpoint(checkpoint, device=device)
-        objective = infer_objective(model.config) if args.objective == "auto" else args.objective
         split_point = args.split_point if args.split_point is not None else (1 if args.toy else 6)
         mwsp = ModelWithSplitPoints(model, split_point=split_point, tokenizer=tokenizer, batch_size=args.batch_size)
 
@@ -119,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             fit_texts = [text for text in ia.load_corpus("fit", progress=False) if len(text) <= 400][:n_fit]
             probe_texts = [text for text in ia.load_corpus("probe", progress=False) if len(text) <= 400]
             probe_texts = probe_texts[: max(8, n_fit * 2 // 3)]
-        token = ModelWithSplitPoints.activation_granularities.TOKEN
-        activations, _ = mwsp.get_activations(fit_texts, activation_granularity=token)
+        activations, _ = ia.token_activations(mwsp, fit_texts)  # each text read as alone; the probe's token rows
         d = activations.shape[1]
         k = args.nb_concepts or (8 if args.toy else 16)
         print(f"{checkpoint.source} at {mwsp.split_point}: {activations.shape[0]} fit tokens, d={d}, k={k}")
@@ -138,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"  fitted {method:<12} rank {tangents[method].subspace.rank} in {time.perf_counter() - began:.1f} s"
             )
 
-        probe = ia.GradientProbe(mwsp, objective=objective, seed=args.seed)
+        probe = ia.GradientProbe(mwsp, objective=args.objective, seed=args.seed)
         results = probe.run(
             probe_texts,
             {method: tangent.subspace for method, tangent in tangents.items()},
@@ -153,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
     any_result = next(iter(results.values()))
     print(
-        f"\n{objective} gradients of {any_result.n_tokens} tokens; chance k/d = {any_result.chance:.3f}, "
+        f"\n{any_result.objective} gradients of {any_result.n_tokens} tokens; chance k/d = {any_result.chance:.3f}, "
         f"oracle {any_result.oracle_energy_share:.3f}"
     )
     header = f"{'method':<12} {'rank':>4} {'E_T':>7} {'E_N':>7} {'ratio':>7} {'p':>6} {'capture':>8} {'dIso*':>8}"

@@ -338,7 +338,7 @@ OTHERS = [
 FAMILIES = {family.name: family for family in [*DECODERS, *ENCODERS, *OTHERS]}
 
 
-def build(family: Family, tokenizer: Any, *, seed: int = 0) -> torch.nn.Module:
+def build(family: Family, tokenizer: Any, *, seed: int = 0, layers: int = LAYERS) -> torch.nn.Module:
     """The family's model for `tokenizer`, float64, eval mode, the default (sdpa) attention, fixed seed.
 
     (Eager attention in float64 turns the padding rows of sliding-window layers into NaN: transformers adds two
@@ -347,6 +347,9 @@ def build(family: Family, tokenizer: Any, *, seed: int = 0) -> torch.nn.Module:
     torch.manual_seed(seed)
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     config = family.config(len(tokenizer), tokenizer.pad_token_id, bos, tokenizer.eos_token_id)
+    for name in ("num_hidden_layers", "n_layers"):
+        if hasattr(config, name):
+            setattr(config, name, layers)
     if family.kind == "classifier":
         config.num_labels = 2
     model = getattr(hf, family.model_class)(config)

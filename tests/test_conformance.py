@@ -92,12 +92,12 @@ def _reference_sequence(model, family: Family, split_point: str, ids, *, objecti
 class Case:
     """One family's model, wrapper, reference and what the package computes, computed once."""
 
-    def __init__(self, family: Family, tokenizer, texts):
+    def __init__(self, family: Family, tokenizer, texts, model=None):
         self.family = family
         self.tokenizer = copy.deepcopy(tokenizer)
         self.texts = texts
         self.labels = [index % 2 for index in range(len(texts))] if family.kind == "classifier" else None
-        model = build(family, self.tokenizer)
+        model = build(family, self.tokenizer) if model is None else model
         self.mwsp = ModelWithSplitPoints(
             model, split_point=family.split_point, tokenizer=self.tokenizer, batch_size=BATCH
         )
@@ -220,3 +220,12 @@ def test_no_call_changes_the_tokenizer(case):
     ia.token_activations(case.mwsp, case.texts[:2])
     assert case.tokenizer.padding_side == case.padding_side
     assert case.mwsp.tokenizer.padding_side == case.padding_side
+
+
+def test_the_docs_page_lists_every_family_of_the_matrix():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "architectures.md").read_text()
+    missing = [family.model_class for family in FAMILIES.values() if f"`{family.model_class}`" not in page]
+    assert not missing, f"docs/architectures.md does not list {missing}"
+    assert f"{len(FAMILIES)} architectures" in (Path(__file__).resolve().parents[1] / "docs" / "concepts.md").read_text()

@@ -347,14 +347,14 @@ def test_non_finite_gradients_raise_naming_the_batch_or_are_skipped(gpt_neox_mws
     assert result.n_skipped_batches == 1 and result.n_sequences == 8
 
 
-def test_tokenizer_without_pad_token_is_fixed_with_a_warning(gpt_neox_model, texts):
+def test_tokenizer_without_pad_token_pads_with_eos_and_is_left_unchanged(gpt_neox_model, texts):
     model, tokenizer = gpt_neox_model
     tokenizer = copy.deepcopy(tokenizer)
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=4)
     tokenizer.pad_token = None
     with pytest.warns(UserWarning, match="pad token"):
         probe = GradientProbe(mwsp)
-    assert tokenizer.pad_token == tokenizer.eos_token
+    assert tokenizer.pad_token is None  # the caller's tokenizer is not changed
     assert probe.gradients(texts[:3]).gradients.shape[1] == 64
 
 
@@ -389,3 +389,13 @@ def test_a_callers_autocast_does_not_round_the_accumulated_sums(gpt_neox_mwsp, n
         inside = GradientProbe(gpt_neox_mwsp).run(texts[:8], neox_tangent, n_controls=4, progress=False)
     assert inside.energy_share == pytest.approx(exact.energy_share, rel=1e-6)
     assert inside.isoscore_star == pytest.approx(exact.isoscore_star, abs=1e-6)
+
+
+def test_a_splitter_built_from_a_folder_is_loaded_before_the_first_read(toy_checkpoints, texts):
+    """Interpreto loads such a model lazily (meta tensors until its first use); the package's reads load it."""
+    mwsp = ModelWithSplitPoints(
+        str(toy_checkpoints.checkpoints[-1]), automodel=toy_checkpoints.automodel, split_point=1, batch_size=4
+    )
+    tangent = ia.PCATangent(mwsp, nb_concepts=4).fit(texts[:6])
+    result = GradientProbe(mwsp).run(texts[6:10], tangent, n_controls=2, progress=False)
+    assert 0 < result.energy_share < 1 and not tangent.subspace.basis.is_meta

@@ -82,7 +82,8 @@ token_model, sequence_model, saliency_model = (copy.deepcopy(model) for _ in ran
 # %% [markdown]
 # ## 2. Concepts → output: `concept_output_gradient`
 #
-# Fit a rank-8 PCA tangent on the token activations at the output of the classifier's second block, then ask
+# Fit a rank-8 PCA tangent on the token activations of texts at the output of the classifier's second block (read
+# by the package's reader: the same token rows the gradient probe uses), then ask
 # Interpreto for the gradient of each class logit with respect to the tangent concepts, token by token
 # (`concepts_x_gradients=True` by default: gradient times concept value, normalised per target).
 
@@ -90,8 +91,7 @@ token_model, sequence_model, saliency_model = (copy.deepcopy(model) for _ in ran
 TOKEN = ModelWithSplitPoints.activation_granularities.TOKEN
 mwsp = ModelWithSplitPoints(token_model, split_point=1, tokenizer=copy.deepcopy(tokenizer), batch_size=16)
 fit_texts = [text for text, _ in train[:120]]
-activations, _ = mwsp.get_activations(fit_texts, activation_granularity=TOKEN)
-token_tangent = ia.PCATangent(mwsp, nb_concepts=8).fit(activations)
+token_tangent = ia.PCATangent(mwsp, nb_concepts=8).fit(fit_texts)
 
 examples = sorted([text for text, label in test if label == 1], key=len)[:3]
 importance = np.zeros(8)
@@ -120,7 +120,9 @@ print(
 # Attributions from inputs to concepts need Interpreto's `SplitterForClassification`: it splits the classifier at
 # the input of its classification head, where each text has one sequence representation (the last token's, for a
 # decoder). We fit a rank-4 tangent of those representations, and `get_inputs_to_concepts_model()` turns the
-# tangent explainer into a model whose "logits" are the tangent concepts of a text.
+# tangent explainer into a model whose "logits" are the tangent concepts of a text. These are sequence-level rows,
+# which only the splitter itself reads (its tokenizer pads on the left so that the last token sits at -1; the toy
+# GPT-NeoX has rotary positions, so padding does not shift it).
 
 # %%
 splitter = SplitterForClassification(sequence_model, tokenizer=copy.deepcopy(tokenizer), batch_size=16)

@@ -54,17 +54,21 @@ print(f"loss {run.losses[0]:.2f} -> {run.losses[-1]:.2f}; checkpoint: {run.check
 # %% [markdown]
 # ## 2. Token activations at a split point
 #
-# `split_point=1` is the output of the second (last) transformer block. `TOKEN` granularity gives one row per
-# real token, special tokens removed. We fit on texts of the corpus's `fit` split, and keep the `probe` split,
-# disjoint from it, for the gradients at the end.
+# `split_point=1` is the output of the second (last) transformer block. `ia.token_activations` is the package's
+# activation reader: one row per real token, special tokens left out (the rows the gradient probe probes), each
+# text read exactly as it is read alone. (A tangent can also be fitted on texts directly, `tangent.fit(texts)`;
+# here four tangents share one read.) Prefer it to Interpreto 0.5.2's `get_activations`, which pads on the left
+# without position ids and so reads models with learned absolute positions (GPT-2, BERT...) at shifted positions.
+# We fit on texts of the corpus's `fit` split, and keep the `probe` split, disjoint from it, for the gradients at
+# the end.
 
 # %%
-TOKEN = ModelWithSplitPoints.activation_granularities.TOKEN
+TOKEN = ModelWithSplitPoints.activation_granularities.TOKEN  # for Interpreto's TopKInputs below
 mwsp = ModelWithSplitPoints(str(run.checkpoints[-1]), automodel=run.automodel, split_point=1, batch_size=16)
 
 fit_texts = [text for text in ia.load_corpus("fit", progress=False) if len(text) <= 400][:48]
 probe_texts = [text for text in ia.load_corpus("probe", progress=False) if len(text) <= 400][:32]
-activations, _ = mwsp.get_activations(fit_texts, activation_granularity=TOKEN)
+activations, token_ids = ia.token_activations(mwsp, fit_texts)
 print("activations:", tuple(activations.shape), "(tokens, d)")
 
 # %% [markdown]

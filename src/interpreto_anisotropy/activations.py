@@ -32,6 +32,7 @@ from .batching import (
     autocast,
     special_token_ids,
     split_point_module,
+    splitter_model,
     token_rows,
 )
 from .batching import autocast_dtype as autocast_dtype_from
@@ -84,7 +85,7 @@ def iter_token_activations(
         raise InvalidInputError(f"Expected an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}.")
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
-    model, tokenizer = splitter._model, splitter.tokenizer
+    model, tokenizer = splitter_model(splitter), splitter.tokenizer
     precision = autocast_dtype_from(autocast_dtype)
     batcher = TokenBatcher(
         model, tokenizer, batch_size=int(batch_size or splitter.batch_size or 8), max_length=max_length

@@ -14,6 +14,7 @@ special tokens (BOS, CLS, SEP, EOS, ...) left out unless `include_special=True`.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,6 +33,8 @@ __all__ = [
     "autocast",
     "autocast_dtype",
     "ensure_pad_token",
+    "padded_tokenizer",
+    "splitter_model",
     "split_point_module",
     "special_token_ids",
     "token_rows",
@@ -68,11 +71,32 @@ def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: i
             "(Interpreto's get_activations needs a pad token too)."
         )
     warnings.warn(
-        f"{owner} has no pad token: using its eos token {eos!r} for padding (tokenizer.pad_token = eos_token), "
-        "as Interpreto's get_activations would otherwise crash. Padding is masked out of the loss.",
+        f"{owner} has no pad token: padding with its eos token {eos!r} (padding is masked out of every loss and "
+        "row). Interpreto's get_activations needs tokenizer.pad_token set too.",
         stacklevel=stacklevel,
     )
     tokenizer.pad_token = eos
+
+
+def padded_tokenizer(tokenizer: Any) -> Any:
+    """The tokenizer itself when it has a pad token, else a copy padding with its eos token (with a warning).
+
+    The package's own reads never change the caller's tokenizer.
+
+    Args:
+        tokenizer: A Hugging Face tokenizer (left as it is).
+
+    Returns:
+        A tokenizer with a pad token.
+
+    Raises:
+        TokenizerError: If the tokenizer has neither a pad nor an eos token.
+    """
+    if getattr(tokenizer, "pad_token", None) is not None:
+        return tokenizer
+    copied = copy.deepcopy(tokenizer)
+    ensure_pad_token(copied, stacklevel=5)
+    return copied
 
 
 _AUTOCAST_NAMES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
@@ -118,6 +142,23 @@ def autocast(device: torch.device | str, dtype: torch.dtype | None) -> torch.aut
     return torch.autocast(
         device_type=torch.device(device).type, dtype=dtype or torch.bfloat16, enabled=dtype is not None
     )
+
+
+def splitter_model(splitter: Any) -> torch.nn.Module:
+    """The Hugging Face model inside an Interpreto splitter, its weights loaded.
+
+    A `ModelWithSplitPoints` built from a model id or a folder holds meta tensors until its first use (nnsight's
+    lazy dispatch); it is dispatched here, so the package can read it before Interpreto has.
+
+    Args:
+        splitter: An Interpreto `ModelWithSplitPoints` or other `BaseSplitter`.
+
+    Returns:
+        Its `_model`, with real weights.
+    """
+    if getattr(splitter, "dispatched", True) is False and callable(getattr(splitter, "dispatch", None)):
+        splitter.dispatch()
+    return splitter._model
 
 
 def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Module:
@@ -240,7 +281,8 @@ class TokenBatcher:
 
     Args:
         model: The Hugging Face model (for its maximum positions and forward signature).
-        tokenizer: Its tokenizer; given a pad token if it has none (with a warning).
+        tokenizer: Its tokenizer, never changed; without a pad token, a copy pads with its eos token (with a
+            warning).
         batch_size: Sequences per batch.
         max_length: Truncation length; defaults to the model's maximum positions.
         min_tokens: Sequences with fewer real tokens are dropped and counted in `skipped_sequences`.
@@ -265,9 +307,8 @@ class TokenBatcher:
     ):
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
-        ensure_pad_token(tokenizer, stacklevel=4)
         self.model = model
-        self.tokenizer = tokenizer
+        self.tokenizer = padded_tokenizer(tokenizer)
         self.batch_size = batch_size
         self.min_tokens = min_tokens
         self.positions = PositionScheme.of(model)

@@ -182,6 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["data", "checkpoints"],
         help="under torchrun: shard each checkpoint's texts over the ranks (data), or give ranks whole checkpoints",
     )
+    sweep.add_argument(
+        "--include-special",
+        action="store_true",
+        help="keep special tokens (BOS, CLS, SEP...) as rows of the fits and the probe (default: left out)",
+    )
     sweep.add_argument("--out", required=True, help="results folder (config.json, rows.jsonl, report/)")
     sweep.add_argument("--overwrite", action="store_true", help="start afresh if --out holds other settings")
     sweep.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
@@ -249,6 +254,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         parallel=args.parallel,
         autocast_dtype=args.autocast,
+        include_special=args.include_special,
     )
     table = sweep.run()
     if distributed.is_main_process():

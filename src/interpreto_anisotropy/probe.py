@@ -28,7 +28,15 @@ from tqdm.auto import tqdm
 
 from . import distributed
 from .accumulators import MomentAccumulator, top_eigenvectors
-from .batching import HiddenStateCapture, TokenBatcher, autocast, special_token_ids, split_point_module, token_rows
+from .batching import (
+    HiddenStateCapture,
+    TokenBatcher,
+    autocast,
+    special_token_ids,
+    split_point_module,
+    splitter_model,
+    token_rows,
+)
 from .batching import autocast_dtype as autocast_dtype_from
 from .controls import analytic_null, normal_control_bases, p_value
 from .errors import (
@@ -157,15 +165,15 @@ class GradientProbe:
         if on_nonfinite not in ("raise", "skip"):
             raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
         self.splitter = splitter
+        self.model = splitter_model(splitter)
         self.objective = make_objective(
-            objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=splitter._model
+            objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.model
         )
         self.include_special = include_special
         self.batch_size = int(batch_size or getattr(splitter, "batch_size", 8) or 8)
         self.on_nonfinite = on_nonfinite
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         self.distributed = distributed
-        self.model = splitter._model
         self.tokenizer = splitter.tokenizer
         self.batcher = TokenBatcher(
             self.model,

@@ -35,7 +35,7 @@ from jaxtyping import Float
 
 from .accumulators import MomentAccumulator, top_eigenvectors
 from .activations import iter_token_activations
-from .batching import HiddenStateCapture, StopForward, split_point_module
+from .batching import HiddenStateCapture, StopForward, split_point_module, splitter_model
 from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
 from .positions import uses_absolute_positions
 from .subspace import Subspace, as_float_tensor
@@ -195,7 +195,7 @@ def _latent_dim(splitter: BaseSplitter) -> int:
     traces the model with nnsight (about a second per call, paid by every checkpoint of a sweep), so it is the
     fallback, then the config's `hidden_size`.
     """
-    config = getattr(splitter._model, "config", None)
+    config = getattr(splitter_model(splitter), "config", None)
     width = _width_from_a_short_forward(splitter)
     if width is not None:
         return width
@@ -211,7 +211,7 @@ def _width_from_a_short_forward(splitter: BaseSplitter) -> int | None:
     split_point = getattr(splitter, "split_point", None)
     if not isinstance(splitter, ModelWithSplitPoints) or not isinstance(split_point, str):
         return None  # other splitters (e.g. SplitterForClassification) define their own latent space
-    model = splitter._model
+    model = splitter_model(splitter)
     capture = HiddenStateCapture(split_point, stop=True)
     try:
         handle = split_point_module(model, split_point).register_forward_hook(capture)

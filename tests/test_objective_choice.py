@@ -1,0 +1,118 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""objective="auto" in GradientProbe, our errors for objectives that do not fit the model, and for tangents from
+another split point or width."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from architectures import FAMILIES, VOCAB, build
+from interpreto import ModelWithSplitPoints
+
+import interpreto_anisotropy as ia
+from interpreto_anisotropy.demo import train_tokenizer
+from interpreto_anisotropy.errors import DimensionMismatchError, ObjectiveError, SplitPointError
+from interpreto_anisotropy.objectives import CausalLMObjective, ObjectiveName, objective_for_model
+
+
+@pytest.fixture(scope="module")
+def tokenizers(corpus_texts):
+    return {
+        "decoder": train_tokenizer(corpus_texts, arch="gpt_neox", vocab_size=VOCAB),
+        "wrapped": train_tokenizer(corpus_texts, arch="eurobert", vocab_size=VOCAB),
+    }
+
+
+def _mwsp(name: str, tokenizers, split_point: str | None = None, layers: int = 2) -> ModelWithSplitPoints:
+    family = FAMILIES[name]
+    tokenizer = tokenizers[family.tokenizer]
+    model = build(family, tokenizer, layers=layers).float()
+    return ModelWithSplitPoints(
+        model, split_point=split_point or family.split_point, tokenizer=tokenizer, batch_size=4
+    )
+
+
+@pytest.mark.parametrize(
+    ("family", "expected"),
+    [
+        ("gpt2", ObjectiveName.CAUSAL_LM),
+        ("llama", ObjectiveName.CAUSAL_LM),
+        ("bert", ObjectiveName.MASKED_LM),
+        ("modernbert", ObjectiveName.MASKED_LM),
+        ("gpt2_classifier", ObjectiveName.SEQUENCE_CLASSIFICATION),
+    ],
+)
+def test_auto_takes_the_objective_of_the_head(family, expected, tokenizers):
+    mwsp = _mwsp(family, tokenizers)
+    assert objective_for_model(mwsp._model) is expected
+    assert ia.GradientProbe(mwsp).objective.name == expected.value  # "auto" is the default
+    assert ia.GradientProbe(mwsp, objective="auto").objective.name == expected.value
+
+
+def test_auto_agrees_with_the_sweeps_config_rule(tokenizers):
+    for name in ("gpt2", "opt", "gpt_neox", "bert", "roberta", "eurobert", "deberta_v2"):
+        model = _mwsp(name, tokenizers)._model
+        assert objective_for_model(model).value == ia.checkpoints.infer_objective(model.config)
+
+
+def test_causal_lm_on_a_headless_model_names_what_it_returns(tokenizers, texts):
+    mwsp = _mwsp("bert_headless", tokenizers)
+    with pytest.raises(ObjectiveError, match="BertModel has no output head.*callable objective"):
+        ia.GradientProbe(mwsp, objective="causal_lm")
+    with pytest.raises(ObjectiveError, match="no output head"):
+        ia.GradientProbe(mwsp)  # auto cannot choose either
+    # forced with an instance, the loss itself says what the model returned
+    probe = ia.GradientProbe(mwsp, objective=CausalLMObjective())
+    with pytest.raises(ObjectiveError, match=r"BaseModelOutputWithPoolingAndCrossAttentions \(last_hidden_state"):
+        probe.gradients(texts[:2])
+
+
+def test_a_named_objective_of_another_head_is_refused_and_says_which_fits(tokenizers):
+    with pytest.raises(
+        ObjectiveError, match=r"masked_lm objective does not fit GPT2LMHeadModel.*objective='causal_lm'"
+    ):
+        ia.GradientProbe(_mwsp("gpt2", tokenizers), objective="masked_lm")
+    with pytest.raises(ObjectiveError, match=r"causal_lm objective does not fit BertForMaskedLM.*'masked_lm'"):
+        ia.GradientProbe(_mwsp("bert", tokenizers), objective="causal_lm")
+    with pytest.raises(ObjectiveError, match="sequence_classification"):
+        ia.GradientProbe(_mwsp("gpt2_classifier", tokenizers), objective="causal_lm")
+
+
+def test_language_model_objective_on_classifier_logits_is_our_error(tokenizers, texts):
+    probe = ia.GradientProbe(_mwsp("gpt2_classifier", tokenizers), objective=CausalLMObjective())
+    with pytest.raises(ObjectiveError, match=r"per-token logits.*objective='sequence_classification'"):
+        probe.gradients(texts[:2])
+
+
+def test_a_tangent_from_another_split_point_is_refused_naming_both(tokenizers, texts):
+    low = _mwsp("llama", tokenizers, split_point="model.layers.0")
+    high = _mwsp("llama", tokenizers, split_point="model.layers.1")
+    tangent = ia.PCATangent(low, nb_concepts=4).fit(texts[:8])
+    with pytest.raises(SplitPointError, match=r"fitted at split point 'model.layers.0'.*reads 'model.layers.1'"):
+        ia.GradientProbe(high).run(texts[:4], tangent, n_controls=2, progress=False)
+    # a Subspace without a split point (yours) is accepted
+    anonymous = ia.Subspace(tangent.subspace.basis)
+    assert ia.GradientProbe(high).run(texts[:4], anonymous, n_controls=2, progress=False).rank == 4
+
+
+def test_a_tangent_of_another_width_is_refused_naming_both(tokenizers, texts):
+    mwsp = _mwsp("gpt2", tokenizers)
+    other = ia.Subspace(torch.linalg.qr(torch.randn(48, 4))[0], split_point=mwsp.split_point)
+    with pytest.raises(
+        DimensionMismatchError, match=r"d=32 but the subspaces live in R\^48 \(fitted at 'transformer.h.0'\)"
+    ):
+        ia.GradientProbe(mwsp).run(texts[:4], other, n_controls=2, progress=False)
+
+
+def test_special_tokens_can_be_included_in_fit_and_probe_alike(tokenizers, texts):
+    mwsp = _mwsp("bert", tokenizers)
+    special = torch.tensor(mwsp.tokenizer.all_special_ids)
+    _, kept_ids = ia.token_activations(mwsp, texts[:4])
+    _, all_ids = ia.token_activations(mwsp, texts[:4], include_special=True)
+    assert not torch.isin(kept_ids, special).any() and torch.isin(all_ids, special).sum() == 8  # CLS + SEP each
+    without = ia.GradientProbe(mwsp).gradients(texts[:4])
+    with_special = ia.GradientProbe(mwsp, include_special=True).gradients(texts[:4])
+    assert with_special.gradients.shape[0] == without.gradients.shape[0] + 8 == all_ids.shape[0]
+    assert torch.equal(with_special.input_ids, all_ids) and torch.equal(without.input_ids, kept_ids)
