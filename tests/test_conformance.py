@@ -228,4 +228,6 @@ def test_the_docs_page_lists_every_family_of_the_matrix():
     page = (Path(__file__).resolve().parents[1] / "docs" / "architectures.md").read_text()
     missing = [family.model_class for family in FAMILIES.values() if f"`{family.model_class}`" not in page]
     assert not missing, f"docs/architectures.md does not list {missing}"
-    assert f"{len(FAMILIES)} architectures" in (Path(__file__).resolve().parents[1] / "docs" / "concepts.md").read_text()
+    assert (
+        f"{len(FAMILIES)} architectures" in (Path(__file__).resolve().parents[1] / "docs" / "concepts.md").read_text()
+    )

@@ -358,10 +358,8 @@ def smollm2(size: str, steps: int | Iterable[int]) -> list[Checkpoint]:
 def infer_objective(config: Any) -> str:
     """Tells whether a model config describes a decoder (`"causal_lm"`) or an encoder (`"masked_lm"`).
 
-    The decision, in order: the head named in `config.architectures` (`*ForCausalLM`, `*LMHeadModel` -> causal LM;
-    `*ForMaskedLM`, `*ForPreTraining` -> masked LM); then `config.is_decoder`; then the model type's registration in
-    transformers (a type with only a causal-LM head, such as `gpt_neox`, is a decoder; a type with a masked-LM head,
-    such as `bert`, `eurobert` or `modernbert`, is an encoder).
+    The rule is `objectives.objective_from_config` (the head named in `config.architectures`, then
+    `config.is_decoder`, then the model type's registration in transformers), with an error when it cannot tell.
 
     Args:
         config: A transformers `PretrainedConfig`.
