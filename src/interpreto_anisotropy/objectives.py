@@ -101,6 +101,11 @@ def _reduce(per_term: torch.Tensor, count: int | torch.Tensor, reduction: Reduct
     return LossTerms(total=total, summed=summed.detach(), count=count)
 
 
+def _at_least_float32(logits: torch.Tensor) -> torch.Tensor:
+    """Half-precision logits in float32 for the loss; float32 and float64 logits as they are."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32))
+
+
 def _cross_entropy_where(
     logits: Float[torch.Tensor, "b l v"], targets: Int[torch.Tensor, "b l"], where: Bool[torch.Tensor, "b l"]
 ) -> Float[torch.Tensor, "b l"]:
@@ -109,7 +114,9 @@ def _cross_entropy_where(
     Ignored targets replace boolean indexing (`logits[where]`), whose output size the host would have to wait for.
     """
     ignored = targets.masked_fill(~where, -100)
-    per_token = F.cross_entropy(logits.flatten(0, 1).float(), ignored.flatten(), reduction="none", ignore_index=-100)
+    per_token = F.cross_entropy(
+        _at_least_float32(logits.flatten(0, 1)), ignored.flatten(), reduction="none", ignore_index=-100
+    )
     return per_token.view_as(targets)
 
 
@@ -327,7 +334,7 @@ class SequenceClassificationObjective(Objective):
                 f"of shape {tuple(logits.shape)}: a language model. Use objective='auto' (or 'causal_lm' / "
                 "'masked_lm'), or load the model with AutoModelForSequenceClassification."
             )
-        per_sequence = F.cross_entropy(logits.float(), batch["labels"], reduction="none")
+        per_sequence = F.cross_entropy(_at_least_float32(logits), batch["labels"], reduction="none")
         return _reduce(per_sequence, int(batch["labels"].numel()), self.reduction)
 
 
