@@ -36,8 +36,7 @@ from .tangent import (
     TangentMethod,
     TopKSAETangent,
 )
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "AnisotropyError",

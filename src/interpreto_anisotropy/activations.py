@@ -25,19 +25,9 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float, Int
 from tqdm.auto import tqdm
 
-from .batching import (
-    HiddenStateCapture,
-    StopForward,
-    TokenBatcher,
-    autocast,
-    special_token_ids,
-    split_point_module,
-    splitter_model,
-    token_rows,
-)
-from .batching import autocast_dtype as autocast_dtype_from
-from .errors import EmptyInputError, InvalidInputError, SplitPointError
+from .errors import EmptyInputError, InvalidInputError
 from .host_reads import to_device
+from .split_point import SplitPoint
 
 __all__ = ["iter_token_activations", "token_activations"]
 
@@ -81,59 +71,36 @@ def iter_token_activations(
         >>> for rows, token_ids in ia.iter_token_activations(mwsp, texts, max_tokens=100_000):  # doctest: +SKIP
         ...     tangent.partial_fit(rows)
     """
-    if not isinstance(splitter, BaseSplitter):
-        raise InvalidInputError(f"Expected an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}.")
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
-    model, tokenizer = splitter_model(splitter), splitter.tokenizer
-    precision = autocast_dtype_from(autocast_dtype)
-    batcher = TokenBatcher(
-        model, tokenizer, batch_size=int(batch_size or splitter.batch_size or 8), max_length=max_length
-    )
-    module = split_point_module(model, splitter.split_point)
-    special_ids = special_token_ids(tokenizer)
-    device = next(model.parameters()).device
+    point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special)
+    batcher = point.batcher(batch_size=int(batch_size or splitter.batch_size or 8), max_length=max_length)
+    device = point.device
     n_batches, batches = batcher.batches(texts)
-    capture = HiddenStateCapture(splitter.split_point, stop=True)
-    handle = module.register_forward_hook(capture)
     seen = 0
     shard_rank, shard_count = shard
     # The rows of batch i are read (a host synchronisation: their number is data-dependent) only once batch i + 1
     # is queued, so the device computes while the host waits and tokenises.
     pending: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
-    try:
-        for batch_index, (batch, sequence_ids) in enumerate(
-            tqdm(batches, total=n_batches, desc="Activations", disable=not progress)
-        ):
-            if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
-                continue
-            batch = to_device(batch, device)
-            capture.hidden = None
-            try:
-                with torch.no_grad(), autocast(device, precision):
-                    model(**batcher.model_inputs(batch))
-            except StopForward:
-                pass
-            if capture.hidden is None:
-                raise SplitPointError(f"Split point '{splitter.split_point}' was not run by the forward pass.")
-            keep = token_rows(
-                batch["input_ids"], batch["attention_mask"], special_ids, include_special=include_special
-            )
-            current = (capture.hidden, keep, batch["input_ids"])
-            if pending is not None:
-                rows, ids = _kept_rows(pending, None if max_tokens is None else max_tokens - seen)
-                seen += rows.shape[0]
-                if rows.shape[0]:
-                    yield rows, ids
-                if max_tokens is not None and seen >= max_tokens:
-                    return
-            pending = current
+    for batch_index, (batch, sequence_ids) in enumerate(
+        tqdm(batches, total=n_batches, desc="Activations", disable=not progress)
+    ):
+        if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
+            continue
+        batch = to_device(batch, device)
+        current = (point.read(batch), point.rows(batch), batch["input_ids"])
         if pending is not None:
             rows, ids = _kept_rows(pending, None if max_tokens is None else max_tokens - seen)
+            seen += rows.shape[0]
             if rows.shape[0]:
                 yield rows, ids
-    finally:
-        handle.remove()
+            if max_tokens is not None and seen >= max_tokens:
+                return
+        pending = current
+    if pending is not None:
+        rows, ids = _kept_rows(pending, None if max_tokens is None else max_tokens - seen)
+        if rows.shape[0]:
+            yield rows, ids
 
 
 def _kept_rows(

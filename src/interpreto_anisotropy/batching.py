@@ -5,8 +5,9 @@
 
 Texts are tokenised one batch at a time (memory flat in the number of texts), sequences too short for an
 objective are dropped and counted, every batch is right-aligned (padding last, whatever the tokenizer's
-`padding_side`, which is never changed) with the padding columns no sequence uses trimmed, and the model gets the
-position ids of its own family (`positions.PositionScheme`): a padded text is read exactly as it is read alone.
+`padding_side`, which is never changed) with the padding columns no sequence uses trimmed; the split-point seam
+(`split_point.SplitPoint`) then gives the model the position ids of its own family, so that a padded text is read
+exactly as it is read alone.
 
 One token policy serves the activation reader and the gradient probe (`token_rows`): a row per real token,
 special tokens (BOS, CLS, SEP, EOS, ...) left out unless `include_special=True`.
@@ -23,19 +24,15 @@ from typing import Any
 import torch
 from jaxtyping import Bool, Int
 
-from .errors import EmptyInputError, InvalidInputError, SplitPointError, TokenizerError
-from .positions import PositionConvention, PositionScheme, right_align
+from .errors import EmptyInputError, InvalidInputError, TokenizerError
+from .positions import right_align
 
 __all__ = [
     "TokenBatcher",
-    "HiddenStateCapture",
-    "StopForward",
     "autocast",
     "autocast_dtype",
     "ensure_pad_token",
     "padded_tokenizer",
-    "splitter_model",
-    "split_point_module",
     "special_token_ids",
     "token_rows",
 ]
@@ -144,45 +141,6 @@ def autocast(device: torch.device | str, dtype: torch.dtype | None) -> torch.aut
     )
 
 
-def splitter_model(splitter: Any) -> torch.nn.Module:
-    """The Hugging Face model inside an Interpreto splitter, its weights loaded.
-
-    A `ModelWithSplitPoints` built from a model id or a folder holds meta tensors until its first use (nnsight's
-    lazy dispatch); it is dispatched here, so the package can read it before Interpreto has.
-
-    Args:
-        splitter: An Interpreto `ModelWithSplitPoints` or other `BaseSplitter`.
-
-    Returns:
-        Its `_model`, with real weights.
-    """
-    if getattr(splitter, "dispatched", True) is False and callable(getattr(splitter, "dispatch", None)):
-        splitter.dispatch()
-    return splitter._model
-
-
-def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Module:
-    """The module at a split point path.
-
-    Args:
-        model: The Hugging Face model.
-        split_point: A dotted module path, e.g. "gpt_neox.layers.3".
-
-    Returns:
-        The module.
-
-    Raises:
-        SplitPointError: If the path names no module of the model.
-    """
-    try:
-        return model.get_submodule(split_point)
-    except AttributeError as error:
-        raise SplitPointError(
-            f"Split point '{split_point}' is not a module of this {type(model).__name__}; "
-            "give a layer index or a path such as 'gpt_neox.layers.3'."
-        ) from error
-
-
 def special_token_ids(tokenizer: Any) -> torch.Tensor:
     """The ids of a tokenizer's special tokens (BOS, CLS, SEP, EOS, PAD, MASK, ...), as a 1-D long tensor.
 
@@ -227,101 +185,37 @@ def token_rows(
     return rows & ~torch.isin(input_ids, special_ids.to(input_ids.device))
 
 
-class StopForward(Exception):
-    """Raised by a `HiddenStateCapture(stop=True)` once it holds the hidden state: the layers above are skipped."""
-
-
-class HiddenStateCapture:
-    """Forward hook that records the split point's (batch, length, d) hidden state.
-
-    With `as_leaf=True` the hidden state is swapped for a detached leaf that requires grad, so that
-    `torch.autograd.grad(loss, capture.hidden)` gives dL/dh without recording the graph below the split point.
-    With `stop=True` the hook raises `StopForward` after recording, so a reader that needs only the split point's
-    activations does not run the layers above it nor the output head; the caller catches it.
-
-    Args:
-        split_point: The split point's path, for error messages.
-        as_leaf: Swap the output for a leaf tensor requiring grad.
-        stop: Raise `StopForward` once the hidden state is recorded.
-    """
-
-    def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False):
-        self.split_point = split_point
-        self.as_leaf = as_leaf
-        self.stop = stop
-        self.hidden: torch.Tensor | None = None
-
-    def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> Any:
-        if isinstance(output, torch.Tensor) and output.dim() == 3:
-            self.hidden = self._keep(output)
-            return self._finish(self.hidden if self.as_leaf else None)
-        if isinstance(output, tuple):
-            for index, candidate in enumerate(output):
-                if isinstance(candidate, torch.Tensor) and candidate.dim() == 3:
-                    self.hidden = self._keep(candidate)
-                    return self._finish(
-                        output[:index] + (self.hidden,) + output[index + 1 :] if self.as_leaf else None
-                    )
-        raise SplitPointError(
-            f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
-            "choose a transformer block or a layer norm as split point."
-        )
-
-    def _finish(self, replacement: Any) -> Any:
-        if self.stop:
-            raise StopForward
-        return replacement
-
-    def _keep(self, hidden: torch.Tensor) -> torch.Tensor:
-        return hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
-
-
 class TokenBatcher:
-    """Lazy tokenised batches of texts (or of pre-tokenised tensors) for one model.
+    """Lazy tokenised, right-aligned batches of texts (or of pre-tokenised tensors).
+
+    Built by the split-point seam (`SplitPoint.batcher`), which knows the model's maximum length.
 
     Args:
-        model: The Hugging Face model (for its maximum positions and forward signature).
-        tokenizer: Its tokenizer, never changed; without a pad token, a copy pads with its eos token (with a
-            warning).
+        tokenizer: The model's tokenizer, never changed; without a pad token, a copy pads with its eos token (with
+            a warning).
         batch_size: Sequences per batch.
-        max_length: Truncation length; defaults to the model's maximum positions.
+        max_length: Truncation length in tokens.
         min_tokens: Sequences with fewer real tokens are dropped and counted in `skipped_sequences`.
 
     Raises:
-        InvalidInputError: A batch size that is not a positive integer.
+        InvalidInputError: A batch size or maximum length that is not a positive integer.
         TokenizerError: A tokenizer with neither pad nor eos token.
 
     Examples:
-        >>> batcher = TokenBatcher(model, tokenizer, batch_size=8)  # doctest: +SKIP
+        >>> batcher = TokenBatcher(tokenizer, batch_size=8, max_length=512)  # doctest: +SKIP
         >>> n_batches, batches = batcher.batches(["some text", "more text"])  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        model: torch.nn.Module,
-        tokenizer: Any,
-        *,
-        batch_size: int,
-        max_length: int | None = None,
-        min_tokens: int = 1,
-    ):
+    def __init__(self, tokenizer: Any, *, batch_size: int, max_length: int, min_tokens: int = 1):
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
-        self.model = model
+        if not isinstance(max_length, int) or max_length < 1:
+            raise InvalidInputError(f"max_length must be a positive integer, got {max_length!r}.")
         self.tokenizer = padded_tokenizer(tokenizer)
         self.batch_size = batch_size
+        self.max_length = max_length
         self.min_tokens = min_tokens
-        self.positions = PositionScheme.of(model)
-        self.max_length = max_length or self._default_max_length()
         self.skipped_sequences = 0
-
-    def _default_max_length(self) -> int:
-        positions = getattr(self.model.config, "max_position_embeddings", None)
-        if isinstance(positions, int) and self.positions.convention is PositionConvention.AFTER_PADDING_IDX:
-            positions -= self.positions.padding_idx + 1  # RoBERTa: 514 position embeddings hold 512 tokens
-        limits = [positions, self.tokenizer.model_max_length]
-        finite = [int(limit) for limit in limits if isinstance(limit, int) and 0 < limit < 10**7]
-        return min(finite) if finite else 512
 
     def batches(self, inputs: Any, labels: Any = None) -> tuple[int, Iterator[tuple[Batch, torch.Tensor]]]:
         """The number of batches and a lazy iterator of (batch, indices of its sequences in the inputs).
@@ -398,19 +292,3 @@ class TokenBatcher:
         batch = right_align(batch)
         width = int(batch["attention_mask"].sum(1).max())
         return {key: value[:, :width] if value.dim() == 2 else value for key, value in batch.items()}, sequence_ids
-
-    def model_inputs(self, batch: Batch) -> Batch:
-        """The keyword arguments of the model's forward for a right-aligned batch.
-
-        Args:
-            batch: `input_ids` and `attention_mask`, (b, l) each (other keys are not passed to the model).
-
-        Returns:
-            `input_ids`, `attention_mask` and, unless the model numbers positions itself, `position_ids` in the
-            model family's convention (`positions.PositionScheme`).
-        """
-        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-        position_ids = self.positions.position_ids(batch["attention_mask"])
-        if position_ids is not None:
-            inputs["position_ids"] = position_ids
-        return inputs

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,16 +27,6 @@ from tqdm.auto import tqdm
 
 from . import distributed
 from .accumulators import MomentAccumulator, top_eigenvectors
-from .batching import (
-    HiddenStateCapture,
-    TokenBatcher,
-    autocast,
-    special_token_ids,
-    split_point_module,
-    splitter_model,
-    token_rows,
-)
-from .batching import autocast_dtype as autocast_dtype_from
 from .controls import analytic_null, normal_control_bases, p_value
 from .errors import (
     DimensionMismatchError,
@@ -50,6 +39,7 @@ from .host_reads import LaggedRead, to_device
 from .metrics.isotropy import isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
 from .objectives import Objective, make_objective
 from .probe_result import ProbeResult
+from .split_point import SplitPoint
 from .subspace import Subspace
 
 __all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
@@ -106,6 +96,48 @@ class _Step:
     sequence_ids: Int[torch.Tensor, " b"]
     loss_sum: Float[torch.Tensor, ""]
     loss_count: Float[torch.Tensor, ""]
+
+
+@dataclass
+class _Tally:
+    """What one pass over the inputs counted on this shard (filled by `GradientProbe._iterate` as it ends).
+
+    Attributes:
+        usable_sequences: Sequences long enough for the objective.
+        skipped_sequences: Sequences too short for it.
+        skipped_batches: Batches with non-finite values.
+        first_nonfinite: (batch index, sequence ids) of the first non-finite batch, if any.
+    """
+
+    usable_sequences: int = 0
+    skipped_sequences: int = 0
+    skipped_batches: int = 0
+    first_nonfinite: tuple[int, torch.Tensor] | None = None
+
+
+@dataclass
+class _Sums:
+    """The sums `GradientProbe.run` accumulates, then reduces across ranks, then builds results from.
+
+    Attributes:
+        sequence_energy: Energy of each probed sequence in each subspace, (n_seq, S), float64.
+        sequence_total: Squared gradient norm of each probed sequence, (n_seq,), float64.
+        sequence_id: Index of each probed sequence in the inputs, (n_seq,).
+        moments: Float64 moments of the probed gradient rows.
+        loss_sum: Sum of the loss terms (a 0-dim tensor before the reduction, a float after).
+        loss_count: Number of loss terms (likewise).
+        tally: The counts of `_iterate` (this shard's, then every rank's).
+        n_sequences: Probed sequences over every rank (after the reduction).
+    """
+
+    sequence_energy: Float[torch.Tensor, "n S"]
+    sequence_total: Float[torch.Tensor, " n"]
+    sequence_id: Int[torch.Tensor, " n"]
+    moments: MomentAccumulator
+    loss_sum: Any
+    loss_count: Any
+    tally: _Tally
+    n_sequences: int = 0
 
 
 class GradientProbe:
@@ -165,50 +197,25 @@ class GradientProbe:
         if on_nonfinite not in ("raise", "skip"):
             raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
         self.splitter = splitter
-        self.model = splitter_model(splitter)
+        self.point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special)
         self.objective = make_objective(
-            objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.model
+            objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.point.model
         )
         self.include_special = include_special
         self.batch_size = int(batch_size or getattr(splitter, "batch_size", 8) or 8)
         self.on_nonfinite = on_nonfinite
-        self.autocast_dtype = autocast_dtype_from(autocast_dtype)
+        self.autocast_dtype = self.point.autocast_dtype
         self.distributed = distributed
         self.tokenizer = splitter.tokenizer
-        self.batcher = TokenBatcher(
-            self.model,
-            self.tokenizer,
-            batch_size=self.batch_size,
-            max_length=max_length,
-            min_tokens=self.objective.min_tokens,
+        self.batcher = self.point.batcher(
+            batch_size=self.batch_size, max_length=max_length, min_tokens=self.objective.min_tokens
         )
         self.max_length = self.batcher.max_length
-        self.module = split_point_module(self.model, splitter.split_point)
-        self.special_ids = special_token_ids(self.tokenizer)
 
-    # ------------------------------------------------------------------ set-up
     @property
     def device(self) -> torch.device:
         """The model's device (where gradients and accumulators live)."""
-        return next(self.model.parameters()).device
-
-    @contextmanager
-    def _probing(self) -> Iterator[HiddenStateCapture]:
-        """Freeze parameters, switch to eval mode and hook the split point; restore everything afterwards."""
-        capture = HiddenStateCapture(self.splitter.split_point, as_leaf=True)
-        flags = [(parameter, parameter.requires_grad) for parameter in self.model.parameters()]
-        was_training = self.model.training
-        handle = self.module.register_forward_hook(capture)
-        try:
-            for parameter, _ in flags:
-                parameter.requires_grad_(False)
-            self.model.eval()
-            yield capture
-        finally:
-            handle.remove()
-            for parameter, flag in flags:
-                parameter.requires_grad_(flag)
-            self.model.train(was_training)
+        return self.point.device
 
     # ------------------------------------------------------------------ batches
     def _forward_backward(
@@ -220,27 +227,12 @@ class GradientProbe:
             (prepared batch on the device, hidden (b, l, d), dL/dh (b, l, d), loss terms, 0-dim "all finite" flag).
         """
         batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
-        device = self.device
-        batch = to_device(batch, device)
-        with self._probing() as capture, autocast(device, self.autocast_dtype):
-            output = self.model(**self.batcher.model_inputs(batch))
-            hidden = capture.hidden
-            if hidden is None:
-                raise SplitPointError(f"Split point '{self.splitter.split_point}' was not run by the forward pass.")
-            terms = self.objective.loss(output, batch)
-            if not terms.total.requires_grad:
-                raise SplitPointError(
-                    f"The {self.objective.name} loss does not depend on split point '{self.splitter.split_point}'."
-                )
-            (gradient,) = torch.autograd.grad(terms.total, hidden, allow_unused=True)
-        if gradient is None:
-            raise SplitPointError(
-                f"The {self.objective.name} loss does not depend on split point '{self.splitter.split_point}'."
-            )
+        batch = to_device(batch, self.device)
+        hidden, gradient, terms = self.point.forward_backward(batch, lambda output: self.objective.loss(output, batch))
         # Padding rows may be non-finite (a sliding window holding only padding) without touching real tokens.
         real = batch["attention_mask"].bool()[..., None]
         finite = torch.isfinite(torch.where(real, gradient, 0)).all() & torch.isfinite(terms.summed)
-        return batch, hidden.detach(), gradient, terms, finite
+        return batch, hidden, gradient, terms, finite
 
     def _nonfinite_error(self, batch_index: int, sequence_ids: torch.Tensor) -> NonFiniteError:
         return NonFiniteError(
@@ -256,6 +248,7 @@ class GradientProbe:
         max_tokens: int | None,
         progress: bool,
         description: str,
+        tally: _Tally,
         shard: tuple[int, int] = (0, 1),
         defer_nonfinite: bool = False,
     ) -> Iterator[_Step]:
@@ -265,39 +258,29 @@ class GradientProbe:
         values gets no probed token and no loss; the first batch is checked at once (a broken checkpoint fails
         fast), the others' flags are read together at the end, where `on_nonfinite="raise"` raises for the first
         bad one (with `defer_nonfinite`, nothing is raised here: the caller raises on every rank after the
-        all-reduce, and `self.first_nonfinite` holds this shard's first bad batch). With `max_tokens`, tokens past
-        the cap are masked out on the device and the running count is
-        read one batch late, so at most one batch more than needed is computed. Counts of usable and skipped
-        sequences and of skipped batches are left in `self.usable_sequences`, `self.skipped_sequences` and
-        `self.skipped_batches`.
+        all-reduce, and `tally.first_nonfinite` holds this shard's first bad batch). With `max_tokens`, tokens past
+        the cap are masked out on the device and the running count is read one batch late, so at most one batch
+        more than needed is computed. The counts of usable and skipped sequences and of skipped batches go into
+        `tally`, filled when the iteration ends.
         """
         if max_tokens is not None and max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
         shard_rank, shard_count = shard
         n_batches, chunks = self.batcher.batches(inputs, labels)
-        self.skipped_batches = 0
-        self.usable_sequences = 0
         flags: list[tuple[int, torch.Tensor, torch.Tensor]] = []
         seen = torch.zeros((), dtype=torch.long, device=self.device)
-        special_ids = self.special_ids.to(self.device)
         count_reader = LaggedRead()
         for batch_index, (batch, sequence_ids) in enumerate(
             tqdm(chunks, total=n_batches, desc=description, unit="batch", disable=not progress)
         ):
             if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
                 continue
-            self.usable_sequences += sequence_ids.numel()
+            tally.usable_sequences += sequence_ids.numel()
             prepared, hidden, gradient, terms, finite = self._forward_backward(batch, sequence_ids)
             if not flags and not defer_nonfinite and self.on_nonfinite == "raise" and not bool(finite):
                 raise self._nonfinite_error(batch_index, sequence_ids)
             flags.append((batch_index, sequence_ids, finite))
-            rows = token_rows(
-                prepared.get("original_input_ids", prepared["input_ids"]),
-                prepared["attention_mask"],
-                special_ids,
-                include_special=self.include_special,
-            )
-            probed = self.objective.probed_tokens(prepared) & rows & finite
+            probed = self.objective.probed_tokens(prepared) & self.point.rows(prepared) & finite
             if max_tokens is not None:
                 flat = probed.flatten()
                 keep = (flat.cumsum(0) + seen <= max_tokens) & flat
@@ -317,14 +300,13 @@ class GradientProbe:
                 counted = count_reader.push(seen)
                 if counted is not None and int(counted) >= max_tokens:
                     break
-        self.skipped_sequences = self.batcher.skipped_sequences
-        self.first_nonfinite = None
+        tally.skipped_sequences = self.batcher.skipped_sequences
         if flags:
             finite_flags = torch.stack([flag for _, _, flag in flags]).cpu()
-            self.skipped_batches = int((~finite_flags).sum())
-            if self.skipped_batches:
+            tally.skipped_batches = int((~finite_flags).sum())
+            if tally.skipped_batches:
                 batch_index, sequence_ids, _ = flags[int((~finite_flags).nonzero()[0])]
-                self.first_nonfinite = (batch_index, sequence_ids)
+                tally.first_nonfinite = (batch_index, sequence_ids)
                 if self.on_nonfinite == "raise" and not defer_nonfinite:
                     raise self._nonfinite_error(batch_index, sequence_ids)
 
@@ -372,7 +354,11 @@ class GradientProbe:
         """
         parts: dict[str, list[torch.Tensor]] = {key: [] for key in ("h", "g", "seq", "pos", "ids", "masked")}
         loss_sum = loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
-        for step in self._iterate(inputs, labels, max_tokens=max_tokens, progress=progress, description="Gradients"):
+        tally = _Tally()
+        steps = self._iterate(
+            inputs, labels, max_tokens=max_tokens, progress=progress, description="Gradients", tally=tally
+        )
+        for step in steps:
             batch, probed = step.batch, step.probed
             positions = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
             original = batch.get("original_input_ids", batch["input_ids"])
@@ -385,7 +371,7 @@ class GradientProbe:
                 parts["masked"].append((batch["labels"] != -100)[probed])
             loss_sum = loss_sum + step.loss_sum
             loss_count = loss_count + step.loss_count
-        self._check_usable(self.usable_sequences, self.skipped_sequences)
+        self._check_usable(tally.usable_sequences, tally.skipped_sequences)
         if sum(part.shape[0] for part in parts["g"]) == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         return TokenGradients(
@@ -443,28 +429,48 @@ class GradientProbe:
         self._check_split_points(named)
         if not 0 < confidence < 1:
             raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
-        device = self.device
-        tangents = {name: subspace.to(device=device, dtype=torch.float32) for name, subspace in named.items()}
+        tangents = {name: subspace.to(device=self.device, dtype=torch.float32) for name, subspace in named.items()}
         controls = {name: normal_control_bases(subspace, n_controls, seed=seed) for name, subspace in tangents.items()}
+        sharded = distributed.is_distributed() if self.distributed is None else self.distributed
+        sums = self._accumulate(inputs, labels, named, tangents, controls, max_tokens, progress, sharded)
+        sums = self._reduce(sums, sharded)
+        results = self._build(sums, tangents, controls, n_controls, seed, n_bootstrap, confidence)
+        if isinstance(subspaces, Mapping):
+            return results
+        return next(iter(results.values()))
+
+    def _accumulate(
+        self,
+        inputs: Any,
+        labels: Any,
+        named: dict[str, Subspace],
+        tangents: dict[str, Subspace],
+        controls: dict[str, torch.Tensor],
+        max_tokens: int | None,
+        progress: bool,
+        sharded: bool,
+    ) -> _Sums:
+        """This shard's sums: per-sequence energies in every subspace, gradient moments, losses and counts."""
+        device = self.device
         stacked, membership = _stack_bases(tangents, controls)
         dim = next(iter(tangents.values())).dim
-
         per_sequence_energy: list[torch.Tensor] = []
         per_sequence_total: list[torch.Tensor] = []
         per_sequence_has_rows: list[torch.Tensor] = []
         per_sequence_id: list[torch.Tensor] = []
         moments = MomentAccumulator(dim, device=device)
         loss_sum = loss_count = torch.zeros((), dtype=torch.float64, device=device)
-        sharded = distributed.is_distributed() if self.distributed is None else self.distributed
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
+        tally = _Tally()
         for step in self._iterate(
             inputs,
             labels,
             max_tokens=max_tokens,
             progress=progress and distributed.is_main_process(),
             description="Probing gradients",
+            tally=tally,
             shard=shard,
             defer_nonfinite=sharded,
         ):
@@ -497,34 +503,61 @@ class GradientProbe:
             membership.shape[1],
             device,
         )
+        return _Sums(sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, tally)
+
+    def _reduce(self, sums: _Sums, sharded: bool) -> _Sums:
+        """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""
+        device = self.device
+        tally = sums.tally
         counters = torch.stack(
             [
-                loss_sum,
-                loss_count,
-                torch.tensor(float(sequence_id.numel()), dtype=torch.float64, device=device),
-                torch.tensor(float(self.usable_sequences), dtype=torch.float64, device=device),
-                torch.tensor(float(self.skipped_sequences), dtype=torch.float64, device=device),
-                torch.tensor(float(self.skipped_batches), dtype=torch.float64, device=device),
+                sums.loss_sum,
+                sums.loss_count,
+                torch.tensor(float(sums.sequence_id.numel()), dtype=torch.float64, device=device),
+                torch.tensor(float(tally.usable_sequences), dtype=torch.float64, device=device),
+                torch.tensor(float(tally.skipped_sequences), dtype=torch.float64, device=device),
+                torch.tensor(float(tally.skipped_batches), dtype=torch.float64, device=device),
             ]
         )
+        moments = sums.moments
         if sharded:
             counters = distributed.all_reduce_sum(counters)
             moments = distributed.all_reduce_moments(moments)
         loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches = counters.tolist()
         if sharded and skipped_batches and self.on_nonfinite == "raise":  # every rank raises, none waits
-            if self.first_nonfinite is not None:
-                raise self._nonfinite_error(*self.first_nonfinite)
+            if tally.first_nonfinite is not None:
+                raise self._nonfinite_error(*tally.first_nonfinite)
             raise NonFiniteError(
                 "Non-finite loss or gradients in a batch of another rank (its error names it). Check the "
                 "checkpoint's weights, lower the precision less, or pass on_nonfinite='skip'."
             )
         self._check_usable(int(usable), int(skipped_sequences))
-        n_tokens = moments.count
-        if n_tokens == 0:
+        if moments.count == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
+        sequence_energy, sequence_total = sums.sequence_energy, sums.sequence_total
         if sharded:
-            sequence_energy, sequence_total = _gather_sequences(sequence_id, sequence_energy, sequence_total, device)
-        shares = (sequence_energy.sum(0) / sequence_total.sum()).cpu().numpy()
+            sequence_energy, sequence_total = _gather_sequences(
+                sums.sequence_id, sequence_energy, sequence_total, device
+            )
+        totals = _Tally(int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite)
+        return _Sums(
+            sequence_energy, sequence_total, sums.sequence_id, moments, loss_sum, loss_count, totals, int(n_sequences)
+        )
+
+    def _build(
+        self,
+        sums: _Sums,
+        tangents: dict[str, Subspace],
+        controls: dict[str, torch.Tensor],
+        n_controls: int,
+        seed: int,
+        n_bootstrap: int,
+        confidence: float,
+    ) -> dict[str, ProbeResult]:
+        """The `ProbeResult` of each tangent from the reduced sums."""
+        moments, dim = sums.moments, next(iter(tangents.values())).dim
+        n_tokens = moments.count
+        shares = (sums.sequence_energy.sum(0) / sums.sequence_total.sum()).cpu().numpy()
         second_moment = moments.second_moment()
         covariance = moments.covariance()
         max_rank = max(subspace.rank for subspace in tangents.values())
@@ -534,20 +567,22 @@ class GradientProbe:
         isoscore_full = float(isoscore_star_from_covariance(covariance, n=n_tokens))
         tangent_columns = [index * (1 + n_controls) for index in range(len(tangents))]
         boot_shares = _bootstrap_shares(
-            sequence_energy[:, tangent_columns], sequence_total, n_bootstrap, torch.Generator().manual_seed(seed)
+            sums.sequence_energy[:, tangent_columns],
+            sums.sequence_total,
+            n_bootstrap,
+            torch.Generator().manual_seed(seed),
         )
-
         common = {
             "n_tokens": n_tokens,
-            "n_sequences": int(n_sequences),
+            "n_sequences": sums.n_sequences,
             "dim": dim,
-            "loss": loss_sum / max(loss_count, 1),
+            "loss": sums.loss_sum / max(sums.loss_count, 1),
             "objective": self.objective.name,
             "reduction": self.objective.reduction.value,
             "split_point": self.splitter.split_point,
             "seed": seed,
-            "n_skipped_batches": int(skipped_batches),
-            "n_skipped_sequences": int(skipped_sequences),
+            "n_skipped_batches": sums.tally.skipped_batches,
+            "n_skipped_sequences": sums.tally.skipped_sequences,
             "isoscore_star": isoscore_full,
         }
         results: dict[str, ProbeResult] = {}
@@ -577,9 +612,7 @@ class GradientProbe:
                 **common,
             )
             column += 1 + n_controls
-        if isinstance(subspaces, Mapping):
-            return results
-        return next(iter(results.values()))
+        return results
 
 
 def _sequences_with_rows(

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import EmptyInputError
 from .files import write_atomically
+from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sweep_result import SweepResult
@@ -256,8 +257,6 @@ def _is_text(column: str, rows: Sequence[dict[str, Any]]) -> bool:
 
 # ---------------------------------------------------------------------------------------------------- page
 def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes]]) -> str:
-    from . import __version__
-
     steps = sorted(set(result.steps))
     controls = sorted({len(row["control_energy_shares"]) for row in result.rows if row.get("control_energy_shares")})
     floor = ", ".join(f"{1 / (r + 1):.3f} with R = {r}" for r in controls) or "1/(R + 1)"

@@ -35,9 +35,9 @@ from jaxtyping import Float
 
 from .accumulators import MomentAccumulator, top_eigenvectors
 from .activations import iter_token_activations
-from .batching import HiddenStateCapture, StopForward, split_point_module, splitter_model
 from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
 from .positions import uses_absolute_positions
+from .split_point import SplitPoint, splitter_model
 from .subspace import Subspace, as_float_tensor
 
 __all__ = [
@@ -195,40 +195,25 @@ def _latent_dim(splitter: BaseSplitter) -> int:
     traces the model with nnsight (about a second per call, paid by every checkpoint of a sweep), so it is the
     fallback, then the config's `hidden_size`.
     """
-    config = getattr(splitter_model(splitter), "config", None)
     width = _width_from_a_short_forward(splitter)
     if width is not None:
         return width
     try:
         return int(splitter.get_latent_shape()[-1])
     except Exception:  # noqa: BLE001  (nnsight's scan fails on some architectures; the config knows d)
+        config = getattr(splitter_model(splitter), "config", None)
         if config is not None and getattr(config, "hidden_size", None):
             return int(config.hidden_size)
         raise
 
 
 def _width_from_a_short_forward(splitter: BaseSplitter) -> int | None:
-    split_point = getattr(splitter, "split_point", None)
-    if not isinstance(splitter, ModelWithSplitPoints) or not isinstance(split_point, str):
+    if not isinstance(splitter, ModelWithSplitPoints) or not isinstance(getattr(splitter, "split_point", None), str):
         return None  # other splitters (e.g. SplitterForClassification) define their own latent space
-    model = splitter_model(splitter)
-    capture = HiddenStateCapture(split_point, stop=True)
     try:
-        handle = split_point_module(model, split_point).register_forward_hook(capture)
+        return SplitPoint(splitter).width()
     except SplitPointError:
         return None
-    device = next(model.parameters()).device
-    ids = torch.zeros(1, 2, dtype=torch.long, device=device)
-    try:
-        with torch.no_grad():
-            model(input_ids=ids, attention_mask=torch.ones_like(ids))
-    except StopForward:
-        pass
-    except Exception:  # noqa: BLE001  (a model that needs other inputs: let Interpreto find the shape)
-        return None
-    finally:
-        handle.remove()
-    return None if capture.hidden is None else int(capture.hidden.shape[-1])
 
 
 def _are_texts(inputs: Any) -> bool:
@@ -245,8 +230,10 @@ def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
     learned absolute positions (GPT-2, OPT, BERT, RoBERTa, DistilBERT, ELECTRA, ...) then reads every padded text
     at shifted positions. Rotary and relative-position models are not affected.
     """
-    tokenizer, model = getattr(splitter, "tokenizer", None), getattr(splitter, "_model", None)
-    if getattr(tokenizer, "padding_side", "right") != "left" or model is None or not uses_absolute_positions(model):
+    if getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") != "left":
+        return
+    model = splitter_model(splitter)
+    if not uses_absolute_positions(model):
         return
     warnings.warn(
         f"{type(model).__name__} has learned absolute positions and its tokenizer pads on the left, as Interpreto "

@@ -1,0 +1,291 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The split-point seam: the one place where the package touches a model.
+
+A `SplitPoint` owns what reading a model at one split point needs: the Hugging Face model inside an Interpreto
+splitter, its tokenizer, the resolved module path and module, the device, the autocast dtype, the model inputs
+(right-aligned batches with the position ids of the model's family) and the token policy. It offers the two
+reads everything else is built on:
+
+* `read(batch)`: the split point's hidden states, forward only, stopping at the split point (the layers above it
+  and the output head never run);
+* `forward_backward(batch, loss)`: the hidden states and the gradient dL/dh of a loss of the model's output, with
+  the parameters frozen (autograd computes dL/dh only) and the model in eval mode, restored afterwards.
+
+The activation reader, tangent fitting, `GradientProbe` and `CheckpointSweep` go through it; no other module
+reads a splitter's `_model` or registers a hook (a test checks this).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from interpreto.concepts.splitters.base_splitter import BaseSplitter
+from jaxtyping import Bool, Float
+
+from .batching import TokenBatcher, autocast, special_token_ids, token_rows
+from .batching import autocast_dtype as autocast_dtype_from
+from .errors import InvalidInputError, SplitPointError
+from .positions import PositionConvention, PositionScheme
+
+__all__ = ["SplitPoint", "HiddenStateCapture", "StopForward", "splitter_model", "split_point_module"]
+
+Batch = dict[str, torch.Tensor]
+
+
+def splitter_model(splitter: Any) -> torch.nn.Module:
+    """The Hugging Face model inside an Interpreto splitter, its weights loaded.
+
+    A `ModelWithSplitPoints` built from a model id or a folder holds meta tensors until its first use (nnsight's
+    lazy dispatch); it is dispatched here, so the package can read it before Interpreto has.
+
+    Args:
+        splitter: An Interpreto `ModelWithSplitPoints` or other `BaseSplitter`.
+
+    Returns:
+        Its `_model`, with real weights.
+    """
+    if getattr(splitter, "dispatched", True) is False and callable(getattr(splitter, "dispatch", None)):
+        splitter.dispatch()
+    return splitter._model
+
+
+def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Module:
+    """The module at a split point path.
+
+    Args:
+        model: The Hugging Face model.
+        split_point: A dotted module path, e.g. "gpt_neox.layers.3".
+
+    Returns:
+        The module.
+
+    Raises:
+        SplitPointError: If the path names no module of the model.
+    """
+    try:
+        return model.get_submodule(split_point)
+    except AttributeError as error:
+        raise SplitPointError(
+            f"Split point '{split_point}' is not a module of this {type(model).__name__}; "
+            "give a layer index or a path such as 'gpt_neox.layers.3'."
+        ) from error
+
+
+class StopForward(Exception):
+    """Raised by a `HiddenStateCapture(stop=True)` once it holds the hidden state: the layers above are skipped."""
+
+
+class HiddenStateCapture:
+    """Forward hook that records the split point's (batch, length, d) hidden state.
+
+    With `as_leaf=True` the hidden state is swapped for a detached leaf that requires grad, so that
+    `torch.autograd.grad(loss, capture.hidden)` gives dL/dh without recording the graph below the split point.
+    With `stop=True` the hook raises `StopForward` after recording, so a reader that needs only the split point's
+    activations does not run the layers above it nor the output head; the caller catches it.
+
+    Args:
+        split_point: The split point's path, for error messages.
+        as_leaf: Swap the output for a leaf tensor requiring grad.
+        stop: Raise `StopForward` once the hidden state is recorded.
+    """
+
+    def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False):
+        self.split_point = split_point
+        self.as_leaf = as_leaf
+        self.stop = stop
+        self.hidden: torch.Tensor | None = None
+
+    def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> Any:
+        if isinstance(output, torch.Tensor) and output.dim() == 3:
+            self.hidden = self._keep(output)
+            return self._finish(self.hidden if self.as_leaf else None)
+        if isinstance(output, tuple):
+            for index, candidate in enumerate(output):
+                if isinstance(candidate, torch.Tensor) and candidate.dim() == 3:
+                    self.hidden = self._keep(candidate)
+                    return self._finish(
+                        output[:index] + (self.hidden,) + output[index + 1 :] if self.as_leaf else None
+                    )
+        raise SplitPointError(
+            f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
+            "choose a transformer block or a layer norm as split point."
+        )
+
+    def _finish(self, replacement: Any) -> Any:
+        if self.stop:
+            raise StopForward
+        return replacement
+
+    def _keep(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
+
+
+class SplitPoint:
+    """One split point of one model: model inputs, token policy, and the reads at the split point.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` (or another `BaseSplitter` with a `split_point` path).
+        autocast_dtype: "bf16" / "fp16" (or the torch dtype): run forwards and backwards under `torch.autocast`.
+        include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows (`rows`).
+
+    Raises:
+        InvalidInputError: Not an Interpreto splitter, or an unknown autocast dtype.
+        SplitPointError: A split point that names no module of the model.
+
+    Examples:
+        >>> point = SplitPoint(mwsp)  # doctest: +SKIP
+        >>> n_batches, batches = point.batcher(batch_size=8).batches(texts)  # doctest: +SKIP
+        >>> hidden = point.read(next(batches)[0])  # (b, l, d)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        splitter: BaseSplitter,
+        *,
+        autocast_dtype: str | torch.dtype | None = None,
+        include_special: bool = False,
+    ):
+        if not isinstance(splitter, BaseSplitter):
+            raise InvalidInputError(
+                f"Expected an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. Wrap your model: "
+                "ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
+            )
+        self.splitter = splitter
+        self.path: str = splitter.split_point
+        self.model = splitter_model(splitter)
+        self.tokenizer = splitter.tokenizer
+        self.module = split_point_module(self.model, self.path)
+        self.positions = PositionScheme.of(self.model)
+        self.autocast_dtype = autocast_dtype_from(autocast_dtype)
+        self.include_special = include_special
+        self.special_ids = special_token_ids(self.tokenizer)
+
+    @property
+    def device(self) -> torch.device:
+        """The model's device."""
+        return next(self.model.parameters()).device
+
+    @property
+    def max_length(self) -> int:
+        """The longest sequence the model takes: its position table (less the RoBERTa offset) and the tokenizer's."""
+        positions = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        if isinstance(positions, int) and self.positions.convention is PositionConvention.AFTER_PADDING_IDX:
+            positions -= self.positions.padding_idx + 1  # RoBERTa: 514 position embeddings hold 512 tokens
+        limits = [positions, getattr(self.tokenizer, "model_max_length", None)]
+        finite = [int(limit) for limit in limits if isinstance(limit, int) and 0 < limit < 10**7]
+        return min(finite) if finite else 512
+
+    def batcher(self, *, batch_size: int, max_length: int | None = None, min_tokens: int = 1) -> TokenBatcher:
+        """Right-aligned token batches for this model (`max_length` defaults to `self.max_length`)."""
+        return TokenBatcher(
+            self.tokenizer, batch_size=batch_size, max_length=max_length or self.max_length, min_tokens=min_tokens
+        )
+
+    def model_inputs(self, batch: Batch) -> Batch:
+        """The keyword arguments of the model's forward for a right-aligned batch.
+
+        Args:
+            batch: `input_ids` and `attention_mask`, (b, l) each (other keys are not passed to the model).
+
+        Returns:
+            `input_ids`, `attention_mask` and, unless the model numbers positions itself, `position_ids` in the
+            model family's convention (`positions.PositionScheme`).
+        """
+        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+        position_ids = self.positions.position_ids(batch["attention_mask"])
+        if position_ids is not None:
+            inputs["position_ids"] = position_ids
+        return inputs
+
+    def rows(self, batch: Batch) -> Bool[torch.Tensor, "b l"]:
+        """The token policy's rows of a batch (`batching.token_rows`), on the batch's device.
+
+        Uses `original_input_ids` when the batch has them (a masked-LM batch), so masking never changes the rows.
+        """
+        input_ids = batch.get("original_input_ids", batch["input_ids"])
+        return token_rows(
+            input_ids,
+            batch["attention_mask"],
+            self.special_ids.to(input_ids.device),
+            include_special=self.include_special,
+        )
+
+    @contextmanager
+    def _hooked(self, capture: HiddenStateCapture) -> Iterator[HiddenStateCapture]:
+        handle = self.module.register_forward_hook(capture)
+        try:
+            yield capture
+        finally:
+            handle.remove()
+
+    def read(self, batch: Batch) -> Float[torch.Tensor, "b l d"]:
+        """The split point's hidden states of a batch on the model's device, forward only, stopping there.
+
+        Raises:
+            SplitPointError: The forward pass did not run the split point.
+        """
+        with self._hooked(HiddenStateCapture(self.path, stop=True)) as capture:
+            try:
+                with torch.no_grad(), autocast(self.device, self.autocast_dtype):
+                    self.model(**self.model_inputs(batch))
+            except StopForward:
+                pass
+        if capture.hidden is None:
+            raise SplitPointError(f"Split point '{self.path}' was not run by the forward pass.")
+        return capture.hidden
+
+    def forward_backward(
+        self, batch: Batch, loss: Callable[[Any], Any]
+    ) -> tuple[Float[torch.Tensor, "b l d"], Float[torch.Tensor, "b l d"], Any]:
+        """One forward and one backward: hidden states h, dL/dh, and what `loss(output)` returned.
+
+        Parameters are frozen and the model is in eval mode during the call (restored afterwards), and the hidden
+        state is swapped for a leaf, so autograd computes dL/dh only, without recording the graph below the split
+        point.
+
+        Args:
+            batch: The batch, on the model's device.
+            loss: Maps the model's output to an object whose `.total` is the scalar to differentiate.
+
+        Returns:
+            (hidden (b, l, d), gradient (b, l, d), the loss object).
+
+        Raises:
+            SplitPointError: The split point was not run, or the loss does not depend on it.
+        """
+        flags = [(parameter, parameter.requires_grad) for parameter in self.model.parameters()]
+        was_training = self.model.training
+        with self._hooked(HiddenStateCapture(self.path, as_leaf=True)) as capture:
+            try:
+                for parameter, _ in flags:
+                    parameter.requires_grad_(False)
+                self.model.eval()
+                with autocast(self.device, self.autocast_dtype):
+                    output = self.model(**self.model_inputs(batch))
+                    hidden = capture.hidden
+                    if hidden is None:
+                        raise SplitPointError(f"Split point '{self.path}' was not run by the forward pass.")
+                    terms = loss(output)
+                    if not terms.total.requires_grad:
+                        raise SplitPointError(f"The loss does not depend on split point '{self.path}'.")
+                    (gradient,) = torch.autograd.grad(terms.total, hidden, allow_unused=True)
+            finally:
+                for parameter, flag in flags:
+                    parameter.requires_grad_(flag)
+                self.model.train(was_training)
+        if gradient is None:
+            raise SplitPointError(f"The loss does not depend on split point '{self.path}'.")
+        return hidden.detach(), gradient, terms
+
+    def width(self) -> int | None:
+        """The width d of the split point's output, from a 2-token forward stopping there (None if it fails)."""
+        ids = torch.zeros(1, 2, dtype=torch.long, device=self.device)
+        try:
+            return int(self.read({"input_ids": ids, "attention_mask": torch.ones_like(ids)}).shape[-1])
+        except Exception:  # noqa: BLE001  (a model that needs other inputs: the caller asks Interpreto)
+            return None

@@ -1,0 +1,133 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The package's shape: one seam touches models, and no import cycle.
+
+* Only `split_point.py` reads a splitter's `._model` or registers a hook on a module: everything else goes
+  through `SplitPoint` (the RoBERTa position-id bug lived in duplicated model plumbing).
+* The graph of imports between the package's modules (at import time, and inside functions) has no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "interpreto_anisotropy"
+SEAM = PACKAGE / "split_point.py"
+HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "register_hook"}
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+
+
+def _model_plumbing(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr == "_model":
+            found.append(f"line {node.lineno}: ._model")
+        if isinstance(node, ast.Attribute) and node.attr in HOOKS:
+            found.append(f"line {node.lineno}: .{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_only_the_seam_touches_the_model(module):
+    path = _modules()[module]
+    if path == SEAM:
+        assert _model_plumbing(path), "the seam itself should hold the model plumbing (is the check broken?)"
+        return
+    assert not _model_plumbing(path), f"{module} touches the model outside the seam: {_model_plumbing(path)}"
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """The package modules `module` imports (relative and absolute, at any depth; `if TYPE_CHECKING:` aside)."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    known = set(_modules())
+    found = set()
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for statement in node.body
+        for child in ast.walk(statement)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:  # annotations only: never run
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            submodules = [f"{target}.{alias.name}" for alias in node.names]
+            if node.module is None:  # "from . import distributed" imports a submodule, "from . import x" the package
+                candidates = [name if name in known else target for name in submodules]
+            else:
+                candidates = [target, *submodules]
+        elif isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        else:
+            continue
+        found |= {name for name in candidates if name in known and name != module}
+    return found
+
+
+def internal_import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports."""
+    return {module: _imports(module, path) for module, path in _modules().items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_inside_the_package():
+    # The package's __init__ imports everything: edges into it are upward imports, counted apart.
+    graph = {
+        module: {target for target in targets if target != "interpreto_anisotropy"}
+        for module, targets in internal_import_graph().items()
+    }
+    cycle = _cycle(graph)
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+
+
+def test_no_module_imports_the_package_top_level():
+    upward = [
+        module
+        for module, targets in internal_import_graph().items()
+        if "interpreto_anisotropy" in targets and module != "interpreto_anisotropy"
+    ]
+    assert not upward, f"modules importing the package's __init__ (an upward import): {upward}"
