@@ -344,3 +344,29 @@ def test_partial_fit_of_nothing_then_rows_works(splitter, acts):
         warnings.simplefilter("error")
         tangent.partial_fit(acts)
     assert largest_angle(tangent.subspace, numpy_pca_basis(acts, K)) < 1e-4
+
+
+def test_streaming_api_partial_fit_merge_finalize(splitter, acts):
+    """partial_fit on shards + a merge of their moments = one fit on everything; finalize fixes the subspace."""
+    whole = PCATangent(splitter, nb_concepts=K).fit(acts).subspace
+    shards = [PCATangent(splitter, nb_concepts=K).partial_fit(part) for part in (acts[:700], acts[700:])]
+    assert all(shard.streams for shard in shards)
+    other = shards[1].concept_model.moments
+    shards[0].concept_model.merge(lambda mine: mine.merge(other))  # what an all-reduce over two ranks does
+    merged = shards[0].merge_across_ranks().finalize().subspace  # no process group: merge_across_ranks is a no-op
+    assert merged.principal_angles(whole).max() < 1e-5
+    with pytest.raises(NotFittedError):
+        PCATangent(splitter, nb_concepts=K).finalize()
+    assert not SVDTangent(splitter, nb_concepts=K).streams
+    with pytest.raises(InvalidInputError, match="does not stream"):
+        SVDTangent(splitter, nb_concepts=K).merge_across_ranks()
+
+
+def test_reading_subspace_never_changes_it(splitter, acts):
+    tangent = PCATangent(splitter, nb_concepts=K).fit(acts)
+    first = tangent.subspace
+    first.name, first.step = "renamed", 7
+    first.info["mine"] = 1
+    again = tangent.subspace
+    assert again.name == "tangent" and again.step is None and "mine" not in again.info
+    assert torch.equal(again.basis, first.basis)

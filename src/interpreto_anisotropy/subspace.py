@@ -141,6 +141,22 @@ class Subspace:
         mean = None if self.mean is None else self.mean.to(device=device, dtype=dtype)
         return self._replace(basis=self.basis.to(device=device, dtype=dtype), mean=mean)
 
+    def replace(self, **changes: Any) -> Subspace:
+        """A copy with some fields changed (name, method, split_point, step, info, basis, mean); self is unchanged.
+
+        Args:
+            **changes: The fields to change.
+
+        Returns:
+            The new `Subspace` (sharing the tensors that were not changed).
+
+        Examples:
+            >>> Q = Subspace.random(8, 2, seed=0)
+            >>> Q.replace(name="early", step=30).name, Q.name
+            ('early', 'random')
+        """
+        return self._replace(**changes)
+
     def _replace(self, **changes: Any) -> Subspace:
         fields = {key: getattr(self, key) for key in ("basis", "mean", *_METADATA_KEYS)}
         fields["info"] = dict(self.info)

@@ -32,7 +32,6 @@ from tqdm.auto import tqdm
 
 from . import checkpoints as checkpoint_tools
 from . import distributed, metrics
-from .accumulators import MomentAccumulator
 from .activations import iter_token_activations
 from .batching import autocast_dtype as autocast_dtype_from
 from .checkpoints import Checkpoint
@@ -48,7 +47,7 @@ from .files import write_atomically
 from .probe import GradientProbe
 from .subspace import Subspace
 from .sweep_result import CONFIG_FILE, ROWS_FILE, SweepResult, read_rows
-from .tangent import TangentExplainer
+from .tangent import TangentExplainer, method_streams
 
 __all__ = ["CheckpointSweep", "ReferenceKind", "early_checkpoints"]
 
@@ -377,8 +376,8 @@ class CheckpointSweep:
 
     @property
     def _streams_fit(self) -> bool:
-        """PCA tangents are fitted batch by batch (`partial_fit`); the other methods need the pooled matrix."""
-        return self.method == "pca"
+        """Whether the tangents are fitted batch by batch (`partial_fit`); other methods pool the activations."""
+        return method_streams(self.method)
 
     def _shows(self) -> bool:
         return self.progress and distributed.is_main_process()
@@ -399,6 +398,7 @@ class CheckpointSweep:
 
     def _splitter(self, model: Any, tokenizer: Any, layer: int | str, checkpoint: Checkpoint) -> ModelWithSplitPoints:
         try:
+            tokenizer.padding_side = "right"  # the sweep's own tokenizer; the package's reads never depend on it
             return ModelWithSplitPoints(model, split_point=layer, tokenizer=tokenizer, batch_size=self.batch_size)
         except AnisotropyError:
             raise
@@ -465,22 +465,17 @@ class CheckpointSweep:
                         )
                     for rows, _ in self._activation_batches(splitter, sharded=streamed):
                         if streamed:
-                            tangents[layer]._stream(rows)
+                            tangents[layer].partial_fit(rows)
                         else:
                             pooled[layer].append(rows.float().cpu())
                     if index == len(early) - 1:
                         if streamed:
-                            concept_model = tangents[layer].concept_model
-                            if concept_model.moments is None:  # this rank's shard was empty
-                                concept_model.moments = MomentAccumulator(tangents[layer].input_size, self.device)
-                            concept_model.moments = distributed.all_reduce_moments(concept_model.moments)
-                            concept_model._stale = True
+                            tangents[layer].merge_across_ranks().finalize()
                         else:
-                            tangents[layer] = self._new_tangent(splitter)._fit_activations(pooled[layer])
+                            tangents[layer] = self._new_tangent(splitter).fit(pooled[layer])
                         subspace = tangents[layer].subspace
-                        subspace.name = "early"
-                        subspace.info["early_steps"] = [c.step for c in early]
-                        references[layer] = subspace
+                        info = {**subspace.info, "early_steps": [c.step for c in early]}
+                        references[layer] = subspace.replace(name="early", info=info)
         if distributed.is_main_process():
             for layer, subspace in references.items():
                 subspace.save(self._reference_path(layer))
@@ -521,8 +516,7 @@ class CheckpointSweep:
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
-        own = tangent.subspace
-        own.name, own.step = "each", checkpoint.step
+        own = tangent.subspace.replace(name="each", step=checkpoint.step)
         if writer:
             own.save(self._tangent_path(layer, checkpoint.step))
 
@@ -588,7 +582,7 @@ class CheckpointSweep:
                 sample_ids.append(ids[:take])
                 n_sample += sample[-1].shape[0]
             if streamed:
-                tangent._stream(rows)
+                tangent.partial_fit(rows)
             else:
                 pooled.append(rows)
         if not sample:
@@ -596,7 +590,7 @@ class CheckpointSweep:
                 "No token activations were read: the fit texts are empty or hold only special tokens."
             )
         if not streamed:
-            tangent._fit_activations(torch.cat(pooled))
+            tangent.fit(torch.cat(pooled))
         return torch.cat(sample), torch.cat(sample_ids)
 
     def _previous_tangent(self, checkpoint: Checkpoint, layer: int | str) -> Subspace | None:

@@ -33,6 +33,7 @@ from interpreto.concepts.base import ConceptAutoEncoderExplainer
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float
 
+from . import distributed
 from .accumulators import MomentAccumulator, top_eigenvectors
 from .activations import iter_token_activations
 from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
@@ -50,6 +51,7 @@ __all__ = [
     "SVDTangent",
     "TopKSAETangent",
     "OrthonormalConceptModel",
+    "method_streams",
 ]
 
 
@@ -121,6 +123,13 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
         self._stale = True
         return self
 
+    def merge(self, reduce: Any) -> None:
+        """Replace the moments by `reduce(moments)` (e.g. an all-reduce over ranks); an empty shard takes part."""
+        if self.moments is None:
+            self.moments = MomentAccumulator(self.input_size, device=self.basis.device)
+        self.moments = reduce(self.moments)
+        self._stale = True
+
     def _refresh(self) -> None:
         if not self._stale:
             return
@@ -186,6 +195,22 @@ def _resolve_method(method: str | TangentMethod | type) -> TangentMethod | type[
     except ValueError:
         names = ", ".join(repr(m.value) for m in TangentMethod)
         raise InvalidInputError(f"Unknown tangent method {method!r}; choose one of {names} or pass a class.") from None
+
+
+def method_streams(method: str | TangentMethod | type) -> bool:
+    """Whether a tangent method fits batch by batch (`partial_fit`): the streamed PCA only.
+
+    Args:
+        method: A method name, `TangentMethod` or Interpreto explainer class.
+
+    Returns:
+        True for "pca".
+
+    Examples:
+        >>> method_streams("pca"), method_streams("semi_nmf")
+        (True, False)
+    """
+    return not isinstance(method, type) and _resolve_method(method) is TangentMethod.PCA
 
 
 def _latent_dim(splitter: BaseSplitter) -> int:
@@ -313,6 +338,46 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
         super().__init__(splitter, concept_model)
         self.inner_explainer: ConceptAutoEncoderExplainer | None = None
+
+    @property
+    def streams(self) -> bool:
+        """Whether the method fits batch by batch (`partial_fit`, `merge_across_ranks`, `finalize`): "pca" only.
+
+        The other methods need the pooled activations in one `fit` call.
+        """
+        return method_streams(self.method)
+
+    def merge_across_ranks(self) -> TangentExplainer:
+        """Sum the streamed PCA's moments over the ranks of a torch.distributed process group (all-reduce).
+
+        Every rank then holds the moments of every rank's batches, so `finalize` gives the same tangent on each.
+        Call it on every rank, after each has `partial_fit` its shard (a rank whose shard was empty takes part
+        too). Without a process group it changes nothing.
+
+        Returns:
+            self.
+
+        Raises:
+            InvalidInputError: For methods that do not stream.
+        """
+        if not self.streams:
+            raise InvalidInputError(f"Method {self.method_name!r} does not stream: fit it on pooled activations.")
+        self.concept_model.merge(distributed.all_reduce_moments)
+        return self
+
+    def finalize(self) -> TangentExplainer:
+        """Compute the streamed PCA's basis from the moments gathered so far (reading `.subspace` does it too).
+
+        Returns:
+            self, with `.subspace` fixed until the next `partial_fit`.
+
+        Raises:
+            NotFittedError: Before any `partial_fit`.
+        """
+        if self.streams and self.concept_model.moments is None:
+            raise NotFittedError(f"{type(self).__name__} has no moments yet: call partial_fit(...) first.")
+        self.concept_model.get_subspace()
+        return self
 
     @property
     def method_name(self) -> str:
@@ -463,11 +528,10 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         """
         if not self.is_fitted and self.concept_model.moments is None:
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call .fit(activations) first.")
-        subspace = self.concept_model.get_subspace()
-        subspace.name = subspace.name or "tangent"
-        subspace.method = self.method_name
-        subspace.split_point = self.splitter.split_point
-        return subspace
+        fitted = self.concept_model.get_subspace()
+        return fitted.replace(
+            name=fitted.name or "tangent", method=self.method_name, split_point=self.splitter.split_point
+        )
 
     @property
     def is_fitted(self) -> bool:
