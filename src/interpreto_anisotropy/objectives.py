@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from jaxtyping import Bool, Float, Int
 
 from .errors import InvalidInputError, ObjectiveError, TokenizerError
+from .masking import corrupt, special_tokens_mask
 
 __all__ = [
     "ObjectiveName",
@@ -272,10 +273,7 @@ class MaskedLMObjective(Objective):
             )
         input_ids = batch["input_ids"]
         attention = batch["attention_mask"].bool()
-        special = torch.zeros_like(attention)
-        for special_id in set(tokenizer.all_special_ids):
-            special |= input_ids == special_id
-        candidates = attention & ~special
+        candidates = attention & ~special_tokens_mask(input_ids, tokenizer.all_special_ids)
         labels = torch.full_like(input_ids, -100)
         corrupted = input_ids.clone()
         vocab_size = len(tokenizer)
@@ -292,11 +290,10 @@ class MaskedLMObjective(Objective):
             replacement = torch.rand(selected.numel(), generator=generator)
             random_tokens = torch.randint(vocab_size, (selected.numel(),), generator=generator)
             labels[row, selected] = input_ids[row, selected]
-            new_ids = input_ids[row, selected].clone()
-            new_ids[replacement < 0.8] = tokenizer.mask_token_id
-            use_random = (replacement >= 0.8) & (replacement < 0.9)
-            new_ids[use_random] = random_tokens[use_random]
-            corrupted[row, selected] = new_ids
+            everywhere = torch.ones_like(replacement, dtype=torch.bool)
+            corrupted[row, selected] = corrupt(
+                input_ids[row, selected], everywhere, replacement, random_tokens, tokenizer.mask_token_id
+            )
         return {**batch, "input_ids": corrupted, "labels": labels, "original_input_ids": input_ids}
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:

@@ -28,8 +28,6 @@ import html
 import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -183,24 +181,11 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
         write_atomically(out_dir / FIGURES_DIR / f"{name}.png", data)
         figures.append((name, data))
 
-    _atomic_csv(result, out_dir / CSV_FILE)
+    result.to_csv(out_dir / CSV_FILE)
     page = _page(result, title=title, figures=figures)
     path = out_dir / REPORT_FILE
     write_atomically(path, page.encode("utf-8"))
     return path
-
-
-# ---------------------------------------------------------------------------------------------------- files
-def _atomic_csv(result: SweepResult, path: Path) -> None:
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(descriptor)
-    try:
-        result.to_csv(temporary)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 # ---------------------------------------------------------------------------------------------------- values

@@ -20,45 +20,16 @@ from typing import Any
 import numpy as np
 import torch
 from jaxtyping import Float
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 
-from .errors import DimensionMismatchError, InvalidInputError, NonFiniteError
+from .errors import DimensionMismatchError, InvalidInputError
+from .files import write_atomically
+from .tensors import as_float_tensor
 
-__all__ = ["Subspace", "as_float_tensor"]
+__all__ = ["Subspace"]
 
 _ORTHONORMALITY_TOLERANCE = 1e-4
 _METADATA_KEYS = ("name", "method", "split_point", "step")
-
-
-def as_float_tensor(x: Any, *, name: str = "input", ndim: int | None = 2) -> torch.Tensor:
-    """Convert an array-like to a floating torch tensor and check its rank and finiteness.
-
-    Args:
-        x: A torch tensor, numpy array or nested list.
-        name: What to call the input in error messages.
-        ndim: The required number of dimensions, or None for any.
-
-    Returns:
-        A floating-point tensor (float32 stays float32, integers become float32).
-
-    Raises:
-        InvalidInputError: If `x` is not array-like or has the wrong number of dimensions.
-        NonFiniteError: If `x` holds NaN or infinity.
-    """
-    if isinstance(x, np.ndarray):
-        x = torch.from_numpy(x)
-    elif not isinstance(x, torch.Tensor):
-        try:
-            x = torch.as_tensor(x)
-        except (TypeError, ValueError, RuntimeError) as error:
-            raise InvalidInputError(f"{name} must be a torch tensor or an array, got {type(x).__name__}.") from error
-    if not x.is_floating_point():
-        x = x.float()
-    if ndim is not None and x.dim() != ndim:
-        raise InvalidInputError(f"{name} must be {ndim}-D, got shape {tuple(x.shape)}.")
-    if not torch.isfinite(x).all():
-        raise NonFiniteError(f"{name} holds NaN or infinite values; clean or drop them before calling this.")
-    return x
 
 
 @dataclass
@@ -352,14 +323,10 @@ class Subspace:
         path = Path(path)
         if path.suffix != ".safetensors":
             path = path.with_suffix(".safetensors")
-        path.parent.mkdir(parents=True, exist_ok=True)
         tensors = {"basis": self.basis.detach().contiguous().cpu()}
         if self.mean is not None:
             tensors["mean"] = self.mean.detach().contiguous().cpu()
-        temporary = path.with_name(path.name + ".tmp")
-        save_file(tensors, str(temporary), metadata={"interpreto_anisotropy": json.dumps(self.metadata())})
-        temporary.replace(path)
-        return path
+        return write_atomically(path, save(tensors, metadata={"interpreto_anisotropy": json.dumps(self.metadata())}))
 
     @classmethod
     def load(cls, path: str | Path, *, device: torch.device | str = "cpu") -> Subspace:

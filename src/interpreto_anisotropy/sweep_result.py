@@ -22,6 +22,7 @@ Row schema (every row is a flat JSON object; lists only for the per-control arra
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CheckpointError, EmptyInputError
+from .files import write_atomically
 
 __all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE"]
 
@@ -100,23 +102,24 @@ class SweepResult:
         return list(names)
 
     def to_csv(self, path: str | Path) -> Path:
-        """Write the scalar columns to a CSV file (per-control arrays are left to `to_json`). Returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """Write the scalar columns to a CSV file, atomically (per-control arrays are left to `to_json`).
+
+        Returns:
+            The path written.
+        """
         columns = self.scalar_columns()
-        with path.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
-            writer.writeheader()
-            for row in self.rows:
-                writer.writerow({key: "" if row.get(key) is None else row.get(key) for key in columns})
-        return path
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in self.rows:
+            writer.writerow({key: "" if row.get(key) is None else row.get(key) for key in columns})
+        return write_atomically(path, text.getvalue())
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The rows and config as JSON; also written to `path` when given."""
         text = json.dumps({"config": self.config, "rows": self.rows}, indent=1, default=_json_default)
         if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(text)
+            write_atomically(path, text)
         return text
 
     def to_frame(self):

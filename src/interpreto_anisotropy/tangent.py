@@ -39,7 +39,8 @@ from .activations import iter_token_activations
 from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
 from .positions import uses_absolute_positions
 from .split_point import SplitPoint, splitter_model
-from .subspace import Subspace, as_float_tensor
+from .subspace import Subspace
+from .tensors import as_float_tensor
 
 __all__ = [
     "TangentMethod",

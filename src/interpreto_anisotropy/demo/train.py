@@ -27,6 +27,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from ..files import write_atomically
+from ..masking import corrupt, special_tokens_mask
 from .corpus import load_corpus
 from .toy_models import (
     ENCODER_ARCHS,
@@ -212,19 +213,12 @@ def _mask_tokens(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT masking: ``probability`` of the non-special tokens become targets; 80 % mask, 10 % random, 10 % kept."""
     labels = input_ids.clone()
-    special = torch.zeros_like(input_ids, dtype=torch.bool)
-    for token_id in tokenizer.all_special_ids:
-        special |= input_ids == token_id
+    special = special_tokens_mask(input_ids, tokenizer.all_special_ids)
     chosen = (torch.rand(input_ids.shape, generator=generator) < probability) & ~special
     labels[~chosen] = -100
-    masked = input_ids.clone()
     draw = torch.rand(input_ids.shape, generator=generator)
-    to_mask = chosen & (draw < 0.8)
-    to_random = chosen & (draw >= 0.8) & (draw < 0.9)
-    masked[to_mask] = tokenizer.mask_token_id
     random_tokens = torch.randint(len(tokenizer), input_ids.shape, generator=generator)
-    masked[to_random] = random_tokens[to_random]
-    return masked, labels
+    return corrupt(input_ids, chosen, draw, random_tokens, tokenizer.mask_token_id), labels
 
 
 def _learning_rate(step: int, *, lr: float, warmup_steps: int, steps: int, min_ratio: float = 0.1) -> float:

@@ -22,7 +22,8 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from ..errors import EmptyInputError, InvalidInputError, NonFiniteError
+from ..errors import EmptyInputError, InvalidInputError
+from ..tensors import as_real_tensor, check_finite
 
 __all__ = [
     "mean_cosine_similarity",
@@ -49,30 +50,6 @@ Covariance = Float[torch.Tensor, "d d"] | np.ndarray
 
 
 # ---------------------------------------------------------------------------------------------- validation
-def _as_float64(x: Any, *, name: str) -> torch.Tensor:
-    """Convert a tensor, array or nested list to a float64 tensor, keeping a tensor's device and graph."""
-    if isinstance(x, np.ndarray):
-        x = torch.from_numpy(x)
-    elif not isinstance(x, torch.Tensor):
-        try:
-            x = torch.as_tensor(x)
-        except (TypeError, ValueError, RuntimeError) as error:
-            raise InvalidInputError(
-                f"{name} must be a torch tensor or a NumPy array, got {type(x).__name__}."
-            ) from error
-    if x.is_complex():
-        raise InvalidInputError(f"{name} must be real, got dtype {x.dtype}.")
-    return x.to(torch.float64)
-
-
-def _check_finite(x: torch.Tensor, *, name: str) -> None:
-    # A sum is finite iff every term is, unless finite terms overflow: only then is the element-wise test needed.
-    if bool(torch.isfinite(x.detach().sum())):
-        return
-    if not bool(torch.isfinite(x).all()):
-        raise NonFiniteError(f"{name} holds NaN or infinite values; drop or clean those rows first.")
-
-
 def _as_points(x: Any, *, name: str = "X", min_points: int = 1) -> Float[torch.Tensor, "n d"]:
     """Validate an (n, d) point cloud and return it as float64 on its own device.
 
@@ -81,7 +58,7 @@ def _as_points(x: Any, *, name: str = "X", min_points: int = 1) -> Float[torch.T
         EmptyInputError: If `x` has no row or no column.
         NonFiniteError: If `x` holds NaN or infinity.
     """
-    points = _as_float64(x, name=name)
+    points = as_real_tensor(x, name=name, dtype=torch.float64)
     if points.dim() != 2:
         raise InvalidInputError(
             f"{name} must be a 2-D (n points, d dimensions) array, got shape {tuple(points.shape)}."
@@ -91,18 +68,18 @@ def _as_points(x: Any, *, name: str = "X", min_points: int = 1) -> Float[torch.T
         raise EmptyInputError(f"{name} is empty (shape {(n, d)}); pass at least {max(min_points, 1)} point(s).")
     if n < min_points:
         raise InvalidInputError(f"{name} has {n} point(s) but this measure needs at least {min_points}.")
-    _check_finite(points, name=name)
+    check_finite(points, name=name)
     return points
 
 
 def _as_covariance(cov: Any, *, name: str = "cov") -> Float[torch.Tensor, "d d"]:
     """Validate a (d, d) covariance, return its symmetric part as float64 on its own device."""
-    matrix = _as_float64(cov, name=name)
+    matrix = as_real_tensor(cov, name=name, dtype=torch.float64)
     if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
         raise InvalidInputError(f"{name} must be a square (d, d) matrix, got shape {tuple(matrix.shape)}.")
     if matrix.shape[0] == 0:
         raise EmptyInputError(f"{name} is empty (shape {tuple(matrix.shape)}).")
-    _check_finite(matrix, name=name)
+    check_finite(matrix, name=name)
     return (matrix + matrix.T) / 2
 
 

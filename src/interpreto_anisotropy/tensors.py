@@ -1,0 +1,89 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The one validator of tensors that users hand in: array-likes to real torch tensors, with our errors.
+
+Examples:
+    >>> as_real_tensor([[1, 2], [3, 4]], name="X", ndim=2).dtype
+    torch.float32
+    >>> as_real_tensor([1.0, 2.0], name="x", dtype=torch.float64).dtype
+    torch.float64
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from .errors import InvalidInputError, NonFiniteError
+
+__all__ = ["as_real_tensor", "check_finite", "as_float_tensor"]
+
+
+def as_real_tensor(x: Any, *, name: str, ndim: int | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A torch tensor, NumPy array or nested list as a real floating tensor (a tensor keeps its device and graph).
+
+    Args:
+        x: The input.
+        name: What to call it in error messages.
+        ndim: The required number of dimensions, or None for any.
+        dtype: The dtype to convert to; None keeps a floating dtype and makes integers float32.
+
+    Returns:
+        The tensor.
+
+    Raises:
+        InvalidInputError: Not array-like, complex, or of the wrong number of dimensions.
+    """
+    if isinstance(x, np.ndarray):
+        x = torch.from_numpy(x)
+    elif not isinstance(x, torch.Tensor):
+        try:
+            x = torch.as_tensor(x)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise InvalidInputError(f"{name} must be a torch tensor or an array, got {type(x).__name__}.") from error
+    if x.is_complex():
+        raise InvalidInputError(f"{name} must be real, got dtype {x.dtype}.")
+    if dtype is not None:
+        x = x.to(dtype)
+    elif not x.is_floating_point():
+        x = x.float()
+    if ndim is not None and x.dim() != ndim:
+        raise InvalidInputError(f"{name} must be {ndim}-D, got shape {tuple(x.shape)}.")
+    return x
+
+
+def check_finite(x: torch.Tensor, *, name: str) -> None:
+    """Raise `NonFiniteError` if `x` holds NaN or infinity.
+
+    A sum is finite iff every term is, unless finite terms overflow: only then is the element-wise test needed.
+
+    Raises:
+        NonFiniteError: NaN or infinite values.
+    """
+    if bool(torch.isfinite(x.detach().sum())):
+        return
+    if not bool(torch.isfinite(x).all()):
+        raise NonFiniteError(f"{name} holds NaN or infinite values; clean or drop them before calling this.")
+
+
+def as_float_tensor(x: Any, *, name: str = "input", ndim: int | None = 2) -> torch.Tensor:
+    """`as_real_tensor` (float32 for integers, floating dtypes kept) and `check_finite` in one call.
+
+    Args:
+        x: A torch tensor, numpy array or nested list.
+        name: What to call the input in error messages.
+        ndim: The required number of dimensions, or None for any.
+
+    Returns:
+        A floating-point tensor.
+
+    Raises:
+        InvalidInputError: If `x` is not array-like, is complex, or has the wrong number of dimensions.
+        NonFiniteError: If `x` holds NaN or infinity.
+    """
+    x = as_real_tensor(x, name=name, ndim=ndim)
+    check_finite(x, name=name)
+    return x
