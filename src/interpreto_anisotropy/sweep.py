@@ -14,14 +14,9 @@ the same settings resumes at the first unfinished checkpoint.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
-import shutil
 import time
 from collections.abc import Sequence
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +28,6 @@ from tqdm.auto import tqdm
 from . import checkpoints as checkpoint_tools
 from . import distributed, metrics
 from .activations import iter_token_activations
-from .batching import autocast_dtype as autocast_dtype_from
 from .checkpoints import Checkpoint
 from .errors import (
     AnisotropyError,
@@ -43,64 +37,14 @@ from .errors import (
     InvalidInputError,
     SplitPointError,
 )
-from .files import write_atomically
 from .probe import GradientProbe
 from .subspace import Subspace
-from .sweep_result import CONFIG_FILE, ROWS_FILE, SweepResult, read_rows
-from .tangent import TangentExplainer, method_streams
+from .sweep_result import SweepResult
+from .sweep_settings import ReferenceKind, SweepSettings, early_checkpoints
+from .sweep_store import SweepStore
+from .tangent import TangentExplainer
 
 __all__ = ["CheckpointSweep", "ReferenceKind", "early_checkpoints"]
-
-FORMAT_VERSION = 2  # 2: right-aligned batches with per-family position ids, one token policy
-
-
-class ReferenceKind(str, Enum):
-    """Which tangent each checkpoint is probed with.
-
-    Attributes:
-        EARLY: One tangent fitted on the early checkpoints, reused everywhere (the paper's protocol).
-        EACH: A tangent refitted on every checkpoint.
-        BOTH: Both, side by side (two rows per checkpoint and split point).
-
-    Examples:
-        >>> ReferenceKind("both") is ReferenceKind.BOTH
-        True
-    """
-
-    EARLY = "early"  # one tangent fitted on the early checkpoints, reused everywhere (the paper's protocol)
-    EACH = "each"  # a tangent refitted on every checkpoint
-    BOTH = "both"  # both, side by side
-
-
-def early_checkpoints(checkpoints: Sequence[Checkpoint], fraction: float) -> list[Checkpoint]:
-    """The checkpoints in the first `fraction` of training (step <= fraction x last step); at least the first.
-
-    Args:
-        checkpoints: The sweep's checkpoints.
-        fraction: Fraction of the last step, in (0, 1].
-
-    Returns:
-        The early checkpoints, in the given order.
-
-    Examples:
-        >>> [c.step for c in early_checkpoints([Checkpoint(s, f"/c/{s}") for s in (0, 10, 100)], 0.3)]
-        [0, 10]
-    """
-    last = max(checkpoint.step for checkpoint in checkpoints)
-    early = [checkpoint for checkpoint in checkpoints if checkpoint.step <= fraction * last]
-    return early or [min(checkpoints, key=lambda checkpoint: checkpoint.step)]
-
-
-def _sha(items: Sequence[str]) -> str:
-    digest = hashlib.sha256()
-    for item in items:
-        digest.update(item.encode("utf-8", "surrogatepass"))
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
-
-
-def _safe_name(layer: int | str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(layer))
 
 
 class CheckpointSweep:
@@ -152,151 +96,42 @@ class CheckpointSweep:
         >>> table = sweep.run()  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        checkpoints: Sequence[Checkpoint] | str | os.PathLike,
-        *,
-        split_point: int | str | Sequence[int | str],
-        texts: Sequence[str],
-        probe_texts: Sequence[str] | None = None,
-        objective: Any = "auto",
-        method: str = "pca",
-        nb_concepts: int = 16,
-        reference: str | Subspace | dict[Any, Subspace] = "early",
-        early_fraction: float = 0.3,
-        n_controls: int = 20,
-        seed: int = 0,
-        max_tokens: int | None = None,
-        max_fit_tokens: int | None = 20_000,
-        max_metric_tokens: int = 4_000,
-        results_dir: str | os.PathLike,
-        device: str | None = None,
-        batch_size: int = 8,
-        automodel: Any = None,
-        overwrite: bool = False,
-        progress: bool = True,
-        method_kwargs: dict[str, Any] | None = None,
-        parallel: str = "data",
-        autocast_dtype: str | torch.dtype | None = None,
-        include_special: bool = False,
-    ):
-        self.autocast_dtype = autocast_dtype_from(autocast_dtype)
-        if parallel not in ("data", "checkpoints"):
-            raise InvalidInputError(f"parallel must be 'data' or 'checkpoints', got {parallel!r}.")
-        self.parallel = parallel
-        if isinstance(checkpoints, (str, os.PathLike)):
-            checkpoints = checkpoint_tools.local(checkpoints)
-        self.checkpoints = sorted(checkpoints)
-        if not self.checkpoints:
-            raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
-        if not all(isinstance(checkpoint, Checkpoint) for checkpoint in self.checkpoints):
-            raise InvalidInputError("checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders.")
-        layers = split_point if isinstance(split_point, (list, tuple)) else [split_point]
-        if not layers:
-            raise InvalidInputError("split_point must be a layer index, a module path, or a non-empty list of them.")
-        self.layers: list[int | str] = list(layers)
-        texts = [text for text in texts if isinstance(text, str) and text.strip()] if texts is not None else []
-        if probe_texts is None:
-            self.fit_texts, self.probe_texts = texts[0::2], texts[1::2]
-        else:
-            self.fit_texts = texts
-            self.probe_texts = [text for text in probe_texts if isinstance(text, str) and text.strip()]
-        if not self.fit_texts or not self.probe_texts:
-            raise EmptyInputError(
-                "The sweep needs non-empty fit and probe texts (give at least 2 non-blank texts, or probe_texts)."
-            )
-        if not 0 < early_fraction <= 1:
-            raise InvalidInputError(f"early_fraction must be in (0, 1], got {early_fraction}.")
-        self.given_reference = self._given_reference(reference)
-        self.reference = ReferenceKind.EARLY if self.given_reference else self._reference_kind(reference)
-        self.objective = objective
-        self.method = method
-        self.nb_concepts = nb_concepts
-        self.early_fraction = early_fraction
-        self.n_controls = n_controls
-        self.seed = seed
-        self.max_tokens = max_tokens
-        self.max_fit_tokens = max_fit_tokens
-        self.max_metric_tokens = max_metric_tokens
-        self.results_dir = Path(results_dir)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.batch_size = batch_size
-        self.automodel = automodel
-        self.overwrite = overwrite
-        self.progress = progress
-        self.method_kwargs = dict(method_kwargs or {})
-        self.include_special = bool(include_special)
+    def __init__(self, checkpoints: Sequence[Checkpoint] | str | os.PathLike, **options: Any):
+        self.settings = SweepSettings(checkpoints, **options)
+        self.store = SweepStore(self.settings.results_dir)
         self._token_counts: torch.Tensor | None = None
 
-    # ------------------------------------------------------------------ settings
-    @staticmethod
-    def _reference_kind(reference: Any) -> ReferenceKind:
-        try:
-            return ReferenceKind(reference)
-        except ValueError:
-            raise InvalidInputError(
-                f"reference must be 'early', 'each', 'both', a Subspace or a dict of them, got {reference!r}."
-            ) from None
+    @property
+    def checkpoints(self) -> list[Checkpoint]:
+        """The sweep's checkpoints, sorted by step."""
+        return self.settings.checkpoints
 
-    def _given_reference(self, reference: Any) -> dict[Any, Subspace] | None:
-        if isinstance(reference, Subspace):
-            if len(self.layers) != 1:
-                raise InvalidInputError("With several split points, give reference as a dict split point -> Subspace.")
-            return {self.layers[0]: reference}
-        if isinstance(reference, dict):
-            missing = [layer for layer in self.layers if layer not in reference]
-            if missing or not all(isinstance(value, Subspace) for value in reference.values()):
-                raise InvalidInputError(f"reference must map every split point to a Subspace; missing {missing}.")
-            return dict(reference)
-        return None
+    @property
+    def fit_texts(self) -> list[str]:
+        """The texts the tangents are fitted on."""
+        return self.settings.fit_texts
+
+    @property
+    def probe_texts(self) -> list[str]:
+        """The held-out texts the gradients are probed on."""
+        return self.settings.probe_texts
+
+    @property
+    def results_dir(self) -> Path:
+        """Where the sweep's files go."""
+        return self.settings.results_dir
 
     def config(self) -> dict[str, Any]:
         """The settings that determine the results (what a resume must match), JSON-ready."""
-        given = None
-        if self.given_reference:
-            given = {
-                str(layer): _sha([str(subspace.basis.double().sum().item()), str(subspace.basis.shape)])
-                for layer, subspace in self.given_reference.items()
-            }
-        objective = (
-            self.objective if isinstance(self.objective, str) else getattr(self.objective, "__name__", "callable")
-        )
-        config = {
-            "format_version": FORMAT_VERSION,
-            "checkpoints": [checkpoint.to_dict() for checkpoint in self.checkpoints],
-            "split_points": [layer if isinstance(layer, int) else str(layer) for layer in self.layers],
-            "n_fit_texts": len(self.fit_texts),
-            "n_probe_texts": len(self.probe_texts),
-            "fit_texts_sha": _sha(self.fit_texts),
-            "probe_texts_sha": _sha(self.probe_texts),
-            "objective": objective,
-            "method": self.method if isinstance(self.method, str) else getattr(self.method, "__name__", "?"),
-            "method_kwargs": {key: repr(value) for key, value in sorted(self.method_kwargs.items())},
-            "nb_concepts": self.nb_concepts,
-            "reference": self.reference.value if given is None else "given",
-            "given_reference": given,
-            "early_fraction": self.early_fraction,
-            "early_steps": [
-                checkpoint.step for checkpoint in early_checkpoints(self.checkpoints, self.early_fraction)
-            ],
-            "n_controls": self.n_controls,
-            "seed": self.seed,
-            "max_tokens": self.max_tokens,
-            "max_fit_tokens": self.max_fit_tokens,
-            "max_metric_tokens": self.max_metric_tokens,
-            "batch_size": self.batch_size,
-            "include_special": self.include_special,
-        }
-        if self.autocast_dtype is not None:  # absent otherwise, so that float32 sweeps resume as before
-            config["autocast_dtype"] = str(self.autocast_dtype).removeprefix("torch.")
-        return config
+        return self.settings.config()
 
+    # ------------------------------------------------------------------ results directory
     def _prepare_results_dir(self) -> None:
         """Check / write config.json on rank 0; every rank raises the same error if the settings differ."""
         message = None
         if distributed.is_main_process():
             try:
-                self._check_and_write_config()
+                self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
             except AnisotropyError as error:
                 message = (type(error).__name__, str(error))
         message = distributed.broadcast_object(message)
@@ -304,32 +139,6 @@ class CheckpointSweep:
         if message is not None:
             error_class = ConfigMismatchError if message[0] == "ConfigMismatchError" else InvalidInputError
             raise error_class(message[1])
-
-    def _check_and_write_config(self) -> None:
-        config = self.config()
-        path = self.results_dir / CONFIG_FILE
-        try:
-            self.results_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise InvalidInputError(f"Cannot create results_dir {self.results_dir}: {error}") from error
-        if path.exists():
-            previous = json.loads(path.read_text())
-            if previous != config:
-                if not self.overwrite:
-                    changed = sorted(
-                        key for key in set(previous) | set(config) if previous.get(key) != config.get(key)
-                    )
-                    raise ConfigMismatchError(
-                        f"{self.results_dir} holds a sweep with other settings ({', '.join(changed)} differ). "
-                        "Use another results_dir, or overwrite=True (--overwrite) to start afresh."
-                    )
-                for stale in (ROWS_FILE, "reference", "tangents"):
-                    target = self.results_dir / stale
-                    if target.is_dir():
-                        shutil.rmtree(target)
-                    elif target.exists():
-                        target.unlink()
-        write_atomically(path, json.dumps(config, indent=1))
 
     # ------------------------------------------------------------------ run
     def run(self) -> SweepResult:
@@ -345,15 +154,15 @@ class CheckpointSweep:
             CheckpointError: A checkpoint that cannot be loaded.
         """
         self._prepare_results_dir()
-        done = {(row["step"], str(row["layer"])) for row in read_rows(self.results_dir / ROWS_FILE)}
+        done = self.store.done()
         todo = [
             checkpoint
-            for checkpoint in self.checkpoints
-            if not all((checkpoint.step, str(layer)) in done for layer in self.layers)
+            for checkpoint in self.settings.checkpoints
+            if not all((checkpoint.step, str(layer)) in done for layer in self.settings.layers)
         ]
         if todo:
             references = self._references()
-            by_checkpoint = self.parallel == "checkpoints" and distributed.is_distributed()
+            by_checkpoint = self.settings.parallel == "checkpoints" and distributed.is_distributed()
             group = distributed.world_size() if by_checkpoint else 1
             rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
             bar = tqdm(rounds, desc="Checkpoints", unit="round" if group > 1 else "ckpt", disable=not self._shows())
@@ -370,36 +179,30 @@ class CheckpointSweep:
                 else:
                     rows = self._process(batch_of_checkpoints[0], references, writer=distributed.is_main_process())
                 if distributed.is_main_process():
-                    self._append_rows(rows)
+                    self.store.append(self._with_drift_to_previous(rows))
                 distributed.barrier()
-        return SweepResult.load(self.results_dir)
-
-    @property
-    def _streams_fit(self) -> bool:
-        """Whether the tangents are fitted batch by batch (`partial_fit`); other methods pool the activations."""
-        return method_streams(self.method)
+        return SweepResult.load(self.settings.results_dir)
 
     def _shows(self) -> bool:
-        return self.progress and distributed.is_main_process()
+        return self.settings.progress and distributed.is_main_process()
 
-    def _append_rows(self, rows: list[dict[str, Any]]) -> None:
-        """Fill in the drift to the previous checkpoint's tangent, then append the rows atomically (rank 0)."""
+    def _with_drift_to_previous(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows with their tangent's drift from the previous checkpoint's, read once every rank of the round
+        has saved its tangents (rank 0)."""
         for row in sorted(rows, key=lambda row: row["step"]):
-            checkpoint = next(c for c in self.checkpoints if c.step == row["step"])
-            own = Subspace.load(self._tangent_path(row["layer"], checkpoint.step), device="cpu")
-            row.update(_drift("previous", own, self._previous_tangent(checkpoint, row["layer"])))
-        path = self.results_dir / ROWS_FILE
-        existing = path.read_text() if path.exists() else ""
-        added = "".join(json.dumps(row) + "\n" for row in sorted(rows, key=lambda row: row["step"]))
-        write_atomically(path, existing + added)
+            own = self.store.tangent(row["layer"], row["step"])
+            row.update(_drift("previous", own, self._previous_tangent(row["step"], row["layer"])))
+        return rows
 
     def _load(self, checkpoint: Checkpoint):
-        return checkpoint_tools.loaded(checkpoint, automodel=self.automodel, device=self.device)
+        return checkpoint_tools.loaded(checkpoint, automodel=self.settings.automodel, device=self.settings.device)
 
     def _splitter(self, model: Any, tokenizer: Any, layer: int | str, checkpoint: Checkpoint) -> ModelWithSplitPoints:
         try:
             tokenizer.padding_side = "right"  # the sweep's own tokenizer; the package's reads never depend on it
-            return ModelWithSplitPoints(model, split_point=layer, tokenizer=tokenizer, batch_size=self.batch_size)
+            return ModelWithSplitPoints(
+                model, split_point=layer, tokenizer=tokenizer, batch_size=self.settings.batch_size
+            )
         except AnisotropyError:
             raise
         except (ValueError, AttributeError, KeyError) as error:
@@ -409,52 +212,50 @@ class CheckpointSweep:
 
     def _activation_batches(self, splitter: ModelWithSplitPoints, *, sharded: bool = False):
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
-        cap = self.max_fit_tokens
+        cap = self.settings.max_fit_tokens
         if cap is not None and shard[1] > 1:
             cap = -(-cap // shard[1])  # a per-rank cap
         return iter_token_activations(
             splitter,
-            self.fit_texts,
-            batch_size=self.batch_size,
+            self.settings.fit_texts,
+            batch_size=self.settings.batch_size,
             max_tokens=cap,
             shard=shard,
-            autocast_dtype=self.autocast_dtype,
-            include_special=self.include_special,
+            autocast_dtype=self.settings.autocast_dtype,
+            include_special=self.settings.include_special,
         )
 
     # ------------------------------------------------------------------ tangents
-    def _reference_path(self, layer: int | str) -> Path:
-        return self.results_dir / "reference" / f"{_safe_name(layer)}.safetensors"
-
-    def _tangent_path(self, layer: int | str, step: int) -> Path:
-        return self.results_dir / "tangents" / _safe_name(layer) / f"step-{step}.safetensors"
-
     def _new_tangent(self, splitter: ModelWithSplitPoints) -> TangentExplainer:
         return TangentExplainer(
-            splitter, nb_concepts=self.nb_concepts, method=self.method, device=self.device, **self.method_kwargs
+            splitter,
+            nb_concepts=self.settings.nb_concepts,
+            method=self.settings.method,
+            device=self.settings.device,
+            **self.settings.method_kwargs,
         )
 
     def _references(self) -> dict[int | str, Subspace]:
         """The reference tangent of each split point: given, loaded from results_dir, or fitted on early checkpoints."""
-        if self.given_reference:
-            return self.given_reference
-        if self.reference is ReferenceKind.EACH:
+        if self.settings.given_reference:
+            return self.settings.given_reference
+        if self.settings.reference is ReferenceKind.EACH:
             return {}
-        paths = {layer: self._reference_path(layer) for layer in self.layers}
+        paths = {layer: self.store.reference_path(layer) for layer in self.settings.layers}
         if all(path.exists() for path in paths.values()):
-            return {layer: Subspace.load(path, device=self.device) for layer, path in paths.items()}
-        streamed = self._streams_fit
+            return {layer: Subspace.load(path, device=self.settings.device) for layer, path in paths.items()}
+        streamed = self.settings.streams
         if not streamed and not distributed.is_main_process():
             distributed.barrier()  # rank 0 fits and saves; the others read its files
-            return {layer: Subspace.load(path, device=self.device) for layer, path in paths.items()}
-        early = early_checkpoints(self.checkpoints, self.early_fraction)
+            return {layer: Subspace.load(path, device=self.settings.device) for layer, path in paths.items()}
+        early = self.settings.early
         tangents: dict[int | str, TangentExplainer] = {}
-        pooled: dict[int | str, list[torch.Tensor]] = {layer: [] for layer in self.layers}
+        pooled: dict[int | str, list[torch.Tensor]] = {layer: [] for layer in self.settings.layers}
         references: dict[int | str, Subspace] = {}
         bar = tqdm(early, desc="Reference tangent (early checkpoints)", unit="ckpt", disable=not self._shows())
         for index, checkpoint in enumerate(bar):
             with self._load(checkpoint) as (model, tokenizer):
-                for layer in self.layers:
+                for layer in self.settings.layers:
                     splitter = self._splitter(model, tokenizer, layer, checkpoint)
                     if layer not in tangents:
                         tangents[layer] = self._new_tangent(splitter)
@@ -478,7 +279,7 @@ class CheckpointSweep:
                         references[layer] = subspace.replace(name="early", info=info)
         if distributed.is_main_process():
             for layer, subspace in references.items():
-                subspace.save(self._reference_path(layer))
+                subspace.save(self.store.reference_path(layer))
         if not streamed:
             distributed.barrier()
         return references
@@ -490,7 +291,7 @@ class CheckpointSweep:
         """The rows of one checkpoint (all split points); `writer` saves its tangents (one rank per checkpoint)."""
         rows: list[dict[str, Any]] = []
         with self._load(checkpoint) as (model, tokenizer):
-            for layer in self.layers:
+            for layer in self.settings.layers:
                 start = time.perf_counter()
                 splitter = self._splitter(model, tokenizer, layer, checkpoint)
                 layer_rows = self._process_layer(checkpoint, splitter, layer, references.get(layer), writer=writer)
@@ -518,28 +319,28 @@ class CheckpointSweep:
             )
         own = tangent.subspace.replace(name="each", step=checkpoint.step)
         if writer:
-            own.save(self._tangent_path(layer, checkpoint.step))
+            own.save(self.store.tangent_path(layer, checkpoint.step))
 
         subspaces: dict[str, Subspace] = {}
         if reference is not None:
-            subspaces["given" if self.given_reference else "early"] = reference
-        if self.reference in (ReferenceKind.EACH, ReferenceKind.BOTH):
+            subspaces["given" if self.settings.given_reference else "early"] = reference
+        if self.settings.reference in (ReferenceKind.EACH, ReferenceKind.BOTH):
             subspaces["each"] = own
         probe = GradientProbe(
             splitter,
-            objective=self.objective,
-            seed=self.seed,
-            batch_size=self.batch_size,
-            distributed=self.parallel == "data" and distributed.is_distributed(),
-            autocast_dtype=self.autocast_dtype,
-            include_special=self.include_special,
+            objective=self.settings.objective,
+            seed=self.settings.seed,
+            batch_size=self.settings.batch_size,
+            distributed=self.settings.parallel == "data" and distributed.is_distributed(),
+            autocast_dtype=self.settings.autocast_dtype,
+            include_special=self.settings.include_special,
         )
         results = probe.run(
-            self.probe_texts,
+            self.settings.probe_texts,
             subspaces,
-            n_controls=self.n_controls,
-            seed=self.seed,
-            max_tokens=self.max_tokens,
+            n_controls=self.settings.n_controls,
+            seed=self.settings.seed,
+            max_tokens=self.settings.max_tokens,
             progress=False,
         )
         shared = {
@@ -569,15 +370,15 @@ class CheckpointSweep:
 
         PCA streams the batches (memory flat in `max_fit_tokens`); the other methods need the pooled matrix.
         """
-        streamed = self._streams_fit
+        streamed = self.settings.streams
         pooled: list[torch.Tensor] = []
         sample: list[torch.Tensor] = []
         sample_ids: list[torch.Tensor] = []
         n_sample = 0
         for rows, ids in self._activation_batches(splitter):
             rows = rows.float()
-            if n_sample < self.max_metric_tokens:
-                take = self.max_metric_tokens - n_sample
+            if n_sample < self.settings.max_metric_tokens:
+                take = self.settings.max_metric_tokens - n_sample
                 sample.append(rows[:take])
                 sample_ids.append(ids[:take])
                 n_sample += sample[-1].shape[0]
@@ -593,16 +394,15 @@ class CheckpointSweep:
             tangent.fit(torch.cat(pooled))
         return torch.cat(sample), torch.cat(sample_ids)
 
-    def _previous_tangent(self, checkpoint: Checkpoint, layer: int | str) -> Subspace | None:
-        earlier = [other for other in self.checkpoints if other.step < checkpoint.step]
-        if not earlier:
-            return None
-        path = self._tangent_path(layer, earlier[-1].step)
-        return Subspace.load(path, device=self.device) if path.exists() else None
+    def _previous_tangent(self, step: int, layer: int | str) -> Subspace | None:
+        earlier = [other for other in self.settings.checkpoints if other.step < step]
+        return self.store.tangent(layer, earlier[-1].step, device=self.settings.device) if earlier else None
 
     def _counts(self, tokenizer: Any) -> torch.Tensor:
         if self._token_counts is None or self._token_counts.numel() < len(tokenizer):
-            self._token_counts = metrics.count_token_frequencies(self.fit_texts + self.probe_texts, tokenizer)
+            self._token_counts = metrics.count_token_frequencies(
+                self.settings.fit_texts + self.settings.probe_texts, tokenizer
+            )
         return self._token_counts
 
     def _activation_metrics(

@@ -1,0 +1,231 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""A sweep's settings: validated once, with the reference rule and the config that a resume must match."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import checkpoints as checkpoint_tools
+from .batching import autocast_dtype as autocast_dtype_from
+from .checkpoints import Checkpoint
+from .errors import EmptyInputError, InvalidInputError
+from .subspace import Subspace
+from .tangent import method_streams
+
+__all__ = ["FORMAT_VERSION", "ReferenceKind", "SweepSettings", "early_checkpoints"]
+
+FORMAT_VERSION = 2  # 2: right-aligned batches with per-family position ids, one token policy
+
+
+class ReferenceKind(str, Enum):
+    """Which tangent each checkpoint is probed with.
+
+    Attributes:
+        EARLY: One tangent fitted on the early checkpoints, reused everywhere (the paper's protocol).
+        EACH: A tangent refitted on every checkpoint.
+        BOTH: Both, side by side (two rows per checkpoint and split point).
+
+    Examples:
+        >>> ReferenceKind("both") is ReferenceKind.BOTH
+        True
+    """
+
+    EARLY = "early"  # one tangent fitted on the early checkpoints, reused everywhere (the paper's protocol)
+    EACH = "each"  # a tangent refitted on every checkpoint
+    BOTH = "both"  # both, side by side
+
+
+def early_checkpoints(checkpoints: Sequence[Checkpoint], fraction: float) -> list[Checkpoint]:
+    """The checkpoints in the first `fraction` of training (step <= fraction x last step); at least the first.
+
+    Args:
+        checkpoints: The sweep's checkpoints.
+        fraction: Fraction of the last step, in (0, 1].
+
+    Returns:
+        The early checkpoints, in the given order.
+
+    Examples:
+        >>> [c.step for c in early_checkpoints([Checkpoint(s, f"/c/{s}") for s in (0, 10, 100)], 0.3)]
+        [0, 10]
+    """
+    last = max(checkpoint.step for checkpoint in checkpoints)
+    early = [checkpoint for checkpoint in checkpoints if checkpoint.step <= fraction * last]
+    return early or [min(checkpoints, key=lambda checkpoint: checkpoint.step)]
+
+
+def _sha(items: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for item in items:
+        digest.update(item.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+class SweepSettings:
+    """The settings of a `CheckpointSweep`, checked when given; see `CheckpointSweep` for each option.
+
+    Raises:
+        EmptyInputError: No checkpoints, or no texts.
+        InvalidInputError: A bad option.
+
+    Examples:
+        >>> settings = SweepSettings("runs/toy/checkpoint-*", split_point=1, texts=texts,
+        ...                          results_dir="runs/toy/sweep")  # doctest: +SKIP
+        >>> settings.config()["nb_concepts"]  # doctest: +SKIP
+        16
+    """
+
+    def __init__(
+        self,
+        checkpoints: Sequence[Checkpoint] | str | os.PathLike,
+        *,
+        split_point: int | str | Sequence[int | str],
+        texts: Sequence[str],
+        probe_texts: Sequence[str] | None = None,
+        objective: Any = "auto",
+        method: str = "pca",
+        nb_concepts: int = 16,
+        reference: str | Subspace | dict[Any, Subspace] = "early",
+        early_fraction: float = 0.3,
+        n_controls: int = 20,
+        seed: int = 0,
+        max_tokens: int | None = None,
+        max_fit_tokens: int | None = 20_000,
+        max_metric_tokens: int = 4_000,
+        results_dir: str | os.PathLike,
+        device: str | None = None,
+        batch_size: int = 8,
+        automodel: Any = None,
+        overwrite: bool = False,
+        progress: bool = True,
+        method_kwargs: dict[str, Any] | None = None,
+        parallel: str = "data",
+        autocast_dtype: str | torch.dtype | None = None,
+        include_special: bool = False,
+    ):
+        self.autocast_dtype = autocast_dtype_from(autocast_dtype)
+        if parallel not in ("data", "checkpoints"):
+            raise InvalidInputError(f"parallel must be 'data' or 'checkpoints', got {parallel!r}.")
+        self.parallel = parallel
+        if isinstance(checkpoints, (str, os.PathLike)):
+            checkpoints = checkpoint_tools.local(checkpoints)
+        self.checkpoints = sorted(checkpoints)
+        if not self.checkpoints:
+            raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
+        if not all(isinstance(checkpoint, Checkpoint) for checkpoint in self.checkpoints):
+            raise InvalidInputError("checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders.")
+        layers = split_point if isinstance(split_point, (list, tuple)) else [split_point]
+        if not layers:
+            raise InvalidInputError("split_point must be a layer index, a module path, or a non-empty list of them.")
+        self.layers: list[int | str] = list(layers)
+        texts = [text for text in texts if isinstance(text, str) and text.strip()] if texts is not None else []
+        if probe_texts is None:
+            self.fit_texts, self.probe_texts = texts[0::2], texts[1::2]
+        else:
+            self.fit_texts = texts
+            self.probe_texts = [text for text in probe_texts if isinstance(text, str) and text.strip()]
+        if not self.fit_texts or not self.probe_texts:
+            raise EmptyInputError(
+                "The sweep needs non-empty fit and probe texts (give at least 2 non-blank texts, or probe_texts)."
+            )
+        if not 0 < early_fraction <= 1:
+            raise InvalidInputError(f"early_fraction must be in (0, 1], got {early_fraction}.")
+        self.given_reference = self._given_reference(reference)
+        self.reference = ReferenceKind.EARLY if self.given_reference else self._reference_kind(reference)
+        self.objective = objective
+        self.method = method
+        self.nb_concepts = nb_concepts
+        self.early_fraction = early_fraction
+        self.n_controls = n_controls
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.max_fit_tokens = max_fit_tokens
+        self.max_metric_tokens = max_metric_tokens
+        self.results_dir = Path(results_dir)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.batch_size = batch_size
+        self.automodel = automodel
+        self.overwrite = overwrite
+        self.progress = progress
+        self.method_kwargs = dict(method_kwargs or {})
+        self.include_special = bool(include_special)
+
+    @property
+    def streams(self) -> bool:
+        """Whether the tangents are fitted batch by batch (`partial_fit`); other methods pool the activations."""
+        return method_streams(self.method)
+
+    @property
+    def early(self) -> list[Checkpoint]:
+        """The checkpoints whose activations are pooled for the reference tangent."""
+        return early_checkpoints(self.checkpoints, self.early_fraction)
+
+    @staticmethod
+    def _reference_kind(reference: Any) -> ReferenceKind:
+        try:
+            return ReferenceKind(reference)
+        except ValueError:
+            raise InvalidInputError(
+                f"reference must be 'early', 'each', 'both', a Subspace or a dict of them, got {reference!r}."
+            ) from None
+
+    def _given_reference(self, reference: Any) -> dict[Any, Subspace] | None:
+        if isinstance(reference, Subspace):
+            if len(self.layers) != 1:
+                raise InvalidInputError("With several split points, give reference as a dict split point -> Subspace.")
+            return {self.layers[0]: reference}
+        if isinstance(reference, dict):
+            missing = [layer for layer in self.layers if layer not in reference]
+            if missing or not all(isinstance(value, Subspace) for value in reference.values()):
+                raise InvalidInputError(f"reference must map every split point to a Subspace; missing {missing}.")
+            return dict(reference)
+        return None
+
+    def config(self) -> dict[str, Any]:
+        """The settings that determine the results (what a resume must match), JSON-ready."""
+        given = None
+        if self.given_reference:
+            given = {
+                str(layer): _sha([str(subspace.basis.double().sum().item()), str(subspace.basis.shape)])
+                for layer, subspace in self.given_reference.items()
+            }
+        objective = (
+            self.objective if isinstance(self.objective, str) else getattr(self.objective, "__name__", "callable")
+        )
+        config = {
+            "format_version": FORMAT_VERSION,
+            "checkpoints": [checkpoint.to_dict() for checkpoint in self.checkpoints],
+            "split_points": [layer if isinstance(layer, int) else str(layer) for layer in self.layers],
+            "n_fit_texts": len(self.fit_texts),
+            "n_probe_texts": len(self.probe_texts),
+            "fit_texts_sha": _sha(self.fit_texts),
+            "probe_texts_sha": _sha(self.probe_texts),
+            "objective": objective,
+            "method": self.method if isinstance(self.method, str) else getattr(self.method, "__name__", "?"),
+            "method_kwargs": {key: repr(value) for key, value in sorted(self.method_kwargs.items())},
+            "nb_concepts": self.nb_concepts,
+            "reference": self.reference.value if given is None else "given",
+            "given_reference": given,
+            "early_fraction": self.early_fraction,
+            "early_steps": [checkpoint.step for checkpoint in self.early],
+            "n_controls": self.n_controls,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "max_fit_tokens": self.max_fit_tokens,
+            "max_metric_tokens": self.max_metric_tokens,
+            "batch_size": self.batch_size,
+            "include_special": self.include_special,
+        }
+        if self.autocast_dtype is not None:  # absent otherwise, so that float32 sweeps resume as before
+            config["autocast_dtype"] = str(self.autocast_dtype).removeprefix("torch.")
+        return config
