@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench docs tutorials clean
+.PHONY: install demo test test-fast lint format bench docs tutorials clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q tests
+
+# The quick loop: every test not marked slow (no sweeps end to end, kills, torchrun, tutorials or docs build).
+test-fast: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow" tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples docs

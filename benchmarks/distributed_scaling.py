@@ -31,7 +31,7 @@ def worker(args: argparse.Namespace) -> None:
     from probe_overhead import build, random_batch
 
     import interpreto_anisotropy as ia
-    from interpreto_anisotropy import distributed
+    from interpreto_anisotropy.commons import distributed
 
     distributed.init_from_environment()
     torch.set_num_threads(args.threads)

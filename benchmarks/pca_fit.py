@@ -183,7 +183,7 @@ def largest_angle(basis: np.ndarray, reference: np.ndarray) -> float:
 # --------------------------------------------------------------------------- the two fits
 def fit_ours(batches: Iterator[torch.Tensor], d: int) -> tuple[np.ndarray, object]:
     """The PCATangent path: OrthonormalConceptModel.partial_fit per batch, then the eigendecomposition."""
-    from interpreto_anisotropy.tangent import OrthonormalConceptModel
+    from interpreto_anisotropy.tangents.explainers import OrthonormalConceptModel
 
     model = OrthonormalConceptModel(K, d)
     for batch in batches:

@@ -60,7 +60,7 @@ def main() -> None:
     shape, batch, length = model_settings(args)
 
     import interpreto_anisotropy as ia
-    from interpreto_anisotropy.activations import iter_token_activations
+    from interpreto_anisotropy.reading.activations import iter_token_activations
 
     model, mwsp, vocab = build(shape, args.device)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, None: None}[args.autocast]
@@ -137,7 +137,9 @@ def whole_sweep(model, tokenizer, args, batch: int, length: int, probe_tokens: i
 
     import interpreto_anisotropy as ia
 
-    corpus = [text[:length] for text in ia.load_corpus("probe") + ia.load_corpus("fit") if len(text) >= length]
+    corpus = [
+        text[:length] for text in ia.demo.load_corpus("probe") + ia.demo.load_corpus("fit") if len(text) >= length
+    ]
     n_texts = batch * args.batches
     with tempfile.TemporaryDirectory() as folder:
         for step in (0, 1):

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.toy:
             torch.set_num_threads(1)  # tiny models run fastest on one CPU thread
-            run = ia.train_toy(
+            run = ia.demo.train_toy(
                 "runs/examples/compare_methods/toy",
                 steps=args.toy_steps,
                 checkpoint_steps=[args.toy_steps],
@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             fit_texts, probe_texts = texts[0::2], texts[1::2]
         else:
             n_fit = min(args.max_texts, 48) if args.toy else args.max_texts
-            fit_texts = [text for text in ia.load_corpus("fit", progress=False) if len(text) <= 400][:n_fit]
-            probe_texts = [text for text in ia.load_corpus("probe", progress=False) if len(text) <= 400]
+            fit_texts = [text for text in ia.demo.load_corpus("fit", progress=False) if len(text) <= 400][:n_fit]
+            probe_texts = [text for text in ia.demo.load_corpus("probe", progress=False) if len(text) <= 400]
             probe_texts = probe_texts[: max(8, n_fit * 2 // 3)]
         activations, _ = ia.token_activations(mwsp, fit_texts)  # each text read as alone; the probe's token rows
         d = activations.shape[1]

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.toy:
             torch.set_num_threads(1)  # tiny models run fastest on one CPU thread
             print(f"training a toy EuroBERT (masked LM) for {args.toy_steps} steps -> {out / 'toy'}")
-            run = ia.train_toy(
+            run = ia.demo.train_toy(
                 out / "toy",
                 arch="eurobert",
                 steps=args.toy_steps,
@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.texts:
             texts, probe_texts = read_texts(args.texts), None
         else:
-            texts = [text for text in ia.load_corpus("fit", progress=progress) if len(text) <= 400][:max_texts]
-            probe_texts = [text for text in ia.load_corpus("probe", progress=progress) if len(text) <= 400]
+            texts = [text for text in ia.demo.load_corpus("fit", progress=progress) if len(text) <= 400][:max_texts]
+            probe_texts = [text for text in ia.demo.load_corpus("probe", progress=progress) if len(text) <= 400]
             probe_texts = probe_texts[: max(8, max_texts * 3 // 5)]
         sweep = ia.CheckpointSweep(
             checkpoints,

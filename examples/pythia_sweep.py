@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(1)  # tiny models run fastest on one CPU thread
             out = Path(args.out or "runs/examples/pythia-toy")
             print(f"training a toy GPT-NeoX for {args.toy_steps} steps -> {out / 'toy'}")
-            run = ia.train_toy(
+            run = ia.demo.train_toy(
                 out / "toy",
                 steps=args.toy_steps,
                 checkpoint_steps=sorted({0, 4, args.toy_steps // 4, args.toy_steps}),
@@ -112,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.texts:
             texts, probe_texts = read_texts(args.texts), None
         else:
-            texts = [text for text in ia.load_corpus("fit", progress=progress) if len(text) <= 400][:max_texts]
-            probe_texts = [text for text in ia.load_corpus("probe", progress=progress) if len(text) <= 400]
+            texts = [text for text in ia.demo.load_corpus("fit", progress=progress) if len(text) <= 400][:max_texts]
+            probe_texts = [text for text in ia.demo.load_corpus("probe", progress=progress) if len(text) <= 400]
             probe_texts = probe_texts[: max(8, max_texts * 3 // 5)]
         source = out / "toy" if args.toy else checkpoints[0].source
         print(f"sweeping {len(checkpoints)} checkpoints of {source} at split point(s) {split_points}")

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreto_anisotropy.accumulators import MomentAccumulator, top_eigenvectors
+from interpreto_anisotropy.commons.accumulators import MomentAccumulator, top_eigenvectors
 from interpreto_anisotropy.errors import DimensionMismatchError, EmptyInputError, InvalidInputError
 
 FAST = settings(max_examples=20, deadline=None)

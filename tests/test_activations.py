@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from interpreto_anisotropy.activations import iter_token_activations, token_activations
+from interpreto_anisotropy.reading.activations import iter_token_activations, token_activations
 
 ARCHS = ["gpt_neox", "llama", "eurobert"]
 

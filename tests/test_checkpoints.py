@@ -1,7 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Tests of interpreto_anisotropy.checkpoints: listing, step parsing, hub helpers and loading (no network)."""
+"""Tests of interpreto_anisotropy.sweeps.checkpoints: listing, step parsing, hub helpers and loading (no network)."""
 
 from __future__ import annotations
 

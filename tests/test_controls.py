@@ -11,9 +11,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreto_anisotropy.controls import analytic_null, normal_control_bases, normal_controls, p_value
 from interpreto_anisotropy.errors import InvalidInputError
-from interpreto_anisotropy.subspace import Subspace
+from interpreto_anisotropy.tangents.controls import analytic_null, normal_control_bases, normal_controls, p_value
+from interpreto_anisotropy.tangents.subspace import Subspace
 
 FAST = settings(max_examples=25, deadline=None)
 

@@ -15,7 +15,7 @@ import pytest
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy import distributed
+from interpreto_anisotropy.commons import distributed
 
 WORKER = Path(__file__).parent / "helpers" / "distributed_worker.py"
 

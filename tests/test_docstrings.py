@@ -4,7 +4,7 @@
 """Every public name is documented: a Google docstring with an example, Args/Returns/Raises where they apply.
 
 Public names are those of ``interpreto_anisotropy.__all__``, ``interpreto_anisotropy.metrics.__all__`` and
-``interpreto_anisotropy.checkpoints.__all__``. For each:
+``interpreto_anisotropy.sweeps.checkpoints.__all__``. For each:
 
 - modules, classes and functions need a docstring with an ``Examples:`` section;
 - a function with parameters needs ``Args:``; one that returns something needs ``Returns:`` (or ``Yields:``); one

@@ -21,9 +21,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.accumulators import MomentAccumulator
-from interpreto_anisotropy.host_reads import LaggedRead
-from interpreto_anisotropy.probe import GradientProbe
+from interpreto_anisotropy.commons.accumulators import MomentAccumulator
+from interpreto_anisotropy.commons.host_reads import LaggedRead
+from interpreto_anisotropy.probing.probe import GradientProbe
 
 PACKAGE = str(Path(ia.__file__).parent)
 SCALAR_READS = {"_local_scalar_dense", "is_nonzero", "nonzero", "masked_select", "unique", "equal"}

@@ -3,7 +3,7 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The package's shape: one seam touches models, and no import cycle.
 
-* Only `split_point.py` reads a splitter's `._model` or registers a hook on a module: everything else goes
+* Only `reading/split_point.py` reads a splitter's `._model` or registers a hook on a module: everything else goes
   through `SplitPoint` (the RoBERTa position-id bug lived in duplicated model plumbing).
 * The graph of imports between the package's modules (at import time, and inside functions) has no cycle.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "interpreto_anisotropy"
-SEAM = PACKAGE / "split_point.py"
+SEAM = PACKAGE / "reading" / "split_point.py"
 HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "register_hook"}
 
 

@@ -14,7 +14,7 @@ from interpreto import ModelWithSplitPoints
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.demo import train_tokenizer
 from interpreto_anisotropy.errors import DimensionMismatchError, ObjectiveError, SplitPointError
-from interpreto_anisotropy.objectives import CausalLMObjective, ObjectiveName, objective_for_model
+from interpreto_anisotropy.probing.objectives import CausalLMObjective, ObjectiveName, objective_for_model
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ from matplotlib.figure import Figure
 
 from interpreto_anisotropy import plotting
 from interpreto_anisotropy.errors import EmptyInputError
-from interpreto_anisotropy.report import write_report
-from interpreto_anisotropy.sweep_result import SweepResult, sort_rows
+from interpreto_anisotropy.sweeps.result import SweepResult, sort_rows
+from interpreto_anisotropy.visualizations.report import write_report
 
 STEPS = [0, 1, 2, 8, 20]
 TANGENTS = ["early", "each"]

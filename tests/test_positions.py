@@ -16,7 +16,12 @@ from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.demo import train_tokenizer
-from interpreto_anisotropy.positions import PositionConvention, PositionScheme, right_align, uses_absolute_positions
+from interpreto_anisotropy.reading.positions import (
+    PositionConvention,
+    PositionScheme,
+    right_align,
+    uses_absolute_positions,
+)
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,14 @@ import torch.nn.functional as F
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.controls import normal_control_bases
 from interpreto_anisotropy.errors import (
     DimensionMismatchError,
     EmptyInputError,
     InvalidInputError,
     NonFiniteError,
 )
-from interpreto_anisotropy.probe import GradientProbe
+from interpreto_anisotropy.probing.probe import GradientProbe
+from interpreto_anisotropy.tangents.controls import normal_control_bases
 
 N_BRUTE = 4  # sequences checked token by token
 

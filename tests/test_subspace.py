@@ -1,7 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Tests of interpreto_anisotropy.subspace.Subspace against explicit numpy / scipy computations."""
+"""Tests of interpreto_anisotropy.tangents.subspace.Subspace against explicit numpy / scipy computations."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from interpreto_anisotropy.errors import (
     InvalidInputError,
     NonFiniteError,
 )
-from interpreto_anisotropy.subspace import Subspace
+from interpreto_anisotropy.tangents.subspace import Subspace
 
 FAST = settings(max_examples=20, deadline=None)
 
@@ -156,7 +156,7 @@ def test_energy_share_against_numpy(fitted):
     assert Q.energy_share(x) == pytest.approx(expected, rel=1e-12)
     assert Q.energy_share(x[0]) == pytest.approx(np.linalg.norm(x[0] @ basis) ** 2 / np.linalg.norm(x[0]) ** 2)
     assert Q.energy_share(np.zeros((3, 16))) == 0.0
-    assert isinstance(Q.energy_share(torch.from_numpy(x).float()), float)
+    assert Q.energy_share(torch.from_numpy(x).float()) == pytest.approx(expected, rel=1e-5)  # float32 input
 
 
 def test_energy_share_of_complement_sums_to_one(fitted):

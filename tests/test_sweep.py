@@ -20,13 +20,13 @@ import torch
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.activations import token_activations
 from interpreto_anisotropy.errors import (
     ConfigMismatchError,
     DimensionMismatchError,
     EmptyInputError,
     SplitPointError,
 )
+from interpreto_anisotropy.reading.activations import token_activations
 
 SETTINGS = {
     "split_point": 1,
@@ -303,7 +303,7 @@ def test_split_point_absent_from_the_checkpoint(toy_checkpoints, sweep_texts, tm
 
 
 def test_early_checkpoints_pick_the_first_fraction():
-    from interpreto_anisotropy.sweep import early_checkpoints
+    from interpreto_anisotropy.sweeps.runner import early_checkpoints
 
     checkpoints = [ia.Checkpoint(step, f"/x/{step}") for step in (0, 1, 2, 4, 100, 1000)]
     assert [c.step for c in early_checkpoints(checkpoints, 0.3)] == [0, 1, 2, 4, 100]

@@ -20,7 +20,6 @@ from interpreto.concepts import PCAConcepts
 from interpreto.concepts.base import ConceptAutoEncoderExplainer
 from threadpoolctl import threadpool_limits
 
-from interpreto_anisotropy.controls import normal_controls
 from interpreto_anisotropy.errors import (
     AnisotropyError,
     DimensionMismatchError,
@@ -29,8 +28,8 @@ from interpreto_anisotropy.errors import (
     NonFiniteError,
     NotFittedError,
 )
-from interpreto_anisotropy.subspace import Subspace
-from interpreto_anisotropy.tangent import (
+from interpreto_anisotropy.tangents.controls import normal_controls
+from interpreto_anisotropy.tangents.explainers import (
     ICATangent,
     NMFTangent,
     PCATangent,
@@ -40,6 +39,7 @@ from interpreto_anisotropy.tangent import (
     TangentMethod,
     TopKSAETangent,
 )
+from interpreto_anisotropy.tangents.subspace import Subspace
 
 D = 64
 K = 6

@@ -20,8 +20,8 @@ from interpreto import ModelWithSplitPoints, Occlusion
 from interpreto.concepts import TopKInputs
 
 from interpreto_anisotropy.errors import DimensionMismatchError
-from interpreto_anisotropy.subspace import Subspace
-from interpreto_anisotropy.tangent import PCATangent, TangentExplainer
+from interpreto_anisotropy.tangents.explainers import PCATangent, TangentExplainer
+from interpreto_anisotropy.tangents.subspace import Subspace
 
 TOKEN = ModelWithSplitPoints.activation_granularities.TOKEN
 ARCHS = ["gpt_neox", "llama", "eurobert"]
@@ -182,7 +182,7 @@ def test_occlusion_attributes_tangent_concepts_to_input_words(gpt_neox_classifie
 )
 def test_the_latent_width_equals_interpretos_latent_shape(arch, split_point, width, request):
     """d comes from a forward stopped at the split point; Interpreto's nnsight trace is the reference."""
-    from interpreto_anisotropy.tangent import _latent_dim
+    from interpreto_anisotropy.tangents.explainers import _latent_dim
 
     model, tokenizer = request.getfixturevalue(f"{arch}_model")
     splitter = ModelWithSplitPoints(model, split_point=split_point, tokenizer=tokenizer, batch_size=4)

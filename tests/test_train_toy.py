@@ -175,8 +175,14 @@ def test_existing_run_needs_overwrite(tmp_path):
     assert run.checkpoints == [tmp_path / "checkpoint-3"]
 
 
-def test_errors_are_ours():
-    assert issubclass(CheckpointError, AnisotropyError) and issubclass(InvalidInputError, AnisotropyError)
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"steps": 0}, "steps"), ({"checkpoint_steps": [99]}, "checkpoint step"), ({"checkpoint_steps": []}, "empty")],
+)
+def test_bad_options_raise_our_error_naming_the_option(tmp_path, options, named):
+    with pytest.raises(AnisotropyError, match=named) as caught:
+        train_toy(tmp_path, **{**TINY, **options})
+    assert isinstance(caught.value, InvalidInputError)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")

@@ -40,7 +40,7 @@ from interpreto_anisotropy.demo import build_model, train_tokenizer
 torch.set_num_threads(1)  # tiny models run fastest on one CPU thread
 hf_logging.set_verbosity_error()
 
-texts = [text for text in ia.load_corpus("train", progress=False) if len(text) <= 300]
+texts = [text for text in ia.demo.load_corpus("train", progress=False) if len(text) <= 300]
 positives = [text for text in texts if "file" in text.lower()][:300]
 negatives = [text for text in texts if "file" not in text.lower()][: len(positives)]
 data = [(text, 1) for text in positives] + [(text, 0) for text in negatives]

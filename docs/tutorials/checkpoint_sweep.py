@@ -23,7 +23,7 @@
 # %% [markdown]
 # ## 1. A toy training run with checkpoints
 #
-# `ia.train_toy` trains a 2-layer, d=64 GPT-NeoX on docstrings of the standard library and saves
+# `ia.demo.train_toy` trains a 2-layer, d=64 GPT-NeoX on docstrings of the standard library and saves
 # `checkpoint-{step}` folders at the steps we ask for; checkpoint 0 is the initialisation.
 
 # %%
@@ -37,7 +37,7 @@ import interpreto_anisotropy as ia
 torch.set_num_threads(1)  # tiny models run fastest on one CPU thread
 OUT = Path("runs/tutorials/checkpoint_sweep")
 
-run = ia.train_toy(
+run = ia.demo.train_toy(
     OUT / "toy", steps=100, checkpoint_steps=[0, 4, 16, 40, 100], max_train_texts=800, overwrite=True, progress=False
 )
 print(f"loss {run.losses[0]:.2f} -> {run.losses[-1]:.2f}")
@@ -60,8 +60,8 @@ for checkpoint in checkpoints:
 # and reused, as in the paper; and `"each"`, refitted on the checkpoint itself.
 
 # %%
-fit_texts = [text for text in ia.load_corpus("fit", progress=False) if len(text) <= 400][:40]
-probe_texts = [text for text in ia.load_corpus("probe", progress=False) if len(text) <= 400][:24]
+fit_texts = [text for text in ia.demo.load_corpus("fit", progress=False) if len(text) <= 400][:40]
+probe_texts = [text for text in ia.demo.load_corpus("probe", progress=False) if len(text) <= 400][:24]
 
 sweep = ia.CheckpointSweep(
     checkpoints,

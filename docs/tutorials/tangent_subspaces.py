@@ -25,7 +25,7 @@
 # %% [markdown]
 # ## 1. Set-up and a toy model
 #
-# `ia.train_toy` trains a tokenizer and a tiny model, and saves `checkpoint-{step}` folders that
+# `ia.demo.train_toy` trains a tokenizer and a tiny model, and saves `checkpoint-{step}` folders that
 # `from_pretrained` reloads. Here we keep only the last checkpoint. Tiny models run fastest on one CPU thread.
 
 # %%
@@ -41,7 +41,7 @@ import interpreto_anisotropy as ia
 torch.set_num_threads(1)
 warnings.filterwarnings("ignore", message=".*(converge|dropped|atoms).*")  # iterative methods on a tiny budget
 
-run = ia.train_toy(
+run = ia.demo.train_toy(
     "runs/tutorials/tangent_subspaces",
     steps=60,
     checkpoint_steps=[60],
@@ -66,8 +66,8 @@ print(f"loss {run.losses[0]:.2f} -> {run.losses[-1]:.2f}; checkpoint: {run.check
 TOKEN = ModelWithSplitPoints.activation_granularities.TOKEN  # for Interpreto's TopKInputs below
 mwsp = ModelWithSplitPoints(str(run.checkpoints[-1]), automodel=run.automodel, split_point=1, batch_size=16)
 
-fit_texts = [text for text in ia.load_corpus("fit", progress=False) if len(text) <= 400][:48]
-probe_texts = [text for text in ia.load_corpus("probe", progress=False) if len(text) <= 400][:32]
+fit_texts = [text for text in ia.demo.load_corpus("fit", progress=False) if len(text) <= 400][:48]
+probe_texts = [text for text in ia.demo.load_corpus("probe", progress=False) if len(text) <= 400][:32]
 activations, token_ids = ia.token_activations(mwsp, fit_texts)
 print("activations:", tuple(activations.shape), "(tokens, d)")
 

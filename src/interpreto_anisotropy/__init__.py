@@ -15,18 +15,22 @@ Examples:
 
 from __future__ import annotations
 
-from . import checkpoints, errors, metrics, plotting
-from .activations import iter_token_activations, token_activations
-from .checkpoints import Checkpoint, load_checkpoint, loaded
-from .controls import analytic_null, normal_controls, p_value
-from .demo import ToyRun, load_corpus, train_toy
+from . import demo, errors, metrics
 from .errors import AnisotropyError
-from .probe import GradientProbe, TokenGradients
-from .probe_result import ProbeResult
-from .subspace import Subspace
-from .sweep import CheckpointSweep
-from .sweep_result import SweepResult
-from .tangent import (
+from .probing import objectives
+from .probing.objectives import ObjectiveName, Reduction
+from .probing.probe import GradientProbe, TokenGradients
+from .probing.result import ProbeResult
+from .reading import positions
+from .reading.activations import iter_token_activations, token_activations
+from .reading.positions import PositionConvention
+from .sweeps import checkpoints
+from .sweeps.checkpoints import Checkpoint, load_checkpoint, loaded
+from .sweeps.result import SweepResult
+from .sweeps.runner import CheckpointSweep
+from .sweeps.settings import Parallelism, ReferenceKind
+from .tangents.controls import analytic_null, normal_controls, p_value
+from .tangents.explainers import (
     ICATangent,
     NMFTangent,
     PCATangent,
@@ -36,7 +40,9 @@ from .tangent import (
     TangentMethod,
     TopKSAETangent,
 )
+from .tangents.subspace import Subspace
 from .version import __version__
+from .visualizations import plotting
 
 __all__ = [
     "AnisotropyError",
@@ -45,8 +51,13 @@ __all__ = [
     "GradientProbe",
     "ICATangent",
     "NMFTangent",
+    "ObjectiveName",
     "PCATangent",
+    "Parallelism",
+    "PositionConvention",
     "ProbeResult",
+    "Reduction",
+    "ReferenceKind",
     "SVDTangent",
     "SemiNMFTangent",
     "Subspace",
@@ -54,20 +65,20 @@ __all__ = [
     "TangentExplainer",
     "TangentMethod",
     "TokenGradients",
-    "ToyRun",
     "TopKSAETangent",
     "analytic_null",
     "checkpoints",
+    "demo",
     "errors",
+    "iter_token_activations",
     "load_checkpoint",
-    "load_corpus",
     "loaded",
     "metrics",
     "normal_controls",
+    "objectives",
     "p_value",
     "plotting",
-    "iter_token_activations",
+    "positions",
     "token_activations",
-    "train_toy",
     "__version__",
 ]

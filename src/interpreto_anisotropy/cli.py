@@ -19,6 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import AnisotropyError, EmptyInputError, InvalidInputError
+from .probing.objectives import AUTO, ObjectiveName
+from .reading.batching import AUTOCAST_CHOICES
+from .sweeps.settings import Parallelism, ReferenceKind
+from .tangents.explainers import TangentMethod
+
+LANGUAGE_MODEL_OBJECTIVES = [ObjectiveName.CAUSAL_LM.value, ObjectiveName.MASKED_LM.value]
 
 __all__ = ["main", "build_parser", "read_texts", "parse_int_list", "parse_split_point"]
 
@@ -160,10 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("--texts", required=True, help="texts file: one text a line, .jsonl or .json")
     sweep.add_argument("--probe-texts", help="held-out probe texts (default: every other text of --texts)")
-    sweep.add_argument("--objective", default="auto", choices=["auto", "causal_lm", "masked_lm"])
-    sweep.add_argument("--method", default="pca", help="pca, semi_nmf, nmf, ica, svd, topk_sae (default: pca)")
+    sweep.add_argument("--objective", default=AUTO, choices=[AUTO, *LANGUAGE_MODEL_OBJECTIVES])
+    sweep.add_argument("--method", default=TangentMethod.PCA.value, choices=[method.value for method in TangentMethod])
     sweep.add_argument("--nb-concepts", type=int, default=16, help="tangent rank k (default: 16)")
-    sweep.add_argument("--reference", default="early", choices=["early", "each", "both"])
+    sweep.add_argument(
+        "--reference", default=ReferenceKind.EARLY.value, choices=[kind.value for kind in ReferenceKind]
+    )
     sweep.add_argument("--early-fraction", type=float, default=0.3)
     sweep.add_argument("--n-controls", type=int, default=20)
     sweep.add_argument("--seed", type=int, default=0)
@@ -173,13 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--device", help="cpu, cuda, ... (default: cuda when available)")
     sweep.add_argument(
         "--autocast",
-        choices=["bf16", "fp16"],
+        choices=AUTOCAST_CHOICES,
         help="run the forward and backward passes under torch.autocast (GPU); sums stay float32/float64",
     )
     sweep.add_argument(
         "--parallel",
-        default="data",
-        choices=["data", "checkpoints"],
+        default=Parallelism.DATA.value,
+        choices=[mode.value for mode in Parallelism],
         help="under torchrun: shard each checkpoint's texts over the ranks (data), or give ranks whole checkpoints",
     )
     sweep.add_argument(
@@ -203,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _checkpoints(args: argparse.Namespace):
-    from . import checkpoints
+    from .sweeps import checkpoints
 
     if args.pythia or args.smollm2:
         if not args.steps:
@@ -228,8 +236,8 @@ def _checkpoints(args: argparse.Namespace):
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from . import distributed
-    from .sweep import CheckpointSweep
+    from .commons import distributed
+    from .sweeps.runner import CheckpointSweep
 
     distributed.init_from_environment()  # a no-op unless launched by torchrun with several processes
 
@@ -266,7 +274,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 def _run_demo(args: argparse.Namespace) -> int:
     from .demo import load_corpus, train_toy
-    from .sweep import CheckpointSweep
+    from .sweeps.runner import CheckpointSweep
 
     start = time.perf_counter()
     out = Path(args.out)
@@ -303,7 +311,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from .sweep_result import SweepResult
+    from .sweeps.result import SweepResult
 
     table = SweepResult.load(args.dir)
     print(table.summary_table())

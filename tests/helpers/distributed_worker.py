@@ -15,7 +15,7 @@ import torch.distributed as dist
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy import distributed
+from interpreto_anisotropy.commons import distributed
 
 
 def main() -> None:

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ..commons.files import write_atomically
 from ..errors import InvalidInputError
-from ..files import write_atomically
 
 __all__ = ["Split", "load_corpus", "corpus_cache_path", "default_cache_dir", "CACHE_ENV_VAR"]
 

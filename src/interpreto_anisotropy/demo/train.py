@@ -25,9 +25,9 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
+from ..commons.files import write_atomically
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
-from ..files import write_atomically
-from ..masking import corrupt, special_tokens_mask
+from ..probing.masking import corrupt, special_tokens_mask
 from .corpus import load_corpus
 from .toy_models import (
     ENCODER_ARCHS,

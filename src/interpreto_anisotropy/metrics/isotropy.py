@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from ..commons.tensors import as_real_tensor, check_finite
 from ..errors import EmptyInputError, InvalidInputError
-from ..tensors import as_real_tensor, check_finite
 
 __all__ = [
     "mean_cosine_similarity",

@@ -6,7 +6,7 @@
 `write_report` writes, in one folder:
 
 - ``index.html``: title, a short explanation of the measurements, every figure of
-  `interpreto_anisotropy.plotting.plot_sweep` embedded as a base64 PNG, the table of rows and the sweep's
+  `interpreto_anisotropy.visualizations.plotting.plot_sweep` embedded as a base64 PNG, the table of rows and the sweep's
   settings. No external CSS, JavaScript or image: the page can be mailed or archived as one file.
 - ``figures/<name>.png``: the same figures as files.
 - ``rows.csv``: the scalar columns of the rows (`SweepResult.to_csv`).
@@ -33,12 +33,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import EmptyInputError
-from .files import write_atomically
-from .version import __version__
+from ..commons.files import write_atomically
+from ..errors import EmptyInputError
+from ..version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .sweep_result import SweepResult
+    from ..sweeps.result import SweepResult
 
 __all__ = ["write_report", "KEY_COLUMNS", "REPORT_FILE", "FIGURES_DIR", "CSV_FILE"]
 

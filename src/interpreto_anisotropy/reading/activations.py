@@ -25,8 +25,8 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float, Int
 from tqdm.auto import tqdm
 
-from .errors import EmptyInputError, InvalidInputError
-from .host_reads import to_device
+from ..commons.host_reads import to_device
+from ..errors import EmptyInputError, InvalidInputError
 from .split_point import SplitPoint
 
 __all__ = ["iter_token_activations", "token_activations"]

@@ -25,22 +25,22 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Bool, Float, Int
 from tqdm.auto import tqdm
 
-from . import distributed
-from .accumulators import MomentAccumulator, top_eigenvectors
-from .controls import analytic_null, normal_control_bases, p_value
-from .errors import (
+from ..commons import distributed
+from ..commons.accumulators import MomentAccumulator, top_eigenvectors
+from ..commons.host_reads import LaggedRead, to_device
+from ..errors import (
     DimensionMismatchError,
     EmptyInputError,
     InvalidInputError,
     NonFiniteError,
     SplitPointError,
 )
-from .host_reads import LaggedRead, to_device
-from .metrics.isotropy import isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
+from ..metrics.isotropy import isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
+from ..reading.split_point import SplitPoint
+from ..tangents.controls import analytic_null, normal_control_bases, p_value
+from ..tangents.subspace import Subspace
 from .objectives import Objective, make_objective
-from .probe_result import ProbeResult
-from .split_point import SplitPoint
-from .subspace import Subspace
+from .result import ProbeResult
 
 __all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
 

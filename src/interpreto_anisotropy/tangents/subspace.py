@@ -22,9 +22,9 @@ import torch
 from jaxtyping import Float
 from safetensors.torch import load_file, save
 
-from .errors import DimensionMismatchError, InvalidInputError
-from .files import write_atomically
-from .tensors import as_float_tensor
+from ..commons.files import write_atomically
+from ..commons.tensors import as_float_tensor
+from ..errors import DimensionMismatchError, InvalidInputError
 
 __all__ = ["Subspace"]
 

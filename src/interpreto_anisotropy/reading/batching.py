@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from jaxtyping import Bool, Int
 
-from .errors import EmptyInputError, InvalidInputError, TokenizerError
+from ..errors import EmptyInputError, InvalidInputError, TokenizerError
 from .positions import right_align
 
 __all__ = [
@@ -97,6 +97,7 @@ def padded_tokenizer(tokenizer: Any) -> Any:
 
 
 _AUTOCAST_NAMES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
+AUTOCAST_CHOICES = ["bf16", "fp16"]  # the short names the command line offers
 
 
 def autocast_dtype(value: str | torch.dtype | None) -> torch.dtype | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .controls import p_value
+from ..tangents.controls import p_value
 
 __all__ = ["ProbeResult"]
 

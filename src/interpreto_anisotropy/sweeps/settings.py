@@ -14,14 +14,14 @@ from typing import Any
 
 import torch
 
+from ..errors import EmptyInputError, InvalidInputError
+from ..reading.batching import autocast_dtype as autocast_dtype_from
+from ..tangents.explainers import method_streams
+from ..tangents.subspace import Subspace
 from . import checkpoints as checkpoint_tools
-from .batching import autocast_dtype as autocast_dtype_from
 from .checkpoints import Checkpoint
-from .errors import EmptyInputError, InvalidInputError
-from .subspace import Subspace
-from .tangent import method_streams
 
-__all__ = ["FORMAT_VERSION", "ReferenceKind", "SweepSettings", "early_checkpoints"]
+__all__ = ["FORMAT_VERSION", "Parallelism", "ReferenceKind", "SweepSettings", "early_checkpoints"]
 
 FORMAT_VERSION = 2  # 2: right-aligned batches with per-family position ids, one token policy
 
@@ -42,6 +42,22 @@ class ReferenceKind(str, Enum):
     EARLY = "early"  # one tangent fitted on the early checkpoints, reused everywhere (the paper's protocol)
     EACH = "each"  # a tangent refitted on every checkpoint
     BOTH = "both"  # both, side by side
+
+
+class Parallelism(str, Enum):
+    """How a sweep under torchrun shares its work among the ranks.
+
+    Attributes:
+        DATA: Each checkpoint's probe and reference-fit texts are sharded over the ranks; the sums are all-reduced.
+        CHECKPOINTS: Each rank takes whole checkpoints in turn.
+
+    Examples:
+        >>> Parallelism("checkpoints") is Parallelism.CHECKPOINTS
+        True
+    """
+
+    DATA = "data"
+    CHECKPOINTS = "checkpoints"
 
 
 def early_checkpoints(checkpoints: Sequence[Checkpoint], fraction: float) -> list[Checkpoint]:
@@ -114,9 +130,10 @@ class SweepSettings:
         include_special: bool = False,
     ):
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
-        if parallel not in ("data", "checkpoints"):
-            raise InvalidInputError(f"parallel must be 'data' or 'checkpoints', got {parallel!r}.")
-        self.parallel = parallel
+        try:
+            self.parallel = Parallelism(parallel).value
+        except ValueError:
+            raise InvalidInputError(f"parallel must be 'data' or 'checkpoints', got {parallel!r}.") from None
         if isinstance(checkpoints, (str, os.PathLike)):
             checkpoints = checkpoint_tools.local(checkpoints)
         self.checkpoints = sorted(checkpoints)

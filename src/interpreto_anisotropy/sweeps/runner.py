@@ -25,11 +25,9 @@ import torch
 from interpreto import ModelWithSplitPoints
 from tqdm.auto import tqdm
 
-from . import checkpoints as checkpoint_tools
-from . import distributed, metrics
-from .activations import iter_token_activations
-from .checkpoints import Checkpoint
-from .errors import (
+from .. import metrics
+from ..commons import distributed
+from ..errors import (
     AnisotropyError,
     ConfigMismatchError,
     DimensionMismatchError,
@@ -37,12 +35,15 @@ from .errors import (
     InvalidInputError,
     SplitPointError,
 )
-from .probe import GradientProbe
-from .subspace import Subspace
-from .sweep_result import SweepResult
-from .sweep_settings import ReferenceKind, SweepSettings, early_checkpoints
-from .sweep_store import SweepStore
-from .tangent import TangentExplainer
+from ..probing.probe import GradientProbe
+from ..reading.activations import iter_token_activations
+from ..tangents.explainers import TangentExplainer
+from ..tangents.subspace import Subspace
+from . import checkpoints as checkpoint_tools
+from .checkpoints import Checkpoint
+from .result import SweepResult
+from .settings import ReferenceKind, SweepSettings, early_checkpoints
+from .store import SweepStore
 
 __all__ = ["CheckpointSweep", "ReferenceKind", "early_checkpoints"]
 

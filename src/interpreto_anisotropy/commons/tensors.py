@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .errors import InvalidInputError, NonFiniteError
+from ..errors import InvalidInputError, NonFiniteError
 
 __all__ = ["as_real_tensor", "check_finite", "as_float_tensor"]
 

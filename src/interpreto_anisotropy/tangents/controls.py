@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 from .subspace import Subspace
 
 __all__ = ["normal_controls", "normal_control_bases", "p_value", "analytic_null"]

@@ -35,12 +35,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from .errors import EmptyInputError
+from ..errors import EmptyInputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-    from .sweep_result import SweepResult
+    from ..sweeps.result import SweepResult
 
 __all__ = [
     "plot_sweep",

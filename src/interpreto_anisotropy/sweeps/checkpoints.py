@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .batching import ensure_pad_token
-from .errors import CheckpointError, EmptyInputError, InvalidInputError
-from .objectives import objective_from_config
+from ..errors import CheckpointError, EmptyInputError, InvalidInputError
+from ..probing.objectives import objective_from_config
+from ..reading.batching import ensure_pad_token
 
 __all__ = [
     "Checkpoint",

@@ -33,14 +33,14 @@ from interpreto.concepts.base import ConceptAutoEncoderExplainer
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float
 
-from . import distributed
-from .accumulators import MomentAccumulator, top_eigenvectors
-from .activations import iter_token_activations
-from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
-from .positions import uses_absolute_positions
-from .split_point import SplitPoint, splitter_model
+from ..commons import distributed
+from ..commons.accumulators import MomentAccumulator, top_eigenvectors
+from ..commons.tensors import as_float_tensor
+from ..errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
+from ..reading.activations import iter_token_activations
+from ..reading.positions import uses_absolute_positions
+from ..reading.split_point import SplitPoint, splitter_model
 from .subspace import Subspace
-from .tensors import as_float_tensor
 
 __all__ = [
     "TangentMethod",

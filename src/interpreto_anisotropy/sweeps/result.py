@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import CheckpointError, EmptyInputError
-from .files import write_atomically
+from ..commons.files import write_atomically
+from ..errors import CheckpointError, EmptyInputError
 
 __all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE"]
 
@@ -132,14 +132,14 @@ class SweepResult:
 
     # ------------------------------------------------------------------ figures and report
     def plot(self, **kwargs: Any):
-        """Matplotlib figures of the sweep (see `interpreto_anisotropy.plotting.plot_sweep`)."""
-        from .plotting import plot_sweep
+        """Matplotlib figures of the sweep (see `interpreto_anisotropy.visualizations.plotting.plot_sweep`)."""
+        from ..visualizations.plotting import plot_sweep
 
         return plot_sweep(self, **kwargs)
 
     def report(self, out_dir: str | Path, **kwargs: Any) -> Path:
         """Write a self-contained HTML report (figures, table, settings); returns the HTML file's path."""
-        from .report import write_report
+        from ..visualizations.report import write_report
 
         return write_report(self, out_dir, **kwargs)
 

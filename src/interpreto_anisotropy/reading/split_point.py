@@ -27,9 +27,9 @@ import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Bool, Float
 
+from ..errors import InvalidInputError, SplitPointError
 from .batching import TokenBatcher, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
-from .errors import InvalidInputError, SplitPointError
 from .positions import PositionConvention, PositionScheme
 
 __all__ = ["SplitPoint", "HiddenStateCapture", "StopForward", "splitter_model", "split_point_module"]

@@ -14,10 +14,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigMismatchError, InvalidInputError
-from .files import write_atomically
-from .subspace import Subspace
-from .sweep_result import CONFIG_FILE, ROWS_FILE, read_rows
+from ..commons.files import write_atomically
+from ..errors import ConfigMismatchError, InvalidInputError
+from ..tangents.subspace import Subspace
+from .result import CONFIG_FILE, ROWS_FILE, read_rows
 
 __all__ = ["SweepStore"]
 

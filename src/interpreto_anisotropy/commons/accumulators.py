@@ -13,7 +13,7 @@ import scipy.linalg
 import torch
 from jaxtyping import Bool, Float
 
-from .errors import DimensionMismatchError, EmptyInputError, InvalidInputError
+from ..errors import DimensionMismatchError, EmptyInputError, InvalidInputError
 
 __all__ = ["MomentAccumulator", "top_eigenvectors"]
 

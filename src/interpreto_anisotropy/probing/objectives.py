@@ -6,6 +6,11 @@
 An objective prepares a tokenised batch (masking it, for masked LM), computes the loss from the model's
 output, and says which tokens are probed (get a gradient row). All losses are sums of per-token (or
 per-sequence) terms, so with `reduction="sum"` each token's gradient has its own loss's scale.
+
+Examples:
+    >>> import interpreto_anisotropy as ia
+    >>> ia.objectives.make_objective("masked_lm", mlm_probability=0.3).describe()["mlm_probability"]
+    0.3
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from jaxtyping import Bool, Float, Int
 
-from .errors import InvalidInputError, ObjectiveError, TokenizerError
+from ..errors import InvalidInputError, ObjectiveError, TokenizerError
 from .masking import corrupt, special_tokens_mask
 
 __all__ = [
@@ -163,7 +168,7 @@ class Objective:
         ...     def loss(self, output, batch):
         ...         value = output.logits[:, -1].sum()
         ...         return LossTerms(total=value, summed=value.detach(), count=1)
-        >>> probe = ia.GradientProbe(mwsp, objective=LastLogit())
+        >>> probe = ia.GradientProbe(mwsp, objective=LastLogit())  # doctest: +SKIP
     """
 
     name: str = "objective"
@@ -314,8 +319,8 @@ class SequenceClassificationObjective(Objective):
         reduction: "sum" (default) or "mean".
 
     Examples:
-        >>> probe = ia.GradientProbe(classifier_mwsp, objective="sequence_classification")
-        >>> result = probe.run(texts, tangent, labels=labels)
+        >>> probe = ia.GradientProbe(classifier_mwsp, objective="sequence_classification")  # doctest: +SKIP
+        >>> result = probe.run(texts, tangent, labels=labels)  # doctest: +SKIP
     """
 
     name = ObjectiveName.SEQUENCE_CLASSIFICATION.value
@@ -352,7 +357,7 @@ class CallableObjective(Objective):
     Examples:
         >>> def eos_logit(output, batch):
         ...     return output.logits[..., tokenizer.eos_token_id].sum()
-        >>> probe = ia.GradientProbe(mwsp, objective=eos_logit)  # wrapped in a CallableObjective
+        >>> probe = ia.GradientProbe(mwsp, objective=eos_logit)  # doctest: +SKIP
     """
 
     name = "callable"

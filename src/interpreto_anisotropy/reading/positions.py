@@ -16,6 +16,11 @@ family's convention, computed from the attention mask:
 
 Interpreto 0.5.2's `get_activations` pads on the left and passes no position ids: models with learned absolute
 positions then read each padded text at shifted positions. `uses_absolute_positions` tells when that matters.
+
+Examples:
+    >>> import interpreto_anisotropy as ia
+    >>> ia.positions.PositionScheme(ia.PositionConvention.FROM_ZERO).position_ids(torch.tensor([[1, 1, 0]])).tolist()
+    [[0, 1, 1]]
 """
 
 from __future__ import annotations

@@ -1,0 +1,55 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The runnable examples of the pure modules' docstrings run, and give what they show.
+
+Pure modules need no model: plumbing, metrics, positions, masking, controls, checkpoint listing, settings, the toy
+corpus and tokenizers, errors, the command line's parsers. (Examples that need a wrapped model or a sweep table
+are marked `# doctest: +SKIP`; the tutorials run those.)
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+import torch
+
+import interpreto_anisotropy as ia
+
+PURE_MODULES = [
+    "interpreto_anisotropy.cli",
+    "interpreto_anisotropy.commons.accumulators",
+    "interpreto_anisotropy.commons.distributed",
+    "interpreto_anisotropy.commons.files",
+    "interpreto_anisotropy.commons.host_reads",
+    "interpreto_anisotropy.commons.tensors",
+    "interpreto_anisotropy.demo.corpus",
+    "interpreto_anisotropy.demo.toy_models",
+    "interpreto_anisotropy.errors",
+    "interpreto_anisotropy.metrics",
+    "interpreto_anisotropy.metrics.isotropy",
+    "interpreto_anisotropy.metrics.manifold",
+    "interpreto_anisotropy.probing.masking",
+    "interpreto_anisotropy.probing.objectives",
+    "interpreto_anisotropy.reading.batching",
+    "interpreto_anisotropy.reading.positions",
+    "interpreto_anisotropy.sweeps.checkpoints",
+    "interpreto_anisotropy.sweeps.settings",
+    "interpreto_anisotropy.tangents.controls",
+    "interpreto_anisotropy.tangents.explainers",
+]
+
+
+@pytest.mark.parametrize("name", PURE_MODULES)
+def test_docstring_examples_run(name):
+    module = importlib.import_module(name)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report: list[str] = []
+    attempted = 0
+    for test in doctest.DocTestFinder().find(module, globs={"torch": torch, "ia": ia, **vars(module)}):
+        result = runner.run(test, out=report.append)
+        attempted += result.attempted
+    assert attempted > 0, f"{name} has no runnable example"
+    assert not runner.failures, "".join(report)
