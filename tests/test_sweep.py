@@ -309,3 +309,11 @@ def test_early_checkpoints_pick_the_first_fraction():
     assert [c.step for c in early_checkpoints(checkpoints, 0.3)] == [0, 1, 2, 4, 100]
     assert [c.step for c in early_checkpoints(checkpoints, 0.001)] == [0, 1]
     assert [c.step for c in early_checkpoints(checkpoints[4:], 0.01)] == [100]
+
+
+def test_the_sweep_shows_the_signature_its_settings_validate():
+    import inspect
+
+    from interpreto_anisotropy.sweeps.settings import SweepSettings
+
+    assert inspect.signature(ia.CheckpointSweep.__init__) == inspect.signature(SweepSettings.__init__)

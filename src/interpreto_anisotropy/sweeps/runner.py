@@ -97,8 +97,36 @@ class CheckpointSweep:
         >>> table = sweep.run()  # doctest: +SKIP
     """
 
-    def __init__(self, checkpoints: Sequence[Checkpoint] | str | os.PathLike, **options: Any):
-        self.settings = SweepSettings(checkpoints, **options)
+    def __init__(
+        self,
+        checkpoints: Sequence[Checkpoint] | str | os.PathLike,
+        *,
+        split_point: int | str | Sequence[int | str],
+        texts: Sequence[str],
+        probe_texts: Sequence[str] | None = None,
+        objective: Any = "auto",
+        method: str = "pca",
+        nb_concepts: int = 16,
+        reference: str | Subspace | dict[Any, Subspace] = "early",
+        early_fraction: float = 0.3,
+        n_controls: int = 20,
+        seed: int = 0,
+        max_tokens: int | None = None,
+        max_fit_tokens: int | None = 20_000,
+        max_metric_tokens: int = 4_000,
+        results_dir: str | os.PathLike,
+        device: str | None = None,
+        batch_size: int = 8,
+        automodel: Any = None,
+        overwrite: bool = False,
+        progress: bool = True,
+        method_kwargs: dict[str, Any] | None = None,
+        parallel: str = "data",
+        autocast_dtype: str | torch.dtype | None = None,
+        include_special: bool = False,
+    ):
+        # The same signature as SweepSettings (a test keeps them equal): shown here, validated there.
+        self.settings = SweepSettings(**{name: value for name, value in locals().items() if name != "self"})
         self.store = SweepStore(self.settings.results_dir)
         self._token_counts: torch.Tensor | None = None
 
