@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .errors import AnisotropyError, EmptyInputError, InvalidInputError
 from .probing.objectives import AUTO, ObjectiveName
@@ -118,7 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run `interpreto-anisotropy COMMAND --help` for the options of each command.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_demo_command(commands)
+    _add_sweep_command(commands)
+    _add_report_command(commands)
+    return parser
 
+
+def _add_demo_command(commands: Any) -> None:
     demo = commands.add_parser(
         "demo",
         help="train a toy GPT-NeoX with checkpoints on stdlib docstrings, sweep it, write the report",
@@ -134,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
 
+
+def _add_sweep_command(commands: Any) -> None:
     sweep = commands.add_parser(
         "sweep",
         help="run the protocol over a model's checkpoints (local folders or hub revisions)",
@@ -200,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
     sweep.add_argument("--no-progress", action="store_true")
 
+
+def _add_report_command(commands: Any) -> None:
     report = commands.add_parser(
         "report",
         help="rebuild the HTML report of a finished or partial sweep",
@@ -207,7 +218,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("dir", help="the sweep's results folder")
     report.add_argument("--out", help="report folder (default: DIR/report)")
-    return parser
 
 
 def _checkpoints(args: argparse.Namespace):

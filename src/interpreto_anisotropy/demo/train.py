@@ -346,6 +346,112 @@ def train_toy(
     arch = parse_arch(arch)
     _check_positive_int("steps", steps)
     chosen_steps = _resolve_checkpoint_steps(checkpoint_steps, steps)
+    warmup_steps = _checked_options(
+        steps=steps,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        intermediate_size=intermediate_size,
+        batch_size=batch_size,
+        vocab_size=vocab_size,
+        seq_len=seq_len,
+        warmup_steps=warmup_steps,
+        lr=lr,
+        weight_decay=weight_decay,
+        mlm_probability=mlm_probability,
+        max_train_texts=max_train_texts,
+        num_threads=num_threads,
+    )
+    torch_device = _resolve_device(device)
+    path = _prepare_out_dir(out_dir, overwrite=overwrite)
+
+    with _torch_threads(num_threads if torch_device.type == "cpu" else None):
+        train_texts = _training_texts(texts, max_train_texts=max_train_texts, progress=progress)
+        objective = "masked_lm" if arch in ENCODER_ARCHS else "causal_lm"
+        max_position = max(seq_len, 512)
+        tokenizer = train_tokenizer(train_texts, arch=arch, vocab_size=vocab_size, model_max_length=max_position)
+        blocks = _token_blocks(train_texts, tokenizer, arch=arch, seq_len=seq_len)
+        model = build_model(
+            arch,
+            vocab_size=len(tokenizer),
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_position=max_position,
+            seed=seed,
+            tokenizer=tokenizer,
+        ).to(torch_device)
+        config = {
+            "arch": arch.value,
+            "objective": objective,
+            "steps": steps,
+            "hidden_size": hidden_size,
+            "num_layers": num_layers,
+            "num_heads": num_heads,
+            "intermediate_size": model.config.intermediate_size,
+            "vocab_size": len(tokenizer),
+            "seq_len": seq_len,
+            "batch_size": batch_size,
+            "lr": lr,
+            "warmup_steps": warmup_steps,
+            "weight_decay": weight_decay,
+            "mlm_probability": mlm_probability if objective == "masked_lm" else None,
+            "n_train_texts": len(train_texts),
+            "n_train_blocks": int(blocks.shape[0]),
+            "seed": seed,
+            "device": str(torch_device),
+        }
+        run = _Run(path, model, tokenizer, config, chosen_steps)
+        batches = _Batches(blocks, batch_size=batch_size, seed=seed)
+        mask_generator = torch.Generator().manual_seed(seed + 1)
+        optimizer = _adamw(model, lr=lr, weight_decay=weight_decay)
+        run.save_if_due(0)
+        model.train()
+        bar = tqdm(range(1, steps + 1), desc=f"Training toy {arch.value}", disable=not progress)
+        for step in bar:
+            batch = batches.next()
+            if objective == "masked_lm":
+                input_ids, labels = _mask_tokens(
+                    batch, tokenizer, probability=mlm_probability, generator=mask_generator
+                )
+            else:
+                input_ids, labels = batch, batch
+            learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
+            loss_value = _update(model, optimizer, input_ids, labels, learning_rate, step=step, lr=lr)
+            run.log_history.append({"step": step, "loss": loss_value, "learning_rate": learning_rate})
+            bar.set_postfix(loss=f"{loss_value:.3f}")
+            run.save_if_due(step)
+        model.eval()
+        write_atomically(path / TRAINER_STATE_NAME, json.dumps(run.state(steps), indent=2))
+    return ToyRun(
+        out_dir=path,
+        arch=arch.value,
+        objective=objective,
+        checkpoints=run.checkpoints,
+        checkpoint_steps=chosen_steps,
+        losses=[entry["loss"] for entry in run.log_history],
+    )
+
+
+def _checked_options(
+    *,
+    steps: int,
+    hidden_size: int,
+    num_layers: int,
+    num_heads: int,
+    intermediate_size: int | None,
+    batch_size: int,
+    vocab_size: int,
+    seq_len: int,
+    warmup_steps: int | None,
+    lr: float,
+    weight_decay: float,
+    mlm_probability: float,
+    max_train_texts: int | None,
+    num_threads: int | None,
+) -> int:
+    """Check `train_toy`'s sizes and rates (our errors name the option); return the warm-up steps."""
     check_model_sizes(
         hidden_size=hidden_size,
         num_layers=num_layers,
@@ -368,135 +474,112 @@ def train_toy(
         _check_positive_int("max_train_texts", max_train_texts)
     if num_threads is not None:
         _check_positive_int("num_threads", num_threads)
-    torch_device = _resolve_device(device)
-    path = _prepare_out_dir(out_dir, overwrite=overwrite)
+    return warmup_steps
 
-    with _torch_threads(num_threads if torch_device.type == "cpu" else None):
-        if texts is None:
-            train_texts = load_corpus("train", max_texts=max_train_texts, progress=progress)
-        else:
-            if isinstance(texts, str):
-                raise InvalidInputError("texts must be a list of strings, not a single string.")
-            train_texts = [t for t in texts if isinstance(t, str) and t][:max_train_texts]
-        if not train_texts:
-            raise EmptyInputError("No training texts.")
 
-        objective = "masked_lm" if arch in ENCODER_ARCHS else "causal_lm"
-        max_position = max(seq_len, 512)
-        tokenizer = train_tokenizer(train_texts, arch=arch, vocab_size=vocab_size, model_max_length=max_position)
-        blocks = _token_blocks(train_texts, tokenizer, arch=arch, seq_len=seq_len)
-        model = build_model(
-            arch,
-            vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            max_position=max_position,
-            seed=seed,
-            tokenizer=tokenizer,
-        ).to(torch_device)
+def _training_texts(texts: Sequence[str] | None, *, max_train_texts: int | None, progress: bool) -> list[str]:
+    """The given texts (non-empty strings, capped) or the toy corpus's ``train`` split."""
+    if texts is None:
+        train_texts = load_corpus("train", max_texts=max_train_texts, progress=progress)
+    else:
+        if isinstance(texts, str):
+            raise InvalidInputError("texts must be a list of strings, not a single string.")
+        train_texts = [t for t in texts if isinstance(t, str) and t][:max_train_texts]
+    if not train_texts:
+        raise EmptyInputError("No training texts.")
+    return train_texts
 
-        config = {
-            "arch": arch.value,
-            "objective": objective,
-            "steps": steps,
-            "hidden_size": hidden_size,
-            "num_layers": num_layers,
-            "num_heads": num_heads,
-            "intermediate_size": model.config.intermediate_size,
-            "vocab_size": len(tokenizer),
-            "seq_len": seq_len,
-            "batch_size": batch_size,
-            "lr": lr,
-            "warmup_steps": warmup_steps,
-            "weight_decay": weight_decay,
-            "mlm_probability": mlm_probability if objective == "masked_lm" else None,
-            "n_train_texts": len(train_texts),
-            "n_train_blocks": int(blocks.shape[0]),
-            "seed": seed,
-            "device": str(torch_device),
+
+class _Run:
+    """The run being written: its log, its trainer state, and the checkpoints saved at the chosen steps."""
+
+    def __init__(
+        self, path: Path, model: torch.nn.Module, tokenizer: PreTrainedTokenizerFast, config: dict, steps: list[int]
+    ):
+        self.path, self.model, self.tokenizer, self.config = path, model, tokenizer, config
+        self.checkpoint_steps = steps
+        self.pending = list(steps)
+        self.log_history: list[dict] = []
+        self.checkpoints: list[Path] = []
+
+    def state(self, step: int) -> dict:
+        """The ``trainer_state.json`` content at `step`."""
+        return {
+            "global_step": step,
+            "max_steps": self.config["steps"],
+            "checkpoint_steps": self.checkpoint_steps,
+            "log_history": list(self.log_history),
+            "toy_config": self.config,
         }
-        log_history: list[dict] = []
 
-        def state(step: int) -> dict:
-            return {
-                "global_step": step,
-                "max_steps": steps,
-                "checkpoint_steps": chosen_steps,
-                "log_history": list(log_history),
-                "toy_config": config,
-            }
+    def save_if_due(self, step: int) -> None:
+        """Save ``checkpoint-{step}`` when `step` is the next chosen step."""
+        if self.pending and self.pending[0] == step:
+            self.pending.pop(0)
+            folder = self.path / f"checkpoint-{step}"
+            self.model.eval()
+            _save_checkpoint(folder, self.model, self.tokenizer, self.state(step))
+            self.checkpoints.append(folder)
 
-        decay, no_decay = [], []
-        for name, parameter in model.named_parameters():
-            (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
-        optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=lr,
-            betas=(0.9, 0.95),
-        )
-        data_generator = torch.Generator().manual_seed(seed)
-        mask_generator = torch.Generator().manual_seed(seed + 1)
-        order = torch.randperm(blocks.shape[0], generator=data_generator)
-        cursor = 0
 
-        checkpoints: list[Path] = []
-        pending = list(chosen_steps)
+class _Batches:
+    """Blocks in a seeded random order, reshuffled each time they run out (batches never wrap around)."""
 
-        def save_if_due(step: int) -> None:
-            if pending and pending[0] == step:
-                pending.pop(0)
-                folder = path / f"checkpoint-{step}"
-                model.eval()
-                _save_checkpoint(folder, model, tokenizer, state(step))
-                checkpoints.append(folder)
+    def __init__(self, blocks: torch.Tensor, *, batch_size: int, seed: int):
+        self.blocks, self.batch_size = blocks, batch_size
+        self.generator = torch.Generator().manual_seed(seed)
+        self.order = torch.randperm(blocks.shape[0], generator=self.generator)
+        self.cursor = 0
 
-        save_if_due(0)
-        model.train()
-        bar = tqdm(range(1, steps + 1), desc=f"Training toy {arch.value}", disable=not progress)
-        for step in bar:
-            if cursor + batch_size > len(order):
-                order = torch.randperm(blocks.shape[0], generator=data_generator)
-                cursor = 0
-            batch = blocks[order[cursor : cursor + batch_size]]
-            cursor += batch_size
-            if objective == "masked_lm":
-                input_ids, labels = _mask_tokens(
-                    batch, tokenizer, probability=mlm_probability, generator=mask_generator
-                )
-            else:
-                input_ids, labels = batch, batch
-            learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate
-            model.train()
-            output = model(
-                input_ids=input_ids.to(torch_device),
-                attention_mask=torch.ones_like(input_ids, device=torch_device),
-                labels=labels.to(torch_device),
-            )
-            loss = output.loss
-            if not torch.isfinite(loss):
-                raise InvalidInputError(f"The training loss became {loss.item()} at step {step}; lower lr (now {lr}).")
-            optimizer.zero_grad(set_to_none=True)
-            # torch.autograd.backward, not loss.backward(): nnsight (imported by Interpreto) patches Tensor.backward
-            # with a tracer that reads the caller's source code at every call, which would double the step time.
-            torch.autograd.backward(loss)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            loss_value = float(loss.detach())
-            log_history.append({"step": step, "loss": loss_value, "learning_rate": learning_rate})
-            bar.set_postfix(loss=f"{loss_value:.3f}")
-            save_if_due(step)
-        model.eval()
+    def next(self) -> torch.Tensor:
+        """The next (batch_size, seq_len) batch of token blocks."""
+        if self.cursor + self.batch_size > len(self.order):
+            self.order = torch.randperm(self.blocks.shape[0], generator=self.generator)
+            self.cursor = 0
+        batch = self.blocks[self.order[self.cursor : self.cursor + self.batch_size]]
+        self.cursor += self.batch_size
+        return batch
 
-        write_atomically(path / TRAINER_STATE_NAME, json.dumps(state(steps), indent=2))
-    return ToyRun(
-        out_dir=path,
-        arch=arch.value,
-        objective=objective,
-        checkpoints=checkpoints,
-        checkpoint_steps=chosen_steps,
-        losses=[entry["loss"] for entry in log_history],
+
+def _adamw(model: torch.nn.Module, *, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with no weight decay on biases and norms."""
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr,
+        betas=(0.9, 0.95),
     )
+
+
+def _update(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    input_ids: torch.Tensor,
+    labels: torch.Tensor,
+    learning_rate: float,
+    *,
+    step: int,
+    lr: float,
+) -> float:
+    """One optimiser update at `learning_rate`; returns the batch's loss."""
+    device = next(model.parameters()).device
+    for group in optimizer.param_groups:
+        group["lr"] = learning_rate
+    model.train()
+    output = model(
+        input_ids=input_ids.to(device),
+        attention_mask=torch.ones_like(input_ids, device=device),
+        labels=labels.to(device),
+    )
+    loss = output.loss
+    if not torch.isfinite(loss):
+        raise InvalidInputError(f"The training loss became {loss.item()} at step {step}; lower lr (now {lr}).")
+    optimizer.zero_grad(set_to_none=True)
+    # torch.autograd.backward, not loss.backward(): nnsight (imported by Interpreto) patches Tensor.backward
+    # with a tracer that reads the caller's source code at every call, which would double the step time.
+    torch.autograd.backward(loss)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return float(loss.detach())
