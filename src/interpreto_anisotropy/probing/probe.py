@@ -19,14 +19,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Bool, Float, Int
 from tqdm.auto import tqdm
 
 from ..commons import distributed
-from ..commons.accumulators import MomentAccumulator, top_eigenvectors
+from ..commons.accumulators import MomentAccumulator
 from ..commons.host_reads import LaggedRead, to_device
 from ..errors import (
     DimensionMismatchError,
@@ -35,12 +34,12 @@ from ..errors import (
     NonFiniteError,
     SplitPointError,
 )
-from ..metrics.isotropy import isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
 from ..reading.split_point import SplitPoint
-from ..tangents.controls import analytic_null, normal_control_bases, p_value
+from ..tangents.controls import normal_control_bases
 from ..tangents.subspace import Subspace
 from .objectives import Objective, make_objective
 from .result import ProbeResult
+from .statistics import ProbeSums, Tally, build_results
 
 __all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
 
@@ -96,48 +95,6 @@ class _Step:
     sequence_ids: Int[torch.Tensor, " b"]
     loss_sum: Float[torch.Tensor, ""]
     loss_count: Float[torch.Tensor, ""]
-
-
-@dataclass
-class _Tally:
-    """What one pass over the inputs counted on this shard (filled by `GradientProbe._iterate` as it ends).
-
-    Attributes:
-        usable_sequences: Sequences long enough for the objective.
-        skipped_sequences: Sequences too short for it.
-        skipped_batches: Batches with non-finite values.
-        first_nonfinite: (batch index, sequence ids) of the first non-finite batch, if any.
-    """
-
-    usable_sequences: int = 0
-    skipped_sequences: int = 0
-    skipped_batches: int = 0
-    first_nonfinite: tuple[int, torch.Tensor] | None = None
-
-
-@dataclass
-class _Sums:
-    """The sums `GradientProbe.run` accumulates, then reduces across ranks, then builds results from.
-
-    Attributes:
-        sequence_energy: Energy of each probed sequence in each subspace, (n_seq, S), float64.
-        sequence_total: Squared gradient norm of each probed sequence, (n_seq,), float64.
-        sequence_id: Index of each probed sequence in the inputs, (n_seq,).
-        moments: Float64 moments of the probed gradient rows.
-        loss_sum: Sum of the loss terms (a 0-dim tensor before the reduction, a float after).
-        loss_count: Number of loss terms (likewise).
-        tally: The counts of `_iterate` (this shard's, then every rank's).
-        n_sequences: Probed sequences over every rank (after the reduction).
-    """
-
-    sequence_energy: Float[torch.Tensor, "n S"]
-    sequence_total: Float[torch.Tensor, " n"]
-    sequence_id: Int[torch.Tensor, " n"]
-    moments: MomentAccumulator
-    loss_sum: Any
-    loss_count: Any
-    tally: _Tally
-    n_sequences: int = 0
 
 
 class GradientProbe:
@@ -248,7 +205,7 @@ class GradientProbe:
         max_tokens: int | None,
         progress: bool,
         description: str,
-        tally: _Tally,
+        tally: Tally,
         shard: tuple[int, int] = (0, 1),
         defer_nonfinite: bool = False,
     ) -> Iterator[_Step]:
@@ -354,7 +311,7 @@ class GradientProbe:
         """
         parts: dict[str, list[torch.Tensor]] = {key: [] for key in ("h", "g", "seq", "pos", "ids", "masked")}
         loss_sum = loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
-        tally = _Tally()
+        tally = Tally()
         steps = self._iterate(
             inputs, labels, max_tokens=max_tokens, progress=progress, description="Gradients", tally=tally
         )
@@ -434,7 +391,17 @@ class GradientProbe:
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
         sums = self._accumulate(inputs, labels, named, tangents, controls, max_tokens, progress, sharded)
         sums = self._reduce(sums, sharded)
-        results = self._build(sums, tangents, controls, n_controls, seed, n_bootstrap, confidence)
+        results = build_results(
+            sums,
+            tangents,
+            controls,
+            n_controls,
+            seed,
+            n_bootstrap,
+            confidence,
+            objective=self.objective,
+            split_point=self.splitter.split_point,
+        )
         if isinstance(subspaces, Mapping):
             return results
         return next(iter(results.values()))
@@ -449,7 +416,7 @@ class GradientProbe:
         max_tokens: int | None,
         progress: bool,
         sharded: bool,
-    ) -> _Sums:
+    ) -> ProbeSums:
         """This shard's sums: per-sequence energies in every subspace, gradient moments, losses and counts."""
         device = self.device
         stacked, membership = _stack_bases(tangents, controls)
@@ -463,7 +430,7 @@ class GradientProbe:
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
-        tally = _Tally()
+        tally = Tally()
         for step in self._iterate(
             inputs,
             labels,
@@ -503,9 +470,9 @@ class GradientProbe:
             membership.shape[1],
             device,
         )
-        return _Sums(sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, tally)
+        return ProbeSums(sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, tally)
 
-    def _reduce(self, sums: _Sums, sharded: bool) -> _Sums:
+    def _reduce(self, sums: ProbeSums, sharded: bool) -> ProbeSums:
         """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""
         device = self.device
         tally = sums.tally
@@ -539,80 +506,10 @@ class GradientProbe:
             sequence_energy, sequence_total = _gather_sequences(
                 sums.sequence_id, sequence_energy, sequence_total, device
             )
-        totals = _Tally(int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite)
-        return _Sums(
+        totals = Tally(int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite)
+        return ProbeSums(
             sequence_energy, sequence_total, sums.sequence_id, moments, loss_sum, loss_count, totals, int(n_sequences)
         )
-
-    def _build(
-        self,
-        sums: _Sums,
-        tangents: dict[str, Subspace],
-        controls: dict[str, torch.Tensor],
-        n_controls: int,
-        seed: int,
-        n_bootstrap: int,
-        confidence: float,
-    ) -> dict[str, ProbeResult]:
-        """The `ProbeResult` of each tangent from the reduced sums."""
-        moments, dim = sums.moments, next(iter(tangents.values())).dim
-        n_tokens = moments.count
-        shares = (sums.sequence_energy.sum(0) / sums.sequence_total.sum()).cpu().numpy()
-        second_moment = moments.second_moment()
-        covariance = moments.covariance()
-        max_rank = max(subspace.rank for subspace in tangents.values())
-        top_values, _ = top_eigenvectors(second_moment, max_rank)
-        top_values = top_values.clamp(min=0)
-        total_energy = float(torch.trace(second_moment))
-        isoscore_full = float(isoscore_star_from_covariance(covariance, n=n_tokens))
-        tangent_columns = [index * (1 + n_controls) for index in range(len(tangents))]
-        boot_shares = _bootstrap_shares(
-            sums.sequence_energy[:, tangent_columns],
-            sums.sequence_total,
-            n_bootstrap,
-            torch.Generator().manual_seed(seed),
-        )
-        common = {
-            "n_tokens": n_tokens,
-            "n_sequences": sums.n_sequences,
-            "dim": dim,
-            "loss": sums.loss_sum / max(sums.loss_count, 1),
-            "objective": self.objective.name,
-            "reduction": self.objective.reduction.value,
-            "split_point": self.splitter.split_point,
-            "seed": seed,
-            "n_skipped_batches": sums.tally.skipped_batches,
-            "n_skipped_sequences": sums.tally.skipped_sequences,
-            "isoscore_star": isoscore_full,
-        }
-        results: dict[str, ProbeResult] = {}
-        column = 0
-        for tangent_index, (name, tangent) in enumerate(tangents.items()):
-            k = tangent.rank
-            energy_share = float(shares[column])
-            control_shares = shares[column + 1 : column + 1 + n_controls].astype(np.float64)
-            oracle = float(top_values[:k].sum()) / total_energy if total_energy > 0 else 0.0
-            without_tangent = float(_isoscore_star_in_complements(covariance, tangent.basis[None])[0])
-            without_controls = _isoscore_star_in_complements(covariance, controls[name])
-            alpha = (1 - confidence) / 2
-            results[name] = ProbeResult.build(
-                name=name,
-                method=tangent.method,
-                rank=k,
-                energy_share=energy_share,
-                control_energy_shares=control_shares,
-                analytic_null=analytic_null(min(max(energy_share, 0.0), 1.0), dim, k),
-                p_value=p_value(energy_share, control_shares),
-                ci_low=float(np.quantile(boot_shares[:, tangent_index], alpha)),
-                ci_high=float(np.quantile(boot_shares[:, tangent_index], 1 - alpha)),
-                confidence=confidence,
-                oracle_energy_share=oracle,
-                isoscore_star_without_tangent=without_tangent,
-                isoscore_star_without_controls=without_controls,
-                **common,
-            )
-            column += 1 + n_controls
-        return results
 
 
 def _sequences_with_rows(
@@ -677,54 +574,3 @@ def _stack_bases(
     membership = torch.zeros(len(owners), subspace_index, device=stacked.device)
     membership[torch.arange(len(owners)), torch.tensor(owners)] = 1.0
     return stacked, membership
-
-
-def _isoscore_star_in_complements(covariance: torch.Tensor, bases: torch.Tensor) -> np.ndarray:
-    """IsoScore* of the cloud with each rank-k subspace removed, computed inside its (d - k)-dim complement.
-
-    With P an orthonormal basis of the complement of Q, the covariance there is P^T Sigma P, whose trace and
-    squared Frobenius norm are tr(Sigma) - tr(Q^T Sigma Q) and ||Sigma||^2 - 2 ||Sigma Q||^2 + ||Q^T Sigma Q||^2:
-    IsoScore* (shrinkage toward the scaled identity) needs nothing else, so P is never formed.
-
-    Args:
-        covariance: Covariance of the gradient cloud, (d, d), float64.
-        bases: Orthonormal bases, (R, d, k).
-
-    Returns:
-        (R,) IsoScore* values of P^T Sigma P.
-    """
-    d, k = bases.shape[-2], bases.shape[-1]
-    bases = bases.to(covariance)
-    sigma_q = covariance @ bases
-    inner = bases.transpose(-1, -2) @ sigma_q
-    traces = torch.trace(covariance) - torch.diagonal(inner, dim1=-2, dim2=-1).sum(-1)
-    norms = covariance.square().sum() - 2 * sigma_q.square().sum((-2, -1)) + inner.square().sum((-2, -1))
-    return np.array(
-        [float(isoscore_star_from_trace_and_norm(t, f, d - k)) for t, f in zip(traces, norms, strict=True)]
-    )
-
-
-def _bootstrap_shares(
-    energy: Float[torch.Tensor, "n S"],
-    total: Float[torch.Tensor, " n"],
-    n_resamples: int,
-    generator: torch.Generator,
-    chunk: int = 250,
-) -> np.ndarray:
-    """Energy shares sum(energy) / sum(total) over multinomial resamples of sequences, (n_resamples, S).
-
-    The draws come from a CPU generator (the same intervals on every device); resamples are taken `chunk` at a
-    time, so memory stays O(chunk * n) whatever `n_resamples`.
-    """
-    if n_resamples < 1:
-        raise InvalidInputError(f"n_bootstrap must be positive, got {n_resamples}.")
-    n_sequences = total.shape[0]
-    shares = []
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        draws = torch.randint(n_sequences, (size, n_sequences), generator=generator)
-        counts = torch.zeros(size, n_sequences, dtype=torch.float64)
-        counts.scatter_add_(1, draws, torch.ones_like(draws, dtype=torch.float64))
-        counts = counts.to(total.device)
-        shares.append(((counts @ energy) / (counts @ total)[:, None]).cpu())
-    return torch.cat(shares).numpy()
