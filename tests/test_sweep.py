@@ -317,3 +317,11 @@ def test_the_sweep_shows_the_signature_its_settings_validate():
     from interpreto_anisotropy.sweeps.settings import SweepSettings
 
     assert inspect.signature(ia.CheckpointSweep.__init__) == inspect.signature(SweepSettings.__init__)
+
+
+def test_a_split_point_is_selected_by_its_label_or_its_module_path(decoder_sweep):
+    _, table = decoder_sweep
+    by_label, by_path = table.select(split_point=1).rows, table.select(split_point="gpt_neox.layers.1").rows
+    assert by_label == by_path == table.rows
+    assert table.select(split_point=0).rows == []
+    assert ia.plotting.plot_energy(table, split_point=1, tangent="early") is not None

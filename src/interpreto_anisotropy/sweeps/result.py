@@ -62,13 +62,17 @@ class SweepResult:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def select(self, *, tangent: str | None = None, split_point: str | None = None) -> SweepResult:
-        """The rows of one tangent kind and/or one split point, as a new `SweepResult`."""
+    def select(self, *, tangent: str | None = None, split_point: int | str | None = None) -> SweepResult:
+        """The rows of one tangent kind and/or one split point, as a new `SweepResult`.
+
+        A split point is named by its module path (the rows' `split_point`, e.g. "gpt_neox.layers.1") or by the
+        label the sweep was given (the rows' `layer`, e.g. 1): both name the same rows.
+        """
         rows = [
             row
             for row in self.rows
             if (tangent is None or row.get("tangent") == tangent)
-            and (split_point is None or row.get("split_point") == split_point)
+            and (split_point is None or str(split_point) in (str(row.get("split_point")), str(row.get("layer"))))
         ]
         return SweepResult(rows, self.config, self.results_dir)
 
