@@ -31,6 +31,8 @@ __all__ = [
     "ObjectiveError",
     "ConfigMismatchError",
     "CheckpointError",
+    "ResultsStoreError",
+    "SweepLockedError",
 ]
 
 
@@ -85,3 +87,11 @@ class ConfigMismatchError(AnisotropyError, ValueError):
 
 class CheckpointError(AnisotropyError, OSError):
     """A checkpoint cannot be found, listed or loaded."""
+
+
+class ResultsStoreError(AnisotropyError, OSError):
+    """A sweep's results directory is unreadable, inconsistent, or holds results without their settings."""
+
+
+class SweepLockedError(ResultsStoreError):
+    """Another sweep is writing the same results directory (the message names its process and host)."""

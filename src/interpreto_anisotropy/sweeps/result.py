@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commons.files import write_atomically
-from ..errors import CheckpointError, EmptyInputError
+from ..errors import CheckpointError, EmptyInputError, ResultsStoreError
 
 __all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE"]
 
@@ -157,8 +157,9 @@ class SweepResult:
                 f"{results_dir} holds no {CONFIG_FILE}: it is not a sweep's results directory "
                 "(run `interpreto-anisotropy sweep ... --out DIR` first)."
             )
-        config = json.loads((results_dir / CONFIG_FILE).read_text())
+        config = read_config(results_dir / CONFIG_FILE)
         rows = read_rows(results_dir / ROWS_FILE)
+        check_rows(rows, results_dir / ROWS_FILE)
         return cls(sort_rows(rows), config, results_dir)
 
     def summary_table(self) -> str:
@@ -194,10 +195,84 @@ def _json_default(value: Any) -> Any:
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    """Rows of a ``rows.jsonl`` file (empty when it does not exist)."""
+    """Rows of a ``rows.jsonl`` file (empty when it does not exist).
+
+    Raises:
+        ResultsStoreError: A line that is not a JSON row with an integer `step` and a `layer` (a torn or edited
+            line), naming the file and the line.
+    """
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ResultsStoreError(f"Cannot read {path}: {error}. Rerun with overwrite=True to start afresh.") from error
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = None
+        if not isinstance(row, dict) or not _is_step(row.get("step")) or "layer" not in row:
+            torn = number == len(text.splitlines()) and not text.endswith("\n")
+            raise ResultsStoreError(
+                f"Line {number} of {path} is not a sweep row"
+                + (" (an interrupted or edited last line)" if torn else "")
+                + ": delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
+            )
+        rows.append(row)
+    return rows
+
+
+def _is_step(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def row_key(row: dict[str, Any]) -> tuple[int, str, str]:
+    """A row's identity in its sweep: (step, split point as given, tangent kind)."""
+    return row["step"], str(row["layer"]), str(row.get("tangent", "early"))
+
+
+def check_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    """Refuse rows that a sweep cannot have written together: one key twice, or different numbers of controls.
+
+    Raises:
+        ResultsStoreError: Naming the file and the rows.
+    """
+    seen: set[tuple[int, str, str]] = set()
+    duplicates = sorted({row_key(row) for row in rows if row_key(row) in seen or seen.add(row_key(row))})
+    if duplicates:
+        raise ResultsStoreError(
+            f"{path} holds rows twice for (step, split point, tangent) {duplicates[:5]}: two runs wrote it at once. "
+            "Delete the duplicated lines, or rerun with overwrite=True."
+        )
+    controls = {
+        len(row["control_energy_shares"]) for row in rows if isinstance(row.get("control_energy_shares"), list)
+    }
+    if len(controls) > 1:
+        raise ResultsStoreError(
+            f"{path} mixes rows with {sorted(controls)} normal controls: they come from sweeps with other settings. "
+            "Rerun with overwrite=True."
+        )
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A sweep's ``config.json``.
+
+    Raises:
+        ResultsStoreError: An unreadable or malformed file, naming it.
+    """
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ResultsStoreError(
+            f"{path} is not a readable sweep config ({error}). Rerun the sweep with overwrite=True to start afresh."
+        ) from error
+    if not isinstance(config, dict):
+        raise ResultsStoreError(f"{path} is not a sweep config. Rerun the sweep with overwrite=True to start afresh.")
+    return config
 
 
 def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

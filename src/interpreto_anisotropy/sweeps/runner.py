@@ -14,9 +14,11 @@ the same settings resumes at the first unfinished checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,9 @@ from ..errors import (
     DimensionMismatchError,
     EmptyInputError,
     InvalidInputError,
+    ResultsStoreError,
     SplitPointError,
+    SweepLockedError,
 )
 from ..probing.probe import GradientProbe
 from ..reading.activations import iter_token_activations
@@ -44,6 +48,11 @@ from .checkpoints import Checkpoint
 from .result import SweepResult
 from .settings import ReferenceKind, SweepSettings, early_checkpoints
 from .store import SweepStore
+
+# Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
+_ERRORS_BY_NAME = {
+    error.__name__: error for error in (ConfigMismatchError, ResultsStoreError, SweepLockedError, InvalidInputError)
+}
 
 __all__ = ["CheckpointSweep", "ReferenceKind", "early_checkpoints"]
 
@@ -155,19 +164,22 @@ class CheckpointSweep:
         return self.settings.config()
 
     # ------------------------------------------------------------------ results directory
-    def _prepare_results_dir(self) -> None:
-        """Check / write config.json on rank 0; every rank raises the same error if the settings differ."""
-        message = None
-        if distributed.is_main_process():
-            try:
-                self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
-            except AnisotropyError as error:
-                message = (type(error).__name__, str(error))
-        message = distributed.broadcast_object(message)
-        distributed.barrier()
-        if message is not None:
-            error_class = ConfigMismatchError if message[0] == "ConfigMismatchError" else InvalidInputError
-            raise error_class(message[1])
+    @contextmanager
+    def _results_dir(self) -> Iterator[None]:
+        """Lock the results directory and check its config on rank 0; every rank raises the same error."""
+        with contextlib.ExitStack() as stack:
+            message = None
+            if distributed.is_main_process():
+                try:
+                    stack.enter_context(self.store.lock())
+                    self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
+                except AnisotropyError as error:
+                    message = (type(error).__name__, str(error))
+            message = distributed.broadcast_object(message)
+            distributed.barrier()
+            if message is not None:
+                raise _ERRORS_BY_NAME.get(message[0], InvalidInputError)(message[1])
+            yield
 
     # ------------------------------------------------------------------ run
     def run(self) -> SweepResult:
@@ -182,12 +194,21 @@ class CheckpointSweep:
             SplitPointError: A split point absent from a checkpoint.
             CheckpointError: A checkpoint that cannot be loaded.
         """
-        self._prepare_results_dir()
+        with self._results_dir():
+            self._run_missing()
+        return SweepResult.load(self.settings.results_dir)
+
+    def _run_missing(self) -> None:
+        """Process every checkpoint with a (split point, tangent kind) row missing, and append its missing rows."""
         done = self.store.done()
         todo = [
             checkpoint
             for checkpoint in self.settings.checkpoints
-            if not all((checkpoint.step, str(layer)) in done for layer in self.settings.layers)
+            if any(
+                (checkpoint.step, str(layer), kind) not in done
+                for layer in self.settings.layers
+                for kind in self.settings.tangent_kinds
+            )
         ]
         if todo:
             references = self._references()
@@ -210,7 +231,6 @@ class CheckpointSweep:
                 if distributed.is_main_process():
                     self.store.append(self._with_drift_to_previous(rows))
                 distributed.barrier()
-        return SweepResult.load(self.settings.results_dir)
 
     def _shows(self) -> bool:
         return self.settings.progress and distributed.is_main_process()
@@ -264,6 +284,19 @@ class CheckpointSweep:
             **self.settings.method_kwargs,
         )
 
+    def _saved_reference(self, path: Path) -> Subspace:
+        """A reference tangent saved by an earlier run, checked against the settings' rank."""
+        reference = Subspace.load(path, device=self.settings.device)
+        if reference.rank > self.settings.nb_concepts or (
+            self.settings.streams and reference.rank != self.settings.nb_concepts
+        ):
+            raise ResultsStoreError(
+                f"{path} holds a rank-{reference.rank} reference but the sweep asks for nb_concepts="
+                f"{self.settings.nb_concepts}: it was fitted with other settings. Delete it to refit, or rerun with "
+                "overwrite=True."
+            )
+        return reference
+
     def _references(self) -> dict[int | str, Subspace]:
         """The reference tangent of each split point: given, loaded from results_dir, or fitted on early checkpoints."""
         if self.settings.given_reference:
@@ -272,11 +305,11 @@ class CheckpointSweep:
             return {}
         paths = {layer: self.store.reference_path(layer) for layer in self.settings.layers}
         if all(path.exists() for path in paths.values()):
-            return {layer: Subspace.load(path, device=self.settings.device) for layer, path in paths.items()}
+            return {layer: self._saved_reference(path) for layer, path in paths.items()}
         streamed = self.settings.streams
         if not streamed and not distributed.is_main_process():
             distributed.barrier()  # rank 0 fits and saves; the others read its files
-            return {layer: Subspace.load(path, device=self.settings.device) for layer, path in paths.items()}
+            return {layer: self._saved_reference(path) for layer, path in paths.items()}
         early = self.settings.early
         tangents: dict[int | str, TangentExplainer] = {}
         pooled: dict[int | str, list[torch.Tensor]] = {layer: [] for layer in self.settings.layers}

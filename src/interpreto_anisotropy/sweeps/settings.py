@@ -183,6 +183,15 @@ class SweepSettings:
         return method_streams(self.method)
 
     @property
+    def tangent_kinds(self) -> list[str]:
+        """The tangent kinds each checkpoint and split point gets a row for."""
+        if self.given_reference:
+            return ["given"]
+        return {ReferenceKind.EARLY: ["early"], ReferenceKind.EACH: ["each"], ReferenceKind.BOTH: ["early", "each"]}[
+            self.reference
+        ]
+
+    @property
     def early(self) -> list[Checkpoint]:
         """The checkpoints whose activations are pooled for the reference tangent."""
         return early_checkpoints(self.checkpoints, self.early_fraction)

@@ -1,25 +1,44 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A sweep's results directory: its config, its rows, and its tangents; what is done, and where each file goes.
+"""A sweep's results directory: its config, its rows and its tangents; what is done, and where each file goes.
 
-The store only stores: rows come to it complete (drift included), and it appends them atomically.
+The store only stores: rows come to it complete (drift included), and it appends them atomically. It guards the
+directory:
+
+* one writer at a time: `lock()` takes an exclusive lock (`filelock`, released by the system if the process dies,
+  so a stale lock is taken over safely) and records the holder's pid and host, which a second writer's error names;
+* an unterminated last line of ``rows.jsonl`` that is a whole row is terminated before the next append; one that
+  is not is refused, never glued to a new row;
+* results without a ``config.json`` are refused, not adopted; `overwrite` always starts afresh, whatever is there;
+* a finished sweep that is run again writes nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+
 from ..commons.files import write_atomically
-from ..errors import ConfigMismatchError, InvalidInputError
+from ..errors import ConfigMismatchError, InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
-from .result import CONFIG_FILE, ROWS_FILE, read_rows
+from .result import CONFIG_FILE, ROWS_FILE, check_rows, read_config, read_rows, row_key
 
 __all__ = ["SweepStore"]
+
+LOCK_FILE = ".sweep.lock"
+HOLDER_FILE = ".sweep.lock.json"
+_RESULTS = (ROWS_FILE, "reference", "tangents")
 
 
 def _safe_name(layer: int | str) -> str:
@@ -34,60 +53,143 @@ class SweepStore:
 
     Examples:
         >>> store = SweepStore("runs/toy/sweep")  # doctest: +SKIP
-        >>> store.done()  # doctest: +SKIP
-        {(0, '1'), (1, '1')}
+        >>> with store.lock():  # doctest: +SKIP
+        ...     store.prepare(config, overwrite=False)
+        ...     store.done()
+        {(0, '1', 'early'), (1, '1', 'early')}
     """
 
     def __init__(self, results_dir: str | Path):
         self.results_dir = Path(results_dir)
 
-    def prepare(self, config: dict[str, Any], *, overwrite: bool) -> None:
-        """Write `config` to config.json, or check it equals the one there.
+    # ------------------------------------------------------------------ one writer
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the directory's exclusive lock while the block runs.
 
         Raises:
-            ConfigMismatchError: The folder holds a sweep with other settings (and not `overwrite`, which removes
-                its rows and tangents first).
+            SweepLockedError: Another process holds it (named by pid, host and start time).
             InvalidInputError: The folder cannot be created.
         """
-        path = self.results_dir / CONFIG_FILE
+        self._create_folder()
+        lock = FileLock(str(self.results_dir / LOCK_FILE), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise SweepLockedError(
+                f"{self.results_dir} is being written by another sweep ({self._holder()}). Wait for it to finish, "
+                "or give this sweep another results_dir."
+            ) from None
+        holder = self.results_dir / HOLDER_FILE
+        try:
+            write_atomically(
+                holder,
+                json.dumps(
+                    {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+                ),
+            )
+            yield
+        finally:
+            holder.unlink(missing_ok=True)
+            lock.release()
+
+    def _holder(self) -> str:
+        try:
+            info = json.loads((self.results_dir / HOLDER_FILE).read_text())
+            return f"pid {info['pid']} on host {info['host']}, since {info['since']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "a process that has not written its name yet"
+
+    def _create_folder(self) -> None:
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise InvalidInputError(f"Cannot create results_dir {self.results_dir}: {error}") from error
-        if path.exists():
-            previous = json.loads(path.read_text())
-            if previous != config:
-                if not overwrite:
-                    changed = sorted(
-                        key for key in set(previous) | set(config) if previous.get(key) != config.get(key)
-                    )
-                    raise ConfigMismatchError(
-                        f"{self.results_dir} holds a sweep with other settings ({', '.join(changed)} differ). "
-                        "Use another results_dir, or overwrite=True (--overwrite) to start afresh."
-                    )
-                for stale in (ROWS_FILE, "reference", "tangents"):
-                    target = self.results_dir / stale
-                    if target.is_dir():
-                        shutil.rmtree(target)
-                    elif target.exists():
-                        target.unlink()
-        write_atomically(path, json.dumps(config, indent=1))
 
+    # ------------------------------------------------------------------ settings
+    def prepare(self, config: dict[str, Any], *, overwrite: bool) -> None:
+        """Check `config` against config.json (writing it when the folder is new); call it holding the lock.
+
+        Raises:
+            ConfigMismatchError: The folder holds a sweep with other settings (and not `overwrite`).
+            ResultsStoreError: Results without a config, or an unreadable config (and not `overwrite`).
+            InvalidInputError: The folder cannot be created.
+        """
+        self._create_folder()
+        path = self.results_dir / CONFIG_FILE
+        if overwrite:
+            if self._readable_config(path) != config or not self._rows_readable():
+                self._remove_results()
+                write_atomically(path, json.dumps(config, indent=1))
+            return
+        if not path.exists():
+            leftovers = [name for name in _RESULTS if (self.results_dir / name).exists()]
+            if leftovers:
+                raise ResultsStoreError(
+                    f"{self.results_dir} holds {', '.join(leftovers)} but no {CONFIG_FILE}: their settings are "
+                    "unknown, so they are not reused. Rerun with overwrite=True to start afresh."
+                )
+            write_atomically(path, json.dumps(config, indent=1))
+            return
+        previous = read_config(path)
+        if previous != config:
+            changed = sorted(key for key in set(previous) | set(config) if previous.get(key) != config.get(key))
+            raise ConfigMismatchError(
+                f"{self.results_dir} holds a sweep with other settings ({', '.join(changed)} differ). "
+                "Use another results_dir, or overwrite=True (--overwrite) to start afresh."
+            )
+
+    @staticmethod
+    def _readable_config(path: Path) -> dict[str, Any] | None:
+        try:
+            return read_config(path) if path.exists() else None
+        except ResultsStoreError:
+            return None
+
+    def _rows_readable(self) -> bool:
+        try:
+            self.rows()
+        except ResultsStoreError:
+            return False
+        return True
+
+    def _remove_results(self) -> None:
+        for name in _RESULTS:
+            target = self.results_dir / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+
+    # ------------------------------------------------------------------ rows
     def rows(self) -> list[dict[str, Any]]:
-        """The rows written so far."""
-        return read_rows(self.results_dir / ROWS_FILE)
+        """The rows written so far (checked: no row twice, no mixed settings)."""
+        rows = read_rows(self.results_dir / ROWS_FILE)
+        check_rows(rows, self.results_dir / ROWS_FILE)
+        return rows
 
-    def done(self) -> set[tuple[int, str]]:
-        """The (step, layer) pairs with rows."""
-        return {(row["step"], str(row["layer"])) for row in self.rows()}
+    def done(self) -> set[tuple[int, str, str]]:
+        """The (step, split point as given, tangent kind) keys with a row."""
+        return {row_key(row) for row in self.rows()}
 
     def append(self, rows: list[dict[str, Any]]) -> None:
-        """Append complete rows to rows.jsonl in one atomic write, in step order."""
-        path = self.results_dir / ROWS_FILE
-        existing = path.read_text() if path.exists() else ""
-        added = "".join(json.dumps(row) + "\n" for row in sorted(rows, key=lambda row: row["step"]))
-        write_atomically(path, existing + added)
+        """Append complete rows to rows.jsonl in one atomic write, in step order, skipping keys already there.
 
+        An unterminated last line that is a whole row is kept (and terminated); one that is not is refused.
+
+        Raises:
+            ResultsStoreError: An unreadable rows file.
+        """
+        done = self.done()  # reads and checks every line first
+        path = self.results_dir / ROWS_FILE
+        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        if existing and not existing.endswith("\n"):
+            existing += "\n"
+        fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
+        if fresh:
+            write_atomically(path, existing + "".join(json.dumps(row) + "\n" for row in fresh))
+
+    # ------------------------------------------------------------------ tangents
     def reference_path(self, layer: int | str) -> Path:
         """Where the reference tangent of a split point goes."""
         return self.results_dir / "reference" / f"{_safe_name(layer)}.safetensors"

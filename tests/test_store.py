@@ -1,0 +1,194 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The results store: one writer at a time, torn lines refused or repaired, never glued, no adoption of results
+without their settings, resume by (step, split point, tangent kind), and a finished sweep left untouched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+import interpreto_anisotropy as ia
+from interpreto_anisotropy.errors import ResultsStoreError, SweepLockedError
+from interpreto_anisotropy.sweeps.store import HOLDER_FILE, LOCK_FILE
+
+SETTINGS = {
+    "split_point": 1,
+    "nb_concepts": 4,
+    "n_controls": 5,
+    "seed": 3,
+    "max_fit_tokens": 1500,
+    "max_metric_tokens": 600,
+    "reference": "both",
+    "progress": False,
+}
+
+
+@pytest.fixture(scope="module")
+def arguments(toy_checkpoints, fit_texts, texts):
+    return {
+        "checkpoints": str(toy_checkpoints.out_dir / "checkpoint-*"),
+        "texts": fit_texts[:16],
+        "probe_texts": texts[:12],
+        **SETTINGS,
+    }
+
+
+@pytest.fixture(scope="module")
+def finished(arguments, tmp_path_factory):
+    """A finished sweep's results directory and its table."""
+    results_dir = tmp_path_factory.mktemp("finished") / "sweep"
+    table = ia.CheckpointSweep(results_dir=results_dir, **arguments).run()
+    return results_dir, table
+
+
+@pytest.fixture
+def copy(finished, tmp_path):
+    """A private copy of the finished sweep's results directory."""
+    target = tmp_path / "sweep"
+    shutil.copytree(finished[0], target)
+    return target
+
+
+def _sweep(arguments, results_dir, **changes):
+    return ia.CheckpointSweep(results_dir=results_dir, **{**arguments, **changes})
+
+
+def _comparable(rows):
+    return [{key: value for key, value in row.items() if key not in ("wall_seconds",)} for row in rows]
+
+
+def _lines(results_dir):
+    return (results_dir / "rows.jsonl").read_text().splitlines()
+
+
+def test_a_torn_last_line_is_refused_naming_the_file_and_line_and_overwrite_recovers(arguments, finished, copy):
+    n_rows = len(finished[1])
+    with (copy / "rows.jsonl").open("a") as handle:
+        handle.write('{"step": 20, "layer": 1, "tangent": "ea')  # an append cut short
+    for attempt in (lambda: ia.SweepResult.load(copy), lambda: _sweep(arguments, copy).run()):
+        with pytest.raises(
+            ResultsStoreError, match=rf"Line {n_rows + 1} of .*rows.jsonl .*interrupted.*overwrite=True"
+        ):
+            attempt()
+    assert len(_sweep(arguments, copy, overwrite=True).run()) == n_rows
+
+
+def test_a_dropped_row_is_recomputed_and_an_unterminated_whole_row_is_kept_not_glued(arguments, finished, copy):
+    lines = _lines(copy)
+    dropped = json.loads(lines[-1])
+    assert dropped["tangent"] == "each"  # the last checkpoint's "each" row: its "early" row stays
+    (copy / "rows.jsonl").write_text("\n".join(lines[:-1]))  # and the new last line has lost its newline
+    table = _sweep(arguments, copy).run()
+    assert _comparable(table.rows) == _comparable(finished[1].rows)
+    assert all(json.loads(line) for line in _lines(copy)) and len(_lines(copy)) == len(lines)
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+    import interpreto_anisotropy as ia
+    torch.set_num_threads(int(sys.argv[2]))  # as in the test process: float32 reductions depend on the threads
+    arguments = json.loads(sys.argv[1])
+    ia.CheckpointSweep(**arguments).run()
+    """
+)
+
+
+def test_two_sweeps_on_one_directory_exactly_one_runs_and_nothing_is_lost(arguments, finished, tmp_path):
+    results_dir = tmp_path / "shared"
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _HOLDER,
+            json.dumps({**arguments, "results_dir": str(results_dir)}),
+            str(torch.get_num_threads()),
+        ],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    deadline = time.time() + 300
+    while not (results_dir / HOLDER_FILE).exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert first.poll() is None, "the first sweep ended before the second could start"
+    with pytest.raises(SweepLockedError, match=rf"pid {first.pid} on host .*another results_dir"):
+        _sweep(arguments, results_dir).run()
+    with pytest.raises(SweepLockedError):
+        _sweep(arguments, results_dir, overwrite=True).run()  # not even to start afresh
+    assert first.wait(timeout=600) == 0
+    table = ia.SweepResult.load(results_dir)
+    assert _comparable(table.rows) == _comparable(finished[1].rows)
+    assert not (results_dir / HOLDER_FILE).exists()
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over(arguments, finished, copy):
+    (copy / LOCK_FILE).write_text("")
+    (copy / HOLDER_FILE).write_text(json.dumps({"pid": 999_999_999, "host": "gone", "since": "long ago"}))
+    assert len(_sweep(arguments, copy).run()) == len(finished[1])
+
+
+def test_results_without_their_config_are_refused_not_adopted(arguments, finished, copy):
+    (copy / "config.json").unlink()
+    with pytest.raises(ResultsStoreError, match=r"holds rows.jsonl, reference, tangents but no config.json"):
+        _sweep(arguments, copy, n_controls=3).run()
+    table = _sweep(arguments, copy, n_controls=3, overwrite=True).run()
+    assert {len(row["control_energy_shares"]) for row in table.rows} == {3}
+
+
+def test_a_garbage_config_is_our_error_and_overwrite_recovers(arguments, finished, copy):
+    (copy / "config.json").write_text('{"format_version": 2, "checkpo')
+    with pytest.raises(ResultsStoreError, match=r"config.json is not a readable sweep config.*overwrite=True"):
+        _sweep(arguments, copy).run()
+    with pytest.raises(ResultsStoreError, match="config.json"):
+        ia.SweepResult.load(copy)
+    assert len(_sweep(arguments, copy, overwrite=True).run()) == len(finished[1])
+
+
+def test_rows_written_twice_or_with_mixed_settings_are_refused_on_load(finished, copy):
+    lines = _lines(copy)
+    (copy / "rows.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
+    with pytest.raises(
+        ResultsStoreError, match=r"rows twice for \(step, split point, tangent\) \[\(0, '1', 'early'\)\]"
+    ):
+        ia.SweepResult.load(copy)
+    mixed = json.loads(lines[0])
+    mixed["control_energy_shares"] = mixed["control_energy_shares"][:3]
+    (copy / "rows.jsonl").write_text("\n".join([json.dumps(mixed), *lines[1:]]) + "\n")
+    with pytest.raises(ResultsStoreError, match=r"mixes rows with \[3, 5\] normal controls"):
+        ia.SweepResult.load(copy)
+
+
+def test_a_saved_reference_of_another_rank_is_refused(arguments, copy):
+    reference = ia.Subspace.load(copy / "reference" / "1.safetensors")
+    reference.replace(basis=reference.basis[:, :3]).save(copy / "reference" / "1.safetensors")
+    (copy / "rows.jsonl").write_text("\n".join(_lines(copy)[:-1]) + "\n")  # something left to compute
+    with pytest.raises(ResultsStoreError, match=r"1.safetensors holds a rank-3 reference .* nb_concepts=4"):
+        _sweep(arguments, copy).run()
+
+
+def test_a_finished_sweep_run_again_writes_nothing(arguments, finished, copy):
+    files = ["config.json", "rows.jsonl", "reference/1.safetensors"]
+    before = {name: ((copy / name).stat().st_mtime_ns, (copy / name).read_bytes()) for name in files}
+    time.sleep(0.01)
+    table = _sweep(arguments, copy).run()
+    assert len(table) == len(finished[1])
+    assert {name: ((copy / name).stat().st_mtime_ns, (copy / name).read_bytes()) for name in files} == before
+    assert not (copy / HOLDER_FILE).exists()
+
+
+def test_rows_without_an_integer_step_are_our_error(copy):
+    lines = _lines(copy)
+    bad = {**json.loads(lines[0]), "step": None}
+    (copy / "rows.jsonl").write_text("\n".join([json.dumps(bad), *lines[1:]]) + "\n")
+    with pytest.raises(ResultsStoreError, match=r"Line 1 of .*rows.jsonl is not a sweep row"):
+        ia.SweepResult.load(copy)
