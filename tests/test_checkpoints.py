@@ -327,8 +327,10 @@ def test_load_keeps_existing_pad_token_without_warning(tmp_path: Path, neox_mode
 def test_load_infers_causal_lm_from_model_type(tmp_path: Path):
     folder = save(GPTNeoXModel(neox_config()), tmp_path / "step-1")  # architectures: GPTNeoXModel (no head)
     assert ck.infer_objective(GPTNeoXModel(neox_config()).config) == "causal_lm"
-    with pytest.warns(UserWarning, match="no pad token"):
-        model, _ = ck.load_checkpoint(ck.Checkpoint(1, folder), device="cpu")
+    with pytest.warns(UserWarning, match="no pad token"), pytest.raises(CheckpointError, match="missing: lm_head"):
+        ck.load_checkpoint(ck.Checkpoint(1, folder), device="cpu")  # the head would be random: refused
+    with pytest.warns(UserWarning, match="missing: lm_head"):
+        model, _ = ck.load_checkpoint(ck.Checkpoint(1, folder), device="cpu", strict=False)
     assert isinstance(model, GPTNeoXForCausalLM)
 
 
@@ -337,7 +339,12 @@ def test_load_infers_masked_lm_for_eurobert(tmp_path: Path, model_class):
     torch.manual_seed(0)
     saved = model_class(eurobert_config())
     folder = save(saved, tmp_path / "checkpoint-2", pad=True)
-    model, _ = ck.load_checkpoint(ck.local(folder)[0], device="cpu")
+    if model_class is EuroBertModel:  # no MLM head in the checkpoint: strict loading refuses a random one
+        with pytest.raises(CheckpointError, match="missing: lm_head"):
+            ck.load_checkpoint(ck.local(folder)[0], device="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, _ = ck.load_checkpoint(ck.local(folder)[0], device="cpu", strict=model_class is EuroBertForMaskedLM)
     assert isinstance(model, EuroBertForMaskedLM)
     assert ck.infer_objective(model.config) == "masked_lm"
     if model_class is EuroBertForMaskedLM:
@@ -413,3 +420,57 @@ def test_loaded_frees_the_model(run_dir: Path):
         assert next(model.parameters()).device.type == "cpu"
         assert tokenizer.pad_token is not None
     assert next(model.parameters()).device.type == "meta"
+
+
+def _edit_weights(folder: Path, edit) -> None:
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(folder / "model.safetensors"))
+    edit(weights)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def test_a_checkpoint_missing_a_weight_is_our_error_naming_it(tmp_path: Path, neox_model):
+    folder = save(neox_model, tmp_path / "checkpoint-5", pad=True)
+    _edit_weights(folder, lambda weights: weights.pop("gpt_neox.layers.0.mlp.dense_4h_to_h.bias"))
+    checkpoint = ck.Checkpoint(5, str(folder))
+    with pytest.raises(
+        CheckpointError, match=r"step-5 .*missing: gpt_neox.layers.0.mlp.dense_4h_to_h.bias.*strict=False"
+    ):
+        ck.load_checkpoint(checkpoint, device="cpu")
+    with pytest.warns(UserWarning, match="missing: gpt_neox.layers.0.mlp.dense_4h_to_h.bias"):
+        model, _ = ck.load_checkpoint(checkpoint, device="cpu", strict=False)
+    assert isinstance(model, GPTNeoXForCausalLM)
+
+
+def test_mis_shaped_and_truncated_weights_are_our_errors(tmp_path: Path, neox_model):
+    folder = save(neox_model, tmp_path / "checkpoint-7", pad=True)
+    name = "gpt_neox.layers.0.mlp.dense_h_to_4h.weight"
+    _edit_weights(folder, lambda weights: weights.__setitem__(name, torch.zeros(3, weights[name].shape[1])))
+    with pytest.raises(CheckpointError, match=r"weights of checkpoint step-7 .* shapes"):
+        ck.load_checkpoint(ck.Checkpoint(7, str(folder)), device="cpu")
+    with open(folder / "model.safetensors", "r+b") as handle:
+        handle.truncate(1000)
+    with pytest.raises(CheckpointError, match=r"weights of checkpoint step-7 .* truncated"):
+        ck.load_checkpoint(ck.Checkpoint(7, str(folder)), device="cpu")
+
+
+def test_a_sweep_over_a_checkpoint_missing_a_weight_writes_no_row_for_it(tmp_path: Path, neox_model):
+    import interpreto_anisotropy as ia
+
+    texts = [" ".join(WORDS[start:] + WORDS[:start]) for start in range(8)]
+    for step in (0, 1):
+        save(neox_model, tmp_path / "run" / f"checkpoint-{step}", pad=True)
+    _edit_weights(tmp_path / "run" / "checkpoint-1", lambda weights: weights.pop("embed_out.weight"))
+    sweep = ia.CheckpointSweep(
+        str(tmp_path / "run" / "checkpoint-*"),
+        split_point=0,
+        texts=texts[:8],
+        nb_concepts=2,
+        n_controls=2,
+        results_dir=tmp_path / "sweep",
+        progress=False,
+    )
+    with pytest.raises(CheckpointError, match=r"step-1 .*missing: (lm_head|embed_out)\.weight"):
+        sweep.run()
+    assert [row["step"] for row in ia.SweepResult.load(tmp_path / "sweep").rows] == [0]

@@ -393,6 +393,7 @@ def load_checkpoint(
     dtype: Any = None,
     tokenizer_source: str | os.PathLike | Checkpoint | None = None,
     cache_dir: str | os.PathLike | None = None,
+    strict: bool = True,
 ) -> tuple[Any, Any]:
     """Loads a checkpoint's model and tokenizer, ready for Interpreto.
 
@@ -411,6 +412,9 @@ def load_checkpoint(
         tokenizer_source: Where to load the tokenizer from when the checkpoint has none (a folder, a Hub model id, or
             another `Checkpoint`); `None` means the checkpoint itself.
         cache_dir: The Hugging Face cache folder; `None` means the default (`HF_HUB_CACHE`, or `$HF_HOME/hub`).
+        strict: Refuse a checkpoint whose weights do not match the model class: missing weights, which transformers
+            would initialise at random (weights the model does not use, e.g. a head when loading a base model, only
+            warn). `False` loads it anyway, with a warning.
 
     Returns:
         `(model, tokenizer)`: the model in eval mode on `device`, and a tokenizer that has a pad token.
@@ -419,7 +423,8 @@ def load_checkpoint(
         InvalidInputError: If `checkpoint` is not a `Checkpoint`, `automodel` or `dtype` is not understood, or the
             model cannot be moved to `device`.
         CheckpointError: If the folder does not exist, the revision is not in the local cache while offline, the
-            revision or repository does not exist, or the files cannot be read.
+            revision or repository does not exist, the files cannot be read (truncated, other shapes), or (`strict`)
+            weights are missing; the message names the checkpoint and the weights.
         TokenizerError: If the tokenizer has neither a pad token nor an eos token to use as one.
 
     Examples:
@@ -465,8 +470,9 @@ def load_checkpoint(
     ensure_pad_token(tokenizer, source=str(tok_source), stacklevel=4)
 
     model_class = _model_class(automodel, config)
-    model_kwargs = dict(kwargs, config=config, dtype=model_dtype)
-    model = _call_hub(model_class.from_pretrained, source, revision, model_kwargs, what="model weights")
+    model = _load_weights(
+        checkpoint, model_class, source, revision, dict(kwargs, config=config, dtype=model_dtype), strict
+    )
     try:
         model.to(device)
     except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
@@ -623,6 +629,49 @@ def _call_hub(function: Any, source: str, revision: str | None, kwargs: dict[str
             f"revisions with huggingface_hub.list_repo_refs({source!r})), or fetch it with "
             f"`huggingface-cli download {source}{rev_flag}`."
         ) from err
+
+
+def _load_weights(
+    checkpoint: Checkpoint, model_class: Any, source: str, revision: str | None, kwargs: dict[str, Any], strict: bool
+) -> Any:
+    """The model, its weights checked against its class (missing, unexpected, mis-shaped, unreadable)."""
+    try:
+        model, info = _call_hub(
+            model_class.from_pretrained,
+            source,
+            revision,
+            {**kwargs, "output_loading_info": True},
+            what="model weights",
+        )
+    except CheckpointError:
+        raise
+    except Exception as err:  # noqa: BLE001  (safetensors' and transformers' own errors for bad weight files)
+        raise CheckpointError(
+            f"Cannot load the weights of checkpoint {checkpoint.name} ({source}): {type(err).__name__}: "
+            f"{str(err)[:300]}. The weight files are truncated, or their tensors do not have this architecture's shapes."
+        ) from err
+    problems = {kind: sorted(info.get(f"{kind}_keys") or []) for kind in ("missing", "unexpected", "mismatched")}
+    found = "; ".join(
+        f"{kind}: {', '.join(map(str, keys[:5]))}" + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+        for kind, keys in problems.items()
+        if keys
+    )
+    if found and not (problems["missing"] or problems["mismatched"]):  # unused weights: nothing is random
+        warnings.warn(
+            f"Checkpoint {checkpoint.name} ({source}) has weights the model does not use ({found}).", stacklevel=4
+        )
+    elif found:
+        message = (
+            f"Checkpoint {checkpoint.name} ({source}) does not match {getattr(model_class, '__name__', model_class)}'s "
+            f"weights ({found}); transformers initialises missing weights at random."
+        )
+        if strict:
+            raise CheckpointError(
+                f"{message} Check the checkpoint's files and the model class (automodel=), or pass strict=False to "
+                "load it anyway."
+            )
+        warnings.warn(message, stacklevel=4)
+    return model
 
 
 def _default_cache() -> str:
