@@ -370,3 +370,22 @@ def test_reading_subspace_never_changes_it(splitter, acts):
     again = tangent.subspace
     assert again.name == "tangent" and again.step is None and "mine" not in again.info
     assert torch.equal(again.basis, first.basis)
+
+
+@pytest.mark.parametrize("method", ["semi_nmf", "ica", "svd"])
+def test_iterative_methods_follow_the_seed(splitter, acts, method):
+    """Same seed, same tangent (whatever the global random state); another seed, another start."""
+    options = {"semi_nmf": {"max_iter": 20}}.get(method, {})
+
+    def fitted(seed: int) -> torch.Tensor:
+        torch.manual_seed(1000 + seed * 7)  # the global state differs between the calls
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tangent = TangentExplainer(splitter, nb_concepts=K, method=method, seed=seed)
+            return tangent.fit(acts[:800], **options).subspace.basis
+
+    first, again = fitted(3), fitted(3)
+    assert torch.equal(first, again)
+    assert first.is_contiguous()
+    with pytest.raises(InvalidInputError, match="seed"):
+        TangentExplainer(splitter, nb_concepts=K, method=method, seed=-1)

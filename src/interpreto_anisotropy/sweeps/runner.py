@@ -281,7 +281,7 @@ class CheckpointSweep:
             nb_concepts=self.settings.nb_concepts,
             method=self.settings.method,
             device=self.settings.device,
-            **self.settings.method_kwargs,
+            **{"seed": self.settings.seed, **self.settings.method_kwargs},
         )
 
     def _saved_reference(self, path: Path) -> Subspace:

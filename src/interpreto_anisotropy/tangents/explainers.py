@@ -30,6 +30,7 @@ from interpreto.concepts import (
     TopKSAEConcepts,
 )
 from interpreto.concepts.base import ConceptAutoEncoderExplainer
+from interpreto.concepts.methods.sklearn_wrappers import SkLearnWrapperExplainer
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float
 
@@ -292,6 +293,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         center: Centre activations before fitting; the subspace keeps the mean for `coords`/`project`.
         device: Device of the concept model.
         rtol: Relative singular-value threshold of the rank-revealing orthonormalisation.
+        seed: Seed of the iterative methods (semi-NMF, NMF, ICA, SVD, SAE): torch draws and scikit-learn's
+            `random_state` follow it, so the same seed gives the same tangent. PCA is exact and needs none.
         **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae").
 
     Raises:
@@ -316,6 +319,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         center: bool = True,
         device: torch.device | str = "cpu",
         rtol: float = 1e-3,
+        seed: int = 0,
         **method_kwargs: Any,
     ):
         if not isinstance(splitter, BaseSplitter):
@@ -335,6 +339,9 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         self.nb_concepts = nb_concepts
         self.center = center
         self.rtol = rtol
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+            raise InvalidInputError(f"seed must be an integer in [0, 2**32), got {seed!r}.")
+        self.seed = seed
         self.method_kwargs = method_kwargs
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
         super().__init__(splitter, concept_model)
@@ -510,8 +517,13 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             training_data = pooled
         else:
             training_data = pooled - mean if self.center else pooled
+        if issubclass(explainer_class, SkLearnWrapperExplainer):
+            kwargs.setdefault("random_state", self.seed)
         inner = explainer_class(self.splitter, nb_concepts=self.nb_concepts, device=str(self.device), **kwargs)
-        inner.fit(training_data, **fit_kwargs)
+        devices = [training_data.device] if training_data.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):  # torch-based methods draw from the seed, not the global state
+            torch.manual_seed(self.seed)
+            inner.fit(training_data, **fit_kwargs)
         dictionary = inner.get_dictionary().detach()
         subspace = Subspace.from_dictionary(
             dictionary, mean=mean if self.center else None, rtol=self.rtol, method=self.method_name

@@ -302,7 +302,9 @@ class Subspace:
                 stacklevel=2,
             )
         info = {"dictionary_size": requested, "dropped_rank": requested - rank, **metadata.pop("info", {})}
+        # Contiguous, as after a save and a load: products then round alike in a run and in its resume.
         basis = left[:, :rank].to(dtype=torch.float32 if dictionary.dtype != torch.float64 else torch.float64)
+        basis = basis.contiguous()
         return cls(basis, mean=mean, info=info, check=False, **metadata)
 
     # ------------------------------------------------------------ persistence
