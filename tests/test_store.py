@@ -16,21 +16,13 @@ import time
 
 import pytest
 import torch
+from test_sweep import SETTINGS as SWEEP_SETTINGS
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import ResultsStoreError, SweepLockedError
 from interpreto_anisotropy.sweeps.store import HOLDER_FILE, LOCK_FILE
 
-SETTINGS = {
-    "split_point": 1,
-    "nb_concepts": 4,
-    "n_controls": 5,
-    "seed": 3,
-    "max_fit_tokens": 1500,
-    "max_metric_tokens": 600,
-    "reference": "both",
-    "progress": False,
-}
+SETTINGS = {**SWEEP_SETTINGS, "reference": "both"}
 
 
 @pytest.fixture(scope="module")

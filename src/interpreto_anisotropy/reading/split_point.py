@@ -208,12 +208,9 @@ class SplitPoint:
         Uses `original_input_ids` when the batch has them (a masked-LM batch), so masking never changes the rows.
         """
         input_ids = batch.get("original_input_ids", batch["input_ids"])
-        return token_rows(
-            input_ids,
-            batch["attention_mask"],
-            self.special_ids.to(input_ids.device),
-            include_special=self.include_special,
-        )
+        if self.special_ids.device != input_ids.device:  # copied once, not once per batch
+            self.special_ids = self.special_ids.to(input_ids.device)
+        return token_rows(input_ids, batch["attention_mask"], self.special_ids, include_special=self.include_special)
 
     @contextmanager
     def _hooked(self, capture: HiddenStateCapture) -> Iterator[HiddenStateCapture]:
