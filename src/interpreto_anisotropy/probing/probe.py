@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
 from ..commons.host_reads import LaggedRead, to_device
+from ..commons.options import check_positive_int, check_seed
 from ..errors import (
     DimensionMismatchError,
     EmptyInputError,
@@ -159,7 +160,10 @@ class GradientProbe:
             objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.point.model
         )
         self.include_special = include_special
-        self.batch_size = int(batch_size or getattr(splitter, "batch_size", 8) or 8)
+        if batch_size is None:
+            batch_size = getattr(splitter, "batch_size", None) or 8
+        self.batch_size = check_positive_int("batch_size", batch_size)
+        check_seed("seed", seed)
         self.on_nonfinite = on_nonfinite
         self.autocast_dtype = self.point.autocast_dtype
         self.distributed = distributed

@@ -26,6 +26,7 @@ from jaxtyping import Float, Int
 from tqdm.auto import tqdm
 
 from ..commons.host_reads import to_device
+from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError
 from .split_point import SplitPoint
 
@@ -74,7 +75,9 @@ def iter_token_activations(
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
     point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special)
-    batcher = point.batcher(batch_size=int(batch_size or splitter.batch_size or 8), max_length=max_length)
+    if batch_size is None:
+        batch_size = getattr(splitter, "batch_size", None) or 8
+    batcher = point.batcher(batch_size=check_positive_int("batch_size", batch_size), max_length=max_length)
     device = point.device
     n_batches, batches = batcher.batches(texts)
     seen = 0

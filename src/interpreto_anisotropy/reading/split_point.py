@@ -182,8 +182,19 @@ class SplitPoint:
 
     def batcher(self, *, batch_size: int, max_length: int | None = None, min_tokens: int = 1) -> TokenBatcher:
         """Right-aligned token batches for this model (`max_length` defaults to `self.max_length`)."""
+        limit = self.max_length
+        if max_length is not None and not isinstance(max_length, bool) and isinstance(max_length, int):
+            if max_length > limit:
+                raise InvalidInputError(
+                    f"max_length={max_length} exceeds what {type(self.model).__name__} takes ({limit} tokens: its "
+                    "position table or its tokenizer's model_max_length). Use max_length <= "
+                    f"{limit}, or leave it to the default."
+                )
         return TokenBatcher(
-            self.tokenizer, batch_size=batch_size, max_length=max_length or self.max_length, min_tokens=min_tokens
+            self.tokenizer,
+            batch_size=batch_size,
+            max_length=limit if max_length is None else max_length,
+            min_tokens=min_tokens,
         )
 
     def model_inputs(self, batch: Batch) -> Batch:

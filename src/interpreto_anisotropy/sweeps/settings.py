@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..commons.options import check_positive_int, check_seed
 from ..errors import EmptyInputError, InvalidInputError
 from ..reading.batching import autocast_dtype as autocast_dtype_from
 from ..tangents.explainers import method_streams
@@ -145,6 +146,11 @@ class SweepSettings:
         if not layers:
             raise InvalidInputError("split_point must be a layer index, a module path, or a non-empty list of them.")
         self.layers: list[int | str] = list(layers)
+        for name, given in (("texts", texts), ("probe_texts", probe_texts)):
+            if isinstance(given, str):
+                raise InvalidInputError(
+                    f"{name} must be a list of texts, not a single string (it would be split into characters)."
+                )
         texts = [text for text in texts if isinstance(text, str) and text.strip()] if texts is not None else []
         if probe_texts is None:
             self.fit_texts, self.probe_texts = texts[0::2], texts[1::2]
@@ -163,14 +169,14 @@ class SweepSettings:
         self.method = method
         self.nb_concepts = nb_concepts
         self.early_fraction = early_fraction
-        self.n_controls = n_controls
-        self.seed = seed
+        self.n_controls = check_positive_int("n_controls", n_controls)
+        self.seed = check_seed("seed", seed)
         self.max_tokens = max_tokens
         self.max_fit_tokens = max_fit_tokens
         self.max_metric_tokens = max_metric_tokens
         self.results_dir = Path(results_dir)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.batch_size = batch_size
+        self.batch_size = check_positive_int("batch_size", batch_size)
         self.automodel = automodel
         self.overwrite = overwrite
         self.progress = progress

@@ -26,6 +26,11 @@ def _check_room(subspace: Subspace, n: int) -> None:
     if not isinstance(n, int) or n < 1:
         raise InvalidInputError(f"The number of controls must be a positive integer, got {n!r}.")
     d, k = subspace.dim, subspace.rank
+    if n * d * k * 8 > MAX_CONTROL_BYTES:
+        raise InvalidInputError(
+            f"n_controls={n} rank-{k} controls in R^{d} need {n * d * k * 8 / 2**30:.1f} GiB (float64 draws); the "
+            f"limit is {MAX_CONTROL_BYTES / 2**30:.0f} GiB. Use fewer controls (the paper uses 20)."
+        )
     if 2 * k > d:
         raise InvalidInputError(
             f"A rank-{k} subspace of R^{d} leaves a {d - k}-dimensional complement, too small for a matched-rank "
@@ -33,6 +38,7 @@ def _check_room(subspace: Subspace, n: int) -> None:
         )
 
 
+MAX_CONTROL_BYTES = 2 * 2**30  # the float64 draws of all controls of one tangent
 _CONTROL_STREAM = 0xC0A7_5EED
 
 

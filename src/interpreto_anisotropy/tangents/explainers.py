@@ -36,6 +36,7 @@ from jaxtyping import Float
 
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
+from ..commons.options import check_seed
 from ..commons.tensors import as_float_tensor
 from ..errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
 from ..reading.activations import iter_token_activations
@@ -339,9 +340,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         self.nb_concepts = nb_concepts
         self.center = center
         self.rtol = rtol
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
-            raise InvalidInputError(f"seed must be an integer in [0, 2**32), got {seed!r}.")
-        self.seed = seed
+        self.seed = check_seed("seed", seed)
         self.method_kwargs = method_kwargs
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
         super().__init__(splitter, concept_model)
