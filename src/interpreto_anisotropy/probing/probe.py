@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
 from ..commons.host_reads import LaggedRead, to_device
-from ..commons.options import check_positive_int, check_seed
+from ..commons.options import check_seed
 from ..errors import (
     DimensionMismatchError,
     EmptyInputError,
@@ -159,18 +159,14 @@ class GradientProbe:
         self.objective = make_objective(
             objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.point.model
         )
-        self.include_special = include_special
-        if batch_size is None:
-            batch_size = getattr(splitter, "batch_size", None) or 8
-        self.batch_size = check_positive_int("batch_size", batch_size)
         check_seed("seed", seed)
         self.on_nonfinite = on_nonfinite
-        self.autocast_dtype = self.point.autocast_dtype
         self.distributed = distributed
         self.tokenizer = splitter.tokenizer
         self.batcher = self.point.batcher(
-            batch_size=self.batch_size, max_length=max_length, min_tokens=self.objective.min_tokens
+            batch_size=batch_size, max_length=max_length, min_tokens=self.objective.min_tokens
         )
+        self.batch_size = self.batcher.batch_size
         self.max_length = self.batcher.max_length
 
     @property

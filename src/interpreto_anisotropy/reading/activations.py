@@ -26,7 +26,6 @@ from jaxtyping import Float, Int
 from tqdm.auto import tqdm
 
 from ..commons.host_reads import to_device
-from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError
 from .split_point import SplitPoint
 
@@ -75,9 +74,7 @@ def iter_token_activations(
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
     point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special)
-    if batch_size is None:
-        batch_size = getattr(splitter, "batch_size", None) or 8
-    batcher = point.batcher(batch_size=check_positive_int("batch_size", batch_size), max_length=max_length)
+    batcher = point.batcher(batch_size=batch_size, max_length=max_length)
     device = point.device
     n_batches, batches = batcher.batches(texts)
     seen = 0

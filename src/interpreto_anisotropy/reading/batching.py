@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from jaxtyping import Bool, Int
 
+from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError, TokenizerError
 from .positions import right_align
 
@@ -208,13 +209,9 @@ class TokenBatcher:
     """
 
     def __init__(self, tokenizer: Any, *, batch_size: int, max_length: int, min_tokens: int = 1):
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
-        if not isinstance(max_length, int) or max_length < 1:
-            raise InvalidInputError(f"max_length must be a positive integer, got {max_length!r}.")
         self.tokenizer = padded_tokenizer(tokenizer)
-        self.batch_size = batch_size
-        self.max_length = max_length
+        self.batch_size = check_positive_int("batch_size", batch_size)
+        self.max_length = check_positive_int("max_length", max_length)
         self.min_tokens = min_tokens
         self.skipped_sequences = 0
 

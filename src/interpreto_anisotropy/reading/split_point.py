@@ -180,16 +180,26 @@ class SplitPoint:
         finite = [int(limit) for limit in limits if isinstance(limit, int) and 0 < limit < 10**7]
         return min(finite) if finite else 512
 
-    def batcher(self, *, batch_size: int, max_length: int | None = None, min_tokens: int = 1) -> TokenBatcher:
-        """Right-aligned token batches for this model (`max_length` defaults to `self.max_length`)."""
+    def batcher(
+        self, *, batch_size: int | None = None, max_length: int | None = None, min_tokens: int = 1
+    ) -> TokenBatcher:
+        """Right-aligned token batches for this model.
+
+        `batch_size` defaults to the splitter's (else 8), `max_length` to `self.max_length`; the batcher checks both.
+
+        Raises:
+            InvalidInputError: A batch size or maximum length that is not a positive integer, or a maximum length
+                beyond what the model takes.
+        """
         limit = self.max_length
-        if max_length is not None and not isinstance(max_length, bool) and isinstance(max_length, int):
-            if max_length > limit:
-                raise InvalidInputError(
-                    f"max_length={max_length} exceeds what {type(self.model).__name__} takes ({limit} tokens: its "
-                    "position table or its tokenizer's model_max_length). Use max_length <= "
-                    f"{limit}, or leave it to the default."
-                )
+        if isinstance(max_length, int) and not isinstance(max_length, bool) and max_length > limit:
+            raise InvalidInputError(
+                f"max_length={max_length} exceeds what {type(self.model).__name__} takes ({limit} tokens: its "
+                f"position table or its tokenizer's model_max_length). Use max_length <= {limit}, or leave it to "
+                "the default."
+            )
+        if batch_size is None:
+            batch_size = getattr(self.splitter, "batch_size", None) or 8
         return TokenBatcher(
             self.tokenizer,
             batch_size=batch_size,
