@@ -206,6 +206,16 @@ def _add_sweep_command(commands: Any) -> None:
     )
     sweep.add_argument("--out", required=True, help="results folder (config.json, rows.jsonl, report/)")
     sweep.add_argument("--overwrite", action="store_true", help="start afresh if --out holds other settings")
+    sweep.add_argument(
+        "--recompute-changed",
+        action="store_true",
+        help="recompute the rows of checkpoints whose content changed since they were written (else: stop)",
+    )
+    sweep.add_argument(
+        "--skip-bad-checkpoints",
+        action="store_true",
+        help="record a checkpoint that cannot be loaded or gives non-finite values as skipped, and go on",
+    )
     sweep.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
     sweep.add_argument("--no-progress", action="store_true")
 
@@ -273,6 +283,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
         parallel=args.parallel,
         autocast_dtype=args.autocast,
         include_special=args.include_special,
+        recompute_changed=args.recompute_changed,
+        skip_bad_checkpoints=args.skip_bad_checkpoints,
     )
     table = sweep.run()
     if distributed.is_main_process():

@@ -33,6 +33,7 @@ __all__ = [
     "CheckpointError",
     "ResultsStoreError",
     "SweepLockedError",
+    "StaleResultsError",
 ]
 
 
@@ -95,3 +96,7 @@ class ResultsStoreError(AnisotropyError, OSError):
 
 class SweepLockedError(ResultsStoreError):
     """Another sweep is writing the same results directory (the message names its process and host)."""
+
+
+class StaleResultsError(ResultsStoreError):
+    """Results computed on a checkpoint whose content has changed since (the message names the checkpoints)."""

@@ -424,7 +424,7 @@ def load_checkpoint(
             model cannot be moved to `device`.
         CheckpointError: If the folder does not exist, the revision is not in the local cache while offline, the
             revision or repository does not exist, the files cannot be read (truncated, other shapes), or (`strict`)
-            weights are missing; the message names the checkpoint and the weights.
+            weights are missing or non-finite; the message names the checkpoint and the weights.
         TokenizerError: If the tokenizer has neither a pad token nor an eos token to use as one.
 
     Examples:
@@ -671,7 +671,32 @@ def _load_weights(
                 "load it anyway."
             )
         warnings.warn(message, stacklevel=4)
+    _check_finite_weights(model, checkpoint, source, strict)
     return model
+
+
+def _check_finite_weights(model: Any, checkpoint: Checkpoint, source: str, strict: bool) -> None:
+    """Refuse (or, not `strict`, warn about) weights holding NaN or infinity: a diverged run's checkpoint."""
+    import torch
+
+    bad = [
+        name
+        for name, tensor in model.state_dict().items()
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all()
+    ]
+    if not bad:
+        return
+    message = (
+        f"Checkpoint {checkpoint.name} ({source}) has non-finite weights (NaN or infinity) in "
+        f"{', '.join(bad[:5])}" + (f" and {len(bad) - 5} more" if len(bad) > 5 else "") + ": training diverged "
+        "before it was saved, or the file is corrupt."
+    )
+    if strict:
+        raise CheckpointError(
+            f"{message} Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True "
+            "to record it as skipped."
+        )
+    warnings.warn(message, stacklevel=5)
 
 
 def _default_cache() -> str:

@@ -16,7 +16,11 @@ Row schema (every row is a flat JSON object; lists only for the per-control arra
 - ``drift_reference_mean_angle`` / ``_max_angle`` and ``drift_previous_mean_angle`` / ``_max_angle``: principal
   angles (radians) between this checkpoint's own tangent and the reference / the previous checkpoint's
   (None for the first checkpoint);
-- ``wall_seconds``: time spent on the checkpoint.
+- ``wall_seconds``: time spent on the checkpoint;
+- ``fingerprint``: the checkpoint's content fingerprint (`sweeps.fingerprints`), which a resume checks.
+
+A checkpoint skipped by a sweep with ``skip_bad_checkpoints=True`` has rows with its identity and ``skipped`` (why)
+only; `SweepResult` keeps them apart, in ``skipped``.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any
 from ..commons.files import write_atomically
 from ..errors import CheckpointError, EmptyInputError, ResultsStoreError
 
-__all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE"]
+__all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE", "is_skipped"]
 
 #: The rows of a sweep, one JSON object a line, in its results directory.
 ROWS_FILE = "rows.jsonl"
@@ -48,6 +52,7 @@ class SweepResult:
         rows: One dict per (checkpoint, split point, tangent), sorted by step (schema in the module docstring).
         config: The sweep's settings (as in ``config.json``).
         results_dir: Where the sweep wrote its files, if anywhere.
+        skipped: The rows of checkpoints the sweep skipped (identity and ``skipped``: why), sorted by step.
 
     Examples:
         >>> table = ia.SweepResult.load("runs/toy/sweep")
@@ -57,6 +62,7 @@ class SweepResult:
     rows: list[dict[str, Any]]
     config: dict[str, Any] = field(default_factory=dict)
     results_dir: Path | None = None
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
     # ------------------------------------------------------------------ access
     def __len__(self) -> int:
@@ -74,7 +80,7 @@ class SweepResult:
             if (tangent is None or row.get("tangent") == tangent)
             and (split_point is None or str(split_point) in (str(row.get("split_point")), str(row.get("layer"))))
         ]
-        return SweepResult(rows, self.config, self.results_dir)
+        return SweepResult(rows, self.config, self.results_dir, self.skipped)
 
     def column(self, name: str) -> list[Any]:
         """The values of one field, row by row (None where a row lacks it)."""
@@ -121,7 +127,9 @@ class SweepResult:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The rows and config as JSON; also written to `path` when given."""
-        text = json.dumps({"config": self.config, "rows": self.rows}, indent=1, default=_json_default)
+        text = json.dumps(
+            {"config": self.config, "rows": self.rows, "skipped": self.skipped}, indent=1, default=_json_default
+        )
         if path is not None:
             write_atomically(path, text)
         return text
@@ -160,7 +168,9 @@ class SweepResult:
         config = read_config(results_dir / CONFIG_FILE)
         rows = read_rows(results_dir / ROWS_FILE)
         check_rows(rows, results_dir / ROWS_FILE)
-        return cls(sort_rows(rows), config, results_dir)
+        computed = [row for row in rows if not is_skipped(row)]
+        skipped = [row for row in rows if is_skipped(row)]
+        return cls(sort_rows(computed), config, results_dir, sort_rows(skipped))
 
     def summary_table(self) -> str:
         """A short plain-text table: step, split point, tangent, E_T, controls mean, ratio, p-value."""
@@ -175,6 +185,10 @@ class SweepResult:
                 f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} "
                 f"{_f(row.get('energy_share'))} {_f(row.get('control_mean'))} {_f(row.get('energy_ratio'), 2)} "
                 f"{_f(row.get('p_value'), 3, 6)}  {_f(row.get('delta_isoscore_star'), 4, 8)} {_f(delta_controls, 4, 8)}"
+            )
+        for row in self.skipped:
+            lines.append(
+                f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} skipped: {row['skipped'][:200]}"
             )
         return "\n".join(lines)
 
@@ -228,6 +242,11 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 def _is_step(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def is_skipped(row: dict[str, Any]) -> bool:
+    """Whether a row records a checkpoint the sweep skipped (it holds why, not numbers)."""
+    return bool(row.get("skipped"))
 
 
 def row_key(row: dict[str, Any]) -> tuple[int, str, str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,12 +32,15 @@ from .. import metrics
 from ..commons import distributed
 from ..errors import (
     AnisotropyError,
+    CheckpointError,
     ConfigMismatchError,
     DimensionMismatchError,
     EmptyInputError,
     InvalidInputError,
+    NonFiniteError,
     ResultsStoreError,
     SplitPointError,
+    StaleResultsError,
     SweepLockedError,
 )
 from ..probing.probe import GradientProbe
@@ -45,14 +49,18 @@ from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from . import checkpoints as checkpoint_tools
 from .checkpoints import Checkpoint
-from .result import SweepResult
+from .freshness import TakenFingerprints, changed_early_steps, changed_steps
+from .result import SweepResult, is_skipped
 from .settings import ReferenceKind, SweepSettings, early_checkpoints
 from .store import SweepStore
 
 # Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
 _ERRORS_BY_NAME = {
-    error.__name__: error for error in (ConfigMismatchError, ResultsStoreError, SweepLockedError, InvalidInputError)
+    error.__name__: error
+    for error in (ConfigMismatchError, ResultsStoreError, SweepLockedError, StaleResultsError, InvalidInputError)
 }
+# A checkpoint that fails with one of these is skipped (and its rows say why) under skip_bad_checkpoints.
+_BAD_CHECKPOINT = (CheckpointError, NonFiniteError)
 
 __all__ = ["CheckpointSweep", "ReferenceKind", "early_checkpoints"]
 
@@ -95,6 +103,12 @@ class CheckpointSweep:
             `torch.autocast` (a GPU fast path); moments and energies still accumulate in float32 / float64.
         include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows of the fits, the metrics and the probe
             (the one token policy of the package; off by default).
+        recompute_changed: When a checkpoint's content changed since its rows were written (retrained into the same
+            folder), drop its rows (all rows, when an early checkpoint of the reference changed) and recompute
+            them. By default the run stops with `StaleResultsError`, naming the checkpoints.
+        skip_bad_checkpoints: A checkpoint that cannot be loaded (`CheckpointError`: missing or mis-shaped weights,
+            truncated files, non-finite weights) or gives non-finite activations or gradients (`NonFiniteError`) is
+            skipped: its rows record why (``skipped``), and a later run retries it. By default the run stops there.
 
     Raises:
         EmptyInputError: No checkpoints, or no texts.
@@ -133,11 +147,15 @@ class CheckpointSweep:
         parallel: str = "data",
         autocast_dtype: str | torch.dtype | None = None,
         include_special: bool = False,
+        recompute_changed: bool = False,
+        skip_bad_checkpoints: bool = False,
     ):
         # The same signature as SweepSettings (a test keeps them equal): shown here, validated there.
         self.settings = SweepSettings(**{name: value for name, value in locals().items() if name != "self"})
         self.store = SweepStore(self.settings.results_dir)
         self._token_counts: torch.Tensor | None = None
+        self._fingerprints = TakenFingerprints()
+        self._all_checkpoints: list[Checkpoint] = self.settings.checkpoints  # with those of earlier runs, once read
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
@@ -166,20 +184,63 @@ class CheckpointSweep:
     # ------------------------------------------------------------------ results directory
     @contextmanager
     def _results_dir(self) -> Iterator[None]:
-        """Lock the results directory and check its config on rank 0; every rank raises the same error."""
+        """Lock the results directory and check its config and fingerprints on rank 0; every rank raises the same
+        error."""
         with contextlib.ExitStack() as stack:
             message = None
             if distributed.is_main_process():
                 try:
                     stack.enter_context(self.store.lock())
-                    self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
+                    stored = self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
+                    self._all_checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
+                    self._forget_changed_checkpoints()
                 except AnisotropyError as error:
                     message = (type(error).__name__, str(error))
             message = distributed.broadcast_object(message)
+            self._all_checkpoints = distributed.broadcast_object(self._all_checkpoints)
             distributed.barrier()
             if message is not None:
                 raise _ERRORS_BY_NAME.get(message[0], InvalidInputError)(message[1])
             yield
+
+    def _forget_changed_checkpoints(self) -> None:
+        """Refuse, or drop with `recompute_changed`, rows and references computed on content that has changed."""
+        rows = [row for row in self.store.rows() if not is_skipped(row)]  # skipped rows are retried anyway
+        written = {row["step"] for row in rows}
+        current = self._fingerprints.by_step(c for c in self.settings.checkpoints if c.step in written)
+        steps = changed_steps(rows, current)
+        early = sorted(
+            {
+                step
+                for layer in self.settings.layers
+                if self.store.reference_path(layer).exists()
+                for step in changed_early_steps(
+                    self._saved_reference(self.store.reference_path(layer)).info,
+                    self._fingerprints.by_step(self.settings.early),
+                )
+            }
+        )
+        if not steps and not early:
+            return
+        if not self.settings.recompute_changed:
+            raise StaleResultsError(
+                f"{self.results_dir} holds results of checkpoints whose content has changed since (steps "
+                f"{sorted(set(steps) | set(early))}"
+                + (", early checkpoints of the reference tangent" if early else "")
+                + "). Rerun with recompute_changed=True (--recompute-changed) to recompute them, use another "
+                "results_dir, or overwrite=True."
+            )
+        if early:
+            self.store.drop_references()
+            steps = sorted(written)
+        self.store.drop_steps(set(steps))
+        self.store.update_rows(  # the drift of the checkpoints after them is measured again at the end of the run
+            lambda row: (
+                {key: value for key, value in row.items() if key != "drift_previous_step"}
+                if self._previous_step(row["step"]) in steps
+                else row
+            )
+        )
 
     # ------------------------------------------------------------------ run
     def run(self) -> SweepResult:
@@ -224,13 +285,17 @@ class CheckpointSweep:
                         if distributed.rank() < len(batch_of_checkpoints)
                         else None
                     )
-                    local_rows = self._process(mine, references, writer=True) if mine is not None else []
+                    local_rows = self._process_or_skip(mine, references, writer=True) if mine is not None else []
                     rows = [row for part in distributed.all_gather_objects(local_rows) for row in part]
                 else:
-                    rows = self._process(batch_of_checkpoints[0], references, writer=distributed.is_main_process())
+                    rows = self._process_or_skip(
+                        batch_of_checkpoints[0], references, writer=distributed.is_main_process()
+                    )
                 if distributed.is_main_process():
                     self.store.append(self._with_drift_to_previous(rows))
                 distributed.barrier()
+        if distributed.is_main_process():
+            self._refresh_drift_to_previous()
 
     def _shows(self) -> bool:
         return self.settings.progress and distributed.is_main_process()
@@ -239,9 +304,64 @@ class CheckpointSweep:
         """The rows with their tangent's drift from the previous checkpoint's, read once every rank of the round
         has saved its tangents (rank 0)."""
         for row in sorted(rows, key=lambda row: row["step"]):
-            own = self.store.tangent(row["layer"], row["step"])
-            row.update(_drift("previous", own, self._previous_tangent(row["step"], row["layer"])))
+            if not is_skipped(row):
+                row.update(self._drift_to_previous(row, warn=True))
         return rows
+
+    def _drift_to_previous(self, row: dict[str, Any], *, warn: bool) -> dict[str, Any]:
+        previous_step = self._previous_step(row["step"])
+        previous = self.store.tangent(row["layer"], previous_step) if previous_step is not None else None
+        if previous_step is not None and previous is None and warn:
+            warnings.warn(
+                f"The drift from the previous checkpoint of step {row['step']} (split point {row['layer']!r}) is None: "
+                f"{self.store.tangent_path(row['layer'], previous_step)} is missing (the previous checkpoint was "
+                "skipped, or its tangent deleted). It is filled in once that checkpoint's rows are computed.",
+                stacklevel=4,
+            )
+        own = self.store.tangent(row["layer"], row["step"])
+        return {
+            **_drift("previous", own, previous),
+            "drift_previous_step": previous_step if own is not None and previous is not None else None,
+        }
+
+    def _previous_step(self, step: int) -> int | None:
+        """The step before `step` among every checkpoint the results directory has been asked for."""
+        earlier = [other.step for other in self._all_checkpoints if other.step < step]
+        return earlier[-1] if earlier else None
+
+    def _refresh_drift_to_previous(self) -> None:
+        """Recompute the drift from the previous checkpoint of rows measured from another checkpoint (new checkpoints
+        between old ones) or from none (a previous checkpoint skipped, then computed); rewrite rows.jsonl if any."""
+
+        def refreshed(row: dict[str, Any]) -> dict[str, Any]:
+            expected = self._previous_step(row["step"])
+            if is_skipped(row) or row.get("drift_previous_step", -1) == expected:
+                return row
+            if expected is not None and not self.store.tangent_path(row["layer"], expected).exists():
+                return row
+            return {**row, **self._drift_to_previous(row, warn=False)}
+
+        self.store.update_rows(refreshed)
+
+    def _process_or_skip(
+        self, checkpoint: Checkpoint, references: dict[int | str, Subspace], *, writer: bool
+    ) -> list[dict[str, Any]]:
+        """`_process`, or with `skip_bad_checkpoints` rows that say why a bad checkpoint was skipped."""
+        try:
+            return self._process(checkpoint, references, writer=writer)
+        except _BAD_CHECKPOINT as error:
+            if not self.settings.skip_bad_checkpoints:
+                raise
+            warnings.warn(f"Skipped checkpoint {checkpoint.name}: {error}", stacklevel=3)
+            return [
+                {
+                    **_identity(checkpoint, layer, str(layer), kind),
+                    "skipped": f"{type(error).__name__}: {error}",
+                    "fingerprint": self._fingerprints.of(checkpoint),
+                }
+                for layer in self.settings.layers
+                for kind in self.settings.tangent_kinds
+            ]
 
     def _load(self, checkpoint: Checkpoint):
         return checkpoint_tools.loaded(checkpoint, automodel=self.settings.automodel, device=self.settings.device)
@@ -298,26 +418,39 @@ class CheckpointSweep:
         return reference
 
     def _references(self) -> dict[int | str, Subspace]:
-        """The reference tangent of each split point: given, loaded from results_dir, or fitted on early checkpoints."""
+        """The reference tangent of each split point: given, loaded from results_dir, or fitted on early checkpoints
+        (only for the split points without a saved one)."""
         if self.settings.given_reference:
             return self.settings.given_reference
         if self.settings.reference is ReferenceKind.EACH:
             return {}
         paths = {layer: self.store.reference_path(layer) for layer in self.settings.layers}
-        if all(path.exists() for path in paths.values()):
-            return {layer: self._saved_reference(path) for layer, path in paths.items()}
-        streamed = self.settings.streams
-        if not streamed and not distributed.is_main_process():
+        saved = {layer: path for layer, path in paths.items() if path.exists()}
+        missing = [layer for layer in self.settings.layers if layer not in saved]
+        if missing and (self.settings.streams or distributed.is_main_process()):
+            fitted = self._fit_references(missing)
+            if distributed.is_main_process():
+                for layer, subspace in fitted.items():
+                    subspace.save(paths[layer])
+        if missing and not self.settings.streams:
             distributed.barrier()  # rank 0 fits and saves; the others read its files
-            return {layer: self._saved_reference(path) for layer, path in paths.items()}
+            saved = paths
+        references = {layer: self._saved_reference(path) for layer, path in saved.items()}
+        if missing and self.settings.streams:
+            references.update(fitted)
+        return {layer: references[layer] for layer in self.settings.layers}
+
+    def _fit_references(self, layers: list[int | str]) -> dict[int | str, Subspace]:
+        """Fit the reference tangent of some split points on the activations pooled over the early checkpoints."""
+        streamed = self.settings.streams
         early = self.settings.early
         tangents: dict[int | str, TangentExplainer] = {}
-        pooled: dict[int | str, list[torch.Tensor]] = {layer: [] for layer in self.settings.layers}
+        pooled: dict[int | str, list[torch.Tensor]] = {layer: [] for layer in layers}
         references: dict[int | str, Subspace] = {}
         bar = tqdm(early, desc="Reference tangent (early checkpoints)", unit="ckpt", disable=not self._shows())
         for index, checkpoint in enumerate(bar):
             with self._load(checkpoint) as (model, tokenizer):
-                for layer in self.settings.layers:
+                for layer in layers:
                     splitter = self._splitter(model, tokenizer, layer, checkpoint)
                     if layer not in tangents:
                         tangents[layer] = self._new_tangent(splitter)
@@ -337,13 +470,12 @@ class CheckpointSweep:
                         else:
                             tangents[layer] = self._new_tangent(splitter).fit(pooled[layer])
                         subspace = tangents[layer].subspace
-                        info = {**subspace.info, "early_steps": [c.step for c in early]}
+                        info = {
+                            **subspace.info,
+                            "early_steps": [c.step for c in early],
+                            "early_fingerprints": {str(c.step): self._fingerprints.of(c) for c in early},
+                        }
                         references[layer] = subspace.replace(name="early", info=info)
-        if distributed.is_main_process():
-            for layer, subspace in references.items():
-                subspace.save(self.store.reference_path(layer))
-        if not streamed:
-            distributed.barrier()
         return references
 
     # ------------------------------------------------------------------ one checkpoint
@@ -353,12 +485,19 @@ class CheckpointSweep:
         """The rows of one checkpoint (all split points); `writer` saves its tangents (one rank per checkpoint)."""
         rows: list[dict[str, Any]] = []
         with self._load(checkpoint) as (model, tokenizer):
+            fingerprint = self._fingerprints.of(checkpoint)
             for layer in self.settings.layers:
                 start = time.perf_counter()
                 splitter = self._splitter(model, tokenizer, layer, checkpoint)
-                layer_rows = self._process_layer(checkpoint, splitter, layer, references.get(layer), writer=writer)
+                try:
+                    layer_rows = self._process_layer(checkpoint, splitter, layer, references.get(layer), writer=writer)
+                except NonFiniteError as error:
+                    raise NonFiniteError(
+                        f"Checkpoint {checkpoint.name} ({checkpoint.source}), split point {layer!r}: {error}"
+                    ) from error
                 for row in layer_rows:
                     row["wall_seconds"] = time.perf_counter() - start
+                    row["fingerprint"] = fingerprint
                 rows.extend(layer_rows)
         return rows
 
@@ -411,17 +550,7 @@ class CheckpointSweep:
         }
         rows = []
         for kind, result in results.items():
-            row = {
-                "step": checkpoint.step,
-                "checkpoint": checkpoint.name,
-                "source": checkpoint.source,
-                "revision": checkpoint.revision,
-                "layer": layer if isinstance(layer, int) else str(layer),
-                "split_point": splitter.split_point,
-                "tangent": kind,
-                **result.to_dict(),
-                **shared,
-            }
+            row = {**_identity(checkpoint, layer, splitter.split_point, kind), **result.to_dict(), **shared}
             rows.append(row)
         return rows
 
@@ -456,10 +585,6 @@ class CheckpointSweep:
             tangent.fit(torch.cat(pooled))
         return torch.cat(sample), torch.cat(sample_ids)
 
-    def _previous_tangent(self, step: int, layer: int | str) -> Subspace | None:
-        earlier = [other for other in self.settings.checkpoints if other.step < step]
-        return self.store.tangent(layer, earlier[-1].step, device=self.settings.device) if earlier else None
-
     def _counts(self, tokenizer: Any) -> torch.Tensor:
         if self._token_counts is None or self._token_counts.numel() < len(tokenizer):
             self._token_counts = metrics.count_token_frequencies(
@@ -491,6 +616,19 @@ def frequency_distance_row(activations: torch.Tensor, token_ids: torch.Tensor, c
         "freq_distance_spearman": _finite_or_none(correlation.spearman),
         "freq_distance_p_value": _finite_or_none(correlation.pearson_p_value),
         "freq_distance_n": correlation.n,
+    }
+
+
+def _identity(checkpoint: Checkpoint, layer: int | str, split_point: str, kind: str) -> dict[str, Any]:
+    """The fields that name a row: its checkpoint, split point and tangent kind."""
+    return {
+        "step": checkpoint.step,
+        "checkpoint": checkpoint.name,
+        "source": checkpoint.source,
+        "revision": checkpoint.revision,
+        "layer": layer if isinstance(layer, int) else str(layer),
+        "split_point": split_point,
+        "tangent": kind,
     }
 
 

@@ -80,6 +80,10 @@ def early_checkpoints(checkpoints: Sequence[Checkpoint], fraction: float) -> lis
     return early or [min(checkpoints, key=lambda checkpoint: checkpoint.step)]
 
 
+def _positive_or_none(name: str, value: Any) -> int | None:
+    return None if value is None else check_positive_int(name, value)
+
+
 def _sha(items: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for item in items:
@@ -129,6 +133,8 @@ class SweepSettings:
         parallel: str = "data",
         autocast_dtype: str | torch.dtype | None = None,
         include_special: bool = False,
+        recompute_changed: bool = False,
+        skip_bad_checkpoints: bool = False,
     ):
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         try:
@@ -167,13 +173,13 @@ class SweepSettings:
         self.reference = ReferenceKind.EARLY if self.given_reference else self._reference_kind(reference)
         self.objective = objective
         self.method = method
-        self.nb_concepts = nb_concepts
         self.early_fraction = early_fraction
         self.n_controls = check_positive_int("n_controls", n_controls)
         self.seed = check_seed("seed", seed)
-        self.max_tokens = max_tokens
-        self.max_fit_tokens = max_fit_tokens
-        self.max_metric_tokens = max_metric_tokens
+        self.nb_concepts = check_positive_int("nb_concepts", nb_concepts)
+        self.max_tokens = _positive_or_none("max_tokens", max_tokens)
+        self.max_fit_tokens = _positive_or_none("max_fit_tokens", max_fit_tokens)
+        self.max_metric_tokens = check_positive_int("max_metric_tokens", max_metric_tokens)
         self.results_dir = Path(results_dir)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.batch_size = check_positive_int("batch_size", batch_size)
@@ -182,6 +188,8 @@ class SweepSettings:
         self.progress = progress
         self.method_kwargs = dict(method_kwargs or {})
         self.include_special = bool(include_special)
+        self.recompute_changed = bool(recompute_changed)
+        self.skip_bad_checkpoints = bool(skip_bad_checkpoints)
 
     @property
     def streams(self) -> bool:

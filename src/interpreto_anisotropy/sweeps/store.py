@@ -22,7 +22,7 @@ import re
 import shutil
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,9 +30,10 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..commons.files import write_atomically
-from ..errors import ConfigMismatchError, InvalidInputError, ResultsStoreError, SweepLockedError
+from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
-from .result import CONFIG_FILE, ROWS_FILE, check_rows, read_config, read_rows, row_key
+from .extension import merge_configs
+from .result import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
 
 __all__ = ["SweepStore"]
 
@@ -107,8 +108,14 @@ class SweepStore:
             raise InvalidInputError(f"Cannot create results_dir {self.results_dir}: {error}") from error
 
     # ------------------------------------------------------------------ settings
-    def prepare(self, config: dict[str, Any], *, overwrite: bool) -> None:
-        """Check `config` against config.json (writing it when the folder is new); call it holding the lock.
+    def prepare(self, config: dict[str, Any], *, overwrite: bool) -> dict[str, Any]:
+        """Check `config` against config.json and record it (call it holding the lock).
+
+        A run that adds checkpoints, split points or tangent kinds with equal settings extends the stored config
+        (`extension.merge_configs`); a new folder gets `config`.
+
+        Returns:
+            The config now in config.json: the union of what every run asked for.
 
         Raises:
             ConfigMismatchError: The folder holds a sweep with other settings (and not `overwrite`).
@@ -121,7 +128,7 @@ class SweepStore:
             if self._readable_config(path) != config or not self._rows_readable():
                 self._remove_results()
                 write_atomically(path, json.dumps(config, indent=1))
-            return
+            return config
         if not path.exists():
             leftovers = [name for name in _RESULTS if (self.results_dir / name).exists()]
             if leftovers:
@@ -130,14 +137,12 @@ class SweepStore:
                     "unknown, so they are not reused. Rerun with overwrite=True to start afresh."
                 )
             write_atomically(path, json.dumps(config, indent=1))
-            return
-        previous = read_config(path)
-        if previous != config:
-            changed = sorted(key for key in set(previous) | set(config) if previous.get(key) != config.get(key))
-            raise ConfigMismatchError(
-                f"{self.results_dir} holds a sweep with other settings ({', '.join(changed)} differ). "
-                "Use another results_dir, or overwrite=True (--overwrite) to start afresh."
-            )
+            return config
+        stored = read_config(path)
+        merged = merge_configs(stored, config, where=str(self.results_dir))
+        if merged != stored:
+            write_atomically(path, json.dumps(merged, indent=1))
+        return merged
 
     @staticmethod
     def _readable_config(path: Path) -> dict[str, Any] | None:
@@ -169,25 +174,48 @@ class SweepStore:
         return rows
 
     def done(self) -> set[tuple[int, str, str]]:
-        """The (step, split point as given, tangent kind) keys with a row."""
-        return {row_key(row) for row in self.rows()}
+        """The (step, split point as given, tangent kind) keys with a computed row (skipped rows are retried)."""
+        return {row_key(row) for row in self.rows() if not is_skipped(row)}
 
     def append(self, rows: list[dict[str, Any]]) -> None:
-        """Append complete rows to rows.jsonl in one atomic write, in step order, skipping keys already there.
+        """Add complete rows to rows.jsonl in one atomic write, in step order, skipping keys already computed.
 
-        An unterminated last line that is a whole row is kept (and terminated); one that is not is refused.
+        A new row replaces a skipped row of its key. An unterminated last line that is a whole row is kept (and
+        terminated); one that is not is refused.
 
         Raises:
             ResultsStoreError: An unreadable rows file.
         """
         done = self.done()  # reads and checks every line first
-        path = self.results_dir / ROWS_FILE
-        existing = path.read_text(encoding="utf-8") if path.exists() else ""
-        if existing and not existing.endswith("\n"):
-            existing += "\n"
         fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
         if fresh:
-            write_atomically(path, existing + "".join(json.dumps(row) + "\n" for row in fresh))
+            keys = {row_key(row) for row in fresh}
+            self._rewrite([row for row in self.rows() if row_key(row) not in keys], fresh)
+
+    def update_rows(self, update: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Replace every row by `update(row)` (same key), in one atomic write if any row changed."""
+        rows = self.rows()
+        self._rewrite([update(dict(row)) for row in rows], [])
+
+    def drop_steps(self, steps: set[int]) -> None:
+        """Remove the rows and saved tangents of some checkpoints (their content changed), in one atomic write."""
+        kept = [row for row in self.rows() if row["step"] not in steps]
+        self._rewrite(kept, [])
+        for path in (self.results_dir / "tangents").glob("*/step-*.safetensors"):
+            if int(path.stem.removeprefix("step-")) in steps:
+                path.unlink()
+
+    def drop_references(self) -> None:
+        """Remove the saved reference tangents (their early checkpoints changed)."""
+        shutil.rmtree(self.results_dir / "reference", ignore_errors=True)
+
+    def _rewrite(self, kept: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> None:
+        """Write `kept` (in their order) then `fresh` as rows.jsonl, unless that is what is there already."""
+        path = self.results_dir / ROWS_FILE
+        text = "".join(json.dumps(row) + "\n" for row in [*kept, *fresh])
+        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        if text != existing:
+            write_atomically(path, text)
 
     # ------------------------------------------------------------------ tangents
     def reference_path(self, layer: int | str) -> Path:
