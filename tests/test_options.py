@@ -34,6 +34,10 @@ def sweep_arguments(toy_checkpoints, fit_texts, texts, tmp_path_factory):
         ({"seed": None}, r"seed must be an integer in \[0, 2\*\*32\), got None"),
         ({"seed": 2**70}, "seed must be an integer"),
         ({"seed": "abc"}, "seed must be an integer"),
+        ({"max_fit_tokens": 0}, "max_fit_tokens must be a positive integer, got 0"),
+        ({"max_tokens": 0}, "max_tokens must be a positive integer, got 0"),
+        ({"max_metric_tokens": -5}, "max_metric_tokens must be a positive integer, got -5"),
+        ({"nb_concepts": 0}, "nb_concepts must be a positive integer, got 0"),
     ],
 )
 def test_sweep_options(sweep_arguments, change, named):

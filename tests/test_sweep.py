@@ -192,13 +192,57 @@ _KILLABLE = textwrap.dedent(
     import interpreto_anisotropy as ia
     torch.set_num_threads(int(sys.argv[2]))  # as in the test process: float32 reductions depend on the threads
     args = json.loads(sys.argv[1])
-    ia.CheckpointSweep(args.pop("pattern"), **args).run()
+    table = ia.CheckpointSweep(args.pop("pattern"), **args).run()
+    table.report(args["results_dir"] + "/report")
     """
 )
+N_KILLS = 10
+
+
+class _KillPoints:
+    """Random kill points over a whole sweep and its report, chosen from what the results directory shows: 2 during
+    the reference fit (the lock is held, no reference yet), 5 after random numbers of rows, the rest during the
+    report."""
+
+    def __init__(self, results_dir, n_rows, seed=0):
+        self.results_dir, self.n_rows = results_dir, n_rows
+        self.random = np.random.default_rng(seed)
+        self.planned = {"reference fit": 2, "checkpoints": 5}
+
+    def rows(self):
+        path = self.results_dir / "rows.jsonl"
+        return len(path.read_text().splitlines()) if path.exists() else 0
+
+    def next(self):
+        """(phase, condition to wait for, seconds to wait after it) of the next kill."""
+        lock = self.results_dir / ".sweep.lock.json"
+        if self.planned["reference fit"] and not (self.results_dir / "reference").exists():
+            self.planned["reference fit"] -= 1
+            return "reference fit", lock.exists, self.random.uniform(0, 1.0)
+        written = self.rows()
+        if self.planned["checkpoints"] and written < self.n_rows - 1:
+            self.planned["checkpoints"] -= 1
+            target = int(self.random.integers(written, self.n_rows - 1))
+            return "checkpoints", lambda: self.rows() > target, self.random.uniform(0, 0.3)
+        return "report", (self.results_dir / "report").exists, self.random.uniform(0, 0.3)
+
+
+def _kill_at(process, condition, delay, deadline):
+    """SIGKILL `process` `delay` seconds after `condition()` holds; False if it exited first."""
+    while process.poll() is None and time.time() < deadline and not condition():
+        time.sleep(0.01)
+    time.sleep(delay)
+    if process.poll() is not None:
+        return False
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return True
 
 
 @pytest.mark.slow
-def test_a_sweep_killed_mid_run_resumes_to_the_same_table(toy_checkpoints, sweep_texts, decoder_sweep, tmp_path):
+def test_a_sweep_killed_at_ten_random_moments_resumes_to_the_uninterrupted_table(
+    toy_checkpoints, sweep_texts, decoder_sweep, tmp_path
+):
     _, uninterrupted = decoder_sweep
     results_dir = tmp_path / "killed"
     arguments = {
@@ -208,36 +252,30 @@ def test_a_sweep_killed_mid_run_resumes_to_the_same_table(toy_checkpoints, sweep
         **sweep_texts,
         **SETTINGS,
     }
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-c", _KILLABLE, json.dumps(arguments), str(torch.get_num_threads())], env=env
-    )
-    rows_file = results_dir / "rows.jsonl"
-    deadline = time.time() + 600
-    written: list[str] = []
-    while time.time() < deadline and process.poll() is None:
-        if rows_file.exists():
-            written = rows_file.read_text().splitlines()
-            if len(written) >= 2:
-                break
-        time.sleep(0.02)
-    finished_early = process.poll() is not None
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert not finished_early, "the sweep finished (or crashed) before it could be killed"
-    written = rows_file.read_text().splitlines()
-    assert 2 <= len(written) < len(uninterrupted), f"{len(written)} rows written when killed"
-    assert all(json.loads(line) for line in written)
-    arguments.pop("pattern")
-    resumed = ia.CheckpointSweep(str(toy_checkpoints.out_dir / "checkpoint-*"), **arguments).run()
-    assert len(resumed) == len(uninterrupted)
-    for mine, theirs in zip(_comparable(resumed.rows), _comparable(uninterrupted.rows), strict=True):
-        assert mine.keys() == theirs.keys()
-        for key, value in mine.items():
-            if isinstance(value, float):
-                assert value == pytest.approx(theirs[key], rel=1e-6, abs=1e-9), key
-            elif key not in ("source",):
-                assert value == theirs[key], key
+    command = [sys.executable, "-c", _KILLABLE, json.dumps(arguments), str(torch.get_num_threads())]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    points = _KillPoints(results_dir, len(uninterrupted))
+    kills: list[tuple[str, int]] = []
+    deadline = time.time() + 900
+    while len(kills) < N_KILLS and time.time() < deadline:
+        phase, condition, delay = points.next()
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if _kill_at(process, condition, delay, deadline):
+            kills.append((phase, points.rows()))
+        else:
+            assert process.returncode == 0, process.stderr.read().decode()[-2000:]
+        for line in (results_dir / "rows.jsonl").read_text().splitlines() if points.rows() else []:
+            json.loads(line)  # every line a whole row after every kill
+    assert len(kills) >= N_KILLS, kills
+    assert {phase for phase, _ in kills} == {"reference fit", "checkpoints", "report"}, kills
+    finished = subprocess.run(command, env=env, capture_output=True)
+    assert finished.returncode == 0, finished.stderr.decode()[-2000:]
+
+    resumed = ia.SweepResult.load(results_dir)
+    assert _comparable(resumed.rows) == _comparable(uninterrupted.rows), kills
+    assert (results_dir / "report" / "index.html").read_text().rstrip().endswith("</html>")
+    leftovers = [path for path in results_dir.rglob("*.tmp") if "report" not in path.parts]
+    assert not leftovers, "a killed write left its temporary file behind"
 
 
 # ---------------------------------------------------------------------------------------------- bad input

@@ -11,7 +11,8 @@ directory:
 * an unterminated last line of ``rows.jsonl`` that is a whole row is terminated before the next append; one that
   is not is refused, never glued to a new row;
 * results without a ``config.json`` are refused, not adopted; `overwrite` always starts afresh, whatever is there;
-* a finished sweep that is run again writes nothing.
+* a finished sweep that is run again writes nothing;
+* the temporary files of writes a killed sweep left behind are removed by the next lock holder.
 """
 
 from __future__ import annotations
@@ -89,10 +90,17 @@ class SweepStore:
                     {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
                 ),
             )
+            self._remove_temporary_files()
             yield
         finally:
             holder.unlink(missing_ok=True)
             lock.release()
+
+    def _remove_temporary_files(self) -> None:
+        """Remove the temporary files of writes a killed sweep left behind (only a lock holder may)."""
+        for folder in (self.results_dir, self.results_dir / "reference", *self.results_dir.glob("tangents/*")):
+            for leftover in folder.glob(".*.tmp"):
+                leftover.unlink(missing_ok=True)
 
     def _holder(self) -> str:
         try:
