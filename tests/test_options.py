@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import InvalidInputError
@@ -72,3 +73,11 @@ def test_too_many_controls_is_refused_before_any_memory_is_taken():
     tangent = ia.Subspace.random(768, 16, seed=0)
     with pytest.raises(InvalidInputError, match=r"n_controls=1000000 .* need 91.6 GiB .*fewer controls"):
         ia.normal_controls(tangent, n=10**6)
+
+
+def test_complex_bases_and_activations_are_refused_naming_them():
+    basis = torch.linalg.qr(torch.randn(8, 3, dtype=torch.complex64))[0]
+    with pytest.raises(InvalidInputError, match="basis must be real, got dtype torch.complex64"):
+        ia.Subspace(basis)
+    with pytest.raises(InvalidInputError, match="must be real"):
+        ia.metrics.isoscore_star(torch.randn(20, 4, dtype=torch.complex64))
