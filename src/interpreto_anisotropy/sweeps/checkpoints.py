@@ -47,6 +47,7 @@ from ..reading.batching import ensure_pad_token
 
 __all__ = [
     "Checkpoint",
+    "CheckpointList",
     "PYTHIA_SIZES",
     "PYTHIA_STEPS",
     "SMOLLM2_SIZES",
@@ -159,6 +160,27 @@ class Checkpoint:
                 f"missing {sorted(missing)}, unknown {sorted(unknown)}."
             )
         return cls(step=data["step"], source=data["source"], revision=data.get("revision"))
+
+
+class CheckpointList(list):
+    """A list of checkpoints that knows the length of their training run (presets fill it in).
+
+    A sweep takes its `total_steps` as the training length of its early window (`CheckpointSweep(total_steps=...)`
+    overrides it).
+
+    Args:
+        checkpoints: The checkpoints.
+        total_steps: The training run's number of steps, or None when unknown.
+
+    Examples:
+        >>> run = CheckpointList([Checkpoint(0, "a"), Checkpoint(10, "a")], total_steps=100)
+        >>> len(run), run.total_steps
+        (2, 100)
+    """
+
+    def __init__(self, checkpoints: Iterable[Checkpoint] = (), *, total_steps: int | None = None):
+        super().__init__(checkpoints)
+        self.total_steps = total_steps
 
 
 def parse_step(name: str) -> int | None:
@@ -325,7 +347,8 @@ def pythia(size: str, steps: int | Iterable[int], *, deduped: bool = False) -> l
             "(powers of two), then every 1000 steps from 1000 to 143000 (see ia.checkpoints.PYTHIA_STEPS)."
         )
     model_id = f"EleutherAI/pythia-{size}" + ("-deduped" if deduped else "")
-    return [Checkpoint(step=s, source=model_id, revision=f"step{s}") for s in steps]
+    checkpoints = (Checkpoint(step=s, source=model_id, revision=f"step{s}") for s in steps)
+    return CheckpointList(checkpoints, total_steps=PYTHIA_STEPS[-1])
 
 
 def smollm2(size: str, steps: int | Iterable[int]) -> list[Checkpoint]:

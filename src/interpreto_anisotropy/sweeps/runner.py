@@ -49,6 +49,7 @@ from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from . import checkpoints as checkpoint_tools
 from .checkpoints import Checkpoint
+from .early_pool import EarlyPool
 from .freshness import TakenFingerprints, changed_early_steps, changed_steps
 from .result import SweepResult, is_skipped
 from .settings import ReferenceKind, SweepSettings, early_checkpoints
@@ -80,8 +81,14 @@ class CheckpointSweep:
         nb_concepts: Rank k of the tangent.
         reference: "early" (the paper's protocol), "each", "both", or a `Subspace` (one split point) / a dict
             split point -> `Subspace` given by the user.
-        early_fraction: Checkpoints with step <= early_fraction x last step pool their activations for the
+        early_fraction: Checkpoints with step <= early_fraction x total_steps pool their activations for the
             reference tangent.
+        total_steps: The training run's length (presets such as `ia.checkpoints.pythia` know it); None: the last
+            swept checkpoint's step.
+        early_without_init: Leave step 0 (the random initialisation) out of the early checkpoints.
+        early_centering: "pooled" (the pooled rows are centred once, on their mean) or "per_checkpoint" (each early
+            checkpoint's rows on their own mean, so the drift of the mean between checkpoints is not a direction
+            of the reference). See docs/concepts.md for which reading of the paper each choice follows.
         n_controls: Matched-rank normal controls per tangent.
         seed: Seed of the controls, the bootstrap and the masked-LM mask.
         max_tokens: Cap on probed tokens per checkpoint.
@@ -132,6 +139,9 @@ class CheckpointSweep:
         nb_concepts: int = 16,
         reference: str | Subspace | dict[Any, Subspace] = "early",
         early_fraction: float = 0.3,
+        total_steps: int | None = None,
+        early_without_init: bool = False,
+        early_centering: str = "pooled",
         n_controls: int = 20,
         seed: int = 0,
         max_tokens: int | None = None,
@@ -444,38 +454,30 @@ class CheckpointSweep:
         """Fit the reference tangent of some split points on the activations pooled over the early checkpoints."""
         streamed = self.settings.streams
         early = self.settings.early
-        tangents: dict[int | str, TangentExplainer] = {}
-        pooled: dict[int | str, list[torch.Tensor]] = {layer: [] for layer in layers}
+        pools = {layer: EarlyPool(streamed=streamed, centering=self.settings.early_centering) for layer in layers}
         references: dict[int | str, Subspace] = {}
         bar = tqdm(early, desc="Reference tangent (early checkpoints)", unit="ckpt", disable=not self._shows())
         for index, checkpoint in enumerate(bar):
             with self._load(checkpoint) as (model, tokenizer):
                 for layer in layers:
                     splitter = self._splitter(model, tokenizer, layer, checkpoint)
-                    if layer not in tangents:
-                        tangents[layer] = self._new_tangent(splitter)
-                    elif tangents[layer].input_size != model.config.hidden_size:
+                    pool = pools[layer]
+                    pool.start_checkpoint(lambda splitter=splitter: self._new_tangent(splitter))
+                    if pool.dim != model.config.hidden_size and index > 0:
                         raise DimensionMismatchError(
                             f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
-                            f"earlier checkpoints have {tangents[layer].input_size}."
+                            f"earlier checkpoints have {pool.dim}."
                         )
                     for rows, _ in self._activation_batches(splitter, sharded=streamed):
-                        if streamed:
-                            tangents[layer].partial_fit(rows)
-                        else:
-                            pooled[layer].append(rows.float().cpu())
+                        pool.add(rows)
+                    pool.end_checkpoint()
                     if index == len(early) - 1:
-                        if streamed:
-                            tangents[layer].merge_across_ranks().finalize()
-                        else:
-                            tangents[layer] = self._new_tangent(splitter).fit(pooled[layer])
-                        subspace = tangents[layer].subspace
                         info = {
-                            **subspace.info,
                             "early_steps": [c.step for c in early],
                             "early_fingerprints": {str(c.step): self._fingerprints.of(c) for c in early},
                         }
-                        references[layer] = subspace.replace(name="early", info=info)
+                        subspace = pool.fit()
+                        references[layer] = subspace.replace(name="early", info={**subspace.info, **info})
         return references
 
     # ------------------------------------------------------------------ one checkpoint

@@ -21,6 +21,7 @@ from ..tangents.explainers import method_streams
 from ..tangents.subspace import Subspace
 from . import checkpoints as checkpoint_tools
 from .checkpoints import Checkpoint
+from .early_pool import EarlyCentering
 
 __all__ = ["FORMAT_VERSION", "Parallelism", "ReferenceKind", "SweepSettings", "early_checkpoints"]
 
@@ -61,23 +62,35 @@ class Parallelism(str, Enum):
     CHECKPOINTS = "checkpoints"
 
 
-def early_checkpoints(checkpoints: Sequence[Checkpoint], fraction: float) -> list[Checkpoint]:
-    """The checkpoints in the first `fraction` of training (step <= fraction x last step); at least the first.
+def early_checkpoints(
+    checkpoints: Sequence[Checkpoint],
+    fraction: float,
+    *,
+    total_steps: int | None = None,
+    without_init: bool = False,
+) -> list[Checkpoint]:
+    """The checkpoints in the first `fraction` of training; at least the first one.
 
     Args:
         checkpoints: The sweep's checkpoints.
-        fraction: Fraction of the last step, in (0, 1].
+        fraction: Fraction of training, in (0, 1].
+        total_steps: The training run's length; None: the last checkpoint's step (the run as swept).
+        without_init: Leave step 0 (the random initialisation) out, when another checkpoint is there.
 
     Returns:
-        The early checkpoints, in the given order.
+        The early checkpoints (step <= fraction x total_steps), in the given order.
 
     Examples:
         >>> [c.step for c in early_checkpoints([Checkpoint(s, f"/c/{s}") for s in (0, 10, 100)], 0.3)]
         [0, 10]
+        >>> [c.step for c in early_checkpoints([Checkpoint(s, f"/c/{s}") for s in (0, 10, 100)], 0.3,
+        ...                                    total_steps=200, without_init=True)]
+        [10]
     """
-    last = max(checkpoint.step for checkpoint in checkpoints)
-    early = [checkpoint for checkpoint in checkpoints if checkpoint.step <= fraction * last]
-    return early or [min(checkpoints, key=lambda checkpoint: checkpoint.step)]
+    candidates = [c for c in checkpoints if not (without_init and c.step == 0)] or list(checkpoints)
+    length = max(checkpoint.step for checkpoint in checkpoints) if total_steps is None else total_steps
+    early = [checkpoint for checkpoint in candidates if checkpoint.step <= fraction * length]
+    return early or [min(candidates, key=lambda checkpoint: checkpoint.step)]
 
 
 def _positive_or_none(name: str, value: Any) -> int | None:
@@ -118,6 +131,9 @@ class SweepSettings:
         nb_concepts: int = 16,
         reference: str | Subspace | dict[Any, Subspace] = "early",
         early_fraction: float = 0.3,
+        total_steps: int | None = None,
+        early_without_init: bool = False,
+        early_centering: str = "pooled",
         n_controls: int = 20,
         seed: int = 0,
         max_tokens: int | None = None,
@@ -143,6 +159,8 @@ class SweepSettings:
             raise InvalidInputError(f"parallel must be 'data' or 'checkpoints', got {parallel!r}.") from None
         if isinstance(checkpoints, (str, os.PathLike)):
             checkpoints = checkpoint_tools.local(checkpoints)
+        if total_steps is None:
+            total_steps = getattr(checkpoints, "total_steps", None)  # a preset's CheckpointList knows its run
         self.checkpoints = sorted(checkpoints)
         if not self.checkpoints:
             raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
@@ -174,6 +192,19 @@ class SweepSettings:
         self.objective = objective
         self.method = method
         self.early_fraction = early_fraction
+        self.total_steps = self._total_steps(total_steps)
+        self.early_without_init = bool(early_without_init)
+        if early_centering == "per_checkpoint" and method == "nmf":
+            raise InvalidInputError(
+                "early_centering='per_checkpoint' centres the early rows, and method='nmf' needs them non-negative: "
+                "use early_centering='pooled' with NMF."
+            )
+        try:
+            self.early_centering = EarlyCentering(early_centering)
+        except ValueError:
+            raise InvalidInputError(
+                f"early_centering must be 'pooled' or 'per_checkpoint', got {early_centering!r}."
+            ) from None
         self.n_controls = check_positive_int("n_controls", n_controls)
         self.seed = check_seed("seed", seed)
         self.nb_concepts = check_positive_int("nb_concepts", nb_concepts)
@@ -208,7 +239,20 @@ class SweepSettings:
     @property
     def early(self) -> list[Checkpoint]:
         """The checkpoints whose activations are pooled for the reference tangent."""
-        return early_checkpoints(self.checkpoints, self.early_fraction)
+        return early_checkpoints(
+            self.checkpoints, self.early_fraction, total_steps=self.total_steps, without_init=self.early_without_init
+        )
+
+    def _total_steps(self, total_steps: Any) -> int | None:
+        if total_steps is None:
+            return None
+        last = self.checkpoints[-1].step
+        if check_positive_int("total_steps", total_steps) < last:
+            raise InvalidInputError(
+                f"total_steps={total_steps} is before the last checkpoint (step {last}): give the training run's "
+                "length, or None to take the last checkpoint's step."
+            )
+        return total_steps
 
     @staticmethod
     def _reference_kind(reference: Any) -> ReferenceKind:
@@ -266,6 +310,13 @@ class SweepSettings:
             "batch_size": self.batch_size,
             "include_special": self.include_special,
         }
+        # The early window's options are recorded when they differ from the defaults, so older sweeps resume.
+        if self.total_steps is not None:
+            config["total_steps"] = self.total_steps
+        if self.early_without_init:
+            config["early_without_init"] = True
+        if self.early_centering is not EarlyCentering.POOLED:
+            config["early_centering"] = self.early_centering.value
         if self.autocast_dtype is not None:  # absent otherwise, so that float32 sweeps resume as before
             config["autocast_dtype"] = str(self.autocast_dtype).removeprefix("torch.")
         return config
