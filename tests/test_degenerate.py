@@ -4,13 +4,17 @@
 """Degenerate inputs are refused or warned about, never turned into confident statistics (issue 14, finding 9).
 
 A tangent from rows that define no direction (one row, identical rows) is refused; one from rows that span fewer
-than `nb_concepts` dimensions warns, since its extra directions are arbitrary.
+than `nb_concepts` dimensions warns, since its extra directions are arbitrary. A probe's bootstrap interval over
+fewer than 10 sequences warns, and over a single sequence is NaN, not a zero-width interval.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -26,6 +30,10 @@ def rows(n: int, *, rank: int | None = None, seed: int = 0) -> torch.Tensor:
     rank = D if rank is None else rank
     frame = torch.linalg.qr(torch.randn(D, rank, generator=generator))[0]
     return torch.randn(n, rank, generator=generator) @ frame.T + 5 * torch.randn(D, generator=generator)
+
+
+def _not_json(name: str) -> None:
+    raise AssertionError(f"{name} is not valid JSON")
 
 
 def _degenerate_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -124,3 +132,62 @@ def test_a_refused_fit_leaves_the_tangent_unfitted(splitter):
     with pytest.raises(EmptyInputError):
         tangent.fit(rows(1))
     assert not tangent.is_fitted and "unfitted" in repr(tangent)
+
+
+# ------------------------------------------------------------------------------------------------ the probe
+@pytest.fixture(scope="module")
+def subspace() -> ia.Subspace:
+    return ia.Subspace.random(D, 4, seed=0)
+
+
+def _probe(splitter, texts, subspace) -> tuple[ia.ProbeResult, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = ia.GradientProbe(splitter).run(texts, subspace, n_controls=3, n_bootstrap=50, progress=False)
+    return result, _degenerate_warnings(caught)
+
+
+def test_a_probe_of_one_sequence_has_no_interval_and_warns(splitter, texts, subspace):
+    result, messages = _probe(splitter, texts[:1], subspace)
+    assert result.n_sequences == 1 and math.isnan(result.ci_low) and math.isnan(result.ci_high)
+    assert messages and "1 probe sequence(s)" in messages[0] and "more probe texts" in messages[0]
+    data = result.to_dict()
+    assert data["ci_low"] is None and data["ci_high"] is None
+    json.dumps(data, allow_nan=False)  # valid JSON
+    again = ia.ProbeResult.from_dict(data)
+    assert math.isnan(again.ci_low) and np.isfinite(again.energy_share)
+    assert "nan" in str(result)
+
+
+def test_a_probe_of_five_sequences_warns(splitter, texts, subspace):
+    result, messages = _probe(splitter, texts[:5], subspace)
+    assert result.n_sequences == 5 and result.ci_low < result.ci_high
+    assert len(messages) == 1 and "5 probe sequence(s), fewer than 10" in messages[0]
+
+
+def test_a_probe_of_ten_sequences_does_not_warn(splitter, texts, subspace):
+    result, messages = _probe(splitter, texts[:10], subspace)
+    assert result.n_sequences == 10 and messages == []
+
+
+def test_a_sweep_probing_one_sequence_writes_valid_rows_and_plots(toy_checkpoints, fit_texts, texts, tmp_path):
+    with pytest.warns(DegenerateStatisticsWarning, match="1 probe sequence"):
+        table = ia.CheckpointSweep(
+            ia.checkpoints.local(str(toy_checkpoints.out_dir / "checkpoint-*"))[:2],
+            split_point=1,
+            texts=fit_texts[:8],
+            probe_texts=texts[:1],
+            nb_concepts=2,
+            n_controls=3,
+            max_fit_tokens=400,
+            max_metric_tokens=200,
+            results_dir=tmp_path / "sweep",
+            progress=False,
+        ).run()
+    assert table.rows and all(row["ci_low"] is None and row["ci_high"] is None for row in table.rows)
+    written = list((tmp_path / "sweep").rglob("*.jsonl"))
+    assert written
+    for path in written:
+        for text in path.read_text().splitlines():
+            json.loads(text, parse_constant=_not_json)
+    assert table.report(tmp_path / "report", dpi=30).exists()
