@@ -35,6 +35,7 @@ def test_read_texts_formats(tmp_path):
         read_texts(tmp_path / "missing.txt")
 
 
+@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # few probe texts
 def test_sweep_and_report_commands(toy_checkpoints, fit_texts, texts, tmp_path, capsys):
     (tmp_path / "fit.txt").write_text("\n".join(t.replace("\n", " ") for t in fit_texts[:10]))
     (tmp_path / "probe.txt").write_text("\n".join(t.replace("\n", " ") for t in texts[:8]))

@@ -84,6 +84,7 @@ def _reads_during_run(mwsp, texts, n_sequences: int, **kwargs) -> Counter[str]:
 
 
 @pytest.mark.parametrize("options", [{}, {"on_nonfinite": "skip"}], ids=["raise", "skip"])
+@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # few probe texts
 def test_probe_run_reads_the_device_a_fixed_number_of_times(gpt_neox_mwsp, texts, options):
     few = _reads_during_run(gpt_neox_mwsp, texts, 4, **options)  # 2 batches
     many = _reads_during_run(gpt_neox_mwsp, texts, 16, **options)  # 8 batches
@@ -104,6 +105,7 @@ def test_the_recorder_sees_reads_that_grow_with_the_batches(gpt_neox_mwsp, texts
     assert reads(16) >= reads(4) + 6 * 5  # 6 more batches, 5 masked selections each
 
 
+@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # few probe texts
 def test_a_token_cap_reads_one_count_per_batch_and_stops(gpt_neox_mwsp, texts):
     """With max_tokens the running count is read once per batch, late on a GPU; the cap is exact."""
     probe = GradientProbe(gpt_neox_mwsp, batch_size=2)

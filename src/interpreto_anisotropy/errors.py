@@ -6,7 +6,8 @@
 Every user mistake surfaces as a subclass of `AnisotropyError` whose message says what to do,
 never as a bare traceback from deep inside torch or transformers. Each error also derives from the built-in
 exception it refines (`ValueError`, `RuntimeError`, `OSError`, `FloatingPointError`), so code that already
-catches those keeps working.
+catches those keeps working. Statistics computed from too little data to be trusted are warned about with
+`DegenerateStatisticsWarning`, a `UserWarning`.
 
 Examples:
     >>> import interpreto_anisotropy as ia
@@ -34,6 +35,7 @@ __all__ = [
     "ResultsStoreError",
     "SweepLockedError",
     "StaleResultsError",
+    "DegenerateStatisticsWarning",
 ]
 
 
@@ -100,3 +102,17 @@ class SweepLockedError(ResultsStoreError):
 
 class StaleResultsError(ResultsStoreError):
     """Results computed on a checkpoint whose content has changed since (the message names the checkpoints)."""
+
+
+class DegenerateStatisticsWarning(UserWarning):
+    """A statistic was computed from too little data to be trusted; the message says what to add.
+
+    Warned when a tangent's rows span fewer than `nb_concepts` dimensions (its extra directions are arbitrary),
+    and when a probe's bootstrap interval resamples fewer than 10 sequences. To refuse such results instead,
+    turn it into an error: `warnings.simplefilter("error", DegenerateStatisticsWarning)`.
+
+    Examples:
+        >>> import interpreto_anisotropy as ia
+        >>> issubclass(ia.errors.DegenerateStatisticsWarning, UserWarning)
+        True
+    """

@@ -374,13 +374,18 @@ class GradientProbe:
             progress: Show a progress bar.
 
         Returns:
-            A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict.
+            A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict. With a single probed
+            sequence its interval `ci_low`, `ci_high` is NaN (None in `to_dict`): one sequence gives no interval.
 
         Raises:
             EmptyInputError: No texts, or every sequence too short for the objective.
             DimensionMismatchError: A subspace whose d differs from the split point's.
             InvalidInputError: 2k > d, n_controls < 1, bad `max_tokens` or labels.
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`).
+
+        Warns:
+            DegenerateStatisticsWarning: Fewer than 10 probed sequences: the bootstrap interval is unreliable.
+            UserWarning: Sequences shorter than the objective needs were skipped.
         """
         named = _as_named_subspaces(subspaces)
         self._check_split_points(named)

@@ -37,7 +37,8 @@ class ProbeResult:
         analytic_null: (1 - E_T) k / (d - k), the exact expectation of a random control in the complement.
         energy_ratio: E_T / control_mean.
         p_value: (1 + #{controls with E_N >= E_T}) / (R + 1).
-        ci_low, ci_high: Bootstrap interval of E_T, resampling sequences (level `confidence`).
+        ci_low, ci_high: Bootstrap interval of E_T, resampling sequences (level `confidence`); NaN (None in
+            `to_dict`) from a single sequence, which gives no interval.
         oracle_energy_share: Energy held by the top-k eigenvectors of G^T G: no rank-k subspace holds more.
         anisotropy_capture: (E_T - k/d) / (oracle - k/d): the tangent's share of the best possible excess.
         isoscore_star: IsoScore* of the gradient cloud G (covariance-based, d dimensions).

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import torch
 from jaxtyping import Float, Int
 
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
-from ..errors import InvalidInputError
+from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from ..metrics.isotropy import isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
 from ..tangents.controls import analytic_null, p_value
 from ..tangents.subspace import Subspace
@@ -25,6 +26,9 @@ from .objectives import Objective
 from .result import ProbeResult
 
 __all__ = ["ProbeSums", "Tally", "build_results"]
+
+#: Fewer probe sequences than this give a bootstrap interval too unreliable to report without a warning.
+MIN_BOOTSTRAP_SEQUENCES = 10
 
 
 @dataclass
@@ -94,7 +98,11 @@ def build_results(
         split_point: Where they were taken.
 
     Returns:
-        {name: ProbeResult}.
+        {name: ProbeResult}; with a single probe sequence, ci_low and ci_high are NaN (no interval).
+
+    Warns:
+        DegenerateStatisticsWarning: Fewer than `MIN_BOOTSTRAP_SEQUENCES` probe sequences: the bootstrap interval
+            resamples too few of them to be reliable (with one, it would have zero width, and is NaN instead).
     """
     moments, dim = sums.moments, next(iter(tangents.values())).dim
     n_tokens = moments.count
@@ -107,11 +115,13 @@ def build_results(
     total_energy = float(torch.trace(second_moment))
     isoscore_full = float(isoscore_star_from_covariance(covariance, n=n_tokens))
     tangent_columns = [index * (1 + n_controls) for index in range(len(tangents))]
-    boot_shares = _bootstrap_shares(
+    alpha = (1 - confidence) / 2
+    ci_low, ci_high = _bootstrap_intervals(
         sums.sequence_energy[:, tangent_columns],
         sums.sequence_total,
         n_bootstrap,
         torch.Generator().manual_seed(seed),
+        alpha,
     )
     common = {
         "n_tokens": n_tokens,
@@ -135,7 +145,6 @@ def build_results(
         oracle = float(top_values[:k].sum()) / total_energy if total_energy > 0 else 0.0
         without_tangent = float(_isoscore_star_in_complements(covariance, tangent.basis[None])[0])
         without_controls = _isoscore_star_in_complements(covariance, controls[name])
-        alpha = (1 - confidence) / 2
         results[name] = ProbeResult.build(
             name=name,
             method=tangent.method,
@@ -144,8 +153,8 @@ def build_results(
             control_energy_shares=control_shares,
             analytic_null=analytic_null(min(max(energy_share, 0.0), 1.0), dim, k),
             p_value=p_value(energy_share, control_shares),
-            ci_low=float(np.quantile(boot_shares[:, tangent_index], alpha)),
-            ci_high=float(np.quantile(boot_shares[:, tangent_index], 1 - alpha)),
+            ci_low=float(ci_low[tangent_index]),
+            ci_high=float(ci_high[tangent_index]),
             confidence=confidence,
             oracle_energy_share=oracle,
             isoscore_star_without_tangent=without_tangent,
@@ -181,6 +190,36 @@ def _isoscore_star_in_complements(covariance: torch.Tensor, bases: torch.Tensor)
     )
 
 
+def _bootstrap_intervals(
+    energy: Float[torch.Tensor, "n S"],
+    total: Float[torch.Tensor, " n"],
+    n_resamples: int,
+    generator: torch.Generator,
+    alpha: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap interval [alpha, 1 - alpha] of each column's energy share, resampling sequences: ((S,), (S,)).
+
+    Warns with fewer than `MIN_BOOTSTRAP_SEQUENCES` sequences; with one, every resample is that sequence, so the
+    interval is NaN rather than a confident zero width.
+    """
+    if n_resamples < 1:
+        raise InvalidInputError(f"n_bootstrap must be positive, got {n_resamples}.")
+    n_sequences = total.shape[0]
+    if n_sequences < MIN_BOOTSTRAP_SEQUENCES:
+        reported = "is reported as NaN" if n_sequences == 1 else "is unreliable"
+        warnings.warn(
+            f"The bootstrap interval of the energy share resamples {n_sequences} probe sequence(s), fewer than "
+            f"{MIN_BOOTSTRAP_SEQUENCES}: it {reported}. Give more probe texts.",
+            DegenerateStatisticsWarning,
+            stacklevel=4,
+        )
+    if n_sequences == 1:
+        nan = np.full(energy.shape[1], np.nan)
+        return nan, nan.copy()
+    shares = _bootstrap_shares(energy, total, n_resamples, generator)
+    return np.quantile(shares, alpha, axis=0), np.quantile(shares, 1 - alpha, axis=0)
+
+
 def _bootstrap_shares(
     energy: Float[torch.Tensor, "n S"],
     total: Float[torch.Tensor, " n"],
@@ -193,8 +232,6 @@ def _bootstrap_shares(
     The draws come from a CPU generator (the same intervals on every device); resamples are taken `chunk` at a
     time, so memory stays O(chunk * n) whatever `n_resamples`.
     """
-    if n_resamples < 1:
-        raise InvalidInputError(f"n_bootstrap must be positive, got {n_resamples}.")
     n_sequences = total.shape[0]
     shares = []
     for start in range(0, n_resamples, chunk):

@@ -38,7 +38,15 @@ from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
 from ..commons.options import check_seed
 from ..commons.tensors import as_float_tensor
-from ..errors import DimensionMismatchError, EmptyInputError, InvalidInputError, NotFittedError, SplitPointError
+from ..errors import (
+    AnisotropyError,
+    DegenerateStatisticsWarning,
+    DimensionMismatchError,
+    EmptyInputError,
+    InvalidInputError,
+    NotFittedError,
+    SplitPointError,
+)
 from ..reading.activations import iter_token_activations
 from ..reading.positions import uses_absolute_positions
 from ..reading.split_point import SplitPoint, splitter_model
@@ -94,6 +102,72 @@ _INTERPRETO_CLASSES: dict[TangentMethod, type[ConceptAutoEncoderExplainer]] = {
 }
 
 
+# Eigenvalues of the activation covariance below this fraction of the largest count as zero: float32 rows leave a
+# rounding floor near 1e-8 of it, and the spectra of real activations stay far above.
+_RANK_RTOL = 1e-6
+
+# A total variance below this fraction of the rows' mean squared norm is float32 rounding, not spread.
+_ZERO_SPREAD_RTOL = torch.finfo(torch.float32).eps ** 2
+
+_MORE_ROWS = "more fit texts (a larger max_tokens in fit, max_fit_tokens in a sweep)"
+
+
+def _refuse_undefined_subspace(n_rows: int, spread: float, scale: float, *, centred: bool) -> None:
+    """Refuse rows that define no direction: one row or identical rows when centred, all-zero rows when not.
+
+    Args:
+        n_rows: Number of activation rows n.
+        spread: Their total variance when centred, their mean squared norm when not.
+        scale: Their mean squared norm.
+        centred: Whether the tangent is fitted on centred rows.
+
+    Raises:
+        EmptyInputError: A centred tangent from fewer than 2 rows.
+        InvalidInputError: Zero spread (identical rows when centred, all-zero rows when not).
+    """
+    if centred and n_rows < 2:
+        raise EmptyInputError(
+            f"A centred tangent needs at least 2 activation rows, got {n_rows}: one row has no variance to fit. "
+            f"Give {_MORE_ROWS}."
+        )
+    if spread > _ZERO_SPREAD_RTOL * scale:
+        return
+    if centred:
+        raise InvalidInputError(
+            f"The {n_rows} activation rows are identical (zero variance once centred): they define no tangent "
+            f"direction. Fit on texts whose activations differ."
+        )
+    raise InvalidInputError(f"The {n_rows} activation rows are all zero: they define no tangent direction.")
+
+
+def _warn_if_rank_below(nb_concepts: int, n_rows: int, rank: int, *, centred: bool) -> None:
+    """Warn when the rows span fewer than `nb_concepts` dimensions: the tangent's other directions are arbitrary.
+
+    Args:
+        nb_concepts: The requested rank k.
+        n_rows: Number of activation rows n.
+        rank: The dimension the rows span (at most n - 1 centred, n not).
+        centred: Whether the rows are centred.
+
+    Warns:
+        DegenerateStatisticsWarning: When rank < k.
+    """
+    if rank >= nb_concepts:
+        return
+    warnings.warn(
+        f"nb_concepts={nb_concepts} but the {n_rows} activation rows the tangent is fitted on span only {rank} "
+        f"dimension(s){' once centred' if centred else ''}: its other {nb_concepts - rank} direction(s) are "
+        f"arbitrary. Give {_MORE_ROWS}, or use nb_concepts <= {rank}.",
+        DegenerateStatisticsWarning,
+        stacklevel=5,  # the user's call of fit, finalize or .subspace
+    )
+
+
+def _numerical_rank(values: Float[torch.Tensor, " k"]) -> int:
+    """How many of the top eigenvalues (k,), largest first, exceed `_RANK_RTOL` times the largest."""
+    return int((values > _RANK_RTOL * values[0]).sum()) if values[0] > 0 else 0
+
+
 class OrthonormalConceptModel(BaseDictionaryLearning):
     """Concept model whose concepts are coordinates in an orthonormal basis Q (d, k).
 
@@ -134,11 +208,18 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
         self._stale = True
 
     def _refresh(self) -> None:
+        """Recompute the basis from the moments: refuse rows that define no direction, warn when rank < k."""
         if not self._stale:
             return
         moments = self.moments
+        n_rows = moments.count
         matrix = moments.covariance() if self.center else moments.second_moment()
-        _, vectors = top_eigenvectors(matrix, self.nb_concepts)
+        spread = float(torch.trace(matrix))
+        scale = spread + float(moments.mean.square().sum()) if self.center else spread
+        _refuse_undefined_subspace(n_rows, spread, scale, centred=self.center)
+        values, vectors = top_eigenvectors(matrix, self.nb_concepts)
+        rank = min(n_rows - int(self.center), _numerical_rank(values))
+        _warn_if_rank_below(self.nb_concepts, n_rows, rank, centred=self.center)
         mean = moments.mean if self.center else None
         self.set_subspace(Subspace(vectors.float(), mean=None if mean is None else mean.float(), method="pca"))
 
@@ -285,6 +366,10 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
     concept explainers, fitted on the pooled activations, centred first when `center=True` (except NMF,
     which needs non-negative inputs and is fitted on ReLU'd raw activations).
 
+    Rows that cannot define a subspace are refused (one row or identical rows when centred, all-zero rows when
+    not), and rows that span fewer than `nb_concepts` dimensions give a `DegenerateStatisticsWarning`: the
+    extra directions of such a tangent would be arbitrary (see `fit`).
+
     Args:
         splitter: Interpreto `ModelWithSplitPoints` (or any `BaseSplitter`) at the split point of interest.
         nb_concepts: Requested rank k. Must satisfy 2k <= d so that matched-rank normal controls fit in the
@@ -380,6 +465,11 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
         Raises:
             NotFittedError: Before any `partial_fit`.
+            EmptyInputError: A single row when centred (the moments are kept: `partial_fit` more, then retry).
+            InvalidInputError: Identical rows when centred, all-zero rows when not.
+
+        Warns:
+            DegenerateStatisticsWarning: The rows span fewer than `nb_concepts` dimensions (see `fit`).
         """
         if self.streams and self.concept_model.moments is None:
             raise NotFittedError(f"{type(self).__name__} has no moments yet: call partial_fit(...) first.")
@@ -444,20 +534,30 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             self, with `.subspace` set.
 
         Raises:
-            InvalidInputError: Activations that are not 2-D.
+            InvalidInputError: Activations that are not 2-D; rows that define no direction: identical rows (zero
+                variance) when centred, all-zero rows when not; fewer rows than `nb_concepts` for "pca_sklearn".
             NonFiniteError: NaN or infinite activations.
             DimensionMismatchError: Activations whose d differs from the split point's.
-            EmptyInputError: No rows at all.
+            EmptyInputError: No rows at all, or a single row when centred.
 
         Warns:
+            DegenerateStatisticsWarning: The rows span fewer than `nb_concepts` dimensions (fewer than k + 1 rows
+                when centred, k when not; for "pca" also a covariance of numerical rank below k, eigenvalues under
+                1e-6 times the largest): the extra directions are arbitrary. Give more texts (a larger
+                `max_tokens`) or a lower `nb_concepts`.
             UserWarning: Activations (not texts) on a model with learned absolute positions whose tokenizer pads on
                 the left, the trace of Interpreto 0.5.2's `get_activations`, which reads such models at shifted
                 positions.
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
-        return self._fit_activations(
-            self._activation_source(activations, **reader, max_length=max_length), **fit_kwargs
-        )
+        self._fit_activations(self._activation_source(activations, **reader, max_length=max_length), **fit_kwargs)
+        if self.streams:
+            try:
+                self.concept_model.get_subspace()  # the basis now, so that fit itself refuses degenerate rows
+            except AnisotropyError:
+                self.concept_model.moments, self.concept_model._stale = None, False  # unfitted, not half-fitted
+                raise
+        return self
 
     def _fit_activations(self, activations: Any, **fit_kwargs: Any) -> TangentExplainer:
         """Fit on (n, d) activations or an iterable of them, read by the package's reader or given by the user."""
@@ -466,8 +566,26 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             return self._stream(activations)
         batches = self._batches(activations)
         pooled = torch.cat([batch.float() for batch in batches]).to(self.device)
+        self._check_pooled_rows(pooled)
         self._fit_interpreto(pooled, **fit_kwargs)
         return self
+
+    def _fits_centred(self) -> bool:
+        """Whether the concept method sees centred rows (NMF never: it needs non-negative inputs)."""
+        return self.center and _INTERPRETO_CLASSES.get(self.method, self.method) is not NMFConcepts
+
+    def _check_pooled_rows(self, pooled: Float[torch.Tensor, "n d"]) -> None:
+        """Refuse rows that define no direction (or too few for scikit-learn's PCA); warn when n - 1 < k centred."""
+        centred, n_rows = self._fits_centred(), pooled.shape[0]
+        scale = float(pooled.square().sum(1).mean())
+        spread = float(pooled.var(0, correction=0).sum()) if centred else scale  # identical rows give exactly 0
+        _refuse_undefined_subspace(n_rows, spread, scale, centred=centred)
+        if self.method is TangentMethod.PCA_SKLEARN and n_rows < self.nb_concepts:
+            raise InvalidInputError(
+                f"scikit-learn's PCA cannot fit nb_concepts={self.nb_concepts} components from {n_rows} activation "
+                f"rows. Give {_MORE_ROWS}, use a lower nb_concepts, or method='pca'."
+            )
+        _warn_if_rank_below(self.nb_concepts, n_rows, n_rows - int(centred), centred=centred)
 
     def _activation_source(self, activations: Any, **reader: Any) -> Any:
         """Texts become a lazy stream of activation batches read at the split point; activations pass through."""
@@ -478,6 +596,9 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
     def partial_fit(self, activations: Any, **reader: Any) -> TangentExplainer:
         """Add texts or activation batches to the streamed PCA (method "pca" only). Returns self.
+
+        Degenerate rows (a single row, identical rows, fewer rows than `nb_concepts` needs) are checked when the
+        basis is computed (`finalize`, `.subspace`), once every batch and every rank's moments are in.
 
         Args:
             activations: Texts, an (n, d) tensor, or a list / iterable of them (see `fit`).
@@ -537,6 +658,11 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
         Raises:
             NotFittedError: Before `fit`.
+            EmptyInputError: A streamed PCA of a single row, when centred.
+            InvalidInputError: A streamed PCA of identical rows when centred, of all-zero rows when not.
+
+        Warns:
+            DegenerateStatisticsWarning: A streamed PCA whose rows span fewer than `nb_concepts` dimensions.
         """
         if not self.is_fitted and self.concept_model.moments is None:
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call .fit(activations) first.")
@@ -551,7 +677,10 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         return bool(self.concept_model.fitted or self.concept_model._stale)
 
     def __repr__(self) -> str:
-        state = f"rank={self.subspace.rank}" if self.is_fitted else "unfitted"
+        try:
+            state = f"rank={self.subspace.rank}" if self.is_fitted else "unfitted"
+        except AnisotropyError:  # streamed rows that define no subspace yet
+            state = "unfitted"
         return (
             f"{type(self).__name__}(split_point={self.splitter.split_point!r}, nb_concepts={self.nb_concepts}, "
             f"method={self.method_name!r}, {state})"
