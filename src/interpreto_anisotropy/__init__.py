@@ -26,6 +26,7 @@ from .reading.activations import iter_token_activations, token_activations
 from .reading.positions import PositionConvention
 from .sweeps import checkpoints
 from .sweeps.checkpoints import Checkpoint, load_checkpoint, loaded
+from .sweeps.early_pool import EarlyCentering
 from .sweeps.result import SweepResult
 from .sweeps.runner import CheckpointSweep
 from .sweeps.settings import Parallelism, ReferenceKind
@@ -54,6 +55,7 @@ __all__ = [
     "ObjectiveName",
     "PCATangent",
     "Parallelism",
+    "EarlyCentering",
     "PositionConvention",
     "ProbeResult",
     "Reduction",
