@@ -35,6 +35,7 @@ from typing import Any
 
 from ..commons.files import write_atomically
 from ..errors import CheckpointError, EmptyInputError, ResultsStoreError
+from .multiple_testing import Correction, adjust
 
 __all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE", "is_skipped"]
 
@@ -80,6 +81,31 @@ class SweepResult:
             if (tangent is None or row.get("tangent") == tangent)
             and (split_point is None or str(split_point) in (str(row.get("split_point")), str(row.get("layer"))))
         ]
+        return SweepResult(rows, self.config, self.results_dir, self.skipped)
+
+    def adjusted(
+        self, correction: str = "holm", *, family: str = "split_point_and_tangent", column: str | None = None
+    ) -> SweepResult:
+        """A copy whose rows carry p-values adjusted for multiple testing, in ``{column}_{correction}``.
+
+        Args:
+            correction: "holm" (family-wise error rate) or "bh" (Benjamini-Hochberg, false discovery rate); see
+                `interpreto_anisotropy.sweeps.multiple_testing`.
+            family: Which rows are adjusted together: "split_point_and_tangent" (one curve over training),
+                "split_point", "tangent" or "all".
+            column: The p-value field; by default "p_value_exact" when the rows have it, else "p_value".
+
+        Returns:
+            A `SweepResult` with the same rows plus the adjusted field (None where a row has no p-value).
+
+        Examples:
+            >>> table.adjusted("bh", family="all").column("p_value_bh")  # doctest: +SKIP
+        """
+        if column is None:
+            column = "p_value_exact" if any("p_value_exact" in row for row in self.rows) else "p_value"
+        values = adjust(self.rows, column=column, correction=correction, family=family)
+        name = f"{column}_{Correction(correction).value}"
+        rows = [{**row, name: value} for row, value in zip(self.rows, values, strict=True)]
         return SweepResult(rows, self.config, self.results_dir, self.skipped)
 
     def column(self, name: str) -> list[Any]:
