@@ -29,10 +29,15 @@ from jaxtyping import Float
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
 from ..errors import EmptyInputError
-from ..tangents.explainers import TangentExplainer
+from ..tangents.explainers import TangentExplainer, _numerical_rank, _warn_if_rank_below
 from ..tangents.subspace import Subspace
 
-__all__ = ["EarlyCentering", "EarlyPool"]
+__all__ = ["EarlyCentering", "EarlyPool", "check_rank"]
+
+
+def check_rank(nb_concepts: int, n_rows: int, values: Float[torch.Tensor, " k"]) -> None:
+    """Warn, as a streamed PCA does, when the within-checkpoint rows span fewer than `nb_concepts` dimensions."""
+    _warn_if_rank_below(nb_concepts, n_rows, min(n_rows - 1, _numerical_rank(values)), centred=True)
 
 
 class EarlyCentering(str, Enum):
@@ -135,7 +140,8 @@ class EarlyPool:
             if not self.count:
                 raise EmptyInputError("The early checkpoints gave no activation rows to fit the reference on.")
             tangent = self.new_tangent()
-            _, vectors = top_eigenvectors(self.within / self.count, tangent.nb_concepts)
+            values, vectors = top_eigenvectors(self.within / self.count, tangent.nb_concepts)
+            check_rank(tangent.nb_concepts, self.count, values)
             mean = (self.sums / self.count).float()
             basis = vectors.float().contiguous()
             return Subspace(basis, mean=mean, method="pca", split_point=tangent.splitter.split_point)
