@@ -35,6 +35,49 @@ def test_read_texts_formats(tmp_path):
         read_texts(tmp_path / "missing.txt")
 
 
+BAD_TEXTS_FILES = {
+    "binary.txt": (b"first text\n\xff\xfe\x00binary", r"binary.txt is not UTF-8 text \(line 2"),
+    "no-field.jsonl": (b'{"text": "a"}\n{"body": "b"}\n', r'Line 2 of .*no-field.jsonl has no "text" field'),
+    "torn.jsonl": (b'{"text": "a"}\n\n{"text": \n', r"Line 3 of .*torn.jsonl is not JSON"),
+    "list-line.jsonl": (b'["a"]\n', r'Line 1 of .*list-line.jsonl has no "text" field'),
+    "number.jsonl": (b'{"text": 3}\n', r'Line 1 of .*number.jsonl has a "text" that is a number'),
+    "null.jsonl": (b'{"text": null}\n', r'Line 1 of .*null.jsonl has a "text" that is null'),
+    "torn.json": (b'["a", ', r"torn.json is not JSON \(.* line 1, column 7\)"),
+    "object.json": (b'{"text": "a"}', r"object.json holds an object, not a list"),
+    "numbers.json": (b'["a", 2]', r"Item 1 of .*numbers.json is a number, not a string"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_TEXTS_FILES))
+def test_a_malformed_texts_file_is_our_error_naming_it(tmp_path, name):
+    content, message = BAD_TEXTS_FILES[name]
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(InvalidInputError, match=message) as error:
+        read_texts(tmp_path / name)
+    assert ".json" in str(error.value)  # the formats expected
+    assert "\n" not in str(error.value)
+
+
+def test_texts_files_with_a_byte_order_mark_or_a_line_separator_in_a_text(tmp_path):
+    (tmp_path / "bom.txt").write_bytes("\ufefffirst\nsecond\n".encode())
+    (tmp_path / "separator.jsonl").write_text(json.dumps({"text": "a\u2028b"}, ensure_ascii=False) + "\n")
+    assert read_texts(tmp_path / "bom.txt") == ["first", "second"]
+    assert read_texts(tmp_path / "separator.jsonl") == ["a\u2028b"]
+    with pytest.raises(InvalidInputError, match="is a folder"):
+        read_texts(tmp_path)
+
+
+def test_a_malformed_texts_file_ends_the_command_with_one_line(tmp_path, capsys):
+    (tmp_path / "checkpoint-0").mkdir()
+    (tmp_path / "checkpoint-0" / "config.json").write_text("{}")
+    (tmp_path / "texts.jsonl").write_text('{"body": "a"}\n')
+    arguments = ["sweep", "--model", str(tmp_path), "--split-point", "1", "--texts", str(tmp_path / "texts.jsonl")]
+    assert main([*arguments, "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error
+    assert error.startswith("interpreto-anisotropy sweep: error: Line 1 of ") and "texts.jsonl" in error
+
+
 def test_sweep_and_report_commands(toy_checkpoints, fit_texts, texts, tmp_path, capsys):
     (tmp_path / "fit.txt").write_text("\n".join(t.replace("\n", " ") for t in fit_texts[:10]))
     (tmp_path / "probe.txt").write_text("\n".join(t.replace("\n", " ") for t in texts[:8]))

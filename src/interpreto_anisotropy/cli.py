@@ -33,6 +33,8 @@ __all__ = ["main", "build_parser", "read_texts", "parse_int_list", "parse_split_
 def read_texts(path: str | Path) -> list[str]:
     """Texts from a file: `.jsonl` (one {"text": ...} object a line), `.json` (a list of strings), else one text a line.
 
+    The file is read as UTF-8 (a leading byte-order mark is fine).
+
     Args:
         path: The texts file. Blank texts are dropped.
 
@@ -40,28 +42,88 @@ def read_texts(path: str | Path) -> list[str]:
         The non-blank texts, in file order.
 
     Raises:
-        InvalidInputError: A missing or unreadable file.
+        InvalidInputError: A missing or unreadable file, a file that is not UTF-8 text, a `.jsonl` line that is not
+            a JSON object with a string "text", or a `.json` file that is not a JSON list of strings; the message
+            names the file (and the line or item) and the format expected.
         EmptyInputError: A file with no non-blank text.
 
     Examples:
         >>> texts = read_texts("texts.jsonl")  # doctest: +SKIP
     """
     path = Path(path)
+    if path.is_dir():
+        raise InvalidInputError(
+            f"Texts file {path} is a folder: give a file, one text a line, or a .jsonl / .json file."
+        )
     if not path.is_file():
         raise InvalidInputError(f"Texts file {path} does not exist.")
-    content = path.read_text(encoding="utf-8")
+    content = _read_text_file(path)
     if path.suffix == ".jsonl":
-        texts = [json.loads(line)["text"] for line in content.splitlines() if line.strip()]
+        texts = _jsonl_texts(content, path)
     elif path.suffix == ".json":
-        texts = json.loads(content)
-        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
-            raise InvalidInputError(f"{path} must hold a JSON list of strings.")
+        texts = _json_texts(content, path)
     else:
         texts = content.splitlines()
     texts = [text for text in texts if text.strip()]
     if not texts:
         raise EmptyInputError(f"Texts file {path} is empty: give one text per line (or a .jsonl / .json file).")
     return texts
+
+
+_JSONL_FORMAT = 'each line of a .jsonl texts file must be a JSON object such as {"text": "some text"}'
+_JSON_FORMAT = 'a .json texts file must hold a JSON list of strings, such as ["first text", "second text"]'
+
+
+def _read_text_file(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = error.object[: error.start].count(b"\n") + 1
+        raise InvalidInputError(
+            f"Texts file {path} is not UTF-8 text (line {line}: {error.reason}); give a UTF-8 text file, "
+            "one text a line, or a .jsonl / .json file."
+        ) from None
+    except OSError as error:
+        raise InvalidInputError(f"Cannot read texts file {path}: {error.strerror or error}.") from error
+
+
+def _jsonl_texts(content: str, path: Path) -> list[str]:
+    texts = []
+    for number, line in enumerate(content.split("\n"), start=1):  # JSON strings may hold U+2028, not "\n"
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InvalidInputError(f"Line {number} of {path} is not JSON ({error.msg}): {_JSONL_FORMAT}.") from None
+        if not isinstance(record, dict) or "text" not in record:
+            raise InvalidInputError(f'Line {number} of {path} has no "text" field: {_JSONL_FORMAT}.')
+        if not isinstance(record["text"], str):
+            kind = _json_kind(record["text"])
+            raise InvalidInputError(f'Line {number} of {path} has a "text" that is {kind}: {_JSONL_FORMAT}.')
+        texts.append(record["text"])
+    return texts
+
+
+def _json_texts(content: str, path: Path) -> list[str]:
+    try:
+        texts = json.loads(content)
+    except json.JSONDecodeError as error:
+        raise InvalidInputError(
+            f"{path} is not JSON ({error.msg} at line {error.lineno}, column {error.colno}): {_JSON_FORMAT}."
+        ) from None
+    if not isinstance(texts, list):
+        raise InvalidInputError(f"{path} holds {_json_kind(texts)}, not a list: {_JSON_FORMAT}.")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InvalidInputError(f"Item {index} of {path} is {_json_kind(text)}, not a string: {_JSON_FORMAT}.")
+    return texts
+
+
+def _json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words ("an object", "null", ...)."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
 
 
 def parse_int_list(value: str) -> list[int]:
