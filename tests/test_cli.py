@@ -137,3 +137,37 @@ def test_parser_reads_split_points_and_steps():
         ]
     )
     assert args.steps == [0, 1000] and args.split_point == [3, "gpt_neox.layers.5"]
+
+
+SWEEP = ["sweep", "--model", "runs/toy", "--split-point", "1", "--texts", "t.txt", "--out", "o"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ([*SWEEP, "--max-fit-tokens", "0"], "argument --max-fit-tokens: must be a positive integer, got '0'"),
+        ([*SWEEP, "--max-tokens", "-5"], "argument --max-tokens: must be a positive integer, got '-5'"),
+        ([*SWEEP, "--batch-size", "two"], "argument --batch-size: must be a positive integer, got 'two'"),
+        ([*SWEEP, "--n-controls", "0"], "argument --n-controls: must be a positive integer, got '0'"),
+        ([*SWEEP, "--nb-concepts", "0"], "argument --nb-concepts: must be a positive integer, got '0'"),
+        ([*SWEEP, "--seed", "-1"], "argument --seed: must be an integer in [0, 2**32), got '-1'"),
+        ([*SWEEP, "--seed", str(2**32)], "argument --seed: must be an integer in [0, 2**32)"),
+        ([*SWEEP, "--early-fraction", "0"], "argument --early-fraction: must be a number in (0, 1], got '0'"),
+        ([*SWEEP, "--early-fraction", "nan"], "argument --early-fraction: must be a number in (0, 1]"),
+        ([*SWEEP, "--steps", "0,-1000"], "argument --steps: expected comma-separated non-negative integers"),
+        (["demo", "--steps", "0"], "argument --steps: must be a positive integer, got '0'"),
+        (["demo", "--n-controls", "0"], "argument --n-controls: must be a positive integer, got '0'"),
+    ],
+)
+def test_an_option_out_of_range_is_refused_naming_the_flag(arguments, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_options_in_range_are_parsed():
+    arguments = [*SWEEP, "--max-fit-tokens", "1", "--seed", str(2**32 - 1), "--early-fraction", "1", "--steps", "0,8"]
+    args = build_parser().parse_args(arguments)
+    assert (args.max_fit_tokens, args.seed, args.early_fraction, args.steps) == (1, 2**32 - 1, 1.0, [0, 8])
+    assert (args.max_tokens, args.batch_size, args.n_controls, args.nb_concepts) == (None, 8, 20, 16)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .commons.options import MAX_SEED
 from .errors import AnisotropyError, EmptyInputError, InvalidInputError
 from .probing.objectives import AUTO, ObjectiveName
 from .reading.batching import AUTOCAST_CHOICES
@@ -27,7 +29,16 @@ from .tangents.explainers import TangentMethod
 
 LANGUAGE_MODEL_OBJECTIVES = [ObjectiveName.CAUSAL_LM.value, ObjectiveName.MASKED_LM.value]
 
-__all__ = ["main", "build_parser", "read_texts", "parse_int_list", "parse_split_point"]
+__all__ = [
+    "main",
+    "build_parser",
+    "read_texts",
+    "parse_int_list",
+    "parse_split_point",
+    "parse_positive_int",
+    "parse_seed",
+    "parse_fraction",
+]
 
 
 def read_texts(path: str | Path) -> list[str]:
@@ -127,7 +138,7 @@ def _json_kind(value: Any) -> str:
 
 
 def parse_int_list(value: str) -> list[int]:
-    """Comma-separated integers ("0,1000,8000") as a list, for argparse `type=`.
+    """Comma-separated non-negative integers ("0,1000,8000") as a list, for argparse `type=`.
 
     Args:
         value: The option's text.
@@ -136,16 +147,96 @@ def parse_int_list(value: str) -> list[int]:
         The integers.
 
     Raises:
-        argparse.ArgumentTypeError: A part that is not an integer.
+        argparse.ArgumentTypeError: A part that is not an integer, or a negative one.
 
     Examples:
         >>> parse_int_list("0,1000, 8000")
         [0, 1000, 8000]
     """
     try:
-        return [int(item) for item in value.split(",") if item.strip()]
+        numbers = [int(item) for item in value.split(",") if item.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {value!r}") from None
+        numbers = [-1]
+    if any(number < 0 for number in numbers):
+        raise argparse.ArgumentTypeError(f"expected comma-separated non-negative integers, got {value!r}")
+    return numbers
+
+
+def parse_positive_int(value: str) -> int:
+    """An integer option that must be at least 1 (a size, a rank, a cap), for argparse `type=`.
+
+    argparse prefixes the error with the option, e.g. "argument --max-fit-tokens: must be a positive integer".
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        The integer.
+
+    Raises:
+        argparse.ArgumentTypeError: Not an integer, or below 1.
+
+    Examples:
+        >>> parse_positive_int("8")
+        8
+    """
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
+    return number
+
+
+def parse_seed(value: str) -> int:
+    """A seed option: an integer in [0, 2**32), for argparse `type=`.
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        The seed.
+
+    Raises:
+        argparse.ArgumentTypeError: Not an integer, or outside [0, 2**32).
+
+    Examples:
+        >>> parse_seed("0")
+        0
+    """
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number < MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**32), got {value!r}")
+    return number
+
+
+def parse_fraction(value: str) -> float:
+    """A fraction option: a number in (0, 1], for argparse `type=`.
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        The fraction.
+
+    Raises:
+        argparse.ArgumentTypeError: Not a number, or outside (0, 1].
+
+    Examples:
+        >>> parse_fraction("0.3")
+        0.3
+    """
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not 0 < number <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {value!r}")
+    return number
 
 
 def parse_split_point(value: str) -> int | str:
@@ -196,11 +287,11 @@ def _add_demo_command(commands: Any) -> None:
         "report. Offline; a few minutes on 2 CPU cores.",
     )
     demo.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
-    demo.add_argument("--steps", type=int, default=300, help="training steps (default: 300)")
+    demo.add_argument("--steps", type=parse_positive_int, default=300, help="training steps (default: 300)")
     demo.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    demo.add_argument("--nb-concepts", type=int, default=8, help="tangent rank k (default: 8, d is 64)")
-    demo.add_argument("--n-controls", type=int, default=20, help="normal controls (default: 20)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--nb-concepts", type=parse_positive_int, default=8, help="tangent rank k (default: 8, d is 64)")
+    demo.add_argument("--n-controls", type=parse_positive_int, default=20, help="normal controls (default: 20)")
+    demo.add_argument("--seed", type=parse_seed, default=0)
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -239,16 +330,18 @@ def _add_sweep_command(commands: Any) -> None:
     sweep.add_argument("--probe-texts", help="held-out probe texts (default: every other text of --texts)")
     sweep.add_argument("--objective", default=AUTO, choices=[AUTO, *LANGUAGE_MODEL_OBJECTIVES])
     sweep.add_argument("--method", default=TangentMethod.PCA.value, choices=[method.value for method in TangentMethod])
-    sweep.add_argument("--nb-concepts", type=int, default=16, help="tangent rank k (default: 16)")
+    sweep.add_argument("--nb-concepts", type=parse_positive_int, default=16, help="tangent rank k (default: 16)")
     sweep.add_argument(
         "--reference", default=ReferenceKind.EARLY.value, choices=[kind.value for kind in ReferenceKind]
     )
-    sweep.add_argument("--early-fraction", type=float, default=0.3)
-    sweep.add_argument("--n-controls", type=int, default=20)
-    sweep.add_argument("--seed", type=int, default=0)
-    sweep.add_argument("--max-tokens", type=int, help="cap on probed tokens per checkpoint")
-    sweep.add_argument("--max-fit-tokens", type=int, default=20_000, help="cap on fit activations per checkpoint")
-    sweep.add_argument("--batch-size", type=int, default=8)
+    sweep.add_argument("--early-fraction", type=parse_fraction, default=0.3)
+    sweep.add_argument("--n-controls", type=parse_positive_int, default=20)
+    sweep.add_argument("--seed", type=parse_seed, default=0)
+    sweep.add_argument("--max-tokens", type=parse_positive_int, help="cap on probed tokens per checkpoint")
+    sweep.add_argument(
+        "--max-fit-tokens", type=parse_positive_int, default=20_000, help="cap on fit activations per checkpoint"
+    )
+    sweep.add_argument("--batch-size", type=parse_positive_int, default=8)
     sweep.add_argument("--device", help="cpu, cuda, ... (default: cuda when available)")
     sweep.add_argument(
         "--autocast",
