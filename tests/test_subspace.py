@@ -222,6 +222,24 @@ def test_energy_share_invariant_to_scale_and_row_permutation(seed, scale, n):
     assert Q.energy_share(g[rng.permutation(n)]) == pytest.approx(base, rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-150, 1.0, 1e150, 1e200, 1e300])
+def test_energy_share_of_huge_and_tiny_gradients_is_exact(scale):
+    """Rows (3, 4, 0, 0) and (0, 0, 0, 12) in the span of e1, e3: (9 + 0) / (25 + 144) whatever the scale."""
+    Q = Subspace(torch.eye(4, dtype=torch.float64)[:, [0, 2]])
+    g = torch.tensor([[3.0, 4.0, 0.0, 0.0], [0.0, 0.0, 0.0, 12.0]], dtype=torch.float64)
+    assert Q.energy_share(scale * g) == pytest.approx(9 / 169, rel=1e-14)
+    assert Q.energy_share(scale * g[0]) == pytest.approx(9 / 25, rel=1e-14)
+
+
+@FAST
+@given(seed=st.integers(0, 10_000), exponent=st.floats(-300.0, 300.0), n=st.integers(1, 10))
+def test_energy_share_invariant_to_any_float64_scale(seed, exponent, n):
+    rng = np.random.default_rng(seed)
+    Q = Subspace(orthonormal(12, 3, seed))
+    g = rng.standard_normal((n, 12))
+    assert Q.energy_share(10.0**exponent * g) == pytest.approx(Q.energy_share(g), rel=1e-12, abs=1e-15)
+
+
 @FAST
 @given(seed=st.integers(0, 10_000))
 def test_energy_share_invariant_to_basis_rotation(seed):

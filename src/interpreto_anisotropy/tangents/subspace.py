@@ -125,8 +125,8 @@ class Subspace:
 
         Examples:
             >>> Q = Subspace.random(8, 2, seed=0)
-            >>> Q.replace(name="early", step=30).name, Q.name
-            ('early', 'random')
+            >>> Q.replace(name="early", step=30).name, Q.name  # Q itself keeps no name
+            ('early', None)
         """
         return self._replace(**changes)
 
@@ -187,18 +187,27 @@ class Subspace:
     def energy_share(self, g: Float[torch.Tensor, "n d"]) -> float:
         """Share of the squared Frobenius norm held by the subspace: ||G Q||_F^2 / ||G||_F^2.
 
-        Gradients are not centred. Computed in float64.
+        Gradients are not centred. Computed in float64 on G / max|G|, so that squares neither overflow nor
+        underflow: the share of c G is that of G for any c != 0 (1e-200 and 1e200 included).
 
         Args:
             g: Gradients (or any vectors), shape (n, d) or (d,).
 
         Returns:
             A float in [0, 1]; 0.0 by convention when G is all zeros.
+
+        Examples:
+            >>> Q = Subspace(torch.eye(3)[:, :1])
+            >>> g = torch.tensor([[3.0, 4.0, 0.0]], dtype=torch.float64)
+            >>> round(Q.energy_share(g), 12), round(Q.energy_share(1e200 * g), 12), round(Q.energy_share(1e-200 * g), 12)
+            (0.36, 0.36, 0.36)
         """
         g = self._check_input(g, "g").double()
-        total = (g * g).sum()
-        if total == 0:
+        scale = g.abs().max() if g.numel() else 0.0
+        if scale == 0:
             return 0.0
+        g = g / scale
+        total = (g * g).sum()
         inside = (g @ self.basis.to(device=g.device, dtype=torch.float64)).pow(2).sum()
         return float(inside / total)
 
