@@ -24,7 +24,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save
 
 from ..commons.files import write_atomically
-from ..commons.tensors import as_float_tensor
+from ..commons.tensors import as_float_tensor, scaled_by_power_of_two
 from ..errors import AnisotropyError, DimensionMismatchError, InvalidInputError, ResultsStoreError
 
 __all__ = ["Subspace"]
@@ -187,8 +187,9 @@ class Subspace:
     def energy_share(self, g: Float[torch.Tensor, "n d"]) -> float:
         """Share of the squared Frobenius norm held by the subspace: ||G Q||_F^2 / ||G||_F^2.
 
-        Gradients are not centred. Computed in float64 on G / max|G|, so that squares neither overflow nor
-        underflow: the share of c G is that of G for any c != 0 (1e-200 and 1e200 included).
+        Gradients are not centred. Computed in float64 on G divided by the power of two nearest max|G|
+        (`commons.tensors.scaled_by_power_of_two`), so that squares neither overflow nor vanish: the share of c G is
+        that of G for any c != 0, 1e-200 and 1e200 included.
 
         Args:
             g: Gradients (or any vectors), shape (n, d) or (d,).
@@ -202,12 +203,10 @@ class Subspace:
             >>> round(Q.energy_share(g), 12), round(Q.energy_share(1e200 * g), 12), round(Q.energy_share(1e-200 * g), 12)
             (0.36, 0.36, 0.36)
         """
-        g = self._check_input(g, "g").double()
-        scale = g.abs().max() if g.numel() else 0.0
-        if scale == 0:
-            return 0.0
-        g = g / scale
+        g = scaled_by_power_of_two(self._check_input(g, "g").double())
         total = (g * g).sum()
+        if total == 0:
+            return 0.0
         inside = (g @ self.basis.to(device=g.device, dtype=torch.float64)).pow(2).sum()
         return float(inside / total)
 
