@@ -1,14 +1,20 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The activation reader against one full forward per unpadded text, and its early stop at the split point."""
+"""The activation reader against one full forward per unpadded text, its early stop at the split point, and the
+token ids it refuses (beyond the model's embedding)."""
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 import torch
 
+from interpreto_anisotropy.errors import TokenizerError
+from interpreto_anisotropy.probing.probe import GradientProbe
 from interpreto_anisotropy.reading.activations import iter_token_activations, token_activations
+from interpreto_anisotropy.tangents.subspace import Subspace
 
 ARCHS = ["gpt_neox", "llama", "eurobert"]
 
@@ -76,3 +82,33 @@ def test_the_layers_above_the_split_point_are_not_run(gpt_neox_mwsp, texts):
     assert len(batches) == 3 and calls == {"head": 0, "split": 3}
     model(input_ids=torch.tensor([[1, 2, 3]]))  # the model itself is left working
     assert calls["head"] == 0  # and unhooked
+
+
+# ---------------------------------------------------------------------------------------------- another model's tokens
+@pytest.fixture(scope="module")
+def too_small_model(gpt_neox_model):
+    """A 64-token GPT-NeoX with the 512-token toy tokenizer: its ids run past the embedding."""
+    from interpreto import ModelWithSplitPoints
+
+    from interpreto_anisotropy.demo import build_model
+
+    _, tokenizer = gpt_neox_model
+    model = build_model("gpt_neox", vocab_size=64, hidden_size=16, num_layers=2, num_heads=2, seed=0)
+    return ModelWithSplitPoints(model, split_point=1, tokenizer=copy.deepcopy(tokenizer), batch_size=4)
+
+
+def test_a_tokenizer_larger_than_the_embedding_is_our_error(too_small_model, texts):
+    with pytest.raises(TokenizerError, match=r"has 64 rows \(ids 0 to 63\), while the tokenizer has 512 tokens"):
+        token_activations(too_small_model, texts[:4])
+    with pytest.raises(TokenizerError, match="does not belong to this model"):
+        GradientProbe(too_small_model, objective="causal_lm").run(texts[:4], Subspace.random(16, 2))
+
+
+@pytest.mark.parametrize("bad_id", [64, -100])
+def test_token_ids_outside_the_embedding_are_refused_before_any_forward(too_small_model, bad_id):
+    ids = torch.tensor([[1, 2, 3], [4, bad_id, 5]])
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    with pytest.raises(TokenizerError, match=f"Token id {bad_id} is outside the model's input embedding"):
+        token_activations(too_small_model, inputs)
+    inputs["input_ids"] = ids.clamp(0, 63)
+    assert token_activations(too_small_model, inputs, include_special=True)[0].shape == (6, 16)

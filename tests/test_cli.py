@@ -35,6 +35,49 @@ def test_read_texts_formats(tmp_path):
         read_texts(tmp_path / "missing.txt")
 
 
+BAD_TEXTS_FILES = {
+    "binary.txt": (b"first text\n\xff\xfe\x00binary", r"binary.txt is not UTF-8 text \(line 2"),
+    "no-field.jsonl": (b'{"text": "a"}\n{"body": "b"}\n', r'Line 2 of .*no-field.jsonl has no "text" field'),
+    "torn.jsonl": (b'{"text": "a"}\n\n{"text": \n', r"Line 3 of .*torn.jsonl is not JSON"),
+    "list-line.jsonl": (b'["a"]\n', r'Line 1 of .*list-line.jsonl has no "text" field'),
+    "number.jsonl": (b'{"text": 3}\n', r'Line 1 of .*number.jsonl has a "text" that is a number'),
+    "null.jsonl": (b'{"text": null}\n', r'Line 1 of .*null.jsonl has a "text" that is null'),
+    "torn.json": (b'["a", ', r"torn.json is not JSON \(.* line 1, column 7\)"),
+    "object.json": (b'{"text": "a"}', r"object.json holds an object, not a list"),
+    "numbers.json": (b'["a", 2]', r"Item 1 of .*numbers.json is a number, not a string"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_TEXTS_FILES))
+def test_a_malformed_texts_file_is_our_error_naming_it(tmp_path, name):
+    content, message = BAD_TEXTS_FILES[name]
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(InvalidInputError, match=message) as error:
+        read_texts(tmp_path / name)
+    assert ".json" in str(error.value)  # the formats expected
+    assert "\n" not in str(error.value)
+
+
+def test_texts_files_with_a_byte_order_mark_or_a_line_separator_in_a_text(tmp_path):
+    (tmp_path / "bom.txt").write_bytes("\ufefffirst\nsecond\n".encode())
+    (tmp_path / "separator.jsonl").write_text(json.dumps({"text": "a\u2028b"}, ensure_ascii=False) + "\n")
+    assert read_texts(tmp_path / "bom.txt") == ["first", "second"]
+    assert read_texts(tmp_path / "separator.jsonl") == ["a\u2028b"]
+    with pytest.raises(InvalidInputError, match="is a folder"):
+        read_texts(tmp_path)
+
+
+def test_a_malformed_texts_file_ends_the_command_with_one_line(tmp_path, capsys):
+    (tmp_path / "checkpoint-0").mkdir()
+    (tmp_path / "checkpoint-0" / "config.json").write_text("{}")
+    (tmp_path / "texts.jsonl").write_text('{"body": "a"}\n')
+    arguments = ["sweep", "--model", str(tmp_path), "--split-point", "1", "--texts", str(tmp_path / "texts.jsonl")]
+    assert main([*arguments, "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error
+    assert error.startswith("interpreto-anisotropy sweep: error: Line 1 of ") and "texts.jsonl" in error
+
+
 @pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # few probe texts
 def test_sweep_and_report_commands(toy_checkpoints, fit_texts, texts, tmp_path, capsys):
     (tmp_path / "fit.txt").write_text("\n".join(t.replace("\n", " ") for t in fit_texts[:10]))
@@ -95,3 +138,37 @@ def test_parser_reads_split_points_and_steps():
         ]
     )
     assert args.steps == [0, 1000] and args.split_point == [3, "gpt_neox.layers.5"]
+
+
+SWEEP = ["sweep", "--model", "runs/toy", "--split-point", "1", "--texts", "t.txt", "--out", "o"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ([*SWEEP, "--max-fit-tokens", "0"], "argument --max-fit-tokens: must be a positive integer, got '0'"),
+        ([*SWEEP, "--max-tokens", "-5"], "argument --max-tokens: must be a positive integer, got '-5'"),
+        ([*SWEEP, "--batch-size", "two"], "argument --batch-size: must be a positive integer, got 'two'"),
+        ([*SWEEP, "--n-controls", "0"], "argument --n-controls: must be a positive integer, got '0'"),
+        ([*SWEEP, "--nb-concepts", "0"], "argument --nb-concepts: must be a positive integer, got '0'"),
+        ([*SWEEP, "--seed", "-1"], "argument --seed: must be an integer in [0, 2**32), got '-1'"),
+        ([*SWEEP, "--seed", str(2**32)], "argument --seed: must be an integer in [0, 2**32)"),
+        ([*SWEEP, "--early-fraction", "0"], "argument --early-fraction: must be a number in (0, 1], got '0'"),
+        ([*SWEEP, "--early-fraction", "nan"], "argument --early-fraction: must be a number in (0, 1]"),
+        ([*SWEEP, "--steps", "0,-1000"], "argument --steps: expected comma-separated non-negative integers"),
+        (["demo", "--steps", "0"], "argument --steps: must be a positive integer, got '0'"),
+        (["demo", "--n-controls", "0"], "argument --n-controls: must be a positive integer, got '0'"),
+    ],
+)
+def test_an_option_out_of_range_is_refused_naming_the_flag(arguments, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_options_in_range_are_parsed():
+    arguments = [*SWEEP, "--max-fit-tokens", "1", "--seed", str(2**32 - 1), "--early-fraction", "1", "--steps", "0,8"]
+    args = build_parser().parse_args(arguments)
+    assert (args.max_fit_tokens, args.seed, args.early_fraction, args.steps) == (1, 2**32 - 1, 1.0, [0, 8])
+    assert (args.max_tokens, args.batch_size, args.n_controls, args.nb_concepts) == (None, 8, 20, 16)

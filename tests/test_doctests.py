@@ -43,6 +43,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.sweeps.settings",
     "interpreto_anisotropy.tangents.controls",
     "interpreto_anisotropy.tangents.explainers",
+    "interpreto_anisotropy.tangents.subspace",
 ]
 
 

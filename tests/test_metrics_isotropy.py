@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import interpreto_anisotropy.metrics as metrics
+from interpreto_anisotropy.commons.tensors import scaled_by_power_of_two
 from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError, NonFiniteError
 
 FAST = settings(max_examples=25, deadline=None)
@@ -336,6 +337,53 @@ def test_measures_are_scale_invariant(X, scale):
     assert metrics.isoscore_star(scaled, zeta="oas") == pytest.approx(metrics.isoscore_star(X, zeta="oas"), abs=1e-9)
     assert metrics.effective_rank(scaled) == pytest.approx(metrics.effective_rank(X), rel=1e-9)
     assert metrics.mean_cosine_similarity(scaled) == pytest.approx(metrics.mean_cosine_similarity(X), abs=1e-9)
+
+
+@FAST
+@given(st.integers(0, 2**32 - 1), st.floats(-320.0, 308.0))
+def test_power_of_two_scaling_changes_no_mantissa(seed, exponent):
+    x = torch.from_numpy(np.random.default_rng(seed).normal(size=(5, 3)) * 10.0**exponent)
+    for dim in (None, 1):
+        scaled = scaled_by_power_of_two(x, dim=dim)
+        peak = scaled.abs().amax() if dim is None else scaled.abs().amax(dim=1)
+        assert bool(((peak >= 0.5) & (peak < 2.0)).all()) or not bool(x.any())
+        assert torch.equal(torch.frexp(scaled).mantissa, torch.frexp(x).mantissa)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e200, 1e300])
+def test_measures_of_huge_and_tiny_float64_points_are_exact(scale):
+    """Squares of such values overflow or vanish in float64: the measures work on power-of-two-scaled copies."""
+    cross = scale * np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])  # isotropic, opposite pairs
+    assert metrics.isoscore(cross) == pytest.approx(1.0, rel=1e-14)
+    assert metrics.isoscore_star(cross) == pytest.approx(1.0, rel=1e-14)
+    assert metrics.isoscore_star(cross, zeta="oas") == pytest.approx(1.0, rel=1e-14)
+    assert metrics.mean_cosine_similarity(cross) == pytest.approx(-1 / 3, rel=1e-14)
+    assert metrics.effective_rank(cross) == pytest.approx(2.0, rel=1e-14)
+    assert metrics.rogue_dimensions(cross, center=False).contributions == pytest.approx([-1 / 6, -1 / 6], rel=1e-14)
+    line = scale * np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
+    assert metrics.isoscore(line) == pytest.approx(0.0, abs=1e-14)
+    assert metrics.mean_cosine_similarity(line) == pytest.approx(1.0, rel=1e-14)
+    planted = np.random.default_rng(18).normal(size=(100, 64))
+    planted[:, 7] *= 50.0
+    outliers = metrics.outlier_dimensions(scale * planted)
+    assert outliers.indices.tolist() == [7]
+    assert outliers.threshold == pytest.approx(scale * metrics.outlier_dimensions(planted).threshold, rel=1e-12)
+    assert 0.0 <= metrics.partition_isotropy(scale * planted) <= 1.0  # scale-dependent, but no overflow
+
+
+@FAST
+@given(clouds, st.floats(-300.0, 300.0))
+def test_measures_are_invariant_to_any_float64_scale(X, exponent):
+    scaled = 10.0**exponent * X
+    assert metrics.isoscore(scaled) == pytest.approx(metrics.isoscore(X), abs=1e-9)
+    assert metrics.isoscore_star(scaled) == pytest.approx(metrics.isoscore_star(X), abs=1e-9)
+    assert metrics.isoscore_star(scaled, zeta="oas") == pytest.approx(metrics.isoscore_star(X, zeta="oas"), abs=1e-9)
+    assert metrics.mean_cosine_similarity(scaled) == pytest.approx(metrics.mean_cosine_similarity(X), abs=1e-9)
+    assert metrics.mean_cosine_similarity(scaled, center=True) == pytest.approx(
+        metrics.mean_cosine_similarity(X, center=True), abs=1e-9
+    )
+    assert metrics.rogue_dimensions(scaled).top_share == pytest.approx(metrics.rogue_dimensions(X).top_share, abs=1e-9)
+    assert metrics.outlier_dimensions(scaled).indices.tolist() == metrics.outlier_dimensions(X).indices.tolist()
 
 
 @FAST

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
+import json
 import random
 import re
 
@@ -18,9 +20,11 @@ import numpy as np
 import pytest
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from interpreto_anisotropy import plotting
-from interpreto_anisotropy.errors import EmptyInputError
+from interpreto_anisotropy.cli import main
+from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError, ResultsStoreError
 from interpreto_anisotropy.sweeps.result import SweepResult, sort_rows
 from interpreto_anisotropy.visualizations.report import write_report
 
@@ -366,3 +370,55 @@ def test_report_partial_overwrite_and_empty(tmp_path):
     with pytest.raises(EmptyInputError, match="no finished checkpoint"):
         write_report(SweepResult([], {"n_controls": R}), tmp_path / "empty")
     assert not (tmp_path / "empty" / "index.html").exists()
+
+
+# ---------------------------------------------------------------------------------------------------- user mistakes
+def _results_dir(folder, rows: list[dict]):
+    """A results folder as a sweep writes it: config.json and rows.jsonl (with each row's `layer`)."""
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"nb_concepts": K, "n_controls": R}))
+    lines = [json.dumps({**row, "layer": row["split_point"], "control_energy_shares": None}) for row in rows]
+    (folder / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_a_report_into_a_file_is_our_error_naming_it(result, tmp_path, capsys):
+    (tmp_path / "report.html").write_text("not a folder")
+    with pytest.raises(InvalidInputError, match=r"report folder .*report.html is a file: give the report a folder"):
+        write_report(result, tmp_path / "report.html")
+    with pytest.raises(InvalidInputError, match=r"report folder .*report.html.nested lies in .*report.html, which"):
+        write_report(result, tmp_path / "report.html" / "nested")
+    assert (tmp_path / "report.html").read_text() == "not a folder"
+    sweep = _results_dir(tmp_path / "sweep", make_rows(steps=[0, 1], splits=SPLITS[:1]))
+    assert main(["report", str(sweep), "--out", str(tmp_path / "report.html")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("interpreto-anisotropy report: error: The report folder ") and "--out" in error
+    assert error.count("\n") == 1 and "report.html is a file" in error
+
+
+def test_split_points_and_tangents_with_dollars_slashes_and_spaces(tmp_path):
+    splits = ["layers.$1", "^{}_$$", "a/b c"]  # "^{}_$$" is a bad formula: matplotlib's mathtext failed on it
+    crafted = SweepResult(
+        make_rows(steps=[0, 1, 2], splits=splits, tangents=["early", "$x$"]), {"split_points": splits}
+    )
+    path = write_report(crafted, tmp_path / "report", dpi=30)
+    assert sorted(file.name for file in (tmp_path / "report" / "figures").iterdir()) == sorted(
+        f"{name}.png" for name in plotting.FIGURES
+    )
+    for figure in plotting.plot_sweep(crafted).values():
+        shown = [text.get_text() for text in figure.findobj(Text)]
+        assert all(text.count("$") == text.count(r"\$") for text in shown), "an unescaped $ starts mathtext"
+        assert any(r"split point layers.\$1" in text for text in shown)
+    page = path.read_text()
+    assert all(html.escape(split) in page for split in splits)
+    with (tmp_path / "report" / "rows.csv").open() as handle:
+        assert {row["split_point"] for row in csv.DictReader(handle)} == set(splits)
+
+
+def test_loading_crafted_rows_with_a_null_step_names_the_file_and_line(tmp_path):
+    rows = make_rows(steps=[0, 1], splits=SPLITS[:1], tangents=["early"])
+    sweep = _results_dir(tmp_path / "sweep", [rows[0], {**rows[1], "step": None}])
+    with pytest.raises(ResultsStoreError, match=r"Line 2 of .*rows.jsonl is not a sweep row: delete that line"):
+        SweepResult.load(sweep)
+    sweep = _results_dir(tmp_path / "other", [rows[0], {**rows[1], "split_point": "layers.$1"}])
+    assert SweepResult.load(sweep).split_points == ["gpt_neox.layers.0", "layers.$1"]

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+import safetensors.torch
 import scipy.linalg
 import torch
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from interpreto_anisotropy.errors import (
     DimensionMismatchError,
     InvalidInputError,
     NonFiniteError,
+    ResultsStoreError,
 )
 from interpreto_anisotropy.tangents.subspace import Subspace
 
@@ -220,6 +222,24 @@ def test_energy_share_invariant_to_scale_and_row_permutation(seed, scale, n):
     assert Q.energy_share(g[rng.permutation(n)]) == pytest.approx(base, rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-150, 1.0, 1e150, 1e200, 1e300])
+def test_energy_share_of_huge_and_tiny_gradients_is_exact(scale):
+    """Rows (3, 4, 0, 0) and (0, 0, 0, 12) in the span of e1, e3: (9 + 0) / (25 + 144) whatever the scale."""
+    Q = Subspace(torch.eye(4, dtype=torch.float64)[:, [0, 2]])
+    g = torch.tensor([[3.0, 4.0, 0.0, 0.0], [0.0, 0.0, 0.0, 12.0]], dtype=torch.float64)
+    assert Q.energy_share(scale * g) == pytest.approx(9 / 169, rel=1e-14)
+    assert Q.energy_share(scale * g[0]) == pytest.approx(9 / 25, rel=1e-14)
+
+
+@FAST
+@given(seed=st.integers(0, 10_000), exponent=st.floats(-300.0, 300.0), n=st.integers(1, 10))
+def test_energy_share_invariant_to_any_float64_scale(seed, exponent, n):
+    rng = np.random.default_rng(seed)
+    Q = Subspace(orthonormal(12, 3, seed))
+    g = rng.standard_normal((n, 12))
+    assert Q.energy_share(10.0**exponent * g) == pytest.approx(Q.energy_share(g), rel=1e-12, abs=1e-15)
+
+
 @FAST
 @given(seed=st.integers(0, 10_000))
 def test_energy_share_invariant_to_basis_rotation(seed):
@@ -385,8 +405,65 @@ def test_save_load_without_mean_and_in_float32(tmp_path):
 
 
 def test_load_missing_file_raises(tmp_path):
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ResultsStoreError, match=r"No subspace file at .*nothing.safetensors") as error:
         Subspace.load(tmp_path / "nothing.safetensors")
+    assert isinstance(error.value, OSError)  # still caught by `except OSError`
+
+
+def _write_broken_subspace(path, kind: str) -> None:
+    """A file at `path` that is not a subspace written by `Subspace.save`, broken in the way `kind` says."""
+    basis = torch.eye(3)[:, :2].contiguous()
+    if kind == "not safetensors":
+        path.write_text("a text file, not safetensors")
+    elif kind == "truncated":
+        path.write_bytes(Subspace(basis).save(path).read_bytes()[:-10])
+    elif kind == "no basis":
+        safetensors.torch.save_file({"weights": basis}, str(path))
+    elif kind == "garbage metadata":
+        safetensors.torch.save_file({"basis": basis}, str(path), metadata={"interpreto_anisotropy": "{not json"})
+    elif kind == "metadata not an object":
+        safetensors.torch.save_file({"basis": basis}, str(path), metadata={"interpreto_anisotropy": "[1, 2]"})
+    elif kind == "not orthonormal":
+        safetensors.torch.save_file({"basis": 2 * basis}, str(path))
+    elif kind == "a folder":
+        path.mkdir()
+
+
+BROKEN_FILES = {
+    "not safetensors": "is not a readable safetensors file",
+    "truncated": "is not a readable safetensors file",
+    "no basis": r"holds no 'basis' tensor \(it has \['weights'\]\)",
+    "garbage metadata": "has malformed subspace metadata",
+    "metadata not an object": "metadata that is not a JSON object",
+    "not orthonormal": "holds no valid subspace: basis columns are not orthonormal",
+    "a folder": "No subspace file at",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN_FILES))
+def test_load_of_a_broken_file_is_our_error_naming_it(tmp_path, kind):
+    path = tmp_path / "broken.safetensors"
+    _write_broken_subspace(path, kind)
+    with pytest.raises(ResultsStoreError, match=BROKEN_FILES[kind]) as error:
+        Subspace.load(path)
+    assert str(path) in str(error.value)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_subspace_round_trips(tmp_path, dtype):
+    Q = Subspace.random(256, 32, seed=0).to(dtype=dtype)
+    assert Subspace(Q.basis).basis.dtype == dtype  # accepted by the constructor's check
+    loaded = Subspace.load(Q.save(tmp_path / "half.safetensors"))
+    assert loaded.basis.dtype == dtype and torch.equal(loaded.basis, Q.basis)
+    g = torch.randn(5, 256, dtype=torch.float64)
+    assert loaded.energy_share(g) == pytest.approx(Q.energy_share(g), rel=1e-12)
+
+
+def test_half_precision_check_still_refuses_a_basis_off_by_more_than_rounding():
+    skewed = torch.eye(8)[:, :2].clone()
+    skewed[0, 1] = 0.05  # |Q^T Q - I| = 0.05, far above bfloat16's 2 eps = 0.016
+    with pytest.raises(InvalidInputError, match="not orthonormal"):
+        Subspace(skewed.to(torch.bfloat16))
 
 
 def test_to_copies_with_metadata():

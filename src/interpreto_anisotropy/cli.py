@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .commons.options import MAX_SEED
 from .errors import AnisotropyError, EmptyInputError, InvalidInputError
 from .probing.objectives import AUTO, ObjectiveName
 from .reading.batching import AUTOCAST_CHOICES
@@ -27,11 +29,22 @@ from .tangents.explainers import TangentMethod
 
 LANGUAGE_MODEL_OBJECTIVES = [ObjectiveName.CAUSAL_LM.value, ObjectiveName.MASKED_LM.value]
 
-__all__ = ["main", "build_parser", "read_texts", "parse_int_list", "parse_split_point"]
+__all__ = [
+    "main",
+    "build_parser",
+    "read_texts",
+    "parse_int_list",
+    "parse_split_point",
+    "parse_positive_int",
+    "parse_seed",
+    "parse_fraction",
+]
 
 
 def read_texts(path: str | Path) -> list[str]:
     """Texts from a file: `.jsonl` (one {"text": ...} object a line), `.json` (a list of strings), else one text a line.
+
+    The file is read as UTF-8 (a leading byte-order mark is fine).
 
     Args:
         path: The texts file. Blank texts are dropped.
@@ -40,22 +53,26 @@ def read_texts(path: str | Path) -> list[str]:
         The non-blank texts, in file order.
 
     Raises:
-        InvalidInputError: A missing or unreadable file.
+        InvalidInputError: A missing or unreadable file, a file that is not UTF-8 text, a `.jsonl` line that is not
+            a JSON object with a string "text", or a `.json` file that is not a JSON list of strings; the message
+            names the file (and the line or item) and the format expected.
         EmptyInputError: A file with no non-blank text.
 
     Examples:
         >>> texts = read_texts("texts.jsonl")  # doctest: +SKIP
     """
     path = Path(path)
+    if path.is_dir():
+        raise InvalidInputError(
+            f"Texts file {path} is a folder: give a file, one text a line, or a .jsonl / .json file."
+        )
     if not path.is_file():
         raise InvalidInputError(f"Texts file {path} does not exist.")
-    content = path.read_text(encoding="utf-8")
+    content = _read_text_file(path)
     if path.suffix == ".jsonl":
-        texts = [json.loads(line)["text"] for line in content.splitlines() if line.strip()]
+        texts = _jsonl_texts(content, path)
     elif path.suffix == ".json":
-        texts = json.loads(content)
-        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
-            raise InvalidInputError(f"{path} must hold a JSON list of strings.")
+        texts = _json_texts(content, path)
     else:
         texts = content.splitlines()
     texts = [text for text in texts if text.strip()]
@@ -64,8 +81,64 @@ def read_texts(path: str | Path) -> list[str]:
     return texts
 
 
+_JSONL_FORMAT = 'each line of a .jsonl texts file must be a JSON object such as {"text": "some text"}'
+_JSON_FORMAT = 'a .json texts file must hold a JSON list of strings, such as ["first text", "second text"]'
+
+
+def _read_text_file(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = error.object[: error.start].count(b"\n") + 1
+        raise InvalidInputError(
+            f"Texts file {path} is not UTF-8 text (line {line}: {error.reason}); give a UTF-8 text file, "
+            "one text a line, or a .jsonl / .json file."
+        ) from None
+    except OSError as error:
+        raise InvalidInputError(f"Cannot read texts file {path}: {error.strerror or error}.") from error
+
+
+def _jsonl_texts(content: str, path: Path) -> list[str]:
+    texts = []
+    for number, line in enumerate(content.split("\n"), start=1):  # JSON strings may hold U+2028, not "\n"
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InvalidInputError(f"Line {number} of {path} is not JSON ({error.msg}): {_JSONL_FORMAT}.") from None
+        if not isinstance(record, dict) or "text" not in record:
+            raise InvalidInputError(f'Line {number} of {path} has no "text" field: {_JSONL_FORMAT}.')
+        if not isinstance(record["text"], str):
+            kind = _json_kind(record["text"])
+            raise InvalidInputError(f'Line {number} of {path} has a "text" that is {kind}: {_JSONL_FORMAT}.')
+        texts.append(record["text"])
+    return texts
+
+
+def _json_texts(content: str, path: Path) -> list[str]:
+    try:
+        texts = json.loads(content)
+    except json.JSONDecodeError as error:
+        raise InvalidInputError(
+            f"{path} is not JSON ({error.msg} at line {error.lineno}, column {error.colno}): {_JSON_FORMAT}."
+        ) from None
+    if not isinstance(texts, list):
+        raise InvalidInputError(f"{path} holds {_json_kind(texts)}, not a list: {_JSON_FORMAT}.")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InvalidInputError(f"Item {index} of {path} is {_json_kind(text)}, not a string: {_JSON_FORMAT}.")
+    return texts
+
+
+def _json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words ("an object", "null", ...)."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
 def parse_int_list(value: str) -> list[int]:
-    """Comma-separated integers ("0,1000,8000") as a list, for argparse `type=`.
+    """Comma-separated non-negative integers ("0,1000,8000") as a list, for argparse `type=`.
 
     Args:
         value: The option's text.
@@ -74,16 +147,96 @@ def parse_int_list(value: str) -> list[int]:
         The integers.
 
     Raises:
-        argparse.ArgumentTypeError: A part that is not an integer.
+        argparse.ArgumentTypeError: A part that is not an integer, or a negative one.
 
     Examples:
         >>> parse_int_list("0,1000, 8000")
         [0, 1000, 8000]
     """
     try:
-        return [int(item) for item in value.split(",") if item.strip()]
+        numbers = [int(item) for item in value.split(",") if item.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {value!r}") from None
+        numbers = [-1]
+    if any(number < 0 for number in numbers):
+        raise argparse.ArgumentTypeError(f"expected comma-separated non-negative integers, got {value!r}")
+    return numbers
+
+
+def parse_positive_int(value: str) -> int:
+    """An integer option that must be at least 1 (a size, a rank, a cap), for argparse `type=`.
+
+    argparse prefixes the error with the option, e.g. "argument --max-fit-tokens: must be a positive integer".
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        The integer.
+
+    Raises:
+        argparse.ArgumentTypeError: Not an integer, or below 1.
+
+    Examples:
+        >>> parse_positive_int("8")
+        8
+    """
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
+    return number
+
+
+def parse_seed(value: str) -> int:
+    """A seed option: an integer in [0, 2**32), for argparse `type=`.
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        The seed.
+
+    Raises:
+        argparse.ArgumentTypeError: Not an integer, or outside [0, 2**32).
+
+    Examples:
+        >>> parse_seed("0")
+        0
+    """
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number < MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**32), got {value!r}")
+    return number
+
+
+def parse_fraction(value: str) -> float:
+    """A fraction option: a number in (0, 1], for argparse `type=`.
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        The fraction.
+
+    Raises:
+        argparse.ArgumentTypeError: Not a number, or outside (0, 1].
+
+    Examples:
+        >>> parse_fraction("0.3")
+        0.3
+    """
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not 0 < number <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {value!r}")
+    return number
 
 
 def parse_split_point(value: str) -> int | str:
@@ -134,11 +287,11 @@ def _add_demo_command(commands: Any) -> None:
         "report. Offline; a few minutes on 2 CPU cores.",
     )
     demo.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
-    demo.add_argument("--steps", type=int, default=300, help="training steps (default: 300)")
+    demo.add_argument("--steps", type=parse_positive_int, default=300, help="training steps (default: 300)")
     demo.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    demo.add_argument("--nb-concepts", type=int, default=8, help="tangent rank k (default: 8, d is 64)")
-    demo.add_argument("--n-controls", type=int, default=20, help="normal controls (default: 20)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--nb-concepts", type=parse_positive_int, default=8, help="tangent rank k (default: 8, d is 64)")
+    demo.add_argument("--n-controls", type=parse_positive_int, default=20, help="normal controls (default: 20)")
+    demo.add_argument("--seed", type=parse_seed, default=0)
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -177,16 +330,18 @@ def _add_sweep_command(commands: Any) -> None:
     sweep.add_argument("--probe-texts", help="held-out probe texts (default: every other text of --texts)")
     sweep.add_argument("--objective", default=AUTO, choices=[AUTO, *LANGUAGE_MODEL_OBJECTIVES])
     sweep.add_argument("--method", default=TangentMethod.PCA.value, choices=[method.value for method in TangentMethod])
-    sweep.add_argument("--nb-concepts", type=int, default=16, help="tangent rank k (default: 16)")
+    sweep.add_argument("--nb-concepts", type=parse_positive_int, default=16, help="tangent rank k (default: 16)")
     sweep.add_argument(
         "--reference", default=ReferenceKind.EARLY.value, choices=[kind.value for kind in ReferenceKind]
     )
-    sweep.add_argument("--early-fraction", type=float, default=0.3)
-    sweep.add_argument("--n-controls", type=int, default=20)
-    sweep.add_argument("--seed", type=int, default=0)
-    sweep.add_argument("--max-tokens", type=int, help="cap on probed tokens per checkpoint")
-    sweep.add_argument("--max-fit-tokens", type=int, default=20_000, help="cap on fit activations per checkpoint")
-    sweep.add_argument("--batch-size", type=int, default=8)
+    sweep.add_argument("--early-fraction", type=parse_fraction, default=0.3)
+    sweep.add_argument("--n-controls", type=parse_positive_int, default=20)
+    sweep.add_argument("--seed", type=parse_seed, default=0)
+    sweep.add_argument("--max-tokens", type=parse_positive_int, help="cap on probed tokens per checkpoint")
+    sweep.add_argument(
+        "--max-fit-tokens", type=parse_positive_int, default=20_000, help="cap on fit activations per checkpoint"
+    )
+    sweep.add_argument("--batch-size", type=parse_positive_int, default=8)
     sweep.add_argument("--device", help="cpu, cuda, ... (default: cuda when available)")
     sweep.add_argument(
         "--autocast",

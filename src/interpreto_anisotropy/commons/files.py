@@ -6,9 +6,12 @@ is complete."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
+
+from ..errors import ResultsStoreError
 
 __all__ = ["write_atomically"]
 
@@ -23,6 +26,11 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
     Returns:
         The path written.
 
+    Raises:
+        ResultsStoreError: The folder cannot be created or written (read-only, full disk, a file in the way, `path`
+            a folder), naming the path. The temporary file is removed and the old file, if any, is left as it was.
+            It is an `OSError` (with the original `errno`), so callers catching `OSError` keep working.
+
     Examples:
         >>> import tempfile, pathlib
         >>> target = pathlib.Path(tempfile.mkdtemp()) / "rows.jsonl"
@@ -30,9 +38,12 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
         '{"step": 0}\\n'
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    except OSError as error:
+        raise _unwritable(path, error) from error
     try:
         with handle:
             handle.write(payload)
@@ -40,7 +51,20 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
             os.fsync(handle.fileno())
         os.chmod(handle.name, 0o644)
         os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            Path(handle.name).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise _unwritable(path, error) from error
         raise
     return path
+
+
+def _unwritable(path: Path, error: OSError) -> ResultsStoreError:
+    """Our error for a failed write of `path`, keeping the system's errno."""
+    unwritable = ResultsStoreError(
+        f"Cannot write {path}: {error.strerror or error}. Check that {path.parent} is a folder you can write to and "
+        "that its disk has free space."
+    )
+    unwritable.errno = error.errno
+    return unwritable

@@ -12,6 +12,7 @@ Examples:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import torch
 
 from ..errors import InvalidInputError, NonFiniteError
 
-__all__ = ["as_real_tensor", "check_finite", "as_float_tensor"]
+__all__ = ["as_real_tensor", "check_finite", "as_float_tensor", "scaled_by_power_of_two"]
 
 
 def as_real_tensor(x: Any, *, name: str, ndim: int | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -87,3 +88,33 @@ def as_float_tensor(x: Any, *, name: str = "input", ndim: int | None = 2) -> tor
     x = as_real_tensor(x, name=name, ndim=ndim)
     check_finite(x, name=name)
     return x
+
+
+def scaled_by_power_of_two(x: torch.Tensor, *, dim: int | None = None) -> torch.Tensor:
+    """`x` divided by a power of two that brings its largest magnitude (over all of `x`, or along `dim`) into [0.5, 2).
+
+    Squares and sums of squares of the result neither overflow nor vanish, as those of values near 1e200 or 1e-200
+    would; and a division by a power of two is exact, so anything scale-free computed from the result equals, bit
+    for bit, what `x` itself gives when its squares are in range. Zero slices stay zero.
+
+    Args:
+        x: A floating tensor (float64 for the metrics), shape (...).
+        dim: The dimension to take each maximum along (kept as size 1 to broadcast), or None for one maximum.
+
+    Returns:
+        The scaled tensor, shape of `x`; differentiable, the powers of two count as constants.
+
+    Examples:
+        >>> scaled_by_power_of_two(torch.tensor([3e200, -4e200], dtype=torch.float64)) * 2.0**667
+        tensor([ 3.0000e+200, -4.0000e+200], dtype=torch.float64)
+        >>> scaled_by_power_of_two(torch.tensor([[3.0, 4.0], [0.0, 0.0]]), dim=1)
+        tensor([[0.3750, 0.5000],
+                [0.0000, 0.0000]])
+    """
+    if x.numel() == 0:
+        return x
+    peak = x.detach().abs()
+    peak = peak.amax() if dim is None else peak.amax(dim=dim, keepdim=True)
+    _, exponent = torch.frexp(peak)
+    largest = math.frexp(torch.finfo(x.dtype).max)[1] - 1  # 2**largest is the largest finite power of two
+    return x / torch.ldexp(torch.ones_like(peak), exponent.clamp(max=largest))

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from ..commons.tensors import as_real_tensor, check_finite
+from ..commons.tensors import as_real_tensor, check_finite, scaled_by_power_of_two
 from ..errors import EmptyInputError, InvalidInputError
 
 __all__ = [
@@ -128,6 +128,7 @@ def mean_cosine_similarity(X: Points, *, center: bool = False) -> float:
     points = _as_points(X, min_points=2)
     if center:
         points = points - points.mean(dim=0, keepdim=True)
+    points = scaled_by_power_of_two(points, dim=1)  # cosines ignore each row's scale; squares stay in range
     inverse_norms = _inverse_row_norms(points, name="X (centred)" if center else "X")
     n = points.shape[0]
     sum_of_units = inverse_norms @ points  # a mat-vec: the unit rows are never materialised
@@ -218,7 +219,7 @@ def isoscore(X: Points) -> float:
         >>> metrics.isoscore(X) > 0.99
         True
     """
-    points = _as_points(X, min_points=2)
+    points = scaled_by_power_of_two(_as_points(X, min_points=2))  # scale-free; squares stay in range
     return float(_isoscore_of_symmetric(_sample_covariance(points)))
 
 
@@ -432,6 +433,8 @@ def isoscore_star(
         True
     """
     points = _as_points(X, min_points=2)
+    if C0 is None:  # then scale-free: squares kept in range (a given C0 is in the units of X)
+        points = scaled_by_power_of_two(points)
     score = isoscore_star_from_covariance(_sample_covariance(points), n=points.shape[0], zeta=zeta, C0=C0)
     return score if as_tensor else float(score)
 
@@ -472,7 +475,8 @@ def partition_isotropy(X: Points, *, center: bool = True) -> float:
     points = _as_points(X, min_points=2)
     if center:
         points = points - points.mean(dim=0, keepdim=True)
-    _, eigenvectors = torch.linalg.eigh(points.T @ points)
+    scaled = scaled_by_power_of_two(points)  # the same eigenvectors, without overflow in X^T X
+    _, eigenvectors = torch.linalg.eigh(scaled.T @ scaled)
     directions = torch.cat([eigenvectors, -eigenvectors], dim=1)
     log_partition = torch.logsumexp(points @ directions, dim=0)
     return float(torch.exp(log_partition.min() - log_partition.max()))
@@ -584,6 +588,7 @@ def rogue_dimensions(X: Points, *, top: int = 3, center: bool = False) -> RogueD
     points = _as_points(X, min_points=2)
     if center:
         points = points - points.mean(dim=0, keepdim=True)
+    points = scaled_by_power_of_two(points, dim=1)  # contributions ignore each row's scale; squares stay in range
     inverse_norms = _inverse_row_norms(points, name="X")
     n = points.shape[0]
     sum_of_units = inverse_norms @ points
@@ -660,8 +665,10 @@ def outlier_dimensions(X: Points, *, n_std: float = 3.0) -> OutlierDimensions:
         raise InvalidInputError(f"n_std must be a positive number, got {n_std!r}.")
     points = _as_points(X)
     magnitudes = points.abs().mean(dim=0)
-    threshold = magnitudes.mean() + n_std * magnitudes.std(unbiased=False)
-    candidates = torch.nonzero(magnitudes > threshold).flatten()
+    unit = scaled_by_power_of_two(magnitudes)  # the same test, with the std's squares in range
+    unit_threshold = unit.mean() + n_std * unit.std(unbiased=False)
+    candidates = torch.nonzero(unit > unit_threshold).flatten()
+    threshold = unit_threshold * (magnitudes.max() / unit.max()) if bool(unit.max() > 0) else unit_threshold
     indices = candidates[torch.argsort(magnitudes[candidates], descending=True)]
     return OutlierDimensions(
         indices=indices.cpu().numpy(), magnitudes=magnitudes.cpu().numpy(), threshold=float(threshold)

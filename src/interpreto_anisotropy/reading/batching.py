@@ -198,6 +198,8 @@ class TokenBatcher:
         batch_size: Sequences per batch.
         max_length: Truncation length in tokens.
         min_tokens: Sequences with fewer real tokens are dropped and counted in `skipped_sequences`.
+        vocab_size: Rows of the model's input embedding: the batches refuse a token id outside [0, vocab_size)
+            (None: no check).
 
     Raises:
         InvalidInputError: A batch size or maximum length that is not a positive integer.
@@ -208,11 +210,14 @@ class TokenBatcher:
         >>> n_batches, batches = batcher.batches(["some text", "more text"])  # doctest: +SKIP
     """
 
-    def __init__(self, tokenizer: Any, *, batch_size: int, max_length: int, min_tokens: int = 1):
+    def __init__(
+        self, tokenizer: Any, *, batch_size: int, max_length: int, min_tokens: int = 1, vocab_size: int | None = None
+    ):
         self.tokenizer = padded_tokenizer(tokenizer)
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.max_length = check_positive_int("max_length", max_length)
         self.min_tokens = min_tokens
+        self.vocab_size = vocab_size
         self.skipped_sequences = 0
 
     def batches(self, inputs: Any, labels: Any = None) -> tuple[int, Iterator[tuple[Batch, torch.Tensor]]]:
@@ -225,6 +230,8 @@ class TokenBatcher:
         Raises:
             InvalidInputError: Inputs that are neither texts nor tokenised tensors; labels of the wrong length.
             EmptyInputError: No texts.
+            TokenizerError: A token id outside the model's input embedding (`vocab_size`): the tokenizer, or the
+                tokenised inputs, belong to another model. Raised here for tensors, by the iterator for texts.
         """
         if isinstance(inputs, str):
             inputs = [inputs]
@@ -258,6 +265,7 @@ class TokenBatcher:
         input_ids = torch.as_tensor(inputs["input_ids"])
         if input_ids.dim() != 2:
             raise InvalidInputError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
+        self._check_ids(input_ids)  # once for all the inputs
         mask = inputs.get("attention_mask")
         attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long()
 
@@ -276,9 +284,28 @@ class TokenBatcher:
                 max_length=self.max_length,
                 return_tensors="pt",
             )
+            self._check_ids(encoded["input_ids"])  # on the host, before the batch goes to the device
             return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
 
         return encode, len(texts)
+
+    def _check_ids(self, input_ids: Int[torch.Tensor, "b l"]) -> None:
+        """Refuse token ids the model's input embedding has no row for (an IndexError or a CUDA assert there)."""
+        if self.vocab_size is None or input_ids.numel() == 0:
+            return
+        low, high = (int(value) for value in torch.aminmax(input_ids))
+        if low >= 0 and high < self.vocab_size:
+            return
+        try:
+            tokens = f"{len(self.tokenizer)} tokens"
+        except TypeError:
+            tokens = "its vocabulary"
+        raise TokenizerError(
+            f"Token id {high if high >= self.vocab_size else low} is outside the model's input embedding, which has "
+            f"{self.vocab_size} rows (ids 0 to {self.vocab_size - 1}), while the tokenizer has {tokens}: the tokenizer "
+            "(or the token ids given) does not belong to this model. Use the model's own tokenizer; after adding "
+            "tokens to it, call model.resize_token_embeddings(len(tokenizer))."
+        )
 
     def _usable(self, batch: Batch, sequence_ids: torch.Tensor) -> tuple[Batch, torch.Tensor]:
         usable = batch["attention_mask"].sum(1) >= self.min_tokens

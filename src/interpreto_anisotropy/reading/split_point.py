@@ -32,7 +32,14 @@ from .batching import TokenBatcher, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
 from .positions import PositionConvention, PositionScheme
 
-__all__ = ["SplitPoint", "HiddenStateCapture", "StopForward", "splitter_model", "split_point_module"]
+__all__ = [
+    "SplitPoint",
+    "HiddenStateCapture",
+    "StopForward",
+    "embedding_rows",
+    "splitter_model",
+    "split_point_module",
+]
 
 Batch = dict[str, torch.Tensor]
 
@@ -74,6 +81,23 @@ def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Mod
             f"Split point '{split_point}' is not a module of this {type(model).__name__}; "
             "give a layer index or a path such as 'gpt_neox.layers.3'."
         ) from error
+
+
+def embedding_rows(model: torch.nn.Module) -> int | None:
+    """The number of rows of a model's input embedding: token ids must lie below it.
+
+    Args:
+        model: The Hugging Face model.
+
+    Returns:
+        `get_input_embeddings().num_embeddings`, or None for a model that does not expose one.
+    """
+    try:
+        embedding = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        return None
+    rows = getattr(embedding, "num_embeddings", None)
+    return rows if isinstance(rows, int) else None
 
 
 class StopForward(Exception):
@@ -164,6 +188,7 @@ class SplitPoint:
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         self.include_special = include_special
         self.special_ids = special_token_ids(self.tokenizer)
+        self.vocab_size = embedding_rows(self.model)
 
     @property
     def device(self) -> torch.device:
@@ -185,7 +210,8 @@ class SplitPoint:
     ) -> TokenBatcher:
         """Right-aligned token batches for this model.
 
-        `batch_size` defaults to the splitter's (else 8), `max_length` to `self.max_length`; the batcher checks both.
+        `batch_size` defaults to the splitter's (else 8), `max_length` to `self.max_length`; the batcher checks both,
+        and refuses token ids beyond the model's input embedding (`TokenizerError` naming both sizes).
 
         Raises:
             InvalidInputError: A batch size or maximum length that is not a positive integer, or a maximum length
@@ -205,6 +231,7 @@ class SplitPoint:
             batch_size=batch_size,
             max_length=limit if max_length is None else max_length,
             min_tokens=min_tokens,
+            vocab_size=self.vocab_size,
         )
 
     def model_inputs(self, batch: Batch) -> Batch:

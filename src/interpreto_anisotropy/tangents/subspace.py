@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 import torch
 from jaxtyping import Float
-from safetensors.torch import load_file, save
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save
 
 from ..commons.files import write_atomically
-from ..commons.tensors import as_float_tensor
-from ..errors import DimensionMismatchError, InvalidInputError
+from ..commons.tensors import as_float_tensor, scaled_by_power_of_two
+from ..errors import AnisotropyError, DimensionMismatchError, InvalidInputError, ResultsStoreError
 
 __all__ = ["Subspace"]
 
@@ -37,7 +38,8 @@ class Subspace:
     """An orthonormal basis of a k-dimensional subspace of R^d, with an optional mean.
 
     Args:
-        basis: Orthonormal columns, shape (d, k). Checked to within 1e-4 unless `check=False`.
+        basis: Orthonormal columns, shape (d, k). Checked to within 1e-4 (twice the machine epsilon of a float16 or
+            bfloat16 basis, which rounding to half precision alone can reach) unless `check=False`.
         mean: Optional centre of the activations the subspace was fitted on, shape (d,). Used by
             `coords` and `project` on activations; never by `energy_share` or `remove` (gradients are
             not centred).
@@ -80,7 +82,7 @@ class Subspace:
         if self.check:
             gram = self.basis.T.double() @ self.basis.double()
             error = (gram - torch.eye(k, dtype=torch.float64, device=gram.device)).abs().max().item()
-            if error > _ORTHONORMALITY_TOLERANCE:
+            if error > _orthonormality_tolerance(self.basis.dtype):
                 raise InvalidInputError(
                     f"basis columns are not orthonormal (max |Q^T Q - I| = {error:.2e}). "
                     "Use Subspace.from_dictionary(D) to orthonormalise a (k, d) dictionary."
@@ -123,8 +125,8 @@ class Subspace:
 
         Examples:
             >>> Q = Subspace.random(8, 2, seed=0)
-            >>> Q.replace(name="early", step=30).name, Q.name
-            ('early', 'random')
+            >>> Q.replace(name="early", step=30).name, Q.name  # Q itself keeps no name
+            ('early', None)
         """
         return self._replace(**changes)
 
@@ -185,15 +187,23 @@ class Subspace:
     def energy_share(self, g: Float[torch.Tensor, "n d"]) -> float:
         """Share of the squared Frobenius norm held by the subspace: ||G Q||_F^2 / ||G||_F^2.
 
-        Gradients are not centred. Computed in float64.
+        Gradients are not centred. Computed in float64 on G divided by the power of two nearest max|G|
+        (`commons.tensors.scaled_by_power_of_two`), so that squares neither overflow nor vanish: the share of c G is
+        that of G for any c != 0, 1e-200 and 1e200 included.
 
         Args:
             g: Gradients (or any vectors), shape (n, d) or (d,).
 
         Returns:
             A float in [0, 1]; 0.0 by convention when G is all zeros.
+
+        Examples:
+            >>> Q = Subspace(torch.eye(3)[:, :1])
+            >>> g = torch.tensor([[3.0, 4.0, 0.0]], dtype=torch.float64)
+            >>> round(Q.energy_share(g), 12), round(Q.energy_share(1e200 * g), 12), round(Q.energy_share(1e-200 * g), 12)
+            (0.36, 0.36, 0.36)
         """
-        g = self._check_input(g, "g").double()
+        g = scaled_by_power_of_two(self._check_input(g, "g").double())
         total = (g * g).sum()
         if total == 0:
             return 0.0
@@ -332,22 +342,69 @@ class Subspace:
 
     @classmethod
     def load(cls, path: str | Path, *, device: torch.device | str = "cpu") -> Subspace:
-        """Read a subspace written by `save`."""
+        """Read a subspace written by `save`, in the dtype it was saved in (float16 and bfloat16 included).
+
+        Args:
+            path: The `.safetensors` file; the suffix may be left out.
+            device: Where to put the tensors.
+
+        Returns:
+            The subspace, with its metadata.
+
+        Raises:
+            ResultsStoreError: No file at `path`, or a file that holds no subspace written by `save`: not a
+                safetensors file, truncated, without a "basis" tensor, with malformed metadata, or with a basis that
+                is not orthonormal. The message names the file.
+
+        Examples:
+            >>> Subspace.load("runs/toy/sweep/reference/1.safetensors").rank  # doctest: +SKIP
+            16
+        """
         path = Path(path)
         if not path.exists() and path.with_suffix(".safetensors").exists():
             path = path.with_suffix(".safetensors")
-        if not path.exists():
-            raise FileNotFoundError(f"No subspace file at {path}.")
-        from safetensors import safe_open
-
-        with safe_open(str(path), framework="pt") as handle:
-            meta = json.loads((handle.metadata() or {}).get("interpreto_anisotropy", "{}"))
-        tensors = load_file(str(path), device=str(device))
+        if not path.is_file():
+            raise ResultsStoreError(f"No subspace file at {path}: give a .safetensors file written by Subspace.save.")
+        tensors, meta = _read_subspace_file(path, device)
         kwargs = {key: meta.get(key) for key in _METADATA_KEYS}
-        return cls(tensors["basis"], mean=tensors.get("mean"), info=meta.get("info", {}), **kwargs)
+        try:
+            return cls(tensors["basis"], mean=tensors.get("mean"), info=meta.get("info", {}), **kwargs)
+        except AnisotropyError as error:
+            raise ResultsStoreError(f"{path} holds no valid subspace: {error}") from error
 
     def __repr__(self) -> str:
         label = f"name={self.name!r}, " if self.name else ""
         method = f", method={self.method!r}" if self.method else ""
         mean = ", centred" if self.mean is not None else ""
         return f"Subspace({label}d={self.dim}, k={self.rank}{method}{mean})"
+
+
+def _orthonormality_tolerance(dtype: torch.dtype) -> float:
+    """1e-4, or 2 eps for half precision: rounding an orthonormal basis moves each |Q^T Q - I| entry by <= eps."""
+    return max(_ORTHONORMALITY_TOLERANCE, 2 * torch.finfo(dtype).eps)
+
+
+def _read_subspace_file(path: Path, device: torch.device | str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """The tensors and the metadata of a subspace file, checked to be those `Subspace.save` writes.
+
+    Raises:
+        ResultsStoreError: Naming the file and what is wrong with it.
+    """
+    resave = "save the subspace again with Subspace.save"
+    try:
+        with safe_open(str(path), framework="pt", device=str(device)) as handle:
+            raw = (handle.metadata() or {}).get("interpreto_anisotropy", "{}")
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+    except (SafetensorError, OSError) as error:
+        raise ResultsStoreError(f"{path} is not a readable safetensors file ({error}); {resave}.") from error
+    if "basis" not in tensors:
+        raise ResultsStoreError(f"{path} holds no 'basis' tensor (it has {sorted(tensors)}); {resave}.")
+    try:
+        meta = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise ResultsStoreError(f"{path} has malformed subspace metadata ({error.msg}); {resave}.") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("info", {}), dict):
+        raise ResultsStoreError(
+            f"{path} has subspace metadata that is not a JSON object with an 'info' object; {resave}."
+        )
+    return tensors, meta

@@ -168,7 +168,12 @@ def _tangent_color(tangent: Any, index: int) -> str:
 
 def _short(split_point: Any, width: int = 40) -> str:
     text = str(split_point)
-    return text if len(text) <= width else "..." + text[-(width - 3) :]
+    return _plain(text if len(text) <= width else "..." + text[-(width - 3) :])
+
+
+def _plain(text: Any) -> str:
+    """`text` as matplotlib shows it verbatim: a "$" pair would start mathtext (and a bad formula would fail)."""
+    return str(text).replace("$", r"\$")
 
 
 def _new_figure(n_panels: int) -> tuple[Figure, list[Axes]]:
@@ -222,7 +227,7 @@ def _panel_title(ax: Axes, split_point: Any, n_panels: int) -> None:
 
 
 def _kind_label(tangent: Any, n_tangents: int, text: str) -> str:
-    return f"{text} ({tangent})" if n_tangents > 1 else text
+    return f"{text} ({_plain(tangent)})" if n_tangents > 1 else text
 
 
 def _all_steps(rows: Sequence[dict[str, Any]]) -> list[int]:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..commons.files import write_atomically
-from ..errors import EmptyInputError
+from ..errors import EmptyInputError, InvalidInputError
 from ..version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -151,6 +151,8 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
 
     Raises:
         EmptyInputError: If the sweep has no row yet (no finished checkpoint).
+        InvalidInputError: If `out_dir`, or a folder above it, is an existing file.
+        ResultsStoreError: If a file of the report cannot be written (a read-only folder, a full disk).
 
     Examples:
         >>> table = ia.SweepResult.load("runs/toy/sweep")
@@ -165,8 +167,7 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
         )
     from .plotting import plot_sweep
 
-    out_dir = Path(out_dir)
-    (out_dir / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
+    out_dir = _report_folder(Path(out_dir))
     if title is None:
         title = "Checkpoint sweep report"
         if result.results_dir is not None:
@@ -186,6 +187,22 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
     path = out_dir / REPORT_FILE
     write_atomically(path, page.encode("utf-8"))
     return path
+
+
+def _report_folder(out_dir: Path) -> Path:
+    """`out_dir`, once checked to be a folder or to be creatable as one (no file at it or above it).
+
+    Raises:
+        InvalidInputError: Naming the file in the way.
+    """
+    blocking = next((folder for folder in (out_dir, *out_dir.parents) if folder.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        where = "is a file" if blocking == out_dir else f"lies in {blocking}, which is a file"
+        raise InvalidInputError(
+            f"The report folder {out_dir} {where}: give the report a folder (`out_dir`, or --out of "
+            "`interpreto-anisotropy report`), new or existing, not a file."
+        )
+    return out_dir
 
 
 # ---------------------------------------------------------------------------------------------------- values
