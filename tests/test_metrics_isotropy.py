@@ -340,7 +340,7 @@ def test_measures_are_scale_invariant(X, scale):
 
 
 @FAST
-@given(st.integers(0, 2**32 - 1), st.floats(-320.0, 308.0))
+@given(st.integers(0, 2**32 - 1), st.floats(-320.0, 305.0))  # normal draws times 1e306 can overflow
 def test_power_of_two_scaling_changes_no_mantissa(seed, exponent):
     x = torch.from_numpy(np.random.default_rng(seed).normal(size=(5, 3)) * 10.0**exponent)
     for dim in (None, 1):
