@@ -422,3 +422,32 @@ def test_loading_crafted_rows_with_a_null_step_names_the_file_and_line(tmp_path)
         SweepResult.load(sweep)
     sweep = _results_dir(tmp_path / "other", [rows[0], {**rows[1], "split_point": "layers.$1"}])
     assert SweepResult.load(sweep).split_points == ["gpt_neox.layers.0", "layers.$1"]
+
+
+def test_the_report_adjusts_p_values_curve_by_curve_and_counts_what_survives(result, report):
+    from interpreto_anisotropy.sweeps.multiple_testing import holm
+
+    _, page = report
+    table = page[page.index('<table class="rows">') : page.index("</table>")]
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    assert headers.index("p_value_holm") == headers.index("p_value") + 1 and "p_value_bh" in headers
+    tested = [row for row in result.rows if row.get("p_value") is not None]
+    survivors = 0
+    for split_point in result.split_points:
+        for tangent in result.tangents:
+            curve = [
+                row["p_value"] for row in tested if (row["split_point"], row["tangent"]) == (split_point, tangent)
+            ]
+            survivors += int(sum(value <= 0.05 for value in holm(curve))) if curve else 0
+    section = page[page.index("<h2>Multiple testing</h2>") :]
+    raw = sum(row["p_value"] <= 0.05 for row in tested)
+    assert f"Of {len(tested)} rows, {raw} have p_value &le; 0.05, {survivors} stay there after Holm" in section
+
+
+def test_the_report_lists_skipped_checkpoints_and_why(tmp_path):
+    skipped = [{"step": 7, "split_point": "1", "tangent": "early", "skipped": "CheckpointError: <NaN> weights"}]
+    table = SweepResult(make_rows(), {}, None, skipped)
+    page = table.report(tmp_path / "report", dpi=30).read_text()
+    section = page[page.index("<h2>Skipped checkpoints</h2>") :]
+    assert "step 7, split point 1, early: CheckpointError: &lt;NaN&gt; weights" in section
+    assert "Skipped checkpoints" not in SweepResult(make_rows()).report(tmp_path / "plain", dpi=30).read_text()

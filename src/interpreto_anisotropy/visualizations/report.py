@@ -62,6 +62,11 @@ KEY_COLUMNS: tuple[str, ...] = (
     "chance",
     "energy_ratio",
     "p_value",
+    "p_value_holm",
+    "p_value_bh",
+    "p_value_exact",
+    "p_value_exact_holm",
+    "p_value_exact_bh",
     "oracle_energy_share",
     "anisotropy_capture",
     "delta_isoscore_star",
@@ -82,6 +87,12 @@ _COLUMN_HELP = {
     "chance": "k / d, the expected share of a uniformly random rank-k subspace",
     "energy_ratio": "E_T / mean E_N",
     "p_value": "(1 + #{controls with E_N >= E_T}) / (R + 1)",
+    "p_value_holm": "p_value adjusted by Holm's method over the rows of its split point and tangent kind "
+    "(family-wise error rate)",
+    "p_value_bh": "p_value adjusted by Benjamini-Hochberg over the rows of its split point and tangent kind "
+    "(false discovery rate)",
+    "p_value_exact_holm": "p_value_exact adjusted by Holm's method over the rows of its split point and tangent kind",
+    "p_value_exact_bh": "p_value_exact adjusted by Benjamini-Hochberg over the rows of its split point and tangent kind",
     "oracle_energy_share": "share held by the top-k eigenvectors of G^T G, the most any rank-k subspace holds",
     "anisotropy_capture": "(E_T - k/d) / (oracle - k/d)",
     "delta_isoscore_star": "IsoScore*(G without the tangent) - IsoScore*(G)",
@@ -168,6 +179,7 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
     from .plotting import plot_sweep
 
     out_dir = _report_folder(Path(out_dir))
+    result = result.adjusted("holm").adjusted("bh")
     if title is None:
         title = "Checkpoint sweep report"
         if result.results_dir is not None:
@@ -302,6 +314,9 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
         f"missing values. Every scalar column is also in <code>{CSV_FILE}</code>; hover over a header for its "
         "meaning.</p>",
         _rows_table(result),
+        "<h2>Multiple testing</h2>",
+        _multiple_testing(result),
+        *_skipped(result),
         "<h2>Settings</h2>",
         _settings_table(result.config),
         "</body>",
@@ -331,6 +346,37 @@ def _explanation(floor: str) -> str:
         "is driven by that subspace.",
     ]
     return '<div class="explain">' + "".join(f"<p>{text}</p>" for text in paragraphs) + "</div>"
+
+
+def _multiple_testing(result: SweepResult, level: float = 0.05) -> str:
+    """How many rows stay below `level` once their p-values are adjusted, curve by curve."""
+    column = "p_value_exact" if any("p_value_exact" in row for row in result.rows) else "p_value"
+    tested = [row for row in result.rows if _number(row.get(column)) is not None]
+    raw = sum(row[column] <= level for row in tested)
+    holm = sum((_number(row.get(f"{column}_holm")) or 1) <= level for row in tested)
+    bh = sum((_number(row.get(f"{column}_bh")) or 1) <= level for row in tested)
+    return (
+        f"<p>Each row tests one hypothesis, so some of many rows fall below {level} by chance alone. Within each "
+        f"curve (the rows of one split point and tangent kind), <code>{column}</code> is adjusted by Holm's method "
+        f"(<code>{column}_holm</code>, family-wise error rate) and by Benjamini-Hochberg (<code>{column}_bh</code>, "
+        f"false discovery rate). Of {len(tested)} rows, {raw} have {column} &le; {level}, {holm} stay there after "
+        f"Holm and {bh} after Benjamini-Hochberg. Other families: <code>SweepResult.adjusted(family=...)</code>.</p>"
+    )
+
+
+def _skipped(result: SweepResult) -> list[str]:
+    """A section listing the checkpoints the sweep skipped, and why (none when it skipped nothing)."""
+    if not result.skipped:
+        return []
+    items = "".join(
+        f"<li>step {_escape(str(row['step']))}, split point {_escape(str(row.get('split_point')))}, "
+        f"{_escape(str(row.get('tangent')))}: {_escape(str(row['skipped']))}</li>"
+        for row in result.skipped
+    )
+    return [
+        "<h2>Skipped checkpoints</h2>",
+        f"<p>These checkpoints have no rows; a later run retries them.</p><ul>{items}</ul>",
+    ]
 
 
 def _escape(text: str) -> str:
