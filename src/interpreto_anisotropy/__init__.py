@@ -18,6 +18,7 @@ from __future__ import annotations
 from . import demo, errors, metrics
 from .errors import AnisotropyError
 from .probing import objectives
+from .probing.masking import MaskedLM
 from .probing.objectives import ObjectiveName, Reduction
 from .probing.probe import GradientProbe, TokenGradients
 from .probing.result import ProbeResult
@@ -51,6 +52,7 @@ __all__ = [
     "CheckpointSweep",
     "GradientProbe",
     "ICATangent",
+    "MaskedLM",
     "NMFTangent",
     "ObjectiveName",
     "PCATangent",
