@@ -37,6 +37,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.reading.positions",
     "interpreto_anisotropy.sweeps.checkpoints",
     "interpreto_anisotropy.sweeps.settings",
+    "interpreto_anisotropy.sweeps.suites",
     "interpreto_anisotropy.tangents.controls",
     "interpreto_anisotropy.tangents.explainers",
 ]

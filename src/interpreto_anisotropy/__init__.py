@@ -25,7 +25,7 @@ from .probing.result import ProbeResult
 from .reading import positions
 from .reading.activations import iter_token_activations, token_activations
 from .reading.positions import PositionConvention
-from .sweeps import checkpoints
+from .sweeps import checkpoints, suites
 from .sweeps.checkpoints import Checkpoint, load_checkpoint, loaded
 from .sweeps.early_pool import EarlyCentering
 from .sweeps.result import SweepResult
@@ -83,6 +83,7 @@ __all__ = [
     "p_value",
     "plotting",
     "positions",
+    "suites",
     "token_activations",
     "__version__",
 ]
