@@ -286,3 +286,18 @@ def test_a_sweep_takes_masked_lm_settings_seeded_by_its_seed(tmp_path, fit_texts
 
     assert rows(MaskedLM(), "default") == rows("masked_lm", "named")
     assert rows(MaskedLM(rate=0.5), "heavy") != rows("masked_lm", "named")
+
+
+def test_an_objective_is_described_stably_for_a_sweeps_settings():
+    from interpreto_anisotropy.probing.objectives import ObjectiveName, describe_objective
+
+    def eos_logit(output, batch):
+        return output.logits.sum()
+
+    assert describe_objective("auto") == "auto" and describe_objective(ObjectiveName.CAUSAL_LM) == "causal_lm"
+    assert describe_objective(MaskedLM()) == describe_objective("masked_lm") == "masked_lm"
+    described = describe_objective(MaskedLM(rate=0.3, mask=1.0, random=0.0, keep=0.0))
+    assert json.loads(json.dumps(described)) == described
+    assert MaskedLM.from_dict(described) == MaskedLM(rate=0.3, mask=1.0, random=0.0, keep=0.0)
+    assert describe_objective(MaskedLM(rate=0.3)) != describe_objective(MaskedLM(rate=0.5))
+    assert describe_objective(eos_logit) == "eos_logit" and describe_objective(MaskedLMObjective()) == "callable"

@@ -38,6 +38,7 @@ __all__ = [
     "SequenceClassificationObjective",
     "CallableObjective",
     "make_objective",
+    "describe_objective",
     "objective_for_model",
     "objective_from_config",
     "LossTerms",
@@ -575,3 +576,32 @@ def make_objective(
     raise InvalidInputError(
         "objective must be 'auto', a name, a MaskedLM, an Objective, or a callable fn(output, batch)."
     )
+
+
+def describe_objective(objective: Any) -> str | dict[str, Any]:
+    """A stable, JSON-ready description of an objective as a user gave it, for a sweep's recorded settings.
+
+    Names stay as given (`"auto"`, `"causal_lm"`, `"masked_lm"`, ...), so configurations written before `MaskedLM`
+    existed read the same. `MaskedLM()` (BERT's 15 %, 80/10/10) is `"masked_lm"`, which it equals in every number;
+    other masking settings are their `to_dict()`. A callable or an `Objective` instance is its `__name__`, else
+    `"callable"`, as sweeps have recorded them so far.
+
+    Args:
+        objective: What `GradientProbe(objective=...)` / `CheckpointSweep(objective=...)` was given.
+
+    Returns:
+        A string, or for non-default masking a dict `{"objective": "masked_lm", "rate", "mask", "random", "keep"}`.
+
+    Examples:
+        >>> describe_objective("auto"), describe_objective(MaskedLM())
+        ('auto', 'masked_lm')
+        >>> describe_objective(MaskedLM(rate=0.3))
+        {'objective': 'masked_lm', 'rate': 0.3, 'mask': 0.8, 'random': 0.1, 'keep': 0.1}
+    """
+    if isinstance(objective, ObjectiveName):
+        return objective.value
+    if isinstance(objective, str):
+        return objective
+    if isinstance(objective, MaskedLM):
+        return ObjectiveName.MASKED_LM.value if objective == MaskedLM() else objective.to_dict()
+    return getattr(objective, "__name__", "callable")
