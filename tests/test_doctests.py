@@ -41,6 +41,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.sweeps.freshness",
     "interpreto_anisotropy.sweeps.multiple_testing",
     "interpreto_anisotropy.sweeps.settings",
+    "interpreto_anisotropy.sweeps.suites",
     "interpreto_anisotropy.tangents.controls",
     "interpreto_anisotropy.tangents.explainers",
     "interpreto_anisotropy.tangents.subspace",

@@ -48,7 +48,8 @@ for checkpoint in checkpoints:
 
 # %% [markdown]
 # `ia.checkpoints.local` reads each folder's step from its name and sorts by step. For hub revisions the list
-# comes from `ia.checkpoints.pythia("160m", [0, 1000, 143000])`, `ia.checkpoints.smollm2(...)` or
+# comes from `ia.checkpoints.pythia("160m", [0, 1000, 143000])`, `ia.checkpoints.smollm2(...)`,
+# `ia.checkpoints.suite(preset, ...)` for any of the ten models the paper swept (see the model suites page) or
 # `ia.checkpoints.hub(model_id, revisions)` instead.
 
 # %% [markdown]

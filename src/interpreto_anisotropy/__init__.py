@@ -18,13 +18,14 @@ from __future__ import annotations
 from . import demo, errors, metrics
 from .errors import AnisotropyError
 from .probing import objectives
+from .probing.masking import MaskedLM
 from .probing.objectives import ObjectiveName, Reduction
 from .probing.probe import GradientProbe, TokenGradients
 from .probing.result import ProbeResult
 from .reading import positions
 from .reading.activations import iter_token_activations, token_activations
 from .reading.positions import PositionConvention
-from .sweeps import checkpoints
+from .sweeps import checkpoints, suites
 from .sweeps.checkpoints import Checkpoint, load_checkpoint, loaded
 from .sweeps.early_pool import EarlyCentering
 from .sweeps.result import SweepResult
@@ -51,6 +52,7 @@ __all__ = [
     "CheckpointSweep",
     "GradientProbe",
     "ICATangent",
+    "MaskedLM",
     "NMFTangent",
     "ObjectiveName",
     "PCATangent",
@@ -81,6 +83,7 @@ __all__ = [
     "p_value",
     "plotting",
     "positions",
+    "suites",
     "token_activations",
     "__version__",
 ]

@@ -27,7 +27,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from ..commons.files import write_atomically
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
-from ..probing.masking import corrupt, special_tokens_mask
+from ..probing.masking import MaskedLM, resolve_masking, special_tokens_mask
 from .corpus import load_corpus
 from .toy_models import (
     ENCODER_ARCHS,
@@ -208,17 +208,18 @@ def _mask_tokens(
     input_ids: torch.Tensor,
     tokenizer: PreTrainedTokenizerFast,
     *,
-    probability: float,
+    masking: MaskedLM,
     generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT masking: ``probability`` of the non-special tokens become targets; 80 % mask, 10 % random, 10 % kept."""
+    """Masks a batch as `masking` says (the probe's scheme): the ids the model reads, and the labels (-100 elsewhere)."""
+    candidates = ~special_tokens_mask(input_ids, tokenizer.all_special_ids)
+    chosen = masking.select(candidates, generator)
     labels = input_ids.clone()
-    special = special_tokens_mask(input_ids, tokenizer.all_special_ids)
-    chosen = (torch.rand(input_ids.shape, generator=generator) < probability) & ~special
     labels[~chosen] = -100
-    draw = torch.rand(input_ids.shape, generator=generator)
-    random_tokens = torch.randint(len(tokenizer), input_ids.shape, generator=generator)
-    return corrupt(input_ids, chosen, draw, random_tokens, tokenizer.mask_token_id), labels
+    corrupted = masking.corrupt(
+        input_ids, chosen, generator, vocab_size=len(tokenizer), mask_token_id=tokenizer.mask_token_id
+    )
+    return corrupted, labels
 
 
 def _learning_rate(step: int, *, lr: float, warmup_steps: int, steps: int, min_ratio: float = 0.1) -> float:
@@ -279,7 +280,8 @@ def train_toy(
     lr: float = 3e-3,
     warmup_steps: int | None = None,
     weight_decay: float = 0.01,
-    mlm_probability: float = 0.15,
+    mlm_probability: float | None = None,
+    masking: MaskedLM | None = None,
     texts: Sequence[str] | None = None,
     max_train_texts: int | None = None,
     seed: int = 0,
@@ -293,8 +295,8 @@ def train_toy(
     A byte-level BPE tokenizer (`train_tokenizer`) and a model (`build_model`) are trained on the ``train``
     split of `load_corpus` (or on ``texts``). Texts are packed Pythia-style into blocks of ``seq_len`` tokens,
     shuffled by a generator seeded with ``seed``. Decoders (``"gpt_neox"``, ``"llama"``) learn causal language
-    modelling; the encoder (``"eurobert"``) masked language modelling (``mlm_probability`` of the tokens,
-    80 % replaced by the mask token, 10 % by a random token, 10 % kept). AdamW with linear warm-up and cosine
+    modelling; the encoder (``"eurobert"``) masked language modelling with the probe's masking helper (by default
+    BERT's: 15 % of the non-special tokens, 80 % replaced by the mask token, 10 % by a random token, 10 % kept). AdamW with linear warm-up and cosine
     decay; gradients clipped at norm 1. The same arguments give identical weights on the same machine.
 
     Each checkpoint folder holds the model and tokenizer (``save_pretrained``) and the ``trainer_state.json`` up to
@@ -318,7 +320,9 @@ def train_toy(
         lr: Peak learning rate.
         warmup_steps: Steps of linear warm-up (default ``max(1, steps // 20)``).
         weight_decay: AdamW weight decay.
-        mlm_probability: Share of tokens predicted by the masked LM (encoder only).
+        mlm_probability: Share of tokens predicted by the masked LM (encoder only); None: 0.15, or the rate of
+            ``masking``. The shorthand of ``MaskedLM(rate=mlm_probability)``.
+        masking: The encoder's masking rate and mask / random / keep split, a `MaskedLM` (default BERT's).
         texts: Training texts; default: the corpus's ``train`` split.
         max_train_texts: Use at most this many training texts.
         seed: Seed of the initialisation, the data order and the masking.
@@ -334,7 +338,8 @@ def train_toy(
 
     Raises:
         InvalidInputError: If ``arch`` is unknown, ``steps < 1``, a checkpoint step is outside ``[0, steps]``,
-            a size or rate is out of range, or a CUDA device is asked but absent.
+            a size or rate is out of range, ``masking`` and ``mlm_probability`` disagree, or a CUDA device is asked
+            but absent.
         CheckpointError: If ``out_dir`` is not writable, or already holds a run and ``overwrite`` is false.
         EmptyInputError: If the training texts hold fewer than ``seq_len`` tokens.
 
@@ -358,10 +363,10 @@ def train_toy(
         warmup_steps=warmup_steps,
         lr=lr,
         weight_decay=weight_decay,
-        mlm_probability=mlm_probability,
         max_train_texts=max_train_texts,
         num_threads=num_threads,
     )
+    masking = resolve_masking(masking, mlm_probability)
     torch_device = _resolve_device(device)
     path = _prepare_out_dir(out_dir, overwrite=overwrite)
 
@@ -396,12 +401,14 @@ def train_toy(
             "lr": lr,
             "warmup_steps": warmup_steps,
             "weight_decay": weight_decay,
-            "mlm_probability": mlm_probability if objective == "masked_lm" else None,
+            "mlm_probability": masking.rate if objective == "masked_lm" else None,
             "n_train_texts": len(train_texts),
             "n_train_blocks": int(blocks.shape[0]),
             "seed": seed,
             "device": str(torch_device),
         }
+        if objective == "masked_lm" and not masking.is_bert_split:  # absent for BERT's split, as in older runs
+            config["mlm_split"] = {"mask": masking.mask, "random": masking.random, "keep": masking.keep}
         run = _Run(path, model, tokenizer, config, chosen_steps)
         batches = _Batches(blocks, batch_size=batch_size, seed=seed)
         mask_generator = torch.Generator().manual_seed(seed + 1)
@@ -412,9 +419,7 @@ def train_toy(
         for step in bar:
             batch = batches.next()
             if objective == "masked_lm":
-                input_ids, labels = _mask_tokens(
-                    batch, tokenizer, probability=mlm_probability, generator=mask_generator
-                )
+                input_ids, labels = _mask_tokens(batch, tokenizer, masking=masking, generator=mask_generator)
             else:
                 input_ids, labels = batch, batch
             learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
@@ -447,7 +452,6 @@ def _checked_options(
     warmup_steps: int | None,
     lr: float,
     weight_decay: float,
-    mlm_probability: float,
     max_train_texts: int | None,
     num_threads: int | None,
 ) -> int:
@@ -468,8 +472,6 @@ def _checked_options(
         raise InvalidInputError(f"lr must be a positive finite number; got {lr!r}.")
     if not (isinstance(weight_decay, int | float) and weight_decay >= 0):
         raise InvalidInputError(f"weight_decay must be a non-negative number; got {weight_decay!r}.")
-    if not (isinstance(mlm_probability, int | float) and 0 < mlm_probability < 1):
-        raise InvalidInputError(f"mlm_probability must be in (0, 1); got {mlm_probability!r}.")
     if max_train_texts is not None:
         _check_positive_int("max_train_texts", max_train_texts)
     if num_threads is not None:

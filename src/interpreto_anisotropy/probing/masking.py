@@ -1,58 +1,256 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""BERT's masked-LM corruption, shared by the masked-LM objective and the toy trainer.
+"""Masked-LM corruption as a setting: the masking rate and the mask / random / keep split, shared by the masked-LM
+objective and the toy trainer.
 
-Of the tokens selected for prediction, 80 % become the mask token, 10 % a random token and 10 % stay as they are.
-Callers draw the random numbers their own way (per sequence for the probe's reproducible masks, per batch for
-training); this module turns the draws into corrupted ids.
+`MaskedLM` describes one masking scheme (BERT's by default: 15 % of the tokens selected, of which 80 % become the
+mask token, 10 % a random token and 10 % stay) and applies it. It draws its random numbers from the caller's
+generator, always in the same order: the selection draws, then the split draws, then the random token ids. The
+probe calls it per sequence (for masks that do not depend on batching), the trainer per batch.
+
+Examples:
+    >>> masking = MaskedLM(rate=0.3)
+    >>> str(masking)
+    'masked_lm(rate=0.3, mask=0.8, random=0.1, keep=0.1)'
+    >>> generator = torch.Generator().manual_seed(0)
+    >>> selected = masking.select(torch.ones(10, dtype=torch.bool), generator, at_least_one=True)
+    >>> corrupted = masking.corrupt(torch.arange(10, 20), selected, generator, vocab_size=50, mask_token_id=0)
+    >>> bool((corrupted[~selected] == torch.arange(10, 20)[~selected]).all())  # unselected tokens are untouched
+    True
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
 import torch
-from jaxtyping import Bool, Float, Int
+from jaxtyping import Bool, Int
 
-__all__ = ["MASK_SHARE", "RANDOM_SHARE", "corrupt", "special_tokens_mask"]
+from ..errors import InvalidInputError
 
-MASK_SHARE = 0.8
-RANDOM_SHARE = 0.1
+__all__ = ["MaskedLM", "resolve_masking", "special_tokens_mask"]
+
+_SPLIT_TOLERANCE = 1e-9
 
 
-def corrupt(
-    input_ids: Int[torch.Tensor, "..."],
-    selected: Bool[torch.Tensor, "..."],
-    draw: Float[torch.Tensor, "..."],
-    random_tokens: Int[torch.Tensor, "..."],
-    mask_token_id: int,
-) -> Int[torch.Tensor, "..."]:
-    """The ids with BERT's 80/10/10 corruption applied where `selected`.
+@dataclass(frozen=True)
+class MaskedLM:
+    """The masked-LM objective's settings: which share of the tokens is predicted, and how they are corrupted.
+
+    Pass it wherever an objective is accepted (`GradientProbe(objective=MaskedLM(rate=0.3))`,
+    `CheckpointSweep(objective=...)`); the mask's seed comes from the probe's or the sweep's `seed`. The default is
+    BERT's scheme, the one `objective="masked_lm"` uses.
 
     Args:
-        input_ids: Token ids, any shape.
-        selected: The tokens to predict, same shape.
-        draw: Uniform draws in [0, 1), same shape: below 0.8 masks, [0.8, 0.9) randomises, the rest keeps.
-        random_tokens: The replacement ids of randomised tokens, same shape.
-        mask_token_id: The tokenizer's mask id.
+        rate: Share of the real, non-special tokens selected for prediction, in (0, 1).
+        mask: Share of the selected tokens replaced by the mask token.
+        random: Share of the selected tokens replaced by a random token (drawn uniformly from the vocabulary, so it
+            may happen to be the original token).
+        keep: Share of the selected tokens left as they are. `mask + random + keep` must be 1.
 
-    Returns:
-        A corrupted copy of `input_ids`.
+    Raises:
+        InvalidInputError: A rate outside (0, 1), a share outside [0, 1], or shares that do not add up to 1; the
+            message names the option.
 
     Examples:
-        >>> ids = torch.tensor([5, 6, 7, 8])
-        >>> corrupt(ids, torch.tensor([True, True, True, False]), torch.tensor([0.1, 0.85, 0.95, 0.1]),
-        ...         torch.tensor([9, 9, 9, 9]), mask_token_id=0).tolist()
-        [0, 9, 7, 8]
+        >>> MaskedLM(rate=0.3, mask=1.0, random=0.0, keep=0.0).to_dict()
+        {'objective': 'masked_lm', 'rate': 0.3, 'mask': 1.0, 'random': 0.0, 'keep': 0.0}
+        >>> MaskedLM.from_dict(MaskedLM().to_dict()) == MaskedLM()
+        True
     """
-    corrupted = input_ids.clone()
-    corrupted[selected & (draw < MASK_SHARE)] = mask_token_id
-    randomised = selected & (draw >= MASK_SHARE) & (draw < MASK_SHARE + RANDOM_SHARE)
-    corrupted[randomised] = random_tokens[randomised]
-    return corrupted
+
+    rate: float = 0.15
+    mask: float = 0.8
+    random: float = 0.1
+    keep: float = 0.1
+
+    def __post_init__(self) -> None:
+        for option in fields(self):
+            value = getattr(self, option.name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise InvalidInputError(f"MaskedLM {option.name} must be a finite number, got {value!r}.")
+            object.__setattr__(self, option.name, float(value))
+        if not 0.0 < self.rate < 1.0:
+            raise InvalidInputError(
+                f"MaskedLM rate must be in (0, 1), got {self.rate}: it is the share of tokens selected for prediction "
+                "(BERT: 0.15, ModernBERT: 0.3)."
+            )
+        for share in ("mask", "random", "keep"):
+            if not 0.0 <= getattr(self, share) <= 1.0:
+                raise InvalidInputError(f"MaskedLM {share} must be in [0, 1], got {getattr(self, share)}.")
+        total = self.mask + self.random + self.keep
+        if abs(total - 1.0) > _SPLIT_TOLERANCE:
+            raise InvalidInputError(
+                f"MaskedLM mask + random + keep must be 1, got {self.mask} + {self.random} + {self.keep} = {total}. "
+                "Give the three shares of the selected tokens, e.g. mask=0.8, random=0.1, keep=0.1."
+            )
+
+    @property
+    def name(self) -> str:
+        """The objective's name, `"masked_lm"`."""
+        return "masked_lm"
+
+    @property
+    def is_bert_split(self) -> bool:
+        """Whether the split is BERT's 80 / 10 / 10 (whatever the rate)."""
+        return (self.mask, self.random, self.keep) == (0.8, 0.1, 0.1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description: `{"objective": "masked_lm", "rate", "mask", "random", "keep"}`."""
+        return {"objective": self.name, "rate": self.rate, "mask": self.mask, "random": self.random, "keep": self.keep}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MaskedLM:
+        """Builds the settings from the output of `to_dict`.
+
+        Args:
+            data: A mapping with keys among `objective` (`"masked_lm"`), `rate`, `mask`, `random` and `keep`.
+
+        Returns:
+            The settings.
+
+        Raises:
+            InvalidInputError: If `data` is not a mapping, names another objective, or has unknown keys.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"MaskedLM.from_dict expects a dict, got {type(data).__name__}.")
+        if data.get("objective", "masked_lm") != "masked_lm":
+            raise InvalidInputError(f"MaskedLM.from_dict got the settings of objective {data['objective']!r}.")
+        options = {option.name for option in fields(cls)}
+        unknown = set(data) - options - {"objective"}
+        if unknown:
+            raise InvalidInputError(f"MaskedLM.from_dict: unknown keys {sorted(unknown)}; expected {sorted(options)}.")
+        return cls(**{key: value for key, value in data.items() if key in options})
+
+    def __str__(self) -> str:
+        return f"masked_lm(rate={self.rate}, mask={self.mask}, random={self.random}, keep={self.keep})"
+
+    def select(
+        self,
+        candidates: Bool[torch.Tensor, "..."],
+        generator: torch.Generator,
+        *,
+        at_least_one: bool = False,
+    ) -> Bool[torch.Tensor, "..."]:
+        """Draws which tokens are predicted: each candidate independently with probability `rate`.
+
+        One uniform draw per entry of `candidates` (candidates or not, so the draws do not depend on which tokens are
+        special); a token is selected when its draw is below `rate`.
+
+        Args:
+            candidates: Where a token may be selected (real, non-special tokens), any shape.
+            generator: The generator to draw from.
+            at_least_one: When no candidate is selected, select the candidate with the smallest draw (over the whole
+                tensor: call it per sequence for one per sequence).
+
+        Returns:
+            The selected tokens, same shape as `candidates`.
+
+        Examples:
+            >>> generator = torch.Generator().manual_seed(0)
+            >>> MaskedLM(rate=0.01).select(torch.ones(5, dtype=torch.bool), generator, at_least_one=True).sum().item()
+            1
+        """
+        draws = torch.rand(candidates.shape, generator=generator)
+        selected = (draws < self.rate) & candidates
+        if at_least_one and not selected.any() and candidates.any():
+            first = torch.where(candidates, draws, torch.inf).argmin()
+            selected.view(-1)[first] = True
+        return selected
+
+    def corrupt(
+        self,
+        input_ids: Int[torch.Tensor, "..."],
+        selected: Bool[torch.Tensor, "..."],
+        generator: torch.Generator,
+        *,
+        vocab_size: int,
+        mask_token_id: int,
+    ) -> Int[torch.Tensor, "..."]:
+        """The ids with the selected tokens corrupted: the mask token, a random token, or kept, by the split.
+
+        Draws one uniform number and one random token id per entry of `input_ids`: a selected token whose draw is
+        below `mask` becomes the mask token, one whose draw is in `[mask, mask + random)` becomes its random token,
+        and the others stay.
+
+        Args:
+            input_ids: Token ids, any shape.
+            selected: The tokens to corrupt, same shape (from `select`).
+            generator: The generator to draw from.
+            vocab_size: Random tokens are drawn from `range(vocab_size)`.
+            mask_token_id: The tokenizer's mask token id.
+
+        Returns:
+            A corrupted copy of `input_ids`.
+
+        Examples:
+            >>> generator = torch.Generator().manual_seed(0)
+            >>> ids = torch.tensor([5, 6, 7, 8])
+            >>> MaskedLM(mask=1.0, random=0.0, keep=0.0).corrupt(
+            ...     ids, torch.tensor([True, True, False, True]), generator, vocab_size=9, mask_token_id=0).tolist()
+            [0, 0, 7, 0]
+        """
+        draw = torch.rand(input_ids.shape, generator=generator)
+        random_tokens = torch.randint(vocab_size, input_ids.shape, generator=generator)
+        corrupted = input_ids.clone()
+        corrupted[selected & (draw < self.mask)] = mask_token_id
+        randomised = selected & (draw >= self.mask) & (draw < self.mask + self.random)
+        corrupted[randomised] = random_tokens[randomised]
+        return corrupted
+
+
+def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> MaskedLM:
+    """The masking settings from `masking` and / or the `mlm_probability` shorthand (BERT's split), which must agree.
+
+    Args:
+        masking: A `MaskedLM`, or None.
+        mlm_probability: A masking rate in (0, 1), or None.
+
+    Returns:
+        `masking`; else `MaskedLM(rate=mlm_probability)`; else `MaskedLM()` (15 %, 80/10/10).
+
+    Raises:
+        InvalidInputError: `masking` is not a `MaskedLM`, `mlm_probability` is outside (0, 1), or both are given and
+            their rates differ.
+
+    Examples:
+        >>> resolve_masking(None, 0.3)
+        MaskedLM(rate=0.3, mask=0.8, random=0.1, keep=0.1)
+        >>> resolve_masking(MaskedLM(rate=0.3), None) == resolve_masking(MaskedLM(rate=0.3), 0.3)
+        True
+    """
+    if masking is not None and not isinstance(masking, MaskedLM):
+        raise InvalidInputError(
+            f"masking must be an ia.MaskedLM (e.g. MaskedLM(rate=0.3)), got {type(masking).__name__}."
+        )
+    if mlm_probability is None:
+        return masking if masking is not None else MaskedLM()
+    if isinstance(mlm_probability, bool) or not isinstance(mlm_probability, numbers.Real):
+        raise InvalidInputError(f"mlm_probability must be a number in (0, 1), got {mlm_probability!r}.")
+    if not 0.0 < mlm_probability < 1.0:
+        raise InvalidInputError(f"mlm_probability must be in (0, 1), got {mlm_probability!r}.")
+    if masking is not None and masking.rate != mlm_probability:
+        raise InvalidInputError(
+            f"mlm_probability={mlm_probability} disagrees with the rate of {masking}: give the rate once, in "
+            "MaskedLM(rate=...)."
+        )
+    return masking if masking is not None else MaskedLM(rate=mlm_probability)
 
 
 def special_tokens_mask(input_ids: Int[torch.Tensor, "..."], special_ids: list[int]) -> Bool[torch.Tensor, "..."]:
     """Where `input_ids` holds one of `special_ids` (never selected for masking).
+
+    Args:
+        input_ids: Token ids, any shape.
+        special_ids: The tokenizer's special token ids.
+
+    Returns:
+        A boolean tensor of the shape of `input_ids`.
 
     Examples:
         >>> special_tokens_mask(torch.tensor([0, 5, 2]), [0, 2]).tolist()

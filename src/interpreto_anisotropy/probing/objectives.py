@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from jaxtyping import Bool, Float, Int
 
 from ..errors import InvalidInputError, ObjectiveError, TokenizerError
-from .masking import corrupt, special_tokens_mask
+from .masking import MaskedLM, resolve_masking, special_tokens_mask
 
 __all__ = [
     "ObjectiveName",
@@ -34,9 +34,11 @@ __all__ = [
     "Objective",
     "CausalLMObjective",
     "MaskedLMObjective",
+    "MaskedLM",
     "SequenceClassificationObjective",
     "CallableObjective",
     "make_objective",
+    "describe_objective",
     "objective_for_model",
     "objective_from_config",
     "LossTerms",
@@ -236,36 +238,51 @@ class CausalLMObjective(Objective):
 
 
 class MaskedLMObjective(Objective):
-    """Masked-LM cross-entropy on a seeded random mask (BERT's 80/10/10 scheme).
+    """Masked-LM cross-entropy on a seeded random mask (BERT's 80/10/10 scheme by default).
 
     Each sequence's mask is drawn from a generator seeded by (seed, the sequence's index in the inputs), so
-    the mask is reproducible and independent of batching. A fraction `mlm_probability` of the real,
-    non-special tokens is selected (at least one per sequence); of those, 80 % become the mask token, 10 %
-    a random token and 10 % stay. The loss is summed over the selected tokens; every real token is probed.
+    the mask is reproducible and independent of batching. A share `masking.rate` of the real, non-special tokens
+    is selected (at least one per sequence); of those, shares `masking.mask`, `masking.random` and `masking.keep`
+    become the mask token, a random token, or stay (see `MaskedLM`). The loss is summed over the selected tokens;
+    every real token is probed.
 
     Args:
-        mlm_probability: Fraction of tokens selected.
+        masking: The masking settings; default `MaskedLM()` (15 %, 80/10/10), or `MaskedLM(rate=mlm_probability)`.
+        mlm_probability: Shorthand for `MaskedLM(rate=mlm_probability)` (BERT's split); give it or `masking`.
         seed: Base seed of the mask.
         reduction: "sum" or "mean".
 
     Raises:
-        InvalidInputError: `mlm_probability` outside (0, 1), or an unknown reduction.
+        InvalidInputError: `mlm_probability` outside (0, 1), `masking` not a `MaskedLM`, both given and
+            disagreeing, or an unknown reduction.
 
     Examples:
         >>> objective = MaskedLMObjective(mlm_probability=0.3, seed=1)
         >>> objective.describe()["mlm_probability"]
         0.3
+        >>> MaskedLMObjective(MaskedLM(rate=0.3, mask=1.0, random=0.0, keep=0.0)).describe()["mask_split"]
+        {'mask': 1.0, 'random': 0.0, 'keep': 0.0}
     """
 
     name = ObjectiveName.MASKED_LM.value
     min_tokens = 1
 
-    def __init__(self, *, mlm_probability: float = 0.15, seed: int = 0, reduction: str | Reduction = Reduction.SUM):
+    def __init__(
+        self,
+        masking: MaskedLM | None = None,
+        *,
+        mlm_probability: float | None = None,
+        seed: int = 0,
+        reduction: str | Reduction = Reduction.SUM,
+    ):
         super().__init__(reduction=reduction)
-        if not 0.0 < mlm_probability < 1.0:
-            raise InvalidInputError(f"mlm_probability must be in (0, 1), got {mlm_probability}.")
-        self.mlm_probability = mlm_probability
+        self.masking = resolve_masking(masking, mlm_probability)
         self.seed = seed
+
+    @property
+    def mlm_probability(self) -> float:
+        """The masking rate, `masking.rate`."""
+        return self.masking.rate
 
     def prepare(
         self, batch: dict[str, torch.Tensor], *, sequence_ids: Int[torch.Tensor, " b"], tokenizer: Any
@@ -287,17 +304,15 @@ class MaskedLMObjective(Objective):
             positions = candidates[row].nonzero().flatten()
             if positions.numel() == 0:
                 continue
-            draws = torch.rand(positions.numel(), generator=generator)
-            chosen = draws < self.mlm_probability
-            if not chosen.any():
-                chosen[draws.argmin()] = True
+            chosen = self.masking.select(torch.ones_like(positions, dtype=torch.bool), generator, at_least_one=True)
             selected = positions[chosen]
-            replacement = torch.rand(selected.numel(), generator=generator)
-            random_tokens = torch.randint(vocab_size, (selected.numel(),), generator=generator)
             labels[row, selected] = input_ids[row, selected]
-            everywhere = torch.ones_like(replacement, dtype=torch.bool)
-            corrupted[row, selected] = corrupt(
-                input_ids[row, selected], everywhere, replacement, random_tokens, tokenizer.mask_token_id
+            corrupted[row, selected] = self.masking.corrupt(
+                input_ids[row, selected],
+                torch.ones_like(selected, dtype=torch.bool),
+                generator,
+                vocab_size=vocab_size,
+                mask_token_id=tokenizer.mask_token_id,
             )
         return {**batch, "input_ids": corrupted, "labels": labels, "original_input_ids": input_ids}
 
@@ -308,8 +323,14 @@ class MaskedLMObjective(Objective):
         return _reduce(per_token, selected.sum(), self.reduction)
 
     def describe(self) -> dict[str, Any]:
-        """JSON-ready settings, with the masking rate and seed."""
-        return {**super().describe(), "mlm_probability": self.mlm_probability, "mask_seed": self.seed}
+        """JSON-ready settings, with the masking rate, its split and the seed."""
+        split = {"mask": self.masking.mask, "random": self.masking.random, "keep": self.masking.keep}
+        return {
+            **super().describe(),
+            "mlm_probability": self.masking.rate,
+            "mask_split": split,
+            "mask_seed": self.seed,
+        }
 
 
 class SequenceClassificationObjective(Objective):
@@ -490,20 +511,22 @@ def _check_fits(objective: ObjectiveName, model: torch.nn.Module) -> None:
 
 
 def make_objective(
-    objective: str | ObjectiveName | Objective | Callable[..., torch.Tensor],
+    objective: str | ObjectiveName | MaskedLM | Objective | Callable[..., torch.Tensor],
     *,
-    mlm_probability: float = 0.15,
+    mlm_probability: float | None = None,
     seed: int = 0,
     reduction: str | Reduction = Reduction.SUM,
     model: torch.nn.Module | None = None,
 ) -> Objective:
-    """Build an `Objective` from a name, an instance or a callable.
+    """Build an `Objective` from a name, masked-LM settings, an instance or a callable.
 
     Args:
         objective: "auto" (needs `model`; see `objective_for_model`), "causal_lm", "masked_lm",
-            "sequence_classification", an `Objective`, or a callable `fn(output, batch) -> loss`.
-        mlm_probability: Masking rate for "masked_lm".
-        seed: Mask seed for "masked_lm".
+            "sequence_classification", a `MaskedLM` (the masked-LM objective with these masking settings, checked
+            against the model's head like "masked_lm"), an `Objective`, or a callable `fn(output, batch) -> loss`.
+        mlm_probability: Masking rate for "masked_lm" (None: 0.15, or the rate of a `MaskedLM`, which it must
+            then equal).
+        seed: Mask seed for the masked-LM objective.
         reduction: "sum" (default: each token's gradient keeps its own loss's scale) or "mean".
         model: The model the objective is for: a name is then checked against its head.
 
@@ -511,17 +534,24 @@ def make_objective(
         An `Objective`.
 
     Raises:
-        InvalidInputError: An unknown name, or "auto" without a model.
-        ObjectiveError: A name that does not fit the model's head (the message says which one does).
+        InvalidInputError: An unknown name, "auto" without a model, or an `mlm_probability` that disagrees with a
+            `MaskedLM`'s rate.
+        ObjectiveError: A name (or a `MaskedLM`) that does not fit the model's head (the message says which one does).
 
     Examples:
         >>> type(make_objective("masked_lm", mlm_probability=0.2)).__name__
         'MaskedLMObjective'
+        >>> make_objective(MaskedLM(rate=0.3), seed=4).describe()["mlm_probability"]
+        0.3
         >>> make_objective(lambda output, batch: output.logits.sum()).name
         '<lambda>'
     """
     if isinstance(objective, Objective):
         return objective
+    if isinstance(objective, MaskedLM):
+        if model is not None:
+            _check_fits(ObjectiveName.MASKED_LM, model)
+        return MaskedLMObjective(objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction)
     if isinstance(objective, str) and objective == AUTO:
         if model is None:
             raise InvalidInputError("objective='auto' needs the model to choose from.")
@@ -543,4 +573,35 @@ def make_objective(
         return SequenceClassificationObjective(reduction=reduction)
     if callable(objective) and len(inspect.signature(objective).parameters) >= 2:
         return CallableObjective(objective, reduction=reduction)
-    raise InvalidInputError("objective must be 'auto', a name, an Objective, or a callable fn(output, batch).")
+    raise InvalidInputError(
+        "objective must be 'auto', a name, a MaskedLM, an Objective, or a callable fn(output, batch)."
+    )
+
+
+def describe_objective(objective: Any) -> str | dict[str, Any]:
+    """A stable, JSON-ready description of an objective as a user gave it, for a sweep's recorded settings.
+
+    Names stay as given (`"auto"`, `"causal_lm"`, `"masked_lm"`, ...), so configurations written before `MaskedLM`
+    existed read the same. `MaskedLM()` (BERT's 15 %, 80/10/10) is `"masked_lm"`, which it equals in every number;
+    other masking settings are their `to_dict()`. A callable or an `Objective` instance is its `__name__`, else
+    `"callable"`, as sweeps have recorded them so far.
+
+    Args:
+        objective: What `GradientProbe(objective=...)` / `CheckpointSweep(objective=...)` was given.
+
+    Returns:
+        A string, or for non-default masking a dict `{"objective": "masked_lm", "rate", "mask", "random", "keep"}`.
+
+    Examples:
+        >>> describe_objective("auto"), describe_objective(MaskedLM())
+        ('auto', 'masked_lm')
+        >>> describe_objective(MaskedLM(rate=0.3))
+        {'objective': 'masked_lm', 'rate': 0.3, 'mask': 0.8, 'random': 0.1, 'keep': 0.1}
+    """
+    if isinstance(objective, ObjectiveName):
+        return objective.value
+    if isinstance(objective, str):
+        return objective
+    if isinstance(objective, MaskedLM):
+        return ObjectiveName.MASKED_LM.value if objective == MaskedLM() else objective.to_dict()
+    return getattr(objective, "__name__", "callable")

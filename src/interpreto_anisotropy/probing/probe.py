@@ -38,6 +38,7 @@ from ..errors import (
 from ..reading.split_point import SplitPoint
 from ..tangents.controls import normal_control_bases
 from ..tangents.subspace import Subspace
+from .masking import MaskedLM
 from .objectives import Objective, make_objective
 from .result import ProbeResult
 from .statistics import ProbeSums, Tally, build_results
@@ -104,11 +105,12 @@ class GradientProbe:
     Args:
         splitter: Interpreto `ModelWithSplitPoints` whose `split_point` is the layer to probe.
         objective: "auto" (the default: from the model's head, else its config, as `CheckpointSweep` does),
-            "causal_lm", "masked_lm", "sequence_classification", an `Objective`, or a callable
-            `fn(output, batch) -> loss` (scalar or per-token). A name that does not fit the model's head is refused.
-        mlm_probability: Masking rate for "masked_lm".
+            "causal_lm", "masked_lm", "sequence_classification", a `MaskedLM` (masked LM with these masking rate
+            and split), an `Objective`, or a callable `fn(output, batch) -> loss` (scalar or per-token). A name (or
+            a `MaskedLM`) that does not fit the model's head is refused.
+        mlm_probability: Masking rate for "masked_lm" (None: 0.15); the shorthand of `MaskedLM(rate=...)`.
         reduction: "sum" (default) or "mean" over loss terms.
-        seed: Seed of the masked-LM mask.
+        seed: Seed of the masked-LM mask (each sequence's mask is drawn from the seed and its index in the inputs).
         batch_size: Sequences per forward/backward; defaults to the splitter's `batch_size`.
         max_length: Truncation length in tokens; defaults to the model's maximum positions.
         on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
@@ -137,8 +139,8 @@ class GradientProbe:
         self,
         splitter: BaseSplitter,
         *,
-        objective: str | Objective | Callable[..., torch.Tensor] = "auto",
-        mlm_probability: float = 0.15,
+        objective: str | MaskedLM | Objective | Callable[..., torch.Tensor] = "auto",
+        mlm_probability: float | None = None,
         reduction: str = "sum",
         seed: int = 0,
         batch_size: int | None = None,

@@ -44,6 +44,7 @@ from typing import Any
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
+from . import suites as suite_registry
 
 __all__ = [
     "Checkpoint",
@@ -59,10 +60,11 @@ __all__ = [
     "parse_step",
     "pythia",
     "smollm2",
+    "suite",
 ]
 
 #: Steps at which EleutherAI published Pythia checkpoints: 0, the powers of two up to 512, then every 1000 steps.
-PYTHIA_STEPS: tuple[int, ...] = (0, *(2**i for i in range(10)), *range(1000, 143001, 1000))
+PYTHIA_STEPS: tuple[int, ...] = suite_registry.PYTHIA_STEPS
 
 #: Pythia model sizes (`EleutherAI/pythia-{size}`).
 PYTHIA_SIZES: tuple[str, ...] = ("14m", "31m", "70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b", "12b")
@@ -163,24 +165,29 @@ class Checkpoint:
 
 
 class CheckpointList(list):
-    """A list of checkpoints that knows the length of their training run (presets fill it in).
+    """A list of checkpoints that knows the length of their training run and its objective (presets fill them in).
 
     A sweep takes its `total_steps` as the training length of its early window (`CheckpointSweep(total_steps=...)`
-    overrides it).
+    overrides it). `objective` is the objective to probe the run with (`"causal_lm"`, or the suite's masked-LM
+    settings), to pass on as `CheckpointSweep(objective=checkpoints.objective)`.
 
     Args:
         checkpoints: The checkpoints.
         total_steps: The training run's number of steps, or None when unknown.
+        objective: The run's objective (a name or a `MaskedLM`), or None when unknown.
 
     Examples:
         >>> run = CheckpointList([Checkpoint(0, "a"), Checkpoint(10, "a")], total_steps=100)
-        >>> len(run), run.total_steps
-        (2, 100)
+        >>> len(run), run.total_steps, run.objective
+        (2, 100, None)
     """
 
-    def __init__(self, checkpoints: Iterable[Checkpoint] = (), *, total_steps: int | None = None):
+    def __init__(
+        self, checkpoints: Iterable[Checkpoint] = (), *, total_steps: int | None = None, objective: Any = None
+    ):
         super().__init__(checkpoints)
         self.total_steps = total_steps
+        self.objective = objective
 
 
 def parse_step(name: str) -> int | None:
@@ -348,7 +355,7 @@ def pythia(size: str, steps: int | Iterable[int], *, deduped: bool = False) -> l
         )
     model_id = f"EleutherAI/pythia-{size}" + ("-deduped" if deduped else "")
     checkpoints = (Checkpoint(step=s, source=model_id, revision=f"step{s}") for s in steps)
-    return CheckpointList(checkpoints, total_steps=PYTHIA_STEPS[-1])
+    return CheckpointList(checkpoints, total_steps=PYTHIA_STEPS[-1], objective="causal_lm")
 
 
 def smollm2(size: str, steps: int | Iterable[int]) -> list[Checkpoint]:
@@ -375,7 +382,79 @@ def smollm2(size: str, steps: int | Iterable[int]) -> list[Checkpoint]:
     """
     size = _normalise_size(size, SMOLLM2_SIZES, "smollm2")
     model_id = f"HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints"
-    return [Checkpoint(step=s, source=model_id, revision=f"step-{s}") for s in _steps(steps, "smollm2")]
+    checkpoints = (Checkpoint(step=s, source=model_id, revision=f"step-{s}") for s in _steps(steps, "smollm2"))
+    return CheckpointList(checkpoints, objective="causal_lm")
+
+
+def suite(
+    name: str,
+    steps: int | Iterable[int] | None = None,
+    *,
+    revisions: str | Iterable[str] | Mapping[int, str] | None = None,
+    model_id: str | None = None,
+) -> CheckpointList:
+    """Lists checkpoints of one of the models the paper swept, with its suite's training length and objective.
+
+    Give `steps` when the suite's revisions can be built from the step (Pythia `step{N}`, SmolLM2 `step-{N}`), or
+    `revisions`: names carrying the step (OLMo's `step20000-tokens84B`) or an explicit `{step: revision}` mapping
+    (the only way where the naming is not confirmed: EuroBERT, ModernCamemBERT, Gaperon). Steps are checked against
+    the published schedule where the sources enumerate it (Pythia), and against the training length where it is
+    known; otherwise they are not checked, and a step that was not published fails at load time.
+
+    Args:
+        name: A preset name `"{suite}-{size}"`, one of `ia.suites.PRESETS` (`"pythia-160m"`, `"olmo-1b"`,
+            `"eurobert-210m"`, ...); case-insensitive.
+        steps: One step or several (integers >= 0). Duplicates are dropped.
+        revisions: Revision names carrying their step, or a mapping `{step: revision}`; instead of `steps`.
+        model_id: Another Hub repository of the same suite (e.g. `"allenai/OLMo-1B"`, `"EleutherAI/pythia-160m-deduped"`);
+            default: the preset's.
+
+    Returns:
+        The checkpoints, sorted by step, with `total_steps` (None where unknown) and `objective` (`"causal_lm"`, or
+        the suite's `MaskedLM` settings: its stated pre-training masking, else BERT's default).
+
+    Raises:
+        InvalidInputError: An unknown preset or size (the message lists them), neither or both of `steps` and
+            `revisions`, `steps` for a suite whose revisions cannot be built from the step, a step that was not
+            published or lies after the end of training, or a revision name without a step.
+        EmptyInputError: If `steps` or `revisions` is empty.
+
+    Examples:
+        >>> [c.revision for c in suite("pythia-160m", [0, 143000])]
+        ['step0', 'step143000']
+        >>> run = suite("olmo-1b", revisions=["step20000-tokens84B", "step1000-tokens4B"])
+        >>> [c.step for c in run], run.total_steps, run.objective
+        ([1000, 20000], 738020, 'causal_lm')
+        >>> suite("eurobert-210m", revisions={0: "REVISION-AT-STEP-0"}).objective
+        MaskedLM(rate=0.15, mask=0.8, random=0.1, keep=0.1)
+    """
+    family, size = suite_registry.find(name)
+    preset = f"{family.id}-{size.size}"
+    if model_id is None:
+        model_id = size.model_id
+    if (steps is None) == (revisions is None):
+        raise InvalidInputError(
+            f"suite({preset!r}) needs steps= or revisions=, not {'both' if steps is not None else 'neither'}. "
+            f"Revisions of {family.title}: {family.revision_naming}"
+        )
+    if steps is not None:
+        checkpoints = [Checkpoint(step=s, source=model_id, revision=family.revision(s)) for s in _steps(steps, preset)]
+    else:
+        checkpoints = hub(model_id, revisions)
+    found = [c.step for c in checkpoints]
+    if family.published_steps is not None:
+        unpublished = sorted(set(found) - set(family.published_steps))
+        if unpublished:
+            raise InvalidInputError(
+                f"{family.title} has no checkpoint at step(s) {unpublished}. {family.revision_naming} "
+                f"(see ia.suites.SUITES[{family.id!r}].published_steps)"
+            )
+    if family.total_steps is not None and found[-1] > family.total_steps:
+        raise InvalidInputError(
+            f"Step {found[-1]} is after the end of {family.title}'s training ({family.total_steps} steps). "
+            "Check the steps or revisions."
+        )
+    return CheckpointList(checkpoints, total_steps=family.total_steps, objective=family.probe_objective)
 
 
 def infer_objective(config: Any) -> str:
