@@ -213,3 +213,23 @@ def test_a_sweep_takes_the_training_length_of_a_preset(tmp_path):
 
 def test_the_suites_module_is_reachable_from_the_package():
     assert ia.suites.SUITES is suites.SUITES and ia.checkpoints.suite is ck.suite
+
+
+def test_a_sweep_left_to_auto_probes_with_the_preset_s_own_masking_and_records_it(tmp_path):
+    from interpreto_anisotropy.sweeps.settings import SweepSettings
+
+    texts = ["one text here", "another text there"]
+    camembert = ia.checkpoints.suite("moderncamembert-base", revisions={0: "first", 10: "second"})
+    settings = SweepSettings(camembert, texts=texts, results_dir=tmp_path, split_point=1)
+    assert settings.objective == ia.MaskedLM(rate=0.3)
+    assert settings.config()["objective"] == {
+        "objective": "masked_lm",
+        "rate": 0.3,
+        "mask": 0.8,
+        "random": 0.1,
+        "keep": 0.1,
+    }
+    chosen = SweepSettings(camembert, texts=texts, results_dir=tmp_path, split_point=1, objective="masked_lm")
+    assert chosen.config()["objective"] == "masked_lm"  # what the user chose wins
+    pythia = SweepSettings(ia.checkpoints.pythia("160m", [0, 1000]), texts=texts, results_dir=tmp_path, split_point=1)
+    assert pythia.config()["objective"] == "auto"  # configs written before presets knew objectives still match

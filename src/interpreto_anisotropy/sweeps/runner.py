@@ -76,7 +76,9 @@ class CheckpointSweep:
         texts: Texts whose activations fit the tangents (and whose tokens give the frequencies).
         probe_texts: Held-out texts for the gradient probe. By default `texts` is split in two: even-indexed
             texts fit, odd-indexed texts probe.
-        objective: "auto" (from each checkpoint's head and config), "causal_lm", "masked_lm", or a callable.
+        objective: "auto" (from each checkpoint's head and config; a preset's own masking, such as ModernCamemBERT's
+            30 %, when its `CheckpointList` knows it), "causal_lm", "masked_lm", an `ia.MaskedLM(rate=...)`, or a
+            callable.
         method: Tangent method ("pca", "semi_nmf", "nmf", "ica", "svd", "topk_sae", ...).
         nb_concepts: Rank k of the tangent.
         reference: "early" (the paper's protocol), "each", "both", or a `Subspace` (one split point) / a dict

@@ -16,6 +16,7 @@ import torch
 
 from ..commons.options import check_positive_int, check_seed
 from ..errors import EmptyInputError, InvalidInputError
+from ..probing.objectives import MaskedLM, describe_objective
 from ..reading.batching import autocast_dtype as autocast_dtype_from
 from ..tangents.explainers import method_streams
 from ..tangents.subspace import Subspace
@@ -93,6 +94,13 @@ def early_checkpoints(
     return early or [min(candidates, key=lambda checkpoint: checkpoint.step)]
 
 
+def _preset_masking(objective: Any, preset: Any) -> Any:
+    """The objective to use: a preset's own masking (e.g. ModernCamemBERT's 30 %) when the user left it to "auto"."""
+    if objective == "auto" and isinstance(preset, MaskedLM) and preset != MaskedLM():
+        return preset
+    return objective
+
+
 def _positive_or_none(name: str, value: Any) -> int | None:
     return None if value is None else check_positive_int(name, value)
 
@@ -161,6 +169,7 @@ class SweepSettings:
             checkpoints = checkpoint_tools.local(checkpoints)
         if total_steps is None:
             total_steps = getattr(checkpoints, "total_steps", None)  # a preset's CheckpointList knows its run
+        objective = _preset_masking(objective, getattr(checkpoints, "objective", None))
         self.checkpoints = sorted(checkpoints)
         if not self.checkpoints:
             raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
@@ -283,9 +292,6 @@ class SweepSettings:
                 str(layer): _sha([str(subspace.basis.double().sum().item()), str(subspace.basis.shape)])
                 for layer, subspace in self.given_reference.items()
             }
-        objective = (
-            self.objective if isinstance(self.objective, str) else getattr(self.objective, "__name__", "callable")
-        )
         config = {
             "format_version": FORMAT_VERSION,
             "checkpoints": [checkpoint.to_dict() for checkpoint in self.checkpoints],
@@ -294,7 +300,7 @@ class SweepSettings:
             "n_probe_texts": len(self.probe_texts),
             "fit_texts_sha": _sha(self.fit_texts),
             "probe_texts_sha": _sha(self.probe_texts),
-            "objective": objective,
+            "objective": describe_objective(self.objective),
             "method": self.method if isinstance(self.method, str) else getattr(self.method, "__name__", "?"),
             "method_kwargs": {key: repr(value) for key, value in sorted(self.method_kwargs.items())},
             "nb_concepts": self.nb_concepts,
