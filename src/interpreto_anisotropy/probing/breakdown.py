@@ -1,0 +1,205 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The energy share broken down by token frequency and by position: which tokens carry the tangent's energy.
+
+The paper's frequency argument says that frequent tokens, seen in small neighbourhoods, hide the manifold's
+curvature and have tangent gradients. The probe measures it directly: every probed token falls in one frequency
+bucket and one position bucket, and each bucket gets its own energy share, sum of the tokens' energies in the
+subspace over the sum of their squared gradient norms.
+
+* **Frequency buckets** come from a table of token counts (the fit texts' in a sweep, the probe texts' by default,
+  or yours). Token types are ranked by count, most frequent first, and cut where their cumulated count reaches
+  the `edges` (default: 50 %, 75 % and 90 % of all occurrences). Bucket 0 holds the few frequent types that make
+  half of the text, the last bucket the long tail of rare types, and types absent from the table.
+* **Position buckets** cut a token's position in its sequence (from 0) at `POSITION_EDGES`: 0, 1-3, 4-15, 16-63,
+  64-255, 256 and beyond.
+
+Examples:
+    >>> frequency_bucket_of_ids(torch.tensor([50, 30, 15, 5, 0]), edges=(0.5, 0.75, 0.9)).tolist()
+    [0, 1, 2, 3, 3]
+    >>> position_buckets(torch.tensor([0, 1, 3, 4, 300])).tolist()
+    [0, 1, 1, 2, 5]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from jaxtyping import Bool, Float, Int
+
+from ..errors import InvalidInputError
+
+__all__ = [
+    "FREQUENCY_EDGES",
+    "POSITION_EDGES",
+    "Breakdown",
+    "EnergyByBucket",
+    "frequency_bucket_of_ids",
+    "frequency_labels",
+    "position_buckets",
+    "position_labels",
+]
+
+#: Cumulated shares of all token occurrences where the frequency buckets are cut.
+FREQUENCY_EDGES: tuple[float, ...] = (0.5, 0.75, 0.9)
+#: Positions (from 0) where the position buckets are cut.
+POSITION_EDGES: tuple[int, ...] = (1, 4, 16, 64, 256)
+
+
+def frequency_bucket_of_ids(
+    counts: Int[torch.Tensor, " V"], *, edges: Sequence[float] = FREQUENCY_EDGES
+) -> torch.Tensor:
+    """The frequency bucket of every token id, from a table of counts.
+
+    Args:
+        counts: How often each token id occurs, (V,).
+        edges: Increasing cumulated shares in (0, 1) where buckets are cut.
+
+    Returns:
+        (V,) bucket index in [0, len(edges)]: the number of edges that the cumulated share of the types more
+        frequent than this one reaches. Ids with count 0 are in the last bucket.
+
+    Raises:
+        InvalidInputError: Edges not increasing in (0, 1), or counts that are negative or all zero.
+    """
+    edges = _checked_edges(edges)
+    counts = torch.as_tensor(counts).double().reshape(-1)
+    if bool((counts < 0).any()) or float(counts.sum()) <= 0:
+        raise InvalidInputError("Token counts must be non-negative with at least one occurrence.")
+    order = torch.argsort(counts, descending=True, stable=True)
+    before = (torch.cumsum(counts[order], 0) - counts[order]) / counts.sum()  # share of the more frequent types
+    buckets = torch.empty_like(order)
+    buckets[order] = torch.bucketize(before, torch.tensor(edges, dtype=torch.float64), right=True)
+    buckets[counts == 0] = len(edges)
+    return buckets
+
+
+def position_buckets(positions: Int[torch.Tensor, "..."], *, edges: Sequence[int] = POSITION_EDGES) -> torch.Tensor:
+    """The bucket of each position (from 0): the number of `edges` at or below it."""
+    return torch.bucketize(positions, torch.tensor(list(edges), device=positions.device), right=True)
+
+
+def frequency_labels(edges: Sequence[float] = FREQUENCY_EDGES) -> list[str]:
+    """Names of the frequency buckets, e.g. "types making 0-50 % of occurrences"."""
+    bounds = [0.0, *edges, 1.0]
+    return [f"{100 * low:g}-{100 * high:g} % of occurrences" for low, high in zip(bounds, bounds[1:], strict=False)]
+
+
+def position_labels(edges: Sequence[int] = POSITION_EDGES) -> list[str]:
+    """Names of the position buckets, e.g. "0", "1-3", ..., "256+"."""
+    bounds = [0, *edges]
+    labels = [
+        str(low) if high - low == 1 else f"{low}-{high - 1}" for low, high in zip(bounds, bounds[1:], strict=False)
+    ]
+    return [*labels, f"{bounds[-1]}+"]
+
+
+def _checked_edges(edges: Sequence[float]) -> tuple[float, ...]:
+    edges = tuple(float(edge) for edge in edges)
+    if not all(0 < edge < 1 for edge in edges) or list(edges) != sorted(set(edges)):
+        raise InvalidInputError(f"Frequency edges must be increasing shares in (0, 1), got {edges}.")
+    return edges
+
+
+@dataclass
+class EnergyByBucket:
+    """Running sums of one breakdown: each bucket's token energy in every subspace column, norm and token count.
+
+    Attributes:
+        energy: (B, S) float64 summed squared projections of the bucket's gradients on each column's subspace.
+        total: (B,) float64 summed squared gradient norms.
+        tokens: (B,) float64 number of probed tokens.
+    """
+
+    energy: Float[torch.Tensor, "B S"]
+    total: Float[torch.Tensor, " B"]
+    tokens: Float[torch.Tensor, " B"]
+
+    @classmethod
+    def zeros(cls, n_buckets: int, n_columns: int, device: torch.device | str) -> EnergyByBucket:
+        """Empty sums."""
+        zeros = torch.zeros(n_buckets, dtype=torch.float64, device=device)
+        return cls(torch.zeros(n_buckets, n_columns, dtype=torch.float64, device=device), zeros, zeros.clone())
+
+    def add(
+        self,
+        bucket: Int[torch.Tensor, " N"],
+        token_energy: Float[torch.Tensor, "N S"],
+        token_total: Float[torch.Tensor, " N"],
+        probed: Bool[torch.Tensor, " N"],
+    ) -> None:
+        """Add a batch of tokens (rows not `probed` count for nothing)."""
+        weight = probed.double()
+        self.energy.index_add_(0, bucket, token_energy.double() * weight[:, None])
+        self.total.index_add_(0, bucket, token_total.double() * weight)
+        self.tokens.index_add_(0, bucket, weight)
+
+    def as_tensor(self) -> torch.Tensor:
+        """The sums flattened into one float64 tensor (for one all-reduce)."""
+        return torch.cat([self.energy.reshape(-1), self.total, self.tokens])
+
+    def from_tensor(self, flat: torch.Tensor) -> EnergyByBucket:
+        """Sums of the same shapes from `as_tensor`'s layout."""
+        n_buckets, n_columns = self.energy.shape
+        cells = n_buckets * n_columns
+        energy = flat[:cells].view(n_buckets, n_columns)
+        return EnergyByBucket(energy, flat[cells : cells + n_buckets], flat[cells + n_buckets :])
+
+    def shares(self, columns: Sequence[int]) -> list[list[float | None]]:
+        """Energy share per bucket of each given column, (len(columns), B); None for an empty bucket."""
+        return [
+            [
+                float(e / t) if t > 0 else None
+                for e, t in zip(self.energy[:, column].tolist(), self.total.tolist(), strict=True)
+            ]
+            for column in columns
+        ]
+
+
+class Breakdown:
+    """The frequency and position breakdowns of a probe run.
+
+    Args:
+        bucket_of_id: (V,) frequency bucket of every token id (`frequency_bucket_of_ids`).
+        n_columns: Number S of subspace columns (tangents and their controls).
+        device: Where the sums live.
+        frequency_edges: The edges `bucket_of_id` was cut at (for labels).
+        position_edges: Where positions are cut.
+    """
+
+    def __init__(
+        self,
+        bucket_of_id: Int[torch.Tensor, " V"],
+        n_columns: int,
+        device: torch.device | str,
+        *,
+        frequency_edges: Sequence[float] = FREQUENCY_EDGES,
+        position_edges: Sequence[int] = POSITION_EDGES,
+    ):
+        self.bucket_of_id = bucket_of_id.to(device)
+        self.frequency_edges, self.position_edges = tuple(frequency_edges), tuple(position_edges)
+        self.frequency = EnergyByBucket.zeros(len(self.frequency_edges) + 1, n_columns, device)
+        self.position = EnergyByBucket.zeros(len(self.position_edges) + 1, n_columns, device)
+
+    def add(
+        self,
+        token_ids: Int[torch.Tensor, " N"],
+        positions: Int[torch.Tensor, " N"],
+        token_energy: Float[torch.Tensor, "N S"],
+        token_total: Float[torch.Tensor, " N"],
+        probed: Bool[torch.Tensor, " N"],
+    ) -> None:
+        """Add a batch's probed tokens, flattened: ids, positions (from 0), energies (N, S), squared norms (N,)."""
+        known = token_ids < self.bucket_of_id.numel()
+        ids = torch.where(known, token_ids, 0)
+        frequency = torch.where(known, self.bucket_of_id[ids], len(self.frequency_edges))
+        self.frequency.add(frequency, token_energy, token_total, probed)
+        self.position.add(position_buckets(positions, edges=self.position_edges), token_energy, token_total, probed)
+
+    def reduce(self, all_reduce_sum) -> None:
+        """Replace the sums by `all_reduce_sum` of them (every rank's tokens)."""
+        self.frequency = self.frequency.from_tensor(all_reduce_sum(self.frequency.as_tensor()))
+        self.position = self.position.from_tensor(all_reduce_sum(self.position.as_tensor()))
