@@ -18,6 +18,7 @@ from __future__ import annotations
 from . import demo, errors, metrics
 from .errors import AnisotropyError
 from .probing import objectives
+from .probing.anisotropy import IsoScoreConvention, IsoScoreTarget
 from .probing.objectives import ObjectiveName, Reduction
 from .probing.probe import GradientProbe, TokenGradients
 from .probing.result import ProbeResult
@@ -30,7 +31,7 @@ from .sweeps.early_pool import EarlyCentering
 from .sweeps.result import SweepResult
 from .sweeps.runner import CheckpointSweep
 from .sweeps.settings import Parallelism, ReferenceKind
-from .tangents.controls import analytic_null, normal_controls, p_value
+from .tangents.controls import analytic_null, chance_std, normal_controls, p_value, random_subspace_bases
 from .tangents.explainers import (
     ICATangent,
     NMFTangent,
@@ -51,6 +52,8 @@ __all__ = [
     "CheckpointSweep",
     "GradientProbe",
     "ICATangent",
+    "IsoScoreConvention",
+    "IsoScoreTarget",
     "NMFTangent",
     "ObjectiveName",
     "PCATangent",
@@ -69,6 +72,7 @@ __all__ = [
     "TokenGradients",
     "TopKSAETangent",
     "analytic_null",
+    "chance_std",
     "checkpoints",
     "demo",
     "errors",
@@ -81,6 +85,7 @@ __all__ = [
     "p_value",
     "plotting",
     "positions",
+    "random_subspace_bases",
     "token_activations",
     "__version__",
 ]
