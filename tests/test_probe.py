@@ -26,6 +26,7 @@ from interpreto_anisotropy.probing.probe import GradientProbe
 from interpreto_anisotropy.tangents.controls import normal_control_bases
 
 N_BRUTE = 4  # sequences checked token by token
+NEW_FIELDS = {"random_energy_shares", "p_value_exact", "chance_std", "z_score", "anisotropy_share"}
 
 
 def _double_mwsp(pair):
@@ -231,6 +232,68 @@ def test_result_numbers_equal_a_numpy_recomputation(gpt_neox_mwsp, neox_tangent,
     assert abs(result.ci_low - low) < 0.25 * width and abs(result.ci_high - high) < 0.25 * width
 
 
+def test_exact_p_value_equals_a_brute_force_over_raw_gradients(gpt_neox_mwsp, neox_tangent, texts):
+    """p_value_exact, recomputed by a loop over the random subspaces, each projected on the raw per-token gradients."""
+    n_random, seed = 30, 5
+    probe = GradientProbe(gpt_neox_mwsp, objective="causal_lm")
+    tangents = {"pca": neox_tangent, "random": ia.Subspace.random(64, 6, seed=3)}
+    results = probe.run(texts, tangents, n_controls=4, n_random=n_random, seed=seed, progress=False)
+    G = probe.gradients(texts).gradients.double()
+    randoms = ia.random_subspace_bases(64, 6, n_random, seed=seed, dtype=torch.float64)
+    for name, tangent in tangents.items():
+        Q = tangent.subspace.basis if hasattr(tangent, "subspace") else tangent.basis
+        total = sum(float(row @ row) for row in G)
+        energy = sum(float((Q.double().T @ row).square().sum()) for row in G) / total
+        beaten_by = 0
+        for index in range(n_random):
+            random_energy = sum(float((randoms[index].T @ row).square().sum()) for row in G) / total
+            assert results[name].random_energy_shares[index] == pytest.approx(random_energy, rel=1e-5)
+            beaten_by += random_energy >= energy
+        assert results[name].p_value_exact == (1 + beaten_by) / (n_random + 1)
+    eigenvalues = np.linalg.eigvalsh((G.T @ G).numpy())
+    spread = (eigenvalues**2).sum() / eigenvalues.sum() ** 2 - 1 / 64
+    sigma = np.sqrt(2 * 6 * 58 / (64 * 63 * 66) * spread)
+    for result in results.values():
+        assert result.chance_std == pytest.approx(sigma, rel=1e-5)
+        assert result.z_score == pytest.approx((result.energy_share - 6 / 64) / sigma, rel=1e-6)
+
+
+def test_isoscore_options_flow_from_run_and_are_recorded(gpt_neox_mwsp, neox_tangent, texts):
+    probe = GradientProbe(gpt_neox_mwsp)
+    default = probe.run(texts, neox_tangent, n_controls=3, seed=1, progress=False)
+    assert (default.isoscore_convention, default.isoscore_zeta, default.isoscore_c0) == (
+        "complement",
+        0.2,
+        "scaled_identity",
+    )
+    ambient = probe.run(
+        texts,
+        neox_tangent,
+        n_controls=3,
+        seed=1,
+        isoscore_convention="ambient",
+        isoscore_zeta=0.75,
+        isoscore_c0="identity",
+        progress=False,
+    )
+    assert (ambient.isoscore_convention, ambient.isoscore_zeta, ambient.isoscore_c0) == ("ambient", 0.75, "identity")
+    assert ambient.energy_share == default.energy_share and ambient.p_value_exact == default.p_value_exact
+    G = probe.gradients(texts).gradients.double()
+    Q = neox_tangent.subspace.basis.double()
+    eye = torch.eye(64, dtype=torch.float64)
+    without = ia.metrics.isoscore_star(G - G @ Q @ Q.T, zeta=0.75, C0=eye)
+    assert ambient.isoscore_star_without_tangent == pytest.approx(without, abs=1e-6)
+    assert ambient.isoscore_star == pytest.approx(ia.metrics.isoscore_star(G, zeta=0.75, C0=eye), abs=1e-6)
+    given = probe.run(texts, neox_tangent, n_controls=3, isoscore_c0=torch.cov(G.T), progress=False)
+    assert given.isoscore_c0 == "given"
+    with pytest.raises(DimensionMismatchError, match="isoscore_c0"):
+        probe.run(texts[:2], neox_tangent, isoscore_c0=torch.eye(3), progress=False)
+    with pytest.raises(InvalidInputError, match="isoscore_convention"):
+        probe.run(texts[:2], neox_tangent, isoscore_convention="tangent", progress=False)
+    with pytest.raises(InvalidInputError, match="n_random must be a positive integer, got 0"):
+        probe.run(texts[:2], neox_tangent, n_random=0, progress=False)
+
+
 def test_batching_and_seed_do_not_change_the_result(gpt_neox_mwsp, neox_tangent, texts):
     results = [
         GradientProbe(gpt_neox_mwsp, batch_size=batch_size).run(texts[:12], neox_tangent, n_controls=5, progress=False)
@@ -271,6 +334,11 @@ def test_result_serialises_and_prints(gpt_neox_mwsp, neox_tangent, texts):
     assert again.energy_share == result.energy_share
     text = str(result)
     assert "energy share" in text and "p-value" in text and "IsoScore*" in text
+    assert "p-value exact" in text and "z-score" in text and "anisotropy share" in text
+    assert data["p_value_exact"] == result.p_value_exact and len(data["random_energy_shares"]) == 3
+    assert data["anisotropy_share"] == result.anisotropy_share
+    older = {key: value for key, value in data.items() if key not in NEW_FIELDS}  # a result saved before them
+    assert np.isnan(ia.ProbeResult.from_dict(older).p_value_exact)
 
 
 @pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # few probe texts

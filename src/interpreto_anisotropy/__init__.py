@@ -19,6 +19,7 @@ from . import demo, errors, metrics
 from .errors import AnisotropyError
 from .probing import objectives
 from .probing.masking import MaskedLM
+from .probing.anisotropy import IsoScoreConvention, IsoScoreTarget
 from .probing.objectives import ObjectiveName, Reduction
 from .probing.probe import GradientProbe, TokenGradients
 from .probing.result import ProbeResult
@@ -31,7 +32,7 @@ from .sweeps.early_pool import EarlyCentering
 from .sweeps.result import SweepResult
 from .sweeps.runner import CheckpointSweep
 from .sweeps.settings import Parallelism, ReferenceKind
-from .tangents.controls import analytic_null, normal_controls, p_value
+from .tangents.controls import analytic_null, chance_std, normal_controls, p_value, random_subspace_bases
 from .tangents.explainers import (
     ICATangent,
     NMFTangent,
@@ -53,6 +54,8 @@ __all__ = [
     "GradientProbe",
     "ICATangent",
     "MaskedLM",
+    "IsoScoreConvention",
+    "IsoScoreTarget",
     "NMFTangent",
     "ObjectiveName",
     "PCATangent",
@@ -71,6 +74,7 @@ __all__ = [
     "TokenGradients",
     "TopKSAETangent",
     "analytic_null",
+    "chance_std",
     "checkpoints",
     "demo",
     "errors",
@@ -84,6 +88,7 @@ __all__ = [
     "plotting",
     "positions",
     "suites",
+    "random_subspace_bases",
     "token_activations",
     "__version__",
 ]

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
 from ..commons.host_reads import LaggedRead, to_device
-from ..commons.options import check_seed
+from ..commons.options import check_positive_int, check_seed
 from ..errors import (
     DimensionMismatchError,
     EmptyInputError,
@@ -35,13 +35,14 @@ from ..errors import (
     NonFiniteError,
     SplitPointError,
 )
+from ..metrics.isotropy import DEFAULT_ZETA
 from ..reading.split_point import SplitPoint
-from ..tangents.controls import normal_control_bases
 from ..tangents.subspace import Subspace
 from .masking import MaskedLM
+from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from .objectives import Objective, make_objective
 from .result import ProbeResult
-from .statistics import ProbeSums, Tally, build_results
+from .statistics import ProbeSums, SubspaceColumns, Tally, build_results
 
 __all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
 
@@ -351,28 +352,45 @@ class GradientProbe:
         *,
         labels: Any = None,
         n_controls: int = 20,
+        n_random: int | None = None,
         seed: int = 0,
         max_tokens: int | None = None,
         n_bootstrap: int = 1000,
         confidence: float = 0.95,
+        isoscore_convention: str | IsoScoreConvention = IsoScoreConvention.COMPLEMENT,
+        isoscore_zeta: float = DEFAULT_ZETA,
+        isoscore_c0: str | IsoScoreTarget | torch.Tensor = IsoScoreTarget.SCALED_IDENTITY,
         progress: bool = True,
     ) -> ProbeResult | dict[str, ProbeResult]:
-        """Probe the gradients and compare the energy each tangent holds with matched-rank normal controls.
+        """Probe the gradients and compare the energy each tangent holds with normal controls and random subspaces.
 
         For each tangent Q_T (d, k), `n_controls` normal controls are drawn in its orthogonal complement
-        (`ia.normal_controls`, seeded). All subspaces are stacked into one (d, K) matrix so that each batch's
-        gradients are projected in a single matmul. Streaming sums (energies per sequence, float64 gradient
-        moments) keep memory flat in the number of tokens.
+        (`ia.normal_controls`, seeded): the paper's comparison, whose `p_value` is approximate. `n_random` uniformly
+        random k-subspaces of the whole of R^d (`ia.random_subspace_bases`, from another stream of the same seed;
+        tangents of the same rank share them) give the exact `p_value_exact`. All subspaces are projected in the
+        same pass (one matmul per batch for the tangents and controls, one for the random subspaces). Streaming sums
+        (energies per sequence, float64 gradient moments) keep memory flat in the number of tokens.
 
         Args:
             inputs: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
             subspaces: A `TangentExplainer`, a `Subspace`, or a dict name -> either (several tangents side by side).
             labels: Sequence labels for the "sequence_classification" objective.
             n_controls: Number R of matched-rank normal controls per tangent.
-            seed: Seed of the controls and of the bootstrap.
+            n_random: Number R' of uniformly random subspaces for `p_value_exact`; None (default) takes
+                `n_controls`, so that both p-values have the same resolution 1 / (R + 1).
+            seed: Seed of the controls, of the random subspaces and of the bootstrap.
             max_tokens: Stop after this many probed tokens.
             n_bootstrap: Bootstrap resamples of sequences for the confidence interval of the energy share.
             confidence: Confidence level of the interval.
+            isoscore_convention: Where IsoScore* of G with a subspace removed is computed: "complement" (default,
+                in the (d - k)-dimensional complement, as the paper's reconstruction) or "ambient" (in R^d).
+            isoscore_zeta: IsoScore* shrinkage zeta in [0, 1]; 0.2 by default (see `isoscore_c0`).
+            isoscore_c0: IsoScore* shrinkage target: "scaled_identity" (default: scale invariant, stable with few
+                tokens, but it pulls every score up when n >> d), "identity" (the `isoscore` package's fallback,
+                scale dependent), "pooled" (the probe's own gradient covariance: IsoScore* becomes plain IsoScore,
+                the reference code's evaluation setting for a large sample), or a (d, d) covariance of gradients
+                pooled over more texts or checkpoints (used with `isoscore_zeta`, as the reference code does with
+                zeta = 0.75). See `IsoScoreTarget` and the Statistics page of the docs.
             progress: Show a progress bar.
 
         Returns:
@@ -381,9 +399,10 @@ class GradientProbe:
 
         Raises:
             EmptyInputError: No texts, or every sequence too short for the objective.
-            DimensionMismatchError: A subspace whose d differs from the split point's.
-            InvalidInputError: 2k > d, n_controls < 1, bad `max_tokens` or labels.
-            NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`).
+            DimensionMismatchError: A subspace, or an `isoscore_c0` matrix, whose d differs from the split point's.
+            InvalidInputError: 2k > d, n_controls or n_random < 1, bad `max_tokens` or labels, an unknown
+                `isoscore_convention` or `isoscore_c0`, `isoscore_zeta` outside [0, 1].
+            NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
 
         Warns:
             DegenerateStatisticsWarning: Fewer than 10 probed sequences: the bootstrap interval is unreliable.
@@ -393,21 +412,23 @@ class GradientProbe:
         self._check_split_points(named)
         if not 0 < confidence < 1:
             raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
+        n_random = n_controls if n_random is None else check_positive_int("n_random", n_random)
+        isoscore = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
+        isoscore.check_dim(next(iter(named.values())).dim)
         tangents = {name: subspace.to(device=self.device, dtype=torch.float32) for name, subspace in named.items()}
-        controls = {name: normal_control_bases(subspace, n_controls, seed=seed) for name, subspace in tangents.items()}
+        columns = SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=seed)
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
-        sums = self._accumulate(inputs, labels, named, tangents, controls, max_tokens, progress, sharded)
+        sums = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
         sums = self._reduce(sums, sharded)
         results = build_results(
             sums,
-            tangents,
-            controls,
-            n_controls,
+            columns,
             seed,
             n_bootstrap,
             confidence,
             objective=self.objective,
             split_point=self.splitter.split_point,
+            isoscore=isoscore,
         )
         if isinstance(subspaces, Mapping):
             return results
@@ -418,16 +439,14 @@ class GradientProbe:
         inputs: Any,
         labels: Any,
         named: dict[str, Subspace],
-        tangents: dict[str, Subspace],
-        controls: dict[str, torch.Tensor],
+        columns: SubspaceColumns,
         max_tokens: int | None,
         progress: bool,
         sharded: bool,
     ) -> ProbeSums:
         """This shard's sums: per-sequence energies in every subspace, gradient moments, losses and counts."""
         device = self.device
-        stacked, membership = _stack_bases(tangents, controls)
-        dim = next(iter(tangents.values())).dim
+        dim = next(iter(columns.tangents.values())).dim
         per_sequence_energy: list[torch.Tensor] = []
         per_sequence_total: list[torch.Tensor] = []
         per_sequence_has_rows: list[torch.Tensor] = []
@@ -461,7 +480,7 @@ class GradientProbe:
             with torch.autocast(device.type, enabled=False):  # float32 products, even under a caller's autocast
                 probed = step.probed.reshape(-1)
                 rows = torch.where(probed[:, None], step.gradient.reshape(-1, width), 0).float()
-                token_energy = (rows @ stacked).square() @ membership
+                token_energy = columns.energies(rows)
                 per_sequence_energy.append(token_energy.view(batch_size, length, -1).double().sum(1))
                 per_sequence_total.append(rows.square().sum(1).view(batch_size, length).double().sum(1))
                 per_sequence_has_rows.append(step.probed.any(1))
@@ -474,7 +493,7 @@ class GradientProbe:
             per_sequence_total,
             per_sequence_has_rows,
             per_sequence_id,
-            membership.shape[1],
+            columns.n_columns,
             device,
         )
         return ProbeSums(sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, tally)
@@ -563,21 +582,3 @@ def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:
     if len(dims) > 1:
         raise DimensionMismatchError(f"The subspaces live in spaces of different dimensions: {sorted(dims)}.")
     return named
-
-
-def _stack_bases(
-    tangents: dict[str, Subspace], controls: dict[str, torch.Tensor]
-) -> tuple[Float[torch.Tensor, "d K"], Float[torch.Tensor, "K S"]]:
-    """All bases side by side (tangent, then its controls, per tangent) and the column -> subspace membership."""
-    columns: list[torch.Tensor] = []
-    owners: list[int] = []
-    subspace_index = 0
-    for name, tangent in tangents.items():
-        for basis in [tangent.basis, *controls[name]]:
-            columns.append(basis)
-            owners.extend([subspace_index] * basis.shape[1])
-            subspace_index += 1
-    stacked = torch.cat(columns, dim=1).float()
-    membership = torch.zeros(len(owners), subspace_index, device=stacked.device)
-    membership[torch.arange(len(owners)), torch.tensor(owners)] = 1.0
-    return stacked, membership

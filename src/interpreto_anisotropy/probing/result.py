@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..metrics.isotropy import DEFAULT_ZETA
 from ..tangents.controls import p_value
 
 __all__ = ["ProbeResult"]
@@ -21,7 +22,8 @@ __all__ = ["ProbeResult"]
 class ProbeResult:
     """Gradient energy and anisotropy held by a tangent subspace, against matched-rank normal controls.
 
-    Notation: G (n, d) the probed per-token gradients, Q_T (d, k) the tangent basis, Q_N its R controls.
+    Notation: G (n, d) the probed per-token gradients, Q_T (d, k) the tangent basis, Q_N its R controls, Q_U the R'
+    uniformly random k-subspaces of R^d, S = G^T G / n the gradients' uncentred second moment.
 
     Attributes:
         name: The tangent's name ("tangent" or the key given in a dict).
@@ -30,30 +32,55 @@ class ProbeResult:
         n_sequences: Number of sequences they came from.
         dim: d. rank: k.
         loss: Mean loss per loss term over the probed batches.
-        energy_share: E_T = ||G Q_T||_F^2 / ||G||_F^2 (gradients not centred).
-        chance: k / d, the expected share of a uniformly random rank-k subspace.
+        energy_share: E_T = ||G Q_T||_F^2 / ||G||_F^2 = tr(Q_T^T S Q_T) / tr(S) (gradients not centred).
+        chance: k / d, the mean energy share of a uniformly random rank-k subspace.
         control_energy_shares: E_N for each control, (R,).
         control_mean: Mean of `control_energy_shares`.
         analytic_null: (1 - E_T) k / (d - k), the exact expectation of a random control in the complement.
         energy_ratio: E_T / control_mean.
-        p_value: (1 + #{controls with E_N >= E_T}) / (R + 1).
+        p_value: (1 + #{controls with E_N >= E_T}) / (R + 1), the paper's p-value against the normal controls. It
+            is approximate: the controls all lie in Q_T's complement, so they are not exchangeable with Q_T under
+            the null, and it is anti-conservative when k / d is not small (P(p <= 0.05) about 12 % instead of 4.8 %
+            at d = 64, k = 16). Prefer `p_value_exact` for a test.
+        random_energy_shares: E_U for each uniformly random k-subspace of R^d, (R',).
+        p_value_exact: (1 + #{random subspaces with E_U >= E_T}) / (R' + 1): exact under the null that the tangent
+            is a uniformly random k-subspace independent of G (then Q_T and the Q_U are exchangeable), so
+            P(p_value_exact <= j / (R' + 1)) = j / (R' + 1).
+        chance_std: sigma_0, the standard deviation of the energy share of a uniformly random k-subspace for these
+            gradients, sqrt(2 k (d - k) / (d (d - 1) (d + 2)) (tr(S^2) / tr(S)^2 - 1 / d)) (`ia.chance_std`).
+        z_score: (E_T - k / d) / sigma_0, how many null standard deviations the tangent sits above chance. A scale,
+            not a test: the null distribution is not Gaussian (use `p_value_exact`). NaN when sigma_0 = 0
+            (isotropic gradients, where every subspace holds exactly k / d).
         ci_low, ci_high: Bootstrap interval of E_T, resampling sequences (level `confidence`); NaN (None in
             `to_dict`) from a single sequence, which gives no interval.
         oracle_energy_share: Energy held by the top-k eigenvectors of G^T G: no rank-k subspace holds more.
         anisotropy_capture: (E_T - k/d) / (oracle - k/d): the tangent's share of the best possible excess.
         isoscore_star: IsoScore* of the gradient cloud G (covariance-based, d dimensions).
-        isoscore_star_without_tangent: IsoScore* of G (I - Q_T Q_T^T), computed inside the (d - k)-dimensional
-            complement of Q_T (covariance P^T Sigma P with P an orthonormal basis of the complement).
-        isoscore_star_without_controls: The same for each control, inside each control's complement, (R,).
-        delta_isoscore_star: isoscore_star_without_tangent - isoscore_star.
+        isoscore_star_without_tangent: IsoScore* of G (I - Q_T Q_T^T): in the (d - k)-dimensional complement of Q_T
+            (covariance P^T Sigma P with P an orthonormal basis of the complement) by default, in R^d with the
+            "ambient" convention (`isoscore_convention`).
+        isoscore_star_without_controls: The same for each control, (R,).
+        delta_isoscore_star: isoscore_star_without_tangent - isoscore_star. In the complement convention a random
+            subspace gets a positive delta too: read `anisotropy_share`.
         delta_isoscore_star_controls: isoscore_star_without_controls - isoscore_star, (R,).
         delta_isoscore_star_p_value: p-value of delta_isoscore_star against the controls' deltas.
+        anisotropy_share: delta_isoscore_star - mean(delta_isoscore_star_controls): how much more isotropic G
+            becomes when the tangent, rather than a matched normal control, is removed (the paper's anisotropy
+            share, the headline of the IsoScore* side). Convention effects common to every rank-k removal cancel.
+        anisotropy_share_p_value: The rank p-value of delta_isoscore_star among the controls' deltas (the same
+            number as `delta_isoscore_star_p_value`). It assumes the tangent's delta exchangeable with the
+            controls' under the null, which holds only approximately, as for `p_value`.
+        isoscore_convention: "complement" or "ambient", where the clouds with a subspace removed were scored.
+        isoscore_zeta: The IsoScore* shrinkage zeta.
+        isoscore_c0: Its target: "scaled_identity", "identity", "pooled" or "given" (a matrix you passed).
         Others: settings (objective, reduction, split point, seed, confidence) and skip counts.
 
     Examples:
         >>> result = ia.GradientProbe(mwsp, objective="causal_lm").run(texts, tangent, n_controls=20, seed=0)
         >>> result.energy_share > result.control_mean, result.p_value  # beats all 20 controls: p = 1/21
         (True, 0.047619047619047616)
+        >>> result.p_value_exact  # and all 20 uniformly random subspaces
+        0.047619047619047616
         >>> ia.ProbeResult.from_dict(result.to_dict()).energy_share == result.energy_share
         True
     """
@@ -83,6 +110,15 @@ class ProbeResult:
     delta_isoscore_star: float
     delta_isoscore_star_controls: np.ndarray
     delta_isoscore_star_p_value: float
+    random_energy_shares: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    p_value_exact: float = math.nan
+    chance_std: float = math.nan
+    z_score: float = math.nan
+    anisotropy_share: float = math.nan
+    anisotropy_share_p_value: float = math.nan
+    isoscore_convention: str = "complement"
+    isoscore_zeta: float = DEFAULT_ZETA
+    isoscore_c0: str = "scaled_identity"
     objective: str = "causal_lm"
     reduction: str = "sum"
     split_point: str | None = None
@@ -101,12 +137,15 @@ class ProbeResult:
         isoscore_star: float,
         isoscore_star_without_tangent: float,
         isoscore_star_without_controls: np.ndarray,
+        random_energy_shares: np.ndarray,
+        chance_std: float,
         dim: int,
         rank: int,
         **fields: Any,
     ) -> ProbeResult:
-        """Fill in the derived fields (chance, ratio, capture, deltas) from the measured ones."""
+        """Fill in the derived fields (chance, ratio, p-values, z-score, capture, deltas) from the measured ones."""
         control_energy_shares = np.asarray(control_energy_shares, dtype=np.float64)
+        random_energy_shares = np.asarray(random_energy_shares, dtype=np.float64)
         control_mean = float(control_energy_shares.mean())
         chance = rank / dim
         excess = oracle_energy_share - chance
@@ -126,6 +165,12 @@ class ProbeResult:
             delta_isoscore_star=delta,
             delta_isoscore_star_controls=delta_controls,
             delta_isoscore_star_p_value=p_value(delta, delta_controls),
+            random_energy_shares=random_energy_shares,
+            p_value_exact=p_value(energy_share, random_energy_shares),
+            chance_std=chance_std,
+            z_score=(energy_share - chance) / chance_std if chance_std > 0 else math.nan,
+            anisotropy_share=float(delta - delta_controls.mean()),
+            anisotropy_share_p_value=p_value(delta, delta_controls),
             dim=dim,
             rank=rank,
             **fields,
@@ -139,8 +184,10 @@ class ProbeResult:
     def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
         """Inverse of `to_dict`."""
         values = dict(data)
-        for key in ("control_energy_shares", "isoscore_star_without_controls", "delta_isoscore_star_controls"):
-            values[key] = np.asarray(values[key], dtype=np.float64)
+        arrays = ("control_energy_shares", "isoscore_star_without_controls", "delta_isoscore_star_controls")
+        for key in (*arrays, "random_energy_shares"):
+            if key in values:  # results written before random subspaces existed have none
+                values[key] = np.asarray(values[key], dtype=np.float64)
         for key, value in values.items():
             if value is None and key in cls.__dataclass_fields__ and key not in ("method", "split_point"):
                 values[key] = math.nan
@@ -162,15 +209,21 @@ class ProbeResult:
             ("controls E_N mean [min, max]", f"{self.control_mean:.4f}  [{controls.min():.4f}, {controls.max():.4f}]"),
             ("analytic null (1-E_T)k/(d-k)", f"{self.analytic_null:.4f}"),
             ("energy ratio E_T / E_N", f"{self.energy_ratio:.2f}"),
-            (f"p-value (R={controls.size})", f"{self.p_value:.3f}"),
+            (f"p-value vs controls (R={controls.size}, approx.)", f"{self.p_value:.3f}"),
+            (f"p-value exact (R'={self.random_energy_shares.size} random)", f"{self.p_value_exact:.3f}"),
+            ("z-score (E_T - k/d) / sigma_0", f"{self.z_score:.2f}  (sigma_0={self.chance_std:.4f})"),
             ("oracle top-k share", f"{self.oracle_energy_share:.4f}"),
             ("anisotropy capture", f"{self.anisotropy_capture:.3f}"),
-            ("IsoScore* of G", f"{self.isoscore_star:.4f}"),
-            ("IsoScore* without tangent", f"{self.isoscore_star_without_tangent:.4f}"),
+            (f"IsoScore* of G (zeta={self.isoscore_zeta:g}, C0={self.isoscore_c0})", f"{self.isoscore_star:.4f}"),
+            (f"IsoScore* without tangent ({self.isoscore_convention})", f"{self.isoscore_star_without_tangent:.4f}"),
             ("IsoScore* without controls", f"{self.isoscore_star_without_controls.mean():.4f} (mean)"),
             (
                 "Delta IsoScore* tangent / controls",
-                f"{self.delta_isoscore_star:+.4f} / {delta_controls.mean():+.4f}  (p={self.delta_isoscore_star_p_value:.3f})",
+                f"{self.delta_isoscore_star:+.4f} / {delta_controls.mean():+.4f}",
+            ),
+            (
+                "anisotropy share Delta_T - mean Delta_N",
+                f"{self.anisotropy_share:+.4f}  (p={self.anisotropy_share_p_value:.3f}, approx.)",
             ),
         ]
         width = max(len(label) for label, _ in rows)

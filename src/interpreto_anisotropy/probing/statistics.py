@@ -3,8 +3,11 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """From the probe's sums to its results: energy shares, controls, p-values, bootstrap intervals, IsoScore*.
 
-`GradientProbe.run` accumulates `ProbeSums` batch by batch, reduces them across ranks, and hands them to
-`build_results`, which computes every statistic of a `ProbeResult` from the sums alone.
+`GradientProbe.run` draws every subspace it scores (`SubspaceColumns`: the tangents, their normal controls and the
+random subspaces of the exact p-value), accumulates `ProbeSums` batch by batch (`SubspaceColumns.energies` projects
+each batch on all of them at once), reduces them across ranks, and hands them to `build_results`, which computes
+every statistic of a `ProbeResult` from the sums alone. `sums_from_gradients` makes the same sums from gradients
+already in hand (a probe's `TokenGradients`, or a synthetic cloud), so the statistics can be checked without a model.
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ from jaxtyping import Float, Int
 
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
-from ..metrics.isotropy import isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
-from ..tangents.controls import analytic_null, p_value
+from ..tangents.controls import analytic_null, chance_std, normal_control_bases, p_value, random_subspace_bases
 from ..tangents.subspace import Subspace
+from .anisotropy import IsoScoreSettings
 from .objectives import Objective
 from .result import ProbeResult
 
-__all__ = ["ProbeSums", "Tally", "build_results"]
+__all__ = ["ProbeSums", "Tally", "SubspaceColumns", "build_results", "sums_from_gradients"]
 
 #: Fewer probe sequences than this give a bootstrap interval too unreliable to report without a warning.
 MIN_BOOTSTRAP_SEQUENCES = 10
@@ -73,29 +76,167 @@ class ProbeSums:
     n_sequences: int = 0
 
 
+@dataclass
+class SubspaceColumns:
+    """Every subspace a probe scores, and their basis vectors side by side for one projection per batch.
+
+    The energy columns (S of them) are: for each tangent in order, the tangent then its R normal controls; then, for
+    each distinct tangent rank k in order of first appearance, the R' uniformly random k-subspaces of R^d of the
+    exact p-value (tangents of the same rank share them: they are drawn from the seed and the rank alone). The
+    random subspaces are projected in a block of their own, so that adding them leaves the tangents' and controls'
+    float32 products, hence their numbers, bit for bit as they were.
+
+    Attributes:
+        tangents: {name: Subspace}, as probed.
+        controls: {name: (R, d, k) normal controls of that tangent}.
+        randoms: {k: (R', d, k) random subspaces of R^d}.
+        blocks: [(bases (d, K_b), membership (K_b, S_b))]: a batch's energies in block b are
+            (rows @ bases).square() @ membership.
+
+    Examples:
+        >>> tangent = ia.Subspace.random(64, 8, seed=0)
+        >>> columns = SubspaceColumns.draw({"tangent": tangent}, n_controls=20, n_random=20, seed=0)
+        >>> columns.n_columns  # the tangent, 20 controls, 20 random subspaces
+        41
+    """
+
+    tangents: dict[str, Subspace]
+    controls: dict[str, torch.Tensor]
+    randoms: dict[int, torch.Tensor]
+    blocks: list[tuple[torch.Tensor, torch.Tensor]]
+
+    @classmethod
+    def draw(cls, tangents: dict[str, Subspace], *, n_controls: int, n_random: int, seed: int) -> SubspaceColumns:
+        """Draw the controls (`normal_control_bases`) and random subspaces (`random_subspace_bases`) of `tangents`.
+
+        Args:
+            tangents: {name: Subspace}, all in the same R^d, on the device the batches will be on.
+            n_controls: R, normal controls per tangent.
+            n_random: R', random subspaces per tangent rank.
+            seed: Seed of both draws (each from its own stream derived from it).
+
+        Returns:
+            The columns, in the tangents' device and dtype.
+
+        Raises:
+            InvalidInputError: n_controls or n_random not positive, 2k > d, or draws over the memory bound.
+        """
+        first = next(iter(tangents.values()))
+        controls = {name: normal_control_bases(subspace, n_controls, seed=seed) for name, subspace in tangents.items()}
+        randoms: dict[int, torch.Tensor] = {}
+        for subspace in tangents.values():
+            if subspace.rank not in randoms:
+                randoms[subspace.rank] = random_subspace_bases(
+                    first.dim, subspace.rank, n_random, seed=seed, device=first.device, dtype=first.basis.dtype
+                )
+        named = [basis for name, tangent in tangents.items() for basis in [tangent.basis, *controls[name]]]
+        blocks = [_block(named), _block([basis for bases in randoms.values() for basis in bases])]
+        return cls(tangents, controls, randoms, blocks)
+
+    @property
+    def n_controls(self) -> int:
+        """R, the normal controls of each tangent."""
+        return next(iter(self.controls.values())).shape[0]
+
+    @property
+    def n_random(self) -> int:
+        """R', the random subspaces of each rank."""
+        return next(iter(self.randoms.values())).shape[0]
+
+    @property
+    def n_columns(self) -> int:
+        """S, the number of energy columns."""
+        return sum(membership.shape[1] for _, membership in self.blocks)
+
+    def energies(self, rows: Float[torch.Tensor, "N d"]) -> Float[torch.Tensor, "N S"]:
+        """Each row's squared norm in each subspace, in the rows' dtype (the probe gives float32 rows)."""
+        return torch.cat([(rows @ bases).square() @ membership for bases, membership in self.blocks], dim=1)
+
+    def tangent_column(self, name: str) -> int:
+        """The energy column of tangent `name`."""
+        return list(self.tangents).index(name) * (1 + self.n_controls)
+
+    def control_columns(self, name: str) -> slice:
+        """The energy columns of the controls of tangent `name`."""
+        start = self.tangent_column(name) + 1
+        return slice(start, start + self.n_controls)
+
+    def random_columns(self, name: str) -> slice:
+        """The energy columns of the random subspaces of the rank of tangent `name`."""
+        start = (
+            len(self.tangents) * (1 + self.n_controls)
+            + list(self.randoms).index(self.tangents[name].rank) * self.n_random
+        )
+        return slice(start, start + self.n_random)
+
+
+def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], Float[torch.Tensor, "K S"]]:
+    """The bases side by side, (d, K), and the column -> subspace membership, (K, S)."""
+    stacked = torch.cat(bases, dim=1).float()
+    owners = torch.cat([torch.full((basis.shape[1],), index) for index, basis in enumerate(bases)])
+    membership = torch.zeros(len(owners), len(bases), device=stacked.device)
+    membership[torch.arange(len(owners)), owners] = 1.0
+    return stacked, membership
+
+
+def sums_from_gradients(
+    gradients: Float[torch.Tensor, "n d"], sequence_ids: Int[torch.Tensor, " n"], columns: SubspaceColumns
+) -> ProbeSums:
+    """The sums a probe would accumulate from these gradient rows (no loss: its sum and count are 0).
+
+    Rows are projected as the probe projects them (float32 products, `SubspaceColumns.energies`) and summed per
+    sequence in float64; the moments are accumulated as the probe does.
+
+    Args:
+        gradients: Per-token gradients G, (n, d).
+        sequence_ids: Each row's sequence, (n,), integers.
+        columns: The subspaces to score (`SubspaceColumns.draw`).
+
+    Returns:
+        `ProbeSums` over the distinct sequences, in increasing id order, ready for `build_results`.
+
+    Raises:
+        InvalidInputError: Rows and ids of different lengths, or no rows.
+    """
+    if gradients.dim() != 2 or sequence_ids.shape != gradients.shape[:1] or gradients.shape[0] == 0:
+        raise InvalidInputError(
+            f"gradients (n, d) and sequence_ids (n,) must describe the same n > 0 rows, got shapes "
+            f"{tuple(gradients.shape)} and {tuple(sequence_ids.shape)}."
+        )
+    rows = gradients.float()
+    ids, inverse = torch.unique(sequence_ids.cpu(), return_inverse=True)
+    inverse = inverse.to(rows.device)
+    energy = torch.zeros(len(ids), columns.n_columns, dtype=torch.float64, device=rows.device)
+    energy.index_add_(0, inverse, columns.energies(rows).double())
+    total = torch.zeros(len(ids), dtype=torch.float64, device=rows.device)
+    total.index_add_(0, inverse, rows.square().sum(1).double())
+    moments = MomentAccumulator(rows.shape[1], device=rows.device).update(rows)
+    tally = Tally(usable_sequences=len(ids))
+    zero = 0.0
+    return ProbeSums(energy, total, ids, moments, zero, zero, tally, n_sequences=len(ids))
+
+
 def build_results(
     sums: ProbeSums,
-    tangents: dict[str, Subspace],
-    controls: dict[str, torch.Tensor],
-    n_controls: int,
+    columns: SubspaceColumns,
     seed: int,
     n_bootstrap: int,
     confidence: float,
     objective: Objective,
-    split_point: str,
+    split_point: str | None,
+    isoscore: IsoScoreSettings | None = None,
 ) -> dict[str, ProbeResult]:
     """The `ProbeResult` of each tangent from the sums reduced over every rank.
 
     Args:
         sums: The reduced sums (per-sequence energies (n_seq, S), totals (n_seq,), gradient moments, counts).
-        tangents: The tangents, in the order of the columns of `sums.sequence_energy`.
-        controls: Each tangent's normal controls, (R, d, k).
-        n_controls: R.
-        seed: Seed of the bootstrap.
+        columns: The scored subspaces, whose layout the columns of `sums.sequence_energy` follow.
+        seed: Seed of the bootstrap (and the one the subspaces were drawn with, recorded).
         n_bootstrap: Bootstrap resamples of sequences.
         confidence: Confidence level of the interval.
         objective: The objective the gradients are of.
         split_point: Where they were taken.
+        isoscore: Where and how ΔIsoScore* is computed; None for the defaults.
 
     Returns:
         {name: ProbeResult}; with a single probe sequence, ci_low and ci_high are NaN (no interval).
@@ -104,17 +245,18 @@ def build_results(
         DegenerateStatisticsWarning: Fewer than `MIN_BOOTSTRAP_SEQUENCES` probe sequences: the bootstrap interval
             resamples too few of them to be reliable (with one, it would have zero width, and is NaN instead).
     """
+    isoscore = isoscore or IsoScoreSettings()
+    tangents = columns.tangents
     moments, dim = sums.moments, next(iter(tangents.values())).dim
     n_tokens = moments.count
     shares = (sums.sequence_energy.sum(0) / sums.sequence_total.sum()).cpu().numpy()
     second_moment = moments.second_moment()
-    covariance = moments.covariance()
+    covariance = isoscore.covariance(moments)
     max_rank = max(subspace.rank for subspace in tangents.values())
     top_values, _ = top_eigenvectors(second_moment, max_rank)
     top_values = top_values.clamp(min=0)
     total_energy = float(torch.trace(second_moment))
-    isoscore_full = float(isoscore_star_from_covariance(covariance, n=n_tokens))
-    tangent_columns = [index * (1 + n_controls) for index in range(len(tangents))]
+    tangent_columns = [columns.tangent_column(name) for name in tangents]
     alpha = (1 - confidence) / 2
     ci_low, ci_high = _bootstrap_intervals(
         sums.sequence_energy[:, tangent_columns],
@@ -134,60 +276,41 @@ def build_results(
         "seed": seed,
         "n_skipped_batches": sums.tally.skipped_batches,
         "n_skipped_sequences": sums.tally.skipped_sequences,
-        "isoscore_star": isoscore_full,
+        "isoscore_star": isoscore.score(covariance, n_tokens),
+        "isoscore_convention": isoscore.convention.value,
+        "isoscore_zeta": isoscore.zeta,
+        "isoscore_c0": isoscore.target_name,
     }
     results: dict[str, ProbeResult] = {}
-    column = 0
     for tangent_index, (name, tangent) in enumerate(tangents.items()):
         k = tangent.rank
-        energy_share = float(shares[column])
-        control_shares = shares[column + 1 : column + 1 + n_controls].astype(np.float64)
+        energy_share = float(shares[columns.tangent_column(name)])
+        control_shares = shares[columns.control_columns(name)].astype(np.float64)
         oracle = float(top_values[:k].sum()) / total_energy if total_energy > 0 else 0.0
-        without_tangent = float(_isoscore_star_in_complements(covariance, tangent.basis[None])[0])
-        without_controls = _isoscore_star_in_complements(covariance, controls[name])
         results[name] = ProbeResult.build(
             name=name,
             method=tangent.method,
             rank=k,
             energy_share=energy_share,
             control_energy_shares=control_shares,
+            random_energy_shares=shares[columns.random_columns(name)].astype(np.float64),
+            chance_std=_chance_std(second_moment, k),
             analytic_null=analytic_null(min(max(energy_share, 0.0), 1.0), dim, k),
             p_value=p_value(energy_share, control_shares),
             ci_low=float(ci_low[tangent_index]),
             ci_high=float(ci_high[tangent_index]),
             confidence=confidence,
             oracle_energy_share=oracle,
-            isoscore_star_without_tangent=without_tangent,
-            isoscore_star_without_controls=without_controls,
+            isoscore_star_without_tangent=float(isoscore.score_without(covariance, tangent.basis[None])[0]),
+            isoscore_star_without_controls=isoscore.score_without(covariance, columns.controls[name]),
             **common,
         )
-        column += 1 + n_controls
     return results
 
 
-def _isoscore_star_in_complements(covariance: torch.Tensor, bases: torch.Tensor) -> np.ndarray:
-    """IsoScore* of the cloud with each rank-k subspace removed, computed inside its (d - k)-dim complement.
-
-    With P an orthonormal basis of the complement of Q, the covariance there is P^T Sigma P, whose trace and
-    squared Frobenius norm are tr(Sigma) - tr(Q^T Sigma Q) and ||Sigma||^2 - 2 ||Sigma Q||^2 + ||Q^T Sigma Q||^2:
-    IsoScore* (shrinkage toward the scaled identity) needs nothing else, so P is never formed.
-
-    Args:
-        covariance: Covariance of the gradient cloud, (d, d), float64.
-        bases: Orthonormal bases, (R, d, k).
-
-    Returns:
-        (R,) IsoScore* values of P^T Sigma P.
-    """
-    d, k = bases.shape[-2], bases.shape[-1]
-    bases = bases.to(covariance)
-    sigma_q = covariance @ bases
-    inner = bases.transpose(-1, -2) @ sigma_q
-    traces = torch.trace(covariance) - torch.diagonal(inner, dim1=-2, dim2=-1).sum(-1)
-    norms = covariance.square().sum() - 2 * sigma_q.square().sum((-2, -1)) + inner.square().sum((-2, -1))
-    return np.array(
-        [float(isoscore_star_from_trace_and_norm(t, f, d - k)) for t, f in zip(traces, norms, strict=True)]
-    )
+def _chance_std(second_moment: torch.Tensor, k: int) -> float:
+    """`chance_std` of the gradients, NaN when they are all zero (no share is defined then)."""
+    return chance_std(second_moment, k) if bool(torch.trace(second_moment) > 0) else float("nan")
 
 
 def _bootstrap_intervals(

@@ -1,11 +1,16 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Matched-rank normal controls and the null statistics they feed.
+"""Matched-rank normal controls, uniformly random subspaces, and the null statistics they feed.
 
 A normal control of a rank-k tangent subspace Q_T is a uniformly random k-dimensional subspace of the
-orthogonal complement of Q_T. Comparing the tangent's gradient energy with R such controls gives an exact
-permutation-style p-value, and the expected energy of a control is known in closed form.
+orthogonal complement of Q_T (the paper's control). Ranking the tangent's gradient energy among R such controls
+gives a Monte-Carlo p-value that is only approximate: the controls all lie in Q_T's complement, so under the null
+(a tangent uniformly random and independent of the gradients) they are not exchangeable with Q_T, and the p-value
+is anti-conservative when k / d is not small. Ranking it among R uniformly random k-subspaces of the whole of R^d
+(`random_subspace_bases`) gives an exact p-value instead: under that null the tangent and the random subspaces
+are exchangeable. The expected energy of a control, and the mean and standard deviation of the energy share of a
+random subspace (`chance_std`), are known in closed form.
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ from jaxtyping import Float
 from ..errors import InvalidInputError
 from .subspace import Subspace
 
-__all__ = ["normal_controls", "normal_control_bases", "p_value", "analytic_null"]
+__all__ = [
+    "normal_controls",
+    "normal_control_bases",
+    "random_subspace_bases",
+    "p_value",
+    "analytic_null",
+    "chance_std",
+]
 
 
 def _check_room(subspace: Subspace, n: int) -> None:
@@ -40,16 +52,23 @@ def _check_room(subspace: Subspace, n: int) -> None:
 
 MAX_CONTROL_BYTES = 2 * 2**30  # the float64 draws of all controls of one tangent
 _CONTROL_STREAM = 0xC0A7_5EED
+_RANDOM_STREAM = 0x5A4D_0E55
 
 
-def _control_stream_seed(seed: int) -> int:
-    """A generator seed for the controls that differs from `seed` itself.
+def _stream_seed(seed: int, stream: int) -> int:
+    """A generator seed derived from `seed` and a stream tag: the streams differ from each other and from `seed`.
 
     `Subspace.random(d, k, seed=s)` orthonormalises the first d*k Gaussians of `manual_seed(s)`; drawing the
     controls from the same stream would make the first control's draw lie inside the tangent, so its projection
-    onto the complement would be rounding noise and the "control" would not be orthogonal to the tangent.
+    onto the complement would be rounding noise and the "control" would not be orthogonal to the tangent. Likewise
+    the first random subspace would be the tangent itself, and the random subspaces would repeat the controls' draws.
     """
-    return int(np.random.SeedSequence([int(seed) & 0xFFFF_FFFF_FFFF_FFFF, _CONTROL_STREAM]).generate_state(1)[0])
+    return int(np.random.SeedSequence([int(seed) & 0xFFFF_FFFF_FFFF_FFFF, stream]).generate_state(1)[0])
+
+
+def _control_stream_seed(seed: int) -> int:
+    """The controls' generator seed (see `_stream_seed`)."""
+    return _stream_seed(seed, _CONTROL_STREAM)
 
 
 def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> Float[torch.Tensor, "n d k"]:
@@ -81,6 +100,60 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
     bases, triangular = torch.linalg.qr(draws)
     bases = bases * torch.sign(torch.diagonal(triangular, dim1=-2, dim2=-1)).unsqueeze(-2)
     return bases.to(subspace.basis.dtype)
+
+
+def random_subspace_bases(
+    d: int,
+    k: int,
+    n: int = 20,
+    *,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+) -> Float[torch.Tensor, "n d k"]:
+    """Stacked orthonormal bases of `n` uniformly random (Haar) k-dimensional subspaces of the whole of R^d.
+
+    The reference set of the exact p-value (`ProbeResult.p_value_exact`): under the null that the tangent is a
+    uniformly random k-subspace independent of the gradients, the tangent and these subspaces are independent
+    draws of one distribution, hence exchangeable, so the rank of the tangent's energy among theirs is exactly
+    uniform. Each basis is a Gaussian (d, k) draw orthonormalised by QR with a sign fix. The draws come from a CPU
+    generator seeded from a stream derived from `seed` (not `seed` itself, nor the controls' stream), so they are
+    the same on every device and independent of `Subspace.random(d, k, seed=seed)` and of the normal controls.
+
+    Args:
+        d: Ambient dimension.
+        k: Rank of each subspace, 1 <= k <= d.
+        n: Number of subspaces R.
+        seed: Random seed, an integer in [0, 2**32).
+        device: Where the bases are returned.
+        dtype: Their dtype (the QR runs in float64).
+
+    Returns:
+        Tensor of shape (n, d, k) with orthonormal columns.
+
+    Raises:
+        InvalidInputError: If n < 1, k is not in [1, d], or the float64 draws would exceed 2 GiB.
+
+    Examples:
+        >>> import interpreto_anisotropy as ia
+        >>> bases = ia.random_subspace_bases(64, 8, 20, seed=0)
+        >>> tuple(bases.shape)
+        (20, 64, 8)
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidInputError(f"n_random (the number of random subspaces) must be a positive integer, got {n!r}.")
+    if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
+        raise InvalidInputError(f"Random subspaces need integers 1 <= k <= d, got d={d}, k={k}.")
+    if n * d * k * 8 > MAX_CONTROL_BYTES:
+        raise InvalidInputError(
+            f"n_random={n} random rank-{k} subspaces of R^{d} need {n * d * k * 8 / 2**30:.1f} GiB (float64 draws); "
+            f"the limit is {MAX_CONTROL_BYTES / 2**30:.0f} GiB. Use fewer random subspaces."
+        )
+    generator = torch.Generator().manual_seed(_stream_seed(seed, _RANDOM_STREAM))
+    draws = torch.randn(n, d, k, generator=generator, dtype=torch.float64)
+    bases, triangular = torch.linalg.qr(draws)
+    bases = bases * torch.sign(torch.diagonal(triangular, dim1=-2, dim2=-1)).unsqueeze(-2)
+    return bases.to(device=device, dtype=dtype)
 
 
 def normal_controls(subspace: Subspace, n: int = 20, *, seed: int = 0) -> list[Subspace]:
@@ -122,7 +195,11 @@ def normal_controls(subspace: Subspace, n: int = 20, *, seed: int = 0) -> list[S
 def p_value(observed: float, controls: Sequence[float] | np.ndarray) -> float:
     """One-sided Monte-Carlo p-value: (1 + #{controls >= observed}) / (R + 1).
 
-    With R = 20 controls the smallest attainable value is 1/21 ~= 0.048.
+    With R = 20 controls the smallest attainable value is 1/21 ~= 0.048. Ties count against the observed value.
+    The p-value is exact (P(p <= j / (R + 1)) = j / (R + 1) under the null) only when the observed statistic and
+    the R reference statistics are exchangeable under the null: true of uniformly random subspaces of R^d
+    (`ProbeResult.p_value_exact`), not of the normal controls, which all lie in the tangent's complement
+    (`ProbeResult.p_value` is approximate, and anti-conservative when k / d is not small).
 
     Args:
         observed: The tangent's statistic (e.g. its energy share).
@@ -172,3 +249,57 @@ def analytic_null(energy_share: float, d: int, k: int) -> float:
     if not 0.0 <= energy_share <= 1.0 + 1e-9:
         raise InvalidInputError(f"An energy share lies in [0, 1], got {energy_share}.")
     return (1.0 - energy_share) * k / (d - k)
+
+
+def chance_std(second_moment: Float[torch.Tensor, "d d"] | np.ndarray, k: int) -> float:
+    """Standard deviation of the energy share of a uniformly random rank-k subspace, for fixed gradients.
+
+    The energy share of a subspace with orthogonal projector P is sum_i ||P g_i||^2 / sum_i ||g_i||^2
+    = tr(P S) / tr(S), with S = sum_i g_i g_i^T / n the uncentred second moment of the gradient rows. For P a
+    uniformly random rank-k projector of R^d and M = S / tr(S) (so tr(M) = 1),
+
+        E[tr(P M)] = k / d,    Var[tr(P M)] = 2 k (d - k) / (d (d - 1) (d + 2)) * (tr(M^2) - 1 / d).
+
+    (In the eigenbasis of M, tr(P M) = sum_i lambda_i P_ii; each P_ii follows Beta(k/2, (d-k)/2), of variance
+    v = 2 k (d - k) / (d^2 (d + 2)), and sum_i P_ii = k fixes their covariance at -v / (d - 1).) The tests check
+    both moments by Monte Carlo. tr(M^2) - 1/d is 0 for isotropic gradients (every subspace then holds exactly
+    k / d) and at most 1 - 1/d (rank-one gradients).
+
+    Args:
+        second_moment: S, shape (d, d), symmetric positive semi-definite (only its symmetric part is used;
+            any positive multiple gives the same value).
+        k: Rank of the random subspace, 1 <= k <= d.
+
+    Returns:
+        The standard deviation, a float >= 0; 0.0 for k = d or isotropic gradients.
+
+    Raises:
+        InvalidInputError: If `second_moment` is not square, its trace is not positive, or k is not in [1, d].
+
+    Examples:
+        >>> import torch
+        >>> round(chance_std(torch.eye(8), 2), 12)  # isotropic gradients: every subspace holds exactly k/d
+        0.0
+        >>> S = torch.diag(torch.tensor([1.0, 0.0]))  # one direction, d = 2, k = 1: Var(cos^2 theta) = 1/8
+        >>> round(chance_std(S, 1) ** 2, 12)
+        0.125
+    """
+    matrix = torch.as_tensor(second_moment).detach().to(torch.float64)
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise InvalidInputError(f"second_moment must be a square (d, d) matrix, got shape {tuple(matrix.shape)}.")
+    d = matrix.shape[0]
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d:
+        raise InvalidInputError(f"Need an integer rank 1 <= k <= d, got d={d}, k={k!r}.")
+    trace = torch.trace(matrix)
+    if not bool(trace > 0):
+        raise InvalidInputError(
+            f"second_moment has trace {float(trace):.3g}: the gradients are all zero, so their energy shares are "
+            "undefined. Probe texts whose loss has a gradient at this split point."
+        )
+    if d == 1:
+        return 0.0
+    normalised = (matrix + matrix.T) / (2 * trace)
+    # tr(M^2) - 1/d = ||M - I/d||_F^2 when tr(M) = 1: no cancellation, exactly 0 for isotropic gradients
+    spread = float((normalised - torch.eye(d, dtype=torch.float64, device=matrix.device) / d).square().sum())
+    variance = 2.0 * k * (d - k) / (d * (d - 1) * (d + 2)) * spread
+    return variance**0.5

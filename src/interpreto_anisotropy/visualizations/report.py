@@ -67,8 +67,11 @@ KEY_COLUMNS: tuple[str, ...] = (
     "p_value_exact",
     "p_value_exact_holm",
     "p_value_exact_bh",
+    "z_score",
     "oracle_energy_share",
     "anisotropy_capture",
+    "anisotropy_share",
+    "anisotropy_share_p_value",
     "delta_isoscore_star",
     "delta_isoscore_star_controls_mean",
     "delta_isoscore_star_p_value",
@@ -86,7 +89,11 @@ _COLUMN_HELP = {
     "analytic_null": "(1 - E_T) k / (d - k), the expected share of a random control in the complement",
     "chance": "k / d, the expected share of a uniformly random rank-k subspace",
     "energy_ratio": "E_T / mean E_N",
-    "p_value": "(1 + #{controls with E_N >= E_T}) / (R + 1)",
+    "p_value": "(1 + #{controls with E_N >= E_T}) / (R + 1), the paper's p-value: approximate, anti-conservative when k/d is not small",
+    "p_value_exact": "(1 + #{random k-subspaces of R^d with E >= E_T}) / (R' + 1): exact under the null of a random tangent",
+    "z_score": "(E_T - k/d) / sigma_0, sigma_0 the standard deviation of a random k-subspace's share",
+    "anisotropy_share": "Delta IsoScore* of the tangent minus the controls' mean Delta: the anisotropy share",
+    "anisotropy_share_p_value": "rank p-value of the tangent's Delta IsoScore* among the controls' (approximate)",
     "p_value_holm": "p_value adjusted by Holm's method over the rows of its split point and tangent kind "
     "(family-wise error rate)",
     "p_value_bh": "p_value adjusted by Benjamini-Hochberg over the rows of its split point and tangent kind "
@@ -179,7 +186,9 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
     from .plotting import plot_sweep
 
     out_dir = _report_folder(Path(out_dir))
-    result = result.adjusted("holm").adjusted("bh")
+    for column in ("p_value", "p_value_exact"):
+        if any(column in row for row in result.rows):
+            result = result.adjusted("holm", column=column).adjusted("bh", column=column)
     if title is None:
         title = "Checkpoint sweep report"
         if result.results_dir is not None:

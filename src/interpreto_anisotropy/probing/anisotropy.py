@@ -1,0 +1,281 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""ΔIsoScore* of the gradient cloud when a subspace is removed: where it is computed and what it shrinks toward.
+
+The probe reports IsoScore*(G) and, for the tangent and each normal control Q, IsoScore* of G with Q projected
+out. Three settings decide those numbers (`IsoScoreSettings`, from `GradientProbe.run`'s `isoscore_convention`,
+`isoscore_zeta` and `isoscore_c0`):
+
+- the **convention**: `complement` scores the projected cloud in the (d - k)-dimensional complement of Q (the
+  covariance P^T Sigma P, P an orthonormal basis of the complement); `ambient` keeps it in R^d, where the k
+  removed directions count as empty dimensions;
+- the shrinkage **zeta** of IsoScore*, C_zeta = (1 - zeta) C + zeta C0;
+- its **target C0**: the scaled identity (tr(C) / m) I_m of the space the cloud is scored in (m = d - k or d),
+  the identity I_m, or a covariance of the gradients themselves: "pooled" (the probe's own gradient covariance)
+  or a (d, d) tensor you pass (e.g. of gradients pooled over more texts or checkpoints). A covariance C0 describes
+  a larger sample of the same gradients, so what is removed from the cloud is removed from it too: it enters as
+  R C0 R (ambient) or P^T C0 P (complement), R = I - Q Q^T. With "pooled", C0 is the cloud's own covariance and
+  IsoScore* equals plain IsoScore whatever zeta.
+
+Every value is computed from traces and Frobenius inner products of Sigma, C0, Sigma Q and C0 Q (for Q in
+R^{d x k}: ⟨R A R, R B R⟩ = ⟨A, B⟩ - 2 ⟨A Q, B Q⟩ + ⟨Q^T A Q, Q^T B Q⟩), so no d x d matrix is formed per subspace.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import torch
+from jaxtyping import Float
+
+from ..commons.accumulators import MomentAccumulator
+from ..commons.tensors import as_real_tensor
+from ..errors import DimensionMismatchError, InvalidInputError, NonFiniteError
+from ..metrics.isotropy import DEFAULT_ZETA, isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
+
+__all__ = ["IsoScoreConvention", "IsoScoreTarget", "IsoScoreSettings"]
+
+
+class IsoScoreConvention(str, Enum):
+    """Where IsoScore* of the gradient cloud with a rank-k subspace removed is computed.
+
+    Attributes:
+        COMPLEMENT: In the (d - k)-dimensional complement of the subspace (the default): the removed directions are
+            not counted. A uniformly random subspace then gets a positive ΔIsoScore* too (the score is renormalised
+            by d - k - 1 instead of d - 1), so only the difference with the controls (`anisotropy_share`) means
+            something.
+        AMBIENT: In R^d, the projected cloud G (I - Q Q^T) scored as any cloud of R^d, its k removed directions
+            counted as empty: removing a random subspace then lowers IsoScore*.
+
+    Examples:
+        >>> IsoScoreConvention("ambient") is IsoScoreConvention.AMBIENT
+        True
+    """
+
+    COMPLEMENT = "complement"
+    AMBIENT = "ambient"
+
+
+class IsoScoreTarget(str, Enum):
+    """The shrinkage target C0 of IsoScore*, by name (a (d, d) tensor may be given instead).
+
+    Attributes:
+        SCALED_IDENTITY: (tr(C) / m) I_m, the identity scaled to the scored cloud's mean variance, in the m
+            dimensions it is scored in (the default): scale invariant, and stable when there are few tokens.
+        IDENTITY: The bare identity I_m, the `isoscore` package's advice without a larger sample. It depends on the
+            gradients' units: only meaningful when their mean variance is about 1.
+        POOLED: The probe's own gradient covariance (projected like the cloud). Shrinking a cloud toward its own
+            covariance changes nothing: IsoScore* is then plain IsoScore, the reference code's evaluation setting
+            when the evaluated sample is itself the large sample (n >> d).
+
+    Examples:
+        >>> IsoScoreTarget("pooled").value
+        'pooled'
+    """
+
+    SCALED_IDENTITY = "scaled_identity"
+    IDENTITY = "identity"
+    POOLED = "pooled"
+
+
+#: How a (d, d) tensor given as C0 is recorded in a `ProbeResult`.
+GIVEN_TARGET = "given"
+
+
+@dataclass(frozen=True, eq=False)
+class IsoScoreSettings:
+    """The validated IsoScore* options of a probe.
+
+    Attributes:
+        convention: Where the clouds with a subspace removed are scored.
+        zeta: Shrinkage in [0, 1].
+        target: An `IsoScoreTarget`, or a float64 (d, d) symmetric covariance (a given C0).
+
+    Examples:
+        >>> IsoScoreSettings.make(convention="ambient", zeta=0.75, c0="identity").target_name
+        'identity'
+    """
+
+    convention: IsoScoreConvention = IsoScoreConvention.COMPLEMENT
+    zeta: float = DEFAULT_ZETA
+    target: IsoScoreTarget | torch.Tensor = IsoScoreTarget.SCALED_IDENTITY
+
+    @classmethod
+    def make(
+        cls,
+        *,
+        convention: str | IsoScoreConvention = IsoScoreConvention.COMPLEMENT,
+        zeta: float = DEFAULT_ZETA,
+        c0: str | IsoScoreTarget | torch.Tensor | np.ndarray = IsoScoreTarget.SCALED_IDENTITY,
+    ) -> IsoScoreSettings:
+        """Check the options a user gave (`GradientProbe.run`'s `isoscore_*`), with errors naming them.
+
+        Args:
+            convention: "complement" or "ambient".
+            zeta: Shrinkage in [0, 1].
+            c0: "scaled_identity", "identity", "pooled", or a (d, d) covariance (tensor or array).
+
+        Returns:
+            The settings.
+
+        Raises:
+            InvalidInputError: An unknown convention or target name, zeta outside [0, 1], or a C0 matrix that is
+                not square or without variance.
+            NonFiniteError: A C0 matrix holding NaN or infinity.
+        """
+        return cls(_convention(convention), _zeta(zeta), _target(c0))
+
+    @property
+    def target_name(self) -> str:
+        """The target's name as a result records it: an `IsoScoreTarget` value, or "given" for a tensor."""
+        return self.target.value if isinstance(self.target, IsoScoreTarget) else GIVEN_TARGET
+
+    def check_dim(self, dim: int) -> None:
+        """Refuse a given C0 whose size is not the gradients' d.
+
+        Raises:
+            DimensionMismatchError: Naming `isoscore_c0` and both sizes.
+        """
+        if isinstance(self.target, torch.Tensor) and self.target.shape[0] != dim:
+            raise DimensionMismatchError(
+                f"isoscore_c0 is a {self.target.shape[0]} x {self.target.shape[0]} matrix but the gradients live in "
+                f"R^{dim}: pass the covariance of gradients taken at this split point, or a target name."
+            )
+
+    def covariance(self, moments: MomentAccumulator) -> Float[torch.Tensor, "d d"]:
+        """The gradient covariance the scores use: unbiased (as `torch.cov`, the reference code) when C0 has a scale.
+
+        With the scaled identity or the pooled target IsoScore* does not depend on the covariance's scale, and the
+        covariance divides by n; with the identity or a given C0 it is mixed with C0 as it is, so it divides by
+        n - 1 like the `isoscore` package (which takes `torch.cov` of the points).
+        """
+        scaled = self.target is IsoScoreTarget.IDENTITY or isinstance(self.target, torch.Tensor)
+        return moments.covariance(unbiased=scaled and moments.count > 1)
+
+    def score(self, covariance: Float[torch.Tensor, "d d"], n: int) -> float:
+        """IsoScore* of the whole gradient cloud (nothing removed), from its (d, d) covariance.
+
+        Args:
+            covariance: Sigma, float64 (d, d).
+            n: Number of gradient rows behind it (>= 2).
+
+        Returns:
+            IsoScore* in [0, 1].
+        """
+        if self.target is IsoScoreTarget.SCALED_IDENTITY:
+            return float(isoscore_star_from_covariance(covariance, n=n, zeta=self.zeta))
+        target = self._data_target(covariance)
+        if target is None:
+            target = torch.eye(covariance.shape[0], dtype=covariance.dtype, device=covariance.device)
+        return float(isoscore_star_from_covariance(covariance, n=n, zeta=self.zeta, C0=target))
+
+    def score_without(
+        self, covariance: Float[torch.Tensor, "d d"], bases: Float[torch.Tensor, "R d k"]
+    ) -> Float[np.ndarray, " R"]:
+        """IsoScore* of the gradient cloud with each subspace removed, in this convention, toward this target.
+
+        Args:
+            covariance: Sigma, float64 (d, d).
+            bases: Orthonormal bases of the removed subspaces, (R, d, k).
+
+        Returns:
+            (R,) IsoScore* values.
+        """
+        d, k = bases.shape[-2], bases.shape[-1]
+        dim = d - k if self.convention is IsoScoreConvention.COMPLEMENT else d
+        bases = bases.to(covariance)
+        if self.target is IsoScoreTarget.SCALED_IDENTITY:
+            traces, norms = _projected_trace_and_norm(covariance, bases)
+            scores = [
+                isoscore_star_from_trace_and_norm(t, f, dim, zeta=self.zeta)
+                for t, f in zip(traces, norms, strict=True)
+            ]
+            return np.array([float(score) for score in scores])
+        target = self._data_target(covariance)
+        if target is None:  # the identity of the scored space: c I_dim
+            traces, norms = _projected_trace_and_norm(covariance, bases)
+            traces, norms = _shrunk_toward_identity(traces, norms, dim, self.zeta)
+        else:  # a covariance of the same gradients, projected like them
+            mixture = (1 - self.zeta) * covariance + self.zeta * target
+            traces, norms = _projected_trace_and_norm(mixture, bases)
+        scores = [isoscore_star_from_trace_and_norm(t, f, dim, zeta=0.0) for t, f in zip(traces, norms, strict=True)]
+        return np.array([float(score) for score in scores])
+
+    def _data_target(self, covariance: torch.Tensor) -> torch.Tensor | None:
+        """C0 when it is a covariance of the gradients (pooled or given), else None (an identity)."""
+        if self.target is IsoScoreTarget.POOLED:
+            return covariance
+        if isinstance(self.target, torch.Tensor):
+            return self.target.to(covariance)
+        return None
+
+
+def _projected_trace_and_norm(
+    matrix: Float[torch.Tensor, "d d"], bases: Float[torch.Tensor, "R d k"]
+) -> tuple[Float[torch.Tensor, " R"], Float[torch.Tensor, " R"]]:
+    """tr(R A R) and ||R A R||_F^2 for R = I - Q Q^T and each Q of `bases`; A symmetric.
+
+    They equal tr(P^T A P) and ||P^T A P||_F^2 for P an orthonormal basis of the complement: tr(A) - tr(Q^T A Q)
+    and ||A||^2 - 2 ||A Q||^2 + ||Q^T A Q||^2.
+    """
+    a_q = matrix @ bases
+    inner = bases.transpose(-1, -2) @ a_q
+    traces = torch.trace(matrix) - torch.diagonal(inner, dim1=-2, dim2=-1).sum(-1)
+    norms = matrix.square().sum() - 2 * a_q.square().sum((-2, -1)) + inner.square().sum((-2, -1))
+    return traces, norms
+
+
+def _shrunk_toward_identity(
+    traces: torch.Tensor, norms: torch.Tensor, dim: int, zeta: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Trace and squared Frobenius norm of (1 - zeta) C + zeta I_dim from those of C."""
+    shrunk_traces = (1 - zeta) * traces + zeta * dim
+    shrunk_norms = (1 - zeta) ** 2 * norms + 2 * zeta * (1 - zeta) * traces + zeta**2 * dim
+    return shrunk_traces, shrunk_norms
+
+
+def _convention(value: Any) -> IsoScoreConvention:
+    try:
+        return IsoScoreConvention(value)
+    except ValueError:
+        names = ", ".join(repr(member.value) for member in IsoScoreConvention)
+        raise InvalidInputError(f"isoscore_convention must be one of {names}, got {value!r}.") from None
+
+
+def _zeta(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidInputError(
+            f"isoscore_zeta must be a number in [0, 1] (the IsoScore* shrinkage; 0 gives plain IsoScore), got {value!r}."
+        )
+    return float(value)
+
+
+def _target(value: Any) -> IsoScoreTarget | torch.Tensor:
+    if isinstance(value, IsoScoreTarget | str):
+        try:
+            return IsoScoreTarget(value)
+        except ValueError:
+            names = ", ".join(repr(member.value) for member in IsoScoreTarget)
+            raise InvalidInputError(
+                f"isoscore_c0 must be one of {names} or a (d, d) covariance matrix, got {value!r}."
+            ) from None
+    if not isinstance(value, torch.Tensor | np.ndarray):
+        raise InvalidInputError(
+            f"isoscore_c0 must be a target name or a (d, d) covariance tensor, got {type(value).__name__}."
+        )
+    matrix = as_real_tensor(value, name="isoscore_c0", dtype=torch.float64).detach().cpu()
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
+        raise InvalidInputError(f"isoscore_c0 must be a square (d, d) matrix, got shape {tuple(matrix.shape)}.")
+    if not bool(torch.isfinite(matrix).all()):
+        raise NonFiniteError("isoscore_c0 holds NaN or infinity: pass a finite covariance matrix.")
+    trace = float(torch.trace(matrix))
+    if not (math.isfinite(trace) and trace > 0):
+        raise InvalidInputError(
+            f"isoscore_c0 has trace {trace:.3g}: a shrinkage target must be a covariance with some variance."
+        )
+    return (matrix + matrix.T) / 2
