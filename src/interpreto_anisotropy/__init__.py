@@ -18,8 +18,8 @@ from __future__ import annotations
 from . import demo, errors, metrics
 from .errors import AnisotropyError
 from .probing import objectives
-from .probing.masking import MaskedLM
 from .probing.anisotropy import IsoScoreConvention, IsoScoreTarget
+from .probing.masking import MaskedLM
 from .probing.objectives import ObjectiveName, Reduction
 from .probing.probe import GradientProbe, TokenGradients
 from .probing.result import ProbeResult

@@ -38,8 +38,8 @@ from ..errors import (
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..reading.split_point import SplitPoint
 from ..tangents.subspace import Subspace
-from .masking import MaskedLM
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
+from .masking import MaskedLM
 from .objectives import Objective, make_objective
 from .result import ProbeResult
 from .statistics import ProbeSums, SubspaceColumns, Tally, build_results
