@@ -193,3 +193,18 @@ def test_a_bad_checkpoint_is_skipped_recorded_and_retried_once_fixed(run, texts_
     fresh = _sweep(run, tmp_path / "fresh", texts_for_sweep).run()
     assert not retried.skipped
     _assert_same_table(retried, fresh)
+
+
+def test_the_statistics_options_reach_every_row_and_are_recorded_when_not_the_default(run, texts_for_sweep, tmp_path):
+    options = {"n_random": 7, "isoscore_convention": "ambient", "isoscore_zeta": 0.75, "isoscore_c0": "pooled"}
+    table = _sweep(run, tmp_path / "sweep", texts_for_sweep, steps={0, 1}, reference="early", **options).run()
+    for row in table.rows:
+        assert len(row["random_energy_shares"]) == 7 and 0 < row["p_value_exact"] <= 1
+        assert (row["isoscore_convention"], row["isoscore_zeta"], row["isoscore_c0"]) == ("ambient", 0.75, "pooled")
+    config = json.loads((tmp_path / "sweep" / "config.json").read_text())
+    assert {key: config[key] for key in options} == options
+    plain = _sweep(run, tmp_path / "plain", texts_for_sweep, steps={0, 1}, reference="early").settings.config()
+    assert not set(options) & set(plain)  # defaults leave older results directories resumable
+    assert "p_exact" in table.summary_table() and "aniso" in table.summary_table()
+    with pytest.raises(ia.errors.InvalidInputError, match="isoscore_c0 as 'scaled_identity', 'identity' or 'pooled'"):
+        _sweep(run, tmp_path / "matrix", texts_for_sweep, isoscore_c0=torch.eye(32))

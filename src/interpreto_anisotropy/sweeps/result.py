@@ -199,10 +199,14 @@ class SweepResult:
         return cls(sort_rows(computed), config, results_dir, sort_rows(skipped))
 
     def summary_table(self) -> str:
-        """A short plain-text table: step, split point, tangent, E_T, controls mean, ratio, p-value."""
+        """A short plain-text table: step, split point, tangent, E_T, controls mean, ratio, both p-values, the
+        tangent's and the controls' Delta IsoScore* and the anisotropy share; then the skipped checkpoints."""
         if not self.rows:
             raise EmptyInputError("The sweep has no finished checkpoint yet.")
-        header = f"{'step':>8}  {'split point':<22} {'tangent':<7} {'E_T':>7} {'E_N':>7} {'ratio':>7} {'p':>6}  {'dIso*_T':>8} {'dIso*_N':>8}"
+        header = (
+            f"{'step':>8}  {'split point':<22} {'tangent':<7} {'E_T':>7} {'E_N':>7} {'ratio':>7} {'p':>6} "
+            f"{'p_exact':>7}  {'dIso*_T':>8} {'dIso*_N':>8} {'aniso':>7}"
+        )
         lines = [header, "-" * len(header)]
         for row in self.rows:
             controls = row.get("delta_isoscore_star_controls") or []
@@ -210,7 +214,9 @@ class SweepResult:
             lines.append(
                 f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} "
                 f"{_f(row.get('energy_share'))} {_f(row.get('control_mean'))} {_f(row.get('energy_ratio'), 2)} "
-                f"{_f(row.get('p_value'), 3, 6)}  {_f(row.get('delta_isoscore_star'), 4, 8)} {_f(delta_controls, 4, 8)}"
+                f"{_f(row.get('p_value'), 3, 6)} {_f(row.get('p_value_exact'), 3, 7)}  "
+                f"{_f(row.get('delta_isoscore_star'), 4, 8)} {_f(delta_controls, 4, 8)} "
+                f"{_f(row.get('anisotropy_share'), 4, 7)}"
             )
         for row in self.skipped:
             lines.append(

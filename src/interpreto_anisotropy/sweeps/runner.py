@@ -43,6 +43,7 @@ from ..errors import (
     StaleResultsError,
     SweepLockedError,
 )
+from ..metrics.isotropy import DEFAULT_ZETA
 from ..probing.probe import GradientProbe
 from ..reading.activations import iter_token_activations
 from ..tangents.explainers import TangentExplainer
@@ -91,7 +92,13 @@ class CheckpointSweep:
         early_centering: "pooled" (the pooled rows are centred once, on their mean) or "per_checkpoint" (each early
             checkpoint's rows on their own mean, so the drift of the mean between checkpoints is not a direction
             of the reference). See docs/concepts.md for which reading of the paper each choice follows.
-        n_controls: Matched-rank normal controls per tangent.
+        n_controls: Matched-rank normal controls per tangent (the paper's comparison and its `p_value`).
+        n_random: Uniformly random k-subspaces of R^d for the exact `p_value_exact`; None: `n_controls`.
+        isoscore_convention: Where Delta IsoScore* is computed: "complement" (in the (d - k)-dimensional complement)
+            or "ambient" (the projected cloud kept in R^d); see docs/statistics.md.
+        isoscore_zeta: IsoScore* shrinkage in [0, 1].
+        isoscore_c0: IsoScore*'s shrinkage target: "scaled_identity", "identity" or "pooled" (the probe's own
+            gradient covariance).
         seed: Seed of the controls, the bootstrap and the masked-LM mask.
         max_tokens: Cap on probed tokens per checkpoint.
         max_fit_tokens: Cap on activation rows read per checkpoint for fitting (None: every fit token; PCA streams
@@ -145,6 +152,10 @@ class CheckpointSweep:
         early_without_init: bool = False,
         early_centering: str = "pooled",
         n_controls: int = 20,
+        n_random: int | None = None,
+        isoscore_convention: str = "complement",
+        isoscore_zeta: float = DEFAULT_ZETA,
+        isoscore_c0: str = "scaled_identity",
         seed: int = 0,
         max_tokens: int | None = None,
         max_fit_tokens: int | None = 20_000,
@@ -544,7 +555,11 @@ class CheckpointSweep:
             self.settings.probe_texts,
             subspaces,
             n_controls=self.settings.n_controls,
+            n_random=self.settings.n_random,
             seed=self.settings.seed,
+            isoscore_convention=self.settings.isoscore.convention,
+            isoscore_zeta=self.settings.isoscore.zeta,
+            isoscore_c0=self.settings.isoscore.target_name,
             max_tokens=self.settings.max_tokens,
             progress=False,
         )

@@ -16,6 +16,8 @@ import torch
 
 from ..commons.options import check_positive_int, check_seed
 from ..errors import EmptyInputError, InvalidInputError
+from ..metrics.isotropy import DEFAULT_ZETA
+from ..probing.anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from ..probing.objectives import MaskedLM, describe_objective
 from ..reading.batching import autocast_dtype as autocast_dtype_from
 from ..tangents.explainers import method_streams
@@ -143,6 +145,10 @@ class SweepSettings:
         early_without_init: bool = False,
         early_centering: str = "pooled",
         n_controls: int = 20,
+        n_random: int | None = None,
+        isoscore_convention: str = "complement",
+        isoscore_zeta: float = DEFAULT_ZETA,
+        isoscore_c0: str = "scaled_identity",
         seed: int = 0,
         max_tokens: int | None = None,
         max_fit_tokens: int | None = 20_000,
@@ -215,6 +221,13 @@ class SweepSettings:
                 f"early_centering must be 'pooled' or 'per_checkpoint', got {early_centering!r}."
             ) from None
         self.n_controls = check_positive_int("n_controls", n_controls)
+        self.n_random = None if n_random is None else check_positive_int("n_random", n_random)
+        if not isinstance(isoscore_c0, str):
+            raise InvalidInputError(
+                "A sweep takes isoscore_c0 as 'scaled_identity', 'identity' or 'pooled' (a matrix cannot be recorded "
+                "in its config); pass a (d, d) matrix to GradientProbe.run instead."
+            )
+        self.isoscore = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
         self.seed = check_seed("seed", seed)
         self.nb_concepts = check_positive_int("nb_concepts", nb_concepts)
         self.max_tokens = _positive_or_none("max_tokens", max_tokens)
@@ -316,7 +329,17 @@ class SweepSettings:
             "batch_size": self.batch_size,
             "include_special": self.include_special,
         }
-        # The early window's options are recorded when they differ from the defaults, so older sweeps resume.
+        # Options added after sweeps were first written are recorded when they differ from the defaults, so that
+        # older results directories still resume.
+        if self.n_random is not None:
+            config["n_random"] = self.n_random
+        for key, value, default in (
+            ("isoscore_convention", self.isoscore.convention.value, IsoScoreConvention.COMPLEMENT.value),
+            ("isoscore_zeta", self.isoscore.zeta, DEFAULT_ZETA),
+            ("isoscore_c0", self.isoscore.target_name, IsoScoreTarget.SCALED_IDENTITY.value),
+        ):
+            if value != default:
+                config[key] = value
         if self.total_steps is not None:
             config["total_steps"] = self.total_steps
         if self.early_without_init:
