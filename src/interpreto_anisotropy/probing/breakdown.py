@@ -24,7 +24,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -83,7 +83,7 @@ def position_buckets(positions: Int[torch.Tensor, "..."], *, edges: Sequence[int
 
 
 def frequency_labels(edges: Sequence[float] = FREQUENCY_EDGES) -> list[str]:
-    """Names of the frequency buckets, e.g. "types making 0-50 % of occurrences"."""
+    """Names of the frequency buckets, e.g. "0-50 % of occurrences": the most frequent types, making half of them."""
     bounds = [0.0, *edges, 1.0]
     return [f"{100 * low:g}-{100 * high:g} % of occurrences" for low, high in zip(bounds, bounds[1:], strict=False)]
 
@@ -160,29 +160,33 @@ class EnergyByBucket:
 
 
 class Breakdown:
-    """The frequency and position breakdowns of a probe run.
+    """Each tangent's energy by token id and by position bucket, and its controls' mean, summed over a probe run.
+
+    Sums are kept per token id, so the frequency buckets can be cut afterwards from any count table (the probe's own
+    tokens by default) in one pass over the gradients.
 
     Args:
-        bucket_of_id: (V,) frequency bucket of every token id (`frequency_bucket_of_ids`).
-        n_columns: Number S of subspace columns (tangents and their controls).
+        vocab_size: V, the model's input embedding rows (ids beyond it are not counted by id).
+        tangent_columns: The energy column of each tangent, in order (T of them).
+        control_columns: The energy columns of each tangent's controls, in the same order.
         device: Where the sums live.
-        frequency_edges: The edges `bucket_of_id` was cut at (for labels).
         position_edges: Where positions are cut.
     """
 
     def __init__(
         self,
-        bucket_of_id: Int[torch.Tensor, " V"],
-        n_columns: int,
+        vocab_size: int,
+        tangent_columns: Sequence[int],
+        control_columns: Sequence[slice],
         device: torch.device | str,
         *,
-        frequency_edges: Sequence[float] = FREQUENCY_EDGES,
         position_edges: Sequence[int] = POSITION_EDGES,
     ):
-        self.bucket_of_id = bucket_of_id.to(device)
-        self.frequency_edges, self.position_edges = tuple(frequency_edges), tuple(position_edges)
-        self.frequency = EnergyByBucket.zeros(len(self.frequency_edges) + 1, n_columns, device)
-        self.position = EnergyByBucket.zeros(len(self.position_edges) + 1, n_columns, device)
+        self.tangent_columns, self.control_columns = list(tangent_columns), list(control_columns)
+        self.position_edges = tuple(position_edges)
+        width = 2 * len(self.tangent_columns)  # each tangent's energy, then each tangent's controls' mean energy
+        self.by_id = EnergyByBucket.zeros(vocab_size, width, device)
+        self.by_position = EnergyByBucket.zeros(len(self.position_edges) + 1, width, device)
 
     def add(
         self,
@@ -192,14 +196,53 @@ class Breakdown:
         token_total: Float[torch.Tensor, " N"],
         probed: Bool[torch.Tensor, " N"],
     ) -> None:
-        """Add a batch's probed tokens, flattened: ids, positions (from 0), energies (N, S), squared norms (N,)."""
-        known = token_ids < self.bucket_of_id.numel()
-        ids = torch.where(known, token_ids, 0)
-        frequency = torch.where(known, self.bucket_of_id[ids], len(self.frequency_edges))
-        self.frequency.add(frequency, token_energy, token_total, probed)
-        self.position.add(position_buckets(positions, edges=self.position_edges), token_energy, token_total, probed)
+        """Add a batch's tokens, flattened: ids, positions (from 0), energies in every column (N, S), squared norms
+        (N,); rows not `probed` count for nothing."""
+        energy = torch.cat(
+            [
+                token_energy[:, self.tangent_columns],
+                torch.stack([token_energy[:, columns].mean(1) for columns in self.control_columns], dim=1),
+            ],
+            dim=1,
+        )
+        known = token_ids < self.by_id.total.numel()
+        self.by_id.add(torch.where(known, token_ids, 0), energy, token_total, probed & known)
+        self.by_position.add(position_buckets(positions, edges=self.position_edges), energy, token_total, probed)
 
-    def reduce(self, all_reduce_sum) -> None:
+    def reduce(self, all_reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Replace the sums by `all_reduce_sum` of them (every rank's tokens)."""
-        self.frequency = self.frequency.from_tensor(all_reduce_sum(self.frequency.as_tensor()))
-        self.position = self.position.from_tensor(all_reduce_sum(self.position.as_tensor()))
+        self.by_id = self.by_id.from_tensor(all_reduce_sum(self.by_id.as_tensor()))
+        self.by_position = self.by_position.from_tensor(all_reduce_sum(self.by_position.as_tensor()))
+
+    def by_frequency(
+        self, counts: Int[torch.Tensor, " V"] | None = None, *, edges: Sequence[float] = FREQUENCY_EDGES
+    ) -> EnergyByBucket:
+        """The sums by frequency bucket, cut from `counts` (None: how often each id was probed)."""
+        counts = self.by_id.tokens if counts is None else torch.as_tensor(counts).to(self.by_id.tokens.device)
+        table = torch.zeros(self.by_id.total.numel(), dtype=torch.float64, device=counts.device)
+        shared = min(table.numel(), counts.numel())
+        table[:shared] = counts[:shared].double()
+        buckets = frequency_bucket_of_ids(table, edges=edges).to(self.by_id.total.device)
+        grouped = EnergyByBucket.zeros(len(edges) + 1, self.by_id.energy.shape[1], self.by_id.total.device)
+        grouped.energy.index_add_(0, buckets, self.by_id.energy)
+        grouped.total.index_add_(0, buckets, self.by_id.total)
+        grouped.tokens.index_add_(0, buckets, self.by_id.tokens)
+        return grouped
+
+    def fields(
+        self, tangent_index: int, counts: Int[torch.Tensor, " V"] | None, edges: Sequence[float]
+    ) -> dict[str, list]:
+        """The `ProbeResult` fields of one tangent: labels, its share, its controls' mean share and token counts
+        per frequency bucket and per position bucket (shares None for an empty bucket)."""
+        control_index = len(self.tangent_columns) + tangent_index
+        out: dict[str, list] = {}
+        for prefix, sums, labels in (
+            ("frequency", self.by_frequency(counts, edges=edges), frequency_labels(edges)),
+            ("position", self.by_position, position_labels(self.position_edges)),
+        ):
+            tangent, controls = sums.shares([tangent_index, control_index])
+            out[f"{prefix}_buckets"] = labels
+            out[f"{prefix}_energy_share"] = tangent
+            out[f"{prefix}_control_share"] = controls
+            out[f"{prefix}_n_tokens"] = [int(count) for count in sums.tokens.tolist()]
+        return out

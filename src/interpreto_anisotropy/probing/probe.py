@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -39,6 +39,7 @@ from ..metrics.isotropy import DEFAULT_ZETA
 from ..reading.split_point import SplitPoint
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
+from .breakdown import FREQUENCY_EDGES, Breakdown
 from .masking import MaskedLM
 from .objectives import Objective, make_objective
 from .result import ProbeResult
@@ -360,6 +361,8 @@ class GradientProbe:
         isoscore_convention: str | IsoScoreConvention = IsoScoreConvention.COMPLEMENT,
         isoscore_zeta: float = DEFAULT_ZETA,
         isoscore_c0: str | IsoScoreTarget | torch.Tensor = IsoScoreTarget.SCALED_IDENTITY,
+        token_counts: Any = None,
+        frequency_edges: Sequence[float] = FREQUENCY_EDGES,
         progress: bool = True,
     ) -> ProbeResult | dict[str, ProbeResult]:
         """Probe the gradients and compare the energy each tangent holds with normal controls and random subspaces.
@@ -391,6 +394,9 @@ class GradientProbe:
                 the reference code's evaluation setting for a large sample), or a (d, d) covariance of gradients
                 pooled over more texts or checkpoints (used with `isoscore_zeta`, as the reference code does with
                 zeta = 0.75). See `IsoScoreTarget` and the Statistics page of the docs.
+            token_counts: How often each token id occurs, (V,), to cut the frequency buckets of the energy breakdown
+                (`frequency_energy_share`); None: the probed tokens' own counts. A sweep gives its texts' counts.
+            frequency_edges: Cumulated shares of occurrences where the frequency buckets are cut.
             progress: Show a progress bar.
 
         Returns:
@@ -418,8 +424,10 @@ class GradientProbe:
         tangents = {name: subspace.to(device=self.device, dtype=torch.float32) for name, subspace in named.items()}
         columns = SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=seed)
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
-        sums = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
+        sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
         sums = self._reduce(sums, sharded)
+        if sharded:
+            breakdown.reduce(distributed.all_reduce_sum)
         results = build_results(
             sums,
             columns,
@@ -430,6 +438,10 @@ class GradientProbe:
             split_point=self.splitter.split_point,
             isoscore=isoscore,
         )
+        results = {
+            name: replace(result, **breakdown.fields(index, token_counts, frequency_edges))
+            for index, (name, result) in enumerate(results.items())
+        }
         if isinstance(subspaces, Mapping):
             return results
         return next(iter(results.values()))
@@ -443,8 +455,9 @@ class GradientProbe:
         max_tokens: int | None,
         progress: bool,
         sharded: bool,
-    ) -> ProbeSums:
-        """This shard's sums: per-sequence energies in every subspace, gradient moments, losses and counts."""
+    ) -> tuple[ProbeSums, Breakdown]:
+        """This shard's sums: per-sequence energies in every subspace, gradient moments, losses and counts; and the
+        energy by token id and position."""
         device = self.device
         dim = next(iter(columns.tangents.values())).dim
         per_sequence_energy: list[torch.Tensor] = []
@@ -457,6 +470,12 @@ class GradientProbe:
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
         tally = Tally()
+        breakdown = Breakdown(
+            self._vocab_size(),
+            [columns.tangent_column(name) for name in columns.tangents],
+            [columns.control_columns(name) for name in columns.tangents],
+            device,
+        )
         for step in self._iterate(
             inputs,
             labels,
@@ -486,6 +505,14 @@ class GradientProbe:
                 per_sequence_has_rows.append(step.probed.any(1))
                 per_sequence_id.append(step.sequence_ids)
                 moments.update(rows, mask=probed)
+                batch = step.batch
+                breakdown.add(
+                    batch.get("original_input_ids", batch["input_ids"]).reshape(-1),
+                    (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0).reshape(-1),
+                    token_energy,
+                    rows.square().sum(1),
+                    probed,
+                )
             loss_sum = loss_sum + step.loss_sum
             loss_count = loss_count + step.loss_count
         sequence_energy, sequence_total, sequence_id = _sequences_with_rows(
@@ -496,7 +523,11 @@ class GradientProbe:
             columns.n_columns,
             device,
         )
-        return ProbeSums(sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, tally)
+        return ProbeSums(sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, tally), breakdown
+
+    def _vocab_size(self) -> int:
+        """Rows of the model's input embedding (or the tokenizer's size when the model has none to read)."""
+        return self.point.vocab_size or len(self.splitter.tokenizer)
 
     def _reduce(self, sums: ProbeSums, sharded: bool) -> ProbeSums:
         """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""

@@ -70,6 +70,14 @@ class ProbeResult:
         anisotropy_share_p_value: The rank p-value of delta_isoscore_star among the controls' deltas (the same
             number as `delta_isoscore_star_p_value`). It assumes the tangent's delta exchangeable with the
             controls' under the null, which holds only approximately, as for `p_value`.
+        frequency_buckets: The token frequency buckets (`probing.breakdown`): token types ranked by count (the
+            `token_counts` given, else the probed tokens'), cut at cumulated shares of all occurrences.
+        frequency_energy_share: E_T within each frequency bucket: the bucket's tokens' energy in the tangent over
+            their squared gradient norms (None for an empty bucket).
+        frequency_control_share: The controls' mean share within each frequency bucket.
+        frequency_n_tokens: Probed tokens in each frequency bucket.
+        position_buckets, position_energy_share, position_control_share, position_n_tokens: The same by the
+            token's position in its sequence (0, 1-3, 4-15, 16-63, 64-255, 256+).
         isoscore_convention: "complement" or "ambient", where the clouds with a subspace removed were scored.
         isoscore_zeta: The IsoScore* shrinkage zeta.
         isoscore_c0: Its target: "scaled_identity", "identity", "pooled" or "given" (a matrix you passed).
@@ -116,6 +124,14 @@ class ProbeResult:
     z_score: float = math.nan
     anisotropy_share: float = math.nan
     anisotropy_share_p_value: float = math.nan
+    frequency_buckets: list[str] = field(default_factory=list)
+    frequency_energy_share: list[float | None] = field(default_factory=list)
+    frequency_control_share: list[float | None] = field(default_factory=list)
+    frequency_n_tokens: list[int] = field(default_factory=list)
+    position_buckets: list[str] = field(default_factory=list)
+    position_energy_share: list[float | None] = field(default_factory=list)
+    position_control_share: list[float | None] = field(default_factory=list)
+    position_n_tokens: list[int] = field(default_factory=list)
     isoscore_convention: str = "complement"
     isoscore_zeta: float = DEFAULT_ZETA
     isoscore_c0: str = "scaled_identity"

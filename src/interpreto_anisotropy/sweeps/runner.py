@@ -560,6 +560,7 @@ class CheckpointSweep:
             isoscore_convention=self.settings.isoscore.convention,
             isoscore_zeta=self.settings.isoscore.zeta,
             isoscore_c0=self.settings.isoscore.target_name,
+            token_counts=self._counts(splitter.tokenizer),
             max_tokens=self.settings.max_tokens,
             progress=False,
         )
