@@ -659,12 +659,15 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
     return figure
 
 
+from .buckets import plot_energy_by_bucket  # noqa: E402  (its own module, registered with the others here)
+
 FIGURES: dict[str, Callable[..., Figure]] = {
     "energy": plot_energy,
     "energy_ratio": plot_energy_ratio,
     "delta_isoscore": plot_delta_isoscore,
     "isotropy": plot_isotropy,
     "drift": plot_drift,
+    "buckets": plot_energy_by_bucket,
 }
 """The figures of `plot_sweep`, by name, in display order."""
 

@@ -123,6 +123,11 @@ _FIGURE_CAPTIONS = {
         "against projecting out each control (band and dashed mean)."
     ),
     "isotropy": "Isotropy of the activations at the split point, checkpoint by checkpoint.",
+    "buckets": (
+        "Energy share of the tangent within token frequency buckets (types ranked by count in the sweep's texts, "
+        "cut at 50, 75 and 90 % of all occurrences) and position buckets; dashed: its controls' mean. The paper "
+        "argues that frequent tokens have tangent-dominated gradients."
+    ),
     "drift": (
         "Principal angles between each checkpoint's own tangent and the reference tangent, and the previous "
         "checkpoint's tangent (mean solid, largest dashed)."
