@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["model_name", "model_card", "software_versions", "UNKNOWN"]
+__all__ = ["model_name", "model_card", "software_versions", "layer_count", "count_tokens", "UNKNOWN"]
 
 #: What the card says of a field it cannot know.
 UNKNOWN = "unknown"
@@ -118,6 +118,34 @@ def software_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
+
+
+def layer_count(source: str | Path) -> int | None:
+    """The number of layers a local checkpoint's ``config.json`` declares, or None (no such folder or field)."""
+    folder = Path(source)
+    count = _first(_read_json(folder / "config.json"), _LAYER_KEYS) if folder.is_dir() else None
+    return count if isinstance(count, int) and count > 0 else None
+
+
+def count_tokens(source: str | Path, texts: Sequence[str]) -> int | None:
+    """How many tokens a local checkpoint's tokenizer makes of `texts` (no truncation, no warning), or None.
+
+    Only a local folder with its own tokenizer is read; nothing is downloaded.
+    """
+    folder = Path(source)
+    if not folder.is_dir() or not texts:
+        return None
+    from transformers import AutoTokenizer
+
+    from ..commons.quiet import quiet_transformers
+
+    try:
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+            encoded = tokenizer(list(texts), verbose=False)["input_ids"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return sum(len(ids) for ids in encoded)
 
 
 def _first(config: dict[str, Any], keys: Sequence[str]) -> Any:
