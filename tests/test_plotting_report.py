@@ -92,6 +92,14 @@ def make_rows(*, steps=STEPS, splits=SPLITS, tangents=TANGENTS, seed: int = 0) -
                         "drift_previous_mean_angle": None if i == 0 else 0.05 * i,
                         "drift_previous_max_angle": None if i == 0 else 0.1 * i,
                         "wall_seconds": 3.5,
+                        "frequency_buckets": ["0-50 %", "50-75 %", "75-90 %", "90-100 %"],
+                        "frequency_energy_share": [energy + 0.1, energy, energy - 0.1, None if i == 1 else 0.05],
+                        "frequency_control_share": [0.06, 0.06, 0.07, 0.08],
+                        "frequency_n_tokens": [600, 300, 200, 0 if i == 1 else 100],
+                        "position_buckets": ["0", "1-3", "4-15"],
+                        "position_energy_share": [0.2, energy, energy + 0.02],
+                        "position_control_share": [0.05, 0.06, 0.06],
+                        "position_n_tokens": [12, 36, 1152],
                     }
                 )
     if len(rows) > 4:  # holes, as in a partial or imperfect sweep (NaN serialised as None)
@@ -145,7 +153,7 @@ def panel(figure: Figure, split: str):
 
 # ---------------------------------------------------------------------------------------------------- figures
 def test_plot_sweep_returns_every_figure(result, figures):
-    assert list(figures) == ["energy", "energy_ratio", "delta_isoscore", "isotropy", "drift"]
+    assert list(figures) == ["energy", "energy_ratio", "delta_isoscore", "isotropy", "drift", "loss", "buckets"]
     for name, figure in figures.items():
         assert isinstance(figure, Figure), name
         assert figure.get_suptitle(), name
@@ -154,19 +162,32 @@ def test_plot_sweep_returns_every_figure(result, figures):
             assert ax.get_xscale() == "symlog"
             assert ax.get_xlim()[0] < 0 <= ax.get_xlim()[1], "step 0 must be visible"
             assert ax.get_ylabel(), name
-    # one panel per split point, isotropy has six small multiples
-    for name in ("energy", "energy_ratio", "delta_isoscore", "drift"):
+    # one panel per split point (and tangent kind for the energy), isotropy has six small multiples
+    for name in ("energy_ratio", "delta_isoscore", "drift"):
         assert len(figures[name].axes) == len(SPLITS)
+    assert len(figures["energy"].axes) == len(SPLITS) * len(TANGENTS)
     assert len(figures["isotropy"].axes) == 6
+    assert len(figures["loss"].axes) == 1
     # the same functions are public
     assert isinstance(result.plot()["energy"], Figure)
+
+
+def kind_panel(figure: Figure, split: str, tangent: str):
+    """The energy figure's panel of one split point and tangent kind."""
+    return next(ax for ax in figure.axes if ax.get_title() == f"{tangent} tangent, split point {split}")
 
 
 def test_energy_figure_matches_rows(result, figures):
     figure = figures["energy"]
     for split in SPLITS:
-        ax = panel(figure, split)
         for tangent in TANGENTS:
+            ax = kind_panel(figure, split, tangent)
+            assert not any(
+                artist.get_gid() == f"energy:{other}"
+                for other in TANGENTS
+                if other != tangent
+                for artist in ax.get_children()
+            ), "one tangent kind per panel"
             rows = rows_of(result, split, tangent)
             steps, energy = finite(rows, "energy_share")
             line = by_gid(ax, f"energy:{tangent}")
@@ -196,9 +217,11 @@ def test_energy_figure_matches_rows(result, figures):
             for segment, row in zip(segments, with_ci, strict=True):
                 assert segment[:, 1].min() == pytest.approx(row["ci_low"])
                 assert segment[:, 1].max() == pytest.approx(row["ci_high"])
-        chance = by_gid(ax, "chance")
-        np.testing.assert_allclose(chance.get_ydata(), [K / D, K / D])
-        assert "k/d" in chance.get_label()
+            chance = by_gid(ax, "chance")
+            np.testing.assert_allclose(chance.get_ydata(), [K / D, K / D])
+            assert "k/d" in chance.get_label()
+    labels = [text.get_text() for legend in figure.legends for text in legend.get_texts()]
+    assert len(labels) == len(set(labels)) <= 6, f"a legible legend: {labels}"
     assert "step" in figure.axes[0].get_xlabel()
     assert "energy" in figure.axes[0].get_ylabel()
 
@@ -265,7 +288,7 @@ def test_isotropy_figure_one_point_per_checkpoint(result, figures):
         assert word in titles
 
 
-def test_drift_figure_in_degrees(result, figures):
+def test_drift_figure_in_radians_as_the_columns(result, figures):
     figure = figures["drift"]
     for split in SPLITS:
         ax = panel(figure, split)
@@ -275,9 +298,20 @@ def test_drift_figure_in_degrees(result, figures):
                 steps, angles = finite(rows, f"drift_{against}_{statistic}_angle")
                 line = by_gid(ax, f"drift:{against}_{statistic}")
                 np.testing.assert_array_equal(line.get_xdata(), steps)
-                np.testing.assert_allclose(line.get_ydata(), np.degrees(angles))
+                np.testing.assert_allclose(line.get_ydata(), angles)
         assert 0 not in by_gid(ax, "drift:previous_mean").get_xdata()  # no previous checkpoint at step 0
-        assert "degrees" in ax.get_ylabel()
+        assert "radians" in ax.get_ylabel()
+        assert "degrees" in ax.child_axes[0].get_ylabel()  # the same angles, read in degrees on the right
+
+
+def test_loss_figure_one_point_per_checkpoint(result, figures):
+    ax = figures["loss"].axes[0]
+    for split in SPLITS:
+        rows = rows_of(result, split, "early")
+        line = by_gid(ax, f"loss:{split}")
+        np.testing.assert_array_equal(line.get_xdata(), [row["step"] for row in rows])
+        np.testing.assert_allclose(line.get_ydata(), [row["loss"] for row in rows])
+    assert "nats" in ax.get_ylabel()
 
 
 def test_selection_and_missing_columns(result):
@@ -301,6 +335,11 @@ def test_selection_and_missing_columns(result):
 
 
 # ---------------------------------------------------------------------------------------------------- report
+def rows_table(page: str) -> str:
+    start = page.index('<table class="rows">')
+    return page[start : page.index("</table>", start)]
+
+
 @pytest.fixture(scope="module")
 def report(result, tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("report") / "nested" / "report"
@@ -329,7 +368,7 @@ def test_report_page(result, report):
     assert len(images) == len(plotting.FIGURES)
     for encoded in images:
         assert base64.b64decode(encoded).startswith(PNG_SIGNATURE)
-    assert not re.search(r'(src|href)="(?!data:)', page), "external resource referenced"
+    assert not re.search(r'(src|href)="(?!data:|#)', page), "external resource referenced"
     assert "<link" not in page and "<script" not in page
     # title escaped, explanation present
     assert "<title>Toy sweep &lt;b&gt;report&lt;/b&gt;</title>" in page
@@ -337,7 +376,7 @@ def test_report_page(result, report):
         assert phrase in page, phrase
     assert "0.048 with R = 20" in page
     # table: one row per result row, every step, key columns first, 4 significant digits
-    table = page[page.index('<table class="rows">') : page.index("</table>")]
+    table = rows_table(page)
     assert table.count("<tr>") == len(result.rows) + 1
     headers = re.findall(r"<th[^>]*>([^<]*)</th>", table)
     assert headers[:5] == ["step", "split_point", "tangent", "energy_share", "ci"]
@@ -428,7 +467,7 @@ def test_the_report_adjusts_p_values_curve_by_curve_and_counts_what_survives(res
     from interpreto_anisotropy.sweeps.multiple_testing import holm
 
     _, page = report
-    table = page[page.index('<table class="rows">') : page.index("</table>")]
+    table = rows_table(page)
     headers = re.findall(r"<th[^>]*>([^<]*)</th>", table)
     assert headers.index("p_value_holm") == headers.index("p_value") + 1 and "p_value_bh" in headers
     tested = [row for row in result.rows if row.get("p_value") is not None]
@@ -451,3 +490,17 @@ def test_the_report_lists_skipped_checkpoints_and_why(tmp_path):
     section = page[page.index("<h2>Skipped checkpoints</h2>") :]
     assert "step 7, split point 1, early: CheckpointError: &lt;NaN&gt; weights" in section
     assert "Skipped checkpoints" not in SweepResult(make_rows()).report(tmp_path / "plain", dpi=30).read_text()
+
+
+def test_buckets_figure_matches_rows(result, figures):
+    figure = figures["buckets"]
+    assert len(figure.axes) == 2 * len(SPLITS)  # frequency and position, per split point
+    early = [row for row in result.rows if row["tangent"] == "early" and row["split_point"] == SPLITS[0]]
+    lines = {line.get_gid(): line for line in figure.axes[0].lines}
+    for bucket in range(4):
+        expected = [(row["step"], row["frequency_energy_share"][bucket]) for row in early]
+        expected = [(step, share) for step, share in expected if share is not None]
+        line = lines[f"frequency_energy_share:{bucket}"]
+        assert list(line.get_xdata()) == [step for step, _ in expected]
+        assert list(line.get_ydata()) == pytest.approx([share for _, share in expected])
+    assert "early tangent" in figure.get_suptitle()

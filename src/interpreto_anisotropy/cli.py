@@ -4,7 +4,7 @@
 """The `interpreto-anisotropy` command: `demo`, `sweep` and `report`.
 
 interpreto-anisotropy demo                      # train a toy GPT-NeoX with checkpoints, sweep it, write a report
-interpreto-anisotropy sweep --model runs/toy --split-point 1 --texts texts.txt --out runs/toy/sweep
+interpreto-anisotropy sweep --model runs/demo/toy --split-point 1 --corpus stdlib --out runs/demo/cli-sweep
 interpreto-anisotropy sweep --pythia 160m --steps 0,1000,8000,143000 --split-point 6 --texts t.txt --out out/
 interpreto-anisotropy report runs/toy/sweep     # rebuild the report of a finished or partial sweep
 """
@@ -17,6 +17,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,31 @@ from .tangents.explainers import TangentMethod
 
 LANGUAGE_MODEL_OBJECTIVES = [ObjectiveName.CAUSAL_LM.value, ObjectiveName.MASKED_LM.value]
 
+
+class Corpus(str, Enum):
+    """Built-in corpora for `sweep --corpus`, so that no texts file is needed."""
+
+    #: Docstrings of the installed Python standard library (the demo's corpus): its "fit" and "probe" splits.
+    STDLIB = "stdlib"
+
+
+#: Texts the built-in corpus gives a sweep: as many and as short as the demo's, to keep a toy sweep near its cost.
+CORPUS_FIT_TEXTS = 160
+CORPUS_PROBE_TEXTS = 80
+CORPUS_MAX_CHARS = 600
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's layout and shows each option's default (unless its help already says it, or it has none)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        unset = action.default is None or action.default is False or action.default is argparse.SUPPRESS
+        if "default" in text or unset or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 __all__ = [
     "main",
     "build_parser",
@@ -38,6 +64,8 @@ __all__ = [
     "parse_positive_int",
     "parse_seed",
     "parse_fraction",
+    "Corpus",
+    "corpus_texts",
 ]
 
 
@@ -281,17 +309,20 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_demo_command(commands: Any) -> None:
     demo = commands.add_parser(
         "demo",
+        formatter_class=_HelpFormatter,
         help="train a toy GPT-NeoX with checkpoints on stdlib docstrings, sweep it, write the report",
         description="Trains a tiny GPT-NeoX (a Pythia miniature) on docstrings of the Python standard library, "
         "saving Pythia-like log-spaced checkpoints, then runs the paper's protocol on them and writes an HTML "
         "report. Offline; a few minutes on 2 CPU cores.",
     )
-    demo.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
-    demo.add_argument("--steps", type=parse_positive_int, default=300, help="training steps (default: 300)")
-    demo.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    demo.add_argument("--nb-concepts", type=parse_positive_int, default=8, help="tangent rank k (default: 8, d is 64)")
-    demo.add_argument("--n-controls", type=parse_positive_int, default=20, help="normal controls (default: 20)")
-    demo.add_argument("--seed", type=parse_seed, default=0)
+    demo.add_argument("--out", default="runs/demo", help="output folder")
+    demo.add_argument("--steps", type=parse_positive_int, default=300, help="training steps")
+    demo.add_argument("--device", default="cpu", help="cpu or cuda")
+    demo.add_argument("--nb-concepts", type=parse_positive_int, default=8, help="tangent rank k (d is 64)")
+    demo.add_argument("--n-controls", type=parse_positive_int, default=20, help="matched-rank normal controls R")
+    demo.add_argument(
+        "--seed", type=parse_seed, default=0, help="seed of the training, the controls and the bootstrap"
+    )
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -302,13 +333,16 @@ def _add_sweep_command(commands: Any) -> None:
         description="Fits the reference tangent on the early checkpoints, then probes every checkpoint's training-"
         "loss gradients against it and matched-rank normal controls. Results go to --out as each checkpoint "
         "finishes; rerunning the same command resumes.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
         epilog="Checkpoints come from one of:\n"
         "  --model DIR             folders DIR/checkpoint-N (or step-N, stepN) written by save_pretrained\n"
         "  --model 'GLOB'          a glob of such folders\n"
         "  --model ID --revisions step1000,step2000   hub revisions (needs the hub or a filled HF cache)\n"
         "  --pythia 160m --steps 0,1000,143000        EleutherAI/pythia-160m revisions stepN\n"
         "  --smollm2 360M --steps 40000,80000         SmolLM2 intermediate checkpoints, revisions step-N\n"
+        "\nTexts come from --texts FILE, or from --corpus stdlib (the default when --texts is not given: "
+        f"{CORPUS_FIT_TEXTS} fit\nand {CORPUS_PROBE_TEXTS} probe docstrings of the Python standard library, as in "
+        "the demo).\n"
         "\nSeveral GPUs or machines: launch the same command with torchrun, e.g.\n"
         "  torchrun --nproc_per_node=4 -m interpreto_anisotropy.cli sweep ... --parallel checkpoints\n",
     )
@@ -324,24 +358,52 @@ def _add_sweep_command(commands: Any) -> None:
         type=parse_split_point,
         nargs="+",
         required=True,
-        help="layer index or module path (several ok)",
+        help="layer index (0 to layers - 1) or module path; several give one curve each",
     )
-    sweep.add_argument("--texts", required=True, help="texts file: one text a line, .jsonl or .json")
+    texts = sweep.add_mutually_exclusive_group()
+    texts.add_argument("--texts", help="texts file: one text a line, .jsonl or .json")
+    texts.add_argument(
+        "--corpus",
+        choices=[corpus.value for corpus in Corpus],
+        help="a built-in corpus instead of --texts: stdlib = docstrings of the Python standard library (the default "
+        "when --texts is not given)",
+    )
     sweep.add_argument("--probe-texts", help="held-out probe texts (default: every other text of --texts)")
-    sweep.add_argument("--objective", default=AUTO, choices=[AUTO, *LANGUAGE_MODEL_OBJECTIVES])
-    sweep.add_argument("--method", default=TangentMethod.PCA.value, choices=[method.value for method in TangentMethod])
-    sweep.add_argument("--nb-concepts", type=parse_positive_int, default=16, help="tangent rank k (default: 16)")
     sweep.add_argument(
-        "--reference", default=ReferenceKind.EARLY.value, choices=[kind.value for kind in ReferenceKind]
+        "--objective",
+        default=AUTO,
+        choices=[AUTO, *LANGUAGE_MODEL_OBJECTIVES],
+        help="training loss whose gradients are probed; auto: masked LM for encoders, causal LM otherwise",
     )
-    sweep.add_argument("--early-fraction", type=parse_fraction, default=0.3)
-    sweep.add_argument("--n-controls", type=parse_positive_int, default=20)
-    sweep.add_argument("--seed", type=parse_seed, default=0)
-    sweep.add_argument("--max-tokens", type=parse_positive_int, help="cap on probed tokens per checkpoint")
+    sweep.add_argument(
+        "--method",
+        default=TangentMethod.PCA.value,
+        choices=[method.value for method in TangentMethod],
+        help="Interpreto concept method that fits the tangent",
+    )
+    sweep.add_argument("--nb-concepts", type=parse_positive_int, default=16, help="tangent rank k")
+    sweep.add_argument(
+        "--reference",
+        default=ReferenceKind.EARLY.value,
+        choices=[kind.value for kind in ReferenceKind],
+        help="tangent(s) probed: early = one reference fitted on the early checkpoints, each = refitted on every "
+        "checkpoint, both = the two",
+    )
+    sweep.add_argument(
+        "--early-fraction",
+        type=parse_fraction,
+        default=0.3,
+        help="share of the checkpoints, from the first, whose activations fit the early reference",
+    )
+    sweep.add_argument("--n-controls", type=parse_positive_int, default=20, help="matched-rank normal controls R")
+    sweep.add_argument("--seed", type=parse_seed, default=0, help="seed of the controls and the bootstrap")
+    sweep.add_argument(
+        "--max-tokens", type=parse_positive_int, help="cap on probed tokens per checkpoint (default: every token)"
+    )
     sweep.add_argument(
         "--max-fit-tokens", type=parse_positive_int, default=20_000, help="cap on fit activations per checkpoint"
     )
-    sweep.add_argument("--batch-size", type=parse_positive_int, default=8)
+    sweep.add_argument("--batch-size", type=parse_positive_int, default=8, help="texts per forward and backward pass")
     sweep.add_argument("--device", help="cpu, cuda, ... (default: cuda when available)")
     sweep.add_argument(
         "--autocast",
@@ -372,7 +434,7 @@ def _add_sweep_command(commands: Any) -> None:
         help="record a checkpoint that cannot be loaded or gives non-finite values as skipped, and go on",
     )
     sweep.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
-    sweep.add_argument("--no-progress", action="store_true")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _add_report_command(commands: Any) -> None:
@@ -380,6 +442,7 @@ def _add_report_command(commands: Any) -> None:
         "report",
         help="rebuild the HTML report of a finished or partial sweep",
         description="Reads DIR/config.json and DIR/rows.jsonl and writes DIR/report/index.html.",
+        formatter_class=_HelpFormatter,
     )
     report.add_argument("dir", help="the sweep's results folder")
     report.add_argument("--out", help="report folder (default: DIR/report)")
@@ -405,8 +468,80 @@ def _checkpoints(args: argparse.Namespace):
         return checkpoints.local(pattern)
     if any(char in args.model for char in "*?["):
         return checkpoints.local(args.model)
+    if model.exists():
+        raise InvalidInputError(
+            f"--model {args.model} is a file: give a folder of checkpoint folders (checkpoint-N, step-N), a glob of "
+            "them, or a hub model id with --revisions."
+        )
     raise InvalidInputError(
-        f"--model {args.model!r} is neither a folder of checkpoints nor a glob; for a hub model give --revisions."
+        f"--model {args.model} does not exist: give a folder of checkpoint folders (after `make demo`: "
+        "runs/demo/toy), a glob of them, or a hub model id with --revisions."
+    )
+
+
+def corpus_texts(corpus: str | Corpus, *, progress: bool = False) -> tuple[list[str], list[str]]:
+    """The (fit texts, probe texts) of a built-in corpus, as many and as short as the demo's.
+
+    Args:
+        corpus: A `Corpus` or its value ("stdlib").
+        progress: Show a progress bar while the corpus is read the first time.
+
+    Returns:
+        `CORPUS_FIT_TEXTS` fit texts and `CORPUS_PROBE_TEXTS` probe texts, each at most `CORPUS_MAX_CHARS` long.
+
+    Examples:
+        >>> fit, probe = corpus_texts("stdlib")  # doctest: +SKIP
+    """
+    from .demo import load_corpus
+
+    Corpus(corpus)  # one corpus so far: the enum checks the name
+
+    def short(split: str, count: int) -> list[str]:
+        return [text for text in load_corpus(split, progress=progress) if len(text) <= CORPUS_MAX_CHARS][:count]
+
+    return short("fit", CORPUS_FIT_TEXTS), short("probe", CORPUS_PROBE_TEXTS)
+
+
+def _sweep_texts(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
+    """(fit texts, probe texts or None) from --texts / --probe-texts, else from the built-in --corpus."""
+    if args.texts:
+        return read_texts(args.texts), read_texts(args.probe_texts) if args.probe_texts else None
+    fit, probe = corpus_texts(args.corpus or Corpus.STDLIB.value, progress=not args.no_progress)
+    return fit, read_texts(args.probe_texts) if args.probe_texts else probe
+
+
+def _check_split_points(args: argparse.Namespace, checkpoints: Any) -> None:
+    """Layer indices within the first local checkpoint's layers, checked before any checkpoint loads."""
+    from .visualizations.model_card import layer_count
+
+    first = next(iter(checkpoints), None)
+    layers = layer_count(first.source) if first is not None and not first.revision else None
+    if layers is None:
+        return
+    for split_point in args.split_point:
+        if isinstance(split_point, int) and not -layers <= split_point < layers:
+            raise InvalidInputError(
+                f"--split-point {split_point} but the model has {layers} layers ({0}-{layers - 1}): give a layer "
+                f"index from 0 to {layers - 1} (or a module path)."
+            )
+
+
+def _estimate(checkpoints: Any, fit: Sequence[str], probe: Sequence[str] | None, args: argparse.Namespace) -> str:
+    """A line saying how many tokens each checkpoint will read, from the first local checkpoint's tokenizer."""
+    from .visualizations.model_card import count_tokens
+
+    first = next(iter(checkpoints), None)
+    probed = probe if probe is not None else list(fit)[1::2]
+    fit_tokens = count_tokens(first.source, fit) if first is not None and not first.revision else None
+    probe_tokens = count_tokens(first.source, probed) if first is not None and not first.revision else None
+    n = len(list(checkpoints))
+    if fit_tokens is None or probe_tokens is None:
+        return f"{n} checkpoints, {len(fit)} fit texts, {len(probed)} probe texts (tokens counted when loaded)"
+    fit_used = min(fit_tokens, args.max_fit_tokens)
+    probe_used = min(probe_tokens, args.max_tokens) if args.max_tokens else probe_tokens
+    return (
+        f"{n} checkpoints; per checkpoint about {probe_used:,} probed tokens (one forward and backward pass each; "
+        f"--max-tokens caps them) and {fit_used:,} fit activations (of {fit_tokens:,}; --max-fit-tokens)"
     )
 
 
@@ -416,11 +551,16 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
     distributed.init_from_environment()  # a no-op unless launched by torchrun with several processes
 
+    checkpoints = _checkpoints(args)
+    _check_split_points(args, checkpoints)
+    fit_texts, probe_texts = _sweep_texts(args)
+    if distributed.is_main_process():
+        print(f"sweep: {_estimate(checkpoints, fit_texts, probe_texts, args)}", flush=True)
     sweep = CheckpointSweep(
-        _checkpoints(args),
+        checkpoints,
         split_point=args.split_point,
-        texts=read_texts(args.texts),
-        probe_texts=read_texts(args.probe_texts) if args.probe_texts else None,
+        texts=fit_texts,
+        probe_texts=probe_texts,
         objective=args.objective,
         method=args.method,
         nb_concepts=args.nb_concepts,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ResultsStoreError
 
-__all__ = ["write_atomically"]
+__all__ = ["write_atomically", "default_file_mode", "give_default_modes"]
 
 
 def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
@@ -49,7 +49,7 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(handle.name, 0o644)
+        os.chmod(handle.name, default_file_mode())  # NamedTemporaryFile creates 0600
         os.replace(handle.name, path)
     except BaseException as error:
         with contextlib.suppress(OSError):
@@ -58,6 +58,22 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
             raise _unwritable(path, error) from error
         raise
     return path
+
+
+def default_file_mode() -> int:
+    """The mode a plain ``open(path, "w")`` gives a new file: 0o666 less the process umask (0o644 typically)."""
+    umask = os.umask(0o022)  # reading the umask means setting it: put it back at once
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def give_default_modes(folder: str | os.PathLike) -> None:
+    """Give the files directly in `folder` `default_file_mode` (libraries that write through temporary files, such
+    as safetensors under ``save_pretrained``, leave them 0600)."""
+    mode = default_file_mode()
+    for path in Path(folder).iterdir():
+        if path.is_file() and not path.is_symlink():
+            os.chmod(path, mode)
 
 
 def _unwritable(path: Path, error: OSError) -> ResultsStoreError:

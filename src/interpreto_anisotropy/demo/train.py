@@ -25,7 +25,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
-from ..commons.files import write_atomically
+from ..commons.files import give_default_modes, write_atomically
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from ..probing.masking import MaskedLM, resolve_masking, special_tokens_mask
 from .corpus import load_corpus
@@ -261,6 +261,7 @@ def _save_checkpoint(folder: Path, model: PreTrainedModel, tokenizer: PreTrained
     with _transformers_progress_bars(False):
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
+    give_default_modes(folder)
     write_atomically(folder / TRAINER_STATE_NAME, json.dumps(state, indent=2))
 
 

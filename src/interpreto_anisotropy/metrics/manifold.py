@@ -556,7 +556,10 @@ def _tokenizer_size(tokenizer: Any) -> int:
 def _token_ids_of(tokenizer: Any, texts: list[str], add_special_tokens: bool) -> torch.Tensor:
     if not callable(tokenizer):
         raise InvalidInputError(f"tokenizer must be callable like a Hugging Face tokenizer, got {type(tokenizer)}.")
-    encoded = tokenizer(texts, add_special_tokens=add_special_tokens)
+    try:  # counting is no model input: no "sequence length is longer than the maximum" warning
+        encoded = tokenizer(texts, add_special_tokens=add_special_tokens, verbose=False)
+    except TypeError:  # a plain callable without Hugging Face's `verbose`
+        encoded = tokenizer(texts, add_special_tokens=add_special_tokens)
     try:
         sequences = encoded["input_ids"]
     except (KeyError, TypeError, IndexError) as error:

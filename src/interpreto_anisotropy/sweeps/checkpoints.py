@@ -612,7 +612,10 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     """
     import torch
 
-    model, tokenizer = load_checkpoint(checkpoint, **kwargs)
+    from ..commons.quiet import quiet_transformers
+
+    with quiet_transformers():  # no "Loading weights" bar per checkpoint: a sweep shows one progress bar
+        model, tokenizer = load_checkpoint(checkpoint, **kwargs)
     on_cuda = any(p.is_cuda for p in model.parameters())
     try:
         yield model, tokenizer

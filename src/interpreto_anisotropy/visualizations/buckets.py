@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from ..errors import EmptyInputError
+from .steps import step_axis
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sweeps.result import SweepResult
@@ -59,9 +61,18 @@ def plot_energy_by_bucket(
         for column, (prefix, title) in enumerate(_BREAKDOWNS):
             _draw_buckets(axes[line][column], split_rows, prefix)
             shown = str(split).replace("$", r"\$")  # a $ would start matplotlib's mathtext
-            axes[line][column].set_title(f"{shown}: {title}" if len(splits) > 1 else title, fontsize="medium")
+            axes[line][column].set_title(
+                f"split point {shown}: {title}" if len(splits) > 1 else title, fontsize="medium"
+            )
     shown_kind = str(kind).replace("$", r"\$")
     figure.suptitle(f"Energy share of the {shown_kind} tangent within token buckets (dashed: its controls' mean)")
+    figure.legend(
+        handles=[Line2D([], [], color="0.3", linestyle=style) for style in ("-", "--")],
+        labels=["tangent", "controls' mean"],
+        loc="outside lower center",
+        ncols=2,
+        fontsize="small",
+    )
     return figure
 
 
@@ -69,6 +80,8 @@ def _draw_buckets(ax: Any, rows: list[dict[str, Any]], prefix: str) -> None:
     labels = next((row.get(f"{prefix}_buckets") for row in rows if row.get(f"{prefix}_buckets")), None)
     if not labels:
         ax.text(0.5, 0.5, "not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
+        step_axis(ax, sorted({row["step"] for row in rows}))
+        ax.set_ylabel("energy share", fontsize="small")
         return
     colors = colormaps["viridis"].resampled(max(len(labels), 2))
     for index, label in enumerate(labels):
@@ -91,7 +104,6 @@ def _draw_buckets(ax: Any, rows: list[dict[str, Any]], prefix: str) -> None:
                     label=name,
                     gid=f"{field}:{index}",
                 )
-    ax.set_xscale("symlog", linthresh=1)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("energy share")
+    step_axis(ax, sorted({row["step"] for row in rows}))
+    ax.set_ylabel("energy share", fontsize="small")
     ax.legend(fontsize="x-small", title="bucket", title_fontsize="x-small")

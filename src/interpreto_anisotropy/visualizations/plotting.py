@@ -6,7 +6,8 @@
 Every function takes a `SweepResult` and returns a `matplotlib.figure.Figure` built without pyplot, so nothing
 is shown, no GUI backend is needed and no global figure state is kept (save with ``fig.savefig(path)``; in a
 notebook the figure displays itself). Figures have one panel per split point, side by side, except
-`plot_isotropy`, whose six small multiples draw one line per split point.
+`plot_energy`, with one panel per split point (row) and tangent kind (column), `plot_isotropy`, whose six small
+multiples draw one line per split point, and `plot_loss`, one line per split point.
 
 The x axis is the training step on a symmetric-log scale (``symlog``, linear on [0, 1], logarithmic above), as
 Pythia-style checkpoints are log-spaced and step 0 must still show. Missing values (None, NaN: a partial sweep,
@@ -15,8 +16,8 @@ a non-finite measurement) are skipped point by point; a series with no finite va
 Each drawn series carries a ``gid`` (``artist.get_gid()``) so that tests and scripts can find it:
 ``"energy:<tangent>"``, ``"control_min:<tangent>"``, ``"control_max:<tangent>"``, ``"control_mean:<tangent>"``,
 ``"control_band:<tangent>"``, ``"analytic_null:<tangent>"``, ``"chance"``, ``"ratio:<tangent>"``,
-``"delta:<tangent>"``, ``"delta_control_*:<tangent>"``, ``"isotropy:<metric>:<split point>"`` and
-``"drift:<reference|previous>_<mean|max>"``.
+``"delta:<tangent>"``, ``"delta_control_*:<tangent>"``, ``"isotropy:<metric>:<split point>"``,
+``"drift:<reference|previous>_<mean|max>"`` and ``"loss:<split point>"``.
 
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
@@ -33,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter
 
 from ..errors import EmptyInputError
+from .buckets import plot_energy_by_bucket
+from .steps import STEP_LABEL, step_axis
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -49,13 +51,13 @@ __all__ = [
     "plot_delta_isoscore",
     "plot_isotropy",
     "plot_drift",
+    "plot_loss",
     "FIGURES",
     "STEP_LABEL",
     "ISOTROPY_PANELS",
 ]
 
 #: Label of the x axis of every figure: the training step on a symmetric-log scale.
-STEP_LABEL = "training step (symlog scale: linear on [0, 1], log above)"
 
 #: The panels of `plot_isotropy`: (title, main column, optional secondary column drawn dashed, y label).
 ISOTROPY_PANELS: tuple[tuple[str, str, str | None, str], ...] = (
@@ -183,28 +185,6 @@ def _new_figure(n_panels: int) -> tuple[Figure, list[Axes]]:
     return figure, list(axes)
 
 
-def _format_step(value: float, _position: Any = None) -> str:
-    """Tick label of a step: 0, 1, 10, 100, 1k, 10k, 100k, 1M."""
-    if value < 0:
-        return ""
-    for scale, suffix in ((1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:g}{suffix}"
-    return f"{value:g}"
-
-
-def _step_axis(ax: Axes, steps: Sequence[int], *, label: bool = True) -> None:
-    """Symlog x axis on the steps (linear on [0, 1], log above), with a little room at both ends."""
-    ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
-    if steps:
-        low, high = min(steps), max(steps)
-        ax.set_xlim(low - 0.15 if low <= 1 else low / 1.25, high * 1.25 if high >= 1 else high + 0.15)
-    ax.xaxis.set_major_formatter(FuncFormatter(_format_step))
-    if label:
-        ax.set_xlabel(STEP_LABEL, fontsize="small")
-    ax.grid(True, which="major", alpha=0.3)
-
-
 def _figure_legend(figure: Figure, axes: Sequence[Axes], extra: Sequence[tuple[Any, str]] = ()) -> None:
     """One legend for the whole figure, below the panels, entries deduplicated by label (then `extra` entries)."""
     handles: dict[str, Any] = {}
@@ -224,6 +204,11 @@ def _figure_legend(figure: Figure, axes: Sequence[Axes], extra: Sequence[tuple[A
 def _panel_title(ax: Axes, split_point: Any, n_panels: int) -> None:
     if n_panels > 1 or split_point is not None:
         ax.set_title(f"split point {_short(split_point)}", fontsize="medium")
+
+
+def _kind_panel_title(ax: Axes, split_point: Any, tangent: Any) -> None:
+    """A panel's title: its tangent kind and its split point (last, so that it can be found by its end)."""
+    ax.set_title(f"{_plain(tangent)} tangent, split point {_short(split_point)}", fontsize="medium")
 
 
 def _kind_label(tangent: Any, n_tangents: int, text: str) -> str:
@@ -258,13 +243,21 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
         >>> plot_energy(table, tangent="early").savefig("energy.png")
     """
     rows = _rows(result, split_point, tangent)
-    panels = _groups(rows, "split_point")
-    figure, axes = _new_figure(len(panels))
-    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
-        kinds = _groups(split_rows, "tangent", "early")
-        for index, (kind, kind_rows) in enumerate(kinds.items()):
+    splits = _groups(rows, "split_point")
+    kinds_of = {split: _groups(split_rows, "tangent", "early") for split, split_rows in splits.items()}
+    n_columns = max(len(kinds) for kinds in kinds_of.values())
+    figure = Figure(
+        figsize=(max(_PANEL_WIDTH * n_columns, 7.0), _PANEL_HEIGHT * len(splits) + 1.4), layout="constrained"
+    )
+    grid = figure.subplots(len(splits), n_columns, squeeze=False, sharey="row")
+    axes = []
+    for row_axes, (split, split_rows) in zip(grid, splits.items(), strict=True):
+        for unused in row_axes[len(kinds_of[split]) :]:
+            unused.set_visible(False)
+        for index, (ax, (kind, kind_rows)) in enumerate(zip(row_axes, kinds_of[split].items(), strict=False)):
+            axes.append(ax)
             color = _tangent_color(kind, index)
-            n_kinds = len(kinds)
+            n_kinds = 1  # one kind per panel: the panel's title names it
             # control band: min..max of the per-control energy shares
             band = [
                 (int(row["step"]), min(values), max(values))
@@ -337,11 +330,11 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
                 )
                 for artist in (*container.lines[1], *container.lines[2]):
                     artist.set_gid(f"ci:{kind}")
-        _draw_chance(ax, split_rows)
-        _step_axis(ax, _all_steps(split_rows))
-        ax.set_ylim(bottom=0.0)
-        ax.set_ylabel("gradient energy share (fraction of ||G||_F^2)", fontsize="small")
-        _panel_title(ax, split, len(panels))
+            _draw_chance(ax, kind_rows)
+            step_axis(ax, _all_steps(split_rows))
+            ax.set_ylim(bottom=0.0)
+            ax.set_ylabel("gradient energy share (fraction of ||G||_F^2)", fontsize="small")
+            _kind_panel_title(ax, split, kind)
     figure.suptitle("Gradient energy in the tangent subspace vs matched-rank normal controls")
     _figure_legend(figure, axes)
     return figure
@@ -437,7 +430,7 @@ def plot_energy_ratio(
                     gid=f"not_significant:{kind}",
                 )
         ax.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0, label="ratio 1 (as a control)", gid="one")
-        _step_axis(ax, _all_steps(split_rows))
+        step_axis(ax, _all_steps(split_rows))
         ax.set_ylim(bottom=0.0)
         ax.set_ylabel("energy ratio E_T / mean E_N (times)", fontsize="small")
         _panel_title(ax, split, len(panels))
@@ -528,7 +521,7 @@ def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, 
                     gid=f"delta:{kind}",
                 )
         ax.axhline(0.0, color="0.35", linewidth=0.8, gid="zero")
-        _step_axis(ax, _all_steps(split_rows))
+        step_axis(ax, _all_steps(split_rows))
         ax.set_ylabel("Delta IsoScore* of gradients (IsoScore* units)", fontsize="small")
         _panel_title(ax, split, len(panels))
     figure.suptitle("Gradient isotropy gained by removing the tangent vs a normal control\n(Delta IsoScore*)")
@@ -592,7 +585,7 @@ def plot_isotropy(result: SweepResult, *, split_point: str | None = None, tangen
                     )
         if not ax.lines:
             ax.text(0.5, 0.5, "not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
-        _step_axis(ax, steps, label=position >= 3)
+        step_axis(ax, steps, label=position >= 3)
         ax.set_title(title, fontsize="medium")
         ax.set_ylabel(ylabel, fontsize="small")
     figure.suptitle("Isotropy of the activations over training")
@@ -601,11 +594,12 @@ def plot_isotropy(result: SweepResult, *, split_point: str | None = None, tangen
 
 
 def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
-    """Drift of the tangent over training: principal angles between checkpoints' own tangents, in degrees.
+    """Drift of the tangent over training: principal angles between checkpoints' own tangents, in radians.
 
     Lines: mean and largest principal angle between this checkpoint's tangent and the reference tangent (blue)
-    and the previous checkpoint's tangent (orange); mean solid, max dashed. 0 degrees is the same subspace, 90
-    degrees an orthogonal direction. The first checkpoint has no previous one and is skipped on that line.
+    and the previous checkpoint's tangent (orange); mean solid, max dashed. The left axis is in radians, the unit
+    of the ``drift_*`` columns; the right axis gives the same angles in degrees. 0 is the same subspace, pi/2
+    (90 degrees) an orthogonal direction. The first checkpoint has no previous one and is skipped on that line.
 
     Args:
         result: The sweep.
@@ -638,7 +632,7 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
             if x:
                 ax.plot(
                     x,
-                    np.degrees(y),
+                    y,
                     color=color,
                     linestyle=style,
                     marker="o" if statistic == "mean" else None,
@@ -649,17 +643,62 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
                 )
         if not ax.lines:
             ax.text(0.5, 0.5, "drift not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
-        _step_axis(ax, _all_steps(split_rows))
-        top = max((line.get_ydata().max() for line in ax.lines), default=90.0)
-        ax.set_ylim(0.0, min(90.0, max(5.0, 1.15 * float(top))))
-        ax.set_ylabel("principal angle (degrees)", fontsize="small")
+        step_axis(ax, _all_steps(split_rows))
+        top = max((np.max(line.get_ydata()) for line in ax.lines), default=math.pi / 2)
+        ax.set_ylim(0.0, min(math.pi / 2, max(math.radians(5.0), 1.15 * float(top))))
+        ax.set_ylabel("principal angle (radians, as the drift_* columns)", fontsize="small")
+        degrees = ax.secondary_yaxis("right", functions=(np.degrees, np.radians))
+        degrees.set_ylabel("degrees", fontsize="small")
         _panel_title(ax, split, len(panels))
     figure.suptitle("Tangent drift: principal angles between checkpoints' own tangents")
     _figure_legend(figure, axes)
     return figure
 
 
-from .buckets import plot_energy_by_bucket  # noqa: E402  (its own module, registered with the others here)
+def plot_loss(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
+    """The training loss of each checkpoint on the probe texts (the ``loss`` column), one line per split point.
+
+    The loss describes the checkpoint, not the tangent, so rows of several tangent kinds at one step count once.
+    Split points of one checkpoint probe the same texts with the same objective, so their lines coincide unless
+    they probed different tokens.
+
+    Args:
+        result: The sweep.
+        split_point: Plot only this split point (default: every split point, one line each).
+        tangent: Use only the rows of this tangent kind (default: every row).
+
+    Returns:
+        The figure.
+
+    Raises:
+        EmptyInputError: If the sweep, or its selection, has no row.
+
+    Examples:
+        >>> plot_loss(table).savefig("loss.png")
+    """
+    rows = _rows(result, split_point, tangent)
+    figure, (ax,) = _new_figure(1)
+    for index, (split, split_rows) in enumerate(_groups(rows, "split_point").items()):
+        x, y = _series(_per_checkpoint(split_rows), _field("loss"))
+        if x:
+            ax.plot(
+                x,
+                y,
+                color=_SPLIT_COLORS[index % len(_SPLIT_COLORS)],
+                marker="o",
+                markersize=3.5,
+                linewidth=1.6,
+                label=f"split point {_short(split, 28)}",
+                gid=f"loss:{split}",
+            )
+    if not ax.lines:
+        ax.text(0.5, 0.5, "loss not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
+    step_axis(ax, _all_steps(rows))
+    ax.set_ylabel("loss on the probe texts (nats per loss term)", fontsize="small")
+    figure.suptitle("Training loss of each checkpoint on the probe texts")
+    _figure_legend(figure, [ax])
+    return figure
+
 
 FIGURES: dict[str, Callable[..., Figure]] = {
     "energy": plot_energy,
@@ -667,6 +706,7 @@ FIGURES: dict[str, Callable[..., Figure]] = {
     "delta_isoscore": plot_delta_isoscore,
     "isotropy": plot_isotropy,
     "drift": plot_drift,
+    "loss": plot_loss,
     "buckets": plot_energy_by_bucket,
 }
 """The figures of `plot_sweep`, by name, in display order."""
@@ -675,7 +715,7 @@ FIGURES: dict[str, Callable[..., Figure]] = {
 def plot_sweep(
     result: SweepResult, *, split_point: str | None = None, tangent: str | None = None
 ) -> dict[str, Figure]:
-    """Every figure of a sweep: energy, energy ratio, Delta IsoScore*, activation isotropy and tangent drift.
+    """Every figure of a sweep: energy, energy ratio, Delta IsoScore*, activation isotropy, tangent drift, loss.
 
     Args:
         result: The sweep (a finished or partial one).
@@ -683,8 +723,8 @@ def plot_sweep(
         tangent: Plot only this tangent kind ("early", "each", "given"; default: every kind present).
 
     Returns:
-        ``{"energy": ..., "energy_ratio": ..., "delta_isoscore": ..., "isotropy": ..., "drift": ...}``, each a
-        `matplotlib.figure.Figure` (see the functions of the same names, ``plot_<name>``).
+        ``{"energy": ..., "energy_ratio": ..., "delta_isoscore": ..., "isotropy": ..., "drift": ..., "loss": ...}``,
+        each a `matplotlib.figure.Figure` (see the functions of the same names, ``plot_<name>``).
 
     Raises:
         EmptyInputError: If the sweep, or its selection, has no row.

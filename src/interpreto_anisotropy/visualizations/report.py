@@ -9,7 +9,10 @@
   `interpreto_anisotropy.visualizations.plotting.plot_sweep` embedded as a base64 PNG, the table of rows and the sweep's
   settings. No external CSS, JavaScript or image: the page can be mailed or archived as one file.
 - ``figures/<name>.png``: the same figures as files.
-- ``rows.csv``: the scalar columns of the rows (`SweepResult.to_csv`).
+- ``rows.csv``: the scalar columns of the rows (`SweepResult.to_csv`), and ``rows.columns.csv``: what each of
+  those columns means (meaning, unit, formula, section of the docs), from the one table of column descriptions,
+  `interpreto_anisotropy.visualizations.columns.COLUMNS`, which also gives the page's header tooltips and its
+  column definitions.
 
 Every file is written to a temporary file in the same folder and then renamed over the old one, so a crash
 leaves either the previous report or the new one, never half a page. The report works on a partial sweep (the
@@ -36,11 +39,13 @@ from typing import TYPE_CHECKING, Any
 from ..commons.files import write_atomically
 from ..errors import EmptyInputError, InvalidInputError
 from ..version import __version__
+from .columns import COLUMNS_CSV_FILE, TANGENT_KINDS, describe, write_column_notes
+from .model_card import model_card, model_name, software_versions
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sweeps.result import SweepResult
 
-__all__ = ["write_report", "KEY_COLUMNS", "REPORT_FILE", "FIGURES_DIR", "CSV_FILE"]
+__all__ = ["write_report", "KEY_COLUMNS", "REPORT_FILE", "FIGURES_DIR", "CSV_FILE", "COLUMNS_CSV_FILE"]
 
 #: The report's HTML page, in the report folder.
 REPORT_FILE = "index.html"
@@ -82,37 +87,11 @@ KEY_COLUMNS: tuple[str, ...] = (
     "activation_effective_rank",
 )
 
-_COLUMN_HELP = {
-    "energy_share": "E_T = ||G Q_T||_F^2 / ||G||_F^2, the share of gradient energy in the tangent",
-    "ci": "bootstrap confidence interval of E_T (resampling sequences)",
-    "control_mean": "mean energy share E_N of the matched-rank normal controls",
-    "analytic_null": "(1 - E_T) k / (d - k), the expected share of a random control in the complement",
-    "chance": "k / d, the expected share of a uniformly random rank-k subspace",
-    "energy_ratio": "E_T / mean E_N",
-    "p_value": "(1 + #{controls with E_N >= E_T}) / (R + 1), the paper's p-value: approximate, anti-conservative when k/d is not small",
-    "p_value_exact": "(1 + #{random k-subspaces of R^d with E >= E_T}) / (R' + 1): exact under the null of a random tangent",
-    "z_score": "(E_T - k/d) / sigma_0, sigma_0 the standard deviation of a random k-subspace's share",
-    "anisotropy_share": "Delta IsoScore* of the tangent minus the controls' mean Delta: the anisotropy share",
-    "anisotropy_share_p_value": "rank p-value of the tangent's Delta IsoScore* among the controls' (approximate)",
-    "p_value_holm": "p_value adjusted by Holm's method over the rows of its split point and tangent kind "
-    "(family-wise error rate)",
-    "p_value_bh": "p_value adjusted by Benjamini-Hochberg over the rows of its split point and tangent kind "
-    "(false discovery rate)",
-    "p_value_exact_holm": "p_value_exact adjusted by Holm's method over the rows of its split point and tangent kind",
-    "p_value_exact_bh": "p_value_exact adjusted by Benjamini-Hochberg over the rows of its split point and tangent kind",
-    "oracle_energy_share": "share held by the top-k eigenvectors of G^T G, the most any rank-k subspace holds",
-    "anisotropy_capture": "(E_T - k/d) / (oracle - k/d)",
-    "delta_isoscore_star": "IsoScore*(G without the tangent) - IsoScore*(G)",
-    "delta_isoscore_star_controls_mean": "mean over controls of IsoScore*(G without the control) - IsoScore*(G)",
-    "delta_isoscore_star_p_value": "p-value of the tangent's Delta IsoScore* against the controls'",
-    "loss": "mean training loss per loss term on the probe texts",
-}
-
 _FIGURE_CAPTIONS = {
     "energy": (
         "Share of the gradient energy held by the tangent (solid, with bootstrap intervals), by its matched-rank "
         "normal controls (shaded min-max band, dashed mean), the analytic null of a random control (dotted) and "
-        "chance k/d (grey dashed)."
+        "chance k/d (grey dashed); one panel per split point and tangent kind."
     ),
     "energy_ratio": (
         "Tangent energy over the controls' mean energy. Filled markers: p-value at or below 0.05; the smallest "
@@ -130,8 +109,10 @@ _FIGURE_CAPTIONS = {
     ),
     "drift": (
         "Principal angles between each checkpoint's own tangent and the reference tangent, and the previous "
-        "checkpoint's tangent (mean solid, largest dashed)."
+        "checkpoint's tangent (mean solid, largest dashed), in radians as in the drift_* columns (degrees on the "
+        "right axis)."
     ),
+    "loss": "Training loss of each checkpoint on the probe texts (the loss column), as training goes.",
 }
 
 _STYLE = """
@@ -148,6 +129,9 @@ figcaption { color: #555; font-size: 0.9em; max-width: 60em; }
 table { border-collapse: collapse; font-size: 0.82em; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; position: sticky; top: 0; }
+table.rows th[title] { cursor: help; text-decoration: underline dotted; }
+table.definitions td, table.definitions th, table.card td, table.card th { white-space: normal; text-align: left; }
+table.definitions td:first-child { white-space: nowrap; }
 td.text, th.text { text-align: left; }
 tbody tr:nth-child(even) { background: #fafafa; }
 pre { margin: 0; font-size: 0.95em; white-space: pre-wrap; }
@@ -166,7 +150,8 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
     Args:
         result: The sweep (finished or partial: the report shows the rows finished so far).
         out_dir: Folder of the report.
-        title: Page title (default: "Checkpoint sweep report" and the results directory's name, if known).
+        title: Page title (default: "Checkpoint sweep report" and the model's name: a hub id, or the folder that
+            holds the local checkpoints).
         dpi: Resolution of the PNG figures.
 
     Returns:
@@ -195,9 +180,7 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
         if any(column in row for row in result.rows):
             result = result.adjusted("holm", column=column).adjusted("bh", column=column)
     if title is None:
-        title = "Checkpoint sweep report"
-        if result.results_dir is not None:
-            title += f": {Path(result.results_dir).name}"
+        title = _default_title(result)
 
     figures: list[tuple[str, bytes]] = []
     for name, figure in plot_sweep(result).items():
@@ -209,10 +192,19 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
         figures.append((name, data))
 
     result.to_csv(out_dir / CSV_FILE)
+    write_column_notes(out_dir / COLUMNS_CSV_FILE, result.scalar_columns())
     page = _page(result, title=title, figures=figures)
     path = out_dir / REPORT_FILE
     write_atomically(path, page.encode("utf-8"))
     return path
+
+
+def _default_title(result: SweepResult) -> str:
+    """ "Checkpoint sweep report" and the model's name, else the results folder's name."""
+    name = model_name(result.config, result.rows)
+    if name is None and result.results_dir is not None:
+        name = Path(result.results_dir).name
+    return "Checkpoint sweep report" + (f": {name}" if name else "")
 
 
 def _report_folder(out_dir: Path) -> Path:
@@ -292,7 +284,8 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
     meta = (
         f"{len(result.rows)} rows from {len(steps)} checkpoint{'s' if len(steps) != 1 else ''} "
         f"(steps {', '.join(map(str, steps))}); split points: {', '.join(map(str, result.split_points))}; "
-        f"tangents: {', '.join(map(str, result.tangents))}. Written {written} by interpreto-anisotropy {__version__}"
+        f"tangents: {', '.join(map(str, result.tangents))} (defined below). Written {written} by "
+        f"interpreto-anisotropy {__version__}"
     )
     if result.results_dir is not None:
         meta += f" from {result.results_dir}"
@@ -311,7 +304,10 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
         f"<h1>{_escape(title)}</h1>",
         f'<p class="meta">{_escape(meta)}</p>',
         "<h2>What this shows</h2>",
+        _tangent_kinds(result),
         _explanation(floor),
+        "<h2>Model</h2>",
+        _model_section(result),
         "<h2>Figures</h2>",
     ]
     for name, data in figures:
@@ -325,14 +321,19 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
     parts += [
         "<h2>Rows</h2>",
         f"<p>One row per (checkpoint, split point, tangent); floats to 4 significant digits, empty cells are "
-        f"missing values. Every scalar column is also in <code>{CSV_FILE}</code>; hover over a header for its "
-        "meaning.</p>",
+        f"missing values. Every scalar column is also in <code>{CSV_FILE}</code>, with its meaning and unit in "
+        f"<code>{COLUMNS_CSV_FILE}</code>; hover over a header for its meaning, or read the "
+        '<a href="#column-definitions">column definitions</a> below the table.</p>',
         _rows_table(result),
+        '<h2 id="column-definitions">Column definitions</h2>',
+        _definitions(result),
         "<h2>Multiple testing</h2>",
         _multiple_testing(result),
         *_skipped(result),
         "<h2>Settings</h2>",
         _settings_table(result.config),
+        "<h2>Software</h2>",
+        _versions(),
         "</body>",
         "</html>",
     ]
@@ -406,8 +407,7 @@ def _rows_table(result: SweepResult) -> str:
         return ' class="text"' if column in text_columns else ""
 
     header = "".join(
-        f'<th{align(column)} title="{_escape(_COLUMN_HELP.get(column, column))}">{_escape(column)}</th>'
-        for column in columns
+        f'<th{align(column)} title="{_escape(_tooltip(column))}">{_escape(column)}</th>' for column in columns
     )
     body = []
     for row in result.rows:
@@ -424,10 +424,105 @@ def _settings_table(config: dict[str, Any]) -> str:
         return "<p>No settings recorded.</p>"
     body = []
     for key, value in config.items():
-        if isinstance(value, (dict, list, tuple)):
-            text = json.dumps(value, indent=2, default=str, ensure_ascii=False)
-            cell = f"<pre>{_escape(text)}</pre>"
+        if key == "checkpoints" and isinstance(value, list):
+            text = _checkpoints_summary(value)
+        elif key.endswith("steps") and isinstance(value, list) and all(isinstance(step, int) for step in value):
+            text = _steps_summary(value)
+        elif isinstance(value, (dict, list, tuple)):
+            text = json.dumps(value, default=str, ensure_ascii=False)
         else:
-            cell = _escape(_format(value) if isinstance(value, float) else str(value))
-        body.append(f'<tr><th class="text">{_escape(str(key))}</th><td class="text">{cell}</td></tr>')
+            text = _format(value) if isinstance(value, float) else str(value)
+        body.append(f'<tr><th class="text">{_escape(str(key))}</th><td class="text">{_escape(text)}</td></tr>')
     return f'<table class="settings"><tbody>{"".join(body)}</tbody></table>'
+
+
+def _steps_summary(steps: Sequence[int], noun: str = "step", shown: int = 4) -> str:
+    """ "n steps, a to b: s1, s2, ..., s_n", listing the first and last few steps only."""
+    if not steps:
+        return f"no {noun}"
+    if len(steps) <= 2 * shown:
+        listed = ", ".join(map(str, steps))
+    else:
+        listed = ", ".join(map(str, steps[:shown])) + ", ..., " + ", ".join(map(str, steps[-shown:]))
+    return f"{len(steps)} {noun}{'s' if len(steps) != 1 else ''}, steps {min(steps)} to {max(steps)}: {listed}"
+
+
+def _checkpoints_summary(checkpoints: Sequence[Any]) -> str:
+    """The checkpoint list in one line: how many, their steps, and where they come from (a pattern when shared)."""
+    entries = [entry for entry in checkpoints if isinstance(entry, dict) and isinstance(entry.get("step"), int)]
+    sources = [str(entry.get("source")) for entry in entries]
+    revisions = [entry["revision"] for entry in entries if entry.get("revision")]
+    patterns = {
+        source[: -len(str(entry["step"]))] + "{step}" if source.endswith(str(entry["step"])) else source
+        for source, entry in zip(sources, entries, strict=True)
+    }
+    if revisions:
+        where = f"{sources[0]} at revisions {revisions[0]} to {revisions[-1]}"
+    elif len(patterns) == 1:
+        where = patterns.pop()
+    else:
+        where = ", ".join(sources[:2]) + (", ..." if len(sources) > 2 else "")
+    summary = _steps_summary([entry["step"] for entry in entries], noun="checkpoint")
+    return f"{summary}; from {where}" if entries else summary
+
+
+def _tooltip(column: str) -> str:
+    description = describe(column)
+    if description is None:
+        return f"{column}: no description yet (add it to COLUMNS in interpreto_anisotropy/visualizations/columns.py)"
+    return description.tooltip()
+
+
+def _tangent_kinds(result: SweepResult) -> str:
+    """The tangent kinds of the sweep, defined (they name the rows and the figures' panels)."""
+    items = "".join(
+        f"<li><b>{_escape(str(kind))}</b>: {_escape(TANGENT_KINDS.get(str(kind), 'a tangent kind of this sweep'))}"
+        "</li>"
+        for kind in result.tangents
+    )
+    return f'<div class="explain"><p>Tangent kinds in this report:</p><ul>{items}</ul></div>'
+
+
+def _definitions(result: SweepResult) -> str:
+    """A table defining every column of the rows table: meaning, unit, formula."""
+    body = []
+    for column in _columns(result):
+        description = describe(column)
+        meaning, unit, formula = (
+            (description.meaning, description.unit.value, description.formula)
+            if description
+            else (_tooltip(column), "", "")
+        )
+        body.append(
+            f"<tr><td><code>{_escape(column)}</code></td><td>{_escape(meaning)}</td><td>{_escape(unit)}</td>"
+            f"<td>{_escape(formula)}</td></tr>"
+        )
+    return (
+        '<div class="scroll"><table class="definitions"><thead><tr><th>column</th><th>meaning</th><th>unit</th>'
+        f"<th>formula</th></tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _model_section(result: SweepResult) -> str:
+    """The model card (architecture, d, layers, parameters) and what the sweep did with it."""
+    card = model_card(result.config, result.rows)
+    config = result.config
+    card["objective"] = str(config.get("objective") or _first_value(result.rows, "objective") or "unknown")
+    card["split points"] = ", ".join(map(str, result.split_points))
+    method = config.get("method") or _first_value(result.rows, "method")
+    rank = config.get("nb_concepts") or _first_value(result.rows, "rank")
+    card["tangent"] = f"{method or 'unknown method'}, rank k = {rank if rank is not None else 'unknown'}"
+    body = "".join(
+        f'<tr><th class="text">{_escape(key)}</th><td class="text">{_escape(value)}</td></tr>'
+        for key, value in card.items()
+    )
+    return f'<table class="card"><tbody>{body}</tbody></table>'
+
+
+def _first_value(rows: Sequence[dict[str, Any]], key: str) -> Any:
+    return next((row[key] for row in rows if row.get(key) is not None), None)
+
+
+def _versions() -> str:
+    listed = ", ".join(f"{name} {version}" for name, version in software_versions().items())
+    return f"<p>Written with {_escape(listed)} (the versions installed where this report was written).</p>"

@@ -1,0 +1,200 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""What a report can say about the swept model and the software, without loading a model or touching the network.
+
+`model_card` reads the ``config.json`` of the sweep's first checkpoint when it is a local folder (architecture,
+width, layers, heads, vocabulary) and counts the parameters from the headers of its ``.safetensors`` files (a few
+kilobytes read, no tensor); for a hub checkpoint it says what it cannot know. `model_name` names the model for the
+report's title, and `software_versions` gives the versions of the libraries that matter to the numbers.
+
+Examples:
+    >>> card = model_card({"checkpoints": [{"step": 0, "source": "runs/demo/toy/checkpoint-0"}]})  # doctest: +SKIP
+    >>> card["architecture"]  # doctest: +SKIP
+    'GPTNeoXForCausalLM (gpt_neox)'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+__all__ = ["model_name", "model_card", "software_versions", "layer_count", "count_tokens", "UNKNOWN"]
+
+#: What the card says of a field it cannot know.
+UNKNOWN = "unknown"
+
+# Hugging Face configs name the same quantity differently across families.
+_WIDTH_KEYS = ("hidden_size", "d_model", "n_embd", "dim")
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+_HEAD_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
+_VERSIONED = ("torch", "transformers", "interpreto", "interpreto-anisotropy")
+
+
+def _checkpoints(config: dict[str, Any], rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sweep's checkpoints (step, source, revision), from its config or else from its rows."""
+    listed = config.get("checkpoints")
+    if isinstance(listed, list) and listed:
+        return [entry for entry in listed if isinstance(entry, dict)]
+    return [{key: row.get(key) for key in ("step", "source", "revision")} for row in rows if row.get("source")]
+
+
+def _local_folder(entry: dict[str, Any]) -> Path | None:
+    source = entry.get("source")
+    if not isinstance(source, str) or entry.get("revision"):
+        return None
+    path = Path(source)
+    return path if path.is_dir() else None
+
+
+def model_name(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> str | None:
+    """The swept model's name: a hub id as it is, local checkpoints by the folder that holds them.
+
+    Args:
+        config: The sweep's settings (``config.json``).
+        rows: Its rows, read when the config lists no checkpoint.
+
+    Returns:
+        The name, or None if the sweep records no checkpoint source.
+    """
+    checkpoints = [entry for entry in _checkpoints(config, rows) if isinstance(entry.get("source"), str)]
+    if not checkpoints:
+        return None
+    if checkpoints[0].get("revision"):
+        return checkpoints[0]["source"]
+    parents = {Path(entry["source"]).parent for entry in checkpoints}
+    folder = parents.pop() if len(parents) == 1 else Path(checkpoints[0]["source"]).parent
+    return folder.name or folder.resolve().name
+
+
+def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> dict[str, str]:
+    """The model's description, for the report: architecture, width d, layers, heads, vocabulary, parameters.
+
+    Read from the first checkpoint's ``config.json`` and ``.safetensors`` headers when it is a local folder; each
+    field it cannot read is `UNKNOWN` (a hub checkpoint is never downloaded for this).
+
+    Args:
+        config: The sweep's settings (``config.json``).
+        rows: Its rows (for the width d and when the config lists no checkpoint).
+
+    Returns:
+        Field name to text, in display order.
+    """
+    checkpoints = _checkpoints(config, rows)
+    folder = _local_folder(checkpoints[0]) if checkpoints else None
+    model_config = _read_json(folder / "config.json") if folder is not None else {}
+    width = _first(model_config, _WIDTH_KEYS)
+    if width is None:
+        width = next((row.get("dim") for row in rows if row.get("dim")), None)
+    parameters = _parameter_count(folder) if folder is not None else None
+    architectures = model_config.get("architectures") or []
+    architecture = architectures[0] if architectures else model_config.get("model_type")
+    if architecture and model_config.get("model_type") and architecture != model_config["model_type"]:
+        architecture = f"{architecture} ({model_config['model_type']})"
+    where = "its first checkpoint's config.json" if model_config else "not readable here (a hub or moved checkpoint)"
+    return {
+        "model": model_name(config, rows) or UNKNOWN,
+        "architecture": str(architecture or UNKNOWN),
+        "width d": _text(width),
+        "layers": _text(_first(model_config, _LAYER_KEYS)),
+        "attention heads": _text(_first(model_config, _HEAD_KEYS)),
+        "vocabulary": _text(model_config.get("vocab_size")),
+        "parameters": _parameters_text(parameters),
+        "described from": where,
+    }
+
+
+def software_versions() -> dict[str, str]:
+    """Versions of the libraries behind the numbers (as installed where the report is written)."""
+    versions = {}
+    for name in _VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def layer_count(source: str | Path) -> int | None:
+    """The number of layers a local checkpoint's ``config.json`` declares, or None (no such folder or field)."""
+    folder = Path(source)
+    count = _first(_read_json(folder / "config.json"), _LAYER_KEYS) if folder.is_dir() else None
+    return count if isinstance(count, int) and count > 0 else None
+
+
+def count_tokens(source: str | Path, texts: Sequence[str]) -> int | None:
+    """How many tokens a local checkpoint's tokenizer makes of `texts` (no truncation, no warning), or None.
+
+    Only a local folder with its own tokenizer is read; nothing is downloaded.
+    """
+    folder = Path(source)
+    if not folder.is_dir() or not texts:
+        return None
+    from transformers import AutoTokenizer
+
+    from ..commons.quiet import quiet_transformers
+
+    try:
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+            encoded = tokenizer(list(texts), verbose=False)["input_ids"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return sum(len(ids) for ids in encoded)
+
+
+def _first(config: dict[str, Any], keys: Sequence[str]) -> Any:
+    return next((config[key] for key in keys if config.get(key) is not None), None)
+
+
+def _text(value: Any) -> str:
+    return UNKNOWN if value is None else f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _parameters_text(count: int | None) -> str:
+    if count is None:
+        return UNKNOWN
+    for scale, suffix in ((1e9, " billion"), (1e6, " million"), (1e3, " thousand")):
+        if count >= scale:
+            return f"{count:,} ({count / scale:.3g}{suffix})"
+    return f"{count:,}"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _parameter_count(folder: Path) -> int | None:
+    """Parameters stored in the folder's ``.safetensors`` files, from their headers; None without such a file."""
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    for path in files:
+        header = _safetensors_header(path)
+        if header is None:
+            return None
+        total += sum(math.prod(entry["shape"]) for key, entry in header.items() if key != "__metadata__")
+    return total
+
+
+def _safetensors_header(path: Path) -> dict[str, Any] | None:
+    """The JSON header of a ``.safetensors`` file (an 8-byte little-endian length, then the JSON), or None."""
+    try:
+        with path.open("rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            if length > 100_000_000:
+                return None
+            header = json.loads(handle.read(length))
+    except (OSError, ValueError, struct.error):
+        return None
+    return header if isinstance(header, dict) else None
