@@ -186,16 +186,28 @@ def test_a_missing_revision_at_load_time_names_the_endpoint(online):
     assert "huggingface.co" not in message
 
 
-def test_a_server_error_says_so(online):
+@pytest.fixture
+def no_wait(monkeypatch):
+    monkeypatch.setattr(hub_access, "FIRST_WAIT", 0.0)
+
+
+def test_a_server_error_says_so(online, no_wait):
     online.fail(r"/api/models/org/tiny-neox/revision/step8", 500)
-    with pytest.raises(CheckpointError, match=r"step-8 .*server error.*may well exist") as info:
+    with (
+        pytest.warns(UserWarning, match="server: .*attempt 4 of 4"),
+        pytest.raises(CheckpointError, match=r"step-8 .*server error.*may well exist.*4 attempts failed") as info,
+    ):
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
     assert "does not exist" not in str(info.value)
+    assert online.count("/revision/step8") == hub_access.ATTEMPTS
 
 
-def test_a_connection_reset_says_network(online):
+def test_a_connection_reset_says_network(online, no_wait):
     online.fail(r"/api/models/org/tiny-neox/revision/step8", "reset", after_bytes=0)
-    with pytest.raises(CheckpointError, match=r"step-8 .*the network failed while talking to http://127\.0\.0\.1"):
+    with (
+        pytest.warns(UserWarning, match="network: "),
+        pytest.raises(CheckpointError, match=r"step-8 .*the network failed while talking to http://127\.0\.0\.1"),
+    ):
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
 
 
@@ -211,3 +223,27 @@ def test_the_command_named_in_messages_is_shipped_by_the_installed_huggingface_h
     assert command in scripts
     assert shutil.which(command) or (Path(sys.executable).parent / command).exists()
     assert hub_access.download_command("org/m", "step8") == f"{command} download org/m --revision step8"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# network faults (issue 18, part 3)
+
+
+def test_transient_failures_are_retried_then_succeed(online, hub_folders, no_wait):
+    online.fail(r"/revision/step8", 503, times=2)
+    commit = online.repos["org/tiny-neox"]["step8"].commit
+    online.fail(rf"/resolve/{commit}/model\.safetensors", "drop", method="GET", times=1, after_bytes=500)
+    with pytest.warns(UserWarning, match="attempt 3 of 4"):
+        model, _ = ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
+    assert _same_weights(model, hub_folders["org/tiny-neox", "step8"])
+    assert online.count(f"/resolve/{commit}/model.safetensors", "GET") == 2  # dropped once, resumed by huggingface_hub
+
+
+def test_a_sweep_skips_a_checkpoint_whose_download_fails_and_says_why(online, tmp_path, no_wait):
+    online.fail(r"/revision/step16", 500)  # the revision's file listing
+    sweep = _sweep(ck.hub("org/tiny-neox", ["step0", "step8", "step16"]), tmp_path / "s", skip_bad_checkpoints=True)
+    with pytest.warns(UserWarning, match="Skipped checkpoint step-16"):
+        result = sweep.run()
+    assert [row["step"] for row in result.rows] == [0, 8]
+    assert [row["step"] for row in result.skipped] == [16]
+    assert "server error" in result.skipped[0]["skipped"] and "org/tiny-neox" in result.skipped[0]["skipped"]

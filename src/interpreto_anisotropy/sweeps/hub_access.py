@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -48,6 +49,15 @@ __all__ = [
 CONFIG_PATTERNS: tuple[str, ...] = ("*.json", "*.txt", "*.model", "*.tiktoken")
 #: Weight files, in order of preference: safetensors, else PyTorch pickles (never optimizer or trainer state).
 WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_model*.bin", "model*.bin"))
+
+#: Attempts at fetching a checkpoint when the server or the network fails (the first included). Each attempt is a
+#: `snapshot_download`, which keeps the files already complete; within one, huggingface_hub itself retries single
+#: requests and resumes a file whose connection dropped.
+ATTEMPTS = 4
+#: Seconds before the second attempt, doubled before each next one, at most `MAX_WAIT` (huggingface_hub's own
+#: backoff, `http_backoff`, waits 1 s to 8 s).
+FIRST_WAIT = 1.0
+MAX_WAIT = 8.0
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -112,25 +122,36 @@ def fetch(repo_id: str, revision: str | None, *, cache_dir: str | os.PathLike | 
     Returns:
         The snapshot folder holding the config, tokenizer and weight files of that revision.
 
+    A server or network failure is retried (`ATTEMPTS` in all, waiting `FIRST_WAIT` seconds, then twice as long each
+    time, at most `MAX_WAIT`), with a warning each time; files already complete are kept.
+
     Raises:
         CheckpointError: The repository or revision does not exist, access is refused, the server or the network
-            failed, or (offline) the revision is not cached; the message says which and what to do.
+            failed (after `ATTEMPTS` attempts), or (offline) the revision is not cached; the message says which and
+            what to do.
     """
-    from huggingface_hub import snapshot_download
-
     offline = is_offline()
-    options: dict[str, Any] = {"revision": revision, "cache_dir": cache_dir, "local_files_only": offline}
-    try:
-        if offline:
-            folder = snapshot_download(repo_id, **options)
-        else:
-            folder = snapshot_download(repo_id, allow_patterns=[*CONFIG_PATTERNS, *WEIGHT_PATTERNS[0]], **options)
-            if not any(Path(folder).glob(WEIGHT_PATTERNS[0][0])):  # no safetensors: PyTorch weights
-                folder = snapshot_download(repo_id, allow_patterns=list(WEIGHT_PATTERNS[1]), **options)
-    except Exception as error:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by failure_message)
-        if _kind(error) is None and not isinstance(error, (OSError, ValueError)):
-            raise
-        raise CheckpointError(failure_message(error, repo_id, revision, label=label, cache_dir=cache_dir)) from error
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            folder = _snapshot(repo_id, revision, cache_dir, offline)
+            break
+        except Exception as error:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by _kind)
+            kind = _kind(error)
+            if kind is None and not isinstance(error, (OSError, ValueError)):
+                raise
+            if kind in ("server", "network") and not offline and attempt < ATTEMPTS:
+                wait = min(FIRST_WAIT * 2 ** (attempt - 1), MAX_WAIT)
+                warnings.warn(
+                    f"Fetching {_shown(repo_id, revision, label)} failed ({kind}: {type(error).__name__}: "
+                    f"{_first_line(error)}); attempt {attempt + 1} of {ATTEMPTS} in {wait:g} s.",
+                    stacklevel=3,
+                )
+                time.sleep(wait)
+                continue
+            message = failure_message(error, repo_id, revision, label=label, cache_dir=cache_dir)
+            if kind in ("server", "network") and not offline:
+                message += f" ({ATTEMPTS} attempts failed.)"
+            raise CheckpointError(message) from error
     if not (Path(folder) / "config.json").is_file():
         shown = _shown(repo_id, revision, label)
         raise CheckpointError(
@@ -138,6 +159,18 @@ def fetch(repo_id: str, revision: str | None, *, cache_dir: str | os.PathLike | 
             + (", or its cached copy is incomplete" if offline else "")
             + f". Check the repository's files, or fetch it again with `{download_command(repo_id, revision)}`."
         )
+    return folder
+
+
+def _snapshot(repo_id: str, revision: str | None, cache_dir: str | os.PathLike | None, offline: bool) -> str:
+    from huggingface_hub import snapshot_download
+
+    options: dict[str, Any] = {"revision": revision, "cache_dir": cache_dir, "local_files_only": offline}
+    if offline:
+        return snapshot_download(repo_id, **options)
+    folder = snapshot_download(repo_id, allow_patterns=[*CONFIG_PATTERNS, *WEIGHT_PATTERNS[0]], **options)
+    if not any(Path(folder).glob(WEIGHT_PATTERNS[0][0])):  # no safetensors: PyTorch weights
+        folder = snapshot_download(repo_id, allow_patterns=list(WEIGHT_PATTERNS[1]), **options)
     return folder
 
 
