@@ -9,8 +9,11 @@ Nothing of ours is mocked: huggingface_hub and transformers talk HTTP to `helper
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
+import time
 from importlib.metadata import distribution
 from pathlib import Path
 
@@ -247,3 +250,35 @@ def test_a_sweep_skips_a_checkpoint_whose_download_fails_and_says_why(online, tm
     assert [row["step"] for row in result.rows] == [0, 8]
     assert [row["step"] for row in result.skipped] == [16]
     assert "server error" in result.skipped[0]["skipped"] and "org/tiny-neox" in result.skipped[0]["skipped"]
+
+
+FETCH = "from interpreto_anisotropy.sweeps.hub_access import fetch; fetch('org/tiny-neox', 'step8')"
+
+
+@pytest.mark.slow  # a child process that imports the package
+def test_a_download_killed_mid_file_resumes_without_refetching_complete_files(online, hub_folders, tmp_path):
+    from huggingface_hub import constants
+
+    online.bandwidth = 5000  # bytes per second: the weights (about 30 kB) take seconds, the small files do not
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["PYTHONPATH"] = str(Path(__file__).parents[1] / "src")
+    blobs = Path(constants.HF_HUB_CACHE) / "models--org--tiny-neox" / "blobs"
+    child = subprocess.Popen([sys.executable, "-c", FETCH], env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while online.count("/model.safetensors", "GET") == 0 and time.monotonic() < deadline:
+            assert child.poll() is None, "the download ended before it could be killed"
+            time.sleep(0.05)
+        time.sleep(0.5)  # mid-file: the server sends the weights in seconds
+        assert child.poll() is None, "the download ended before it could be killed"
+    finally:
+        child.kill()
+        child.wait()
+    weights = online.repos["org/tiny-neox"]["step8"].etag("model.safetensors")
+    assert list(blobs.glob(f"{weights}*.incomplete")) and not (blobs / weights).exists()  # the weights were cut
+    online.bandwidth = None
+    model, _ = ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
+    assert _same_weights(model, hub_folders["org/tiny-neox", "step8"])
+    for name in ("config.json", "tokenizer.json"):
+        assert online.count(f"/{name}", "GET") == 1, name  # fetched once, by the killed process
+    assert online.count("/model.safetensors", "GET") == 2 and online.ranged == []  # the partial file was not used

@@ -108,6 +108,7 @@ class HubServer:
         bandwidth: Bytes per second for bodies, or None for no limit.
         requests: Every request, as ``(method, path)``.
         unknown: Requests the server has no route for.
+        ranged: ``(path, Range header)`` of every request for part of a file.
     """
 
     def __init__(self) -> None:
@@ -117,6 +118,7 @@ class HubServer:
         self.bandwidth: float | None = None
         self.requests: list[tuple[str, str]] = []
         self.unknown: list[tuple[str, str]] = []
+        self.ranged: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -258,6 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers.update({"X-Linked-Etag": f'"{etag}"', "X-Linked-Size": str(len(data))})
         start, status = 0, 200
         if not head and (wanted := re.match(r"bytes=(\d+)-$", self.headers.get("Range", ""))):
+            self.hub.ranged.append((self.path, wanted[0]))
             start, status = min(int(wanted[1]), len(data)), 206
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
         self._send(status, data[start:], "application/octet-stream", headers, head, fault)
