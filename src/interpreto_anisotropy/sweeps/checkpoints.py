@@ -37,19 +37,21 @@ import os
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
+from . import hub_access
 from . import suites as suite_registry
 
 __all__ = [
     "Checkpoint",
     "CheckpointList",
     "PYTHIA_SIZES",
+    "check_revisions",
     "PYTHIA_STEPS",
     "SMOLLM2_SIZES",
     "hub",
@@ -77,6 +79,7 @@ SMOLLM2_SIZES: tuple[str, ...] = ("135M", "360M", "1.7B")
 _FOLDER_STEP = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)$", re.IGNORECASE)
 _REVISION_STEP = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)(?:[-_.].*)?$", re.IGNORECASE)
 _SIZE_FORMAT = re.compile(r"^\d+(?:\.\d+)?[mb]$", re.IGNORECASE)
+_KINDS = ("auto", "local", "hub")
 
 
 @dataclass(frozen=True, order=True)
@@ -85,15 +88,26 @@ class Checkpoint:
 
     Checkpoints sort by step (then source, then revision), so `sorted(checkpoints)` is training order.
 
+    Where a checkpoint loads from depends on its `kind`. A Hub checkpoint (`kind="hub"`, what `hub`, `pythia`,
+    `smollm2` and `suite` build) always loads from the Hub, even when a folder of the same name lies in the working
+    directory, unless `prefer_local=True`. A local checkpoint (`kind="local"`, what `local` builds) always loads its
+    folder. With `kind="auto"` an existing folder is loaded, otherwise the Hub repository; a revision given for an
+    existing folder is then an error at load time (a folder has no revisions: it would stand in for every revision).
+    `kind` and `prefer_local` say how to load, not what: they are left out of comparisons and of `to_dict`.
+
     Args:
         step: The training step, an integer >= 0.
         source: A local folder (holding `config.json`) or a Hugging Face Hub model id such as
             `"EleutherAI/pythia-160m"`.
         revision: For a Hub model id, the branch, tag or commit to load (e.g. `"step1000"`); `None` means the default
-            branch. Ignored (with a warning at load time) for a local folder.
+            branch.
+        kind: `"auto"` (default), `"hub"` or `"local"`, as above.
+        prefer_local: For a Hub checkpoint, load the folder named `source` when it exists (its revision is then not
+            checked: the folder must hold that revision).
 
     Raises:
-        InvalidInputError: If `step` is not an integer >= 0, `source` is empty, or `revision` is not a non-empty string.
+        InvalidInputError: If `step` is not an integer >= 0, `source` is empty, `revision` is not a non-empty string,
+            `kind` is unknown, or a local checkpoint is given a revision.
 
     Examples:
         >>> ckpt = Checkpoint(1000, "EleutherAI/pythia-160m", revision="step1000")
@@ -106,6 +120,8 @@ class Checkpoint:
     step: int
     source: str
     revision: str | None = None
+    kind: str = field(default="auto", compare=False, kw_only=True)
+    prefer_local: bool = field(default=False, compare=False, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         step = self.step
@@ -124,6 +140,13 @@ class Checkpoint:
             raise InvalidInputError(
                 f"Checkpoint revision must be a non-empty string (a branch, tag or commit) or None, got {self.revision!r}."
             )
+        if self.kind not in _KINDS:
+            raise InvalidInputError(f"Checkpoint kind must be one of {list(_KINDS)}, got {self.kind!r}.")
+        if self.kind == "local" and self.revision is not None:
+            raise InvalidInputError(
+                f"Checkpoint {self.name} is a local folder ({source!r}) but was given revision {self.revision!r}: a "
+                "folder has no revisions. Drop the revision, or use kind='hub' to load the Hub repository."
+            )
 
     @property
     def name(self) -> str:
@@ -132,11 +155,14 @@ class Checkpoint:
 
     @property
     def is_local(self) -> bool:
-        """Whether `source` is an existing local folder (otherwise it is read as a Hub model id)."""
-        return Path(self.source).expanduser().is_dir()
+        """Whether this checkpoint loads a local folder (otherwise it loads a Hub repository), following `kind`."""
+        exists = Path(self.source).expanduser().is_dir()
+        if self.kind == "hub":
+            return self.prefer_local and exists
+        return self.kind == "local" or exists
 
     def to_dict(self) -> dict[str, Any]:
-        """Returns a JSON-ready dict with keys `step`, `source` and `revision`."""
+        """Returns a JSON-ready dict with keys `step`, `source` and `revision` (not `kind`: see the class)."""
         return {"step": self.step, "source": self.source, "revision": self.revision}
 
     @classmethod
@@ -254,7 +280,7 @@ def local(pattern: str | os.PathLike) -> list[Checkpoint]:
                 f"Checkpoint folder {str(folder)!r} has no config.json: it is not a saved transformers model. "
                 "Save checkpoints with model.save_pretrained(folder), or narrow the glob to exclude this folder."
             )
-        checkpoints.append(Checkpoint(step=int(match.group(1)), source=str(folder.resolve())))
+        checkpoints.append(Checkpoint(step=int(match.group(1)), source=str(folder.resolve()), kind="local"))
     if skipped:
         warnings.warn(
             f"Skipped {len(skipped)} folder(s) matching {expanded!r} whose name carries no step: {skipped}. "
@@ -271,7 +297,9 @@ def local(pattern: str | os.PathLike) -> list[Checkpoint]:
     return checkpoints
 
 
-def hub(model_id: str, revisions: str | Iterable[str] | Mapping[int, str]) -> list[Checkpoint]:
+def hub(
+    model_id: str, revisions: str | Iterable[str] | Mapping[int, str], *, prefer_local: bool = False
+) -> list[Checkpoint]:
     """Lists revisions of a Hugging Face Hub repository as checkpoints, sorted by step.
 
     Revisions whose name carries a step (`step1000`, `step-1000`, `step_1000`, `checkpoint-1000`, or with a suffix such
@@ -279,11 +307,14 @@ def hub(model_id: str, revisions: str | Iterable[str] | Mapping[int, str]) -> li
     own: this function does not invent one (no sentinel such as -1 that would end up on a plot's axis); pass a mapping
     `{step: revision}` instead, e.g. `{143000: "main"}` for Pythia's final model.
 
-    Nothing is downloaded and the network is not touched: whether a revision exists is found out at load time.
+    Nothing is downloaded and the network is not touched: a sweep checks that every revision exists before its first
+    checkpoint (`check_revisions`), and `load_checkpoint` downloads each revision when its turn comes. The checkpoints
+    load from the Hub even when a folder named `model_id` lies in the working directory, unless `prefer_local`.
 
     Args:
         model_id: A Hub model id such as `"EleutherAI/pythia-160m"`.
         revisions: Revision names, or a mapping `{step: revision}` (which also accepts revisions without a step).
+        prefer_local: Load the folder named `model_id` instead, when it exists (see `Checkpoint`).
 
     Returns:
         The checkpoints, sorted by step.
@@ -302,7 +333,10 @@ def hub(model_id: str, revisions: str | Iterable[str] | Mapping[int, str]) -> li
     if not isinstance(model_id, str) or not model_id.strip():
         raise InvalidInputError(f"hub() expects a Hugging Face Hub model id such as 'org/name', got {model_id!r}.")
     if isinstance(revisions, Mapping):
-        checkpoints = [Checkpoint(step=step, source=model_id, revision=rev) for step, rev in revisions.items()]
+        checkpoints = [
+            Checkpoint(step=step, source=model_id, revision=rev, kind="hub", prefer_local=prefer_local)
+            for step, rev in revisions.items()
+        ]
     else:
         if isinstance(revisions, str):
             revisions = [revisions]
@@ -316,7 +350,9 @@ def hub(model_id: str, revisions: str | Iterable[str] | Mapping[int, str]) -> li
                     f"Revision {rev!r} of {model_id!r} carries no training step. Pass a mapping {{step: revision}} "
                     f"instead, e.g. hub({model_id!r}, {{143000: {rev!r}}})."
                 )
-            checkpoints.append(Checkpoint(step=step, source=model_id, revision=rev))
+            checkpoints.append(
+                Checkpoint(step=step, source=model_id, revision=rev, kind="hub", prefer_local=prefer_local)
+            )
     if not checkpoints:
         raise EmptyInputError(f"No revision given for {model_id!r}.")
     checkpoints.sort()
@@ -324,7 +360,9 @@ def hub(model_id: str, revisions: str | Iterable[str] | Mapping[int, str]) -> li
     return checkpoints
 
 
-def pythia(size: str, steps: int | Iterable[int], *, deduped: bool = False) -> list[Checkpoint]:
+def pythia(
+    size: str, steps: int | Iterable[int], *, deduped: bool = False, prefer_local: bool = False
+) -> list[Checkpoint]:
     """Lists checkpoints of EleutherAI's Pythia suite (`EleutherAI/pythia-{size}`, revisions `step{N}`).
 
     Args:
@@ -332,6 +370,7 @@ def pythia(size: str, steps: int | Iterable[int], *, deduped: bool = False) -> l
         steps: One step or several, each one of `PYTHIA_STEPS`: 0, 1, 2, 4, ..., 512, then every 1000 steps up to
             143000 (the final model, also the `main` branch). Duplicates are dropped.
         deduped: Use the models trained on the deduplicated Pile (`EleutherAI/pythia-{size}-deduped`).
+        prefer_local: Load a folder named like the repository instead, when it exists (see `Checkpoint`).
 
     Returns:
         The checkpoints, sorted by step.
@@ -354,11 +393,13 @@ def pythia(size: str, steps: int | Iterable[int], *, deduped: bool = False) -> l
             "(powers of two), then every 1000 steps from 1000 to 143000 (see ia.checkpoints.PYTHIA_STEPS)."
         )
     model_id = f"EleutherAI/pythia-{size}" + ("-deduped" if deduped else "")
-    checkpoints = (Checkpoint(step=s, source=model_id, revision=f"step{s}") for s in steps)
+    checkpoints = (
+        Checkpoint(step=s, source=model_id, revision=f"step{s}", kind="hub", prefer_local=prefer_local) for s in steps
+    )
     return CheckpointList(checkpoints, total_steps=PYTHIA_STEPS[-1], objective="causal_lm")
 
 
-def smollm2(size: str, steps: int | Iterable[int]) -> list[Checkpoint]:
+def smollm2(size: str, steps: int | Iterable[int], *, prefer_local: bool = False) -> list[Checkpoint]:
     """Lists SmolLM2 intermediate checkpoints (`HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints`, revisions
     `step-{N}`).
 
@@ -368,6 +409,7 @@ def smollm2(size: str, steps: int | Iterable[int]) -> list[Checkpoint]:
     Args:
         size: One of `SMOLLM2_SIZES` (`"135M"`, `"360M"`, `"1.7B"`); case-insensitive.
         steps: One step or several (integers >= 0). Duplicates are dropped.
+        prefer_local: Load a folder named like the repository instead, when it exists (see `Checkpoint`).
 
     Returns:
         The checkpoints, sorted by step.
@@ -382,7 +424,10 @@ def smollm2(size: str, steps: int | Iterable[int]) -> list[Checkpoint]:
     """
     size = _normalise_size(size, SMOLLM2_SIZES, "smollm2")
     model_id = f"HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints"
-    checkpoints = (Checkpoint(step=s, source=model_id, revision=f"step-{s}") for s in _steps(steps, "smollm2"))
+    checkpoints = (
+        Checkpoint(step=s, source=model_id, revision=f"step-{s}", kind="hub", prefer_local=prefer_local)
+        for s in _steps(steps, "smollm2")
+    )
     return CheckpointList(checkpoints, objective="causal_lm")
 
 
@@ -392,6 +437,7 @@ def suite(
     *,
     revisions: str | Iterable[str] | Mapping[int, str] | None = None,
     model_id: str | None = None,
+    prefer_local: bool = False,
 ) -> CheckpointList:
     """Lists checkpoints of one of the models the paper swept, with its suite's training length and objective.
 
@@ -408,6 +454,7 @@ def suite(
         revisions: Revision names carrying their step, or a mapping `{step: revision}`; instead of `steps`.
         model_id: Another Hub repository of the same suite (e.g. `"allenai/OLMo-1B"`, `"EleutherAI/pythia-160m-deduped"`);
             default: the preset's.
+        prefer_local: Load a folder named like the repository instead, when it exists (see `Checkpoint`).
 
     Returns:
         The checkpoints, sorted by step, with `total_steps` (None where unknown) and `objective` (`"causal_lm"`, or
@@ -438,9 +485,12 @@ def suite(
             f"Revisions of {family.title}: {family.revision_naming}"
         )
     if steps is not None:
-        checkpoints = [Checkpoint(step=s, source=model_id, revision=family.revision(s)) for s in _steps(steps, preset)]
+        checkpoints = [
+            Checkpoint(step=s, source=model_id, revision=family.revision(s), kind="hub", prefer_local=prefer_local)
+            for s in _steps(steps, preset)
+        ]
     else:
-        checkpoints = hub(model_id, revisions)
+        checkpoints = hub(model_id, revisions, prefer_local=prefer_local)
     found = [c.step for c in checkpoints]
     if family.published_steps is not None:
         unpublished = sorted(set(found) - set(family.published_steps))
@@ -499,9 +549,11 @@ def load_checkpoint(
 ) -> tuple[Any, Any]:
     """Loads a checkpoint's model and tokenizer, ready for Interpreto.
 
-    Runs `AutoConfig`, `AutoTokenizer` and `AutoModel*` `.from_pretrained(source, revision=revision)`. When the Hub is
-    offline (`HF_HUB_OFFLINE=1`) only the local Hugging Face cache is read. A tokenizer without a pad token gets its eos
-    token as pad token, with a warning (Interpreto cannot batch without a pad token).
+    A Hub checkpoint's config, tokenizer and weight files (safetensors, else PyTorch `.bin`) are first fetched into
+    the Hugging Face cache with `huggingface_hub.snapshot_download` (files already there are not fetched again; when
+    the Hub is offline, `HF_HUB_OFFLINE=1`, only the cache is read), then `AutoConfig`, `AutoTokenizer` and
+    `AutoModel*` `.from_pretrained` read that folder, or a local checkpoint's folder. A tokenizer without a pad token
+    gets its eos token as pad token, with a warning (Interpreto cannot batch without a pad token).
 
     Args:
         checkpoint: The checkpoint to load.
@@ -524,9 +576,10 @@ def load_checkpoint(
     Raises:
         InvalidInputError: If `checkpoint` is not a `Checkpoint`, `automodel` or `dtype` is not understood, or the
             model cannot be moved to `device`.
-        CheckpointError: If the folder does not exist, the revision is not in the local cache while offline, the
-            revision or repository does not exist, the files cannot be read (truncated, other shapes), or (`strict`)
-            weights are missing or non-finite; the message names the checkpoint and the weights.
+        CheckpointError: If the folder does not exist (or is given a revision), the revision is not in the local
+            cache while offline, the revision or repository does not exist, access is refused, the server or the
+            network fails, the files cannot be read (truncated, other shapes), or (`strict`) weights are missing or
+            non-finite; the message names the checkpoint, says which failure it was and what to do.
         TokenizerError: If the tokenizer has neither a pad token nor an eos token to use as one.
 
     Examples:
@@ -547,19 +600,19 @@ def load_checkpoint(
     except (RuntimeError, TypeError) as err:
         raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from err
     model_dtype = _dtype(dtype)
-    source, revision = _resolve_source(checkpoint)
-    kwargs: dict[str, Any] = {"cache_dir": os.fspath(cache_dir) if cache_dir is not None else None}
-    config = _call_hub(transformers.AutoConfig.from_pretrained, source, revision, kwargs, what="config")
+    source, shown = _resolve_source(checkpoint, cache_dir)
+    kwargs: dict[str, Any] = {}
+    config = _from_folder(transformers.AutoConfig.from_pretrained, source, shown, kwargs, what="config")
 
     if tokenizer_source is None:
-        tok_source, tok_revision = source, revision
+        tok_source, tok_shown = source, shown
     elif isinstance(tokenizer_source, Checkpoint):
-        tok_source, tok_revision = _resolve_source(tokenizer_source)
+        tok_source, tok_shown = _resolve_source(tokenizer_source, cache_dir)
     else:
-        tok_source, tok_revision = os.fspath(tokenizer_source), None
+        tok_source, tok_shown = _resolve_source(Checkpoint(checkpoint.step, os.fspath(tokenizer_source)), cache_dir)
     try:
-        tokenizer = _call_hub(
-            transformers.AutoTokenizer.from_pretrained, tok_source, tok_revision, kwargs, "tokenizer"
+        tokenizer = _from_folder(
+            transformers.AutoTokenizer.from_pretrained, tok_source, tok_shown, kwargs, "tokenizer"
         )
     except CheckpointError as err:
         if tokenizer_source is None:
@@ -573,7 +626,7 @@ def load_checkpoint(
 
     model_class = _model_class(automodel, config)
     model = _load_weights(
-        checkpoint, model_class, source, revision, dict(kwargs, config=config, dtype=model_dtype), strict
+        checkpoint, model_class, source, shown, dict(kwargs, config=config, dtype=model_dtype), strict
     )
     try:
         model.to(device)
@@ -677,76 +730,90 @@ def _looks_like_path(source: str) -> bool:
     return source.startswith((".", "/", "~", "\\")) or source.count("/") > 1 or os.sep in source.replace("/", "")
 
 
-def _resolve_source(checkpoint: Checkpoint) -> tuple[str, str | None]:
+def _loads_from_hub(checkpoint: Checkpoint) -> bool:
+    """Whether a checkpoint loads from the Hub (else from its folder), following its kind; contradictions raise."""
     path = Path(checkpoint.source).expanduser()
+    if checkpoint.kind == "hub":
+        return not (checkpoint.prefer_local and path.is_dir())
     if path.is_dir():
         if checkpoint.revision is not None:
-            warnings.warn(
-                f"Checkpoint {checkpoint.name} is a local folder; its revision {checkpoint.revision!r} is ignored.",
-                stacklevel=3,
+            raise CheckpointError(
+                f"Checkpoint {checkpoint.name}: {checkpoint.source!r} is a local folder, yet revision "
+                f"{checkpoint.revision!r} was given, and a folder has no revisions (it would stand in for every "
+                "revision). Drop the revision to load the folder, or build the checkpoint with ia.checkpoints.hub(...) "
+                "(or Checkpoint(..., kind='hub')) to load the Hub repository."
             )
-        return str(path), None
-    if _looks_like_path(checkpoint.source):
+        return False
+    if checkpoint.kind == "local" or _looks_like_path(checkpoint.source):
         raise CheckpointError(
             f"Checkpoint folder {checkpoint.source!r} does not exist. Check the path, or list folders with "
             "ia.checkpoints.local('path/to/run/checkpoint-*')."
         )
-    return checkpoint.source, checkpoint.revision
+    return True
 
 
-def _is_offline() -> bool:
+def _resolve_source(checkpoint: Checkpoint, cache_dir: str | os.PathLike | None = None) -> tuple[str, str]:
+    """The folder to load a checkpoint from (its own, or its Hub revision's snapshot, fetched) and its label."""
+    if not _loads_from_hub(checkpoint):
+        folder = str(Path(checkpoint.source).expanduser())
+        return folder, f"local checkpoint {folder!r}"
+    folder = hub_access.fetch(checkpoint.source, checkpoint.revision, cache_dir=cache_dir, label=checkpoint.name)
+    revision = f" at revision {checkpoint.revision!r}" if checkpoint.revision is not None else ""
+    return folder, f"{checkpoint.source!r}{revision} (files in {folder})"
+
+
+def check_revisions(checkpoints: Iterable[Checkpoint], *, cache_dir: str | os.PathLike | None = None) -> None:
+    """Checks, before any is loaded, that some checkpoints can be loaded from where their kind says.
+
+    Local folders must exist and carry no revision (see `Checkpoint`), two Hub checkpoints must not stand in the same
+    local folder (`prefer_local`), and every Hub revision must exist: online, one listing of each repository's refs
+    (`huggingface_hub.list_repo_refs`); offline, each revision must be in the local cache. A sweep runs this before its
+    first checkpoint.
+
+    Args:
+        checkpoints: The checkpoints.
+        cache_dir: The Hugging Face cache (None: the default).
+
+    Raises:
+        CheckpointError: Naming every missing revision (or the first local problem), and what to do.
+
+    Examples:
+        >>> check_revisions(pythia("70m", [0, 8]))  # doctest: +SKIP
+    """
+    on_hub: list[tuple[str, str | None, str]] = []
+    folders: dict[str, Checkpoint] = {}
+    for checkpoint in checkpoints:
+        if _loads_from_hub(checkpoint):
+            on_hub.append((checkpoint.source, checkpoint.revision, checkpoint.name))
+            continue
+        folder = str(Path(checkpoint.source).expanduser().resolve())
+        other = folders.setdefault(folder, checkpoint)
+        if other is not checkpoint and "hub" in (other.kind, checkpoint.kind):
+            raise CheckpointError(
+                f"Checkpoints {other.name} and {checkpoint.name} both load the local folder {folder!r} "
+                f"(prefer_local=True), so one model would stand in for revisions {other.revision!r} and "
+                f"{checkpoint.revision!r}. Leave prefer_local off to load each revision from the Hub."
+            )
+    hub_access.check_revisions(on_hub, cache_dir=cache_dir)
+
+
+def _from_folder(function: Any, folder: str, shown: str, kwargs: dict[str, Any], what: str) -> Any:
+    """Calls a `from_pretrained` on a folder, turning its failures (missing or unreadable files) into CheckpointError."""
     try:
-        from huggingface_hub import constants
-
-        if constants.HF_HUB_OFFLINE:
-            return True
-    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        pass
-    return any(
-        os.environ.get(v, "").upper() in {"1", "ON", "YES", "TRUE"} for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    )
-
-
-def _call_hub(function: Any, source: str, revision: str | None, kwargs: dict[str, Any], what: str) -> Any:
-    """Calls a `from_pretrained`, turning "not found / not cached / offline" failures into our CheckpointError."""
-    call_kwargs = {k: v for k, v in kwargs.items() if v is not None}
-    if revision is not None:
-        call_kwargs["revision"] = revision
-    try:
-        return function(source, **call_kwargs)
+        return function(folder, **kwargs)
     except (OSError, ValueError) as err:
         if isinstance(err, CheckpointError):
             raise
-        shown = f"{source!r}" + (f" at revision {revision!r}" if revision is not None else "")
-        if Path(source).is_dir():
-            raise CheckpointError(f"Cannot load the {what} of local checkpoint {shown}: {err}") from err
-        rev_flag = f" --revision {revision}" if revision is not None else ""
-        if _is_offline():
-            raise CheckpointError(
-                f"Cannot load the {what} of {shown}: the Hugging Face Hub is offline (HF_HUB_OFFLINE=1) and this "
-                f"revision is not in the local cache ({kwargs.get('cache_dir') or _default_cache()}). Fetch it on a "
-                f"machine with network with `huggingface-cli download {source}{rev_flag}` (or `hf download "
-                f"{source}{rev_flag}`) and copy the cache here, or set HF_HOME / HF_HUB_CACHE to a cache that holds "
-                f"it. Original error: {err}"
-            ) from err
-        raise CheckpointError(
-            f"Cannot load the {what} of {shown}: {err} Check that the model id and the revision exist (list "
-            f"revisions with huggingface_hub.list_repo_refs({source!r})), or fetch it with "
-            f"`huggingface-cli download {source}{rev_flag}`."
-        ) from err
+        raise CheckpointError(f"Cannot load the {what} of {shown}: {err}") from err
 
 
 def _load_weights(
-    checkpoint: Checkpoint, model_class: Any, source: str, revision: str | None, kwargs: dict[str, Any], strict: bool
+    checkpoint: Checkpoint, model_class: Any, source: str, shown: str, kwargs: dict[str, Any], strict: bool
 ) -> Any:
     """The model, its weights checked against its class (missing, unexpected, mis-shaped, unreadable)."""
     try:
-        model, info = _call_hub(
-            model_class.from_pretrained,
-            source,
-            revision,
-            {**kwargs, "output_loading_info": True},
-            what="model weights",
+        model, info = _from_folder(
+            model_class.from_pretrained, source, shown, {**kwargs, "output_loading_info": True}, what="model weights"
         )
     except CheckpointError:
         raise
@@ -802,15 +869,6 @@ def _check_finite_weights(model: Any, checkpoint: Checkpoint, source: str, stric
             "to record it as skipped."
         )
     warnings.warn(message, stacklevel=5)
-
-
-def _default_cache() -> str:
-    try:
-        from huggingface_hub import constants
-
-        return str(constants.HF_HUB_CACHE)
-    except ImportError:  # pragma: no cover
-        return "the default Hugging Face cache"
 
 
 def _model_class(automodel: Any, config: Any) -> Any:

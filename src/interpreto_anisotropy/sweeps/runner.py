@@ -276,7 +276,8 @@ class CheckpointSweep:
             ConfigMismatchError: `results_dir` holds a sweep with other settings (and not `overwrite`).
             DimensionMismatchError: A checkpoint whose hidden size differs from the reference subspace's.
             SplitPointError: A split point absent from a checkpoint.
-            CheckpointError: A checkpoint that cannot be loaded.
+            CheckpointError: A checkpoint that cannot be loaded; before the first checkpoint, every Hub revision
+                that does not exist (offline: is not cached), named at once.
         """
         with self._results_dir():
             self._run_missing()
@@ -295,6 +296,7 @@ class CheckpointSweep:
             )
         ]
         if todo:
+            checkpoint_tools.check_revisions(todo)  # every missing Hub revision named before the first checkpoint
             references = self._references()
             by_checkpoint = self.settings.parallel == "checkpoints" and distributed.is_distributed()
             group = distributed.world_size() if by_checkpoint else 1

@@ -1,0 +1,369 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Fetching Hub checkpoints, checking a sweep's revisions before it starts, and saying what went wrong.
+
+Everything here goes through `huggingface_hub`'s own calls (`snapshot_download`, `HfApi.list_repo_refs`,
+`try_to_load_from_cache`), so its cache, its resumable downloads (``.incomplete`` files) and its retries apply, and
+`HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME` and `HF_HUB_CACHE` are honoured.
+
+* `fetch` downloads (or, offline, finds in the cache) the files a checkpoint needs, the config, tokenizer and weight
+  files (safetensors, else PyTorch `.bin`), and returns the snapshot folder `from_pretrained` then reads.
+* `check_revisions` lists each repository's refs once and fails naming every missing revision at once; offline it
+  looks for every revision in the local cache.
+* `failure_message` tells a missing repository, a missing revision, an authentication failure, a server error and a
+  network failure apart, and names the endpoint in use and the download command the installed `huggingface_hub`
+  ships (`hf download`; `huggingface-cli download` before 1.0).
+
+Examples:
+    >>> download_command("EleutherAI/pythia-70m", "step1000")  # doctest: +SKIP
+    'hf download EleutherAI/pythia-70m --revision step1000'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import CheckpointError
+
+__all__ = [
+    "CONFIG_PATTERNS",
+    "WEIGHT_PATTERNS",
+    "check_revisions",
+    "download_command",
+    "endpoint",
+    "failure_message",
+    "fetch",
+    "hub_command",
+    "is_offline",
+]
+
+#: Files fetched with every checkpoint: config, generation config, tokenizer files, weight indexes.
+CONFIG_PATTERNS: tuple[str, ...] = ("*.json", "*.txt", "*.model", "*.tiktoken")
+#: Weight files, in order of preference: safetensors, else PyTorch pickles (never optimizer or trainer state).
+WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_model*.bin", "model*.bin"))
+
+#: Attempts at fetching a checkpoint when the server or the network fails (the first included). Each attempt is a
+#: `snapshot_download`, which keeps the files already complete; within one, huggingface_hub itself retries single
+#: requests and resumes a file whose connection dropped.
+ATTEMPTS = 4
+#: Seconds before the second attempt, doubled before each next one, at most `MAX_WAIT` (huggingface_hub's own
+#: backoff, `http_backoff`, waits 1 s to 8 s).
+FIRST_WAIT = 1.0
+MAX_WAIT = 8.0
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def hub_command() -> str:
+    """The command line the installed `huggingface_hub` ships: `hf` (1.0 and later) or `huggingface-cli`."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        scripts = {
+            entry.name
+            for entry in distribution("huggingface_hub").entry_points
+            if entry.group == "console_scripts" and entry.value.startswith("huggingface_hub")
+        }
+    except PackageNotFoundError:  # pragma: no cover - huggingface_hub comes with transformers
+        scripts = set()
+    for name in ("hf", "huggingface-cli"):
+        if name in scripts:
+            return name
+    return "hf" if shutil.which("hf") or not shutil.which("huggingface-cli") else "huggingface-cli"
+
+
+def download_command(repo_id: str, revision: str | None) -> str:
+    """The shell command that downloads one revision of a repository with the installed `huggingface_hub`."""
+    return f"{hub_command()} download {repo_id}" + (f" --revision {revision}" if revision else "")
+
+
+def endpoint() -> str:
+    """The Hub endpoint in use (`HF_ENDPOINT`, default https://huggingface.co)."""
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def is_offline() -> bool:
+    """Whether the Hub is offline (`HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`)."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return True
+    return any(
+        os.environ.get(v, "").upper() in {"1", "ON", "YES", "TRUE"} for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def cache_location(cache_dir: str | os.PathLike | None) -> str:
+    """The Hugging Face cache folder in use."""
+    from huggingface_hub import constants
+
+    return os.fspath(cache_dir) if cache_dir is not None else str(constants.HF_HUB_CACHE)
+
+
+def fetch(repo_id: str, revision: str | None, *, cache_dir: str | os.PathLike | None = None, label: str = "") -> str:
+    """Downloads a checkpoint's files into the Hugging Face cache (offline: finds them there) and returns the folder.
+
+    Args:
+        repo_id: The Hub repository.
+        revision: Its branch, tag or commit (None: the default branch).
+        cache_dir: The Hugging Face cache (None: the default).
+        label: The checkpoint's name, for messages.
+
+    Returns:
+        The snapshot folder holding the config, tokenizer and weight files of that revision.
+
+    A server or network failure is retried (`ATTEMPTS` in all, waiting `FIRST_WAIT` seconds, then twice as long each
+    time, at most `MAX_WAIT`), with a warning each time; files already complete are kept.
+
+    Raises:
+        CheckpointError: The repository or revision does not exist, access is refused, the server or the network
+            failed (after `ATTEMPTS` attempts), or (offline) the revision is not cached; the message says which and
+            what to do.
+    """
+    offline = is_offline()
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            folder = _snapshot(repo_id, revision, cache_dir, offline)
+            break
+        except Exception as error:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by _kind)
+            kind = _kind(error)
+            if kind is None and not isinstance(error, (OSError, ValueError)):
+                raise
+            if kind in ("server", "network") and not offline and attempt < ATTEMPTS:
+                wait = min(FIRST_WAIT * 2 ** (attempt - 1), MAX_WAIT)
+                warnings.warn(
+                    f"Fetching {_shown(repo_id, revision, label)} failed ({kind}: {type(error).__name__}: "
+                    f"{_first_line(error)}); attempt {attempt + 1} of {ATTEMPTS} in {wait:g} s.",
+                    stacklevel=3,
+                )
+                time.sleep(wait)
+                continue
+            message = failure_message(error, repo_id, revision, label=label, cache_dir=cache_dir)
+            if kind in ("server", "network") and not offline:
+                message += f" ({ATTEMPTS} attempts failed.)"
+            raise CheckpointError(message) from error
+    if not (Path(folder) / "config.json").is_file():
+        shown = _shown(repo_id, revision, label)
+        raise CheckpointError(
+            f"{shown} has no config.json in {folder}: it is not a saved transformers model"
+            + (", or its cached copy is incomplete" if offline else "")
+            + f". Check the repository's files, or fetch it again with `{download_command(repo_id, revision)}`."
+        )
+    return folder
+
+
+def _snapshot(repo_id: str, revision: str | None, cache_dir: str | os.PathLike | None, offline: bool) -> str:
+    from huggingface_hub import snapshot_download
+
+    options: dict[str, Any] = {"revision": revision, "cache_dir": cache_dir, "local_files_only": offline}
+    if offline:
+        return snapshot_download(repo_id, **options)
+    folder = snapshot_download(repo_id, allow_patterns=[*CONFIG_PATTERNS, *WEIGHT_PATTERNS[0]], **options)
+    if not any(Path(folder).glob(WEIGHT_PATTERNS[0][0])):  # no safetensors: PyTorch weights
+        folder = snapshot_download(repo_id, allow_patterns=list(WEIGHT_PATTERNS[1]), **options)
+    return folder
+
+
+def check_revisions(checkpoints: Iterable[Any], *, cache_dir: str | os.PathLike | None = None) -> None:
+    """Checks, before any is loaded, that every Hub revision of some checkpoints exists (offline: is cached).
+
+    Online, each repository's refs are listed once (`huggingface_hub.HfApi.list_repo_refs`); a revision that is
+    neither a branch nor a tag is missing (a 40-hex commit is taken as is). A server or network failure of the listing
+    only warns: each revision is then checked when it is loaded. Offline, each revision's config must be in the cache.
+
+    Args:
+        checkpoints: `(repo_id, revision, label)` triples of the checkpoints that load from the Hub.
+        cache_dir: The Hugging Face cache (None: the default).
+
+    Raises:
+        CheckpointError: Naming every missing revision (or the missing or refused repository) and what to do.
+    """
+    by_repo: dict[str, list[tuple[str | None, str]]] = {}
+    for repo_id, revision, label in checkpoints:
+        by_repo.setdefault(repo_id, []).append((revision, label))
+    if not by_repo:
+        return
+    if is_offline():
+        missing = [
+            (repo_id, revision, label)
+            for repo_id, wanted in by_repo.items()
+            for revision, label in wanted
+            if not _cached(repo_id, revision, cache_dir)
+        ]
+        if missing:
+            raise CheckpointError(
+                f"{len(missing)} checkpoint(s) are not in the local Hugging Face cache ({cache_location(cache_dir)}) "
+                f"and the Hub is offline (HF_HUB_OFFLINE=1): {_listed(missing)}. Fetch them on a machine with network "
+                f"({_commands(missing)}) and copy the cache here, set HF_HOME / HF_HUB_CACHE to a cache that holds "
+                "them, or unset HF_HUB_OFFLINE."
+            )
+        return
+    missing = []
+    for repo_id, wanted in by_repo.items():
+        names = _refs(repo_id)
+        if names is None:
+            continue
+        missing += [
+            (repo_id, revision, label)
+            for revision, label in wanted
+            if revision is not None and not _COMMIT.match(revision) and revision not in names
+        ]
+    if missing:
+        repos = sorted({repo_id for repo_id, _, _ in missing})
+        raise CheckpointError(
+            f"{len(missing)} revision(s) do not exist on {endpoint()}: {_listed(missing)}. Nothing was computed. "
+            "Check the steps against the repository's branches ("
+            + ", ".join(f"huggingface_hub.list_repo_refs({repo!r})" for repo in repos)
+            + "), or leave these checkpoints out."
+        )
+
+
+def failure_message(
+    error: BaseException,
+    repo_id: str,
+    revision: str | None,
+    *,
+    label: str = "",
+    cache_dir: str | os.PathLike | None = None,
+) -> str:
+    """What went wrong fetching a revision (missing repository or revision, authentication, server, network,
+    offline cache) and what to do, naming the endpoint in use and the installed download command."""
+    shown = _shown(repo_id, revision, label)
+    kind = _kind(error)
+    command = download_command(repo_id, revision)
+    where = endpoint()
+    original = f" ({type(error).__name__}: {_first_line(error)})"
+    if kind == "revision":
+        return (
+            f"Cannot fetch {shown}: revision {revision!r} does not exist in {repo_id} on {where}. List its revisions "
+            f"with huggingface_hub.list_repo_refs({repo_id!r}) (or {where}/{repo_id}/tree/main), and check the step."
+        )
+    if kind == "gated":
+        return (
+            f"Cannot fetch {shown}: {repo_id} on {where} is gated. Accept its conditions at {where}/{repo_id}, then "
+            f"log in with `{hub_command()} auth login` (or set HF_TOKEN).{original}"
+        )
+    if kind == "auth":
+        return (
+            f"Cannot fetch {shown}: {where} refused access (authentication). Log in with `{hub_command()} auth "
+            f"login` or set HF_TOKEN to a token that can read {repo_id}.{original}"
+        )
+    if kind == "repo":
+        return (
+            f"Cannot fetch {shown}: repository {repo_id} does not exist on {where} (or is private: log in with "
+            f"`{hub_command()} auth login`). Check the model id.{original}"
+        )
+    if kind == "server":
+        return (
+            f"Cannot fetch {shown}: the Hub server {where} answered with a server error{original}. The repository "
+            f"and revision may well exist: retry later (or fetch it with `{command}`)."
+        )
+    if kind == "network" and not is_offline():
+        return (
+            f"Cannot fetch {shown}: the network failed while talking to {where}{original}. Check the connection (and "
+            f"HF_ENDPOINT), then retry: files already complete are not fetched again. Or fetch it with `{command}`."
+        )
+    if is_offline():
+        return (
+            f"Cannot load {shown}: the Hugging Face Hub is offline (HF_HUB_OFFLINE=1) and this revision is not in "
+            f"the local cache ({cache_location(cache_dir)}). Fetch it on a machine with network with `{command}` and "
+            f"copy the cache here, or set HF_HOME / HF_HUB_CACHE to a cache that holds it.{original}"
+        )
+    return f"Cannot fetch {shown} from {where}{original}. Fetch it with `{command}` to see the details."
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _shown(repo_id: str, revision: str | None, label: str) -> str:
+    at = f"{repo_id!r}" + (f" at revision {revision!r}" if revision is not None else "")
+    return f"checkpoint {label} ({at})" if label else at
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else "no message"
+
+
+def _chain(error: BaseException) -> Iterable[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _kind(error: BaseException) -> str | None:
+    """The failure behind an error of huggingface_hub, httpx or transformers: its first recognised cause."""
+    from huggingface_hub import errors as hub_errors
+
+    try:
+        import httpx2 as transport
+    except ImportError:  # pragma: no cover - older huggingface_hub on httpx
+        import httpx as transport
+
+    for cause in _chain(error):
+        if isinstance(cause, hub_errors.RevisionNotFoundError):
+            return "revision"
+        if isinstance(cause, hub_errors.GatedRepoError):
+            return "gated"
+        if isinstance(cause, hub_errors.RepositoryNotFoundError):
+            return "repo"
+        if isinstance(cause, hub_errors.HfHubHTTPError) and cause.response is not None:
+            status = cause.response.status_code
+            if status in (401, 403):
+                return "auth"
+            if status >= 500 or status in (408, 429):
+                return "server"
+        if isinstance(cause, (transport.TransportError, hub_errors.OfflineModeIsEnabled, ConnectionError)):
+            return "network"
+    return None
+
+
+def _refs(repo_id: str) -> set[str] | None:
+    """The repository's branch and tag names; None (with a warning) when the server or network failed."""
+    from huggingface_hub import HfApi
+
+    try:
+        refs = HfApi().list_repo_refs(repo_id)
+    except Exception as error:  # noqa: BLE001  (sorted by _kind: a missing or refused repository ends the sweep)
+        if _kind(error) in ("repo", "gated", "auth"):
+            raise CheckpointError(failure_message(error, repo_id, None)) from error
+        warnings.warn(
+            f"Could not list the revisions of {repo_id} on {endpoint()} ({type(error).__name__}: "
+            f"{_first_line(error)}); each revision is checked when it is loaded.",
+            stacklevel=4,
+        )
+        return None
+    return {ref.name for ref in [*refs.branches, *refs.tags]}
+
+
+def _cached(repo_id: str, revision: str | None, cache_dir: str | os.PathLike | None) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir, revision=revision)
+    except ValueError:  # not a valid repository id: nothing is cached under it
+        return False
+    return isinstance(found, str)
+
+
+def _listed(missing: list[tuple[str, str | None, str]]) -> str:
+    return ", ".join(f"{label} ({repo_id} @ {revision or 'main'})" for repo_id, revision, label in missing)
+
+
+def _commands(missing: list[tuple[str, str | None, str]]) -> str:
+    commands = [f"`{download_command(repo_id, revision)}`" for repo_id, revision, _ in missing]
+    return ", ".join(commands[:3]) + (f" and {len(commands) - 3} more" if len(commands) > 3 else "")
