@@ -47,6 +47,13 @@ def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) ->
         ConfigMismatchError: A setting that determines the numbers differs, a step names another checkpoint, or the
             early checkpoints would change; the message names them.
     """
+    if stored.get("format_version") != new.get("format_version"):
+        _refuse(
+            where,
+            f"its rows are of format {stored.get('format_version')}, written by another version of "
+            f"interpreto-anisotropy; this one writes format {new.get('format_version')}, whose rows hold other fields, "
+            "so the two are not mixed",
+        )
     fixed = sorted(key for key in set(stored) | set(new) if key not in EXTENDABLE and stored.get(key) != new.get(key))
     if fixed:
         _refuse(where, f"{', '.join(fixed)} differ")

@@ -28,7 +28,9 @@ from .early_pool import EarlyCentering
 
 __all__ = ["FORMAT_VERSION", "Parallelism", "ReferenceKind", "SweepSettings", "early_checkpoints"]
 
-FORMAT_VERSION = 2  # 2: right-aligned batches with per-family position ids, one token policy
+# 2: right-aligned batches with per-family position ids, one token policy. 3: rows with the exact p-value, z-score,
+# anisotropy share, IsoScore* settings, energy by token bucket, fingerprint and drift_previous_step.
+FORMAT_VERSION = 3
 
 
 class ReferenceKind(str, Enum):
