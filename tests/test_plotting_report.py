@@ -13,6 +13,7 @@ import base64
 import csv
 import html
 import json
+import math
 import random
 import re
 
@@ -504,3 +505,11 @@ def test_buckets_figure_matches_rows(result, figures):
         assert list(line.get_xdata()) == [step for step, _ in expected]
         assert list(line.get_ydata()) == pytest.approx([share for _, share in expected])
     assert "early tangent" in figure.get_suptitle()
+
+
+def test_the_report_says_when_the_p_value_floor_is_too_coarse_for_holm(tmp_path):
+    rows = [{**row, "p_value": 1 / (R + 1)} for row in make_rows()]
+    page = SweepResult(rows).report(tmp_path / "report", dpi=30).read_text()
+    curve = len([row for row in rows if (row["split_point"], row["tangent"]) == (SPLITS[0], TANGENTS[0])])
+    if curve / (R + 1) > 0.05:
+        assert f"ask for n_controls={math.ceil(curve / 0.05) - 1} or more" in page

@@ -375,7 +375,30 @@ def _multiple_testing(result: SweepResult, level: float = 0.05) -> str:
         f"curve (the rows of one split point and tangent kind), <code>{column}</code> is adjusted by Holm's method "
         f"(<code>{column}_holm</code>, family-wise error rate) and by Benjamini-Hochberg (<code>{column}_bh</code>, "
         f"false discovery rate). Of {len(tested)} rows, {raw} have {column} &le; {level}, {holm} stay there after "
-        f"Holm and {bh} after Benjamini-Hochberg. Other families: <code>SweepResult.adjusted(family=...)</code>.</p>"
+        f"Holm and {bh} after Benjamini-Hochberg. Other families: <code>SweepResult.adjusted(family=...)</code>."
+        f"{_resolution_note(result, tested, column, level)}</p>"
+    )
+
+
+def _resolution_note(result: SweepResult, tested: list[dict[str, Any]], column: str, level: float) -> str:
+    """A warning when the p-values' floor 1/(R + 1) is too coarse for Holm to reject anything in the largest curve."""
+    draws = "random_energy_shares" if column == "p_value_exact" else "control_energy_shares"
+    counts = [len(row[draws]) for row in tested if isinstance(row.get(draws), list) and row[draws]]
+    curves: dict[tuple[str, str], int] = {}
+    for row in tested:
+        key = (str(row.get("split_point")), str(row.get("tangent")))
+        curves[key] = curves.get(key, 0) + 1
+    if not counts or not curves:
+        return ""
+    draws_per_row, largest = min(counts), max(curves.values())
+    if largest / (draws_per_row + 1) <= level:
+        return ""
+    needed = math.ceil(largest / level) - 1
+    option = "n_random" if column == "p_value_exact" else "n_controls"
+    return (
+        f" With {draws_per_row} draws the smallest {column} is 1/{draws_per_row + 1} = {1 / (draws_per_row + 1):.3f},"
+        f" so over a curve of {largest} rows Holm cannot go below {level} whatever the margins: ask for "
+        f"{option}={needed} or more to make it possible."
     )
 
 
