@@ -501,7 +501,8 @@ class GradientProbe:
                 rows = torch.where(probed[:, None], step.gradient.reshape(-1, width), 0).float()
                 token_energy = columns.energies(rows)
                 per_sequence_energy.append(token_energy.view(batch_size, length, -1).double().sum(1))
-                per_sequence_total.append(rows.square().sum(1).view(batch_size, length).double().sum(1))
+                token_total = rows.square().sum(1)
+                per_sequence_total.append(token_total.view(batch_size, length).double().sum(1))
                 per_sequence_has_rows.append(step.probed.any(1))
                 per_sequence_id.append(step.sequence_ids)
                 moments.update(rows, mask=probed)
@@ -510,7 +511,7 @@ class GradientProbe:
                     batch.get("original_input_ids", batch["input_ids"]).reshape(-1),
                     (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0).reshape(-1),
                     token_energy,
-                    rows.square().sum(1),
+                    token_total,
                     probed,
                 )
             loss_sum = loss_sum + step.loss_sum

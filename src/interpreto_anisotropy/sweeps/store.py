@@ -194,11 +194,12 @@ class SweepStore:
         Raises:
             ResultsStoreError: An unreadable rows file.
         """
-        done = self.done()  # reads and checks every line first
+        written = self.rows()  # reads and checks every line first
+        done = {row_key(row) for row in written if not is_skipped(row)}
         fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
         if fresh:
             keys = {row_key(row) for row in fresh}
-            self._rewrite([row for row in self.rows() if row_key(row) not in keys], fresh)
+            self._rewrite([row for row in written if row_key(row) not in keys], fresh)
 
     def update_rows(self, update: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         """Replace every row by `update(row)` (same key), in one atomic write if any row changed."""
