@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from . import demo, errors, metrics
 from .errors import AnisotropyError
+from .live.options import LiveTangent
+from .live.probe import TrainingProbe
 from .probing import objectives
 from .probing.objectives import ObjectiveName, Reduction
 from .probing.probe import GradientProbe, TokenGradients
@@ -50,6 +52,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointSweep",
     "GradientProbe",
+    "LiveTangent",
     "ICATangent",
     "NMFTangent",
     "ObjectiveName",
@@ -68,6 +71,7 @@ __all__ = [
     "TangentMethod",
     "TokenGradients",
     "TopKSAETangent",
+    "TrainingProbe",
     "analytic_null",
     "checkpoints",
     "demo",

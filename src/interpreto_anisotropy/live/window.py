@@ -1,0 +1,144 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""One logging window's sums at one split point: what `GradientProbe._accumulate` keeps, micro-batch by micro-batch.
+
+Per micro-batch the window adds the per-sequence energies in the stacked subspaces (when a tangent exists), the
+sequences' squared gradient norms, float64 gradient moments (count, sum, G^T G), the loss and its number of terms,
+and a 0-dim "all finite" flag; nothing waits for the device until the window closes. A window that opened without
+a tangent keeps only its moments, from which the energy of any subspace Q is tr(Q^T (G^T G) Q) afterwards.
+Memory: O(d^2) float64 for the moments plus O(sequences x subspaces) for the energies.
+"""
+
+from __future__ import annotations
+
+import torch
+from jaxtyping import Bool, Float
+
+from ..commons.accumulators import MomentAccumulator
+from ..probing.energies import batch_energies, sequences_with_rows
+from ..probing.statistics import ProbeSums, Tally
+
+__all__ = ["WindowSums"]
+
+
+class WindowSums:
+    """The sums of one window at one split point.
+
+    Args:
+        dim: The split point's width d.
+        device: Where the sums live (the gradients' device).
+        bases: The stacked bases (d, K) and their membership (K, S) of the window's tangent and controls, or None
+            when no tangent exists yet (moments only).
+        first_step: The optimizer step of the window's first weights.
+
+    Examples:
+        >>> window = WindowSums(8, "cpu", None, first_step=0)
+        >>> window.add(torch.randn(2, 3, 8), torch.ones(2, 3, dtype=torch.bool), torch.tensor(True),
+        ...            torch.tensor(1.0), torch.tensor(4))
+        >>> window.probe_sums().moments.count
+        6
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        device: torch.device | str,
+        bases: tuple[torch.Tensor, torch.Tensor] | None,
+        *,
+        first_step: int,
+    ):
+        self.dim = dim
+        self.device = torch.device(device)
+        self.bases = bases
+        self.first_step = first_step
+        self.moments = MomentAccumulator(dim, device=self.device)
+        self.energies: list[torch.Tensor] = []
+        self.totals: list[torch.Tensor] = []
+        self.has_rows: list[torch.Tensor] = []
+        self.finite: list[torch.Tensor] = []
+        self.loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.n_sequences = 0
+
+    @property
+    def reads(self) -> int:
+        """Micro-batches added."""
+        return len(self.finite)
+
+    def add(
+        self,
+        gradient: Float[torch.Tensor, "b l d"],
+        rows: Bool[torch.Tensor, "b l"],
+        finite: Bool[torch.Tensor, ""],
+        loss_sum: Float[torch.Tensor, ""],
+        loss_count: torch.Tensor,
+    ) -> None:
+        """Add one micro-batch: its (rescaled) dL/dh, its gradient rows, whether it is finite, its loss and terms.
+
+        A non-finite micro-batch adds nothing but its flag (its rows are masked on the device).
+        """
+        rows = rows & finite
+        stacked, membership = self.bases if self.bases is not None else (None, None)
+        energy, total, flat_rows = batch_energies(gradient, rows, stacked, membership)
+        if energy is not None:
+            self.energies.append(energy)
+        self.totals.append(total)
+        self.has_rows.append(rows.any(1))
+        self.moments.update(flat_rows, mask=rows.reshape(-1))
+        zero = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.loss_sum = self.loss_sum + torch.where(finite, loss_sum.double(), zero)
+        self.loss_count = self.loss_count + torch.where(finite, loss_count.double(), zero)
+        self.finite.append(finite)
+        self.n_sequences += gradient.shape[0]
+
+    def skipped_batches(self) -> int:
+        """Micro-batches with non-finite values (reads the device)."""
+        return int((~torch.stack(self.finite)).sum()) if self.finite else 0
+
+    def probe_sums(self) -> ProbeSums:
+        """The window's `ProbeSums` (this process's), as `GradientProbe` hands them to `build_results`.
+
+        Without a tangent, the per-sequence energies are empty (0, 0): score them with `retrospective_sums`.
+        """
+        sizes = [part.shape[0] for part in self.totals]
+        ids = list(torch.arange(sum(sizes)).split(sizes)) if sizes else []
+        n_subspaces = self.bases[1].shape[1] if self.bases is not None else 0
+        energies = self.energies if self.bases is not None else []
+        energy, total, sequence_id = sequences_with_rows(
+            energies, self.totals if energies else [], self.has_rows, ids, n_subspaces, self.device
+        )
+        tally = Tally(usable_sequences=self.n_sequences, skipped_batches=self.skipped_batches())
+        n_sequences = int(torch.cat(self.has_rows).sum()) if self.has_rows else 0
+        return ProbeSums(energy, total, sequence_id, self.moments, self.loss_sum, self.loss_count, tally, n_sequences)
+
+
+def retrospective_sums(sums: ProbeSums, stacked: torch.Tensor, membership: torch.Tensor) -> ProbeSums:
+    """A window's sums scored from its gradient moments: one pseudo-sequence holding the whole window.
+
+    The energy of the rows in a subspace Q is tr(Q^T (G^T G) Q) = ||G Q||_F^2, so the energy shares of the tangent
+    and its controls are those the rows would give; only the bootstrap interval, which needs each sequence's
+    energies, is lost (NaN).
+
+    Args:
+        sums: The window's sums (`WindowSums.probe_sums`).
+        stacked: The bases side by side, (d, K).
+        membership: Column -> subspace, (K, S).
+
+    Returns:
+        The same sums with per-"sequence" energies (1, S) and total (1,).
+    """
+    moments = sums.moments
+    scatter = moments.second_moment() * moments.count  # G^T G, float64
+    basis = stacked.to(scatter)
+    energy = ((scatter @ basis) * basis).sum(0) @ membership.to(scatter)
+    return ProbeSums(
+        energy[None],
+        torch.trace(scatter)[None],
+        torch.zeros(1, dtype=torch.long),
+        moments,
+        sums.loss_sum,
+        sums.loss_count,
+        sums.tally,
+        sums.n_sequences,
+    )
