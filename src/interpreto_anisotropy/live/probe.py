@@ -216,7 +216,7 @@ class TrainingProbe:
             raise TrainingProbeError(
                 "This TrainingProbe is already attached; detach() it first (or use one `with probe:` block)."
             )
-        if self.results_dir is not None:
+        if self.results_dir is not None and distributed.is_main_process():
             self._store = LiveStore(
                 self.results_dir,
                 self.config,

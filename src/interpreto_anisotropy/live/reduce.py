@@ -2,14 +2,14 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A window's sums over every data-parallel rank: one all-reduce of the counters and the moments, one gather of the
-per-sequence energies, as `GradientProbe` reduces its shards. Outside a process group it only reads the device."""
+per-sequence energies (rank 0's sequences first, then rank 1's, ...), as `GradientProbe` reduces its shards.
+Outside a process group it only reads the device."""
 
 from __future__ import annotations
 
 import torch
 
 from ..commons import distributed
-from ..probing.energies import gather_sequences
 from ..probing.statistics import ProbeSums, Tally
 
 __all__ = ["reduce_window"]
@@ -40,8 +40,9 @@ def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
     if sharded:
         counters = distributed.all_reduce_sum(counters)
         moments = distributed.all_reduce_moments(moments)
-        ids = ids * distributed.world_size() + distributed.rank()  # distinct over the ranks, interleaved
-        energy, total = gather_sequences(ids, energy, total, device)
+        parts = distributed.all_gather_objects((energy.cpu(), total.cpu()))  # rank 0's sequences first, then 1's...
+        energy = torch.cat([part[0] for part in parts]).to(device)
+        total = torch.cat([part[1] for part in parts]).to(device)
         ids = torch.arange(total.shape[0])
     loss_sum, loss_count, n_sequences, usable, skipped = counters.tolist()
     return ProbeSums(
