@@ -234,3 +234,24 @@ def test_pending_windows_are_bounded(gpt_neox_model, texts):
             _steps(tokenizer, texts, 1),
             lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, early_steps=100, max_pending_bytes=64 * 64 * 8 * 10),
         )
+
+
+def test_train_toy_with_a_live_probe(tmp_path):
+    run = ia.demo.train_toy(
+        tmp_path / "toy",
+        steps=6,
+        checkpoint_steps=[0, 6],
+        hidden_size=32,
+        num_layers=2,
+        seq_len=16,
+        batch_size=4,
+        texts=[f"def f{i}(x):\n    return x * {i} + {i % 7}  # a line of code" for i in range(200)],
+        progress=False,
+        live={"split_points": 1, "early_steps": 2, "nb_concepts": 4, "n_controls": 5, "include_special": True},
+    )
+    table = ia.SweepResult.load(run.live_results)
+    assert run.live_results == tmp_path / "toy" / "live" and table.steps == list(range(6))
+    assert [row["retrospective"] for row in table.rows] == [True, True, False, False, False, False]
+    assert all(row["n_tokens"] == 4 * 15 for row in table.rows)  # every token but the last (nothing to predict)
+    with pytest.raises(InvalidInputError, match="split_points"):
+        ia.demo.train_toy(tmp_path / "bad", steps=1, progress=False, live={"early_steps": 1})
