@@ -22,6 +22,7 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 
 from ..commons import distributed
 from ..commons.options import check_positive_int, check_seed
+from ..commons.threads import one_thread
 from ..errors import InvalidInputError, NonFiniteError, SplitPointError, TrainingProbeError
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
 from ..reading.batching import special_token_ids
@@ -313,7 +314,8 @@ class TrainingProbe:
         rows: list[dict[str, Any]] = []
         sharded = distributed.is_distributed()
         for point in self.points.values():
-            window_rows, sums, fitted = point.close(step, sharded=sharded)
+            with one_thread():  # small linear algebra between the step's big products (see commons.threads)
+                window_rows, sums, fitted = point.close(step, sharded=sharded)
             self._check_finite(point, sums, first, step)
             if fitted is not None and self._store is not None and distributed.is_main_process():
                 self._store.save_tangent(point.layer, fitted, reference=self.kind is LiveTangent.EARLY)

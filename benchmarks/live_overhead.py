@@ -1,0 +1,149 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Live probe overhead: a training step with a `TrainingProbe` attached / the same step without it.
+
+Two identical models train side by side on the same batches, their steps interleaved (plain, probed, plain, ...) so
+that a busy machine slows both alike; the ratio is that of the median step times. A step is what training does:
+forward with labels, backward, AdamW step, zeroing the gradients. The probe scores a given tangent (k=16) against 20
+controls at one middle split point, writes rows to a results directory, and closes a window every step or every 10
+steps (each close runs the probe's statistics: eigenvalues, IsoScore*, the bootstrap). Also measured: the early
+phase (activation moments for the tangent fit, windows kept for retrospective scoring), and the resident memory
+over many steps of a small model.
+
+Usage:
+    python benchmarks/live_overhead.py [--steps 30] [--memory-steps 1000] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import platform
+import statistics
+import tempfile
+import time
+
+import torch
+
+import interpreto_anisotropy as ia
+
+
+def build(hidden: int, layers: int, vocab: int, seed: int = 0) -> torch.nn.Module:
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    torch.manual_seed(seed)
+    config = GPTNeoXConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=2048,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+    )
+    return GPTNeoXForCausalLM(config).train()
+
+
+def batches(vocab: int, batch: int, length: int, count: int) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    return [torch.randint(vocab, (batch, length), generator=generator) for _ in range(count)]
+
+
+def step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ids: torch.Tensor, probe=None) -> float:
+    start = time.perf_counter()
+    loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=ids).loss
+    torch.autograd.backward(loss)  # not loss.backward(): nnsight patches Tensor.backward (see demo.train)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    if probe is not None:
+        probe.step()
+    return time.perf_counter() - start
+
+
+def overhead(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
+    """Median probed step / median plain step, interleaved on the same batches."""
+    hidden, layers = args.hidden, args.layers
+    plain = build(hidden, layers, args.vocab)
+    probed = copy.deepcopy(plain)
+    data = batches(args.vocab, args.batch, args.length, 8)
+    optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-4) for model in (plain, probed)]
+    options = {"tangent": ia.Subspace.random(hidden, 16, seed=0)} if tangent == "given" else {"early_steps": 10**6}
+    with tempfile.TemporaryDirectory() as folder:
+        probe = ia.TrainingProbe(
+            probed, layers // 2, every=every, n_controls=20, results_dir=folder, max_pending_bytes=2**40, **options
+        )
+        times: dict[str, list[float]] = {"plain": [], "probed": []}
+        with probe:
+            for index in range(args.steps + 2):
+                ids = data[index % len(data)]
+                plain_time = step(plain, optimizers[0], ids)
+                probed_time = step(probed, optimizers[1], ids, probe)
+                if index >= 2:  # warm-up
+                    times["plain"].append(plain_time)
+                    times["probed"].append(probed_time)
+    medians = {key: statistics.median(values) for key, values in times.items()}
+    return {
+        "every": every,
+        "tangent": tangent,
+        "plain_s": medians["plain"],
+        "probed_s": medians["probed"],
+        "ratio": medians["probed"] / medians["plain"],
+        "windows": len(probe.rows) or probe.points[next(iter(probe.points))].pending.__len__(),
+    }
+
+
+def resident_mib() -> float:
+    with open("/proc/self/statm") as handle:
+        pages = int(handle.read().split()[1])
+    return pages * 4096 / 2**20
+
+
+def memory(args: argparse.Namespace) -> dict:
+    """Resident memory of a small model trained with a window every step (given tangent, rows kept in memory too)."""
+    model = build(64, 2, 512)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    data = batches(512, 4, 32, 8)
+    marks = {}
+    with tempfile.TemporaryDirectory() as folder:
+        with ia.TrainingProbe(model, 1, tangent=ia.Subspace.random(64, 8, seed=0), results_dir=folder) as probe:
+            for index in range(1, args.memory_steps + 1):
+                step(model, optimizer, data[index % len(data)], probe)
+                if index in (10, args.memory_steps // 10, args.memory_steps // 2, args.memory_steps):
+                    marks[index] = round(resident_mib(), 1)
+    import resource
+
+    return {"resident_mib_at_step": marks, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--memory-steps", type=int, default=1000)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--vocab", type=int, default=16384)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    results = {
+        "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
+        "torch": torch.__version__,
+        "shape": f"GPT-NeoX d={args.hidden}, {args.layers} layers, vocab {args.vocab}, batch {args.batch}x{args.length}",
+        "runs": [
+            overhead(args, every=1, tangent="given"),
+            overhead(args, every=10, tangent="given"),
+            overhead(args, every=1, tangent="early"),
+        ],
+        "memory": memory(args),
+    }
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
