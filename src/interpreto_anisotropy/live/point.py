@@ -66,15 +66,24 @@ class LivePoint:
         self.window: WindowSums | None = None
         self.pending: list[_Pending] = []
 
-    def start(self, dim: int, device: torch.device, first_step: int) -> None:
-        """Learn the split point's width and device from its first gradient, and open the first window."""
-        if self.dim is not None and dim != self.dim:
+    def start(self, dim: int, device: torch.device, first_step: int) -> bool:
+        """Learn the split point's width and device from a gradient, and open a window if none is open.
+
+        Returns:
+            True the first time (the width was just learned).
+
+        Raises:
+            DimensionMismatchError: A width that changed, or a given tangent of another width.
+        """
+        fresh = self.dim is None
+        if not fresh and dim != self.dim:
             raise DimensionMismatchError(f"Split point '{self.path}' changed width from {self.dim} to {dim}.")
-        if self.dim is None:
+        if fresh:
             self.dim, self.device = dim, device
             self.schedule.start(dim, device)
         if self.window is None:
             self.open(first_step)
+        return fresh
 
     def open(self, first_step: int) -> None:
         """Open a window scored against the tangent that exists now (moments only if none)."""

@@ -21,7 +21,7 @@ import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 
 from ..commons import distributed
-from ..commons.options import check_positive_int, check_seed
+from ..commons.options import check_nonnegative_int, check_positive_int, check_seed
 from ..commons.threads import one_thread
 from ..errors import InvalidInputError, NonFiniteError, SplitPointError, TrainingProbeError
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
@@ -129,21 +129,11 @@ class TrainingProbe:
         overwrite: bool = False,
     ):
         self.model, layers, tokenizer = _unwrap(model, split_points, tokenizer)
-        self.layers = {_resolve(self.model, layer): layer for layer in layers}
+        self.layers = {resolve_split_point(self.model, layer): layer for layer in layers}
         self.every = check_positive_int("every", every)
-        check_seed("seed", seed)
-        objective_name = make_objective(objective, model=self.model).name
-        try:
-            self.objective = ObjectiveName(objective_name)
-        except ValueError:
-            raise InvalidInputError(f"objective must name a built-in objective, got {objective!r}.") from None
+        self.objective = _objective(objective, self.model)
         self.reduction = _choice("reduction", reduction, Reduction)
-        if on_nonfinite not in ("raise", "skip"):
-            raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
-        if not (isinstance(loss_scale, (int, float)) and math.isfinite(loss_scale) and loss_scale > 0):
-            raise InvalidInputError(f"loss_scale must be a positive finite number, got {loss_scale!r}.")
-        if not 0 < confidence < 1:
-            raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
+        _check_options(on_nonfinite, loss_scale, confidence, seed, nb_concepts)
         self.on_nonfinite, self.loss_scale, self.grad_scaler = on_nonfinite, float(loss_scale), grad_scaler
         self.include_special, self.max_pending_bytes = include_special, max_pending_bytes
         self.special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
@@ -157,21 +147,10 @@ class TrainingProbe:
         self.kind, fit_until, given = _tangent_plan(
             tangent, self.layers, early_steps, early_fraction, total_steps, refit_every, self.every
         )
-        check_positive_int("nb_concepts", nb_concepts)
+        schedule = {"nb_concepts": nb_concepts, "n_controls": n_controls, "seed": seed, "fit_until": fit_until}
         self.points = {
             path: LivePoint(
-                layer,
-                path,
-                TangentSchedule(
-                    self.kind,
-                    path,
-                    nb_concepts=nb_concepts,
-                    n_controls=n_controls,
-                    seed=seed,
-                    fit_until=fit_until,
-                    given=given.get(path),
-                ),
-                self.statistics,
+                layer, path, TangentSchedule(self.kind, path, given=given.get(path), **schedule), self.statistics
             )
             for path, layer in self.layers.items()
         }
@@ -183,16 +162,13 @@ class TrainingProbe:
             "objective": self.objective.value,
             "reduction": self.reduction.value,
             "reference": self.kind.value,
-            "nb_concepts": nb_concepts,
             "every": self.every,
-            "fit_until": fit_until,
-            "n_controls": n_controls,
-            "seed": seed,
+            **schedule,
             "n_bootstrap": n_bootstrap,
             "confidence": confidence,
             "include_special": include_special,
         }
-        self.steps_done = self.window_start = check_nonnegative("start_step", start_step)
+        self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
         self.rows: list[dict[str, Any]] = []
         self.latest: dict[str, float] = {}
         self._capture: TrainingCapture | None = None
@@ -255,8 +231,8 @@ class TrainingProbe:
         """Pool one micro-batch's (h, dL/dh) at one split point (called inside the user's backward)."""
         point = self.points[read.path]
         gradient = read.gradient
-        point.start(gradient.shape[-1], gradient.device, self.window_start)
-        self._check_pending_room(point)
+        if point.start(gradient.shape[-1], gradient.device, self.window_start):
+            self._check_pending_room(point)
         inputs = read.inputs or {"attention_mask": torch.ones(gradient.shape[:2], dtype=torch.long)}
         inputs = {key: value.to(gradient.device) for key, value in inputs.items()}
         if "input_ids" not in inputs:
@@ -382,9 +358,9 @@ class TrainingProbe:
             )
 
     def _check_pending_room(self, point: LivePoint) -> None:
-        if point.pending or self.kind is LiveTangent.GIVEN or getattr(point, "_room_checked", False):
+        """Refuse a schedule whose windows awaiting the tangent would hold more than `max_pending_bytes`."""
+        if self.kind is LiveTangent.GIVEN:
             return
-        point._room_checked = True
         windows = math.ceil(point.schedule.fit_until / self.every)
         needed = windows * point.dim**2 * 8 * len(self.points)
         if needed > self.max_pending_bytes:
@@ -396,11 +372,24 @@ class TrainingProbe:
             )
 
 
-def check_nonnegative(name: str, value: Any) -> int:
-    """`value` if it is an integer >= 0 (our error naming the option otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}.")
-    return value
+def _objective(objective: str, model: torch.nn.Module) -> ObjectiveName:
+    """The built-in objective named (or read from the model's head with "auto")."""
+    name = make_objective(objective, model=model).name
+    try:
+        return ObjectiveName(name)
+    except ValueError:
+        raise InvalidInputError(f"objective must name a built-in objective, got {objective!r}.") from None
+
+
+def _check_options(on_nonfinite: str, loss_scale: Any, confidence: float, seed: int, nb_concepts: int) -> None:
+    if on_nonfinite not in ("raise", "skip"):
+        raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
+    if not (isinstance(loss_scale, (int, float)) and math.isfinite(loss_scale) and loss_scale > 0):
+        raise InvalidInputError(f"loss_scale must be a positive finite number, got {loss_scale!r}.")
+    if not 0 < confidence < 1:
+        raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
+    check_seed("seed", seed)
+    check_positive_int("nb_concepts", nb_concepts)
 
 
 def _scaling(scaler: Any) -> bool:
@@ -438,10 +427,6 @@ def _unwrap(model: Any, split_points: Any, tokenizer: Any) -> tuple[torch.nn.Mod
     if not layers:
         raise InvalidInputError("split_points is empty: give at least one layer index or module path.")
     return model, layers, tokenizer
-
-
-def _resolve(model: torch.nn.Module, layer: int | str) -> str:
-    return resolve_split_point(model, layer)
 
 
 def _tangent_plan(
