@@ -3,8 +3,10 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Live probe overhead: a training step with a `TrainingProbe` attached / the same step without it.
 
-Two identical models train side by side on the same batches, their steps interleaved (plain, probed, plain, ...) so
-that a busy machine slows both alike; the ratio is that of the median step times. A step is what training does:
+Two identical models train side by side on the same batches, their steps interleaved pair by pair (the order
+alternating) so that a busy machine slows both alike; the ratio is the median of the pairs' ratios. The time spent
+inside the probe (its hook's work during the backward, and `step()`, where windows close) is also timed directly,
+as a share of the plain step: on a shared machine it is the steadier figure. A step is what training does:
 forward with labels, backward, AdamW step, zeroing the gradients. The probe scores a given tangent (k=16) against 20
 controls at one middle split point, writes rows to a results directory, and closes a window every step or every 10
 steps (each close runs the probe's statistics: eigenvalues, IsoScore*, the bootstrap). Also measured: the early
@@ -63,35 +65,64 @@ def step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ids: torch.Te
     return time.perf_counter() - start
 
 
+class _Timed:
+    """Seconds spent inside the probe: its hook's work in the backward, and `step()` (window closes)."""
+
+    def __init__(self, probe: ia.TrainingProbe):
+        self.seconds = 0.0
+        for name in ("_on_read", "step"):
+            setattr(probe, name, self._wrap(getattr(probe, name)))
+
+    def _wrap(self, method):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        return timed
+
+
 def overhead(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
-    """Median probed step / median plain step, interleaved on the same batches."""
+    """Probed step / plain step on the same batch, pair by pair (order alternated), and the probe's own time."""
     hidden, layers = args.hidden, args.layers
     plain = build(hidden, layers, args.vocab)
     probed = copy.deepcopy(plain)
     data = batches(args.vocab, args.batch, args.length, 8)
     optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-4) for model in (plain, probed)]
     options = {"tangent": ia.Subspace.random(hidden, 16, seed=0)} if tangent == "given" else {"early_steps": 10**6}
+    ratios, plain_times, inside = [], [], []
     with tempfile.TemporaryDirectory() as folder:
         probe = ia.TrainingProbe(
             probed, layers // 2, every=every, n_controls=20, results_dir=folder, max_pending_bytes=2**40, **options
         )
-        times: dict[str, list[float]] = {"plain": [], "probed": []}
+        timer = _Timed(probe)
         with probe:
             for index in range(args.steps + 2):
                 ids = data[index % len(data)]
-                plain_time = step(plain, optimizers[0], ids)
-                probed_time = step(probed, optimizers[1], ids, probe)
+                before = timer.seconds
+                if index % 2:
+                    probed_time = step(probed, optimizers[1], ids, probe)
+                    plain_time = step(plain, optimizers[0], ids)
+                else:
+                    plain_time = step(plain, optimizers[0], ids)
+                    probed_time = step(probed, optimizers[1], ids, probe)
                 if index >= 2:  # warm-up
-                    times["plain"].append(plain_time)
-                    times["probed"].append(probed_time)
-    medians = {key: statistics.median(values) for key, values in times.items()}
+                    ratios.append(probed_time / plain_time)
+                    plain_times.append(plain_time)
+                    inside.append(timer.seconds - before)
+        windows = len(probe.rows) + sum(len(point.pending) for point in probe.points.values())
+    plain_median = statistics.median(plain_times)
     return {
         "every": every,
         "tangent": tangent,
-        "plain_s": medians["plain"],
-        "probed_s": medians["probed"],
-        "ratio": medians["probed"] / medians["plain"],
-        "windows": len(probe.rows) or probe.points[next(iter(probe.points))].pending.__len__(),
+        "plain_step_s": round(plain_median, 3),
+        "ratio_median_of_pairs": round(statistics.median(ratios), 4),
+        "ratio_quartiles": [round(value, 3) for value in statistics.quantiles(ratios, n=4)],
+        "probe_s_per_step": round(sum(inside) / len(inside), 4),
+        "probe_share_of_plain_step": round(sum(inside) / len(inside) / plain_median, 4),
+        "windows": windows,
     }
 
 
@@ -127,7 +158,7 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=16384)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--length", type=int, default=128)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--toy", action="store_true", help="offline: a toy GPT-NeoX and tokenizer built here")
     source.add_argument("--model", help="a Hugging Face causal LM (Hub id or folder), trained further here")
     parser.add_argument("--split-point", type=_split_point, action="append", help="layer index or path (repeatable)")
-    parser.add_argument("--steps", type=int, default=None, help="optimizer steps (default: 60; 500 with --model)")
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps (default: 40; 500 with --model)")
     parser.add_argument("--accumulation", type=int, default=2, help="micro-batches per optimizer step (default: 2)")
     parser.add_argument("--batch-size", type=int, default=8, help="sequences per micro-batch (default: 8)")
     parser.add_argument("--max-length", type=int, default=64, help="tokens per sequence (default: 64)")
@@ -86,6 +86,8 @@ def train(args: argparse.Namespace) -> None:
     import interpreto_anisotropy as ia
     from interpreto_anisotropy.demo import load_corpus
 
+    if args.toy:
+        torch.set_num_threads(1)  # a tiny model runs fastest on one CPU thread
     texts = load_corpus("train", max_texts=400, progress=False)
     model, tokenizer = model_and_tokenizer(args, texts)
     device = torch.device(args.device)
@@ -93,7 +95,7 @@ def train(args: argparse.Namespace) -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     scaler = torch.amp.GradScaler(device.type, enabled=device.type == "cuda")
     autocast = torch.autocast(device.type, dtype=torch.float16, enabled=device.type == "cuda")
-    steps = args.steps or (60 if args.toy else 500)
+    steps = args.steps or (40 if args.toy else 500)
     batches = micro_batches(tokenizer, texts, args)
     probe = ia.TrainingProbe(
         model,
