@@ -95,12 +95,12 @@ class LivePoint:
         hidden: torch.Tensor,
         gradient: torch.Tensor,
         rows: torch.Tensor,
-        finite: torch.Tensor,
+        loss_finite: torch.Tensor,
         loss_sum: torch.Tensor,
         loss_count: torch.Tensor,
     ) -> None:
-        """Pool one micro-batch: its rescaled dL/dh and activations at the gradient rows."""
-        self.window.add(gradient, rows, finite, loss_sum, loss_count)
+        """Pool one micro-batch: its rescaled dL/dh and, for a tangent being fitted, its activations at the rows."""
+        finite = self.window.add(gradient, rows, loss_finite, loss_sum, loss_count)
         self.schedule.add_activations(hidden, rows & finite)
 
     def close(self, step: int, *, sharded: bool) -> tuple[list[dict[str, Any]], ProbeSums | None, Subspace | None]:

@@ -251,17 +251,17 @@ class TrainingProbe:
             scaler=self.grad_scaler,
             device=gradient.device,
         )
-        gradient = (
-            gradient * weight.to(gradient.dtype) if gradient.dtype == torch.float64 else gradient * weight.float()
-        )
-        real = inputs["attention_mask"].bool()[..., None]
-        finite = torch.isfinite(torch.where(real, gradient, 0)).all()
+        if gradient.element_size() < 4:  # half-precision gradients are pooled in float32 products
+            gradient = gradient.float()
+        if weight is not None:
+            gradient = gradient * weight.to(gradient.dtype)
         terms = loss_terms(inputs, self.objective).double()
         loss = read.output_loss
-        loss_sum = torch.full((), math.nan, device=gradient.device) if loss is None else loss.double() * terms
-        if loss is not None:
-            finite = finite & torch.isfinite(loss)
-        point.add(read.hidden, gradient, rows, finite, loss_sum, terms)
+        if loss is None:
+            loss_sum, loss_finite = torch.full((), math.nan, device=gradient.device), torch.ones((), dtype=torch.bool)
+        else:
+            loss_sum, loss_finite = loss.double() * terms, torch.isfinite(loss)
+        point.add(read.hidden, gradient, rows, loss_finite.to(gradient.device), loss_sum, terms)
 
     def step(self, updates: int | None = None) -> list[dict[str, Any]]:
         """Record that an optimizer step was made; close the window when it holds `every` steps.

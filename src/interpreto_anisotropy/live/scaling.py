@@ -45,8 +45,10 @@ def gradient_weight(
     loss_scale: float,
     scaler: Any,
     device: torch.device,
-) -> torch.Tensor:
+) -> torch.Tensor | None:
     """The factor 1 / c_j that turns a micro-batch's dL/dh into the probe's summed-loss gradient, 0-dim float64.
+
+    None when there is nothing to undo (a summed loss, no loss scale, no scaler): the gradient is used as it is.
 
     Args:
         inputs: The micro-batch (`input_ids`, `attention_mask`, `labels`), for its number of loss terms.
@@ -56,6 +58,8 @@ def gradient_weight(
         scaler: The gradient scaler, or None.
         device: The gradients' device.
     """
+    if reduction is Reduction.SUM and loss_scale == 1 and (scaler is None or not scaler.is_enabled()):
+        return None
     weight = torch.ones((), dtype=torch.float64, device=device) / loss_scale
     if reduction is Reduction.MEAN:
         weight = weight * loss_terms(inputs, objective).to(device=device, dtype=torch.float64)

@@ -34,7 +34,7 @@ class WindowSums:
 
     Examples:
         >>> window = WindowSums(8, "cpu", None, first_step=0)
-        >>> window.add(torch.randn(2, 3, 8), torch.ones(2, 3, dtype=torch.bool), torch.tensor(True),
+        >>> _ = window.add(torch.randn(2, 3, 8), torch.ones(2, 3, dtype=torch.bool), torch.tensor(True),
         ...            torch.tensor(1.0), torch.tensor(4))
         >>> window.probe_sums().moments.count
         6
@@ -70,27 +70,33 @@ class WindowSums:
         self,
         gradient: Float[torch.Tensor, "b l d"],
         rows: Bool[torch.Tensor, "b l"],
-        finite: Bool[torch.Tensor, ""],
+        loss_finite: Bool[torch.Tensor, ""],
         loss_sum: Float[torch.Tensor, ""],
         loss_count: torch.Tensor,
-    ) -> None:
-        """Add one micro-batch: its (rescaled) dL/dh, its gradient rows, whether it is finite, its loss and terms.
+    ) -> Bool[torch.Tensor, ""]:
+        """Add one micro-batch: its (rescaled) dL/dh, its gradient rows, whether its loss is finite, its loss and terms.
 
-        A non-finite micro-batch adds nothing but its flag (its rows are masked on the device).
+        A micro-batch with a non-finite loss or a non-finite value at a gradient row adds nothing but its flag: its
+        finiteness is read from its rows' squared norms (no extra pass over the gradient), then its sums are masked.
+
+        Returns:
+            The micro-batch's 0-dim "finite" flag.
         """
-        rows = rows & finite
         stacked, membership = self.bases if self.bases is not None else (None, None)
         energy, total, flat_rows = batch_energies(gradient, rows, stacked, membership)
+        finite = loss_finite & torch.isfinite(total.sum())
         if energy is not None:
-            self.energies.append(energy)
-        self.totals.append(total)
-        self.has_rows.append(rows.any(1))
-        self.moments.update(flat_rows, mask=rows.reshape(-1))
+            self.energies.append(torch.where(finite, energy, 0))
+        self.totals.append(torch.where(finite, total, 0))
+        kept = rows & finite
+        self.has_rows.append(kept.any(1))
+        self.moments.update(flat_rows, mask=kept.reshape(-1))
         zero = torch.zeros((), dtype=torch.float64, device=self.device)
         self.loss_sum = self.loss_sum + torch.where(finite, loss_sum.double(), zero)
         self.loss_count = self.loss_count + torch.where(finite, loss_count.double(), zero)
         self.finite.append(finite)
         self.n_sequences += gradient.shape[0]
+        return finite
 
     def skipped_batches(self) -> int:
         """Micro-batches with non-finite values (reads the device)."""
