@@ -14,7 +14,8 @@ phase (activation moments for the tangent fit, windows kept for retrospective sc
 over many steps of a small model.
 
 Usage:
-    python benchmarks/live_overhead.py [--steps 30] [--memory-steps 1000] [--device cpu]
+    python benchmarks/live_overhead.py [--steps 24] [--memory-steps 1000] [--threads 1]
+    python benchmarks/live_overhead.py --device cuda --hidden 768 --layers 12 --vocab 50304 --batch 8 --length 512
 """
 
 from __future__ import annotations
@@ -54,7 +55,13 @@ def batches(vocab: int, batch: int, length: int, count: int) -> list[torch.Tenso
     return [torch.randint(vocab, (batch, length), generator=generator) for _ in range(count)]
 
 
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ids: torch.Tensor, probe=None) -> float:
+    _synchronize(ids.device)
     start = time.perf_counter()
     loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=ids).loss
     torch.autograd.backward(loss)  # not loss.backward(): nnsight patches Tensor.backward (see demo.train)
@@ -62,6 +69,7 @@ def step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ids: torch.Te
     optimizer.zero_grad(set_to_none=True)
     if probe is not None:
         probe.step()
+    _synchronize(ids.device)
     return time.perf_counter() - start
 
 
@@ -87,9 +95,9 @@ class _Timed:
 def overhead(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
     """Probed step / plain step on the same batch, pair by pair (order alternated), and the probe's own time."""
     hidden, layers = args.hidden, args.layers
-    plain = build(hidden, layers, args.vocab)
+    plain = build(hidden, layers, args.vocab).to(args.device)
     probed = copy.deepcopy(plain)
-    data = batches(args.vocab, args.batch, args.length, 8)
+    data = [ids.to(args.device) for ids in batches(args.vocab, args.batch, args.length, 8)]
     optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-4) for model in (plain, probed)]
     options = {"tangent": ia.Subspace.random(hidden, 16, seed=0)} if tangent == "given" else {"early_steps": 10**6}
     ratios, plain_times, inside = [], [], []
@@ -158,6 +166,7 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=16384)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
     if args.threads:
