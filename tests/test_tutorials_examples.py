@@ -63,7 +63,12 @@ def getting_started_snippet() -> str:
 
 def test_every_example_has_an_offline_mode_here():
     assert EXAMPLES and {path.name for path in EXAMPLES} == set(OFFLINE_ARGS)
-    assert {path.name for path in TUTORIALS} >= {"tangent_subspaces.py", "checkpoint_sweep.py", "attributions.py", "live_training.py"}
+    assert {path.name for path in TUTORIALS} >= {
+        "tangent_subspaces.py",
+        "checkpoint_sweep.py",
+        "attributions.py",
+        "live_training.py",
+    }
 
 
 def test_getting_started_snippet_is_ten_lines():
