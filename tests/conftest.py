@@ -120,6 +120,19 @@ def gpt_neox_model(corpus_texts):
 
 
 @pytest.fixture(scope="session")
+def gpt_neox_training_model(corpus_texts):
+    """The same decoder as `gpt_neox_model`, never wrapped in an Interpreto splitter (which freezes and wraps the
+    modules it is given): the live probe's tests train copies of it."""
+    return _toy_pair("gpt_neox", corpus_texts)
+
+
+@pytest.fixture(scope="session")
+def eurobert_training_model(corpus_texts):
+    """The same encoder as `eurobert_model`, never wrapped in an Interpreto splitter."""
+    return _toy_pair("eurobert", corpus_texts)
+
+
+@pytest.fixture(scope="session")
 def llama_model(corpus_texts):
     """``(LlamaForCausalLM, tokenizer)``: a SmolLM2-like decoder, hidden 64, 2 layers, vocab 512, random weights."""
     return _toy_pair("llama", corpus_texts)

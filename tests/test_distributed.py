@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from helpers.live_kit import assert_same_window, micro_batch, probe_inputs
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
@@ -112,3 +114,29 @@ def test_distributed_sweep_equals_the_single_process_sweep(parallel, toy_checkpo
     single_rows = ia.CheckpointSweep(pattern, results_dir=tmp_path / "single", **settings).run().rows
     assert len(parallel_rows) == len(single_rows) == 2 * len(toy_checkpoints.checkpoints)
     _assert_close(parallel_rows, single_rows)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
+def test_live_probe_under_data_parallel_training_equals_the_post_hoc_probe(toy_checkpoints, texts, tmp_path):
+    """2 gloo ranks train a DDP model, each on its micro-batch; each window equals the probe of both micro-batches
+    (rank 0's, then rank 1's) with the weights of that step, run in one process."""
+    checkpoint = str(toy_checkpoints.checkpoints[-1])
+    out = tmp_path / "live.json"
+    _torchrun({"mode": "live", "checkpoint": checkpoint, "texts": texts[:12], "out": str(out)}, tmp_path)
+    rows = json.loads(out.read_text())
+    assert [row["step"] for row in rows] == [0, 1]
+    model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, checkpoint), device="cpu")
+    model = model.double()
+    tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=0)
+    for step, row in enumerate(rows):
+        model.load_state_dict(torch.load(f"{out}.step{step}.pt"))
+        batches = [
+            micro_batch(tokenizer, texts[(2 * step + rank) * 3 : (2 * step + rank + 1) * 3], start=0)
+            for rank in (0, 1)
+        ]
+        mwsp = ModelWithSplitPoints(model.eval(), split_point=1, tokenizer=tokenizer, batch_size=3)
+        reference = ia.GradientProbe(mwsp, objective="causal_lm").run(
+            probe_inputs(batches), tangent, n_controls=5, seed=0, progress=False
+        )
+        assert_same_window(row, reference)

@@ -31,6 +31,7 @@ OFFLINE_ARGS = {
     "pythia_sweep.py": ["--toy", "--no-progress"],
     "eurobert_mlm.py": ["--toy", "--no-progress"],
     "compare_methods.py": ["--toy"],
+    "live_training.py": ["--toy"],
 }
 
 # Each script must finish well within a minute on 2 CPU cores (imports excluded: they are paid once by the runner).
@@ -62,7 +63,12 @@ def getting_started_snippet() -> str:
 
 def test_every_example_has_an_offline_mode_here():
     assert EXAMPLES and {path.name for path in EXAMPLES} == set(OFFLINE_ARGS)
-    assert {path.name for path in TUTORIALS} >= {"tangent_subspaces.py", "checkpoint_sweep.py", "attributions.py"}
+    assert {path.name for path in TUTORIALS} >= {
+        "tangent_subspaces.py",
+        "checkpoint_sweep.py",
+        "attributions.py",
+        "live_training.py",
+    }
 
 
 def test_getting_started_snippet_is_ten_lines():

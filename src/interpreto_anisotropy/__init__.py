@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from . import demo, errors, metrics
 from .errors import AnisotropyError
+from .live.options import LiveTangent
+from .live.probe import TrainingProbe
 from .probing import objectives
 from .probing.anisotropy import IsoScoreConvention, IsoScoreTarget
 from .probing.masking import MaskedLM
@@ -52,6 +54,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointSweep",
     "GradientProbe",
+    "LiveTangent",
     "ICATangent",
     "MaskedLM",
     "IsoScoreConvention",
@@ -73,6 +76,7 @@ __all__ = [
     "TangentMethod",
     "TokenGradients",
     "TopKSAETangent",
+    "TrainingProbe",
     "analytic_null",
     "chance_std",
     "checkpoints",

@@ -35,6 +35,7 @@ __all__ = [
     "ResultsStoreError",
     "SweepLockedError",
     "StaleResultsError",
+    "TrainingProbeError",
     "DegenerateStatisticsWarning",
 ]
 
@@ -102,6 +103,10 @@ class SweepLockedError(ResultsStoreError):
 
 class StaleResultsError(ResultsStoreError):
     """Results computed on a checkpoint whose content has changed since (the message names the checkpoints)."""
+
+
+class TrainingProbeError(AnisotropyError, RuntimeError):
+    """A live `TrainingProbe` used out of order: attached twice, detached when not attached, stepped when detached."""
 
 
 class DegenerateStatisticsWarning(UserWarning):

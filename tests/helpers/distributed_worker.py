@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests folder, for helpers.live_kit
 
 import torch.distributed as dist
 from interpreto import ModelWithSplitPoints
@@ -50,9 +53,43 @@ def main() -> None:
         if distributed.is_main_process():
             with open(args["out"], "w") as handle:
                 json.dump({name: result.to_dict() for name, result in results.items()}, handle)
+    elif args["mode"] == "live":
+        _live(args)
     else:
         ia.CheckpointSweep(args.pop("pattern"), **args["sweep"]).run()
     dist.destroy_process_group()
+
+
+def _live(args: dict) -> None:
+    """Two steps of data-parallel training (DDP) with a live probe: rank r trains on micro-batch r of each step."""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    from helpers.live_kit import micro_batch
+
+    model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, args["checkpoint"]), device="cpu")
+    model = model.double().train()
+    parallel = DistributedDataParallel(model)
+    optimizer = torch.optim.SGD(parallel.parameters(), lr=0.05)
+    tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=0)
+    texts, micro, rank = args["texts"], 3, distributed.rank()
+    probe = ia.TrainingProbe(parallel, 1, tokenizer=tokenizer, tangent=tangent, reduction="mean", n_controls=5)
+    with probe:
+        for step in range(2):
+            if rank == 0:
+                torch.save(model.state_dict(), f"{args['out']}.step{step}.pt")
+            start = (2 * step + rank) * micro
+            batch = micro_batch(tokenizer, texts[start : start + micro], start=0)
+            loss = parallel(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
+            ).loss
+            torch.autograd.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+            probe.step()
+    if rank == 0:
+        with open(args["out"], "w") as handle:
+            json.dump(probe.rows, handle)
 
 
 if __name__ == "__main__":

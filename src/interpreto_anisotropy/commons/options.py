@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["MAX_SEED", "check_positive_int", "check_seed"]
+__all__ = ["MAX_SEED", "check_nonnegative_int", "check_positive_int", "check_seed"]
 
 MAX_SEED = 2**32  # scikit-learn's random_state bound; torch accepts it too
 
@@ -29,6 +29,17 @@ def check_positive_int(name: str, value: Any) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInputError(f"{name} must be a positive integer, got {value!r}.")
+    return value
+
+
+def check_nonnegative_int(name: str, value: Any) -> int:
+    """`value` if it is an integer >= 0 (not a bool).
+
+    Raises:
+        InvalidInputError: Naming the option.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}.")
     return value
 
 

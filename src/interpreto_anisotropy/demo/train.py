@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm.auto import tqdm
@@ -58,6 +59,7 @@ class ToyRun:
         checkpoints: The ``checkpoint-{step}`` folders, by increasing step.
         checkpoint_steps: The step of each checkpoint (the number of optimiser updates before it was saved).
         losses: The training loss of each step, ``losses[i]`` being that of step ``i + 1``.
+        live_results: The live probe's results directory, when the run was trained with one (`train_toy(live=...)`).
 
     Examples:
         >>> run = train_toy("runs/toy", steps=20, checkpoint_steps=[0, 20], progress=False)
@@ -73,6 +75,7 @@ class ToyRun:
     checkpoints: list[Path] = field(default_factory=list)
     checkpoint_steps: list[int] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
+    live_results: Path | None = None
 
     @property
     def automodel(self) -> type:
@@ -86,6 +89,7 @@ class ToyRun:
         data = asdict(self)
         data["out_dir"] = str(self.out_dir)
         data["checkpoints"] = [str(p) for p in self.checkpoints]
+        data["live_results"] = None if self.live_results is None else str(self.live_results)
         return data
 
     def __len__(self) -> int:
@@ -290,6 +294,7 @@ def train_toy(
     num_threads: int | None = 1,
     overwrite: bool = False,
     progress: bool = True,
+    live: dict[str, Any] | None = None,
 ) -> ToyRun:
     """Trains a tiny model on the toy corpus and saves Pythia-like ``checkpoint-{step}`` folders.
 
@@ -333,6 +338,9 @@ def train_toy(
             slow it down many times over on a busy machine.
         overwrite: Replace the checkpoints of a previous run in ``out_dir`` instead of raising.
         progress: Show a progress bar.
+        live: Train with a live `TrainingProbe`: its options (``split_points`` required; ``results_dir`` defaults to
+            ``out_dir/live``, ``total_steps`` to ``steps``, ``reduction`` to ``"mean"``, the toy's loss). Its rows
+            are a `SweepResult` in ``run.live_results``.
 
     Returns:
         A `ToyRun` with the checkpoint folders, their steps and the loss curve.
@@ -416,18 +424,25 @@ def train_toy(
         optimizer = _adamw(model, lr=lr, weight_decay=weight_decay)
         run.save_if_due(0)
         model.train()
-        bar = tqdm(range(1, steps + 1), desc=f"Training toy {arch.value}", disable=not progress)
-        for step in bar:
-            batch = batches.next()
-            if objective == "masked_lm":
-                input_ids, labels = _mask_tokens(batch, tokenizer, masking=masking, generator=mask_generator)
-            else:
-                input_ids, labels = batch, batch
-            learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
-            loss_value = _update(model, optimizer, input_ids, labels, learning_rate, step=step, lr=lr)
-            run.log_history.append({"step": step, "loss": loss_value, "learning_rate": learning_rate})
-            bar.set_postfix(loss=f"{loss_value:.3f}")
-            run.save_if_due(step)
+        probe = _live_probe(model, tokenizer, live, out_dir=path, steps=steps)
+        try:
+            bar = tqdm(range(1, steps + 1), desc=f"Training toy {arch.value}", disable=not progress)
+            for step in bar:
+                batch = batches.next()
+                if objective == "masked_lm":
+                    input_ids, labels = _mask_tokens(batch, tokenizer, masking=masking, generator=mask_generator)
+                else:
+                    input_ids, labels = batch, batch
+                learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
+                loss_value = _update(model, optimizer, input_ids, labels, learning_rate, step=step, lr=lr)
+                if probe is not None:
+                    probe.step()
+                run.log_history.append({"step": step, "loss": loss_value, "learning_rate": learning_rate})
+                bar.set_postfix(loss=f"{loss_value:.3f}")
+                run.save_if_due(step)
+        finally:
+            if probe is not None:
+                probe.detach()
         model.eval()
         write_atomically(path / TRAINER_STATE_NAME, json.dumps(run.state(steps), indent=2))
     return ToyRun(
@@ -437,7 +452,27 @@ def train_toy(
         checkpoints=run.checkpoints,
         checkpoint_steps=chosen_steps,
         losses=[entry["loss"] for entry in run.log_history],
+        live_results=None if probe is None else Path(probe.results_dir),
     )
+
+
+def _live_probe(
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerFast,
+    live: dict[str, Any] | None,
+    *,
+    out_dir: Path,
+    steps: int,
+) -> Any:
+    """The attached live probe of `train_toy(live=...)`, or None."""
+    if live is None:
+        return None
+    from ..live.probe import TrainingProbe
+
+    options = {"results_dir": out_dir / "live", "total_steps": steps, "reduction": "mean", "overwrite": True, **live}
+    if "split_points" not in options:
+        raise InvalidInputError("live needs split_points, e.g. live={'split_points': 1, 'early_steps': 30}.")
+    return TrainingProbe(model, tokenizer=tokenizer, **options).attach()
 
 
 def _checked_options(

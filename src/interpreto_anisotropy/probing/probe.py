@@ -40,6 +40,7 @@ from ..reading.split_point import SplitPoint
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from .breakdown import FREQUENCY_EDGES, Breakdown
+from .energies import batch_energies, gather_sequences, sequences_with_rows
 from .masking import MaskedLM
 from .objectives import Objective, make_objective
 from .result import ProbeResult
@@ -486,7 +487,7 @@ class GradientProbe:
             shard=shard,
             defer_nonfinite=sharded,
         ):
-            batch_size, length, width = step.gradient.shape
+            width = step.gradient.shape[-1]
             if width != dim:
                 fitted_at = sorted({subspace.split_point or "an unknown split point" for subspace in named.values()})
                 raise DimensionMismatchError(
@@ -494,29 +495,25 @@ class GradientProbe:
                     f"(fitted at {', '.join(repr(point) for point in fitted_at)}): they come from another layer or "
                     "model. Fit them on this model at this split point."
                 )
-            # Every position is a row, zero where not probed (padding, past the cap, a non-finite batch): fixed
-            # shapes and masks instead of boolean indexing keep the loop free of host synchronisation.
-            with torch.autocast(device.type, enabled=False):  # float32 products, even under a caller's autocast
-                probed = step.probed.reshape(-1)
-                rows = torch.where(probed[:, None], step.gradient.reshape(-1, width), 0).float()
-                token_energy = columns.energies(rows)
-                per_sequence_energy.append(token_energy.view(batch_size, length, -1).double().sum(1))
-                token_total = rows.square().sum(1)
-                per_sequence_total.append(token_total.view(batch_size, length).double().sum(1))
-                per_sequence_has_rows.append(step.probed.any(1))
-                per_sequence_id.append(step.sequence_ids)
-                moments.update(rows, mask=probed)
-                batch = step.batch
-                breakdown.add(
-                    batch.get("original_input_ids", batch["input_ids"]).reshape(-1),
-                    (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0).reshape(-1),
-                    token_energy,
-                    token_total,
-                    probed,
-                )
+            # Zero rows where not probed (padding, past the cap, a non-finite batch): no host synchronisation.
+            energies = batch_energies(step.gradient, step.probed, columns)
+            per_sequence_energy.append(energies.energy)
+            per_sequence_total.append(energies.total)
+            per_sequence_has_rows.append(step.probed.any(1))
+            per_sequence_id.append(step.sequence_ids)
+            probed = step.probed.reshape(-1)
+            moments.update(energies.rows, mask=probed)
+            batch = step.batch
+            breakdown.add(
+                batch.get("original_input_ids", batch["input_ids"]).reshape(-1),
+                (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0).reshape(-1),
+                energies.token_energy,
+                energies.token_total,
+                probed,
+            )
             loss_sum = loss_sum + step.loss_sum
             loss_count = loss_count + step.loss_count
-        sequence_energy, sequence_total, sequence_id = _sequences_with_rows(
+        sequence_energy, sequence_total, sequence_id = sequences_with_rows(
             per_sequence_energy,
             per_sequence_total,
             per_sequence_has_rows,
@@ -561,40 +558,13 @@ class GradientProbe:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         sequence_energy, sequence_total = sums.sequence_energy, sums.sequence_total
         if sharded:
-            sequence_energy, sequence_total = _gather_sequences(
+            sequence_energy, sequence_total = gather_sequences(
                 sums.sequence_id, sequence_energy, sequence_total, device
             )
         totals = Tally(int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite)
         return ProbeSums(
             sequence_energy, sequence_total, sums.sequence_id, moments, loss_sum, loss_count, totals, int(n_sequences)
         )
-
-
-def _sequences_with_rows(
-    energies: list[torch.Tensor],
-    totals: list[torch.Tensor],
-    has_rows: list[torch.Tensor],
-    ids: list[torch.Tensor],
-    n_subspaces: int,
-    device: torch.device,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-sequence energies (n_seq, S), totals (n_seq,) and ids (n_seq,) of the sequences with probed tokens."""
-    if not energies:
-        empty = torch.zeros(0, dtype=torch.float64, device=device)
-        return empty.view(0, 1).expand(0, n_subspaces), empty, torch.zeros(0, dtype=torch.long)
-    keep = torch.cat(has_rows)
-    return torch.cat(energies)[keep], torch.cat(totals)[keep], torch.cat(ids)[keep.cpu()]
-
-
-def _gather_sequences(
-    ids: torch.Tensor, energy: torch.Tensor, total: torch.Tensor, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every rank's per-sequence energies (n_seq, S) and totals (n_seq,), in sequence order."""
-    parts = distributed.all_gather_objects((ids.cpu(), energy.cpu(), total.cpu()))
-    order = torch.argsort(torch.cat([part[0] for part in parts]))
-    energy = torch.cat([part[1] for part in parts])[order]
-    total = torch.cat([part[2] for part in parts])[order]
-    return energy.to(device), total.to(device)
 
 
 def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:

@@ -152,6 +152,14 @@ class SubspaceColumns:
         """Each row's squared norm in each subspace, in the rows' dtype (the probe gives float32 rows)."""
         return torch.cat([(rows @ bases).square() @ membership for bases, membership in self.blocks], dim=1)
 
+    def energies_of_scatter(self, scatter: Float[torch.Tensor, "d d"]) -> Float[torch.Tensor, " S"]:
+        """The energy of rows with scatter G^T G in each subspace, tr(Q^T G^T G Q) = ||G Q||_F^2, float64 (S,)."""
+        parts = []
+        for bases, membership in self.blocks:
+            basis = bases.to(scatter)
+            parts.append(((scatter @ basis) * basis).sum(0) @ membership.to(scatter))
+        return torch.cat(parts)
+
     def tangent_column(self, name: str) -> int:
         """The energy column of tangent `name`."""
         return list(self.tangents).index(name) * (1 + self.n_controls)

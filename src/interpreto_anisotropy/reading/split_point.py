@@ -15,16 +15,21 @@ reads everything else is built on:
 
 The activation reader, tangent fitting, `GradientProbe` and `CheckpointSweep` go through it; no other module
 reads a splitter's `_model` or registers a hook (a test checks this).
+
+`TrainingCapture` is the third read, for a model the user trains: it watches the user's own forwards and backwards
+and hands each split point's hidden states and dL/dh to a callback (`live.TrainingProbe` uses it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
+from interpreto.concepts.splitters.splitting_utils import get_layer_by_idx, walk_modules
 from jaxtyping import Bool, Float
 
 from ..errors import InvalidInputError, SplitPointError
@@ -35,6 +40,9 @@ from .positions import PositionConvention, PositionScheme
 __all__ = [
     "SplitPoint",
     "HiddenStateCapture",
+    "TrainingCapture",
+    "TrainingRead",
+    "resolve_split_point",
     "StopForward",
     "embedding_rows",
     "splitter_model",
@@ -81,6 +89,36 @@ def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Mod
             f"Split point '{split_point}' is not a module of this {type(model).__name__}; "
             "give a layer index or a path such as 'gpt_neox.layers.3'."
         ) from error
+
+
+def resolve_split_point(model: torch.nn.Module, split_point: int | str) -> str:
+    """The module path of a split point, resolved as Interpreto's `ModelWithSplitPoints` resolves it.
+
+    Args:
+        model: The Hugging Face model.
+        split_point: A layer index (the module whose path ends in ".{index}", e.g. 3 -> "gpt_neox.layers.3") or a
+            dotted module path.
+
+    Returns:
+        The dotted module path.
+
+    Raises:
+        SplitPointError: An index that matches no module or several, or a path that names no module.
+    """
+    if isinstance(split_point, int) and not isinstance(split_point, bool):
+        try:
+            path = get_layer_by_idx(split_point, model_paths=list(walk_modules(model)))
+        except Exception as error:  # noqa: BLE001  (Interpreto's ModelPathError, a ValueError or not)
+            raise SplitPointError(
+                f"Split point {split_point} matches no single layer of this {type(model).__name__} ({error}); give a "
+                "module path such as 'gpt_neox.layers.3'."
+            ) from error
+    elif isinstance(split_point, str):
+        path = split_point
+    else:
+        raise SplitPointError(f"A split point is a layer index or a module path, got {type(split_point).__name__}.")
+    split_point_module(model, path)
+    return path
 
 
 def embedding_rows(model: torch.nn.Module) -> int | None:
@@ -334,3 +372,160 @@ class SplitPoint:
             return int(self.read({"input_ids": ids, "attention_mask": torch.ones_like(ids)}).shape[-1])
         except Exception:  # noqa: BLE001  (a model that needs other inputs: the caller asks Interpreto)
             return None
+
+
+def _hidden_of(output: Any) -> torch.Tensor | None:
+    """The (batch, length, d) hidden state in a module's output (a tensor, or the first 3-dim one of a tuple)."""
+    if isinstance(output, torch.Tensor):
+        return output if output.dim() == 3 else None
+    if isinstance(output, tuple):
+        return next((item for item in output if isinstance(item, torch.Tensor) and item.dim() == 3), None)
+    return None
+
+
+def _in_backward() -> bool:
+    """Whether autograd is running a backward pass now (a checkpointed layer being recomputed)."""
+    return torch._C._current_graph_task_id() != -1
+
+
+@dataclass
+class TrainingRead:
+    """What one training forward and backward gave at one split point.
+
+    Attributes:
+        path: The split point's module path.
+        hidden: Its hidden states h, (b, l, d), detached.
+        gradient: dL/dh as the backward computed it, (b, l, d) (scaled like the loss that was differentiated).
+        inputs: The forward's `input_ids`, `attention_mask` (ones when not given) and `labels` (when given), (b, l).
+        output_loss: The `loss` the model's output carried, detached (None without one).
+        forward_index: Which training forward this is (0, 1, ... since attached).
+    """
+
+    path: str
+    hidden: Float[torch.Tensor, "b l d"]
+    gradient: Float[torch.Tensor, "b l d"]
+    inputs: dict[str, torch.Tensor]
+    output_loss: torch.Tensor | None
+    forward_index: int
+
+
+@dataclass
+class _Forward:
+    """One training forward of the whole model: its inputs and what each split point has done with it."""
+
+    index: int
+    inputs: dict[str, torch.Tensor]
+    output_loss: torch.Tensor | None = None
+    hooked: set[str] = field(default_factory=set)
+    awaiting_recompute: set[str] = field(default_factory=set)
+
+
+class TrainingCapture:
+    """Watches a model's training forwards and backwards and reports (h, dL/dh) at split points to a callback.
+
+    A training forward is a call of the model under grad mode (forwards under `torch.no_grad` or
+    `torch.inference_mode`, such as evaluation, are ignored). At each split point the output hidden state gets a
+    tensor hook, so the backward the user runs hands dL/dh to `on_read` once per forward. Gradient checkpointing is
+    handled both ways: when the split point's module runs inside a checkpoint, the recomputed forward in the
+    backward is the one hooked (reentrant) or ignored (non-reentrant, whose first forward was hooked), so a
+    forward is never read twice. A forward whose backward never comes is simply never reported.
+
+    Args:
+        model: The Hugging Face model being trained.
+        paths: The split points' module paths (`resolve_split_point`).
+        on_read: Called as `on_read(read)` with a `TrainingRead`, inside the backward.
+
+    Examples:
+        >>> capture = TrainingCapture(model, ["gpt_neox.layers.1"], reads.append).attach()  # doctest: +SKIP
+        >>> model(**batch).loss.backward()  # doctest: +SKIP
+        >>> capture.detach()  # doctest: +SKIP
+    """
+
+    def __init__(self, model: torch.nn.Module, paths: Sequence[str], on_read: Callable[[TrainingRead], None]):
+        self.model = model
+        self.paths = list(paths)
+        self.modules = {path: split_point_module(model, path) for path in self.paths}
+        self.on_read = on_read
+        self.forwards = 0
+        self.unhooked: dict[str, int] = dict.fromkeys(self.paths, 0)  # training forwards whose h needs no grad
+        self.runs: dict[str, int] = dict.fromkeys(self.paths, 0)  # training forwards that ran each split point
+        self._current: _Forward | None = None  # the forward running now (None: not a training forward)
+        self._last: _Forward | None = None  # the last training forward, whose checkpointed modules may be recomputed
+        self._handles: list[Any] = []
+
+    @property
+    def attached(self) -> bool:
+        """Whether the hooks are in place."""
+        return bool(self._handles)
+
+    def attach(self) -> TrainingCapture:
+        """Install the hooks (the model's forward pre- and post-hooks, one forward hook per split point)."""
+        self._handles = [
+            self.model.register_forward_pre_hook(self._model_starts, with_kwargs=True),
+            self.model.register_forward_hook(self._model_ends),
+            *(module.register_forward_hook(self._split_point_hook(path)) for path, module in self.modules.items()),
+        ]
+        return self
+
+    def detach(self) -> None:
+        """Remove the hooks; forwards already hooked still report when their backward runs."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        self._current = self._last = None
+
+    def _model_starts(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        if not torch.is_grad_enabled() or _in_backward():
+            self._current = None
+            return
+        input_ids = kwargs.get("input_ids", args[0] if args and isinstance(args[0], torch.Tensor) else None)
+        inputs: dict[str, torch.Tensor] = {}
+        if isinstance(input_ids, torch.Tensor):
+            inputs["input_ids"] = input_ids.detach()
+            mask = kwargs.get("attention_mask")
+            inputs["attention_mask"] = torch.ones_like(input_ids) if mask is None else mask.detach()
+            if isinstance(kwargs.get("labels"), torch.Tensor):
+                inputs["labels"] = kwargs["labels"].detach()
+        self._current = self._last = _Forward(self.forwards, inputs)
+        self.forwards += 1
+
+    def _model_ends(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
+        forward = self._current
+        loss = getattr(output, "loss", None) if forward is not None else None
+        if forward is not None and isinstance(loss, torch.Tensor):
+            forward.output_loss = loss.detach()
+
+    def _split_point_hook(self, path: str) -> Callable[..., None]:
+        def hook(module: torch.nn.Module, args: Any, output: Any) -> None:
+            recomputed = _in_backward()  # a checkpointed module: hooked again only if its first forward could not be
+            forward = self._last if recomputed else self._current
+            hidden = _hidden_of(output)
+            if forward is None or hidden is None:
+                return
+            if recomputed:
+                if path in forward.awaiting_recompute and hidden.requires_grad:
+                    forward.awaiting_recompute.discard(path)
+                    self.unhooked[path] -= 1
+                    self._hook_gradient(path, hidden, forward)
+                return
+            if path in forward.hooked:
+                return
+            forward.hooked.add(path)
+            self.runs[path] += 1
+            if hidden.requires_grad:
+                self._hook_gradient(path, hidden, forward)
+            else:  # inside a reentrant checkpoint (recomputed in the backward), or frozen below the split point
+                forward.awaiting_recompute.add(path)
+                self.unhooked[path] += 1
+
+        return hook
+
+    def _hook_gradient(self, path: str, hidden: torch.Tensor, forward: _Forward) -> None:
+        kept = hidden.detach()
+
+        def on_gradient(gradient: torch.Tensor) -> None:
+            self.on_read(
+                TrainingRead(path, kept, gradient.detach(), forward.inputs, forward.output_loss, forward.index)
+            )
+
+        hidden.register_hook(on_gradient)

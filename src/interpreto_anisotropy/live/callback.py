@@ -1,0 +1,136 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""`AnisotropyCallback`: the live probe inside a Hugging Face `Trainer`.
+
+At `on_train_begin` it attaches a `TrainingProbe` to the Trainer's model (its tokenizer, `max_steps` as
+`total_steps`, `global_step` as `start_step`); at each `on_step_end` it closes the windows that are due and logs
+their figures through the Trainer's own logging (`trainer.log`), so TensorBoard, W&B, MLflow, CSV and
+`state.log_history` all receive ``anisotropy/<split point>/<field>``; `on_save` flushes the rows; `on_train_end`
+detaches the probe and writes the HTML report of the rows.
+
+How the Trainer's loss weighs micro-batches decides the probe's `reduction` (unless given): a model that accepts
+loss kwargs gets a loss summed over the whole optimizer step and divided by its number of items (the same factor
+for every micro-batch: "sum"); otherwise each micro-batch's loss is its own mean ("mean").
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from ..commons import distributed
+from ..sweeps.result import SweepResult
+from .probe import TrainingProbe
+
+__all__ = ["AnisotropyCallback"]
+
+
+class AnisotropyCallback(TrainerCallback):
+    """A `transformers.TrainerCallback` that runs a `TrainingProbe` during `Trainer.train()`.
+
+    Args:
+        split_points: Layer indices or module paths of the Trainer's model.
+        results_dir: Where the rows (and tangents) go.
+        report_dir: Where the HTML report goes at the end of training (default: ``results_dir/report``; False: none).
+        **probe_options: Any other `TrainingProbe` option (`tangent`, `every`, `early_steps`, `n_controls`, ...).
+
+    Examples:
+        >>> trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)  # doctest: +SKIP
+        >>> AnisotropyCallback.add_to(trainer, split_points=[2, 4], results_dir="runs/live", every=10)  # doctest: +SKIP
+        >>> trainer.train()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        split_points: int | str | list[int | str],
+        *,
+        results_dir: str | os.PathLike,
+        report_dir: str | os.PathLike | bool | None = None,
+        **probe_options: Any,
+    ):
+        self.split_points = split_points
+        self.results_dir = Path(results_dir)
+        self.report_dir = self.results_dir / "report" if report_dir is None else report_dir
+        self.probe_options = probe_options
+        self.trainer: Any = None
+        self.probe: TrainingProbe | None = None
+        self._unlogged: dict[str, float] = {}
+
+    @classmethod
+    def add_to(cls, trainer: Any, split_points: int | str | list[int | str], **options: Any) -> AnisotropyCallback:
+        """Create the callback, add it to `trainer` and bind it (figures then go through `trainer.log`)."""
+        callback = cls(split_points, **options)
+        trainer.add_callback(callback)
+        return callback.bind(trainer)
+
+    def bind(self, trainer: Any) -> AnisotropyCallback:
+        """Log through `trainer.log` (and use its gradient scaler). Without it, figures join the next logs."""
+        self.trainer = trainer
+        return self
+
+    def _options(self, model: Any, state: Any, tokenizer: Any) -> dict[str, Any]:
+        options = dict(self.probe_options)
+        options.setdefault("tokenizer", tokenizer)
+        if state.max_steps and state.max_steps > 0:
+            options.setdefault("total_steps", state.max_steps)
+        options.setdefault("reduction", "sum" if self._loss_is_summed_per_step(model) else "mean")
+        scaler = getattr(getattr(self.trainer, "accelerator", None), "scaler", None)
+        if scaler is not None:
+            options.setdefault("grad_scaler", scaler)
+        return options
+
+    def _loss_is_summed_per_step(self, model: Any) -> bool:
+        accepts = getattr(self.trainer, "model_accepts_loss_kwargs", None)
+        if accepts is None:
+            accepts = getattr(model, "accepts_loss_kwargs", None)
+        if accepts is None:
+            parameters = inspect.signature(model.forward).parameters.values()
+            accepts = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters)
+        return bool(accepts)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        """Attach the probe to the Trainer's model."""
+        tokenizer = kwargs.get("processing_class", kwargs.get("tokenizer"))
+        self.probe = TrainingProbe(
+            model,
+            self.split_points,
+            results_dir=self.results_dir,
+            start_step=state.global_step,
+            **self._options(model, state, tokenizer),
+        ).attach()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Close the windows that are due and log their figures."""
+        if self.probe is None or not self.probe.step(updates=state.global_step):
+            return
+        figures = dict(self.probe.latest)
+        if self.trainer is not None:
+            self.trainer.log(figures)
+        else:
+            self._unlogged.update(figures)
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+        """Unbound: add the figures to the Trainer's next logs (the callbacks after this one, and the history)."""
+        if self._unlogged and logs is not None:
+            logs.update(self._unlogged)
+            if state.log_history:
+                state.log_history[-1].update(self._unlogged)
+            self._unlogged = {}
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Write the rows of the closed windows with the checkpoint."""
+        if self.probe is not None:
+            self.probe.flush()
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Detach the probe and write the report."""
+        if self.probe is None or not self.probe.attached:
+            return
+        self.probe.detach()
+        if self.report_dir is not False and self.probe.rows and distributed.is_main_process():
+            SweepResult.load(self.results_dir).report(self.report_dir)

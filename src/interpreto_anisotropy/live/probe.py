@@ -1,0 +1,473 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""`TrainingProbe`: the gradient probe run on the training step's own gradients, window after window.
+
+Nothing is run for the measurement: the user's forward and `loss.backward()` hand the split points' activations
+and dL/dh to the probe (`reading.split_point.TrainingCapture`), which pools them per logging window of `every`
+optimizer steps and, when a window closes (`step()`), scores it with the statistics of `GradientProbe` and writes
+a row in the schema of `CheckpointSweep`'s.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from interpreto.concepts.splitters.base_splitter import BaseSplitter
+
+from ..commons import distributed
+from ..commons.options import check_nonnegative_int, check_positive_int, check_seed
+from ..commons.threads import one_thread
+from ..errors import InvalidInputError, NonFiniteError, SplitPointError, TrainingProbeError
+from ..probing.objectives import ObjectiveName, Reduction, make_objective
+from ..reading.batching import special_token_ids
+from ..reading.split_point import TrainingCapture, TrainingRead, resolve_split_point, splitter_model
+from ..sweeps.result import SweepResult, sort_rows
+from ..tangents.subspace import Subspace
+from .options import LiveTangent
+from .point import LivePoint, Statistics
+from .rows import figures
+from .scaling import gradient_weight
+from .store import LiveStore
+from .tangents import TangentSchedule
+from .tokens import loss_rows, loss_terms
+
+__all__ = ["TrainingProbe"]
+
+#: Default bound on the memory of windows awaiting a tangent (their float64 G^T G): 1 GiB.
+MAX_PENDING_BYTES = 2**30
+
+
+class TrainingProbe:
+    """Gradient energy of a tangent subspace vs matched-rank normal controls, measured on the training gradients.
+
+    Attach it to the model being trained; call `step()` after each optimizer step. Every `every` steps a window
+    closes: its micro-batches' dL/dh at each split point (one row per token that carries loss, as in
+    `GradientProbe`) give a `ProbeResult` computed by the probe's own statistics, written as a sweep row.
+
+    Args:
+        model: The model being trained (a Hugging Face model, or an Interpreto `ModelWithSplitPoints` holding it).
+        split_points: Layer indices or module paths, resolved as `ModelWithSplitPoints` resolves them (default: the
+            splitter's split point).
+        tokenizer: The model's tokenizer: its special tokens are not rows (as in the probe). None: every token is.
+        results_dir: Where config.json, rows.jsonl and the fitted tangents go (None: rows kept in memory only).
+        tangent: "early", "refit", a `Subspace` / fitted `TangentExplainer`, or a dict split point -> either.
+        nb_concepts: Rank k of a fitted tangent.
+        every: Optimizer steps per window.
+        early_steps: "early": steps whose activations fit the tangent (default: `early_fraction` x `total_steps`).
+        early_fraction: "early": the share of `total_steps` used when `early_steps` is not given.
+        total_steps: The run's length in optimizer steps (for `early_fraction`).
+        refit_every: "refit": steps between fits (a multiple of `every`).
+        n_controls: Matched-rank normal controls per tangent (seeded as in `GradientProbe.run`).
+        seed: Seed of the controls and of the bootstrap.
+        n_bootstrap: Bootstrap resamples of sequences per window.
+        confidence: Level of the bootstrap interval.
+        objective: "auto" (from the model's head), "causal_lm", "masked_lm" or "sequence_classification": which
+            positions carry loss, and how many loss terms a mean divides by.
+        reduction: "sum" or "mean": how the differentiated loss reduces the micro-batch's terms (Hugging Face
+            models' `loss` is a mean; the Trainer's, with `num_items_in_batch`, a sum over the step scaled by a
+            constant). With "mean" each micro-batch's gradients are multiplied by its number of loss terms, so that
+            tokens weigh as in the probe's summed loss.
+        loss_scale: A constant the differentiated loss was multiplied by (e.g. 1 / accumulation steps); undone.
+        grad_scaler: The `torch.amp.GradScaler` whose scaled loss is differentiated: its scale is undone, and
+            micro-batches with non-finite gradients (the steps it skips) are skipped and counted.
+        on_nonfinite: "raise" or "skip" a micro-batch with non-finite dL/dh (without a gradient scaler).
+        include_special: Special tokens are rows too.
+        start_step: Optimizer steps already done (a resumed run); rows from that step on are rewritten.
+        max_pending_bytes: Bound on the memory of the windows awaiting a tangent (d^2 x 8 bytes each, per split
+            point); an "early" or "refit" schedule that would exceed it is refused when the width d is known.
+        flush_seconds: Write rows.jsonl at most this often (always when detaching; 0: at every window).
+        overwrite: Start afresh when `results_dir` holds results with other settings.
+
+    Raises:
+        InvalidInputError: A bad option, or an "early" tangent without `early_steps` nor `total_steps`.
+        SplitPointError: An unknown split point.
+        ObjectiveError: An objective that does not fit the model's head.
+
+    Examples:
+        >>> with ia.TrainingProbe(model, split_points=[2], tokenizer=tok, results_dir="runs/live",
+        ...                       early_steps=100) as probe:  # doctest: +SKIP
+        ...     for batch in loader:
+        ...         model(**batch).loss.backward()
+        ...         optimizer.step(); optimizer.zero_grad()
+        ...         probe.step()
+        >>> ia.SweepResult.load("runs/live").report("runs/live/report")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module | BaseSplitter,
+        split_points: int | str | Sequence[int | str] | None = None,
+        *,
+        tokenizer: Any = None,
+        results_dir: str | os.PathLike | None = None,
+        tangent: str | Subspace | Any = "early",
+        nb_concepts: int = 16,
+        every: int = 1,
+        early_steps: int | None = None,
+        early_fraction: float = 0.3,
+        total_steps: int | None = None,
+        refit_every: int | None = None,
+        n_controls: int = 20,
+        seed: int = 0,
+        n_bootstrap: int = 1000,
+        confidence: float = 0.95,
+        objective: str = "auto",
+        reduction: str = "sum",
+        loss_scale: float = 1.0,
+        grad_scaler: Any = None,
+        on_nonfinite: str = "raise",
+        include_special: bool = False,
+        start_step: int = 0,
+        max_pending_bytes: int = MAX_PENDING_BYTES,
+        flush_seconds: float = 10.0,
+        overwrite: bool = False,
+    ):
+        self.model, layers, tokenizer = _unwrap(model, split_points, tokenizer)
+        self.layers = {resolve_split_point(self.model, layer): layer for layer in layers}
+        self.every = check_positive_int("every", every)
+        self.objective = _objective(objective, self.model)
+        self.reduction = _choice("reduction", reduction, Reduction)
+        _check_options(on_nonfinite, loss_scale, confidence, seed, nb_concepts)
+        self.on_nonfinite, self.loss_scale, self.grad_scaler = on_nonfinite, float(loss_scale), grad_scaler
+        self.include_special, self.max_pending_bytes = include_special, max_pending_bytes
+        self.special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
+        self.statistics = Statistics(
+            check_positive_int("n_controls", n_controls),
+            seed,
+            check_positive_int("n_bootstrap", n_bootstrap),
+            confidence,
+            make_objective(self.objective.value, reduction="sum"),
+        )
+        self.kind, fit_until, given = _tangent_plan(
+            tangent, self.layers, early_steps, early_fraction, total_steps, refit_every, self.every
+        )
+        schedule = {"nb_concepts": nb_concepts, "n_controls": n_controls, "seed": seed, "fit_until": fit_until}
+        self.points = {
+            path: LivePoint(
+                layer, path, TangentSchedule(self.kind, path, given=given.get(path), **schedule), self.statistics
+            )
+            for path, layer in self.layers.items()
+        }
+        self.results_dir, self.overwrite, self.flush_seconds = results_dir, overwrite, flush_seconds
+        self.config = {
+            "live": True,
+            "model": type(self.model).__name__,
+            "split_points": list(self.layers.values()),
+            "objective": self.objective.value,
+            "reduction": self.reduction.value,
+            "reference": self.kind.value,
+            "every": self.every,
+            **schedule,
+            "n_bootstrap": n_bootstrap,
+            "confidence": confidence,
+            "include_special": include_special,
+        }
+        self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
+        self.rows: list[dict[str, Any]] = []
+        self.latest: dict[str, float] = {}
+        self._capture: TrainingCapture | None = None
+        self._store: LiveStore | None = None
+        self._counters: dict[str, tuple[int, int]] = {}
+
+    # ------------------------------------------------------------------ attaching
+    @property
+    def attached(self) -> bool:
+        """Whether the probe is watching the model."""
+        return self._capture is not None
+
+    def attach(self) -> TrainingProbe:
+        """Start watching the model's training forwards and backwards (and lock `results_dir`). Returns self.
+
+        Raises:
+            TrainingProbeError: Already attached.
+            ConfigMismatchError: `results_dir` holds results with other settings.
+            SweepLockedError: Another process writes `results_dir`.
+        """
+        if self.attached:
+            raise TrainingProbeError(
+                "This TrainingProbe is already attached; detach() it first (or use one `with probe:` block)."
+            )
+        if self.results_dir is not None and distributed.is_main_process():
+            self._store = LiveStore(
+                self.results_dir,
+                self.config,
+                overwrite=self.overwrite,
+                start_step=self.steps_done,
+                flush_seconds=self.flush_seconds,
+            )
+        self._capture = TrainingCapture(self.model, list(self.layers), self._on_read).attach()
+        self._counters = self._snapshot()
+        return self
+
+    def detach(self) -> None:
+        """Stop watching; write the rows of the closed windows (the open window is dropped) and release the folder.
+
+        Raises:
+            TrainingProbeError: Not attached.
+        """
+        if not self.attached:
+            raise TrainingProbeError("This TrainingProbe is not attached: nothing to detach. Call attach() first.")
+        self._capture.detach()
+        self._capture = None
+        if self._store is not None:
+            store, self._store = self._store, None
+            store.close()
+
+    def __enter__(self) -> TrainingProbe:
+        return self.attach()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.attached:
+            self.detach()
+
+    # ------------------------------------------------------------------ training
+    def _on_read(self, read: TrainingRead) -> None:
+        """Pool one micro-batch's (h, dL/dh) at one split point (called inside the user's backward)."""
+        point = self.points[read.path]
+        gradient = read.gradient
+        if point.start(gradient.shape[-1], gradient.device, self.window_start):
+            self._check_pending_room(point)
+        inputs = read.inputs or {"attention_mask": torch.ones(gradient.shape[:2], dtype=torch.long)}
+        inputs = {key: value.to(gradient.device) for key, value in inputs.items()}
+        if "input_ids" not in inputs:
+            inputs["input_ids"] = torch.zeros_like(inputs["attention_mask"])
+        rows = loss_rows(
+            inputs,
+            self.objective,
+            self.special_ids.to(gradient.device),
+            include_special=self.include_special or "input_ids" not in read.inputs,
+        )
+        weight = gradient_weight(
+            inputs,
+            objective=self.objective,
+            reduction=self.reduction,
+            loss_scale=self.loss_scale,
+            scaler=self.grad_scaler,
+            device=gradient.device,
+        )
+        if gradient.element_size() < 4:  # half-precision gradients are pooled in float32 products
+            gradient = gradient.float()
+        if weight is not None:
+            gradient = gradient * weight.to(gradient.dtype)
+        terms = loss_terms(inputs, self.objective).double()
+        loss = read.output_loss
+        if loss is None:
+            loss_sum, loss_finite = torch.full((), math.nan, device=gradient.device), torch.ones((), dtype=torch.bool)
+        else:
+            loss_sum, loss_finite = loss.double() * terms, torch.isfinite(loss)
+        point.add(read.hidden, gradient, rows, loss_finite.to(gradient.device), loss_sum, terms)
+
+    def step(self, updates: int | None = None) -> list[dict[str, Any]]:
+        """Record that an optimizer step was made; close the window when it holds `every` steps.
+
+        Args:
+            updates: The number of optimizer steps done now (a Trainer's `state.global_step`); default: one more.
+
+        Returns:
+            The rows completed now (empty unless a window closed, or the tangent was fitted).
+
+        Raises:
+            TrainingProbeError: Not attached.
+            SplitPointError: Training forwards ran but no backward reached a split point, or none ran it.
+            NonFiniteError: Non-finite dL/dh in the window (with `on_nonfinite="raise"` and no gradient scaler).
+        """
+        if not self.attached:
+            raise TrainingProbeError("step() needs an attached TrainingProbe: call attach() (or use `with probe:`).")
+        self.steps_done = self.steps_done + 1 if updates is None else int(updates)
+        if self.steps_done - self.window_start < self.every:
+            return []
+        return self._close_window()
+
+    def _close_window(self) -> list[dict[str, Any]]:
+        step, first = self.steps_done - 1, self.window_start
+        self._check_reads(first, step)
+        rows: list[dict[str, Any]] = []
+        sharded = distributed.is_distributed()
+        for point in self.points.values():
+            with one_thread():  # small linear algebra between the step's big products (see commons.threads)
+                window_rows, sums, fitted = point.close(step, sharded=sharded)
+            self._check_finite(point, sums, first, step)
+            if fitted is not None and self._store is not None and distributed.is_main_process():
+                self._store.save_tangent(point.layer, fitted, reference=self.kind is LiveTangent.EARLY)
+            rows.extend(window_rows)
+            point.open(self.steps_done)
+        self.window_start = self.steps_done
+        self._counters = self._snapshot()
+        rows = sort_rows(rows)
+        self.rows.extend(rows)
+        for row in rows:
+            self.latest.update(figures(row))
+        if self._store is not None and distributed.is_main_process() and rows:
+            self._store.add(rows)
+        return rows
+
+    def flush(self) -> None:
+        """Write the rows of the closed windows to `results_dir` now."""
+        if self._store is not None:
+            self._store.flush(force=True)
+
+    def result(self) -> SweepResult:
+        """The rows of the closed windows as a `SweepResult` (plots, report, CSV)."""
+        return SweepResult(sort_rows(self.rows), dict(self.config), None)
+
+    # ------------------------------------------------------------------ checks
+    def _snapshot(self) -> dict[str, tuple[int, int]]:
+        capture = self._capture
+        return {path: (capture.forwards, capture.runs[path]) for path in self.layers}
+
+    def _check_reads(self, first: int, step: int) -> None:
+        """Our errors for a window whose training forwards never reached a split point's backward."""
+        for path, point in self.points.items():
+            forwards, runs = (
+                now - before for now, before in zip(self._snapshot()[path], self._counters[path], strict=True)
+            )
+            if point.window is not None and point.window.reads:
+                continue
+            if forwards == 0:
+                warnings.warn(
+                    f"No training forward ran during the window of steps {first} to {step} (forwards under no_grad "
+                    "are ignored): it has no row. Attach the probe before training, and call step() after each "
+                    "optimizer step.",
+                    stacklevel=4,
+                )
+            elif runs == 0:
+                raise SplitPointError(
+                    f"Split point '{path}' was not run by the {forwards} training forward(s) of steps {first} to "
+                    f"{step}: choose a layer the model's forward runs."
+                )
+            else:
+                raise SplitPointError(
+                    f"The backward never reached split point '{path}' during steps {first} to {step} ({runs} training "
+                    "forward(s) ran it): the loss does not depend on it, its output needs no gradient (every layer "
+                    "below it frozen, and the embeddings too), or backward() was not called before step(). Call "
+                    "loss.backward() in each step, or choose a split point the loss depends on."
+                )
+
+    def _check_finite(self, point: LivePoint, sums: Any, first: int, step: int) -> None:
+        skipped = 0 if sums is None else sums.tally.skipped_batches
+        if skipped and self.on_nonfinite == "raise" and not _scaling(self.grad_scaler):
+            raise NonFiniteError(
+                f"Non-finite loss or dL/dh at split point '{point.path}' in {skipped} micro-batch(es) of steps "
+                f"{first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
+            )
+
+    def _check_pending_room(self, point: LivePoint) -> None:
+        """Refuse a schedule whose windows awaiting the tangent would hold more than `max_pending_bytes`."""
+        if self.kind is LiveTangent.GIVEN:
+            return
+        windows = math.ceil(point.schedule.fit_until / self.every)
+        needed = windows * point.dim**2 * 8 * len(self.points)
+        if needed > self.max_pending_bytes:
+            raise InvalidInputError(
+                f"Until the tangent is fitted, {windows} window(s) of d={point.dim} keep their float64 gradient "
+                f"moments: {needed / 2**20:.0f} MiB for {len(self.points)} split point(s), above max_pending_bytes="
+                f"{self.max_pending_bytes / 2**20:.0f} MiB. Use a larger `every`, fewer early steps, a given tangent, "
+                "or raise max_pending_bytes."
+            )
+
+
+def _objective(objective: str, model: torch.nn.Module) -> ObjectiveName:
+    """The built-in objective named (or read from the model's head with "auto")."""
+    name = make_objective(objective, model=model).name
+    try:
+        return ObjectiveName(name)
+    except ValueError:
+        raise InvalidInputError(f"objective must name a built-in objective, got {objective!r}.") from None
+
+
+def _check_options(on_nonfinite: str, loss_scale: Any, confidence: float, seed: int, nb_concepts: int) -> None:
+    if on_nonfinite not in ("raise", "skip"):
+        raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
+    if not (isinstance(loss_scale, (int, float)) and math.isfinite(loss_scale) and loss_scale > 0):
+        raise InvalidInputError(f"loss_scale must be a positive finite number, got {loss_scale!r}.")
+    if not 0 < confidence < 1:
+        raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
+    check_seed("seed", seed)
+    check_positive_int("nb_concepts", nb_concepts)
+
+
+def _scaling(scaler: Any) -> bool:
+    return scaler is not None and scaler.is_enabled()
+
+
+def _choice(name: str, value: Any, enum: type) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        raise InvalidInputError(f"{name} must be one of {[m.value for m in enum]}, got {value!r}.") from None
+
+
+def _unwrap(model: Any, split_points: Any, tokenizer: Any) -> tuple[torch.nn.Module, list[int | str], Any]:
+    """The torch model, the split points as given, and the tokenizer, from a model or an Interpreto splitter."""
+    if isinstance(model, BaseSplitter):
+        tokenizer = tokenizer if tokenizer is not None else model.tokenizer
+        split_points = model.split_point if split_points is None else split_points
+        model = splitter_model(model)
+    if type(model).__name__ == "OptimizedModule":
+        raise TrainingProbeError(
+            "The live probe cannot watch a torch.compile'd model (its hooks would break the compiled graph). Attach "
+            "it to the model before compiling and train that model eagerly, or probe saved checkpoints with "
+            "CheckpointSweep."
+        )
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        model = model.module
+    if not isinstance(model, torch.nn.Module):
+        raise InvalidInputError(
+            f"TrainingProbe needs a torch model or a ModelWithSplitPoints, got {type(model).__name__}."
+        )
+    if split_points is None:
+        raise InvalidInputError("Give split_points: a layer index, a module path, or a list of them.")
+    layers = list(split_points) if isinstance(split_points, (list, tuple)) else [split_points]
+    if not layers:
+        raise InvalidInputError("split_points is empty: give at least one layer index or module path.")
+    return model, layers, tokenizer
+
+
+def _tangent_plan(
+    tangent: Any,
+    layers: dict[str, int | str],
+    early_steps: int | None,
+    early_fraction: float,
+    total_steps: int | None,
+    refit_every: int | None,
+    every: int,
+) -> tuple[LiveTangent, int | None, dict[str, Subspace]]:
+    """(kind, steps of the fit or the refit period, given subspace per module path)."""
+    if isinstance(tangent, str):
+        kind = _choice("tangent", tangent, LiveTangent)
+        if kind is LiveTangent.GIVEN:
+            raise InvalidInputError("tangent='given' needs the subspace itself: pass tangent=<Subspace>.")
+        if kind is LiveTangent.REFIT:
+            if refit_every is None or check_positive_int("refit_every", refit_every) % every:
+                raise InvalidInputError(
+                    f"tangent='refit' needs refit_every, a multiple of every={every} (got {refit_every!r})."
+                )
+            return kind, refit_every, {}
+        if early_steps is not None:
+            return kind, check_positive_int("early_steps", early_steps), {}
+        if total_steps is None:
+            raise InvalidInputError(
+                "tangent='early' needs early_steps (the steps whose activations fit the tangent), or total_steps "
+                "(early_fraction of it is used)."
+            )
+        if not 0 < early_fraction <= 1:
+            raise InvalidInputError(f"early_fraction must be in (0, 1], got {early_fraction}.")
+        return kind, max(1, math.ceil(early_fraction * check_positive_int("total_steps", total_steps))), {}
+    given = tangent if isinstance(tangent, Mapping) else dict.fromkeys(layers.values(), tangent)
+    by_path: dict[str, Subspace] = {}
+    for path, layer in layers.items():
+        item = given.get(layer, given.get(path))
+        subspace = item if isinstance(item, Subspace) else getattr(item, "subspace", None)
+        if not isinstance(subspace, Subspace):
+            raise InvalidInputError(
+                f"tangent must be 'early', 'refit', a Subspace, a fitted TangentExplainer, or a dict of them per split "
+                f"point; split point {layer!r} gets {type(item).__name__}."
+            )
+        by_path[path] = subspace
+    return LiveTangent.GIVEN, None, by_path

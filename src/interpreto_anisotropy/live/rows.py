@@ -1,0 +1,71 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""A closed window as a sweep row: the identity fields of `CheckpointSweep`'s rows, every `ProbeResult` field, and
+what says which steps the window pooled.
+
+Identity: ``step`` is the optimizer step of the weights of the window's last micro-batch (the step a checkpoint
+saved with those weights bears), ``checkpoint`` is ``"live-{step}"``, ``source`` is ``"live"``, ``revision`` None,
+``layer`` the split point as given, ``split_point`` its module path, ``tangent`` the kind ("early", "given",
+"refit"). Window fields: ``window_first_step`` (the weights of its first micro-batch), ``window_steps`` (optimizer
+steps pooled), ``window_micro_batches``, ``retrospective`` (scored from the window's moments after the tangent was
+fitted: no bootstrap interval), ``tangent_fitted_at`` (the step count when the tangent was fitted; None for a given
+one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..probing.result import ProbeResult
+from .options import ROW_SOURCE
+
+__all__ = ["live_row", "figures"]
+
+#: The `ProbeResult` fields a `TrainingProbe` logs after each window (`figures`).
+LOGGED_FIELDS = (
+    "energy_share",
+    "control_mean",
+    "energy_ratio",
+    "p_value",
+    "oracle_energy_share",
+    "isoscore_star",
+    "delta_isoscore_star",
+)
+
+
+def live_row(
+    result: ProbeResult,
+    *,
+    step: int,
+    first_step: int,
+    micro_batches: int,
+    layer: int | str,
+    path: str,
+    kind: str,
+    retrospective: bool,
+    fitted_at: int | None,
+) -> dict[str, Any]:
+    """The sweep row of one window at one split point (schema in the module docstring)."""
+    return {
+        "step": step,
+        "checkpoint": f"live-{step}",
+        "source": ROW_SOURCE,
+        "revision": None,
+        "layer": layer if isinstance(layer, int) else str(layer),
+        "split_point": path,
+        "tangent": kind,
+        **result.to_dict(),
+        "window_first_step": first_step,
+        "window_steps": step - first_step + 1,
+        "window_micro_batches": micro_batches,
+        "retrospective": retrospective,
+        "tangent_fitted_at": fitted_at,
+    }
+
+
+def figures(row: dict[str, Any]) -> dict[str, float]:
+    """The logged figures of a row, keyed ``anisotropy/<split point>/<field>`` (None values left out)."""
+    return {
+        f"anisotropy/{row['layer']}/{name}": float(row[name]) for name in LOGGED_FIELDS if row.get(name) is not None
+    }

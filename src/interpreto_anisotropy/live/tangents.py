@@ -1,0 +1,131 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The tangent a live probe scores at one split point: given, fitted on the early steps, or refitted.
+
+A fitted tangent is the streamed PCA of `TangentExplainer(method="pca")` (`OrthonormalConceptModel`), on the
+activation rows of the training forwards (the gradient rows' positions), pooled and centred once. Its normal
+controls and random subspaces are drawn as `GradientProbe.run` draws them (`SubspaceColumns.draw(..., seed=seed)` on the
+float32 tangent), so that a post-hoc probe of the same tangent with the same seed uses the same controls.
+"""
+
+from __future__ import annotations
+
+import torch
+from jaxtyping import Bool, Float
+
+from ..commons import distributed
+from ..commons.accumulators import MomentAccumulator
+from ..errors import DimensionMismatchError, SplitPointError
+from ..probing.statistics import SubspaceColumns
+from ..tangents.explainers import OrthonormalConceptModel
+from ..tangents.subspace import Subspace
+from .options import LiveTangent
+
+__all__ = ["TangentSchedule"]
+
+
+class TangentSchedule:
+    """When the tangent of one split point exists, what it is, and the activation moments it is fitted on.
+
+    Args:
+        kind: `LiveTangent.EARLY`, `GIVEN` or `REFIT`.
+        path: The split point's module path (for messages and the fitted subspaces).
+        nb_concepts: Rank k of a fitted tangent.
+        n_controls: Normal controls per window.
+        seed: Seed of the controls.
+        fit_until: EARLY: the step count after which the tangent is fitted; REFIT: the refit period in steps.
+        given: GIVEN: the subspace.
+
+    Raises:
+        SplitPointError: A given subspace fitted at another split point.
+    """
+
+    def __init__(
+        self,
+        kind: LiveTangent,
+        path: str,
+        *,
+        nb_concepts: int,
+        n_controls: int,
+        seed: int,
+        fit_until: int | None = None,
+        given: Subspace | None = None,
+    ):
+        self.kind, self.path = kind, path
+        self.nb_concepts, self.n_controls, self.seed = nb_concepts, n_controls, seed
+        self.fit_until = fit_until
+        self.activations: MomentAccumulator | None = None
+        self.tangent: Subspace | None = None
+        self.controls: torch.Tensor | None = None
+        self.bases: SubspaceColumns | None = None  # the tangent, its controls and the random subspaces
+        self.fitted_at: int | None = None
+        self._given = given
+        if given is not None and given.split_point is not None and given.split_point != path:
+            raise SplitPointError(
+                f"The given tangent was fitted at split point '{given.split_point}' but the live probe reads '{path}'. "
+                f"Give a tangent fitted at '{path}', or attach the probe at '{given.split_point}'."
+            )
+
+    def start(self, dim: int, device: torch.device) -> None:
+        """Prepare for a split point of width d on `device` (the first gradient's); checks a given tangent's width.
+
+        Raises:
+            DimensionMismatchError: A given tangent whose width is not d.
+        """
+        if self._given is not None and self.tangent is None:
+            if self._given.dim != dim:
+                raise DimensionMismatchError(
+                    f"The given tangent lives in R^{self._given.dim} but split point '{self.path}' has d={dim}: it was "
+                    "fitted on another layer or model. Fit it at this split point of this model."
+                )
+            self._use(self._given, device)
+        if self.fitting and self.activations is None:
+            self.activations = MomentAccumulator(dim, device=device)
+
+    @property
+    def fitting(self) -> bool:
+        """Whether training activations are being pooled for a fit now."""
+        return self.kind is LiveTangent.REFIT or (self.kind is LiveTangent.EARLY and self.tangent is None)
+
+    def add_activations(self, hidden: Float[torch.Tensor, "b l d"], rows: Bool[torch.Tensor, "b l"]) -> None:
+        """Pool the activation rows of one micro-batch for the next fit."""
+        if self.fitting and self.activations is not None:
+            self.activations.update(hidden.reshape(-1, hidden.shape[-1]).float(), mask=rows.reshape(-1))
+
+    def due(self, steps_done: int) -> bool:
+        """Whether a fit is due once `steps_done` optimizer steps are done."""
+        if not self.fitting or self.activations is None:
+            return False
+        since = steps_done - (self.fitted_at or 0)
+        return steps_done >= self.fit_until if self.kind is LiveTangent.EARLY else since >= self.fit_until
+
+    def fit(self, steps_done: int, device: torch.device, *, sharded: bool) -> Subspace | None:
+        """Fit the tangent on the rows pooled (over every rank when `sharded`); None when no row was pooled yet.
+
+        A refit starts pooling afresh; an early tangent stops pooling.
+        """
+        moments = distributed.all_reduce_moments(self.activations) if sharded else self.activations
+        if moments.count == 0:
+            return None
+        model = OrthonormalConceptModel(self.nb_concepts, moments.dim, center=True, device=str(moments.device))
+        model.merge(lambda _: moments)
+        subspace = model.get_subspace().replace(
+            name=self.kind.value,
+            method="pca",
+            split_point=self.path,
+            step=steps_done,
+            info={"fitted_on_steps": [self.fitted_at or 0, steps_done], "rows": moments.count},
+        )
+        self.fitted_at = steps_done
+        self._use(subspace, device)
+        self.activations = MomentAccumulator(moments.dim, device=moments.device) if self.fitting else None
+        return subspace
+
+    def _use(self, subspace: Subspace, device: torch.device) -> None:
+        tangent = subspace.to(device=device, dtype=torch.float32)
+        self.tangent = tangent
+        self.bases = SubspaceColumns.draw(
+            {self.kind.value: tangent}, n_controls=self.n_controls, n_random=self.n_controls, seed=self.seed
+        )
+        self.controls = self.bases.controls[self.kind.value]

@@ -1,0 +1,148 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Shared kit of the live-probe tests: float64 copies of the toy models, right-padded training batches, a training
+step that feeds the live probe, and the post-hoc `GradientProbe` run of the same batches on a weight snapshot."""
+
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from interpreto import ModelWithSplitPoints
+
+import interpreto_anisotropy as ia
+from interpreto_anisotropy.probing.objectives import MaskedLMObjective
+
+N_CONTROLS = 20
+#: The fields that must agree between a live window and the post-hoc probe of the same batches and weights.
+COMPARED = (
+    "energy_share",
+    "control_energy_shares",
+    "oracle_energy_share",
+    "isoscore_star",
+    "isoscore_star_without_tangent",
+    "isoscore_star_without_controls",
+    "analytic_null",
+    "ci_low",
+    "ci_high",
+)
+
+
+def float64_copy(pair):
+    """A float64 training copy of a (model, tokenizer) fixture pair, its parameters trainable again (the session's
+    model may have been wrapped by Interpreto's ModelWithSplitPoints in another test, which freezes them)."""
+    model, tokenizer = pair
+    return copy.deepcopy(model).double().train().requires_grad_(True), tokenizer
+
+
+def micro_batch(tokenizer, texts: list[str], *, start: int, masked: bool = False, max_length: int = 48) -> dict:
+    """A right-padded training micro-batch with labels (-100 at padding; the seeded probe mask for a masked LM).
+
+    `start` is the index of its first sequence among the probe's inputs (the masked LM's mask is seeded by it).
+    """
+    encoded = tokenizer(
+        texts, padding=True, padding_side="right", truncation=True, max_length=max_length, return_tensors="pt"
+    )
+    batch = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+    if masked:
+        ids = torch.arange(start, start + len(texts))
+        prepared = MaskedLMObjective(seed=0).prepare(batch, sequence_ids=ids, tokenizer=tokenizer)
+        return {
+            "input_ids": prepared["input_ids"],
+            "attention_mask": batch["attention_mask"],
+            "labels": prepared["labels"],
+            "original_input_ids": batch["input_ids"],
+        }
+    return {**batch, "labels": batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)}
+
+
+def summed_causal_loss(output, batch: dict) -> torch.Tensor:
+    """The summed next-token cross-entropy of a batch (a loop's own loss with reduction "sum")."""
+    logits = output.logits[:, :-1].flatten(0, 1)
+    return torch.nn.functional.cross_entropy(logits, batch["labels"][:, 1:].flatten(), reduction="sum")
+
+
+def train_step(
+    model, probe, batches: list[dict], optimizer, *, loss_scale: float = 1.0, scaler=None, summed: bool = False
+) -> list[dict]:
+    """One optimizer step over micro-batches (gradient accumulation), then `probe.step()`; returns its rows.
+
+    The loss is the model's (a mean over the micro-batch's terms), or with `summed` the summed cross-entropy.
+    """
+    for batch in batches:
+        output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+        loss = (summed_causal_loss(output, batch) if summed else output.loss) * loss_scale
+        torch.autograd.backward(scaler.scale(loss) if scaler is not None else loss)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return probe.step()
+
+
+def probe_inputs(batches: list[dict]) -> dict:
+    """The micro-batches as the post-hoc probe's pre-tokenised inputs (original tokens, right-padded)."""
+    width = max(batch["input_ids"].shape[1] for batch in batches)
+    ids, masks = [], []
+    for batch in batches:
+        original = batch.get("original_input_ids", batch["input_ids"])
+        pad = width - original.shape[1]
+        ids.append(torch.nn.functional.pad(original, (0, pad)))
+        masks.append(torch.nn.functional.pad(batch["attention_mask"], (0, pad)))
+    return {"input_ids": torch.cat(ids), "attention_mask": torch.cat(masks)}
+
+
+def post_hoc(snapshot, tokenizer, batches: list[dict], tangent, *, objective: str) -> ia.ProbeResult:
+    """`GradientProbe.run` of the same batches on a weight snapshot (the weights of the window's step)."""
+    mwsp = ModelWithSplitPoints(
+        snapshot.eval(), split_point=1, tokenizer=tokenizer, batch_size=batches[0]["input_ids"].shape[0]
+    )
+    probe = ia.GradientProbe(mwsp, objective=objective, seed=0)
+    with warnings.catch_warnings():  # a window of fewer than 10 sequences: the live rows' intervals are as unreliable
+        warnings.simplefilter("ignore", ia.errors.DegenerateStatisticsWarning)
+        return probe.run(probe_inputs(batches), tangent, n_controls=N_CONTROLS, seed=0, progress=False)
+
+
+def relative_error(live, reference) -> float:
+    """Largest relative difference between two numbers or arrays (0 where both are 0)."""
+    live, reference = np.asarray(live, dtype=np.float64), np.asarray(reference, dtype=np.float64)
+    scale = np.maximum(np.abs(reference), 1e-300)
+    return float(np.max(np.abs(live - reference) / scale))
+
+
+def assert_same_window(row: dict, result: ia.ProbeResult, *, tolerance: float = 1e-6) -> dict[str, float]:
+    """The live row agrees with the post-hoc result on every compared field; returns the relative errors."""
+    assert row["n_tokens"] == result.n_tokens and row["n_sequences"] == result.n_sequences
+    errors = {name: relative_error(row[name], getattr(result, name)) for name in COMPARED}
+    assert max(errors.values()) < tolerance, errors
+    near_tie = np.min(np.abs(result.control_energy_shares - result.energy_share)) < tolerance * result.energy_share
+    assert row["p_value"] == result.p_value or near_tie
+    return errors
+
+
+def run_windows(
+    model, tokenizer, steps: list[list[dict]], make_probe: Callable, *, lr: float = 0.05, **step_options
+) -> tuple[list[dict], list]:
+    """Train one step per entry of `steps` with a live probe; return its rows and the weights before each step."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    snapshots, rows = [], []
+    template = copy.deepcopy(model)  # copied before the probe's hooks are on the model (a copy would carry them)
+    with make_probe(model) as probe:
+        for batches in steps:
+            snapshot = copy.deepcopy(template)
+            snapshot.load_state_dict(model.state_dict())
+            snapshots.append(snapshot)
+            rows.extend(train_step(model, probe, batches, optimizer, **step_options))
+    return rows, snapshots
+
+
+def finite(value) -> bool:
+    """Whether a row value is a finite number."""
+    return value is not None and math.isfinite(value)

@@ -1,0 +1,257 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The live probe in a training run: tangents fitted live and windows scored retrospectively, evaluation forwards
+ignored, non-finite micro-batches, the results directory read by `SweepResult`, and the errors of a misuse.
+
+Recomputed another way: the early tangent is a PCA (`PCATangent`) of the activations the post-hoc probe reads on
+the same batches and weights; a retrospective window equals the same window scored with that tangent given from
+the start (per-sequence energies instead of G^T G, to float32 rounding); rows on disk equal the rows in memory.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+from helpers.live_kit import float64_copy, micro_batch, probe_inputs, run_windows, train_step
+from interpreto import ModelWithSplitPoints
+
+import interpreto_anisotropy as ia
+from interpreto_anisotropy.errors import (
+    ConfigMismatchError,
+    DimensionMismatchError,
+    InvalidInputError,
+    NonFiniteError,
+    ObjectiveError,
+    SplitPointError,
+    TrainingProbeError,
+)
+
+K = 4
+
+
+def _steps(tokenizer, texts, n_steps: int, micro: int = 4) -> list[list[dict]]:
+    return [[micro_batch(tokenizer, texts[i * micro : (i + 1) * micro], start=0)] for i in range(n_steps)]
+
+
+def test_early_tangent_is_the_pca_of_the_early_activations_and_scores_earlier_windows(gpt_neox_training_model, texts):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    steps = _steps(tokenizer, texts, 4)
+    twin = copy.deepcopy(model)
+    rows, snapshots = run_windows(
+        model, tokenizer, steps, lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, nb_concepts=K, early_steps=2)
+    )
+    assert [row["step"] for row in rows] == [0, 1, 2, 3]
+    assert [row["retrospective"] for row in rows] == [True, True, False, False]
+    assert rows[0]["ci_low"] is None and rows[2]["ci_low"] is not None
+    # The tangent: a PCA of the rows the probe reads on the same batches with the weights of steps 0 and 1.
+    activations = []
+    for snapshot, batches in zip(snapshots[:2], steps[:2], strict=True):
+        mwsp = ModelWithSplitPoints(snapshot.eval(), split_point=1, tokenizer=tokenizer, batch_size=4)
+        activations.append(ia.GradientProbe(mwsp, objective="causal_lm").gradients(probe_inputs(batches)).activations)
+    mwsp = ModelWithSplitPoints(copy.deepcopy(snapshots[0]).eval(), split_point=1, tokenizer=tokenizer)
+    expected = ia.PCATangent(mwsp, nb_concepts=K).fit(torch.cat(activations).float()).subspace
+    with ia.TrainingProbe(twin, 1, tokenizer=tokenizer, nb_concepts=K, early_steps=2) as probe:
+        optimizer = torch.optim.SGD(twin.parameters(), lr=0.05)
+        for batches in steps[:2]:
+            train_step(twin, probe, batches, optimizer)
+        fitted = probe.points["gpt_neox.layers.1"].schedule.tangent
+    assert np.max(fitted.principal_angles(expected)) < 1e-3
+    # A retrospective window equals the same window scored with that tangent given from the start.
+    given_rows, _ = run_windows(
+        float64_copy(gpt_neox_training_model)[0],
+        tokenizer,
+        steps,
+        lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, tangent=fitted, n_controls=20),
+    )
+    for live, given in zip(rows, given_rows, strict=True):
+        assert live["energy_share"] == pytest.approx(given["energy_share"], rel=1e-5)
+        assert np.allclose(live["control_energy_shares"], given["control_energy_shares"], rtol=1e-5)
+
+
+def test_refit_every_two_steps(gpt_neox_training_model, texts):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    rows, _ = run_windows(
+        model,
+        tokenizer,
+        _steps(tokenizer, texts, 6),
+        lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, nb_concepts=K, tangent="refit", refit_every=2),
+    )
+    assert [row["tangent"] for row in rows] == ["refit"] * 6
+    assert [row["tangent_fitted_at"] for row in rows] == [2, 2, 2, 2, 4, 4]  # the first two scored retrospectively
+    assert [row["retrospective"] for row in rows] == [True, True, False, False, False, False]
+
+
+def test_evaluation_forwards_are_ignored(gpt_neox_training_model, texts):
+    tangent = ia.Subspace.random(64, K, seed=0)
+    results = []
+    for evaluate in (False, True):
+        model, tokenizer = float64_copy(gpt_neox_training_model)
+        steps = _steps(tokenizer, texts, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        with ia.TrainingProbe(model, 1, tokenizer=tokenizer, tangent=tangent) as probe:
+            rows = []
+            for batches in steps:
+                if evaluate:
+                    model.eval()
+                    with torch.no_grad():
+                        model(**{key: batches[0][key] for key in ("input_ids", "attention_mask", "labels")})
+                    model.train()
+                rows += train_step(model, probe, batches, optimizer)
+        results.append([row["energy_share"] for row in rows])
+    assert results[0] == results[1]
+
+
+def _nan_run(model, tokenizer, texts, **options):
+    steps = _steps(tokenizer, texts, 1, micro=2) + _steps(tokenizer, texts[2:], 1, micro=2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    with ia.TrainingProbe(model, 1, tokenizer=tokenizer, tangent=ia.Subspace.random(64, K, seed=0), **options) as p:
+        for index, batches in enumerate(steps):
+            batch = batches[0]
+            loss = model(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
+            ).loss
+            torch.autograd.backward(loss * (float("nan") if index == 1 else 1.0))
+        optimizer.zero_grad()
+        return p.step()
+
+
+def test_nonfinite_micro_batches_raise_or_are_skipped(gpt_neox_training_model, texts):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    with pytest.raises(NonFiniteError, match="on_nonfinite='skip'"):
+        _nan_run(model, tokenizer, texts)
+    rows = _nan_run(model, tokenizer, texts, on_nonfinite="skip")
+    assert rows[0]["n_skipped_batches"] == 1 and rows[0]["window_micro_batches"] == 2
+    assert np.isfinite(rows[0]["energy_share"])
+
+
+def test_rows_on_disk_are_a_sweep_result(gpt_neox_training_model, texts, tmp_path):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    results_dir = tmp_path / "live"
+    steps = _steps(tokenizer, texts, 3)
+
+    def make(m, **options):
+        return ia.TrainingProbe(
+            m, 1, tokenizer=tokenizer, nb_concepts=K, early_steps=1, results_dir=results_dir, **options
+        )
+
+    rows, _ = run_windows(model, tokenizer, steps, make)
+    table = ia.SweepResult.load(results_dir)
+    assert table.rows == json.loads(json.dumps(rows)) and {row["source"] for row in table.rows} == {"live"}
+    assert (results_dir / "reference" / "1.safetensors").exists()
+    assert table.report(tmp_path / "report").exists()
+    # A resumed run keeps the rows before its start step and replaces the later ones.
+    resumed = ia.TrainingProbe(
+        model, 1, tokenizer=tokenizer, nb_concepts=K, early_steps=1, results_dir=results_dir, start_step=2
+    )
+    with resumed:
+        train_step(model, resumed, steps[2], torch.optim.SGD(model.parameters(), lr=0.05))
+    assert ia.SweepResult.load(results_dir).steps == [0, 1, 2]
+    with pytest.raises(ConfigMismatchError, match="nb_concepts"):
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, nb_concepts=2, early_steps=1, results_dir=results_dir).attach()
+
+
+# ---------------------------------------------------------------------------------------------------- bad input
+def test_unknown_split_point(gpt_neox_training_model):
+    model, tokenizer = gpt_neox_training_model
+    with pytest.raises(SplitPointError, match="gpt_neox.layers.3"):
+        ia.TrainingProbe(model, 7, tokenizer=tokenizer, early_steps=1)
+    with pytest.raises(SplitPointError, match="not a module"):
+        ia.TrainingProbe(model, "gpt_neox.nowhere", tokenizer=tokenizer, early_steps=1)
+
+
+def test_tangent_of_the_wrong_width(gpt_neox_training_model, texts):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    with pytest.raises(DimensionMismatchError, match="d=64"):
+        run_windows(
+            model,
+            tokenizer,
+            _steps(tokenizer, texts, 1),
+            lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, tangent=ia.Subspace.random(32, K, seed=0)),
+        )
+
+
+def test_tangent_of_another_split_point(gpt_neox_training_model):
+    model, tokenizer = gpt_neox_training_model
+    other = ia.Subspace.random(64, K, seed=0).replace(split_point="gpt_neox.layers.0")
+    with pytest.raises(SplitPointError, match="gpt_neox.layers.0"):
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, tangent=other)
+
+
+def test_attach_twice_detach_unattached_step_detached(gpt_neox_training_model):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    probe = ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=1)
+    with pytest.raises(TrainingProbeError, match="not attached"):
+        probe.detach()
+    with pytest.raises(TrainingProbeError, match="attach"):
+        probe.step()
+    with probe, pytest.raises(TrainingProbeError, match="already attached"):
+        probe.attach()
+    assert not probe.attached
+
+
+def test_backward_that_never_reaches_the_split_point(gpt_neox_training_model, texts):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    batch = _steps(tokenizer, texts, 1)[0][0]
+    with ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=1) as probe:
+        output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True)
+        torch.autograd.backward(output.hidden_states[1].sum())  # below the split point's output
+        with pytest.raises(SplitPointError, match="never reached split point 'gpt_neox.layers.1'"):
+            probe.step()
+
+
+def test_window_without_training_forward_warns(gpt_neox_training_model):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    with (
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=1) as probe,
+        pytest.warns(UserWarning, match="No training forward"),
+    ):
+        assert probe.step() == []
+
+
+def test_bad_options(gpt_neox_training_model):
+    model, tokenizer = gpt_neox_training_model
+    with pytest.raises(InvalidInputError, match="early_steps"):
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer)
+    with pytest.raises(InvalidInputError, match="refit_every"):
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, tangent="refit", refit_every=3, every=2)
+    with pytest.raises(ObjectiveError):
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=1, objective="masked_lm")
+    with pytest.raises(TrainingProbeError, match="torch.compile"):
+        ia.TrainingProbe(torch.compile(copy.deepcopy(model)), 1, tokenizer=tokenizer, early_steps=1)
+
+
+def test_pending_windows_are_bounded(gpt_neox_training_model, texts):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    with pytest.raises(InvalidInputError, match="max_pending_bytes"):
+        run_windows(
+            model,
+            tokenizer,
+            _steps(tokenizer, texts, 1),
+            lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, early_steps=100, max_pending_bytes=64 * 64 * 8 * 10),
+        )
+
+
+def test_train_toy_with_a_live_probe(tmp_path):
+    run = ia.demo.train_toy(
+        tmp_path / "toy",
+        steps=6,
+        checkpoint_steps=[0, 6],
+        hidden_size=32,
+        num_layers=2,
+        seq_len=16,
+        batch_size=4,
+        texts=[f"def f{i}(x):\n    return x * {i} + {i % 7}  # a line of code" for i in range(200)],
+        progress=False,
+        live={"split_points": 1, "early_steps": 2, "nb_concepts": 4, "n_controls": 5, "include_special": True},
+    )
+    table = ia.SweepResult.load(run.live_results)
+    assert run.live_results == tmp_path / "toy" / "live" and table.steps == list(range(6))
+    assert [row["retrospective"] for row in table.rows] == [True, True, False, False, False, False]
+    assert all(row["n_tokens"] == 4 * 15 for row in table.rows)  # every token but the last (nothing to predict)
+    with pytest.raises(InvalidInputError, match="split_points"):
+        ia.demo.train_toy(tmp_path / "bad", steps=1, progress=False, live={"early_steps": 1})
