@@ -43,6 +43,11 @@ HOLDER_FILE = ".sweep.lock.json"
 _RESULTS = (ROWS_FILE, "reference", "tangents")
 
 
+def _computed_keys(rows: list[dict[str, Any]]) -> set[tuple[int, str, str]]:
+    """The keys of the rows that hold numbers (a skipped row is retried, so it does not count as done)."""
+    return {row_key(row) for row in rows if not is_skipped(row)}
+
+
 def _safe_name(layer: int | str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", str(layer))
 
@@ -183,7 +188,7 @@ class SweepStore:
 
     def done(self) -> set[tuple[int, str, str]]:
         """The (step, split point as given, tangent kind) keys with a computed row (skipped rows are retried)."""
-        return {row_key(row) for row in self.rows() if not is_skipped(row)}
+        return _computed_keys(self.rows())
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         """Add complete rows to rows.jsonl in one atomic write, in step order, skipping keys already computed.
@@ -195,7 +200,7 @@ class SweepStore:
             ResultsStoreError: An unreadable rows file.
         """
         written = self.rows()  # reads and checks every line first
-        done = {row_key(row) for row in written if not is_skipped(row)}
+        done = _computed_keys(written)
         fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
         if fresh:
             keys = {row_key(row) for row in fresh}
