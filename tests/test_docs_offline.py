@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers.site import ROOT, build_site, remote_references
+from helpers.site import ROOT, remote_references
+
+pytest_plugins = ["helpers.docs_site"]
 
 yaml = pytest.importorskip("yaml", reason="PyYAML comes with the docs extra: pip install -e '.[docs]'")
 
@@ -54,8 +56,8 @@ def test_every_katex_font_is_shipped():
 
 
 @pytest.mark.slow
-def test_built_site_references_no_other_host(tmp_path):
-    site = build_site(tmp_path / "site")
+def test_built_site_references_no_other_host(built_site):
+    site = built_site
     assert (site / "javascripts" / "katex" / "katex.min.js").is_file()
     concepts = (site / "concepts" / "index.html").read_text("utf-8")
     assert 'class="arithmatex"' in concepts and "katex.min.js" in concepts

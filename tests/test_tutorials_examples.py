@@ -1,25 +1,32 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The documentation runs: every tutorial, every example's offline mode, the getting-started snippet, the site.
+"""The documentation runs: every tutorial (as the notebook the site publishes), every example's offline mode, the
+getting-started snippet, the site.
 
-The slow tests run the scripts the way a reader would (``python SCRIPT ARGS``, offline, on the CPU), in one
-subprocess (``tests/script_runner.py``) so that the heavy imports are paid once, each script with its own working
-directory and time limit; and they build the site with ``mkdocs build --strict``. The fast tests check the
-examples' ``--help`` and that every tutorial is a well-formed jupytext percent script.
+The slow tests run the examples and the snippet the way a reader would (``python SCRIPT ARGS``, offline, on the
+CPU), in one subprocess (``tests/script_runner.py``) so that the heavy imports are paid once, each script with its
+own working directory and time limit. Each tutorial is executed once, as the notebook the docs site publishes
+(``docs/hooks/tutorials.py`` makes it from the script), in a fresh Jupyter kernel (nbclient, ipykernel): the same
+cells in the same order as ``python docs/tutorials/NAME.py``, which a fast test keeps free of anything that would
+run in only one of the two. The site is built with ``mkdocs build --strict`` once per session
+(``helpers.docs_site``). The fast tests check the examples' ``--help`` and that every tutorial is a well-formed
+jupytext percent script.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["helpers.docs_site"]
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = sorted((ROOT / "docs" / "tutorials").glob("*.py"))
@@ -37,6 +44,10 @@ OFFLINE_ARGS = {
 # Each script must finish well within a minute on 2 CPU cores (imports excluded: they are paid once by the runner).
 SCRIPT_TIMEOUT_S = 120
 RUN_ALL_TIMEOUT_S = 900
+# A tutorial's notebook: a fresh kernel pays the imports (10 to 20 s on a busy 2-core machine) before its cells.
+CELL_TIMEOUT_S = 300
+#: Code that runs in only one of ``python SCRIPT`` and a notebook kernel (IPython's names and magics, __file__).
+SCRIPT_OR_NOTEBOOK_ONLY = re.compile(r"__file__|__name__|get_ipython|^\s*[%!]|\bdisplay\(", re.M)
 
 
 def _offline_env() -> dict[str, str]:
@@ -86,24 +97,43 @@ def test_example_help_answers_at_once(example):
     assert "offline" in completed.stdout.lower()
 
 
-@pytest.mark.parametrize("tutorial", TUTORIALS, ids=lambda path: path.name)
-def test_tutorial_is_a_percent_script_with_a_title(tutorial):
+def _tutorials_hook():
+    """The docs hook module that turns tutorial scripts into pages and notebooks (needs jupytext)."""
     pytest.importorskip("jupytext", reason="jupytext comes with the docs extra: pip install -e '.[docs]'")
     sys.path.insert(0, str(ROOT / "docs" / "hooks"))
     try:
-        from tutorials import percent_to_markdown
+        import tutorials
     finally:
         sys.path.remove(str(ROOT / "docs" / "hooks"))
+    return tutorials
+
+
+@pytest.mark.parametrize("tutorial", TUTORIALS, ids=lambda path: path.name)
+def test_tutorial_is_a_percent_script_with_a_title(tutorial):
     source = tutorial.read_text(encoding="utf-8")
     assert source.startswith("# MIT License\n#\n# Copyright (c) 2026 interpreto-anisotropy contributors")
-    page = percent_to_markdown(source, script_name=tutorial.name)
+    page = _tutorials_hook().percent_to_markdown(source, script_name=tutorial.name)
     assert page.startswith("# ") and "```python" in page
+    assert f"[Download as notebook]({tutorial.stem}.ipynb)" in page
+
+
+@pytest.mark.parametrize("tutorial", TUTORIALS, ids=lambda path: path.name)
+def test_tutorial_notebook_has_the_script_cells(tutorial):
+    nbformat = pytest.importorskip("nbformat", reason="nbformat comes with jupytext: pip install -e '.[docs]'")
+    source = tutorial.read_text(encoding="utf-8")
+    notebook = nbformat.reads(_tutorials_hook().percent_to_notebook(source), as_version=4)
+    nbformat.validate(notebook)
+    code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    assert code and all(cell in source for cell in code)
+    assert all(not cell.get("outputs") for cell in notebook.cells), "the published notebook carries no outputs"
+    only_one_way = SCRIPT_OR_NOTEBOOK_ONLY.findall("\n".join(code))
+    assert not only_one_way, f"{tutorial.name} uses {only_one_way}: it would run as a script or a notebook, not both"
 
 
 # --------------------------------------------------------------------------------------------------- slow: run them
 @pytest.fixture(scope="module")
 def script_results(tmp_path_factory):
-    """Run the tutorials, the examples' offline modes and the getting-started snippet; {name: result}."""
+    """Run the examples' offline modes and the getting-started snippet; {name: result}."""
     from interpreto_anisotropy.demo import load_corpus
 
     load_corpus("train", max_texts=1, progress=False)  # harvest the corpus cache once, outside the timed scripts
@@ -111,7 +141,6 @@ def script_results(tmp_path_factory):
     snippet = base / "getting_started.py"
     snippet.write_text(getting_started_snippet(), encoding="utf-8")
     specs = [{"name": "getting_started", "path": str(snippet), "args": [], "cwd": str(base / "getting_started")}]
-    specs += [{"name": path.name, "path": str(path), "args": [], "cwd": str(base / path.stem)} for path in TUTORIALS]
     specs += [
         {"name": path.name, "path": str(path), "args": OFFLINE_ARGS[path.name], "cwd": str(base / path.stem)}
         for path in EXAMPLES
@@ -149,8 +178,20 @@ def test_getting_started_snippet_runs(script_results):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("tutorial", TUTORIALS, ids=lambda path: path.name)
-def test_tutorial_runs_offline(script_results, tutorial):
-    _check(script_results, tutorial.name)
+def test_tutorial_notebook_runs_offline(tutorial, tmp_path):
+    nbformat = pytest.importorskip("nbformat", reason="nbformat comes with jupytext: pip install -e '.[docs]'")
+    nbclient = pytest.importorskip("nbclient", reason="nbclient comes with the test extra: pip install -e '.[test]'")
+    pytest.importorskip("ipykernel", reason="ipykernel comes with the test extra: pip install -e '.[test]'")
+    notebook = nbformat.reads(_tutorials_hook().percent_to_notebook(tutorial.read_text("utf-8")), as_version=4)
+    start = time.perf_counter()
+    client = nbclient.NotebookClient(
+        notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute(env=_offline_env())  # raises CellExecutionError, with the cell and its traceback, on an error
+    print(f"{tutorial.name} as a notebook: {time.perf_counter() - start:.1f} s")
+    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    assert not [output for output in outputs if output.get("output_type") == "error"]
+    assert any(output.get("output_type") in ("stream", "display_data", "execute_result") for output in outputs)
 
 
 @pytest.mark.slow
@@ -162,29 +203,17 @@ def test_example_offline_mode_runs(script_results, example):
 
 # --------------------------------------------------------------------------------------------------- slow: the site
 @pytest.mark.slow
-def test_docs_build_strict(tmp_path):
-    missing = [
-        name
-        for name in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python", "jupytext")
-        if importlib.util.find_spec(name.split(".")[0]) is None
-    ]
-    if missing:
-        pytest.skip(f"the docs extra is not installed (missing {missing}): pip install -e '.[docs]'")
-    site = tmp_path / "site"
-    completed = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=_offline_env(),
-        cwd=ROOT,
-    )
-    assert completed.returncode == 0, completed.stderr[-6000:]
+def test_docs_build_strict(built_site):
+    site = built_site
     for tutorial in TUTORIALS:
         page = site / "tutorials" / tutorial.stem / "index.html"
         assert page.exists(), f"no page for {tutorial.name}"
         assert "language-python" in page.read_text(encoding="utf-8") or "highlight" in page.read_text(encoding="utf-8")
         assert (site / "tutorials" / tutorial.name).exists(), f"{tutorial.name} is not published for download"
+        notebook = site / "tutorials" / f"{tutorial.stem}.ipynb"
+        assert notebook.exists(), f"{tutorial.stem}.ipynb is not published for download"
+        assert notebook.read_text("utf-8") == _tutorials_hook().percent_to_notebook(tutorial.read_text("utf-8"))
+        assert f'href="../{notebook.name}"' in page.read_text(encoding="utf-8"), f"no notebook link on {page}"
     api = "".join(path.read_text(encoding="utf-8") for path in (site / "api").rglob("index.html"))
     from test_docstrings import public_names
 

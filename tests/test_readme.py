@@ -1,0 +1,104 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The README works as written: its Python snippets and its command lines run, offline, in the folder ``make demo``
+leaves behind (``helpers.readme_run`` stands in for ``make demo`` with the session's toy run).
+
+* Every command line of the README is accounted for: set-up (``make``, ``pip install``), a command run here, or a
+  command that needs the Hub, which is parsed by the command line's own parser (its options exist as written).
+* The Python blocks run in order in one interpreter, as the README says to run them, and print and write what
+  they say they do.
+* The files a reader creates next to the README (a texts file) are ignored by git.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+from helpers.readme import (
+    README,
+    ROOT,
+    SET_UP_PREFIXES,
+    command_lines,
+    fenced_blocks,
+    needs_the_hub,
+    offline_env,
+)
+
+from interpreto_anisotropy.cli import build_parser
+
+pytest_plugins = ["helpers.readme_run"]
+
+SNIPPETS_TIMEOUT_S = 600
+
+
+def _readme() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def test_every_command_line_is_set_up_or_the_command_line_tool():
+    lines = command_lines(_readme())
+    assert any(line.startswith("interpreto-anisotropy sweep") for line in lines)
+    assert any(line.startswith("interpreto-anisotropy report") for line in lines)
+    strays = [line for line in lines if not line.startswith(("interpreto-anisotropy ", *SET_UP_PREFIXES))]
+    assert not strays, f"README command lines this test neither runs nor knows as set-up: {strays}"
+
+
+@pytest.mark.parametrize("line", [line for line in command_lines(README.read_text()) if needs_the_hub(line)])
+def test_hub_command_lines_parse_as_written(line):
+    args = build_parser().parse_args(shlex.split(line, comments=True)[1:])
+    assert args.command == "sweep" and args.out
+
+
+def test_files_a_reader_creates_are_ignored_by_git():
+    ignored = set((ROOT / ".gitignore").read_text().split())
+    assert {"texts.jsonl", "texts.txt", "runs/"} <= ignored, "a texts file or runs/ would be committed by mistake"
+
+
+@pytest.mark.slow
+def test_readme_command_lines_run_as_written(readme_cli):
+    assert readme_cli.commands, "the README has no offline interpreto-anisotropy command"
+    for line, completed in readme_cli.commands.items():
+        assert completed.returncode == 0, f"`{line}` failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+    sweep_out = readme_cli.folder / "runs" / "demo" / "cli-sweep"
+    rows = [json.loads(line) for line in (sweep_out / "rows.jsonl").read_text().splitlines() if line.strip()]
+    checkpoints = sorted((readme_cli.folder / "runs" / "demo" / "toy").glob("checkpoint-*"))
+    assert sorted({row["step"] for row in rows}) == sorted(int(path.name.split("-")[1]) for path in checkpoints)
+    outputs = "".join(completed.stdout for completed in readme_cli.commands.values())
+    assert "runs/demo/cli-sweep/report/index.html" in outputs
+    assert (sweep_out / "report" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_readme_python_snippets_run_in_order(demo_folder):
+    blocks = fenced_blocks(_readme(), "python")
+    assert len(blocks) >= 2, "the README lost its Python snippets"
+    script = demo_folder / "readme_snippets.py"
+    script.write_text("\n".join(blocks), encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=SNIPPETS_TIMEOUT_S,
+        env=offline_env(),
+        cwd=demo_folder,
+    )
+    assert completed.returncode == 0, f"the README's snippets failed:\n{completed.stderr[-4000:]}"
+    assert "energy share E_T" in completed.stdout and "p-value" in completed.stdout  # print(result)
+    for written in ("runs/demo/py-sweep/rows.jsonl", "runs/demo/py-report/index.html", "runs/live/rows.jsonl"):
+        assert (demo_folder / written).is_file(), f"the README's snippets did not write {written}"
+    live_rows = (demo_folder / "runs" / "live" / "rows.jsonl").read_text().splitlines()
+    assert live_rows and all(json.loads(row)["source"] == "live" for row in live_rows)
+
+
+def test_the_snippets_and_commands_read_what_make_demo_writes():
+    readme = _readme()
+    assert "$(BIN)/interpreto-anisotropy demo --out runs/demo" in (ROOT / "Makefile").read_text()
+    assert "runs/demo/toy" in "".join(fenced_blocks(readme, "python"))
+    assert any("--model runs/demo/toy" in line and not needs_the_hub(line) for line in command_lines(readme)), (
+        "the README's offline CLI example should sweep the demo's checkpoints"
+    )
