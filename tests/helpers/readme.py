@@ -38,6 +38,8 @@ def needs_the_hub(line: str) -> bool:
 def offline_env() -> dict[str, str]:
     """The environment of the commands: offline, the venv's scripts on the PATH, this checkout's sources first."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg")
+    # Torch's threads, as in the test process (conftest.py): tiny models run fastest on one thread of a busy machine.
+    env.setdefault("OMP_NUM_THREADS", os.environ.get("INTERPRETO_ANISOTROPY_TEST_THREADS", "1"))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
     return env

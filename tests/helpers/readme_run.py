@@ -5,9 +5,9 @@
 
 ``make demo`` trains a toy GPT-NeoX for 300 steps and writes its checkpoints to ``runs/demo/toy`` (about two minutes
 with its sweep); the README's snippets and commands then read that folder. Here the session's `toy_checkpoints`
-run (20 steps, d=32) stands in for it: three of its checkpoint folders are copied to ``runs/demo/toy`` of a fresh
-folder, with the same layout (``checkpoint-N`` folders and ``trainer_state.json``), and the README's command lines
-run there, in the README's order, as a reader would type them.
+run (20 steps, d=32) stands in for it: its first and last checkpoint folders are copied to ``runs/demo/toy`` of a
+fresh folder, with the same layout (``checkpoint-N`` folders and ``trainer_state.json``), and the README's command
+lines run there, in the README's order, as a reader would type them.
 
 Test modules use it with ``pytest_plugins = ["helpers.readme_run"]``; the fixtures are session-scoped, so the
 README test and the browser test (which opens the report these commands write) share one run.
@@ -24,8 +24,9 @@ import pytest
 
 from helpers.readme import README, command_lines, needs_the_hub, offline_env
 
-#: Steps of the `toy_checkpoints` run copied as the demo's checkpoints (a curve of three points, early to late).
-DEMO_STEPS = (0, 4, 20)
+#: Steps of the `toy_checkpoints` run copied as the demo's checkpoints: the first and the last (each one more
+#: costs every sweep below a forward and backward pass over its texts, and its statistics).
+DEMO_STEPS = (0, 20)
 COMMAND_TIMEOUT_S = 600
 
 
