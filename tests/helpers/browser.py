@@ -40,6 +40,7 @@ CHROMIUM_FLAGS = (
     "--headless",
     "--no-sandbox",  # CI runs as root, where Chromium's sandbox refuses to start
     "--disable-gpu",
+    "--disable-dev-shm-usage",  # containers often have a small /dev/shm
     "--disable-extensions",
     "--disable-background-networking",
     "--no-first-run",
@@ -53,10 +54,14 @@ LOAD_TIMEOUT_S = 30.0
 SETTLE_S = 0.5
 
 
+def chromium_names() -> list[str]:
+    """The executable names to look for: ``$CHROMIUM`` when set, else `CHROMIUM_NAMES`."""
+    return [os.environ["CHROMIUM"]] if os.environ.get("CHROMIUM") else list(CHROMIUM_NAMES)
+
+
 def find_chromium() -> str | None:
     """The path of a Chromium or Chrome executable (``$CHROMIUM`` first), or None."""
-    names = [os.environ["CHROMIUM"]] if os.environ.get("CHROMIUM") else list(CHROMIUM_NAMES)
-    return next((path for path in map(shutil.which, names) if path), None)
+    return next((path for path in map(shutil.which, chromium_names()) if path), None)
 
 
 def chromium_or_skip() -> str:
@@ -65,8 +70,8 @@ def chromium_or_skip() -> str:
     if path is not None:
         return path
     message = (
-        "headless Chromium is not installed (tried $CHROMIUM, then " + ", ".join(CHROMIUM_NAMES) + "): "
-        "install Debian's package with `apt-get install chromium`, as .ci/run does"
+        f"headless Chromium is not installed (looked for {', '.join(chromium_names())}; set $CHROMIUM to another "
+        "executable): install Debian's package with `apt-get install chromium`, as .ci/run does"
     )
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"CI={os.environ['CI']}, and the browser tests must run in CI, but {message}")
