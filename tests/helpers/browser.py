@@ -215,6 +215,7 @@ class Browser:
             A `PageVisit` with the probe's value and the page's problems.
 
         Raises:
+            RuntimeError: If the page cannot be opened (no such file, refused connection) or the probe throws.
             TimeoutError: If the page does not fire its load event within `LOAD_TIMEOUT_S`.
         """
         events: list[dict] = []
@@ -223,7 +224,9 @@ class Browser:
         try:
             for domain in ("Page", "Runtime", "Log", "Network"):
                 self._command(f"{domain}.enable", session=session, events=events)
-            self._command("Page.navigate", {"url": url}, session=session, events=events)
+            navigation = self._command("Page.navigate", {"url": url}, session=session, events=events)
+            if navigation.get("errorText"):
+                raise RuntimeError(f"{url} could not be opened: {navigation['errorText']}")
             loaded = self._events_until(
                 events,
                 lambda e: e["method"] == "Page.loadEventFired" and e.get("sessionId") == session,
