@@ -33,14 +33,18 @@ from filelock import FileLock, Timeout
 from ..commons.files import write_atomically
 from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
+from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens
 from .extension import merge_configs
+from .provenance import PROVENANCE_FILE, provenance_line
 from .result import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
 
 __all__ = ["SweepStore"]
 
 LOCK_FILE = ".sweep.lock"
 HOLDER_FILE = ".sweep.lock.json"
-_RESULTS = (ROWS_FILE, "reference", "tangents")
+#: The folder of the top tokens of each checkpoint's tangent directions: top_tokens/<split point>/step-<step>.json.
+TOP_TOKENS_DIR = "top_tokens"
+_RESULTS = (ROWS_FILE, PROVENANCE_FILE, "reference", "tangents", TOP_TOKENS_DIR)
 
 
 def _computed_keys(rows: list[dict[str, Any]]) -> set[tuple[int, str, str]]:
@@ -103,7 +107,13 @@ class SweepStore:
 
     def _remove_temporary_files(self) -> None:
         """Remove the temporary files of writes a killed sweep left behind (only a lock holder may)."""
-        for folder in (self.results_dir, self.results_dir / "reference", *self.results_dir.glob("tangents/*")):
+        folders = (
+            self.results_dir,
+            self.results_dir / "reference",
+            *self.results_dir.glob("tangents/*"),
+            *self.results_dir.glob(f"{TOP_TOKENS_DIR}/*"),
+        )
+        for folder in folders:
             for leftover in folder.glob(".*.tmp"):
                 leftover.unlink(missing_ok=True)
 
@@ -204,7 +214,16 @@ class SweepStore:
         fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
         if fresh:
             keys = {row_key(row) for row in fresh}
+            self._record_provenance([row_key(row) for row in fresh])  # before the rows: never rows without a line
             self._rewrite([row for row in written if row_key(row) not in keys], fresh)
+
+    def _record_provenance(self, keys: list[tuple[int, str, str]]) -> None:
+        """Append to provenance.jsonl the line saying which software computes the rows of `keys`."""
+        path = self.results_dir / PROVENANCE_FILE
+        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        if existing and not existing.endswith("\n"):
+            existing = existing[: existing.rfind("\n") + 1]  # a line cut short by a kill is dropped
+        write_atomically(path, existing + provenance_line(keys))
 
     def update_rows(self, update: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         """Replace every row by `update(row)` (same key), in one atomic write if any row changed."""
@@ -215,7 +234,10 @@ class SweepStore:
         """Remove the rows and saved tangents of some checkpoints (their content changed), in one atomic write."""
         kept = [row for row in self.rows() if row["step"] not in steps]
         self._rewrite(kept, [])
-        for path in (self.results_dir / "tangents").glob("*/step-*.safetensors"):
+        for path in [
+            *(self.results_dir / "tangents").glob("*/step-*.safetensors"),
+            *(self.results_dir / TOP_TOKENS_DIR).glob("*/step-*.json"),
+        ]:
             if int(path.stem.removeprefix("step-")) in steps:
                 path.unlink()
 
@@ -244,3 +266,64 @@ class SweepStore:
         """The tangent refitted on a checkpoint, None when it was not saved."""
         path = self.tangent_path(layer, step)
         return Subspace.load(path, device=device) if path.exists() else None
+
+    # ------------------------------------------------------------------ top tokens
+    def top_tokens_path(self, layer: int | str, step: int) -> Path:
+        """Where the top tokens of a checkpoint's tangent directions go."""
+        return self.results_dir / TOP_TOKENS_DIR / _safe_name(layer) / f"step-{step}.json"
+
+    def save_top_tokens(
+        self,
+        layer: int | str,
+        step: int,
+        *,
+        split_point: str,
+        n_rows: int,
+        directions: dict[str, list[DirectionTokens]],
+    ) -> None:
+        """Write the top tokens of a checkpoint's tangents (tangent kind -> one entry per direction), atomically.
+
+        Nothing is written when the file already holds the same content.
+        """
+        content = {
+            "step": step,
+            "layer": layer if isinstance(layer, int) else str(layer),
+            "split_point": split_point,
+            "n_rows": n_rows,
+            "token_fields": list(TOKEN_FIELDS),
+            "tangents": {kind: [direction.to_dict() for direction in found] for kind, found in directions.items()},
+        }
+        path = self.top_tokens_path(layer, step)
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            write_atomically(path, text.encode("utf-8"))
+
+    def top_tokens(self, layer: int | str, step: int) -> dict[str, Any] | None:
+        """The top tokens saved for a checkpoint and split point, None when absent.
+
+        Returns:
+            `save_top_tokens`' content, with each tangent kind's entries as `DirectionTokens`.
+
+        Raises:
+            ResultsStoreError: A file that is not such JSON.
+        """
+        path = self.top_tokens_path(layer, step)
+        if not path.exists():
+            return None
+        try:
+            content = json.loads(path.read_text(encoding="utf-8"))
+            content["tangents"] = {
+                kind: [DirectionTokens.from_dict(entry) for entry in found]
+                for kind, found in content["tangents"].items()
+            }
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise ResultsStoreError(
+                f"{path} holds no top tokens ({type(error).__name__}: {error}); delete it (it is written again when its "
+                "checkpoint is recomputed)."
+            ) from None
+        return content
+
+    def top_tokens_steps(self, layer: int | str) -> list[int]:
+        """The steps whose top tokens are saved for a split point, in order."""
+        folder = self.top_tokens_path(layer, 0).parent
+        return sorted(int(path.stem.removeprefix("step-")) for path in folder.glob("step-*.json"))
