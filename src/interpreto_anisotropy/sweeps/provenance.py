@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsStoreError
-from .result import row_key
 
 __all__ = [
     "PROVENANCE_FILE",
@@ -47,6 +46,11 @@ PROVENANCE_FILE = "provenance.jsonl"
 VERSIONED = ("interpreto-anisotropy", "interpreto", "torch", "transformers")
 
 Key = tuple[int, str, str]
+
+
+def _key(row: dict[str, Any]) -> Key:
+    """A row's (step, split point as given, tangent kind), as `sweeps.result.row_key` (which imports nothing here)."""
+    return int(row["step"]), str(row["layer"]), str(row.get("tangent", "early"))
 
 
 def software_versions() -> dict[str, str]:
@@ -140,7 +144,7 @@ def versions_of_rows(
                 by_key[(int(step), str(layer), str(kind))] = record["versions"]
     groups: dict[str, tuple[dict[str, str] | None, int]] = {}
     for row in rows:
-        versions = by_key.get(row_key(row)) if "layer" in row else None  # rows never stored may lack the key
+        versions = by_key.get(_key(row)) if "layer" in row else None  # rows never stored may lack the key
         label = json.dumps(versions, sort_keys=True)
         known, count = groups.get(label, (versions, 0))
         groups[label] = (known, count + 1)

@@ -36,6 +36,7 @@ from typing import Any
 from ..commons.files import write_atomically
 from ..errors import CheckpointError, EmptyInputError, ResultsStoreError
 from .multiple_testing import Correction, adjust
+from .token_files import read_top_tokens, saved_steps
 
 __all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE", "is_skipped"]
 
@@ -220,17 +221,14 @@ class SweepResult:
             >>> found = table.top_tokens(1)  # doctest: +SKIP
             >>> [token.token for token in found["tangents"]["early"][0].high]  # doctest: +SKIP
         """
-        from .store import SweepStore  # the store reads results through this module
-
         rows = self.select(split_point=split_point).rows if split_point is not None else self.rows
         if self.results_dir is None or not rows:
             return None
         layer = rows[0].get("layer", split_point)
-        store = SweepStore(self.results_dir)
-        saved = set(store.top_tokens_steps(layer))
+        saved = set(saved_steps(self.results_dir, layer))
         steps = [step] if step is not None else sorted({row["step"] for row in rows} & saved, reverse=True)
         for chosen in steps:
-            found = store.top_tokens(layer, chosen)
+            found = read_top_tokens(self.results_dir, layer, chosen)
             if found is not None:
                 return found
         return None

@@ -9,7 +9,9 @@ point, reads the activations of the fit texts, refits a tangent on them, probes 
 gradients on held-out probe texts against the reference (and/or the refitted) tangent and matched-rank normal
 controls, and measures the activations' isotropy, the frequency-distance correlation, the on-manifold entropy
 and the tangent's drift. Each finished checkpoint's rows are written atomically to ``rows.jsonl``; a rerun with
-the same settings resumes at the first unfinished checkpoint.
+the same settings resumes at the first unfinished checkpoint. With each checkpoint's tangent go the top-activating
+tokens of its directions and of the reference's (`tangents.top_tokens`, on the rows already read for the metrics),
+and with each write of rows a line of ``provenance.jsonl`` saying which versions computed them.
 """
 
 from __future__ import annotations
@@ -107,7 +109,8 @@ class CheckpointSweep:
         max_fit_tokens: Cap on activation rows read per checkpoint for fitting (None: every fit token; PCA streams
             them batch by batch, the other methods pool them in memory).
         max_metric_tokens: Rows used for the isotropy metrics, frequency correlation and entropy.
-        results_dir: Where config.json, rows.jsonl, the reference and per-checkpoint tangents go.
+        results_dir: Where config.json, rows.jsonl, provenance.jsonl (the versions that computed each row), the
+            reference and per-checkpoint tangents and the top tokens of their directions (top_tokens/) go.
         device: "cpu", "cuda", ...; by default cuda when available.
         batch_size: Sequences per forward / backward.
         automodel: Model class or "causal_lm" / "masked_lm"; inferred from the config by default.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import socket
 import time
@@ -33,27 +32,29 @@ from filelock import FileLock, Timeout
 from ..commons.files import write_atomically
 from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
-from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens
+from ..tangents.top_tokens import DirectionTokens
 from .extension import merge_configs
 from .provenance import PROVENANCE_FILE, provenance_line
 from .result import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
+from .token_files import (
+    TOP_TOKENS_DIR,
+    folder_name,
+    read_top_tokens,
+    saved_steps,
+    top_tokens_path,
+    write_top_tokens,
+)
 
 __all__ = ["SweepStore"]
 
 LOCK_FILE = ".sweep.lock"
 HOLDER_FILE = ".sweep.lock.json"
-#: The folder of the top tokens of each checkpoint's tangent directions: top_tokens/<split point>/step-<step>.json.
-TOP_TOKENS_DIR = "top_tokens"
 _RESULTS = (ROWS_FILE, PROVENANCE_FILE, "reference", "tangents", TOP_TOKENS_DIR)
 
 
 def _computed_keys(rows: list[dict[str, Any]]) -> set[tuple[int, str, str]]:
     """The keys of the rows that hold numbers (a skipped row is retried, so it does not count as done)."""
     return {row_key(row) for row in rows if not is_skipped(row)}
-
-
-def _safe_name(layer: int | str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(layer))
 
 
 class SweepStore:
@@ -256,11 +257,11 @@ class SweepStore:
     # ------------------------------------------------------------------ tangents
     def reference_path(self, layer: int | str) -> Path:
         """Where the reference tangent of a split point goes."""
-        return self.results_dir / "reference" / f"{_safe_name(layer)}.safetensors"
+        return self.results_dir / "reference" / f"{folder_name(layer)}.safetensors"
 
     def tangent_path(self, layer: int | str, step: int) -> Path:
         """Where the tangent refitted on a checkpoint goes."""
-        return self.results_dir / "tangents" / _safe_name(layer) / f"step-{step}.safetensors"
+        return self.results_dir / "tangents" / folder_name(layer) / f"step-{step}.safetensors"
 
     def tangent(self, layer: int | str, step: int, *, device: str = "cpu") -> Subspace | None:
         """The tangent refitted on a checkpoint, None when it was not saved."""
@@ -270,7 +271,7 @@ class SweepStore:
     # ------------------------------------------------------------------ top tokens
     def top_tokens_path(self, layer: int | str, step: int) -> Path:
         """Where the top tokens of a checkpoint's tangent directions go."""
-        return self.results_dir / TOP_TOKENS_DIR / _safe_name(layer) / f"step-{step}.json"
+        return top_tokens_path(self.results_dir, layer, step)
 
     def save_top_tokens(
         self,
@@ -285,45 +286,13 @@ class SweepStore:
 
         Nothing is written when the file already holds the same content.
         """
-        content = {
-            "step": step,
-            "layer": layer if isinstance(layer, int) else str(layer),
-            "split_point": split_point,
-            "n_rows": n_rows,
-            "token_fields": list(TOKEN_FIELDS),
-            "tangents": {kind: [direction.to_dict() for direction in found] for kind, found in directions.items()},
-        }
         path = self.top_tokens_path(layer, step)
-        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            write_atomically(path, text.encode("utf-8"))
+        write_top_tokens(path, step=step, layer=layer, split_point=split_point, n_rows=n_rows, directions=directions)
 
     def top_tokens(self, layer: int | str, step: int) -> dict[str, Any] | None:
-        """The top tokens saved for a checkpoint and split point, None when absent.
-
-        Returns:
-            `save_top_tokens`' content, with each tangent kind's entries as `DirectionTokens`.
-
-        Raises:
-            ResultsStoreError: A file that is not such JSON.
-        """
-        path = self.top_tokens_path(layer, step)
-        if not path.exists():
-            return None
-        try:
-            content = json.loads(path.read_text(encoding="utf-8"))
-            content["tangents"] = {
-                kind: [DirectionTokens.from_dict(entry) for entry in found]
-                for kind, found in content["tangents"].items()
-            }
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise ResultsStoreError(
-                f"{path} holds no top tokens ({type(error).__name__}: {error}); delete it (it is written again when its "
-                "checkpoint is recomputed)."
-            ) from None
-        return content
+        """The top tokens saved for a checkpoint and split point (`token_files.read_top_tokens`), None when absent."""
+        return read_top_tokens(self.results_dir, layer, step)
 
     def top_tokens_steps(self, layer: int | str) -> list[int]:
         """The steps whose top tokens are saved for a split point, in order."""
-        folder = self.top_tokens_path(layer, 0).parent
-        return sorted(int(path.stem.removeprefix("step-")) for path in folder.glob("step-*.json"))
+        return saved_steps(self.results_dir, layer)
