@@ -311,7 +311,8 @@ class CheckpointSweep:
             checkpoint_tools.check_revisions(todo)  # every missing Hub revision named before the first checkpoint
             by_checkpoint = self.settings.parallel == "checkpoints" and distributed.is_distributed()
             group = distributed.world_size() if by_checkpoint else 1
-            self._announce(self._opening_estimate(len(todo), group))
+            if distributed.is_main_process():  # the only rank that speaks reads the rows
+                self._announce(self._opening_estimate(len(todo), group))
             references = self._references()
             rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
             timer = CheckpointTimer(len(todo), per_round=group)

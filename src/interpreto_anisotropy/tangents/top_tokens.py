@@ -21,7 +21,7 @@ only the positive end of each concept. The rows given here are those the sweep h
 `reading.activations.iter_located_token_activations`), so no forward pass is added.
 
 Examples:
-    >>> rows, ids, where = ...  # doctest: +SKIP  (from iter_located_token_activations)
+    >>> rows, ids, where = token_rows_of_the_texts  # from iter_located_token_activations  # doctest: +SKIP
     >>> directions = top_tokens(rows, ids, where, subspace, tokenizer, k=5)  # doctest: +SKIP
     >>> directions[0].high[0].token  # doctest: +SKIP
     ' return'
