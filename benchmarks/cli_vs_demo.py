@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -77,6 +78,8 @@ def main() -> None:
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(args.repeats):
         for name, command in commands.items():
+            for folder in ("demo_sweep", "cli_sweep"):  # a sweep into its own finished folder would do nothing
+                shutil.rmtree(work / folder, ignore_errors=True)
             times[name].append(timed(command, env))
     print(f"{'run':<22} {'wall s (each run)':<24} {'CPU s (each run)':<24}")
     for name, runs in times.items():
