@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import pytest
 
@@ -85,5 +86,12 @@ def test_a_sweep_with_the_built_in_corpus_prints_an_estimate_first(toy_checkpoin
     first = printed.out.splitlines()[0]
     assert first.startswith(f"sweep: {len(toy_checkpoints.checkpoints)} checkpoints; per checkpoint about ")
     assert "probed tokens" in first and "fit activations" in first
+    n = len(toy_checkpoints.checkpoints)
+    said = [line for line in printed.out.splitlines() if line.startswith("sweep: ")]
+    assert said[1].startswith(f"sweep: {n} checkpoints to compute, after the reference tangent is fitted on ")
+    assert said[1].endswith("the time per checkpoint is measured on the first one")
+    assert re.fullmatch(
+        rf"sweep: about [\d.]+ s per checkpoint, [\d.]+ (s|min) for the {n - 1} checkpoints left", said[2]
+    )
     assert json.loads((out / "config.json").read_text())["n_fit_texts"] == 12
     assert "Loading weights" not in printed.err and "sequence length is longer" not in printed.err

@@ -131,7 +131,10 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(arguments, finished, copy)
 
 def test_results_without_their_config_are_refused_not_adopted(arguments, finished, copy):
     (copy / "config.json").unlink()
-    with pytest.raises(ResultsStoreError, match=r"holds rows.jsonl, reference, tangents but no config.json"):
+    with pytest.raises(
+        ResultsStoreError,
+        match=r"holds rows.jsonl, provenance.jsonl, reference, tangents, top_tokens but no config.json",
+    ):
         _sweep(arguments, copy, n_controls=3).run()
     table = _sweep(arguments, copy, n_controls=3, overwrite=True).run()
     assert {len(row["control_energy_shares"]) for row in table.rows} == {3}
@@ -169,7 +172,7 @@ def test_a_saved_reference_of_another_rank_is_refused(arguments, copy):
 
 
 def test_a_finished_sweep_run_again_writes_nothing(arguments, finished, copy):
-    files = ["config.json", "rows.jsonl", "reference/1.safetensors"]
+    files = ["config.json", "rows.jsonl", "provenance.jsonl", "reference/1.safetensors", "top_tokens/1/step-20.json"]
     before = {name: ((copy / name).stat().st_mtime_ns, (copy / name).read_bytes()) for name in files}
     time.sleep(0.01)
     table = _sweep(arguments, copy).run()

@@ -581,6 +581,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         recompute_changed=args.recompute_changed,
         skip_bad_checkpoints=args.skip_bad_checkpoints,
     )
+    sweep.announce = lambda line: print(f"sweep: {line}", flush=True)  # the time estimates, progress bar or not
     table = sweep.run()
     if distributed.is_main_process():
         print(table.summary_table())

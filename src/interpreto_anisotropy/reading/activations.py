@@ -18,6 +18,7 @@ analyses need.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,7 +30,7 @@ from ..commons.host_reads import to_device
 from ..errors import EmptyInputError, InvalidInputError
 from .split_point import SplitPoint
 
-__all__ = ["iter_token_activations", "token_activations"]
+__all__ = ["iter_located_token_activations", "iter_token_activations", "token_activations"]
 
 
 def iter_token_activations(
@@ -71,6 +72,74 @@ def iter_token_activations(
         >>> for rows, token_ids in ia.iter_token_activations(mwsp, texts, max_tokens=100_000):  # doctest: +SKIP
         ...     tangent.partial_fit(rows)
     """
+    options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens}
+    options.update(include_special=include_special, progress=progress, shard=shard, autocast_dtype=autocast_dtype)
+    for rows, ids, _ in _iter_kept(splitter, texts, located=False, **options):
+        yield rows, ids
+
+
+def iter_located_token_activations(
+    splitter: BaseSplitter,
+    texts: Any,
+    *,
+    batch_size: int | None = None,
+    max_length: int | None = None,
+    max_tokens: int | None = None,
+    include_special: bool = False,
+    progress: bool = False,
+    shard: tuple[int, int] = (0, 1),
+    autocast_dtype: str | torch.dtype | None = None,
+) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]]:
+    """`iter_token_activations` with where each row comes from: (activations, token ids, locations).
+
+    Rows come text by text, in the texts' order, and token by token within a text. A location is (index of the
+    text in `texts`, index of the token in the text's tokenisation): the tokens of texts[t] are
+    `tokenizer(texts[t], truncation=True, max_length=...)["input_ids"]`, special tokens included, so a location
+    points at a token even when the rows leave special tokens out.
+
+    Args:
+        splitter: Interpreto `ModelWithSplitPoints` at the split point to read.
+        texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
+        batch_size: Sequences per forward; defaults to the splitter's `batch_size`.
+        max_length: Truncation length; defaults to the model's maximum positions.
+        max_tokens: Stop after this many rows.
+        include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows.
+        progress: Show a progress bar.
+        shard: `(rank, world)`: read only the batches whose index is `rank` modulo `world`.
+        autocast_dtype: "bf16" or "fp16" (or the torch dtype): run the forward under `torch.autocast`.
+
+    Yields:
+        (activations (n_b, d), token ids (n_b,), locations (n_b, 2)): the first two on the model's device, the
+        locations on the host.
+
+    Raises:
+        InvalidInputError: Bad inputs or `max_tokens`.
+        EmptyInputError: No texts.
+        SplitPointError: A split point that is not in the model or has no hidden-state output.
+
+    Examples:
+        >>> for rows, ids, where in iter_located_token_activations(mwsp, texts):  # doctest: +SKIP
+        ...     text_index, position = where[0].tolist()
+    """
+    options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens}
+    options.update(include_special=include_special, progress=progress, shard=shard, autocast_dtype=autocast_dtype)
+    yield from _iter_kept(splitter, texts, located=True, **options)
+
+
+def _iter_kept(
+    splitter: BaseSplitter,
+    texts: Any,
+    *,
+    located: bool,
+    batch_size: int | None,
+    max_length: int | None,
+    max_tokens: int | None,
+    include_special: bool,
+    progress: bool,
+    shard: tuple[int, int],
+    autocast_dtype: str | torch.dtype | None,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
+    """The kept rows, token ids and (when `located`) locations of each batch; see the public readers."""
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
     point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special)
@@ -81,35 +150,47 @@ def iter_token_activations(
     shard_rank, shard_count = shard
     # The rows of batch i are read (a host synchronisation: their number is data-dependent) only once batch i + 1
     # is queued, so the device computes while the host waits and tokenises.
-    pending: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    pending: _Pending | None = None
     for batch_index, (batch, sequence_ids) in enumerate(
         tqdm(batches, total=n_batches, desc="Activations", disable=not progress)
     ):
         if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
             continue
         batch = to_device(batch, device)
-        current = (point.read(batch), point.rows(batch), batch["input_ids"])
+        current = _Pending(point.read(batch), point.rows(batch), batch["input_ids"], sequence_ids)
         if pending is not None:
-            rows, ids = _kept_rows(pending, None if max_tokens is None else max_tokens - seen)
+            rows, ids, where = pending.kept(None if max_tokens is None else max_tokens - seen, located=located)
             seen += rows.shape[0]
             if rows.shape[0]:
-                yield rows, ids
+                yield rows, ids, where
             if max_tokens is not None and seen >= max_tokens:
                 return
         pending = current
     if pending is not None:
-        rows, ids = _kept_rows(pending, None if max_tokens is None else max_tokens - seen)
+        rows, ids, where = pending.kept(None if max_tokens is None else max_tokens - seen, located=located)
         if rows.shape[0]:
-            yield rows, ids
+            yield rows, ids, where
 
 
-def _kept_rows(
-    pending: tuple[torch.Tensor, torch.Tensor, torch.Tensor], limit: int | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The kept rows (n, d) and their token ids (n,) of a batch's hidden states (b, l, d), at most `limit`."""
-    hidden, keep, input_ids = pending
-    rows, ids = hidden[keep], input_ids[keep]
-    return (rows, ids) if limit is None else (rows[:limit], ids[:limit])
+@dataclass
+class _Pending:
+    """A batch read but not yet handed out: hidden states (b, l, d), kept tokens (b, l), ids (b, l), texts (b,)."""
+
+    hidden: torch.Tensor
+    keep: torch.Tensor
+    input_ids: torch.Tensor
+    sequence_ids: torch.Tensor
+
+    def kept(self, limit: int | None, *, located: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The kept rows (n, d), their token ids (n,) and, when `located`, locations (n, 2), at most `limit`."""
+        rows, ids = self.hidden[self.keep], self.input_ids[self.keep]
+        where = None
+        if located:
+            batch_rows, positions = self.keep.cpu().nonzero(as_tuple=True)  # row-major: the order of the rows above
+            where = torch.stack([self.sequence_ids[batch_rows], positions], dim=1)
+        if limit is None:
+            return rows, ids, where
+        return rows[:limit], ids[:limit], None if where is None else where[:limit]
 
 
 def token_activations(

@@ -36,6 +36,7 @@ from typing import Any
 from ..commons.files import write_atomically
 from ..errors import CheckpointError, EmptyInputError, ResultsStoreError
 from .multiple_testing import Correction, adjust
+from .token_files import read_top_tokens, saved_steps
 
 __all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE", "is_skipped"]
 
@@ -197,6 +198,40 @@ class SweepResult:
         computed = [row for row in rows if not is_skipped(row)]
         skipped = [row for row in rows if is_skipped(row)]
         return cls(sort_rows(computed), config, results_dir, sort_rows(skipped))
+
+    def top_tokens(self, split_point: int | str | None = None, *, step: int | None = None) -> dict[str, Any] | None:
+        """The top-activating tokens of every tangent direction at one checkpoint, as the sweep saved them.
+
+        For each direction of the early (or given) tangent and of the checkpoint's own tangent: the distinct tokens
+        of the checkpoint's fit texts that lie furthest along it, at both ends (a direction's sign is arbitrary),
+        with some context (`interpreto_anisotropy.tangents.top_tokens`).
+
+        Args:
+            split_point: The split point, as given to the sweep (e.g. 1) or as a module path; default: the first.
+            step: The checkpoint's step; default: the last step of the rows whose top tokens are saved.
+
+        Returns:
+            {"step", "layer", "split_point", "n_rows", "tangents": {kind: [`DirectionTokens`, ...]}}, or None when
+            none are saved (results written before top tokens were, or a table not loaded from a folder).
+
+        Raises:
+            ResultsStoreError: A top-tokens file that cannot be read.
+
+        Examples:
+            >>> found = table.top_tokens(1)  # doctest: +SKIP
+            >>> [token.token for token in found["tangents"]["early"][0].high]  # doctest: +SKIP
+        """
+        rows = self.select(split_point=split_point).rows if split_point is not None else self.rows
+        if self.results_dir is None or not rows:
+            return None
+        layer = rows[0].get("layer", split_point)
+        saved = set(saved_steps(self.results_dir, layer))
+        steps = [step] if step is not None else sorted({row["step"] for row in rows} & saved, reverse=True)
+        for chosen in steps:
+            found = read_top_tokens(self.results_dir, layer, chosen)
+            if found is not None:
+                return found
+        return None
 
     def summary_table(self) -> str:
         """A short plain-text table: step, split point, tangent, E_T, controls mean, ratio, both p-values, the

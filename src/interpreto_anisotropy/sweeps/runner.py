@@ -9,16 +9,19 @@ point, reads the activations of the fit texts, refits a tangent on them, probes 
 gradients on held-out probe texts against the reference (and/or the refitted) tangent and matched-rank normal
 controls, and measures the activations' isotropy, the frequency-distance correlation, the on-manifold entropy
 and the tangent's drift. Each finished checkpoint's rows are written atomically to ``rows.jsonl``; a rerun with
-the same settings resumes at the first unfinished checkpoint.
+the same settings resumes at the first unfinished checkpoint. With each checkpoint's tangent go the top-activating
+tokens of its directions and of the reference's (`tangents.top_tokens`, on the rows already read for the metrics),
+and with each write of rows a line of ``provenance.jsonl`` saying which versions computed them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -45,12 +48,14 @@ from ..errors import (
 )
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..probing.probe import GradientProbe
-from ..reading.activations import iter_token_activations
+from ..reading.activations import iter_located_token_activations
 from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
+from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
 from .checkpoints import Checkpoint
 from .early_pool import EarlyPool
+from .eta import CheckpointTimer, estimate_line, seconds_per_checkpoint_of_rows
 from .freshness import TakenFingerprints, changed_early_steps, changed_steps
 from .result import SweepResult, is_skipped
 from .settings import ReferenceKind, SweepSettings, early_checkpoints
@@ -104,7 +109,8 @@ class CheckpointSweep:
         max_fit_tokens: Cap on activation rows read per checkpoint for fitting (None: every fit token; PCA streams
             them batch by batch, the other methods pool them in memory).
         max_metric_tokens: Rows used for the isotropy metrics, frequency correlation and entropy.
-        results_dir: Where config.json, rows.jsonl, the reference and per-checkpoint tangents go.
+        results_dir: Where config.json, rows.jsonl, provenance.jsonl (the versions that computed each row), the
+            reference and per-checkpoint tangents and the top tokens of their directions (top_tokens/) go.
         device: "cpu", "cuda", ...; by default cuda when available.
         batch_size: Sequences per forward / backward.
         automodel: Model class or "causal_lm" / "masked_lm"; inferred from the config by default.
@@ -125,6 +131,11 @@ class CheckpointSweep:
         skip_bad_checkpoints: A checkpoint that cannot be loaded (`CheckpointError`: missing or mis-shaped weights,
             truncated files, non-finite weights) or gives non-finite activations or gradients (`NonFiniteError`) is
             skipped: its rows record why (``skipped``), and a later run retries it. By default the run stops there.
+
+    Attributes:
+        announce: Where the sweep's time estimates go (a callable taking a line of text): how many checkpoints it
+            has to compute before the first, then "about N s per checkpoint, M min for the K checkpoints left"
+            once the first is done (`sweeps.eta`). None (the default): above the progress bar, when it shows.
 
     Raises:
         EmptyInputError: No checkpoints, or no texts.
@@ -179,6 +190,7 @@ class CheckpointSweep:
         self._token_counts: torch.Tensor | None = None
         self._fingerprints = TakenFingerprints()
         self._all_checkpoints: list[Checkpoint] = self.settings.checkpoints  # with those of earlier runs, once read
+        self.announce: Callable[[str], None] | None = None
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
@@ -297,13 +309,17 @@ class CheckpointSweep:
         ]
         if todo:
             checkpoint_tools.check_revisions(todo)  # every missing Hub revision named before the first checkpoint
-            references = self._references()
             by_checkpoint = self.settings.parallel == "checkpoints" and distributed.is_distributed()
             group = distributed.world_size() if by_checkpoint else 1
+            if distributed.is_main_process():  # the only rank that speaks reads the rows
+                self._announce(self._opening_estimate(len(todo), group))
+            references = self._references()
             rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
+            timer = CheckpointTimer(len(todo), per_round=group)
             bar = tqdm(rounds, desc="Checkpoints", unit="round" if group > 1 else "ckpt", disable=not self._shows())
             for batch_of_checkpoints in bar:
                 bar.set_postfix_str(batch_of_checkpoints[0].name)
+                timer.start_round()
                 if by_checkpoint:
                     mine = (
                         batch_of_checkpoints[distributed.rank()]
@@ -319,11 +335,39 @@ class CheckpointSweep:
                 if distributed.is_main_process():
                     self.store.append(self._with_drift_to_previous(rows))
                 distributed.barrier()
+                self._announce(timer.end_round(len(batch_of_checkpoints)))
         if distributed.is_main_process():
             self._refresh_drift_to_previous()
 
     def _shows(self) -> bool:
         return self.settings.progress and distributed.is_main_process()
+
+    def _announce(self, line: str | None) -> None:
+        """Say `line` (a time estimate) through `announce`, else above the progress bar when it shows."""
+        if line is None or not distributed.is_main_process():
+            return
+        if self.announce is not None:
+            self.announce(line)
+        elif self._shows():
+            tqdm.write(line, file=sys.stderr)
+
+    def _opening_estimate(self, todo: int, per_round: int) -> str:
+        """What the sweep says before its first checkpoint: how many, and the time per checkpoint if known."""
+        early = ""
+        if self.settings.reference in (ReferenceKind.EARLY, ReferenceKind.BOTH) and not self.settings.given_reference:
+            missing = [layer for layer in self.settings.layers if not self.store.reference_path(layer).exists()]
+            if missing:
+                early = f", after the reference tangent is fitted on {len(self.settings.early)} early checkpoints"
+        seconds = seconds_per_checkpoint_of_rows(self.store.rows())
+        if seconds is None:
+            return (
+                f"{todo} checkpoint{'s' if todo != 1 else ''} to compute{early}; the time per checkpoint is "
+                "measured on the first one"
+            )
+        return (
+            estimate_line(seconds, todo, per_round=per_round, source="the wall_seconds of the rows already computed")
+            + early
+        )
 
     def _with_drift_to_previous(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows with their tangent's drift from the previous checkpoint's, read once every rank of the round
@@ -405,11 +449,12 @@ class CheckpointSweep:
             ) from error
 
     def _activation_batches(self, splitter: ModelWithSplitPoints, *, sharded: bool = False):
+        """(rows, token ids, locations) of the fit texts, batch by batch (`iter_located_token_activations`)."""
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         cap = self.settings.max_fit_tokens
         if cap is not None and shard[1] > 1:
             cap = -(-cap // shard[1])  # a per-rank cap
-        return iter_token_activations(
+        return iter_located_token_activations(
             splitter,
             self.settings.fit_texts,
             batch_size=self.settings.batch_size,
@@ -483,7 +528,7 @@ class CheckpointSweep:
                             f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
                             f"earlier checkpoints have {pool.dim}."
                         )
-                    for rows, _ in self._activation_batches(splitter, sharded=streamed):
+                    for rows, *_ in self._activation_batches(splitter, sharded=streamed):
                         pool.add(rows)
                     pool.end_checkpoint()
                     if index == len(early) - 1:
@@ -528,7 +573,7 @@ class CheckpointSweep:
         writer: bool,
     ) -> list[dict[str, Any]]:
         tangent = self._new_tangent(splitter)
-        sample, sample_ids = self._fit_and_sample(splitter, tangent)
+        sample, sample_ids, sample_locations = self._fit_and_sample(splitter, tangent)
         d = sample.shape[1]
         if reference is not None and reference.dim != d:
             raise DimensionMismatchError(
@@ -544,6 +589,17 @@ class CheckpointSweep:
             subspaces["given" if self.settings.given_reference else "early"] = reference
         if self.settings.reference in (ReferenceKind.EACH, ReferenceKind.BOTH):
             subspaces["each"] = own
+        if writer:
+            self.store.save_top_tokens(
+                layer,
+                checkpoint.step,
+                split_point=splitter.split_point,
+                n_rows=sample.shape[0],
+                directions={
+                    kind: top_tokens(sample, sample_ids, sample_locations, subspace, splitter.tokenizer)
+                    for kind, subspace in {**subspaces, "each": own}.items()
+                },
+            )
         probe = GradientProbe(
             splitter,
             objective=self.settings.objective,
@@ -578,8 +634,9 @@ class CheckpointSweep:
 
     def _fit_and_sample(
         self, splitter: ModelWithSplitPoints, tangent: TangentExplainer
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Fit `tangent` on the fit texts' activations; return the first `max_metric_tokens` rows (n, d) and ids (n,).
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Fit `tangent` on the fit texts' activations; return the first `max_metric_tokens` rows (n, d), their ids
+        (n,) and locations (n, 2).
 
         PCA streams the batches (memory flat in `max_fit_tokens`); the other methods need the pooled matrix.
         """
@@ -587,13 +644,15 @@ class CheckpointSweep:
         pooled: list[torch.Tensor] = []
         sample: list[torch.Tensor] = []
         sample_ids: list[torch.Tensor] = []
+        sample_locations: list[torch.Tensor] = []
         n_sample = 0
-        for rows, ids in self._activation_batches(splitter):
+        for rows, ids, locations in self._activation_batches(splitter):
             rows = rows.float()
             if n_sample < self.settings.max_metric_tokens:
                 take = self.settings.max_metric_tokens - n_sample
                 sample.append(rows[:take])
                 sample_ids.append(ids[:take])
+                sample_locations.append(locations[:take])
                 n_sample += sample[-1].shape[0]
             if streamed:
                 tangent.partial_fit(rows)
@@ -605,7 +664,7 @@ class CheckpointSweep:
             )
         if not streamed:
             tangent.fit(torch.cat(pooled))
-        return torch.cat(sample), torch.cat(sample_ids)
+        return torch.cat(sample), torch.cat(sample_ids), torch.cat(sample_locations)
 
     def _counts(self, tokenizer: Any) -> torch.Tensor:
         if self._token_counts is None or self._token_counts.numel() < len(tokenizer):

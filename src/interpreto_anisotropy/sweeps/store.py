@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import socket
 import time
@@ -33,23 +32,29 @@ from filelock import FileLock, Timeout
 from ..commons.files import write_atomically
 from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
+from ..tangents.top_tokens import DirectionTokens
 from .extension import merge_configs
+from .provenance import PROVENANCE_FILE, provenance_line
 from .result import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
+from .token_files import (
+    TOP_TOKENS_DIR,
+    folder_name,
+    read_top_tokens,
+    saved_steps,
+    top_tokens_path,
+    write_top_tokens,
+)
 
 __all__ = ["SweepStore"]
 
 LOCK_FILE = ".sweep.lock"
 HOLDER_FILE = ".sweep.lock.json"
-_RESULTS = (ROWS_FILE, "reference", "tangents")
+_RESULTS = (ROWS_FILE, PROVENANCE_FILE, "reference", "tangents", TOP_TOKENS_DIR)
 
 
 def _computed_keys(rows: list[dict[str, Any]]) -> set[tuple[int, str, str]]:
     """The keys of the rows that hold numbers (a skipped row is retried, so it does not count as done)."""
     return {row_key(row) for row in rows if not is_skipped(row)}
-
-
-def _safe_name(layer: int | str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(layer))
 
 
 class SweepStore:
@@ -103,7 +108,13 @@ class SweepStore:
 
     def _remove_temporary_files(self) -> None:
         """Remove the temporary files of writes a killed sweep left behind (only a lock holder may)."""
-        for folder in (self.results_dir, self.results_dir / "reference", *self.results_dir.glob("tangents/*")):
+        folders = (
+            self.results_dir,
+            self.results_dir / "reference",
+            *self.results_dir.glob("tangents/*"),
+            *self.results_dir.glob(f"{TOP_TOKENS_DIR}/*"),
+        )
+        for folder in folders:
             for leftover in folder.glob(".*.tmp"):
                 leftover.unlink(missing_ok=True)
 
@@ -204,7 +215,16 @@ class SweepStore:
         fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
         if fresh:
             keys = {row_key(row) for row in fresh}
+            self._record_provenance([row_key(row) for row in fresh])  # before the rows: never rows without a line
             self._rewrite([row for row in written if row_key(row) not in keys], fresh)
+
+    def _record_provenance(self, keys: list[tuple[int, str, str]]) -> None:
+        """Append to provenance.jsonl the line saying which software computes the rows of `keys`."""
+        path = self.results_dir / PROVENANCE_FILE
+        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        if existing and not existing.endswith("\n"):
+            existing = existing[: existing.rfind("\n") + 1]  # a line cut short by a kill is dropped
+        write_atomically(path, existing + provenance_line(keys))
 
     def update_rows(self, update: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         """Replace every row by `update(row)` (same key), in one atomic write if any row changed."""
@@ -215,7 +235,10 @@ class SweepStore:
         """Remove the rows and saved tangents of some checkpoints (their content changed), in one atomic write."""
         kept = [row for row in self.rows() if row["step"] not in steps]
         self._rewrite(kept, [])
-        for path in (self.results_dir / "tangents").glob("*/step-*.safetensors"):
+        for path in [
+            *(self.results_dir / "tangents").glob("*/step-*.safetensors"),
+            *(self.results_dir / TOP_TOKENS_DIR).glob("*/step-*.json"),
+        ]:
             if int(path.stem.removeprefix("step-")) in steps:
                 path.unlink()
 
@@ -234,13 +257,42 @@ class SweepStore:
     # ------------------------------------------------------------------ tangents
     def reference_path(self, layer: int | str) -> Path:
         """Where the reference tangent of a split point goes."""
-        return self.results_dir / "reference" / f"{_safe_name(layer)}.safetensors"
+        return self.results_dir / "reference" / f"{folder_name(layer)}.safetensors"
 
     def tangent_path(self, layer: int | str, step: int) -> Path:
         """Where the tangent refitted on a checkpoint goes."""
-        return self.results_dir / "tangents" / _safe_name(layer) / f"step-{step}.safetensors"
+        return self.results_dir / "tangents" / folder_name(layer) / f"step-{step}.safetensors"
 
     def tangent(self, layer: int | str, step: int, *, device: str = "cpu") -> Subspace | None:
         """The tangent refitted on a checkpoint, None when it was not saved."""
         path = self.tangent_path(layer, step)
         return Subspace.load(path, device=device) if path.exists() else None
+
+    # ------------------------------------------------------------------ top tokens
+    def top_tokens_path(self, layer: int | str, step: int) -> Path:
+        """Where the top tokens of a checkpoint's tangent directions go."""
+        return top_tokens_path(self.results_dir, layer, step)
+
+    def save_top_tokens(
+        self,
+        layer: int | str,
+        step: int,
+        *,
+        split_point: str,
+        n_rows: int,
+        directions: dict[str, list[DirectionTokens]],
+    ) -> None:
+        """Write the top tokens of a checkpoint's tangents (tangent kind -> one entry per direction), atomically.
+
+        Nothing is written when the file already holds the same content.
+        """
+        path = self.top_tokens_path(layer, step)
+        write_top_tokens(path, step=step, layer=layer, split_point=split_point, n_rows=n_rows, directions=directions)
+
+    def top_tokens(self, layer: int | str, step: int) -> dict[str, Any] | None:
+        """The top tokens saved for a checkpoint and split point (`token_files.read_top_tokens`), None when absent."""
+        return read_top_tokens(self.results_dir, layer, step)
+
+    def top_tokens_steps(self, layer: int | str) -> list[int]:
+        """The steps whose top tokens are saved for a split point, in order."""
+        return saved_steps(self.results_dir, layer)

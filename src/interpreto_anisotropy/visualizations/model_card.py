@@ -20,7 +20,6 @@ import json
 import math
 import struct
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,6 @@ UNKNOWN = "unknown"
 _WIDTH_KEYS = ("hidden_size", "d_model", "n_embd", "dim")
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 _HEAD_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
-_VERSIONED = ("torch", "transformers", "interpreto", "interpreto-anisotropy")
 
 
 def _checkpoints(config: dict[str, Any], rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -110,14 +108,10 @@ def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> d
 
 
 def software_versions() -> dict[str, str]:
-    """Versions of the libraries behind the numbers (as installed where the report is written)."""
-    versions = {}
-    for name in _VERSIONED:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+    """Versions of the libraries behind the numbers and Python's, as installed here (`sweeps.provenance`)."""
+    from ..sweeps.provenance import software_versions as installed
+
+    return installed()
 
 
 def layer_count(source: str | Path) -> int | None:

@@ -38,9 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..commons.files import write_atomically
 from ..errors import EmptyInputError, InvalidInputError
+from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
 from ..version import __version__
 from .columns import COLUMNS_CSV_FILE, TANGENT_KINDS, describe, write_column_notes
-from .model_card import model_card, model_name, software_versions
+from .model_card import model_card, model_name
+from .top_tokens import TOP_TOKENS_STYLE, top_tokens_section
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sweeps.result import SweepResult
@@ -135,6 +137,7 @@ table.definitions td:first-child { white-space: nowrap; }
 td.text, th.text { text-align: left; }
 tbody tr:nth-child(even) { background: #fafafa; }
 pre { margin: 0; font-size: 0.95em; white-space: pre-wrap; }
+p.warning { background: #fff4e5; border-left: 4px solid #f0a030; padding: 0.4em 0.8em; }
 code { background: #f4f4f4; padding: 0 0.2em; }
 """
 
@@ -298,7 +301,7 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_escape(title)}</title>",
-        f"<style>{_STYLE}</style>",
+        f"<style>{_STYLE}{TOP_TOKENS_STYLE}</style>",
         "</head>",
         "<body>",
         f"<h1>{_escape(title)}</h1>",
@@ -319,6 +322,8 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
             f"(<code>{FIGURES_DIR}/{_escape(name)}.png</code>)</figcaption></figure>"
         )
     parts += [
+        '<h2 id="top-tokens">Tangent directions: top tokens</h2>',
+        top_tokens_section(result),
         "<h2>Rows</h2>",
         f"<p>One row per (checkpoint, split point, tangent); floats to 4 significant digits, empty cells are "
         f"missing values. Every scalar column is also in <code>{CSV_FILE}</code>, with its meaning and unit in "
@@ -333,7 +338,7 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
         "<h2>Settings</h2>",
         _settings_table(result.config),
         "<h2>Software</h2>",
-        _versions(),
+        _versions(result),
         "</body>",
         "</html>",
     ]
@@ -546,6 +551,33 @@ def _first_value(rows: Sequence[dict[str, Any]], key: str) -> Any:
     return next((row[key] for row in rows if row.get(key) is not None), None)
 
 
-def _versions() -> str:
-    listed = ", ".join(f"{name} {version}" for name, version in software_versions().items())
-    return f"<p>Written with {_escape(listed)} (the versions installed where this report was written).</p>"
+def _versions(result: SweepResult) -> str:
+    """The versions that computed the rows (from provenance.jsonl; flagged when several), then the report's own."""
+    groups = versions_of_rows(result.results_dir, result.rows)
+    known = [(versions, count) for versions, count in groups if versions is not None]
+    unknown = sum(count for versions, count in groups if versions is None)
+    parts = []
+    if len(known) == 1 and not unknown:
+        parts.append(f"<p>Rows computed with {_escape(_listed(known[0][0]))}.</p>")
+    elif known:
+        items = "".join(f"<li>{count} rows: {_escape(_listed(versions))}</li>" for versions, count in known)
+        if unknown:
+            items += f"<li>{unknown} rows: versions not recorded (written before they were)</li>"
+        parts.append(
+            f'<p class="warning"><b>The rows come from {len(known) + bool(unknown)} different software versions</b> '
+            "(a sweep resumed or extended after an upgrade): compare numbers across them with care.</p>"
+            f"<ul>{items}</ul>"
+        )
+    else:
+        parts.append(
+            "<p>The versions that computed the rows are not recorded (results written before "
+            f"<code>{PROVENANCE_FILE}</code> existed, or rows not loaded from a results folder).</p>"
+        )
+    parts.append(
+        f"<p>This report was written with {_escape(_listed(software_versions()))} (installed where it was written).</p>"
+    )
+    return "".join(parts)
+
+
+def _listed(versions: dict[str, str]) -> str:
+    return ", ".join(f"{name} {version}" for name, version in versions.items())

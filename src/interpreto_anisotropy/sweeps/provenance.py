@@ -1,0 +1,151 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Which software computed a sweep's rows: ``provenance.jsonl``, one line per write of rows.
+
+Each time the store appends rows it first appends a line to ``provenance.jsonl`` naming them (their (step, split
+point, tangent kind) keys) and the versions of the libraries behind the numbers (interpreto-anisotropy, Interpreto,
+torch, transformers, Python). The versions are kept out of ``config.json`` on purpose: the config is what a resume
+must match, so it stays byte-stable (a finished sweep writes nothing when run again) and a resume under newer
+libraries is not refused; instead, the rows of each run say what computed them, and the report shows it (and says
+when the rows come from several versions).
+
+A row's versions are those of the last line naming its key (a row recomputed later, once its checkpoint changed, is
+named again). The line is written before the rows, so a run killed in between leaves a line naming rows that do not
+exist, never rows without a line.
+
+Examples:
+    >>> versions_of_rows("runs/toy/sweep", table.rows)  # doctest: +SKIP
+    [({'interpreto-anisotropy': '0.4.0', 'interpreto': '0.5.2', ...}, 32)]
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ..errors import ResultsStoreError
+
+__all__ = [
+    "PROVENANCE_FILE",
+    "VERSIONED",
+    "software_versions",
+    "provenance_line",
+    "read_provenance",
+    "versions_of_rows",
+]
+
+#: The provenance of a sweep's rows, one JSON object a line, in its results directory.
+PROVENANCE_FILE = "provenance.jsonl"
+#: The libraries whose versions are recorded (Python's is added).
+VERSIONED = ("interpreto-anisotropy", "interpreto", "torch", "transformers")
+
+Key = tuple[int, str, str]
+
+
+def _key(row: dict[str, Any]) -> Key:
+    """A row's (step, split point as given, tangent kind), as `sweeps.result.row_key` (which imports nothing here)."""
+    return int(row["step"]), str(row["layer"]), str(row.get("tangent", "early"))
+
+
+def software_versions() -> dict[str, str]:
+    """The installed versions of the libraries behind the numbers, and Python's.
+
+    Returns:
+        Library name -> version ("not installed" when absent), then "python".
+
+    Examples:
+        >>> sorted(software_versions())
+        ['interpreto', 'interpreto-anisotropy', 'python', 'torch', 'transformers']
+    """
+    versions = {}
+    for name in VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    versions["python"] = platform.python_version()
+    return versions
+
+
+def provenance_line(keys: Iterable[Key]) -> str:
+    """The line recording that this process computed the rows of `keys` (with a newline).
+
+    Args:
+        keys: (step, split point as given, tangent kind) of the rows about to be written.
+
+    Returns:
+        One JSON object: the time (UTC), the versions and the keys.
+    """
+    record = {
+        "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "versions": software_versions(),
+        "rows": [list(key) for key in keys],
+    }
+    return json.dumps(record) + "\n"
+
+
+def read_provenance(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a ``provenance.jsonl`` (none when the file is absent: results written before it existed).
+
+    An unterminated last line (a write cut short) is ignored.
+
+    Raises:
+        ResultsStoreError: A complete line that is not a provenance record.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    complete = lines[:-1]  # the part after the last newline is empty, or a line cut short
+    records = []
+    for number, line in enumerate(complete, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        if not isinstance(record, dict) or not isinstance(record.get("versions"), dict):
+            raise ResultsStoreError(
+                f"Line {number} of {path} is not a provenance record; delete the file (the rows stay valid, their "
+                "versions are then unknown)."
+            )
+        records.append(record)
+    return records
+
+
+def versions_of_rows(
+    results_dir: str | Path | None, rows: Sequence[dict[str, Any]]
+) -> list[tuple[dict[str, str] | None, int]]:
+    """The versions that computed `rows`, with how many rows each, in order of first appearance.
+
+    Args:
+        results_dir: The sweep's folder (None: rows that were never stored).
+        rows: The rows (their step, layer and tangent name them).
+
+    Returns:
+        (versions, number of rows) pairs; versions is None for rows no record names (written before provenance was
+        recorded, or not stored).
+
+    Raises:
+        ResultsStoreError: An unreadable provenance file.
+    """
+    by_key: dict[Key, dict[str, str]] = {}
+    if results_dir is not None:
+        for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
+            for step, layer, kind in record.get("rows", []):
+                by_key[(int(step), str(layer), str(kind))] = record["versions"]
+    groups: dict[str, tuple[dict[str, str] | None, int]] = {}
+    for row in rows:
+        versions = by_key.get(_key(row)) if "layer" in row else None  # rows never stored may lack the key
+        label = json.dumps(versions, sort_keys=True)
+        known, count = groups.get(label, (versions, 0))
+        groups[label] = (known, count + 1)
+    return list(groups.values())

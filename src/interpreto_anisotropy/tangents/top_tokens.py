@@ -1,0 +1,245 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Top-activating tokens of a tangent's directions: the tokens of the texts that lie furthest along each one.
+
+For a direction q_j (column j of a subspace's basis Q) and activation rows h_1, ..., h_n (n, d) read at the split
+point, a token's score is its row's projection onto q_j, relative to the rows' mean:
+
+    s_ij = (h_i - mean_i' h_i') . q_j
+
+Centring shifts every score of a direction by the same amount, so it changes the values, never the order. The sign of
+a direction is arbitrary (a PCA or SVD eigenvector, or the orthonormalised dictionary of another concept method,
+is defined up to sign), so both ends are listed: the `high` tokens (largest scores) and the `low` tokens (smallest).
+Each token type appears once per end, at its most extreme occurrence (as Interpreto's `TopKInputs` keeps the
+largest activation of a repeated input), with the tokens around it in its text.
+
+Interpreto's `TopKInputs` is not used: it reads activations through `ModelWithSplitPoints.get_activations`
+(left-padded, without position ids: shifted positions on models with learned absolute positions, see
+`reading.activations`), keys the inputs by their string (losing where each occurs, hence any context), and keeps
+only the positive end of each concept. The rows given here are those the sweep has already read (with
+`reading.activations.iter_located_token_activations`), so no forward pass is added.
+
+Examples:
+    >>> rows, ids, where = token_rows_of_the_texts  # from iter_located_token_activations  # doctest: +SKIP
+    >>> directions = top_tokens(rows, ids, where, subspace, tokenizer, k=5)  # doctest: +SKIP
+    >>> directions[0].high[0].token  # doctest: +SKIP
+    ' return'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from jaxtyping import Float, Int
+
+from ..errors import DimensionMismatchError, EmptyInputError
+from .subspace import Subspace
+
+__all__ = [
+    "TokenInContext",
+    "DirectionTokens",
+    "top_tokens",
+    "TOP_TOKENS",
+    "CONTEXT_BEFORE",
+    "CONTEXT_AFTER",
+    "TOKEN_FIELDS",
+]
+
+#: Distinct tokens listed at each end of a direction.
+TOP_TOKENS = 5
+#: Tokens of context shown before a top token (within its text).
+CONTEXT_BEFORE = 4
+#: Tokens of context shown after a top token (within its text).
+CONTEXT_AFTER = 2
+#: The fields of a `TokenInContext`, in the order of its compact form (`TokenInContext.to_list`).
+TOKEN_FIELDS = ("token", "before", "after", "score", "text", "position")
+
+
+@dataclass(frozen=True)
+class TokenInContext:
+    """One occurrence of a token: its text, a little context, its score along a direction, and where it is.
+
+    Attributes:
+        token: The token, decoded.
+        before: The decoded tokens just before it in its text (at most `CONTEXT_BEFORE`).
+        after: The decoded tokens just after it (at most `CONTEXT_AFTER`).
+        score: Its projection onto the direction, relative to the rows' mean.
+        text: Index of its text among the texts read.
+        position: Index of the token in its text's tokenisation (special tokens included).
+    """
+
+    token: str
+    before: str
+    after: str
+    score: float
+    text: int
+    position: int
+
+    def to_list(self) -> list[Any]:
+        """JSON-ready values, in the order of `TOKEN_FIELDS` (a compact form for files)."""
+        return [getattr(self, name) for name in TOKEN_FIELDS]
+
+    @classmethod
+    def from_list(cls, values: list[Any]) -> TokenInContext:
+        """The occurrence `to_list` wrote."""
+        return cls(**dict(zip(TOKEN_FIELDS, values, strict=True)))
+
+
+@dataclass(frozen=True)
+class DirectionTokens:
+    """The top tokens at both ends of one direction of a subspace.
+
+    Attributes:
+        direction: Index j of the direction (column j of the basis).
+        variance_share: Share of the rows' variance along the direction: mean_i s_ij^2 / mean_i ||h_i - mean||^2.
+        high: The tokens with the largest scores, most extreme first (distinct token types).
+        low: The tokens with the smallest scores, most extreme first (distinct token types).
+    """
+
+    direction: int
+    variance_share: float
+    high: list[TokenInContext]
+    low: list[TokenInContext]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (each token as `TokenInContext.to_list`)."""
+        return {
+            "direction": self.direction,
+            "variance_share": self.variance_share,
+            "high": [token.to_list() for token in self.high],
+            "low": [token.to_list() for token in self.low],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DirectionTokens:
+        """The direction `to_dict` wrote."""
+        return cls(
+            direction=int(data["direction"]),
+            variance_share=float(data["variance_share"]),
+            high=[TokenInContext.from_list(token) for token in data["high"]],
+            low=[TokenInContext.from_list(token) for token in data["low"]],
+        )
+
+
+def direction_scores(
+    rows: Float[torch.Tensor, "n d"], subspace: Subspace
+) -> tuple[Float[torch.Tensor, "n k"], Float[torch.Tensor, " k"]]:
+    """Scores (h_i - mean) . q_j of every row along every direction (float64), and each direction's variance share.
+
+    Args:
+        rows: Activation rows, (n, d).
+        subspace: The subspace whose basis columns are the directions, (d, k).
+
+    Returns:
+        (scores (n, k), variance shares (k,)), on the host.
+
+    Raises:
+        DimensionMismatchError: Rows of another width than the subspace's.
+    """
+    if rows.dim() != 2 or rows.shape[1] != subspace.dim:
+        raise DimensionMismatchError(f"Rows of shape {tuple(rows.shape)} for a subspace of R^{subspace.dim}.")
+    centred = rows.detach().double().cpu()
+    centred = centred - centred.mean(0)
+    scores = centred @ subspace.basis.detach().double().cpu()
+    total = centred.pow(2).sum(1).mean()
+    shares = scores.pow(2).mean(0) / total if total > 0 else torch.zeros(scores.shape[1], dtype=torch.float64)
+    return scores, shares
+
+
+def top_tokens(
+    rows: Float[torch.Tensor, "n d"],
+    token_ids: Int[torch.Tensor, " n"],
+    locations: Int[torch.Tensor, "n 2"],
+    subspace: Subspace,
+    tokenizer: Any,
+    *,
+    k: int = TOP_TOKENS,
+) -> list[DirectionTokens]:
+    """The `k` distinct top tokens at both ends of every direction of `subspace`, with their context.
+
+    Args:
+        rows: Activation rows (n, d), text by text and token by token within a text (as the reader gives them).
+        token_ids: Their token ids, (n,).
+        locations: Their (text index, token position), (n, 2) (`iter_located_token_activations`); the context of a
+            token is the rows next to it from the same text.
+        subspace: The tangent (or any subspace) whose directions are described.
+        tokenizer: The model's tokenizer, to decode the tokens.
+        k: Distinct tokens per end.
+
+    Returns:
+        One `DirectionTokens` per direction, in the basis' order.
+
+    Raises:
+        EmptyInputError: No rows.
+        DimensionMismatchError: Rows of another width than the subspace's, or ids and locations of another length.
+
+    Examples:
+        >>> found = top_tokens(rows, ids, where, tangent, tokenizer)  # doctest: +SKIP
+        >>> [token.token for token in found[0].high]  # doctest: +SKIP
+        [' return', ' self', ...]
+    """
+    if rows.shape[0] == 0:
+        raise EmptyInputError("No activation rows to rank tokens on.")
+    if token_ids.shape[0] != rows.shape[0] or locations.shape[0] != rows.shape[0]:
+        raise DimensionMismatchError(
+            f"{rows.shape[0]} rows but {token_ids.shape[0]} token ids and {locations.shape[0]} locations."
+        )
+    scores, shares = direction_scores(rows, subspace)
+    ids = token_ids.detach().cpu().tolist()
+    where = locations.detach().cpu().tolist()
+    decode = _Decoder(tokenizer, ids, [text for text, _ in where])
+    directions = []
+    for j in range(scores.shape[1]):
+        column = scores[:, j]
+        ends = {}
+        for end, descending in (("high", True), ("low", False)):
+            picked = _distinct_extremes(column, ids, k=k, descending=descending)
+            ends[end] = [decode.occurrence(i, float(column[i]), where[i]) for i in picked]
+        directions.append(DirectionTokens(j, float(shares[j]), ends["high"], ends["low"]))
+    return directions
+
+
+def _distinct_extremes(scores: torch.Tensor, ids: list[int], *, k: int, descending: bool) -> list[int]:
+    """Indices of the first `k` rows of distinct token ids, by score (ties: the earlier row)."""
+    order = torch.sort(scores, descending=descending, stable=True).indices.tolist()
+    seen: set[int] = set()
+    picked = []
+    for index in order:
+        if ids[index] in seen:
+            continue
+        seen.add(ids[index])
+        picked.append(index)
+        if len(picked) == k:
+            break
+    return picked
+
+
+class _Decoder:
+    """Decodes a row's token and the rows around it from the same text."""
+
+    def __init__(self, tokenizer: Any, ids: list[int], texts: list[int]):
+        self.tokenizer = tokenizer
+        self.ids = ids
+        self.texts = texts
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def _neighbours(self, index: int, offsets: range) -> list[int]:
+        kept = [index + offset for offset in offsets if 0 <= index + offset < len(self.ids)]
+        return [self.ids[i] for i in kept if self.texts[i] == self.texts[index]]
+
+    def occurrence(self, index: int, score: float, where: list[int]) -> TokenInContext:
+        before = self._neighbours(index, range(-CONTEXT_BEFORE, 0))
+        after = self._neighbours(index, range(1, CONTEXT_AFTER + 1))
+        return TokenInContext(
+            token=self._decode([self.ids[index]]),
+            before=self._decode(before) if before else "",
+            after=self._decode(after) if after else "",
+            score=score,
+            text=int(where[0]),
+            position=int(where[1]),
+        )
