@@ -82,7 +82,7 @@ def top_tokens_section(result: SweepResult) -> str:
             "<p>No top tokens are saved in this sweep's results folder (results written before the sweep saved "
             "them, or a table that was not loaded from a folder): rerun the sweep into a new folder to see them.</p>"
         )
-    parts = [_explanation()]
+    parts = [_explanation(), _definitions()]
     for _, content in saved:
         parts.append(
             f"<h3>Split point {_escape(str(content['split_point']))}, checkpoint at step {_escape(str(content['step']))}"
@@ -104,6 +104,18 @@ def _explanation() -> str:
         "early tangent's directions are read on this checkpoint's activations. Every checkpoint's top tokens are in "
         "<code>top_tokens/&lt;split point&gt;/step-&lt;step&gt;.json</code> and "
         "<code>SweepResult.top_tokens(split_point, step=...)</code>.</p></div>"
+    )
+
+
+def _definitions() -> str:
+    """The token tables' columns defined, in the report's definitions style (their headers' tooltips say the same)."""
+    body = "".join(
+        f"<tr><td><code>{_escape(name)}</code></td><td>{_escape(meaning)}</td></tr>" for name, meaning in _HEADERS
+    )
+    return (
+        '<details class="tokens"><summary>What the columns of the token tables mean</summary><div class="scroll">'
+        '<table class="definitions"><thead><tr><th>column</th><th>meaning</th></tr></thead>'
+        f"<tbody>{body}</tbody></table></div></details>"
     )
 
 
