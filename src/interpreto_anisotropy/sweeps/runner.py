@@ -422,7 +422,7 @@ class CheckpointSweep:
         before = None
         if repos and distributed.is_main_process() and not hub_access.is_offline():
             before = hub_cache.cached_before(self.store.hub_cache_record, hub_access.cache_location(None), repos)
-        budget = None if settings.max_cache_gb is None else settings.max_cache_gb * 1e9
+        budget = None if settings.max_cache_gb is None else round(settings.max_cache_gb * 1e9)
         self._pipeline = CheckpointPipeline(
             uses,
             prefetch=settings.prefetch,
