@@ -7,7 +7,8 @@ The local Hub-compatible server of the tests (`tests/helpers/hub_server.py`, on 
 serves `--revisions`
 revisions of a random-init GPT-NeoX (each with its own weights). The benchmark measures, in one run:
 
-1. pure compute: the sweep over the same files as local folders (nothing downloaded);
+1. pure compute: the sweep over the same files as local folders (nothing downloaded), timed first and again last
+   (the mean is reported: the machine's load may drift);
 2. then throttles the server so that downloading the suite takes about as long as computing it (bytes per second =
    the suite's bytes / the compute time; `--bandwidth-ratio` scales it), and measures pure download: every revision
    fetched in turn into an empty cache (`hub_access.fetch`, as a sweep does), nothing computed;
@@ -20,7 +21,7 @@ It reports the prefetched sweep's wall time over max(download, compute) (1 is pe
 The prefetched rows are checked against the local folders' rows.
 
 Usage:
-    python benchmarks/suite_prefetch.py [--revisions 12] [--hidden 256] [--layers 4] [--texts 64] [--prefetch 2]
+    python benchmarks/suite_prefetch.py [--revisions 12] [--hidden 256] [--layers 4] [--texts 8] [--prefetch 2]
         [--budget-revisions 3] [--bandwidth-ratio 1.0]
 """
 
@@ -169,7 +170,10 @@ def main() -> None:
     parser.add_argument("--revisions", type=int, default=12)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--texts", type=int, default=64, help="texts (half fit, half probe), 48 words each")
+    parser.add_argument(
+        "--torch-threads", type=int, default=1, help="compute threads (the others serve and fetch the downloads)"
+    )
+    parser.add_argument("--texts", type=int, default=8, help="texts (half fit, half probe), 48 words each")
     parser.add_argument("--prefetch", type=int, default=2)
     parser.add_argument("--budget-revisions", type=float, default=3.0, help="max_cache_gb, in revisions")
     parser.add_argument("--bandwidth-ratio", type=float, default=1.0, help="download time / compute time aimed at")
@@ -178,8 +182,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="suite-prefetch-"))
     server = Server()
     cache = point_hub_at(server, work / "hf-home")
+    import torch
+
     import interpreto_anisotropy as ia
     from interpreto_anisotropy.sweeps import hub_access, hub_cache
+
+    torch.set_num_threads(args.torch_threads)
 
     folders = save_suite(work / "repo", args.revisions, args.hidden, args.layers)
     for step, folder in folders.items():
@@ -220,17 +228,22 @@ def main() -> None:
     empty(cache)
     sequential, _ = sweep(hub, "sequential", prefetch=0)
     server.stop()
+    compute_after, _ = sweep(local, "compute-after")  # the machine's load may drift: compute is timed on both sides
+    compute_before, compute = compute, (compute + compute_after) / 2
 
     same = [{k: v for k, v in r.items() if k not in WALL_CLOCK} for r in prefetched.rows] == [
         {k: v for k, v in r.items() if k not in WALL_CLOCK} for r in from_folders.rows
     ]
-    print(f"{platform.node()}, {os.cpu_count()} CPUs, torch threads {__import__('torch').get_num_threads()}")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"{platform.node()}, {os.cpu_count()} CPUs (load average {load}), torch threads {torch.get_num_threads()}")
     print(
         f"{args.revisions} revisions of {one / 1e6:.1f} MB (GPT-NeoX d={args.hidden}, {args.layers} layers), "
         f"served at {server.bandwidth / 1e6:.2f} MB/s, prefetch={args.prefetch}, "
         f"max_cache_gb={budget / 1e9:.4f} ({args.budget_revisions:g} revisions)"
     )
-    print(f"pure compute (local folders)        {compute:7.2f} s")
+    print(
+        f"pure compute (local folders)        {compute:7.2f} s   (first {compute_before:.2f} s, last {compute_after:.2f} s)"
+    )
     print(f"pure download (fetch each in turn)  {download:7.2f} s")
     print(f"prefetched sweep                    {wall:7.2f} s")
     print(f"sequential sweep (prefetch=0)       {sequential:7.2f} s")

@@ -42,7 +42,7 @@ from tqdm.auto import tqdm
 
 from ..commons.options import check_nonnegative_int, check_positive_int
 from . import hub_access, hub_cache
-from .checkpoints import Checkpoint, _loads_from_hub
+from .checkpoints import Checkpoint
 
 __all__ = ["CheckpointPipeline", "Fetched"]
 
@@ -121,7 +121,7 @@ class CheckpointPipeline:
         self.cache = hub_access.cache_location(cache_dir)
         self.before = {repo: set(commits) for repo, commits in (before or {}).items()}
         self.evicts = before is not None and max_cache_bytes is not None
-        self.on_hub = [_loads_from_hub(checkpoint) for checkpoint in self.uses]
+        self.on_hub = [not checkpoint.is_local for checkpoint in self.uses]
         self._lock = threading.Condition()
         self._downloads: dict[Checkpoint, _Download] = {}  # revisions in the cache or on their way
         self._of_use: dict[int, _Download] = {}
@@ -282,7 +282,7 @@ class CheckpointPipeline:
             del self._downloads[download.checkpoint]
         try:
             self.evicted_bytes += hub_cache.evict(self.cache, {Path(d.fetched.folder).name for d in ready})
-        except OSError as error:
+        except Exception as error:  # noqa: BLE001  (a cache that cannot be scanned: warn, never stop the sweep)
             self._notes.append(
                 f"Could not evict {', '.join(d.checkpoint.name for d in ready)} from {self.cache}: "
                 f"{error}. Delete them with `{hub_access.hub_command()} cache delete`."
@@ -310,20 +310,26 @@ class CheckpointPipeline:
         with self._lock:
             self._running -= 1
             download.done, download.fetched, download.error = True, fetched, failure
-            if failure is not None:
-                del self._downloads[checkpoint]  # a later use fetches it afresh
-            else:
-                commit = Path(fetched.folder).name
-                download.ours = self.evicts and commit not in self.before.get(checkpoint.source, set())
-                self._estimate = max(self._estimate or 0, fetched.nbytes)
-                self.fetched_bytes += fetched.nbytes
-                self.downloads += 1
-                if self.downloads > self._bar.total:
-                    self._bar.total = self.downloads
-                self._bar.update(1)
-                self._show()
-            self._schedule()
-            self._lock.notify_all()
+            try:
+                if failure is not None:
+                    del self._downloads[checkpoint]  # a later use fetches it afresh
+                else:
+                    self._count(download)
+                self._schedule()
+            finally:
+                self._lock.notify_all()
+
+    def _count(self, download: _Download) -> None:
+        """Record a completed download: whose it is, its size, the progress bar."""
+        commit = Path(download.fetched.folder).name
+        download.ours = self.evicts and commit not in self.before.get(download.repo, set())
+        self._estimate = max(self._estimate or 0, download.nbytes)
+        self.fetched_bytes += download.nbytes
+        self.downloads += 1
+        if self.downloads > self._bar.total:
+            self._bar.total = self.downloads
+        self._bar.update(1)
+        self._show()
 
     def _show(self) -> None:
         self._bar.set_postfix_str(
