@@ -10,8 +10,9 @@ revisions of a random-init GPT-NeoX (each with its own weights). The benchmark m
 1. pure compute: the sweep over the same files as local folders (nothing downloaded), timed first and again last
    (the mean is reported: the machine's load may drift);
 2. then throttles the server so that downloading the suite takes about as long as computing it (bytes per second =
-   the suite's bytes / the compute time; `--bandwidth-ratio` scales it), and measures pure download: every revision
-   fetched in turn into an empty cache (`hub_access.fetch`, as a sweep does), nothing computed;
+   the suite's bytes / the compute time, corrected after fetching one revision; `--bandwidth-ratio` scales the
+   time aimed at), and measures pure download: every revision fetched in turn into an empty cache
+   (`hub_access.fetch`, as a sweep does), nothing computed;
 3. the prefetched sweep from the Hub into an empty cache, with a disk budget of `--budget-revisions` revisions,
    the cache folder's size polled every few milliseconds;
 4. the sequential sweep (`prefetch=0`, no budget), each checkpoint fetched when its turn comes.
@@ -212,7 +213,12 @@ def main() -> None:
         return time.perf_counter() - start, result
 
     compute, from_folders = sweep(local, "compute")
-    server.throttle(suite_bytes / compute / args.bandwidth_ratio)
+    aimed = compute * args.bandwidth_ratio  # the download time aimed at
+    server.throttle(suite_bytes / aimed)
+    start = time.perf_counter()  # one revision, to correct the rate for the per-request overheads
+    hub_access.fetch(hub[0].source, hub[0].revision, quiet=True)
+    server.throttle(server.bandwidth * len(hub) * (time.perf_counter() - start) / aimed)
+    empty(cache)
 
     start = time.perf_counter()
     for checkpoint in hub:

@@ -226,6 +226,7 @@ def test_a_budget_evicts_only_what_the_sweep_fetched_and_bounds_the_cache(suite,
     assert {p: data for p, data in ((p, (cache / p).read_bytes()) for p in user_files)} == user_files
     assert 0 < size.peak - base <= budget + one
 
+    suite.bandwidth = None
     with CacheSize(cache) as size:  # the same sweep without a budget: nothing evicted, the cache grows past it
         unbounded = _sweep(ck.hub(SUITE, revisions), tmp_path / "unbounded", **options).run()
     assert _comparable(result.rows) == _comparable(unbounded.rows)
@@ -244,6 +245,20 @@ def test_a_revision_evicted_then_needed_again_is_fetched_again(online, hub_folde
     ignored = WALL_CLOCK | {"source", "revision", "fingerprint"}
     assert _comparable(tight.rows, ignored) == _comparable(_sweep(local, tmp_path / "local").run().rows, ignored)
     assert all(row["fingerprint"] == f"commit:{online.repos[REPO][row['revision']].commit}" for row in tight.rows)
+
+
+def test_two_names_of_one_commit_are_evicted_once_both_are_done(online, hub_folders):
+    commits = {online.repos[REPO][r].commit: r for r in ["step16"]}
+    step16, main = ck.hub(REPO, {16: "step16", 20: "main"})  # main is step16's commit
+    one = max(_revision_bytes(hub_folders[REPO, r]) for r in REVISIONS)
+    with CheckpointPipeline([step16, main], prefetch=1, max_cache_bytes=2 * one, before={REPO: set()}) as pipeline:
+        first = pipeline.take(step16)
+        pipeline.done(step16)  # main, fetched ahead, holds the same snapshot: it stays
+        second = pipeline.take(main)
+        assert second.folder == first.folder and Path(second.folder, "model.safetensors").is_file()
+        assert _snapshots(REPO, commits) == {"step16"}
+        pipeline.done(main)
+    assert _snapshots(REPO, commits) == set()
 
 
 def test_the_options_are_checked(tmp_path):

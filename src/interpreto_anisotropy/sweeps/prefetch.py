@@ -82,6 +82,10 @@ class _Download:
         return self.checkpoint.source
 
     @property
+    def commit(self) -> str | None:
+        return Path(self.fetched.folder).name if self.fetched is not None else None
+
+    @property
     def nbytes(self) -> int:
         return self.fetched.nbytes if self.fetched is not None else 0
 
@@ -123,7 +127,7 @@ class CheckpointPipeline:
         self.evicts = before is not None and max_cache_bytes is not None
         self.on_hub = [not checkpoint.is_local for checkpoint in self.uses]
         self._lock = threading.Condition()
-        self._downloads: dict[Checkpoint, _Download] = {}  # revisions in the cache or on their way
+        self._downloads: dict[tuple[str, str | None], _Download] = {}  # revisions in the cache or on their way
         self._of_use: dict[int, _Download] = {}
         self._turn = 0  # the next use to take
         self._waiting: int | None = None  # the use the sweep waits for
@@ -232,7 +236,7 @@ class CheckpointPipeline:
             if index >= self._turn + self.prefetch and index != self._waiting:
                 return
             checkpoint = self.uses[index]
-            existing = self._downloads.get(checkpoint)
+            existing = self._downloads.get(_key(checkpoint))
             if existing is None and not self._may_start(index):
                 return
             if existing is None:
@@ -255,7 +259,7 @@ class CheckpointPipeline:
 
     def _start(self, checkpoint: Checkpoint) -> _Download:
         download = _Download(checkpoint)
-        self._downloads[checkpoint] = download
+        self._downloads[_key(checkpoint)] = download
         self._running += 1
         threading.Thread(target=self._fetch, args=(download,), name=f"fetch {checkpoint.name}", daemon=True).start()
         return download
@@ -266,22 +270,27 @@ class CheckpointPipeline:
     def _should_evict(self, download: _Download, index: int) -> bool:
         if not (self.evicts and download.ours):
             return False
-        later = any(self.uses[i] == download.checkpoint for i in range(index + 1, len(self.uses)))
+        later = any(_key(self.uses[i]) == _key(download.checkpoint) for i in range(index + 1, len(self.uses)))
         if not later:
             return True
         kept = sum(d.nbytes for d in self._downloads.values() if d.ours and d.done and not d.users and not d.evicting)
         return kept + (self.prefetch + 1) * (self._estimate or 0) > self.budget
 
     def _evict_ready(self) -> None:
-        """Evict the revisions marked for it, unless a download from their repository is running."""
+        """Evict the revisions marked for it, unless a download from their repository is running (a commit that
+        another revision name still holds, such as `main` and its step, is only forgotten)."""
         busy = {d.repo for d in self._downloads.values() if not d.done}
         ready = [d for d in self._downloads.values() if d.evicting and not d.users and d.repo not in busy]
         if not ready:
             return
         for download in ready:
-            del self._downloads[download.checkpoint]
+            del self._downloads[_key(download.checkpoint)]
+        held = {d.commit for d in self._downloads.values()}
+        commits = {d.commit for d in ready} - held
+        if not commits:
+            return
         try:
-            self.evicted_bytes += hub_cache.evict(self.cache, {Path(d.fetched.folder).name for d in ready})
+            self.evicted_bytes += hub_cache.evict(self.cache, commits)
         except Exception as error:  # noqa: BLE001  (a cache that cannot be scanned: warn, never stop the sweep)
             self._notes.append(
                 f"Could not evict {', '.join(d.checkpoint.name for d in ready)} from {self.cache}: "
@@ -312,7 +321,7 @@ class CheckpointPipeline:
             download.done, download.fetched, download.error = True, fetched, failure
             try:
                 if failure is not None:
-                    del self._downloads[checkpoint]  # a later use fetches it afresh
+                    del self._downloads[_key(checkpoint)]  # a later use fetches it afresh
                 else:
                     self._count(download)
                 self._schedule()
@@ -321,8 +330,7 @@ class CheckpointPipeline:
 
     def _count(self, download: _Download) -> None:
         """Record a completed download: whose it is, its size, the progress bar."""
-        commit = Path(download.fetched.folder).name
-        download.ours = self.evicts and commit not in self.before.get(download.repo, set())
+        download.ours = self.evicts and download.commit not in self.before.get(download.repo, set())
         self._estimate = max(self._estimate or 0, download.nbytes)
         self.fetched_bytes += download.nbytes
         self.downloads += 1
@@ -341,3 +349,8 @@ class CheckpointPipeline:
             notes, self._notes = self._notes, []
         for note in notes:
             warnings.warn(note, stacklevel=3)
+
+
+def _key(checkpoint: Checkpoint) -> tuple[str, str | None]:
+    """What a download fetches: a repository's revision (two checkpoints may name the same one)."""
+    return checkpoint.source, checkpoint.revision
