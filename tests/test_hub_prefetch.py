@@ -206,6 +206,7 @@ def suite(online, suite_folders):
     return online
 
 
+@pytest.mark.slow  # two sweeps of six checkpoints, one from a throttled server
 def test_a_budget_evicts_only_what_the_sweep_fetched_and_bounds_the_cache(suite, suite_folders, tmp_path):
     from huggingface_hub import constants, snapshot_download
 
