@@ -84,7 +84,7 @@ def test_a_sweep_over_hub_revisions_equals_the_same_sweep_over_local_folders(onl
     from_hub = _sweep(ck.hub("org/tiny-neox", revisions), tmp_path / "hub").run()
     local = [ck.Checkpoint(ck.parse_step(r), str(hub_folders["org/tiny-neox", r])) for r in revisions]
     from_folders = _sweep(local, tmp_path / "local").run()
-    ignored = {"source", "revision", "fingerprint", "wall_seconds"}
+    ignored = {"source", "revision", "fingerprint", "wall_seconds", "download_seconds"}
 
     def comparable(rows):
         return [{k: v for k, v in row.items() if k not in ignored} for row in rows]

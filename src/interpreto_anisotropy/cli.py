@@ -267,6 +267,56 @@ def parse_fraction(value: str) -> float:
     return number
 
 
+def parse_nonnegative_int(value: str) -> int:
+    """An integer option that may be 0 (a look-ahead), for argparse `type=`.
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        The integer.
+
+    Raises:
+        argparse.ArgumentTypeError: Not an integer, or below 0.
+
+    Examples:
+        >>> parse_nonnegative_int("0")
+        0
+    """
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value!r}")
+    return number
+
+
+def parse_positive_number(value: str) -> float:
+    """A number option that must be above 0 (a size in GB), for argparse `type=`.
+
+    Args:
+        value: The option's text.
+
+    Returns:
+        The number.
+
+    Raises:
+        argparse.ArgumentTypeError: Not a finite number above 0.
+
+    Examples:
+        >>> parse_positive_number("20")
+        20.0
+    """
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not 0 < number < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {value!r}")
+    return number
+
+
 def parse_split_point(value: str) -> int | str:
     """A split point option: a layer index ("3") as an int, a module path as it is, for argparse `type=`.
 
@@ -433,6 +483,21 @@ def _add_sweep_command(commands: Any) -> None:
         action="store_true",
         help="record a checkpoint that cannot be loaded or gives non-finite values as skipped, and go on",
     )
+    sweep.add_argument(
+        "--prefetch",
+        type=parse_nonnegative_int,
+        default=2,
+        help="hub checkpoints downloaded ahead while the current one is computed (0: each when its turn comes)",
+    )
+    sweep.add_argument(
+        "--max-concurrent-downloads", type=parse_positive_int, default=1, help="hub checkpoints downloaded at once"
+    )
+    sweep.add_argument(
+        "--max-cache-gb",
+        type=parse_positive_number,
+        help="disk budget for the hub revisions the sweep downloads: each is evicted once its rows are written "
+        "(default: none evicted)",
+    )
     sweep.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -580,6 +645,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
         include_special=args.include_special,
         recompute_changed=args.recompute_changed,
         skip_bad_checkpoints=args.skip_bad_checkpoints,
+        prefetch=args.prefetch,
+        max_concurrent_downloads=args.max_concurrent_downloads,
+        max_cache_gb=args.max_cache_gb,
     )
     sweep.announce = lambda line: print(f"sweep: {line}", flush=True)  # the time estimates, progress bar or not
     table = sweep.run()

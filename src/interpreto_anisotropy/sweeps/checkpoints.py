@@ -546,6 +546,7 @@ def load_checkpoint(
     tokenizer_source: str | os.PathLike | Checkpoint | None = None,
     cache_dir: str | os.PathLike | None = None,
     strict: bool = True,
+    snapshot: str | os.PathLike | None = None,
 ) -> tuple[Any, Any]:
     """Loads a checkpoint's model and tokenizer, ready for Interpreto.
 
@@ -569,6 +570,9 @@ def load_checkpoint(
         strict: Refuse a checkpoint whose weights do not match the model class: missing weights, which transformers
             would initialise at random (weights the model does not use, e.g. a head when loading a base model, only
             warn). `False` loads it anyway, with a warning.
+        snapshot: For a Hub checkpoint, the folder its files were already fetched to (what
+            `hub_access.fetch` returned; a sweep's prefetcher passes it): nothing is fetched. Ignored for a local
+            folder.
 
     Returns:
         `(model, tokenizer)`: the model in eval mode on `device`, and a tokenizer that has a pad token.
@@ -600,7 +604,7 @@ def load_checkpoint(
     except (RuntimeError, TypeError) as err:
         raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from err
     model_dtype = _dtype(dtype)
-    source, shown = _resolve_source(checkpoint, cache_dir)
+    source, shown = _resolve_source(checkpoint, cache_dir, snapshot=snapshot)
     kwargs: dict[str, Any] = {}
     config = _from_folder(transformers.AutoConfig.from_pretrained, source, shown, kwargs, what="config")
 
@@ -648,7 +652,7 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     Args:
         checkpoint: The checkpoint to load.
         **kwargs: Keyword options of `load_checkpoint` (`automodel`, `device`, `dtype`, `tokenizer_source`,
-            `cache_dir`).
+            `cache_dir`, `snapshot`).
 
     Yields:
         `(model, tokenizer)`, as returned by `load_checkpoint`.
@@ -752,12 +756,18 @@ def _loads_from_hub(checkpoint: Checkpoint) -> bool:
     return True
 
 
-def _resolve_source(checkpoint: Checkpoint, cache_dir: str | os.PathLike | None = None) -> tuple[str, str]:
-    """The folder to load a checkpoint from (its own, or its Hub revision's snapshot, fetched) and its label."""
+def _resolve_source(
+    checkpoint: Checkpoint, cache_dir: str | os.PathLike | None = None, *, snapshot: str | os.PathLike | None = None
+) -> tuple[str, str]:
+    """The folder to load a checkpoint from (its own, or its Hub revision's snapshot, fetched unless `snapshot`
+    gives it) and its label."""
     if not _loads_from_hub(checkpoint):
         folder = str(Path(checkpoint.source).expanduser())
         return folder, f"local checkpoint {folder!r}"
-    folder = hub_access.fetch(checkpoint.source, checkpoint.revision, cache_dir=cache_dir, label=checkpoint.name)
+    if snapshot is not None:
+        folder = os.fspath(snapshot)
+    else:
+        folder = hub_access.fetch(checkpoint.source, checkpoint.revision, cache_dir=cache_dir, label=checkpoint.name)
     revision = f" at revision {checkpoint.revision!r}" if checkpoint.revision is not None else ""
     return folder, f"{checkpoint.source!r}{revision} (files in {folder})"
 

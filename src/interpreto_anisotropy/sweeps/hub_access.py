@@ -27,7 +27,7 @@ import re
 import shutil
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -110,14 +110,27 @@ def cache_location(cache_dir: str | os.PathLike | None) -> str:
     return os.fspath(cache_dir) if cache_dir is not None else str(constants.HF_HUB_CACHE)
 
 
-def fetch(repo_id: str, revision: str | None, *, cache_dir: str | os.PathLike | None = None, label: str = "") -> str:
+def fetch(
+    repo_id: str,
+    revision: str | None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    label: str = "",
+    on_retry: Callable[[str], None] | None = None,
+    quiet: bool = False,
+) -> str:
     """Downloads a checkpoint's files into the Hugging Face cache (offline: finds them there) and returns the folder.
+
+    `snapshot_download` returns once every file is complete, so the folder is never read half-downloaded.
 
     Args:
         repo_id: The Hub repository.
         revision: Its branch, tag or commit (None: the default branch).
         cache_dir: The Hugging Face cache (None: the default).
         label: The checkpoint's name, for messages.
+        on_retry: Called with the message of each retry instead of a warning (a background download hands its
+            messages to the thread that uses the checkpoint, which warns then).
+        quiet: No huggingface_hub progress bars (a sweep shows its own).
 
     Returns:
         The snapshot folder holding the config, tokenizer and weight files of that revision.
@@ -133,7 +146,7 @@ def fetch(repo_id: str, revision: str | None, *, cache_dir: str | os.PathLike | 
     offline = is_offline()
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            folder = _snapshot(repo_id, revision, cache_dir, offline)
+            folder = _snapshot(repo_id, revision, cache_dir, offline, quiet)
             break
         except Exception as error:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by _kind)
             kind = _kind(error)
@@ -141,11 +154,14 @@ def fetch(repo_id: str, revision: str | None, *, cache_dir: str | os.PathLike | 
                 raise
             if kind in ("server", "network") and not offline and attempt < ATTEMPTS:
                 wait = min(FIRST_WAIT * 2 ** (attempt - 1), MAX_WAIT)
-                warnings.warn(
+                retry = (
                     f"Fetching {_shown(repo_id, revision, label)} failed ({kind}: {type(error).__name__}: "
-                    f"{_first_line(error)}); attempt {attempt + 1} of {ATTEMPTS} in {wait:g} s.",
-                    stacklevel=3,
+                    f"{_first_line(error)}); attempt {attempt + 1} of {ATTEMPTS} in {wait:g} s."
                 )
+                if on_retry is None:
+                    warnings.warn(retry, stacklevel=3)
+                else:
+                    on_retry(retry)
                 time.sleep(wait)
                 continue
             message = failure_message(error, repo_id, revision, label=label, cache_dir=cache_dir)
@@ -162,10 +178,14 @@ def fetch(repo_id: str, revision: str | None, *, cache_dir: str | os.PathLike | 
     return folder
 
 
-def _snapshot(repo_id: str, revision: str | None, cache_dir: str | os.PathLike | None, offline: bool) -> str:
+def _snapshot(
+    repo_id: str, revision: str | None, cache_dir: str | os.PathLike | None, offline: bool, quiet: bool = False
+) -> str:
     from huggingface_hub import snapshot_download
 
     options: dict[str, Any] = {"revision": revision, "cache_dir": cache_dir, "local_files_only": offline}
+    if quiet:
+        options["tqdm_class"] = _silent_bar()
     if offline:
         return snapshot_download(repo_id, **options)
     folder = snapshot_download(repo_id, allow_patterns=[*CONFIG_PATTERNS, *WEIGHT_PATTERNS[0]], **options)
@@ -284,6 +304,18 @@ def failure_message(
 
 # --------------------------------------------------------------------------------------------------------------------
 # helpers
+
+
+def _silent_bar() -> type:
+    """A tqdm class that shows nothing, for `snapshot_download`'s bars."""
+    from tqdm.auto import tqdm
+
+    class SilentBar(tqdm):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.pop("name", None)  # huggingface_hub's own bars take a name; tqdm's do not
+            super().__init__(*args, **{**kwargs, "disable": True})
+
+    return SilentBar
 
 
 def _shown(repo_id: str, revision: str | None, label: str) -> str:

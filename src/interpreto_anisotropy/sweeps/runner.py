@@ -53,10 +53,12 @@ from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
+from . import hub_access, hub_cache
 from .checkpoints import Checkpoint
 from .early_pool import EarlyPool
 from .eta import CheckpointTimer, estimate_line, seconds_per_checkpoint_of_rows
 from .freshness import TakenFingerprints, changed_early_steps, changed_steps
+from .prefetch import CheckpointPipeline, Fetched
 from .result import SweepResult, is_skipped
 from .settings import ReferenceKind, SweepSettings, early_checkpoints
 from .store import SweepStore
@@ -129,8 +131,17 @@ class CheckpointSweep:
             folder), drop its rows (all rows, when an early checkpoint of the reference changed) and recompute
             them. By default the run stops with `StaleResultsError`, naming the checkpoints.
         skip_bad_checkpoints: A checkpoint that cannot be loaded (`CheckpointError`: missing or mis-shaped weights,
-            truncated files, non-finite weights) or gives non-finite activations or gradients (`NonFiniteError`) is
-            skipped: its rows record why (``skipped``), and a later run retries it. By default the run stops there.
+            truncated files, non-finite weights, a failed download) or gives non-finite activations or gradients
+            (`NonFiniteError`) is skipped: its rows record why (``skipped``), and a later run retries it. By default
+            the run stops there.
+        prefetch: Hub checkpoints downloaded ahead, in the background, while the current one is computed (0: each
+            when its turn comes). Each is used only once complete; a failed download raises (or is skipped) at its
+            turn. Local folders are not prefetched.
+        max_concurrent_downloads: Hub checkpoints downloaded at once.
+        max_cache_gb: A disk budget, in GB (1e9 bytes), for the Hub revisions this sweep downloads: each is evicted
+            from the Hugging Face cache once its rows are written (revisions cached before the sweep never are),
+            and downloads ahead wait while the budget is full. The cache grows by at most the budget plus one
+            checkpoint. None: nothing is evicted. Not under torchrun.
 
     Attributes:
         announce: Where the sweep's time estimates go (a callable taking a line of text): how many checkpoints it
@@ -183,6 +194,9 @@ class CheckpointSweep:
         include_special: bool = False,
         recompute_changed: bool = False,
         skip_bad_checkpoints: bool = False,
+        prefetch: int = 2,
+        max_concurrent_downloads: int = 1,
+        max_cache_gb: float | None = None,
     ):
         # The same signature as SweepSettings (a test keeps them equal): shown here, validated there.
         self.settings = SweepSettings(**{name: value for name, value in locals().items() if name != "self"})
@@ -191,6 +205,7 @@ class CheckpointSweep:
         self._fingerprints = TakenFingerprints()
         self._all_checkpoints: list[Checkpoint] = self.settings.checkpoints  # with those of earlier runs, once read
         self.announce: Callable[[str], None] | None = None
+        self._pipeline: CheckpointPipeline | None = None  # while a run loads checkpoints
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
@@ -313,31 +328,36 @@ class CheckpointSweep:
             group = distributed.world_size() if by_checkpoint else 1
             if distributed.is_main_process():  # the only rank that speaks reads the rows
                 self._announce(self._opening_estimate(len(todo), group))
-            references = self._references()
             rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
-            timer = CheckpointTimer(len(todo), per_round=group)
-            bar = tqdm(rounds, desc="Checkpoints", unit="round" if group > 1 else "ckpt", disable=not self._shows())
-            for batch_of_checkpoints in bar:
-                bar.set_postfix_str(batch_of_checkpoints[0].name)
-                timer.start_round()
-                if by_checkpoint:
-                    mine = (
-                        batch_of_checkpoints[distributed.rank()]
-                        if distributed.rank() < len(batch_of_checkpoints)
-                        else None
-                    )
-                    local_rows = self._process_or_skip(mine, references, writer=True) if mine is not None else []
-                    rows = [row for part in distributed.all_gather_objects(local_rows) for row in part]
-                else:
-                    rows = self._process_or_skip(
-                        batch_of_checkpoints[0], references, writer=distributed.is_main_process()
-                    )
-                if distributed.is_main_process():
-                    self.store.append(self._with_drift_to_previous(rows))
-                distributed.barrier()
-                self._announce(timer.end_round(len(batch_of_checkpoints)))
+            rank = distributed.rank() if by_checkpoint else 0
+            mine = [batch[rank] if rank < len(batch) else None for batch in rounds]  # None: no turn this round
+            with self._fetching([*self._early_to_fit(), *(c for c in mine if c is not None)]):
+                self._run_rounds(rounds, mine, by_checkpoint=by_checkpoint, per_round=group)
         if distributed.is_main_process():
             self._refresh_drift_to_previous()
+
+    def _run_rounds(
+        self, rounds: list[list[Checkpoint]], mine: list[Checkpoint | None], *, by_checkpoint: bool, per_round: int
+    ) -> None:
+        """Fit the missing references, then compute each round's checkpoints (this rank's: `mine`) and append their
+        rows; a checkpoint's revision may be evicted once its rows are written."""
+        references = self._references()
+        unit = "round" if by_checkpoint and distributed.world_size() > 1 else "ckpt"
+        bar = tqdm(rounds, desc="Checkpoints", unit=unit, disable=not self._shows())
+        writer = by_checkpoint or distributed.is_main_process()
+        timer = CheckpointTimer(sum(map(len, rounds)), per_round=per_round)
+        for batch_of_checkpoints, checkpoint in zip(bar, mine, strict=True):
+            bar.set_postfix_str(batch_of_checkpoints[0].name)
+            timer.start_round()
+            rows = self._process_or_skip(checkpoint, references, writer=writer) if checkpoint is not None else []
+            if by_checkpoint:
+                rows = [row for part in distributed.all_gather_objects(rows) for row in part]
+            if distributed.is_main_process():
+                self.store.append(self._with_drift_to_previous(rows))
+            distributed.barrier()
+            if checkpoint is not None:
+                self._pipeline.done(checkpoint)
+            self._announce(timer.end_round(len(batch_of_checkpoints)))
 
     def _shows(self) -> bool:
         return self.settings.progress and distributed.is_main_process()
@@ -432,8 +452,44 @@ class CheckpointSweep:
                 for kind in self.settings.tangent_kinds
             ]
 
-    def _load(self, checkpoint: Checkpoint):
-        return checkpoint_tools.loaded(checkpoint, automodel=self.settings.automodel, device=self.settings.device)
+    @contextmanager
+    def _fetching(self, uses: list[Checkpoint]) -> Iterator[None]:
+        """Fetch the Hub checkpoints of `uses` (the checkpoints in the order this run loads them) ahead of their
+        turn, within the disk budget, while the block runs."""
+        settings = self.settings
+        if settings.max_cache_gb is not None and distributed.is_distributed():
+            raise InvalidInputError(
+                "max_cache_gb is not supported under torchrun: the ranks share the Hugging Face cache, and one could "
+                "evict a revision another still reads. Leave max_cache_gb out, or sweep in a single process."
+            )
+        repos = sorted({c.source for c in uses if not c.is_local})
+        before = None
+        if repos and distributed.is_main_process() and not hub_access.is_offline():
+            before = hub_cache.cached_before(self.store.hub_cache_record, hub_access.cache_location(None), repos)
+        budget = None if settings.max_cache_gb is None else round(settings.max_cache_gb * 1e9)
+        self._pipeline = CheckpointPipeline(
+            uses,
+            prefetch=settings.prefetch,
+            max_concurrent_downloads=settings.max_concurrent_downloads,
+            max_cache_bytes=budget,
+            before=before,
+            progress=self._shows(),
+        )
+        try:
+            with self._pipeline:
+                yield
+        finally:
+            self._pipeline = None
+
+    @contextmanager
+    def _load(self, checkpoint: Checkpoint) -> Iterator[tuple[Any, Any, Fetched]]:
+        """The checkpoint's (model, tokenizer, files), its files from the pipeline (which raises its download's
+        error)."""
+        fetched = self._pipeline.take(checkpoint)
+        with checkpoint_tools.loaded(
+            checkpoint, automodel=self.settings.automodel, device=self.settings.device, snapshot=fetched.folder
+        ) as (model, tokenizer):
+            yield model, tokenizer, fetched
 
     def _splitter(self, model: Any, tokenizer: Any, layer: int | str, checkpoint: Checkpoint) -> ModelWithSplitPoints:
         try:
@@ -496,8 +552,8 @@ class CheckpointSweep:
             return {}
         paths = {layer: self.store.reference_path(layer) for layer in self.settings.layers}
         saved = {layer: path for layer, path in paths.items() if path.exists()}
-        missing = [layer for layer in self.settings.layers if layer not in saved]
-        if missing and (self.settings.streams or distributed.is_main_process()):
+        missing = self._layers_to_fit()
+        if missing and self._fits_here():
             fitted = self._fit_references(missing)
             if distributed.is_main_process():
                 for layer, subspace in fitted.items():
@@ -510,6 +566,21 @@ class CheckpointSweep:
             references.update(fitted)
         return {layer: references[layer] for layer in self.settings.layers}
 
+    def _layers_to_fit(self) -> list[int | str]:
+        """The split points whose reference tangent is fitted on the early checkpoints and not saved yet."""
+        if self.settings.given_reference or self.settings.reference is ReferenceKind.EACH:
+            return []
+        return [layer for layer in self.settings.layers if not self.store.reference_path(layer).exists()]
+
+    def _fits_here(self) -> bool:
+        """Whether this rank reads the early checkpoints when references are fitted (all ranks when the method
+        streams; rank 0 otherwise)."""
+        return self.settings.streams or distributed.is_main_process()
+
+    def _early_to_fit(self) -> list[Checkpoint]:
+        """The early checkpoints this rank loads to fit the missing references, in order (none if none is missing)."""
+        return self.settings.early if self._layers_to_fit() and self._fits_here() else []
+
     def _fit_references(self, layers: list[int | str]) -> dict[int | str, Subspace]:
         """Fit the reference tangent of some split points on the activations pooled over the early checkpoints."""
         streamed = self.settings.streams
@@ -518,7 +589,8 @@ class CheckpointSweep:
         references: dict[int | str, Subspace] = {}
         bar = tqdm(early, desc="Reference tangent (early checkpoints)", unit="ckpt", disable=not self._shows())
         for index, checkpoint in enumerate(bar):
-            with self._load(checkpoint) as (model, tokenizer):
+            with self._load(checkpoint) as (model, tokenizer, _):
+                self._fingerprints.of(checkpoint)  # taken while its files are cached (a budget evicts them after)
                 for layer in layers:
                     splitter = self._splitter(model, tokenizer, layer, checkpoint)
                     pool = pools[layer]
@@ -538,6 +610,7 @@ class CheckpointSweep:
                         }
                         subspace = pool.fit()
                         references[layer] = subspace.replace(name="early", info={**subspace.info, **info})
+            self._pipeline.done(checkpoint)
         return references
 
     # ------------------------------------------------------------------ one checkpoint
@@ -546,8 +619,9 @@ class CheckpointSweep:
     ) -> list[dict[str, Any]]:
         """The rows of one checkpoint (all split points); `writer` saves its tangents (one rank per checkpoint)."""
         rows: list[dict[str, Any]] = []
-        with self._load(checkpoint) as (model, tokenizer):
+        with self._load(checkpoint) as (model, tokenizer, fetched):
             fingerprint = self._fingerprints.of(checkpoint)
+            downloaded = {} if fetched.seconds is None else {"download_seconds": fetched.seconds}
             for layer in self.settings.layers:
                 start = time.perf_counter()
                 splitter = self._splitter(model, tokenizer, layer, checkpoint)
@@ -559,6 +633,7 @@ class CheckpointSweep:
                     ) from error
                 for row in layer_rows:
                     row["wall_seconds"] = time.perf_counter() - start
+                    row.update(downloaded)
                     row["fingerprint"] = fingerprint
                 rows.extend(layer_rows)
         return rows

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..commons.options import check_positive_int, check_seed
+from ..commons.options import check_nonnegative_int, check_positive_int, check_seed
 from ..errors import EmptyInputError, InvalidInputError
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..probing.anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
@@ -109,6 +109,14 @@ def _positive_or_none(name: str, value: Any) -> int | None:
     return None if value is None else check_positive_int(name, value)
 
 
+def _positive_number_or_none(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise InvalidInputError(f"{name} must be a positive number (or None), got {value!r}.")
+    return float(value)
+
+
 def _sha(items: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for item in items:
@@ -167,6 +175,9 @@ class SweepSettings:
         include_special: bool = False,
         recompute_changed: bool = False,
         skip_bad_checkpoints: bool = False,
+        prefetch: int = 2,
+        max_concurrent_downloads: int = 1,
+        max_cache_gb: float | None = None,
     ):
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         try:
@@ -245,6 +256,9 @@ class SweepSettings:
         self.include_special = bool(include_special)
         self.recompute_changed = bool(recompute_changed)
         self.skip_bad_checkpoints = bool(skip_bad_checkpoints)
+        self.prefetch = check_nonnegative_int("prefetch", prefetch)
+        self.max_concurrent_downloads = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
+        self.max_cache_gb = _positive_number_or_none("max_cache_gb", max_cache_gb)
 
     @property
     def streams(self) -> bool:

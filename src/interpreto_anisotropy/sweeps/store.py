@@ -34,6 +34,7 @@ from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import DirectionTokens
 from .extension import merge_configs
+from .hub_cache import BEFORE_FILE
 from .provenance import PROVENANCE_FILE, provenance_line
 from .result import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
 from .token_files import (
@@ -253,6 +254,12 @@ class SweepStore:
         existing = path.read_text(encoding="utf-8") if path.exists() else ""
         if text != existing:
             write_atomically(path, text)
+
+    @property
+    def hub_cache_record(self) -> Path:
+        """Where the snapshots the sweep's Hub repositories had in the Hugging Face cache before its first run are
+        recorded (`hub_cache.cached_before`): those are never evicted."""
+        return self.results_dir / BEFORE_FILE
 
     # ------------------------------------------------------------------ tangents
     def reference_path(self, layer: int | str) -> Path:

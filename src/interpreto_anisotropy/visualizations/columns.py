@@ -254,6 +254,9 @@ COLUMNS: tuple[Column, ...] = (
     # bookkeeping
     Column("wall_seconds", "Wall-clock time spent on this checkpoint and split point (loading excluded)",
            _U.SECONDS),
+    Column("download_seconds", "Wall-clock time huggingface_hub took to fetch this Hub checkpoint's files (in the "
+           "background while earlier checkpoints were computed, with prefetch; near 0 when they were already cached); "
+           "absent for local folders", _U.SECONDS),
     Column("fingerprint", "Content fingerprint of the checkpoint's files, which a resumed sweep checks "
            "(sweeps.fingerprints)", _U.TEXT),
     Column("skipped", "Why the sweep skipped this checkpoint (skip_bad_checkpoints); such rows have no numbers",
