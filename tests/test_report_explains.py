@@ -57,6 +57,20 @@ def test_column_names_are_unique():
     assert len(names) == len(set(names))
 
 
+def test_every_concept_link_names_a_heading_of_the_concepts_page():
+    from markdown.extensions.toc import slugify  # the slugs mkdocs' toc extension gives the headings
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "concepts.md"
+    headings = [
+        line.lstrip("#").strip().replace("\\*", "*") for line in page.read_text().splitlines() if line.startswith("#")
+    ]
+    anchors = {slugify(heading, "-") for heading in headings}
+    missing = {
+        column.name: column.concept for column in columns.COLUMNS if column.concept and column.concept not in anchors
+    }
+    assert not missing, f"columns linking to anchors docs/concepts.md does not have: {missing}"
+
+
 def test_docs_column_reference_is_generated_from_columns():
     page = (ROOT / "docs" / "columns.md").read_text()
     assert page == columns.reference_markdown(), (

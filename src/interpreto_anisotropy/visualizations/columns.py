@@ -101,6 +101,7 @@ TANGENT_KINDS: dict[str, str] = {
 }
 
 _U = Unit
+_ISOSCORE = "isoscore-and-the-anisotropy-share"  # the anchor of the IsoScore* section of docs/concepts.md
 # fmt: off
 COLUMNS: tuple[Column, ...] = (
     # identity
@@ -141,43 +142,43 @@ COLUMNS: tuple[Column, ...] = (
            "matched-rank-normal-controls"),
     Column("p_value", "The paper's p-value of E_T against the normal controls; approximate (anti-conservative when "
            "k/d is not small: the controls are not exchangeable with the tangent); its floor is 1/(R + 1)",
-           _U.PROBABILITY, "(1 + #{controls with E_N >= E_T}) / (R + 1)", "p-value"),
+           _U.PROBABILITY, "(1 + #{controls with E_N >= E_T}) / (R + 1)", "p-values"),
     Column("p_value_exact", "Exact p-value of E_T against R' uniformly random k-subspaces of R^d, exchangeable with "
            "a random tangent under the null", _U.PROBABILITY, "(1 + #{random subspaces with E_U >= E_T}) / (R' + 1)",
-           "p-value"),
+           "p-values"),
     Column("random_energy_shares", "Energy share E_U of each uniformly random k-subspace of R^d (a list, in "
-           "rows.jsonl only)", _U.FRACTION, concept="p-value"),
+           "rows.jsonl only)", _U.FRACTION, concept="p-values"),
     Column("chance_std", "Standard deviation of a uniformly random k-subspace's energy share for these gradients",
-           _U.FRACTION, "sqrt(2k(d-k) / (d(d-1)(d+2)) (tr S² / (tr S)² - 1/d))", "p-value"),
+           _U.FRACTION, "sqrt(2k(d-k) / (d(d-1)(d+2)) (tr S² / (tr S)² - 1/d))", "p-values"),
     Column("z_score", "How many null standard deviations E_T sits above chance (a scale, not a test)", _U.RATIO,
-           "(E_T - k/d) / chance_std", "p-value"),
+           "(E_T - k/d) / chance_std", "p-values"),
     Column("oracle_energy_share", "Energy share of the top-k eigenvectors of G^T G, the most any rank-k "
            "subspace holds", _U.FRACTION, "sum of the k largest eigenvalues of G^T G / ‖G‖_F²",
            "oracle-and-anisotropy-capture"),
     Column("anisotropy_capture", "Where the tangent sits between chance (0) and the oracle (1)", _U.FRACTION,
            "(E_T - k/d) / (oracle - k/d)", "oracle-and-anisotropy-capture"),
     # isotropy of the gradients
-    Column("isoscore_star", "IsoScore* of the gradient cloud G", _U.ISOSCORE, concept="isoscore"),
+    Column("isoscore_star", "IsoScore* of the gradient cloud G", _U.ISOSCORE, concept=_ISOSCORE),
     Column("isoscore_star_without_tangent", "IsoScore* of G with the tangent projected out, in its complement",
-           _U.ISOSCORE, "IsoScore*(G (I - Q_T Q_T^T))", "isoscore"),
+           _U.ISOSCORE, "IsoScore*(G (I - Q_T Q_T^T))", _ISOSCORE),
     Column("isoscore_star_without_controls", "IsoScore* of G with each control projected out (a list)",
-           _U.ISOSCORE, concept="isoscore"),
+           _U.ISOSCORE, concept=_ISOSCORE),
     Column("delta_isoscore_star", "How much more isotropic G becomes when the tangent is projected out",
-           _U.ISOSCORE_DELTA, "IsoScore*(G without Q_T) - IsoScore*(G)", "isoscore"),
+           _U.ISOSCORE_DELTA, "IsoScore*(G without Q_T) - IsoScore*(G)", _ISOSCORE),
     Column("delta_isoscore_star_controls", "The same difference for each control (a list, in rows.jsonl only)",
-           _U.ISOSCORE_DELTA, concept="isoscore"),
+           _U.ISOSCORE_DELTA, concept=_ISOSCORE),
     Column("delta_isoscore_star_controls_mean", "Mean over the controls of IsoScore*(G without the control) - "
-           "IsoScore*(G)", _U.ISOSCORE_DELTA, concept="isoscore"),
+           "IsoScore*(G)", _U.ISOSCORE_DELTA, concept=_ISOSCORE),
     Column("anisotropy_share", "How much more isotropic G becomes when the tangent, rather than a normal control, "
            "is projected out: the headline of the IsoScore* side", _U.ISOSCORE_DELTA,
-           "Delta IsoScore*_T - mean Delta IsoScore*_N", "isoscore"),
+           "Delta IsoScore*_T - mean Delta IsoScore*_N", _ISOSCORE),
     Column("anisotropy_share_p_value", "Rank p-value of the tangent's Delta IsoScore* among the controls' "
-           "(approximate, like p_value)", _U.PROBABILITY, concept="isoscore"),
+           "(approximate, like p_value)", _U.PROBABILITY, concept=_ISOSCORE),
     Column("isoscore_convention", "Where Delta IsoScore* is computed: complement (in the (d - k)-dimensional "
-           "complement) or ambient (in R^d)", _U.TEXT, concept="isoscore"),
-    Column("isoscore_zeta", "IsoScore* shrinkage zeta", _U.FRACTION, concept="isoscore"),
+           "complement) or ambient (in R^d)", _U.TEXT, concept=_ISOSCORE),
+    Column("isoscore_zeta", "IsoScore* shrinkage zeta", _U.FRACTION, concept=_ISOSCORE),
     Column("isoscore_c0", "IsoScore* shrinkage target (scaled_identity, identity, pooled or given)", _U.TEXT,
-           concept="isoscore"),
+           concept=_ISOSCORE),
     # energy by token bucket
     Column("frequency_buckets", "Token frequency buckets: types ranked by count, cut at cumulated shares of all "
            "occurrences (a list, in rows.jsonl only)", _U.TEXT),
@@ -190,7 +191,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("position_control_share", "The controls' mean share within each position bucket (a list)", _U.FRACTION),
     Column("position_n_tokens", "Probed tokens in each position bucket (a list)", _U.COUNT),
     Column("delta_isoscore_star_p_value", "p-value of the tangent's Delta IsoScore* against the controls'",
-           _U.PROBABILITY, "(1 + #{controls with Delta_N >= Delta_T}) / (R + 1)", "isoscore"),
+           _U.PROBABILITY, "(1 + #{controls with Delta_N >= Delta_T}) / (R + 1)", _ISOSCORE),
     # probe settings and bookkeeping
     Column("objective", "Training objective whose loss gives the gradients (causal_lm, masked_lm, ...)", _U.TEXT,
            concept="which-gradient"),
@@ -288,7 +289,7 @@ def describe(name: str) -> Column | None:
     for suffix, how in ADJUSTED_SUFFIXES.items():
         base = _BY_NAME.get(name.removesuffix(suffix)) if name.endswith(suffix) else None
         if base is not None:
-            return Column(name, f"{base.name} {how}", base.unit, concept="p-value")
+            return Column(name, f"{base.name} {how}", base.unit, concept="p-values")
     return None
 
 
