@@ -35,10 +35,12 @@ import numpy as np
 import torch
 from interpreto import ModelWithSplitPoints
 from interpreto.concepts import TopKInputs
+from transformers.utils import logging as transformers_logging
 
 import interpreto_anisotropy as ia
 
 torch.set_num_threads(1)
+transformers_logging.disable_progress_bar()  # Interpreto's own loads below would print a "Loading weights" bar
 warnings.filterwarnings("ignore", message=".*(converge|dropped|atoms).*")  # iterative methods on a tiny budget
 
 run = ia.demo.train_toy(
