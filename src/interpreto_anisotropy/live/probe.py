@@ -83,7 +83,8 @@ class TrainingProbe:
             float64 moments (d^2 x 8 bytes each; an "early" or "refit" schedule whose moments would exceed it is
             refused when the width d is known) and, in what is left, their float32 gradient rows, which give them
             a bootstrap interval (beyond, the later windows keep their moments only, with a warning).
-        flush_seconds: Write rows.jsonl at most this often (always when detaching; 0: at every window).
+        flush_seconds: Append the closed windows' rows to rows.jsonl at most this often (always when detaching; 0: at
+            every window).
         overwrite: Start afresh when `results_dir` holds results with other settings.
 
     Raises:
