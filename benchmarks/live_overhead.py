@@ -9,12 +9,14 @@ inside the probe (its hook's work during the backward, and `step()`, where windo
 as a share of the plain step: on a shared machine it is the steadier figure. A step is what training does:
 forward with labels, backward, AdamW step, zeroing the gradients. The probe scores a given tangent (k=16) against 20
 controls at one middle split point, writes rows to a results directory, and closes a window every step or every 10
-steps (each close runs the probe's statistics: eigenvalues, IsoScore*, the bootstrap). Also measured: the early
-phase (activation moments for the tangent fit, windows kept for retrospective scoring), and the resident memory
-over many steps of a small model.
+steps (each close runs the probe's statistics: eigenvalues, IsoScore*, the bootstrap). Each configuration is
+run `--repeats` times on fresh models; the table gives the median over the repeats of each run's median pair
+ratio and of its time inside the probe. Also measured: the early phase (activation moments for the tangent fit,
+windows kept for retrospective scoring), the resident memory over many steps of a small model, and the cost of
+writing a window's rows to rows.jsonl as the file grows to 1,000 windows.
 
 Usage:
-    python benchmarks/live_overhead.py [--steps 24] [--memory-steps 1000] [--threads 1]
+    python benchmarks/live_overhead.py [--steps 24] [--repeats 3] [--memory-steps 1000] [--threads 1]
     python benchmarks/live_overhead.py --device cuda --hidden 768 --layers 12 --vocab 50304 --batch 8 --length 512
 """
 
@@ -60,9 +62,23 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ids: torch.Tensor, probe=None) -> float:
+def _now() -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process): with one torch thread the CPU time is the work done, which other
+    jobs on a shared machine inflate far less than the wall time."""
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: tuple[float, float]) -> tuple[float, float]:
+    wall, cpu = _now()
+    return wall - start[0], cpu - start[1]
+
+
+def step(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, ids: torch.Tensor, probe=None
+) -> tuple[float, float]:
+    """One training step; returns its (wall, CPU) seconds."""
     _synchronize(ids.device)
-    start = time.perf_counter()
+    start = _now()
     loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=ids).loss
     torch.autograd.backward(loss)  # not loss.backward(): nnsight patches Tensor.backward (see demo.train)
     optimizer.step()
@@ -70,37 +86,64 @@ def step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ids: torch.Te
     if probe is not None:
         probe.step()
     _synchronize(ids.device)
-    return time.perf_counter() - start
+    return _since(start)
 
 
 class _Timed:
-    """Seconds spent inside the probe: its hook's work in the backward, and `step()` (window closes)."""
+    """(wall, CPU) seconds spent inside the probe: its hook's work in the backward, and `step()` (window closes)."""
 
     def __init__(self, probe: ia.TrainingProbe):
-        self.seconds = 0.0
+        self.seconds = [0.0, 0.0]
         for name in ("_on_read", "step"):
             setattr(probe, name, self._wrap(getattr(probe, name)))
 
     def _wrap(self, method):
         def timed(*args, **kwargs):
-            start = time.perf_counter()
+            start = _now()
             try:
                 return method(*args, **kwargs)
             finally:
-                self.seconds += time.perf_counter() - start
+                for index, value in enumerate(_since(start)):
+                    self.seconds[index] += value
 
         return timed
 
 
 def overhead(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
-    """Probed step / plain step on the same batch, pair by pair (order alternated), and the probe's own time."""
+    """`overhead_once` repeated `args.repeats` times: the medians over the runs of its figures."""
+    runs = [overhead_once(args, every=every, tangent=tangent) for _ in range(args.repeats)]
+
+    def median(key: str, digits: int = 4) -> float:
+        return round(statistics.median(run[key] for run in runs), digits)
+
+    return {
+        "every": every,
+        "tangent": tangent,
+        "plain_step_s": median("plain_step_s", 3),
+        "ratio_wall": median("ratio_wall"),
+        "ratio_wall_of_each_run": [round(run["ratio_wall"], 4) for run in runs],
+        "ratio_cpu": median("ratio_cpu"),
+        "ratio_cpu_of_each_run": [round(run["ratio_cpu"], 4) for run in runs],
+        "probe_ms_per_step": median("probe_ms_per_step", 2),
+        "probe_share_of_plain_step_wall": median("share_wall"),
+        "probe_share_of_plain_step_cpu": median("share_cpu"),
+        "windows": runs[0]["windows"],
+    }
+
+
+def overhead_once(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
+    """Probed step / plain step on the same batch, pair by pair (order alternated), and the probe's own time.
+
+    Ratios are medians over the pairs, of wall and of CPU time; the time inside the probe is a mean per step (a
+    window every 10 steps costs at the tenth), as a share of the plain step's median.
+    """
     hidden, layers = args.hidden, args.layers
     plain = build(hidden, layers, args.vocab).to(args.device)
     probed = copy.deepcopy(plain)
     data = [ids.to(args.device) for ids in batches(args.vocab, args.batch, args.length, 8)]
     optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-4) for model in (plain, probed)]
     options = {"tangent": ia.Subspace.random(hidden, 16, seed=0)} if tangent == "given" else {"early_steps": 10**6}
-    ratios, plain_times, inside = [], [], []
+    pairs, inside = [], []
     with tempfile.TemporaryDirectory() as folder:
         probe = ia.TrainingProbe(
             probed, layers // 2, every=every, n_controls=20, results_dir=folder, max_pending_bytes=2**40, **options
@@ -109,7 +152,7 @@ def overhead(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
         with probe:
             for index in range(args.steps + 2):
                 ids = data[index % len(data)]
-                before = timer.seconds
+                before = list(timer.seconds)
                 if index % 2:
                     probed_time = step(probed, optimizers[1], ids, probe)
                     plain_time = step(plain, optimizers[0], ids)
@@ -117,21 +160,18 @@ def overhead(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
                     plain_time = step(plain, optimizers[0], ids)
                     probed_time = step(probed, optimizers[1], ids, probe)
                 if index >= 2:  # warm-up
-                    ratios.append(probed_time / plain_time)
-                    plain_times.append(plain_time)
-                    inside.append(timer.seconds - before)
+                    pairs.append((probed_time, plain_time))
+                    inside.append([now - then for now, then in zip(timer.seconds, before, strict=True)])
         windows = len(probe.rows) + sum(len(point.pending) for point in probe.points.values())
-    plain_median = statistics.median(plain_times)
-    return {
-        "every": every,
-        "tangent": tangent,
-        "plain_step_s": round(plain_median, 3),
-        "ratio_median_of_pairs": round(statistics.median(ratios), 4),
-        "ratio_quartiles": [round(value, 3) for value in statistics.quantiles(ratios, n=4)],
-        "probe_s_per_step": round(sum(inside) / len(inside), 4),
-        "probe_share_of_plain_step": round(sum(inside) / len(inside) / plain_median, 4),
-        "windows": windows,
-    }
+    figures = {"windows": windows}
+    for clock, name in enumerate(("wall", "cpu")):
+        plain_median = statistics.median(pair[1][clock] for pair in pairs)
+        inside_mean = sum(part[clock] for part in inside) / len(inside)
+        figures[f"ratio_{name}"] = statistics.median(pair[0][clock] / pair[1][clock] for pair in pairs)
+        figures[f"share_{name}"] = inside_mean / plain_median
+        if name == "wall":
+            figures["plain_step_s"], figures["probe_ms_per_step"] = plain_median, 1000 * inside_mean
+    return figures
 
 
 def resident_mib() -> float:
@@ -157,10 +197,44 @@ def memory(args: argparse.Namespace) -> dict:
     return {"resident_mib_at_step": marks, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def rows_write(args: argparse.Namespace) -> dict:
+    """Seconds to write one window's row to rows.jsonl (`flush_seconds=0`: every window written) as the file grows.
+
+    The rows are those of a real window (d=64 toy run), with their step changed; the median over each block of
+    windows is given, so a cost that grows with the file shows as a rising series.
+    """
+    from interpreto_anisotropy.live.store import LiveStore
+
+    model = build(64, 2, 512)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = batches(512, 4, 32, 1)[0]
+    with ia.TrainingProbe(model, 1, tangent=ia.Subspace.random(64, 8, seed=0)) as probe:
+        step(model, optimizer, ids, probe)
+    template = probe.rows[0]
+    seconds = []
+    with tempfile.TemporaryDirectory() as folder:
+        store = LiveStore(folder, dict(probe.config), overwrite=True, flush_seconds=0)
+        for index in range(args.windows):
+            row = {**template, "step": index, "checkpoint": f"live-{index}"}
+            start = time.perf_counter()
+            store.add([row])
+            seconds.append(time.perf_counter() - start)
+        store.close()
+    block = max(1, args.windows // 10)
+    marks = {
+        f"windows {start + 1}-{start + block}": round(1000 * statistics.median(seconds[start : start + block]), 3)
+        for start in range(0, args.windows, block)
+    }
+    return {"row_bytes": len(json.dumps(template)) + 1, "median_ms_per_window_write": marks}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each configuration (medians reported)")
     parser.add_argument("--memory-steps", type=int, default=1000)
+    parser.add_argument("--windows", type=int, default=1000, help="windows written in the rows.jsonl measurement")
+    parser.add_argument("--only", choices=["overhead", "memory", "rows"], help="run one measurement only")
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=16384)
@@ -175,13 +249,17 @@ def main() -> None:
         "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
         "torch": torch.__version__,
         "shape": f"GPT-NeoX d={args.hidden}, {args.layers} layers, vocab {args.vocab}, batch {args.batch}x{args.length}",
-        "runs": [
+    }
+    if args.only in (None, "overhead"):
+        results["runs"] = [
             overhead(args, every=1, tangent="given"),
             overhead(args, every=10, tangent="given"),
             overhead(args, every=1, tangent="early"),
-        ],
-        "memory": memory(args),
-    }
+        ]
+    if args.only in (None, "memory"):
+        results["memory"] = memory(args)
+    if args.only in (None, "rows"):
+        results["rows_write"] = rows_write(args)
     print(json.dumps(results, indent=1))
 
 

@@ -172,3 +172,20 @@ def test_options_in_range_are_parsed():
     args = build_parser().parse_args(arguments)
     assert (args.max_fit_tokens, args.seed, args.early_fraction, args.steps) == (1, 2**32 - 1, 1.0, [0, 8])
     assert (args.max_tokens, args.batch_size, args.n_controls, args.nb_concepts) == (None, 8, 20, 16)
+
+
+@pytest.mark.slow
+def test_demo_trains_with_a_live_probe_and_reports_it_next_to_the_sweep(tmp_path, monkeypatch, capsys):
+    """A 4-step demo (a window every step) on a few texts: live rows next to the sweep's, one row per step, and the
+    report's live figure drawn from them."""
+    import interpreto_anisotropy as ia
+
+    corpus = ia.demo.load_corpus
+    monkeypatch.setattr(ia.demo, "load_corpus", lambda split, **kwargs: corpus(split, **kwargs)[:8])
+    assert main(["demo", "--steps", "4", "--out", str(tmp_path), "--n-controls", "5", "--no-progress"]) == 0
+    assert "4 live windows" in capsys.readouterr().out
+    live, sweep = ia.SweepResult.load(tmp_path / "live"), ia.SweepResult.load(tmp_path / "sweep")
+    assert live.steps == [0, 1, 2, 3] and {row["source"] for row in live.rows} == {"live"}
+    assert live.split_points == sweep.split_points and live.config["seed"] == sweep.config["seed"] == 0
+    assert (tmp_path / "report" / "figures" / "live.png").exists()
+    assert 'id="figure-live"' in (tmp_path / "report" / "index.html").read_text()

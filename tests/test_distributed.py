@@ -120,23 +120,29 @@ def test_distributed_sweep_equals_the_single_process_sweep(parallel, toy_checkpo
 @pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
 def test_live_probe_under_data_parallel_training_equals_the_post_hoc_probe(toy_checkpoints, texts, tmp_path):
     """2 gloo ranks train a DDP model, each on its micro-batch; each window equals the probe of both micro-batches
-    (rank 0's, then rank 1's) with the weights of that step, run in one process."""
+    (rank 0's, then rank 1's) with the weights of that step, run in one process. So does a window scored
+    retrospectively once the early tangent was fitted on both ranks' activations, its bootstrap interval included."""
     checkpoint = str(toy_checkpoints.checkpoints[-1])
     out = tmp_path / "live.json"
     _torchrun({"mode": "live", "checkpoint": checkpoint, "texts": texts[:12], "out": str(out)}, tmp_path)
     rows = json.loads(out.read_text())
-    assert [row["step"] for row in rows] == [0, 1]
+    early_rows = json.loads(Path(f"{out}.early").read_text())
+    assert [row["step"] for row in rows] == [0, 1] and [row["retrospective"] for row in early_rows] == [True, False]
     model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, checkpoint), device="cpu")
     model = model.double()
-    tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=0)
-    for step, row in enumerate(rows):
+    tangents = {
+        "given": ia.Subspace.random(model.config.hidden_size, 4, seed=0),
+        "early": ia.Subspace.load(f"{out}.tangent.safetensors"),
+    }
+    for step in range(2):
         model.load_state_dict(torch.load(f"{out}.step{step}.pt"))
         batches = [
             micro_batch(tokenizer, texts[(2 * step + rank) * 3 : (2 * step + rank + 1) * 3], start=0)
             for rank in (0, 1)
         ]
         mwsp = ModelWithSplitPoints(model.eval(), split_point=1, tokenizer=tokenizer, batch_size=3)
-        reference = ia.GradientProbe(mwsp, objective="causal_lm").run(
-            probe_inputs(batches), tangent, n_controls=5, seed=0, progress=False
-        )
-        assert_same_window(row, reference)
+        for row, tangent in ((rows[step], tangents["given"]), (early_rows[step], tangents["early"])):
+            reference = ia.GradientProbe(mwsp, objective="causal_lm").run(
+                probe_inputs(batches), tangent, n_controls=5, seed=0, progress=False
+            )
+            assert_same_window(row, reference)

@@ -6,7 +6,8 @@ ignored, non-finite micro-batches, the results directory read by `SweepResult`, 
 
 Recomputed another way: the early tangent is a PCA (`PCATangent`) of the activations the post-hoc probe reads on
 the same batches and weights; a retrospective window equals the same window scored with that tangent given from
-the start (per-sequence energies instead of G^T G, to float32 rounding); rows on disk equal the rows in memory.
+the start, bootstrap interval included (the rows it kept give the same per-sequence energies); without room for
+its rows, its shares from G^T G equal them still; rows on disk equal the rows in memory.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ import json
 import numpy as np
 import pytest
 import torch
-from helpers.live_kit import float64_copy, micro_batch, probe_inputs, run_windows, train_step
+from helpers.live_kit import (
+    COMPARED,
+    float64_copy,
+    micro_batch,
+    probe_inputs,
+    relative_error,
+    run_windows,
+    train_step,
+)
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
@@ -47,7 +56,7 @@ def test_early_tangent_is_the_pca_of_the_early_activations_and_scores_earlier_wi
     )
     assert [row["step"] for row in rows] == [0, 1, 2, 3]
     assert [row["retrospective"] for row in rows] == [True, True, False, False]
-    assert rows[0]["ci_low"] is None and rows[2]["ci_low"] is not None
+    assert all(row["ci_low"] < row["energy_share"] < row["ci_high"] for row in rows)
     # The tangent: a PCA of the rows the probe reads on the same batches with the weights of steps 0 and 1.
     activations = []
     for snapshot, batches in zip(snapshots[:2], steps[:2], strict=True):
@@ -61,7 +70,8 @@ def test_early_tangent_is_the_pca_of_the_early_activations_and_scores_earlier_wi
             train_step(twin, probe, batches, optimizer)
         fitted = probe.points["gpt_neox.layers.1"].schedule.tangent
     assert np.max(fitted.principal_angles(expected)) < 1e-3
-    # A retrospective window equals the same window scored with that tangent given from the start.
+    # A retrospective window equals the same window scored with that tangent given from the start: its shares, its
+    # statistics, and its bootstrap interval (the same sequences' energies, resampled with the same seed).
     given_rows, _ = run_windows(
         float64_copy(gpt_neox_training_model)[0],
         tokenizer,
@@ -69,8 +79,36 @@ def test_early_tangent_is_the_pca_of_the_early_activations_and_scores_earlier_wi
         lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, tangent=fitted, n_controls=20),
     )
     for live, given in zip(rows, given_rows, strict=True):
-        assert live["energy_share"] == pytest.approx(given["energy_share"], rel=1e-5)
-        assert np.allclose(live["control_energy_shares"], given["control_energy_shares"], rtol=1e-5)
+        for name in (*COMPARED, "random_energy_shares", "p_value", "p_value_exact"):
+            assert relative_error(live[name], given[name]) < 1e-6, name
+
+
+def test_retrospective_windows_without_room_for_their_rows_have_no_interval(gpt_neox_training_model, texts):
+    """When max_pending_bytes holds the windows' moments but not their rows, the later windows keep their moments
+    only (a warning says so): the same shares from G^T G, no interval."""
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    steps = _steps(tokenizer, texts, 3)
+    moments = 2 * 64 * 64 * 8  # two windows await the tangent
+    rows_of_a_window = 4 * max(batch["input_ids"].shape[1] for [batch] in steps[:2]) * 64 * 4
+    with pytest.warns(UserWarning, match="moments only"):
+        rows, _ = run_windows(
+            model,
+            tokenizer,
+            steps,
+            lambda m: ia.TrainingProbe(
+                m, 1, tokenizer=tokenizer, nb_concepts=K, early_steps=2, max_pending_bytes=moments + rows_of_a_window
+            ),
+        )
+    assert [row["ci_low"] is None for row in rows] == [False, True, False]
+    kept_all, _ = run_windows(
+        float64_copy(gpt_neox_training_model)[0],
+        tokenizer,
+        steps,
+        lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, nb_concepts=K, early_steps=2),
+    )
+    for without, kept in zip(rows, kept_all, strict=True):
+        assert relative_error(without["energy_share"], kept["energy_share"]) < 1e-6
+        assert relative_error(without["control_energy_shares"], kept["control_energy_shares"]) < 1e-6
 
 
 def test_refit_every_two_steps(gpt_neox_training_model, texts):

@@ -513,3 +513,44 @@ def test_the_report_says_when_the_p_value_floor_is_too_coarse_for_holm(tmp_path)
     curve = len([row for row in rows if (row["split_point"], row["tangent"]) == (SPLITS[0], TANGENTS[0])])
     if curve / (R + 1) > 0.05:
         assert f"ask for n_controls={math.ceil(curve / 0.05) - 1} or more" in page
+
+
+# ---------------------------------------------------------------------------------------------------- live rows
+def test_live_figure_draws_the_live_rows_next_to_the_sweep_and_the_report_shows_it(result, tmp_path, capsys):
+    from interpreto_anisotropy.visualizations.live import plot_live_vs_sweep
+
+    live_rows = [
+        {**row, "source": "live", "checkpoint": f"live-{row['step']}"}
+        for row in make_rows(steps=[0, 3, 6, 9, 12, 15, 18, 21], splits=[SPLITS[1]], tangents=["early"], seed=1)
+    ]
+    live = SweepResult(live_rows, {"live": True})
+    figure = plot_live_vs_sweep(live, result)
+    [ax] = figure.axes
+    assert ax.get_title().endswith(SPLITS[1])
+    steps, energy = finite(live_rows, "energy_share")
+    line = by_gid(ax, "live_energy:early")
+    np.testing.assert_array_equal(line.get_xdata(), steps)
+    np.testing.assert_allclose(line.get_ydata(), energy)
+    band = by_gid(ax, "live_band:early").get_paths()[0].vertices
+    with_controls = [row["control_energy_shares"] for row in live_rows if row["control_energy_shares"]]
+    assert band[:, 1].min() == pytest.approx(min(map(min, with_controls)))
+    assert band[:, 1].max() == pytest.approx(max(map(max, with_controls)))
+    sweep_rows = rows_of(result, SPLITS[1], "early")
+    points = by_gid(ax, "sweep_energy:early")
+    np.testing.assert_array_equal(points.get_xdata(), finite(sweep_rows, "energy_share")[0])
+    np.testing.assert_allclose(np.asarray(points.get_ydata(), float), finite(sweep_rows, "energy_share")[1])
+    np.testing.assert_allclose(
+        by_gid(ax, "sweep_control_mean:early").get_ydata(), finite(sweep_rows, "control_mean")[1]
+    )
+    with pytest.raises(EmptyInputError, match="share no split point"):
+        plot_live_vs_sweep(SweepResult([{**row, "split_point": "elsewhere"} for row in live_rows], {}), result)
+    # The report (and the CLI's `report --live`) adds the figure after the energy figure.
+    sweep_dir = _results_dir(tmp_path / "sweep", result.rows)
+    live_dir = _results_dir(tmp_path / "live", live_rows)
+    assert main(["report", str(sweep_dir), "--live", str(live_dir), "--out", str(tmp_path / "report")]) == 0
+    assert "report:" in capsys.readouterr().out
+    assert (tmp_path / "report" / "figures" / "live.png").read_bytes().startswith(PNG_SIGNATURE)
+    page = (tmp_path / "report" / "index.html").read_text()
+    figure_ids = re.findall(r'<figure id="figure-([a-z_]+)"', page)
+    assert figure_ids[:2] == ["energy", "live"] and len(figure_ids) == len(plotting.FIGURES) + 1
+    assert "live probe" in page

@@ -100,9 +100,9 @@ print({key: round(value, 4) for key, value in logged[-1].items() if key.startswi
 # The rows are in `results_dir` in the schema of a checkpoint sweep (`source` "live"), so `ia.SweepResult` reads
 # them, plots them and writes their report as it does for a sweep. A window's `step` is the optimizer step of the
 # weights its gradients were taken with: the window of step 20 used the weights that `checkpoint-20` holds. The
-# windows of the first 30 steps closed before the tangent existed: their gradient moments G^T G were kept and
-# scored once it was fitted (`retrospective`, without a bootstrap interval, since that needs each sequence's
-# energies).
+# windows of the first 30 steps closed before the tangent existed: they kept their gradient moments G^T G and
+# their gradient rows, and were scored once it was fitted (`retrospective`), bootstrap interval included, exactly
+# as they would have been with that tangent from the start.
 
 # %%
 live = ia.SweepResult.load(OUT / "live")

@@ -3,10 +3,11 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The `interpreto-anisotropy` command: `demo`, `sweep` and `report`.
 
-interpreto-anisotropy demo                      # train a toy GPT-NeoX with checkpoints, sweep it, write a report
+interpreto-anisotropy demo                      # train a toy GPT-NeoX with checkpoints and a live probe, sweep it, report
 interpreto-anisotropy sweep --model runs/demo/toy --split-point 1 --corpus stdlib --out runs/demo/cli-sweep
 interpreto-anisotropy sweep --pythia 160m --steps 0,1000,8000,143000 --split-point 6 --texts t.txt --out out/
 interpreto-anisotropy report runs/toy/sweep     # rebuild the report of a finished or partial sweep
+interpreto-anisotropy report runs/demo/sweep --live runs/demo/live   # ... with a live run drawn next to it
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class Corpus(str, Enum):
 CORPUS_FIT_TEXTS = 160
 CORPUS_PROBE_TEXTS = 80
 CORPUS_MAX_CHARS = 600
+
+#: Windows of the demo's live probe over its training (a window every 10 steps of the default 300).
+DEMO_LIVE_WINDOWS = 30
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -360,10 +364,11 @@ def _add_demo_command(commands: Any) -> None:
     demo = commands.add_parser(
         "demo",
         formatter_class=_HelpFormatter,
-        help="train a toy GPT-NeoX with checkpoints on stdlib docstrings, sweep it, write the report",
+        help="train a toy GPT-NeoX with checkpoints and a live probe on stdlib docstrings, sweep it, write the report",
         description="Trains a tiny GPT-NeoX (a Pythia miniature) on docstrings of the Python standard library, "
-        "saving Pythia-like log-spaced checkpoints, then runs the paper's protocol on them and writes an HTML "
-        "report. Offline; a few minutes on 2 CPU cores.",
+        f"saving Pythia-like log-spaced checkpoints, with a live probe measuring the training gradients in "
+        f"{DEMO_LIVE_WINDOWS} windows, then runs the paper's protocol on the checkpoints and writes an HTML report "
+        "showing both. Offline; a few minutes on 2 CPU cores.",
     )
     demo.add_argument("--out", default="runs/demo", help="output folder")
     demo.add_argument("--steps", type=parse_positive_int, default=300, help="training steps")
@@ -511,6 +516,9 @@ def _add_report_command(commands: Any) -> None:
     )
     report.add_argument("dir", help="the sweep's results folder")
     report.add_argument("--out", help="report folder (default: DIR/report)")
+    report.add_argument(
+        "--live", help="results folder of a live probe of the same training: its curve is drawn next to the sweep"
+    )
 
 
 def _checkpoints(args: argparse.Namespace):
@@ -660,16 +668,33 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 def _run_demo(args: argparse.Namespace) -> int:
     from .demo import load_corpus, train_toy
+    from .sweeps.result import SweepResult
     from .sweeps.runner import CheckpointSweep
 
     start = time.perf_counter()
     out = Path(args.out)
     progress = not args.no_progress
-    print(f"[1/3] training a toy GPT-NeoX for {args.steps} steps with log-spaced checkpoints -> {out / 'toy'}")
-    run = train_toy(
-        out / "toy", steps=args.steps, seed=args.seed, device=args.device, overwrite=True, progress=progress
+    every = max(1, args.steps // DEMO_LIVE_WINDOWS)
+    print(
+        f"[1/3] training a toy GPT-NeoX for {args.steps} steps with log-spaced checkpoints -> {out / 'toy'}, and a "
+        f"live probe of its gradients every {every} step(s) -> {out / 'live'}"
     )
-    print(f"      loss {run.losses[0]:.3f} -> {run.losses[-1]:.3f}, {len(run.checkpoints)} checkpoints")
+    live = {
+        "split_points": 1,
+        "results_dir": out / "live",
+        "every": every,
+        "nb_concepts": args.nb_concepts,
+        "n_controls": args.n_controls,
+        "seed": args.seed,
+    }
+    run = train_toy(
+        out / "toy", steps=args.steps, seed=args.seed, device=args.device, overwrite=True, progress=progress, live=live
+    )
+    live_rows = SweepResult.load(run.live_results)
+    print(
+        f"      loss {run.losses[0]:.3f} -> {run.losses[-1]:.3f}, {len(run.checkpoints)} checkpoints, "
+        f"{len(live_rows.rows)} live windows"
+    )
     fit_texts = [text for text in load_corpus("fit", progress=progress) if len(text) <= 600][:160]
     probe_texts = [text for text in load_corpus("probe", progress=progress) if len(text) <= 600][:80]
     print(f"[2/3] sweeping: k={args.nb_concepts}, {args.n_controls} controls, reference tangent on early checkpoints")
@@ -689,8 +714,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         progress=progress,
     )
     table = sweep.run()
-    print("[3/3] writing the report")
-    report = table.report(out / "report")
+    print("[3/3] writing the report (the sweep, and the live curve next to it)")
+    report = table.report(out / "report", live=live_rows if live_rows.rows else None)
     print(table.summary_table())
     print(f"\nreport: {report}\nwall time: {time.perf_counter() - start:.0f} s")
     return 0
@@ -700,8 +725,9 @@ def _run_report(args: argparse.Namespace) -> int:
     from .sweeps.result import SweepResult
 
     table = SweepResult.load(args.dir)
+    live = SweepResult.load(args.live) if args.live else None
     print(table.summary_table())
-    print(f"report: {table.report(args.out or Path(args.dir) / 'report')}")
+    print(f"report: {table.report(args.out or Path(args.dir) / 'report', live=live)}")
     return 0
 
 

@@ -74,7 +74,10 @@ def _live(args: dict) -> None:
     tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=0)
     texts, micro, rank = args["texts"], 3, distributed.rank()
     probe = ia.TrainingProbe(parallel, 1, tokenizer=tokenizer, tangent=tangent, reduction="mean", n_controls=5)
-    with probe:
+    early = ia.TrainingProbe(  # the tangent fitted after step 0: window 0 scored retrospectively, with its interval
+        parallel, 1, tokenizer=tokenizer, early_steps=1, nb_concepts=4, reduction="mean", n_controls=5
+    )
+    with probe, early:
         for step in range(2):
             if rank == 0:
                 torch.save(model.state_dict(), f"{args['out']}.step{step}.pt")
@@ -87,9 +90,13 @@ def _live(args: dict) -> None:
             optimizer.step()
             optimizer.zero_grad()
             probe.step()
+            early.step()
     if rank == 0:
         with open(args["out"], "w") as handle:
             json.dump(probe.rows, handle)
+        with open(f"{args['out']}.early", "w") as handle:
+            json.dump(early.rows, handle)
+        early.points["gpt_neox.layers.1"].schedule.tangent.save(f"{args['out']}.tangent.safetensors")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ N_CONTROLS = 20
 COMPARED = (
     "energy_share",
     "control_energy_shares",
+    "random_energy_shares",
     "oracle_energy_share",
     "isoscore_star",
     "isoscore_star_without_tangent",

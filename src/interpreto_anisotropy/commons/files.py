@@ -2,7 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Atomic file writes: a crash or a kill never leaves half a file behind, the old version stays until the new one
-is complete."""
+is complete. Appends that a failed write never leaves half done, for files that grow line by line."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ResultsStoreError
 
-__all__ = ["write_atomically", "default_file_mode", "give_default_modes"]
+__all__ = ["write_atomically", "append_whole", "cut_unterminated_tail", "default_file_mode", "give_default_modes"]
 
 
 def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
@@ -58,6 +58,79 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
             raise _unwritable(path, error) from error
         raise
     return path
+
+
+def append_whole(path: str | os.PathLike, data: str) -> Path:
+    """Append `data` (whole lines) to `path` and flush it to disk; on a failed write, cut the file back to its size.
+
+    The bytes already in the file are never touched: appending costs the size of `data`, however long the file.
+    A write that fails (a full disk) or is interrupted by an exception leaves the file as it was; only a process
+    killed in the middle of the write (or a power cut) can leave a last line unterminated, which
+    `cut_unterminated_tail` removes.
+
+    Args:
+        path: The file (created with `default_file_mode` if missing).
+        data: Text ending with a newline, written as UTF-8.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ResultsStoreError: The file cannot be written, naming it; the file is left as it was.
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> target = pathlib.Path(tempfile.mkdtemp()) / "rows.jsonl"
+        >>> _ = append_whole(target, '{"step": 0}\\n'); append_whole(target, '{"step": 1}\\n').read_text()
+        '{"step": 0}\\n{"step": 1}\\n'
+    """
+    path = Path(path)
+    payload = data.encode("utf-8")
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, default_file_mode())
+    except OSError as error:
+        raise _unwritable(path, error) from error
+    try:
+        size = os.fstat(descriptor).st_size
+        try:
+            written = 0
+            while written < len(payload):
+                written += os.write(descriptor, payload[written:])
+            os.fsync(descriptor)
+        except BaseException as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, size)
+            if isinstance(error, OSError):
+                raise _unwritable(path, error) from error
+            raise
+    finally:
+        os.close(descriptor)
+    return path
+
+
+def cut_unterminated_tail(path: str | os.PathLike) -> bool:
+    """Remove an unterminated last line from a file written with `append_whole` (a write its writer did not finish).
+
+    Returns:
+        Whether a tail was cut.
+
+    Raises:
+        ResultsStoreError: The file cannot be read or cut.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb+") as handle:
+            data = handle.read()
+            if not data or data.endswith(b"\n"):
+                return False
+            handle.truncate(data.rfind(b"\n") + 1)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        raise _unwritable(path, error) from error
+    return True
 
 
 def default_file_mode() -> int:

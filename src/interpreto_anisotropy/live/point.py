@@ -5,11 +5,16 @@
 
 `LivePoint.add` pools a micro-batch; `LivePoint.close` turns the window into `ProbeSums` over every rank and, with
 the statistics of `GradientProbe` (`build_results`), into rows: at once when the window had a tangent, or once the
-tangent is fitted (retrospectively, from the window's gradient moments).
+tangent is fitted (retrospectively: from the gradient rows the window kept, as a live window; from its gradient
+moments alone, without a bootstrap interval, when they did not fit in the memory allowed).
+
+Memory of the windows awaiting a tangent, per split point: their float64 moments (d^2 x 8 bytes each, reserved for
+every window before the fit) and, in what `max_pending_bytes` leaves, their float32 gradient rows.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +25,10 @@ from ..errors import DegenerateStatisticsWarning, DimensionMismatchError
 from ..probing.objectives import Objective
 from ..probing.statistics import ProbeSums, build_results
 from ..tangents.subspace import Subspace
-from .reduce import reduce_window
+from .reduce import gather_sequence_energy, on_every_rank, reduce_window
 from .rows import live_row
 from .tangents import TangentSchedule
-from .window import WindowSums, retrospective_sums
+from .window import WindowSums, retrospective_sums, scored_sums
 
 __all__ = ["LivePoint", "Statistics"]
 
@@ -41,12 +46,17 @@ class Statistics:
 
 @dataclass
 class _Pending:
-    """A closed window with no tangent yet: its reduced sums and where it lies."""
+    """A closed window with no tangent yet: its reduced sums, the window if it kept its rows, and where it lies."""
 
     sums: ProbeSums
+    window: WindowSums | None
     step: int
     first_step: int
     micro_batches: int
+
+    @property
+    def bytes(self) -> int:
+        return self.window.kept_bytes if self.window is not None else 0
 
 
 class LivePoint:
@@ -57,14 +67,27 @@ class LivePoint:
         path: Its module path.
         schedule: Its tangent schedule.
         statistics: The settings of the statistics.
+        max_pending_bytes: The memory the windows awaiting a tangent may hold at this split point.
+        every: Optimizer steps per window (how many windows await a tangent).
     """
 
-    def __init__(self, layer: int | str, path: str, schedule: TangentSchedule, statistics: Statistics):
+    def __init__(
+        self,
+        layer: int | str,
+        path: str,
+        schedule: TangentSchedule,
+        statistics: Statistics,
+        *,
+        max_pending_bytes: int,
+        every: int,
+    ):
         self.layer, self.path, self.schedule, self.statistics = layer, path, schedule, statistics
+        self.max_pending_bytes, self.every = max_pending_bytes, every
         self.dim: int | None = None
         self.device: torch.device | None = None
         self.window: WindowSums | None = None
         self.pending: list[_Pending] = []
+        self.keep_rows = True  # until the rows of the windows awaiting a tangent outgrow max_pending_bytes
 
     def start(self, dim: int, device: torch.device, first_step: int) -> bool:
         """Learn the split point's width and device from a gradient, and open a window if none is open.
@@ -86,9 +109,21 @@ class LivePoint:
         return fresh
 
     def open(self, first_step: int) -> None:
-        """Open a window scored against the tangent that exists now (moments only if none)."""
+        """Open a window scored against the tangent that exists now (moments and rows, within the bound, if none)."""
         if self.dim is not None:
-            self.window = WindowSums(self.dim, self.device, self.schedule.bases, first_step=first_step)
+            room = self._room_for_rows() if self.schedule.bases is None and self.keep_rows else 0
+            self.window = WindowSums(
+                self.dim, self.device, self.schedule.bases, first_step=first_step, max_kept_bytes=room
+            )
+
+    def moments_bytes(self) -> int:
+        """The memory reserved for the moments of the windows awaiting a tangent (float64 d x d each)."""
+        if self.schedule.fit_until is None or self.dim is None:
+            return 0
+        return math.ceil(self.schedule.fit_until / self.every) * self.dim**2 * 8
+
+    def _room_for_rows(self) -> int:
+        return max(0, self.max_pending_bytes - self.moments_bytes() - sum(pending.bytes for pending in self.pending))
 
     def add(
         self,
@@ -115,29 +150,46 @@ class LivePoint:
         if window is not None and window.reads:
             sums = reduce_window(window.probe_sums(), sharded=sharded)
             if window.bases is not None and sums.moments.count:
+                sums = scored_sums(sums, window.bases)
                 rows.append(self._row(sums, step, window.first_step, window.reads, retrospective=False))
             elif sums.moments.count:
-                self.pending.append(_Pending(sums, step, window.first_step, window.reads))
+                self._await_tangent(window, sums, step, sharded=sharded)
         fitted = self.schedule.fit(step + 1, self.device, sharded=sharded) if self.schedule.due(step + 1) else None
         if fitted is not None:
-            rows.extend(self._score_pending())
+            rows.extend(self._score_pending(sharded=sharded))
         return rows, sums, fitted
 
-    def _score_pending(self) -> list[dict[str, Any]]:
+    def _await_tangent(self, window: WindowSums, sums: ProbeSums, step: int, *, sharded: bool) -> None:
+        """Keep a closed window until the tangent exists (with its rows if every rank kept them all)."""
+        kept = on_every_rank(window.kept is not None, sharded=sharded)
+        if not kept and self.keep_rows:
+            self.keep_rows = False
+            warnings.warn(
+                f"The windows awaiting the tangent at split point '{self.path}' hold more gradient rows than "
+                f"max_pending_bytes leaves them ({self._room_for_rows() / 2**20:.0f} MiB besides the moments): from "
+                f"step {window.first_step} on they keep their moments only, and their rows will have no bootstrap "
+                "interval. Raise max_pending_bytes, use a larger `every` or fewer early steps to keep them.",
+                stacklevel=5,
+            )
+        self.pending.append(_Pending(sums, window if kept else None, step, window.first_step, window.reads))
+
+    def _score_pending(self, *, sharded: bool) -> list[dict[str, Any]]:
         rows = []
-        with warnings.catch_warnings():  # one pseudo-sequence: the interval is NaN by design, not a degenerate input
-            warnings.simplefilter("ignore", DegenerateStatisticsWarning)
-            for pending in self.pending:
-                sums = retrospective_sums(pending.sums, self.schedule.bases)
-                rows.append(
-                    self._row(sums, pending.step, pending.first_step, pending.micro_batches, retrospective=True)
-                )
+        bases = self.schedule.bases
+        for pending in self.pending:
+            energy = None
+            if pending.window is not None:
+                energy = gather_sequence_energy(pending.window.tangent_energies(bases.tangent_block), sharded=sharded)
+            sums = retrospective_sums(pending.sums, bases, energy)
+            rows.append(self._row(sums, pending.step, pending.first_step, pending.micro_batches, retrospective=True))
         self.pending = []
+        self.keep_rows = True
         return rows
 
     def pending_bytes(self) -> int:
-        """Memory held by the windows awaiting a tangent (their float64 moments)."""
-        return len(self.pending) * (self.dim or 0) ** 2 * 8
+        """Memory held by the windows awaiting a tangent (their float64 moments and the rows they kept)."""
+        moments = len(self.pending) * (self.dim or 0) ** 2 * 8
+        return moments + sum(pending.bytes for pending in self.pending)
 
     def _row(self, sums: ProbeSums, step: int, first_step: int, micro_batches: int, *, retrospective: bool) -> dict:
         kind = self.schedule.kind.value

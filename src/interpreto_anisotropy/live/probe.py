@@ -79,9 +79,12 @@ class TrainingProbe:
         on_nonfinite: "raise" or "skip" a micro-batch with non-finite dL/dh (without a gradient scaler).
         include_special: Special tokens are rows too.
         start_step: Optimizer steps already done (a resumed run); rows from that step on are rewritten.
-        max_pending_bytes: Bound on the memory of the windows awaiting a tangent (d^2 x 8 bytes each, per split
-            point); an "early" or "refit" schedule that would exceed it is refused when the width d is known.
-        flush_seconds: Write rows.jsonl at most this often (always when detaching; 0: at every window).
+        max_pending_bytes: Bound on the memory of the windows awaiting a tangent, all split points together: their
+            float64 moments (d^2 x 8 bytes each; an "early" or "refit" schedule whose moments would exceed it is
+            refused when the width d is known) and, in what is left, their float32 gradient rows, which give them
+            a bootstrap interval (beyond, the later windows keep their moments only, with a warning).
+        flush_seconds: Append the closed windows' rows to rows.jsonl at most this often (always when detaching; 0: at
+            every window).
         overwrite: Start afresh when `results_dir` holds results with other settings.
 
     Raises:
@@ -150,7 +153,12 @@ class TrainingProbe:
         schedule = {"nb_concepts": nb_concepts, "n_controls": n_controls, "seed": seed, "fit_until": fit_until}
         self.points = {
             path: LivePoint(
-                layer, path, TangentSchedule(self.kind, path, given=given.get(path), **schedule), self.statistics
+                layer,
+                path,
+                TangentSchedule(self.kind, path, given=given.get(path), **schedule),
+                self.statistics,
+                max_pending_bytes=max_pending_bytes // len(self.layers),
+                every=self.every,
             )
             for path, layer in self.layers.items()
         }
@@ -362,7 +370,7 @@ class TrainingProbe:
         if self.kind is LiveTangent.GIVEN:
             return
         windows = math.ceil(point.schedule.fit_until / self.every)
-        needed = windows * point.dim**2 * 8 * len(self.points)
+        needed = point.moments_bytes() * len(self.points)
         if needed > self.max_pending_bytes:
             raise InvalidInputError(
                 f"Until the tangent is fitted, {windows} window(s) of d={point.dim} keep their float64 gradient "

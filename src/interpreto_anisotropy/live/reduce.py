@@ -3,7 +3,8 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A window's sums over every data-parallel rank: one all-reduce of the counters and the moments, one gather of the
 per-sequence energies (rank 0's sequences first, then rank 1's, ...), as `GradientProbe` reduces its shards.
-Outside a process group it only reads the device."""
+Outside a process group it only reads the device. A window scored after its tangent was fitted gathers its
+per-sequence tangent energies then, in the same order (`gather_sequence_energy`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 from ..commons import distributed
 from ..probing.statistics import ProbeSums, Tally
 
-__all__ = ["reduce_window"]
+__all__ = ["reduce_window", "gather_sequence_energy", "on_every_rank"]
 
 
 def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
@@ -48,3 +49,19 @@ def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
     return ProbeSums(
         energy, total, ids, moments, loss_sum, loss_count, Tally(int(usable), 0, int(skipped)), int(n_sequences)
     )
+
+
+def gather_sequence_energy(energy: torch.Tensor, *, sharded: bool) -> torch.Tensor:
+    """Every rank's per-sequence energies (n_seq, T), rank 0's first (all ranks must call it when `sharded`)."""
+    if not sharded:
+        return energy
+    parts = distributed.all_gather_objects(energy.cpu())
+    return torch.cat(parts).to(energy.device)
+
+
+def on_every_rank(flag: bool, *, sharded: bool) -> bool:
+    """Whether `flag` holds on every rank (all ranks must call it when `sharded`)."""
+    if not sharded:
+        return flag
+    missing = distributed.all_reduce_sum(torch.tensor(0.0 if flag else 1.0, dtype=torch.float64))
+    return float(missing) == 0.0

@@ -8,9 +8,10 @@ Identity: ``step`` is the optimizer step of the weights of the window's last mic
 saved with those weights bears), ``checkpoint`` is ``"live-{step}"``, ``source`` is ``"live"``, ``revision`` None,
 ``layer`` the split point as given, ``split_point`` its module path, ``tangent`` the kind ("early", "given",
 "refit"). Window fields: ``window_first_step`` (the weights of its first micro-batch), ``window_steps`` (optimizer
-steps pooled), ``window_micro_batches``, ``retrospective`` (scored from the window's moments after the tangent was
-fitted: no bootstrap interval), ``tangent_fitted_at`` (the step count when the tangent was fitted; None for a given
-one).
+steps pooled), ``window_micro_batches``, ``retrospective`` (scored after the tangent was fitted: from the
+gradient rows the window kept, bootstrap interval included, or from its moments alone when the rows did not fit
+in `max_pending_bytes`, without an interval), ``tangent_fitted_at`` (the step count when the tangent was fitted;
+None for a given one).
 """
 
 from __future__ import annotations

@@ -5,23 +5,27 @@
 `SweepResult.load`, its plots, its report and the CLI's ``report`` read it unchanged.
 
 It reuses `SweepStore`'s public methods (the directory lock, the checked reading of rows, the tangent paths) and
-writes rows.jsonl itself, atomically (`write_atomically`), from the rows it holds in memory: a window costs no
-re-reading of the file. Writes are batched: at most one every `flush_seconds` (and always at `close`), so that a
-window every step does not pay a disk flush every step.
+appends the rows of closed windows to rows.jsonl itself (`append_whole`): a write costs the new rows only, however
+many windows the file holds, and never touches the rows already written; a write that fails leaves the file as it
+was. Writes are batched: at most one every `flush_seconds` (and always at `close`), so that a window every step does
+not pay a disk flush every step.
 
 A results directory holding a live run with the same settings is resumed: its rows before `start_step` are kept,
-the later ones (a run restarted from an earlier checkpoint) are replaced as the new windows close.
+the later ones (a run restarted from an earlier checkpoint) are dropped, and a last line left unterminated by a
+writer that was killed while writing it is removed (with a warning), in one atomic rewrite when opening.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
-from ..commons.files import write_atomically
+from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
 from ..errors import ConfigMismatchError, ResultsStoreError
 from ..sweeps.result import CONFIG_FILE, ROWS_FILE, read_config
 from ..sweeps.store import SweepStore
@@ -31,7 +35,7 @@ __all__ = ["LiveStore"]
 
 
 class LiveStore:
-    """Rows of a live probe, written atomically to a results directory a `SweepResult` reads.
+    """Rows of a live probe, appended to the rows.jsonl of a results directory a `SweepResult` reads.
 
     Args:
         results_dir: The folder.
@@ -57,20 +61,20 @@ class LiveStore:
     ):
         self.store = SweepStore(results_dir)
         self.results_dir = self.store.results_dir
+        self.rows_path = self.results_dir / ROWS_FILE
         self.flush_seconds = flush_seconds
         self._exit = contextlib.ExitStack()
         self._exit.enter_context(self.store.lock())
         try:
-            self.rows = self._prepare(config, overwrite=overwrite, start_step=start_step)
+            self._prepare(config, overwrite=overwrite, start_step=start_step)
         except BaseException:
             self._exit.close()
             raise
-        self._text = "".join(json.dumps(row) + "\n" for row in self.rows)
-        self._dirty = True
-        self._last_write = 0.0
-        self.flush(force=True)
+        self._pending = ""
+        self._last_write = -math.inf  # the first window is written at once
 
-    def _prepare(self, config: dict[str, Any], *, overwrite: bool, start_step: int) -> list[dict[str, Any]]:
+    def _prepare(self, config: dict[str, Any], *, overwrite: bool, start_step: int) -> None:
+        """Check and record the settings; keep the rows of an earlier run before `start_step`."""
         path = self.results_dir / CONFIG_FILE
         stored = read_config(path) if path.exists() and not overwrite else None
         if stored is not None and stored != config:
@@ -79,28 +83,37 @@ class LiveStore:
                 f"{self.results_dir} holds results with other settings ({', '.join(changed)} differ). Use another "
                 "results_dir, or overwrite=True to start afresh."
             )
-        if stored is None and not overwrite and (self.results_dir / ROWS_FILE).exists():
+        if stored is None and not overwrite and self.rows_path.exists():
             raise ResultsStoreError(
                 f"{self.results_dir} holds {ROWS_FILE} but no {CONFIG_FILE}: their settings are unknown. Use another "
                 "results_dir, or overwrite=True to start afresh."
             )
-        rows = [] if stored is None else [row for row in self.store.rows() if row["step"] < start_step]
         write_atomically(path, json.dumps(config, indent=1))
-        return rows
+        if stored is None:
+            write_atomically(self.rows_path, "")
+            return
+        if cut_unterminated_tail(self.rows_path):
+            warnings.warn(
+                f"The last line of {self.rows_path} was unterminated (the previous run was stopped while writing "
+                "it): it was removed; the rows before it are kept.",
+                stacklevel=4,
+            )
+        rows = self.store.rows()
+        kept = [row for row in rows if row["step"] < start_step]
+        if len(kept) < len(rows):
+            write_atomically(self.rows_path, "".join(json.dumps(row) + "\n" for row in kept))
 
     def add(self, rows: list[dict[str, Any]]) -> None:
-        """Append rows (a closed window's) and write them if `flush_seconds` have passed since the last write."""
-        self.rows.extend(rows)
-        self._text += "".join(json.dumps(row) + "\n" for row in rows)
-        self._dirty = True
+        """Queue rows (a closed window's) and append them if `flush_seconds` have passed since the last write."""
+        self._pending += "".join(json.dumps(row) + "\n" for row in rows)
         self.flush()
 
     def flush(self, *, force: bool = False) -> None:
-        """Write rows.jsonl atomically if rows came since the last write (and the period has passed, unless forced)."""
+        """Append the queued rows to rows.jsonl (if the period has passed since the last write, unless forced)."""
         now = time.monotonic()
-        if self._dirty and (force or now - self._last_write >= self.flush_seconds):
-            write_atomically(self.results_dir / ROWS_FILE, self._text)
-            self._dirty, self._last_write = False, now
+        if self._pending and (force or now - self._last_write >= self.flush_seconds):
+            append_whole(self.rows_path, self._pending)
+            self._pending, self._last_write = "", now
 
     def save_tangent(self, layer: int | str, subspace: Subspace, *, reference: bool) -> Path:
         """Save a fitted tangent where a sweep keeps its reference (early) or its per-step tangents (refit)."""

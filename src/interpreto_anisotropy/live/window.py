@@ -1,25 +1,48 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""One logging window's sums at one split point: what `GradientProbe._accumulate` keeps, micro-batch by micro-batch.
+"""One logging window's sums at one split point: what `GradientProbe._accumulate` keeps, micro-batch by micro-batch,
+less what the window's gradient moments already hold.
 
-Per micro-batch the window adds the per-sequence energies in the stacked subspaces (when a tangent exists), the
-sequences' squared gradient norms, float64 gradient moments (count, sum, G^T G), the loss and its number of terms,
-and a 0-dim "all finite" flag; nothing waits for the device until the window closes. A window that opened without
-a tangent keeps only its moments, from which the energy of any subspace Q is tr(Q^T (G^T G) Q) afterwards.
-Memory: O(d^2) float64 for the moments plus O(sequences x subspaces) for the energies.
+Per micro-batch the window adds each sequence's energy in each tangent (when one exists) and squared gradient norm,
+float64 gradient moments (count, sum, G^T G), the loss and its number of terms, and a 0-dim "all finite" flag;
+nothing waits for the device until the window closes. The energies of the tangents' controls and of the random
+subspaces of the exact p-value are only ever summed over the window (the bootstrap resamples the tangents' alone),
+so they are read from the window's scatter when it closes, tr(Q^T G^T G Q) = ||G Q||_F^2 (`scored_sums`): one
+(d, d) x (d, S) product per window instead of an (n, d) x (d, S) one per micro-batch. The scatter's products are
+float32, summed over a micro-batch's rows in float32 by the matrix product, while the post-hoc probe projects each
+row (float32 products over d) and sums the rows in float64: the shares differ by float32 rounding, 5e-8 relative
+typically and at most 7e-7 in the test setups (a masked LM's last layer, where most gradient rows are exactly zero),
+under the 1e-6 the tests allow. The tangents' own energies are projected per row, as the post-hoc probe does.
+
+A window that opened without a tangent keeps its moments and, within `max_kept_bytes`, its gradient rows (float32,
+as `batch_energies` masks them): once a tangent exists, its per-sequence tangent energies, hence its bootstrap
+interval, are computed from those rows exactly as a live window computes them (`WindowSums.tangent_energies`).
+Memory: O(d^2) float64 for the moments, O(sequences x tangents) for the energies, and, while a window awaits a
+tangent, its rows (micro-batch tokens x d x 4 bytes).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 from jaxtyping import Bool, Float
 
 from ..commons.accumulators import MomentAccumulator
-from ..probing.energies import batch_energies, sequences_with_rows
-from ..probing.statistics import ProbeSums, SubspaceColumns, Tally
+from ..probing.energies import batch_energies
+from ..probing.statistics import ProbeSums, SubspaceColumns, Tally, TangentBlock
 
-__all__ = ["WindowSums"]
+__all__ = ["WindowSums", "scored_sums", "retrospective_sums"]
+
+
+@dataclasses.dataclass
+class _KeptBatch:
+    """A micro-batch's gradient rows, kept for a tangent that does not exist yet."""
+
+    rows: Float[torch.Tensor, "n d"]
+    finite: Bool[torch.Tensor, ""]
+    shape: tuple[int, int]
 
 
 class WindowSums:
@@ -29,8 +52,9 @@ class WindowSums:
         dim: The split point's width d.
         device: Where the sums live (the gradients' device).
         bases: The window's tangent, its controls and random subspaces (`SubspaceColumns`), or None
-            when no tangent exists yet (moments only).
+            when no tangent exists yet (moments, and rows within `max_kept_bytes`).
         first_step: The optimizer step of the window's first weights.
+        max_kept_bytes: Without a tangent, the most bytes of gradient rows to keep (beyond, none are kept).
 
     Examples:
         >>> window = WindowSums(8, "cpu", None, first_step=0)
@@ -47,10 +71,12 @@ class WindowSums:
         bases: SubspaceColumns | None,
         *,
         first_step: int,
+        max_kept_bytes: int = 0,
     ):
         self.dim = dim
         self.device = torch.device(device)
         self.bases = bases
+        self.tangents = bases.tangent_block if bases is not None else None
         self.first_step = first_step
         self.moments = MomentAccumulator(dim, device=self.device)
         self.energies: list[torch.Tensor] = []
@@ -60,6 +86,10 @@ class WindowSums:
         self.loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
         self.loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
         self.n_sequences = 0
+        self.max_kept_bytes = max_kept_bytes
+        self.kept: list[_KeptBatch] | None = [] if bases is None and max_kept_bytes > 0 else None
+        self.kept_bytes = 0
+        self.rows_dropped = False
 
     @property
     def reads(self) -> int:
@@ -82,7 +112,7 @@ class WindowSums:
         Returns:
             The micro-batch's 0-dim "finite" flag.
         """
-        energies = batch_energies(gradient, rows, self.bases)
+        energies = batch_energies(gradient, rows, self.tangents)
         energy, total, flat_rows = energies.energy, energies.total, energies.rows
         finite = loss_finite & torch.isfinite(total.sum())
         if energy is not None:
@@ -96,52 +126,101 @@ class WindowSums:
         self.loss_count = self.loss_count + torch.where(finite, loss_count.double(), zero)
         self.finite.append(finite)
         self.n_sequences += gradient.shape[0]
+        self._keep(flat_rows, finite, (gradient.shape[0], gradient.shape[1]))
         return finite
+
+    def _keep(self, flat_rows: torch.Tensor, finite: torch.Tensor, shape: tuple[int, int]) -> None:
+        """Keep a micro-batch's rows (a window without a tangent), or drop them all once they pass the bound."""
+        if self.kept is None:
+            return
+        size = flat_rows.numel() * flat_rows.element_size()
+        if self.kept_bytes + size > self.max_kept_bytes:
+            self.kept, self.kept_bytes, self.rows_dropped = None, 0, True
+            return
+        self.kept.append(_KeptBatch(flat_rows, finite, shape))
+        self.kept_bytes += size
 
     def skipped_batches(self) -> int:
         """Micro-batches with non-finite values (reads the device)."""
         return int((~torch.stack(self.finite)).sum()) if self.finite else 0
 
-    def probe_sums(self) -> ProbeSums:
-        """The window's `ProbeSums` (this process's), as `GradientProbe` hands them to `build_results`.
+    def _with_rows(self) -> torch.Tensor:
+        """Which of the window's sequences have gradient rows (reads the device)."""
+        return torch.cat(self.has_rows) if self.has_rows else torch.zeros(0, dtype=torch.bool, device=self.device)
 
-        Without a tangent, the per-sequence energies are empty (0, 0): score them with `retrospective_sums`.
+    def probe_sums(self) -> ProbeSums:
+        """The window's `ProbeSums` (this process's), its per-sequence energies in the tangents only.
+
+        Without a tangent they are empty (n_seq, 0): score the window with `retrospective_sums`. With one, the
+        energies of every subspace come from `scored_sums` once the sums are reduced over the ranks.
         """
-        sizes = [part.shape[0] for part in self.totals]
-        ids = list(torch.arange(sum(sizes)).split(sizes)) if sizes else []
-        n_subspaces = self.bases.n_columns if self.bases is not None else 0
-        energies = self.energies if self.bases is not None else []
-        energy, total, sequence_id = sequences_with_rows(
-            energies, self.totals if energies else [], self.has_rows, ids, n_subspaces, self.device
-        )
+        keep = self._with_rows()
+        total = torch.cat(self.totals)[keep] if self.totals else torch.zeros(0, dtype=torch.float64)
+        n_tangents = self.tangents.membership.shape[1] if self.tangents is not None else 0
+        energy = torch.cat(self.energies)[keep] if self.energies else total.new_zeros(total.shape[0], n_tangents)
+        sequence_id = torch.arange(keep.shape[0])[keep.cpu()]
         tally = Tally(usable_sequences=self.n_sequences, skipped_batches=self.skipped_batches())
-        n_sequences = int(torch.cat(self.has_rows).sum()) if self.has_rows else 0
+        n_sequences = int(keep.sum())
         return ProbeSums(energy, total, sequence_id, self.moments, self.loss_sum, self.loss_count, tally, n_sequences)
 
+    def tangent_energies(self, tangents: TangentBlock) -> Float[torch.Tensor, "n T"] | None:
+        """The kept rows' per-sequence energies in `tangents`, computed as `add` computes a live window's (this
+        process's sequences with rows, in order); None when the rows were not kept."""
+        if self.kept is None:
+            return None
+        parts = []
+        for batch in self.kept:
+            probed = torch.ones(batch.shape, dtype=torch.bool, device=batch.rows.device)
+            energy = batch_energies(batch.rows.view(*batch.shape, -1), probed, tangents).energy
+            parts.append(torch.where(batch.finite, energy, 0))
+        width = tangents.membership.shape[1]
+        energy = torch.cat(parts) if parts else torch.zeros(0, width, dtype=torch.float64, device=self.device)
+        return energy[self._with_rows()]
 
-def retrospective_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
-    """A window's sums scored from its gradient moments: one pseudo-sequence holding the whole window.
 
-    The energy of the rows in a subspace Q is tr(Q^T (G^T G) Q) = ||G Q||_F^2, so the energy shares of the tangent,
-    its controls and the random subspaces are those the rows would give; only the bootstrap interval, which needs
-    each sequence's energies, is lost (NaN).
+def _tangent_columns(columns: SubspaceColumns) -> list[int]:
+    return [columns.tangent_column(name) for name in columns.tangents]
+
+
+def _scatter(sums: ProbeSums) -> Float[torch.Tensor, "d d"]:
+    """The window's G^T G, float64 (from its moments, reduced over every rank)."""
+    return sums.moments.second_moment() * sums.moments.count
+
+
+def scored_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
+    """A window's reduced sums with its energy in every subspace (`ProbeSums.column_energy`): the tangents' summed
+    from their per-sequence energies, the controls' and the random subspaces' read from the window's scatter."""
+    energy = columns.energies_of_scatter(_scatter(sums))
+    energy[_tangent_columns(columns)] = sums.sequence_energy.sum(0).to(energy)
+    return dataclasses.replace(sums, column_energy=energy)
+
+
+def retrospective_sums(
+    sums: ProbeSums, columns: SubspaceColumns, sequence_energy: Float[torch.Tensor, "n T"] | None
+) -> ProbeSums:
+    """A window that closed before its tangent existed, scored with it.
+
+    With its per-sequence tangent energies (from the rows it kept, gathered over the ranks in the order of
+    `sums.sequence_total`), it is scored as a live window, bootstrap interval included. Without them, from its
+    gradient moments alone: one pseudo-sequence holding the whole window, whose energy in any subspace Q is
+    tr(Q^T (G^T G) Q); the shares are the same, the bootstrap interval is NaN.
 
     Args:
-        sums: The window's sums (`WindowSums.probe_sums`).
+        sums: The window's reduced sums (`WindowSums.probe_sums`, then `reduce_window`).
         columns: The scored subspaces.
+        sequence_energy: Each sequence's energy in each tangent (n_seq, T), or None.
 
     Returns:
-        The same sums with per-"sequence" energies (1, S) and total (1,).
+        Sums ready for `build_results`.
     """
-    moments = sums.moments
-    scatter = moments.second_moment() * moments.count  # G^T G, float64
-    return ProbeSums(
-        columns.energies_of_scatter(scatter)[None],
-        torch.trace(scatter)[None],
-        torch.zeros(1, dtype=torch.long),
-        moments,
-        sums.loss_sum,
-        sums.loss_count,
-        sums.tally,
-        sums.n_sequences,
+    if sequence_energy is not None:
+        return scored_sums(dataclasses.replace(sums, sequence_energy=sequence_energy), columns)
+    scatter = _scatter(sums)
+    energy = columns.energies_of_scatter(scatter)
+    return dataclasses.replace(
+        sums,
+        sequence_energy=energy[_tangent_columns(columns)][None],
+        sequence_total=torch.trace(scatter)[None],
+        sequence_id=torch.zeros(1, dtype=torch.long),
+        column_energy=energy,
     )

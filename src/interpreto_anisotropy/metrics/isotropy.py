@@ -181,14 +181,14 @@ def _isoscore_of_symmetric(matrix: Float[torch.Tensor, "d d"]) -> Float[torch.Te
 def _isoscore_of_trace_and_norm(
     trace: Float[torch.Tensor, ""], frobenius_squared: Float[torch.Tensor, ""], d: int
 ) -> Float[torch.Tensor, ""]:
-    """(PR - 1) / (d - 1) with PR = tr(C)^2 / ||C||_F^2; 1 when d = 1."""
-    if not bool(trace > 0):
+    """(PR - 1) / (d - 1) with PR = tr(C)^2 / ||C||_F^2; 1 when d = 1. Elementwise over traces and norms of any shape."""
+    if not bool((trace > 0).all()):
         raise InvalidInputError(
-            f"the covariance has trace {float(trace):.3g}: the cloud has no variance (all points equal?), "
+            f"the covariance has trace {float(trace.min()):.3g}: the cloud has no variance (all points equal?), "
             "so its isotropy is undefined."
         )
     if d == 1:
-        return torch.ones((), dtype=torch.float64, device=trace.device)
+        return torch.ones(trace.shape, dtype=torch.float64, device=trace.device)
     participation_ratio = trace**2 / frobenius_squared
     return (participation_ratio - 1) / (d - 1)
 
@@ -359,13 +359,13 @@ def isoscore_star_from_trace_and_norm(
     ||C||^2 - 2 ||C Q||^2 + ||Q^T C Q||^2) instead of forming it.
 
     Args:
-        trace: tr(C), > 0.
-        frobenius_squared: ||C||_F^2.
+        trace: tr(C), > 0; or a tensor of traces (of several matrices of the same d, scored elementwise).
+        frobenius_squared: ||C||_F^2 (of the same shape).
         dim: d, the dimension of C.
         zeta: Shrinkage in [0, 1].
 
     Returns:
-        A 0-d float64 tensor in [0, 1]; 1.0 when d = 1.
+        A float64 tensor in [0, 1] of the traces' shape (0-d for one matrix); 1.0 when d = 1.
 
     Raises:
         InvalidInputError: If the trace is not positive or d < 1.

@@ -189,13 +189,9 @@ class IsoScoreSettings:
         d, k = bases.shape[-2], bases.shape[-1]
         dim = d - k if self.convention is IsoScoreConvention.COMPLEMENT else d
         bases = bases.to(covariance)
-        if self.target is IsoScoreTarget.SCALED_IDENTITY:
+        if self.target is IsoScoreTarget.SCALED_IDENTITY:  # one elementwise pass over the R subspaces
             traces, norms = _projected_trace_and_norm(covariance, bases)
-            scores = [
-                isoscore_star_from_trace_and_norm(t, f, dim, zeta=self.zeta)
-                for t, f in zip(traces, norms, strict=True)
-            ]
-            return np.array([float(score) for score in scores])
+            return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=self.zeta).cpu().numpy()
         target = self._data_target(covariance)
         if target is None:  # the identity of the scored space: c I_dim
             traces, norms = _projected_trace_and_norm(covariance, bases)
@@ -203,8 +199,7 @@ class IsoScoreSettings:
         else:  # a covariance of the same gradients, projected like them
             mixture = (1 - self.zeta) * covariance + self.zeta * target
             traces, norms = _projected_trace_and_norm(mixture, bases)
-        scores = [isoscore_star_from_trace_and_norm(t, f, dim, zeta=0.0) for t, f in zip(traces, norms, strict=True)]
-        return np.array([float(score) for score in scores])
+        return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=0.0).cpu().numpy()
 
     def _data_target(self, covariance: torch.Tensor) -> torch.Tensor | None:
         """C0 when it is a covariance of the gradients (pooled or given), else None (an identity)."""

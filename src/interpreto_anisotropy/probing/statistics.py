@@ -12,6 +12,7 @@ already in hand (a probe's `TokenGradients`, or a synthetic cloud), so the stati
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 from jaxtyping import Float, Int
 
-from ..commons.accumulators import MomentAccumulator, top_eigenvectors
+from ..commons.accumulators import MomentAccumulator, top_eigenvalues
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from ..tangents.controls import analytic_null, chance_std, normal_control_bases, p_value, random_subspace_bases
 from ..tangents.subspace import Subspace
@@ -28,7 +29,7 @@ from .anisotropy import IsoScoreSettings
 from .objectives import Objective
 from .result import ProbeResult
 
-__all__ = ["ProbeSums", "Tally", "SubspaceColumns", "build_results", "sums_from_gradients"]
+__all__ = ["ProbeSums", "Tally", "SubspaceColumns", "TangentBlock", "build_results", "sums_from_gradients"]
 
 #: Fewer probe sequences than this give a bootstrap interval too unreliable to report without a warning.
 MIN_BOOTSTRAP_SEQUENCES = 10
@@ -56,7 +57,8 @@ class ProbeSums:
     """The sums `GradientProbe.run` accumulates, then reduces across ranks, then builds results from.
 
     Attributes:
-        sequence_energy: Energy of each probed sequence in each subspace, (n_seq, S), float64.
+        sequence_energy: Energy of each probed sequence in each subspace, (n_seq, S), float64; or, when
+            `column_energy` is given, in each tangent only, (n_seq, T) in the order of the tangents.
         sequence_total: Squared gradient norm of each probed sequence, (n_seq,), float64.
         sequence_id: Index of each probed sequence in the inputs, (n_seq,).
         moments: Float64 moments of the probed gradient rows.
@@ -64,6 +66,8 @@ class ProbeSums:
         loss_count: Number of loss terms (likewise).
         tally: The counts of `_iterate` (this shard's, then every rank's).
         n_sequences: Probed sequences over every rank (after the reduction).
+        column_energy: The energy of all the rows in each subspace, (S,) float64, when it is not the sum of
+            `sequence_energy` (the live probe gets the controls' and random subspaces' from G^T G); None: that sum.
     """
 
     sequence_energy: Float[torch.Tensor, "n S"]
@@ -74,6 +78,15 @@ class ProbeSums:
     loss_count: Any
     tally: Tally
     n_sequences: int = 0
+    column_energy: Float[torch.Tensor, " S"] | None = None
+
+    def energy_per_column(self) -> Float[torch.Tensor, " S"]:
+        """The energy of all the rows in each subspace, (S,)."""
+        return self.column_energy if self.column_energy is not None else self.sequence_energy.sum(0)
+
+    def tangent_sequence_energy(self, tangent_columns: list[int]) -> Float[torch.Tensor, "n T"]:
+        """Each sequence's energy in each tangent, (n_seq, T) (what the bootstrap resamples)."""
+        return self.sequence_energy if self.column_energy is not None else self.sequence_energy[:, tangent_columns]
 
 
 @dataclass
@@ -160,6 +173,11 @@ class SubspaceColumns:
             parts.append(((scatter @ basis) * basis).sum(0) @ membership.to(scatter))
         return torch.cat(parts)
 
+    @functools.cached_property
+    def tangent_block(self) -> TangentBlock:
+        """The tangents' bases alone, side by side (one product per batch gives each row's energy in each tangent)."""
+        return TangentBlock(*_block([tangent.basis for tangent in self.tangents.values()]))
+
     def tangent_column(self, name: str) -> int:
         """The energy column of tangent `name`."""
         return list(self.tangents).index(name) * (1 + self.n_controls)
@@ -176,6 +194,23 @@ class SubspaceColumns:
             + list(self.randoms).index(self.tangents[name].rank) * self.n_random
         )
         return slice(start, start + self.n_random)
+
+
+@dataclass(frozen=True)
+class TangentBlock:
+    """The tangents of a `SubspaceColumns` without their controls: each row's energy in each tangent, in one product.
+
+    Attributes:
+        bases: The tangents' bases side by side, float32 (d, K).
+        membership: Column -> tangent, (K, T).
+    """
+
+    bases: Float[torch.Tensor, "d K"]
+    membership: Float[torch.Tensor, "K T"]
+
+    def energies(self, rows: Float[torch.Tensor, "N d"]) -> Float[torch.Tensor, "N T"]:
+        """Each row's squared norm in each tangent, in the rows' dtype (float32 products, as `SubspaceColumns`)."""
+        return (rows @ self.bases).square() @ self.membership
 
 
 def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], Float[torch.Tensor, "K S"]]:
@@ -257,17 +292,17 @@ def build_results(
     tangents = columns.tangents
     moments, dim = sums.moments, next(iter(tangents.values())).dim
     n_tokens = moments.count
-    shares = (sums.sequence_energy.sum(0) / sums.sequence_total.sum()).cpu().numpy()
+    shares = (sums.energy_per_column() / sums.sequence_total.sum()).cpu().numpy()
     second_moment = moments.second_moment()
     covariance = isoscore.covariance(moments)
     max_rank = max(subspace.rank for subspace in tangents.values())
-    top_values, _ = top_eigenvectors(second_moment, max_rank)
+    top_values = top_eigenvalues(second_moment, max_rank)
     top_values = top_values.clamp(min=0)
     total_energy = float(torch.trace(second_moment))
     tangent_columns = [columns.tangent_column(name) for name in tangents]
     alpha = (1 - confidence) / 2
     ci_low, ci_high = _bootstrap_intervals(
-        sums.sequence_energy[:, tangent_columns],
+        sums.tangent_sequence_energy(tangent_columns),
         sums.sequence_total,
         n_bootstrap,
         torch.Generator().manual_seed(seed),

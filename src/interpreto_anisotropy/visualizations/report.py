@@ -95,6 +95,12 @@ _FIGURE_CAPTIONS = {
         "normal controls (shaded min-max band, dashed mean), the analytic null of a random control (dotted) and "
         "chance k/d (grey dashed); one panel per split point and tangent kind."
     ),
+    "live": (
+        "The live probe's energy share at every window of training (line: the training batches, with the weights "
+        "of that step; band: its controls' min-max), next to the sweep's at each saved checkpoint (markers with "
+        "bootstrap intervals: the probe texts; dashed: its controls' mean). The two tell the same story without "
+        "being equal: other texts, and a live tangent fitted on the training steps' activations."
+    ),
     "energy_ratio": (
         "Tangent energy over the controls' mean energy. Filled markers: p-value at or below 0.05; the smallest "
         "attainable p-value is 1/(R+1)."
@@ -142,7 +148,14 @@ code { background: #f4f4f4; padding: 0 0.2em; }
 """
 
 
-def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None = None, dpi: int = 110) -> Path:
+def write_report(
+    result: SweepResult,
+    out_dir: str | Path,
+    *,
+    title: str | None = None,
+    dpi: int = 110,
+    live: SweepResult | None = None,
+) -> Path:
     """Write a self-contained HTML report of a sweep: figures, table of rows and settings.
 
     Writes ``out_dir/index.html`` (figures embedded as base64 PNG, no external CSS or JavaScript),
@@ -156,6 +169,8 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
         title: Page title (default: "Checkpoint sweep report" and the model's name: a hub id, or the folder that
             holds the local checkpoints).
         dpi: Resolution of the PNG figures.
+        live: The rows of a live probe of the same training (`TrainingProbe`'s results directory): a figure draws
+            its curve next to the sweep's (`visualizations.live.plot_live_vs_sweep`).
 
     Returns:
         The path of ``index.html``.
@@ -176,8 +191,6 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
             "The sweep has no finished checkpoint yet: there is nothing to report. Run (or resume) the sweep, "
             "then write the report again."
         )
-    from .plotting import plot_sweep
-
     out_dir = _report_folder(Path(out_dir))
     for column in ("p_value", "p_value_exact"):
         if any(column in row for row in result.rows):
@@ -186,7 +199,7 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
         title = _default_title(result)
 
     figures: list[tuple[str, bytes]] = []
-    for name, figure in plot_sweep(result).items():
+    for name, figure in _figures(result, live).items():
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=dpi)
         figure.clear()
@@ -200,6 +213,18 @@ def write_report(result: SweepResult, out_dir: str | Path, *, title: str | None 
     path = out_dir / REPORT_FILE
     write_atomically(path, page.encode("utf-8"))
     return path
+
+
+def _figures(result: SweepResult, live: SweepResult | None) -> dict[str, Any]:
+    """The sweep's figures, and the live curve next to its energy figure when live rows are given."""
+    from .live import plot_live_vs_sweep
+    from .plotting import plot_sweep
+
+    figures = plot_sweep(result)
+    if live is None:
+        return figures
+    first, *rest = figures.items()
+    return dict([first, ("live", plot_live_vs_sweep(live, result)), *rest])
 
 
 def _default_title(result: SweepResult) -> str:
