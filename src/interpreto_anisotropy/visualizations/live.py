@@ -163,6 +163,6 @@ def plot_live_vs_sweep(live: SweepResult, sweep: SweepResult) -> Figure:
         ax.set_ylabel("gradient energy share (fraction of ||G||_F^2)", fontsize="small")
         ax.set_title(f"split point {split}", fontsize="medium")
     handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside lower center", ncols=2, fontsize="small")
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(2, len(panels)), fontsize="small")
     figure.suptitle("Live probe during training vs post-hoc sweep of the saved checkpoints")
     return figure
