@@ -35,49 +35,17 @@ import platform
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from helpers.cache_size import CacheSize  # noqa: E402
 from helpers.hub_server import HubServer  # noqa: E402
 
 REPO = "bench/suite"
 WORDS = "the a cat dog sat on mat and ran to big small red blue".split()
 WALL_CLOCK = {"wall_seconds", "download_seconds", "source", "revision", "fingerprint"}
-
-
-class CacheSize:
-    """The bytes of regular files under a folder, polled in a thread; `peak` is the largest seen."""
-
-    def __init__(self, folder: Path):
-        self.folder, self.peak, self._stop = folder, 0, threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-
-    def now(self) -> int:
-        total = 0
-        for root, _, files in os.walk(self.folder):
-            for name in files:
-                path = os.path.join(root, name)
-                try:
-                    total += 0 if os.path.islink(path) else os.path.getsize(path)
-                except OSError:
-                    pass
-        return total
-
-    def _poll(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.now())
-            time.sleep(0.005)
-
-    def __enter__(self) -> CacheSize:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def serve(connection) -> None:

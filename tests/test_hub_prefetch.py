@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from helpers.cache_size import CacheSize  # noqa: E402
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy import checkpoints as ck
@@ -149,38 +149,6 @@ def test_a_background_download_that_fails_is_skipped_and_recorded(online, tmp_pa
 # a disk budget
 
 
-class CacheSize:
-    """The bytes of regular files under the cache folder, polled in a thread; `peak` is the largest seen."""
-
-    def __init__(self, folder: Path):
-        self.folder, self.peak, self._stop = folder, 0, threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-
-    def now(self) -> int:
-        total = 0
-        for root, _, files in os.walk(self.folder):
-            for name in files:
-                path = os.path.join(root, name)
-                try:
-                    total += 0 if os.path.islink(path) else os.path.getsize(path)
-                except OSError:  # deleted meanwhile
-                    pass
-        return total
-
-    def _poll(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.now())
-            time.sleep(0.002)
-
-    def __enter__(self) -> CacheSize:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def _revision_bytes(folder: Path) -> int:
     """Bytes a revision's files hold, from the folder the server serves."""
     return sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
@@ -219,7 +187,7 @@ def test_a_budget_evicts_only_what_the_sweep_fetched_and_bounds_the_cache(suite,
     budget = 2.5 * one  # room for two revisions: the one computed and one ahead
     suite.bandwidth = 40_000  # bytes per second and connection: a revision takes about 0.8 s, the poll sees it
     options = {"prefetch": 4, "max_concurrent_downloads": 3}
-    with CacheSize(cache) as size:
+    with CacheSize(cache, interval=0.002) as size:
         base = size.now()
         result = _sweep(ck.hub(SUITE, revisions), tmp_path / "s", **options, max_cache_gb=budget / 1e9).run()
     assert [row["step"] for row in result.rows] == [0, 8, 16, 24, 32, 40]
@@ -228,7 +196,9 @@ def test_a_budget_evicts_only_what_the_sweep_fetched_and_bounds_the_cache(suite,
     assert 0 < size.peak - base <= budget + one
 
     suite.bandwidth = None
-    with CacheSize(cache) as size:  # the same sweep without a budget: nothing evicted, the cache grows past it
+    with CacheSize(
+        cache, interval=0.002
+    ) as size:  # the same sweep without a budget: nothing evicted, the cache grows past it
         unbounded = _sweep(ck.hub(SUITE, revisions), tmp_path / "unbounded", **options).run()
     assert _comparable(result.rows) == _comparable(unbounded.rows)
     assert _snapshots(SUITE, commits) == set(revisions)
