@@ -155,7 +155,9 @@ class WindowSums:
         energies of every subspace come from `scored_sums` once the sums are reduced over the ranks.
         """
         keep = self._with_rows()
-        total = torch.cat(self.totals)[keep] if self.totals else torch.zeros(0, dtype=torch.float64, device=self.device)
+        total = (
+            torch.cat(self.totals)[keep] if self.totals else torch.zeros(0, dtype=torch.float64, device=self.device)
+        )
         n_tangents = self.tangents.membership.shape[1] if self.tangents is not None else 0
         energy = torch.cat(self.energies)[keep] if self.energies else total.new_zeros(total.shape[0], n_tangents)
         sequence_id = torch.arange(keep.shape[0])[keep.cpu()]
