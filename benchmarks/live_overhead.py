@@ -9,20 +9,23 @@ inside the probe (its hook's work during the backward, and `step()`, where windo
 as a share of the plain step: on a shared machine it is the steadier figure. A step is what training does:
 forward with labels, backward, AdamW step, zeroing the gradients. The probe scores a given tangent (k=16) against 20
 controls at one middle split point, writes rows to a results directory, and closes a window every step or every 10
-steps (each close runs the probe's statistics: eigenvalues, IsoScore*, the bootstrap). Each configuration is
-run `--repeats` times on fresh models; the table gives the median over the repeats of each run's median pair
-ratio and of its time inside the probe. Also measured: the early phase (activation moments for the tangent fit,
+steps (each close runs the probe's statistics: eigenvalues, IsoScore*, the bootstrap); an A/A run with no probe on
+either model shows the noise of the pair ratio. The ratios are of wall and of CPU time (one torch thread: the CPU
+time is the work done, which other jobs inflate less). Each configuration is run `--repeats` times on fresh
+models; the table gives the median over the repeats of each run's median pair ratio and of its time inside the
+probe. Also measured: the early phase (activation moments for the tangent fit,
 windows kept for retrospective scoring), the resident memory over many steps of a small model, and the cost of
 writing a window's rows to rows.jsonl as the file grows to 1,000 windows.
 
 Usage:
-    python benchmarks/live_overhead.py [--steps 24] [--repeats 3] [--memory-steps 1000] [--threads 1]
+    python benchmarks/live_overhead.py [--steps 24] [--repeats 3] [--threads 1] [--only overhead|memory|rows]
     python benchmarks/live_overhead.py --device cuda --hidden 768 --layers 12 --vocab 50304 --batch 8 --length 512
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import platform
@@ -149,7 +152,8 @@ def overhead_once(args: argparse.Namespace, *, every: int, tangent: str) -> dict
             probed, layers // 2, every=every, n_controls=20, results_dir=folder, max_pending_bytes=2**40, **options
         )
         timer = _Timed(probe)
-        with probe:
+        with probe if tangent != "none" else contextlib.nullcontext():
+            probe = probe if tangent != "none" else None
             for index in range(args.steps + 2):
                 ids = data[index % len(data)]
                 before = list(timer.seconds)
@@ -162,7 +166,7 @@ def overhead_once(args: argparse.Namespace, *, every: int, tangent: str) -> dict
                 if index >= 2:  # warm-up
                     pairs.append((probed_time, plain_time))
                     inside.append([now - then for now, then in zip(timer.seconds, before, strict=True)])
-        windows = len(probe.rows) + sum(len(point.pending) for point in probe.points.values())
+        windows = 0 if probe is None else len(probe.rows) + sum(len(p.pending) for p in probe.points.values())
     figures = {"windows": windows}
     for clock, name in enumerate(("wall", "cpu")):
         plain_median = statistics.median(pair[1][clock] for pair in pairs)
@@ -252,6 +256,7 @@ def main() -> None:
     }
     if args.only in (None, "overhead"):
         results["runs"] = [
+            overhead(args, every=1, tangent="none"),  # A/A: both models plain, the noise of the pair ratio
             overhead(args, every=1, tangent="given"),
             overhead(args, every=10, tangent="given"),
             overhead(args, every=1, tangent="early"),

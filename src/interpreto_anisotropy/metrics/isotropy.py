@@ -179,8 +179,8 @@ def _isoscore_of_symmetric(matrix: Float[torch.Tensor, "d d"]) -> Float[torch.Te
 
 
 def _isoscore_of_trace_and_norm(
-    trace: Float[torch.Tensor, ""], frobenius_squared: Float[torch.Tensor, ""], d: int
-) -> Float[torch.Tensor, ""]:
+    trace: Float[torch.Tensor, "*r"], frobenius_squared: Float[torch.Tensor, "*r"], d: int
+) -> Float[torch.Tensor, "*r"]:
     """(PR - 1) / (d - 1) with PR = tr(C)^2 / ||C||_F^2; 1 when d = 1. Elementwise over traces and norms of any shape."""
     if not bool((trace > 0).all()):
         raise InvalidInputError(
@@ -343,12 +343,12 @@ def isoscore_star_from_covariance(
 
 
 def isoscore_star_from_trace_and_norm(
-    trace: float | Float[torch.Tensor, ""],
-    frobenius_squared: float | Float[torch.Tensor, ""],
+    trace: float | Float[torch.Tensor, "*r"],
+    frobenius_squared: float | Float[torch.Tensor, "*r"],
     dim: int,
     *,
     zeta: float | Float[torch.Tensor, ""] = DEFAULT_ZETA,
-) -> Float[torch.Tensor, ""]:
+) -> Float[torch.Tensor, "*r"]:
     """IsoScore* toward the scaled identity from tr(C) and ||C||_F^2 alone (the default `C0=None` case).
 
     With C_zeta = (1 - zeta) C + zeta (tr(C) / d) I, tr(C_zeta) = tr(C) and
