@@ -31,6 +31,7 @@ from ..sweeps.result import SweepResult, sort_rows
 from ..tangents.subspace import Subspace
 from .options import LiveTangent
 from .point import LivePoint, Statistics
+from .resume import saved_tangents
 from .rows import figures
 from .scaling import gradient_weight
 from .store import LiveStore
@@ -78,7 +79,9 @@ class TrainingProbe:
             micro-batches with non-finite gradients (the steps it skips) are skipped and counted.
         on_nonfinite: "raise" or "skip" a micro-batch with non-finite dL/dh (without a gradient scaler).
         include_special: Special tokens are rows too.
-        start_step: Optimizer steps already done (a resumed run); rows from that step on are rewritten.
+        start_step: Optimizer steps already done (a resumed run): rows from that step on are rewritten, and an
+            "early" or "refit" tangent fitted by then is read back from `results_dir`, so that the windows after
+            the restart are scored against it (`live.resume`).
         max_pending_bytes: Bound on the memory of the windows awaiting a tangent, all split points together: their
             float64 moments (d^2 x 8 bytes each; an "early" or "refit" schedule whose moments would exceed it is
             refused when the width d is known) and, in what is left, their float32 gradient rows, which give them
@@ -209,9 +212,31 @@ class TrainingProbe:
                 start_step=self.steps_done,
                 flush_seconds=self.flush_seconds,
             )
+        if (
+            self.results_dir is not None
+            and self.steps_done
+            and not self.overwrite
+            and self.kind is not LiveTangent.GIVEN
+        ):
+            self._resume_tangents()
         self._capture = TrainingCapture(self.model, list(self.layers), self._on_read).attach()
         self._counters = self._snapshot()
         return self
+
+    def _resume_tangents(self) -> None:
+        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `resume`)."""
+        some = next(iter(self.points.values())).schedule
+        try:
+            saved = saved_tangents(
+                self.results_dir, self.layers, self.kind, some.fit_until, self.every, self.steps_done
+            )
+        except TrainingProbeError:
+            if self._store is not None:
+                store, self._store = self._store, None
+                store.close()
+            raise
+        for path, subspace in saved.items():
+            self.points[path].schedule.resume(subspace)
 
     def detach(self) -> None:
         """Stop watching; write the rows of the closed windows (the open window is dropped) and release the folder.

@@ -76,12 +76,16 @@ class TangentSchedule:
         if self._given is not None and self.tangent is None:
             if self._given.dim != dim:
                 raise DimensionMismatchError(
-                    f"The given tangent lives in R^{self._given.dim} but split point '{self.path}' has d={dim}: it was "
-                    "fitted on another layer or model. Fit it at this split point of this model."
+                    f"The {self.kind.value} tangent lives in R^{self._given.dim} but split point '{self.path}' has "
+                    f"d={dim}: it was fitted on another layer or model. Fit it at this split point of this model."
                 )
             self._use(self._given, device)
         if self.fitting and self.activations is None:
             self.activations = MomentAccumulator(dim, device=device)
+
+    def resume(self, subspace: Subspace) -> None:
+        """Take up the tangent a stopped run fitted (a resumed run scores its first window against it)."""
+        self._given, self.fitted_at = subspace, subspace.step
 
     @property
     def fitting(self) -> bool:

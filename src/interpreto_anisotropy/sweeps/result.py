@@ -29,6 +29,7 @@ import csv
 import io
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,7 +194,7 @@ class SweepResult:
                 "(run `interpreto-anisotropy sweep ... --out DIR` first)."
             )
         config = read_config(results_dir / CONFIG_FILE)
-        rows = read_rows(results_dir / ROWS_FILE)
+        rows = read_rows(results_dir / ROWS_FILE, appended=bool(config.get("live")))
         check_rows(rows, results_dir / ROWS_FILE)
         computed = [row for row in rows if not is_skipped(row)]
         skipped = [row for row in rows if is_skipped(row)]
@@ -275,8 +276,14 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
+def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
     """Rows of a ``rows.jsonl`` file (empty when it does not exist).
+
+    Args:
+        path: The file.
+        appended: The file grows by appends while it is read (a live probe's): an unterminated last line is a row
+            still being written, or one its writer was killed writing (the next live run cuts it). It is left out,
+            with a warning, instead of refused.
 
     Raises:
         ResultsStoreError: A line that is not a JSON row with an integer `step` and a `layer` (a torn or edited
@@ -285,7 +292,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _whole_lines(path) if appended else path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ResultsStoreError(f"Cannot read {path}: {error}. Rerun with overwrite=True to start afresh.") from error
     rows = []
@@ -305,6 +312,19 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             )
         rows.append(row)
     return rows
+
+
+def _whole_lines(path: Path) -> str:
+    """The file's text up to its last newline; warns when an unterminated tail was left out."""
+    data = path.read_bytes()
+    whole = data[: data.rfind(b"\n") + 1]
+    if len(whole) < len(data):
+        warnings.warn(
+            f"The last line of {path} is unterminated: a live probe is appending it, or was stopped while writing "
+            "it (the next live run into this folder removes it). The rows before it are read; it is left out.",
+            stacklevel=4,
+        )
+    return whole.decode("utf-8")
 
 
 def _is_step(value: Any) -> bool:
