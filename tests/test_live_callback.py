@@ -14,9 +14,16 @@ import copy
 
 import pytest
 import torch
-from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
+from transformers import (
+    AutoModelForCausalLM,
+    DataCollatorForLanguageModeling,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+)
 
 import interpreto_anisotropy as ia
+from interpreto_anisotropy.demo import build_model
 from interpreto_anisotropy.live.callback import AnisotropyCallback
 
 
@@ -61,3 +68,60 @@ def test_trainer_callback_logs_writes_and_reports(gpt_neox_training_model, texts
     assert (tmp_path / "live" / "report" / "index.html").exists()
     assert callback.probe.reduction.value == "sum"  # GPT-NeoX takes num_items_in_batch: one factor per step
     assert not callback.probe.attached and torch.is_grad_enabled()
+
+
+class _StopAt(TrainerCallback):
+    """Stop the training after `step` optimizer steps (a run that dies after its checkpoint)."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        control.should_training_stop = state.global_step >= self.step
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt_neox"])
+def test_a_trainer_resumed_from_its_checkpoint_writes_the_rows_of_the_run_never_stopped(
+    gpt_neox_training_model, texts, tmp_path, arch
+):
+    tokenizer = gpt_neox_training_model[1]
+    built = build_model(arch, vocab_size=len(tokenizer), hidden_size=64, num_layers=2, num_heads=4, seed=0)
+    data = [tokenizer(text, truncation=True, max_length=32) for text in texts[:24]]
+
+    def train(name, *, stop_at=None, resume=None):
+        model = copy.deepcopy(built)
+        if resume and arch == "gpt_neox":
+            # The Trainer of transformers 5 does not load a GPT-NeoX checkpoint's head back (saved as embed_out,
+            # the module's is lm_head): the model is loaded from the checkpoint, as docs/how-to/live-probe.md says.
+            model = AutoModelForCausalLM.from_pretrained(resume)
+        model = model.train().requires_grad_(True)
+        args = TrainingArguments(
+            output_dir=str(tmp_path / name),
+            max_steps=6,
+            per_device_train_batch_size=4,
+            learning_rate=1e-3,
+            save_strategy="steps",
+            save_steps=3,
+            report_to=[],
+            use_cpu=True,
+            disable_tqdm=True,
+            seed=0,
+        )
+        callback = AnisotropyCallback(
+            1, results_dir=tmp_path / name / "live", early_steps=2, nb_concepts=4, n_controls=5, report_dir=False
+        )
+        callbacks = [callback] + ([_StopAt(stop_at)] if stop_at else [])
+        collator = DataCollatorForLanguageModeling(tokenizer, mlm=False)
+        Trainer(model=model, args=args, train_dataset=data, data_collator=collator, callbacks=callbacks).train(
+            resume_from_checkpoint=resume
+        )
+        return ia.SweepResult.load(tmp_path / name / "live").rows
+
+    expected = train("whole")
+    stopped = train("stopped", stop_at=4)
+    assert [row["step"] for row in stopped] == [0, 1, 2, 3]
+    resumed = train("stopped", resume=str(tmp_path / "stopped" / "checkpoint-3"))
+    assert [row["step"] for row in resumed] == [row["step"] for row in expected] == list(range(6))
+    for row, reference in zip(resumed, expected, strict=True):
+        assert row["energy_share"] == pytest.approx(reference["energy_share"], rel=1e-6), row["step"]
+        assert row["control_mean"] == pytest.approx(reference["control_mean"], rel=1e-6), row["step"]
