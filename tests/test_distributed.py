@@ -121,13 +121,16 @@ def test_distributed_sweep_equals_the_single_process_sweep(parallel, toy_checkpo
 def test_live_probe_under_data_parallel_training_equals_the_post_hoc_probe(toy_checkpoints, texts, tmp_path):
     """2 gloo ranks train a DDP model, each on its micro-batch; each window equals the probe of both micro-batches
     (rank 0's, then rank 1's) with the weights of that step, run in one process. So does a window scored
-    retrospectively once the early tangent was fitted on both ranks' activations, its bootstrap interval included."""
+    retrospectively once the early tangent was fitted on both ranks' activations, its bootstrap interval included;
+    and a run restarted at step 1 gives step 1's row again on both ranks."""
     checkpoint = str(toy_checkpoints.checkpoints[-1])
     out = tmp_path / "live.json"
     _torchrun({"mode": "live", "checkpoint": checkpoint, "texts": texts[:12], "out": str(out)}, tmp_path)
     rows = json.loads(out.read_text())
     early_rows = json.loads(Path(f"{out}.early").read_text())
     assert [row["step"] for row in rows] == [0, 1] and [row["retrospective"] for row in early_rows] == [True, False]
+    for rank in (0, 1):  # restarted at step 1, both ranks score against the early tangent the stopped run fitted
+        assert json.loads(Path(f"{out}.resumed{rank}").read_text()) == early_rows[1:]
     model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, checkpoint), device="cpu")
     model = model.double()
     tangents = {

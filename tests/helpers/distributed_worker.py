@@ -74,23 +74,33 @@ def _live(args: dict) -> None:
     tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=0)
     texts, micro, rank = args["texts"], 3, distributed.rank()
     probe = ia.TrainingProbe(parallel, 1, tokenizer=tokenizer, tangent=tangent, reduction="mean", n_controls=5)
-    early = ia.TrainingProbe(  # the tangent fitted after step 0: window 0 scored retrospectively, with its interval
-        parallel, 1, tokenizer=tokenizer, early_steps=1, nb_concepts=4, reduction="mean", n_controls=5
-    )
+    early_options = {"early_steps": 1, "nb_concepts": 4, "reduction": "mean", "n_controls": 5}
+    early_options["results_dir"] = f"{args['out']}.live"
+    # the tangent fitted after step 0: window 0 scored retrospectively, with its interval
+    early = ia.TrainingProbe(parallel, 1, tokenizer=tokenizer, **early_options)
+
+    def train(step, *probes):
+        start = (2 * step + rank) * micro
+        batch = micro_batch(tokenizer, texts[start : start + micro], start=0)
+        loss = parallel(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+        torch.autograd.backward(loss.loss)
+        optimizer.step()
+        optimizer.zero_grad()
+        for each in probes:
+            each.step()
+
     with probe, early:
         for step in range(2):
             if rank == 0:
                 torch.save(model.state_dict(), f"{args['out']}.step{step}.pt")
-            start = (2 * step + rank) * micro
-            batch = micro_batch(tokenizer, texts[start : start + micro], start=0)
-            loss = parallel(
-                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
-            ).loss
-            torch.autograd.backward(loss)
-            optimizer.step()
-            optimizer.zero_grad()
-            probe.step()
-            early.step()
+            distributed.barrier()
+            train(step, probe, early)
+    # The early run restarted at step 1 from the weights of that step: every rank takes up the tangent rank 0 reads.
+    model.load_state_dict(torch.load(f"{args['out']}.step1.pt"))
+    with ia.TrainingProbe(parallel, 1, tokenizer=tokenizer, start_step=1, **early_options) as resumed:
+        train(1, resumed)
+    with open(f"{args['out']}.resumed{rank}", "w") as handle:
+        json.dump(resumed.rows, handle)
     if rank == 0:
         with open(args["out"], "w") as handle:
             json.dump(probe.rows, handle)
