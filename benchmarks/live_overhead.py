@@ -4,7 +4,9 @@
 """Live probe overhead: a training step with a `TrainingProbe` attached / the same step without it.
 
 Two identical models train side by side on the same batches, their steps interleaved pair by pair (the order
-alternating) so that a busy machine slows both alike; the ratio is the median of the pairs' ratios. The time spent
+alternating) so that a busy machine slows both alike; the probe watches one copy for the first half of the pairs
+and the other for the second half, and the ratio is the geometric mean of the two halves' median pair ratios (which
+cancels a speed difference between the copies themselves, see `overhead_once`). The time spent
 inside the probe (its hook's work during the backward, and `step()`, where windows close) is also timed directly,
 as a share of the plain step: on a shared machine it is the steadier figure. A step is what training does:
 forward with labels, backward, AdamW step, zeroing the gradients. The probe scores a given tangent (k=16) against 20
@@ -12,8 +14,7 @@ controls at one middle split point, writes rows to a results directory, and clos
 steps (each close runs the probe's statistics: eigenvalues, IsoScore*, the bootstrap); an A/A run with no probe on
 either model shows the noise of the pair ratio. The ratios are of wall and of CPU time (one torch thread: the CPU
 time is the work done, which other jobs inflate less). Each configuration is run `--repeats` times on fresh
-models; the table gives the median over the repeats of each run's median pair ratio and of its time inside the
-probe. Also measured: the early phase (activation moments for the tangent fit,
+models; the table gives the median over the repeats of each run's ratio and of its time inside the probe. Also measured: the early phase (activation moments for the tangent fit,
 windows kept for retrospective scoring), the resident memory over many steps of a small model, and the cost of
 writing a window's rows to rows.jsonl as the file grows to 1,000 windows.
 
@@ -28,6 +29,7 @@ import argparse
 import contextlib
 import copy
 import json
+import math
 import platform
 import statistics
 import tempfile
@@ -125,6 +127,8 @@ def overhead(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
         "plain_step_s": median("plain_step_s", 3),
         "ratio_wall": median("ratio_wall"),
         "ratio_wall_of_each_run": [round(run["ratio_wall"], 4) for run in runs],
+        "ratio_wall_of_each_half": [[round(half, 4) for half in run["halves_wall"]] for run in runs],
+        "ratio_wall_of_totals": median("totals_wall"),
         "ratio_cpu": median("ratio_cpu"),
         "ratio_cpu_of_each_run": [round(run["ratio_cpu"], 4) for run in runs],
         "probe_ms_per_step": median("probe_ms_per_step", 2),
@@ -137,45 +141,68 @@ def overhead(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
 def overhead_once(args: argparse.Namespace, *, every: int, tangent: str) -> dict:
     """Probed step / plain step on the same batch, pair by pair (order alternated), and the probe's own time.
 
-    Ratios are medians over the pairs, of wall and of CPU time; the time inside the probe is a mean per step (a
-    window every 10 steps costs at the tenth), as a share of the plain step's median.
+    The probe watches one copy of the model for the first half of the pairs and the other copy for the second half.
+    Two copies of one model need not run equally fast (where their weights lie in memory can make one a few percent
+    slower for a whole run, as the A/A run shows): that factor multiplies one half's ratio and divides the other's,
+    so the geometric mean of the two halves' ratios cancels it. A half's ratio is the median of its pairs' ratios
+    (robust to a burst of load), or the ratio of its summed times ("totals", which counts a window's close however
+    rare). Wall and CPU time; the time inside the probe is a mean per step, as a share of the plain step's median.
     """
     hidden, layers = args.hidden, args.layers
-    plain = build(hidden, layers, args.vocab).to(args.device)
-    probed = copy.deepcopy(plain)
+    models = [build(hidden, layers, args.vocab).to(args.device)]
+    models.append(copy.deepcopy(models[0]))
     data = [ids.to(args.device) for ids in batches(args.vocab, args.batch, args.length, 8)]
-    optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-4) for model in (plain, probed)]
+    optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-4) for model in models]
     options = {"tangent": ia.Subspace.random(hidden, 16, seed=0)} if tangent == "given" else {"early_steps": 10**6}
-    pairs, inside = [], []
+    halves, inside, windows = [], [], 0
     with tempfile.TemporaryDirectory() as folder:
-        probe = ia.TrainingProbe(
-            probed, layers // 2, every=every, n_controls=20, results_dir=folder, max_pending_bytes=2**40, **options
-        )
-        timer = _Timed(probe)
-        with probe if tangent != "none" else contextlib.nullcontext():
-            probe = probe if tangent != "none" else None
-            for index in range(args.steps + 2):
-                ids = data[index % len(data)]
-                before = list(timer.seconds)
-                if index % 2:
-                    probed_time = step(probed, optimizers[1], ids, probe)
-                    plain_time = step(plain, optimizers[0], ids)
-                else:
-                    plain_time = step(plain, optimizers[0], ids)
-                    probed_time = step(probed, optimizers[1], ids, probe)
-                if index >= 2:  # warm-up
-                    pairs.append((probed_time, plain_time))
-                    inside.append([now - then for now, then in zip(timer.seconds, before, strict=True)])
-        windows = 0 if probe is None else len(probe.rows) + sum(len(p.pending) for p in probe.points.values())
+        for watched in (0, 1):
+            probe = None
+            if tangent != "none":
+                probe = ia.TrainingProbe(
+                    models[watched], layers // 2, every=every, n_controls=20, results_dir=f"{folder}/{watched}",
+                    max_pending_bytes=2**40, **options,
+                )  # fmt: skip
+            pairs, seconds = _pairs(models, optimizers, data, watched, probe, args.steps // 2)
+            halves.append(pairs)
+            inside.append(seconds)
+            windows += 0 if probe is None else len(probe.rows) + sum(len(p.pending) for p in probe.points.values())
     figures = {"windows": windows}
     for clock, name in enumerate(("wall", "cpu")):
-        plain_median = statistics.median(pair[1][clock] for pair in pairs)
-        inside_mean = sum(part[clock] for part in inside) / len(inside)
-        figures[f"ratio_{name}"] = statistics.median(pair[0][clock] / pair[1][clock] for pair in pairs)
+        medians = [statistics.median(pair[0][clock] / pair[1][clock] for pair in pairs) for pairs in halves]
+        totals = [sum(pair[0][clock] for pair in pairs) / sum(pair[1][clock] for pair in pairs) for pairs in halves]
+        plain_median = statistics.median(pair[1][clock] for pairs in halves for pair in pairs)
+        inside_mean = sum(seconds[clock] for seconds in inside) / sum(len(pairs) for pairs in halves)
+        figures[f"ratio_{name}"] = math.sqrt(medians[0] * medians[1])
+        figures[f"halves_{name}"] = medians
+        figures[f"totals_{name}"] = math.sqrt(totals[0] * totals[1])
         figures[f"share_{name}"] = inside_mean / plain_median
         if name == "wall":
             figures["plain_step_s"], figures["probe_ms_per_step"] = plain_median, 1000 * inside_mean
     return figures
+
+
+def _pairs(models, optimizers, data, watched: int, probe, n_pairs: int) -> tuple[list, list[float]]:
+    """`n_pairs` pairs of steps (after 2 of warm-up), models[watched] with the probe attached, the other without.
+
+    Returns:
+        ([((probed wall, CPU), (plain wall, CPU)), ...], (wall, CPU) seconds inside the probe over those pairs).
+    """
+    timer = _Timed(probe) if probe is not None else None
+    pairs = []
+    with probe if probe is not None else contextlib.nullcontext():
+        for index in range(n_pairs + 2):
+            ids = data[index % len(data)]
+            if index == 2 and timer is not None:
+                timer.seconds = [0.0, 0.0]  # the warm-up's excluded
+            order = (watched, 1 - watched) if index % 2 else (1 - watched, watched)
+            times = {
+                which: step(models[which], optimizers[which], ids, probe if which == watched else None)
+                for which in order
+            }
+            if index >= 2:
+                pairs.append((times[watched], times[1 - watched]))
+    return pairs, (timer.seconds if timer is not None else [0.0, 0.0])
 
 
 def resident_mib() -> float:
