@@ -225,11 +225,9 @@ class TrainingProbe:
 
     def _resume_tangents(self) -> None:
         """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `resume`)."""
-        some = next(iter(self.points.values())).schedule
+        fit_until = next(iter(self.points.values())).schedule.fit_until  # the same at every split point
         try:
-            saved = saved_tangents(
-                self.results_dir, self.layers, self.kind, some.fit_until, self.every, self.steps_done
-            )
+            saved = saved_tangents(self.results_dir, self.layers, self.kind, fit_until, self.every, self.steps_done)
         except TrainingProbeError:
             if self._store is not None:
                 store, self._store = self._store, None
