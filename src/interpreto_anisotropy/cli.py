@@ -17,7 +17,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -212,13 +212,7 @@ def parse_positive_int(value: str) -> int:
         >>> parse_positive_int("8")
         8
     """
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
-    return number
+    return _checked_option(value, int, lambda number: number >= 1, "a positive integer")
 
 
 def parse_seed(value: str) -> int:
@@ -237,13 +231,7 @@ def parse_seed(value: str) -> int:
         >>> parse_seed("0")
         0
     """
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if not 0 <= number < MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**32), got {value!r}")
-    return number
+    return _checked_option(value, int, lambda number: 0 <= number < MAX_SEED, "an integer in [0, 2**32)")
 
 
 def parse_fraction(value: str) -> float:
@@ -262,13 +250,7 @@ def parse_fraction(value: str) -> float:
         >>> parse_fraction("0.3")
         0.3
     """
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not 0 < number <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {value!r}")
-    return number
+    return _checked_option(value, float, lambda number: 0 < number <= 1, "a number in (0, 1]")
 
 
 def parse_nonnegative_int(value: str) -> int:
@@ -287,13 +269,7 @@ def parse_nonnegative_int(value: str) -> int:
         >>> parse_nonnegative_int("0")
         0
     """
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value!r}")
-    return number
+    return _checked_option(value, int, lambda number: number >= 0, "an integer >= 0")
 
 
 def parse_positive_number(value: str) -> float:
@@ -312,12 +288,17 @@ def parse_positive_number(value: str) -> float:
         >>> parse_positive_number("20")
         20.0
     """
+    return _checked_option(value, float, lambda number: 0 < number < math.inf, "a number above 0")
+
+
+def _checked_option(value: str, convert: Callable[[str], Any], accepts: Callable[[Any], bool], expected: str) -> Any:
+    """`convert(value)` if it converts and `accepts` it; else argparse's error "must be <expected>, got <value>"."""
     try:
-        number = float(value)
+        number = convert(value)
     except ValueError:
-        number = math.nan
-    if not 0 < number < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a number above 0, got {value!r}")
+        number = None
+    if number is None or not accepts(number):
+        raise argparse.ArgumentTypeError(f"must be {expected}, got {value!r}")
     return number
 
 

@@ -41,6 +41,12 @@ def _finite(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
+def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    """The steps and finite values of one column (rows without a finite value left out)."""
+    points = [(int(row["step"]), value) for row in rows if (value := _finite(row.get(key))) is not None]
+    return [step for step, _ in points], [value for _, value in points]
+
+
 def _by(rows: list[dict[str, Any]], *keys: str) -> dict[tuple, list[dict[str, Any]]]:
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in sorted(rows, key=lambda row: int(row["step"])):
@@ -83,9 +89,8 @@ def _draw_live(ax: Axes, rows: list[dict[str, Any]], kind: str) -> None:
             gid=f"live_band:{kind}",
             label="live: controls E_N min-max",
         )
-    points = [(int(row["step"]), value) for row in rows if (value := _finite(row.get("energy_share"))) is not None]
-    if points:
-        steps, values = zip(*points, strict=True)
+    steps, values = _series(rows, "energy_share")
+    if steps:
         ax.plot(
             steps,
             values,
@@ -120,9 +125,8 @@ def _draw_sweep(ax: Axes, rows: list[dict[str, Any]], kind: str) -> None:
             label=f"post hoc: {kind} tangent E_T (probe texts, saved checkpoints)",
         )
         container.lines[0].set_gid(f"sweep_energy:{kind}")
-    means = [(int(row["step"]), value) for row in rows if (value := _finite(row.get("control_mean"))) is not None]
-    if means:
-        steps, values = zip(*means, strict=True)
+    steps, values = _series(rows, "control_mean")
+    if steps:
         ax.plot(
             steps,
             values,
