@@ -6,11 +6,13 @@
 The energy share of a subspace over a probe is sum_i e_i / sum_i t_i over its sequences (e_i: sequence i's energy in
 the subspace, t_i: its squared gradient norm). Synthetic sequences stand in for a model's: each is L tokens of
 d = 16 gradient coordinates, AR(1) along the sequence (rho = 0.7) with stationary variances lambda_j, times a scale
-s = exp(sigma Z); the subspace is the first k = 4 coordinates. Two processes:
+s = exp(sigma Z); the subspace is the first k = 4 coordinates. Three processes:
 
 - homogeneous: lambda_j = 1 / j, L uniform in 8..64, sigma = 0.5;
 - two types: half of the sequences as above, half with the spectrum reversed (the subspace holds their weakest
-  directions), L uniform in 4..32 and sigma = 0.8 (fewer tokens, more spread scales).
+  directions) and L uniform in 4..32;
+- heavy-tailed two types: the same, the second type with sigma = 0.8 (its squared scales have a log-normal tail
+  of log-sd 1.6: a few sequences weigh as much as all the others), a stress case.
 
 A pool of 100 000 sequences is drawn once per process; each replication draws n of them with replacement, so the
 true share is exactly the pool's sum(e) / sum(t) (printed next to the closed form of the process, which it
@@ -23,8 +25,8 @@ bootstrap's (the price of the coverage).
 `share_intervals`, the bootstrap-t studentized by the jackknife, each side the larger of the equal-tailed and the
 symmetric one's. `--candidates` adds the others measured to choose it, from the same resamples: the delta method
 (ratio estimator, cluster-robust) and the jackknife with t_{n-1} quantiles, the equal-tailed and symmetric
-bootstrap-t alone, and scipy's BCa. Runs in about three minutes on one CPU thread with the defaults (about twice
-that with --candidates).
+bootstrap-t alone, and scipy's BCa. Runs in about two minutes on one CPU thread with the defaults (about three and a
+half with --candidates).
 
 Usage:
     python benchmarks/interval_coverage.py [--replications 1000] [--sizes 5,10,15,20,50,200] [--candidates]
@@ -72,12 +74,19 @@ def sequences(
     return energy, total
 
 
+SPECTRUM = 1.0 / np.arange(1, DIM + 1)
+#: {process: [(spectrum, (shortest, longest length), sigma) of each sequence type, drawn in equal numbers]}
+PROCESSES = {
+    "homogeneous": [(SPECTRUM, (8, 64), 0.5)],
+    "two types": [(SPECTRUM, (8, 64), 0.5), (SPECTRUM[::-1].copy(), (4, 32), 0.5)],
+    "heavy-tailed two types": [(SPECTRUM, (8, 64), 0.5), (SPECTRUM[::-1].copy(), (4, 32), 0.8)],
+}
+assert tuple(PROCESSES) == intervals.MEASURED_PROCESSES  # the warning quotes these processes' coverage
+
+
 def process(name: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
     """A pool of (e, t) of `POOL` sequences and the process's closed-form share."""
-    spectrum = 1.0 / np.arange(1, DIM + 1)
-    types = [(spectrum, (8, 64), 0.5)]
-    if name == "two types":
-        types.append((spectrum[::-1].copy(), (4, 32), 0.8))
+    types = PROCESSES[name]
     pools = [sequences(POOL // len(types), *kind, rng) for kind in types]
     # E[e] / E[t] with E[s^2] = exp(2 sigma^2), E[L] = mean of the lengths: the same for every token coordinate.
     weight = [math.exp(2 * sigma**2) * (low + high) / 2 for _, (low, high), sigma in types]
@@ -143,6 +152,9 @@ def main() -> None:
     parser.add_argument("--replications", type=int, default=1000, help="replications per cell")
     parser.add_argument("--sizes", default="5,10,15,20,50,200", help="numbers of sequences")
     parser.add_argument("--candidates", action="store_true", help="also measure the other intervals considered")
+    parser.add_argument(
+        "--processes", default=",".join(PROCESSES), help="comma-separated, among " + ", ".join(PROCESSES)
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -151,7 +163,7 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     print(f"Coverage of nominal {CONFIDENCE} intervals, {args.replications} replications per cell\n")
-    for name in ("homogeneous", "two types"):
+    for name in args.processes.split(","):
         energy, total, closed = process(name, rng)
         truth = energy.sum() / total.sum()
         print(f"{name}: true share {truth:.4f} (the pool's; closed form {closed:.4f})\n")

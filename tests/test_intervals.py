@@ -24,7 +24,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreto_anisotropy.errors import DegenerateStatisticsWarning, InvalidInputError
-from interpreto_anisotropy.probing.intervals import MEASURED_COVERAGE, MIN_BOOTSTRAP_SEQUENCES, share_intervals
+from interpreto_anisotropy.probing.intervals import (
+    MEASURED_COVERAGE,
+    MEASURED_PROCESSES,
+    MIN_BOOTSTRAP_SEQUENCES,
+    share_intervals,
+)
 
 
 def interval(energy, total, *, n_resamples=400, confidence=0.95, seed=0):
@@ -195,14 +200,16 @@ def test_fewer_sequences_than_the_threshold_warn_quoting_the_measured_coverage(n
     message = str(caught[0].message)
     assert f"{n} probe sequence(s), fewer than {MIN_BOOTSTRAP_SEQUENCES}" in message
     size = max((size for size in MEASURED_COVERAGE if size <= n), default=min(MEASURED_COVERAGE))
-    homogeneous, mixed = MEASURED_COVERAGE[size]
-    assert f"at {size} sequences" in message and f"{homogeneous:.3f}" in message and f"{mixed:.3f}" in message
+    assert f"at {size} sequences" in message
+    for name, coverage in zip(MEASURED_PROCESSES, MEASURED_COVERAGE[size], strict=True):
+        assert f"{coverage:.3f} ({name})" in message
     assert "interval_coverage.py" in message and "more probe texts" in message
 
 
 def test_the_threshold_is_where_the_measured_coverage_falls_short():
     """Every measured size below the threshold fell under 0.93 in one of the processes; at it, no warning."""
-    assert all(size < MIN_BOOTSTRAP_SEQUENCES and min(pair) < 0.93 for size, pair in MEASURED_COVERAGE.items())
+    assert all(size < MIN_BOOTSTRAP_SEQUENCES and min(cells) < 0.93 for size, cells in MEASURED_COVERAGE.items())
+    assert all(len(cells) == len(MEASURED_PROCESSES) for cells in MEASURED_COVERAGE.values())
     total = torch.linspace(1.0, 2.0, MIN_BOOTSTRAP_SEQUENCES, dtype=torch.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegenerateStatisticsWarning)

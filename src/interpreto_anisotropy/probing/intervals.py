@@ -14,8 +14,9 @@ t_lo and t_hi the (1 - c) / 2 and (1 + c) / 2 quantiles of t, |t|_c the c quanti
 smallest interval holding both the equal-tailed and the symmetric bootstrap-t intervals. This is our choice, not
 the paper's: `benchmarks/interval_coverage.py` measured, on AR(1) token gradients in heterogeneous sequences, that
 the percentile bootstrap under-covers at realistic numbers of sequences, that the symmetric bootstrap-t under-covers
-when sequences of two types mix and the equal-tailed one when their weights are heavy-tailed, and that this one
-holds the nominal level in both (docs/statistics.md gives the table). Every interval of the package comes from here:
+when sequences of two types mix and the equal-tailed one on homogeneous sequences of heavy-tailed weights, and that
+this one holds the nominal level from 20 sequences on in all three of its processes (docs/statistics.md gives the
+tables). Every interval of the package comes from here:
 `build_results` calls `share_intervals` for `GradientProbe.run`, a sweep's probes, and the live probe's windows
 (live or retrospective).
 """
@@ -33,14 +34,17 @@ from ..errors import DegenerateStatisticsWarning, InvalidInputError
 __all__ = ["MIN_BOOTSTRAP_SEQUENCES", "share_intervals"]
 
 #: Fewer probe sequences than this warn: `benchmarks/interval_coverage.py` measured the interval's coverage of a
-#: nominal 95 % at 0.93 or more from 20 sequences on in both of its processes, and under 0.93 below (0.925 at 10 and
-#: 15 sequences of two types: `MEASURED_COVERAGE`).
+#: nominal 95 % at 0.95 or more at 20 sequences in each of its three processes, and under 0.93 in one of them at every
+#: smaller size it measured (`MEASURED_COVERAGE`).
 MIN_BOOTSTRAP_SEQUENCES = 20
 
-#: Coverage of the nominal 95 % interval measured by `benchmarks/interval_coverage.py` (1000 replications per cell,
-#: 2026-12-01) at the numbers of sequences below `MIN_BOOTSTRAP_SEQUENCES`: {n_seq: (homogeneous sequences, sequences
-#: of two types)}. The warning quotes the entry nearest below the probe's number of sequences.
-MEASURED_COVERAGE = {5: (0.954, 0.887), 10: (0.946, 0.925), 15: (0.942, 0.925)}
+#: The names of the processes of `benchmarks/interval_coverage.py`, in the order of `MEASURED_COVERAGE`'s entries.
+MEASURED_PROCESSES = ("homogeneous", "two types", "heavy-tailed two types")
+
+#: Coverage of the nominal 95 % interval measured by `benchmarks/interval_coverage.py --seed 0` (1000 replications
+#: per cell, 2026-12-01) below `MIN_BOOTSTRAP_SEQUENCES`: {n_seq: (coverage of each of `MEASURED_PROCESSES`)}. The
+#: warning quotes the entry nearest below the probe's number of sequences.
+MEASURED_COVERAGE = {5: (0.954, 0.916, 0.872), 10: (0.946, 0.969, 0.908), 15: (0.942, 0.957, 0.928)}
 
 #: Shares closer than this are the same share (a resample of sequences that all hold the same share differs from the
 #: sample's by rounding only, which a zero jackknife error must not turn into an infinite studentized distance).
@@ -126,12 +130,13 @@ def _warn_few(n_sequences: int) -> None:
     quoting the coverage measured at the nearest number of sequences at or below it (the smallest measured, below)."""
     reported = "is reported as NaN" if n_sequences == 1 else "covers less than it says"
     size = max((size for size in MEASURED_COVERAGE if size <= n_sequences), default=min(MEASURED_COVERAGE))
-    homogeneous, mixed = MEASURED_COVERAGE[size]
+    measured = ", ".join(
+        f"{coverage:.3f} ({name})" for name, coverage in zip(MEASURED_PROCESSES, MEASURED_COVERAGE[size], strict=True)
+    )
     warnings.warn(
         f"The interval of the energy share rests on {n_sequences} probe sequence(s), fewer than "
-        f"{MIN_BOOTSTRAP_SEQUENCES}: it {reported} (at {size} sequences a nominal 95 % interval covered "
-        f"{homogeneous:.3f} of homogeneous and {mixed:.3f} of two-type synthetic probes, "
-        f"benchmarks/interval_coverage.py). Give more probe texts.",
+        f"{MIN_BOOTSTRAP_SEQUENCES}: it {reported} (at {size} sequences a nominal 95 % interval covered {measured} "
+        f"in the synthetic processes of benchmarks/interval_coverage.py). Give more probe texts.",
         DegenerateStatisticsWarning,
         stacklevel=5,
     )
@@ -177,7 +182,8 @@ def _studentized(
     max_elements: int = 2**22,
 ) -> Float[torch.Tensor, "B S"]:
     """(R_b - share) / se_b of each resample, on the CPU: 0 where the resample's share is the sample's (within
-    `_TIE`; 0 / 0 included), infinite where it differs with a zero standard error, NaN where it is undefined (then dropped).
+    `_TIE`; 0 / 0 included), infinite where it differs with a zero standard error, NaN where it is undefined (then
+    dropped).
 
     Resamples are taken a few at a time, so that the (rows, n, S) left-out shares stay under `max_elements`.
     """
