@@ -30,6 +30,9 @@ from interpreto_anisotropy.probing.intervals import (
     MIN_BOOTSTRAP_SEQUENCES,
     share_intervals,
 )
+from interpreto_anisotropy.probing.objectives import make_objective
+from interpreto_anisotropy.probing.statistics import SubspaceColumns, build_results, sums_from_gradients
+from interpreto_anisotropy.tangents.subspace import Subspace
 
 
 def interval(energy, total, *, n_resamples=400, confidence=0.95, seed=0):
@@ -158,6 +161,22 @@ def test_reordering_the_sequences_moves_the_interval_by_monte_carlo_error_only(s
     other_low, other_high = interval(energy[order], total[order], n_resamples=4000)
     width = high[0] - low[0]
     assert abs(other_low[0] - low[0]) < 0.1 * width and abs(other_high[0] - high[0]) < 0.1 * width
+
+
+def test_a_probe_result_carries_the_interval_of_its_per_sequence_sums():
+    """`build_results` (every probe's statistics: `GradientProbe.run`, sweeps, live windows) reports `share_intervals`
+    of the tangents' per-sequence energies, with the probe's seed, resamples and level."""
+    tangents = {"a": Subspace.random(12, 3, seed=1), "b": Subspace.random(12, 2, seed=2)}
+    columns = SubspaceColumns.draw(tangents, n_controls=3, n_random=3, seed=0)
+    gradients = torch.randn(300, 12, generator=torch.Generator().manual_seed(0)) * torch.linspace(2.0, 0.5, 12)
+    sums = sums_from_gradients(gradients, torch.arange(300) // 12, columns)
+    results = build_results(sums, columns, 7, 300, 0.9, make_objective("causal_lm"), None)
+    energy = sums.sequence_energy[:, [columns.tangent_column(name) for name in tangents]]
+    low, high = share_intervals(
+        energy, sums.sequence_total, n_resamples=300, confidence=0.9, generator=torch.Generator().manual_seed(7)
+    )
+    assert [(results[name].ci_low, results[name].ci_high) for name in tangents] == list(zip(low, high, strict=True))
+    assert all(results[name].confidence == 0.9 for name in tangents)
 
 
 def test_the_interval_is_deterministic_given_the_seed():
