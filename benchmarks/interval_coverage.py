@@ -30,6 +30,7 @@ half with --candidates).
 
 Usage:
     python benchmarks/interval_coverage.py [--replications 1000] [--sizes 5,10,15,20,50,200] [--candidates]
+        [--processes homogeneous,two types,heavy-tailed two types] [--seed 0]
 """
 
 from __future__ import annotations
