@@ -5,7 +5,8 @@
 
 A tangent from rows that define no direction (one row, identical rows) is refused; one from rows that span fewer
 than `nb_concepts` dimensions warns, since its extra directions are arbitrary. A probe's bootstrap interval over
-fewer than 10 sequences warns, and over a single sequence is NaN, not a zero-width interval.
+fewer than `MIN_BOOTSTRAP_SEQUENCES` (20) sequences warns, and over a single sequence is NaN, not a zero-width
+interval.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import DegenerateStatisticsWarning, EmptyInputError, InvalidInputError
+from interpreto_anisotropy.probing.intervals import MIN_BOOTSTRAP_SEQUENCES
 
 D = 64
 
@@ -162,12 +164,12 @@ def test_a_probe_of_one_sequence_has_no_interval_and_warns(splitter, texts, subs
 def test_a_probe_of_five_sequences_warns(splitter, texts, subspace):
     result, messages = _probe(splitter, texts[:5], subspace)
     assert result.n_sequences == 5 and result.ci_low < result.ci_high
-    assert len(messages) == 1 and "5 probe sequence(s), fewer than 10" in messages[0]
+    assert len(messages) == 1 and f"5 probe sequence(s), fewer than {MIN_BOOTSTRAP_SEQUENCES}" in messages[0]
 
 
-def test_a_probe_of_ten_sequences_does_not_warn(splitter, texts, subspace):
-    result, messages = _probe(splitter, texts[:10], subspace)
-    assert result.n_sequences == 10 and messages == []
+def test_a_probe_of_enough_sequences_does_not_warn(splitter, texts, subspace):
+    result, messages = _probe(splitter, texts[:MIN_BOOTSTRAP_SEQUENCES], subspace)
+    assert result.n_sequences == MIN_BOOTSTRAP_SEQUENCES and messages == []
 
 
 def test_a_sweep_probing_one_sequence_writes_valid_rows_and_plots(toy_checkpoints, fit_texts, texts, tmp_path):

@@ -32,6 +32,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.metrics.isotropy",
     "interpreto_anisotropy.metrics.manifold",
     "interpreto_anisotropy.probing.anisotropy",
+    "interpreto_anisotropy.probing.intervals",
     "interpreto_anisotropy.probing.masking",
     "interpreto_anisotropy.probing.objectives",
     "interpreto_anisotropy.probing.statistics",

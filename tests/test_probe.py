@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -17,11 +18,13 @@ from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import (
+    DegenerateStatisticsWarning,
     DimensionMismatchError,
     EmptyInputError,
     InvalidInputError,
     NonFiniteError,
 )
+from interpreto_anisotropy.probing.intervals import share_intervals
 from interpreto_anisotropy.probing.probe import GradientProbe
 from interpreto_anisotropy.tangents.controls import normal_control_bases
 
@@ -219,17 +222,23 @@ def test_result_numbers_equal_a_numpy_recomputation(gpt_neox_mwsp, neox_tangent,
     assert result.n_sequences == len(np.unique(sequence_ids))
     # Loss: mean next-token cross-entropy over the probed tokens.
     assert result.loss == pytest.approx(raw.loss_sum / raw.loss_count, rel=1e-6)
-    # Bootstrap: an independent NumPy bootstrap of sequences gives about the same interval.
+    # Interval: `share_intervals` (checked against a loop in test_intervals.py) of per-sequence sums recomputed here
+    # in float64 from the raw gradients, with the probe's seed and resamples, gives the probe's interval.
     per_sequence = np.array(
         [[np.sum((G[sequence_ids == s] @ Q) ** 2), np.sum(G[sequence_ids == s] ** 2)] for s in np.unique(sequence_ids)]
     )
-    rng = np.random.default_rng(0)
-    draws = rng.integers(0, len(per_sequence), size=(4000, len(per_sequence)))
-    shares = per_sequence[draws, 0].sum(1) / per_sequence[draws, 1].sum(1)
-    low, high = np.quantile(shares, [0.025, 0.975])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateStatisticsWarning)
+        (low,), (high,) = share_intervals(
+            torch.from_numpy(per_sequence[:, :1]),
+            torch.from_numpy(per_sequence[:, 1]),
+            n_resamples=1000,
+            confidence=0.95,
+            generator=torch.Generator().manual_seed(5),
+        )
     width = high - low
     assert result.ci_low <= result.energy_share <= result.ci_high
-    assert abs(result.ci_low - low) < 0.25 * width and abs(result.ci_high - high) < 0.25 * width
+    assert abs(result.ci_low - low) < 1e-3 * width and abs(result.ci_high - high) < 1e-3 * width
 
 
 def test_exact_p_value_equals_a_brute_force_over_raw_gradients(gpt_neox_mwsp, neox_tangent, texts):

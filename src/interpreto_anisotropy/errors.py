@@ -113,7 +113,8 @@ class DegenerateStatisticsWarning(UserWarning):
     """A statistic was computed from too little data to be trusted; the message says what to add.
 
     Warned when a tangent's rows span fewer than `nb_concepts` dimensions (its extra directions are arbitrary),
-    and when a probe's bootstrap interval resamples fewer than 10 sequences. To refuse such results instead,
+    and when a probe's interval of the energy share rests on fewer than 20 sequences (its measured coverage falls
+    short of its level there). To refuse such results instead,
     turn it into an error: `warnings.simplefilter("error", DegenerateStatisticsWarning)`.
 
     Examples:

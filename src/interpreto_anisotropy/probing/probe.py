@@ -412,7 +412,8 @@ class GradientProbe:
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
 
         Warns:
-            DegenerateStatisticsWarning: Fewer than 10 probed sequences: the bootstrap interval is unreliable.
+            DegenerateStatisticsWarning: Fewer than 20 probed sequences (`MIN_BOOTSTRAP_SEQUENCES`): the interval
+                of the energy share covers less than it says.
             UserWarning: Sequences shorter than the objective needs were skipped.
         """
         named = _as_named_subspaces(subspaces)

@@ -51,8 +51,9 @@ class ProbeResult:
         z_score: (E_T - k / d) / sigma_0, how many null standard deviations the tangent sits above chance. A scale,
             not a test: the null distribution is not Gaussian (use `p_value_exact`). NaN when sigma_0 = 0
             (isotropic gradients, where every subspace holds exactly k / d).
-        ci_low, ci_high: Bootstrap interval of E_T, resampling sequences (level `confidence`); NaN (None in
-            `to_dict`) from a single sequence, which gives no interval.
+        ci_low, ci_high: Bootstrap-t interval of E_T, resampling sequences (level `confidence`,
+            `probing.intervals.share_intervals`); NaN (None in `to_dict`) from a single sequence, which gives no
+            interval.
         oracle_energy_share: Energy held by the top-k eigenvectors of G^T G: no rank-k subspace holds more.
         anisotropy_capture: (E_T - k/d) / (oracle - k/d): the tangent's share of the best possible excess.
         isoscore_star: IsoScore* of the gradient cloud G (covariance-based, d dimensions).

@@ -1,19 +1,19 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""From the probe's sums to its results: energy shares, controls, p-values, bootstrap intervals, IsoScore*.
+"""From the probe's sums to its results: energy shares, controls, p-values, confidence intervals, IsoScore*.
 
 `GradientProbe.run` draws every subspace it scores (`SubspaceColumns`: the tangents, their normal controls and the
 random subspaces of the exact p-value), accumulates `ProbeSums` batch by batch (`SubspaceColumns.energies` projects
 each batch on all of them at once), reduces them across ranks, and hands them to `build_results`, which computes
-every statistic of a `ProbeResult` from the sums alone. `sums_from_gradients` makes the same sums from gradients
-already in hand (a probe's `TokenGradients`, or a synthetic cloud), so the statistics can be checked without a model.
+every statistic of a `ProbeResult` from the sums alone (the interval of the energy share with
+`intervals.share_intervals`). `sums_from_gradients` makes the same sums from gradients already in hand (a probe's
+`TokenGradients`, or a synthetic cloud), so the statistics can be checked without a model.
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,17 +22,15 @@ import torch
 from jaxtyping import Float, Int
 
 from ..commons.accumulators import MomentAccumulator, top_eigenvalues
-from ..errors import DegenerateStatisticsWarning, InvalidInputError
+from ..errors import InvalidInputError
 from ..tangents.controls import analytic_null, chance_std, normal_control_bases, p_value, random_subspace_bases
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreSettings
+from .intervals import share_intervals
 from .objectives import Objective
 from .result import ProbeResult
 
 __all__ = ["ProbeSums", "Tally", "SubspaceColumns", "TangentBlock", "build_results", "sums_from_gradients"]
-
-#: Fewer probe sequences than this give a bootstrap interval too unreliable to report without a warning.
-MIN_BOOTSTRAP_SEQUENCES = 10
 
 
 @dataclass
@@ -85,7 +83,7 @@ class ProbeSums:
         return self.column_energy if self.column_energy is not None else self.sequence_energy.sum(0)
 
     def tangent_sequence_energy(self, tangent_columns: list[int]) -> Float[torch.Tensor, "n T"]:
-        """Each sequence's energy in each tangent, (n_seq, T) (what the bootstrap resamples)."""
+        """Each sequence's energy in each tangent, (n_seq, T) (what the interval's bootstrap resamples)."""
         return self.sequence_energy if self.column_energy is not None else self.sequence_energy[:, tangent_columns]
 
 
@@ -274,8 +272,8 @@ def build_results(
     Args:
         sums: The reduced sums (per-sequence energies (n_seq, S), totals (n_seq,), gradient moments, counts).
         columns: The scored subspaces, whose layout the columns of `sums.sequence_energy` follow.
-        seed: Seed of the bootstrap (and the one the subspaces were drawn with, recorded).
-        n_bootstrap: Bootstrap resamples of sequences.
+        seed: Seed of the interval's bootstrap (and the one the subspaces were drawn with, recorded).
+        n_bootstrap: Bootstrap resamples of sequences (`intervals.share_intervals`).
         confidence: Confidence level of the interval.
         objective: The objective the gradients are of.
         split_point: Where they were taken.
@@ -284,9 +282,12 @@ def build_results(
     Returns:
         {name: ProbeResult}; with a single probe sequence, ci_low and ci_high are NaN (no interval).
 
+    Raises:
+        InvalidInputError: n_bootstrap not positive, or confidence outside (0, 1).
+
     Warns:
-        DegenerateStatisticsWarning: Fewer than `MIN_BOOTSTRAP_SEQUENCES` probe sequences: the bootstrap interval
-            resamples too few of them to be reliable (with one, it would have zero width, and is NaN instead).
+        DegenerateStatisticsWarning: Fewer than `intervals.MIN_BOOTSTRAP_SEQUENCES` probe sequences: the measured
+            coverage falls under 0.93 for a nominal 0.95 (with one sequence there is no interval: NaN).
     """
     isoscore = isoscore or IsoScoreSettings()
     tangents = columns.tangents
@@ -300,13 +301,12 @@ def build_results(
     top_values = top_values.clamp(min=0)
     total_energy = float(torch.trace(second_moment))
     tangent_columns = [columns.tangent_column(name) for name in tangents]
-    alpha = (1 - confidence) / 2
-    ci_low, ci_high = _bootstrap_intervals(
+    ci_low, ci_high = share_intervals(
         sums.tangent_sequence_energy(tangent_columns),
         sums.sequence_total,
-        n_bootstrap,
-        torch.Generator().manual_seed(seed),
-        alpha,
+        n_resamples=n_bootstrap,
+        confidence=confidence,
+        generator=torch.Generator().manual_seed(seed),
     )
     common = {
         "n_tokens": n_tokens,
@@ -354,57 +354,3 @@ def build_results(
 def _chance_std(second_moment: torch.Tensor, k: int) -> float:
     """`chance_std` of the gradients, NaN when they are all zero (no share is defined then)."""
     return chance_std(second_moment, k) if bool(torch.trace(second_moment) > 0) else float("nan")
-
-
-def _bootstrap_intervals(
-    energy: Float[torch.Tensor, "n S"],
-    total: Float[torch.Tensor, " n"],
-    n_resamples: int,
-    generator: torch.Generator,
-    alpha: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Bootstrap interval [alpha, 1 - alpha] of each column's energy share, resampling sequences: ((S,), (S,)).
-
-    Warns with fewer than `MIN_BOOTSTRAP_SEQUENCES` sequences; with one, every resample is that sequence, so the
-    interval is NaN rather than a confident zero width.
-    """
-    if n_resamples < 1:
-        raise InvalidInputError(f"n_bootstrap must be positive, got {n_resamples}.")
-    n_sequences = total.shape[0]
-    if n_sequences < MIN_BOOTSTRAP_SEQUENCES:
-        reported = "is reported as NaN" if n_sequences == 1 else "is unreliable"
-        warnings.warn(
-            f"The bootstrap interval of the energy share resamples {n_sequences} probe sequence(s), fewer than "
-            f"{MIN_BOOTSTRAP_SEQUENCES}: it {reported}. Give more probe texts.",
-            DegenerateStatisticsWarning,
-            stacklevel=4,
-        )
-    if n_sequences == 1:
-        nan = np.full(energy.shape[1], np.nan)
-        return nan, nan.copy()
-    shares = _bootstrap_shares(energy, total, n_resamples, generator)
-    return np.quantile(shares, alpha, axis=0), np.quantile(shares, 1 - alpha, axis=0)
-
-
-def _bootstrap_shares(
-    energy: Float[torch.Tensor, "n S"],
-    total: Float[torch.Tensor, " n"],
-    n_resamples: int,
-    generator: torch.Generator,
-    chunk: int = 250,
-) -> np.ndarray:
-    """Energy shares sum(energy) / sum(total) over multinomial resamples of sequences, (n_resamples, S).
-
-    The draws come from a CPU generator (the same intervals on every device); resamples are taken `chunk` at a
-    time, so memory stays O(chunk * n) whatever `n_resamples`.
-    """
-    n_sequences = total.shape[0]
-    shares = []
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        draws = torch.randint(n_sequences, (size, n_sequences), generator=generator)
-        counts = torch.zeros(size, n_sequences, dtype=torch.float64)
-        counts.scatter_add_(1, draws, torch.ones_like(draws, dtype=torch.float64))
-        counts = counts.to(total.device)
-        shares.append(((counts @ energy) / (counts @ total)[:, None]).cpu())
-    return torch.cat(shares).numpy()
