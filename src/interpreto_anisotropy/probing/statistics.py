@@ -324,6 +324,7 @@ def build_results(
         "isoscore_zeta": isoscore.zeta,
         "isoscore_c0": isoscore.target_name,
     }
+    without_random = _scores_without_random(isoscore, covariance, columns)
     results: dict[str, ProbeResult] = {}
     for tangent_index, (name, tangent) in enumerate(tangents.items()):
         k = tangent.rank
@@ -346,9 +347,22 @@ def build_results(
             oracle_energy_share=oracle,
             isoscore_star_without_tangent=float(isoscore.score_without(covariance, tangent.basis[None])[0]),
             isoscore_star_without_controls=isoscore.score_without(covariance, columns.controls[name]),
+            isoscore_star_without_random=without_random[k],
             **common,
         )
     return results
+
+
+def _scores_without_random(
+    isoscore: IsoScoreSettings, covariance: Float[torch.Tensor, "d d"], columns: SubspaceColumns
+) -> dict[int, np.ndarray]:
+    """{k: IsoScore* of G with each of the R' random k-subspaces removed, (R',)}: one batched pass per rank.
+
+    The tangents of one rank share these scores, as they share the random subspaces; each is computed by
+    `IsoScoreSettings.score_without` exactly as the tangent's own, so the anisotropy share's exact p-value ranks
+    like against like.
+    """
+    return {k: isoscore.score_without(covariance, bases) for k, bases in columns.randoms.items()}
 
 
 def _chance_std(second_moment: torch.Tensor, k: int) -> float:
