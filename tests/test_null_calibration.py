@@ -12,6 +12,8 @@ each tangent with its own seed, hence its own random subspaces: the outcomes are
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -19,13 +21,14 @@ import scipy.stats
 import torch
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import InvalidInputError
+from interpreto_anisotropy.errors import DegenerateStatisticsWarning, InvalidInputError
 from interpreto_anisotropy.live.options import LiveTangent
 from interpreto_anisotropy.live.tangents import TangentSchedule
 from interpreto_anisotropy.probing.anisotropy import IsoScoreSettings
 from interpreto_anisotropy.probing.objectives import make_objective
 from interpreto_anisotropy.probing.probe import GradientProbe
 from interpreto_anisotropy.probing.statistics import SubspaceColumns, build_results, sums_from_gradients
+from interpreto_anisotropy.tangents.controls import NORMAL_CONTROL_NULL_RATES
 from interpreto_anisotropy.tangents.subspace import Subspace
 
 pytestmark = pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
@@ -136,3 +139,14 @@ def test_half_the_dimension_is_refused_at_a_live_probes_first_micro_batch():
     schedule = TangentSchedule(LiveTangent.EARLY, "gpt_neox.layers.1", nb_concepts=32, n_controls=2, seed=0)
     with pytest.raises(InvalidInputError, match=r"nb_concepts=32 in R\^64 \(d=64\).*nb_concepts <= 31"):
         schedule.start(64, torch.device("cpu"))
+
+
+@pytest.mark.filterwarnings("default::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
+def test_a_rank_with_anti_conservative_normal_controls_warns_with_the_measured_rate():
+    gradients = torch.randn(200, 64, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    rate = dict(NORMAL_CONTROL_NULL_RATES)[1 / 4]
+    with pytest.warns(DegenerateStatisticsWarning, match=rf"k/d = 16/64 .*{rate:.1f} % at k/d = 0.250"):
+        _scored(gradients, torch.arange(200) // 10, Subspace.random(64, 16, seed=0), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateStatisticsWarning)
+        _scored(gradients, torch.arange(200) // 10, Subspace.random(64, 4, seed=0), 0)  # k/d = 1/16: no warning

@@ -23,7 +23,14 @@ from jaxtyping import Float, Int
 
 from ..commons.accumulators import MomentAccumulator, top_eigenvalues
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
-from ..tangents.controls import analytic_null, chance_std, normal_control_bases, p_value, random_subspace_bases
+from ..tangents.controls import (
+    analytic_null,
+    chance_std,
+    normal_control_bases,
+    p_value,
+    random_subspace_bases,
+    warn_if_anti_conservative,
+)
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreSettings
 from .objectives import Objective
@@ -286,7 +293,9 @@ def build_results(
 
     Warns:
         DegenerateStatisticsWarning: Fewer than `MIN_BOOTSTRAP_SEQUENCES` probe sequences: the bootstrap interval
-            resamples too few of them to be reliable (with one, it would have zero width, and is NaN instead).
+            resamples too few of them to be reliable (with one, it would have zero width, and is NaN instead). Or a
+            tangent rank with k / d >= 0.1, where the normal-control p-values are known anti-conservative
+            (`warn_if_anti_conservative`).
     """
     isoscore = isoscore or IsoScoreSettings()
     tangents = columns.tangents
@@ -325,6 +334,8 @@ def build_results(
         "isoscore_c0": isoscore.target_name,
     }
     without_random = _scores_without_random(isoscore, covariance, columns)
+    for k in without_random:
+        warn_if_anti_conservative(k, dim, stacklevel=3)
     results: dict[str, ProbeResult] = {}
     for tangent_index, (name, tangent) in enumerate(tangents.items()):
         k = tangent.rank

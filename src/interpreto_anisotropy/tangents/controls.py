@@ -15,13 +15,14 @@ random subspace (`chance_std`), are known in closed form.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 from jaxtyping import Float
 
-from ..errors import InvalidInputError
+from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from .subspace import Subspace
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "normal_control_bases",
     "check_control_room",
     "largest_control_rank",
+    "warn_if_anti_conservative",
     "random_subspace_bases",
     "p_value",
     "analytic_null",
@@ -85,6 +87,39 @@ def check_control_room(k: int, d: int, *, option: str = "nb_concepts") -> None:
             f"complement of a rank-{k} tangent must hold more than one rank-{k} subspace. Use {option} <= "
             f"{largest_control_rank(d)} (the largest k with 2k < d)."
         )
+
+
+#: P(p <= 0.05) in % under the null for the normal-control p-value (`p_value`, R = 20 controls; exact: 4.76 %), as
+#: `benchmarks/calibration.py` measured it (2000 random tangents, d = 64, and d = 32 for the last row), by k / d:
+#: ((k / d, %), ...). The anisotropy share's (`anisotropy_share_p_value`) is within a point or two of it.
+NORMAL_CONTROL_NULL_RATES = ((1 / 32, 5.3), (1 / 16, 6.7), (1 / 8, 8.4), (1 / 4, 11.6), (3 / 8, 21.5), (15 / 32, 37.9))
+#: From this k / d on (where the measured rate reaches 1.5 times the exact one), a probe warns.
+ANTI_CONSERVATIVE_FROM = 0.1
+
+
+def warn_if_anti_conservative(k: int, d: int, *, stacklevel: int = 2) -> None:
+    """Warn when the normal-control p-values of a rank-k tangent in R^d are known anti-conservative.
+
+    Args:
+        k: The tangent's rank.
+        d: The dimension.
+        stacklevel: Passed to `warnings.warn`.
+
+    Warns:
+        DegenerateStatisticsWarning: k / d >= `ANTI_CONSERVATIVE_FROM`, quoting the rate measured at the nearest
+            tabulated k / d at or below it (`NORMAL_CONTROL_NULL_RATES`).
+    """
+    if k / d < ANTI_CONSERVATIVE_FROM:
+        return
+    ratio, rate = max(row for row in NORMAL_CONTROL_NULL_RATES if row[0] <= k / d)
+    warnings.warn(
+        f"At k/d = {k}/{d} = {k / d:.3f} the normal-control p-values (p_value, anisotropy_share_p_value: the "
+        f"paper's) are anti-conservative: under the null of a random tangent, P(p <= 0.05) was measured at "
+        f"{rate:.1f} % at k/d = {ratio:.3f} (and more above it) instead of 4.8 % with 20 controls. Test with "
+        "p_value_exact and anisotropy_p_value_exact (docs/statistics.md), or use a smaller nb_concepts.",
+        DegenerateStatisticsWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 MAX_CONTROL_BYTES = 2 * 2**30  # the float64 draws of all controls of one tangent
