@@ -139,7 +139,7 @@ class SubspaceColumns:
             The columns, in the tangents' device and dtype.
 
         Raises:
-            InvalidInputError: n_controls or n_random not positive, 2k > d, or draws over the memory bound.
+            InvalidInputError: n_controls or n_random not positive, 2k >= d, or draws over the memory bound.
         """
         first = next(iter(tangents.values()))
         controls = {name: normal_control_bases(subspace, n_controls, seed=seed) for name, subspace in tangents.items()}

@@ -385,7 +385,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae").
 
     Raises:
-        InvalidInputError: Unknown method, or 2k > d.
+        InvalidInputError: Unknown method, or 2k >= d.
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -691,14 +691,14 @@ class PCATangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = PCATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -716,14 +716,14 @@ class SemiNMFTangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = SemiNMFTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -741,14 +741,14 @@ class NMFTangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = NMFTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -766,14 +766,14 @@ class ICATangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = ICATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -791,14 +791,14 @@ class SVDTangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = SVDTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -816,14 +816,14 @@ class TopKSAETangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = TopKSAETangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
