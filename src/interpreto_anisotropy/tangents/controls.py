@@ -114,9 +114,10 @@ def warn_if_anti_conservative(k: int, d: int, *, stacklevel: int = 2) -> None:
     ratio, rate = max(row for row in NORMAL_CONTROL_NULL_RATES if row[0] <= k / d)
     warnings.warn(
         f"At k/d = {k}/{d} = {k / d:.3f} the normal-control p-values (p_value, anisotropy_share_p_value: the "
-        f"paper's) are anti-conservative: under the null of a random tangent, P(p <= 0.05) was measured at "
-        f"{rate:.1f} % at k/d = {ratio:.3f} (and more above it) instead of 4.8 % with 20 controls. Test with "
-        "p_value_exact and anisotropy_p_value_exact (docs/statistics.md), or use a smaller nb_concepts.",
+        f"paper's) are anti-conservative: for a random tangent under the null, P(p <= 0.05) was measured at "
+        f"{rate:.1f} % at k/d = {ratio:.3f}, and more at larger k/d (with 20 controls, where an exact p-value gives "
+        "4.8 %). Test with p_value_exact and anisotropy_p_value_exact (docs/statistics.md), or use a smaller "
+        "nb_concepts.",
         DegenerateStatisticsWarning,
         stacklevel=stacklevel + 1,
     )
