@@ -7,7 +7,10 @@ Under the null, the tangent is a uniformly random k-subspace of R^d, independent
 is then <= alpha with probability alpha (exactly 1/21 = 4.76 % for alpha = 0.05 with 20 reference subspaces). Each
 replay draws such a tangent and scores it on a synthetic gradient cloud through the probe's own statistics code
 (`SubspaceColumns.draw`, `sums_from_gradients`, `build_results`: everything but the forward and backward passes),
-against R normal controls (`p_value`, the paper's) and R uniformly random subspaces of R^d (`p_value_exact`).
+against R normal controls (`p_value`, the paper's) and R uniformly random subspaces of R^d (`p_value_exact`); and
+the anisotropy share's two p-values, against the controls (`anisotropy_share_p_value`, the paper's) and against the
+same random subspaces (`anisotropy_p_value_exact`). The last column is how often `p_value` exceeds `p_value_exact`
+in the same replay (the normal-control p-value is no lower bound of the exact one).
 
 The clouds are anisotropic like real gradients: n = 4 d rows, variances decaying as 1 / i in a random orientation,
 plus a mean; replay r uses cloud r mod --clouds. The table gives the rate of p <= alpha with its binomial standard
@@ -15,6 +18,7 @@ error. Runs in about two minutes on one CPU thread with the defaults.
 
 Usage:
     python benchmarks/calibration.py [--replays 2000] [--alpha 0.05] [--shapes 64:8,64:16,256:8,256:16]
+        [--convention complement]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import torch  # noqa: E402
 
 from interpreto_anisotropy.errors import DegenerateStatisticsWarning  # noqa: E402
+from interpreto_anisotropy.probing.anisotropy import IsoScoreSettings  # noqa: E402
 from interpreto_anisotropy.probing.objectives import make_objective  # noqa: E402
 from interpreto_anisotropy.probing.statistics import SubspaceColumns, build_results, sums_from_gradients  # noqa: E402
 from interpreto_anisotropy.tangents.subspace import Subspace  # noqa: E402
@@ -49,22 +54,29 @@ def gradient_cloud(seed: int, d: int) -> torch.Tensor:
     return (torch.randn(4 * d, d, generator=generator, dtype=torch.float64) * scales) @ rotation + mean
 
 
-def null_p_values(d: int, k: int, replays: int, n_clouds: int, n_reference: int) -> tuple[list[float], list[float]]:
-    """(p_value, p_value_exact) of `replays` uniformly random tangents."""
+#: The p-values a replay records, in the table's order.
+P_VALUES = ("p_value", "p_value_exact", "anisotropy_share_p_value", "anisotropy_p_value_exact")
+
+
+def null_p_values(
+    d: int, k: int, replays: int, n_clouds: int, n_reference: int, convention: str = "complement"
+) -> dict[str, list[float]]:
+    """{p-value field: its value for each of `replays` uniformly random tangents} (fields: `P_VALUES`)."""
     objective = make_objective("causal_lm")
+    isoscore = IsoScoreSettings.make(convention=convention)
     clouds = [gradient_cloud(1000 * d + cloud, d) for cloud in range(n_clouds)]
     sequence_ids = torch.arange(4 * d) // SEQUENCE_LENGTH
-    approximate, exact = [], []
+    p_values: dict[str, list[float]] = {name: [] for name in P_VALUES}
     for replay in range(replays):
         tangent = Subspace.random(d, k, seed=replay)
         columns = SubspaceColumns.draw(
             {"tangent": tangent}, n_controls=n_reference, n_random=n_reference, seed=10_000 + replay
         )
         sums = sums_from_gradients(clouds[replay % n_clouds], sequence_ids, columns)
-        result = build_results(sums, columns, replay, 1, 0.95, objective, None)["tangent"]
-        approximate.append(result.p_value)
-        exact.append(result.p_value_exact)
-    return approximate, exact
+        result = build_results(sums, columns, replay, 1, 0.95, objective, None, isoscore)["tangent"]
+        for name in P_VALUES:
+            p_values[name].append(getattr(result, name))
+    return p_values
 
 
 def rate(p_values: list[float], alpha: float) -> str:
@@ -82,6 +94,7 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--shapes", default="64:8,64:16,256:8,256:16", help="d:k pairs")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (small products run best on one)")
+    parser.add_argument("--convention", default="complement", help="IsoScore convention: complement or ambient")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore", DegenerateStatisticsWarning)
@@ -90,13 +103,19 @@ def main() -> None:
         f"P(p <= {args.alpha}) under the null, {args.replays} random tangents per shape, R = {args.reference} "
         f"(an exact p-value gives {100 * attainable:.2f} %)\n"
     )
-    print("| d | k | k/d | normal controls (`p_value`), % | random subspaces (`p_value_exact`), % |")
-    print("|---|---|---|---|---|")
+    print(
+        "| d | k | k/d | `p_value` (normal controls), % | `p_value_exact`, % | `anisotropy_share_p_value` (normal "
+        "controls), % | `anisotropy_p_value_exact`, % | `p_value` > `p_value_exact`, % |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     started = time.perf_counter()
     for shape in args.shapes.split(","):
         d, k = (int(part) for part in shape.split(":"))
-        approximate, exact = null_p_values(d, k, args.replays, args.clouds, args.reference)
-        print(f"| {d} | {k} | {k / d:.3f} | {rate(approximate, args.alpha)} | {rate(exact, args.alpha)} |", flush=True)
+        p_values = null_p_values(d, k, args.replays, args.clouds, args.reference, args.convention)
+        rates = " | ".join(rate(p_values[name], args.alpha) for name in P_VALUES)
+        above = zip(p_values["p_value"], p_values["p_value_exact"], strict=True)
+        share_above = 100 * sum(approximate > exact for approximate, exact in above) / args.replays
+        print(f"| {d} | {k} | {k / d:.3f} | {rates} | {share_above:.0f} |", flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s on {torch.get_num_threads()} thread(s)")
 
 

@@ -167,6 +167,13 @@ def test_an_option_out_of_range_is_refused_naming_the_flag(arguments, message, c
     assert message in capsys.readouterr().err
 
 
+def test_a_demo_rank_without_room_for_controls_is_refused_before_training(tmp_path, capsys):
+    assert main(["demo", "--nb-concepts", "32", "--out", str(tmp_path / "demo"), "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert "--nb-concepts=32 in R^64 (d=64)" in error and "--nb-concepts <= 31" in error
+    assert not (tmp_path / "demo").exists()
+
+
 def test_options_in_range_are_parsed():
     arguments = [*SWEEP, "--max-fit-tokens", "1", "--seed", str(2**32 - 1), "--early-fraction", "1", "--steps", "0,8"]
     args = build_parser().parse_args(arguments)

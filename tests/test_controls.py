@@ -12,7 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreto_anisotropy.errors import InvalidInputError
-from interpreto_anisotropy.tangents.controls import analytic_null, normal_control_bases, normal_controls, p_value
+from interpreto_anisotropy.tangents.controls import (
+    analytic_null,
+    largest_control_rank,
+    normal_control_bases,
+    normal_controls,
+    p_value,
+)
 from interpreto_anisotropy.tangents.subspace import Subspace
 
 FAST = settings(max_examples=25, deadline=None)
@@ -71,7 +77,7 @@ def test_controls_follow_the_tangent_dtype():
     assert (tangent.basis.T @ bases).abs().max() < 1e-12
 
 
-@pytest.mark.parametrize(("d", "k"), [(10, 5), (12, 6), (10, 4), (64, 8)])
+@pytest.mark.parametrize(("d", "k"), [(11, 5), (13, 6), (10, 4), (64, 8)])
 @pytest.mark.parametrize("seed", [0, 3])
 def test_controls_of_a_random_tangent_with_the_same_seed_stay_orthogonal(d, k, seed):
     """Regression: controls drawn with the seed of `Subspace.random` must not reuse its Gaussian stream."""
@@ -90,23 +96,32 @@ def test_controls_are_uniform_in_the_complement():
     assert (mean_projector - expected).abs().max() < 0.03
 
 
-def test_half_dimensional_tangent_leaves_exactly_one_control_span():
+def test_half_dimensional_tangent_is_refused_since_its_only_control_is_the_complement():
     tangent = Subspace.random(10, 5, seed=0, dtype=torch.float64)
-    controls = normal_controls(tangent, 3, seed=0)
-    complement = Subspace(tangent.complement_basis())
-    for control in controls:
-        assert control.principal_angles(complement).max() < 1e-6
+    with pytest.raises(InvalidInputError, match=r"nb_concepts=5 in R\^10 .*nb_concepts <= 4"):
+        normal_controls(tangent, 3, seed=0)
 
 
-@pytest.mark.parametrize(("d", "k", "n"), [(10, 6, 5), (9, 5, 1), (64, 8, 0), (64, 8, -1)])
+@pytest.mark.parametrize(("d", "k", "n"), [(10, 6, 5), (9, 5, 1), (10, 5, 2), (64, 8, 0), (64, 8, -1)])
 def test_no_room_or_bad_count_raises(d, k, n):
     with pytest.raises(InvalidInputError):
         normal_controls(Subspace.random(d, k), n)
 
 
 def test_no_room_error_says_what_to_do():
-    with pytest.raises(InvalidInputError, match=r"nb_concepts <= d / 2 \(here <= 4\)"):
+    with pytest.raises(InvalidInputError, match=r"nb_concepts=5 in R\^9 \(d=9\).*nb_concepts <= 4"):
         normal_control_bases(Subspace.random(9, 5), 3)
+
+
+@pytest.mark.parametrize(("d", "k", "largest"), [(32, 16, 15), (64, 32, 31), (9, 4, 4)])
+def test_half_the_dimension_is_refused(d, k, largest):
+    """2k = d: the complement holds one rank-k subspace, itself, so no control would be random; 2k = d - 1 is fine."""
+    if 2 * k < d:
+        assert normal_control_bases(Subspace.random(d, k), 2).shape == (2, d, k)
+        return
+    with pytest.raises(InvalidInputError, match=rf"nb_concepts={k} in R\^{d} \(d={d}\).*nb_concepts <= {largest}"):
+        normal_control_bases(Subspace.random(d, k), 3)
+    assert largest_control_rank(d) == largest
 
 
 # --------------------------------------------------------------------------- p-value

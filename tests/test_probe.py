@@ -29,7 +29,15 @@ from interpreto_anisotropy.probing.probe import GradientProbe
 from interpreto_anisotropy.tangents.controls import normal_control_bases
 
 N_BRUTE = 4  # sequences checked token by token
-NEW_FIELDS = {"random_energy_shares", "p_value_exact", "chance_std", "z_score", "anisotropy_share"}
+NEW_FIELDS = {
+    "random_energy_shares",
+    "p_value_exact",
+    "chance_std",
+    "z_score",
+    "anisotropy_share",
+    "delta_isoscore_star_random",
+    "anisotropy_p_value_exact",
+}
 
 
 def _double_mwsp(pair):

@@ -24,6 +24,7 @@ from interpreto_anisotropy.errors import (
     ConfigMismatchError,
     DimensionMismatchError,
     EmptyInputError,
+    InvalidInputError,
     SplitPointError,
 )
 from interpreto_anisotropy.reading.activations import token_activations
@@ -315,6 +316,19 @@ def test_reference_of_another_hidden_size_is_refused(toy_checkpoints, sweep_text
     )
     with pytest.raises(DimensionMismatchError, match="R\\^48"):
         sweep.run()
+
+
+def test_a_given_reference_without_room_for_controls_is_refused_before_any_checkpoint(
+    toy_checkpoints, sweep_texts, tmp_path
+):
+    with pytest.raises(InvalidInputError, match=r"rank k=16 in R\^32 \(d=32\).*rank k <= 15"):
+        ia.CheckpointSweep(
+            str(toy_checkpoints.out_dir / "checkpoint-*"),
+            reference=ia.Subspace.random(32, 16),
+            results_dir=tmp_path,
+            **sweep_texts,
+            **SETTINGS,
+        )
 
 
 def test_checkpoint_with_another_hidden_size_is_refused(toy_checkpoints, sweep_texts, tmp_path):

@@ -274,11 +274,13 @@ def test_repr_of_a_fitted_tangent(pca):
 
 # --------------------------------------------------------------------------- bad input
 def test_no_room_for_controls_is_refused(splitter):
-    with pytest.raises(InvalidInputError, match="nb_concepts <= 32"):
+    with pytest.raises(InvalidInputError, match="nb_concepts <= 31"):
         PCATangent(splitter, nb_concepts=33)
+    with pytest.raises(InvalidInputError, match=r"nb_concepts=32 in R\^64 \(d=64\).*nb_concepts <= 31"):
+        PCATangent(splitter, nb_concepts=32)  # 2k = d: the only rank-k subspace of the complement is itself
     with pytest.raises(InvalidInputError):
         PCATangent(splitter, nb_concepts=64)
-    PCATangent(splitter, nb_concepts=32)  # 2k = d is the limit
+    PCATangent(splitter, nb_concepts=31)  # 2k = d - 2 < d: room for random controls
 
 
 @pytest.mark.parametrize("nb_concepts", [0, -1, 2.5, "4"])

@@ -46,6 +46,8 @@ CORPUS_MAX_CHARS = 600
 
 #: Windows of the demo's live probe over its training (a window every 10 steps of the default 300).
 DEMO_LIVE_WINDOWS = 30
+#: The width d of the demo's toy GPT-NeoX (its tangent rank must stay below d / 2).
+DEMO_HIDDEN_SIZE = 64
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -354,7 +356,12 @@ def _add_demo_command(commands: Any) -> None:
     demo.add_argument("--out", default="runs/demo", help="output folder")
     demo.add_argument("--steps", type=parse_positive_int, default=300, help="training steps")
     demo.add_argument("--device", default="cpu", help="cpu or cuda")
-    demo.add_argument("--nb-concepts", type=parse_positive_int, default=8, help="tangent rank k (d is 64)")
+    demo.add_argument(
+        "--nb-concepts",
+        type=parse_positive_int,
+        default=8,
+        help=f"tangent rank k (d is {DEMO_HIDDEN_SIZE}: k < {DEMO_HIDDEN_SIZE // 2})",
+    )
     demo.add_argument("--n-controls", type=parse_positive_int, default=20, help="matched-rank normal controls R")
     demo.add_argument(
         "--seed", type=parse_seed, default=0, help="seed of the training, the controls and the bootstrap"
@@ -651,7 +658,9 @@ def _run_demo(args: argparse.Namespace) -> int:
     from .demo import load_corpus, train_toy
     from .sweeps.result import SweepResult
     from .sweeps.runner import CheckpointSweep
+    from .tangents.controls import check_control_room
 
+    check_control_room(args.nb_concepts, DEMO_HIDDEN_SIZE, option="--nb-concepts")  # before training, not after
     start = time.perf_counter()
     out = Path(args.out)
     progress = not args.no_progress
@@ -669,7 +678,14 @@ def _run_demo(args: argparse.Namespace) -> int:
         "seed": args.seed,
     }
     run = train_toy(
-        out / "toy", steps=args.steps, seed=args.seed, device=args.device, overwrite=True, progress=progress, live=live
+        out / "toy",
+        steps=args.steps,
+        hidden_size=DEMO_HIDDEN_SIZE,
+        seed=args.seed,
+        device=args.device,
+        overwrite=True,
+        progress=progress,
+        live=live,
     )
     live_rows = SweepResult.load(run.live_results)
     print(

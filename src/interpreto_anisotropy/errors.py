@@ -113,8 +113,9 @@ class DegenerateStatisticsWarning(UserWarning):
     """A statistic was computed from too little data to be trusted; the message says what to add.
 
     Warned when a tangent's rows span fewer than `nb_concepts` dimensions (its extra directions are arbitrary),
-    and when a probe's interval of the energy share rests on fewer than 20 sequences (its measured coverage falls
-    short of its level there). To refuse such results instead,
+    when a probe's interval of the energy share rests on fewer than 20 sequences (its measured coverage falls short
+    of its level there), and when a tangent's k / d is large enough (>= 0.1) for the normal-control p-values to be
+    known anti-conservative. To refuse such results instead,
     turn it into an error: `warnings.simplefilter("error", DegenerateStatisticsWarning)`.
 
     Examples:

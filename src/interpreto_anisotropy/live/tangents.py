@@ -18,6 +18,7 @@ from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
 from ..errors import DimensionMismatchError, SplitPointError
 from ..probing.statistics import SubspaceColumns
+from ..tangents.controls import check_control_room
 from ..tangents.explainers import OrthonormalConceptModel
 from ..tangents.subspace import Subspace
 from .options import LiveTangent
@@ -72,6 +73,8 @@ class TangentSchedule:
 
         Raises:
             DimensionMismatchError: A given tangent whose width is not d.
+            InvalidInputError: A tangent to fit with 2 nb_concepts >= d (no room for normal controls), said at the
+                first micro-batch rather than when the tangent is fitted.
         """
         if self._given is not None and self.tangent is None:
             if self._given.dim != dim:
@@ -81,6 +84,7 @@ class TangentSchedule:
                 )
             self._use(self._given, device)
         if self.fitting and self.activations is None:
+            check_control_room(self.nb_concepts, dim)
             self.activations = MomentAccumulator(dim, device=device)
 
     def resume(self, subspace: Subspace) -> None:

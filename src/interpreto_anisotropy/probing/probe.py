@@ -371,7 +371,8 @@ class GradientProbe:
         For each tangent Q_T (d, k), `n_controls` normal controls are drawn in its orthogonal complement
         (`ia.normal_controls`, seeded): the paper's comparison, whose `p_value` is approximate. `n_random` uniformly
         random k-subspaces of the whole of R^d (`ia.random_subspace_bases`, from another stream of the same seed;
-        tangents of the same rank share them) give the exact `p_value_exact`. All subspaces are projected in the
+        tangents of the same rank share them) give the exact `p_value_exact`, and, through their Delta IsoScore*,
+        the anisotropy share's exact `anisotropy_p_value_exact`. All subspaces are projected in the
         same pass (one matmul per batch for the tangents and controls, one for the random subspaces). Streaming sums
         (energies per sequence, float64 gradient moments) keep memory flat in the number of tokens.
 
@@ -380,7 +381,8 @@ class GradientProbe:
             subspaces: A `TangentExplainer`, a `Subspace`, or a dict name -> either (several tangents side by side).
             labels: Sequence labels for the "sequence_classification" objective.
             n_controls: Number R of matched-rank normal controls per tangent.
-            n_random: Number R' of uniformly random subspaces for `p_value_exact`; None (default) takes
+            n_random: Number R' of uniformly random subspaces for `p_value_exact` and `anisotropy_p_value_exact`;
+                None (default) takes
                 `n_controls`, so that both p-values have the same resolution 1 / (R + 1).
             seed: Seed of the controls, of the random subspaces and of the bootstrap.
             max_tokens: Stop after this many probed tokens.
@@ -407,7 +409,7 @@ class GradientProbe:
         Raises:
             EmptyInputError: No texts, or every sequence too short for the objective.
             DimensionMismatchError: A subspace, or an `isoscore_c0` matrix, whose d differs from the split point's.
-            InvalidInputError: 2k > d, n_controls or n_random < 1, bad `max_tokens` or labels, an unknown
+            InvalidInputError: 2k >= d, n_controls or n_random < 1, bad `max_tokens` or labels, an unknown
                 `isoscore_convention` or `isoscore_c0`, `isoscore_zeta` outside [0, 1].
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
 

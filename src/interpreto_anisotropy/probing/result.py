@@ -68,9 +68,19 @@ class ProbeResult:
         anisotropy_share: delta_isoscore_star - mean(delta_isoscore_star_controls): how much more isotropic G
             becomes when the tangent, rather than a matched normal control, is removed (the paper's anisotropy
             share, the headline of the IsoScore* side). Convention effects common to every rank-k removal cancel.
-        anisotropy_share_p_value: The rank p-value of delta_isoscore_star among the controls' deltas (the same
-            number as `delta_isoscore_star_p_value`). It assumes the tangent's delta exchangeable with the
-            controls' under the null, which holds only approximately, as for `p_value`.
+        anisotropy_share_p_value: The paper's approximate p-value of the anisotropy share: the rank of
+            delta_isoscore_star among the controls' deltas (the same number as `delta_isoscore_star_p_value`). It
+            assumes the tangent's delta exchangeable with the controls' under the null, which does not hold (the
+            controls all lie in Q_T's complement): anti-conservative, as `p_value` (P(p <= 0.05) about 13 % instead
+            of 4.8 % at d = 64, k = 16). Prefer `anisotropy_p_value_exact` for a test.
+        delta_isoscore_star_random: isoscore_star_without(Q_U) - isoscore_star for each uniformly random k-subspace
+            Q_U of R^d (the ones of `p_value_exact`), in the same convention and toward the same target, (R',).
+        anisotropy_p_value_exact: (1 + #{random subspaces with Delta_U >= Delta_T}) / (R' + 1), Delta_T =
+            delta_isoscore_star: the exact p-value of the anisotropy share (ours, not the paper's). Under the null
+            that Q_T is a uniformly random k-subspace independent of G, Delta_T and the Delta_U are the same
+            function of G and of exchangeable subspaces, so P(p <= j / (R' + 1)) <= j / (R' + 1) (equality when ties
+            have probability 0), over the draws of Q_T and of the Q_U. Delta_T is ranked, not the anisotropy
+            share Delta_T - mean Delta_N: the controls' mean depends on Q_T, and a random subspace has no controls.
         frequency_buckets: The token frequency buckets (`probing.breakdown`): token types ranked by count (the
             `token_counts` given, else the probed tokens'), cut at cumulated shares of all occurrences.
         frequency_energy_share: E_T within each frequency bucket: the bucket's tokens' energy in the tangent over
@@ -125,6 +135,8 @@ class ProbeResult:
     z_score: float = math.nan
     anisotropy_share: float = math.nan
     anisotropy_share_p_value: float = math.nan
+    delta_isoscore_star_random: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    anisotropy_p_value_exact: float = math.nan
     frequency_buckets: list[str] = field(default_factory=list)
     frequency_energy_share: list[float | None] = field(default_factory=list)
     frequency_control_share: list[float | None] = field(default_factory=list)
@@ -156,11 +168,16 @@ class ProbeResult:
         isoscore_star_without_controls: np.ndarray,
         random_energy_shares: np.ndarray,
         chance_std: float,
+        isoscore_star_without_random: np.ndarray | None = None,
         dim: int,
         rank: int,
         **fields: Any,
     ) -> ProbeResult:
-        """Fill in the derived fields (chance, ratio, p-values, z-score, capture, deltas) from the measured ones."""
+        """Fill in the derived fields (chance, ratio, p-values, z-score, capture, deltas) from the measured ones.
+
+        `isoscore_star_without_random` holds IsoScore* of G with each random subspace of `p_value_exact` removed,
+        (R',); None (results without it) leaves `delta_isoscore_star_random` empty and `anisotropy_p_value_exact` NaN.
+        """
         control_energy_shares = np.asarray(control_energy_shares, dtype=np.float64)
         random_energy_shares = np.asarray(random_energy_shares, dtype=np.float64)
         control_mean = float(control_energy_shares.mean())
@@ -168,6 +185,8 @@ class ProbeResult:
         excess = oracle_energy_share - chance
         delta = isoscore_star_without_tangent - isoscore_star
         delta_controls = np.asarray(isoscore_star_without_controls, dtype=np.float64) - isoscore_star
+        without_random = np.zeros(0) if isoscore_star_without_random is None else isoscore_star_without_random
+        delta_random = np.asarray(without_random, dtype=np.float64) - isoscore_star
         return cls(
             energy_share=energy_share,
             chance=chance,
@@ -188,6 +207,8 @@ class ProbeResult:
             z_score=(energy_share - chance) / chance_std if chance_std > 0 else math.nan,
             anisotropy_share=float(delta - delta_controls.mean()),
             anisotropy_share_p_value=p_value(delta, delta_controls),
+            delta_isoscore_star_random=delta_random,
+            anisotropy_p_value_exact=p_value(delta, delta_random) if delta_random.size else math.nan,
             dim=dim,
             rank=rank,
             **fields,
@@ -202,7 +223,7 @@ class ProbeResult:
         """Inverse of `to_dict`."""
         values = dict(data)
         arrays = ("control_energy_shares", "isoscore_star_without_controls", "delta_isoscore_star_controls")
-        for key in (*arrays, "random_energy_shares"):
+        for key in (*arrays, "random_energy_shares", "delta_isoscore_star_random"):
             if key in values:  # results written before random subspaces existed have none
                 values[key] = np.asarray(values[key], dtype=np.float64)
         for key, value in values.items():
@@ -241,6 +262,10 @@ class ProbeResult:
             (
                 "anisotropy share Delta_T - mean Delta_N",
                 f"{self.anisotropy_share:+.4f}  (p={self.anisotropy_share_p_value:.3f}, approx.)",
+            ),
+            (
+                f"anisotropy p-value exact (R'={self.delta_isoscore_star_random.size} random)",
+                f"{self.anisotropy_p_value_exact:.3f}",
             ),
         ]
         width = max(len(label) for label, _ in rows)

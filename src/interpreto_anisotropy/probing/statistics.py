@@ -23,7 +23,14 @@ from jaxtyping import Float, Int
 
 from ..commons.accumulators import MomentAccumulator, top_eigenvalues
 from ..errors import InvalidInputError
-from ..tangents.controls import analytic_null, chance_std, normal_control_bases, p_value, random_subspace_bases
+from ..tangents.controls import (
+    analytic_null,
+    chance_std,
+    normal_control_bases,
+    p_value,
+    random_subspace_bases,
+    warn_if_anti_conservative,
+)
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreSettings
 from .intervals import share_intervals
@@ -130,7 +137,7 @@ class SubspaceColumns:
             The columns, in the tangents' device and dtype.
 
         Raises:
-            InvalidInputError: n_controls or n_random not positive, 2k > d, or draws over the memory bound.
+            InvalidInputError: n_controls or n_random not positive, 2k >= d, or draws over the memory bound.
         """
         first = next(iter(tangents.values()))
         controls = {name: normal_control_bases(subspace, n_controls, seed=seed) for name, subspace in tangents.items()}
@@ -287,7 +294,9 @@ def build_results(
 
     Warns:
         DegenerateStatisticsWarning: Fewer than `intervals.MIN_BOOTSTRAP_SEQUENCES` probe sequences: the measured
-            coverage falls under 0.93 for a nominal 0.95 (with one sequence there is no interval: NaN).
+            coverage falls under 0.93 for a nominal 0.95 (with one sequence there is no interval: NaN). Or a
+            tangent rank with k / d >= 0.1, where the normal-control p-values are known anti-conservative
+            (`warn_if_anti_conservative`).
     """
     isoscore = isoscore or IsoScoreSettings()
     tangents = columns.tangents
@@ -324,6 +333,9 @@ def build_results(
         "isoscore_zeta": isoscore.zeta,
         "isoscore_c0": isoscore.target_name,
     }
+    without_random = _scores_without_random(isoscore, covariance, columns)
+    for k in without_random:
+        warn_if_anti_conservative(k, dim, stacklevel=3)
     results: dict[str, ProbeResult] = {}
     for tangent_index, (name, tangent) in enumerate(tangents.items()):
         k = tangent.rank
@@ -346,9 +358,22 @@ def build_results(
             oracle_energy_share=oracle,
             isoscore_star_without_tangent=float(isoscore.score_without(covariance, tangent.basis[None])[0]),
             isoscore_star_without_controls=isoscore.score_without(covariance, columns.controls[name]),
+            isoscore_star_without_random=without_random[k],
             **common,
         )
     return results
+
+
+def _scores_without_random(
+    isoscore: IsoScoreSettings, covariance: Float[torch.Tensor, "d d"], columns: SubspaceColumns
+) -> dict[int, np.ndarray]:
+    """{k: IsoScore* of G with each of the R' random k-subspaces removed, (R',)}: one batched pass per rank.
+
+    The tangents of one rank share these scores, as they share the random subspaces; each is computed by
+    `IsoScoreSettings.score_without` exactly as the tangent's own, so the anisotropy share's exact p-value ranks
+    like against like.
+    """
+    return {k: isoscore.score_without(covariance, bases) for k, bases in columns.randoms.items()}
 
 
 def _chance_std(second_moment: torch.Tensor, k: int) -> float:

@@ -100,7 +100,8 @@ class CheckpointSweep:
             checkpoint's rows on their own mean, so the drift of the mean between checkpoints is not a direction
             of the reference). See docs/concepts.md for which reading of the paper each choice follows.
         n_controls: Matched-rank normal controls per tangent (the paper's comparison and its `p_value`).
-        n_random: Uniformly random k-subspaces of R^d for the exact `p_value_exact`; None: `n_controls`.
+        n_random: Uniformly random k-subspaces of R^d for the exact `p_value_exact` and `anisotropy_p_value_exact`;
+            None: `n_controls`.
         isoscore_convention: Where Delta IsoScore* is computed: "complement" (in the (d - k)-dimensional complement)
             or "ambient" (the projected cloud kept in R^d); see docs/statistics.md.
         isoscore_zeta: IsoScore* shrinkage in [0, 1].

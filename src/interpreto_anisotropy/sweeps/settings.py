@@ -20,6 +20,7 @@ from ..metrics.isotropy import DEFAULT_ZETA
 from ..probing.anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from ..probing.objectives import MaskedLM, describe_objective
 from ..reading.batching import autocast_dtype as autocast_dtype_from
+from ..tangents.controls import check_control_room
 from ..tangents.explainers import method_streams
 from ..tangents.subspace import Subspace
 from . import checkpoints as checkpoint_tools
@@ -302,16 +303,19 @@ class SweepSettings:
             ) from None
 
     def _given_reference(self, reference: Any) -> dict[Any, Subspace] | None:
+        given = None
         if isinstance(reference, Subspace):
             if len(self.layers) != 1:
                 raise InvalidInputError("With several split points, give reference as a dict split point -> Subspace.")
-            return {self.layers[0]: reference}
+            given = {self.layers[0]: reference}
         if isinstance(reference, dict):
             missing = [layer for layer in self.layers if layer not in reference]
             if missing or not all(isinstance(value, Subspace) for value in reference.values()):
                 raise InvalidInputError(f"reference must map every split point to a Subspace; missing {missing}.")
-            return dict(reference)
-        return None
+            given = dict(reference)
+        for subspace in (given or {}).values():  # before any checkpoint is read
+            check_control_room(subspace.rank, subspace.dim, option="the given reference's rank k")
+        return given
 
     def config(self) -> dict[str, Any]:
         """The settings that determine the results (what a resume must match), JSON-ready."""

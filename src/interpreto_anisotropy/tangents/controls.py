@@ -15,18 +15,22 @@ random subspace (`chance_std`), are known in closed form.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 from jaxtyping import Float
 
-from ..errors import InvalidInputError
+from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from .subspace import Subspace
 
 __all__ = [
     "normal_controls",
     "normal_control_bases",
+    "check_control_room",
+    "largest_control_rank",
+    "warn_if_anti_conservative",
     "random_subspace_bases",
     "p_value",
     "analytic_null",
@@ -43,11 +47,80 @@ def _check_room(subspace: Subspace, n: int) -> None:
             f"n_controls={n} rank-{k} controls in R^{d} need {n * d * k * 8 / 2**30:.1f} GiB (float64 draws); the "
             f"limit is {MAX_CONTROL_BYTES / 2**30:.0f} GiB. Use fewer controls (the paper uses 20)."
         )
-    if 2 * k > d:
+    check_control_room(k, d)
+
+
+def largest_control_rank(d: int) -> int:
+    """The largest rank k whose normal controls are random in R^d: 2k < d, so k <= (d - 1) // 2.
+
+    Examples:
+        >>> largest_control_rank(64), largest_control_rank(65)
+        (31, 32)
+    """
+    return (d - 1) // 2
+
+
+def check_control_room(k: int, d: int, *, option: str = "nb_concepts") -> None:
+    """Refuse a rank k whose normal controls in R^d would not be random: 2k >= d.
+
+    The complement of a rank-k tangent has d - k dimensions. With 2k > d it holds no rank-k subspace; with 2k = d it
+    holds exactly one, itself, so every "random" control would be the whole complement and the R controls one
+    subspace (under the null, the normal-control p-values fall at or below 0.05 about half the time at d = 32).
+
+    Args:
+        k: The tangent's rank.
+        d: The dimension of the space it lives in.
+        option: The option that set k, named in the message.
+
+    Raises:
+        InvalidInputError: 2k >= d, naming k, d and the largest allowed k.
+
+    Examples:
+        >>> check_control_room(16, 32)
+        Traceback (most recent call last):
+        ...
+        interpreto_anisotropy.errors.InvalidInputError: nb_concepts=16 in R^32 (d=32): ...
+    """
+    if 2 * k >= d:
         raise InvalidInputError(
-            f"A rank-{k} subspace of R^{d} leaves a {d - k}-dimensional complement, too small for a matched-rank "
-            f"control of rank {k}. Use nb_concepts <= d / 2 (here <= {d // 2})."
+            f"{option}={k} in R^{d} (d={d}): matched-rank normal controls need 2k < d, since the {d - k}-dimensional "
+            f"complement of a rank-{k} tangent must hold more than one rank-{k} subspace. Use {option} <= "
+            f"{largest_control_rank(d)} (the largest k with 2k < d)."
         )
+
+
+#: P(p <= 0.05) in % under the null for the normal-control p-value (`p_value`, R = 20 controls; exact: 4.76 %), as
+#: `benchmarks/calibration.py` measured it (2000 random tangents, d = 64, and d = 32 for the last row), by k / d:
+#: ((k / d, %), ...). The anisotropy share's (`anisotropy_share_p_value`) is within a point or two of it.
+NORMAL_CONTROL_NULL_RATES = ((1 / 32, 5.3), (1 / 16, 6.7), (1 / 8, 8.4), (1 / 4, 11.6), (3 / 8, 21.5), (15 / 32, 37.9))
+#: From this k / d on (where the measured rate reaches 1.5 times the exact one), a probe warns.
+ANTI_CONSERVATIVE_FROM = 0.1
+
+
+def warn_if_anti_conservative(k: int, d: int, *, stacklevel: int = 2) -> None:
+    """Warn when the normal-control p-values of a rank-k tangent in R^d are known anti-conservative.
+
+    Args:
+        k: The tangent's rank.
+        d: The dimension.
+        stacklevel: Passed to `warnings.warn`.
+
+    Warns:
+        DegenerateStatisticsWarning: k / d >= `ANTI_CONSERVATIVE_FROM`, quoting the rate measured at the nearest
+            tabulated k / d at or below it (`NORMAL_CONTROL_NULL_RATES`).
+    """
+    if k / d < ANTI_CONSERVATIVE_FROM:
+        return
+    ratio, rate = max(row for row in NORMAL_CONTROL_NULL_RATES if row[0] <= k / d)
+    warnings.warn(
+        f"At k/d = {k}/{d} = {k / d:.3f} the normal-control p-values (p_value, anisotropy_share_p_value: the "
+        f"paper's) are anti-conservative: for a random tangent under the null, P(p <= 0.05) was measured at "
+        f"{rate:.1f} % at k/d = {ratio:.3f}, and more at larger k/d (with 20 controls, where an exact p-value gives "
+        "4.8 %). Test with p_value_exact and anisotropy_p_value_exact (docs/statistics.md), or use a smaller "
+        "nb_concepts.",
+        DegenerateStatisticsWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 MAX_CONTROL_BYTES = 2 * 2**30  # the float64 draws of all controls of one tangent
@@ -88,7 +161,7 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
         Tensor of shape (n, d, k).
 
     Raises:
-        InvalidInputError: If n < 1 or 2k > d (the complement has no room for a rank-k control).
+        InvalidInputError: If n < 1 or 2k >= d (the complement has no room for random rank-k controls).
     """
     _check_room(subspace, n)
     d, k = subspace.dim, subspace.rank
@@ -168,7 +241,7 @@ def normal_controls(subspace: Subspace, n: int = 20, *, seed: int = 0) -> list[S
         A list of `n` `Subspace`s, each with |Q_T^T Q_N| ~ 0 and Q_N^T Q_N = I.
 
     Raises:
-        InvalidInputError: If n < 1 or 2k > d.
+        InvalidInputError: If n < 1 or 2k >= d.
 
     Examples:
         >>> import interpreto_anisotropy as ia

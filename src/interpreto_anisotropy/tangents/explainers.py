@@ -50,6 +50,7 @@ from ..errors import (
 from ..reading.activations import iter_token_activations
 from ..reading.positions import uses_absolute_positions
 from ..reading.split_point import SplitPoint, splitter_model
+from .controls import check_control_room
 from .subspace import Subspace
 
 __all__ = [
@@ -372,8 +373,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` (or any `BaseSplitter`) at the split point of interest.
-        nb_concepts: Requested rank k. Must satisfy 2k <= d so that matched-rank normal controls fit in the
-            orthogonal complement.
+        nb_concepts: Requested rank k. Must satisfy 2k < d so that random matched-rank normal controls fit in the
+            orthogonal complement (`check_control_room`).
         method: "pca" (streamed, exact), "pca_sklearn" (Interpreto's `PCAConcepts`), "semi_nmf", "nmf",
             "ica", "svd", "topk_sae", or an Interpreto `ConceptAutoEncoderExplainer` class.
         center: Centre activations before fitting; the subspace keeps the mean for `coords`/`project`.
@@ -384,7 +385,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae").
 
     Raises:
-        InvalidInputError: Unknown method, or 2k > d.
+        InvalidInputError: Unknown method, or 2k >= d.
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -417,11 +418,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         self.input_size = _latent_dim(splitter)
         if not isinstance(nb_concepts, int) or nb_concepts < 1:
             raise InvalidInputError(f"nb_concepts must be a positive integer, got {nb_concepts!r}.")
-        if 2 * nb_concepts > self.input_size:
-            raise InvalidInputError(
-                f"nb_concepts={nb_concepts} leaves no room for matched-rank normal controls in R^{self.input_size}: "
-                f"use nb_concepts <= {self.input_size // 2}."
-            )
+        check_control_room(nb_concepts, self.input_size)
         self.nb_concepts = nb_concepts
         self.center = center
         self.rtol = rtol
@@ -694,14 +691,14 @@ class PCATangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = PCATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -719,14 +716,14 @@ class SemiNMFTangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = SemiNMFTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -744,14 +741,14 @@ class NMFTangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = NMFTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -769,14 +766,14 @@ class ICATangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = ICATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -794,14 +791,14 @@ class SVDTangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = SVDTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
@@ -819,14 +816,14 @@ class TopKSAETangent(TangentExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k <= d).
+        nb_concepts: Requested rank k (2k < d).
         center: Centre activations before fitting.
         device: Device of the concept model.
         rtol: Relative threshold of the rank-revealing orthonormalisation.
         **method_kwargs: Passed to the Interpreto explainer.
 
     Raises:
-        InvalidInputError: 2k > d.
+        InvalidInputError: 2k >= d.
 
     Examples:
         >>> tangent = TopKSAETangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP

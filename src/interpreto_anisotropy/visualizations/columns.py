@@ -140,7 +140,7 @@ COLUMNS: tuple[Column, ...] = (
            _U.FRACTION, "(1 - E_T) k / (d - k)", "matched-rank-normal-controls"),
     Column("energy_ratio", "Tangent energy over the controls' mean", _U.RATIO, "E_T / mean E_N",
            "matched-rank-normal-controls"),
-    Column("p_value", "The paper's p-value of E_T against the normal controls; approximate (anti-conservative when "
+    Column("p_value", "The paper's approximate p-value of E_T against the normal controls (anti-conservative when "
            "k/d is not small: the controls are not exchangeable with the tangent); its floor is 1/(R + 1)",
            _U.PROBABILITY, "(1 + #{controls with E_N >= E_T}) / (R + 1)", "p-values"),
     Column("p_value_exact", "Exact p-value of E_T against R' uniformly random k-subspaces of R^d, exchangeable with "
@@ -172,8 +172,16 @@ COLUMNS: tuple[Column, ...] = (
     Column("anisotropy_share", "How much more isotropic G becomes when the tangent, rather than a normal control, "
            "is projected out: the headline of the IsoScore* side", _U.ISOSCORE_DELTA,
            "Delta IsoScore*_T - mean Delta IsoScore*_N", _ISOSCORE),
-    Column("anisotropy_share_p_value", "Rank p-value of the tangent's Delta IsoScore* among the controls' "
-           "(approximate, like p_value)", _U.PROBABILITY, concept=_ISOSCORE),
+    Column("anisotropy_share_p_value", "The paper's approximate p-value of the anisotropy share: rank of the "
+           "tangent's Delta IsoScore* among the normal controls' (anti-conservative when k/d is not small, like "
+           "p_value)", _U.PROBABILITY, "(1 + #{controls with Delta_N >= Delta_T}) / (R + 1)", _ISOSCORE),
+    Column("delta_isoscore_star_random", "Delta IsoScore* of each uniformly random k-subspace of R^d of "
+           "p_value_exact, in the same convention (a list, in rows.jsonl only)", _U.ISOSCORE_DELTA,
+           "IsoScore*(G without Q_U) - IsoScore*(G)", _ISOSCORE),
+    Column("anisotropy_p_value_exact", "Exact p-value of the anisotropy share (ours, not the paper's): rank of the "
+           "tangent's Delta IsoScore* among those of the R' uniformly random k-subspaces of R^d, exchangeable with "
+           "a random tangent under the null", _U.PROBABILITY,
+           "(1 + #{random subspaces with Delta_U >= Delta_T}) / (R' + 1)", _ISOSCORE),
     Column("isoscore_convention", "Where Delta IsoScore* is computed: complement (in the (d - k)-dimensional "
            "complement) or ambient (in R^d)", _U.TEXT, concept=_ISOSCORE),
     Column("isoscore_zeta", "IsoScore* shrinkage zeta", _U.FRACTION, concept=_ISOSCORE),
@@ -190,7 +198,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("position_energy_share", "E_T within each position bucket (a list, in rows.jsonl only)", _U.FRACTION),
     Column("position_control_share", "The controls' mean share within each position bucket (a list)", _U.FRACTION),
     Column("position_n_tokens", "Probed tokens in each position bucket (a list)", _U.COUNT),
-    Column("delta_isoscore_star_p_value", "p-value of the tangent's Delta IsoScore* against the controls'",
+    Column("delta_isoscore_star_p_value", "The paper's approximate p-value of the tangent's Delta IsoScore* against "
+           "the normal controls' (the same number as anisotropy_share_p_value)",
            _U.PROBABILITY, "(1 + #{controls with Delta_N >= Delta_T}) / (R + 1)", _ISOSCORE),
     # probe settings and bookkeeping
     Column("objective", "Training objective whose loss gives the gradients (causal_lm, masked_lm, ...)", _U.TEXT,

@@ -79,6 +79,7 @@ KEY_COLUMNS: tuple[str, ...] = (
     "anisotropy_capture",
     "anisotropy_share",
     "anisotropy_share_p_value",
+    "anisotropy_p_value_exact",
     "delta_isoscore_star",
     "delta_isoscore_star_controls_mean",
     "delta_isoscore_star_p_value",
@@ -381,11 +382,17 @@ def _explanation(floor: str) -> str:
         "subspace; the <b>analytic null</b> (1 - E<sub>T</sub>) k / (d - k) is the exact expected share of a random "
         "control in the complement. The <b>energy ratio</b> is E<sub>T</sub> over the controls' mean, and the "
         "<b>p-value</b> is (1 + #{controls with E<sub>N</sub> &ge; E<sub>T</sub>}) / (R + 1), so its smallest "
-        f"attainable value is 1/(R + 1) ({_escape(floor)}). The <b>oracle</b> share is what the top-k "
+        f"attainable value is 1/(R + 1) ({_escape(floor)}). It is the paper's, and approximate: the controls are "
+        "not exchangeable with a random tangent, so it is anti-conservative when k/d is not small. "
+        "<code>p_value_exact</code> ranks E<sub>T</sub> among R' uniformly random k-subspaces of R<sup>d</sup> "
+        "instead, and is exact under the null of a random tangent. The <b>oracle</b> share is what the top-k "
         "eigenvectors of G<sup>T</sup>G hold, the most any rank-k subspace can.",
         "<b>&Delta;IsoScore*</b> = IsoScore*(G without Q) - IsoScore*(G): how much more isotropic the gradient "
         "cloud becomes when a subspace is projected out. A tangent that holds the gradients' anisotropy gives a "
-        "clearly larger &Delta;IsoScore* than the controls.",
+        "clearly larger &Delta;IsoScore* than the controls. The <b>anisotropy share</b> is &Delta;<sub>T</sub> "
+        "minus the controls' mean &Delta;; its p-value <code>anisotropy_share_p_value</code>, against the controls, "
+        "is the paper's approximate one; <code>anisotropy_p_value_exact</code> (ours) ranks &Delta;<sub>T</sub> "
+        "among the &Delta; of the same random subspaces as <code>p_value_exact</code>, and is exact.",
         "<b>Caveat</b>: this alignment is descriptive. A high energy share says that the gradients point along the "
         "tangent proxy more than along random normal directions; it is not proof that training uses, needs or "
         "is driven by that subspace.",
