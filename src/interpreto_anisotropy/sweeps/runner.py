@@ -250,14 +250,16 @@ class CheckpointSweep:
                     stored = self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
                     self._all_checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
                     self._forget_changed_checkpoints()
+                    self._n_random = self._resolved_n_random(len(self._all_checkpoints), warn=True)
+                    self._forget_underdrawn_rows()
                 except AnisotropyError as error:
                     message = (type(error).__name__, str(error))
             message = distributed.broadcast_object(message)
             self._all_checkpoints = distributed.broadcast_object(self._all_checkpoints)
+            self._n_random = distributed.broadcast_object(self._n_random)
             distributed.barrier()
             if message is not None:
                 raise _ERRORS_BY_NAME.get(message[0], InvalidInputError)(message[1])
-            self._n_random = self._resolved_n_random(len(self._all_checkpoints), warn=distributed.is_main_process())
             yield
 
     def _resolved_n_random(self, family_size: int, *, warn: bool) -> int:
@@ -268,6 +270,27 @@ class CheckpointSweep:
         if warn:
             draws.warn_if_cannot_pass(self.settings.n_random, family_size)
         return self.settings.n_random
+
+    def _forget_underdrawn_rows(self) -> None:
+        """Drop the rows drawn with fewer random subspaces than the default R' of the (grown) family, to recompute.
+
+        An extension adds checkpoints, so the default R' grows; the rows written before drew fewer. Each row's seed
+        depends on its identity alone, so recomputing them gives what an uninterrupted run over every checkpoint
+        gives. An explicit `n_random` is in the config, which an extension must match: its rows are never dropped.
+        """
+        if self.settings.n_random is not None:
+            return
+        steps = {
+            row["step"]
+            for row in self.store.rows()
+            if not is_skipped(row) and row.get("n_random", self._n_random) < self._n_random
+        }
+        if steps:
+            self._announce(
+                f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {self._n_random} random subspaces "
+                f"that Holm needs over {len(self._all_checkpoints)} checkpoints"
+            )
+            self.store.drop_steps(steps)
 
     def _forget_changed_checkpoints(self) -> None:
         """Refuse, or drop with `recompute_changed`, rows and references computed on content that has changed."""
