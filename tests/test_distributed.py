@@ -146,6 +146,11 @@ def test_live_probe_under_data_parallel_training_equals_the_post_hoc_probe(toy_c
         mwsp = ModelWithSplitPoints(model.eval(), split_point=1, tokenizer=tokenizer, batch_size=3)
         for row, tangent in ((rows[step], tangents["given"]), (early_rows[step], tangents["early"])):
             reference = ia.GradientProbe(mwsp, objective="causal_lm").run(
-                probe_inputs(batches), tangent, n_controls=5, seed=0, progress=False
+                probe_inputs(batches),
+                tangent,
+                n_controls=5,
+                seed=0,
+                draw_seeds={"tangent": row["draw_seed"]},
+                progress=False,
             )
             assert_same_window(row, reference)

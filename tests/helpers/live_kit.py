@@ -100,15 +100,23 @@ def probe_inputs(batches: list[dict]) -> dict:
     return {"input_ids": torch.cat(ids), "attention_mask": torch.cat(masks)}
 
 
-def post_hoc(snapshot, tokenizer, batches: list[dict], tangent, *, objective: str) -> ia.ProbeResult:
-    """`GradientProbe.run` of the same batches on a weight snapshot (the weights of the window's step)."""
+def post_hoc(snapshot, tokenizer, batches: list[dict], tangent, *, objective: str, draw_seed: int) -> ia.ProbeResult:
+    """`GradientProbe.run` of the same batches on a weight snapshot (the weights of the window's step), with the
+    controls and random subspaces of the window's row (its ``draw_seed``)."""
     mwsp = ModelWithSplitPoints(
         snapshot.eval(), split_point=1, tokenizer=tokenizer, batch_size=batches[0]["input_ids"].shape[0]
     )
     probe = ia.GradientProbe(mwsp, objective=objective, seed=0)
     with warnings.catch_warnings():  # a window of fewer than 10 sequences: the live rows' intervals are as unreliable
         warnings.simplefilter("ignore", ia.errors.DegenerateStatisticsWarning)
-        return probe.run(probe_inputs(batches), tangent, n_controls=N_CONTROLS, seed=0, progress=False)
+        return probe.run(
+            probe_inputs(batches),
+            tangent,
+            n_controls=N_CONTROLS,
+            seed=0,
+            draw_seeds={"tangent": draw_seed},
+            progress=False,
+        )
 
 
 def relative_error(live, reference) -> float:
