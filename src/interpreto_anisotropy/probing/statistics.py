@@ -152,7 +152,7 @@ class SubspaceColumns:
         controls = {
             name: normal_control_bases(tangent, n_controls, seed=seeds[name]) for name, tangent in tangents.items()
         }
-        key = {name: tangent.rank if isinstance(seed, int) else name for name, tangent in tangents.items()}
+        key = {name: name if isinstance(seed, Mapping) else tangent.rank for name, tangent in tangents.items()}
         randoms: dict[int | str, torch.Tensor] = {}
         for name, tangent in tangents.items():
             if key[name] not in randoms:
@@ -218,7 +218,7 @@ class SubspaceColumns:
         d^2 (R' k) once (the scatter itself is in the probe's gradient moments already), less once n > d. The
         rule asks for a block wider than d, R' k > d, summed over its draws.
         """
-        return self.blocks[1][0].shape[1] > self.blocks[1][0].shape[0]
+        return len(self.blocks) > 1 and self.blocks[1][0].shape[1] > self.blocks[1][0].shape[0]
 
     @property
     def per_row(self) -> SubspaceColumns:
