@@ -129,7 +129,7 @@ def test_rows_equal_direct_probe_and_metric_calls(decoder_sweep, toy_checkpoints
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=8)
     activations, token_ids = token_activations(mwsp, sweep.fit_texts, max_tokens=SETTINGS["max_fit_tokens"])
     own = ia.PCATangent(mwsp, nb_concepts=4).fit(activations).subspace
-    seeds = {kind: _draw_seed(3, step, None, mwsp.split_point, kind) for kind in ("early", "each")}
+    seeds = {kind: _draw_seed(3, step, mwsp.split_point, kind) for kind in ("early", "each")}
     n_random = math.floor(len(sweep.checkpoints) / 0.05)  # 1 / (R' + 1) < 0.05 / m, and R' >= R = 5
     direct = ia.GradientProbe(mwsp, objective="causal_lm", seed=3).run(
         sweep.probe_texts,
@@ -164,9 +164,9 @@ def test_rows_equal_direct_probe_and_metric_calls(decoder_sweep, toy_checkpoints
     assert row["drift_reference_mean_angle"] == pytest.approx(float(np.mean(angles)), abs=1e-5)
 
 
-def _draw_seed(seed, step, revision, split_point, kind):
+def _draw_seed(seed, step, split_point, kind):
     """A row's draw seed recomputed here: the first 4 bytes of SHA-256 of its identity, as JSON."""
-    identity = json.dumps([seed, step, revision, split_point, kind]).encode()
+    identity = json.dumps([seed, step, split_point, kind]).encode()
     return int.from_bytes(hashlib.sha256(identity).digest()[:4], "big")
 
 

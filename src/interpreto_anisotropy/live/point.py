@@ -205,7 +205,7 @@ class LivePoint:
     def _draw_seed(self, step: int) -> int:
         """The seed of the draws of the window whose last weights are those of `step` (its row's ``draw_seed``)."""
         kind = self.schedule.kind.value
-        return row_seed(self.statistics.seed, step=step, revision=None, split_point=self.path, kind=kind)
+        return row_seed(self.statistics.seed, step=step, split_point=self.path, kind=kind)
 
     def _row(
         self,

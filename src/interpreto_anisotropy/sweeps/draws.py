@@ -4,9 +4,10 @@
 """A sweep's reference draws: a seed of their own for every row, and enough random subspaces for Holm to pass.
 
 Every row (checkpoint, split point, tangent kind) draws its R normal controls and R' random subspaces from its own
-seed (`row_seed`), a SHA-256 hash of the sweep's seed and of the row's identity: the checkpoint's step and Hub
-revision (not its place in a list, nor its folder, which may move), the split point's module path and the tangent
-kind. The rows' tests are then independent given the gradients, and a resumed or extended sweep draws for a row
+seed (`row_seed`), a SHA-256 hash of the sweep's seed and of the row's identity: the checkpoint's step (which names
+one checkpoint in a results directory; not its place in a list, nor its folder, which may move, nor where it loads
+from: a Hub revision and the same weights in a local folder draw alike), the split point's module path and the
+tangent kind. The rows' tests are then independent given the gradients, and a resumed or extended sweep draws for a row
 exactly what an uninterrupted run draws for it. The seed is recorded in the row (``draw_seed``).
 
 `p_value_exact` can be no smaller than 1 / (R' + 1). Holm over a family of m rows rejects only where some adjusted
@@ -21,7 +22,7 @@ Examples:
     320
     >>> 1 / (320 + 1) < 0.05 / 16
     True
-    >>> row_seed(0, step=100, revision=None, split_point="gpt_neox.layers.1", kind="early") < 2**32
+    >>> row_seed(0, step=100, split_point="gpt_neox.layers.1", kind="early") < 2**32
     True
 """
 
@@ -41,20 +42,19 @@ __all__ = ["HOLM_LEVEL", "default_n_random", "floor_passes", "row_seed", "warn_i
 HOLM_LEVEL = 0.05
 
 
-def row_seed(seed: int, *, step: int, revision: str | None, split_point: str, kind: str) -> int:
+def row_seed(seed: int, *, step: int, split_point: str, kind: str) -> int:
     """The seed of one row's controls and random subspaces, in [0, 2**32).
 
     Args:
         seed: The sweep's seed.
         step: The checkpoint's training step.
-        revision: Its Hub revision (None for a local folder).
         split_point: The split point's module path.
         kind: The tangent kind ("early", "each" or "given").
 
     Returns:
         The first 4 bytes of the SHA-256 of these, as an integer (the same in every process and Python run).
     """
-    identity = json.dumps([int(seed), int(step), revision, str(split_point), str(kind)])
+    identity = json.dumps([int(seed), int(step), str(split_point), str(kind)])
     digest = hashlib.sha256(identity.encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "big") % MAX_SEED
 

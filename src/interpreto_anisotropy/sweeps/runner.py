@@ -110,7 +110,7 @@ class CheckpointSweep:
         isoscore_c0: IsoScore*'s shrinkage target: "scaled_identity", "identity" or "pooled" (the probe's own
             gradient covariance).
         seed: Seed of the bootstrap and the masked-LM mask, and the root of each row's draws: a row's controls and
-            random subspaces come from a seed hashed from it and the row's identity (step, revision, split point,
+            random subspaces come from a seed hashed from it and the row's identity (step, split point,
             tangent kind; recorded as ``draw_seed``), so no two rows share a draw.
         max_tokens: Cap on probed tokens per checkpoint.
         max_fit_tokens: Cap on activation rows read per checkpoint for fitting (None: every fit token; PCA streams
@@ -831,8 +831,8 @@ def _identity(checkpoint: Checkpoint, layer: int | str, split_point: str, kind: 
 
 
 def _row_seed(seed: int, checkpoint: Checkpoint, split_point: str, kind: str) -> int:
-    """The seed of a row's draws (`draws.row_seed`), from its checkpoint's step and revision, never its place."""
-    return draws.row_seed(seed, step=checkpoint.step, revision=checkpoint.revision, split_point=split_point, kind=kind)
+    """The seed of a row's draws (`draws.row_seed`), from its checkpoint's step, never its place or its source."""
+    return draws.row_seed(seed, step=checkpoint.step, split_point=split_point, kind=kind)
 
 
 def _drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:
