@@ -84,7 +84,9 @@ def main() -> None:
         worst = 0.0
         for row, snapshot, batches in zip(rows, snapshots, work, strict=True):
             objective = "masked_lm" if arch == "eurobert" else "causal_lm"
-            reference = post_hoc(snapshot, tokenizer, batches, tangent, objective=objective)
+            reference = post_hoc(
+                snapshot, tokenizer, batches, tangent, objective=objective, draw_seed=row["draw_seed"]
+            )
             worst = max(worst, *(relative_error(row[name], getattr(reference, name)) for name in COMPARED))
         print(f"| {label} | {len(rows)} | {worst:.1e} |")
     print(
@@ -106,7 +108,9 @@ def retrospective(corpus: list[str], texts: list[str]) -> float:
     rows, snapshots = run_windows(model, tokenizer, work, make)
     assert rows[0]["retrospective"] and rows[0]["ci_low"] is not None
     tangent = probes[0].points["gpt_neox.layers.1"].schedule.tangent
-    reference = post_hoc(snapshots[0], tokenizer, work[0], tangent, objective="causal_lm")
+    reference = post_hoc(
+        snapshots[0], tokenizer, work[0], tangent, objective="causal_lm", draw_seed=rows[0]["draw_seed"]
+    )
     return max(relative_error(rows[0][name], getattr(reference, name)) for name in COMPARED)
 
 

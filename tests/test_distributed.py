@@ -73,16 +73,24 @@ def test_a_non_finite_batch_on_one_rank_raises_on_every_rank(toy_checkpoints, te
 
 
 @pytest.mark.slow
-def test_data_parallel_probe_equals_the_single_process_probe(toy_checkpoints, texts, tmp_path):
+@pytest.mark.parametrize(
+    "draws",
+    [{}, {"n_random": 20, "draw_seeds": {"a": 5, "b": 6}}],
+    ids=["shared-draws-projected", "own-draws-from-scatter"],  # 20 x (4 + 4) > d = 32: read from G^T G
+)
+def test_data_parallel_probe_equals_the_single_process_probe(draws, toy_checkpoints, texts, tmp_path):
     checkpoint = str(toy_checkpoints.checkpoints[-1])
     out = tmp_path / "result.json"
-    _torchrun({"mode": "probe", "checkpoint": checkpoint, "texts": texts[:14], "out": str(out)}, tmp_path)
+    job = {"mode": "probe", "checkpoint": checkpoint, "texts": texts[:14], "out": str(out), "draws": draws}
+    _torchrun(job, tmp_path)
     model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, checkpoint), device="cpu")
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=3)
     subspaces = {
         name: ia.Subspace.random(model.config.hidden_size, 4, seed=seed) for name, seed in (("a", 0), ("b", 1))
     }
-    single = ia.GradientProbe(mwsp, batch_size=3).run(texts[:14], subspaces, n_controls=5, seed=2, progress=False)
+    single = ia.GradientProbe(mwsp, batch_size=3).run(
+        texts[:14], subspaces, n_controls=5, seed=2, progress=False, **draws
+    )
     _assert_close(json.loads(out.read_text()), {name: result.to_dict() for name, result in single.items()})
 
 
@@ -146,6 +154,11 @@ def test_live_probe_under_data_parallel_training_equals_the_post_hoc_probe(toy_c
         mwsp = ModelWithSplitPoints(model.eval(), split_point=1, tokenizer=tokenizer, batch_size=3)
         for row, tangent in ((rows[step], tangents["given"]), (early_rows[step], tangents["early"])):
             reference = ia.GradientProbe(mwsp, objective="causal_lm").run(
-                probe_inputs(batches), tangent, n_controls=5, seed=0, progress=False
+                probe_inputs(batches),
+                tangent,
+                n_controls=5,
+                seed=0,
+                draw_seeds={"tangent": row["draw_seed"]},
+                progress=False,
             )
             assert_same_window(row, reference)

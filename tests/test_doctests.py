@@ -39,6 +39,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.reading.batching",
     "interpreto_anisotropy.reading.positions",
     "interpreto_anisotropy.sweeps.checkpoints",
+    "interpreto_anisotropy.sweeps.draws",
     "interpreto_anisotropy.sweeps.early_pool",
     "interpreto_anisotropy.sweeps.eta",
     "interpreto_anisotropy.sweeps.extension",

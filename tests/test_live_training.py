@@ -20,8 +20,10 @@ import pytest
 import torch
 from helpers.live_kit import (
     COMPARED,
+    assert_same_window,
     float64_copy,
     micro_batch,
+    post_hoc,
     probe_inputs,
     relative_error,
     run_windows,
@@ -70,18 +72,30 @@ def test_early_tangent_is_the_pca_of_the_early_activations_and_scores_earlier_wi
             train_step(twin, probe, batches, optimizer)
         fitted = probe.points["gpt_neox.layers.1"].schedule.tangent
     assert np.max(fitted.principal_angles(expected)) < 1e-3
-    # A retrospective window equals the same window scored with that tangent given from the start: its shares, its
-    # statistics, and its bootstrap interval (the same sequences' energies, resampled with the same seed).
+    # A retrospective window equals the same window scored with that tangent given from the start: its tangent's
+    # shares and statistics, and its bootstrap interval (the same sequences' energies, resampled with the same seed).
+    # Its controls and random subspaces are its own (drawn from the seed of its step and tangent kind, "early" here,
+    # "given" there): they equal the post-hoc probe's with the row's draw_seed.
     given_rows, _ = run_windows(
         float64_copy(gpt_neox_training_model)[0],
         tokenizer,
         steps,
         lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, tangent=fitted, n_controls=20),
     )
-    for live, given in zip(rows, given_rows, strict=True):
-        exact = ("p_value_exact", "delta_isoscore_star_random", "anisotropy_p_value_exact")
-        for name in (*COMPARED, "random_energy_shares", "p_value", *exact):
+    drawn = {
+        "control_energy_shares",
+        "random_energy_shares",
+        "isoscore_star_without_controls",
+        "delta_isoscore_star_random",
+    }
+    assert len({row["draw_seed"] for row in rows}) == len(rows)  # no two windows share a draw
+    for live, given, snapshot, batches in zip(rows, given_rows, snapshots, steps, strict=True):
+        assert live["draw_seed"] != given["draw_seed"]
+        for name in set(COMPARED) - drawn:
             assert relative_error(live[name], given[name]) < 1e-6, name
+        assert_same_window(
+            live, post_hoc(snapshot, tokenizer, batches, fitted, objective="causal_lm", draw_seed=live["draw_seed"])
+        )
 
 
 def test_retrospective_windows_without_room_for_their_rows_have_no_interval(gpt_neox_training_model, texts):

@@ -203,7 +203,8 @@ def test_resumed_rows_are_bit_identical_for_iterative_methods(arguments, tmp_pat
 
 def test_rows_of_another_format_are_not_mixed_with_new_ones_and_overwrite_recovers(arguments, copy):
     config = json.loads((copy / "config.json").read_text())
-    (copy / "config.json").write_text(json.dumps({**config, "format_version": config["format_version"] - 1}))
-    with pytest.raises(ia.errors.ConfigMismatchError, match="rows are of format 2, written by another version"):
+    older = config["format_version"] - 1
+    (copy / "config.json").write_text(json.dumps({**config, "format_version": older}))
+    with pytest.raises(ia.errors.ConfigMismatchError, match=f"rows are of format {older}, written by another version"):
         _sweep(arguments, copy).run()
     assert len(_sweep(arguments, copy, overwrite=True).run()) == len(_lines(copy))

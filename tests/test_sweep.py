@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -129,21 +130,83 @@ def test_rows_equal_direct_probe_and_metric_calls(decoder_sweep, toy_checkpoints
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=8)
     activations, token_ids = token_activations(mwsp, sweep.fit_texts, max_tokens=SETTINGS["max_fit_tokens"])
     own = ia.PCATangent(mwsp, nb_concepts=4).fit(activations).subspace
+    seeds = {kind: _draw_seed(3, step, mwsp.split_point, kind) for kind in ("early", "each")}
+    n_random = math.floor(len(sweep.checkpoints) / 0.05)  # 1 / (R' + 1) < 0.05 / m, and R' >= R = 5
     direct = ia.GradientProbe(mwsp, objective="causal_lm", seed=3).run(
-        sweep.probe_texts, {"early": reference, "each": own}, n_controls=5, seed=3, progress=False
+        sweep.probe_texts,
+        {"early": reference, "each": own},
+        n_controls=5,
+        n_random=n_random,
+        seed=3,
+        draw_seeds=seeds,
+        progress=False,
     )
     summary = ia.metrics.summary(activations[:600])
     for kind in ("early", "each"):
         row = next(r for r in table.rows if r["step"] == step and r["tangent"] == kind)
+        assert (row["draw_seed"], row["n_random"]) == (seeds[kind], n_random)
         expected = direct[kind]
-        for field in ("energy_share", "control_mean", "p_value", "oracle_energy_share", "delta_isoscore_star", "loss"):
+        for field in (
+            "energy_share",
+            "control_mean",
+            "p_value",
+            "p_value_exact",
+            "oracle_energy_share",
+            "delta_isoscore_star",
+            "loss",
+        ):
             assert row[field] == pytest.approx(getattr(expected, field), rel=1e-6, abs=1e-9), field
         np.testing.assert_allclose(row["control_energy_shares"], expected.control_energy_shares, rtol=1e-6)
+        np.testing.assert_allclose(row["random_energy_shares"], expected.random_energy_shares, rtol=1e-6)
         for key, value in summary.items():
             assert row[f"activation_{key}"] == pytest.approx(value, rel=1e-6, abs=1e-9), key
     angles = own.principal_angles(reference)
     row = next(r for r in table.rows if r["step"] == step)
     assert row["drift_reference_mean_angle"] == pytest.approx(float(np.mean(angles)), abs=1e-5)
+
+
+def _draw_seed(seed, step, split_point, kind):
+    """A row's draw seed recomputed here: the first 4 bytes of SHA-256 of its identity, as JSON."""
+    identity = json.dumps([seed, step, split_point, kind]).encode()
+    return int.from_bytes(hashlib.sha256(identity).digest()[:4], "big")
+
+
+def test_rows_draw_apart(decoder_sweep):
+    """No two rows share a draw: distinct seeds, and the same gradients give other control energies."""
+    sweep, table = decoder_sweep
+    rows = table.rows
+    assert len({row["draw_seed"] for row in rows}) == len(rows)
+    early = {row["step"]: row for row in rows if row["tangent"] == "early"}
+    reference = ia.Subspace.load(sweep.results_dir / "reference" / "1.safetensors")
+    model, tokenizer = ia.load_checkpoint(next(c for c in sweep.checkpoints if c.step == 8), device="cpu")
+    mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=8)
+    probe = ia.GradientProbe(mwsp, objective="causal_lm", seed=3)
+    # Step 8's gradients, scored with step 8's draws and with step 4's: the same tangent share, other controls.
+    own, other = (
+        probe.run(
+            sweep.probe_texts,
+            {"early": reference},
+            n_controls=5,
+            n_random=early[8]["n_random"],
+            seed=3,
+            draw_seeds={"early": early[step]["draw_seed"]},
+            progress=False,
+        )["early"]
+        for step in (8, 4)
+    )
+    assert own.energy_share == other.energy_share == pytest.approx(early[8]["energy_share"], rel=1e-6)
+    np.testing.assert_allclose(own.control_energy_shares, early[8]["control_energy_shares"], rtol=1e-6)
+    assert np.abs(own.control_energy_shares - other.control_energy_shares).max() > 1e-3 * own.control_mean
+    assert not np.allclose(own.random_energy_shares, other.random_energy_shares)
+
+
+def test_default_n_random_lets_holm_pass(decoder_sweep):
+    """The default R' puts the floor of p_value_exact below 0.05 / m for a curve of m rows."""
+    _, table = decoder_sweep
+    for row in table.rows:
+        curve = sum(r["split_point"] == row["split_point"] and r["tangent"] == row["tangent"] for r in table.rows)
+        assert len(row["random_energy_shares"]) == row["n_random"] >= SETTINGS["n_controls"]
+        assert 1 / (row["n_random"] + 1) < 0.05 / curve
 
 
 def test_report_and_plots_of_the_sweep(decoder_sweep, tmp_path):

@@ -119,7 +119,7 @@ for row in live.rows[::10]:
 #
 # The live tangent was saved where a sweep keeps its reference (`live/reference/1.safetensors`). Sweeping the
 # checkpoints the Trainer saved with that same tangent as a given reference puts both on one footing: same
-# tangent, same seeded controls. The sweep probes held-out texts with each checkpoint's weights; the live probe
+# tangent, controls drawn the same way (from a seed per row). The sweep probes held-out texts with each checkpoint's weights; the live probe
 # probed the training batches of each step with the weights of that step, so the two curves tell the same story
 # without being equal (on the same batches and weights they are equal to 1e-6: the tests check it).
 

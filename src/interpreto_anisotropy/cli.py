@@ -439,7 +439,15 @@ def _add_sweep_command(commands: Any) -> None:
         help="share of the checkpoints, from the first, whose activations fit the early reference",
     )
     sweep.add_argument("--n-controls", type=parse_positive_int, default=20, help="matched-rank normal controls R")
-    sweep.add_argument("--seed", type=parse_seed, default=0, help="seed of the controls and the bootstrap")
+    sweep.add_argument(
+        "--n-random",
+        type=parse_positive_int,
+        help="random subspaces R' of p_value_exact (default: enough for Holm over the checkpoints, the smallest "
+        "R' >= R with 1/(R'+1) < 0.05/m)",
+    )
+    sweep.add_argument(
+        "--seed", type=parse_seed, default=0, help="seed of the bootstrap, and root of each row's own draw seed"
+    )
     sweep.add_argument(
         "--max-tokens", type=parse_positive_int, help="cap on probed tokens per checkpoint (default: every token)"
     )
@@ -628,6 +636,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         reference=args.reference,
         early_fraction=args.early_fraction,
         n_controls=args.n_controls,
+        n_random=args.n_random,
         seed=args.seed,
         max_tokens=args.max_tokens,
         max_fit_tokens=args.max_fit_tokens,

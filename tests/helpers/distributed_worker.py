@@ -48,7 +48,7 @@ def main() -> None:
             name: ia.Subspace.random(model.config.hidden_size, 4, seed=seed) for name, seed in (("a", 0), ("b", 1))
         }
         results = ia.GradientProbe(mwsp, batch_size=3).run(
-            args["texts"], subspaces, n_controls=5, seed=2, progress=False
+            args["texts"], subspaces, n_controls=5, seed=2, progress=False, **args.get("draws", {})
         )
         if distributed.is_main_process():
             with open(args["out"], "w") as handle:

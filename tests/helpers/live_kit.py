@@ -28,6 +28,7 @@ COMPARED = (
     "isoscore_star",
     "isoscore_star_without_tangent",
     "isoscore_star_without_controls",
+    "delta_isoscore_star_random",
     "analytic_null",
     "ci_low",
     "ci_high",
@@ -100,15 +101,23 @@ def probe_inputs(batches: list[dict]) -> dict:
     return {"input_ids": torch.cat(ids), "attention_mask": torch.cat(masks)}
 
 
-def post_hoc(snapshot, tokenizer, batches: list[dict], tangent, *, objective: str) -> ia.ProbeResult:
-    """`GradientProbe.run` of the same batches on a weight snapshot (the weights of the window's step)."""
+def post_hoc(snapshot, tokenizer, batches: list[dict], tangent, *, objective: str, draw_seed: int) -> ia.ProbeResult:
+    """`GradientProbe.run` of the same batches on a weight snapshot (the weights of the window's step), with the
+    controls and random subspaces of the window's row (its ``draw_seed``)."""
     mwsp = ModelWithSplitPoints(
         snapshot.eval(), split_point=1, tokenizer=tokenizer, batch_size=batches[0]["input_ids"].shape[0]
     )
     probe = ia.GradientProbe(mwsp, objective=objective, seed=0)
     with warnings.catch_warnings():  # a window of fewer than 10 sequences: the live rows' intervals are as unreliable
         warnings.simplefilter("ignore", ia.errors.DegenerateStatisticsWarning)
-        return probe.run(probe_inputs(batches), tangent, n_controls=N_CONTROLS, seed=0, progress=False)
+        return probe.run(
+            probe_inputs(batches),
+            tangent,
+            n_controls=N_CONTROLS,
+            seed=0,
+            draw_seeds={"tangent": draw_seed},
+            progress=False,
+        )
 
 
 def relative_error(live, reference) -> float:
@@ -125,6 +134,11 @@ def assert_same_window(row: dict, result: ia.ProbeResult, *, tolerance: float = 
     assert max(errors.values()) < tolerance, errors
     near_tie = np.min(np.abs(result.control_energy_shares - result.energy_share)) < tolerance * result.energy_share
     assert row["p_value"] == result.p_value or near_tie
+    near_tie = np.min(np.abs(result.random_energy_shares - result.energy_share)) < tolerance * result.energy_share
+    assert row["p_value_exact"] == result.p_value_exact or near_tie
+    deltas, delta = result.delta_isoscore_star_random, result.delta_isoscore_star
+    near_tie = np.min(np.abs(deltas - delta)) < tolerance * max(abs(delta), 1e-3)
+    assert row["anisotropy_p_value_exact"] == result.anisotropy_p_value_exact or near_tie
     return errors
 
 

@@ -23,7 +23,8 @@ import torch
 
 from ..errors import DegenerateStatisticsWarning, DimensionMismatchError
 from ..probing.objectives import Objective
-from ..probing.statistics import ProbeSums, build_results
+from ..probing.statistics import ProbeSums, SubspaceColumns, build_results
+from ..sweeps.draws import row_seed
 from ..tangents.subspace import Subspace
 from .reduce import gather_sequence_energy, on_every_rank, reduce_window
 from .rows import live_row
@@ -150,8 +151,9 @@ class LivePoint:
         if window is not None and window.reads:
             sums = reduce_window(window.probe_sums(), sharded=sharded)
             if window.bases is not None and sums.moments.count:
-                sums = scored_sums(sums, window.bases)
-                rows.append(self._row(sums, step, window.first_step, window.reads, retrospective=False))
+                columns = self._drawn(window.bases, step)
+                sums = scored_sums(sums, columns)
+                rows.append(self._row(sums, columns, step, window.first_step, window.reads, retrospective=False))
             elif sums.moments.count:
                 self._await_tangent(window, sums, step, sharded=sharded)
         fitted = self.schedule.fit(step + 1, self.device, sharded=sharded) if self.schedule.due(step + 1) else None
@@ -180,8 +182,11 @@ class LivePoint:
             energy = None
             if pending.window is not None:
                 energy = gather_sequence_energy(pending.window.tangent_energies(bases.tangent_block), sharded=sharded)
-            sums = retrospective_sums(pending.sums, bases, energy)
-            rows.append(self._row(sums, pending.step, pending.first_step, pending.micro_batches, retrospective=True))
+            columns = self._drawn(bases, pending.step)
+            sums = retrospective_sums(pending.sums, columns, energy)
+            rows.append(
+                self._row(sums, columns, pending.step, pending.first_step, pending.micro_batches, retrospective=True)
+            )
         self.pending = []
         self.keep_rows = True
         return rows
@@ -191,28 +196,53 @@ class LivePoint:
         moments = len(self.pending) * (self.dim or 0) ** 2 * 8
         return moments + sum(pending.bytes for pending in self.pending)
 
-    def _row(self, sums: ProbeSums, step: int, first_step: int, micro_batches: int, *, retrospective: bool) -> dict:
+    def _drawn(self, bases: SubspaceColumns, step: int) -> SubspaceColumns:
+        """The window's tangent with its own controls and random subspaces, drawn from the seed of (seed, step,
+        split point, tangent kind) (`sweeps.draws.row_seed`, as a sweep row's): no two windows share a draw."""
+        seed = {self.schedule.kind.value: self._draw_seed(step)}
+        return SubspaceColumns.draw(bases.tangents, n_controls=bases.n_controls, n_random=bases.n_random, seed=seed)
+
+    def _draw_seed(self, step: int) -> int:
+        """The seed of the draws of the window whose last weights are those of `step` (its row's ``draw_seed``)."""
+        kind = self.schedule.kind.value
+        return row_seed(self.statistics.seed, step=step, split_point=self.path, kind=kind)
+
+    def _row(
+        self,
+        sums: ProbeSums,
+        columns: SubspaceColumns,
+        step: int,
+        first_step: int,
+        micro_batches: int,
+        *,
+        retrospective: bool,
+    ) -> dict:
         kind = self.schedule.kind.value
         settings = self.statistics
         with warnings.catch_warnings():  # a window of a few sequences: its row's n_sequences says so
             warnings.simplefilter("ignore", DegenerateStatisticsWarning)
-            result = self._result(sums, kind, settings)
-        return live_row(
-            result,
-            step=step,
-            first_step=first_step,
-            micro_batches=micro_batches,
-            layer=self.layer,
-            path=self.path,
-            kind=kind,
-            retrospective=retrospective,
-            fitted_at=self.schedule.fitted_at,
-        )
+            result = self._result(sums, columns, kind, settings)
+        draws = {"draw_seed": self._draw_seed(step), "n_random": columns.n_random}
+        return {
+            **live_row(
+                result,
+                step=step,
+                first_step=first_step,
+                micro_batches=micro_batches,
+                layer=self.layer,
+                path=self.path,
+                kind=kind,
+                retrospective=retrospective,
+                fitted_at=self.schedule.fitted_at,
+            ),
+            **draws,
+            "n_random": columns.n_random,
+        }
 
-    def _result(self, sums: ProbeSums, kind: str, settings: Statistics) -> Any:
+    def _result(self, sums: ProbeSums, columns: SubspaceColumns, kind: str, settings: Statistics) -> Any:
         return build_results(
             sums,
-            self.schedule.bases,
+            columns,
             settings.seed,
             settings.n_bootstrap,
             settings.confidence,

@@ -5,8 +5,9 @@
 
 A fitted tangent is the streamed PCA of `TangentExplainer(method="pca")` (`OrthonormalConceptModel`), on the
 activation rows of the training forwards (the gradient rows' positions), pooled and centred once. Its normal
-controls and random subspaces are drawn as `GradientProbe.run` draws them (`SubspaceColumns.draw(..., seed=seed)` on the
-float32 tangent), so that a post-hoc probe of the same tangent with the same seed uses the same controls.
+controls and random subspaces here are drawn from `seed` (`SubspaceColumns.draw` on the float32 tangent); each window
+is scored against controls and random subspaces drawn afresh from its own seed (`LivePoint._drawn`), so that a
+post-hoc probe of the same tangent with `draw_seeds={name: row["draw_seed"]}` uses the same controls.
 """
 
 from __future__ import annotations

@@ -356,6 +356,7 @@ class GradientProbe:
         n_controls: int = 20,
         n_random: int | None = None,
         seed: int = 0,
+        draw_seeds: Mapping[str, int] | None = None,
         max_tokens: int | None = None,
         n_bootstrap: int = 1000,
         confidence: float = 0.95,
@@ -372,9 +373,11 @@ class GradientProbe:
         (`ia.normal_controls`, seeded): the paper's comparison, whose `p_value` is approximate. `n_random` uniformly
         random k-subspaces of the whole of R^d (`ia.random_subspace_bases`, from another stream of the same seed;
         tangents of the same rank share them) give the exact `p_value_exact`, and, through their Delta IsoScore*,
-        the anisotropy share's exact `anisotropy_p_value_exact`. All subspaces are projected in the
-        same pass (one matmul per batch for the tangents and controls, one for the random subspaces). Streaming sums
-        (energies per sequence, float64 gradient moments) keep memory flat in the number of tokens.
+        the anisotropy share's exact `anisotropy_p_value_exact`. All subspaces are projected in the same pass (one
+        matmul per batch for the tangents and controls, one for the random subspaces; or, when the random subspaces
+        span more columns than d, R' k > d, none for them: their energies are read once from the scatter G^T G of
+        the float64 gradient moments, `SubspaceColumns.complete`). Streaming sums (energies per sequence, float64
+        gradient moments) keep memory flat in the number of tokens.
 
         Args:
             inputs: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
@@ -385,6 +388,10 @@ class GradientProbe:
                 None (default) takes
                 `n_controls`, so that both p-values have the same resolution 1 / (R + 1).
             seed: Seed of the controls, of the random subspaces and of the bootstrap.
+            draw_seeds: {tangent name: seed} of each tangent's controls and random subspaces, drawn apart (none
+                shared between tangents; a sweep derives one per row, `sweeps.draws.row_seed`); None: `seed` for
+                every tangent (and tangents of the same rank share their random subspaces). `seed` still seeds the
+                bootstrap.
             max_tokens: Stop after this many probed tokens.
             n_bootstrap: Bootstrap resamples of sequences for the confidence interval of the energy share.
             confidence: Confidence level of the interval.
@@ -426,10 +433,15 @@ class GradientProbe:
         isoscore = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
         isoscore.check_dim(next(iter(named.values())).dim)
         tangents = {name: subspace.to(device=self.device, dtype=torch.float32) for name, subspace in named.items()}
-        columns = SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=seed)
+        draws = (
+            seed
+            if draw_seeds is None
+            else {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
+        )
+        columns = SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=draws)
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
         sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
-        sums = self._reduce(sums, sharded)
+        sums = columns.complete(self._reduce(sums, sharded))
         if sharded:
             breakdown.reduce(distributed.all_reduce_sum)
         results = build_results(
@@ -499,7 +511,7 @@ class GradientProbe:
                     "model. Fit them on this model at this split point."
                 )
             # Zero rows where not probed (padding, past the cap, a non-finite batch): no host synchronisation.
-            energies = batch_energies(step.gradient, step.probed, columns)
+            energies = batch_energies(step.gradient, step.probed, columns.per_row)
             per_sequence_energy.append(energies.energy)
             per_sequence_total.append(energies.total)
             per_sequence_has_rows.append(step.probed.any(1))
@@ -521,7 +533,7 @@ class GradientProbe:
             per_sequence_total,
             per_sequence_has_rows,
             per_sequence_id,
-            columns.n_columns,
+            columns.per_row.n_columns,
             device,
         )
         return ProbeSums(sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, tally), breakdown

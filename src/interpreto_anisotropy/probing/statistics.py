@@ -13,8 +13,10 @@ every statistic of a `ProbeResult` from the sums alone (the interval of the ener
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -98,18 +100,24 @@ class ProbeSums:
 class SubspaceColumns:
     """Every subspace a probe scores, and their basis vectors side by side for one projection per batch.
 
-    The energy columns (S of them) are: for each tangent in order, the tangent then its R normal controls; then, for
-    each distinct tangent rank k in order of first appearance, the R' uniformly random k-subspaces of R^d of the
-    exact p-value (tangents of the same rank share them: they are drawn from the seed and the rank alone). The
-    random subspaces are projected in a block of their own, so that adding them leaves the tangents' and controls'
-    float32 products, hence their numbers, bit for bit as they were.
+    The energy columns (S of them) are: for each tangent in order, the tangent then its R normal controls; then the
+    R' uniformly random k-subspaces of R^d of the exact p-value, one draw per key of `randoms`: with one seed for
+    every tangent, one draw per distinct rank k in order of first appearance (tangents of the same rank share it:
+    it is drawn from the seed and the rank alone); with a seed per tangent (`draw(..., seed={name: seed})`), one
+    draw per tangent. The random subspaces are projected in a block of their own, so that adding them leaves the
+    tangents' and controls' float32 products, hence their numbers, bit for bit as they were.
+
+    When the random block is wider than d (R' k > d, summed over its draws), `GradientProbe` does not project each
+    row on it: it reads the block's column energies from the probe's scatter G^T G (`from_scatter`, `complete`),
+    which its float64 gradient moments hold anyway.
 
     Attributes:
         tangents: {name: Subspace}, as probed.
         controls: {name: (R, d, k) normal controls of that tangent}.
-        randoms: {k: (R', d, k) random subspaces of R^d}.
+        randoms: {k or tangent name: (R', d, k) random subspaces of R^d}.
         blocks: [(bases (d, K_b), membership (K_b, S_b))]: a batch's energies in block b are
             (rows @ bases).square() @ membership.
+        random_key: {tangent name: its key in `randoms`}; empty: the tangent's rank.
 
     Examples:
         >>> tangent = ia.Subspace.random(64, 8, seed=0)
@@ -120,36 +128,45 @@ class SubspaceColumns:
 
     tangents: dict[str, Subspace]
     controls: dict[str, torch.Tensor]
-    randoms: dict[int, torch.Tensor]
+    randoms: dict[int | str, torch.Tensor]
     blocks: list[tuple[torch.Tensor, torch.Tensor]]
+    random_key: dict[str, int | str] = field(default_factory=dict)
 
     @classmethod
-    def draw(cls, tangents: dict[str, Subspace], *, n_controls: int, n_random: int, seed: int) -> SubspaceColumns:
+    def draw(
+        cls, tangents: dict[str, Subspace], *, n_controls: int, n_random: int, seed: int | Mapping[str, int]
+    ) -> SubspaceColumns:
         """Draw the controls (`normal_control_bases`) and random subspaces (`random_subspace_bases`) of `tangents`.
 
         Args:
             tangents: {name: Subspace}, all in the same R^d, on the device the batches will be on.
             n_controls: R, normal controls per tangent.
-            n_random: R', random subspaces per tangent rank.
-            seed: Seed of both draws (each from its own stream derived from it).
+            n_random: R', random subspaces per tangent rank (one seed) or per tangent (a seed each).
+            seed: Seed of both draws (each from its own stream derived from it), or {tangent name: seed}: each
+                tangent's controls and random subspaces from its own seed (independent draws, none shared).
 
         Returns:
             The columns, in the tangents' device and dtype.
 
         Raises:
-            InvalidInputError: n_controls or n_random not positive, 2k >= d, or draws over the memory bound.
+            InvalidInputError: n_controls or n_random not positive, 2k >= d, draws over the memory bound, or a seed
+                mapping that misses a tangent.
         """
+        seeds = _seeds_of(tangents, seed)
         first = next(iter(tangents.values()))
-        controls = {name: normal_control_bases(subspace, n_controls, seed=seed) for name, subspace in tangents.items()}
-        randoms: dict[int, torch.Tensor] = {}
-        for subspace in tangents.values():
-            if subspace.rank not in randoms:
-                randoms[subspace.rank] = random_subspace_bases(
-                    first.dim, subspace.rank, n_random, seed=seed, device=first.device, dtype=first.basis.dtype
+        controls = {
+            name: normal_control_bases(tangent, n_controls, seed=seeds[name]) for name, tangent in tangents.items()
+        }
+        key = {name: name if isinstance(seed, Mapping) else tangent.rank for name, tangent in tangents.items()}
+        randoms: dict[int | str, torch.Tensor] = {}
+        for name, tangent in tangents.items():
+            if key[name] not in randoms:
+                randoms[key[name]] = random_subspace_bases(
+                    first.dim, tangent.rank, n_random, seed=seeds[name], device=first.device, dtype=first.basis.dtype
                 )
         named = [basis for name, tangent in tangents.items() for basis in [tangent.basis, *controls[name]]]
         blocks = [_block(named), _block([basis for bases in randoms.values() for basis in bases])]
-        return cls(tangents, controls, randoms, blocks)
+        return cls(tangents, controls, randoms, blocks, key)
 
     @property
     def n_controls(self) -> int:
@@ -192,13 +209,53 @@ class SubspaceColumns:
         start = self.tangent_column(name) + 1
         return slice(start, start + self.n_controls)
 
+    def randoms_of(self, name: str) -> int | str:
+        """The key in `randoms` of the random subspaces tangent `name` is ranked among."""
+        return self.random_key.get(name, self.tangents[name].rank)
+
     def random_columns(self, name: str) -> slice:
-        """The energy columns of the random subspaces of the rank of tangent `name`."""
-        start = (
-            len(self.tangents) * (1 + self.n_controls)
-            + list(self.randoms).index(self.tangents[name].rank) * self.n_random
-        )
+        """The energy columns of the random subspaces of tangent `name` (`randoms_of`)."""
+        key = self.randoms_of(name)
+        start = len(self.tangents) * (1 + self.n_controls) + list(self.randoms).index(key) * self.n_random
         return slice(start, start + self.n_random)
+
+    @property
+    def from_scatter(self) -> bool:
+        """Whether the random block is read from the scatter G^T G rather than projected row by row.
+
+        Projecting n rows on the block costs n d (R' k) products per probe; reading it from the scatter costs
+        d^2 (R' k) once (the scatter itself is in the probe's gradient moments already), less once n > d. The
+        rule asks for a block wider than d, R' k > d, summed over its draws.
+        """
+        return len(self.blocks) > 1 and self.blocks[1][0].shape[1] > self.blocks[1][0].shape[0]
+
+    @property
+    def per_row(self) -> SubspaceColumns:
+        """The columns a batch's rows are projected on: all of them, or without the random block `from_scatter`."""
+        return dataclasses.replace(self, blocks=self.blocks[:1]) if self.from_scatter else self
+
+    def complete(self, sums: ProbeSums) -> ProbeSums:
+        """Reduced sums of `per_row`'s columns completed with the random block's energies read from the scatter.
+
+        Args:
+            sums: The probe's sums over every rank, whose per-sequence energies hold `per_row`'s columns.
+
+        Returns:
+            `sums` itself when every column was projected per row; else sums whose `column_energy` (S,) holds every
+            column (the projected ones summed over sequences, the random ones tr(Q^T G^T G Q) of the float64
+            scatter of the gradient moments) and whose `sequence_energy` keeps the tangents' columns, (n_seq, T).
+        """
+        if not self.from_scatter:
+            return sums
+        bases, membership = self.blocks[1]
+        scatter = sums.moments.second_moment() * sums.moments.count
+        basis = bases.to(scatter)
+        randoms = ((scatter @ basis) * basis).sum(0) @ membership.to(scatter)
+        projected = sums.sequence_energy.sum(0).to(scatter)
+        tangents = [self.tangent_column(name) for name in self.tangents]
+        return dataclasses.replace(
+            sums, sequence_energy=sums.sequence_energy[:, tangents], column_energy=torch.cat([projected, randoms])
+        )
 
 
 @dataclass(frozen=True)
@@ -216,6 +273,16 @@ class TangentBlock:
     def energies(self, rows: Float[torch.Tensor, "N d"]) -> Float[torch.Tensor, "N T"]:
         """Each row's squared norm in each tangent, in the rows' dtype (float32 products, as `SubspaceColumns`)."""
         return (rows @ self.bases).square() @ self.membership
+
+
+def _seeds_of(tangents: dict[str, Subspace], seed: int | Mapping[str, int]) -> dict[str, int]:
+    """{tangent name: the seed of its draws}, from one seed or a mapping that covers every tangent."""
+    if isinstance(seed, Mapping):
+        missing = [name for name in tangents if name not in seed]
+        if missing:
+            raise InvalidInputError(f"The draw seeds name no seed for tangent(s) {missing}: give one for each.")
+        return {name: int(seed[name]) for name in tangents}
+    return dict.fromkeys(tangents, seed)
 
 
 def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], Float[torch.Tensor, "K S"]]:
@@ -334,7 +401,7 @@ def build_results(
         "isoscore_c0": isoscore.target_name,
     }
     without_random = _scores_without_random(isoscore, covariance, columns)
-    for k in without_random:
+    for k in sorted({tangent.rank for tangent in tangents.values()}):
         warn_if_anti_conservative(k, dim, stacklevel=3)
     results: dict[str, ProbeResult] = {}
     for tangent_index, (name, tangent) in enumerate(tangents.items()):
@@ -358,7 +425,7 @@ def build_results(
             oracle_energy_share=oracle,
             isoscore_star_without_tangent=float(isoscore.score_without(covariance, tangent.basis[None])[0]),
             isoscore_star_without_controls=isoscore.score_without(covariance, columns.controls[name]),
-            isoscore_star_without_random=without_random[k],
+            isoscore_star_without_random=without_random[columns.randoms_of(name)],
             **common,
         )
     return results
@@ -366,10 +433,11 @@ def build_results(
 
 def _scores_without_random(
     isoscore: IsoScoreSettings, covariance: Float[torch.Tensor, "d d"], columns: SubspaceColumns
-) -> dict[int, np.ndarray]:
-    """{k: IsoScore* of G with each of the R' random k-subspaces removed, (R',)}: one batched pass per rank.
+) -> dict[int | str, np.ndarray]:
+    """{key: IsoScore* of G with each of its R' random subspaces removed, (R',)}: one batched pass per key of
+    `columns.randoms` (a rank, or a tangent's name when each tangent has its own draw).
 
-    The tangents of one rank share these scores, as they share the random subspaces; each is computed by
+    Tangents that share random subspaces share these scores; each is computed by
     `IsoScoreSettings.score_without` exactly as the tangent's own, so the anisotropy share's exact p-value ranks
     like against like.
     """

@@ -53,7 +53,7 @@ from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
-from . import hub_access, hub_cache
+from . import draws, hub_access, hub_cache
 from .checkpoints import Checkpoint
 from .early_pool import EarlyPool
 from .eta import CheckpointTimer, estimate_line, seconds_per_checkpoint_of_rows
@@ -100,14 +100,19 @@ class CheckpointSweep:
             checkpoint's rows on their own mean, so the drift of the mean between checkpoints is not a direction
             of the reference). See docs/concepts.md for which reading of the paper each choice follows.
         n_controls: Matched-rank normal controls per tangent (the paper's comparison and its `p_value`).
-        n_random: Uniformly random k-subspaces of R^d for the exact `p_value_exact` and `anisotropy_p_value_exact`;
-            None: `n_controls`.
+        n_random: Uniformly random k-subspaces of R^d for the exact `p_value_exact` and `anisotropy_p_value_exact`.
+            None (default): enough for Holm to pass over a curve, the smallest R' >= `n_controls` with
+            1 / (R' + 1) < 0.05 / m for the m checkpoints of the results directory (`sweeps.draws.default_n_random`:
+            320 for 16 checkpoints); an explicit value that cannot pass is warned about. Each row draws its own, from
+            its own seed.
         isoscore_convention: Where Delta IsoScore* is computed: "complement" (in the (d - k)-dimensional complement)
             or "ambient" (the projected cloud kept in R^d); see docs/statistics.md.
         isoscore_zeta: IsoScore* shrinkage in [0, 1].
         isoscore_c0: IsoScore*'s shrinkage target: "scaled_identity", "identity" or "pooled" (the probe's own
             gradient covariance).
-        seed: Seed of the controls, the bootstrap and the masked-LM mask.
+        seed: Seed of the bootstrap and the masked-LM mask, and the root of each row's draws: a row's controls and
+            random subspaces come from a seed hashed from it and the row's identity (step, split point,
+            tangent kind; recorded as ``draw_seed``), so no two rows share a draw.
         max_tokens: Cap on probed tokens per checkpoint.
         max_fit_tokens: Cap on activation rows read per checkpoint for fitting (None: every fit token; PCA streams
             them batch by batch, the other methods pool them in memory).
@@ -207,6 +212,7 @@ class CheckpointSweep:
         self._all_checkpoints: list[Checkpoint] = self.settings.checkpoints  # with those of earlier runs, once read
         self.announce: Callable[[str], None] | None = None
         self._pipeline: CheckpointPipeline | None = None  # while a run loads checkpoints
+        self._n_random = self._resolved_n_random(len(self.settings.checkpoints), warn=False)
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
@@ -245,14 +251,47 @@ class CheckpointSweep:
                     stored = self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
                     self._all_checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
                     self._forget_changed_checkpoints()
+                    self._n_random = self._resolved_n_random(len(self._all_checkpoints), warn=True)
+                    self._forget_underdrawn_rows()
                 except AnisotropyError as error:
                     message = (type(error).__name__, str(error))
             message = distributed.broadcast_object(message)
             self._all_checkpoints = distributed.broadcast_object(self._all_checkpoints)
+            self._n_random = distributed.broadcast_object(self._n_random)
             distributed.barrier()
             if message is not None:
                 raise _ERRORS_BY_NAME.get(message[0], InvalidInputError)(message[1])
             yield
+
+    def _resolved_n_random(self, family_size: int, *, warn: bool) -> int:
+        """R' of this run's rows: the given `n_random` (warned about when Holm cannot pass over `family_size` rows)
+        or the default for that family (`draws.default_n_random`)."""
+        if self.settings.n_random is None:
+            return draws.default_n_random(family_size, n_controls=self.settings.n_controls)
+        if warn:
+            draws.warn_if_cannot_pass(self.settings.n_random, family_size)
+        return self.settings.n_random
+
+    def _forget_underdrawn_rows(self) -> None:
+        """Drop the rows drawn with fewer random subspaces than the default R' of the (grown) family, to recompute.
+
+        An extension adds checkpoints, so the default R' grows; the rows written before drew fewer. Each row's seed
+        depends on its identity alone, so recomputing them gives what an uninterrupted run over every checkpoint
+        gives. An explicit `n_random` is in the config, which an extension must match: its rows are never dropped.
+        """
+        if self.settings.n_random is not None:
+            return
+        steps = {
+            row["step"]
+            for row in self.store.rows()
+            if not is_skipped(row) and row.get("n_random", self._n_random) < self._n_random
+        }
+        if steps:
+            self._announce(
+                f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {self._n_random} random subspaces "
+                f"that Holm needs over {len(self._all_checkpoints)} checkpoints"
+            )
+            self.store.drop_steps(steps)
 
     def _forget_changed_checkpoints(self) -> None:
         """Refuse, or drop with `recompute_changed`, rows and references computed on content that has changed."""
@@ -685,12 +724,14 @@ class CheckpointSweep:
             autocast_dtype=self.settings.autocast_dtype,
             include_special=self.settings.include_special,
         )
+        seeds = {kind: _row_seed(self.settings.seed, checkpoint, splitter.split_point, kind) for kind in subspaces}
         results = probe.run(
             self.settings.probe_texts,
             subspaces,
             n_controls=self.settings.n_controls,
-            n_random=self.settings.n_random,
+            n_random=self._n_random,
             seed=self.settings.seed,
+            draw_seeds=seeds,
             isoscore_convention=self.settings.isoscore.convention,
             isoscore_zeta=self.settings.isoscore.zeta,
             isoscore_c0=self.settings.isoscore.target_name,
@@ -705,6 +746,7 @@ class CheckpointSweep:
         rows = []
         for kind, result in results.items():
             row = {**_identity(checkpoint, layer, splitter.split_point, kind), **result.to_dict(), **shared}
+            row.update(draw_seed=seeds[kind], n_random=self._n_random)
             rows.append(row)
         return rows
 
@@ -787,6 +829,11 @@ def _identity(checkpoint: Checkpoint, layer: int | str, split_point: str, kind: 
         "split_point": split_point,
         "tangent": kind,
     }
+
+
+def _row_seed(seed: int, checkpoint: Checkpoint, split_point: str, kind: str) -> int:
+    """The seed of a row's draws (`draws.row_seed`), from its checkpoint's step, never its place or its source."""
+    return draws.row_seed(seed, step=checkpoint.step, split_point=split_point, kind=kind)
 
 
 def _drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:

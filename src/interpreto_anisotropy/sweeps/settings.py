@@ -30,8 +30,9 @@ from .early_pool import EarlyCentering
 __all__ = ["FORMAT_VERSION", "Parallelism", "ReferenceKind", "SweepSettings", "early_checkpoints"]
 
 # 2: right-aligned batches with per-family position ids, one token policy. 3: rows with the exact p-value, z-score,
-# anisotropy share, IsoScore* settings, energy by token bucket, fingerprint and drift_previous_step.
-FORMAT_VERSION = 3
+# anisotropy share, IsoScore* settings, energy by token bucket, fingerprint and drift_previous_step. 4: each row
+# draws its controls and random subspaces from its own seed (draw_seed), R' by default enough for Holm (n_random).
+FORMAT_VERSION = 4
 
 
 class ReferenceKind(str, Enum):

@@ -206,7 +206,14 @@ COLUMNS: tuple[Column, ...] = (
            concept="which-gradient"),
     Column("reduction", "How per-token losses were combined before the backward pass (sum: each token keeps its "
            "own scale)", _U.TEXT, concept="which-gradient"),
-    Column("seed", "Seed of the controls and the bootstrap", _U.INTEGER),
+    Column("seed", "Seed of the bootstrap and the masked-LM mask; in a sweep, also the root of every row's "
+           "draw_seed", _U.INTEGER),
+    Column("draw_seed", "Seed of this row's normal controls and random subspaces, hashed from the sweep's seed and "
+           "the row's step, split point and tangent kind: no two rows share a draw, and a resumed row "
+           "draws what an uninterrupted run draws", _U.INTEGER, "first 4 bytes of SHA-256([seed, step, "
+           "split point, tangent kind])", "p-values"),
+    Column("n_random", "R', the uniformly random k-subspaces behind p_value_exact; by default enough for Holm over "
+           "the curve's m checkpoints: the smallest R' >= R with 1/(R' + 1) < 0.05/m", _U.COUNT, concept="p-values"),
     Column("n_skipped_batches", "Probe batches dropped for non-finite gradients", _U.COUNT),
     Column("n_skipped_sequences", "Probe texts in the dropped batches", _U.COUNT),
     Column("extra", "Extra fields of a custom objective (a mapping, in rows.jsonl only)", _U.TEXT),

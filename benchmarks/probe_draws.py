@@ -1,0 +1,126 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The probe's cost with the sweep's new draws: R' enough for Holm over 16 rows, read from the scatter G^T G.
+
+Three settings of the same `GradientProbe.run` on the same model, texts and two rank-k tangents (a sweep with
+``reference="both"`` probes two at once), timed in one run, interleaved repeat by repeat, on one thread:
+
+* old: the former defaults, R = 20 controls and R' = 20 random subspaces, every row projected on every basis;
+* new: R = 20 and the default R' for a family of 16 rows (`sweeps.draws.default_n_random`: 320), a seed per
+  tangent, the random block read from the scatter (its width R' k > d);
+* new, projected: the same R' = 320 projected row by row (the path the scatter replaces), to show what it saves.
+
+Ratios are new / old, medians of the repeats. Usage:
+    python benchmarks/probe_draws.py [--dims 64 256] [--rank 16] [--batches 4 --batch 8 --length 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from contextlib import contextmanager, nullcontext
+
+import torch
+
+FAMILY = 16  # rows of a curve: the demo's checkpoints
+
+
+def build(hidden: int, seed: int = 0):
+    from interpreto import ModelWithSplitPoints
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    from interpreto_anisotropy.demo import train_tokenizer
+
+    torch.manual_seed(seed)
+    config = GPTNeoXConfig(
+        vocab_size=4096,
+        hidden_size=hidden,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=512,
+    )
+    model = GPTNeoXForCausalLM(config).eval()
+    tokenizer = train_tokenizer(
+        ["a tiny tokenizer for the benchmark, only its pad token is used"] * 4, arch="gpt_neox"
+    )
+    return ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=64), config.vocab_size
+
+
+@contextmanager
+def projected():
+    """Every block projected row by row, as before the scatter path."""
+    from interpreto_anisotropy.probing.statistics import SubspaceColumns
+
+    saved = SubspaceColumns.from_scatter
+    SubspaceColumns.from_scatter = property(lambda self: False)
+    try:
+        yield
+    finally:
+        SubspaceColumns.from_scatter = saved
+
+
+def settings(n_random_new: int):
+    """{label: (run options, projected?)}."""
+    seeds = {"early": 11, "each": 12}
+    return {
+        "old: R'=20, projected": ({"n_random": 20}, True),
+        f"new: R'={n_random_new}, scatter": ({"n_random": n_random_new, "draw_seeds": seeds}, False),
+        f"new: R'={n_random_new}, projected": ({"n_random": n_random_new, "draw_seeds": seeds}, True),
+    }
+
+
+def measure(hidden: int, rank: int, args: argparse.Namespace, n_random_new: int) -> dict[str, float]:
+    import interpreto_anisotropy as ia
+
+    mwsp, vocab = build(hidden)
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(vocab, (args.batch * args.batches, args.length), generator=generator)
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    tangents = {"early": ia.Subspace.random(hidden, rank, seed=0), "each": ia.Subspace.random(hidden, rank, seed=1)}
+    probe = ia.GradientProbe(mwsp, batch_size=args.batch)
+    times: dict[str, list[float]] = {label: [] for label in settings(n_random_new)}
+    for repeat in range(args.repeats + 1):  # the first round warms up
+        for label, (options, project) in settings(n_random_new).items():
+            with projected() if project else nullcontext():
+                start = time.perf_counter()
+                probe.run(inputs, tangents, n_controls=20, progress=False, **options)
+                elapsed = time.perf_counter() - start
+            if repeat:
+                times[label].append(elapsed)
+    return {label: statistics.median(values) for label, values in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dims", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--rank", type=int, default=16)
+    parser.add_argument("--batches", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    from interpreto_anisotropy.sweeps.draws import default_n_random
+
+    n_random_new = default_n_random(FAMILY, n_controls=20)
+    tokens = args.batches * args.batch * args.length
+    print(
+        f"# Probe cost, old vs new draws ({platform.processor() or platform.machine()}, 1 thread, {os.cpu_count()} cores)"
+    )
+    print(f"# torch {torch.__version__}; 2 tangents of rank {args.rank}; {tokens} tokens; {args.repeats} repeats")
+    print("| d | setting | probe.run (s) | / old |")
+    print("|---|---|---|---|")
+    for hidden in args.dims:
+        medians = measure(hidden, args.rank, args, n_random_new)
+        old = next(iter(medians.values()))
+        for label, seconds in medians.items():
+            print(f"| {hidden} | {label} | {seconds:.3f} | {seconds / old:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
