@@ -266,3 +266,24 @@ def test_the_interval_covers_at_twenty_sequences():
         low, high = interval(energy, total, n_resamples=500, seed=replication)
         hits += bool(low[0] <= truth <= high[0])
     assert hits >= scipy.stats.binom.ppf(0.001, replications, 0.93), hits / replications
+
+
+@pytest.mark.parametrize(("n_sequences", "bound"), [(4, 1e-4), (12, 1e-6), (20, 1e-6)])
+def test_the_bounds_move_little_with_their_inputs(n_sequences, bound):
+    """Conditioning: inputs moved by 1e-8 (float32 rounding downstream of float64 sums) move the bounds by
+    at most `bound` relative; a handful of sequences amplifies it (resamples of one or two distinct sequences)."""
+    generator = torch.Generator().manual_seed(0)
+    worst = 0.0
+    for _ in range(20):
+        total = torch.rand(n_sequences, generator=generator, dtype=torch.float64) + 0.5
+        energy = (total * (0.2 + 0.05 * torch.rand(n_sequences, generator=generator, dtype=torch.float64)))[:, None]
+        noise = 1 + 1e-8 * torch.randn(n_sequences, 1, generator=generator, dtype=torch.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateStatisticsWarning)
+            bounds = [
+                share_intervals(e, total, n_resamples=200, confidence=0.95, generator=torch.Generator().manual_seed(1))
+                for e in (energy, energy * noise)
+            ]
+        for first, second in zip(*bounds, strict=True):
+            worst = max(worst, float(np.max(np.abs(first - second)) / np.max(np.abs(first))))
+    assert worst < bound

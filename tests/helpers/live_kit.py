@@ -131,7 +131,14 @@ def assert_same_window(row: dict, result: ia.ProbeResult, *, tolerance: float = 
     """The live row agrees with the post-hoc result on every compared field; returns the relative errors."""
     assert row["n_tokens"] == result.n_tokens and row["n_sequences"] == result.n_sequences
     errors = {name: relative_error(row[name], getattr(result, name)) for name in COMPARED}
+    interval = {name: errors.pop(name) for name in ("ci_low", "ci_high")}
     assert max(errors.values()) < tolerance, errors
+    # The bootstrap-t over a handful of sequences studentizes resamples of one or two distinct sequences, whose
+    # distance and jackknife error are both differences of nearly equal shares: a relative input difference of 1e-8
+    # moves its bounds by up to ~1e-5 at 4 sequences (2e-8 at 12, 1e-8 at 20: tests/test_intervals.py).
+    interval_tolerance = tolerance if result.n_sequences >= 10 else 1e-3
+    assert max(interval.values()) < interval_tolerance, interval
+    errors.update(interval)
     near_tie = np.min(np.abs(result.control_energy_shares - result.energy_share)) < tolerance * result.energy_share
     assert row["p_value"] == result.p_value or near_tie
     near_tie = np.min(np.abs(result.random_energy_shares - result.energy_share)) < tolerance * result.energy_share
