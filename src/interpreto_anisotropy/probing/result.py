@@ -242,9 +242,12 @@ class ProbeResult:
                 f"{self.anisotropy_share:+.4f}  (p={self.anisotropy_share_p_value:.3f}, approx.)",
             ),
         ]
+        from ..sweeps.verdict import probe_lines  # the finding's words, shared with a sweep's verdict
+
         width = max(len(label) for label, _ in rows)
         title = f"ProbeResult {self.name!r} ({self.method}, {self.objective}, split point {self.split_point})"
-        return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows)])
+        finding = [f"  {line}" for line in probe_lines(vars(self))]
+        return "\n".join([title, *finding, *(f"  {label:<{width}}  {value}" for label, value in rows)])
 
 
 def _jsonable(value: Any) -> Any:
