@@ -49,8 +49,9 @@ class ProbeResult:
         chance_std: sigma_0, the standard deviation of the energy share of a uniformly random k-subspace for these
             gradients, sqrt(2 k (d - k) / (d (d - 1) (d + 2)) (tr(S^2) / tr(S)^2 - 1 / d)) (`ia.chance_std`).
         z_score: (E_T - k / d) / sigma_0, how many null standard deviations the tangent sits above chance. A scale,
-            not a test: the null distribution is not Gaussian (use `p_value_exact`). NaN when sigma_0 = 0
-            (isotropic gradients, where every subspace holds exactly k / d).
+            not a test: the null distribution is not Gaussian (use `p_value_exact`). NaN only when sigma_0 is
+            exactly 0: for isotropic gradients rounding leaves sigma_0 tiny but positive and z a meaningless finite
+            number.
         ci_low, ci_high: Bootstrap interval of E_T, resampling sequences (level `confidence`); NaN (None in
             `to_dict`) from a single sequence, which gives no interval.
         oracle_energy_share: Energy held by the top-k eigenvectors of G^T G: no rank-k subspace holds more.

@@ -112,9 +112,10 @@ _FIGURE_CAPTIONS = {
     ),
     "isotropy": "Isotropy of the activations at the split point, checkpoint by checkpoint.",
     "buckets": (
-        "Energy share of the tangent within token frequency buckets (types ranked by count in the sweep's texts, "
-        "cut at 50, 75 and 90 % of all occurrences) and position buckets; dashed: its controls' mean. The paper "
-        "argues that frequent tokens have tangent-dominated gradients."
+        "Energy share of the tangent within token frequency buckets (types ranked by count in the sweep's fit and "
+        "probe texts, cut at 50, 75 and 90 % of all occurrences; a bucket includes the type that crosses its upper "
+        "edge) and position buckets; dashed: its controls' mean. The paper's frequency argument, as we read it, "
+        "predicts tangent-dominated gradients for frequent tokens."
     ),
     "drift": (
         "Principal angles between each checkpoint's own tangent and the reference tangent, and the previous "
