@@ -219,7 +219,7 @@ def sweep_verdict(
     config = config or {}
     correction = Correction(correction or config.get("correction") or DEFAULT_CORRECTION).value
     family = Family(family or config.get("family") or DEFAULT_FAMILY).value
-    level = float(level if level is not None else config.get("level", config.get("alpha", DEFAULT_LEVEL)))
+    level = float(level if level is not None else (config.get("level") or config.get("alpha") or DEFAULT_LEVEL))
     column = p_value_column(rows)
     adjusted = adjust(rows, column=column, correction=correction, family=family)
     groups: dict[tuple[str, str], list[int]] = {}
