@@ -403,5 +403,5 @@ def probe_lines(fields: Mapping[str, Any]) -> list[str]:
     if aniso is not None:
         p_aniso, exact = anisotropy_p_value(fields)
         kind = "exact" if exact else "approximate: the paper's normal-control p"
-        lines.append(f"Anisotropy share {aniso:+.3f} (p = {_fmt(p_aniso, 3)}, {kind}): {_sign_meaning(aniso)}.")
+        lines.append(f"Anisotropy share {aniso:+.3f} (p = {_fmt(p_aniso, 3)}, {kind}) is {_sign_meaning(aniso)}.")
     return [*lines, CAVEAT]
