@@ -43,6 +43,8 @@ DOCS_PAGES = (
     "tutorials/",
     *(f"tutorials/{name}/" for name in TUTORIALS),
 )
+#: The first screen of the report: the browser's window is 1280 x 900 (`helpers.browser`).
+FOLD_PX = 900
 #: A column description says more than the name: at least this many characters.
 MIN_DESCRIPTION_CHARS = 20
 
@@ -114,6 +116,13 @@ REPORT_PROBE = (
     definitions: Object.keys(definitions).length,
     images: [...document.images].map((image) => ({loaded: image.complete && image.naturalWidth > 0,
                                                   width: image.naturalWidth})),
+    finding: (() => {
+      const section = document.querySelector("section#finding");
+      if (!section) return null;
+      const box = section.getBoundingClientRect();
+      return {top: box.top + window.scrollY, bottom: box.bottom + window.scrollY, text: section.innerText};
+    })(),
+    viewport: {width: window.innerWidth, height: window.innerHeight},
     raw: rawDelimiters(visibleText(document.body)),
   };
 })()
@@ -189,6 +198,17 @@ def test_report_logs_no_error_and_shows_its_figures(report_visit):
     images = report_visit.value["images"]
     assert images and all(image["loaded"] for image in images), images
     assert not report_visit.value["raw"], f"raw TeX in the report: {report_visit.value['raw']}"
+
+
+@pytest.mark.slow
+def test_the_reports_first_screen_states_the_finding(report_visit):
+    found = report_visit.value
+    assert found["headings"][0] == "Finding", found["headings"][:3]
+    finding, viewport = found["finding"], found["viewport"]
+    assert finding, "the report has no Finding section"
+    assert finding["bottom"] <= FOLD_PX, f"the finding ends at {finding['bottom']} px, below the fold ({viewport})"
+    for phrase in ("energy ratio", "checkpoints significant", "Anisotropy share", "Holm", "descriptive"):
+        assert phrase in finding["text"], phrase
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ import pytest
 
 from interpreto_anisotropy.cli import build_parser, main, read_texts
 from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError
+from interpreto_anisotropy.sweeps.result import SweepResult
 
 
 @pytest.mark.parametrize("command", [[], ["demo"], ["sweep"], ["report"]])
@@ -102,6 +103,7 @@ def test_sweep_and_report_commands(toy_checkpoints, fit_texts, texts, tmp_path, 
     assert json.loads((out / "config.json").read_text())["autocast_dtype"] == "bfloat16"
     printed = capsys.readouterr().out
     assert "ratio" in printed and (out / "report" / "index.html").exists()
+    assert printed.rstrip("\n").endswith(SweepResult.load(out).summary())  # the verdict is the last thing printed
     rows = (out / "rows.jsonl").read_text().splitlines()
     assert len(rows) == len(toy_checkpoints.checkpoints)
     (out / "report" / "index.html").unlink()

@@ -660,6 +660,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         print(table.summary_table())
         if not args.no_report:
             print(f"report: {table.report(Path(args.out) / 'report')}")
+        print(f"\n{table.summary()}")  # the verdict last: what a reader sees when the command returns
     return 0
 
 
@@ -724,6 +725,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     report = table.report(out / "report", live=live_rows if live_rows.rows else None)
     print(table.summary_table())
     print(f"\nreport: {report}\nwall time: {time.perf_counter() - start:.0f} s")
+    print(f"\n{table.summary()}")
     return 0
 
 
@@ -734,6 +736,7 @@ def _run_report(args: argparse.Namespace) -> int:
     live = SweepResult.load(args.live) if args.live else None
     print(table.summary_table())
     print(f"report: {table.report(args.out or Path(args.dir) / 'report', live=live)}")
+    print(f"\n{table.summary()}")
     return 0
 
 

@@ -3,15 +3,18 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The energy share broken down by token frequency and by position: which tokens carry the tangent's energy.
 
-The paper's frequency argument says that frequent tokens, seen in small neighbourhoods, hide the manifold's
-curvature and have tangent gradients. The probe measures it directly: every probed token falls in one frequency
+The paper argues that frequency-biased sampling attenuates curvature visibility; as we read it, frequent tokens,
+seen in small neighbourhoods, hide the manifold's curvature and have tangent gradients. The probe measures it directly: every probed token falls in one frequency
 bucket and one position bucket, and each bucket gets its own energy share, sum of the tokens' energies in the
 subspace over the sum of their squared gradient norms.
 
-* **Frequency buckets** come from a table of token counts (the fit texts' in a sweep, the probe texts' by default,
-  or yours). Token types are ranked by count, most frequent first, and cut where their cumulated count reaches
-  the `edges` (default: 50 %, 75 % and 90 % of all occurrences). Bucket 0 holds the few frequent types that make
-  half of the text, the last bucket the long tail of rare types, and types absent from the table.
+* **Frequency buckets** come from a table of token counts (in a sweep, the counts of its fit and probe texts
+  together; the probe texts' by default; or yours). Token types are ranked by count, most frequent first (types
+  of equal count by token id, so tied types at an edge can fall on both sides of it), and a type goes in the
+  bucket of the edges (default: 50 %, 75 % and 90 % of all occurrences) that the types *before* it reach. So
+  bucket 0, labelled "0-50 % of occurrences", holds the few frequent types before the 50 % mark and the type that
+  crosses it: at least half of the occurrences, often more. The last bucket holds the long tail of rare types,
+  and types absent from the table. The labels name the edges, not the exact shares a bucket holds.
 * **Position buckets** cut a token's position in its sequence (from 0) at `POSITION_EDGES`: 0, 1-3, 4-15, 16-63,
   64-255, 256 and beyond.
 
@@ -83,7 +86,8 @@ def position_buckets(positions: Int[torch.Tensor, "..."], *, edges: Sequence[int
 
 
 def frequency_labels(edges: Sequence[float] = FREQUENCY_EDGES) -> list[str]:
-    """Names of the frequency buckets, e.g. "0-50 % of occurrences": the most frequent types, making half of them."""
+    """Names of the frequency buckets, e.g. "0-50 % of occurrences": the most frequent types, up to and including
+    the one whose count crosses the 50 % mark (so at least half of the occurrences; the label names the edges)."""
     bounds = [0.0, *edges, 1.0]
     return [f"{100 * low:g}-{100 * high:g} % of occurrences" for low, high in zip(bounds, bounds[1:], strict=False)]
 

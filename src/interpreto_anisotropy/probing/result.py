@@ -49,8 +49,9 @@ class ProbeResult:
         chance_std: sigma_0, the standard deviation of the energy share of a uniformly random k-subspace for these
             gradients, sqrt(2 k (d - k) / (d (d - 1) (d + 2)) (tr(S^2) / tr(S)^2 - 1 / d)) (`ia.chance_std`).
         z_score: (E_T - k / d) / sigma_0, how many null standard deviations the tangent sits above chance. A scale,
-            not a test: the null distribution is not Gaussian (use `p_value_exact`). NaN when sigma_0 = 0
-            (isotropic gradients, where every subspace holds exactly k / d).
+            not a test: the null distribution is not Gaussian (use `p_value_exact`). NaN only when sigma_0 is
+            exactly 0: for isotropic gradients rounding leaves sigma_0 tiny but positive and z a meaningless finite
+            number.
         ci_low, ci_high: Bootstrap-t interval of E_T, resampling sequences (level `confidence`,
             `probing.intervals.share_intervals`); NaN (None in `to_dict`) from a single sequence, which gives no
             interval.
@@ -268,9 +269,12 @@ class ProbeResult:
                 f"{self.anisotropy_p_value_exact:.3f}",
             ),
         ]
+        from ..sweeps.verdict import probe_lines  # the finding's words, shared with a sweep's verdict
+
         width = max(len(label) for label, _ in rows)
         title = f"ProbeResult {self.name!r} ({self.method}, {self.objective}, split point {self.split_point})"
-        return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows)])
+        finding = [f"  {line}" for line in probe_lines(vars(self))]
+        return "\n".join([title, *finding, *(f"  {label:<{width}}  {value}" for label, value in rows)])
 
 
 def _jsonable(value: Any) -> Any:

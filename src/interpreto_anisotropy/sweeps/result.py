@@ -260,6 +260,32 @@ class SweepResult:
             )
         return "\n".join(lines)
 
+    def summary(self, *, correction: str | None = None, family: str | None = None, level: float | None = None) -> str:
+        """What the sweep found, in words and numbers: the verdict of `interpreto_anisotropy.sweeps.verdict`.
+
+        Per split point and tangent kind: the peak and last energy ratio with their steps, how many checkpoints are
+        significant once the exact p-values are adjusted (what the p-value floor forbids, and the draws it needs),
+        the last anisotropy share with its p-value and its sign's meaning; then the correction and family used
+        and what alignment does not show. The same text ends the CLI's output and opens the HTML report.
+
+        Args:
+            correction: "holm" or "bh"; default: the config's, else "holm".
+            family: The rows adjusted together (`multiple_testing.Family` value); default: the config's, else
+                each curve.
+            level: The significance level; default: the config's, else 0.05.
+
+        Raises:
+            EmptyInputError: The sweep has no finished checkpoint yet.
+
+        Examples:
+            >>> print(table.summary())  # doctest: +SKIP
+        """
+        from .verdict import sweep_verdict, verdict_text
+
+        if not self.rows:
+            raise EmptyInputError("The sweep has no finished checkpoint yet.")
+        return verdict_text(sweep_verdict(self.rows, self.config, correction=correction, family=family, level=level))
+
     def __repr__(self) -> str:
         return f"SweepResult({len(self.rows)} rows, steps {sorted(set(self.steps))}, tangents {self.tangents})"
 

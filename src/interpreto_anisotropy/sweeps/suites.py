@@ -1,10 +1,11 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The checkpoint suites the paper studied, as their model cards and training sources describe them.
+"""The checkpoint suites the paper studied, as reconstructed, as their model cards and training sources describe them.
 
-One `Suite` per family (EuroBERT, ModernCamemBERT, OLMo, Pythia, Gaperon, SmolLM2), with one `SuiteSize` per size
-the paper swept: the Hugging Face Hub repository, how intermediate revisions are named, the length of the training
+The paper's own words (its abstracts) name EuroBERT, the Pythia suite and SmolLM2; third-party readings say it
+swept ten models; the list below is our reconstruction of which. One `Suite` per family (EuroBERT,
+ModernCamemBERT, OLMo, Pythia, Gaperon, SmolLM2), with one `SuiteSize` per size taken as swept: the Hugging Face Hub repository, how intermediate revisions are named, the length of the training
 run, the objective, the architecture and the layer to probe. What the sources read for this package do not confirm
 is `None` (a revision naming, a training length, a masking rate) and is listed in `Suite.unconfirmed`: checkpoints
 of such a suite are then given as revision names or an explicit `{step: revision}` map. `ia.checkpoints.suite`
@@ -102,7 +103,7 @@ class Suite:
     Attributes:
         id: The family's name in preset names (`"pythia"` in `"pythia-160m"`).
         title: The family's name in prose.
-        sizes: The sizes the paper swept.
+        sizes: The sizes taken as swept by the paper (a reconstruction).
         objective: The pre-training objective (`ObjectiveName.CAUSAL_LM` or `ObjectiveName.MASKED_LM`).
         architecture: The checkpoints' transformers model type.
         revision_format: A `str.format` template turning a step into a revision (`"step{step}"`), or None when the
@@ -341,12 +342,12 @@ _SMOLLM2 = Suite(
     ),
 )
 
-#: The suites the paper studied, by id.
+#: The suites the paper studied (as reconstructed), by id.
 SUITES: Mapping[str, Suite] = MappingProxyType(
     {suite.id: suite for suite in (_EUROBERT, _MODERNCAMEMBERT, _OLMO, _PYTHIA, _GAPERON, _SMOLLM2)}
 )
 
-#: The preset names `"{suite}-{size}"`, one per model the paper swept.
+#: The preset names `"{suite}-{size}"`, one per model the paper swept (as reconstructed).
 PRESETS: tuple[str, ...] = tuple(name for suite in SUITES.values() for name in suite.presets)
 
 

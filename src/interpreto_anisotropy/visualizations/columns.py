@@ -140,8 +140,9 @@ COLUMNS: tuple[Column, ...] = (
            _U.FRACTION, "(1 - E_T) k / (d - k)", "matched-rank-normal-controls"),
     Column("energy_ratio", "Tangent energy over the controls' mean", _U.RATIO, "E_T / mean E_N",
            "matched-rank-normal-controls"),
-    Column("p_value", "The paper's approximate p-value of E_T against the normal controls (anti-conservative when "
-           "k/d is not small: the controls are not exchangeable with the tangent); its floor is 1/(R + 1)",
+    Column("p_value", "p-value of E_T against the normal controls (the paper's comparison, as reconstructed here); "
+           "approximate (anti-conservative when k/d is not small: the controls are not exchangeable with the "
+           "tangent); its floor is 1/(R + 1)",
            _U.PROBABILITY, "(1 + #{controls with E_N >= E_T}) / (R + 1)", "p-values"),
     Column("p_value_exact", "Exact p-value of E_T against R' uniformly random k-subspaces of R^d, exchangeable with "
            "a random tangent under the null", _U.PROBABILITY, "(1 + #{random subspaces with E_U >= E_T}) / (R' + 1)",

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ..commons.files import write_atomically
 from ..errors import EmptyInputError, InvalidInputError
 from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
+from ..sweeps.verdict import curve_sentences, method_sentence, resolution_note, sweep_verdict
 from ..version import __version__
 from .columns import COLUMNS_CSV_FILE, TANGENT_KINDS, describe, write_column_notes
 from .model_card import model_card, model_name
@@ -112,9 +113,10 @@ _FIGURE_CAPTIONS = {
     ),
     "isotropy": "Isotropy of the activations at the split point, checkpoint by checkpoint.",
     "buckets": (
-        "Energy share of the tangent within token frequency buckets (types ranked by count in the sweep's texts, "
-        "cut at 50, 75 and 90 % of all occurrences) and position buckets; dashed: its controls' mean. The paper "
-        "argues that frequent tokens have tangent-dominated gradients."
+        "Energy share of the tangent within token frequency buckets (types ranked by count in the sweep's fit and "
+        "probe texts, cut at 50, 75 and 90 % of all occurrences; a bucket includes the type that crosses its upper "
+        "edge) and position buckets; dashed: its controls' mean. The paper's frequency argument, as we read it, "
+        "predicts tangent-dominated gradients for frequent tokens."
     ),
     "drift": (
         "Principal angles between each checkpoint's own tangent and the reference tangent, and the previous "
@@ -146,6 +148,9 @@ tbody tr:nth-child(even) { background: #fafafa; }
 pre { margin: 0; font-size: 0.95em; white-space: pre-wrap; }
 p.warning { background: #fff4e5; border-left: 4px solid #f0a030; padding: 0.4em 0.8em; }
 code { background: #f4f4f4; padding: 0 0.2em; }
+section.finding { background: #f3f7fc; border-left: 4px solid #3a6ea5; padding: 0.1em 1em 0.3em; margin: 1em 0; }
+section.finding h2 { margin-top: 0.6em; }
+section.finding li { margin: 0.3em 0; }
 """
 
 
@@ -331,6 +336,7 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
         "</head>",
         "<body>",
         f"<h1>{_escape(title)}</h1>",
+        _finding(result),
         f'<p class="meta">{_escape(meta)}</p>',
         "<h2>What this shows</h2>",
         _tangent_kinds(result),
@@ -369,6 +375,19 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
         "</html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _finding(result: SweepResult) -> str:
+    """The sweep's verdict (`interpreto_anisotropy.sweeps.verdict`), the page's first section: one item per curve."""
+    verdict = sweep_verdict(result.rows, result.config)
+    items = "".join(
+        f"<li><b>{_escape(heading)}</b> {' '.join(_escape(sentence) for sentence in sentences)}</li>"
+        for heading, *sentences in (curve_sentences(curve, verdict) for curve in verdict.curves)
+    )
+    return (
+        f'<section id="finding" class="finding"><h2>Finding</h2><ul>{items}</ul>'
+        f"<p>{_escape(method_sentence(verdict))} {_escape(verdict.caveat)}</p></section>"
+    )
 
 
 def _explanation(floor: str) -> str:
@@ -413,29 +432,7 @@ def _multiple_testing(result: SweepResult, level: float = 0.05) -> str:
         f"(<code>{column}_holm</code>, family-wise error rate) and by Benjamini-Hochberg (<code>{column}_bh</code>, "
         f"false discovery rate). Of {len(tested)} rows, {raw} have {column} &le; {level}, {holm} stay there after "
         f"Holm and {bh} after Benjamini-Hochberg. Other families: <code>SweepResult.adjusted(family=...)</code>."
-        f"{_resolution_note(result, tested, column, level)}</p>"
-    )
-
-
-def _resolution_note(result: SweepResult, tested: list[dict[str, Any]], column: str, level: float) -> str:
-    """A warning when the p-values' floor 1/(R + 1) is too coarse for Holm to reject anything in the largest curve."""
-    draws = "random_energy_shares" if column == "p_value_exact" else "control_energy_shares"
-    counts = [len(row[draws]) for row in tested if isinstance(row.get(draws), list) and row[draws]]
-    curves: dict[tuple[str, str], int] = {}
-    for row in tested:
-        key = (str(row.get("split_point")), str(row.get("tangent")))
-        curves[key] = curves.get(key, 0) + 1
-    if not counts or not curves:
-        return ""
-    draws_per_row, largest = min(counts), max(curves.values())
-    if largest / (draws_per_row + 1) <= level:
-        return ""
-    needed = math.ceil(largest / level) - 1
-    option = "n_random" if column == "p_value_exact" else "n_controls"
-    return (
-        f" With {draws_per_row} draws the smallest {column} is 1/{draws_per_row + 1} = {1 / (draws_per_row + 1):.3f},"
-        f" so over a curve of {largest} rows Holm cannot go below {level} whatever the margins: ask for "
-        f"{option}={needed} or more to make it possible."
+        f"{resolution_note(tested, column, level)}</p>"
     )
 
 

@@ -1,0 +1,407 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The verdict of a sweep: what its rows found, curve by curve, in numbers and in words.
+
+One place computes it (`sweep_verdict`, pure functions of the rows) and every reader renders the same data: the
+report's first section (`interpreto_anisotropy.visualizations.report`), `SweepResult.summary()` and the end of the
+CLI's output (`verdict_text`). For each curve (one split point and tangent kind) the verdict gives:
+
+- the peak and the last energy ratio, with their steps;
+- how many checkpoints are significant once the exact p-values are adjusted for multiple testing, with the
+  correction and family the sweep declares (default: Holm within each curve, at level 0.05), and, when the
+  p-value floor 1/(R' + 1) makes passing impossible, how many random draws it would take;
+- the anisotropy share at the last checkpoint, with its p-value, and what its sign means;
+
+then the family and correction used and one line on what alignment does not show.
+
+Examples:
+    >>> verdict = sweep_verdict(table.rows, table.config)  # doctest: +SKIP
+    >>> print(verdict_text(verdict))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .multiple_testing import Correction, Family, adjust
+
+__all__ = [
+    "ANISOTROPY_P_EXACT_COLUMNS",
+    "ANISOTROPY_P_APPROXIMATE_COLUMN",
+    "CAVEAT",
+    "CurveVerdict",
+    "Verdict",
+    "anisotropy_p_value",
+    "curve_sentences",
+    "method_sentence",
+    "probe_lines",
+    "resolution_note",
+    "sweep_verdict",
+    "verdict_lines",
+    "verdict_text",
+]
+
+#: The rows' exact p-value of the anisotropy share, preferred when a row has one (either name).
+ANISOTROPY_P_EXACT_COLUMNS: tuple[str, ...] = ("anisotropy_share_p_value_exact", "anisotropy_p_value_exact")
+#: The paper's normal-control rank p-value of the anisotropy share (approximate), the fallback.
+ANISOTROPY_P_APPROXIMATE_COLUMN = "anisotropy_share_p_value"
+#: Default level, correction and family when the sweep declares none.
+DEFAULT_LEVEL = 0.05
+DEFAULT_CORRECTION = Correction.HOLM.value
+DEFAULT_FAMILY = Family.SPLIT_POINT_AND_TANGENT.value
+
+#: What gradient alignment does not show (the verdict's last line).
+CAVEAT = (
+    "Alignment is descriptive: gradients that point along the tangent are not evidence that the tangent causes or "
+    "drives learning, and energy shares measure no curvature of the activation manifold."
+)
+
+_CORRECTION_NAMES = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini-Hochberg (false discovery rate)"}
+_FAMILY_NAMES = {
+    "split_point_and_tangent": "within each curve (one split point and tangent kind)",
+    "split_point": "within each split point (every tangent kind)",
+    "tangent": "within each tangent kind (every split point)",
+    "all": "over every row of the sweep",
+}
+
+
+@dataclass(frozen=True)
+class CurveVerdict:
+    """What one curve (split point, tangent kind) of a sweep found.
+
+    Attributes:
+        split_point: The curve's split point (module path).
+        tangent: Its tangent kind ("early", "each", "given").
+        n_rows: Its rows (checkpoints).
+        peak_ratio, peak_step: The largest energy ratio and its step (None without a finite ratio).
+        last_ratio, last_step: The energy ratio of the last checkpoint and its step.
+        p_column: The p-value field tested ("p_value_exact", else "p_value").
+        n_tested: Rows with a p-value in `p_column`.
+        n_raw: Rows with a p-value at or below the level, before correction.
+        n_significant: Rows whose adjusted p-value is at or below the level.
+        resolution: Why passing is impossible and how many draws it needs ("" when it is possible).
+        anisotropy_share, anisotropy_p: The last checkpoint's anisotropy share and its p-value (None if absent).
+        anisotropy_p_exact: Whether `anisotropy_p` is an exact p-value (else the approximate normal-control one).
+        n_positive_anisotropy: Rows with a positive anisotropy share (of those that have one).
+        n_anisotropy: Rows with an anisotropy share.
+    """
+
+    split_point: str
+    tangent: str
+    n_rows: int
+    peak_ratio: float | None
+    peak_step: int | None
+    last_ratio: float | None
+    last_step: int
+    p_column: str
+    n_tested: int
+    n_raw: int
+    n_significant: int
+    resolution: str
+    anisotropy_share: float | None
+    anisotropy_p: float | None
+    anisotropy_p_exact: bool
+    n_positive_anisotropy: int
+    n_anisotropy: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict of a sweep: one `CurveVerdict` per curve, and how significance was decided.
+
+    Attributes:
+        curves: One per (split point, tangent kind), in the rows' order.
+        correction: "holm" or "bh".
+        family: The `Family` value the p-values were adjusted over.
+        level: The significance level.
+        p_column: The p-value field tested: "p_value_exact" when the rows have it, else "p_value".
+        caveat: What alignment does not show.
+    """
+
+    curves: tuple[CurveVerdict, ...]
+    correction: str
+    family: str
+    level: float
+    p_column: str = "p_value_exact"
+    caveat: str = CAVEAT
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def anisotropy_p_value(row: Mapping[str, Any]) -> tuple[float | None, bool]:
+    """A row's p-value of the anisotropy share: the exact one when the row has it, else the approximate one.
+
+    Returns:
+        (p-value or None, whether it is exact).
+    """
+    for column in ANISOTROPY_P_EXACT_COLUMNS:
+        value = _number(row.get(column))
+        if value is not None:
+            return value, True
+    return _number(row.get(ANISOTROPY_P_APPROXIMATE_COLUMN)), False
+
+
+def p_value_column(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The p-value field a verdict tests: "p_value_exact" when the rows have it, else "p_value"."""
+    return "p_value_exact" if any(_number(row.get("p_value_exact")) is not None for row in rows) else "p_value"
+
+
+def resolution_note(
+    tested: Sequence[Mapping[str, Any]], column: str, level: float, correction: str = DEFAULT_CORRECTION
+) -> str:
+    """Why no row of the largest family can pass `level`, when the p-values' floor 1/(R + 1) forbids it ("" else).
+
+    With R draws a rank p-value is at least 1/(R + 1); Holm multiplies the smallest of m by m, Benjamini-Hochberg
+    leaves a family of equal floors at the floor. The note names the option and the draws that make passing
+    possible.
+
+    Args:
+        tested: The rows of one family or more, each with a p-value in `column` (families are the curves).
+        column: "p_value_exact" (draws: ``random_energy_shares``) or "p_value" (``control_energy_shares``).
+        level: The significance level.
+        correction: "holm" or "bh".
+
+    Returns:
+        A sentence starting with a space, or "".
+    """
+    draws = "random_energy_shares" if column == "p_value_exact" else "control_energy_shares"
+    counts = [len(row[draws]) for row in tested if isinstance(row.get(draws), list) and row[draws]]
+    curves: dict[tuple[str, str], int] = {}
+    for row in tested:
+        key = (str(row.get("split_point")), str(row.get("tangent")))
+        curves[key] = curves.get(key, 0) + 1
+    if not counts or not curves:
+        return ""
+    holm = Correction(correction) is Correction.HOLM
+    draws_per_row = min(counts)
+    largest = max(curves.values()) if holm else 1
+    if largest / (draws_per_row + 1) <= level:
+        return ""
+    needed = math.ceil(largest / level) - 1
+    option = "n_random" if column == "p_value_exact" else "n_controls"
+    method = f"over a curve of {largest} rows Holm" if holm else "Benjamini-Hochberg"
+    return (
+        f" With {draws_per_row} draws the smallest {column} is 1/{draws_per_row + 1} = {1 / (draws_per_row + 1):.3f},"
+        f" so {method} cannot go below {level} whatever the margins: ask for "
+        f"{option}={needed} or more to make it possible."
+    )
+
+
+def sweep_verdict(
+    rows: Sequence[Mapping[str, Any]],
+    config: Mapping[str, Any] | None = None,
+    *,
+    correction: str | None = None,
+    family: str | None = None,
+    level: float | None = None,
+) -> Verdict:
+    """The verdict of a sweep's rows, curve by curve.
+
+    Args:
+        rows: The sweep's rows (`SweepResult.rows`).
+        config: Its settings; their ``correction``, ``family`` and ``level`` (or ``alpha``), when present, are the
+            defaults of the arguments below.
+        correction: "holm" or "bh" (default: the config's, else "holm").
+        family: The rows adjusted together, a `Family` value (default: the config's, else one curve).
+        level: The significance level (default: the config's, else 0.05).
+
+    Returns:
+        The `Verdict`.
+    """
+    config = config or {}
+    correction = Correction(correction or config.get("correction") or DEFAULT_CORRECTION).value
+    family = Family(family or config.get("family") or DEFAULT_FAMILY).value
+    level = float(level if level is not None else (config.get("level") or config.get("alpha") or DEFAULT_LEVEL))
+    column = p_value_column(rows)
+    adjusted = adjust(rows, column=column, correction=correction, family=family)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for index, row in enumerate(rows):
+        groups.setdefault((str(row.get("split_point")), str(row.get("tangent"))), []).append(index)
+    curves = tuple(
+        _curve(
+            key, [rows[i] for i in indices], [adjusted[i] for i in indices], rows, column, correction, family, level
+        )
+        for key, indices in groups.items()
+    )
+    return Verdict(curves, correction, family, level, column)
+
+
+def _curve(
+    key: tuple[str, str],
+    rows: Sequence[Mapping[str, Any]],
+    adjusted: Sequence[float | None],
+    every_row: Sequence[Mapping[str, Any]],
+    column: str,
+    correction: str,
+    family: str,
+    level: float,
+) -> CurveVerdict:
+    """One curve's verdict; `every_row` gives the rows of its family, for the p-value floor."""
+    ratios = [(value, int(row["step"])) for row in rows if (value := _number(row.get("energy_ratio"))) is not None]
+    peak = max(ratios, key=lambda item: item[0], default=(None, None))
+    last = max(rows, key=lambda row: int(row["step"]))
+    tested = [row for row in rows if _number(row.get(column)) is not None]
+    significant = sum(value is not None and value <= level for value in adjusted)
+    members = Family(family).key
+    relatives = [row for row in every_row if members(row) == members(rows[0]) and _number(row.get(column)) is not None]
+    note = resolution_note(_as_one_curve(relatives), column, level, correction) if significant == 0 else ""
+    shares = [value for row in rows if (value := _number(row.get("anisotropy_share"))) is not None]
+    p_aniso, exact = anisotropy_p_value(last)
+    return CurveVerdict(
+        split_point=key[0],
+        tangent=key[1],
+        n_rows=len(rows),
+        peak_ratio=peak[0],
+        peak_step=peak[1],
+        last_ratio=_number(last.get("energy_ratio")),
+        last_step=int(last["step"]),
+        p_column=column,
+        n_tested=len(tested),
+        n_raw=sum(row[column] <= level for row in tested),
+        n_significant=significant,
+        resolution=note.strip(),
+        anisotropy_share=_number(last.get("anisotropy_share")),
+        anisotropy_p=p_aniso,
+        anisotropy_p_exact=exact,
+        n_positive_anisotropy=sum(value > 0 for value in shares),
+        n_anisotropy=len(shares),
+    )
+
+
+def _as_one_curve(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of one family labelled as one curve, so that `resolution_note` counts the family's size."""
+    return [{**row, "split_point": "family", "tangent": "family"} for row in rows]
+
+
+# ---------------------------------------------------------------------------------------------------- words
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _ratio_sentence(curve: CurveVerdict) -> str:
+    if curve.peak_ratio is None:
+        return "No energy ratio was computed."
+    return (
+        f"The energy ratio (tangent share / mean normal-control share) peaks at {_fmt(curve.peak_ratio)} "
+        f"(step {curve.peak_step}) and is {_fmt(curve.last_ratio)} at the last checkpoint (step {curve.last_step})."
+    )
+
+
+def _significance_sentence(curve: CurveVerdict, verdict: Verdict) -> str:
+    method = "Holm" if verdict.correction == "holm" else "Benjamini-Hochberg"
+    text = (
+        f"{curve.n_significant} of {curve.n_tested} checkpoints significant ({curve.p_column} adjusted by {method}, "
+        f"level {verdict.level:g}; {curve.n_raw} before correction)."
+    )
+    return f"{text} {curve.resolution}" if curve.resolution else text
+
+
+def _sign_meaning(share: float) -> str:
+    if share > 0:
+        return "positive: removing the tangent makes the gradients more isotropic than removing a normal control"
+    if share < 0:
+        return (
+            "negative: removing the tangent makes the gradients LESS isotropic than removing a normal control, so "
+            "the tangent holds less of the gradients' anisotropy than a random normal direction does, whatever "
+            "energy it holds"
+        )
+    return "zero: removing the tangent or a normal control changes the gradients' isotropy alike"
+
+
+def _anisotropy_sentence(curve: CurveVerdict) -> str:
+    if curve.anisotropy_share is None:
+        return "No anisotropy share was computed."
+    kind = "exact" if curve.anisotropy_p_exact else "approximate: the paper's normal-control p"
+    return (
+        f"Anisotropy share at step {curve.last_step}: {curve.anisotropy_share:+.3f} "
+        f"(p = {_fmt(curve.anisotropy_p, 3)}, {kind}), {_sign_meaning(curve.anisotropy_share)}; positive at "
+        f"{curve.n_positive_anisotropy} of {curve.n_anisotropy} checkpoints."
+    )
+
+
+def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, str, str, str]:
+    """A curve's verdict in words: (heading, ratio sentence, significance sentence, anisotropy sentence)."""
+    heading = f"Split point {curve.split_point}, {curve.tangent} tangent ({curve.n_rows} checkpoints):"
+    return (
+        heading,
+        _ratio_sentence(curve),
+        _significance_sentence(curve, verdict),
+        _anisotropy_sentence(curve),
+    )
+
+
+def method_sentence(verdict: Verdict) -> str:
+    """How significance was decided: the tested p-value, the correction, the family and the level."""
+    correction = _CORRECTION_NAMES.get(verdict.correction, verdict.correction)
+    family = _FAMILY_NAMES.get(verdict.family, verdict.family)
+    tested = (
+        "p_value_exact (the tangent's rank among uniformly random subspaces, exact under the null)"
+        if verdict.p_column == "p_value_exact"
+        else "p_value (the paper's rank among normal controls, approximate: these rows have no exact p-value)"
+    )
+    return f"Significance: {tested} adjusted by {correction} {family}, at level {verdict.level:g}."
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """The verdict as plain lines: one block per curve, then the method and the caveat."""
+    lines = ["Finding"]
+    for curve in verdict.curves:
+        heading, *sentences = curve_sentences(curve, verdict)
+        lines += [heading, *(f"  {sentence}" for sentence in sentences)]
+    return [*lines, method_sentence(verdict), verdict.caveat]
+
+
+def verdict_text(verdict: Verdict) -> str:
+    """The verdict as one plain-text block (what `SweepResult.summary()` returns and the CLI prints last)."""
+    return "\n".join(verdict_lines(verdict))
+
+
+# ---------------------------------------------------------------------------------------------------- one probe
+def _interval(fields: Mapping[str, Any]) -> str:
+    low, high = _number(fields.get("ci_low")), _number(fields.get("ci_high"))
+    if low is None or high is None:
+        return "no interval (a single sequence gives none)"
+    confidence = _number(fields.get("confidence"))
+    level = f"{100 * confidence:g} % " if confidence is not None else ""
+    return f"{level}bootstrap interval [{low:.4f}, {high:.4f}]"
+
+
+def _draws(fields: Mapping[str, Any], name: str) -> int:
+    values = fields.get(name)
+    return len(values) if values is not None else 0
+
+
+def probe_lines(fields: Mapping[str, Any]) -> list[str]:
+    """One probe's finding in words (what ``print(ProbeResult)`` opens with), from its fields.
+
+    Args:
+        fields: A `ProbeResult`'s fields by name (``vars(result)`` or ``result.to_dict()``), or a sweep row.
+
+    Returns:
+        Lines: the energy share against chance and the controls with its interval, the ratio, the exact and the
+        approximate p-values, the anisotropy share with its p-value and its sign's meaning, and the caveat.
+    """
+    share, ratio = _number(fields.get("energy_share")), _number(fields.get("energy_ratio"))
+    n_controls, n_random = _draws(fields, "control_energy_shares"), _draws(fields, "random_energy_shares")
+    lines = [
+        f"Finding: the tangent holds {_fmt(share, 4)} of the gradient energy ({_interval(fields)}), against "
+        f"{_fmt(_number(fields.get('chance')), 4)} by chance (k/d) and {_fmt(_number(fields.get('control_mean')), 4)} "
+        f"for its {n_controls} normal controls on average: an energy ratio of {_fmt(ratio)}.",
+        f"p_value_exact = {_fmt(_number(fields.get('p_value_exact')), 3)} (rank among {n_random} uniformly random "
+        f"subspaces, exact; at least 1/{n_random + 1}); p_value = {_fmt(_number(fields.get('p_value')), 3)} "
+        f"(rank among the normal controls, approximate).",
+    ]
+    aniso = _number(fields.get("anisotropy_share"))
+    if aniso is not None:
+        p_aniso, exact = anisotropy_p_value(fields)
+        kind = "exact" if exact else "approximate: the paper's normal-control p"
+        lines.append(f"Anisotropy share {aniso:+.3f} (p = {_fmt(p_aniso, 3)}, {kind}) is {_sign_meaning(aniso)}.")
+    return [*lines, CAVEAT]
