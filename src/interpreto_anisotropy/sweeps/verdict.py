@@ -30,7 +30,7 @@ from typing import Any
 from .multiple_testing import Correction, Family, adjust
 
 __all__ = [
-    "ANISOTROPY_P_EXACT_COLUMNS",
+    "ANISOTROPY_P_EXACT_COLUMN",
     "ANISOTROPY_P_APPROXIMATE_COLUMN",
     "CAVEAT",
     "CurveVerdict",
@@ -45,8 +45,9 @@ __all__ = [
     "verdict_text",
 ]
 
-#: The rows' exact p-value of the anisotropy share, preferred when a row has one (either name).
-ANISOTROPY_P_EXACT_COLUMNS: tuple[str, ...] = ("anisotropy_share_p_value_exact", "anisotropy_p_value_exact")
+#: The rows' exact p-value of the anisotropy share, preferred when a row has one (rows written before it existed
+#: have none).
+ANISOTROPY_P_EXACT_COLUMN = "anisotropy_p_value_exact"
 #: The paper's normal-control rank p-value of the anisotropy share (approximate), the fallback.
 ANISOTROPY_P_APPROXIMATE_COLUMN = "anisotropy_share_p_value"
 #: Default level, correction and family when the sweep declares none.
@@ -142,10 +143,9 @@ def anisotropy_p_value(row: Mapping[str, Any]) -> tuple[float | None, bool]:
     Returns:
         (p-value or None, whether it is exact).
     """
-    for column in ANISOTROPY_P_EXACT_COLUMNS:
-        value = _number(row.get(column))
-        if value is not None:
-            return value, True
+    value = _number(row.get(ANISOTROPY_P_EXACT_COLUMN))
+    if value is not None:
+        return value, True
     return _number(row.get(ANISOTROPY_P_APPROXIMATE_COLUMN)), False
 
 
