@@ -44,7 +44,7 @@ from typing import Any
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
-from . import hub_access
+from . import hub_access, weight_check
 from . import suites as suite_registry
 
 __all__ = [
@@ -586,7 +586,7 @@ def load_checkpoint(
         CheckpointError: If the folder does not exist (or is given a revision), the revision is not in the local
             cache while offline, the revision or repository does not exist, access is refused, the server or the
             network fails, the Hub does not answer within `hub_timeout`, the config contradicts the weights (checked
-            before the model is built, see `weight_check`), the files cannot be read (truncated, other shapes), or (`strict`) weights are missing or
+            before the model is built, see `weight_check.check_config`), the files cannot be read (truncated, other shapes), or (`strict`) weights are missing or
             non-finite; the message names the checkpoint, says which failure it was and what to do.
         TokenizerError: If the tokenizer has neither a pad token nor an eos token to use as one.
 
@@ -611,7 +611,10 @@ def load_checkpoint(
     hub_timeout = hub_access.check_hub_timeout(hub_timeout)
     source, shown = _resolve_source(checkpoint, cache_dir, snapshot=snapshot, timeout=hub_timeout)
     kwargs: dict[str, Any] = {}
-    config = _from_folder(transformers.AutoConfig.from_pretrained, source, shown, kwargs, what="config")
+    weight_check.check_config_file(
+        source, label=checkpoint.name
+    )  # sizes that cannot build a model, before transformers
+    config = _load_config(source, shown)
 
     if tokenizer_source is None:
         tok_source, tok_shown = source, shown
@@ -635,6 +638,7 @@ def load_checkpoint(
     ensure_pad_token(tokenizer, source=str(tok_source), stacklevel=4)
 
     model_class = _model_class(automodel, config)
+    weight_check.check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
     model = _load_weights(
         checkpoint, model_class, source, shown, dict(kwargs, config=config, dtype=model_dtype), strict
     )
@@ -835,6 +839,21 @@ def _from_folder(function: Any, folder: str, shown: str, kwargs: dict[str, Any],
         if isinstance(err, CheckpointError):
             raise
         raise CheckpointError(f"Cannot load the {what} of {shown}: {err}") from err
+
+
+def _load_config(folder: str, shown: str) -> Any:
+    """The folder's config; transformers' own validation errors (strict dataclasses) become CheckpointError too."""
+    import transformers
+
+    try:
+        return _from_folder(transformers.AutoConfig.from_pretrained, folder, shown, {}, what="config")
+    except CheckpointError:
+        raise
+    except Exception as err:  # noqa: BLE001  (a config class's validators raise their own errors)
+        raise CheckpointError(
+            f"Cannot load the config of {shown}: config.json does not describe a valid model ({type(err).__name__}: "
+            f"{str(err)[:300]}). Fix config.json."
+        ) from err
 
 
 def _load_weights(
