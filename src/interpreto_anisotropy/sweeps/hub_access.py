@@ -154,8 +154,10 @@ _DEADLINES_LOCK = threading.Lock()
 def bounded(timeout: float | None) -> Iterator[float]:
     """Gives every request huggingface_hub sends while the block runs the deadline `timeout` (seconds).
 
-    The deadline replaces the timeout huggingface_hub passes (or leaves out: its refs and repository listings have
-    none) for connecting, each read, each write and waiting for a pooled connection, in every thread (the download
+    The deadline caps the time to connect, each read, each write and the wait for a pooled connection, and sets
+    them where huggingface_hub gives none (its refs and repository listings) or a longer one (60 s when it retries
+    a file's metadata); a shorter timeout of its own stays (3 s for its agent-registry fetch; with a deadline above
+    10 s, `HF_HUB_DOWNLOAD_TIMEOUT`'s 10 s for a download's reads). It applies in every thread (the download
     threads of `snapshot_download` too). When blocks overlap (a sweep's background downloads), the smallest
     deadline applies. Requests sent outside any block keep huggingface_hub's own timeouts.
 
@@ -180,14 +182,17 @@ def bounded(timeout: float | None) -> Iterator[float]:
 
 
 def _deadline_hook(request: Any) -> None:
-    """httpx request hook: the current `bounded` deadline as the request's timeouts."""
+    """httpx request hook: the current `bounded` deadline caps the request's timeouts (and sets those it lacks)."""
     with _DEADLINES_LOCK:
         seconds = min(_DEADLINES, default=None)
-    if seconds is not None:
-        request.extensions = {
-            **request.extensions,
-            "timeout": dict.fromkeys(("connect", "read", "write", "pool"), seconds),
-        }
+    if seconds is None:
+        return
+    given = request.extensions.get("timeout") or {}
+    capped = {
+        kind: seconds if given.get(kind) is None else min(given[kind], seconds)
+        for kind in ("connect", "read", "write", "pool")
+    }
+    request.extensions = {**request.extensions, "timeout": capped}
 
 
 _FACTORY_WRAPPED = False
