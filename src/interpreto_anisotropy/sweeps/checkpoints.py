@@ -585,9 +585,10 @@ def load_checkpoint(
             model cannot be moved to `device`.
         CheckpointError: If the folder does not exist (or is given a revision), the revision is not in the local
             cache while offline, the revision or repository does not exist, access is refused, the server or the
-            network fails, the Hub does not answer within `hub_timeout`, the config contradicts the weights (checked
-            before the model is built, see `weight_check.check_config`), the files cannot be read (truncated, other shapes), or (`strict`) weights are missing or
-            non-finite; the message names the checkpoint, says which failure it was and what to do.
+            network fails, the Hub does not answer within `hub_timeout`, the config contradicts the weights
+            (checked before the model is built: `weight_check`), the files cannot be read (truncated, other
+            shapes), or (`strict`) weights are missing or non-finite; the message names the checkpoint, says which
+            failure it was and what to do.
         TokenizerError: If the tokenizer has neither a pad token nor an eos token to use as one.
 
     Examples:
@@ -611,9 +612,7 @@ def load_checkpoint(
     hub_timeout = hub_access.check_hub_timeout(hub_timeout)
     source, shown = _resolve_source(checkpoint, cache_dir, snapshot=snapshot, timeout=hub_timeout)
     kwargs: dict[str, Any] = {}
-    weight_check.check_config_file(
-        source, label=checkpoint.name
-    )  # sizes that cannot build a model, before transformers
+    weight_check.check_config_file(source, label=checkpoint.name)  # sizes no model has, before transformers reads
     config = _load_config(source, shown)
 
     if tokenizer_source is None:

@@ -15,8 +15,8 @@ Everything here goes through `huggingface_hub`'s own calls (`snapshot_download`,
   `hub_timeout`: seconds to connect, or between two reads of a download, so a Hub that stalls fails in seconds
   while a long download goes on as long as bytes flow.
 * `failure_message` tells a missing repository, a missing revision, an authentication failure, a server error, a
-  timeout and a network failure apart, and names the endpoint in use and the download command the installed `huggingface_hub`
-  ships (`hf download`; `huggingface-cli download` before 1.0).
+  timeout and a network failure apart, and names the endpoint in use and the download command the installed
+  `huggingface_hub` ships (`hf download`; `huggingface-cli download` before 1.0).
 
 Examples:
     >>> download_command("EleutherAI/pythia-70m", "step1000")  # doctest: +SKIP
@@ -427,9 +427,9 @@ def failure_message(
     if kind == "timeout" and not is_offline():
         return (
             f"Cannot fetch {shown}: the Hub server {where} did not answer within hub_timeout = "
-            f"{check_hub_timeout(timeout):g} s{original}. Check the connection and HF_ENDPOINT; on a slow network or "
-            "proxy raise hub_timeout (CLI: --hub-timeout), the seconds each request may wait to connect or for its "
-            f"next bytes. Or fetch it with `{command}`."
+            f"{check_hub_timeout(timeout):g} s (no byte for that long){original}. Check the connection and "
+            "HF_ENDPOINT; on a slow network or proxy raise hub_timeout (CLI: --hub-timeout), the seconds each request "
+            f"may wait to connect or for its next bytes. Or fetch it with `{command}`."
         )
     if kind == "network" and not is_offline():
         return (
