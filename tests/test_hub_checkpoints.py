@@ -282,3 +282,93 @@ def test_a_download_killed_mid_file_resumes_without_refetching_complete_files(on
     for name in ("config.json", "tokenizer.json"):
         assert online.count(f"/{name}", "GET") == 1, name  # fetched once, by the killed process
     assert online.count("/model.safetensors", "GET") == 2 and online.ranged == []  # the partial file was not used
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# a Hub that never answers (issue 27, item 3)
+
+#: The deadline the stalled-server tests give, in seconds.
+STALL_TIMEOUT = 1.0
+#: Requests that wait out the deadline against a Hub that accepts connections and never answers: one for
+#: check_revisions (the refs listing), one for load_checkpoint (the revision's info, which huggingface_hub does not
+#: retry; ours never retries a timeout), and, first in a process, huggingface_hub's own agent-registry fetch (capped by
+#: the deadline too). docs/reliability.md gives these figures.
+STALLED_REQUESTS = 2
+#: The bound each call must return within: 3x the deadline per request that waits it out, plus 5 s for a loaded
+#: machine (before issue 27, the calls waited as long as the server stalled: forever).
+STALL_BOUND = 3 * STALL_TIMEOUT * STALLED_REQUESTS + 5
+
+
+@pytest.fixture
+def stalled(online, monkeypatch):
+    """The Hub of this test accepts connections and never answers."""
+    from helpers.stalled_server import StalledServer
+    from huggingface_hub import constants
+
+    with StalledServer() as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setattr(constants, "ENDPOINT", server.url)
+        monkeypatch.setattr(
+            constants, "HUGGINGFACE_CO_URL_TEMPLATE", server.url + "/{repo_id}/resolve/{revision}/{filename}"
+        )
+        yield server
+
+
+def _timed(call):
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError) as info:
+        call()
+    return time.perf_counter() - start, str(info.value)
+
+
+def test_check_revisions_fails_within_the_deadline_on_a_stalled_hub(stalled):
+    checkpoints = ck.hub("org/tiny-neox", ["step0", "step8"])
+    elapsed, message = _timed(lambda: ck.check_revisions(checkpoints, hub_timeout=STALL_TIMEOUT))
+    print(f"check_revisions against a stalled Hub: {elapsed:.2f} s (deadline {STALL_TIMEOUT:g} s)")
+    assert STALL_TIMEOUT * 0.9 <= elapsed < STALL_BOUND
+    assert stalled.accepted >= 1
+    assert f"did not answer within hub_timeout = {STALL_TIMEOUT:g} s" in message
+    assert stalled.url in message and "org/tiny-neox" in message and "--hub-timeout" in message
+
+
+def test_load_checkpoint_fails_within_the_deadline_on_a_stalled_hub(stalled, recwarn):
+    checkpoint = ck.hub("org/tiny-neox", "step8")[0]
+    elapsed, message = _timed(lambda: ck.load_checkpoint(checkpoint, device="cpu", hub_timeout=STALL_TIMEOUT))
+    print(f"load_checkpoint against a stalled Hub: {elapsed:.2f} s (deadline {STALL_TIMEOUT:g} s)")
+    assert STALL_TIMEOUT * 0.9 <= elapsed < STALL_BOUND
+    assert f"did not answer within hub_timeout = {STALL_TIMEOUT:g} s" in message
+    assert stalled.url in message and "'org/tiny-neox' at revision 'step8'" in message
+    assert not [w for w in recwarn if "attempt 2 of" in str(w.message)]  # a timeout is not retried by our loop
+
+
+def test_the_deadline_is_an_option_of_the_sweep_and_the_cli(tmp_path):
+    from interpreto_anisotropy.cli import build_parser
+
+    local = [ck.Checkpoint(0, str(tmp_path))]
+    assert _sweep(local, tmp_path / "s").settings.hub_timeout == hub_access.DEFAULT_HUB_TIMEOUT == 10.0
+    assert _sweep(local, tmp_path / "s", hub_timeout=2).settings.hub_timeout == 2.0
+    for bad in (0, -1, "3", float("inf"), True):
+        with pytest.raises(InvalidInputError, match="hub_timeout must be a positive number of seconds"):
+            _sweep(local, tmp_path / "s", hub_timeout=bad)
+    base = ["sweep", "--model", "m", "--texts", "t", "--split-point", "1", "--out", "o"]
+    assert build_parser().parse_args(base).hub_timeout == hub_access.DEFAULT_HUB_TIMEOUT
+    assert build_parser().parse_args([*base, "--hub-timeout", "2.5"]).hub_timeout == 2.5
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*base, "--hub-timeout", "0"])
+
+
+#: A stall after the listing, per file, as huggingface_hub retries it: a download (GET) is tried 6 times with 1 s
+#: between tries; a file's metadata (HEAD) 7 times, with 1, 2, 4, 8 and 8 s between the last 6 (docs/reliability.md).
+MID_STALLS = {"GET": (6, 5.0), "HEAD": (7, 23.0)}
+
+
+@pytest.mark.parametrize("method", ["GET", pytest.param("HEAD", marks=pytest.mark.slow)])
+def test_a_file_that_stalls_fails_within_huggingface_hubs_own_retries(online, method):
+    online.fail(r"model\.safetensors", "slow", method=method, delay=5 * STALL_TIMEOUT)  # > the deadline per request
+    requests, waits = MID_STALLS[method]
+    checkpoint = ck.hub("org/tiny-neox", "step8")[0]
+    elapsed, message = _timed(lambda: ck.load_checkpoint(checkpoint, device="cpu", hub_timeout=STALL_TIMEOUT))
+    print(f"load_checkpoint, {method} of the weights stalled: {elapsed:.2f} s (deadline {STALL_TIMEOUT:g} s)")
+    assert online.count("/model.safetensors", method) == requests
+    assert elapsed < 3 * STALL_TIMEOUT * requests + waits + 5
+    assert f"did not answer within hub_timeout = {STALL_TIMEOUT:g} s" in message

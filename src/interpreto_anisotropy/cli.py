@@ -26,6 +26,7 @@ from .commons.options import MAX_SEED
 from .errors import AnisotropyError, EmptyInputError, InvalidInputError
 from .probing.objectives import AUTO, ObjectiveName
 from .reading.batching import AUTOCAST_CHOICES
+from .sweeps.hub_access import DEFAULT_HUB_TIMEOUT
 from .sweeps.settings import Parallelism, ReferenceKind
 from .tangents.explainers import TangentMethod
 
@@ -499,6 +500,13 @@ def _add_sweep_command(commands: Any) -> None:
         help="disk budget for the hub revisions the sweep downloads: each is evicted once its rows are written "
         "(default: none evicted)",
     )
+    sweep.add_argument(
+        "--hub-timeout",
+        type=parse_positive_number,
+        default=DEFAULT_HUB_TIMEOUT,
+        help="seconds each hub request may wait to connect or for its next bytes before the checkpoint fails "
+        "(a long download goes on while bytes flow)",
+    )
     sweep.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -653,6 +661,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         prefetch=args.prefetch,
         max_concurrent_downloads=args.max_concurrent_downloads,
         max_cache_gb=args.max_cache_gb,
+        hub_timeout=args.hub_timeout,
     )
     sweep.announce = lambda line: print(f"sweep: {line}", flush=True)  # the time estimates, progress bar or not
     table = sweep.run()

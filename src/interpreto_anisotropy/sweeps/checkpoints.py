@@ -44,7 +44,7 @@ from typing import Any
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
-from . import hub_access
+from . import hub_access, weight_check
 from . import suites as suite_registry
 
 __all__ = [
@@ -547,6 +547,7 @@ def load_checkpoint(
     cache_dir: str | os.PathLike | None = None,
     strict: bool = True,
     snapshot: str | os.PathLike | None = None,
+    hub_timeout: float | None = None,
 ) -> tuple[Any, Any]:
     """Loads a checkpoint's model and tokenizer, ready for Interpreto.
 
@@ -573,6 +574,8 @@ def load_checkpoint(
         snapshot: For a Hub checkpoint, the folder its files were already fetched to (what
             `hub_access.fetch` returned; a sweep's prefetcher passes it): nothing is fetched. Ignored for a local
             folder.
+        hub_timeout: Seconds each Hub request may wait to connect or for its next bytes, before the fetch fails
+            (`hub_access.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
 
     Returns:
         `(model, tokenizer)`: the model in eval mode on `device`, and a tokenizer that has a pad token.
@@ -582,8 +585,10 @@ def load_checkpoint(
             model cannot be moved to `device`.
         CheckpointError: If the folder does not exist (or is given a revision), the revision is not in the local
             cache while offline, the revision or repository does not exist, access is refused, the server or the
-            network fails, the files cannot be read (truncated, other shapes), or (`strict`) weights are missing or
-            non-finite; the message names the checkpoint, says which failure it was and what to do.
+            network fails, the Hub does not answer within `hub_timeout`, the config contradicts the weights
+            (checked before the model is built: `weight_check`), the files cannot be read (truncated, other
+            shapes), or (`strict`) weights are missing or non-finite; the message names the checkpoint, says which
+            failure it was and what to do.
         TokenizerError: If the tokenizer has neither a pad token nor an eos token to use as one.
 
     Examples:
@@ -604,16 +609,19 @@ def load_checkpoint(
     except (RuntimeError, TypeError) as err:
         raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from err
     model_dtype = _dtype(dtype)
-    source, shown = _resolve_source(checkpoint, cache_dir, snapshot=snapshot)
+    hub_timeout = hub_access.check_hub_timeout(hub_timeout)
+    source, shown = _resolve_source(checkpoint, cache_dir, snapshot=snapshot, timeout=hub_timeout)
     kwargs: dict[str, Any] = {}
-    config = _from_folder(transformers.AutoConfig.from_pretrained, source, shown, kwargs, what="config")
+    weight_check.check_config_file(source, label=checkpoint.name)  # sizes no model has, before transformers reads
+    config = _load_config(source, shown)
 
     if tokenizer_source is None:
         tok_source, tok_shown = source, shown
     elif isinstance(tokenizer_source, Checkpoint):
-        tok_source, tok_shown = _resolve_source(tokenizer_source, cache_dir)
+        tok_source, tok_shown = _resolve_source(tokenizer_source, cache_dir, timeout=hub_timeout)
     else:
-        tok_source, tok_shown = _resolve_source(Checkpoint(checkpoint.step, os.fspath(tokenizer_source)), cache_dir)
+        tok_checkpoint = Checkpoint(checkpoint.step, os.fspath(tokenizer_source))
+        tok_source, tok_shown = _resolve_source(tok_checkpoint, cache_dir, timeout=hub_timeout)
     try:
         tokenizer = _from_folder(
             transformers.AutoTokenizer.from_pretrained, tok_source, tok_shown, kwargs, "tokenizer"
@@ -629,6 +637,7 @@ def load_checkpoint(
     ensure_pad_token(tokenizer, source=str(tok_source), stacklevel=4)
 
     model_class = _model_class(automodel, config)
+    weight_check.check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
     model = _load_weights(
         checkpoint, model_class, source, shown, dict(kwargs, config=config, dtype=model_dtype), strict
     )
@@ -757,7 +766,11 @@ def _loads_from_hub(checkpoint: Checkpoint) -> bool:
 
 
 def _resolve_source(
-    checkpoint: Checkpoint, cache_dir: str | os.PathLike | None = None, *, snapshot: str | os.PathLike | None = None
+    checkpoint: Checkpoint,
+    cache_dir: str | os.PathLike | None = None,
+    *,
+    snapshot: str | os.PathLike | None = None,
+    timeout: float | None = None,
 ) -> tuple[str, str]:
     """The folder to load a checkpoint from (its own, or its Hub revision's snapshot, fetched unless `snapshot`
     gives it) and its label."""
@@ -767,12 +780,19 @@ def _resolve_source(
     if snapshot is not None:
         folder = os.fspath(snapshot)
     else:
-        folder = hub_access.fetch(checkpoint.source, checkpoint.revision, cache_dir=cache_dir, label=checkpoint.name)
+        folder = hub_access.fetch(
+            checkpoint.source, checkpoint.revision, cache_dir=cache_dir, label=checkpoint.name, timeout=timeout
+        )
     revision = f" at revision {checkpoint.revision!r}" if checkpoint.revision is not None else ""
     return folder, f"{checkpoint.source!r}{revision} (files in {folder})"
 
 
-def check_revisions(checkpoints: Iterable[Checkpoint], *, cache_dir: str | os.PathLike | None = None) -> None:
+def check_revisions(
+    checkpoints: Iterable[Checkpoint],
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    hub_timeout: float | None = None,
+) -> None:
     """Checks, before any is loaded, that some checkpoints can be loaded from where their kind says.
 
     Local folders must exist and carry no revision (see `Checkpoint`), two Hub checkpoints must not stand in the same
@@ -783,9 +803,12 @@ def check_revisions(checkpoints: Iterable[Checkpoint], *, cache_dir: str | os.Pa
     Args:
         checkpoints: The checkpoints.
         cache_dir: The Hugging Face cache (None: the default).
+        hub_timeout: Seconds the refs listing may wait to connect or for its next bytes, before it fails
+            (`hub_access.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
 
     Raises:
-        CheckpointError: Naming every missing revision (or the first local problem), and what to do.
+        CheckpointError: Naming every missing revision (or the first local problem, or a Hub that did not answer
+            within `hub_timeout`), and what to do.
 
     Examples:
         >>> check_revisions(pythia("70m", [0, 8]))  # doctest: +SKIP
@@ -804,7 +827,7 @@ def check_revisions(checkpoints: Iterable[Checkpoint], *, cache_dir: str | os.Pa
                 f"(prefer_local=True), so one model would stand in for revisions {other.revision!r} and "
                 f"{checkpoint.revision!r}. Leave prefer_local off to load each revision from the Hub."
             )
-    hub_access.check_revisions(on_hub, cache_dir=cache_dir)
+    hub_access.check_revisions(on_hub, cache_dir=cache_dir, timeout=hub_timeout)
 
 
 def _from_folder(function: Any, folder: str, shown: str, kwargs: dict[str, Any], what: str) -> Any:
@@ -815,6 +838,21 @@ def _from_folder(function: Any, folder: str, shown: str, kwargs: dict[str, Any],
         if isinstance(err, CheckpointError):
             raise
         raise CheckpointError(f"Cannot load the {what} of {shown}: {err}") from err
+
+
+def _load_config(folder: str, shown: str) -> Any:
+    """The folder's config; transformers' own validation errors (strict dataclasses) become CheckpointError too."""
+    import transformers
+
+    try:
+        return _from_folder(transformers.AutoConfig.from_pretrained, folder, shown, {}, what="config")
+    except CheckpointError:
+        raise
+    except Exception as err:  # noqa: BLE001  (a config class's validators raise their own errors)
+        raise CheckpointError(
+            f"Cannot load the config of {shown}: config.json does not describe a valid model ({type(err).__name__}: "
+            f"{str(err)[:300]}). Fix config.json."
+        ) from err
 
 
 def _load_weights(

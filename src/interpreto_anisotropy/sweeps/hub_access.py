@@ -11,9 +11,12 @@ Everything here goes through `huggingface_hub`'s own calls (`snapshot_download`,
   files (safetensors, else PyTorch `.bin`), and returns the snapshot folder `from_pretrained` then reads.
 * `check_revisions` lists each repository's refs once and fails naming every missing revision at once; offline it
   looks for every revision in the local cache.
-* `failure_message` tells a missing repository, a missing revision, an authentication failure, a server error and a
-  network failure apart, and names the endpoint in use and the download command the installed `huggingface_hub`
-  ships (`hf download`; `huggingface-cli download` before 1.0).
+* `bounded` gives every request huggingface_hub makes (refs, metadata, file listings, downloads) the deadline
+  `hub_timeout`: seconds to connect, or between two reads of a download, so a Hub that stalls fails in seconds
+  while a long download goes on as long as bytes flow.
+* `failure_message` tells a missing repository, a missing revision, an authentication failure, a server error, a
+  timeout and a network failure apart, and names the endpoint in use and the download command the installed
+  `huggingface_hub` ships (`hf download`; `huggingface-cli download` before 1.0).
 
 Examples:
     >>> download_command("EleutherAI/pythia-70m", "step1000")  # doctest: +SKIP
@@ -22,20 +25,26 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import re
 import shutil
+import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, InvalidInputError
 
 __all__ = [
     "CONFIG_PATTERNS",
+    "DEFAULT_HUB_TIMEOUT",
     "WEIGHT_PATTERNS",
+    "bounded",
+    "check_hub_timeout",
     "check_revisions",
     "download_command",
     "endpoint",
@@ -50,9 +59,16 @@ CONFIG_PATTERNS: tuple[str, ...] = ("*.json", "*.txt", "*.model", "*.tiktoken")
 #: Weight files, in order of preference: safetensors, else PyTorch pickles (never optimizer or trainer state).
 WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_model*.bin", "model*.bin"))
 
+#: Seconds every Hub request may wait to connect, or for its next bytes (the sweep option `hub_timeout`, the CLI's
+#: `--hub-timeout`): a per-read deadline, not a whole-download one. huggingface_hub's own default is 10 s for
+#: metadata and downloads, but none for listings (refs, repository info), and 60 s for its retries of a metadata
+#: request: a stalled Hub could hold a sweep for hours.
+DEFAULT_HUB_TIMEOUT = 10.0
+
 #: Attempts at fetching a checkpoint when the server or the network fails (the first included). Each attempt is a
 #: `snapshot_download`, which keeps the files already complete; within one, huggingface_hub itself retries single
-#: requests and resumes a file whose connection dropped.
+#: requests and resumes a file whose connection dropped. A timeout is never retried by this loop: huggingface_hub
+#: already retried the requests that it retries, and a Hub that did not answer within `hub_timeout` fails at once.
 ATTEMPTS = 4
 #: Seconds before the second attempt, doubled before each next one, at most `MAX_WAIT` (huggingface_hub's own
 #: backoff, `http_backoff`, waits 1 s to 8 s).
@@ -110,6 +126,99 @@ def cache_location(cache_dir: str | os.PathLike | None) -> str:
     return os.fspath(cache_dir) if cache_dir is not None else str(constants.HF_HUB_CACHE)
 
 
+def check_hub_timeout(value: Any, name: str = "hub_timeout") -> float:
+    """A Hub deadline in seconds: a positive finite number; None means `DEFAULT_HUB_TIMEOUT`.
+
+    Raises:
+        InvalidInputError: Not a positive finite number.
+
+    Examples:
+        >>> check_hub_timeout(None), check_hub_timeout(3)
+        (10.0, 3.0)
+    """
+    if value is None:
+        return DEFAULT_HUB_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise InvalidInputError(
+            f"{name} must be a positive number of seconds (the wait for the Hub to connect or send its next bytes), "
+            f"got {value!r}; the default is {DEFAULT_HUB_TIMEOUT:g}."
+        )
+    return float(value)
+
+
+_DEADLINES: list[float] = []  # the hub_timeout of each `bounded` block running, in any thread
+_DEADLINES_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def bounded(timeout: float | None) -> Iterator[float]:
+    """Gives every request huggingface_hub sends while the block runs the deadline `timeout` (seconds).
+
+    The deadline caps the time to connect, each read, each write and the wait for a pooled connection, and sets
+    them where huggingface_hub gives none (its refs and repository listings) or a longer one (60 s when it retries
+    a file's metadata); a shorter timeout of its own stays (3 s for its agent-registry fetch; with a deadline above
+    10 s, `HF_HUB_DOWNLOAD_TIMEOUT`'s 10 s for a download's reads). It applies in every thread (the download
+    threads of `snapshot_download` too). When blocks overlap (a sweep's background downloads), the smallest
+    deadline applies. Requests sent outside any block keep huggingface_hub's own timeouts.
+
+    It goes through huggingface_hub's shared `httpx` client: a request hook added to it, and to the clients that
+    `huggingface_hub.set_client_factory`'s factory makes later (the factory in place is kept and wrapped).
+
+    Args:
+        timeout: Seconds; None: `DEFAULT_HUB_TIMEOUT`.
+
+    Yields:
+        The deadline in seconds.
+    """
+    seconds = check_hub_timeout(timeout)
+    _hook_hub_client()
+    with _DEADLINES_LOCK:
+        _DEADLINES.append(seconds)
+    try:
+        yield seconds
+    finally:
+        with _DEADLINES_LOCK:
+            _DEADLINES.remove(seconds)
+
+
+def _deadline_hook(request: Any) -> None:
+    """httpx request hook: the current `bounded` deadline caps the request's timeouts (and sets those it lacks)."""
+    with _DEADLINES_LOCK:
+        seconds = min(_DEADLINES, default=None)
+    if seconds is None:
+        return
+    given = request.extensions.get("timeout") or {}
+    capped = {
+        kind: seconds if given.get(kind) is None else min(given[kind], seconds)
+        for kind in ("connect", "read", "write", "pool")
+    }
+    request.extensions = {**request.extensions, "timeout": capped}
+
+
+_FACTORY_WRAPPED = False
+
+
+def _hook_hub_client() -> None:
+    """Adds `_deadline_hook` to huggingface_hub's shared client, and to the clients its factory makes later."""
+    global _FACTORY_WRAPPED
+    from huggingface_hub.utils import _http, get_session, set_client_factory
+
+    with _DEADLINES_LOCK:
+        if not _FACTORY_WRAPPED:  # huggingface_hub recreates its client after a connection error, from the factory
+            factory = getattr(_http, "_GLOBAL_CLIENT_FACTORY", None)
+            if factory is not None:
+                set_client_factory(lambda: _with_hook(factory()))
+            _FACTORY_WRAPPED = True
+    _with_hook(get_session())
+
+
+def _with_hook(client: Any) -> Any:
+    hooks = client.event_hooks
+    if _deadline_hook not in hooks.get("request", []):
+        client.event_hooks = {**hooks, "request": [*hooks.get("request", []), _deadline_hook]}
+    return client
+
+
 def fetch(
     repo_id: str,
     revision: str | None,
@@ -118,6 +227,7 @@ def fetch(
     label: str = "",
     on_retry: Callable[[str], None] | None = None,
     quiet: bool = False,
+    timeout: float | None = None,
 ) -> str:
     """Downloads a checkpoint's files into the Hugging Face cache (offline: finds them there) and returns the folder.
 
@@ -131,22 +241,27 @@ def fetch(
         on_retry: Called with the message of each retry instead of a warning (a background download hands its
             messages to the thread that uses the checkpoint, which warns then).
         quiet: No huggingface_hub progress bars (a sweep shows its own).
+        timeout: Seconds each request may wait to connect or for its next bytes (see `bounded`); None:
+            `DEFAULT_HUB_TIMEOUT`.
 
     Returns:
         The snapshot folder holding the config, tokenizer and weight files of that revision.
 
     A server or network failure is retried (`ATTEMPTS` in all, waiting `FIRST_WAIT` seconds, then twice as long each
-    time, at most `MAX_WAIT`), with a warning each time; files already complete are kept.
+    time, at most `MAX_WAIT`), with a warning each time; files already complete are kept. A timeout is not: it
+    fails at once (huggingface_hub has retried the requests it retries, see docs/reliability.md).
 
     Raises:
         CheckpointError: The repository or revision does not exist, access is refused, the server or the network
-            failed (after `ATTEMPTS` attempts), or (offline) the revision is not cached; the message says which and
-            what to do.
+            failed (after `ATTEMPTS` attempts), the Hub did not answer within `timeout`, or (offline) the revision is
+            not cached; the message says which and what to do.
     """
     offline = is_offline()
+    seconds = check_hub_timeout(timeout)
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            folder = _snapshot(repo_id, revision, cache_dir, offline, quiet)
+            with bounded(seconds):
+                folder = _snapshot(repo_id, revision, cache_dir, offline, quiet, seconds)
             break
         except Exception as error:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by _kind)
             kind = _kind(error)
@@ -164,7 +279,7 @@ def fetch(
                     on_retry(retry)
                 time.sleep(wait)
                 continue
-            message = failure_message(error, repo_id, revision, label=label, cache_dir=cache_dir)
+            message = failure_message(error, repo_id, revision, label=label, cache_dir=cache_dir, timeout=seconds)
             if kind in ("server", "network") and not offline:
                 message += f" ({ATTEMPTS} attempts failed.)"
             raise CheckpointError(message) from error
@@ -179,11 +294,21 @@ def fetch(
 
 
 def _snapshot(
-    repo_id: str, revision: str | None, cache_dir: str | os.PathLike | None, offline: bool, quiet: bool = False
+    repo_id: str,
+    revision: str | None,
+    cache_dir: str | os.PathLike | None,
+    offline: bool,
+    quiet: bool = False,
+    timeout: float = DEFAULT_HUB_TIMEOUT,
 ) -> str:
     from huggingface_hub import snapshot_download
 
-    options: dict[str, Any] = {"revision": revision, "cache_dir": cache_dir, "local_files_only": offline}
+    options: dict[str, Any] = {
+        "revision": revision,
+        "cache_dir": cache_dir,
+        "local_files_only": offline,
+        "etag_timeout": timeout,
+    }
     if quiet:
         options["tqdm_class"] = _silent_bar()
     if offline:
@@ -194,20 +319,27 @@ def _snapshot(
     return folder
 
 
-def check_revisions(checkpoints: Iterable[Any], *, cache_dir: str | os.PathLike | None = None) -> None:
+def check_revisions(
+    checkpoints: Iterable[Any], *, cache_dir: str | os.PathLike | None = None, timeout: float | None = None
+) -> None:
     """Checks, before any is loaded, that every Hub revision of some checkpoints exists (offline: is cached).
 
     Online, each repository's refs are listed once (`huggingface_hub.HfApi.list_repo_refs`); a revision that is
     neither a branch nor a tag is missing (a 40-hex commit is taken as is). A server or network failure of the listing
-    only warns: each revision is then checked when it is loaded. Offline, each revision's config must be in the cache.
+    only warns: each revision is then checked when it is loaded. A listing that gets no answer within `timeout`
+    fails (every checkpoint would wait as long). Offline, each revision's config must be in the cache.
 
     Args:
         checkpoints: `(repo_id, revision, label)` triples of the checkpoints that load from the Hub.
         cache_dir: The Hugging Face cache (None: the default).
+        timeout: Seconds the listing may wait to connect or for its next bytes (see `bounded`); None:
+            `DEFAULT_HUB_TIMEOUT`.
 
     Raises:
-        CheckpointError: Naming every missing revision (or the missing or refused repository) and what to do.
+        CheckpointError: Naming every missing revision (or the missing or refused repository, or the Hub that did not
+            answer in time) and what to do.
     """
+    seconds = check_hub_timeout(timeout)
     by_repo: dict[str, list[tuple[str | None, str]]] = {}
     for repo_id, revision, label in checkpoints:
         by_repo.setdefault(repo_id, []).append((revision, label))
@@ -230,7 +362,7 @@ def check_revisions(checkpoints: Iterable[Any], *, cache_dir: str | os.PathLike 
         return
     missing = []
     for repo_id, wanted in by_repo.items():
-        names = _refs(repo_id)
+        names = _refs(repo_id, seconds)
         if names is None:
             continue
         missing += [
@@ -255,9 +387,13 @@ def failure_message(
     *,
     label: str = "",
     cache_dir: str | os.PathLike | None = None,
+    timeout: float | None = None,
 ) -> str:
-    """What went wrong fetching a revision (missing repository or revision, authentication, server, network,
-    offline cache) and what to do, naming the endpoint in use and the installed download command."""
+    """What went wrong fetching a revision (missing repository or revision, authentication, server, timeout,
+    network, offline cache) and what to do, naming the endpoint in use and the installed download command.
+
+    `timeout` is the deadline the requests had (`hub_timeout`; None: `DEFAULT_HUB_TIMEOUT`), named by a timeout's
+    message."""
     shown = _shown(repo_id, revision, label)
     kind = _kind(error)
     command = download_command(repo_id, revision)
@@ -287,6 +423,13 @@ def failure_message(
         return (
             f"Cannot fetch {shown}: the Hub server {where} answered with a server error{original}. The repository "
             f"and revision may well exist: retry later (or fetch it with `{command}`)."
+        )
+    if kind == "timeout" and not is_offline():
+        return (
+            f"Cannot fetch {shown}: the Hub server {where} did not answer within hub_timeout = "
+            f"{check_hub_timeout(timeout):g} s (no byte for that long){original}. Check the connection and "
+            "HF_ENDPOINT; on a slow network or proxy raise hub_timeout (CLI: --hub-timeout), the seconds each request "
+            f"may wait to connect or for its next bytes. Or fetch it with `{command}`."
         )
     if kind == "network" and not is_offline():
         return (
@@ -359,20 +502,24 @@ def _kind(error: BaseException) -> str | None:
                 return "auth"
             if status >= 500 or status in (408, 429):
                 return "server"
+        if isinstance(cause, (transport.TimeoutException, TimeoutError)):
+            return "timeout"
         if isinstance(cause, (transport.TransportError, hub_errors.OfflineModeIsEnabled, ConnectionError)):
             return "network"
     return None
 
 
-def _refs(repo_id: str) -> set[str] | None:
+def _refs(repo_id: str, timeout: float = DEFAULT_HUB_TIMEOUT) -> set[str] | None:
     """The repository's branch and tag names; None (with a warning) when the server or network failed."""
     from huggingface_hub import HfApi
 
     try:
-        refs = HfApi().list_repo_refs(repo_id)
+        with bounded(timeout):
+            refs = HfApi().list_repo_refs(repo_id)
     except Exception as error:  # noqa: BLE001  (sorted by _kind: a missing or refused repository ends the sweep)
-        if _kind(error) in ("repo", "gated", "auth"):
-            raise CheckpointError(failure_message(error, repo_id, None)) from error
+        if _kind(error) in ("repo", "gated", "auth", "timeout"):
+            message = failure_message(error, repo_id, None, timeout=timeout)
+            raise CheckpointError(message.replace("Cannot fetch", "Cannot list the revisions of", 1)) from error
         warnings.warn(
             f"Could not list the revisions of {repo_id} on {endpoint()} ({type(error).__name__}: "
             f"{_first_line(error)}); each revision is checked when it is loaded.",

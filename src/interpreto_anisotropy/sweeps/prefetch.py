@@ -102,6 +102,7 @@ class CheckpointPipeline:
         before: repository -> commits cached before the sweep (never evicted); None: everything counts as cached
             before (nothing is evicted).
         progress: Show a "Downloads" progress bar.
+        hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (`hub_access.bounded`).
 
     Raises:
         InvalidInputError: A bad option.
@@ -117,8 +118,10 @@ class CheckpointPipeline:
         cache_dir: Any = None,
         before: Mapping[str, set[str]] | None = None,
         progress: bool = False,
+        hub_timeout: float = hub_access.DEFAULT_HUB_TIMEOUT,
     ):
         self.uses = list(uses)
+        self.hub_timeout = hub_access.check_hub_timeout(hub_timeout)
         self.prefetch = check_nonnegative_int("prefetch", prefetch)
         self.max_concurrent = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
         self.budget = max_cache_bytes
@@ -310,6 +313,7 @@ class CheckpointPipeline:
                 label=checkpoint.name,
                 on_retry=download.retries.append,
                 quiet=True,
+                timeout=self.hub_timeout,
             )
             fetched = Fetched(folder, time.perf_counter() - start, hub_cache.revision_bytes(folder))
         except BaseException as error:  # noqa: BLE001  (handed to the use, raised at its turn)

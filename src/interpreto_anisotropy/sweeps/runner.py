@@ -148,6 +148,9 @@ class CheckpointSweep:
             from the Hugging Face cache once its rows are written (revisions cached before the sweep never are),
             and downloads ahead wait while the budget is full. The cache grows by at most the budget plus one
             checkpoint. None: nothing is evicted. Not under torchrun.
+        hub_timeout: Seconds each Hub request (refs, metadata, downloads) may wait to connect or for its next bytes
+            before it fails with `CheckpointError` (a per-read deadline: a long download goes on while bytes flow).
+            Timeouts are retried by huggingface_hub only, as docs/reliability.md says.
 
     Attributes:
         announce: Where the sweep's time estimates go (a callable taking a line of text): how many checkpoints it
@@ -203,6 +206,7 @@ class CheckpointSweep:
         prefetch: int = 2,
         max_concurrent_downloads: int = 1,
         max_cache_gb: float | None = None,
+        hub_timeout: float = hub_access.DEFAULT_HUB_TIMEOUT,
     ):
         # The same signature as SweepSettings (a test keeps them equal): shown here, validated there.
         self.settings = SweepSettings(**{name: value for name, value in locals().items() if name != "self"})
@@ -363,7 +367,8 @@ class CheckpointSweep:
             )
         ]
         if todo:
-            checkpoint_tools.check_revisions(todo)  # every missing Hub revision named before the first checkpoint
+            # every missing Hub revision named before the first checkpoint
+            checkpoint_tools.check_revisions(todo, hub_timeout=self.settings.hub_timeout)
             by_checkpoint = self.settings.parallel == "checkpoints" and distributed.is_distributed()
             group = distributed.world_size() if by_checkpoint else 1
             if distributed.is_main_process():  # the only rank that speaks reads the rows
@@ -514,6 +519,7 @@ class CheckpointSweep:
             max_cache_bytes=budget,
             before=before,
             progress=self._shows(),
+            hub_timeout=settings.hub_timeout,
         )
         try:
             with self._pipeline:

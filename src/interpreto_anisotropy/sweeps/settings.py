@@ -24,6 +24,7 @@ from ..tangents.controls import check_control_room
 from ..tangents.explainers import method_streams
 from ..tangents.subspace import Subspace
 from . import checkpoints as checkpoint_tools
+from . import hub_access
 from .checkpoints import Checkpoint
 from .early_pool import EarlyCentering
 
@@ -180,6 +181,7 @@ class SweepSettings:
         prefetch: int = 2,
         max_concurrent_downloads: int = 1,
         max_cache_gb: float | None = None,
+        hub_timeout: float = hub_access.DEFAULT_HUB_TIMEOUT,
     ):
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         try:
@@ -261,6 +263,7 @@ class SweepSettings:
         self.prefetch = check_nonnegative_int("prefetch", prefetch)
         self.max_concurrent_downloads = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
         self.max_cache_gb = _positive_number_or_none("max_cache_gb", max_cache_gb)
+        self.hub_timeout = hub_access.check_hub_timeout(hub_timeout)
 
     @property
     def streams(self) -> bool:
