@@ -23,7 +23,7 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from ..commons import distributed
 from ..commons.options import check_nonnegative_int, check_positive_int, check_seed
 from ..commons.threads import one_thread
-from ..errors import InvalidInputError, NonFiniteError, SplitPointError, TrainingProbeError
+from ..errors import InvalidInputError, NonFiniteError, ResultsStoreError, SplitPointError, TrainingProbeError
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
 from ..reading.batching import special_token_ids
 from ..reading.split_point import TrainingCapture, TrainingRead, resolve_split_point, splitter_model
@@ -227,8 +227,16 @@ class TrainingProbe:
         """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `resume`)."""
         fit_until = next(iter(self.points.values())).schedule.fit_until  # the same at every split point
         try:
-            saved = saved_tangents(self.results_dir, self.layers, self.kind, fit_until, self.every, self.steps_done)
-        except TrainingProbeError:
+            saved = saved_tangents(
+                self.results_dir,
+                self.layers,
+                self.kind,
+                fit_until,
+                self.every,
+                self.steps_done,
+                nb_concepts=self.config["nb_concepts"],
+            )
+        except (TrainingProbeError, ResultsStoreError):
             if self._store is not None:
                 store, self._store = self._store, None
                 store.close()
