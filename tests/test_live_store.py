@@ -149,7 +149,9 @@ def test_an_overwrite_killed_half_way_leaves_no_old_artefact_a_run_would_reuse(t
         LiveStore(tmp_path, CONFIG, overwrite=True, flush_seconds=0)
     monkeypatch.setattr(os, "replace", real_replace)
     assert not (tmp_path / "config.json").exists()  # moved first
-    with pytest.raises(ResultsStoreError, match=r"holds rows.jsonl, provenance.jsonl, reference, .* but no config.json"):
+    with pytest.raises(
+        ResultsStoreError, match=r"holds rows.jsonl, provenance.jsonl, reference, .* but no config.json"
+    ):
         LiveStore(tmp_path, CONFIG, overwrite=False, flush_seconds=0)
     assert not list(tmp_path.glob(".overwritten-*"))  # the next lock holder deleted the half-done overwrite
     LiveStore(tmp_path, CONFIG, overwrite=True, flush_seconds=0).close()

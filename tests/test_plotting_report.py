@@ -567,7 +567,7 @@ def _hostile_folder(folder) -> SweepResult:
     rows = make_rows(steps=[0, 1], splits=[HOSTILE], tangents=["early", HOSTILE])
     for row in rows:
         row.update(layer=HOSTILE, checkpoint=HOSTILE, method=HOSTILE, source=HOSTILE, revision=HOSTILE, note=HOSTILE)
-    token = TokenInContext(HOSTILE, HOSTILE, HOSTILE, 0.2074, HOSTILE, 1)  # text: a crafted file's
+    token = TokenInContext(HOSTILE, HOSTILE, HOSTILE, 0.2074, 3, 1)
     directions = {kind: [DirectionTokens(0, 0.5, [token], [token])] for kind in ("early", HOSTILE)}
     write_top_tokens(
         top_tokens_path(folder, HOSTILE, 1),
@@ -588,6 +588,11 @@ def test_every_string_the_report_shows_is_escaped_in_text_and_attributes(tmp_pat
     page = write_report(_hostile_folder(tmp_path), tmp_path / "report", title=HOSTILE, dpi=20).read_text()
     assert "<script" not in page.lower() and "</script>" not in page and HOSTILE not in page
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;&#x27;") > 10
-    assert "top_tokens" in page and "score 0.2074, text &quot;&gt;&lt;script&gt;" in page  # the token's tooltip
+    assert "top_tokens/" in page and "<mark>&quot;&gt;&lt;script&gt;" in page
+    from interpreto_anisotropy.tangents.top_tokens import TokenInContext
+    from interpreto_anisotropy.visualizations.top_tokens import _contexts
+
+    tooltip = _contexts([TokenInContext("a", "b", "c", 0.2074, HOSTILE, HOSTILE)])  # a field no file can hold now
+    assert "<script" not in tooltip and 'title="score 0.2074, text &quot;&gt;&lt;script&gt;' in tooltip
     for value in re.findall(r'(?:title|alt|id)="([^"]*)"', page):
         assert "<" not in value and ">" not in value

@@ -36,6 +36,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..commons.files import write_atomically
+from ..commons.json_files import load_json, read_text
 from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import DirectionTokens
@@ -48,6 +49,7 @@ from .token_files import (
     folder_name,
     read_top_tokens,
     saved_steps,
+    step_of,
     top_tokens_path,
     write_top_tokens,
 )
@@ -62,6 +64,7 @@ HOLDER_FILE = ".sweep.lock.json"
 LIBRARY_FILES = (CONFIG_FILE, ROWS_FILE, PROVENANCE_FILE, "reference", "tangents", TOP_TOKENS_DIR, "report")
 #: The prefix of the hidden folder an overwrite moves the old artefacts into before deleting them.
 TRASH_PREFIX = ".overwritten-"
+_PROVENANCE_ADVICE = "Delete it (the rows stay valid, their versions are then unknown)."
 
 
 def _computed_keys(rows: list[dict[str, Any]]) -> set[tuple[int, str, str]]:
@@ -134,9 +137,9 @@ class SweepStore:
 
     def _holder(self) -> str:
         try:
-            info = json.loads((self.results_dir / HOLDER_FILE).read_text())
+            info = load_json(self.results_dir / HOLDER_FILE)
             return f"pid {info['pid']} on host {info['host']}, since {info['since']}"
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ResultsStoreError, KeyError, TypeError):
             return "a process that has not written its name yet"
 
     def _create_folder(self) -> None:
@@ -247,7 +250,7 @@ class SweepStore:
     def _record_provenance(self, keys: list[tuple[int, str, str]]) -> None:
         """Append to provenance.jsonl the line saying which software computes the rows of `keys`."""
         path = self.results_dir / PROVENANCE_FILE
-        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        existing = read_text(path, advice=_PROVENANCE_ADVICE) if path.exists() else ""
         if existing and not existing.endswith("\n"):
             existing = existing[: existing.rfind("\n") + 1]  # a line cut short by a kill is dropped
         write_atomically(path, existing + provenance_line(keys))
@@ -265,7 +268,7 @@ class SweepStore:
             *(self.results_dir / "tangents").glob("*/step-*.safetensors"),
             *(self.results_dir / TOP_TOKENS_DIR).glob("*/step-*.json"),
         ]:
-            if int(path.stem.removeprefix("step-")) in steps:
+            if step_of(path) in steps:
                 path.unlink()
 
     def drop_references(self) -> None:
@@ -276,7 +279,7 @@ class SweepStore:
         """Write `kept` (in their order) then `fresh` as rows.jsonl, unless that is what is there already."""
         path = self.results_dir / ROWS_FILE
         text = "".join(json.dumps(row) + "\n" for row in [*kept, *fresh])
-        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        existing = read_text(path) if path.exists() else ""
         if text != existing:
             write_atomically(path, text)
 
