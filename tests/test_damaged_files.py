@@ -174,3 +174,12 @@ def test_a_deep_checkpoint_config_is_our_error_or_unknown_in_the_model_card(tmp_
     with pytest.raises(CheckpointError, match=r"config.json is not JSON that can be read \(nested deeper"):
         load_json(tmp_path / "config.json", error=CheckpointError)
     assert _read_json(tmp_path / "config.json") == {}
+
+
+def test_a_deep_checkpoint_config_ends_the_sweep_with_our_error(tmp_path, capsys):
+    (tmp_path / "checkpoint-0").mkdir()
+    (tmp_path / "checkpoint-0" / "config.json").write_bytes(b'{"model_type": "gpt_neox", "x": ' + DEEP + b"}")
+    (tmp_path / "texts.txt").write_text("a text\nanother text\n")
+    arguments = ["sweep", "--model", str(tmp_path), "--split-point", "1", "--texts", str(tmp_path / "texts.txt")]
+    assert main([*arguments, "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert "Cannot load the config" in capsys.readouterr().err

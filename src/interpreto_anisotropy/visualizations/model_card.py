@@ -139,7 +139,7 @@ def count_tokens(source: str | Path, texts: Sequence[str]) -> int | None:
         with quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
             encoded = tokenizer(list(texts), verbose=False)["input_ids"]
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, RecursionError):  # RecursionError: a config.json nested too deep
         return None
     return sum(len(ids) for ids in encoded)
 
