@@ -337,8 +337,8 @@ NUMBER_FIELDS = (
 )  # fmt: skip
 NUMBER_LIST_FIELDS = ("control_energy_shares", "random_energy_shares", "delta_isoscore_star_controls")
 _NAME_FIELDS = ("split_point", "tangent", "checkpoint")
-_MARKUP = set("<>\"'&`") | {chr(code) for code in range(32)}
-_PATH = set("/\\")
+_MARKUP = set("<>") | {chr(code) for code in range(32)}
+_LAYER = _MARKUP | set("\"'&`/\\")  # a layer also names files and folders
 
 
 def row_problem(row: Any) -> str | None:
@@ -354,7 +354,7 @@ def row_problem(row: Any) -> str | None:
         return f"step {_shown(row.get('step'))} is not an integer in [0, 10**15)"
     if "layer" not in row:
         return "no layer"
-    problem = _name_problem(row["layer"], allow_int=True, forbidden=_MARKUP | _PATH)
+    problem = _name_problem(row["layer"], allow_int=True, forbidden=_LAYER)
     if problem:
         return f"layer {_shown(row['layer'])} {problem}"
     for name in _NAME_FIELDS:
