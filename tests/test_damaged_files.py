@@ -183,3 +183,15 @@ def test_a_deep_checkpoint_config_ends_the_sweep_with_our_error(tmp_path, capsys
     arguments = ["sweep", "--model", str(tmp_path), "--split-point", "1", "--texts", str(tmp_path / "texts.txt")]
     assert main([*arguments, "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     assert "Cannot load the config" in capsys.readouterr().err
+
+
+def test_a_tail_cut_inside_a_multibyte_character_leaves_the_whole_lines_readable(tmp_path):
+    torn = json.dumps({**ROW, "step": 1, "checkpoint": "é"}, ensure_ascii=False).encode()[:-4]  # "é" cut in two
+    folder = _folder(tmp_path, config=json.dumps(CONFIG).encode())
+    with (folder / "rows.jsonl").open("ab") as handle:
+        handle.write(torn[: torn.index("é".encode()) + 1])
+    with pytest.warns(UserWarning, match="unterminated"):
+        assert ia.SweepResult.load(folder).steps == [0]  # a live folder: the torn tail is left out
+    line = json.dumps({"versions": {"torch": "é"}, "rows": []}, ensure_ascii=False).encode()
+    (folder / "provenance.jsonl").write_bytes(line + b"\n" + line[: line.index("é".encode()) + 1])
+    assert len(read_provenance(folder / "provenance.jsonl")) == 1

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import AnisotropyError, ResultsStoreError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "read_text", "parse_json", "load_json", "json_lines"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "read_text", "read_whole_lines", "parse_json", "load_json", "json_lines"]
 
 #: The largest file read (1 GiB): a results folder's rows of a very long sweep are a few hundred MiB at most.
 MAX_BYTES = 2**30
@@ -63,14 +63,36 @@ def read_text(
     Raises:
         error: The file cannot be read, is too large, or is not UTF-8 (naming the line of the first bad byte).
     """
-    path = Path(path)
+    return _decoded(Path(path), _read_bytes(Path(path), error, advice, max_bytes), error, advice, encoding)
+
+
+def read_whole_lines(
+    path: str | os.PathLike, *, error: type[AnisotropyError] = ResultsStoreError, advice: str = _ADVICE
+) -> tuple[str, bool]:
+    """The text of a file that grows by appends, up to its last newline: (text, whether a tail was left out).
+
+    The tail (a line its writer was killed writing) is cut before decoding, so that a multi-byte character it cut
+    in two does not make the whole file undecodable.
+
+    Raises:
+        error: As `read_text`, for the whole lines.
+    """
+    data = _read_bytes(Path(path), error, advice, MAX_BYTES)
+    whole = data[: data.rfind(b"\n") + 1]
+    return _decoded(Path(path), whole, error, advice, "utf-8"), len(whole) < len(data)
+
+
+def _read_bytes(path: Path, error: type[AnisotropyError], advice: str, max_bytes: int) -> bytes:
     try:
         size = path.stat().st_size
         if size > max_bytes:
             raise error(f"{path} is {size:,} bytes, more than the {max_bytes:,} read at most. {advice}")
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as failure:
         raise error(f"Cannot read {path}: {failure.strerror or failure}. {advice}") from failure
+
+
+def _decoded(path: Path, data: bytes, error: type[AnisotropyError], advice: str, encoding: str) -> str:
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as failure:

@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..commons.json_files import parse_json, read_text
+from ..commons.json_files import parse_json, read_whole_lines
 from ..errors import ResultsStoreError
 
 __all__ = [
@@ -103,8 +103,7 @@ def read_provenance(path: str | Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     advice = "Delete the file (the rows stay valid, their versions are then unknown)."
-    text = read_text(path, advice=advice)
-    complete = text[: text.rfind("\n") + 1]  # the part after the last newline is empty, or a line cut short
+    complete, _ = read_whole_lines(path, advice=advice)  # the part after the last newline: empty, or a line cut short
     records = []
     for number, line in enumerate(complete.split("\n"), start=1):
         if not line.strip():

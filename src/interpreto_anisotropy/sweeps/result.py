@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commons.files import write_atomically
-from ..commons.json_files import load_json, parse_json, read_text
+from ..commons.json_files import load_json, parse_json, read_text, read_whole_lines
 from ..errors import CheckpointError, EmptyInputError, ResultsStoreError
 from .multiple_testing import Correction, adjust
 from .token_files import read_top_tokens, saved_steps
@@ -315,9 +315,8 @@ def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
 
 def _whole_lines(path: Path) -> str:
     """The file's text up to its last newline; warns when an unterminated tail was left out."""
-    text = read_text(path)
-    whole = text[: text.rfind("\n") + 1]
-    if len(whole) < len(text):
+    whole, cut = read_whole_lines(path)
+    if cut:
         warnings.warn(
             f"The last line of {path} is unterminated: a live probe is appending it, or was stopped while writing "
             "it (the next live run into this folder removes it). The rows before it are read; it is left out.",

@@ -36,7 +36,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..commons.files import write_atomically
-from ..commons.json_files import load_json, read_text
+from ..commons.json_files import load_json, read_text, read_whole_lines
 from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import DirectionTokens
@@ -250,9 +250,8 @@ class SweepStore:
     def _record_provenance(self, keys: list[tuple[int, str, str]]) -> None:
         """Append to provenance.jsonl the line saying which software computes the rows of `keys`."""
         path = self.results_dir / PROVENANCE_FILE
-        existing = read_text(path, advice=_PROVENANCE_ADVICE) if path.exists() else ""
-        if existing and not existing.endswith("\n"):
-            existing = existing[: existing.rfind("\n") + 1]  # a line cut short by a kill is dropped
+        # a line cut short by a kill is dropped
+        existing = read_whole_lines(path, advice=_PROVENANCE_ADVICE)[0] if path.exists() else ""
         write_atomically(path, existing + provenance_line(keys))
 
     def update_rows(self, update: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
