@@ -195,3 +195,15 @@ def test_a_tail_cut_inside_a_multibyte_character_leaves_the_whole_lines_readable
     line = json.dumps({"versions": {"torch": "é"}, "rows": []}, ensure_ascii=False).encode()
     (folder / "provenance.jsonl").write_bytes(line + b"\n" + line[: line.index("é".encode()) + 1])
     assert len(read_provenance(folder / "provenance.jsonl")) == 1
+
+
+def test_a_subspace_file_with_deep_metadata_is_our_error_naming_it(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    path = tmp_path / "1.safetensors"
+    save_file(
+        {"basis": torch.eye(4)[:, :2].contiguous()}, str(path), metadata={"interpreto_anisotropy": DEEP.decode()}
+    )
+    with pytest.raises(ResultsStoreError, match=r"1.safetensors has malformed subspace metadata .*nested deeper"):
+        ia.Subspace.load(path)
