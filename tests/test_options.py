@@ -55,6 +55,8 @@ def test_sweep_options(sweep_arguments, change, named):
         ({"max_length": 0}, "max_length must be a positive integer, got 0"),
         ({"max_length": 10**6}, r"max_length=1000000 exceeds what GPTNeoXForCausalLM takes \(512 tokens"),
         ({"seed": -1}, "seed must be an integer"),
+        ({"include_special": "no"}, "include_special must be True or False, got 'no'"),
+        ({"distributed": 1}, "distributed must be True or False, got 1"),
     ],
 )
 def test_probe_options(gpt_neox_mwsp, options, named):
@@ -141,3 +143,16 @@ def test_the_pending_bound_message_shows_small_sizes_in_bytes(gpt_neox_training_
     ):
         with probe:
             train_step(model, probe, [micro_batch(tokenizer, texts[:2], start=0)], optimizer)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        *[({"confidence": value}, "confidence must be a finite number > 0 and < 1") for value in ("0.9", 0, 1, NAN)],
+        *[({"max_tokens": value}, "max_tokens must be a positive integer") for value in ("10", 0, 1.5)],
+    ],
+)
+def test_probe_run_options(gpt_neox_mwsp, texts, options, named):
+    tangent = ia.Subspace.random(64, 2, seed=0)
+    with pytest.raises(InvalidInputError, match=named):
+        ia.GradientProbe(gpt_neox_mwsp).run(texts[:4], tangent, n_controls=2, progress=False, **options)
