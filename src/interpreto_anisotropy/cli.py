@@ -447,7 +447,9 @@ def _add_sweep_command(commands: Any) -> None:
         help="keep special tokens (BOS, CLS, SEP...) as rows of the fits and the probe (default: left out)",
     )
     sweep.add_argument("--out", required=True, help="results folder (config.json, rows.jsonl, report/)")
-    sweep.add_argument("--overwrite", action="store_true", help="start afresh if --out holds other settings")
+    sweep.add_argument(
+        "--overwrite", action="store_true", help="start afresh: remove what the package wrote in --out first"
+    )
     sweep.add_argument(
         "--recompute-changed",
         action="store_true",
