@@ -19,7 +19,7 @@ import torch
 from helpers.live_kit import float64_copy, micro_batch, train_step
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import TrainingProbeError
+from interpreto_anisotropy.errors import ResultsStoreError, TrainingProbeError
 
 K = 4
 N_STEPS = 6
@@ -109,3 +109,38 @@ def test_a_resume_whose_tangent_file_is_missing_is_refused_naming_it(gpt_neox_tr
     with pytest.raises(TrainingProbeError, match=rf"fitted at step 2, but {reference} is missing"):
         _probe(model, tokenizer, tmp_path, start_step=3).attach()
     _probe(model, tokenizer, tmp_path, start_step=3, tangent="refit", refit_every=3, overwrite=True).attach().detach()
+
+
+def _ranked_probe(model, tokenizer, results_dir, nb_concepts, **options):
+    return ia.TrainingProbe(
+        model,
+        1,
+        tokenizer=tokenizer,
+        nb_concepts=nb_concepts,
+        n_controls=5,
+        results_dir=results_dir,
+        flush_seconds=0,
+        **options,
+    )
+
+
+def test_an_overwrite_leaves_no_tangent_of_the_earlier_run_for_a_resume(gpt_neox_training_model, steps, tmp_path):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    _train(model, _ranked_probe(model, tokenizer, tmp_path, 4, early_steps=2), steps[:3])  # reference of rank 4
+    _train(model, _ranked_probe(model, tokenizer, tmp_path, 2, early_steps=5, overwrite=True), steps[:2])
+    assert not (tmp_path / "reference").exists()
+    with pytest.warns(UserWarning, match="fitted on the steps from 2"):
+        _train(model, _ranked_probe(model, tokenizer, tmp_path, 2, early_steps=5, start_step=2), steps[2:])
+    rows = ia.SweepResult.load(tmp_path).rows
+    assert rows and {row["rank"] for row in rows} == {2}
+
+
+def test_a_resume_refuses_a_saved_tangent_of_another_rank_naming_it(gpt_neox_training_model, steps, tmp_path):
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    _train(model, _ranked_probe(model, tokenizer, tmp_path / "four", 4, early_steps=2), steps[:3])
+    _train(model, _ranked_probe(model, tokenizer, tmp_path / "two", 2, early_steps=2), steps[:1])
+    (tmp_path / "two" / "reference").mkdir()
+    reference = tmp_path / "two" / "reference" / "1.safetensors"
+    reference.write_bytes((tmp_path / "four" / "reference" / "1.safetensors").read_bytes())
+    with pytest.raises(ResultsStoreError, match=rf"{reference} holds a tangent of rank 4.*nb_concepts is 2"):
+        _ranked_probe(model, tokenizer, tmp_path / "two", 2, early_steps=2, start_step=3).attach()

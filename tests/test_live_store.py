@@ -23,6 +23,7 @@ from interpreto_anisotropy.commons import files
 from interpreto_anisotropy.errors import ResultsStoreError
 from interpreto_anisotropy.live.store import LiveStore
 from interpreto_anisotropy.sweeps.result import ROWS_FILE
+from interpreto_anisotropy.sweeps.store import SweepStore
 
 CONFIG = {"live": True, "n_controls": 3}
 
@@ -104,3 +105,54 @@ def test_a_reader_during_appends_sees_whole_rows_in_order(tmp_path):
     assert all(steps == list(range(len(steps))) for steps in seen)
     assert [len(steps) for steps in seen] == sorted(len(steps) for steps in seen)
     assert ia.SweepResult.load(tmp_path).steps == list(range(n_windows))
+
+
+def _earlier_results(folder) -> None:
+    """What a sweep and a live run write in a results directory, and two files the library does not write."""
+    for name in ("reference/1.safetensors", "tangents/1/step-0.safetensors", "top_tokens/1/step-0.json", "report/a"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("old")
+    (folder / "config.json").write_text(json.dumps({"live": True, "n_controls": 9}))
+    (folder / ROWS_FILE).write_text(json.dumps(_row(0)) + "\n")
+    (folder / "provenance.jsonl").write_text("{}\n")
+    (folder / "notes.txt").write_text("mine")
+    (folder / "hub_cache_before.json").write_text("{}")
+
+
+@pytest.mark.parametrize("writer", ["live", "sweep"])
+def test_an_overwrite_removes_everything_the_library_wrote_and_nothing_else(tmp_path, writer):
+    _earlier_results(tmp_path)
+    if writer == "live":
+        LiveStore(tmp_path, CONFIG, overwrite=True, flush_seconds=0).close()
+    else:
+        store = SweepStore(tmp_path)
+        with store.lock():
+            store.prepare(CONFIG, overwrite=True)
+    left = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*") if not path.name.startswith("."))
+    expected = ["config.json", "hub_cache_before.json", "notes.txt"] + ([ROWS_FILE] if writer == "live" else [])
+    assert left == sorted(expected)
+    assert json.loads((tmp_path / "config.json").read_text()) == CONFIG
+
+
+def test_an_overwrite_killed_half_way_leaves_no_old_artefact_a_run_would_reuse(tmp_path, monkeypatch):
+    _earlier_results(tmp_path)
+    real_replace, moved = os.replace, []
+
+    def killed_after_two(source, target):
+        if len(moved) == 2:
+            raise KeyboardInterrupt
+        moved.append(source)
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        LiveStore(tmp_path, CONFIG, overwrite=True, flush_seconds=0)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert not (tmp_path / "config.json").exists()  # moved first
+    with pytest.raises(
+        ResultsStoreError, match=r"holds rows.jsonl, provenance.jsonl, reference, .* but no config.json"
+    ):
+        LiveStore(tmp_path, CONFIG, overwrite=False, flush_seconds=0)
+    assert not list(tmp_path.glob(".overwritten-*"))  # the next lock holder deleted the half-done overwrite
+    LiveStore(tmp_path, CONFIG, overwrite=True, flush_seconds=0).close()
+    assert not (tmp_path / "reference").exists()

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -53,6 +55,8 @@ def test_sweep_options(sweep_arguments, change, named):
         ({"max_length": 0}, "max_length must be a positive integer, got 0"),
         ({"max_length": 10**6}, r"max_length=1000000 exceeds what GPTNeoXForCausalLM takes \(512 tokens"),
         ({"seed": -1}, "seed must be an integer"),
+        ({"include_special": "no"}, "include_special must be True or False, got 'no'"),
+        ({"distributed": 1}, "distributed must be True or False, got 1"),
     ],
 )
 def test_probe_options(gpt_neox_mwsp, options, named):
@@ -81,3 +85,74 @@ def test_complex_bases_and_activations_are_refused_naming_them():
         ia.Subspace(basis)
     with pytest.raises(InvalidInputError, match="must be real"):
         ia.metrics.isoscore_star(torch.randn(20, 4, dtype=torch.complex64))
+
+
+NAN, INF = float("nan"), float("inf")
+TRAINING_PROBE_BAD_OPTIONS = [
+    *[
+        ("max_pending_bytes", value, "max_pending_bytes must be a positive integer")
+        for value in ("1GB", 0, -1, 1.5, NAN, INF, True)
+    ],
+    *[
+        ("flush_seconds", value, "flush_seconds must be a finite number >= 0")
+        for value in ("10", -1, NAN, INF, -INF, None)
+    ],
+    *[("confidence", value, "confidence must be a finite number > 0 and < 1") for value in ("0.9", 0, 1, 1.5, NAN)],
+    *[("loss_scale", value, "loss_scale must be a finite number > 0") for value in ("1", 0, -1, NAN, INF)],
+    *[
+        ("early_fraction", value, "early_fraction must be a finite number > 0 and <= 1")
+        for value in ("0.3", 0, 1.5, NAN)
+    ],
+    *[
+        (name, value, f"{name} must be a positive integer")
+        for name in ("nb_concepts", "every", "n_controls", "n_bootstrap")
+        for value in ("4", 0, -1, 1.5, NAN)
+    ],
+    *[("start_step", value, "start_step must be an integer >= 0") for value in ("3", -1, 1.5, NAN)],
+    *[
+        (name, value, f"{name} must be True or False")
+        for name in ("overwrite", "include_special")
+        for value in ("no", 0, None)
+    ],
+    ("results_dir", 3, "results_dir must be a folder path or None"),
+    ("seed", NAN, "seed must be an integer"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    TRAINING_PROBE_BAD_OPTIONS,
+    ids=[f"{name}={value!r}" for name, value, _ in TRAINING_PROBE_BAD_OPTIONS],
+)
+def test_every_training_probe_option_is_checked(gpt_neox_training_model, name, value, message):
+    model, tokenizer = gpt_neox_training_model
+    options = {"total_steps": 10} if name == "early_fraction" else {"early_steps": 2}
+    with pytest.raises(InvalidInputError, match=re.escape(message) + r".*, got "):
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, **options, **{name: value})
+
+
+def test_the_pending_bound_message_shows_small_sizes_in_bytes(gpt_neox_training_model, texts):
+    from helpers.live_kit import float64_copy, micro_batch, train_step
+
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    probe = ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=100, max_pending_bytes=1000)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"\d+(\.\d+)? [KMG]iB for 1 split point\(s\), above max_pending_bytes=1000 \(1000 bytes\)",
+    ):
+        with probe:
+            train_step(model, probe, [micro_batch(tokenizer, texts[:2], start=0)], optimizer)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        *[({"confidence": value}, "confidence must be a finite number > 0 and < 1") for value in ("0.9", 0, 1, NAN)],
+        *[({"max_tokens": value}, "max_tokens must be a positive integer") for value in ("10", 0, 1.5)],
+    ],
+)
+def test_probe_run_options(gpt_neox_mwsp, texts, options, named):
+    tangent = ia.Subspace.random(64, 2, seed=0)
+    with pytest.raises(InvalidInputError, match=named):
+        ia.GradientProbe(gpt_neox_mwsp).run(texts[:4], tangent, n_controls=2, progress=False, **options)

@@ -554,3 +554,45 @@ def test_live_figure_draws_the_live_rows_next_to_the_sweep_and_the_report_shows_
     figure_ids = re.findall(r'<figure id="figure-([a-z_]+)"', page)
     assert figure_ids[:2] == ["energy", "live"] and len(figure_ids) == len(plotting.FIGURES) + 1
     assert "live probe" in page
+
+
+HOSTILE = "\"><script>alert(1)</script>'"
+
+
+def _hostile_folder(folder) -> SweepResult:
+    """A results folder whose every string the report shows is `HOSTILE`: rows, settings, top tokens, provenance."""
+    from interpreto_anisotropy.sweeps.token_files import top_tokens_path, write_top_tokens
+    from interpreto_anisotropy.tangents.top_tokens import DirectionTokens, TokenInContext
+
+    rows = make_rows(steps=[0, 1], splits=[HOSTILE], tangents=["early", HOSTILE])
+    for row in rows:
+        row.update(layer=HOSTILE, checkpoint=HOSTILE, method=HOSTILE, source=HOSTILE, revision=HOSTILE, note=HOSTILE)
+    token = TokenInContext(HOSTILE, HOSTILE, HOSTILE, 0.2074, 3, 1)
+    directions = {kind: [DirectionTokens(0, 0.5, [token], [token])] for kind in ("early", HOSTILE)}
+    write_top_tokens(
+        top_tokens_path(folder, HOSTILE, 1),
+        step=1,
+        layer=HOSTILE,
+        split_point=HOSTILE,
+        n_rows=1,
+        directions=directions,
+    )
+    keys = [[row["step"], HOSTILE, row["tangent"]] for row in rows]
+    (folder / "provenance.jsonl").write_text(json.dumps({"versions": {"torch": HOSTILE}, "rows": keys}) + "\n")
+    config = {"model": HOSTILE, HOSTILE: HOSTILE, "nb_concepts": K, "checkpoints": [{"step": 0, "source": HOSTILE}]}
+    skipped = [{"step": 9, "split_point": HOSTILE, "tangent": HOSTILE, "skipped": HOSTILE}]
+    return SweepResult(rows, config, folder, skipped)
+
+
+def test_every_string_the_report_shows_is_escaped_in_text_and_attributes(tmp_path):
+    page = write_report(_hostile_folder(tmp_path), tmp_path / "report", title=HOSTILE, dpi=20).read_text()
+    assert "<script" not in page.lower() and "</script>" not in page and HOSTILE not in page
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;&#x27;") > 10
+    assert "top_tokens/" in page and "<mark>&quot;&gt;&lt;script&gt;" in page
+    from interpreto_anisotropy.tangents.top_tokens import TokenInContext
+    from interpreto_anisotropy.visualizations.top_tokens import _contexts
+
+    tooltip = _contexts([TokenInContext("a", "b", "c", 0.2074, HOSTILE, HOSTILE)])  # a field no file can hold now
+    assert "<script" not in tooltip and 'title="score 0.2074, text &quot;&gt;&lt;script&gt;' in tooltip
+    for value in re.findall(r'(?:title|alt|id)="([^"]*)"', page):
+        assert "<" not in value and ">" not in value

@@ -13,7 +13,6 @@ interpreto-anisotropy report runs/demo/sweep --live runs/demo/live   # ... with 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -22,6 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from .commons.json_files import parse_json, read_text
 from .commons.options import MAX_SEED
 from .errors import AnisotropyError, EmptyInputError, InvalidInputError
 from .probing.objectives import AUTO, ObjectiveName
@@ -121,16 +121,13 @@ _JSON_FORMAT = 'a .json texts file must hold a JSON list of strings, such as ["f
 
 
 def _read_text_file(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = error.object[: error.start].count(b"\n") + 1
-        raise InvalidInputError(
-            f"Texts file {path} is not UTF-8 text (line {line}: {error.reason}); give a UTF-8 text file, "
-            "one text a line, or a .jsonl / .json file."
-        ) from None
-    except OSError as error:
-        raise InvalidInputError(f"Cannot read texts file {path}: {error.strerror or error}.") from error
+    """The file's text (UTF-8, a byte-order mark dropped, at most `json_files.MAX_BYTES`), or our error naming it."""
+    advice = "Give a UTF-8 text file, one text a line, or a .jsonl / .json file."
+    return read_text(path, error=InvalidInputError, advice=advice, encoding="utf-8-sig")
+
+
+def _capitalized(text: str) -> str:
+    return text[0].upper() + text[1:] + "."
 
 
 def _jsonl_texts(content: str, path: Path) -> list[str]:
@@ -138,10 +135,7 @@ def _jsonl_texts(content: str, path: Path) -> list[str]:
     for number, line in enumerate(content.split("\n"), start=1):  # JSON strings may hold U+2028, not "\n"
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise InvalidInputError(f"Line {number} of {path} is not JSON ({error.msg}): {_JSONL_FORMAT}.") from None
+        record = parse_json(line, path, line=number, error=InvalidInputError, advice=_capitalized(_JSONL_FORMAT))
         if not isinstance(record, dict) or "text" not in record:
             raise InvalidInputError(f'Line {number} of {path} has no "text" field: {_JSONL_FORMAT}.')
         if not isinstance(record["text"], str):
@@ -152,12 +146,7 @@ def _jsonl_texts(content: str, path: Path) -> list[str]:
 
 
 def _json_texts(content: str, path: Path) -> list[str]:
-    try:
-        texts = json.loads(content)
-    except json.JSONDecodeError as error:
-        raise InvalidInputError(
-            f"{path} is not JSON ({error.msg} at line {error.lineno}, column {error.colno}): {_JSON_FORMAT}."
-        ) from None
+    texts = parse_json(content, path, error=InvalidInputError, advice=_capitalized(_JSON_FORMAT))
     if not isinstance(texts, list):
         raise InvalidInputError(f"{path} holds {_json_kind(texts)}, not a list: {_JSON_FORMAT}.")
     for index, text in enumerate(texts):
@@ -474,7 +463,9 @@ def _add_sweep_command(commands: Any) -> None:
         help="keep special tokens (BOS, CLS, SEP...) as rows of the fits and the probe (default: left out)",
     )
     sweep.add_argument("--out", required=True, help="results folder (config.json, rows.jsonl, report/)")
-    sweep.add_argument("--overwrite", action="store_true", help="start afresh if --out holds other settings")
+    sweep.add_argument(
+        "--overwrite", action="store_true", help="start afresh: remove what the package wrote in --out first"
+    )
     sweep.add_argument(
         "--recompute-changed",
         action="store_true",

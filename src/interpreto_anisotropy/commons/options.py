@@ -12,11 +12,20 @@ Examples:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["MAX_SEED", "check_nonnegative_int", "check_positive_int", "check_seed"]
+__all__ = [
+    "MAX_SEED",
+    "check_nonnegative_int",
+    "check_positive_int",
+    "check_seed",
+    "check_number",
+    "check_bool",
+    "byte_size",
+]
 
 MAX_SEED = 2**32  # scikit-learn's random_state bound; torch accepts it too
 
@@ -52,3 +61,72 @@ def check_seed(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_SEED:
         raise InvalidInputError(f"{name} must be an integer in [0, 2**32), got {value!r}.")
     return value
+
+
+def check_number(
+    name: str,
+    value: Any,
+    *,
+    above: float | None = None,
+    at_least: float | None = None,
+    at_most: float | None = None,
+    below: float | None = None,
+) -> float:
+    """`value` as a float if it is a finite real number (not a bool, not NaN nor infinity) within the bounds given.
+
+    Args:
+        name: The option, as the user spells it.
+        value: What the user gave.
+        above: `value` must be > this.
+        at_least: `value` must be >= this.
+        at_most: `value` must be <= this.
+        below: `value` must be < this.
+
+    Raises:
+        InvalidInputError: Naming the option, its bounds and the value.
+
+    Examples:
+        >>> check_number("flush_seconds", 10, at_least=0)
+        10.0
+    """
+    bounds = [
+        f"{sign} {bound}"
+        for sign, bound in ((">", above), (">=", at_least), ("<=", at_most), ("<", below))
+        if bound is not None
+    ]
+    wanted = f"{name} must be a finite number" + (f" {' and '.join(bounds)}" if bounds else "")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInputError(f"{wanted}, got {value!r}.")
+    inside = (
+        (above is None or value > above)
+        and (at_least is None or value >= at_least)
+        and (at_most is None or value <= at_most)
+        and (below is None or value < below)
+    )
+    if not inside:
+        raise InvalidInputError(f"{wanted}, got {value!r}.")
+    return float(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """`value` if it is True or False.
+
+    Raises:
+        InvalidInputError: Naming the option.
+    """
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}.")
+    return value
+
+
+def byte_size(count: int) -> str:
+    """A number of bytes as a person reads it: bytes, KiB, MiB or GiB, three significant digits.
+
+    Examples:
+        >>> byte_size(1000), byte_size(3 * 2**20), byte_size(2**30)
+        ('1000 bytes', '3 MiB', '1 GiB')
+    """
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:.3g} {unit}"
+    return f"{count} bytes"

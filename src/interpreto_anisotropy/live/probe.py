@@ -21,9 +21,16 @@ import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 
 from ..commons import distributed
-from ..commons.options import check_nonnegative_int, check_positive_int, check_seed
+from ..commons.options import (
+    byte_size,
+    check_bool,
+    check_nonnegative_int,
+    check_number,
+    check_positive_int,
+    check_seed,
+)
 from ..commons.threads import one_thread
-from ..errors import InvalidInputError, NonFiniteError, SplitPointError, TrainingProbeError
+from ..errors import InvalidInputError, NonFiniteError, ResultsStoreError, SplitPointError, TrainingProbeError
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
 from ..reading.batching import special_token_ids
 from ..reading.split_point import TrainingCapture, TrainingRead, resolve_split_point, splitter_model
@@ -85,10 +92,12 @@ class TrainingProbe:
         max_pending_bytes: Bound on the memory of the windows awaiting a tangent, all split points together: their
             float64 moments (d^2 x 8 bytes each; an "early" or "refit" schedule whose moments would exceed it is
             refused when the width d is known) and, in what is left, their float32 gradient rows, which give them
-            a bootstrap interval (beyond, the later windows keep their moments only, with a warning).
+            a bootstrap interval (beyond, the later windows keep their moments only, with a warning). A positive
+            integer.
         flush_seconds: Append the closed windows' rows to rows.jsonl at most this often (always when detaching; 0: at
-            every window).
-        overwrite: Start afresh when `results_dir` holds results with other settings.
+            every window). A finite number >= 0.
+        overwrite: Start afresh: remove everything the package wrote in `results_dir` (rows, config, tangents, top
+            tokens, provenance, report), whatever its settings; files it did not write stay.
 
     Raises:
         InvalidInputError: A bad option, or an "early" tangent without `early_steps` nor `total_steps`.
@@ -140,6 +149,7 @@ class TrainingProbe:
         self.objective = _objective(objective, self.model)
         self.reduction = _choice("reduction", reduction, Reduction)
         _check_options(on_nonfinite, loss_scale, confidence, seed, nb_concepts)
+        _check_storage(results_dir, max_pending_bytes, flush_seconds, include_special, overwrite)
         self.on_nonfinite, self.loss_scale, self.grad_scaler = on_nonfinite, float(loss_scale), grad_scaler
         self.include_special, self.max_pending_bytes = include_special, max_pending_bytes
         self.special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
@@ -227,8 +237,16 @@ class TrainingProbe:
         """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `resume`)."""
         fit_until = next(iter(self.points.values())).schedule.fit_until  # the same at every split point
         try:
-            saved = saved_tangents(self.results_dir, self.layers, self.kind, fit_until, self.every, self.steps_done)
-        except TrainingProbeError:
+            saved = saved_tangents(
+                self.results_dir,
+                self.layers,
+                self.kind,
+                fit_until,
+                self.every,
+                self.steps_done,
+                nb_concepts=self.config["nb_concepts"],
+            )
+        except (TrainingProbeError, ResultsStoreError):
             if self._store is not None:
                 store, self._store = self._store, None
                 store.close()
@@ -397,8 +415,9 @@ class TrainingProbe:
         if needed > self.max_pending_bytes:
             raise InvalidInputError(
                 f"Until the tangent is fitted, {windows} window(s) of d={point.dim} keep their float64 gradient "
-                f"moments: {needed / 2**20:.0f} MiB for {len(self.points)} split point(s), above max_pending_bytes="
-                f"{self.max_pending_bytes / 2**20:.0f} MiB. Use a larger `every`, fewer early steps, a given tangent, "
+                f"moments: {byte_size(needed)} for {len(self.points)} split point(s), above max_pending_bytes="
+                f"{self.max_pending_bytes} ({byte_size(self.max_pending_bytes)}). Use a larger `every`, fewer early "
+                "steps, a given tangent, "
                 "or raise max_pending_bytes."
             )
 
@@ -415,12 +434,22 @@ def _objective(objective: str, model: torch.nn.Module) -> ObjectiveName:
 def _check_options(on_nonfinite: str, loss_scale: Any, confidence: float, seed: int, nb_concepts: int) -> None:
     if on_nonfinite not in ("raise", "skip"):
         raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
-    if not (isinstance(loss_scale, (int, float)) and math.isfinite(loss_scale) and loss_scale > 0):
-        raise InvalidInputError(f"loss_scale must be a positive finite number, got {loss_scale!r}.")
-    if not 0 < confidence < 1:
-        raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
+    check_number("loss_scale", loss_scale, above=0)
+    check_number("confidence", confidence, above=0, below=1)
     check_seed("seed", seed)
     check_positive_int("nb_concepts", nb_concepts)
+
+
+def _check_storage(
+    results_dir: Any, max_pending_bytes: Any, flush_seconds: Any, include_special: Any, overwrite: Any
+) -> None:
+    """Check the options of where the rows go and of the memory they may wait in (our error names the option)."""
+    if results_dir is not None and not isinstance(results_dir, (str, os.PathLike)):
+        raise InvalidInputError(f"results_dir must be a folder path or None, got {type(results_dir).__name__}.")
+    check_positive_int("max_pending_bytes", max_pending_bytes)
+    check_number("flush_seconds", flush_seconds, at_least=0)
+    check_bool("include_special", include_special)
+    check_bool("overwrite", overwrite)
 
 
 def _scaling(scaler: Any) -> bool:
@@ -487,8 +516,7 @@ def _tangent_plan(
                 "tangent='early' needs early_steps (the steps whose activations fit the tangent), or total_steps "
                 "(early_fraction of it is used)."
             )
-        if not 0 < early_fraction <= 1:
-            raise InvalidInputError(f"early_fraction must be in (0, 1], got {early_fraction}.")
+        check_number("early_fraction", early_fraction, above=0, at_most=1)
         return kind, max(1, math.ceil(early_fraction * check_positive_int("total_steps", total_steps))), {}
     given = tangent if isinstance(tangent, Mapping) else dict.fromkeys(layers.values(), tangent)
     by_path: dict[str, Subspace] = {}

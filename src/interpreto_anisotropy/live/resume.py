@@ -7,7 +7,8 @@ A run restarted at `start_step` (from a training checkpoint) must score its wind
 stopped run used, not one fitted afresh on the steps after the restart: the early tangent
 (``reference/<layer>.safetensors``), or the last refitted tangent fitted at or before `start_step`
 (``tangents/<layer>/step-N.safetensors``). The activations pooled by the stopped run for a fit it had not made yet
-are not saved: a run resumed before that fit fits on the steps from `start_step` only, and says so.
+are not saved: a run resumed before that fit fits on the steps from `start_step` only, and says so. A saved
+tangent whose rank is not the run's `nb_concepts` (an artefact of another run) is refused, never scored against.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import warnings
 from pathlib import Path
 
 from ..commons import distributed
-from ..errors import TrainingProbeError
+from ..errors import ResultsStoreError, TrainingProbeError
 from ..sweeps.store import SweepStore
 from ..tangents.subspace import Subspace
 from .options import LiveTangent
@@ -29,7 +30,14 @@ _STEP_FILE = re.compile(r"step-(\d+)\.safetensors")
 
 
 def saved_tangents(
-    results_dir: Path, layers: dict[str, int | str], kind: LiveTangent, fit_every: int, every: int, start_step: int
+    results_dir: Path,
+    layers: dict[str, int | str],
+    kind: LiveTangent,
+    fit_every: int,
+    every: int,
+    start_step: int,
+    *,
+    nb_concepts: int | None = None,
 ) -> dict[str, Subspace]:
     """The tangents in use at `start_step`, per module path, read by the main process and sent to every rank.
 
@@ -40,27 +48,44 @@ def saved_tangents(
         fit_every: EARLY: the steps of the fit; REFIT: the refit period (a multiple of `every`).
         every: Optimizer steps per window (a fit happens when a window closes).
         start_step: The optimizer steps the stopped run had done (> 0).
+        nb_concepts: The rank the run's tangents have (None: not checked).
 
     Returns:
         The tangent of each split point whose tangent was fitted at or before `start_step` (the others fit afresh).
 
     Raises:
         TrainingProbeError: A tangent fitted before `start_step` whose file is missing, naming it.
+        ResultsStoreError: A saved tangent of another rank than `nb_concepts`, naming its file.
     """
-    found: dict[str, Subspace] | str = {}
+    found: dict[str, Subspace] | tuple[type, str] = {}
     if distributed.is_main_process():
         try:
-            found = _read(SweepStore(results_dir), layers, kind, fit_every, every, start_step)
-        except TrainingProbeError as error:
-            found = str(error)
+            found = _read(SweepStore(results_dir), layers, kind, fit_every, every, start_step, nb_concepts)
+        except (TrainingProbeError, ResultsStoreError) as error:
+            found = (type(error), str(error))
     found = distributed.broadcast_object(found)
-    if isinstance(found, str):
-        raise TrainingProbeError(found)
+    if isinstance(found, tuple):
+        raise found[0](found[1])
     return found
 
 
+def _check_rank(file: Path, saved: Subspace, nb_concepts: int | None) -> None:
+    """Refuse a saved tangent whose rank is not `nb_concepts` (another run's, left in the folder)."""
+    if nb_concepts is not None and saved.rank != nb_concepts:
+        raise ResultsStoreError(
+            f"{file} holds a tangent of rank {saved.rank}, but this run's nb_concepts is {nb_concepts}: another run "
+            "wrote it. Resume into the results_dir the stopped run wrote, or start afresh with overwrite=True."
+        )
+
+
 def _read(
-    store: SweepStore, layers: dict[str, int | str], kind: LiveTangent, fit_every: int, every: int, start_step: int
+    store: SweepStore,
+    layers: dict[str, int | str],
+    kind: LiveTangent,
+    fit_every: int,
+    every: int,
+    start_step: int,
+    nb_concepts: int | None,
 ) -> dict[str, Subspace]:
     found = {}
     for path, layer in layers.items():
@@ -80,6 +105,7 @@ def _read(
                 "the stopped run wrote, pass that tangent as tangent=Subspace.load(...), or restart from step 0."
             )
         if saved is not None:
+            _check_rank(file, saved, nb_concepts)
             found[path] = saved
         if saved is None or (kind is LiveTangent.REFIT and saved.step != start_step):
             _warn_partial_fit(path, kind, fitted_at if kind is LiveTangent.EARLY else fit_every, start_step, saved)

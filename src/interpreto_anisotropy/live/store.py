@@ -13,6 +13,8 @@ not pay a disk flush every step.
 A results directory holding a live run with the same settings is resumed: its rows before `start_step` are kept,
 the later ones (a run restarted from an earlier checkpoint) are dropped, and a last line left unterminated by a
 writer that was killed while writing it is removed (with a warning), in one atomic rewrite when opening.
+`overwrite` empties the folder of everything the library wrote there first (`SweepStore.clear`), reading none of it:
+a later resume never finds an earlier run's tangents beside the new run's rows.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
-from ..errors import ConfigMismatchError, ResultsStoreError
+from ..errors import ConfigMismatchError
 from ..sweeps.result import CONFIG_FILE, ROWS_FILE, read_config
 from ..sweeps.store import SweepStore
 from ..tangents.subspace import Subspace
@@ -40,14 +42,15 @@ class LiveStore:
     Args:
         results_dir: The folder.
         config: The live probe's settings (what a resume must match).
-        overwrite: Start afresh when the folder holds results with other settings.
+        overwrite: Start afresh: remove what the library wrote in the folder (rows, config, tangents, top tokens,
+            provenance, report), whatever its settings; files it did not write stay.
         start_step: Rows at or after this step from an earlier run are dropped (the run restarts there).
         flush_seconds: Write rows.jsonl at most this often (0: at every window).
 
     Raises:
         ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
         SweepLockedError: Another process writes the folder.
-        ResultsStoreError: Unreadable rows.
+        ResultsStoreError: Unreadable rows, or results without a config.json (and not `overwrite`).
     """
 
     def __init__(
@@ -76,18 +79,17 @@ class LiveStore:
     def _prepare(self, config: dict[str, Any], *, overwrite: bool, start_step: int) -> None:
         """Check and record the settings; keep the rows of an earlier run before `start_step`."""
         path = self.results_dir / CONFIG_FILE
-        stored = read_config(path) if path.exists() and not overwrite else None
+        if overwrite:
+            self.store.clear()
+        stored = read_config(path) if path.exists() else None
         if stored is not None and stored != config:
             changed = sorted(key for key in set(stored) | set(config) if stored.get(key) != config.get(key))
             raise ConfigMismatchError(
                 f"{self.results_dir} holds results with other settings ({', '.join(changed)} differ). Use another "
                 "results_dir, or overwrite=True to start afresh."
             )
-        if stored is None and not overwrite and self.rows_path.exists():
-            raise ResultsStoreError(
-                f"{self.results_dir} holds {ROWS_FILE} but no {CONFIG_FILE}: their settings are unknown. Use another "
-                "results_dir, or overwrite=True to start afresh."
-            )
+        if stored is None:
+            self.store.refuse_leftovers()
         write_atomically(path, json.dumps(config, indent=1))
         if stored is None:
             write_atomically(self.rows_path, "")

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
 from ..commons.host_reads import LaggedRead, to_device
-from ..commons.options import check_positive_int, check_seed
+from ..commons.options import check_bool, check_number, check_positive_int, check_seed
 from ..errors import (
     DimensionMismatchError,
     EmptyInputError,
@@ -159,6 +159,9 @@ class GradientProbe:
             )
         if on_nonfinite not in ("raise", "skip"):
             raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
+        check_bool("include_special", include_special)
+        if distributed is not None:
+            check_bool("distributed", distributed)
         self.splitter = splitter
         self.point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special)
         self.objective = make_objective(
@@ -225,8 +228,8 @@ class GradientProbe:
         more than needed is computed. The counts of usable and skipped sequences and of skipped batches go into
         `tally`, filled when the iteration ends.
         """
-        if max_tokens is not None and max_tokens < 1:
-            raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
+        if max_tokens is not None:
+            check_positive_int("max_tokens", max_tokens)
         shard_rank, shard_count = shard
         n_batches, chunks = self.batcher.batches(inputs, labels)
         flags: list[tuple[int, torch.Tensor, torch.Tensor]] = []
@@ -427,8 +430,7 @@ class GradientProbe:
         """
         named = _as_named_subspaces(subspaces)
         self._check_split_points(named)
-        if not 0 < confidence < 1:
-            raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
+        check_number("confidence", confidence, above=0, below=1)
         n_random = n_controls if n_random is None else check_positive_int("n_random", n_random)
         isoscore = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
         isoscore.check_dim(next(iter(named.values())).dim)

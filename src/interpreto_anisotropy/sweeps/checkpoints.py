@@ -834,7 +834,7 @@ def _from_folder(function: Any, folder: str, shown: str, kwargs: dict[str, Any],
     """Calls a `from_pretrained` on a folder, turning its failures (missing or unreadable files) into CheckpointError."""
     try:
         return function(folder, **kwargs)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:  # RecursionError: a config.json nested too deep
         if isinstance(err, CheckpointError):
             raise
         raise CheckpointError(f"Cannot load the {what} of {shown}: {err}") from err

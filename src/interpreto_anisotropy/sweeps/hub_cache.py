@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..commons.files import write_atomically
+from ..commons.json_files import load_json
+from ..errors import ResultsStoreError
 
 __all__ = ["BEFORE_FILE", "cached_before", "evict", "revision_bytes", "snapshot_commits"]
 
@@ -55,9 +57,9 @@ def cached_before(record: str | os.PathLike, cache: str | os.PathLike, repos: It
     """
     record, cache = Path(record), str(Path(cache).expanduser().resolve())
     try:
-        stored = json.loads(record.read_text())
-    except (OSError, ValueError):
-        stored = {}
+        stored = load_json(record) if record.exists() else {}
+    except ResultsStoreError:
+        stored = {}  # a damaged record is listed again
     known = stored.get("snapshots", {}) if isinstance(stored, dict) and stored.get("cache") == cache else {}
     before = {repo: set(known[repo]) if repo in known else snapshot_commits(cache, repo) for repo in repos}
     if set(before) - set(known):

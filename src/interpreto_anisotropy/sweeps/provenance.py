@@ -29,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..commons.json_files import parse_json, read_whole_lines
 from ..errors import ResultsStoreError
 
 __all__ = [
@@ -101,24 +102,42 @@ def read_provenance(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    complete = lines[:-1]  # the part after the last newline is empty, or a line cut short
+    advice = "Delete the file (the rows stay valid, their versions are then unknown)."
+    complete, _ = read_whole_lines(path, advice=advice)  # the part after the last newline: empty, or a line cut short
     records = []
-    for number, line in enumerate(complete, start=1):
+    for number, line in enumerate(complete.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = None
-        if not isinstance(record, dict) or not isinstance(record.get("versions"), dict):
-            raise ResultsStoreError(
-                f"Line {number} of {path} is not a provenance record; delete the file (the rows stay valid, their "
-                "versions are then unknown)."
-            )
+            record = parse_json(line, path, line=number, advice=advice)
+        except ResultsStoreError as error:
+            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record: {error}") from None
+        problem = _record_problem(record)
+        if problem is not None:
+            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record ({problem}). {advice}")
         records.append(record)
     return records
+
+
+def _record_problem(record: Any) -> str | None:
+    """What makes `record` no provenance record (None when it is one)."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    versions = record.get("versions")
+    if not isinstance(versions, dict) or not all(isinstance(value, str) for value in versions.values()):
+        return "its versions are not an object of strings"
+    rows = record.get("rows", [])
+    if not isinstance(rows, list) or not all(_is_key(key) for key in rows):
+        return "its rows are not [step, split point, tangent kind] triples"
+    return None
+
+
+def _is_key(key: Any) -> bool:
+    if not isinstance(key, list) or len(key) != 3:
+        return False
+    step, layer, kind = key
+    integer = isinstance(step, int) and not isinstance(step, bool)
+    return integer and isinstance(layer, (int, str)) and not isinstance(layer, bool) and isinstance(kind, str)
 
 
 def versions_of_rows(

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commons.files import write_atomically
+from ..commons.json_files import load_json, parse_json, read_text, read_whole_lines
 from ..errors import CheckpointError, EmptyInputError, ResultsStoreError
 from .multiple_testing import Correction, adjust
 from .token_files import read_top_tokens, saved_steps
@@ -303,7 +304,7 @@ def _json_default(value: Any) -> Any:
 
 
 def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
-    """Rows of a ``rows.jsonl`` file (empty when it does not exist).
+    """Rows of a ``rows.jsonl`` file (empty when it does not exist), each checked (`row_problem`).
 
     Args:
         path: The file.
@@ -312,49 +313,111 @@ def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
             with a warning, instead of refused.
 
     Raises:
-        ResultsStoreError: A line that is not a JSON row with an integer `step` and a `layer` (a torn or edited
-            line), naming the file and the line.
+        ResultsStoreError: A file too large or not UTF-8, or a line that is not a sweep row (not JSON, nested too
+            deep, a `step` that is not an integer in [0, 10**15), a `layer` naming a path or holding markup,
+            a number field holding something else), naming the file and the line.
     """
     if not path.exists():
         return []
-    try:
-        text = _whole_lines(path) if appended else path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultsStoreError(f"Cannot read {path}: {error}. Rerun with overwrite=True to start afresh.") from error
+    text = _whole_lines(path) if appended else read_text(path)
+    lines = text.split("\n")
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        torn = number == len(lines) and not text.endswith("\n")
+        cut = " (an interrupted or edited last line)" if torn else ""
+        fix = "delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            row = None
-        if not isinstance(row, dict) or not _is_step(row.get("step")) or "layer" not in row:
-            torn = number == len(text.splitlines()) and not text.endswith("\n")
-            raise ResultsStoreError(
-                f"Line {number} of {path} is not a sweep row"
-                + (" (an interrupted or edited last line)" if torn else "")
-                + ": delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
-            )
+            row = parse_json(line, path, line=number)
+        except ResultsStoreError:
+            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{cut}: {fix}") from None
+        problem = row_problem(row)
+        if problem is not None:
+            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{cut}: {fix} Found: {problem}.")
         rows.append(row)
     return rows
 
 
 def _whole_lines(path: Path) -> str:
     """The file's text up to its last newline; warns when an unterminated tail was left out."""
-    data = path.read_bytes()
-    whole = data[: data.rfind(b"\n") + 1]
-    if len(whole) < len(data):
+    whole, cut = read_whole_lines(path)
+    if cut:
         warnings.warn(
             f"The last line of {path} is unterminated: a live probe is appending it, or was stopped while writing "
             "it (the next live run into this folder removes it). The rows before it are read; it is left out.",
             stacklevel=4,
         )
-    return whole.decode("utf-8")
+    return whole
+
+
+#: Steps are below this (a crafted step of 10**30 is refused, not carried into file names and tensors).
+MAX_STEP = 10**15
+#: The fields of a row that hold a number (or null), and those that hold a list of numbers (or nulls).
+NUMBER_FIELDS = (
+    "energy_share", "control_mean", "energy_ratio", "p_value", "p_value_exact", "ci_low", "ci_high", "chance",
+    "analytic_null", "oracle_energy_share", "anisotropy_capture", "anisotropy_share", "delta_isoscore_star",
+    "rank", "dim", "wall_seconds", "drift_reference_mean_angle", "drift_reference_max_angle",
+    "drift_previous_mean_angle", "drift_previous_max_angle",
+)  # fmt: skip
+NUMBER_LIST_FIELDS = ("control_energy_shares", "random_energy_shares", "delta_isoscore_star_controls")
+_NAME_FIELDS = ("split_point", "tangent", "checkpoint")
+_MARKUP = set("<>") | {chr(code) for code in range(32)}
+_LAYER = _MARKUP | set("\"'&`/\\")  # a layer also names files and folders
+
+
+def row_problem(row: Any) -> str | None:
+    """What makes `row` no sweep row, None when it is one.
+
+    A row is a JSON object with a `step` (an integer in [0, `MAX_STEP`)), a `layer` (an integer, or a name that
+    is no path and holds no markup: it names files), names (`split_point`, `tangent`, `checkpoint`) that are
+    strings without markup, numbers (or nulls) in `NUMBER_FIELDS`, lists of them in `NUMBER_LIST_FIELDS`.
+    """
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    if not _is_step(row.get("step")):
+        return f"step {_shown(row.get('step'))} is not an integer in [0, 10**15)"
+    if "layer" not in row:
+        return "no layer"
+    problem = _name_problem(row["layer"], allow_int=True, forbidden=_LAYER)
+    if problem:
+        return f"layer {_shown(row['layer'])} {problem}"
+    for name in _NAME_FIELDS:
+        problem = _name_problem(row.get(name), allow_int=False, forbidden=_MARKUP) if name in row else None
+        if problem and row[name] is not None:
+            return f"{name} {_shown(row[name])} {problem}"
+    for name in NUMBER_FIELDS:
+        if not _is_number(row.get(name)):
+            return f"{name} {_shown(row[name])} is not a number"
+    for name in NUMBER_LIST_FIELDS:
+        value = row.get(name)
+        if value is not None and not (isinstance(value, list) and all(map(_is_number, value))):
+            return f"{name} is not a list of numbers"
+    return None
+
+
+def _name_problem(value: Any, *, allow_int: bool, forbidden: set[str]) -> str | None:
+    """Why `value` cannot name a split point, a tangent kind or a checkpoint (None when it can)."""
+    if allow_int and isinstance(value, int) and not isinstance(value, bool):
+        return None
+    if not isinstance(value, str):
+        return "is not a string" + (" or an integer" if allow_int else "")
+    if not value.strip() or value in (".", "..") or forbidden & set(value):
+        return "is empty, a path, or holds markup or control characters"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _is_step(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_STEP
 
 
 def is_skipped(row: dict[str, Any]) -> bool:
@@ -396,12 +459,11 @@ def read_config(path: Path) -> dict[str, Any]:
     Raises:
         ResultsStoreError: An unreadable or malformed file, naming it.
     """
+    advice = "Rerun the sweep with overwrite=True to start afresh."
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ResultsStoreError(
-            f"{path} is not a readable sweep config ({error}). Rerun the sweep with overwrite=True to start afresh."
-        ) from error
+        config = load_json(path, advice=advice)
+    except ResultsStoreError as error:
+        raise ResultsStoreError(f"{path} is not a readable sweep config: {error}") from None
     if not isinstance(config, dict):
         raise ResultsStoreError(f"{path} is not a sweep config. Rerun the sweep with overwrite=True to start afresh.")
     return config

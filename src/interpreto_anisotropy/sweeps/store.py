@@ -10,9 +10,14 @@ directory:
   so a stale lock is taken over safely) and records the holder's pid and host, which a second writer's error names;
 * an unterminated last line of ``rows.jsonl`` that is a whole row is terminated before the next append; one that
   is not is refused, never glued to a new row;
-* results without a ``config.json`` are refused, not adopted; `overwrite` always starts afresh, whatever is there;
+* results without a ``config.json`` are refused, not adopted; `overwrite` always starts afresh, whatever is there:
+  `clear` moves every file the library writes there (`LIBRARY_FILES`) into one hidden folder, config.json first,
+  then deletes that folder, so that a kill in between leaves artefacts without a config (which a run refuses), never
+  old artefacts beside new rows; files the library does not write (and the Hub-cache record, which is about the
+  Hugging Face cache, not the results) stay;
 * a finished sweep that is run again writes nothing;
-* the temporary files of writes a killed sweep left behind are removed by the next lock holder.
+* the temporary files of writes a killed sweep left behind, and the folder of an overwrite it did not finish, are
+  removed by the next lock holder.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import shutil
 import socket
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +36,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..commons.files import write_atomically
+from ..commons.json_files import load_json, read_text, read_whole_lines
 from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import DirectionTokens
@@ -42,6 +49,7 @@ from .token_files import (
     folder_name,
     read_top_tokens,
     saved_steps,
+    step_of,
     top_tokens_path,
     write_top_tokens,
 )
@@ -50,7 +58,13 @@ __all__ = ["SweepStore"]
 
 LOCK_FILE = ".sweep.lock"
 HOLDER_FILE = ".sweep.lock.json"
-_RESULTS = (ROWS_FILE, PROVENANCE_FILE, "reference", "tangents", TOP_TOKENS_DIR)
+#: Everything a sweep or a live probe writes in its results directory (but its lock and the Hub-cache record), in
+#: the order an overwrite removes them: config.json first, so that an overwrite killed half-way leaves artefacts
+#: without their settings, which the next run refuses, never old artefacts a resume would take as its own.
+LIBRARY_FILES = (CONFIG_FILE, ROWS_FILE, PROVENANCE_FILE, "reference", "tangents", TOP_TOKENS_DIR, "report")
+#: The prefix of the hidden folder an overwrite moves the old artefacts into before deleting them.
+TRASH_PREFIX = ".overwritten-"
+_PROVENANCE_ADVICE = "Delete it (the rows stay valid, their versions are then unknown)."
 
 
 def _computed_keys(rows: list[dict[str, Any]]) -> set[tuple[int, str, str]]:
@@ -118,12 +132,14 @@ class SweepStore:
         for folder in folders:
             for leftover in folder.glob(".*.tmp"):
                 leftover.unlink(missing_ok=True)
+        for trash in self.results_dir.glob(f"{TRASH_PREFIX}*"):
+            shutil.rmtree(trash, ignore_errors=True)  # an overwrite killed before it deleted the old artefacts
 
     def _holder(self) -> str:
         try:
-            info = json.loads((self.results_dir / HOLDER_FILE).read_text())
+            info = load_json(self.results_dir / HOLDER_FILE)
             return f"pid {info['pid']} on host {info['host']}, since {info['since']}"
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ResultsStoreError, KeyError, TypeError):
             return "a process that has not written its name yet"
 
     def _create_folder(self) -> None:
@@ -150,17 +166,11 @@ class SweepStore:
         self._create_folder()
         path = self.results_dir / CONFIG_FILE
         if overwrite:
-            if self._readable_config(path) != config or not self._rows_readable():
-                self._remove_results()
-                write_atomically(path, json.dumps(config, indent=1))
+            self.clear()
+            write_atomically(path, json.dumps(config, indent=1))
             return config
         if not path.exists():
-            leftovers = [name for name in _RESULTS if (self.results_dir / name).exists()]
-            if leftovers:
-                raise ResultsStoreError(
-                    f"{self.results_dir} holds {', '.join(leftovers)} but no {CONFIG_FILE}: their settings are "
-                    "unknown, so they are not reused. Rerun with overwrite=True to start afresh."
-                )
+            self.refuse_leftovers()
             write_atomically(path, json.dumps(config, indent=1))
             return config
         stored = read_config(path)
@@ -169,27 +179,45 @@ class SweepStore:
             write_atomically(path, json.dumps(merged, indent=1))
         return merged
 
-    @staticmethod
-    def _readable_config(path: Path) -> dict[str, Any] | None:
-        try:
-            return read_config(path) if path.exists() else None
-        except ResultsStoreError:
-            return None
+    def leftovers(self) -> list[str]:
+        """The names of `LIBRARY_FILES` present in the folder."""
+        return [name for name in LIBRARY_FILES if (self.results_dir / name).exists()]
 
-    def _rows_readable(self) -> bool:
-        try:
-            self.rows()
-        except ResultsStoreError:
-            return False
-        return True
+    def refuse_leftovers(self) -> None:
+        """Refuse results whose settings are unknown (call it when config.json is missing).
 
-    def _remove_results(self) -> None:
-        for name in _RESULTS:
-            target = self.results_dir / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
+        Raises:
+            ResultsStoreError: The folder holds some of `LIBRARY_FILES`, naming them.
+        """
+        leftovers = self.leftovers()
+        if leftovers:
+            raise ResultsStoreError(
+                f"{self.results_dir} holds {', '.join(leftovers)} but no {CONFIG_FILE}: their settings are unknown, "
+                "so they are not reused. Rerun with overwrite=True to start afresh."
+            )
+
+    def clear(self) -> None:
+        """Remove every file the library wrote in the folder (`LIBRARY_FILES`), reading none (call it holding the
+        lock). They are moved into one hidden folder first (config.json first), which is then deleted: a kill in
+        between leaves artefacts without a config, or a hidden folder the next lock holder deletes.
+
+        Raises:
+            ResultsStoreError: A file that cannot be moved or deleted, naming it.
+        """
+        present = self.leftovers()
+        if not present:
+            return
+        trash = self.results_dir / f"{TRASH_PREFIX}{uuid.uuid4().hex}"
+        try:
+            trash.mkdir()
+            for name in present:
+                os.replace(self.results_dir / name, trash / name)
+            shutil.rmtree(trash)
+        except OSError as error:
+            raise ResultsStoreError(
+                f"Cannot remove the earlier results in {self.results_dir} to overwrite them ({error}). Check that you "
+                "may write that folder, or delete its config.json, rows.jsonl, reference/ and tangents/ yourself."
+            ) from error
 
     # ------------------------------------------------------------------ rows
     def rows(self) -> list[dict[str, Any]]:
@@ -222,9 +250,8 @@ class SweepStore:
     def _record_provenance(self, keys: list[tuple[int, str, str]]) -> None:
         """Append to provenance.jsonl the line saying which software computes the rows of `keys`."""
         path = self.results_dir / PROVENANCE_FILE
-        existing = path.read_text(encoding="utf-8") if path.exists() else ""
-        if existing and not existing.endswith("\n"):
-            existing = existing[: existing.rfind("\n") + 1]  # a line cut short by a kill is dropped
+        # a line cut short by a kill is dropped
+        existing = read_whole_lines(path, advice=_PROVENANCE_ADVICE)[0] if path.exists() else ""
         write_atomically(path, existing + provenance_line(keys))
 
     def update_rows(self, update: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -240,7 +267,7 @@ class SweepStore:
             *(self.results_dir / "tangents").glob("*/step-*.safetensors"),
             *(self.results_dir / TOP_TOKENS_DIR).glob("*/step-*.json"),
         ]:
-            if int(path.stem.removeprefix("step-")) in steps:
+            if step_of(path) in steps:
                 path.unlink()
 
     def drop_references(self) -> None:
@@ -251,7 +278,7 @@ class SweepStore:
         """Write `kept` (in their order) then `fresh` as rows.jsonl, unless that is what is there already."""
         path = self.results_dir / ROWS_FILE
         text = "".join(json.dumps(row) + "\n" for row in [*kept, *fresh])
-        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        existing = read_text(path) if path.exists() else ""
         if text != existing:
             write_atomically(path, text)
 

@@ -20,13 +20,23 @@ from pathlib import Path
 from typing import Any
 
 from ..commons.files import write_atomically
+from ..commons.json_files import load_json
 from ..errors import ResultsStoreError
 from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens
 
-__all__ = ["TOP_TOKENS_DIR", "folder_name", "top_tokens_path", "write_top_tokens", "read_top_tokens", "saved_steps"]
+__all__ = [
+    "TOP_TOKENS_DIR",
+    "folder_name",
+    "top_tokens_path",
+    "write_top_tokens",
+    "read_top_tokens",
+    "saved_steps",
+    "step_of",
+]
 
 #: The folder of the top tokens, in a results directory.
 TOP_TOKENS_DIR = "top_tokens"
+_STEP_FILE = re.compile(r"step-(\d{1,15})\.(?:json|safetensors)")
 
 
 def folder_name(layer: int | str) -> str:
@@ -67,7 +77,7 @@ def write_top_tokens(
         "tangents": {kind: [direction.to_dict() for direction in found] for kind, found in directions.items()},
     }
     text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
+    if not path.exists() or path.read_bytes() != text.encode("utf-8"):
         write_atomically(path, text.encode("utf-8"))
 
 
@@ -78,25 +88,90 @@ def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dic
         The file's content, with each tangent kind's entries as `DirectionTokens`.
 
     Raises:
-        ResultsStoreError: A file that is not such JSON.
+        ResultsStoreError: A file that is not such JSON (unreadable, nested too deep, fields of other types), naming
+            it and what is wrong.
     """
     path = top_tokens_path(results_dir, layer, step)
     if not path.exists():
         return None
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-        content["tangents"] = {
-            kind: [DirectionTokens.from_dict(entry) for entry in found] for kind, found in content["tangents"].items()
-        }
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise ResultsStoreError(
-            f"{path} holds no top tokens ({type(error).__name__}: {error}); delete it (it is written again when its "
-            "checkpoint is recomputed)."
-        ) from None
+    advice = "Delete it (it is written again when its checkpoint is recomputed)."
+    content = load_json(path, advice=advice)
+    problem = _content_problem(content)
+    if problem is not None:
+        raise ResultsStoreError(f"{path} holds no top tokens ({problem}). {advice}")
+    content["tangents"] = {
+        kind: [DirectionTokens.from_dict(entry) for entry in found] for kind, found in content["tangents"].items()
+    }
     return content
 
 
+def _content_problem(content: Any) -> str | None:
+    """What makes `content` no top-tokens file (None when it is one)."""
+    if not isinstance(content, dict):
+        return "not a JSON object"
+    for name, kinds in (("step", int), ("n_rows", int), ("split_point", str), ("layer", (int, str))):
+        if not isinstance(content.get(name), kinds) or isinstance(content.get(name), bool):
+            return f"its {name} is {type(content.get(name)).__name__}"
+    if not isinstance(content.get("tangents"), dict):
+        return "its tangents are not a JSON object"
+    for kind, found in content["tangents"].items():
+        if not isinstance(found, list) or not all(_direction_problem(entry) is None for entry in found):
+            problems = [_direction_problem(entry) for entry in found] if isinstance(found, list) else ["not a list"]
+            return f"tangent {kind!r}: {next(problem for problem in problems if problem)}"
+    return None
+
+
+def _direction_problem(entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return "a direction that is not a JSON object"
+    if not _integer(entry.get("direction")) or not _real(entry.get("variance_share")):
+        return "a direction without an integer direction and a number variance_share"
+    for end in ("high", "low"):
+        tokens = entry.get(end)
+        if not isinstance(tokens, list) or not all(_token_problem(token) is None for token in tokens):
+            return f"its {end} tokens are not lists of {', '.join(TOKEN_FIELDS)}"
+    return None
+
+
+def _token_problem(token: Any) -> str | None:
+    if not isinstance(token, list) or len(token) != len(TOKEN_FIELDS):
+        return "not a list"
+    name, before, after, score, text, position = token
+    if not all(isinstance(value, str) for value in (name, before, after)):
+        return "texts that are not strings"
+    if not _real(score) or not _integer(text) or not _integer(position):
+        return "numbers that are not numbers"
+    return None
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _real(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def step_of(path: Path) -> int:
+    """The step of a ``step-<step>.json`` or ``.safetensors`` file of a results directory.
+
+    Raises:
+        ResultsStoreError: A name of another form (``step-abc.json``), naming the file.
+    """
+    match = _STEP_FILE.fullmatch(path.name)
+    if match is None:
+        raise ResultsStoreError(
+            f"{path} is not named step-<step>{path.suffix} with <step> an integer: the package did not write it. "
+            "Delete or rename it, or rerun with overwrite=True."
+        )
+    return int(match[1])
+
+
 def saved_steps(results_dir: str | Path, layer: int | str) -> list[int]:
-    """The steps whose top tokens are saved for a split point, in order."""
+    """The steps whose top tokens are saved for a split point, in order.
+
+    Raises:
+        ResultsStoreError: A file ``step-*.json`` whose step is not an integer, naming it.
+    """
     folder = top_tokens_path(results_dir, layer, 0).parent
-    return sorted(int(path.stem.removeprefix("step-")) for path in folder.glob("step-*.json"))
+    return sorted(step_of(path) for path in folder.glob("step-*.json"))

@@ -24,6 +24,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save
 
 from ..commons.files import write_atomically
+from ..commons.json_files import parse_json
 from ..commons.tensors import as_float_tensor, scaled_by_power_of_two
 from ..errors import AnisotropyError, DimensionMismatchError, InvalidInputError, ResultsStoreError
 
@@ -400,9 +401,9 @@ def _read_subspace_file(path: Path, device: torch.device | str) -> tuple[dict[st
     if "basis" not in tensors:
         raise ResultsStoreError(f"{path} holds no 'basis' tensor (it has {sorted(tensors)}); {resave}.")
     try:
-        meta = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise ResultsStoreError(f"{path} has malformed subspace metadata ({error.msg}); {resave}.") from None
+        meta = parse_json(raw, path, advice=f"Its subspace metadata is malformed: {resave}.")
+    except ResultsStoreError as error:
+        raise ResultsStoreError(f"{path} has malformed subspace metadata ({error}); {resave}.") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("info", {}), dict):
         raise ResultsStoreError(
             f"{path} has subspace metadata that is not a JSON object with an 'info' object; {resave}."

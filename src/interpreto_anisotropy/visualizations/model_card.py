@@ -16,12 +16,14 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from ..commons.json_files import load_json, parse_json
+from ..errors import CheckpointError
 
 __all__ = ["model_name", "model_card", "software_versions", "layer_count", "count_tokens", "UNKNOWN"]
 
@@ -137,7 +139,7 @@ def count_tokens(source: str | Path, texts: Sequence[str]) -> int | None:
         with quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
             encoded = tokenizer(list(texts), verbose=False)["input_ids"]
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, RecursionError):  # RecursionError: a config.json nested too deep
         return None
     return sum(len(ids) for ids in encoded)
 
@@ -161,9 +163,9 @@ def _parameters_text(count: int | None) -> str:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+        value = load_json(path, error=CheckpointError)
+    except CheckpointError:
+        return {}  # the card says "unknown"; loading the checkpoint itself reports the damaged file
     return value if isinstance(value, dict) else {}
 
 
@@ -188,7 +190,7 @@ def _safetensors_header(path: Path) -> dict[str, Any] | None:
             (length,) = struct.unpack("<Q", handle.read(8))
             if length > 100_000_000:
                 return None
-            header = json.loads(handle.read(length))
-    except (OSError, ValueError, struct.error):
+            header = parse_json(handle.read(length), path, error=CheckpointError)
+    except (OSError, struct.error, CheckpointError):
         return None
     return header if isinstance(header, dict) else None

@@ -27,7 +27,6 @@ Examples:
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import math
@@ -42,6 +41,7 @@ from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_
 from ..sweeps.verdict import curve_sentences, method_sentence, resolution_note, sweep_verdict
 from ..version import __version__
 from .columns import COLUMNS_CSV_FILE, TANGENT_KINDS, describe, write_column_notes
+from .markup import escape
 from .model_card import model_card, model_name
 from .top_tokens import TOP_TOKENS_STYLE, top_tokens_section
 
@@ -451,9 +451,9 @@ def _skipped(result: SweepResult) -> list[str]:
     ]
 
 
-def _escape(text: str) -> str:
-    """HTML-escape `text` (quotes included)."""
-    return html.escape(text, quote=True)
+def _escape(text: Any) -> str:
+    """HTML-escape `text` (quotes included), through the package's one escaping path (`markup.escape`)."""
+    return escape(text)
 
 
 def _rows_table(result: SweepResult) -> str:

@@ -14,10 +14,10 @@ Examples:
 
 from __future__ import annotations
 
-import html
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..tangents.top_tokens import DirectionTokens, TokenInContext
+from .markup import escape
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sweeps.result import SweepResult
@@ -85,8 +85,8 @@ def top_tokens_section(result: SweepResult) -> str:
     parts = [_explanation(), _definitions()]
     for _, content in saved:
         parts.append(
-            f"<h3>Split point {_escape(str(content['split_point']))}, checkpoint at step {_escape(str(content['step']))}"
-            f" ({content['n_rows']:,} fit tokens ranked)</h3>"
+            f"<h3>Split point {_escape(content['split_point'])}, checkpoint at step {_escape(content['step'])}"
+            f" ({_escape(_thousands(content['n_rows']))} fit tokens ranked)</h3>"
         )
         for kind, directions in content["tangents"].items():
             parts.append(_kind_table(kind, directions, open_=kind == next(iter(content["tangents"]))))
@@ -122,7 +122,8 @@ def _definitions() -> str:
 def _kind_table(kind: str, directions: list[DirectionTokens], *, open_: bool) -> str:
     header = "".join(f'<th class="text" title="{_escape(tip)}">{_escape(name)}</th>' for name, tip in _HEADERS)
     body = "".join(
-        f'<tr><td class="number">{direction.direction}</td><td class="number">{direction.variance_share:.3f}</td>'
+        f'<tr><td class="number">{_escape(direction.direction)}</td>'
+        f'<td class="number">{_escape(format(direction.variance_share, ".3f"))}</td>'
         f"<td>{_contexts(direction.high)}</td><td>{_contexts(direction.low)}</td></tr>"
         for direction in directions
     )
@@ -136,10 +137,19 @@ def _kind_table(kind: str, directions: list[DirectionTokens], *, open_: bool) ->
 
 def _contexts(tokens: list[TokenInContext]) -> str:
     return "".join(
-        f'<span class="context" title="score {token.score:.4g}, text {token.text}, token {token.position}">'
+        f'<span class="context" title="{_escape(_token_title(token))}">'
         f"{_visible(token.before)}<mark>{_visible(token.token)}</mark>{_visible(token.after)}</span>"
         for token in tokens
     )
+
+
+def _token_title(token: TokenInContext) -> str:
+    """A token's tooltip: its score, its text and its position (escaped by the caller, as every attribute)."""
+    return f"score {token.score:.4g}, text {token.text}, token {token.position}"
+
+
+def _thousands(count: Any) -> str:
+    return f"{count:,}" if isinstance(count, int) else str(count)
 
 
 def _visible(text: str) -> str:
@@ -149,5 +159,6 @@ def _visible(text: str) -> str:
     )
 
 
-def _escape(text: str) -> str:
-    return html.escape(text, quote=True)
+def _escape(text: Any) -> str:
+    """HTML-escape `text` (quotes included), through the package's one escaping path (`markup.escape`)."""
+    return escape(text)
