@@ -36,7 +36,7 @@ FLOAT32_RTOL = 2e-5
 
 #: Allowance of an angle between subspaces (radians), and of the largest principal angle between a recorded and a
 #: recomputed float32 basis: 1e-4 rad = 0.0057 degrees. A fitted basis turns by about its float32 rounding over the
-#: eigengap of its k-th direction on another summation order (up to 9e-6 rad measured, a sweep's drift angle), and
+#: eigengap of its k-th direction on another summation order (up to 1.2e-5 rad measured, a sweep's drift angle), and
 #: a 0.1 degree rotation (1.7e-3 rad) must still fail.
 ANGLE = 1e-4
 
