@@ -249,7 +249,9 @@ def test_the_report_command_ends_with_the_summary(tmp_path, capsys):
     folder = tmp_path / "sweep"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"nb_concepts": 4, "n_controls": 20}))
-    (folder / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in make_rows()))
+    # a results folder refuses names with markup (the report test above feeds such a name to the report directly)
+    rows = [row for row in make_rows() if row["split_point"] == SPLITS[0]]
+    (folder / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     assert main(["report", str(folder), "--out", str(tmp_path / "report")]) == 0
     printed = capsys.readouterr().out
     assert printed.rstrip("\n").endswith(SweepResult.load(folder).summary())

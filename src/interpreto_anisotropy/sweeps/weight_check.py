@@ -22,12 +22,12 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from pathlib import Path
 from typing import Any
 
+from ..commons.json_files import load_json
 from ..errors import CheckpointError
 
 __all__ = ["check_config", "check_config_file", "weight_shapes"]
@@ -68,10 +68,10 @@ def check_config_file(folder: str | Path, *, label: str) -> None:
     Raises:
         CheckpointError: Naming the folder, the key and its value.
     """
-    try:
-        values = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    path = Path(folder) / "config.json"
+    if not path.is_file():
         return
+    values = load_json(path, error=CheckpointError, advice=f"Fix or replace the config.json of checkpoint {label}.")
     if not isinstance(values, dict):
         return
     where = f"Checkpoint {label} ({folder})"
@@ -148,8 +148,8 @@ def _weight_files(root: Path, suffix: str) -> list[Path]:
     index = root / f"{stem}{suffix}.index.json"
     if index.is_file():
         try:
-            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        except (OSError, ValueError, KeyError, AttributeError):
+            shards = sorted(set(load_json(index, error=CheckpointError)["weight_map"].values()))
+        except (KeyError, AttributeError, TypeError):
             return []
         return [root / shard for shard in shards if (root / shard).is_file()]
     single = [root / f"{stem}{suffix}", root / f"model{suffix}"]
