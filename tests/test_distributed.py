@@ -43,7 +43,10 @@ def _assert_close(mine, theirs, path=""):
     if isinstance(mine, dict):
         assert mine.keys() == theirs.keys(), path
         for key in mine:
-            if key not in ("wall_seconds", "source"):
+            if key in ("ci_low", "ci_high") and mine.get("n_sequences", 10) < 10 and mine[key] is not None:
+                # below 10 sequences the bootstrap-t amplifies the ranks' reduction rounding (tests/test_intervals.py)
+                assert mine[key] == pytest.approx(theirs[key], rel=1e-3), f"{path}.{key}"
+            elif key not in ("wall_seconds", "source"):
                 _assert_close(mine[key], theirs[key], f"{path}.{key}")
     elif isinstance(mine, list):
         assert len(mine) == len(theirs), path
