@@ -17,8 +17,6 @@ Usage:
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -27,7 +25,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers.golden import RULES, Close, RankCorrelation, RankPValue, SameSubspace, VectorClose, ZScore, ratios  # noqa: E402
+from tests.helpers.golden import (  # noqa: E402
+    RULES,
+    Close,
+    RankCorrelation,
+    RankPValue,
+    SameSubspace,
+    VectorClose,
+    ZScore,
+    ratios,
+    run_golden_tests,
+)  # noqa: E402
 
 PATHS = {
     "default (1 thread)": {},
@@ -41,21 +49,8 @@ PATHS = {
 }
 
 
-def _dump(env_update: dict[str, str], folder: Path) -> None:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("INTERPRETO_ANISOTROPY_")}
-    env.update(env_update, INTERPRETO_ANISOTROPY_GOLDEN_DUMP=str(folder), HF_HUB_OFFLINE="1")
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "tests/test_golden.py",
-        "-m",
-        "not slow",
-    ]
-    subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+def _dump(env: dict[str, str], folder: Path) -> None:
+    run_golden_tests({**env, "INTERPRETO_ANISOTROPY_GOLDEN_DUMP": str(folder)})
 
 
 def _unit(rule) -> tuple[float, str]:

@@ -24,8 +24,6 @@ import copy
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +31,7 @@ import pytest
 import torch
 
 import interpreto_anisotropy as ia
-from tests.helpers.golden import machine_key, mismatches
+from tests.helpers.golden import machine_key, mismatches, run_golden_tests
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 LOCAL = GOLDEN / "local" / machine_key()
@@ -135,21 +133,7 @@ OTHER_PATHS = {
 @pytest.mark.skipif(bool(RECORD), reason="recording, not comparing")
 @pytest.mark.parametrize("path", list(OTHER_PATHS))
 def test_golden_outputs_hold_on_other_summation_orders(path):
-    env = {key: value for key, value in os.environ.items() if not key.startswith("INTERPRETO_ANISOTROPY_")}
-    env.update(OTHER_PATHS[path])
-    root = Path(__file__).resolve().parent.parent
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "tests/test_golden.py",
-        "-m",
-        "not slow",
-    ]
-    run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    run = run_golden_tests(OTHER_PATHS[path], timeout=600)
     assert run.returncode == 0, f"{path}: {run.stdout[-3000:]}{run.stderr[-2000:]}"
 
 

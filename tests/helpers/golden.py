@@ -20,6 +20,8 @@ import hashlib
 import math
 import os
 import platform
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,8 +96,8 @@ class VectorClose:
     rtol: float = FLOAT32_RTOL
 
     def ratio(self, actual: Any, expected: Any, record: dict) -> float:
-        mine, theirs = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-        if mine.shape != theirs.shape:
+        mine, theirs = _arrays(actual, expected)
+        if mine is None:
             return math.inf
         allowed = self.rtol * np.linalg.norm(theirs)
         gap = np.linalg.norm(mine - theirs)
@@ -109,10 +111,8 @@ class SameSubspace:
     max_angle: float = ANGLE
 
     def ratio(self, actual: Any, expected: Any, record: dict) -> float:
-        mine, theirs = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-        if mine.shape != theirs.shape:
-            return math.inf
-        return largest_principal_angle(mine, theirs) / self.max_angle
+        mine, theirs = _arrays(actual, expected)
+        return math.inf if mine is None else largest_principal_angle(mine, theirs) / self.max_angle
 
 
 @dataclass(frozen=True)
@@ -258,6 +258,32 @@ def largest_principal_angle(first: np.ndarray, second: np.ndarray) -> float:
     residual = q2 - q1 @ (q1.T @ q2)
     sines = np.linalg.svd(residual, compute_uv=False)
     return float(np.arcsin(min(1.0, float(sines.max(initial=0.0)))))
+
+
+def _arrays(actual: Any, expected: Any) -> tuple[np.ndarray | None, np.ndarray]:
+    """Both values as float64 arrays; (None, expected) when their shapes differ."""
+    mine, theirs = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    return (mine if mine.shape == theirs.shape else None), theirs
+
+
+def run_golden_tests(env: dict[str, str], *, timeout: float = 900) -> subprocess.CompletedProcess:
+    """`tests/test_golden.py` (but its slow tests) in a fresh process, with `env` over this one's environment (less
+    its INTERPRETO_ANISOTROPY_* settings): ATen and MKL choose their kernels when they load."""
+    full = {key: value for key, value in os.environ.items() if not key.startswith("INTERPRETO_ANISOTROPY_")}
+    full.update(env, HF_HUB_OFFLINE="1")
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_golden.py",
+        "-m",
+        "not slow",
+    ]
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run(command, cwd=root, env=full, capture_output=True, text=True, timeout=timeout)
 
 
 def _pairs(actual: Any, expected: Any) -> list[tuple[Any, Any]] | None:
