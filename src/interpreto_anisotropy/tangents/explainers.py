@@ -524,7 +524,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             include_special: With texts: fit on special tokens (BOS, CLS, SEP, ...) too.
             max_tokens: With texts: stop reading after this many rows.
             batch_size: With texts: sequences per forward (default: the splitter's `batch_size`).
-            max_length: With texts: truncation length (default: the model's maximum positions).
+            max_length: With texts: truncation length in tokens (default: the smaller of the model's positions and
+                the tokenizer's `model_max_length`); the texts cut to it are counted and named once (a `UserWarning`).
             **fit_kwargs: Passed to the Interpreto explainer's `fit` (e.g. `nb_epochs` for SAEs).
 
         Returns:
