@@ -80,18 +80,26 @@ def test_a_pca_tangent_through_a_train_mode_model_is_the_eval_mode_fit(splitters
     assert _all_training(training)
 
 
-def test_the_gradient_probe_keeps_the_mode_too(splitters, fit_texts):
+def test_the_gradient_probe_gives_a_partly_trained_model_back_module_by_module(splitters, fit_texts):
+    """The probe was in eval mode before; it used to give the mode back wholesale (`model.train(True)`)."""
     training, evaluating = splitters
-    gradients = ia.GradientProbe(training).gradients(fit_texts[:4]).gradients
+    frozen = training._model.get_submodule("gpt_neox.layers.0").eval()  # a part the caller keeps in eval mode
+    flags = [module.training for module in training._model.modules()]
+    try:
+        gradients = ia.GradientProbe(training).gradients(fit_texts[:4]).gradients
+        assert [module.training for module in training._model.modules()] == flags
+    finally:
+        frozen.train()
     expected = ia.GradientProbe(evaluating).gradients(fit_texts[:4]).gradients
     torch.testing.assert_close(gradients, expected, rtol=0, atol=1e-6)
-    assert _all_training(training)
 
 
-def test_a_read_that_raises_gives_the_mode_back(splitters, fit_texts):
+def test_a_read_that_raises_ran_in_eval_mode_and_gives_the_mode_back(splitters, fit_texts):
     training = splitters[0]
+    seen = []
 
     def fail(module, args):
+        seen.append(module.training)
         raise RuntimeError("a broken layer")
 
     handle = training._model.get_submodule("gpt_neox.layers.0").register_forward_pre_hook(fail)
@@ -100,6 +108,7 @@ def test_a_read_that_raises_gives_the_mode_back(splitters, fit_texts):
             ia.token_activations(training, fit_texts[:2])
     finally:
         handle.remove()
+    assert seen == [False]
     assert _all_training(training)
 
 
