@@ -142,7 +142,12 @@ def _refuse_undefined_subspace(n_rows: int, spread: float, scale: float, *, cent
 
 
 def _warn_if_rank_below(nb_concepts: int, n_rows: int, rank: int, *, centred: bool) -> None:
-    """Warn when the rows span fewer than `nb_concepts` dimensions: the tangent's other directions are arbitrary.
+    """Warn when a rank-k tangent rests on too few rows: rows spanning fewer than k dimensions, or fewer than k + 1.
+
+    Rows that span fewer than `nb_concepts` dimensions leave the tangent's other directions arbitrary. Rows that
+    span k dimensions but number only k (uncentred: their span, through the origin) are fitted exactly, whatever
+    they are: the tangent is the rows' own span, not an estimate. Either way a rank-k fit needs k + 1 rows or more,
+    centred or not.
 
     Args:
         nb_concepts: The requested rank k.
@@ -151,17 +156,24 @@ def _warn_if_rank_below(nb_concepts: int, n_rows: int, rank: int, *, centred: bo
         centred: Whether the rows are centred.
 
     Warns:
-        DegenerateStatisticsWarning: When rank < k.
+        DegenerateStatisticsWarning: When rank < k, or n < k + 1.
     """
-    if rank >= nb_concepts:
+    if rank < nb_concepts:
+        message = (
+            f"nb_concepts={nb_concepts} but the {n_rows} activation rows the tangent is fitted on span only {rank} "
+            f"dimension(s){' once centred' if centred else ''}: its other {nb_concepts - rank} direction(s) are "
+            f"arbitrary. Give {_MORE_ROWS}, or use nb_concepts <= {rank}."
+        )
+    elif n_rows <= nb_concepts:
+        lower = f", or use nb_concepts <= {n_rows - 1}" if n_rows > 1 else ""
+        message = (
+            f"nb_concepts={nb_concepts} but the tangent is fitted on only {n_rows} activation rows: a rank-"
+            f"{nb_concepts} fit needs at least {nb_concepts + 1}, else it is the rows' own span, whatever they are, "
+            f"not an estimate. Give {_MORE_ROWS}{lower}."
+        )
+    else:
         return
-    warnings.warn(
-        f"nb_concepts={nb_concepts} but the {n_rows} activation rows the tangent is fitted on span only {rank} "
-        f"dimension(s){' once centred' if centred else ''}: its other {nb_concepts - rank} direction(s) are "
-        f"arbitrary. Give {_MORE_ROWS}, or use nb_concepts <= {rank}.",
-        DegenerateStatisticsWarning,
-        stacklevel=5,  # the user's call of fit, finalize or .subspace
-    )
+    warnings.warn(message, DegenerateStatisticsWarning, stacklevel=5)  # the user's call of fit, finalize, .subspace
 
 
 def _numerical_rank(values: Float[torch.Tensor, " k"]) -> int:
@@ -539,10 +551,10 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             EmptyInputError: No rows at all, or a single row when centred.
 
         Warns:
-            DegenerateStatisticsWarning: The rows span fewer than `nb_concepts` dimensions (fewer than k + 1 rows
-                when centred, k when not; for "pca" also a covariance of numerical rank below k, eigenvalues under
-                1e-6 times the largest): the extra directions are arbitrary. Give more texts (a larger
-                `max_tokens`) or a lower `nb_concepts`.
+            DegenerateStatisticsWarning: Fewer than k + 1 rows, centred or not, or rows that span fewer than
+                `nb_concepts` dimensions (for "pca" also a covariance of numerical rank below k, eigenvalues under
+                1e-6 times the largest): the extra directions are arbitrary, or the tangent is the rows' own span.
+                Give more texts (a larger `max_tokens`) or a lower `nb_concepts`.
             UserWarning: Activations (not texts) on a model with learned absolute positions whose tokenizer pads on
                 the left, the trace of Interpreto 0.5.2's `get_activations`, which reads such models at shifted
                 positions.
