@@ -14,7 +14,8 @@ tangent directions.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from typing import Any
 
@@ -44,6 +45,7 @@ from ..errors import (
     DimensionMismatchError,
     EmptyInputError,
     InvalidInputError,
+    NonFiniteError,
     NotFittedError,
     SplitPointError,
 )
@@ -345,6 +347,22 @@ def _are_texts(inputs: Any) -> bool:
     return isinstance(inputs, (list, tuple)) and bool(inputs) and all(isinstance(text, str) for text in inputs)
 
 
+@contextmanager
+def _advice_on_nonfinite_reads(from_texts: bool) -> Iterator[None]:
+    """Turn a `NonFiniteError` of activations read from texts into one that says what to try (not "clean them")."""
+    try:
+        yield
+    except NonFiniteError as error:
+        if not from_texts:
+            raise
+        raise NonFiniteError(
+            "The activations read from the texts hold NaN or infinity. Check the model's weights (NaN or infinity in "
+            "them), or, if the model runs in float64 and batches are padded (some models, e.g. Gemma2, give NaN on "
+            "real tokens of padded float64 batches, a transformers bug), fit with batch_size=1 or load the model in "
+            "float32."
+        ) from error
+
+
 def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
     """Warn when activations may come from Interpreto 0.5.2's `get_activations` on an absolute-position model.
 
@@ -560,7 +578,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
                 positions.
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
-        self._fit_activations(self._activation_source(activations, **reader, max_length=max_length), **fit_kwargs)
+        with _advice_on_nonfinite_reads(_are_texts(activations)):
+            self._fit_activations(self._activation_source(activations, **reader, max_length=max_length), **fit_kwargs)
         if self.streams:
             try:
                 self.concept_model.get_subspace()  # the basis now, so that fit itself refuses degenerate rows
@@ -619,7 +638,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         """
         if self.method is not TangentMethod.PCA:
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
-        return self._stream(self._activation_source(activations, **reader))
+        with _advice_on_nonfinite_reads(_are_texts(activations)):
+            return self._stream(self._activation_source(activations, **reader))
 
     def _stream(self, activations: Any) -> TangentExplainer:
         """Add an (n, d) batch or an iterable of them to the streamed PCA's moments."""
