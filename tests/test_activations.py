@@ -7,6 +7,7 @@ token ids it refuses (beyond the model's embedding)."""
 from __future__ import annotations
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -112,3 +113,25 @@ def test_token_ids_outside_the_embedding_are_refused_before_any_forward(too_smal
         token_activations(too_small_model, inputs)
     inputs["input_ids"] = ids.clamp(0, 63)
     assert token_activations(too_small_model, inputs, include_special=True)[0].shape == (6, 16)
+
+
+def test_the_reader_names_the_truncated_texts_once(gpt_neox_mwsp, texts):
+    tokenizer = gpt_neox_mwsp.tokenizer
+    lengths = [len(tokenizer(text)["input_ids"]) for text in texts[:6]]
+    limit = sorted(lengths)[2]  # a text of exactly this length fits: it is not counted
+    cut = sum(length > limit for length in lengths)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows, _ = token_activations(gpt_neox_mwsp, texts[:6], max_length=limit, batch_size=2)
+    notes = [str(item.message) for item in caught if "truncated to" in str(item.message)]
+    assert 0 < cut < 6 and notes == [
+        f"{cut} text(s) were longer than max_length={limit} tokens and were truncated to {limit} tokens (their "
+        "later tokens are not read). Pass a larger max_length (up to the model's positions and its tokenizer's "
+        "model_max_length), or split the texts."
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        token_activations(gpt_neox_mwsp, texts[:6], max_tokens=3, max_length=limit, batch_size=2)  # stops early
+    read = sum(len(tokenizer(text)["input_ids"]) > limit for text in texts[:4])  # 2 batches read: 1 ahead
+    notes = [str(item.message) for item in caught if "truncated to" in str(item.message)]
+    assert [note.split(" text(s)")[0] for note in notes] == ([str(read)] if read else [])

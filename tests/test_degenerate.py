@@ -62,13 +62,35 @@ def test_a_tangent_from_identical_rows_is_refused(splitter, method):
 
 
 def test_an_uncentred_tangent_from_zero_rows_is_refused_from_one_row_is_not(splitter):
+    """One row fits an uncentred rank-1 tangent (its direction), with a warning: 1 < k + 1 rows (issue 27, 10)."""
     with pytest.raises(InvalidInputError, match="all zero"):
         ia.PCATangent(splitter, nb_concepts=2, center=False).fit(torch.zeros(10, D))
     one = rows(1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DegenerateStatisticsWarning)
+    with pytest.warns(DegenerateStatisticsWarning, match="fitted on only 1 activation rows: a rank-1 fit needs"):
         basis = ia.PCATangent(splitter, nb_concepts=1, center=False).fit(one).subspace.basis
     assert abs(float((basis[:, 0] @ one[0]).abs() / one[0].norm()) - 1) < 1e-5  # the row's direction
+
+
+METHODS = ["pca", "pca_sklearn", "svd", "ica", "semi_nmf", "nmf", "topk_sae"]
+
+
+@pytest.mark.parametrize("center", [True, False], ids=["centred", "uncentred"])
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.filterwarnings("ignore:The dictionary's:UserWarning")  # dependent atoms, dropped
+def test_every_fit_from_k_rows_warns_centred_or_not(splitter, method, center):
+    """A rank-k fit from k rows (fewer than k + 1) warns on every path: k rows fit a k-dimensional span exactly."""
+    data = rows(4).abs() if method == "nmf" else rows(4)
+    options = {"nb_epochs": 2} if method == "topk_sae" else {}
+    tangent = ia.TangentExplainer(splitter, nb_concepts=4, method=method, center=center)
+    with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=4 but the"):
+        tangent.fit(data, **options)
+
+
+@pytest.mark.parametrize("center", [True, False], ids=["centred", "uncentred"])
+def test_a_streamed_fit_from_k_rows_warns_at_its_subspace(splitter, center):
+    tangent = ia.PCATangent(splitter, nb_concepts=4, center=center).partial_fit(rows(2)).partial_fit(rows(2, seed=1))
+    with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=4 but the"):
+        tangent.finalize()
 
 
 @pytest.mark.parametrize("method", ["pca", "svd", "semi_nmf"])

@@ -37,6 +37,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.probing.objectives",
     "interpreto_anisotropy.probing.statistics",
     "interpreto_anisotropy.reading.batching",
+    "interpreto_anisotropy.reading.modes",
     "interpreto_anisotropy.reading.positions",
     "interpreto_anisotropy.sweeps.checkpoints",
     "interpreto_anisotropy.sweeps.draws",

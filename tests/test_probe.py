@@ -426,8 +426,10 @@ def test_non_finite_gradients_raise_naming_the_batch_or_are_skipped(gpt_neox_mws
         )
         return loss * float("nan") if calls["n"] == 2 else loss
 
-    with pytest.raises(NonFiniteError, match="batch 1"):
+    with pytest.raises(NonFiniteError, match="batch 1") as raised:
         GradientProbe(gpt_neox_mwsp, objective=poisoned, batch_size=4).run(texts[:12], neox_tangent, progress=False)
+    advice = str(raised.value)  # weights, or the float64 padded-batch bug of some models (Gemma2)
+    assert "weights" in advice and "batch_size=1" in advice and "float32" in advice and "Gemma2" in advice
     calls["n"] = 0
     result = GradientProbe(gpt_neox_mwsp, objective=poisoned, batch_size=4, on_nonfinite="skip").run(
         texts[:12], neox_tangent, n_controls=3, progress=False
@@ -490,3 +492,28 @@ def test_a_splitter_built_from_a_folder_is_loaded_before_the_first_read(toy_chec
     tangent = ia.PCATangent(mwsp, nb_concepts=4).fit(texts[:6])
     result = GradientProbe(mwsp).run(texts[6:10], tangent, n_controls=2, progress=False)
     assert 0 < result.energy_share < 1 and not tangent.subspace.basis.is_meta
+
+
+def _truncation_notes(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(item.message) for item in caught if "truncated to" in str(item.message)]
+
+
+def test_truncated_texts_are_counted_and_named_once_per_probe(gpt_neox_mwsp, texts):
+    tokenizer = gpt_neox_mwsp.tokenizer
+    lengths = [len(tokenizer(text)["input_ids"]) for text in texts[:6]]
+    limit = sorted(lengths)[2]  # a text of exactly this length fits: it is not counted
+    cut = sum(length > limit for length in lengths)
+    probe = GradientProbe(gpt_neox_mwsp, max_length=limit)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        probe.gradients(texts[:6])
+        probe.gradients(texts[:6])
+    notes = _truncation_notes(caught)
+    assert 0 < cut < 6 and len(notes) == 1
+    assert notes[0].startswith(
+        f"{cut} text(s) were longer than max_length={limit} tokens and were truncated to {limit}"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        GradientProbe(gpt_neox_mwsp).gradients(texts[:6])  # the default max_length: nothing cut
+    assert not _truncation_notes(caught)

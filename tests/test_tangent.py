@@ -10,16 +10,19 @@ with a float64 numpy SVD to 1e-4 rad.
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
 import pytest
 import scipy.linalg
 import torch
+from interpreto import ModelWithSplitPoints
 from interpreto.concepts import PCAConcepts
 from interpreto.concepts.base import ConceptAutoEncoderExplainer
 from threadpoolctl import threadpool_limits
 
+from interpreto_anisotropy.demo import build_model
 from interpreto_anisotropy.errors import (
     AnisotropyError,
     DimensionMismatchError,
@@ -391,3 +394,19 @@ def test_iterative_methods_follow_the_seed(splitter, acts, method):
     assert first.is_contiguous()
     with pytest.raises(InvalidInputError, match="seed"):
         TangentExplainer(splitter, nb_concepts=K, method=method, seed=-1)
+
+
+@pytest.mark.parametrize("method", ["pca", "svd"])
+def test_non_finite_activations_read_from_texts_say_what_to_try(gpt_neox_model, fit_texts, method):
+    """Not "clean them": the rows came from the model. Weights, or float64 padded batches (Gemma2): batch_size=1."""
+    tokenizer = copy.deepcopy(gpt_neox_model[1])
+    model = build_model("gpt_neox", vocab_size=len(tokenizer), hidden_size=64, num_layers=2, tokenizer=tokenizer)
+    with torch.no_grad():
+        model.gpt_neox.layers[0].mlp.dense_h_to_4h.weight[0, 0] = float("nan")
+    mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=8)
+    tangent = TangentExplainer(mwsp, nb_concepts=4, method=method)
+    with pytest.raises(NonFiniteError, match="read from the texts") as raised:
+        tangent.fit(fit_texts[:4])
+    assert "weights" in str(raised.value) and "batch_size=1" in str(raised.value) and "float32" in str(raised.value)
+    with pytest.raises(NonFiniteError, match="clean or drop them"):  # activations given by the user: theirs to clean
+        TangentExplainer(mwsp, nb_concepts=4, method=method).fit(torch.full((10, 64), float("nan")))

@@ -210,6 +210,12 @@ class CausalLMObjective(Objective):
     Token t's loss predicts token t + 1. The last real token of a sequence predicts nothing, so its hidden
     state gets an identically zero gradient: it is not probed (no row). Sequences need at least 2 tokens.
 
+    On a mixture-of-experts model (Mixtral, Qwen2-MoE, OLMoE, ...) this is the language-modelling loss only: the
+    router's auxiliary load-balancing loss, which transformers adds to `output.loss` when `output_router_logits`
+    is on (`router_aux_loss_coef * output.aux_loss`), is left out, so the gradients are those of the next-token
+    loss, not of the whole training loss. To include it, pass a callable objective that adds it (with
+    `model.config.output_router_logits = True`, so that the output carries `aux_loss`).
+
     Args:
         reduction: "sum" (default) or "mean".
 

@@ -48,6 +48,15 @@ from .statistics import ProbeSums, SubspaceColumns, Tally, build_results
 
 __all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
 
+#: What to try when a batch gives NaN or infinity. Weights are one cause; some models (e.g. Gemma2 in float64, a
+#: transformers bug) give NaN on real tokens of padded batches only, which one text per batch or float32 avoids.
+NONFINITE_ADVICE = (
+    "Check the checkpoint's weights (NaN or infinity in them), lower the precision less (no fp16 autocast), or, if "
+    "the model runs in float64 and the batch is padded (some models, e.g. Gemma2, give NaN on real tokens of padded "
+    "float64 batches, a transformers bug), use batch_size=1 or load the model in float32; or pass "
+    "on_nonfinite='skip' to drop such batches."
+)
+
 
 @dataclass
 class TokenGradients:
@@ -115,7 +124,9 @@ class GradientProbe:
         reduction: "sum" (default) or "mean" over loss terms.
         seed: Seed of the masked-LM mask (each sequence's mask is drawn from the seed and its index in the inputs).
         batch_size: Sequences per forward/backward; defaults to the splitter's `batch_size`.
-        max_length: Truncation length in tokens; defaults to the model's maximum positions.
+        max_length: Truncation length in tokens; defaults to the smaller of the model's positions
+            (`max_position_embeddings`) and the tokenizer's `model_max_length`. The texts cut to it are counted and
+            named once per probe (a `UserWarning`).
         on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
         autocast_dtype: Run the forward and backward under `torch.autocast` with torch.bfloat16 or torch.float16
             ("bf16" / "fp16" also accepted; a GPU fast path); gradients are then accumulated in float32 / float64 as
@@ -201,8 +212,7 @@ class GradientProbe:
 
     def _nonfinite_error(self, batch_index: int, sequence_ids: torch.Tensor) -> NonFiniteError:
         return NonFiniteError(
-            f"Non-finite loss or gradients in batch {batch_index} (sequences {sequence_ids.tolist()}). "
-            "Check the checkpoint's weights, lower the precision less, or pass on_nonfinite='skip'."
+            f"Non-finite loss or gradients in batch {batch_index} (sequences {sequence_ids.tolist()}). {NONFINITE_ADVICE}"
         )
 
     def _iterate(
@@ -265,6 +275,7 @@ class GradientProbe:
                 counted = count_reader.push(seen)
                 if counted is not None and int(counted) >= max_tokens:
                     break
+        self.batcher.note_truncation()  # once per probe; the batches' end says it when they are all read
         tally.skipped_sequences = self.batcher.skipped_sequences
         if flags:
             finite_flags = torch.stack([flag for _, _, flag in flags]).cpu()
@@ -426,7 +437,8 @@ class GradientProbe:
         Warns:
             DegenerateStatisticsWarning: Fewer than 20 probed sequences (`MIN_BOOTSTRAP_SEQUENCES`): the interval
                 of the energy share covers less than it says.
-            UserWarning: Sequences shorter than the objective needs were skipped.
+            UserWarning: Sequences shorter than the objective needs were skipped; texts longer than `max_length` were
+                truncated (said once per probe).
         """
         named = _as_named_subspaces(subspaces)
         self._check_split_points(named)
@@ -567,8 +579,7 @@ class GradientProbe:
             if tally.first_nonfinite is not None:
                 raise self._nonfinite_error(*tally.first_nonfinite)
             raise NonFiniteError(
-                "Non-finite loss or gradients in a batch of another rank (its error names it). Check the "
-                "checkpoint's weights, lower the precision less, or pass on_nonfinite='skip'."
+                f"Non-finite loss or gradients in a batch of another rank (its error names it). {NONFINITE_ADVICE}"
             )
         self._check_usable(int(usable), int(skipped_sequences))
         if moments.count == 0:

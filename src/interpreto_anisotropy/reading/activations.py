@@ -51,7 +51,8 @@ def iter_token_activations(
         splitter: Interpreto `ModelWithSplitPoints` at the split point to read.
         texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
         batch_size: Sequences per forward; defaults to the splitter's `batch_size`.
-        max_length: Truncation length; defaults to the model's maximum positions.
+        max_length: Truncation length in tokens; defaults to the smaller of the model's positions and the
+            tokenizer's `model_max_length`. The texts cut to it are counted and named once per read (a `UserWarning`).
         max_tokens: Stop after this many rows.
         include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows.
         progress: Show a progress bar.
@@ -101,7 +102,8 @@ def iter_located_token_activations(
         splitter: Interpreto `ModelWithSplitPoints` at the split point to read.
         texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
         batch_size: Sequences per forward; defaults to the splitter's `batch_size`.
-        max_length: Truncation length; defaults to the model's maximum positions.
+        max_length: Truncation length in tokens; defaults to the smaller of the model's positions and the
+            tokenizer's `model_max_length`. The texts cut to it are counted and named once per read (a `UserWarning`).
         max_tokens: Stop after this many rows.
         include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows.
         progress: Show a progress bar.
@@ -164,6 +166,7 @@ def _iter_kept(
             if rows.shape[0]:
                 yield rows, ids, where
             if max_tokens is not None and seen >= max_tokens:
+                batcher.note_truncation()  # of the texts read so far (the batches' end says it otherwise)
                 return
         pending = current
     if pending is not None:

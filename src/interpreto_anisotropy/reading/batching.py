@@ -219,6 +219,8 @@ class TokenBatcher:
         self.min_tokens = min_tokens
         self.vocab_size = vocab_size
         self.skipped_sequences = 0
+        self.truncated_sequences = 0
+        self._truncation_noted = False
 
     def batches(self, inputs: Any, labels: Any = None) -> tuple[int, Iterator[tuple[Batch, torch.Tensor]]]:
         """The number of batches and a lazy iterator of (batch, indices of its sequences in the inputs).
@@ -232,6 +234,10 @@ class TokenBatcher:
             EmptyInputError: No texts.
             TokenizerError: A token id outside the model's input embedding (`vocab_size`): the tokenizer, or the
                 tokenised inputs, belong to another model. Raised here for tensors, by the iterator for texts.
+
+        Warns:
+            UserWarning: Once per batcher, when the iterator ends: how many texts were cut to `max_length`
+                (counted in `truncated_sequences`; `note_truncation`).
         """
         if isinstance(inputs, str):
             inputs = [inputs]
@@ -247,7 +253,7 @@ class TokenBatcher:
             labels = torch.as_tensor(labels)
             if labels.shape[0] != n_sequences:
                 raise InvalidInputError(f"Got {labels.shape[0]} labels for {n_sequences} sequences.")
-        self.skipped_sequences = 0
+        self.skipped_sequences = self.truncated_sequences = 0
 
         def generate() -> Iterator[tuple[Batch, torch.Tensor]]:
             for start in range(0, n_sequences, self.batch_size):
@@ -256,6 +262,7 @@ class TokenBatcher:
                 if labels is not None:
                     batch["labels"] = labels[start:stop]
                 yield self._usable(batch, torch.arange(start, stop))
+            self.note_truncation()
 
         return math.ceil(n_sequences / self.batch_size), generate()
 
@@ -285,9 +292,38 @@ class TokenBatcher:
                 return_tensors="pt",
             )
             self._check_ids(encoded["input_ids"])  # on the host, before the batch goes to the device
+            self.truncated_sequences += self._count_truncated(texts[start:stop], encoded["attention_mask"])
             return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
 
         return encode, len(texts)
+
+    def _count_truncated(self, texts: list[str], attention_mask: Int[torch.Tensor, "b l"]) -> int:
+        """How many of a batch's texts `max_length` cut: those at the limit, tokenised again one token longer."""
+        lengths = attention_mask.sum(1).tolist()
+        at_limit = [text for text, length in zip(texts, lengths, strict=True) if length >= self.max_length]
+        if not at_limit:
+            return 0
+        longer = self.tokenizer(at_limit, truncation=True, max_length=self.max_length + 1)["input_ids"]
+        return sum(len(ids) > self.max_length for ids in longer)
+
+    def note_truncation(self, *, stacklevel: int = 2) -> None:
+        """Say once (per batcher: per probe, per read) how many texts were cut to `max_length` tokens.
+
+        Args:
+            stacklevel: Where the warning points.
+
+        Warns:
+            UserWarning: When the texts read so far include truncated ones, the first time only.
+        """
+        if not self.truncated_sequences or self._truncation_noted:
+            return
+        self._truncation_noted = True
+        warnings.warn(
+            f"{self.truncated_sequences} text(s) were longer than max_length={self.max_length} tokens and were "
+            f"truncated to {self.max_length} tokens (their later tokens are not read). Pass a larger max_length (up "
+            "to the model's positions and its tokenizer's model_max_length), or split the texts.",
+            stacklevel=stacklevel,
+        )
 
     def _check_ids(self, input_ids: Int[torch.Tensor, "b l"]) -> None:
         """Refuse token ids the model's input embedding has no row for (an IndexError or a CUDA assert there)."""

@@ -11,7 +11,9 @@ reads everything else is built on:
 * `read(batch)`: the split point's hidden states, forward only, stopping at the split point (the layers above it
   and the output head never run);
 * `forward_backward(batch, loss)`: the hidden states and the gradient dL/dh of a loss of the model's output, with
-  the parameters frozen (autograd computes dL/dh only) and the model in eval mode, restored afterwards.
+  the parameters frozen (autograd computes dL/dh only).
+
+Both run the model in eval mode (no dropout) and restore each module's mode afterwards (`modes.eval_mode`).
 
 The activation reader, tangent fitting, `GradientProbe` and `CheckpointSweep` go through it; no other module
 reads a splitter's `_model` or registers a hook (a test checks this).
@@ -35,6 +37,7 @@ from jaxtyping import Bool, Float
 from ..errors import InvalidInputError, SplitPointError
 from .batching import TokenBatcher, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
+from .modes import eval_mode
 from .positions import PositionConvention, PositionScheme
 
 __all__ = [
@@ -309,10 +312,12 @@ class SplitPoint:
     def read(self, batch: Batch) -> Float[torch.Tensor, "b l d"]:
         """The split point's hidden states of a batch on the model's device, forward only, stopping there.
 
+        The model runs in eval mode (no dropout), each module's mode restored afterwards (`modes.eval_mode`).
+
         Raises:
             SplitPointError: The forward pass did not run the split point.
         """
-        with self._hooked(HiddenStateCapture(self.path, stop=True)) as capture:
+        with self._hooked(HiddenStateCapture(self.path, stop=True)) as capture, eval_mode(self.model):
             try:
                 with torch.no_grad(), autocast(self.device, self.autocast_dtype):
                     self.model(**self.model_inputs(batch))
@@ -342,12 +347,10 @@ class SplitPoint:
             SplitPointError: The split point was not run, or the loss does not depend on it.
         """
         flags = [(parameter, parameter.requires_grad) for parameter in self.model.parameters()]
-        was_training = self.model.training
-        with self._hooked(HiddenStateCapture(self.path, as_leaf=True)) as capture:
+        with self._hooked(HiddenStateCapture(self.path, as_leaf=True)) as capture, eval_mode(self.model):
             try:
                 for parameter, _ in flags:
                     parameter.requires_grad_(False)
-                self.model.eval()
                 with autocast(self.device, self.autocast_dtype):
                     output = self.model(**self.model_inputs(batch))
                     hidden = capture.hidden
@@ -360,7 +363,6 @@ class SplitPoint:
             finally:
                 for parameter, flag in flags:
                     parameter.requires_grad_(flag)
-                self.model.train(was_training)
         if gradient is None:
             raise SplitPointError(f"The loss does not depend on split point '{self.path}'.")
         return hidden.detach(), gradient, terms

@@ -14,7 +14,8 @@ tangent directions.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from typing import Any
 
@@ -44,6 +45,7 @@ from ..errors import (
     DimensionMismatchError,
     EmptyInputError,
     InvalidInputError,
+    NonFiniteError,
     NotFittedError,
     SplitPointError,
 )
@@ -142,7 +144,12 @@ def _refuse_undefined_subspace(n_rows: int, spread: float, scale: float, *, cent
 
 
 def _warn_if_rank_below(nb_concepts: int, n_rows: int, rank: int, *, centred: bool) -> None:
-    """Warn when the rows span fewer than `nb_concepts` dimensions: the tangent's other directions are arbitrary.
+    """Warn when a rank-k tangent rests on too few rows: rows spanning fewer than k dimensions, or fewer than k + 1.
+
+    Rows that span fewer than `nb_concepts` dimensions leave the tangent's other directions arbitrary. Rows that
+    span k dimensions but number only k (uncentred: their span, through the origin) are fitted exactly, whatever
+    they are: the tangent is the rows' own span, not an estimate. Either way a rank-k fit needs k + 1 rows or more,
+    centred or not.
 
     Args:
         nb_concepts: The requested rank k.
@@ -151,17 +158,24 @@ def _warn_if_rank_below(nb_concepts: int, n_rows: int, rank: int, *, centred: bo
         centred: Whether the rows are centred.
 
     Warns:
-        DegenerateStatisticsWarning: When rank < k.
+        DegenerateStatisticsWarning: When rank < k, or n < k + 1.
     """
-    if rank >= nb_concepts:
+    if rank < nb_concepts:
+        message = (
+            f"nb_concepts={nb_concepts} but the {n_rows} activation rows the tangent is fitted on span only {rank} "
+            f"dimension(s){' once centred' if centred else ''}: its other {nb_concepts - rank} direction(s) are "
+            f"arbitrary. Give {_MORE_ROWS}, or use nb_concepts <= {rank}."
+        )
+    elif n_rows <= nb_concepts:
+        lower = f", or use nb_concepts <= {n_rows - 1}" if n_rows > 1 else ""
+        message = (
+            f"nb_concepts={nb_concepts} but the tangent is fitted on only {n_rows} activation rows: a rank-"
+            f"{nb_concepts} fit needs at least {nb_concepts + 1}, else it is the rows' own span, whatever they are, "
+            f"not an estimate. Give {_MORE_ROWS}{lower}."
+        )
+    else:
         return
-    warnings.warn(
-        f"nb_concepts={nb_concepts} but the {n_rows} activation rows the tangent is fitted on span only {rank} "
-        f"dimension(s){' once centred' if centred else ''}: its other {nb_concepts - rank} direction(s) are "
-        f"arbitrary. Give {_MORE_ROWS}, or use nb_concepts <= {rank}.",
-        DegenerateStatisticsWarning,
-        stacklevel=5,  # the user's call of fit, finalize or .subspace
-    )
+    warnings.warn(message, DegenerateStatisticsWarning, stacklevel=5)  # the user's call of fit, finalize, .subspace
 
 
 def _numerical_rank(values: Float[torch.Tensor, " k"]) -> int:
@@ -331,6 +345,22 @@ def _are_texts(inputs: Any) -> bool:
     if isinstance(inputs, str):
         return True
     return isinstance(inputs, (list, tuple)) and bool(inputs) and all(isinstance(text, str) for text in inputs)
+
+
+@contextmanager
+def _advice_on_nonfinite_reads(from_texts: bool) -> Iterator[None]:
+    """Turn a `NonFiniteError` of activations read from texts into one that says what to try (not "clean them")."""
+    try:
+        yield
+    except NonFiniteError as error:
+        if not from_texts:
+            raise
+        raise NonFiniteError(
+            "The activations read from the texts hold NaN or infinity. Check the model's weights (NaN or infinity in "
+            "them), or, if the model runs in float64 and batches are padded (some models, e.g. Gemma2, give NaN on "
+            "real tokens of padded float64 batches, a transformers bug), fit with batch_size=1 or load the model in "
+            "float32."
+        ) from error
 
 
 def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
@@ -524,7 +554,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             include_special: With texts: fit on special tokens (BOS, CLS, SEP, ...) too.
             max_tokens: With texts: stop reading after this many rows.
             batch_size: With texts: sequences per forward (default: the splitter's `batch_size`).
-            max_length: With texts: truncation length (default: the model's maximum positions).
+            max_length: With texts: truncation length in tokens (default: the smaller of the model's positions and
+                the tokenizer's `model_max_length`); the texts cut to it are counted and named once (a `UserWarning`).
             **fit_kwargs: Passed to the Interpreto explainer's `fit` (e.g. `nb_epochs` for SAEs).
 
         Returns:
@@ -538,16 +569,17 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             EmptyInputError: No rows at all, or a single row when centred.
 
         Warns:
-            DegenerateStatisticsWarning: The rows span fewer than `nb_concepts` dimensions (fewer than k + 1 rows
-                when centred, k when not; for "pca" also a covariance of numerical rank below k, eigenvalues under
-                1e-6 times the largest): the extra directions are arbitrary. Give more texts (a larger
-                `max_tokens`) or a lower `nb_concepts`.
+            DegenerateStatisticsWarning: Fewer than k + 1 rows, centred or not, or rows that span fewer than
+                `nb_concepts` dimensions (for "pca" also a covariance of numerical rank below k, eigenvalues under
+                1e-6 times the largest): the extra directions are arbitrary, or the tangent is the rows' own span.
+                Give more texts (a larger `max_tokens`) or a lower `nb_concepts`.
             UserWarning: Activations (not texts) on a model with learned absolute positions whose tokenizer pads on
                 the left, the trace of Interpreto 0.5.2's `get_activations`, which reads such models at shifted
                 positions.
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
-        self._fit_activations(self._activation_source(activations, **reader, max_length=max_length), **fit_kwargs)
+        with _advice_on_nonfinite_reads(_are_texts(activations)):
+            self._fit_activations(self._activation_source(activations, **reader, max_length=max_length), **fit_kwargs)
         if self.streams:
             try:
                 self.concept_model.get_subspace()  # the basis now, so that fit itself refuses degenerate rows
@@ -606,7 +638,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         """
         if self.method is not TangentMethod.PCA:
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
-        return self._stream(self._activation_source(activations, **reader))
+        with _advice_on_nonfinite_reads(_are_texts(activations)):
+            return self._stream(self._activation_source(activations, **reader))
 
     def _stream(self, activations: Any) -> TangentExplainer:
         """Add an (n, d) batch or an iterable of them to the streamed PCA's moments."""
