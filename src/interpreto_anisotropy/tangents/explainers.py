@@ -510,6 +510,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         max_tokens: int | None = None,
         batch_size: int | None = None,
         max_length: int | None = None,
+        call: str | int | None = None,
         **fit_kwargs: Any,
     ) -> TangentExplainer:
         """Fit the tangent subspace, on texts (read here, the recommended way) or on activations.
@@ -525,6 +526,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             max_tokens: With texts: stop reading after this many rows.
             batch_size: With texts: sequences per forward (default: the splitter's `batch_size`).
             max_length: With texts: truncation length (default: the model's maximum positions).
+            call: With texts, for a split-point module that runs several times per forward (ALBERT's shared
+                layer): which call to read, "first", "last" or an index; probe with the same `call`.
             **fit_kwargs: Passed to the Interpreto explainer's `fit` (e.g. `nb_epochs` for SAEs).
 
         Returns:
@@ -547,7 +550,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
                 positions.
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
-        self._fit_activations(self._activation_source(activations, **reader, max_length=max_length), **fit_kwargs)
+        reader.update(max_length=max_length, call=call)
+        self._fit_activations(self._activation_source(activations, **reader), **fit_kwargs)
         if self.streams:
             try:
                 self.concept_model.get_subspace()  # the basis now, so that fit itself refuses degenerate rows
@@ -599,7 +603,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
         Args:
             activations: Texts, an (n, d) tensor, or a list / iterable of them (see `fit`).
-            **reader: With texts: `include_special`, `max_tokens`, `batch_size`, `max_length` (see `fit`).
+            **reader: With texts: `include_special`, `max_tokens`, `batch_size`, `max_length`, `call` (see `fit`).
 
         Raises:
             InvalidInputError: For methods other than "pca".
