@@ -10,6 +10,7 @@ The reference values of ALBERT's calls are in the conformance matrix (`albert_fi
   (before, the reader read the first call and the probe the last, silently);
 * with `call`, the reader's rows are the probe's activations (the same call), and the two calls differ;
 * a `call` of another type or beyond the calls is our error;
+* a sweep at such a split point (it takes no `call`) stops with the same error;
 * Longformer and BigBird with block-sparse attention raise our `SplitPointError` saying why and what to do (before,
   a raw `IndexError` / `RuntimeError`); BigBird switched to full attention reads each text as it is read alone.
 """
@@ -168,3 +169,24 @@ def test_big_bird_switched_to_full_attention_reads_each_text_as_alone(tokenizer,
         handle.remove()
     torch.testing.assert_close(rows, torch.cat(expected), rtol=1e-4, atol=1e-5)
     assert ia.GradientProbe(mwsp).gradients(texts[:4]).gradients.shape == rows.shape
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_sweep_at_a_shared_layer_stops_with_the_same_error(tokenizer, texts, tmp_path):
+    """`CheckpointSweep` does not take `call`: it stops with the reader's error."""
+    model = build(FAMILIES["albert_last"], tokenizer, layers=3).float()
+    for step in (10, 20):
+        model.save_pretrained(tmp_path / f"checkpoint-{step}")
+        tokenizer.save_pretrained(tmp_path / f"checkpoint-{step}")
+    sweep = ia.CheckpointSweep(
+        str(tmp_path / "checkpoint-*"),
+        split_point=ALBERT_LAYER,
+        nb_concepts=2,
+        n_controls=2,
+        texts=texts[:8],
+        probe_texts=texts[:4],
+        results_dir=tmp_path / "sweep",
+        progress=False,
+    )
+    with pytest.raises(SplitPointError, match="runs 3 times"):
+        sweep.run()
