@@ -17,6 +17,8 @@ The reference values of ALBERT's calls are in the conformance matrix (`albert_fi
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import transformers as hf
@@ -190,3 +192,20 @@ def test_a_sweep_at_a_shared_layer_stops_with_the_same_error(tokenizer, texts, t
     )
     with pytest.raises(SplitPointError, match="runs 3 times"):
         sweep.run()
+
+
+def test_a_split_point_that_changes_the_length_is_our_error(gpt_neox_model, texts):
+    """A model that pads inside without being known to (here a hook pads the last layer's output): our error."""
+    model, tokenizer = copy.deepcopy(gpt_neox_model[0]).eval(), copy.deepcopy(gpt_neox_model[1])
+    mwsp = ModelWithSplitPoints(model, split_point="gpt_neox.layers.1", tokenizer=tokenizer, batch_size=2)
+
+    def pad(module, args, output):
+        hidden = output[0] if isinstance(output, tuple) else output
+        padded = torch.nn.functional.pad(hidden, (0, 0, 0, 3))
+        return (padded, *output[1:]) if isinstance(output, tuple) else padded
+
+    mwsp._model.get_submodule("gpt_neox.layers.1").register_forward_hook(pad)
+    with pytest.raises(SplitPointError, match="pads or pools its inputs"):
+        ia.token_activations(mwsp, texts[:2])
+    with pytest.raises(SplitPointError, match="pads or pools its inputs"):
+        ia.GradientProbe(mwsp).gradients(texts[:2])

@@ -447,8 +447,8 @@ class SplitPoint:
     def read(self, batch: Batch) -> Float[torch.Tensor, "b l d"]:
         """The split point's hidden states of a batch on the model's device, forward only, stopping there.
 
-        The first read runs the whole forward and counts the split-point module's calls (`calls`); the next ones
-        stop at the chosen call (`call`).
+        The first read runs the forward up to the output head and counts the split-point module's calls (`calls`);
+        the next ones stop at the chosen call (`call`).
 
         Raises:
             SplitPointError: The forward pass did not run the split point, ran it several times without `call`,
