@@ -1,7 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Tiny, randomly initialised models of 22 Hugging Face architectures, built from configs (no Hub), float64.
+"""Tiny, randomly initialised models of 24 Hugging Face architectures, built from configs (no Hub), float64.
 
 Each `Family` names a model class, its config, the split point to probe (the first block's output, so that a
 block, the final norm and the head lie above it), the objective it is trained with, and the tokenizer flavour:
@@ -43,6 +43,8 @@ class Family:
         tokenizer: "decoder" or "wrapped".
         kind: "decoder", "encoder" or "classifier" / "headless" (the docs table's grouping).
         positions: How the family numbers positions (the docs table's column).
+        call: For a split point that runs several times per forward (ALBERT's shared layer), the call read and
+            probed ("first", "last"); None for the others.
     """
 
     name: str
@@ -54,6 +56,7 @@ class Family:
     kind: str = "decoder"
     positions: str = "rotary"
     extra: dict = field(default_factory=dict)
+    call: Any = None
 
 
 def _common(vocab: int, pad: int, bos: int, eos: int) -> dict:
@@ -302,6 +305,35 @@ ENCODERS = [
         tokenizer="wrapped",
         kind="encoder",
         positions="relative (buckets)",
+    ),
+]
+
+
+def _albert(call: str) -> Family:
+    """ALBERT: one layer shared by all LAYERS layers, so its split point runs LAYERS times per forward."""
+    return Family(
+        f"albert_{call}",
+        "AlbertForMaskedLM",
+        _bert_like("AlbertConfig", embedding_size=HIDDEN),
+        "albert.encoder.albert_layer_groups.0.albert_layers.0",
+        tokenizer="wrapped",
+        kind="encoder",
+        positions="learned absolute",
+        call=call,
+    )
+
+
+ENCODERS += [
+    _albert("first"),
+    _albert("last"),
+    Family(
+        "big_bird_full",
+        "BigBirdForMaskedLM",
+        _bert_like("BigBirdConfig", attention_type="original_full"),  # block-sparse attention pads inside: refused
+        "bert.encoder.layer.0",
+        tokenizer="wrapped",
+        kind="encoder",
+        positions="learned absolute",
     ),
 ]
 

@@ -1,10 +1,11 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The conformance matrix: 22 Hugging Face architectures against an independent plain-PyTorch reference.
+"""The conformance matrix: 24 Hugging Face architectures against an independent plain-PyTorch reference.
 
 The reference reads one unpadded sequence at a time with the model's own defaults (no attention mask, no position
-ids), hooks the split point's output, and differentiates the model's own loss (`labels=` given to the model, so
+ids), hooks the split point's output (of the family's chosen call, for ALBERT's shared layer, which runs once per
+layer: its first and its last call are two families), and differentiates the model's own loss (`labels=` given to the model, so
 transformers computes it) with `torch.autograd.grad`. Against it, for every family of `architectures.py`:
 
 * per-token gradients of `GradientProbe.gradients` (padded batches of 3) match row by row (relative error < 1e-5),
@@ -61,11 +62,12 @@ def _unpadded_ids(tokenizer, texts):
 
 
 def _reference_sequence(model, family: Family, split_point: str, ids, *, objective, tokenizer, sequence_id, label):
-    """(hidden (l, d), dL/dh (l, d)) of one unpadded sequence, from the model's own loss."""
-    store = {}
+    """(hidden (l, d), dL/dh (l, d)) of one unpadded sequence at the family's call, from the model's own loss."""
+    store = {"h": []}
+    call = {None: 0, "first": 0, "last": -1}[family.call]
 
     def hook(module, args, output):
-        store["h"] = output[0] if isinstance(output, tuple) else output
+        store["h"].append(output[0] if isinstance(output, tuple) else output)
 
     handle = model.get_submodule(split_point).register_forward_hook(hook)
     try:
@@ -81,12 +83,13 @@ def _reference_sequence(model, family: Family, split_point: str, ids, *, objecti
                 loss = model(input_ids=ids[None], labels=torch.tensor([label])).loss
             else:
                 loss = family.objective(model(input_ids=ids[None]), {}).sum()
-            (gradient,) = torch.autograd.grad(loss, store["h"])
+            (gradient,) = torch.autograd.grad(loss, store["h"][call])
+        store["h"].clear()
         with torch.no_grad():
             model(input_ids=ids[None])  # the activations of the text itself (masked LM read a corrupted copy)
     finally:
         handle.remove()
-    return store["h"][0].detach(), gradient[0]
+    return store["h"][call][0].detach(), gradient[0]
 
 
 class Case:
@@ -103,7 +106,10 @@ class Case:
         )
         self.model = self.mwsp._model
         self.padding_side = self.tokenizer.padding_side
-        self.probe = ia.GradientProbe(self.mwsp, objective=family.objective, batch_size=BATCH, seed=3)
+        self.reading = {"call": family.call}  # the reader's and the probe's option, the same for both
+        self.probe = ia.GradientProbe(
+            self.mwsp, objective=family.objective, batch_size=BATCH, seed=3, call=family.call
+        )
         self.special = set(self.tokenizer.all_special_ids)
         self.ids = _unpadded_ids(self.tokenizer, texts)
         self.hidden, self.gradient = [], []
@@ -178,12 +184,12 @@ def test_left_and_right_padding_give_the_same_gradients_and_activations(case):
             assert bool((encoded["attention_mask"][:, 0] == 0).any()), "the left-padded batch is not padded"
         raw = case.probe.gradients(encoded, labels=case.labels)
         torch.testing.assert_close(raw.gradients, from_texts.gradients, rtol=1e-9, atol=1e-12)
-        rows, _ = ia.token_activations(case.mwsp, encoded, batch_size=BATCH)
+        rows, _ = ia.token_activations(case.mwsp, encoded, batch_size=BATCH, **case.reading)
         torch.testing.assert_close(rows, case.reference_activations(), rtol=ACTIVATION_RTOL, atol=1e-10)
 
 
 def test_reader_equals_the_unpadded_forward(case):
-    rows, ids = ia.token_activations(case.mwsp, case.texts, batch_size=BATCH)
+    rows, ids = ia.token_activations(case.mwsp, case.texts, batch_size=BATCH, **case.reading)
     expected_ids = [int(case.ids[index][position]) for index, position in case.fit_rows()]
     assert ids.tolist() == expected_ids
     errors = _row_errors(rows, case.reference_activations())
@@ -199,7 +205,7 @@ def _reference_pca(rows: torch.Tensor, k: int) -> tuple[np.ndarray, float]:
 
 
 def test_tangent_fitted_from_texts_equals_the_reference_pca(case):
-    tangent = ia.PCATangent(case.mwsp, nb_concepts=RANK).fit(case.texts, batch_size=BATCH)
+    tangent = ia.PCATangent(case.mwsp, nb_concepts=RANK).fit(case.texts, batch_size=BATCH, **case.reading)
     expected, gap = _reference_pca(case.reference_activations(), RANK)
     angle = np.degrees(scipy.linalg.subspace_angles(tangent.subspace.basis.double().numpy(), expected).max())
     assert angle < MAX_ANGLE_DEGREES, f"{case.family.name}: {angle:.2e} degrees (relative eigengap {gap:.1e})"
@@ -207,7 +213,7 @@ def test_tangent_fitted_from_texts_equals_the_reference_pca(case):
 
 @pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # few probe texts
 def test_energy_share_equals_the_reference(case):
-    tangent = ia.PCATangent(case.mwsp, nb_concepts=RANK).fit(case.texts, batch_size=BATCH)
+    tangent = ia.PCATangent(case.mwsp, nb_concepts=RANK).fit(case.texts, batch_size=BATCH, **case.reading)
     result = case.probe.run(case.texts, tangent, labels=case.labels, n_controls=2, n_bootstrap=10, progress=False)
     gradients = case.reference_gradients()
     basis = tangent.subspace.basis.double()
@@ -218,7 +224,7 @@ def test_energy_share_equals_the_reference(case):
 
 def test_no_call_changes_the_tokenizer(case):
     case.probe.gradients(case.texts[:2], labels=None if case.labels is None else case.labels[:2])
-    ia.token_activations(case.mwsp, case.texts[:2])
+    ia.token_activations(case.mwsp, case.texts[:2], **case.reading)
     assert case.tokenizer.padding_side == case.padding_side
     assert case.mwsp.tokenizer.padding_side == case.padding_side
 
@@ -229,6 +235,7 @@ def test_the_docs_page_lists_every_family_of_the_matrix():
     page = (Path(__file__).resolve().parents[1] / "docs" / "architectures.md").read_text()
     missing = [family.model_class for family in FAMILIES.values() if f"`{family.model_class}`" not in page]
     assert not missing, f"docs/architectures.md does not list {missing}"
+    architectures = len({family.model_class for family in FAMILIES.values()})  # ALBERT is two families, one class
     assert (
-        f"{len(FAMILIES)} architectures" in (Path(__file__).resolve().parents[1] / "docs" / "concepts.md").read_text()
+        f"{architectures} architectures" in (Path(__file__).resolve().parents[1] / "docs" / "concepts.md").read_text()
     )

@@ -136,12 +136,17 @@ class GradientProbe:
             process group with several ranks is running; False: every rank probes everything.
         include_special: Probe special tokens (BOS, CLS, SEP, ...) too. Off by default, like the activation
             reader that tangents are fitted with: fit rows and probe rows are the same tokens.
+        call: For a split-point module that runs several times in one forward (ALBERT's shared layer): which
+            call's dL/dh to probe, "first", "last" or an index (`SplitPoint`); fit the tangent with the same `call`.
+            None (default): the module must run once, else the first batch raises `SplitPointError` naming it.
 
     Raises:
         InvalidInputError: An unknown objective, reduction, `on_nonfinite` or autocast dtype.
         ObjectiveError: An objective that does not fit the model's head (e.g. "causal_lm" on a model without
             logits, or on a masked-LM model).
         TokenizerError: A tokenizer without a pad token and without an eos token to pad with.
+        SplitPointError: A model that pads its inputs inside its forward (Longformer, BigBird with block-sparse
+            attention), saying what to do.
 
     Examples:
         >>> probe = ia.GradientProbe(mwsp, objective="causal_lm")
@@ -163,6 +168,7 @@ class GradientProbe:
         autocast_dtype: torch.dtype | str | None = None,
         distributed: bool | None = None,
         include_special: bool = False,
+        call: str | int | None = None,
     ):
         if not isinstance(splitter, BaseSplitter):
             raise InvalidInputError(
@@ -174,7 +180,7 @@ class GradientProbe:
         if distributed is not None:
             check_bool("distributed", distributed)
         self.splitter = splitter
-        self.point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special)
+        self.point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special, call=call)
         self.objective = make_objective(
             objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.point.model
         )

@@ -44,6 +44,7 @@ def iter_token_activations(
     progress: bool = False,
     shard: tuple[int, int] = (0, 1),
     autocast_dtype: str | torch.dtype | None = None,
+    call: str | int | None = None,
 ) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"]]]:
     """Yield (activations (n_b, d), token ids (n_b,)) batch by batch, on the model's device.
 
@@ -59,6 +60,9 @@ def iter_token_activations(
         shard: `(rank, world)`: read only the batches whose index is `rank` modulo `world` (for data-parallel
             reading under torch.distributed; `max_tokens` then caps this shard).
         autocast_dtype: "bf16" or "fp16" (or the torch dtype): run the forward under `torch.autocast`.
+        call: For a split-point module that runs several times in one forward (ALBERT's shared layer): which call
+            to read, "first", "last" or an index (`SplitPoint`); give `GradientProbe` the same. None: the module
+            must run once.
 
     Yields:
         (activations (n_b, d), token ids (n_b,)) of each batch's kept tokens, on the model's device.
@@ -66,7 +70,8 @@ def iter_token_activations(
     Raises:
         InvalidInputError: Bad inputs or `max_tokens`.
         EmptyInputError: No texts.
-        SplitPointError: A split point that is not in the model or has no hidden-state output.
+        SplitPointError: A split point that is not in the model or has no hidden-state output, or that runs
+            several times per forward without `call`.
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16)  # doctest: +SKIP
@@ -75,6 +80,7 @@ def iter_token_activations(
     """
     options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens}
     options.update(include_special=include_special, progress=progress, shard=shard, autocast_dtype=autocast_dtype)
+    options["call"] = call
     for rows, ids, _ in _iter_kept(splitter, texts, located=False, **options):
         yield rows, ids
 
@@ -90,6 +96,7 @@ def iter_located_token_activations(
     progress: bool = False,
     shard: tuple[int, int] = (0, 1),
     autocast_dtype: str | torch.dtype | None = None,
+    call: str | int | None = None,
 ) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]]:
     """`iter_token_activations` with where each row comes from: (activations, token ids, locations).
 
@@ -109,6 +116,9 @@ def iter_located_token_activations(
         progress: Show a progress bar.
         shard: `(rank, world)`: read only the batches whose index is `rank` modulo `world`.
         autocast_dtype: "bf16" or "fp16" (or the torch dtype): run the forward under `torch.autocast`.
+        call: For a split-point module that runs several times in one forward (ALBERT's shared layer): which call
+            to read, "first", "last" or an index (`SplitPoint`); give `GradientProbe` the same. None: the module
+            must run once.
 
     Yields:
         (activations (n_b, d), token ids (n_b,), locations (n_b, 2)): the first two on the model's device, the
@@ -117,7 +127,8 @@ def iter_located_token_activations(
     Raises:
         InvalidInputError: Bad inputs or `max_tokens`.
         EmptyInputError: No texts.
-        SplitPointError: A split point that is not in the model or has no hidden-state output.
+        SplitPointError: A split point that is not in the model or has no hidden-state output, or that runs
+            several times per forward without `call`.
 
     Examples:
         >>> for rows, ids, where in iter_located_token_activations(mwsp, texts):  # doctest: +SKIP
@@ -125,6 +136,7 @@ def iter_located_token_activations(
     """
     options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens}
     options.update(include_special=include_special, progress=progress, shard=shard, autocast_dtype=autocast_dtype)
+    options["call"] = call
     yield from _iter_kept(splitter, texts, located=True, **options)
 
 
@@ -140,11 +152,12 @@ def _iter_kept(
     progress: bool,
     shard: tuple[int, int],
     autocast_dtype: str | torch.dtype | None,
+    call: str | int | None,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
     """The kept rows, token ids and (when `located`) locations of each batch; see the public readers."""
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
-    point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special)
+    point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special, call=call)
     batcher = point.batcher(batch_size=batch_size, max_length=max_length)
     device = point.device
     n_batches, batches = batcher.batches(texts)
@@ -204,7 +217,8 @@ def token_activations(
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point to read.
         texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
-        **kwargs: Options of `iter_token_activations` (batch_size, max_length, max_tokens, include_special, ...).
+        **kwargs: Options of `iter_token_activations` (batch_size, max_length, max_tokens, include_special, call,
+            ...).
 
     Returns:
         (activations (n, d), token ids (n,)), on the model's device.

@@ -43,6 +43,9 @@ from .positions import PositionConvention, PositionScheme
 __all__ = [
     "SplitPoint",
     "HiddenStateCapture",
+    "check_call",
+    "call_index",
+    "refuse_internal_padding",
     "TrainingCapture",
     "TrainingRead",
     "resolve_split_point",
@@ -141,14 +144,122 @@ def embedding_rows(model: torch.nn.Module) -> int | None:
     return rows if isinstance(rows, int) else None
 
 
+def check_call(call: Any) -> str | int | None:
+    """The `call` option (which call of a split-point module that runs several times per forward), if valid.
+
+    Args:
+        call: None (the module must run once per forward), "first", "last", or a call index: 0, 1, ... from the
+            first call, -1, -2, ... from the last.
+
+    Returns:
+        `call`.
+
+    Raises:
+        InvalidInputError: Anything else, naming the option.
+
+    Examples:
+        >>> check_call("last"), check_call(2), check_call(None)
+        ('last', 2, None)
+    """
+    if call is None or call in ("first", "last") or (isinstance(call, int) and not isinstance(call, bool)):
+        return call
+    raise InvalidInputError(
+        f"call must be 'first', 'last' or the index of a call of the split-point module (an int, -1 the last), "
+        f"got {call!r}."
+    )
+
+
+def call_index(call: str | int | None, calls: int, path: str, model_name: str) -> int:
+    """The 0-based index of the chosen call among the `calls` calls of the split-point module in one forward.
+
+    Args:
+        call: The `call` option (`check_call`).
+        calls: How many times the module ran in one forward.
+        path: The split point's module path, for the messages.
+        model_name: The model's class name, for the messages.
+
+    Returns:
+        The index, in [0, calls).
+
+    Raises:
+        SplitPointError: The module did not run; it ran several times and `call` is None; or `call` is an index
+            beyond the calls.
+
+    Examples:
+        >>> call_index("last", 4, "albert.encoder.albert_layer_groups.0.albert_layers.0", "AlbertModel")
+        3
+    """
+    if calls == 0:
+        raise SplitPointError(f"Split point '{path}' was not run by the forward pass.")
+    choose = (
+        f"Say which call to read and probe with call='first', call='last' or call=i (0 <= i < {calls}), the same "
+        "for the activation reader (ia.token_activations(..., call=...), tangent.fit(texts, call=...)) and for "
+        "GradientProbe(..., call=...)."
+    )
+    if call is None:
+        if calls > 1:
+            raise SplitPointError(
+                f"Split point '{path}' runs {calls} times in one forward of {model_name} (a module shared by "
+                f"several layers, as ALBERT's): its hidden state differs from one call to the next. {choose}"
+            )
+        return 0
+    if isinstance(call, str):
+        index = 0 if call == "first" else calls - 1
+    else:
+        index = call + calls if call < 0 else call
+    if not 0 <= index < calls:
+        raise SplitPointError(
+            f"call={call!r} names no call of split point '{path}', which runs {calls} time(s) in one forward of "
+            f"{model_name}. {choose}"
+        )
+    return index
+
+
+def refuse_internal_padding(model: torch.nn.Module) -> None:
+    """Refuse the models that pad their inputs inside their forward, whose rows cannot be lined up with tokens.
+
+    Longformer (and LED) pads every input to a multiple of its attention window; BigBird (and BigBird-Pegasus)
+    with block-sparse attention pads to a multiple of its block size and attends to the last, padded block as a
+    global one, so that a text is not read in a padded batch as it is alone. BigBird with full attention
+    (`attention_type="original_full"`) pads nothing and is accepted.
+
+    Args:
+        model: The Hugging Face model.
+
+    Raises:
+        SplitPointError: For Longformer and LED, and BigBird with block-sparse attention, saying what to do.
+    """
+    config = getattr(model, "config", None)
+    kind, name = getattr(config, "model_type", None), type(model).__name__
+    if kind in ("longformer", "led"):
+        raise SplitPointError(
+            f"{name} pads its inputs to a multiple of its attention window (attention_window="
+            f"{getattr(config, 'attention_window', '?')}) inside its forward, so its hidden states have more "
+            "positions than the batch has tokens and a padded text is not read as it is alone. The package does "
+            "not read Longformer models; docs/architectures.md lists the architectures it checks."
+        )
+    sparse = [module for module in model.modules() if getattr(module, "attention_type", None) == "block_sparse"]
+    if kind in ("big_bird", "bigbird_pegasus") and sparse:
+        raise SplitPointError(
+            f"{name} has block-sparse attention, which pads its inputs to a multiple of its block size inside its "
+            "forward and attends to the last, padded block as a global block: a text in a padded batch is not "
+            "read as it is alone. Switch to full attention: model.set_attention_type('original_full') on the "
+            "BigBird model (e.g. model.bert for BigBirdForMaskedLM), or build it with "
+            "attention_type='original_full' in its config."
+        )
+
+
 class StopForward(Exception):
     """Raised by a `HiddenStateCapture(stop=True)` once it holds the hidden state: the layers above are skipped."""
 
 
 class HiddenStateCapture:
-    """Forward hook that records the split point's (batch, length, d) hidden state.
+    """Forward hook that records the split point's (batch, length, d) hidden state at one call of the module.
 
-    With `as_leaf=True` the hidden state is swapped for a detached leaf that requires grad, so that
+    A module may run several times in one forward (ALBERT's shared layer runs once per layer): the hook counts the
+    calls (`calls`) and records the output of call number `call` only (0-based; the other calls pass untouched),
+    or, with `call=None`, of every call (`outputs`, for a first read that does not yet know how many there are).
+    With `as_leaf=True` the recorded hidden state is swapped for a detached leaf that requires grad, so that
     `torch.autograd.grad(loss, capture.hidden)` gives dL/dh without recording the graph below the split point.
     With `stop=True` the hook raises `StopForward` after recording, so a reader that needs only the split point's
     activations does not run the layers above it nor the output head; the caller catches it.
@@ -157,15 +268,29 @@ class HiddenStateCapture:
         split_point: The split point's path, for error messages.
         as_leaf: Swap the output for a leaf tensor requiring grad.
         stop: Raise `StopForward` once the hidden state is recorded.
+        call: Which call of the module to record (0-based), or None for every call (then neither swapped nor
+            stopped).
     """
 
-    def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False):
+    def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False, call: int | None = 0):
         self.split_point = split_point
-        self.as_leaf = as_leaf
-        self.stop = stop
+        self.as_leaf = as_leaf and call is not None
+        self.stop = stop and call is not None
+        self.call = call
+        self.calls = 0
+        self.outputs: list[torch.Tensor] = []
         self.hidden: torch.Tensor | None = None
 
     def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> Any:
+        number, self.calls = self.calls, self.calls + 1
+        if self.call is None:
+            hidden = _hidden_of(output)
+            if hidden is None:
+                raise self._no_hidden_state()
+            self.outputs.append(hidden.detach())
+            return None
+        if number != self.call:
+            return None
         if isinstance(output, torch.Tensor) and output.dim() == 3:
             self.hidden = self._keep(output)
             return self._finish(self.hidden if self.as_leaf else None)
@@ -176,7 +301,10 @@ class HiddenStateCapture:
                     return self._finish(
                         output[:index] + (self.hidden,) + output[index + 1 :] if self.as_leaf else None
                     )
-        raise SplitPointError(
+        raise self._no_hidden_state()
+
+    def _no_hidden_state(self) -> SplitPointError:
+        return SplitPointError(
             f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
             "choose a transformer block or a layer norm as split point."
         )
@@ -197,10 +325,16 @@ class SplitPoint:
         splitter: Interpreto `ModelWithSplitPoints` (or another `BaseSplitter` with a `split_point` path).
         autocast_dtype: "bf16" / "fp16" (or the torch dtype): run forwards and backwards under `torch.autocast`.
         include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows (`rows`).
+        call: Which call of the split-point module to read, for a module that runs several times in one forward
+            (ALBERT's shared layer runs once per layer): "first", "last", or an index (0, 1, ... from the first call,
+            -1, ... from the last). None (the default): the module must run once; the first read counts its calls
+            (`calls`) and raises `SplitPointError` naming the module, the count and this option when it runs more
+            than once. The reader and the probe must be given the same `call`.
 
     Raises:
-        InvalidInputError: Not an Interpreto splitter, or an unknown autocast dtype.
-        SplitPointError: A split point that names no module of the model.
+        InvalidInputError: Not an Interpreto splitter, an unknown autocast dtype, or a `call` of another type.
+        SplitPointError: A split point that names no module of the model, or a model that pads its inputs inside
+            its forward (`refuse_internal_padding`: Longformer, BigBird with block-sparse attention).
 
     Examples:
         >>> point = SplitPoint(mwsp)  # doctest: +SKIP
@@ -214,15 +348,19 @@ class SplitPoint:
         *,
         autocast_dtype: str | torch.dtype | None = None,
         include_special: bool = False,
+        call: str | int | None = None,
     ):
         if not isinstance(splitter, BaseSplitter):
             raise InvalidInputError(
                 f"Expected an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. Wrap your model: "
                 "ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
             )
+        self.call = check_call(call)
+        self.calls: int | None = None  # calls of the split-point module in one forward, counted at the first read
         self.splitter = splitter
         self.path: str = splitter.split_point
         self.model = splitter_model(splitter)
+        refuse_internal_padding(self.model)
         self.tokenizer = splitter.tokenizer
         self.module = split_point_module(self.model, self.path)
         self.positions = PositionScheme.of(self.model)
@@ -312,20 +450,77 @@ class SplitPoint:
     def read(self, batch: Batch) -> Float[torch.Tensor, "b l d"]:
         """The split point's hidden states of a batch on the model's device, forward only, stopping there.
 
+        The first read runs the forward up to the output head and counts the split-point module's calls (`calls`);
+        the next ones stop at the chosen call (`call`).
         The model runs in eval mode (no dropout), each module's mode restored afterwards (`modes.eval_mode`).
 
         Raises:
-            SplitPointError: The forward pass did not run the split point.
+            SplitPointError: The forward pass did not run the split point, ran it several times without `call`,
+                or changed the sequence length.
         """
-        with self._hooked(HiddenStateCapture(self.path, stop=True)) as capture, eval_mode(self.model):
+        if self.calls is None:
+            capture = self._counting_forward(batch)
+            return self._checked(capture.outputs[self._index()], batch)
+        capture = self._forward_only(batch, HiddenStateCapture(self.path, stop=True, call=self._index()))
+        return self._checked(capture.hidden, batch)
+
+    def _counting_forward(self, batch: Batch) -> HiddenStateCapture:
+        """A forward without grad that counts the module's calls (`_count`) and keeps every call's output.
+
+        It stops before the output head (the model's output embedding, the costly vocabulary projection) once the
+        module has run, since the layers all run before the head.
+        """
+        capture = HiddenStateCapture(self.path, call=None)
+        head = _output_head(self.model)
+        handle = None
+        if head is not None and head is not self.module:
+
+            def stop_at_head(module: torch.nn.Module, args: Any) -> None:
+                if capture.calls:
+                    raise StopForward
+
+            handle = head.register_forward_pre_hook(stop_at_head)
+        try:
+            self._forward_only(batch, capture)
+        finally:
+            if handle is not None:
+                handle.remove()
+        self._count(capture.calls)
+        return capture
+
+    def _forward_only(self, batch: Batch, capture: HiddenStateCapture) -> HiddenStateCapture:
+        """A forward without grad with `capture` hooked (stopped where it stops); returns the capture."""
+        with self._hooked(capture), eval_mode(self.model):
             try:
                 with torch.no_grad(), autocast(self.device, self.autocast_dtype):
                     self.model(**self.model_inputs(batch))
             except StopForward:
                 pass
-        if capture.hidden is None:
+        return capture
+
+    def _count(self, calls: int) -> None:
+        """Record how many times the module ran in one forward, once `call` is checked against it."""
+        call_index(self.call, calls, self.path, type(self.model).__name__)
+        self.calls = calls
+
+    def _index(self) -> int:
+        """The 0-based index of the chosen call (`calls` must be counted, except for a call counted from 0)."""
+        if self.calls is None:
+            return 0 if self.call in (None, "first") else int(self.call)
+        return call_index(self.call, self.calls, self.path, type(self.model).__name__)
+
+    def _checked(self, hidden: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+        """`hidden`, once it is known to hold one (b, l, d) row per token of the batch."""
+        if hidden is None:
             raise SplitPointError(f"Split point '{self.path}' was not run by the forward pass.")
-        return capture.hidden
+        if tuple(hidden.shape[:2]) != tuple(batch["input_ids"].shape):
+            raise SplitPointError(
+                f"Split point '{self.path}' gives hidden states of {tuple(hidden.shape[:2])} positions for a batch "
+                f"of {tuple(batch['input_ids'].shape)} tokens: {type(self.model).__name__} pads or pools its inputs "
+                "inside its forward, so its rows cannot be lined up with the tokens. Choose a split point that keeps "
+                "one position per token; docs/architectures.md lists the architectures the package checks."
+            )
+        return hidden
 
     def forward_backward(
         self, batch: Batch, loss: Callable[[Any], Any]
@@ -334,7 +529,8 @@ class SplitPoint:
 
         Parameters are frozen and the model is in eval mode during the call (restored afterwards), and the hidden
         state is swapped for a leaf, so autograd computes dL/dh only, without recording the graph below the split
-        point.
+        point. The leaf is the output of the chosen call of the module (`call`), the call `read` reads; a call
+        counted from the last needs the calls counted first (one forward without grad, on the first batch).
 
         Args:
             batch: The batch, on the model's device.
@@ -344,18 +540,23 @@ class SplitPoint:
             (hidden (b, l, d), gradient (b, l, d), the loss object).
 
         Raises:
-            SplitPointError: The split point was not run, or the loss does not depend on it.
+            SplitPointError: The split point was not run, ran several times without `call`, changed the sequence
+                length, or the loss does not depend on it.
         """
+        if self.calls is None and (self.call == "last" or (isinstance(self.call, int) and self.call < 0)):
+            self._counting_forward(batch)
         flags = [(parameter, parameter.requires_grad) for parameter in self.model.parameters()]
-        with self._hooked(HiddenStateCapture(self.path, as_leaf=True)) as capture, eval_mode(self.model):
+        with (
+            self._hooked(HiddenStateCapture(self.path, as_leaf=True, call=self._index())) as capture,
+            eval_mode(self.model),
+        ):
             try:
                 for parameter, _ in flags:
                     parameter.requires_grad_(False)
                 with autocast(self.device, self.autocast_dtype):
                     output = self.model(**self.model_inputs(batch))
-                    hidden = capture.hidden
-                    if hidden is None:
-                        raise SplitPointError(f"Split point '{self.path}' was not run by the forward pass.")
+                    self._count(capture.calls)
+                    hidden = self._checked(capture.hidden, batch)
                     terms = loss(output)
                     if not terms.total.requires_grad:
                         raise SplitPointError(f"The loss does not depend on split point '{self.path}'.")
@@ -370,10 +571,21 @@ class SplitPoint:
     def width(self) -> int | None:
         """The width d of the split point's output, from a 2-token forward stopping there (None if it fails)."""
         ids = torch.zeros(1, 2, dtype=torch.long, device=self.device)
-        try:
-            return int(self.read({"input_ids": ids, "attention_mask": torch.ones_like(ids)}).shape[-1])
+        batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+        try:  # the first call: every call of a module that runs several times has the same width
+            hidden = self._forward_only(batch, HiddenStateCapture(self.path, stop=True, call=0)).hidden
         except Exception:  # noqa: BLE001  (a model that needs other inputs: the caller asks Interpreto)
             return None
+        return None if hidden is None else int(hidden.shape[-1])
+
+
+def _output_head(model: torch.nn.Module) -> torch.nn.Module | None:
+    """The model's output embedding (its vocabulary head), unless it has none or it is the input embedding."""
+    try:
+        head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        return None
+    return head if isinstance(head, torch.nn.Module) and head is not embedding else None
 
 
 def _hidden_of(output: Any) -> torch.Tensor | None:

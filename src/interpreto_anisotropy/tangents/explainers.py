@@ -540,6 +540,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         max_tokens: int | None = None,
         batch_size: int | None = None,
         max_length: int | None = None,
+        call: str | int | None = None,
         **fit_kwargs: Any,
     ) -> TangentExplainer:
         """Fit the tangent subspace, on texts (read here, the recommended way) or on activations.
@@ -556,6 +557,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             batch_size: With texts: sequences per forward (default: the splitter's `batch_size`).
             max_length: With texts: truncation length in tokens (default: the smaller of the model's positions and
                 the tokenizer's `model_max_length`); the texts cut to it are counted and named once (a `UserWarning`).
+            call: With texts, for a split-point module that runs several times per forward (ALBERT's shared
+                layer): which call to read, "first", "last" or an index; probe with the same `call`.
             **fit_kwargs: Passed to the Interpreto explainer's `fit` (e.g. `nb_epochs` for SAEs).
 
         Returns:
@@ -578,8 +581,9 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
                 positions.
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
+        reader.update(max_length=max_length, call=call)
         with _advice_on_nonfinite_reads(_are_texts(activations)):
-            self._fit_activations(self._activation_source(activations, **reader, max_length=max_length), **fit_kwargs)
+            self._fit_activations(self._activation_source(activations, **reader), **fit_kwargs)
         if self.streams:
             try:
                 self.concept_model.get_subspace()  # the basis now, so that fit itself refuses degenerate rows
@@ -631,7 +635,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
         Args:
             activations: Texts, an (n, d) tensor, or a list / iterable of them (see `fit`).
-            **reader: With texts: `include_special`, `max_tokens`, `batch_size`, `max_length` (see `fit`).
+            **reader: With texts: `include_special`, `max_tokens`, `batch_size`, `max_length`, `call` (see `fit`).
 
         Raises:
             InvalidInputError: For methods other than "pca".

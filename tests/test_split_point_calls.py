@@ -1,0 +1,211 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Split points the reader and the probe cannot read naively: a module that runs several times per forward
+(ALBERT's shared layer), and models that pad their inputs inside their forward (Longformer, BigBird block-sparse).
+
+The reference values of ALBERT's calls are in the conformance matrix (`albert_first`, `albert_last`); here:
+
+* without `call`, the reader and the probe raise our `SplitPointError` naming the module, its calls and the option
+  (before, the reader read the first call and the probe the last, silently);
+* with `call`, the reader's rows are the probe's activations (the same call), and the two calls differ;
+* a `call` of another type or beyond the calls is our error;
+* a sweep at such a split point (it takes no `call`) stops with the same error;
+* Longformer and BigBird with block-sparse attention raise our `SplitPointError` saying why and what to do (before,
+  a raw `IndexError` / `RuntimeError`); BigBird switched to full attention reads each text as it is read alone.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import transformers as hf
+from architectures import FAMILIES, VOCAB, build
+from interpreto import ModelWithSplitPoints
+
+import interpreto_anisotropy as ia
+from interpreto_anisotropy.demo import train_tokenizer
+from interpreto_anisotropy.errors import InvalidInputError, SplitPointError
+
+ALBERT_LAYER = "albert.encoder.albert_layer_groups.0.albert_layers.0"
+
+
+@pytest.fixture(scope="module")
+def tokenizer(corpus_texts):
+    return train_tokenizer(corpus_texts, arch="eurobert", vocab_size=VOCAB)
+
+
+@pytest.fixture(scope="module")
+def albert(tokenizer):
+    model = build(FAMILIES["albert_last"], tokenizer, layers=3)
+    return ModelWithSplitPoints(model, split_point=ALBERT_LAYER, tokenizer=tokenizer, batch_size=2)
+
+
+def test_a_shared_layer_without_call_is_our_error_in_the_reader_and_the_probe(albert, texts):
+    with pytest.raises(SplitPointError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
+        ia.token_activations(albert, texts[:2])
+    with pytest.raises(SplitPointError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
+        ia.GradientProbe(albert).gradients(texts[:2])
+    with pytest.raises(SplitPointError, match="runs 3 times"):
+        ia.PCATangent(albert, nb_concepts=2).fit(texts[:4])
+
+
+def first_logit_loss(output, batch) -> torch.Tensor:
+    """A per-token loss of the uncorrupted text (masked LM reads a masked copy, whose activations differ)."""
+    return output.logits[..., 0].square()
+
+
+@pytest.mark.parametrize("call", ["first", "last", 1, -2])
+def test_the_reader_and_the_probe_read_the_same_call(albert, texts, call):
+    rows, _ = ia.token_activations(albert, texts[:4], call=call)
+    raw = ia.GradientProbe(albert, objective=first_logit_loss, call=call).gradients(texts[:4])
+    torch.testing.assert_close(raw.activations, rows)
+
+
+def test_the_calls_differ_and_an_index_names_the_same_call(albert, texts):
+    first, _ = ia.token_activations(albert, texts[:2], call="first")
+    last, _ = ia.token_activations(albert, texts[:2], call="last")
+    assert float((first - last).norm() / last.norm()) > 1e-3
+    torch.testing.assert_close(ia.token_activations(albert, texts[:2], call=2)[0], last)
+    torch.testing.assert_close(ia.token_activations(albert, texts[:2], call=-3)[0], first)
+    probe_first = ia.GradientProbe(albert, call=0, seed=1).gradients(texts[:2])
+    probe_last = ia.GradientProbe(albert, call=-1, seed=1).gradients(texts[:2])
+    assert float((probe_first.gradients - probe_last.gradients).norm() / probe_last.gradients.norm()) > 1e-3
+
+
+@pytest.mark.parametrize("call", [3, -4])
+def test_a_call_beyond_the_calls_is_our_error(albert, texts, call):
+    with pytest.raises(SplitPointError, match=rf"call={call}.*3 time"):
+        ia.token_activations(albert, texts[:2], call=call)
+    with pytest.raises(SplitPointError, match=rf"call={call}.*3 time"):
+        ia.GradientProbe(albert, call=call).gradients(texts[:2])
+
+
+@pytest.mark.parametrize("call", ["middle", 1.0, True])
+def test_a_call_of_another_kind_is_our_error(albert, texts, call):
+    with pytest.raises(InvalidInputError, match="call must be 'first', 'last'"):
+        ia.token_activations(albert, texts[:2], call=call)
+    with pytest.raises(InvalidInputError, match="call must be 'first', 'last'"):
+        ia.GradientProbe(albert, call=call)
+
+
+def test_a_module_that_runs_once_takes_any_call_naming_its_call(gpt_neox_mwsp, texts):
+    plain, _ = ia.token_activations(gpt_neox_mwsp, texts[:2])
+    for call in ("first", "last", 0, -1):
+        torch.testing.assert_close(ia.token_activations(gpt_neox_mwsp, texts[:2], call=call)[0], plain)
+    with pytest.raises(SplitPointError, match="call=1"):
+        ia.token_activations(gpt_neox_mwsp, texts[:2], call=1)
+
+
+# ------------------------------------------------------------------------------------------ models that pad inside
+def _longformer(tokenizer) -> ModelWithSplitPoints:
+    torch.manual_seed(0)
+    pad = tokenizer.pad_token_id
+    config = hf.LongformerConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        attention_window=8,
+        max_position_embeddings=512 + pad + 1,
+        pad_token_id=pad,
+    )
+    model = hf.LongformerForMaskedLM(config).eval()
+    return ModelWithSplitPoints(model, split_point="longformer.encoder.layer.0", tokenizer=tokenizer, batch_size=2)
+
+
+def _big_bird(tokenizer, attention_type: str) -> ModelWithSplitPoints:
+    torch.manual_seed(0)
+    config = hf.BigBirdConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+        attention_type=attention_type,
+        block_size=2,
+        num_random_blocks=1,
+    )
+    model = hf.BigBirdForMaskedLM(config).eval()
+    return ModelWithSplitPoints(model, split_point="bert.encoder.layer.0", tokenizer=tokenizer, batch_size=2)
+
+
+def test_longformer_is_our_error_naming_its_attention_window(tokenizer, texts):
+    mwsp = _longformer(tokenizer)
+    with pytest.raises(SplitPointError, match="multiple of its attention window"):
+        ia.token_activations(mwsp, texts[:4])
+    with pytest.raises(SplitPointError, match="multiple of its attention window"):
+        ia.GradientProbe(mwsp).gradients(texts[:4])
+
+
+def test_big_bird_block_sparse_is_our_error_saying_to_switch_to_full_attention(tokenizer, texts):
+    mwsp = _big_bird(tokenizer, "block_sparse")
+    with pytest.raises(SplitPointError, match="set_attention_type\\('original_full'\\)"):
+        ia.token_activations(mwsp, texts[:4])
+    with pytest.raises(SplitPointError, match="set_attention_type\\('original_full'\\)"):
+        ia.GradientProbe(mwsp).gradients(texts[:4])
+
+
+def test_big_bird_switched_to_full_attention_reads_each_text_as_alone(tokenizer, texts):
+    mwsp = _big_bird(tokenizer, "block_sparse")
+    mwsp._model.bert.set_attention_type("original_full")
+    rows, _ = ia.token_activations(mwsp, texts[:4])
+    store: dict = {}
+    handle = mwsp._model.get_submodule("bert.encoder.layer.0").register_forward_hook(
+        lambda module, args, output: store.update(h=output[0] if isinstance(output, tuple) else output)
+    )
+    expected = []
+    special = set(tokenizer.all_special_ids)
+    try:
+        for text in texts[:4]:
+            ids = torch.tensor(tokenizer(text)["input_ids"])
+            with torch.no_grad():
+                mwsp._model(input_ids=ids[None])
+            expected.append(store["h"][0][torch.tensor([token not in special for token in ids.tolist()])])
+    finally:
+        handle.remove()
+    torch.testing.assert_close(rows, torch.cat(expected), rtol=1e-4, atol=1e-5)
+    assert ia.GradientProbe(mwsp).gradients(texts[:4]).gradients.shape == rows.shape
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_sweep_at_a_shared_layer_stops_with_the_same_error(tokenizer, texts, tmp_path):
+    """`CheckpointSweep` does not take `call`: it stops with the reader's error."""
+    model = build(FAMILIES["albert_last"], tokenizer, layers=3).float()
+    for step in (10, 20):
+        model.save_pretrained(tmp_path / f"checkpoint-{step}")
+        tokenizer.save_pretrained(tmp_path / f"checkpoint-{step}")
+    sweep = ia.CheckpointSweep(
+        str(tmp_path / "checkpoint-*"),
+        split_point=ALBERT_LAYER,
+        nb_concepts=2,
+        n_controls=2,
+        texts=texts[:8],
+        probe_texts=texts[:4],
+        results_dir=tmp_path / "sweep",
+        progress=False,
+    )
+    with pytest.raises(SplitPointError, match="runs 3 times"):
+        sweep.run()
+
+
+def test_a_split_point_that_changes_the_length_is_our_error(gpt_neox_model, texts):
+    """A model that pads inside without being known to (here a hook pads the last layer's output): our error."""
+    model, tokenizer = copy.deepcopy(gpt_neox_model[0]).eval(), copy.deepcopy(gpt_neox_model[1])
+    mwsp = ModelWithSplitPoints(model, split_point="gpt_neox.layers.1", tokenizer=tokenizer, batch_size=2)
+
+    def pad(module, args, output):
+        hidden = output[0] if isinstance(output, tuple) else output
+        padded = torch.nn.functional.pad(hidden, (0, 0, 0, 3))
+        return (padded, *output[1:]) if isinstance(output, tuple) else padded
+
+    mwsp._model.get_submodule("gpt_neox.layers.1").register_forward_hook(pad)
+    with pytest.raises(SplitPointError, match="pads or pools its inputs"):
+        ia.token_activations(mwsp, texts[:2])
+    with pytest.raises(SplitPointError, match="pads or pools its inputs"):
+        ia.GradientProbe(mwsp).gradients(texts[:2])
