@@ -17,8 +17,6 @@ The reference values of ALBERT's calls are in the conformance matrix (`albert_fi
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 import torch
 import transformers as hf
@@ -194,9 +192,16 @@ def test_a_sweep_at_a_shared_layer_stops_with_the_same_error(tokenizer, texts, t
         sweep.run()
 
 
-def test_a_split_point_that_changes_the_length_is_our_error(gpt_neox_model, texts):
+def test_a_split_point_that_changes_the_length_is_our_error(corpus_texts, texts):
     """A model that pads inside without being known to (here a hook pads the last layer's output): our error."""
-    model, tokenizer = copy.deepcopy(gpt_neox_model[0]).eval(), copy.deepcopy(gpt_neox_model[1])
+    from interpreto_anisotropy.demo import build_model, train_tokenizer
+
+    # a model of its own: a deep copy of a session model another test has wrapped would run the original modules,
+    # and the hook below would never fire (tests/conftest.py)
+    tokenizer = train_tokenizer(corpus_texts, arch="gpt_neox", vocab_size=512)
+    model = build_model(
+        "gpt_neox", vocab_size=len(tokenizer), hidden_size=64, num_layers=2, num_heads=4, seed=0, tokenizer=tokenizer
+    ).eval()
     mwsp = ModelWithSplitPoints(model, split_point="gpt_neox.layers.1", tokenizer=tokenizer, batch_size=2)
 
     def pad(module, args, output):
