@@ -133,19 +133,19 @@ def _big_bird(tokenizer, attention_type: str) -> ModelWithSplitPoints:
     return ModelWithSplitPoints(model, split_point="bert.encoder.layer.0", tokenizer=tokenizer, batch_size=2)
 
 
-def test_longformer_is_our_error_naming_its_attention_window(tokenizer, texts):
-    mwsp = _longformer(tokenizer)
-    with pytest.raises(SplitPointError, match="multiple of its attention window"):
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (_longformer, "multiple of its attention window"),
+        (lambda tokenizer: _big_bird(tokenizer, "block_sparse"), "set_attention_type\\('original_full'\\)"),
+    ],
+    ids=["longformer", "big_bird_block_sparse"],
+)
+def test_a_model_that_pads_inside_is_our_error_saying_why(build, message, tokenizer, texts):
+    mwsp = build(tokenizer)
+    with pytest.raises(SplitPointError, match=message):
         ia.token_activations(mwsp, texts[:4])
-    with pytest.raises(SplitPointError, match="multiple of its attention window"):
-        ia.GradientProbe(mwsp).gradients(texts[:4])
-
-
-def test_big_bird_block_sparse_is_our_error_saying_to_switch_to_full_attention(tokenizer, texts):
-    mwsp = _big_bird(tokenizer, "block_sparse")
-    with pytest.raises(SplitPointError, match="set_attention_type\\('original_full'\\)"):
-        ia.token_activations(mwsp, texts[:4])
-    with pytest.raises(SplitPointError, match="set_attention_type\\('original_full'\\)"):
+    with pytest.raises(SplitPointError, match=message):
         ia.GradientProbe(mwsp).gradients(texts[:4])
 
 

@@ -331,13 +331,13 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
         "<head>",
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_escape(title)}</title>",
+        f"<title>{escape(title)}</title>",
         f"<style>{_STYLE}{TOP_TOKENS_STYLE}</style>",
         "</head>",
         "<body>",
-        f"<h1>{_escape(title)}</h1>",
+        f"<h1>{escape(title)}</h1>",
         _finding(result),
-        f'<p class="meta">{_escape(meta)}</p>',
+        f'<p class="meta">{escape(meta)}</p>',
         "<h2>What this shows</h2>",
         _tangent_kinds(result),
         _explanation(floor),
@@ -349,9 +349,9 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
         encoded = base64.b64encode(data).decode("ascii")
         caption = _FIGURE_CAPTIONS.get(name, "")
         parts.append(
-            f'<figure id="figure-{_escape(name)}"><img src="data:image/png;base64,{encoded}" '
-            f'alt="{_escape(name)} figure"><figcaption>{_escape(caption)} '
-            f"(<code>{FIGURES_DIR}/{_escape(name)}.png</code>)</figcaption></figure>"
+            f'<figure id="figure-{escape(name)}"><img src="data:image/png;base64,{encoded}" '
+            f'alt="{escape(name)} figure"><figcaption>{escape(caption)} '
+            f"(<code>{FIGURES_DIR}/{escape(name)}.png</code>)</figcaption></figure>"
         )
     parts += [
         '<h2 id="top-tokens">Tangent directions: top tokens</h2>',
@@ -381,12 +381,12 @@ def _finding(result: SweepResult) -> str:
     """The sweep's verdict (`interpreto_anisotropy.sweeps.verdict`), the page's first section: one item per curve."""
     verdict = sweep_verdict(result.rows, result.config)
     items = "".join(
-        f"<li><b>{_escape(heading)}</b> {' '.join(_escape(sentence) for sentence in sentences)}</li>"
+        f"<li><b>{escape(heading)}</b> {' '.join(escape(sentence) for sentence in sentences)}</li>"
         for heading, *sentences in (curve_sentences(curve, verdict) for curve in verdict.curves)
     )
     return (
         f'<section id="finding" class="finding"><h2>Finding</h2><ul>{items}</ul>'
-        f"<p>{_escape(method_sentence(verdict))} {_escape(verdict.caveat)}</p></section>"
+        f"<p>{escape(method_sentence(verdict))} {escape(verdict.caveat)}</p></section>"
     )
 
 
@@ -401,7 +401,7 @@ def _explanation(floor: str) -> str:
         "subspace; the <b>analytic null</b> (1 - E<sub>T</sub>) k / (d - k) is the exact expected share of a random "
         "control in the complement. The <b>energy ratio</b> is E<sub>T</sub> over the controls' mean, and the "
         "<b>p-value</b> is (1 + #{controls with E<sub>N</sub> &ge; E<sub>T</sub>}) / (R + 1), so its smallest "
-        f"attainable value is 1/(R + 1) ({_escape(floor)}). It is the paper's, and approximate: the controls are "
+        f"attainable value is 1/(R + 1) ({escape(floor)}). It is the paper's, and approximate: the controls are "
         "not exchangeable with a random tangent, so it is anti-conservative when k/d is not small. "
         "<code>p_value_exact</code> ranks E<sub>T</sub> among R' uniformly random k-subspaces of R<sup>d</sup> "
         "instead, and is exact under the null of a random tangent. The <b>oracle</b> share is what the top-k "
@@ -441,19 +441,14 @@ def _skipped(result: SweepResult) -> list[str]:
     if not result.skipped:
         return []
     items = "".join(
-        f"<li>step {_escape(str(row['step']))}, split point {_escape(str(row.get('split_point')))}, "
-        f"{_escape(str(row.get('tangent')))}: {_escape(str(row['skipped']))}</li>"
+        f"<li>step {escape(str(row['step']))}, split point {escape(str(row.get('split_point')))}, "
+        f"{escape(str(row.get('tangent')))}: {escape(str(row['skipped']))}</li>"
         for row in result.skipped
     )
     return [
         "<h2>Skipped checkpoints</h2>",
         f"<p>These checkpoints have no rows; a later run retries them.</p><ul>{items}</ul>",
     ]
-
-
-def _escape(text: Any) -> str:
-    """HTML-escape `text` (quotes included), through the package's one escaping path (`markup.escape`)."""
-    return escape(text)
 
 
 def _rows_table(result: SweepResult) -> str:
@@ -464,11 +459,11 @@ def _rows_table(result: SweepResult) -> str:
         return ' class="text"' if column in text_columns else ""
 
     header = "".join(
-        f'<th{align(column)} title="{_escape(_tooltip(column))}">{_escape(column)}</th>' for column in columns
+        f'<th{align(column)} title="{escape(_tooltip(column))}">{escape(column)}</th>' for column in columns
     )
     body = []
     for row in result.rows:
-        cells = "".join(f"<td{align(column)}>{_escape(_format(_cell(row, column)))}</td>" for column in columns)
+        cells = "".join(f"<td{align(column)}>{escape(_format(_cell(row, column)))}</td>" for column in columns)
         body.append(f"<tr>{cells}</tr>")
     return (
         '<div class="scroll"><table class="rows">'
@@ -489,7 +484,7 @@ def _settings_table(config: dict[str, Any]) -> str:
             text = json.dumps(value, default=str, ensure_ascii=False)
         else:
             text = _format(value) if isinstance(value, float) else str(value)
-        body.append(f'<tr><th class="text">{_escape(str(key))}</th><td class="text">{_escape(text)}</td></tr>')
+        body.append(f'<tr><th class="text">{escape(str(key))}</th><td class="text">{escape(text)}</td></tr>')
     return f'<table class="settings"><tbody>{"".join(body)}</tbody></table>'
 
 
@@ -533,8 +528,7 @@ def _tooltip(column: str) -> str:
 def _tangent_kinds(result: SweepResult) -> str:
     """The tangent kinds of the sweep, defined (they name the rows and the figures' panels)."""
     items = "".join(
-        f"<li><b>{_escape(str(kind))}</b>: {_escape(TANGENT_KINDS.get(str(kind), 'a tangent kind of this sweep'))}"
-        "</li>"
+        f"<li><b>{escape(str(kind))}</b>: {escape(TANGENT_KINDS.get(str(kind), 'a tangent kind of this sweep'))}</li>"
         for kind in result.tangents
     )
     return f'<div class="explain"><p>Tangent kinds in this report:</p><ul>{items}</ul></div>'
@@ -551,8 +545,8 @@ def _definitions(result: SweepResult) -> str:
             else (_tooltip(column), "", "")
         )
         body.append(
-            f"<tr><td><code>{_escape(column)}</code></td><td>{_escape(meaning)}</td><td>{_escape(unit)}</td>"
-            f"<td>{_escape(formula)}</td></tr>"
+            f"<tr><td><code>{escape(column)}</code></td><td>{escape(meaning)}</td><td>{escape(unit)}</td>"
+            f"<td>{escape(formula)}</td></tr>"
         )
     return (
         '<div class="scroll"><table class="definitions"><thead><tr><th>column</th><th>meaning</th><th>unit</th>'
@@ -570,7 +564,7 @@ def _model_section(result: SweepResult) -> str:
     rank = config.get("nb_concepts") or _first_value(result.rows, "rank")
     card["tangent"] = f"{method or 'unknown method'}, rank k = {rank if rank is not None else 'unknown'}"
     body = "".join(
-        f'<tr><th class="text">{_escape(key)}</th><td class="text">{_escape(value)}</td></tr>'
+        f'<tr><th class="text">{escape(key)}</th><td class="text">{escape(value)}</td></tr>'
         for key, value in card.items()
     )
     return f'<table class="card"><tbody>{body}</tbody></table>'
@@ -587,9 +581,9 @@ def _versions(result: SweepResult) -> str:
     unknown = sum(count for versions, count in groups if versions is None)
     parts = []
     if len(known) == 1 and not unknown:
-        parts.append(f"<p>Rows computed with {_escape(_listed(known[0][0]))}.</p>")
+        parts.append(f"<p>Rows computed with {escape(_listed(known[0][0]))}.</p>")
     elif known:
-        items = "".join(f"<li>{count} rows: {_escape(_listed(versions))}</li>" for versions, count in known)
+        items = "".join(f"<li>{count} rows: {escape(_listed(versions))}</li>" for versions, count in known)
         if unknown:
             items += f"<li>{unknown} rows: versions not recorded (written before they were)</li>"
         parts.append(
@@ -603,7 +597,7 @@ def _versions(result: SweepResult) -> str:
             f"<code>{PROVENANCE_FILE}</code> existed, or rows not loaded from a results folder).</p>"
         )
     parts.append(
-        f"<p>This report was written with {_escape(_listed(software_versions()))} (installed where it was written).</p>"
+        f"<p>This report was written with {escape(_listed(software_versions()))} (installed where it was written).</p>"
     )
     return "".join(parts)
 

@@ -85,8 +85,8 @@ def top_tokens_section(result: SweepResult) -> str:
     parts = [_explanation(), _definitions()]
     for _, content in saved:
         parts.append(
-            f"<h3>Split point {_escape(content['split_point'])}, checkpoint at step {_escape(content['step'])}"
-            f" ({_escape(_thousands(content['n_rows']))} fit tokens ranked)</h3>"
+            f"<h3>Split point {escape(content['split_point'])}, checkpoint at step {escape(content['step'])}"
+            f" ({escape(_thousands(content['n_rows']))} fit tokens ranked)</h3>"
         )
         for kind, directions in content["tangents"].items():
             parts.append(_kind_table(kind, directions, open_=kind == next(iter(content["tangents"]))))
@@ -110,7 +110,7 @@ def _explanation() -> str:
 def _definitions() -> str:
     """The token tables' columns defined, in the report's definitions style (their headers' tooltips say the same)."""
     body = "".join(
-        f"<tr><td><code>{_escape(name)}</code></td><td>{_escape(meaning)}</td></tr>" for name, meaning in _HEADERS
+        f"<tr><td><code>{escape(name)}</code></td><td>{escape(meaning)}</td></tr>" for name, meaning in _HEADERS
     )
     return (
         '<details class="tokens"><summary>What the columns of the token tables mean</summary><div class="scroll">'
@@ -120,16 +120,16 @@ def _definitions() -> str:
 
 
 def _kind_table(kind: str, directions: list[DirectionTokens], *, open_: bool) -> str:
-    header = "".join(f'<th class="text" title="{_escape(tip)}">{_escape(name)}</th>' for name, tip in _HEADERS)
+    header = "".join(f'<th class="text" title="{escape(tip)}">{escape(name)}</th>' for name, tip in _HEADERS)
     body = "".join(
-        f'<tr><td class="number">{_escape(direction.direction)}</td>'
-        f'<td class="number">{_escape(format(direction.variance_share, ".3f"))}</td>'
+        f'<tr><td class="number">{escape(direction.direction)}</td>'
+        f'<td class="number">{escape(format(direction.variance_share, ".3f"))}</td>'
         f"<td>{_contexts(direction.high)}</td><td>{_contexts(direction.low)}</td></tr>"
         for direction in directions
     )
     title = _KIND_TITLES.get(kind, f"{kind} tangent")
     return (
-        f'<details class="tokens"{" open" if open_ else ""}><summary>{_escape(title)}: {len(directions)} '
+        f'<details class="tokens"{" open" if open_ else ""}><summary>{escape(title)}: {len(directions)} '
         f'directions</summary><div class="scroll"><table class="tokens"><thead><tr>{header}</tr></thead>'
         f"<tbody>{body}</tbody></table></div></details>"
     )
@@ -137,7 +137,7 @@ def _kind_table(kind: str, directions: list[DirectionTokens], *, open_: bool) ->
 
 def _contexts(tokens: list[TokenInContext]) -> str:
     return "".join(
-        f'<span class="context" title="{_escape(_token_title(token))}">'
+        f'<span class="context" title="{escape(_token_title(token))}">'
         f"{_visible(token.before)}<mark>{_visible(token.token)}</mark>{_visible(token.after)}</span>"
         for token in tokens
     )
@@ -155,10 +155,5 @@ def _thousands(count: Any) -> str:
 def _visible(text: str) -> str:
     """Escaped text with line breaks and tabs shown as arrows (the context stays on one line)."""
     return (
-        _escape(text).replace("\r\n", "\u21b5").replace("\n", "\u21b5").replace("\r", "\u21b5").replace("\t", "\u2192")
+        escape(text).replace("\r\n", "\u21b5").replace("\n", "\u21b5").replace("\r", "\u21b5").replace("\t", "\u2192")
     )
-
-
-def _escape(text: Any) -> str:
-    """HTML-escape `text` (quotes included), through the package's one escaping path (`markup.escape`)."""
-    return escape(text)
