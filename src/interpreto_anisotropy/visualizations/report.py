@@ -14,6 +14,10 @@
   `interpreto_anisotropy.visualizations.columns.COLUMNS`, which also gives the page's header tooltips and its
   column definitions.
 
+The page is the template ``templates/report.html.j2`` (with ``report.css`` and ``top_tokens.html.j2``, rendered by
+`interpreto_anisotropy.visualizations.pages`, autoescaping every value) filled with plain data built here: strings,
+and lists of dicts of strings (a table's rows keyed by column).
+
 Every file is written to a temporary file in the same folder and then renamed over the old one, so a crash
 leaves either the previous report or the new one, never half a page. The report works on a partial sweep (the
 rows finished so far) and can be rewritten as more checkpoints finish.
