@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import csv
 import html
+import html.parser
 import json
 import math
 import random
@@ -393,6 +394,7 @@ def test_report_page(result, report):
     settings = page[page.index('<table class="settings">') :]
     assert "nb_concepts" in settings and "gpt_neox.layers.1" in settings
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in settings
+    assert "The versions that computed the rows are not recorded" in page[page.index("<h2>Software</h2>") :]
 
 
 def test_report_partial_overwrite_and_empty(tmp_path):
@@ -484,6 +486,34 @@ def test_the_report_adjusts_p_values_curve_by_curve_and_counts_what_survives(res
     assert f"Of {len(tested)} rows, {raw} have p_value &le; 0.05, {survivors} stay there after Holm" in section
 
 
+def test_the_multiple_testing_paragraph_and_the_finding_count_over_the_declared_family(tmp_path):
+    from interpreto_anisotropy.sweeps.multiple_testing import benjamini_hochberg, holm
+
+    rows = [{**row, "p_value": (i % 9) / 40} for i, row in enumerate(make_rows())]  # some pass, some do not
+    config = {"family": "all", "correction": "bh", "level": 0.1}
+    page = SweepResult(rows, config).report(tmp_path / "report", dpi=20).read_text()
+    p = [row["p_value"] for row in rows]  # one family: every row
+    survivors = {
+        name: int(sum(adjusted <= 0.1)) for name, adjusted in (("holm", holm(p)), ("bh", benjamini_hochberg(p)))
+    }
+    assert survivors["holm"] < survivors["bh"] < sum(value <= 0.1 for value in p)  # the three counts differ
+    section = page[page.index("<h2>Multiple testing</h2>") : page.index("<h2>Settings</h2>")]
+    assert "fall below 0.1 by chance alone. Over every row of the sweep, <code>p_value</code> is adjusted" in section
+    raw = sum(value <= 0.1 for value in p)
+    assert (
+        f"Of {len(rows)} rows, {raw} have p_value &le; 0.1, {survivors['holm']} stay there after Holm and "
+        f"{survivors['bh']} after Benjamini-Hochberg." in section
+    )
+    finding = page[page.index('<section id="finding"') : page.index("</section>")]
+    significant = [int(count) for count in re.findall(r"(\d+) of \d+ checkpoints significant", finding)]
+    assert sum(significant) == survivors["bh"], "the finding counts the declared correction over the same family"
+    table = rows_table(page)  # the table's adjusted columns are over the same family
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
+    shown = [float(row[headers.index("p_value_bh")]) for row in cells]
+    np.testing.assert_allclose(shown, benjamini_hochberg(p), rtol=1e-3)
+
+
 def test_the_report_lists_skipped_checkpoints_and_why(tmp_path):
     skipped = [{"step": 7, "split_point": "1", "tangent": "early", "skipped": "CheckpointError: <NaN> weights"}]
     table = SweepResult(make_rows(), {}, None, skipped)
@@ -556,43 +586,120 @@ def test_live_figure_draws_the_live_rows_next_to_the_sweep_and_the_report_shows_
     assert "live probe" in page
 
 
-HOSTILE = "\"><script>alert(1)</script>'"
+#: Crafted values: one closes a double-quoted attribute and opens a script, one opens an attribute in a single-quoted one.
+CRAFTED = ('"><script>alert(1)</script>', "' onmouseover='x")
+#: Pieces of the crafted values that must never show up outside a whole crafted value (a breakout leaves them).
+FRAGMENTS = ("<script", "alert(1)", "onmouseover")
+#: The only attributes the page's own markup writes: any other one broke out of a value.
+ATTRIBUTES = {"lang", "charset", "name", "content", "id", "class", "title", "src", "alt", "href", "open"}
 
 
-def _hostile_folder(folder) -> SweepResult:
-    """A results folder whose every string the report shows is `HOSTILE`: rows, settings, top tokens, provenance."""
+class _Page(html.parser.HTMLParser):
+    """The page parsed: its tags, its attributes (name, value) and its text nodes, entities decoded."""
+
+    def __init__(self, page: str):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attributes: list[tuple[str, str]] = []
+        self.texts: list[tuple[str, str]] = []  # (enclosing tag, text)
+        self._open: list[str] = []
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attributes += [(name, value or "") for name, value in attrs]
+        if tag not in ("meta", "img"):  # the page's void elements
+            self._open.append(tag)
+
+    def handle_endtag(self, tag):
+        while self._open and self._open.pop() != tag:
+            pass
+
+    def handle_data(self, data):
+        self.texts.append((self._open[-1] if self._open else "", data))
+
+
+def _crafted_folder(folder, crafted: str) -> SweepResult:
+    """A results folder whose every string the report shows is `crafted`: rows (names, paths, an extra column),
+    settings (model id, a key and its value, checkpoint sources and revisions), top tokens, provenance, skipped
+    checkpoints; the folder's own path ends with it."""
     from interpreto_anisotropy.sweeps.token_files import top_tokens_path, write_top_tokens
     from interpreto_anisotropy.tangents.top_tokens import DirectionTokens, TokenInContext
 
-    rows = make_rows(steps=[0, 1], splits=[HOSTILE], tangents=["early", HOSTILE])
+    folder.mkdir(parents=True)
+    rows = make_rows(steps=[0, 1], splits=[crafted], tangents=["early", crafted])
     for row in rows:
-        row.update(layer=HOSTILE, checkpoint=HOSTILE, method=HOSTILE, source=HOSTILE, revision=HOSTILE, note=HOSTILE)
-    token = TokenInContext(HOSTILE, HOSTILE, HOSTILE, 0.2074, 3, 1)
-    directions = {kind: [DirectionTokens(0, 0.5, [token], [token])] for kind in ("early", HOSTILE)}
-    write_top_tokens(
-        top_tokens_path(folder, HOSTILE, 1),
-        step=1,
-        layer=HOSTILE,
-        split_point=HOSTILE,
-        n_rows=1,
-        directions=directions,
-    )
-    keys = [[row["step"], HOSTILE, row["tangent"]] for row in rows]
-    (folder / "provenance.jsonl").write_text(json.dumps({"versions": {"torch": HOSTILE}, "rows": keys}) + "\n")
-    config = {"model": HOSTILE, HOSTILE: HOSTILE, "nb_concepts": K, "checkpoints": [{"step": 0, "source": HOSTILE}]}
-    skipped = [{"step": 9, "split_point": HOSTILE, "tangent": HOSTILE, "skipped": HOSTILE}]
+        row.update({key: crafted for key in ("layer", "checkpoint", "method", "source", "revision", "objective")})
+        row.update(note=crafted, **{crafted: crafted})
+    token = TokenInContext(crafted, crafted, crafted, 0.2074, 3, 1)
+    directions = {kind: [DirectionTokens(0, 0.5, [token], [token])] for kind in ("early", crafted)}
+    path = top_tokens_path(folder, crafted, 1)
+    write_top_tokens(path, step=1, layer=crafted, split_point=crafted, n_rows=1, directions=directions)
+    keys = [[row["step"], crafted, row["tangent"]] for row in rows]
+    provenance = [
+        {"versions": {"torch": crafted}, "rows": keys[:2]},
+        {"versions": {crafted: crafted}, "rows": keys[2:]},
+    ]
+    (folder / "provenance.jsonl").write_text("".join(json.dumps(line) + "\n" for line in provenance))
+    config = {
+        "model": crafted,
+        crafted: crafted,
+        "method": crafted,
+        "nb_concepts": K,
+        "checkpoints": [{"step": 0, "source": crafted, "revision": crafted}, {"step": 1, "source": crafted}],
+    }
+    skipped = [{"step": 9, "split_point": crafted, "tangent": crafted, "skipped": crafted}]
     return SweepResult(rows, config, folder, skipped)
 
 
-def test_every_string_the_report_shows_is_escaped_in_text_and_attributes(tmp_path):
-    page = write_report(_hostile_folder(tmp_path), tmp_path / "report", title=HOSTILE, dpi=20).read_text()
-    assert "<script" not in page.lower() and "</script>" not in page and HOSTILE not in page
-    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;&#x27;") > 10
-    assert "top_tokens/" in page and "<mark>&quot;&gt;&lt;script&gt;" in page
-    from interpreto_anisotropy.tangents.top_tokens import TokenInContext
-    from interpreto_anisotropy.visualizations.top_tokens import _contexts
+@pytest.mark.parametrize("crafted", CRAFTED, ids=["script", "attribute"])
+def test_every_string_the_report_shows_reaches_it_as_text_never_as_markup(tmp_path, crafted):
+    folder = tmp_path.joinpath(*crafted.split("/"))  # the folder's path ends with the crafted value
+    assert str(folder).endswith(crafted)
+    path = write_report(_crafted_folder(folder, crafted), tmp_path / "report", dpi=20)  # title: the model's id
+    page = _Page(path.read_text())
+    assert "script" not in page.tags, "a crafted value opened a script"
+    assert {name for name, _ in page.attributes} <= ATTRIBUTES, "a crafted value broke out of an attribute"
+    values = [value for _, value in page.attributes] + [text for _, text in page.texts]
+    broken = [value for value in values if any(piece in value.replace(crafted, "") for piece in FRAGMENTS)]
+    assert not broken, f"a crafted value reached the page cut, or as markup: {broken[:3]}"
+    # ... and it is shown, whole, wherever its field is shown
+    texts = [text for _, text in page.texts]
+    exact = {tag for tag, text in page.texts if text == crafted}
+    assert {"td", "th", "mark", "span", "code"} <= exact, exact  # cells, headers, the token in its context
+    assert [text for tag, text in page.texts if tag in ("title", "h1")] == [f"Checkpoint sweep report: {crafted}"] * 2
+    for shown in (
+        f"split points: {crafted}; tangents: early, {crafted} (defined below)",  # the line under the title
+        f"from {folder}.",  # the results folder
+        f"Split point {crafted}, {crafted} tangent (2 checkpoints):",  # the finding
+        f"Split point {crafted}, checkpoint at step 1",  # the top tokens
+        f"{crafted} tangent: 1 directions",
+        f"from {crafted} at revisions {crafted} to {crafted}",  # the checkpoints setting
+        f"step 9, split point {crafted}, {crafted}: {crafted}",  # a skipped checkpoint
+        f"2 rows: torch {crafted}",  # the provenance of the rows
+        f"2 rows: {crafted} {crafted}",
+        f"{crafted}, rank k = {K}",  # the model card
+    ):
+        assert any(shown in text for text in texts), shown
+    assert "score 0.2074, text 3, token 1" in {value for name, value in page.attributes if name == "title"}
+    header = [value for name, value in page.attributes if name == "title" and value.startswith(f"{crafted}:")]
+    assert header and "no description yet" in header[0]  # the crafted column's tooltip
 
-    tooltip = _contexts([TokenInContext("a", "b", "c", 0.2074, HOSTILE, HOSTILE)])  # a field no file can hold now
-    assert "<script" not in tooltip and 'title="score 0.2074, text &quot;&gt;&lt;script&gt;' in tooltip
-    for value in re.findall(r'(?:title|alt|id)="([^"]*)"', page):
-        assert "<" not in value and ">" not in value
+
+@pytest.mark.parametrize("crafted", CRAFTED, ids=["script", "attribute"])
+def test_a_token_tooltip_holds_a_crafted_text_literally(crafted):
+    from interpreto_anisotropy.tangents.top_tokens import TokenInContext
+    from interpreto_anisotropy.visualizations import top_tokens
+    from interpreto_anisotropy.visualizations.pages import render
+
+    token = top_tokens._token(TokenInContext("a\nb", "c", "d", 0.2074, crafted, crafted))  # fields no file can hold
+    table = {"split_point": crafted, "step": "1", "n_rows": "1", "kinds": [{"title": crafted, "directions": []}]}
+    direction = {"direction": crafted, "variance": crafted, "high": [token], "low": [token]}
+    table["kinds"][0]["directions"].append(direction)
+    headers = [{"name": crafted, "meaning": crafted}]
+    page = _Page(render("top_tokens.html.j2", top_tokens=[table], token_headers=headers))
+    assert "script" not in page.tags and {name for name, _ in page.attributes} <= ATTRIBUTES
+    titles = [value for name, value in page.attributes if name == "title"]
+    assert titles == [crafted] + [f"score 0.2074, text {crafted}, token {crafted}"] * 2
+    assert [text for tag, text in page.texts if tag == "mark"][1:] == ["a\u21b5b"] * 2  # after the explanation's

@@ -75,10 +75,11 @@ def test_rows_without_provenance_say_so(finished, tmp_path):
     (copy / PROVENANCE_FILE).unlink()
     table = ia.SweepResult.load(copy)
     assert versions_of_rows(copy, table.rows) == [(None, len(table.rows))]
-    assert "versions that computed the rows are not recorded" in report._versions(table)
+    # what the report's Software section shows: no group of rows with known versions (the page says "not recorded")
+    assert report._versions(table)["known"] == [] and report._versions(table)["unknown"] == len(table.rows)
     one = report._versions(ia.SweepResult.load(results_dir))
-    assert f"Rows computed with interpreto-anisotropy {metadata.version('interpreto-anisotropy')}" in one
-    assert "different software versions" not in one
+    assert one["unknown"] == 0 and [group["count"] for group in one["known"]] == [len(table.rows)]
+    assert one["known"][0]["versions"].startswith(f"interpreto-anisotropy {metadata.version('interpreto-anisotropy')}")
 
 
 def test_a_line_cut_short_is_ignored_and_a_bad_line_refused(finished, tmp_path):

@@ -113,7 +113,9 @@ def test_the_verdict_recomputed_curve_by_curve_with_holm():
         assert (curve.last_ratio, curve.last_step) == (last["energy_ratio"], last["step"])
         assert curve.n_rows == len(mine) and curve.n_tested == len(tested)
         assert curve.n_raw == sum(value <= LEVEL for value in tested)
-        assert curve.n_significant == holm_rejections(tested, LEVEL)
+        assert curve.n_significant == curve.n_surviving["holm"] == holm_rejections(tested, LEVEL)
+        bh = false_discovery_control(tested, method="bh") if tested else []
+        assert curve.n_surviving["bh"] == sum(value <= LEVEL for value in bh)  # the other correction, same family
         assert curve.anisotropy_share == last["anisotropy_share"]
         assert (curve.anisotropy_p, curve.anisotropy_p_exact) == (last["anisotropy_share_p_value"], False)
         assert curve.n_positive_anisotropy == sum(row["anisotropy_share"] > 0 for row in mine)
@@ -131,6 +133,10 @@ def test_the_verdict_with_benjamini_hochberg_over_every_row_matches_scipy():
         key = (row["split_point"], row["tangent"])
         significant[key] = significant.get(key, 0) + int(value <= LEVEL)
     assert {(curve.split_point, curve.tangent): curve.n_significant for curve in verdict.curves} == significant
+    assert all(curve.n_surviving["bh"] == curve.n_significant for curve in verdict.curves)
+    # Holm over the same family (every row), in the step-down procedure written out
+    holm = holm_rejections([row["p_value_exact"] for row in tested], LEVEL)
+    assert sum(curve.n_surviving["holm"] for curve in verdict.curves) == holm
     assert "Benjamini-Hochberg (false discovery rate) over every row of the sweep" in verdict_text(verdict)
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "ANISOTROPY_P_APPROXIMATE_COLUMN",
     "CAVEAT",
     "CurveVerdict",
+    "FAMILY_NAMES",
     "Verdict",
     "anisotropy_p_value",
     "curve_sentences",
@@ -62,7 +63,8 @@ CAVEAT = (
 )
 
 _CORRECTION_NAMES = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini-Hochberg (false discovery rate)"}
-_FAMILY_NAMES = {
+#: Each `Family` value in words, as a sentence says which rows were adjusted together.
+FAMILY_NAMES = {
     "split_point_and_tangent": "within each curve (one split point and tangent kind)",
     "split_point": "within each split point (every tangent kind)",
     "tangent": "within each tangent kind (every split point)",
@@ -83,7 +85,9 @@ class CurveVerdict:
         p_column: The p-value field tested ("p_value_exact", else "p_value").
         n_tested: Rows with a p-value in `p_column`.
         n_raw: Rows with a p-value at or below the level, before correction.
-        n_significant: Rows whose adjusted p-value is at or below the level.
+        n_significant: Rows whose adjusted p-value is at or below the level, with the verdict's correction.
+        n_surviving: Rows whose adjusted p-value is at or below the level, by correction ("holm" and "bh"), over
+            the verdict's family; ``n_surviving[correction]`` is `n_significant`.
         resolution: Why passing is impossible and how many draws it needs ("" when it is possible).
         anisotropy_share, anisotropy_p: The last checkpoint's anisotropy share and its p-value (None if absent).
         anisotropy_p_exact: Whether `anisotropy_p` is an exact p-value (else the approximate normal-control one).
@@ -102,6 +106,7 @@ class CurveVerdict:
     n_tested: int
     n_raw: int
     n_significant: int
+    n_surviving: Mapping[str, int]
     resolution: str
     anisotropy_share: float | None
     anisotropy_p: float | None
@@ -221,13 +226,20 @@ def sweep_verdict(
     family = Family(family or config.get("family") or DEFAULT_FAMILY).value
     level = float(level if level is not None else (config.get("level") or config.get("alpha") or DEFAULT_LEVEL))
     column = p_value_column(rows)
-    adjusted = adjust(rows, column=column, correction=correction, family=family)
+    adjusted = {method.value: adjust(rows, column=column, correction=method, family=family) for method in Correction}
     groups: dict[tuple[str, str], list[int]] = {}
     for index, row in enumerate(rows):
         groups.setdefault((str(row.get("split_point")), str(row.get("tangent"))), []).append(index)
     curves = tuple(
         _curve(
-            key, [rows[i] for i in indices], [adjusted[i] for i in indices], rows, column, correction, family, level
+            key,
+            [rows[i] for i in indices],
+            {method: [values[i] for i in indices] for method, values in adjusted.items()},
+            rows,
+            column,
+            correction,
+            family,
+            level,
         )
         for key, indices in groups.items()
     )
@@ -237,19 +249,22 @@ def sweep_verdict(
 def _curve(
     key: tuple[str, str],
     rows: Sequence[Mapping[str, Any]],
-    adjusted: Sequence[float | None],
+    adjusted: Mapping[str, Sequence[float | None]],
     every_row: Sequence[Mapping[str, Any]],
     column: str,
     correction: str,
     family: str,
     level: float,
 ) -> CurveVerdict:
-    """One curve's verdict; `every_row` gives the rows of its family, for the p-value floor."""
+    """One curve's verdict, from its rows' adjusted p-values by correction and its family's rows (`every_row`)."""
     ratios = [(value, int(row["step"])) for row in rows if (value := _number(row.get("energy_ratio"))) is not None]
     peak = max(ratios, key=lambda item: item[0], default=(None, None))
     last = max(rows, key=lambda row: int(row["step"]))
     tested = [row for row in rows if _number(row.get(column)) is not None]
-    significant = sum(value is not None and value <= level for value in adjusted)
+    surviving = {
+        method: sum(value is not None and value <= level for value in values) for method, values in adjusted.items()
+    }
+    significant = surviving[correction]
     members = Family(family).key
     relatives = [row for row in every_row if members(row) == members(rows[0]) and _number(row.get(column)) is not None]
     note = resolution_note(_as_one_curve(relatives), column, level, correction) if significant == 0 else ""
@@ -267,6 +282,7 @@ def _curve(
         n_tested=len(tested),
         n_raw=sum(row[column] <= level for row in tested),
         n_significant=significant,
+        n_surviving=surviving,
         resolution=note.strip(),
         anisotropy_share=_number(last.get("anisotropy_share")),
         anisotropy_p=p_aniso,
@@ -341,7 +357,7 @@ def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, str, st
 def method_sentence(verdict: Verdict) -> str:
     """How significance was decided: the tested p-value, the correction, the family and the level."""
     correction = _CORRECTION_NAMES.get(verdict.correction, verdict.correction)
-    family = _FAMILY_NAMES.get(verdict.family, verdict.family)
+    family = FAMILY_NAMES.get(verdict.family, verdict.family)
     tested = (
         "p_value_exact (the tangent's rank among uniformly random subspaces, exact under the null)"
         if verdict.p_column == "p_value_exact"

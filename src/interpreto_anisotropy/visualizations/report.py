@@ -14,6 +14,10 @@
   `interpreto_anisotropy.visualizations.columns.COLUMNS`, which also gives the page's header tooltips and its
   column definitions.
 
+The page is the template ``templates/report.html.j2`` (with ``report.css`` and ``top_tokens.html.j2``, rendered by
+`interpreto_anisotropy.visualizations.pages`, autoescaping every value) filled with plain data built here: strings,
+and lists of dicts of strings (a table's rows keyed by column).
+
 Every file is written to a temporary file in the same folder and then renamed over the old one, so a crash
 leaves either the previous report or the new one, never half a page. The report works on a partial sweep (the
 rows finished so far) and can be rewritten as more checkpoints finish.
@@ -37,13 +41,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..commons.files import write_atomically
 from ..errors import EmptyInputError, InvalidInputError
+from ..sweeps.multiple_testing import Correction, Family
 from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
-from ..sweeps.verdict import curve_sentences, method_sentence, resolution_note, sweep_verdict
+from ..sweeps.verdict import FAMILY_NAMES, Verdict, curve_sentences, method_sentence, sweep_verdict
 from ..version import __version__
 from .columns import COLUMNS_CSV_FILE, TANGENT_KINDS, describe, write_column_notes
-from .markup import escape
 from .model_card import model_card, model_name
-from .top_tokens import TOP_TOKENS_STYLE, top_tokens_section
+from .pages import render
+from .top_tokens import top_tokens_context
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sweeps.result import SweepResult
@@ -126,33 +131,6 @@ _FIGURE_CAPTIONS = {
     "loss": "Training loss of each checkpoint on the probe texts (the loss column), as training goes.",
 }
 
-_STYLE = """
-body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; }
-h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
-.meta { color: #666; font-size: 0.9em; }
-.explain { max-width: 60em; }
-figure { margin: 1.2em 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { color: #555; font-size: 0.9em; max-width: 60em; }
-.scroll { overflow-x: auto; max-width: 100%; }
-table { border-collapse: collapse; font-size: 0.82em; }
-th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }
-th { background: #f4f4f4; position: sticky; top: 0; }
-table.rows th[title] { cursor: help; text-decoration: underline dotted; }
-table.definitions td, table.definitions th, table.card td, table.card th { white-space: normal; text-align: left; }
-table.definitions td:first-child { white-space: nowrap; }
-td.text, th.text { text-align: left; }
-tbody tr:nth-child(even) { background: #fafafa; }
-pre { margin: 0; font-size: 0.95em; white-space: pre-wrap; }
-p.warning { background: #fff4e5; border-left: 4px solid #f0a030; padding: 0.4em 0.8em; }
-code { background: #f4f4f4; padding: 0 0.2em; }
-section.finding { background: #f3f7fc; border-left: 4px solid #3a6ea5; padding: 0.1em 1em 0.3em; margin: 1em 0; }
-section.finding h2 { margin-top: 0.6em; }
-section.finding li { margin: 0.3em 0; }
-"""
-
 
 def write_report(
     result: SweepResult,
@@ -166,8 +144,8 @@ def write_report(
 
     Writes ``out_dir/index.html`` (figures embedded as base64 PNG, no external CSS or JavaScript),
     ``out_dir/figures/<name>.png`` and ``out_dir/rows.csv``, each atomically (a temporary file renamed over the
-    target), creating `out_dir` if needed. The HTML file is written last. All text from the rows and the settings
-    is HTML-escaped.
+    target), creating `out_dir` if needed. The HTML file is written last, from the template
+    ``templates/report.html.j2``: all text from the rows, the settings and the results folder is HTML-escaped.
 
     Args:
         result: The sweep (finished or partial: the report shows the rows finished so far).
@@ -198,24 +176,27 @@ def write_report(
             "then write the report again."
         )
     out_dir = _report_folder(Path(out_dir))
+    verdict = sweep_verdict(result.rows, result.config)
     for column in ("p_value", "p_value_exact"):
         if any(column in row for row in result.rows):
-            result = result.adjusted("holm", column=column).adjusted("bh", column=column)
+            for correction in Correction:
+                result = result.adjusted(correction.value, family=verdict.family, column=column)
     if title is None:
         title = _default_title(result)
 
-    figures: list[tuple[str, bytes]] = []
+    figures: list[dict[str, str]] = []
     for name, figure in _figures(result, live).items():
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=dpi)
         figure.clear()
         data = buffer.getvalue()
         write_atomically(out_dir / FIGURES_DIR / f"{name}.png", data)
-        figures.append((name, data))
+        encoded = base64.b64encode(data).decode("ascii")
+        figures.append({"name": name, "data": encoded, "caption": _FIGURE_CAPTIONS.get(name, "")})
 
     result.to_csv(out_dir / CSV_FILE)
     write_column_notes(out_dir / COLUMNS_CSV_FILE, result.scalar_columns())
-    page = _page(result, title=title, figures=figures)
+    page = render("report.html.j2", **_context(result, verdict, title=title, figures=figures))
     path = out_dir / REPORT_FILE
     write_atomically(path, page.encode("utf-8"))
     return path
@@ -310,10 +291,46 @@ def _is_text(column: str, rows: Sequence[dict[str, Any]]) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------- page
-def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes]]) -> str:
+def _context(
+    result: SweepResult, verdict: Verdict, *, title: str, figures: Sequence[dict[str, str]]
+) -> dict[str, Any]:
+    """What ``templates/report.html.j2`` shows, as plain strings, lists and dicts (the template escapes them all)."""
+    columns = _columns(result)
+    text_columns = {column for column in columns if _is_text(column, result.rows)}
+    return {
+        "title": title,
+        "finding": _finding(verdict),
+        "meta": _meta(result),
+        "tangent_kinds": [
+            {"name": str(kind), "definition": TANGENT_KINDS.get(str(kind), "a tangent kind of this sweep")}
+            for kind in result.tangents
+        ],
+        "floor": _floor(result),
+        "card": _model_card(result),
+        "figures": figures,
+        "figures_dir": FIGURES_DIR,
+        **top_tokens_context(result),
+        "csv_file": CSV_FILE,
+        "columns_csv_file": COLUMNS_CSV_FILE,
+        "columns": [
+            {"name": column, "tooltip": _tooltip(column), "text": column in text_columns} for column in columns
+        ],
+        "rows": [{column: _format(_cell(row, column)) for column in columns} for row in result.rows],
+        "definitions": [_definition(column) for column in columns],
+        "testing": _multiple_testing(result, verdict),
+        "skipped": [
+            {key: str(row.get(key)) for key in ("step", "split_point", "tangent")} | {"reason": str(row["skipped"])}
+            for row in result.skipped
+        ],
+        "settings": _settings(result.config),
+        "versions": _versions(result),
+        "provenance_file": PROVENANCE_FILE,
+    }
+
+
+def _meta(result: SweepResult) -> str:
+    """The line under the title: rows, checkpoints, split points, tangent kinds, when and from what."""
     steps = sorted(set(result.steps))
-    controls = sorted({len(row["control_energy_shares"]) for row in result.rows if row.get("control_energy_shares")})
-    floor = ", ".join(f"{1 / (r + 1):.3f} with R = {r}" for r in controls) or "1/(R + 1)"
     written = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = (
         f"{len(result.rows)} rows from {len(steps)} checkpoint{'s' if len(steps) != 1 else ''} "
@@ -323,158 +340,45 @@ def _page(result: SweepResult, *, title: str, figures: Sequence[tuple[str, bytes
     )
     if result.results_dir is not None:
         meta += f" from {result.results_dir}"
-    meta += "."
-
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(title)}</title>",
-        f"<style>{_STYLE}{TOP_TOKENS_STYLE}</style>",
-        "</head>",
-        "<body>",
-        f"<h1>{escape(title)}</h1>",
-        _finding(result),
-        f'<p class="meta">{escape(meta)}</p>',
-        "<h2>What this shows</h2>",
-        _tangent_kinds(result),
-        _explanation(floor),
-        "<h2>Model</h2>",
-        _model_section(result),
-        "<h2>Figures</h2>",
-    ]
-    for name, data in figures:
-        encoded = base64.b64encode(data).decode("ascii")
-        caption = _FIGURE_CAPTIONS.get(name, "")
-        parts.append(
-            f'<figure id="figure-{escape(name)}"><img src="data:image/png;base64,{encoded}" '
-            f'alt="{escape(name)} figure"><figcaption>{escape(caption)} '
-            f"(<code>{FIGURES_DIR}/{escape(name)}.png</code>)</figcaption></figure>"
-        )
-    parts += [
-        '<h2 id="top-tokens">Tangent directions: top tokens</h2>',
-        top_tokens_section(result),
-        "<h2>Rows</h2>",
-        f"<p>One row per (checkpoint, split point, tangent); floats to 4 significant digits, empty cells are "
-        f"missing values. Every scalar column is also in <code>{CSV_FILE}</code>, with its meaning and unit in "
-        f"<code>{COLUMNS_CSV_FILE}</code>; hover over a header for its meaning, or read the "
-        '<a href="#column-definitions">column definitions</a> below the table.</p>',
-        _rows_table(result),
-        '<h2 id="column-definitions">Column definitions</h2>',
-        _definitions(result),
-        "<h2>Multiple testing</h2>",
-        _multiple_testing(result),
-        *_skipped(result),
-        "<h2>Settings</h2>",
-        _settings_table(result.config),
-        "<h2>Software</h2>",
-        _versions(result),
-        "</body>",
-        "</html>",
-    ]
-    return "\n".join(parts) + "\n"
+    return meta + "."
 
 
-def _finding(result: SweepResult) -> str:
+def _floor(result: SweepResult) -> str:
+    """The smallest attainable p-value 1/(R + 1), for each number R of controls of the rows."""
+    controls = sorted({len(row["control_energy_shares"]) for row in result.rows if row.get("control_energy_shares")})
+    return ", ".join(f"{1 / (r + 1):.3f} with R = {r}" for r in controls) or "1/(R + 1)"
+
+
+def _finding(verdict: Verdict) -> dict[str, Any]:
     """The sweep's verdict (`interpreto_anisotropy.sweeps.verdict`), the page's first section: one item per curve."""
-    verdict = sweep_verdict(result.rows, result.config)
-    items = "".join(
-        f"<li><b>{escape(heading)}</b> {' '.join(escape(sentence) for sentence in sentences)}</li>"
-        for heading, *sentences in (curve_sentences(curve, verdict) for curve in verdict.curves)
-    )
-    return (
-        f'<section id="finding" class="finding"><h2>Finding</h2><ul>{items}</ul>'
-        f"<p>{escape(method_sentence(verdict))} {escape(verdict.caveat)}</p></section>"
-    )
+    curves = []
+    for curve in verdict.curves:
+        heading, *sentences = curve_sentences(curve, verdict)
+        curves.append({"heading": heading, "sentences": sentences})
+    return {"curves": curves, "method": method_sentence(verdict), "caveat": verdict.caveat}
 
 
-def _explanation(floor: str) -> str:
-    paragraphs = [
-        "At each training checkpoint, a low-rank <b>tangent proxy</b> Q<sub>T</sub> (k directions of the "
-        "activation manifold at the split point, fitted with a concept method) is compared with the model's true "
-        "training-loss gradients G (one row per token, dL/dh at the split point), and with <b>matched-rank normal "
-        "controls</b>: R random k-dimensional subspaces of the orthogonal complement of Q<sub>T</sub>.",
-        "The <b>energy share</b> E = ||G Q||<sub>F</sub><sup>2</sup> / ||G||<sub>F</sub><sup>2</sup> is the "
-        "fraction of gradient energy a subspace holds. <b>Chance</b> k/d is the share of a uniformly random rank-k "
-        "subspace; the <b>analytic null</b> (1 - E<sub>T</sub>) k / (d - k) is the exact expected share of a random "
-        "control in the complement. The <b>energy ratio</b> is E<sub>T</sub> over the controls' mean, and the "
-        "<b>p-value</b> is (1 + #{controls with E<sub>N</sub> &ge; E<sub>T</sub>}) / (R + 1), so its smallest "
-        f"attainable value is 1/(R + 1) ({escape(floor)}). It is the paper's, and approximate: the controls are "
-        "not exchangeable with a random tangent, so it is anti-conservative when k/d is not small. "
-        "<code>p_value_exact</code> ranks E<sub>T</sub> among R' uniformly random k-subspaces of R<sup>d</sup> "
-        "instead, and is exact under the null of a random tangent. The <b>oracle</b> share is what the top-k "
-        "eigenvectors of G<sup>T</sup>G hold, the most any rank-k subspace can.",
-        "<b>&Delta;IsoScore*</b> = IsoScore*(G without Q) - IsoScore*(G): how much more isotropic the gradient "
-        "cloud becomes when a subspace is projected out. A tangent that holds the gradients' anisotropy gives a "
-        "clearly larger &Delta;IsoScore* than the controls. The <b>anisotropy share</b> is &Delta;<sub>T</sub> "
-        "minus the controls' mean &Delta;; its p-value <code>anisotropy_share_p_value</code>, against the controls, "
-        "is the paper's approximate one; <code>anisotropy_p_value_exact</code> (ours) ranks &Delta;<sub>T</sub> "
-        "among the &Delta; of the same random subspaces as <code>p_value_exact</code>, and is exact.",
-        "<b>Caveat</b>: this alignment is descriptive. A high energy share says that the gradients point along the "
-        "tangent proxy more than along random normal directions; it is not proof that training uses, needs or "
-        "is driven by that subspace.",
-    ]
-    return '<div class="explain">' + "".join(f"<p>{text}</p>" for text in paragraphs) + "</div>"
+def _multiple_testing(result: SweepResult, verdict: Verdict) -> dict[str, Any]:
+    """How many rows stay below the level once their p-values are adjusted, and why none can: the verdict's."""
+    family = FAMILY_NAMES.get(verdict.family, verdict.family)
+    if verdict.family == Family.SPLIT_POINT_AND_TANGENT.value:
+        family = "within each curve (the rows of one split point and tangent kind)"
+    curves = verdict.curves
+    return {
+        "column": verdict.p_column,
+        "level": f"{verdict.level:g}",
+        "family": family[:1].upper() + family[1:],
+        "tested": sum(curve.n_tested for curve in curves),
+        "raw": sum(curve.n_raw for curve in curves),
+        "holm": sum(curve.n_surviving[Correction.HOLM.value] for curve in curves),
+        "bh": sum(curve.n_surviving[Correction.BENJAMINI_HOCHBERG.value] for curve in curves),
+        "note": "".join(f" {note}" for note in dict.fromkeys(curve.resolution for curve in curves) if note),
+    }
 
 
-def _multiple_testing(result: SweepResult, level: float = 0.05) -> str:
-    """How many rows stay below `level` once their p-values are adjusted, curve by curve."""
-    column = "p_value_exact" if any("p_value_exact" in row for row in result.rows) else "p_value"
-    tested = [row for row in result.rows if _number(row.get(column)) is not None]
-    raw = sum(row[column] <= level for row in tested)
-    holm = sum((_number(row.get(f"{column}_holm")) or 1) <= level for row in tested)
-    bh = sum((_number(row.get(f"{column}_bh")) or 1) <= level for row in tested)
-    return (
-        f"<p>Each row tests one hypothesis, so some of many rows fall below {level} by chance alone. Within each "
-        f"curve (the rows of one split point and tangent kind), <code>{column}</code> is adjusted by Holm's method "
-        f"(<code>{column}_holm</code>, family-wise error rate) and by Benjamini-Hochberg (<code>{column}_bh</code>, "
-        f"false discovery rate). Of {len(tested)} rows, {raw} have {column} &le; {level}, {holm} stay there after "
-        f"Holm and {bh} after Benjamini-Hochberg. Other families: <code>SweepResult.adjusted(family=...)</code>."
-        f"{resolution_note(tested, column, level)}</p>"
-    )
-
-
-def _skipped(result: SweepResult) -> list[str]:
-    """A section listing the checkpoints the sweep skipped, and why (none when it skipped nothing)."""
-    if not result.skipped:
-        return []
-    items = "".join(
-        f"<li>step {escape(str(row['step']))}, split point {escape(str(row.get('split_point')))}, "
-        f"{escape(str(row.get('tangent')))}: {escape(str(row['skipped']))}</li>"
-        for row in result.skipped
-    )
-    return [
-        "<h2>Skipped checkpoints</h2>",
-        f"<p>These checkpoints have no rows; a later run retries them.</p><ul>{items}</ul>",
-    ]
-
-
-def _rows_table(result: SweepResult) -> str:
-    columns = _columns(result)
-    text_columns = {column for column in columns if _is_text(column, result.rows)}
-
-    def align(column: str) -> str:
-        return ' class="text"' if column in text_columns else ""
-
-    header = "".join(
-        f'<th{align(column)} title="{escape(_tooltip(column))}">{escape(column)}</th>' for column in columns
-    )
-    body = []
-    for row in result.rows:
-        cells = "".join(f"<td{align(column)}>{escape(_format(_cell(row, column)))}</td>" for column in columns)
-        body.append(f"<tr>{cells}</tr>")
-    return (
-        '<div class="scroll"><table class="rows">'
-        f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
-    )
-
-
-def _settings_table(config: dict[str, Any]) -> str:
-    if not config:
-        return "<p>No settings recorded.</p>"
-    body = []
+def _settings(config: dict[str, Any]) -> list[dict[str, str]]:
+    """The sweep's settings, one line each: checkpoint and step lists summarised, other lists and dicts as JSON."""
+    settings = []
     for key, value in config.items():
         if key == "checkpoints" and isinstance(value, list):
             text = _checkpoints_summary(value)
@@ -484,8 +388,8 @@ def _settings_table(config: dict[str, Any]) -> str:
             text = json.dumps(value, default=str, ensure_ascii=False)
         else:
             text = _format(value) if isinstance(value, float) else str(value)
-        body.append(f'<tr><th class="text">{escape(str(key))}</th><td class="text">{escape(text)}</td></tr>')
-    return f'<table class="settings"><tbody>{"".join(body)}</tbody></table>'
+        settings.append({"key": str(key), "value": text})
+    return settings
 
 
 def _steps_summary(steps: Sequence[int], noun: str = "step", shown: int = 4) -> str:
@@ -525,36 +429,20 @@ def _tooltip(column: str) -> str:
     return description.tooltip()
 
 
-def _tangent_kinds(result: SweepResult) -> str:
-    """The tangent kinds of the sweep, defined (they name the rows and the figures' panels)."""
-    items = "".join(
-        f"<li><b>{escape(str(kind))}</b>: {escape(TANGENT_KINDS.get(str(kind), 'a tangent kind of this sweep'))}</li>"
-        for kind in result.tangents
-    )
-    return f'<div class="explain"><p>Tangent kinds in this report:</p><ul>{items}</ul></div>'
+def _definition(column: str) -> dict[str, str]:
+    """A column of the rows table defined: meaning, unit, formula."""
+    description = describe(column)
+    if description is None:
+        return {"column": column, "meaning": _tooltip(column), "unit": "", "formula": ""}
+    return {
+        "column": column,
+        "meaning": description.meaning,
+        "unit": description.unit.value,
+        "formula": description.formula,
+    }
 
 
-def _definitions(result: SweepResult) -> str:
-    """A table defining every column of the rows table: meaning, unit, formula."""
-    body = []
-    for column in _columns(result):
-        description = describe(column)
-        meaning, unit, formula = (
-            (description.meaning, description.unit.value, description.formula)
-            if description
-            else (_tooltip(column), "", "")
-        )
-        body.append(
-            f"<tr><td><code>{escape(column)}</code></td><td>{escape(meaning)}</td><td>{escape(unit)}</td>"
-            f"<td>{escape(formula)}</td></tr>"
-        )
-    return (
-        '<div class="scroll"><table class="definitions"><thead><tr><th>column</th><th>meaning</th><th>unit</th>'
-        f"<th>formula</th></tr></thead><tbody>{''.join(body)}</tbody></table></div>"
-    )
-
-
-def _model_section(result: SweepResult) -> str:
+def _model_card(result: SweepResult) -> dict[str, str]:
     """The model card (architecture, d, layers, parameters) and what the sweep did with it."""
     card = model_card(result.config, result.rows)
     config = result.config
@@ -563,43 +451,23 @@ def _model_section(result: SweepResult) -> str:
     method = config.get("method") or _first_value(result.rows, "method")
     rank = config.get("nb_concepts") or _first_value(result.rows, "rank")
     card["tangent"] = f"{method or 'unknown method'}, rank k = {rank if rank is not None else 'unknown'}"
-    body = "".join(
-        f'<tr><th class="text">{escape(key)}</th><td class="text">{escape(value)}</td></tr>'
-        for key, value in card.items()
-    )
-    return f'<table class="card"><tbody>{body}</tbody></table>'
+    return {str(key): str(value) for key, value in card.items()}
 
 
 def _first_value(rows: Sequence[dict[str, Any]], key: str) -> Any:
     return next((row[key] for row in rows if row.get(key) is not None), None)
 
 
-def _versions(result: SweepResult) -> str:
-    """The versions that computed the rows (from provenance.jsonl; flagged when several), then the report's own."""
+def _versions(result: SweepResult) -> dict[str, Any]:
+    """The versions that computed the rows (from provenance.jsonl: groups of rows), and the report's own."""
     groups = versions_of_rows(result.results_dir, result.rows)
-    known = [(versions, count) for versions, count in groups if versions is not None]
-    unknown = sum(count for versions, count in groups if versions is None)
-    parts = []
-    if len(known) == 1 and not unknown:
-        parts.append(f"<p>Rows computed with {escape(_listed(known[0][0]))}.</p>")
-    elif known:
-        items = "".join(f"<li>{count} rows: {escape(_listed(versions))}</li>" for versions, count in known)
-        if unknown:
-            items += f"<li>{unknown} rows: versions not recorded (written before they were)</li>"
-        parts.append(
-            f'<p class="warning"><b>The rows come from {len(known) + bool(unknown)} different software versions</b> '
-            "(a sweep resumed or extended after an upgrade): compare numbers across them with care.</p>"
-            f"<ul>{items}</ul>"
-        )
-    else:
-        parts.append(
-            "<p>The versions that computed the rows are not recorded (results written before "
-            f"<code>{PROVENANCE_FILE}</code> existed, or rows not loaded from a results folder).</p>"
-        )
-    parts.append(
-        f"<p>This report was written with {escape(_listed(software_versions()))} (installed where it was written).</p>"
-    )
-    return "".join(parts)
+    return {
+        "known": [
+            {"count": count, "versions": _listed(versions)} for versions, count in groups if versions is not None
+        ],
+        "unknown": sum(count for versions, count in groups if versions is None),
+        "report": _listed(software_versions()),
+    }
 
 
 def _listed(versions: dict[str, str]) -> str:

@@ -1,12 +1,10 @@
-# MIT License
-#
-# Copyright (c) 2026 interpreto-anisotropy contributors
 """The report's section on what the tangent directions mean: their top-activating tokens, in context.
 
 For each split point, at the last checkpoint whose top tokens the sweep saved (``top_tokens/<split point>/
 step-<step>.json``, see `interpreto_anisotropy.tangents.top_tokens`), one table per tangent kind: a row per direction
 with its share of the activations' variance and the distinct tokens at both of its ends, each shown in its context
-with the token highlighted. Every text from the files is HTML-escaped.
+with the token highlighted. `top_tokens_tables` gives the tables as plain data; the template
+``templates/top_tokens.html.j2`` lays them out, escaping every text from the files.
 
 Examples:
     >>> html_text = top_tokens_section(ia.SweepResult.load("runs/toy/sweep"))  # doctest: +SKIP
@@ -17,26 +15,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..tangents.top_tokens import DirectionTokens, TokenInContext
-from .markup import escape
+from .pages import render
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sweeps.result import SweepResult
 
-__all__ = ["top_tokens_section", "TOP_TOKENS_STYLE"]
+__all__ = ["top_tokens_section", "top_tokens_context", "top_tokens_tables", "TOKEN_HEADERS"]
 
-#: CSS of the section (added to the report's style sheet).
-TOP_TOKENS_STYLE = """
-table.tokens td { text-align: left; white-space: normal; vertical-align: top; }
-table.tokens td.number { text-align: right; white-space: nowrap; }
-span.context { white-space: pre; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.95em;
-               display: inline-block; margin: 0.1em 0.4em 0.1em 0; padding: 0 0.3em; color: #666;
-               border: 1px solid #e4e4e4; border-radius: 3px; background: #fff; }
-span.context mark { background: #ffe08a; color: #000; padding: 0 0.1em; }
-details.tokens { margin: 0.6em 0; }
-details.tokens summary { cursor: pointer; }
-"""
-
-_HEADERS = (
+#: The token tables' columns: name, and meaning (their headers' tooltips and the section's definitions).
+TOKEN_HEADERS = (
     ("direction", "Index j of the direction: column j of the tangent's orthonormal basis Q."),
     (
         "variance",
@@ -74,78 +61,64 @@ def top_tokens_section(result: SweepResult) -> str:
     Raises:
         ResultsStoreError: A top-tokens file that cannot be read.
     """
+    return render("top_tokens.html.j2", **top_tokens_context(result))
+
+
+def top_tokens_context(result: SweepResult) -> dict[str, Any]:
+    """What ``top_tokens.html.j2`` shows: the tables (`top_tokens_tables`) and their columns (`TOKEN_HEADERS`)."""
+    headers = [{"name": name, "meaning": meaning} for name, meaning in TOKEN_HEADERS]
+    return {"top_tokens": top_tokens_tables(result), "token_headers": headers}
+
+
+def top_tokens_tables(result: SweepResult) -> list[dict[str, Any]]:
+    """The token tables as plain data, texts unescaped (the template escapes them).
+
+    Args:
+        result: The sweep (loaded from its results folder).
+
+    Returns:
+        One dict per split point with saved top tokens: ``split_point``, ``step``, ``n_rows`` (texts) and ``kinds``,
+        one per tangent kind: ``title`` and ``directions``, each ``direction``, ``variance`` (texts), ``high`` and
+        ``low``: its tokens, each ``title`` (the tooltip), ``before``, ``token`` and ``after`` (line breaks shown as
+        arrows). Empty when the folder holds none.
+
+    Raises:
+        ResultsStoreError: A top-tokens file that cannot be read.
+    """
     layers = list(dict.fromkeys(row.get("layer", row.get("split_point")) for row in result.rows))
-    found = [(layer, result.top_tokens(layer)) for layer in layers]
-    saved = [(layer, content) for layer, content in found if content is not None]
-    if not saved:
-        return (
-            "<p>No top tokens are saved in this sweep's results folder (results written before the sweep saved "
-            "them, or a table that was not loaded from a folder): rerun the sweep into a new folder to see them.</p>"
-        )
-    parts = [_explanation(), _definitions()]
-    for _, content in saved:
-        parts.append(
-            f"<h3>Split point {escape(content['split_point'])}, checkpoint at step {escape(content['step'])}"
-            f" ({escape(_thousands(content['n_rows']))} fit tokens ranked)</h3>"
-        )
-        for kind, directions in content["tangents"].items():
-            parts.append(_kind_table(kind, directions, open_=kind == next(iter(content["tangents"]))))
-    return "\n".join(parts)
+    found = [result.top_tokens(layer) for layer in layers]
+    return [
+        {
+            "split_point": str(content["split_point"]),
+            "step": str(content["step"]),
+            "n_rows": _thousands(content["n_rows"]),
+            "kinds": [
+                {"title": _KIND_TITLES.get(kind, f"{kind} tangent"), "directions": list(map(_direction, directions))}
+                for kind, directions in content["tangents"].items()
+            ],
+        }
+        for content in found
+        if content is not None
+    ]
 
 
-def _explanation() -> str:
-    return (
-        '<div class="explain"><p>What each tangent direction q<sub>j</sub> picks out in the texts: every fit token '
-        "of the checkpoint (the first tokens of the fit texts, the sample of the activation metrics) gets the score "
-        "s = (h - mean) &middot; q<sub>j</sub>, its activation's coordinate along the direction relative to the "
-        "tokens' mean. A direction's sign is arbitrary (a PCA or SVD eigenvector is defined up to sign), so both ends "
-        "are listed: <b>+</b> the largest scores, <b>-</b> the smallest. Each token type appears once per end, at its "
-        "most extreme occurrence, in its context with the token <mark>highlighted</mark> (&#8629; a line break). The "
-        "early tangent's directions are read on this checkpoint's activations. Every checkpoint's top tokens are in "
-        "<code>top_tokens/&lt;split point&gt;/step-&lt;step&gt;.json</code> and "
-        "<code>SweepResult.top_tokens(split_point, step=...)</code>.</p></div>"
-    )
+def _direction(direction: DirectionTokens) -> dict[str, Any]:
+    return {
+        "direction": str(direction.direction),
+        "variance": format(direction.variance_share, ".3f"),
+        "high": list(map(_token, direction.high)),
+        "low": list(map(_token, direction.low)),
+    }
 
 
-def _definitions() -> str:
-    """The token tables' columns defined, in the report's definitions style (their headers' tooltips say the same)."""
-    body = "".join(
-        f"<tr><td><code>{escape(name)}</code></td><td>{escape(meaning)}</td></tr>" for name, meaning in _HEADERS
-    )
-    return (
-        '<details class="tokens"><summary>What the columns of the token tables mean</summary><div class="scroll">'
-        '<table class="definitions"><thead><tr><th>column</th><th>meaning</th></tr></thead>'
-        f"<tbody>{body}</tbody></table></div></details>"
-    )
-
-
-def _kind_table(kind: str, directions: list[DirectionTokens], *, open_: bool) -> str:
-    header = "".join(f'<th class="text" title="{escape(tip)}">{escape(name)}</th>' for name, tip in _HEADERS)
-    body = "".join(
-        f'<tr><td class="number">{escape(direction.direction)}</td>'
-        f'<td class="number">{escape(format(direction.variance_share, ".3f"))}</td>'
-        f"<td>{_contexts(direction.high)}</td><td>{_contexts(direction.low)}</td></tr>"
-        for direction in directions
-    )
-    title = _KIND_TITLES.get(kind, f"{kind} tangent")
-    return (
-        f'<details class="tokens"{" open" if open_ else ""}><summary>{escape(title)}: {len(directions)} '
-        f'directions</summary><div class="scroll"><table class="tokens"><thead><tr>{header}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div></details>"
-    )
-
-
-def _contexts(tokens: list[TokenInContext]) -> str:
-    return "".join(
-        f'<span class="context" title="{escape(_token_title(token))}">'
-        f"{_visible(token.before)}<mark>{_visible(token.token)}</mark>{_visible(token.after)}</span>"
-        for token in tokens
-    )
-
-
-def _token_title(token: TokenInContext) -> str:
-    """A token's tooltip: its score, its text and its position (escaped by the caller, as every attribute)."""
-    return f"score {token.score:.4g}, text {token.text}, token {token.position}"
+def _token(token: TokenInContext) -> dict[str, str]:
+    """A token in its context, and its tooltip: its score, its text and its position."""
+    return {
+        "title": f"score {token.score:.4g}, text {token.text}, token {token.position}",
+        "before": _visible(token.before),
+        "token": _visible(token.token),
+        "after": _visible(token.after),
+    }
 
 
 def _thousands(count: Any) -> str:
@@ -153,7 +126,5 @@ def _thousands(count: Any) -> str:
 
 
 def _visible(text: str) -> str:
-    """Escaped text with line breaks and tabs shown as arrows (the context stays on one line)."""
-    return (
-        escape(text).replace("\r\n", "\u21b5").replace("\n", "\u21b5").replace("\r", "\u21b5").replace("\t", "\u2192")
-    )
+    """The text with line breaks and tabs shown as arrows (the context stays on one line)."""
+    return text.replace("\r\n", "\u21b5").replace("\n", "\u21b5").replace("\r", "\u21b5").replace("\t", "\u2192")
