@@ -31,12 +31,10 @@ from ..sweeps.result import SweepResult, sort_rows
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent
 from .point import LivePoint, Statistics
-from .resume import saved_tangents
 from .rows import figures
-from .scaling import gradient_weight
-from .store import LiveStore
+from .store import LiveStore, saved_tangents
 from .tangents import TangentSchedule
-from .tokens import loss_rows, loss_terms
+from .tokens import gradient_weight, loss_rows, loss_terms
 
 __all__ = ["TrainingProbe"]
 
@@ -189,7 +187,7 @@ class TrainingProbe:
         return self
 
     def _resume_tangents(self) -> None:
-        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `resume`)."""
+        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `store.saved_tangents`)."""
         fit_until = next(iter(self.points.values())).schedule.fit_until  # the same at every split point
         try:
             saved = saved_tangents(
