@@ -157,9 +157,10 @@ class LiveConfig:
             InvalidInputError: `config` is not a `LiveConfig`, an option that is no field, or a bad value.
 
         Examples:
-            >>> LiveConfig.of(LiveConfig(every=2), {"seed": 3})
-            LiveConfig(nb_concepts=16, every=2, early_steps=None, early_fraction=0.3, total_steps=None, refit_every=None, n_controls=20, seed=3, n_bootstrap=1000, confidence=0.95, objective='auto', reduction='sum', loss_scale=1.0, on_nonfinite='raise', include_special=False, call=None, max_pending_bytes=1073741824, flush_seconds=10.0)
-        """  # noqa: E501
+            >>> settings = LiveConfig.of(LiveConfig(every=2), {"seed": 3})
+            >>> settings.every, settings.seed
+            (2, 3)
+        """
         if config is not None and not isinstance(config, cls):
             raise InvalidInputError(f"config must be a LiveConfig or None, got {type(config).__name__}.")
         names = {field.name for field in dataclasses.fields(cls)}
