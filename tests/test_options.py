@@ -137,8 +137,9 @@ TRAINING_PROBE_BAD_OPTIONS = [
 def test_every_training_probe_option_is_checked(gpt_neox_training_model, name, value, message):
     model, tokenizer = gpt_neox_training_model
     options = {"total_steps": 10} if name == "early_fraction" else {"early_steps": 2}
+    options[name] = value
     with pytest.raises(InvalidInputError, match=re.escape(message) + r".*, got "):
-        ia.TrainingProbe(model, 1, tokenizer=tokenizer, **options, **{name: value})
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, **options)
 
 
 LIVE_CONFIG_BAD_OPTIONS = [  # TrainingProbe's own arguments (start_step, overwrite, results_dir) are no settings
