@@ -28,6 +28,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.demo.corpus",
     "interpreto_anisotropy.demo.toy_models",
     "interpreto_anisotropy.errors",
+    "interpreto_anisotropy.live.options",
     "interpreto_anisotropy.metrics",
     "interpreto_anisotropy.metrics.isotropy",
     "interpreto_anisotropy.metrics.manifold",

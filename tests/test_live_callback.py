@@ -11,6 +11,7 @@ count is the number of optimizer steps the Trainer reports.
 from __future__ import annotations
 
 import copy
+import types
 
 import pytest
 import torch
@@ -125,3 +126,20 @@ def test_a_trainer_resumed_from_its_checkpoint_writes_the_rows_of_the_run_never_
     for row, reference in zip(resumed, expected, strict=True):
         assert row["energy_share"] == pytest.approx(reference["energy_share"], rel=1e-6), row["step"]
         assert row["control_mean"] == pytest.approx(reference["control_mean"], rel=1e-6), row["step"]
+
+
+def test_a_config_keeps_its_reduction_and_gets_the_trainers_length(gpt_neox_training_model, tmp_path):
+    model, tokenizer = gpt_neox_training_model
+    state = types.SimpleNamespace(global_step=0, max_steps=8)
+    settings = {}
+    for name, options in {
+        "config": {"config": ia.LiveConfig(reduction="mean", n_controls=5, call="first")},
+        "keywords": {"n_controls": 5, "call": "first"},
+    }.items():
+        callback = AnisotropyCallback(1, results_dir=tmp_path / name, **options)
+        callback.on_train_begin(None, state, None, model=model, processing_class=tokenizer)
+        settings[name] = callback.probe.settings
+        callback.probe.detach()
+    assert (settings["config"].reduction, settings["config"].total_steps) == ("mean", 8)  # the config's, kept
+    assert (settings["keywords"].reduction, settings["keywords"].total_steps) == ("sum", 8)  # from the model's loss
+    assert settings["config"].call == settings["keywords"].call == "first"

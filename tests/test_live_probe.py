@@ -155,3 +155,55 @@ def test_mean_losses_need_the_rescaling(gpt_neox_training_model, texts, tangent)
     assert (
         abs(rows[0]["energy_share"] - reference.energy_share) > 10 * 1e-6 * reference.energy_share
     )  # ten times the tolerance of equality
+
+
+ALBERT_LAYER = "albert.encoder.albert_layer_groups.0.albert_layers.0"
+
+
+@pytest.fixture(scope="module")
+def albert_training_model(corpus_texts):
+    """A tiny ALBERT (one layer shared by 3 layers: its split point runs 3 times per forward), float64, trainable."""
+    from architectures import FAMILIES, VOCAB, build
+
+    from interpreto_anisotropy.demo import train_tokenizer
+
+    tokenizer = train_tokenizer(corpus_texts, arch="eurobert", vocab_size=VOCAB)
+    return build(FAMILIES["albert_first"], tokenizer, layers=3).train().requires_grad_(True), tokenizer
+
+
+def test_a_shared_layer_is_read_at_the_call_chosen_as_the_post_hoc_probe_reads_it(albert_training_model, texts):
+    model, tokenizer = albert_training_model
+    tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=3)
+    steps = _steps(tokenizer, texts, per_step=1, micro=6, masked=True, n_steps=1)
+    shares = {}
+    for call in ("first", "last"):
+        rows, snapshots = run_windows(
+            float64_copy((model, tokenizer))[0],
+            tokenizer,
+            steps,
+            lambda m, call=call: ia.TrainingProbe(
+                m, ALBERT_LAYER, tokenizer=tokenizer, tangent=tangent, reduction="mean", call=call
+            ),
+        )
+        (row,) = rows
+        reference = post_hoc(
+            snapshots[0],
+            tokenizer,
+            steps[0],
+            tangent,
+            objective="masked_lm",
+            draw_seed=row["draw_seed"],
+            split_point=ALBERT_LAYER,
+            call=call,
+        )
+        assert_same_window(row, reference)
+        shares[call] = row["energy_share"]
+    assert abs(shares["first"] - shares["last"]) > 1e-3 * shares["last"]  # the two calls are different reads
+
+
+def test_a_shared_layer_without_call_is_our_error(albert_training_model, texts):
+    model, tokenizer = float64_copy(albert_training_model)
+    steps = _steps(tokenizer, texts, per_step=1, micro=2, masked=True, n_steps=1)
+    tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=3)
+    with pytest.raises(ia.errors.SplitPointError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
+        run_windows(model, tokenizer, steps, lambda m: ia.TrainingProbe(m, ALBERT_LAYER, tangent=tangent))

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -116,6 +117,15 @@ TRAINING_PROBE_BAD_OPTIONS = [
     ],
     ("results_dir", 3, "results_dir must be a folder path or None"),
     ("seed", NAN, "seed must be an integer"),
+    *[
+        (name, value, f"{name} must be a positive integer")
+        for name in ("early_steps", "total_steps", "refit_every")
+        for value in ("4", 0, 1.5, NAN)
+    ],
+    *[("call", value, "call must be 'first', 'last' or the index") for value in ("middle", 1.5, True)],
+    ("on_nonfinite", "ignore", "on_nonfinite must be one of ['raise', 'skip']"),
+    ("reduction", "avg", "reduction must be one of ['sum', 'mean']"),
+    ("objective", "seq2seq", "objective must be one of ['auto', 'causal_lm'"),
 ]
 
 
@@ -127,8 +137,53 @@ TRAINING_PROBE_BAD_OPTIONS = [
 def test_every_training_probe_option_is_checked(gpt_neox_training_model, name, value, message):
     model, tokenizer = gpt_neox_training_model
     options = {"total_steps": 10} if name == "early_fraction" else {"early_steps": 2}
+    options[name] = value
     with pytest.raises(InvalidInputError, match=re.escape(message) + r".*, got "):
-        ia.TrainingProbe(model, 1, tokenizer=tokenizer, **options, **{name: value})
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, **options)
+
+
+LIVE_CONFIG_BAD_OPTIONS = [  # TrainingProbe's own arguments (start_step, overwrite, results_dir) are no settings
+    case for case in TRAINING_PROBE_BAD_OPTIONS if case[0] not in ("start_step", "overwrite", "results_dir")
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    LIVE_CONFIG_BAD_OPTIONS,
+    ids=[f"{name}={value!r}" for name, value, _ in LIVE_CONFIG_BAD_OPTIONS],
+)
+def test_every_live_setting_is_checked_when_the_config_is_made(name, value, message):
+    with pytest.raises(InvalidInputError, match=re.escape(message) + r".*, got "):
+        ia.LiveConfig(**{name: value})
+
+
+def test_a_config_and_keywords_make_the_same_probe(gpt_neox_training_model):
+    model, tokenizer = gpt_neox_training_model
+    config = ia.LiveConfig(every=2, early_steps=4, n_controls=5, call="first", flush_seconds=0)
+    by_config = ia.TrainingProbe(model, 1, tokenizer=tokenizer, config=config)
+    by_keywords = ia.TrainingProbe(
+        model, 1, tokenizer=tokenizer, every=2, early_steps=4, n_controls=5, call="first", flush_seconds=0
+    )
+    assert by_config.settings == by_keywords.settings == config
+    assert by_config.config == by_keywords.config and by_config.config["call"] == "first"
+    replaced = ia.TrainingProbe(model, 1, tokenizer=tokenizer, config=config, every=4, seed=7)
+    assert (replaced.settings.every, replaced.settings.seed, replaced.settings.n_controls) == (4, 7, 5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.every = 3  # type: ignore[misc]
+    with pytest.raises(InvalidInputError, match=r"Unknown live probe option\(s\) n_control: the options are"):
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=4, n_control=5)
+    with pytest.raises(InvalidInputError, match="config must be a LiveConfig or None, got dict"):
+        ia.TrainingProbe(model, 1, tokenizer=tokenizer, config={"every": 2})
+
+
+def test_the_live_config_json_keeps_the_keys_results_written_before_call_have(gpt_neox_training_model):
+    """A results directory written before `call` existed resumes: without `call`, config.json has the same keys."""
+    model, tokenizer = gpt_neox_training_model
+    probe = ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=4)
+    assert list(probe.config) == [
+        "live", "model", "split_points", "objective", "reduction", "reference", "every", "nb_concepts",
+        "n_controls", "seed", "fit_until", "n_bootstrap", "confidence", "include_special",
+    ]  # fmt: skip
 
 
 def test_the_pending_bound_message_shows_small_sizes_in_bytes(gpt_neox_training_model, texts):

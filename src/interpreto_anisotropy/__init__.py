@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from . import demo, errors, metrics
 from .errors import AnisotropyError
-from .live.options import LiveTangent
+from .live.options import LiveConfig, LiveTangent
 from .live.probe import TrainingProbe
 from .probing import objectives
 from .probing.anisotropy import IsoScoreConvention, IsoScoreTarget
@@ -54,6 +54,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointSweep",
     "GradientProbe",
+    "LiveConfig",
     "LiveTangent",
     "ICATangent",
     "MaskedLM",

@@ -101,13 +101,23 @@ def probe_inputs(batches: list[dict]) -> dict:
     return {"input_ids": torch.cat(ids), "attention_mask": torch.cat(masks)}
 
 
-def post_hoc(snapshot, tokenizer, batches: list[dict], tangent, *, objective: str, draw_seed: int) -> ia.ProbeResult:
+def post_hoc(
+    snapshot,
+    tokenizer,
+    batches: list[dict],
+    tangent,
+    *,
+    objective: str,
+    draw_seed: int,
+    split_point: int | str = 1,
+    call: str | int | None = None,
+) -> ia.ProbeResult:
     """`GradientProbe.run` of the same batches on a weight snapshot (the weights of the window's step), with the
-    controls and random subspaces of the window's row (its ``draw_seed``)."""
+    controls and random subspaces of the window's row (its ``draw_seed``), at `split_point` and its `call`."""
     mwsp = ModelWithSplitPoints(
-        snapshot.eval(), split_point=1, tokenizer=tokenizer, batch_size=batches[0]["input_ids"].shape[0]
+        snapshot.eval(), split_point=split_point, tokenizer=tokenizer, batch_size=batches[0]["input_ids"].shape[0]
     )
-    probe = ia.GradientProbe(mwsp, objective=objective, seed=0)
+    probe = ia.GradientProbe(mwsp, objective=objective, seed=0, call=call)
     with warnings.catch_warnings():  # a window of fewer than 10 sequences: the live rows' intervals are as unreliable
         warnings.simplefilter("ignore", ia.errors.DegenerateStatisticsWarning)
         return probe.run(

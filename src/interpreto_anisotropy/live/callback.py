@@ -37,7 +37,9 @@ class AnisotropyCallback(TrainerCallback):
         split_points: Layer indices or module paths of the Trainer's model.
         results_dir: Where the rows (and tangents) go.
         report_dir: Where the HTML report goes at the end of training (default: ``results_dir/report``; False: none).
-        **probe_options: Any other `TrainingProbe` option (`tangent`, `every`, `early_steps`, `n_controls`, ...).
+        **probe_options: Any other `TrainingProbe` option: `tangent`, `config` (a `LiveConfig`), or any
+            `LiveConfig` field by name (`every`, `early_steps`, `n_controls`, `call`, ...). Unless given (as a keyword
+            or in `config`), `total_steps` is the Trainer's `max_steps` and `reduction` follows its loss (above).
 
     Examples:
         >>> trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)  # doctest: +SKIP
@@ -74,11 +76,14 @@ class AnisotropyCallback(TrainerCallback):
         return self
 
     def _options(self, model: Any, state: Any, tokenizer: Any) -> dict[str, Any]:
+        """The probe's options: the user's, then what the Trainer says (a `config` given keeps its reduction)."""
         options = dict(self.probe_options)
+        config = options.get("config")
         options.setdefault("tokenizer", tokenizer)
-        if state.max_steps and state.max_steps > 0:
+        if state.max_steps and state.max_steps > 0 and getattr(config, "total_steps", None) is None:
             options.setdefault("total_steps", state.max_steps)
-        options.setdefault("reduction", "sum" if self._loss_is_summed_per_step(model) else "mean")
+        if config is None:
+            options.setdefault("reduction", "sum" if self._loss_is_summed_per_step(model) else "mean")
         scaler = getattr(getattr(self.trainer, "accelerator", None), "scaler", None)
         if scaler is not None:
             options.setdefault("grad_scaler", scaler)

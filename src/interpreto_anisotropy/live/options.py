@@ -1,21 +1,37 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The choices of the live probe: which tangent it scores, and how the user's loss weighs the micro-batches.
+"""The settings of the live probe: which tangent it scores (`LiveTangent`), and every other option, declared once and
+checked once (`LiveConfig`).
 
 Examples:
     >>> LiveTangent("early") is LiveTangent.EARLY
     True
+    >>> LiveConfig(every=5, early_steps=100).every
+    5
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
+from typing import Any, Literal
 
-__all__ = ["LiveTangent", "ROW_SOURCE"]
+from ..commons.options import check_bool, check_number, check_positive_int, check_seed
+from ..errors import InvalidInputError
+from ..reading.split_point import check_call
+
+__all__ = ["LiveConfig", "LiveTangent", "MAX_PENDING_BYTES", "ROW_SOURCE"]
 
 #: The ``source`` of every row the live probe writes (a sweep's rows name their checkpoints' source).
 ROW_SOURCE = "live"
+
+#: Default bound on the memory of windows awaiting a tangent (their float64 G^T G): 1 GiB.
+MAX_PENDING_BYTES = 2**30
+
+_OBJECTIVES = ("auto", "causal_lm", "masked_lm", "sequence_classification")
 
 
 class LiveTangent(str, Enum):
@@ -37,3 +53,126 @@ class LiveTangent(str, Enum):
     EARLY = "early"
     GIVEN = "given"
     REFIT = "refit"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveConfig:
+    """The settings of a `TrainingProbe` (and of an `AnisotropyCallback`), checked once when it is made.
+
+    `TrainingProbe(model, ..., config=LiveConfig(...))` takes it; the same names given as keyword arguments
+    (`TrainingProbe(model, ..., every=10)`) are turned into one (on top of `config` when both are given).
+
+    Attributes:
+        nb_concepts: Rank k of a fitted ("early", "refit") tangent.
+        every: Optimizer steps per window (one row per split point per window).
+        early_steps: "early": the optimizer steps whose activations fit the tangent (None: `early_fraction` x
+            `total_steps`).
+        early_fraction: "early": the share of `total_steps` used when `early_steps` is None, in (0, 1].
+        total_steps: The run's length in optimizer steps (for `early_fraction`); None: unknown.
+        refit_every: "refit": optimizer steps between fits, a multiple of `every`.
+        n_controls: Matched-rank normal controls per tangent (seeded as in `GradientProbe.run`).
+        seed: Seed of the controls and of the bootstrap, in [0, 2**32).
+        n_bootstrap: Bootstrap resamples of sequences per window.
+        confidence: Level of the bootstrap interval, in (0, 1).
+        objective: Which positions carry loss and how many loss terms a mean divides by: "auto" (from the model's
+            head), "causal_lm", "masked_lm" or "sequence_classification".
+        reduction: How the differentiated loss reduces a micro-batch's terms: "sum", or "mean" (Hugging Face
+            models' `loss`; each micro-batch's gradients are then multiplied by its number of loss terms, so that
+            tokens weigh as in the probe's summed loss).
+        loss_scale: A constant (> 0, no unit) the differentiated loss was multiplied by (e.g. 1 / accumulation
+            steps); undone.
+        on_nonfinite: "raise" or "skip" a micro-batch with non-finite dL/dh (without a gradient scaler, whose
+            skipped steps are always skipped).
+        include_special: Special tokens are gradient rows too.
+        call: Which call of a split-point module that runs several times in one forward (ALBERT's shared layer)
+            to read: "first", "last", or an index (0, 1, ... from the first call, -1, ... from the last), as for
+            `GradientProbe(..., call=...)`. None: the module must run once per forward.
+        max_pending_bytes: Bound, in bytes, on the memory of the windows awaiting a tangent, all split points
+            together: their float64 moments (d^2 x 8 bytes each; an "early" or "refit" schedule whose moments would
+            exceed it is refused when the width d is known) and, in what is left, their float32 gradient rows, which
+            give them a bootstrap interval (beyond, the later windows keep their moments only, with a warning).
+        flush_seconds: Append the closed windows' rows to rows.jsonl at most this often, in seconds (always when
+            detaching; 0: at every window).
+
+    Raises:
+        InvalidInputError: An option of the wrong type, out of its range, or not finite, naming it.
+
+    Examples:
+        >>> LiveConfig(every=10, early_steps=100, call="last").call
+        'last'
+        >>> LiveConfig(flush_seconds=-1)
+        Traceback (most recent call last):
+        ...
+        interpreto_anisotropy.errors.InvalidInputError: flush_seconds must be a finite number >= 0, got -1.
+    """
+
+    nb_concepts: int = 16
+    every: int = 1
+    early_steps: int | None = None
+    early_fraction: float = 0.3
+    total_steps: int | None = None
+    refit_every: int | None = None
+    n_controls: int = 20
+    seed: int = 0
+    n_bootstrap: int = 1000
+    confidence: float = 0.95
+    objective: Literal["auto", "causal_lm", "masked_lm", "sequence_classification"] = "auto"
+    reduction: Literal["sum", "mean"] = "sum"
+    loss_scale: float = 1.0
+    on_nonfinite: Literal["raise", "skip"] = "raise"
+    include_special: bool = False
+    call: Literal["first", "last"] | int | None = None
+    max_pending_bytes: int = MAX_PENDING_BYTES
+    flush_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("nb_concepts", "every", "n_controls", "n_bootstrap", "max_pending_bytes"):
+            check_positive_int(name, getattr(self, name))
+        for name in ("early_steps", "total_steps", "refit_every"):
+            if getattr(self, name) is not None:
+                check_positive_int(name, getattr(self, name))
+        check_number("early_fraction", self.early_fraction, above=0, at_most=1)
+        check_seed("seed", self.seed)
+        check_number("confidence", self.confidence, above=0, below=1)
+        check_number("loss_scale", self.loss_scale, above=0)
+        check_number("flush_seconds", self.flush_seconds, at_least=0)
+        check_bool("include_special", self.include_special)
+        check_call(self.call)
+        _check_choice("objective", self.objective, _OBJECTIVES)
+        _check_choice("reduction", self.reduction, ("sum", "mean"))
+        _check_choice("on_nonfinite", self.on_nonfinite, ("raise", "skip"))
+
+    @classmethod
+    def of(cls, config: LiveConfig | None, options: Mapping[str, Any]) -> LiveConfig:
+        """`config` (default settings if None) with `options` in place of its fields.
+
+        Args:
+            config: The settings given as a `LiveConfig`, or None.
+            options: Settings given as keyword arguments, by field name.
+
+        Returns:
+            The checked settings.
+
+        Raises:
+            InvalidInputError: `config` is not a `LiveConfig`, an option that is no field, or a bad value.
+
+        Examples:
+            >>> settings = LiveConfig.of(LiveConfig(every=2), {"seed": 3})
+            >>> settings.every, settings.seed
+            (2, 3)
+        """
+        if config is not None and not isinstance(config, cls):
+            raise InvalidInputError(f"config must be a LiveConfig or None, got {type(config).__name__}.")
+        names = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise InvalidInputError(
+                f"Unknown live probe option(s) {', '.join(unknown)}: the options are {', '.join(sorted(names))} "
+                "(see LiveConfig)."
+            )
+        return dataclasses.replace(config, **options) if config is not None else cls(**options)
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidInputError(f"{name} must be one of {list(choices)}, got {value!r}.")

@@ -26,10 +26,9 @@ from ..probing.objectives import Objective
 from ..probing.statistics import ProbeSums, SubspaceColumns, build_results
 from ..sweeps.draws import row_seed
 from ..tangents.subspace import Subspace
-from .reduce import gather_sequence_energy, on_every_rank, reduce_window
 from .rows import live_row
 from .tangents import TangentSchedule
-from .window import WindowSums, retrospective_sums, scored_sums
+from .window import WindowSums, gather_sequence_energy, on_every_rank, reduce_window, retrospective_sums, scored_sums
 
 __all__ = ["LivePoint", "Statistics"]
 
@@ -191,11 +190,6 @@ class LivePoint:
         self.keep_rows = True
         return rows
 
-    def pending_bytes(self) -> int:
-        """Memory held by the windows awaiting a tangent (their float64 moments and the rows they kept)."""
-        moments = len(self.pending) * (self.dim or 0) ** 2 * 8
-        return moments + sum(pending.bytes for pending in self.pending)
-
     def _drawn(self, bases: SubspaceColumns, step: int) -> SubspaceColumns:
         """The window's tangent with its own controls and random subspaces, drawn from the seed of (seed, step,
         split point, tangent kind) (`sweeps.draws.row_seed`, as a sweep row's): no two windows share a draw."""
@@ -222,7 +216,6 @@ class LivePoint:
         with warnings.catch_warnings():  # a window of a few sequences: its row's n_sequences says so
             warnings.simplefilter("ignore", DegenerateStatisticsWarning)
             result = self._result(sums, columns, kind, settings)
-        draws = {"draw_seed": self._draw_seed(step), "n_random": columns.n_random}
         return {
             **live_row(
                 result,
@@ -235,7 +228,7 @@ class LivePoint:
                 retrospective=retrospective,
                 fitted_at=self.schedule.fitted_at,
             ),
-            **draws,
+            "draw_seed": self._draw_seed(step),
             "n_random": columns.n_random,
         }
 

@@ -21,14 +21,7 @@ import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 
 from ..commons import distributed
-from ..commons.options import (
-    byte_size,
-    check_bool,
-    check_nonnegative_int,
-    check_number,
-    check_positive_int,
-    check_seed,
-)
+from ..commons.options import byte_size, check_bool, check_nonnegative_int
 from ..commons.threads import one_thread
 from ..errors import InvalidInputError, NonFiniteError, ResultsStoreError, SplitPointError, TrainingProbeError
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
@@ -36,19 +29,14 @@ from ..reading.batching import special_token_ids
 from ..reading.split_point import TrainingCapture, TrainingRead, resolve_split_point, splitter_model
 from ..sweeps.result import SweepResult, sort_rows
 from ..tangents.subspace import Subspace
-from .options import LiveTangent
+from .options import LiveConfig, LiveTangent
 from .point import LivePoint, Statistics
-from .resume import saved_tangents
 from .rows import figures
-from .scaling import gradient_weight
-from .store import LiveStore
+from .store import LiveStore, saved_tangents
 from .tangents import TangentSchedule
-from .tokens import loss_rows, loss_terms
+from .tokens import gradient_weight, loss_rows, loss_terms
 
 __all__ = ["TrainingProbe"]
-
-#: Default bound on the memory of windows awaiting a tangent (their float64 G^T G): 1 GiB.
-MAX_PENDING_BYTES = 2**30
 
 
 class TrainingProbe:
@@ -63,41 +51,17 @@ class TrainingProbe:
         split_points: Layer indices or module paths, resolved as `ModelWithSplitPoints` resolves them (default: the
             splitter's split point).
         tokenizer: The model's tokenizer: its special tokens are not rows (as in the probe). None: every token is.
-        results_dir: Where config.json, rows.jsonl and the fitted tangents go (None: rows kept in memory only).
         tangent: "early", "refit", a `Subspace` / fitted `TangentExplainer`, or a dict split point -> either.
-        nb_concepts: Rank k of a fitted tangent.
-        every: Optimizer steps per window.
-        early_steps: "early": steps whose activations fit the tangent (default: `early_fraction` x `total_steps`).
-        early_fraction: "early": the share of `total_steps` used when `early_steps` is not given.
-        total_steps: The run's length in optimizer steps (for `early_fraction`).
-        refit_every: "refit": steps between fits (a multiple of `every`).
-        n_controls: Matched-rank normal controls per tangent (seeded as in `GradientProbe.run`).
-        seed: Seed of the controls and of the bootstrap.
-        n_bootstrap: Bootstrap resamples of sequences per window.
-        confidence: Level of the bootstrap interval.
-        objective: "auto" (from the model's head), "causal_lm", "masked_lm" or "sequence_classification": which
-            positions carry loss, and how many loss terms a mean divides by.
-        reduction: "sum" or "mean": how the differentiated loss reduces the micro-batch's terms (Hugging Face
-            models' `loss` is a mean; the Trainer's, with `num_items_in_batch`, a sum over the step scaled by a
-            constant). With "mean" each micro-batch's gradients are multiplied by its number of loss terms, so that
-            tokens weigh as in the probe's summed loss.
-        loss_scale: A constant the differentiated loss was multiplied by (e.g. 1 / accumulation steps); undone.
-        grad_scaler: The `torch.amp.GradScaler` whose scaled loss is differentiated: its scale is undone, and
-            micro-batches with non-finite gradients (the steps it skips) are skipped and counted.
-        on_nonfinite: "raise" or "skip" a micro-batch with non-finite dL/dh (without a gradient scaler).
-        include_special: Special tokens are rows too.
+        results_dir: Where config.json, rows.jsonl and the fitted tangents go (None: rows kept in memory only).
         start_step: Optimizer steps already done (a resumed run): rows from that step on are rewritten, and an
             "early" or "refit" tangent fitted by then is read back from `results_dir`, so that the windows after
-            the restart are scored against it (`live.resume`).
-        max_pending_bytes: Bound on the memory of the windows awaiting a tangent, all split points together: their
-            float64 moments (d^2 x 8 bytes each; an "early" or "refit" schedule whose moments would exceed it is
-            refused when the width d is known) and, in what is left, their float32 gradient rows, which give them
-            a bootstrap interval (beyond, the later windows keep their moments only, with a warning). A positive
-            integer.
-        flush_seconds: Append the closed windows' rows to rows.jsonl at most this often (always when detaching; 0: at
-            every window). A finite number >= 0.
+            the restart are scored against it.
         overwrite: Start afresh: remove everything the package wrote in `results_dir` (rows, config, tangents, top
             tokens, provenance, report), whatever its settings; files it did not write stay.
+        grad_scaler: The `torch.amp.GradScaler` whose scaled loss is differentiated: its scale is undone, and
+            micro-batches with non-finite gradients (the steps it skips) are skipped and counted.
+        config: The other settings (`LiveConfig`: `every`, `early_steps`, `n_controls`, `reduction`, `call`, ...).
+        **options: Any `LiveConfig` field by name, in place of the one of `config`.
 
     Raises:
         InvalidInputError: A bad option, or an "early" tangent without `early_steps` nor `total_steps`.
@@ -120,63 +84,51 @@ class TrainingProbe:
         split_points: int | str | Sequence[int | str] | None = None,
         *,
         tokenizer: Any = None,
-        results_dir: str | os.PathLike | None = None,
         tangent: str | Subspace | Any = "early",
-        nb_concepts: int = 16,
-        every: int = 1,
-        early_steps: int | None = None,
-        early_fraction: float = 0.3,
-        total_steps: int | None = None,
-        refit_every: int | None = None,
-        n_controls: int = 20,
-        seed: int = 0,
-        n_bootstrap: int = 1000,
-        confidence: float = 0.95,
-        objective: str = "auto",
-        reduction: str = "sum",
-        loss_scale: float = 1.0,
-        grad_scaler: Any = None,
-        on_nonfinite: str = "raise",
-        include_special: bool = False,
+        results_dir: str | os.PathLike | None = None,
         start_step: int = 0,
-        max_pending_bytes: int = MAX_PENDING_BYTES,
-        flush_seconds: float = 10.0,
         overwrite: bool = False,
+        grad_scaler: Any = None,
+        config: LiveConfig | None = None,
+        **options: Any,
     ):
+        self.settings = settings = LiveConfig.of(config, options)
         self.model, layers, tokenizer = _unwrap(model, split_points, tokenizer)
         self.layers = {resolve_split_point(self.model, layer): layer for layer in layers}
-        self.every = check_positive_int("every", every)
-        self.objective = _objective(objective, self.model)
-        self.reduction = _choice("reduction", reduction, Reduction)
-        _check_options(on_nonfinite, loss_scale, confidence, seed, nb_concepts)
-        _check_storage(results_dir, max_pending_bytes, flush_seconds, include_special, overwrite)
-        self.on_nonfinite, self.loss_scale, self.grad_scaler = on_nonfinite, float(loss_scale), grad_scaler
-        self.include_special, self.max_pending_bytes = include_special, max_pending_bytes
+        self.every = settings.every
+        self.objective = _objective(settings.objective, self.model)
+        self.reduction = Reduction(settings.reduction)
+        if results_dir is not None and not isinstance(results_dir, (str, os.PathLike)):
+            raise InvalidInputError(f"results_dir must be a folder path or None, got {type(results_dir).__name__}.")
+        self.results_dir, self.overwrite = results_dir, check_bool("overwrite", overwrite)
+        self.grad_scaler = grad_scaler
         self.special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
         self.statistics = Statistics(
-            check_positive_int("n_controls", n_controls),
-            seed,
-            check_positive_int("n_bootstrap", n_bootstrap),
-            confidence,
+            settings.n_controls,
+            settings.seed,
+            settings.n_bootstrap,
+            settings.confidence,
             make_objective(self.objective.value, reduction="sum"),
         )
-        self.kind, fit_until, given = _tangent_plan(
-            tangent, self.layers, early_steps, early_fraction, total_steps, refit_every, self.every
-        )
-        schedule = {"nb_concepts": nb_concepts, "n_controls": n_controls, "seed": seed, "fit_until": fit_until}
+        self.kind, fit_until, given = _tangent_plan(tangent, self.layers, settings)
+        schedule = {
+            "nb_concepts": settings.nb_concepts,
+            "n_controls": settings.n_controls,
+            "seed": settings.seed,
+            "fit_until": fit_until,
+        }
         self.points = {
             path: LivePoint(
                 layer,
                 path,
                 TangentSchedule(self.kind, path, given=given.get(path), **schedule),
                 self.statistics,
-                max_pending_bytes=max_pending_bytes // len(self.layers),
+                max_pending_bytes=settings.max_pending_bytes // len(self.layers),
                 every=self.every,
             )
             for path, layer in self.layers.items()
         }
-        self.results_dir, self.overwrite, self.flush_seconds = results_dir, overwrite, flush_seconds
-        self.config = {
+        self.config = {  # what config.json records, and what a resumed run must match
             "live": True,
             "model": type(self.model).__name__,
             "split_points": list(self.layers.values()),
@@ -185,9 +137,10 @@ class TrainingProbe:
             "reference": self.kind.value,
             "every": self.every,
             **schedule,
-            "n_bootstrap": n_bootstrap,
-            "confidence": confidence,
-            "include_special": include_special,
+            "n_bootstrap": settings.n_bootstrap,
+            "confidence": settings.confidence,
+            "include_special": settings.include_special,
+            **({} if settings.call is None else {"call": settings.call}),  # results written before `call` resume
         }
         self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
         self.rows: list[dict[str, Any]] = []
@@ -220,7 +173,7 @@ class TrainingProbe:
                 self.config,
                 overwrite=self.overwrite,
                 start_step=self.steps_done,
-                flush_seconds=self.flush_seconds,
+                flush_seconds=self.settings.flush_seconds,
             )
         if (
             self.results_dir is not None
@@ -229,12 +182,12 @@ class TrainingProbe:
             and self.kind is not LiveTangent.GIVEN
         ):
             self._resume_tangents()
-        self._capture = TrainingCapture(self.model, list(self.layers), self._on_read).attach()
+        self._capture = TrainingCapture(self.model, list(self.layers), self._on_read, call=self.settings.call).attach()
         self._counters = self._snapshot()
         return self
 
     def _resume_tangents(self) -> None:
-        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `resume`)."""
+        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `store.saved_tangents`)."""
         fit_until = next(iter(self.points.values())).schedule.fit_until  # the same at every split point
         try:
             saved = saved_tangents(
@@ -290,13 +243,13 @@ class TrainingProbe:
             inputs,
             self.objective,
             self.special_ids.to(gradient.device),
-            include_special=self.include_special or "input_ids" not in read.inputs,
+            include_special=self.settings.include_special or "input_ids" not in read.inputs,
         )
         weight = gradient_weight(
             inputs,
             objective=self.objective,
             reduction=self.reduction,
-            loss_scale=self.loss_scale,
+            loss_scale=self.settings.loss_scale,
             scaler=self.grad_scaler,
             device=gradient.device,
         )
@@ -400,7 +353,7 @@ class TrainingProbe:
 
     def _check_finite(self, point: LivePoint, sums: Any, first: int, step: int) -> None:
         skipped = 0 if sums is None else sums.tally.skipped_batches
-        if skipped and self.on_nonfinite == "raise" and not _scaling(self.grad_scaler):
+        if skipped and self.settings.on_nonfinite == "raise" and not _scaling(self.grad_scaler):
             raise NonFiniteError(
                 f"Non-finite loss or dL/dh at split point '{point.path}' in {skipped} micro-batch(es) of steps "
                 f"{first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
@@ -412,11 +365,11 @@ class TrainingProbe:
             return
         windows = math.ceil(point.schedule.fit_until / self.every)
         needed = point.moments_bytes() * len(self.points)
-        if needed > self.max_pending_bytes:
+        if needed > self.settings.max_pending_bytes:
             raise InvalidInputError(
                 f"Until the tangent is fitted, {windows} window(s) of d={point.dim} keep their float64 gradient "
                 f"moments: {byte_size(needed)} for {len(self.points)} split point(s), above max_pending_bytes="
-                f"{self.max_pending_bytes} ({byte_size(self.max_pending_bytes)}). Use a larger `every`, fewer early "
+                f"{self.settings.max_pending_bytes} ({byte_size(self.settings.max_pending_bytes)}). Use a larger `every`, fewer early "
                 "steps, a given tangent, "
                 "or raise max_pending_bytes."
             )
@@ -431,36 +384,8 @@ def _objective(objective: str, model: torch.nn.Module) -> ObjectiveName:
         raise InvalidInputError(f"objective must name a built-in objective, got {objective!r}.") from None
 
 
-def _check_options(on_nonfinite: str, loss_scale: Any, confidence: float, seed: int, nb_concepts: int) -> None:
-    if on_nonfinite not in ("raise", "skip"):
-        raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
-    check_number("loss_scale", loss_scale, above=0)
-    check_number("confidence", confidence, above=0, below=1)
-    check_seed("seed", seed)
-    check_positive_int("nb_concepts", nb_concepts)
-
-
-def _check_storage(
-    results_dir: Any, max_pending_bytes: Any, flush_seconds: Any, include_special: Any, overwrite: Any
-) -> None:
-    """Check the options of where the rows go and of the memory they may wait in (our error names the option)."""
-    if results_dir is not None and not isinstance(results_dir, (str, os.PathLike)):
-        raise InvalidInputError(f"results_dir must be a folder path or None, got {type(results_dir).__name__}.")
-    check_positive_int("max_pending_bytes", max_pending_bytes)
-    check_number("flush_seconds", flush_seconds, at_least=0)
-    check_bool("include_special", include_special)
-    check_bool("overwrite", overwrite)
-
-
 def _scaling(scaler: Any) -> bool:
     return scaler is not None and scaler.is_enabled()
-
-
-def _choice(name: str, value: Any, enum: type) -> Any:
-    try:
-        return enum(value)
-    except ValueError:
-        raise InvalidInputError(f"{name} must be one of {[m.value for m in enum]}, got {value!r}.") from None
 
 
 def _unwrap(model: Any, split_points: Any, tokenizer: Any) -> tuple[torch.nn.Module, list[int | str], Any]:
@@ -490,34 +415,29 @@ def _unwrap(model: Any, split_points: Any, tokenizer: Any) -> tuple[torch.nn.Mod
 
 
 def _tangent_plan(
-    tangent: Any,
-    layers: dict[str, int | str],
-    early_steps: int | None,
-    early_fraction: float,
-    total_steps: int | None,
-    refit_every: int | None,
-    every: int,
+    tangent: Any, layers: dict[str, int | str], settings: LiveConfig
 ) -> tuple[LiveTangent, int | None, dict[str, Subspace]]:
     """(kind, steps of the fit or the refit period, given subspace per module path)."""
     if isinstance(tangent, str):
-        kind = _choice("tangent", tangent, LiveTangent)
-        if kind is LiveTangent.GIVEN:
-            raise InvalidInputError("tangent='given' needs the subspace itself: pass tangent=<Subspace>.")
+        if tangent not in ("early", "refit"):
+            hint = " (pass the subspace itself: tangent=<Subspace>)" if tangent == "given" else ""
+            raise InvalidInputError(f"tangent must be 'early', 'refit' or a Subspace, got {tangent!r}{hint}.")
+        kind = LiveTangent(tangent)
         if kind is LiveTangent.REFIT:
-            if refit_every is None or check_positive_int("refit_every", refit_every) % every:
+            if settings.refit_every is None or settings.refit_every % settings.every:
                 raise InvalidInputError(
-                    f"tangent='refit' needs refit_every, a multiple of every={every} (got {refit_every!r})."
+                    f"tangent='refit' needs refit_every, a multiple of every={settings.every} "
+                    f"(got {settings.refit_every!r})."
                 )
-            return kind, refit_every, {}
-        if early_steps is not None:
-            return kind, check_positive_int("early_steps", early_steps), {}
-        if total_steps is None:
+            return kind, settings.refit_every, {}
+        if settings.early_steps is not None:
+            return kind, settings.early_steps, {}
+        if settings.total_steps is None:
             raise InvalidInputError(
                 "tangent='early' needs early_steps (the steps whose activations fit the tangent), or total_steps "
                 "(early_fraction of it is used)."
             )
-        check_number("early_fraction", early_fraction, above=0, at_most=1)
-        return kind, max(1, math.ceil(early_fraction * check_positive_int("total_steps", total_steps))), {}
+        return kind, max(1, math.ceil(settings.early_fraction * settings.total_steps)), {}
     given = tangent if isinstance(tangent, Mapping) else dict.fromkeys(layers.values(), tangent)
     by_path: dict[str, Subspace] = {}
     for path, layer in layers.items():

@@ -15,6 +15,13 @@ the later ones (a run restarted from an earlier checkpoint) are dropped, and a l
 writer that was killed while writing it is removed (with a warning), in one atomic rewrite when opening.
 `overwrite` empties the folder of everything the library wrote there first (`SweepStore.clear`), reading none of it:
 a later resume never finds an earlier run's tangents beside the new run's rows.
+
+Resuming the tangents (`saved_tangents`): a run restarted at `start_step` (from a training checkpoint) must score its windows against the tangent the
+stopped run used, not one fitted afresh on the steps after the restart: the early tangent
+(``reference/<layer>.safetensors``), or the last refitted tangent fitted at or before `start_step`
+(``tangents/<layer>/step-N.safetensors``). The activations pooled by the stopped run for a fit it had not made yet
+are not saved: a run resumed before that fit fits on the steps from `start_step` only, and says so. A saved
+tangent whose rank is not the run's `nb_concepts` (an artefact of another run) is refused, never scored against.
 """
 
 from __future__ import annotations
@@ -22,18 +29,23 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+from ..commons import distributed
 from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
-from ..errors import ConfigMismatchError
+from ..errors import ConfigMismatchError, ResultsStoreError, TrainingProbeError
 from ..sweeps.result import CONFIG_FILE, ROWS_FILE, read_config
 from ..sweeps.store import SweepStore
 from ..tangents.subspace import Subspace
+from .options import LiveTangent
 
-__all__ = ["LiveStore"]
+__all__ = ["LiveStore", "saved_tangents"]
+
+_STEP_FILE = re.compile(r"step-(\d+)\.safetensors")
 
 
 class LiveStore:
@@ -129,3 +141,115 @@ class LiveStore:
             self.flush(force=True)
         finally:
             self._exit.close()
+
+
+def saved_tangents(
+    results_dir: Path,
+    layers: dict[str, int | str],
+    kind: LiveTangent,
+    fit_every: int,
+    every: int,
+    start_step: int,
+    *,
+    nb_concepts: int | None = None,
+) -> dict[str, Subspace]:
+    """The tangents in use at `start_step`, per module path, read by the main process and sent to every rank.
+
+    Args:
+        results_dir: The live run's results directory.
+        layers: Module path -> the split point as given (the name of its files).
+        kind: EARLY or REFIT (a given tangent is not read from disk).
+        fit_every: EARLY: the steps of the fit; REFIT: the refit period (a multiple of `every`).
+        every: Optimizer steps per window (a fit happens when a window closes).
+        start_step: The optimizer steps the stopped run had done (> 0).
+        nb_concepts: The rank the run's tangents have (None: not checked).
+
+    Returns:
+        The tangent of each split point whose tangent was fitted at or before `start_step` (the others fit afresh).
+
+    Raises:
+        TrainingProbeError: A tangent fitted before `start_step` whose file is missing, naming it.
+        ResultsStoreError: A saved tangent of another rank than `nb_concepts`, naming its file.
+    """
+    found: dict[str, Subspace] | tuple[type, str] = {}
+    if distributed.is_main_process():
+        try:
+            found = _read(SweepStore(results_dir), layers, kind, fit_every, every, start_step, nb_concepts)
+        except (TrainingProbeError, ResultsStoreError) as error:
+            found = (type(error), str(error))
+    found = distributed.broadcast_object(found)
+    if isinstance(found, tuple):
+        raise found[0](found[1])
+    return found
+
+
+def _check_rank(file: Path, saved: Subspace, nb_concepts: int | None) -> None:
+    """Refuse a saved tangent whose rank is not `nb_concepts` (another run's, left in the folder)."""
+    if nb_concepts is not None and saved.rank != nb_concepts:
+        raise ResultsStoreError(
+            f"{file} holds a tangent of rank {saved.rank}, but this run's nb_concepts is {nb_concepts}: another run "
+            "wrote it. Resume into the results_dir the stopped run wrote, or start afresh with overwrite=True."
+        )
+
+
+def _read(
+    store: SweepStore,
+    layers: dict[str, int | str],
+    kind: LiveTangent,
+    fit_every: int,
+    every: int,
+    start_step: int,
+    nb_concepts: int | None,
+) -> dict[str, Subspace]:
+    found = {}
+    for path, layer in layers.items():
+        if kind is LiveTangent.EARLY:
+            fitted_at = math.ceil(fit_every / every) * every  # the first window close at or after the early steps
+            file = store.reference_path(layer)
+            saved = Subspace.load(file) if file.exists() else None
+            saved = saved if saved is not None and (saved.step or 0) <= start_step else None
+        else:
+            fitted_at = start_step - start_step % fit_every
+            file, saved = _last_refit(store, layer, start_step)
+            file = file or store.tangent_path(layer, fitted_at)
+        if saved is None and 0 < fitted_at <= start_step:
+            raise TrainingProbeError(
+                f"The live run resumed at step {start_step} scores its windows at split point {layer!r} against the "
+                f"{kind.value} tangent fitted at step {fitted_at}, but {file} is missing. Resume into the results_dir "
+                "the stopped run wrote, pass that tangent as tangent=Subspace.load(...), or restart from step 0."
+            )
+        if saved is not None:
+            _check_rank(file, saved, nb_concepts)
+            found[path] = saved
+        if saved is None or (kind is LiveTangent.REFIT and saved.step != start_step):
+            _warn_partial_fit(path, kind, fitted_at if kind is LiveTangent.EARLY else fit_every, start_step, saved)
+    return found
+
+
+def _last_refit(store: SweepStore, layer: int | str, start_step: int) -> tuple[Path | None, Subspace | None]:
+    """The tangent refitted last at or before `start_step` and its file, (None, None) when none was saved."""
+    folder = store.tangent_path(layer, 0).parent
+    steps = [int(match[1]) for file in folder.glob("step-*.safetensors") if (match := _STEP_FILE.fullmatch(file.name))]
+    steps = [step for step in steps if step <= start_step]
+    if not steps:
+        return None, None
+    file = store.tangent_path(layer, max(steps))
+    return file, Subspace.load(file)
+
+
+def _warn_partial_fit(path: str, kind: LiveTangent, fit_at: int, start_step: int, tangent: Subspace | None) -> None:
+    """Say that the next fit pools the steps from `start_step` only (the stopped run's pooled activations are lost)."""
+    since = 0 if tangent is None else (tangent.step or 0)
+    if kind is LiveTangent.EARLY:
+        what = f"the early tangent is fitted on the steps from {start_step} to {fit_at - 1} only"
+        lost = f"the windows of steps 0 to {start_step - 1}, which awaited it, will have no rows"
+    else:
+        what = f"the next refit, at step {since + fit_at}, pools the steps from {start_step} only"
+        lost = f"the activations of steps {since} to {start_step - 1} are lost"
+        if tangent is None:
+            lost += f", and the windows of steps 0 to {start_step - 1}, which awaited the first fit, will have no rows"
+    warnings.warn(
+        f"The live run resumes at step {start_step} at split point '{path}': {what}; {lost} (the stopped run pooled "
+        "them, and they are not saved). Resume from a checkpoint saved when a tangent was fitted to avoid this.",
+        stacklevel=4,
+    )

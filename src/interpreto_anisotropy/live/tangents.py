@@ -59,7 +59,6 @@ class TangentSchedule:
         self.fit_until = fit_until
         self.activations: MomentAccumulator | None = None
         self.tangent: Subspace | None = None
-        self.controls: torch.Tensor | None = None
         self.bases: SubspaceColumns | None = None  # the tangent, its controls and the random subspaces
         self.fitted_at: int | None = None
         self._given = given
@@ -137,4 +136,3 @@ class TangentSchedule:
         self.bases = SubspaceColumns.draw(
             {self.kind.value: tangent}, n_controls=self.n_controls, n_random=self.n_controls, seed=self.seed
         )
-        self.controls = self.bases.controls[self.kind.value]

@@ -630,8 +630,9 @@ class _Forward:
     index: int
     inputs: dict[str, torch.Tensor]
     output_loss: torch.Tensor | None = None
-    hooked: set[str] = field(default_factory=set)
+    ran: set[str] = field(default_factory=set)  # the split points this forward ran
     awaiting_recompute: set[str] = field(default_factory=set)
+    outputs: dict[str, list[torch.Tensor]] = field(default_factory=dict)  # each split point's calls, in order
 
 
 class TrainingCapture:
@@ -644,10 +645,21 @@ class TrainingCapture:
     backward is the one hooked (reentrant) or ignored (non-reentrant, whose first forward was hooked), so a
     forward is never read twice. A forward whose backward never comes is simply never reported.
 
+    A split-point module that runs several times in one forward (ALBERT's shared layer) is read at the call `call`
+    chooses, as `SplitPoint` reads it: its calls' outputs are kept until the model's forward ends, when the chosen
+    one gets the tensor hook.
+
     Args:
         model: The Hugging Face model being trained.
         paths: The split points' module paths (`resolve_split_point`).
         on_read: Called as `on_read(read)` with a `TrainingRead`, inside the backward.
+        call: Which call of a split-point module that runs several times per forward to read: "first", "last" or
+            an index (`check_call`); None: the module must run once per forward.
+
+    Raises:
+        InvalidInputError: A `call` of another type.
+        SplitPointError: Raised by a training forward that ran a split point several times without `call`, or
+            fewer times than `call` names (`call_index`), or ran it several times inside a reentrant checkpoint.
 
     Examples:
         >>> capture = TrainingCapture(model, ["gpt_neox.layers.1"], reads.append).attach()  # doctest: +SKIP
@@ -655,8 +667,16 @@ class TrainingCapture:
         >>> capture.detach()  # doctest: +SKIP
     """
 
-    def __init__(self, model: torch.nn.Module, paths: Sequence[str], on_read: Callable[[TrainingRead], None]):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        paths: Sequence[str],
+        on_read: Callable[[TrainingRead], None],
+        *,
+        call: str | int | None = None,
+    ):
         self.model = model
+        self.call = check_call(call)
         self.paths = list(paths)
         self.modules = {path: split_point_module(model, path) for path in self.paths}
         self.on_read = on_read
@@ -708,6 +728,27 @@ class TrainingCapture:
         loss = getattr(output, "loss", None) if forward is not None else None
         if forward is not None and isinstance(loss, torch.Tensor):
             forward.output_loss = loss.detach()
+        if forward is not None:
+            outputs, forward.outputs = forward.outputs, {}
+            for path, calls in outputs.items():
+                self._hook_call(path, calls, forward)
+
+    def _hook_call(self, path: str, calls: list[torch.Tensor], forward: _Forward) -> None:
+        """Hook the gradient of the chosen call's output (or await its recompute in a reentrant checkpoint)."""
+        hidden = calls[call_index(self.call, len(calls), path, type(self.model).__name__)]
+        if hidden.requires_grad:
+            self._hook_gradient(path, hidden, forward)
+            return
+        if len(calls) > 1:
+            raise SplitPointError(
+                f"Split point '{path}' runs {len(calls)} times in one forward, and the output of the call read "
+                f"(call={self.call!r}) needs no gradient: it runs inside a reentrant gradient checkpoint, whose "
+                "recomputed calls cannot be told apart, or every layer below it is frozen. Use non-reentrant "
+                "checkpointing (gradient_checkpointing_kwargs={'use_reentrant': False}) or none, or choose a split "
+                "point the loss depends on."
+            )
+        forward.awaiting_recompute.add(path)  # inside a reentrant checkpoint, or frozen below the split point
+        self.unhooked[path] += 1
 
     def _split_point_hook(self, path: str) -> Callable[..., None]:
         def hook(module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -722,15 +763,10 @@ class TrainingCapture:
                     self.unhooked[path] -= 1
                     self._hook_gradient(path, hidden, forward)
                 return
-            if path in forward.hooked:
-                return
-            forward.hooked.add(path)
-            self.runs[path] += 1
-            if hidden.requires_grad:
-                self._hook_gradient(path, hidden, forward)
-            else:  # inside a reentrant checkpoint (recomputed in the backward), or frozen below the split point
-                forward.awaiting_recompute.add(path)
-                self.unhooked[path] += 1
+            if path not in forward.ran:
+                forward.ran.add(path)
+                self.runs[path] += 1
+            forward.outputs.setdefault(path, []).append(hidden)  # hooked when the model's forward ends
 
         return hook
 
