@@ -359,6 +359,9 @@ def test_a_file_that_stalls_fails_within_the_deadline_not_huggingface_hubs_retri
     assert STALL_TIMEOUT * 0.9 <= elapsed < STALL_BOUND + MID_STALL_WAITS[method]
     assert f"did not answer within hub_timeout = {STALL_TIMEOUT:g} s" in message
     assert online.url in message and "--hub-timeout" in message
+    online.faults.clear()  # the Hub recovers: a later call sends the request again
+    model, _ = ck.load_checkpoint(checkpoint, device="cpu", hub_timeout=STALL_TIMEOUT)
+    assert online.count("/model.safetensors", method) == 2
 
 
 def test_a_slow_but_steady_download_is_not_cut_off(online, hub_folders, monkeypatch):

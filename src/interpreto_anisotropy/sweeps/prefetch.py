@@ -71,7 +71,7 @@ class _Revision:
     """One revision in the cache, or on its way: fetched once, shared by the uses that need it."""
 
     checkpoint: Checkpoint
-    future: Future = None  # type: ignore[assignment]  (set as soon as it is submitted)
+    future: Future | None = None  # set as soon as it is submitted
     users: int = 0  # uses attached and not done
     fetched: Fetched | None = None  # once its download succeeded
     running: bool = False
