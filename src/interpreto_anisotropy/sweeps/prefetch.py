@@ -13,9 +13,9 @@ comes, as a download at that moment would have.
 With a budget (`max_cache_bytes`), a revision the sweep fetched itself (its snapshot was not in the cache before the
 sweep's first run, `hub_cache.cached_before`) is evicted once its last use is done, or as soon as its use is done
 when keeping it for a later use would crowd out the look-ahead; it is then fetched again for that use. A download
-ahead of the turn waits (on a `threading.Condition`) until the revisions held plus the downloads running plus this one
-fit in the budget (a revision's size is taken as the largest fetched so far; the first download goes alone); the use the sweep waits
-for always starts, so the cache grows by at most the budget plus one checkpoint. Revisions that were in the cache
+ahead of the turn waits (on a `threading.Condition`) until the revisions held plus the downloads running plus this
+one fit in the budget (a revision's size is taken as the largest fetched so far; the first download goes alone); the
+use the sweep waits for always starts, so the cache grows by at most the budget plus one checkpoint. Revisions that were in the cache
 before are never evicted, nor counted. A revision is never evicted while a download from its repository runs
 (they may share files), nor while a use holds it.
 
