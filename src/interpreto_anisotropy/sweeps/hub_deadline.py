@@ -6,10 +6,15 @@
 Inside a `bounded` block, every request huggingface_hub sends (in any thread: the download threads of
 `snapshot_download` too) waits at most the deadline to connect, for its answer, and between two reads of its body, so
 a long download goes on as long as bytes flow. A request that waited out the deadline (no answer, or no next bytes)
+(the same method and URL, its query aside: a download redirected to a signed URL gets a new signature each time)
 is not sent again while the blocks running then still run: huggingface_hub would retry it (a file's metadata 6 more
 times, 1 s to 8 s apart; a download resumed 5 times, 1 s apart), and the repeat fails at once with `HubStalled`
 instead. A Hub that stalls thus fails a call in about one deadline per distinct request (plus 1 s before a
 download's resume), while huggingface_hub's own retries of server errors and dropped connections stay as they are.
+
+Files that `hf_xet` downloads (Xet storage, used when `hf_xet` is installed) do not go through httpx: their
+transfers keep hf_xet's own timeouts and retries (`HF_HUB_DISABLE_XET=1` downloads them over HTTP, under the
+deadline); their metadata requests have the deadline.
 
 It goes through huggingface_hub's shared `httpx` client: each of its transports is wrapped (`_Guard`), on the client
 in use and on the clients `huggingface_hub.set_client_factory`'s factory makes later (huggingface_hub recreates its
@@ -104,7 +109,7 @@ class _Guard(httpx2.BaseTransport):
         seconds = current_deadline()
         if seconds is None:
             return self.inner.handle_request(request)
-        key = (request.method, str(request.url))
+        key = (request.method, f"{request.url.scheme}://{request.url.netloc.decode()}{request.url.path}")
         _refuse_if_stalled(key, seconds)
         given = request.extensions.get("timeout") or {}
         capped = {
