@@ -29,6 +29,22 @@ def test_default_mode_follows_the_umask(tmp_path):
     assert _mode(write_atomically(tmp_path / "b.bin", b"x")) == 0o666 & ~previous
 
 
+def test_the_umask_is_read_without_being_changed(tmp_path, monkeypatch):
+    from interpreto_anisotropy.commons import files
+
+    previous = os.umask(0o027)
+    try:
+        calls = []
+        monkeypatch.setattr(os, "umask", lambda *args: calls.append(args))  # setting the umask is process-wide
+        assert default_file_mode() == 0o640  # from /proc/self/status on Linux
+        monkeypatch.setattr(files, "_PROC_STATUS", str(tmp_path / "missing"))
+        assert default_file_mode() == 0o640  # from a probe file elsewhere
+        assert calls == []
+    finally:
+        monkeypatch.undo()
+        os.umask(previous)
+
+
 def test_checkpoint_and_tangent_files_are_not_private(toy_checkpoints, tmp_path):
     expected = default_file_mode()
     for path in Path(toy_checkpoints.checkpoints[0]).iterdir():

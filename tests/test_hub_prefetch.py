@@ -20,7 +20,6 @@ import interpreto_anisotropy as ia
 from interpreto_anisotropy import checkpoints as ck
 from interpreto_anisotropy.cli import build_parser
 from interpreto_anisotropy.errors import CheckpointError, InvalidInputError
-from interpreto_anisotropy.sweeps import hub_access
 from interpreto_anisotropy.sweeps.prefetch import CheckpointPipeline
 
 pytest_plugins = ["helpers.hub_fixtures"]
@@ -57,11 +56,6 @@ def _snapshots(repo: str, revision_of_commit: dict[str, str]) -> set[str]:
 
     folder = Path(constants.HF_HUB_CACHE) / f"models--{repo.replace('/', '--')}" / "snapshots"
     return {revision_of_commit[path.name] for path in folder.iterdir()} if folder.is_dir() else set()
-
-
-@pytest.fixture
-def no_wait(monkeypatch):
-    monkeypatch.setattr(hub_access, "FIRST_WAIT", 0.0)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -112,27 +106,24 @@ def test_the_look_ahead_is_bounded_and_starts_while_a_checkpoint_is_used(online)
 # a background download that fails
 
 
-def test_a_background_download_is_retried_then_succeeds(online, hub_folders, tmp_path, no_wait):
-    online.fail(r"/revision/step16", 503, times=2)
-    with pytest.warns(UserWarning, match=r"step-16 .*attempt 3 of 4"):  # warned on the sweep's thread
-        result = _sweep(ck.hub(REPO, REVISIONS), tmp_path / "s", prefetch=2).run()
+def test_a_background_download_is_retried_by_huggingface_hub_then_succeeds(online, hub_folders, tmp_path):
+    commit = online.repos[REPO]["step16"].commit
+    online.fail(rf"/resolve/{commit}/model\.safetensors", 503, method="HEAD", times=2)
+    result = _sweep(ck.hub(REPO, REVISIONS), tmp_path / "s", prefetch=2).run()
     assert [row["step"] for row in result.rows] == [0, 8, 16] and not result.skipped
-    assert online.count("/revision/step16") == 3
+    assert online.count(f"/resolve/{commit}/model.safetensors", "HEAD") == 3
 
 
-def test_a_background_download_that_fails_stops_the_sweep_at_its_turn(online, tmp_path, no_wait):
+def test_a_background_download_that_fails_stops_the_sweep_at_its_turn(online, tmp_path):
     online.fail(r"/revision/step16", 500)
     sweep = _sweep(ck.hub(REPO, REVISIONS), tmp_path / "s", prefetch=2)
-    with (
-        pytest.warns(UserWarning, match="attempt 4 of 4"),
-        pytest.raises(CheckpointError, match=r"step-16 \('org/tiny-neox' at revision 'step16'\).*server error"),
-    ):
+    with pytest.raises(CheckpointError, match=r"step-16 \('org/tiny-neox' at revision 'step16'\).*server error"):
         sweep.run()
     rows = ia.SweepResult.load(tmp_path / "s").rows
     assert [row["step"] for row in rows] == [0, 8]  # the rows before its turn are written
 
 
-def test_a_background_download_that_fails_is_skipped_and_recorded(online, tmp_path, no_wait):
+def test_a_background_download_that_fails_is_skipped_and_recorded(online, tmp_path):
     online.fail(r"/revision/step8", 500)
     sweep = _sweep(ck.hub(REPO, REVISIONS), tmp_path / "s", prefetch=2, skip_bad_checkpoints=True)
     with pytest.warns(UserWarning, match="Skipped checkpoint step-8"):

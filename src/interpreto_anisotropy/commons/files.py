@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -133,11 +134,25 @@ def cut_unterminated_tail(path: str | os.PathLike) -> bool:
     return True
 
 
+#: Where Linux (4.7 and later) shows the process umask, the line ``Umask:\t0022``.
+_PROC_STATUS = "/proc/self/status"
+
+
 def default_file_mode() -> int:
-    """The mode a plain ``open(path, "w")`` gives a new file: 0o666 less the process umask (0o644 typically)."""
-    umask = os.umask(0o022)  # reading the umask means setting it: put it back at once
-    os.umask(umask)
-    return 0o666 & ~umask
+    """The mode a plain ``open(path, "w")`` gives a new file: 0o666 less the process umask (0o644 typically).
+
+    The umask is read without being changed (`os.umask` can only read it by setting it, process-wide, while other
+    threads may be creating files): from ``/proc/self/status`` on Linux, elsewhere from the mode a probe file created
+    with 0o666 gets.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(_PROC_STATUS).read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    with tempfile.TemporaryDirectory() as folder:
+        probe = os.path.join(folder, "probe")
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT, 0o666))  # the kernel applies the umask
+        return stat.S_IMODE(os.stat(probe).st_mode)
 
 
 def give_default_modes(folder: str | os.PathLike) -> None:

@@ -575,7 +575,7 @@ def load_checkpoint(
             `hub_access.fetch` returned; a sweep's prefetcher passes it): nothing is fetched. Ignored for a local
             folder.
         hub_timeout: Seconds each Hub request may wait to connect or for its next bytes, before the fetch fails
-            (`hub_access.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
+            (`hub_deadline.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
 
     Returns:
         `(model, tokenizer)`: the model in eval mode on `device`, and a tokenizer that has a pad token.
@@ -804,7 +804,7 @@ def check_revisions(
         checkpoints: The checkpoints.
         cache_dir: The Hugging Face cache (None: the default).
         hub_timeout: Seconds the refs listing may wait to connect or for its next bytes, before it fails
-            (`hub_access.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
+            (`hub_deadline.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
 
     Raises:
         CheckpointError: Naming every missing revision (or the first local problem, or a Hub that did not answer

@@ -4,16 +4,16 @@
 """Fetching Hub checkpoints, checking a sweep's revisions before it starts, and saying what went wrong.
 
 Everything here goes through `huggingface_hub`'s own calls (`snapshot_download`, `HfApi.list_repo_refs`,
-`try_to_load_from_cache`), so its cache, its resumable downloads (``.incomplete`` files) and its retries apply, and
-`HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME` and `HF_HUB_CACHE` are honoured.
+`try_to_load_from_cache`), so its cache, its resumable downloads (``.incomplete`` files) and its retries apply (none
+of ours on top), and `HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME` and `HF_HUB_CACHE` are honoured.
 
 * `fetch` downloads (or, offline, finds in the cache) the files a checkpoint needs, the config, tokenizer and weight
   files (safetensors, else PyTorch `.bin`), and returns the snapshot folder `from_pretrained` then reads.
 * `check_revisions` lists each repository's refs once and fails naming every missing revision at once; offline it
   looks for every revision in the local cache.
-* `bounded` gives every request huggingface_hub makes (refs, metadata, file listings, downloads) the deadline
-  `hub_timeout`: seconds to connect, or between two reads of a download, so a Hub that stalls fails in seconds
-  while a long download goes on as long as bytes flow.
+* Every request of both (refs, metadata, file listings, downloads) has the deadline `hub_timeout`
+  (`hub_deadline.bounded`): seconds to connect, or between two reads of a download, and a request that waited it out
+  is not retried, so a Hub that stalls fails in seconds while a long download goes on as long as bytes flow.
 * `failure_message` tells a missing repository, a missing revision, an authentication failure, a server error, a
   timeout and a network failure apart, and names the endpoint in use and the download command the installed
   `huggingface_hub` ships (`hf download`; `huggingface-cli download` before 1.0).
@@ -25,25 +25,22 @@ Examples:
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
 import shutil
-import threading
-import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError, InvalidInputError
+from .hub_deadline import bounded
 
 __all__ = [
     "CONFIG_PATTERNS",
     "DEFAULT_HUB_TIMEOUT",
     "WEIGHT_PATTERNS",
-    "bounded",
     "check_hub_timeout",
     "check_revisions",
     "download_command",
@@ -60,20 +57,10 @@ CONFIG_PATTERNS: tuple[str, ...] = ("*.json", "*.txt", "*.model", "*.tiktoken")
 WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_model*.bin", "model*.bin"))
 
 #: Seconds every Hub request may wait to connect, or for its next bytes (the sweep option `hub_timeout`, the CLI's
-#: `--hub-timeout`): a per-read deadline, not a whole-download one. huggingface_hub's own default is 10 s for
-#: metadata and downloads, but none for listings (refs, repository info), and 60 s for its retries of a metadata
-#: request: a stalled Hub could hold a sweep for hours.
+#: `--hub-timeout`): a per-read deadline, not a whole-download one, and a request that waited it out is not retried
+#: (`hub_deadline`). huggingface_hub's own default is 10 s for metadata and downloads, but none for listings (refs,
+#: repository info), and it retries a stalled file's metadata 6 times: a stalled Hub could hold a sweep for hours.
 DEFAULT_HUB_TIMEOUT = 10.0
-
-#: Attempts at fetching a checkpoint when the server or the network fails (the first included). Each attempt is a
-#: `snapshot_download`, which keeps the files already complete; within one, huggingface_hub itself retries single
-#: requests and resumes a file whose connection dropped. A timeout is never retried by this loop: huggingface_hub
-#: already retried the requests that it retries, and a Hub that did not answer within `hub_timeout` fails at once.
-ATTEMPTS = 4
-#: Seconds before the second attempt, doubled before each next one, at most `MAX_WAIT` (huggingface_hub's own
-#: backoff, `http_backoff`, waits 1 s to 8 s).
-FIRST_WAIT = 1.0
-MAX_WAIT = 8.0
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -146,100 +133,27 @@ def check_hub_timeout(value: Any, name: str = "hub_timeout") -> float:
     return float(value)
 
 
-_DEADLINES: list[float] = []  # the hub_timeout of each `bounded` block running, in any thread
-_DEADLINES_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def bounded(timeout: float | None) -> Iterator[float]:
-    """Gives every request huggingface_hub sends while the block runs the deadline `timeout` (seconds).
-
-    The deadline caps the time to connect, each read, each write and the wait for a pooled connection, and sets
-    them where huggingface_hub gives none (its refs and repository listings) or a longer one (60 s when it retries
-    a file's metadata); a shorter timeout of its own stays (3 s for its agent-registry fetch; with a deadline above
-    10 s, `HF_HUB_DOWNLOAD_TIMEOUT`'s 10 s for a download's reads). It applies in every thread (the download
-    threads of `snapshot_download` too). When blocks overlap (a sweep's background downloads), the smallest
-    deadline applies. Requests sent outside any block keep huggingface_hub's own timeouts.
-
-    It goes through huggingface_hub's shared `httpx` client: a request hook added to it, and to the clients that
-    `huggingface_hub.set_client_factory`'s factory makes later (the factory in place is kept and wrapped).
-
-    Args:
-        timeout: Seconds; None: `DEFAULT_HUB_TIMEOUT`.
-
-    Yields:
-        The deadline in seconds.
-    """
-    seconds = check_hub_timeout(timeout)
-    _hook_hub_client()
-    with _DEADLINES_LOCK:
-        _DEADLINES.append(seconds)
-    try:
-        yield seconds
-    finally:
-        with _DEADLINES_LOCK:
-            _DEADLINES.remove(seconds)
-
-
-def _deadline_hook(request: Any) -> None:
-    """httpx request hook: the current `bounded` deadline caps the request's timeouts (and sets those it lacks)."""
-    with _DEADLINES_LOCK:
-        seconds = min(_DEADLINES, default=None)
-    if seconds is None:
-        return
-    given = request.extensions.get("timeout") or {}
-    capped = {
-        kind: seconds if given.get(kind) is None else min(given[kind], seconds)
-        for kind in ("connect", "read", "write", "pool")
-    }
-    request.extensions = {**request.extensions, "timeout": capped}
-
-
-_FACTORY_WRAPPED = False
-
-
-def _hook_hub_client() -> None:
-    """Adds `_deadline_hook` to huggingface_hub's shared client, and to the clients its factory makes later."""
-    global _FACTORY_WRAPPED
-    from huggingface_hub.utils import _http, get_session, set_client_factory
-
-    with _DEADLINES_LOCK:
-        if not _FACTORY_WRAPPED:  # huggingface_hub recreates its client after a connection error, from the factory
-            factory = getattr(_http, "_GLOBAL_CLIENT_FACTORY", None)
-            if factory is not None:
-                set_client_factory(lambda: _with_hook(factory()))
-            _FACTORY_WRAPPED = True
-    _with_hook(get_session())
-
-
-def _with_hook(client: Any) -> Any:
-    hooks = client.event_hooks
-    if _deadline_hook not in hooks.get("request", []):
-        client.event_hooks = {**hooks, "request": [*hooks.get("request", []), _deadline_hook]}
-    return client
-
-
 def fetch(
     repo_id: str,
     revision: str | None,
     *,
     cache_dir: str | os.PathLike | None = None,
     label: str = "",
-    on_retry: Callable[[str], None] | None = None,
     quiet: bool = False,
     timeout: float | None = None,
 ) -> str:
     """Downloads a checkpoint's files into the Hugging Face cache (offline: finds them there) and returns the folder.
 
     `snapshot_download` returns once every file is complete, so the folder is never read half-downloaded.
+    huggingface_hub retries what it retries (a file's metadata after a server error, a download whose connection
+    dropped, resumed); nothing more is retried here: a failure fails at once, the files already complete are kept for
+    the next try (see docs/reliability.md).
 
     Args:
         repo_id: The Hub repository.
         revision: Its branch, tag or commit (None: the default branch).
         cache_dir: The Hugging Face cache (None: the default).
         label: The checkpoint's name, for messages.
-        on_retry: Called with the message of each retry instead of a warning (a background download hands its
-            messages to the thread that uses the checkpoint, which warns then).
         quiet: No huggingface_hub progress bars (a sweep shows its own).
         timeout: Seconds each request may wait to connect or for its next bytes (see `bounded`); None:
             `DEFAULT_HUB_TIMEOUT`.
@@ -247,42 +161,21 @@ def fetch(
     Returns:
         The snapshot folder holding the config, tokenizer and weight files of that revision.
 
-    A server or network failure is retried (`ATTEMPTS` in all, waiting `FIRST_WAIT` seconds, then twice as long each
-    time, at most `MAX_WAIT`), with a warning each time; files already complete are kept. A timeout is not: it
-    fails at once (huggingface_hub has retried the requests it retries, see docs/reliability.md).
-
     Raises:
         CheckpointError: The repository or revision does not exist, access is refused, the server or the network
-            failed (after `ATTEMPTS` attempts), the Hub did not answer within `timeout`, or (offline) the revision is
-            not cached; the message says which and what to do.
+            failed, the Hub did not answer within `timeout` (no byte for that long), or (offline) the revision is not
+            cached; the message says which and what to do.
     """
     offline = is_offline()
     seconds = check_hub_timeout(timeout)
-    for attempt in range(1, ATTEMPTS + 1):
-        try:
-            with bounded(seconds):
-                folder = _snapshot(repo_id, revision, cache_dir, offline, quiet, seconds)
-            break
-        except Exception as error:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by _kind)
-            kind = _kind(error)
-            if kind is None and not isinstance(error, (OSError, ValueError)):
-                raise
-            if kind in ("server", "network") and not offline and attempt < ATTEMPTS:
-                wait = min(FIRST_WAIT * 2 ** (attempt - 1), MAX_WAIT)
-                retry = (
-                    f"Fetching {_shown(repo_id, revision, label)} failed ({kind}: {type(error).__name__}: "
-                    f"{_first_line(error)}); attempt {attempt + 1} of {ATTEMPTS} in {wait:g} s."
-                )
-                if on_retry is None:
-                    warnings.warn(retry, stacklevel=3)
-                else:
-                    on_retry(retry)
-                time.sleep(wait)
-                continue
-            message = failure_message(error, repo_id, revision, label=label, cache_dir=cache_dir, timeout=seconds)
-            if kind in ("server", "network") and not offline:
-                message += f" ({ATTEMPTS} attempts failed.)"
-            raise CheckpointError(message) from error
+    try:
+        with bounded(seconds):
+            folder = _snapshot(repo_id, revision, cache_dir, offline, quiet, seconds)
+    except Exception as error:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by _kind)
+        if _kind(error) is None and not isinstance(error, (OSError, ValueError)):
+            raise
+        message = failure_message(error, repo_id, revision, label=label, cache_dir=cache_dir, timeout=seconds)
+        raise CheckpointError(message) from error
     if not (Path(folder) / "config.json").is_file():
         shown = _shown(repo_id, revision, label)
         raise CheckpointError(

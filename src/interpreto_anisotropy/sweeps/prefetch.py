@@ -4,17 +4,18 @@
 """A sweep's Hub checkpoints fetched ahead of their turn, within a disk budget.
 
 A sweep loads its checkpoints in a known order (the early checkpoints for the reference tangent, then every
-checkpoint with rows missing): its *uses*. While one use is computed, `CheckpointPipeline` downloads the next ones
-in background threads, `prefetch` uses ahead, at most `max_concurrent_downloads` at a time. A use's files are handed
-over only once `snapshot_download` has returned (every file complete); a download that failed raises its error, and
-warns its retries, when its use's turn comes, as a download at that moment would have.
+checkpoint with rows missing): its *uses*. While one use is computed, `CheckpointPipeline` downloads the next ones,
+`prefetch` uses ahead, on a `ThreadPoolExecutor` of `max_concurrent_downloads` threads (the use the sweep waits for,
+if no thread has started it, is fetched on the sweep's own thread). A use's files are handed over only once
+`snapshot_download` has returned (every file complete); a download that failed raises its error when its use's turn
+comes, as a download at that moment would have.
 
 With a budget (`max_cache_bytes`), a revision the sweep fetched itself (its snapshot was not in the cache before the
 sweep's first run, `hub_cache.cached_before`) is evicted once its last use is done, or as soon as its use is done
 when keeping it for a later use would crowd out the look-ahead; it is then fetched again for that use. A download
-ahead of the turn starts only while the revisions held plus the downloads running plus this one fit in the budget
-(a revision's size is taken as the largest fetched so far; the first download goes alone); the use the sweep waits
-for always starts, so the cache grows by at most the budget plus one checkpoint. Revisions that were in the cache
+ahead of the turn waits (on a `threading.Condition`) until the revisions held plus the downloads running plus this
+one fit in the budget (a revision's size is taken as the largest fetched so far; the first download goes alone); the
+use the sweep waits for always starts, so the cache grows by at most the budget plus one checkpoint. Revisions that were in the cache
 before are never evicted, nor counted. A revision is never evicted while a download from its repository runs
 (they may share files), nor while a use holds it.
 
@@ -34,7 +35,8 @@ import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,29 +67,24 @@ class Fetched:
 
 
 @dataclass(eq=False)
-class _Download:
-    """One revision's files in the cache: fetched (or being fetched) once, shared by the uses that need it."""
+class _Revision:
+    """One revision in the cache, or on its way: fetched once, shared by the uses that need it."""
 
     checkpoint: Checkpoint
-    users: set[int] = field(default_factory=set)  # uses holding it: attached and not done
-    done: bool = False
-    fetched: Fetched | None = None
-    error: BaseException | None = None
-    retries: list[str] = field(default_factory=list)
+    future: Future | None = None  # set as soon as it is submitted
+    users: int = 0  # uses attached and not done
+    fetched: Fetched | None = None  # once its download succeeded
+    running: bool = False
     ours: bool = False  # fetched by this sweep (its snapshot was not cached before): may be evicted
     evicting: bool = False
 
     @property
-    def repo(self) -> str:
-        return self.checkpoint.source
+    def key(self) -> tuple[str, str | None]:
+        return _key(self.checkpoint)
 
     @property
     def commit(self) -> str | None:
         return Path(self.fetched.folder).name if self.fetched is not None else None
-
-    @property
-    def nbytes(self) -> int:
-        return self.fetched.nbytes if self.fetched is not None else 0
 
 
 class CheckpointPipeline:
@@ -102,7 +99,7 @@ class CheckpointPipeline:
         before: repository -> commits cached before the sweep (never evicted); None: everything counts as cached
             before (nothing is evicted).
         progress: Show a "Downloads" progress bar.
-        hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (`hub_access.bounded`).
+        hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (`hub_deadline.bounded`).
 
     Raises:
         InvalidInputError: A bad option.
@@ -123,38 +120,36 @@ class CheckpointPipeline:
         self.uses = list(uses)
         self.hub_timeout = hub_access.check_hub_timeout(hub_timeout)
         self.prefetch = check_nonnegative_int("prefetch", prefetch)
-        self.max_concurrent = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
+        max_concurrent = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
         self.budget = max_cache_bytes
         self.cache = hub_access.cache_location(cache_dir)
         self.before = {repo: set(commits) for repo, commits in (before or {}).items()}
         self.evicts = before is not None and max_cache_bytes is not None
-        self.on_hub = [not checkpoint.is_local for checkpoint in self.uses]
-        self._lock = threading.Condition()
-        self._downloads: dict[tuple[str, str | None], _Download] = {}  # revisions in the cache or on their way
-        self._of_use: dict[int, _Download] = {}
+        self._executor = ThreadPoolExecutor(max_concurrent, thread_name_prefix="fetch")
+        self._room = threading.Condition()  # guards the state below; downloads ahead wait on it for room
+        self._revisions: dict[tuple[str, str | None], _Revision] = {}  # in the cache or on their way
+        self._attached: dict[int, _Revision] = {}  # use -> its revision, for the uses submitted and not done
+        self._submitted = 0  # uses before this one are attached (or local)
         self._turn = 0  # the next use to take
-        self._waiting: int | None = None  # the use the sweep waits for
-        self._next = 0  # the next use to schedule
+        self._urgent: _Revision | None = None  # the revision the sweep waits for: it never waits for room
         self._taken: list[int] = []  # uses taken and not done
-        self._running = 0
         self._estimate: int | None = None  # bytes of a revision: the largest fetched so far
-        self._notes: list[str] = []  # warnings from other threads, given on the sweep's thread
+        self._notes: list[str] = []  # warnings from the download threads, given on the sweep's thread
         self._closed = False
         self.fetched_bytes = 0
         self.evicted_bytes = 0
         self.downloads = 0
-        hub_uses = sum(self.on_hub)
         self._bar = tqdm(
-            total=len({c for c, hub in zip(self.uses, self.on_hub, strict=True) if hub}),
+            total=len({c for c in self.uses if not c.is_local}),
             desc="Downloads",
             unit="ckpt",
-            disable=not (progress and hub_uses),
+            disable=not (progress and any(not c.is_local for c in self.uses)),
         )
 
     # ------------------------------------------------------------------ the sweep's side
     def __enter__(self) -> CheckpointPipeline:
-        with self._lock:
-            self._schedule()
+        with self._room:
+            self._submit_through(self.prefetch - 1)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -162,10 +157,12 @@ class CheckpointPipeline:
 
     def close(self) -> None:
         """Start no more downloads; those running finish in the background (their files stay in the cache, for a
-        resumed sweep to use)."""
-        with self._lock:
+        resumed sweep to use; Python waits for them at exit)."""
+        with self._room:
             self._closed = True
             self._evict_ready()
+            self._room.notify_all()
+        self._executor.shutdown(wait=False, cancel_futures=True)
         self._bar.close()
         self._warn_notes()
 
@@ -182,161 +179,147 @@ class CheckpointPipeline:
             CheckpointError: Its download failed (as `hub_access.fetch` says); the use counts as taken.
             RuntimeError: `checkpoint` is not the next use (a bug of the caller).
         """
-        with self._lock:
+        with self._room:
             index = self._turn
             if index >= len(self.uses) or self.uses[index] != checkpoint:
                 raise RuntimeError(f"CheckpointPipeline: {checkpoint.name} is not the next use (use {index}).")
-            self._waiting = index
-            self._schedule()
-            while self.on_hub[index] and not (index in self._of_use and self._of_use[index].done):
-                self._lock.wait()
-            self._turn, self._waiting = index + 1, None
+            self._turn += 1
             self._taken.append(index)
-            download = self._of_use.get(index)
-            retries = list(download.retries) if download is not None else []
-            if download is not None:
-                download.retries.clear()
-            self._schedule()
+            self._submit_through(index + self.prefetch)
+            revision = self._attached.get(index)
+            self._urgent = revision
+            self._room.notify_all()
         self._warn_notes()
-        for message in retries:
-            warnings.warn(message, stacklevel=3)
-        if download is None:
+        if revision is None:
             return Fetched()
-        if download.error is not None:
-            raise download.error
-        return download.fetched
+        if revision.future.cancel():  # queued behind downloads ahead: no thread has started it
+            revision.future = Future()
+            revision.future.set_running_or_notify_cancel()
+            try:
+                revision.future.set_result(self._fetch(revision))
+            except BaseException as error:  # noqa: BLE001  (raised just below, as a thread's would be)
+                revision.future.set_exception(error)
+        return revision.future.result()
 
     def done(self, checkpoint: Checkpoint) -> None:
         """The earliest taken use of `checkpoint` is over (its rows are written): evict its revision if the sweep
         fetched it, no later use needs it, or keeping it would crowd out the look-ahead."""
-        with self._lock:
+        with self._room:
             index = next((i for i in self._taken if self.uses[i] == checkpoint), None)
             if index is None:
                 return
             self._taken.remove(index)
-            download = self._of_use.pop(index, None)
-            if download is not None:
-                download.users.discard(index)
-                if not download.users and download.error is None:
-                    download.evicting = self._should_evict(download, index)
-                self._schedule()
+            revision = self._attached.pop(index, None)
+            if revision is not None:
+                revision.users -= 1
+                if not revision.users and revision.fetched is not None:
+                    revision.evicting = self._should_evict(revision, index)
+                self._evict_ready()
+                self._room.notify_all()
         self._warn_notes()
 
     @property
     def held_bytes(self) -> int:
         """Bytes of the revisions this sweep fetched and still holds in the cache."""
-        with self._lock:
+        with self._room:
             return self._held()
 
-    # ------------------------------------------------------------------ scheduling (under the lock)
-    def _schedule(self) -> None:
-        self._evict_ready()
-        while self._next < len(self.uses) and not self._closed:
-            index = self._next
-            if not self.on_hub[index]:
-                self._next += 1
+    # ------------------------------------------------------------------ under the lock
+    def _submit_through(self, last: int) -> None:
+        """Attach the uses up to `last` to their revisions, submitting the revisions not in the cache yet."""
+        while self._submitted <= min(last, len(self.uses) - 1) and not self._closed:
+            index, checkpoint = self._submitted, self.uses[self._submitted]
+            self._submitted += 1
+            if checkpoint.is_local:
                 continue
-            if index >= self._turn + self.prefetch and index != self._waiting:
-                return
-            checkpoint = self.uses[index]
-            existing = self._downloads.get(_key(checkpoint))
-            if existing is None and not self._may_start(index):
-                return
-            if existing is None:
-                existing = self._start(checkpoint)
-            existing.users.add(index)
-            existing.evicting = False
-            self._of_use[index] = existing
-            self._next += 1
+            revision = self._revisions.get(_key(checkpoint))
+            if revision is None:
+                revision = self._revisions[_key(checkpoint)] = _Revision(checkpoint)
+                revision.future = self._executor.submit(self._fetch, revision)
+            revision.users += 1
+            revision.evicting = False
+            self._attached[index] = revision
 
-    def _may_start(self, index: int) -> bool:
-        if index == self._waiting:
+    def _may_start(self, revision: _Revision) -> bool:
+        if revision is self._urgent or self.budget is None:
             return True  # the sweep waits for it: it always starts (hence budget + one checkpoint at most)
-        if self._running >= self.max_concurrent:
-            return False
-        if self.budget is None:
-            return True
+        running = sum(r.running for r in self._revisions.values())
         if self._estimate is None:
-            return self._running == 0  # the first download goes alone: its size is unknown
-        return self._held() + (self._running + 1) * self._estimate <= self.budget
-
-    def _start(self, checkpoint: Checkpoint) -> _Download:
-        download = _Download(checkpoint)
-        self._downloads[_key(checkpoint)] = download
-        self._running += 1
-        threading.Thread(target=self._fetch, args=(download,), name=f"fetch {checkpoint.name}", daemon=True).start()
-        return download
+            return running == 0  # the first download goes alone: its size is unknown
+        return self._held() + (running + 1) * self._estimate <= self.budget
 
     def _held(self) -> int:
-        return sum(d.nbytes for d in self._downloads.values() if d.ours and d.done)
+        return sum(r.fetched.nbytes for r in self._revisions.values() if r.ours and r.fetched is not None)
 
-    def _should_evict(self, download: _Download, index: int) -> bool:
-        if not (self.evicts and download.ours):
+    def _should_evict(self, revision: _Revision, index: int) -> bool:
+        if not (self.evicts and revision.ours):
             return False
-        later = any(_key(self.uses[i]) == _key(download.checkpoint) for i in range(index + 1, len(self.uses)))
-        if not later:
+        if not any(_key(self.uses[i]) == revision.key for i in range(index + 1, len(self.uses))):
             return True
-        kept = sum(d.nbytes for d in self._downloads.values() if d.ours and d.done and not d.users and not d.evicting)
+        kept = sum(
+            r.fetched.nbytes
+            for r in self._revisions.values()
+            if r.ours and r.fetched is not None and not r.users and not r.evicting
+        )
         return kept + (self.prefetch + 1) * (self._estimate or 0) > self.budget
 
     def _evict_ready(self) -> None:
         """Evict the revisions marked for it, unless a download from their repository is running (a commit that
         another revision name still holds, such as `main` and its step, is only forgotten)."""
-        busy = {d.repo for d in self._downloads.values() if not d.done}
-        ready = [d for d in self._downloads.values() if d.evicting and not d.users and d.repo not in busy]
-        if not ready:
-            return
-        for download in ready:
-            del self._downloads[_key(download.checkpoint)]
-        held = {d.commit for d in self._downloads.values()}
-        commits = {d.commit for d in ready} - held
+        busy = {r.checkpoint.source for r in self._revisions.values() if r.running}
+        ready = [r for r in self._revisions.values() if r.evicting and not r.users and r.checkpoint.source not in busy]
+        for revision in ready:
+            del self._revisions[revision.key]
+        commits = {r.commit for r in ready} - {r.commit for r in self._revisions.values()}
         if not commits:
             return
         try:
             self.evicted_bytes += hub_cache.evict(self.cache, commits)
         except Exception as error:  # noqa: BLE001  (a cache that cannot be scanned: warn, never stop the sweep)
             self._notes.append(
-                f"Could not evict {', '.join(d.checkpoint.name for d in ready)} from {self.cache}: "
+                f"Could not evict {', '.join(r.checkpoint.name for r in ready)} from {self.cache}: "
                 f"{error}. Delete them with `{hub_access.hub_command()} cache delete`."
             )
         self._show()
 
-    # ------------------------------------------------------------------ the download threads
-    def _fetch(self, download: _Download) -> None:
-        checkpoint = download.checkpoint
+    # ------------------------------------------------------------------ a download (a pool thread, or the sweep's)
+    def _fetch(self, revision: _Revision) -> Fetched:
+        checkpoint = revision.checkpoint
+        with self._room:
+            self._room.wait_for(lambda: self._closed or self._may_start(revision))
+            if self._closed and revision is not self._urgent:
+                raise RuntimeError(f"CheckpointPipeline closed before {checkpoint.name} was fetched.")
+            revision.running = True
         start = time.perf_counter()
+        fetched = None
         try:
             folder = hub_access.fetch(
                 checkpoint.source,
                 checkpoint.revision,
                 cache_dir=self.cache,
                 label=checkpoint.name,
-                on_retry=download.retries.append,
                 quiet=True,
                 timeout=self.hub_timeout,
             )
             fetched = Fetched(folder, time.perf_counter() - start, hub_cache.revision_bytes(folder))
-        except BaseException as error:  # noqa: BLE001  (handed to the use, raised at its turn)
-            fetched, failure = None, error
-        else:
-            failure = None
-        with self._lock:
-            self._running -= 1
-            download.done, download.fetched, download.error = True, fetched, failure
-            try:
-                if failure is not None:
-                    del self._downloads[_key(checkpoint)]  # a later use fetches it afresh
+            return fetched
+        finally:
+            with self._room:
+                revision.running = False
+                if fetched is None:
+                    if self._revisions.get(revision.key) is revision:
+                        del self._revisions[revision.key]  # a later use fetches it afresh
                 else:
-                    self._count(download)
-                self._schedule()
-            finally:
-                self._lock.notify_all()
+                    self._count(revision, fetched)
+                self._evict_ready()
+                self._room.notify_all()
 
-    def _count(self, download: _Download) -> None:
+    def _count(self, revision: _Revision, fetched: Fetched) -> None:
         """Record a completed download: whose it is, its size, the progress bar."""
-        download.ours = self.evicts and download.commit not in self.before.get(download.repo, set())
-        self._estimate = max(self._estimate or 0, download.nbytes)
-        self.fetched_bytes += download.nbytes
+        revision.fetched = fetched
+        revision.ours = self.evicts and revision.commit not in self.before.get(revision.checkpoint.source, set())
+        self._estimate = max(self._estimate or 0, fetched.nbytes)
+        self.fetched_bytes += fetched.nbytes
         self.downloads += 1
         if self.downloads > self._bar.total:
             self._bar.total = self.downloads
@@ -349,7 +332,7 @@ class CheckpointPipeline:
         )
 
     def _warn_notes(self) -> None:
-        with self._lock:
+        with self._room:
             notes, self._notes = self._notes, []
         for note in notes:
             warnings.warn(note, stacklevel=3)
