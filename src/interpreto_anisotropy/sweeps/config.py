@@ -288,7 +288,7 @@ class SweepConfig:
                 hint = f" Did you mean {' or '.join(close)}?" if close else " See SweepConfig for the options."
                 raise InvalidInputError(f"{name!r} is not an option of a sweep.{hint}")
         if base is not None:
-            return dataclasses.replace(base, **options)
+            return dataclasses.replace(base, **options) if options else base
         missing = [spec.name for spec in dataclasses.fields(cls) if _required(spec) and spec.name not in options]
         if missing:
             raise InvalidInputError(f"A sweep needs {' and '.join(f'{name}=' for name in missing)}.")
@@ -353,10 +353,10 @@ def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
         return isinstance(value, bool), value
     if member in (int, float):
         return (Bound(member, "", lambda _: True) if bound is None else bound).holds(value), value
-    if member is str:
-        return isinstance(value, (str, os.PathLike)) and bool(os.fspath(value)), value and os.fspath(value)
-    if member is Path:
-        return isinstance(value, (str, os.PathLike)) and bool(os.fspath(value)), Path(value) if value else value
+    if member in (str, Path):
+        if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+            return False, value
+        return True, member(os.fspath(value))
     if member is dict or typing.get_origin(member) is dict:  # a dict's values are checked with the other options
         return isinstance(value, dict), value
     if member is type:
