@@ -187,7 +187,7 @@ def test_every_checked_kind_of_field_has_bad_values():
         ({"autocast_dtype": "float64"}, "autocast_dtype must be 'bf16', 'fp16'"),
         ({"call": 1.0}, "call must be 'first', 'last', an integer or None"),
         ({"hub_timeout": 0}, "hub_timeout must be a positive number of seconds"),
-        ({"isoscore_c0": [[1.0]]}, "isoscore_c0 must be 'scaled_identity', 'identity' or 'pooled'"),
+        ({"isoscore_c0": [[1.0]]}, "isoscore_c0 must be 'scaled_identity', 'identity' or 'pooled', got [[1.0]]. A"),
         ({"early_centering": "per_checkpoint", "method": "nmf"}, "needs them non-negative"),
     ],
 )

@@ -58,9 +58,13 @@ Parallelism = Literal["data", "checkpoints"]
 Autocast = Literal["bf16", "fp16", "bfloat16", "float16"]
 
 
-def option(default: Any = MISSING, *, doc: str, unit: str = "", bound: Bound | None = None, flag: str = "") -> Any:
-    """A field of `SweepConfig`: its default, help, unit, the bound of a number, the command line's flag."""
-    return field(default=default, metadata={"doc": doc, "unit": unit, "bound": bound, "flag": flag})
+def option(
+    default: Any = MISSING, *, doc: str, unit: str = "", bound: Bound | None = None, flag: str = "", advice: str = ""
+) -> Any:
+    """A field of `SweepConfig`: its default, help, unit, the bound of a number, the command line's flag, and what
+    its error advises beyond what the field takes."""
+    metadata = {"doc": doc, "unit": unit, "bound": bound, "flag": flag, "advice": advice}
+    return field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,7 +150,8 @@ class SweepConfig:
     isoscore_c0: IsoScoreTarget = option(
         "scaled_identity",
         doc='IsoScore*\'s shrinkage target: "scaled_identity", "identity" or "pooled" (the probe\'s own gradient '
-        "covariance). A matrix cannot be recorded in a sweep's config: pass it to `GradientProbe.run` instead.",
+        "covariance).",
+        advice="A sweep records its config, so it takes a target name: pass a (d, d) matrix to GradientProbe.run.",
     )
     seed: int = option(
         0,
@@ -339,7 +344,17 @@ def _checked(spec: dataclasses.Field, value: Any) -> Any:
             return normalised
     if bound is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
         bound.check(spec.name, value)  # a number out of range: the bound's own words
-    raise InvalidInputError(f"{spec.name} must be {describe_type(spec)}, got {value!r}.")
+    advice = f" {spec.metadata['advice']}" if spec.metadata["advice"] else ""
+    raise InvalidInputError(f"{spec.name} must be {describe_type(spec)}, got {_shown(value)}.{advice}")
+
+
+def _shown(value: Any) -> str:
+    """A value as an error shows it: its repr, or its type (and shape) when the repr is long or spans lines."""
+    text = repr(value)
+    if "\n" not in text and len(text) <= 80:
+        return text
+    shape = getattr(value, "shape", None)
+    return f"a {type(value).__name__}" + (f" of shape {tuple(shape)}" if shape is not None else "")
 
 
 def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
