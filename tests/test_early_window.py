@@ -7,6 +7,7 @@ swept step, step 0 in or out, and the early checkpoints pooled as they are or ea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -20,6 +21,7 @@ from interpreto_anisotropy.commons.accumulators import top_eigenvectors
 from interpreto_anisotropy.errors import InvalidInputError
 from interpreto_anisotropy.reading.activations import token_activations
 from interpreto_anisotropy.sweeps.checkpoints import Checkpoint, CheckpointList
+from interpreto_anisotropy.sweeps.config import SweepConfig
 from interpreto_anisotropy.sweeps.settings import SweepSettings, early_checkpoints
 
 STEPS = (0, 1, 2, 4, 8, 20)
@@ -66,12 +68,13 @@ def test_presets_know_the_training_length_and_settings_use_it(tmp_path):
     pythia = ia.checkpoints.pythia("70m", [0, 1000, 60_000, 143_000])
     assert isinstance(pythia, CheckpointList) and pythia.total_steps == 143_000
     texts = ["one text here", "another text there"]
-    settings = SweepSettings(pythia, texts=texts, results_dir=tmp_path, split_point=1, early_without_init=True)
+    config = SweepConfig(results_dir=tmp_path, split_point=1)
+    settings = SweepSettings(dataclasses.replace(config, early_without_init=True), pythia, texts=texts)
     assert [c.step for c in settings.early] == [1000]  # 0.3 x 143000 = 42900, step 0 left out
     assert settings.config()["total_steps"] == 143_000 and settings.config()["early_without_init"] is True
-    shorter = SweepSettings(pythia, texts=texts, results_dir=tmp_path, split_point=1, total_steps=200_000)
+    shorter = SweepSettings(dataclasses.replace(config, total_steps=200_000), pythia, texts=texts)
     assert [c.step for c in shorter.early] == [0, 1000, 60_000]
-    default = SweepSettings(_run(), texts=texts, results_dir=tmp_path, split_point=1).config()
+    default = SweepSettings(config, _run(), texts=texts).config()
     assert not {"total_steps", "early_without_init", "early_centering"} & set(default)  # older sweeps resume
 
 
@@ -86,7 +89,7 @@ def test_presets_know_the_training_length_and_settings_use_it(tmp_path):
 )
 def test_bad_early_window_options_are_refused_naming_them(options, named, tmp_path):
     with pytest.raises(InvalidInputError, match=named):
-        SweepSettings(_run(), texts=["a b", "c d"], results_dir=tmp_path, split_point=1, **options)
+        SweepSettings(SweepConfig(results_dir=tmp_path, split_point=1, **options), _run(), texts=["a b", "c d"])
 
 
 # ---------------------------------------------------------------------------------------------- centring

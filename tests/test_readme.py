@@ -29,7 +29,7 @@ from helpers.readme import (
     offline_env,
 )
 
-from interpreto_anisotropy.cli import build_parser
+from interpreto_anisotropy.cli import build_parser, sweep_config
 
 pytest_plugins = ["helpers.readme_run"]
 
@@ -51,7 +51,7 @@ def test_every_command_line_is_set_up_or_the_command_line_tool():
 @pytest.mark.parametrize("line", [line for line in command_lines(README.read_text()) if needs_the_hub(line)])
 def test_hub_command_lines_parse_as_written(line):
     args = build_parser().parse_args(shlex.split(line, comments=True)[1:])
-    assert args.command == "sweep" and args.out
+    assert args.command == "sweep" and sweep_config(args).results_dir  # every option of the line is valid
 
 
 def test_files_a_reader_creates_are_ignored_by_git():

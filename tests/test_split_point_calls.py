@@ -10,7 +10,7 @@ The reference values of ALBERT's calls are in the conformance matrix (`albert_fi
   (before, the reader read the first call and the probe the last, silently);
 * with `call`, the reader's rows are the probe's activations (the same call), and the two calls differ;
 * a `call` of another type or beyond the calls is our error;
-* a sweep at such a split point (it takes no `call`) stops with the same error;
+* a sweep at such a split point stops with the same error without `call`, and fits and probes the call it is given;
 * Longformer and BigBird with block-sparse attention raise our `SplitPointError` saying why and what to do (before,
   a raw `IndexError` / `RuntimeError`); BigBird switched to full attention reads each text as it is read alone.
 """
@@ -171,25 +171,54 @@ def test_big_bird_switched_to_full_attention_reads_each_text_as_alone(tokenizer,
     assert ia.GradientProbe(mwsp).gradients(texts[:4]).gradients.shape == rows.shape
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
-def test_a_sweep_at_a_shared_layer_stops_with_the_same_error(tokenizer, texts, tmp_path):
-    """`CheckpointSweep` does not take `call`: it stops with the reader's error."""
+def _albert_checkpoints(tokenizer, folder):
     model = build(FAMILIES["albert_last"], tokenizer, layers=3).float()
     for step in (10, 20):
-        model.save_pretrained(tmp_path / f"checkpoint-{step}")
-        tokenizer.save_pretrained(tmp_path / f"checkpoint-{step}")
-    sweep = ia.CheckpointSweep(
-        str(tmp_path / "checkpoint-*"),
+        model.save_pretrained(folder / f"checkpoint-{step}")
+        tokenizer.save_pretrained(folder / f"checkpoint-{step}")
+    return str(folder / "checkpoint-*")
+
+
+def _albert_sweep(tokenizer, texts, folder, **options):
+    return ia.CheckpointSweep(
+        _albert_checkpoints(tokenizer, folder),
         split_point=ALBERT_LAYER,
         nb_concepts=2,
         n_controls=2,
         texts=texts[:8],
         probe_texts=texts[:4],
-        results_dir=tmp_path / "sweep",
+        results_dir=folder / "sweep",
         progress=False,
+        **options,
     )
-    with pytest.raises(SplitPointError, match="runs 3 times"):
-        sweep.run()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_sweep_at_a_shared_layer_without_call_stops_with_the_same_error(tokenizer, texts, tmp_path):
+    with pytest.raises(SplitPointError, match="runs 3 times.*call='last'"):
+        _albert_sweep(tokenizer, texts, tmp_path).run()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_sweep_at_a_shared_layer_fits_and_probes_the_call_it_is_given(tokenizer, texts, tmp_path):
+    """The sweep's tangent of a checkpoint is the tangent fitted by hand on that call's activations, not another's."""
+    sweep = _albert_sweep(tokenizer, texts, tmp_path, call="last", reference="each")
+    table = sweep.run()
+    assert len(table.rows) == 2 and all(0 <= row["energy_share"] <= 1 for row in table.rows)
+    assert table.config["call"] == "last"
+    saved = ia.Subspace.load(sweep.store.tangent_path(ALBERT_LAYER, 10))
+    with ia.loaded(ia.Checkpoint(10, str(tmp_path / "checkpoint-10")), device="cpu") as (model, tokenizer_10):
+        mwsp = ModelWithSplitPoints(model, split_point=ALBERT_LAYER, tokenizer=tokenizer_10, batch_size=8)
+        by_call = {call: ia.PCATangent(mwsp, nb_concepts=2).fit(texts[:8], call=call).subspace for call in (0, -1)}
+        raw = ia.GradientProbe(mwsp, call="last", seed=0).gradients(texts[:4])
+
+    def projector(subspace):
+        return subspace.basis.double() @ subspace.basis.double().T
+
+    torch.testing.assert_close(projector(saved), projector(by_call[-1]), rtol=0, atol=1e-5)
+    # the first call's tangent is another: its projector is 100 times farther than the tolerance of the match above
+    assert (projector(saved) - projector(by_call[0])).abs().max() > 1e-3
+    assert {row["n_tokens"] for row in table.rows} == {raw.gradients.shape[0]}  # the tokens of the last call's probe
 
 
 def test_a_split_point_that_changes_the_length_is_our_error(corpus_texts, texts):

@@ -18,6 +18,7 @@ from interpreto_anisotropy.probing.masking import MaskedLM
 from interpreto_anisotropy.probing.objectives import ObjectiveName, objective_from_config
 from interpreto_anisotropy.sweeps import checkpoints as ck
 from interpreto_anisotropy.sweeps import suites
+from interpreto_anisotropy.sweeps.config import SweepConfig
 from interpreto_anisotropy.sweeps.settings import SweepSettings
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "suites.md"
@@ -204,9 +205,8 @@ def test_preset_revision_names_carry_their_step(name):
 
 def test_a_sweep_takes_the_training_length_of_a_preset(tmp_path):
     checkpoints = ck.suite("olmo-1b", revisions=["step1000-tokens4B", "step20000-tokens84B"])
-    settings = SweepSettings(
-        checkpoints, split_point=8, texts=["one text here", "another text"], results_dir=tmp_path, progress=False
-    )
+    config = SweepConfig(split_point=8, results_dir=tmp_path, progress=False)
+    settings = SweepSettings(config, checkpoints, texts=["one text here", "another text"])
     assert settings.total_steps == 738020
     assert [c.step for c in settings.early] == [1000, 20000]  # both before 0.3 x 738020
 
@@ -216,11 +216,10 @@ def test_the_suites_module_is_reachable_from_the_package():
 
 
 def test_a_sweep_left_to_auto_probes_with_the_preset_s_own_masking_and_records_it(tmp_path):
-    from interpreto_anisotropy.sweeps.settings import SweepSettings
-
     texts = ["one text here", "another text there"]
+    config = SweepConfig(results_dir=tmp_path, split_point=1)
     camembert = ia.checkpoints.suite("moderncamembert-base", revisions={0: "first", 10: "second"})
-    settings = SweepSettings(camembert, texts=texts, results_dir=tmp_path, split_point=1)
+    settings = SweepSettings(config, camembert, texts=texts)
     assert settings.objective == ia.MaskedLM(rate=0.3)
     assert settings.config()["objective"] == {
         "objective": "masked_lm",
@@ -229,7 +228,9 @@ def test_a_sweep_left_to_auto_probes_with_the_preset_s_own_masking_and_records_i
         "random": 0.1,
         "keep": 0.1,
     }
-    chosen = SweepSettings(camembert, texts=texts, results_dir=tmp_path, split_point=1, objective="masked_lm")
+    chosen = SweepSettings(
+        SweepConfig(results_dir=tmp_path, split_point=1, objective="masked_lm"), camembert, texts=texts
+    )
     assert chosen.config()["objective"] == "masked_lm"  # what the user chose wins
-    pythia = SweepSettings(ia.checkpoints.pythia("160m", [0, 1000]), texts=texts, results_dir=tmp_path, split_point=1)
+    pythia = SweepSettings(config, ia.checkpoints.pythia("160m", [0, 1000]), texts=texts)
     assert pythia.config()["objective"] == "auto"  # configs written before presets knew objectives still match

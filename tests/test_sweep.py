@@ -426,14 +426,6 @@ def test_early_checkpoints_pick_the_first_fraction():
     assert [c.step for c in early_checkpoints(checkpoints[4:], 0.01)] == [100]
 
 
-def test_the_sweep_shows_the_signature_its_settings_validate():
-    import inspect
-
-    from interpreto_anisotropy.sweeps.settings import SweepSettings
-
-    assert inspect.signature(ia.CheckpointSweep.__init__) == inspect.signature(SweepSettings.__init__)
-
-
 def test_a_split_point_is_selected_by_its_label_or_its_module_path(decoder_sweep):
     _, table = decoder_sweep
     by_label, by_path = table.select(split_point=1).rows, table.select(split_point="gpt_neox.layers.1").rows

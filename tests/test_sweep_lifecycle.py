@@ -222,5 +222,9 @@ def test_the_statistics_options_reach_every_row_and_are_recorded_when_not_the_de
     plain = _sweep(run, tmp_path / "plain", texts_for_sweep, steps={0, 1}, reference="early").settings.config()
     assert not set(options) & set(plain)  # defaults leave older results directories resumable
     assert "p_exact" in table.summary_table() and "aniso" in table.summary_table()
-    with pytest.raises(ia.errors.InvalidInputError, match="isoscore_c0 as 'scaled_identity', 'identity' or 'pooled'"):
+    with pytest.raises(
+        ia.errors.InvalidInputError,
+        match=r"isoscore_c0 must be 'scaled_identity', 'identity' or 'pooled', got a Tensor of shape \(32, 32\)\. .*"
+        "GradientProbe.run",
+    ):
         _sweep(run, tmp_path / "matrix", texts_for_sweep, isoscore_c0=torch.eye(32))

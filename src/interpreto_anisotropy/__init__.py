@@ -15,39 +15,105 @@ Examples:
 
 from __future__ import annotations
 
-from . import demo, errors, metrics
-from .errors import AnisotropyError
-from .live.options import LiveConfig, LiveTangent
-from .live.probe import TrainingProbe
-from .probing import objectives
-from .probing.anisotropy import IsoScoreConvention, IsoScoreTarget
-from .probing.masking import MaskedLM
-from .probing.objectives import ObjectiveName, Reduction
-from .probing.probe import GradientProbe, TokenGradients
-from .probing.result import ProbeResult
-from .reading import positions
-from .reading.activations import iter_token_activations, token_activations
-from .reading.positions import PositionConvention
-from .sweeps import checkpoints, suites
-from .sweeps.checkpoints import Checkpoint, load_checkpoint, loaded
-from .sweeps.early_pool import EarlyCentering
-from .sweeps.result import SweepResult
-from .sweeps.runner import CheckpointSweep
-from .sweeps.settings import Parallelism, ReferenceKind
-from .tangents.controls import analytic_null, chance_std, normal_controls, p_value, random_subspace_bases
-from .tangents.explainers import (
-    ICATangent,
-    NMFTangent,
-    PCATangent,
-    SemiNMFTangent,
-    SVDTangent,
-    TangentExplainer,
-    TangentMethod,
-    TopKSAETangent,
-)
-from .tangents.subspace import Subspace
-from .version import __version__
-from .visualizations import plotting
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Where each public name lives. They are imported when first used (PEP 562), so that `interpreto-anisotropy --help`
+# and `--version` answer without importing torch, Interpreto or matplotlib.
+_SUBMODULES = {
+    "demo": ".demo",
+    "errors": ".errors",
+    "metrics": ".metrics",
+    "objectives": ".probing.objectives",
+    "positions": ".reading.positions",
+    "checkpoints": ".sweeps.checkpoints",
+    "suites": ".sweeps.suites",
+    "plotting": ".visualizations.plotting",
+}
+_NAMES = {
+    ".errors": ["AnisotropyError"],
+    ".live.options": ["LiveConfig", "LiveTangent"],
+    ".live.probe": ["TrainingProbe"],
+    ".probing.anisotropy": ["IsoScoreConvention", "IsoScoreTarget"],
+    ".probing.masking": ["MaskedLM"],
+    ".probing.objectives": ["ObjectiveName", "Reduction"],
+    ".probing.probe": ["GradientProbe", "TokenGradients"],
+    ".probing.result": ["ProbeResult"],
+    ".reading.activations": ["iter_token_activations", "token_activations"],
+    ".reading.positions": ["PositionConvention"],
+    ".sweeps.checkpoints": ["Checkpoint", "load_checkpoint", "loaded"],
+    ".sweeps.config": ["SweepConfig"],
+    ".sweeps.early_pool": ["EarlyCentering"],
+    ".sweeps.result": ["SweepResult"],
+    ".sweeps.runner": ["CheckpointSweep"],
+    ".sweeps.settings": ["Parallelism", "ReferenceKind"],
+    ".tangents.controls": ["analytic_null", "chance_std", "normal_controls", "p_value", "random_subspace_bases"],
+    ".tangents.explainers": [
+        "ICATangent",
+        "NMFTangent",
+        "PCATangent",
+        "SemiNMFTangent",
+        "SVDTangent",
+        "TangentExplainer",
+        "TangentMethod",
+        "TopKSAETangent",
+    ],
+    ".tangents.subspace": ["Subspace"],
+    ".version": ["__version__"],
+}
+_LOCATION = {name: module for module, names in _NAMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        value = importlib.import_module(_SUBMODULES[name], __name__)
+    elif name in _LOCATION:
+        value = getattr(importlib.import_module(_LOCATION[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # the names as static tools see them
+    from . import demo, errors, metrics
+    from .errors import AnisotropyError
+    from .live.options import LiveConfig, LiveTangent
+    from .live.probe import TrainingProbe
+    from .probing import objectives
+    from .probing.anisotropy import IsoScoreConvention, IsoScoreTarget
+    from .probing.masking import MaskedLM
+    from .probing.objectives import ObjectiveName, Reduction
+    from .probing.probe import GradientProbe, TokenGradients
+    from .probing.result import ProbeResult
+    from .reading import positions
+    from .reading.activations import iter_token_activations, token_activations
+    from .reading.positions import PositionConvention
+    from .sweeps import checkpoints, suites
+    from .sweeps.checkpoints import Checkpoint, load_checkpoint, loaded
+    from .sweeps.config import SweepConfig
+    from .sweeps.early_pool import EarlyCentering
+    from .sweeps.result import SweepResult
+    from .sweeps.runner import CheckpointSweep
+    from .sweeps.settings import Parallelism, ReferenceKind
+    from .tangents.controls import analytic_null, chance_std, normal_controls, p_value, random_subspace_bases
+    from .tangents.explainers import (
+        ICATangent,
+        NMFTangent,
+        PCATangent,
+        SemiNMFTangent,
+        SVDTangent,
+        TangentExplainer,
+        TangentMethod,
+        TopKSAETangent,
+    )
+    from .tangents.subspace import Subspace
+    from .version import __version__
+    from .visualizations import plotting
 
 __all__ = [
     "AnisotropyError",
@@ -72,6 +138,7 @@ __all__ = [
     "SVDTangent",
     "SemiNMFTangent",
     "Subspace",
+    "SweepConfig",
     "SweepResult",
     "TangentExplainer",
     "TangentMethod",

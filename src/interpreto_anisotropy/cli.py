@@ -12,25 +12,23 @@ interpreto-anisotropy report runs/demo/sweep --live runs/demo/live   # ... with 
 
 from __future__ import annotations
 
+# Torch, Interpreto and matplotlib are imported inside the commands: `--help` and `--version` answer without them.
 import argparse
-import math
+import dataclasses
+import json
 import sys
 import time
+import typing
 from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .commons.json_files import parse_json, read_text
-from .commons.options import MAX_SEED
+from .commons.options import FRACTION, NONNEGATIVE_INT, POSITIVE_INT, POSITIVE_NUMBER, SEED, Bound
 from .errors import AnisotropyError, EmptyInputError, InvalidInputError
-from .probing.objectives import AUTO, ObjectiveName
-from .reading.batching import AUTOCAST_CHOICES
-from .sweeps.hub_access import DEFAULT_HUB_TIMEOUT
-from .sweeps.settings import Parallelism, ReferenceKind
-from .tangents.explainers import TangentMethod
-
-LANGUAGE_MODEL_OBJECTIVES = [ObjectiveName.CAUSAL_LM.value, ObjectiveName.MASKED_LM.value]
+from .sweeps.config import SweepConfig, option_flag, type_members
+from .version import __version__
 
 
 class Corpus(str, Enum):
@@ -56,6 +54,8 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
+        if isinstance(action, argparse._StoreFalseAction):
+            return f"turn off (on by default): {text}"
         unset = action.default is None or action.default is False or action.default is argparse.SUPPRESS
         if "default" in text or unset or not action.option_strings:
             return text
@@ -71,6 +71,7 @@ __all__ = [
     "parse_positive_int",
     "parse_seed",
     "parse_fraction",
+    "sweep_config",
     "Corpus",
     "corpus_texts",
 ]
@@ -204,7 +205,7 @@ def parse_positive_int(value: str) -> int:
         >>> parse_positive_int("8")
         8
     """
-    return _checked_option(value, int, lambda number: number >= 1, "a positive integer")
+    return POSITIVE_INT.parse(value)
 
 
 def parse_seed(value: str) -> int:
@@ -223,7 +224,7 @@ def parse_seed(value: str) -> int:
         >>> parse_seed("0")
         0
     """
-    return _checked_option(value, int, lambda number: 0 <= number < MAX_SEED, "an integer in [0, 2**32)")
+    return SEED.parse(value)
 
 
 def parse_fraction(value: str) -> float:
@@ -242,7 +243,7 @@ def parse_fraction(value: str) -> float:
         >>> parse_fraction("0.3")
         0.3
     """
-    return _checked_option(value, float, lambda number: 0 < number <= 1, "a number in (0, 1]")
+    return FRACTION.parse(value)
 
 
 def parse_nonnegative_int(value: str) -> int:
@@ -261,7 +262,7 @@ def parse_nonnegative_int(value: str) -> int:
         >>> parse_nonnegative_int("0")
         0
     """
-    return _checked_option(value, int, lambda number: number >= 0, "an integer >= 0")
+    return NONNEGATIVE_INT.parse(value)
 
 
 def parse_positive_number(value: str) -> float:
@@ -280,18 +281,7 @@ def parse_positive_number(value: str) -> float:
         >>> parse_positive_number("20")
         20.0
     """
-    return _checked_option(value, float, lambda number: 0 < number < math.inf, "a number above 0")
-
-
-def _checked_option(value: str, convert: Callable[[str], Any], accepts: Callable[[Any], bool], expected: str) -> Any:
-    """`convert(value)` if it converts and `accepts` it; else argparse's error "must be <expected>, got <value>"."""
-    try:
-        number = convert(value)
-    except ValueError:
-        number = None
-    if number is None or not accepts(number):
-        raise argparse.ArgumentTypeError(f"must be {expected}, got {value!r}")
-    return number
+    return POSITIVE_NUMBER.parse(value)
 
 
 def parse_split_point(value: str) -> int | str:
@@ -326,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Run `interpreto-anisotropy COMMAND --help` for the options of each command.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_demo_command(commands)
     _add_sweep_command(commands)
@@ -386,13 +377,6 @@ def _add_sweep_command(commands: Any) -> None:
     sweep.add_argument("--revisions", help="comma-separated hub revisions, with --model ID")
     sweep.add_argument("--steps", type=parse_int_list, help="comma-separated steps, with --pythia / --smollm2")
     sweep.add_argument("--deduped", action="store_true", help="the deduped Pythia suite")
-    sweep.add_argument(
-        "--split-point",
-        type=parse_split_point,
-        nargs="+",
-        required=True,
-        help="layer index (0 to layers - 1) or module path; several give one curve each",
-    )
     texts = sweep.add_mutually_exclusive_group()
     texts.add_argument("--texts", help="texts file: one text a line, .jsonl or .json")
     texts.add_argument(
@@ -402,104 +386,74 @@ def _add_sweep_command(commands: Any) -> None:
         "when --texts is not given)",
     )
     sweep.add_argument("--probe-texts", help="held-out probe texts (default: every other text of --texts)")
-    sweep.add_argument(
-        "--objective",
-        default=AUTO,
-        choices=[AUTO, *LANGUAGE_MODEL_OBJECTIVES],
-        help="training loss whose gradients are probed; auto: masked LM for encoders, causal LM otherwise",
-    )
-    sweep.add_argument(
-        "--method",
-        default=TangentMethod.PCA.value,
-        choices=[method.value for method in TangentMethod],
-        help="Interpreto concept method that fits the tangent",
-    )
-    sweep.add_argument("--nb-concepts", type=parse_positive_int, default=16, help="tangent rank k")
-    sweep.add_argument(
-        "--reference",
-        default=ReferenceKind.EARLY.value,
-        choices=[kind.value for kind in ReferenceKind],
-        help="tangent(s) probed: early = one reference fitted on the early checkpoints, each = refitted on every "
-        "checkpoint, both = the two",
-    )
-    sweep.add_argument(
-        "--early-fraction",
-        type=parse_fraction,
-        default=0.3,
-        help="share of the checkpoints, from the first, whose activations fit the early reference",
-    )
-    sweep.add_argument("--n-controls", type=parse_positive_int, default=20, help="matched-rank normal controls R")
-    sweep.add_argument(
-        "--n-random",
-        type=parse_positive_int,
-        help="random subspaces R' of p_value_exact (default: enough for Holm over the checkpoints, the smallest "
-        "R' >= R with 1/(R'+1) < 0.05/m)",
-    )
-    sweep.add_argument(
-        "--seed", type=parse_seed, default=0, help="seed of the bootstrap, and root of each row's own draw seed"
-    )
-    sweep.add_argument(
-        "--max-tokens", type=parse_positive_int, help="cap on probed tokens per checkpoint (default: every token)"
-    )
-    sweep.add_argument(
-        "--max-fit-tokens", type=parse_positive_int, default=20_000, help="cap on fit activations per checkpoint"
-    )
-    sweep.add_argument("--batch-size", type=parse_positive_int, default=8, help="texts per forward and backward pass")
-    sweep.add_argument("--device", help="cpu, cuda, ... (default: cuda when available)")
-    sweep.add_argument(
-        "--autocast",
-        choices=AUTOCAST_CHOICES,
-        help="run the forward and backward passes under torch.autocast (GPU); sums stay float32/float64",
-    )
-    sweep.add_argument(
-        "--parallel",
-        default=Parallelism.DATA.value,
-        choices=[mode.value for mode in Parallelism],
-        help="under torchrun: shard each checkpoint's texts over the ranks (data), or give ranks whole checkpoints",
-    )
-    sweep.add_argument(
-        "--include-special",
-        action="store_true",
-        help="keep special tokens (BOS, CLS, SEP...) as rows of the fits and the probe (default: left out)",
-    )
-    sweep.add_argument("--out", required=True, help="results folder (config.json, rows.jsonl, report/)")
-    sweep.add_argument(
-        "--overwrite", action="store_true", help="start afresh: remove what the package wrote in --out first"
-    )
-    sweep.add_argument(
-        "--recompute-changed",
-        action="store_true",
-        help="recompute the rows of checkpoints whose content changed since they were written (else: stop)",
-    )
-    sweep.add_argument(
-        "--skip-bad-checkpoints",
-        action="store_true",
-        help="record a checkpoint that cannot be loaded or gives non-finite values as skipped, and go on",
-    )
-    sweep.add_argument(
-        "--prefetch",
-        type=parse_nonnegative_int,
-        default=2,
-        help="hub checkpoints downloaded ahead while the current one is computed (0: each when its turn comes)",
-    )
-    sweep.add_argument(
-        "--max-concurrent-downloads", type=parse_positive_int, default=1, help="hub checkpoints downloaded at once"
-    )
-    sweep.add_argument(
-        "--max-cache-gb",
-        type=parse_positive_number,
-        help="disk budget for the hub revisions the sweep downloads: each is evicted once its rows are written "
-        "(default: none evicted)",
-    )
-    sweep.add_argument(
-        "--hub-timeout",
-        type=parse_positive_number,
-        default=DEFAULT_HUB_TIMEOUT,
-        help="seconds each hub request may wait to connect or for its next bytes before the checkpoint fails "
-        "(a long download goes on while bytes flow)",
-    )
+    options = sweep.add_argument_group("options of the sweep (SweepConfig; docs/options.md)")
+    for spec in dataclasses.fields(SweepConfig):
+        options.add_argument(option_flag(spec), dest=spec.name, **_argparse_form(spec))
     sweep.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
-    sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _argparse_form(spec: dataclasses.Field) -> dict[str, Any]:
+    """How argparse takes a `SweepConfig` field, from its type: a bool is a switch (`--no-NAME` when on by
+    default), a list of split points `nargs="+"`, a choice only `choices=`, anything else a `type=` that parses it."""
+    unit = f" [{spec.metadata['unit']}]" if spec.metadata["unit"] else ""
+    form: dict[str, Any] = {"help": (spec.metadata["doc"] + unit).replace("%", "%%")}
+    members = [member for member in type_members(spec) if member is not type(None)]
+    if bool in members:
+        return {**form, "action": "store_false" if spec.default is True else "store_true"}
+    if spec.default is dataclasses.MISSING:
+        form["required"] = True
+    else:
+        form["default"] = spec.default
+    choices = [
+        choice for member in members if typing.get_origin(member) is Literal for choice in typing.get_args(member)
+    ]
+    if any(typing.get_origin(member) is tuple for member in members):
+        return {**form, "nargs": "+", "type": parse_split_point}
+    if choices and not {int, float, str, dict} & set(members):
+        return {**form, "choices": choices}
+    if choices:
+        form["metavar"] = "{" + ",".join([*choices, "INT"]) + "}"
+    return {**form, "type": _option_parser(spec, members, choices)}
+
+
+def _option_parser(spec: dataclasses.Field, members: list[Any], choices: list[str]) -> Callable[[str], Any]:
+    """The argparse `type=` of a field that is not a plain choice: a number in its bound, a JSON object, a text;
+    a choice among the numbers; `none` for an option that may be None but is not by default."""
+    bound = spec.metadata["bound"]
+    number = next((member for member in members if member in (int, float)), None)
+    if number is not None and bound is None:
+        bound = Bound(number, "an integer" if number is int else "a number", lambda _: True)
+    takes_none = type(None) in type_members(spec) and spec.default is not None
+
+    def parse(text: str) -> Any:
+        if text in choices:
+            return text
+        if takes_none and text.lower() == "none":
+            return None
+        if dict in members:
+            return _json_object(text)
+        if bound is not None:
+            try:
+                return bound.parse(text)
+            except argparse.ArgumentTypeError as error:
+                if not choices:
+                    raise
+                raise argparse.ArgumentTypeError(
+                    f"must be {', '.join(map(repr, choices))} or {bound.expected}, got {text!r}"
+                ) from error
+        return text
+
+    return parse
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"max_iter\": 200}}', got {text!r}")
+    return value
 
 
 def _add_report_command(commands: Any) -> None:
@@ -574,7 +528,7 @@ def _sweep_texts(args: argparse.Namespace) -> tuple[list[str], list[str] | None]
     """(fit texts, probe texts or None) from --texts / --probe-texts, else from the built-in --corpus."""
     if args.texts:
         return read_texts(args.texts), read_texts(args.probe_texts) if args.probe_texts else None
-    fit, probe = corpus_texts(args.corpus or Corpus.STDLIB.value, progress=not args.no_progress)
+    fit, probe = corpus_texts(args.corpus or Corpus.STDLIB.value, progress=args.progress)
     return fit, read_texts(args.probe_texts) if args.probe_texts else probe
 
 
@@ -594,7 +548,7 @@ def _check_split_points(args: argparse.Namespace, checkpoints: Any) -> None:
             )
 
 
-def _estimate(checkpoints: Any, fit: Sequence[str], probe: Sequence[str] | None, args: argparse.Namespace) -> str:
+def _estimate(checkpoints: Any, fit: Sequence[str], probe: Sequence[str] | None, config: SweepConfig) -> str:
     """A line saying how many tokens each checkpoint will read, from the first local checkpoint's tokenizer."""
     from .visualizations.model_card import count_tokens
 
@@ -605,12 +559,32 @@ def _estimate(checkpoints: Any, fit: Sequence[str], probe: Sequence[str] | None,
     n = len(list(checkpoints))
     if fit_tokens is None or probe_tokens is None:
         return f"{n} checkpoints, {len(fit)} fit texts, {len(probed)} probe texts (tokens counted when loaded)"
-    fit_used = min(fit_tokens, args.max_fit_tokens)
-    probe_used = min(probe_tokens, args.max_tokens) if args.max_tokens else probe_tokens
+    fit_used = min(fit_tokens, config.max_fit_tokens) if config.max_fit_tokens else fit_tokens
+    probe_used = min(probe_tokens, config.max_tokens) if config.max_tokens else probe_tokens
     return (
         f"{n} checkpoints; per checkpoint about {probe_used:,} probed tokens (one forward and backward pass each; "
         f"--max-tokens caps them) and {fit_used:,} fit activations (of {fit_tokens:,}; --max-fit-tokens)"
     )
+
+
+def sweep_config(args: argparse.Namespace) -> SweepConfig:
+    """The `SweepConfig` of a parsed `sweep` command line: each field from its flag.
+
+    Args:
+        args: `build_parser().parse_args(["sweep", ...])`.
+
+    Returns:
+        The checked config.
+
+    Raises:
+        InvalidInputError: Options that contradict each other (each flag's own range argparse has checked).
+
+    Examples:
+        >>> args = build_parser().parse_args(["sweep", "--model", "m", "--split-point", "1", "--out", "o"])
+        >>> sweep_config(args).split_point
+        (1,)
+    """
+    return SweepConfig.make(**{spec.name: getattr(args, spec.name) for spec in dataclasses.fields(SweepConfig)})
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
@@ -619,47 +593,19 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
     distributed.init_from_environment()  # a no-op unless launched by torchrun with several processes
 
+    config = sweep_config(args)
     checkpoints = _checkpoints(args)
     _check_split_points(args, checkpoints)
     fit_texts, probe_texts = _sweep_texts(args)
     if distributed.is_main_process():
-        print(f"sweep: {_estimate(checkpoints, fit_texts, probe_texts, args)}", flush=True)
-    sweep = CheckpointSweep(
-        checkpoints,
-        split_point=args.split_point,
-        texts=fit_texts,
-        probe_texts=probe_texts,
-        objective=args.objective,
-        method=args.method,
-        nb_concepts=args.nb_concepts,
-        reference=args.reference,
-        early_fraction=args.early_fraction,
-        n_controls=args.n_controls,
-        n_random=args.n_random,
-        seed=args.seed,
-        max_tokens=args.max_tokens,
-        max_fit_tokens=args.max_fit_tokens,
-        results_dir=args.out,
-        device=args.device,
-        batch_size=args.batch_size,
-        overwrite=args.overwrite,
-        progress=not args.no_progress,
-        parallel=args.parallel,
-        autocast_dtype=args.autocast,
-        include_special=args.include_special,
-        recompute_changed=args.recompute_changed,
-        skip_bad_checkpoints=args.skip_bad_checkpoints,
-        prefetch=args.prefetch,
-        max_concurrent_downloads=args.max_concurrent_downloads,
-        max_cache_gb=args.max_cache_gb,
-        hub_timeout=args.hub_timeout,
-    )
+        print(f"sweep: {_estimate(checkpoints, fit_texts, probe_texts, config)}", flush=True)
+    sweep = CheckpointSweep(checkpoints, config, texts=fit_texts, probe_texts=probe_texts)
     sweep.announce = lambda line: print(f"sweep: {line}", flush=True)  # the time estimates, progress bar or not
     table = sweep.run()
     if distributed.is_main_process():
         print(table.summary_table())
         if not args.no_report:
-            print(f"report: {table.report(Path(args.out) / 'report')}")
+            print(f"report: {table.report(Path(config.results_dir) / 'report')}")
         print(f"\n{table.summary()}")  # the verdict last: what a reader sees when the command returns
     return 0
 

@@ -12,7 +12,10 @@ Examples:
 
 from __future__ import annotations
 
+import argparse
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
@@ -25,8 +28,16 @@ __all__ = [
     "check_number",
     "check_bool",
     "byte_size",
+    "Bound",
+    "POSITIVE_INT",
+    "NONNEGATIVE_INT",
+    "SEED",
+    "FRACTION",
+    "UNIT_INTERVAL",
+    "POSITIVE_NUMBER",
 ]
 
+#: Seeds are below this.
 MAX_SEED = 2**32  # scikit-learn's random_state bound; torch accepts it too
 
 
@@ -106,6 +117,69 @@ def check_number(
     if not inside:
         raise InvalidInputError(f"{wanted}, got {value!r}.")
     return float(value)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The values a number option takes, said once for Python (`check`) and for the command line (`parse`).
+
+    Attributes:
+        kind: `int` or `float`: an int option refuses floats and bools, a float option bools, NaN and infinity.
+        expected: What the option must be, as the error says it ("a positive integer").
+        accepts: Whether a number of that kind is inside.
+
+    Examples:
+        >>> POSITIVE_INT.check("batch_size", 8), POSITIVE_INT.parse("8")
+        (8, 8)
+    """
+
+    kind: type
+    expected: str
+    accepts: Callable[[Any], bool]
+
+    def holds(self, value: Any) -> bool:
+        """Whether `value` is a number of the bound's kind inside it."""
+        if isinstance(value, bool) or not isinstance(value, (int, float) if self.kind is float else int):
+            return False
+        return math.isfinite(value) and self.accepts(value)
+
+    def check(self, name: str, value: Any) -> Any:
+        """`value` as given, if the bound holds it.
+
+        Raises:
+            InvalidInputError: "<name> must be <expected>, got <value>".
+        """
+        if not self.holds(value):
+            raise InvalidInputError(f"{name} must be {self.expected}, got {value!r}.")
+        return value
+
+    def parse(self, text: str) -> Any:
+        """A command line's `text` as a number of the bound's kind inside it, for argparse `type=`.
+
+        Raises:
+            argparse.ArgumentTypeError: "must be <expected>, got <text>" (argparse names the flag).
+        """
+        try:
+            number = self.kind(text)
+        except ValueError:
+            number = None
+        if number is None or not self.holds(number):
+            raise argparse.ArgumentTypeError(f"must be {self.expected}, got {text!r}")
+        return number
+
+
+#: An integer >= 1: a size, a rank, a cap.
+POSITIVE_INT = Bound(int, "a positive integer", lambda number: number >= 1)
+#: An integer >= 0: a look-ahead.
+NONNEGATIVE_INT = Bound(int, "an integer >= 0", lambda number: number >= 0)
+#: A seed: an integer in [0, 2**32).
+SEED = Bound(int, "an integer in [0, 2**32)", lambda number: 0 <= number < MAX_SEED)
+#: A fraction in (0, 1].
+FRACTION = Bound(float, "a number in (0, 1]", lambda number: 0 < number <= 1)
+#: A number in [0, 1].
+UNIT_INTERVAL = Bound(float, "a number in [0, 1]", lambda number: 0 <= number <= 1)
+#: A finite number above 0.
+POSITIVE_NUMBER = Bound(float, "a number above 0", lambda number: number > 0)
 
 
 def check_bool(name: str, value: Any) -> bool:

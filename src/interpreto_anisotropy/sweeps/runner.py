@@ -46,7 +46,6 @@ from ..errors import (
     StaleResultsError,
     SweepLockedError,
 )
-from ..metrics.isotropy import DEFAULT_ZETA
 from ..probing.probe import GradientProbe
 from ..reading.activations import iter_located_token_activations
 from ..tangents.explainers import TangentExplainer
@@ -55,6 +54,7 @@ from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
 from . import draws, hub_access, hub_cache
 from .checkpoints import Checkpoint
+from .config import SweepConfig
 from .early_pool import EarlyPool
 from .eta import CheckpointTimer, estimate_line, seconds_per_checkpoint_of_rows
 from .freshness import TakenFingerprints, changed_early_steps, changed_steps
@@ -80,77 +80,12 @@ class CheckpointSweep:
     Args:
         checkpoints: `Checkpoint`s (e.g. `ia.checkpoints.local("runs/toy/checkpoint-*")`, `ia.checkpoints.pythia(...)`)
             or a glob of local checkpoint folders.
-        split_point: Layer index or module path, or a list of them (one row per checkpoint and split point).
+        config: The sweep's options, a `SweepConfig` (docs/options.md lists them); None: from `options`.
         texts: Texts whose activations fit the tangents (and whose tokens give the frequencies).
         probe_texts: Held-out texts for the gradient probe. By default `texts` is split in two: even-indexed
             texts fit, odd-indexed texts probe.
-        objective: "auto" (from each checkpoint's head and config; a preset's own masking, such as ModernCamemBERT's
-            30 %, when its `CheckpointList` knows it), "causal_lm", "masked_lm", an `ia.MaskedLM(rate=...)`, or a
-            callable.
-        method: Tangent method ("pca", "semi_nmf", "nmf", "ica", "svd", "topk_sae", ...).
-        nb_concepts: Rank k of the tangent.
-        reference: "early" (the paper's protocol), "each", "both", or a `Subspace` (one split point) / a dict
-            split point -> `Subspace` given by the user.
-        early_fraction: Checkpoints with step <= early_fraction x total_steps pool their activations for the
-            reference tangent.
-        total_steps: The training run's length (presets such as `ia.checkpoints.pythia` know it); None: the last
-            swept checkpoint's step.
-        early_without_init: Leave step 0 (the random initialisation) out of the early checkpoints.
-        early_centering: "pooled" (the pooled rows are centred once, on their mean) or "per_checkpoint" (each early
-            checkpoint's rows on their own mean, so the drift of the mean between checkpoints is not a direction
-            of the reference). See docs/concepts.md for which reading of the paper each choice follows.
-        n_controls: Matched-rank normal controls per tangent (the paper's comparison and its `p_value`).
-        n_random: Uniformly random k-subspaces of R^d for the exact `p_value_exact` and `anisotropy_p_value_exact`.
-            None (default): enough for Holm to pass over a curve, the smallest R' >= `n_controls` with
-            1 / (R' + 1) < 0.05 / m for the m checkpoints of the results directory (`sweeps.draws.default_n_random`:
-            320 for 16 checkpoints); an explicit value that cannot pass is warned about. Each row draws its own, from
-            its own seed.
-        isoscore_convention: Where Delta IsoScore* is computed: "complement" (in the (d - k)-dimensional complement)
-            or "ambient" (the projected cloud kept in R^d); see docs/statistics.md.
-        isoscore_zeta: IsoScore* shrinkage in [0, 1].
-        isoscore_c0: IsoScore*'s shrinkage target: "scaled_identity", "identity" or "pooled" (the probe's own
-            gradient covariance).
-        seed: Seed of the bootstrap and the masked-LM mask, and the root of each row's draws: a row's controls and
-            random subspaces come from a seed hashed from it and the row's identity (step, split point,
-            tangent kind; recorded as ``draw_seed``), so no two rows share a draw.
-        max_tokens: Cap on probed tokens per checkpoint.
-        max_fit_tokens: Cap on activation rows read per checkpoint for fitting (None: every fit token; PCA streams
-            them batch by batch, the other methods pool them in memory).
-        max_metric_tokens: Rows used for the isotropy metrics, frequency correlation and entropy.
-        results_dir: Where config.json, rows.jsonl, provenance.jsonl (the versions that computed each row), the
-            reference and per-checkpoint tangents and the top tokens of their directions (top_tokens/) go.
-        device: "cpu", "cuda", ...; by default cuda when available.
-        batch_size: Sequences per forward / backward.
-        automodel: Model class or "causal_lm" / "masked_lm"; inferred from the config by default.
-        overwrite: Start afresh when `results_dir` holds a sweep with other settings.
-        progress: Show progress bars.
-        method_kwargs: Options of the tangent method (passed to `TangentExplainer`).
-        parallel: Under `torchrun` (a torch.distributed process group with several ranks): "data" (default)
-            shards each checkpoint's probe texts and reference-fit texts over the ranks and all-reduces the sums;
-            "checkpoints" gives each rank whole checkpoints in turn. Either way rank 0 writes the rows, into the
-            same resumable `results_dir` (on a file system all ranks share). Without a process group: ignored.
-        autocast_dtype: "bf16" or "fp16" (or the torch dtype): run the models' forward and backward passes under
-            `torch.autocast` (a GPU fast path); moments and energies still accumulate in float32 / float64.
-        include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows of the fits, the metrics and the probe
-            (the one token policy of the package; off by default).
-        recompute_changed: When a checkpoint's content changed since its rows were written (retrained into the same
-            folder), drop its rows (all rows, when an early checkpoint of the reference changed) and recompute
-            them. By default the run stops with `StaleResultsError`, naming the checkpoints.
-        skip_bad_checkpoints: A checkpoint that cannot be loaded (`CheckpointError`: missing or mis-shaped weights,
-            truncated files, non-finite weights, a failed download) or gives non-finite activations or gradients
-            (`NonFiniteError`) is skipped: its rows record why (``skipped``), and a later run retries it. By default
-            the run stops there.
-        prefetch: Hub checkpoints downloaded ahead, in the background, while the current one is computed (0: each
-            when its turn comes). Each is used only once complete; a failed download raises (or is skipped) at its
-            turn. Local folders are not prefetched.
-        max_concurrent_downloads: Hub checkpoints downloaded at once.
-        max_cache_gb: A disk budget, in GB (1e9 bytes), for the Hub revisions this sweep downloads: each is evicted
-            from the Hugging Face cache once its rows are written (revisions cached before the sweep never are),
-            and downloads ahead wait while the budget is full. The cache grows by at most the budget plus one
-            checkpoint. None: nothing is evicted. Not under torchrun.
-        hub_timeout: Seconds each Hub request (refs, metadata, downloads) may wait to connect or for its next bytes
-            before it fails with `CheckpointError` (a per-read deadline: a long download goes on while bytes flow).
-            Timeouts are retried by huggingface_hub only, as docs/reliability.md says.
+        **options: Fields of `SweepConfig` (`split_point=1, results_dir="runs/toy/sweep", nb_concepts=8, ...`):
+            the config's options, or those of `config` changed.
 
     Attributes:
         announce: Where the sweep's time estimates go (a callable taking a line of text): how many checkpoints it
@@ -170,46 +105,14 @@ class CheckpointSweep:
     def __init__(
         self,
         checkpoints: Sequence[Checkpoint] | str | os.PathLike,
+        config: SweepConfig | None = None,
         *,
-        split_point: int | str | Sequence[int | str],
         texts: Sequence[str],
         probe_texts: Sequence[str] | None = None,
-        objective: Any = "auto",
-        method: str = "pca",
-        nb_concepts: int = 16,
-        reference: str | Subspace | dict[Any, Subspace] = "early",
-        early_fraction: float = 0.3,
-        total_steps: int | None = None,
-        early_without_init: bool = False,
-        early_centering: str = "pooled",
-        n_controls: int = 20,
-        n_random: int | None = None,
-        isoscore_convention: str = "complement",
-        isoscore_zeta: float = DEFAULT_ZETA,
-        isoscore_c0: str = "scaled_identity",
-        seed: int = 0,
-        max_tokens: int | None = None,
-        max_fit_tokens: int | None = 20_000,
-        max_metric_tokens: int = 4_000,
-        results_dir: str | os.PathLike,
-        device: str | None = None,
-        batch_size: int = 8,
-        automodel: Any = None,
-        overwrite: bool = False,
-        progress: bool = True,
-        method_kwargs: dict[str, Any] | None = None,
-        parallel: str = "data",
-        autocast_dtype: str | torch.dtype | None = None,
-        include_special: bool = False,
-        recompute_changed: bool = False,
-        skip_bad_checkpoints: bool = False,
-        prefetch: int = 2,
-        max_concurrent_downloads: int = 1,
-        max_cache_gb: float | None = None,
-        hub_timeout: float = hub_access.DEFAULT_HUB_TIMEOUT,
+        **options: Any,
     ):
-        # The same signature as SweepSettings (a test keeps them equal): shown here, validated there.
-        self.settings = SweepSettings(**{name: value for name, value in locals().items() if name != "self"})
+        config = SweepConfig.make(config, **options)
+        self.settings = SweepSettings(config, checkpoints, texts=texts, probe_texts=probe_texts)
         self.store = SweepStore(self.settings.results_dir)
         self._token_counts: torch.Tensor | None = None
         self._fingerprints = TakenFingerprints()
@@ -533,7 +436,11 @@ class CheckpointSweep:
         error)."""
         fetched = self._pipeline.take(checkpoint)
         with checkpoint_tools.loaded(
-            checkpoint, automodel=self.settings.automodel, device=self.settings.device, snapshot=fetched.folder
+            checkpoint,
+            automodel=self.settings.automodel,
+            device=self.settings.device,
+            snapshot=fetched.folder,
+            tokenizer_source=self.settings.tokenizer_source,
         ) as (model, tokenizer):
             yield model, tokenizer, fetched
 
@@ -564,6 +471,7 @@ class CheckpointSweep:
             shard=shard,
             autocast_dtype=self.settings.autocast_dtype,
             include_special=self.settings.include_special,
+            call=self.settings.call,
         )
 
     # ------------------------------------------------------------------ tangents
@@ -729,6 +637,7 @@ class CheckpointSweep:
             distributed=self.settings.parallel == "data" and distributed.is_distributed(),
             autocast_dtype=self.settings.autocast_dtype,
             include_special=self.settings.include_special,
+            call=self.settings.call,
         )
         seeds = {kind: _row_seed(self.settings.seed, checkpoint, splitter.split_point, kind) for kind in subspaces}
         results = probe.run(

@@ -1,7 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A sweep's settings: validated once, with the reference rule and the config that a resume must match."""
+"""A sweep's settings: its `SweepConfig` with the values resolved from its data, and the config a resume must match."""
 
 from __future__ import annotations
 
@@ -9,23 +9,21 @@ import hashlib
 import os
 from collections.abc import Sequence
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..commons.options import check_nonnegative_int, check_positive_int, check_seed
+from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..probing.anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from ..probing.objectives import MaskedLM, describe_objective
 from ..reading.batching import autocast_dtype as autocast_dtype_from
-from ..tangents.controls import check_control_room
 from ..tangents.explainers import method_streams
 from ..tangents.subspace import Subspace
 from . import checkpoints as checkpoint_tools
-from . import hub_access
 from .checkpoints import Checkpoint
+from .config import SweepConfig
 from .early_pool import EarlyCentering
 
 __all__ = ["FORMAT_VERSION", "Parallelism", "ReferenceKind", "SweepSettings", "early_checkpoints"]
@@ -70,6 +68,25 @@ class Parallelism(str, Enum):
     CHECKPOINTS = "checkpoints"
 
 
+def _split_texts(texts: Sequence[str], probe_texts: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """(fit texts, probe texts), blank texts dropped; without `probe_texts`, even texts fit and odd texts probe."""
+    for name, given in (("texts", texts), ("probe_texts", probe_texts)):
+        if isinstance(given, str):
+            raise InvalidInputError(
+                f"{name} must be a list of texts, not a single string (it would be split into characters)."
+            )
+    texts = [text for text in texts if isinstance(text, str) and text.strip()] if texts is not None else []
+    if probe_texts is None:
+        fit, probe = texts[0::2], texts[1::2]
+    else:
+        fit, probe = texts, [text for text in probe_texts if isinstance(text, str) and text.strip()]
+    if not fit or not probe:
+        raise EmptyInputError(
+            "The sweep needs non-empty fit and probe texts (give at least 2 non-blank texts, or probe_texts)."
+        )
+    return fit, probe
+
+
 def early_checkpoints(
     checkpoints: Sequence[Checkpoint],
     fraction: float,
@@ -108,18 +125,6 @@ def _preset_masking(objective: Any, preset: Any) -> Any:
     return objective
 
 
-def _positive_or_none(name: str, value: Any) -> int | None:
-    return None if value is None else check_positive_int(name, value)
-
-
-def _positive_number_or_none(name: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-        raise InvalidInputError(f"{name} must be a positive number (or None), got {value!r}.")
-    return float(value)
-
-
 def _sha(items: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for item in items:
@@ -129,141 +134,66 @@ def _sha(items: Sequence[str]) -> str:
 
 
 class SweepSettings:
-    """The settings of a `CheckpointSweep`, checked when given; see `CheckpointSweep` for each option.
+    """A `SweepConfig` with what a sweep resolves from it and its data: the checkpoints (sorted, a glob listed),
+    the fit and probe texts, the early checkpoints, the training length and masking of a preset, the device.
+
+    The options themselves are the config's (`settings.options`); an option not resolved here reads through to it
+    (`settings.nb_concepts` is `settings.options.nb_concepts`).
+
+    Args:
+        config: The sweep's options, checked.
+        checkpoints: `Checkpoint`s or a glob of local checkpoint folders.
+        texts: Texts that fit the tangents (and, without `probe_texts`, every other one probes).
+        probe_texts: Held-out probe texts.
 
     Raises:
         EmptyInputError: No checkpoints, or no texts.
-        InvalidInputError: A bad option.
+        InvalidInputError: Checkpoints or texts of the wrong kind, or a `total_steps` before the last checkpoint.
 
     Examples:
-        >>> settings = SweepSettings("runs/toy/checkpoint-*", split_point=1, texts=texts,
-        ...                          results_dir="runs/toy/sweep")  # doctest: +SKIP
+        >>> settings = SweepSettings(SweepConfig(split_point=1, results_dir="runs/toy/sweep"),
+        ...                          "runs/toy/checkpoint-*", texts=texts)  # doctest: +SKIP
         >>> settings.config()["nb_concepts"]  # doctest: +SKIP
         16
     """
 
     def __init__(
         self,
+        config: SweepConfig,
         checkpoints: Sequence[Checkpoint] | str | os.PathLike,
         *,
-        split_point: int | str | Sequence[int | str],
         texts: Sequence[str],
         probe_texts: Sequence[str] | None = None,
-        objective: Any = "auto",
-        method: str = "pca",
-        nb_concepts: int = 16,
-        reference: str | Subspace | dict[Any, Subspace] = "early",
-        early_fraction: float = 0.3,
-        total_steps: int | None = None,
-        early_without_init: bool = False,
-        early_centering: str = "pooled",
-        n_controls: int = 20,
-        n_random: int | None = None,
-        isoscore_convention: str = "complement",
-        isoscore_zeta: float = DEFAULT_ZETA,
-        isoscore_c0: str = "scaled_identity",
-        seed: int = 0,
-        max_tokens: int | None = None,
-        max_fit_tokens: int | None = 20_000,
-        max_metric_tokens: int = 4_000,
-        results_dir: str | os.PathLike,
-        device: str | None = None,
-        batch_size: int = 8,
-        automodel: Any = None,
-        overwrite: bool = False,
-        progress: bool = True,
-        method_kwargs: dict[str, Any] | None = None,
-        parallel: str = "data",
-        autocast_dtype: str | torch.dtype | None = None,
-        include_special: bool = False,
-        recompute_changed: bool = False,
-        skip_bad_checkpoints: bool = False,
-        prefetch: int = 2,
-        max_concurrent_downloads: int = 1,
-        max_cache_gb: float | None = None,
-        hub_timeout: float = hub_access.DEFAULT_HUB_TIMEOUT,
     ):
-        self.autocast_dtype = autocast_dtype_from(autocast_dtype)
-        try:
-            self.parallel = Parallelism(parallel).value
-        except ValueError:
-            raise InvalidInputError(f"parallel must be 'data' or 'checkpoints', got {parallel!r}.") from None
+        self.options = config
+        self.autocast_dtype = autocast_dtype_from(config.autocast_dtype)
         if isinstance(checkpoints, (str, os.PathLike)):
             checkpoints = checkpoint_tools.local(checkpoints)
+        total_steps = config.total_steps
         if total_steps is None:
             total_steps = getattr(checkpoints, "total_steps", None)  # a preset's CheckpointList knows its run
-        objective = _preset_masking(objective, getattr(checkpoints, "objective", None))
+        self.objective = _preset_masking(config.objective, getattr(checkpoints, "objective", None))
         self.checkpoints = sorted(checkpoints)
         if not self.checkpoints:
             raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
         if not all(isinstance(checkpoint, Checkpoint) for checkpoint in self.checkpoints):
             raise InvalidInputError("checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders.")
-        layers = split_point if isinstance(split_point, (list, tuple)) else [split_point]
-        if not layers:
-            raise InvalidInputError("split_point must be a layer index, a module path, or a non-empty list of them.")
-        self.layers: list[int | str] = list(layers)
-        for name, given in (("texts", texts), ("probe_texts", probe_texts)):
-            if isinstance(given, str):
-                raise InvalidInputError(
-                    f"{name} must be a list of texts, not a single string (it would be split into characters)."
-                )
-        texts = [text for text in texts if isinstance(text, str) and text.strip()] if texts is not None else []
-        if probe_texts is None:
-            self.fit_texts, self.probe_texts = texts[0::2], texts[1::2]
-        else:
-            self.fit_texts = texts
-            self.probe_texts = [text for text in probe_texts if isinstance(text, str) and text.strip()]
-        if not self.fit_texts or not self.probe_texts:
-            raise EmptyInputError(
-                "The sweep needs non-empty fit and probe texts (give at least 2 non-blank texts, or probe_texts)."
-            )
-        if not 0 < early_fraction <= 1:
-            raise InvalidInputError(f"early_fraction must be in (0, 1], got {early_fraction}.")
-        self.given_reference = self._given_reference(reference)
-        self.reference = ReferenceKind.EARLY if self.given_reference else self._reference_kind(reference)
-        self.objective = objective
-        self.method = method
-        self.early_fraction = early_fraction
+        self.layers: list[int | str] = list(config.split_point)
+        self.fit_texts, self.probe_texts = _split_texts(texts, probe_texts)
+        self.given_reference = self._given_reference(config.reference)
+        self.reference = ReferenceKind.EARLY if self.given_reference else ReferenceKind(config.reference)
         self.total_steps = self._total_steps(total_steps)
-        self.early_without_init = bool(early_without_init)
-        if early_centering == "per_checkpoint" and method == "nmf":
-            raise InvalidInputError(
-                "early_centering='per_checkpoint' centres the early rows, and method='nmf' needs them non-negative: "
-                "use early_centering='pooled' with NMF."
-            )
-        try:
-            self.early_centering = EarlyCentering(early_centering)
-        except ValueError:
-            raise InvalidInputError(
-                f"early_centering must be 'pooled' or 'per_checkpoint', got {early_centering!r}."
-            ) from None
-        self.n_controls = check_positive_int("n_controls", n_controls)
-        self.n_random = None if n_random is None else check_positive_int("n_random", n_random)
-        if not isinstance(isoscore_c0, str):
-            raise InvalidInputError(
-                "A sweep takes isoscore_c0 as 'scaled_identity', 'identity' or 'pooled' (a matrix cannot be recorded "
-                "in its config); pass a (d, d) matrix to GradientProbe.run instead."
-            )
-        self.isoscore = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
-        self.seed = check_seed("seed", seed)
-        self.nb_concepts = check_positive_int("nb_concepts", nb_concepts)
-        self.max_tokens = _positive_or_none("max_tokens", max_tokens)
-        self.max_fit_tokens = _positive_or_none("max_fit_tokens", max_fit_tokens)
-        self.max_metric_tokens = check_positive_int("max_metric_tokens", max_metric_tokens)
-        self.results_dir = Path(results_dir)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.batch_size = check_positive_int("batch_size", batch_size)
-        self.automodel = automodel
-        self.overwrite = overwrite
-        self.progress = progress
-        self.method_kwargs = dict(method_kwargs or {})
-        self.include_special = bool(include_special)
-        self.recompute_changed = bool(recompute_changed)
-        self.skip_bad_checkpoints = bool(skip_bad_checkpoints)
-        self.prefetch = check_nonnegative_int("prefetch", prefetch)
-        self.max_concurrent_downloads = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
-        self.max_cache_gb = _positive_number_or_none("max_cache_gb", max_cache_gb)
-        self.hub_timeout = hub_access.check_hub_timeout(hub_timeout)
+        self.early_centering = EarlyCentering(config.early_centering)
+        self.isoscore = IsoScoreSettings.make(
+            convention=config.isoscore_convention, zeta=config.isoscore_zeta, c0=config.isoscore_c0
+        )
+        self.device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.method_kwargs = dict(config.method_kwargs or {})
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "options":  # not set yet (while unpickling)
+            raise AttributeError(name)
+        return getattr(self.options, name)
 
     @property
     def streams(self) -> bool:
@@ -297,29 +227,11 @@ class SweepSettings:
             )
         return total_steps
 
-    @staticmethod
-    def _reference_kind(reference: Any) -> ReferenceKind:
-        try:
-            return ReferenceKind(reference)
-        except ValueError:
-            raise InvalidInputError(
-                f"reference must be 'early', 'each', 'both', a Subspace or a dict of them, got {reference!r}."
-            ) from None
-
     def _given_reference(self, reference: Any) -> dict[Any, Subspace] | None:
-        given = None
+        """The user's reference subspaces by split point (`SweepConfig` checked them), or None."""
         if isinstance(reference, Subspace):
-            if len(self.layers) != 1:
-                raise InvalidInputError("With several split points, give reference as a dict split point -> Subspace.")
-            given = {self.layers[0]: reference}
-        if isinstance(reference, dict):
-            missing = [layer for layer in self.layers if layer not in reference]
-            if missing or not all(isinstance(value, Subspace) for value in reference.values()):
-                raise InvalidInputError(f"reference must map every split point to a Subspace; missing {missing}.")
-            given = dict(reference)
-        for subspace in (given or {}).values():  # before any checkpoint is read
-            check_control_room(subspace.rank, subspace.dim, option="the given reference's rank k")
-        return given
+            return {self.layers[0]: reference}
+        return dict(reference) if isinstance(reference, dict) else None
 
     def config(self) -> dict[str, Any]:
         """The settings that determine the results (what a resume must match), JSON-ready."""
@@ -372,4 +284,7 @@ class SweepSettings:
             config["early_centering"] = self.early_centering.value
         if self.autocast_dtype is not None:  # absent otherwise, so that float32 sweeps resume as before
             config["autocast_dtype"] = str(self.autocast_dtype).removeprefix("torch.")
+        for key in ("call", "tokenizer_source"):  # which hidden state and which tokens: absent when not given
+            if getattr(self.options, key) is not None:
+                config[key] = getattr(self.options, key)
         return config

@@ -1,0 +1,555 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""A sweep's options, declared once: `SweepConfig`.
+
+Each field of `SweepConfig` is one option of `CheckpointSweep`, with its type (a `Literal` for a choice), its
+default, its unit and its help (the field's metadata). The same fields make the command line's `sweep` flags
+(`cli`), the options page of the docs (`options_markdown`, docs/options.md) and the class docstring's
+``Attributes:``; `__post_init__` checks them once, with our errors. This module imports no torch: the command
+line's `--help` answers without it.
+
+Examples:
+    >>> config = SweepConfig(split_point=1, results_dir="runs/toy/sweep", nb_concepts=8)
+    >>> config.nb_concepts, config.split_point
+    (8, (1,))
+"""
+
+# No `from __future__ import annotations`: the fields' types are objects the command line and the checks read.
+import dataclasses
+import difflib
+import os
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field
+from pathlib import Path
+from typing import Any, ForwardRef, Literal
+
+from ..commons.options import (
+    FRACTION,
+    NONNEGATIVE_INT,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    SEED,
+    UNIT_INTERVAL,
+    Bound,
+)
+from ..errors import InvalidInputError
+
+__all__ = ["SweepConfig", "option_flag", "describe_type", "type_members", "options_markdown"]
+
+#: IsoScore*'s default shrinkage (`metrics.isotropy.DEFAULT_ZETA`; a test keeps them equal).
+DEFAULT_ZETA = 0.2
+#: Seconds a Hub request waits by default (`sweeps.hub_access.DEFAULT_HUB_TIMEOUT`; a test keeps them equal).
+DEFAULT_HUB_TIMEOUT = 10.0
+
+# The choices, as the enums of the modules that use them spell them (ReferenceKind, TangentMethod, ...; a test keeps
+# each equal to its enum): those modules import torch, this one must not.
+Objective = Literal["auto", "causal_lm", "masked_lm"]
+Method = Literal["pca", "pca_sklearn", "semi_nmf", "nmf", "ica", "svd", "topk_sae"]
+Reference = Literal["early", "each", "both"]
+EarlyCentering = Literal["pooled", "per_checkpoint"]
+IsoScoreConvention = Literal["complement", "ambient"]
+IsoScoreTarget = Literal["scaled_identity", "identity", "pooled"]
+Automodel = Literal["causal_lm", "masked_lm"]
+Call = Literal["first", "last"]
+Parallelism = Literal["data", "checkpoints"]
+Autocast = Literal["bf16", "fp16", "bfloat16", "float16"]
+
+
+def option(
+    default: Any = MISSING, *, doc: str, unit: str = "", bound: Bound | None = None, flag: str = "", advice: str = ""
+) -> Any:
+    """A field of `SweepConfig`: its default, help, unit, the bound of a number, the command line's flag, and what
+    its error advises beyond what the field takes."""
+    metadata = {"doc": doc, "unit": unit, "bound": bound, "flag": flag, "advice": advice}
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepConfig:
+    """The options of a `CheckpointSweep`, checked once; `config.json` records those that determine the results.
+
+    Build one and pass it (`CheckpointSweep(checkpoints, config, texts=...)`), or pass the options as keyword
+    arguments (`CheckpointSweep(checkpoints, split_point=1, texts=..., results_dir=...)`). The checkpoints and the
+    texts are data, not options: `CheckpointSweep` takes them.
+
+    Raises:
+        InvalidInputError: An option of the wrong type, outside its range, NaN or infinite, a bool where a number
+            is expected, or two options that contradict each other; the message names the option.
+
+    Examples:
+        >>> SweepConfig(split_point=[1, "gpt_neox.layers.3"], results_dir="out", reference="both").reference
+        'both'
+    """
+
+    split_point: int | str | tuple[int | str, ...] = option(
+        doc="Layer index or module path, or a list of them (one row per checkpoint and split point)."
+    )
+    objective: Objective | ForwardRef("MaskedLM") | Callable[..., Any] = option(
+        "auto",
+        doc="\"auto\" (from each checkpoint's head and config; a preset's own masking, such as ModernCamemBERT's "
+        '30 %, when its `CheckpointList` knows it), "causal_lm", "masked_lm", an `ia.MaskedLM(rate=...)`, or a '
+        "callable `fn(output, batch) -> loss`.",
+    )
+    method: Method | type = option(
+        "pca", doc="Interpreto concept method that fits the tangent (a name, or an Interpreto explainer class)."
+    )
+    method_kwargs: dict | None = option(
+        None, doc="Options of the tangent method (passed to `TangentExplainer`); on the command line, a JSON object."
+    )
+    nb_concepts: int = option(16, doc="Rank k of the tangent.", unit="directions", bound=POSITIVE_INT)
+    reference: Reference | ForwardRef("Subspace") | dict[Any, ForwardRef("Subspace")] = option(
+        "early",
+        doc='Tangent(s) probed: "early" (one reference fitted on the early checkpoints, the paper\'s protocol), '
+        '"each" (refitted on every checkpoint), "both", or a `Subspace` (one split point) / a dict split point -> '
+        "`Subspace` given by the user.",
+    )
+    early_fraction: float = option(
+        0.3,
+        doc="Checkpoints with step <= early_fraction x total_steps pool their activations for the reference tangent.",
+        unit="fraction of training",
+        bound=FRACTION,
+    )
+    total_steps: int | None = option(
+        None,
+        doc="The training run's length (presets such as `ia.checkpoints.pythia` know it); None: the last swept "
+        "checkpoint's step.",
+        unit="training steps",
+        bound=POSITIVE_INT,
+    )
+    early_without_init: bool = option(False, doc="Leave step 0 (the random initialisation) out of the early window.")
+    early_centering: EarlyCentering = option(
+        "pooled",
+        doc='"pooled" (the pooled rows are centred once, on their mean) or "per_checkpoint" (each early '
+        "checkpoint's rows on their own mean, so the drift of the mean is not a direction of the reference); see "
+        "docs/concepts.md.",
+    )
+    n_controls: int = option(
+        20,
+        doc="Matched-rank normal controls R per tangent (the paper's comparison and its `p_value`).",
+        unit="subspaces",
+        bound=POSITIVE_INT,
+    )
+    n_random: int | None = option(
+        None,
+        doc="Uniformly random k-subspaces R' of R^d for the exact `p_value_exact` and `anisotropy_p_value_exact`. "
+        "None: enough for Holm over the curve, the smallest R' >= `n_controls` with 1 / (R' + 1) < 0.05 / m for "
+        "the m checkpoints of the results directory (320 for 16); an explicit value that cannot pass is warned "
+        "about. Each row draws its own, from its own seed.",
+        unit="subspaces",
+        bound=POSITIVE_INT,
+    )
+    isoscore_convention: IsoScoreConvention = option(
+        "complement",
+        doc='Where Delta IsoScore* is computed: "complement" (in the (d - k)-dimensional complement) or "ambient" '
+        "(the projected cloud kept in R^d); see docs/statistics.md.",
+    )
+    isoscore_zeta: float = option(DEFAULT_ZETA, doc="IsoScore* shrinkage.", bound=UNIT_INTERVAL)
+    isoscore_c0: IsoScoreTarget = option(
+        "scaled_identity",
+        doc='IsoScore*\'s shrinkage target: "scaled_identity", "identity" or "pooled" (the probe\'s own gradient '
+        "covariance).",
+        advice="A sweep records its config, so it takes a target name: pass a (d, d) matrix to GradientProbe.run.",
+    )
+    seed: int = option(
+        0,
+        doc="Seed of the bootstrap and the masked-LM mask, and the root of each row's draws: a row's controls and "
+        "random subspaces come from a seed hashed from it and the row's identity (recorded as `draw_seed`).",
+        bound=SEED,
+    )
+    max_tokens: int | None = option(
+        None, doc="Cap on probed tokens per checkpoint (None: every token).", unit="tokens", bound=POSITIVE_INT
+    )
+    max_fit_tokens: int | None = option(
+        20_000,
+        doc="Cap on activation rows read per checkpoint for fitting (None, `none` on the command line: every fit "
+        "token; PCA streams them batch by batch, the other methods pool them in memory).",
+        unit="tokens",
+        bound=POSITIVE_INT,
+    )
+    max_metric_tokens: int = option(
+        4_000,
+        doc="Rows used for the isotropy metrics, frequency correlation and entropy.",
+        unit="tokens",
+        bound=POSITIVE_INT,
+    )
+    results_dir: Path = option(
+        doc="Where config.json, rows.jsonl, provenance.jsonl, the reference and per-checkpoint tangents and the top "
+        "tokens of their directions go (and the command line's report/).",
+        flag="--out",
+    )
+    device: str | None = option(None, doc='"cpu", "cuda", ...; None: cuda when available.')
+    batch_size: int = option(8, doc="Texts per forward and backward pass.", unit="sequences", bound=POSITIVE_INT)
+    automodel: Automodel | type | None = option(
+        None, doc='Model class or "causal_lm" / "masked_lm"; None: inferred from each checkpoint\'s config.'
+    )
+    tokenizer_source: str | None = option(
+        None,
+        doc="Where to load the tokenizer from when a checkpoint has none (a folder or a Hub model id); None: each "
+        "checkpoint's own.",
+        flag="--tokenizer",
+    )
+    call: Call | int | None = option(
+        None,
+        doc="For a split-point module that runs several times in one forward (ALBERT's shared layer): which call "
+        'to read and probe, "first", "last" or an index (0, 1, ... from the first, -1, ... from the last). None: '
+        "the module must run once.",
+    )
+    overwrite: bool = option(False, doc="Start afresh when `results_dir` holds a sweep with other settings.")
+    progress: bool = option(True, doc="Show progress bars.")
+    parallel: Parallelism = option(
+        "data",
+        doc='Under `torchrun`: "data" shards each checkpoint\'s probe and reference-fit texts over the ranks and '
+        'all-reduces the sums; "checkpoints" gives each rank whole checkpoints in turn. Without a process group: '
+        "ignored.",
+    )
+    autocast_dtype: Autocast | ForwardRef("torch.dtype") | None = option(
+        None,
+        doc='"bf16" or "fp16" (or the torch dtype): run the forward and backward passes under `torch.autocast` (a '
+        "GPU fast path); moments and energies still accumulate in float32 / float64.",
+        flag="--autocast",
+    )
+    include_special: bool = option(
+        False, doc="Keep special tokens (BOS, CLS, SEP, ...) as rows of the fits, the metrics and the probe."
+    )
+    recompute_changed: bool = option(
+        False,
+        doc="When a checkpoint's content changed since its rows were written, drop its rows (all rows, when an "
+        "early checkpoint of the reference changed) and recompute them; otherwise the run stops with "
+        "`StaleResultsError`.",
+    )
+    skip_bad_checkpoints: bool = option(
+        False,
+        doc="Record a checkpoint that cannot be loaded (`CheckpointError`) or gives non-finite activations or "
+        "gradients (`NonFiniteError`) as skipped, and go on (a later run retries it); otherwise the run stops.",
+    )
+    prefetch: int = option(
+        2,
+        doc="Hub checkpoints downloaded ahead, in the background, while the current one is computed (0: each when "
+        "its turn comes). Local folders are not prefetched.",
+        unit="checkpoints",
+        bound=NONNEGATIVE_INT,
+    )
+    max_concurrent_downloads: int = option(
+        1, doc="Hub checkpoints downloaded at once.", unit="checkpoints", bound=POSITIVE_INT
+    )
+    max_cache_gb: float | None = option(
+        None,
+        doc="Disk budget for the Hub revisions this sweep downloads: each is evicted from the Hugging Face cache "
+        "once its rows are written (revisions cached before never are), and downloads ahead wait while it is full. "
+        "None: nothing is evicted. Not under torchrun.",
+        unit="GB (1e9 bytes)",
+        bound=POSITIVE_NUMBER,
+    )
+    hub_timeout: float = option(
+        DEFAULT_HUB_TIMEOUT,
+        doc="How long each Hub request (refs, metadata, downloads) may wait to connect or for its next bytes before "
+        "the checkpoint fails with `CheckpointError` (a long download goes on while bytes flow).",
+        unit="seconds",
+        bound=dataclasses.replace(
+            POSITIVE_NUMBER,
+            expected="a positive number of seconds (the wait for the Hub to connect or send its next bytes)",
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        for spec in dataclasses.fields(self):
+            object.__setattr__(self, spec.name, _checked(spec, getattr(self, spec.name)))
+        if self.early_centering == "per_checkpoint" and self.method == "nmf":
+            raise InvalidInputError(
+                "early_centering='per_checkpoint' centres the early rows, and method='nmf' needs them non-negative: "
+                "use early_centering='pooled' with NMF."
+            )
+        if not isinstance(self.reference, str):
+            _check_given_reference(self.reference, self.split_point)
+
+    @classmethod
+    def make(cls, base: "SweepConfig | None" = None, **options: Any) -> "SweepConfig":
+        """A config from keyword options, or `base` with some options changed.
+
+        Args:
+            base: A config to start from; None: the defaults.
+            **options: Fields of `SweepConfig`.
+
+        Returns:
+            The checked config.
+
+        Raises:
+            InvalidInputError: An unknown option (with the closest names), a missing `split_point` or
+                `results_dir`, or a bad value.
+
+        Examples:
+            >>> SweepConfig.make(split_point=1, results_dir="out", seed=3).seed
+            3
+        """
+        if base is not None and not isinstance(base, SweepConfig):
+            raise InvalidInputError(f"config must be a SweepConfig, got {type(base).__name__}.")
+        names = [spec.name for spec in dataclasses.fields(cls)]
+        for name in options:
+            if name not in names:
+                close = difflib.get_close_matches(name, names, n=3)
+                hint = f" Did you mean {' or '.join(close)}?" if close else " See SweepConfig for the options."
+                raise InvalidInputError(f"{name!r} is not an option of a sweep.{hint}")
+        if base is not None:
+            return dataclasses.replace(base, **options) if options else base
+        missing = [spec.name for spec in dataclasses.fields(cls) if _required(spec) and spec.name not in options]
+        if missing:
+            raise InvalidInputError(f"A sweep needs {' and '.join(f'{name}=' for name in missing)}.")
+        return cls(**options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as given (objects such as a `Subspace` included), by name.
+
+        Examples:
+            >>> SweepConfig(split_point=1, results_dir="out").to_dict()["nb_concepts"]
+            16
+        """
+        return {spec.name: getattr(self, spec.name) for spec in dataclasses.fields(self)}
+
+
+def _required(spec: dataclasses.Field) -> bool:
+    return spec.default is MISSING and spec.default_factory is MISSING
+
+
+# ------------------------------------------------------------------------------------------------ checking a field
+def type_members(spec: dataclasses.Field) -> tuple[Any, ...]:
+    """The members of a field's type: a union's, or the type itself.
+
+    Args:
+        spec: A field of `SweepConfig`.
+
+    Returns:
+        The types a value of the field may have (`Literal`s, `int`, `type(None)`, forward references, ...).
+
+    Examples:
+        >>> fields = {spec.name: spec for spec in dataclasses.fields(SweepConfig)}
+        >>> type_members(fields["total_steps"])
+        (<class 'int'>, <class 'NoneType'>)
+    """
+    if typing.get_origin(spec.type) in (typing.Union, types.UnionType):
+        return typing.get_args(spec.type)
+    return (spec.type,)
+
+
+def _checked(spec: dataclasses.Field, value: Any) -> Any:
+    """`value` if a member of the field's type takes it (normalised: a str enum as its value, a path as a `Path`,
+    a list of split points as a tuple); otherwise our error naming the field and what it takes."""
+    bound = spec.metadata["bound"]
+    members = sorted(type_members(spec), key=lambda member: typing.get_origin(member) is not tuple)  # a list first
+    for member in members:
+        taken, normalised = _takes(member, value, bound)
+        if taken:
+            return normalised
+    if bound is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        bound.check(spec.name, value)  # a number out of range: the bound's own words
+    advice = f" {spec.metadata['advice']}" if spec.metadata["advice"] else ""
+    raise InvalidInputError(f"{spec.name} must be {describe_type(spec)}, got {_shown(value)}.{advice}")
+
+
+def _shown(value: Any) -> str:
+    """A value as an error shows it: its repr, or its type (and shape) when the repr is long or spans lines."""
+    text = repr(value)
+    if "\n" not in text and len(text) <= 80:
+        return text
+    shape = getattr(value, "shape", None)
+    return f"a {type(value).__name__}" + (f" of shape {tuple(shape)}" if shape is not None else "")
+
+
+def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
+    """(whether `member` takes `value`, the value normalised)."""
+    if member is type(None):
+        return value is None, value
+    if typing.get_origin(member) is Literal:
+        matches = [choice for choice in typing.get_args(member) if isinstance(value, str) and choice == value]
+        return bool(matches), matches[0] if matches else value
+    if member is bool:
+        return isinstance(value, bool), value
+    if member in (int, float):
+        return (Bound(member, "", lambda _: True) if bound is None else bound).holds(value), value
+    if member in (str, Path):
+        if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+            return False, value
+        return True, member(os.fspath(value))
+    if member is dict or typing.get_origin(member) is dict:  # a dict's values are checked with the other options
+        return isinstance(value, dict), value
+    if member is type:
+        return isinstance(value, type), value
+    if typing.get_origin(member) is tuple:
+        return _split_points(value)
+    if typing.get_origin(member) is Callable:
+        return callable(value) and not isinstance(value, (str, type)), value
+    if isinstance(member, ForwardRef):
+        return _OBJECTS[member.__forward_arg__][1](value), value
+    raise TypeError(f"SweepConfig cannot check a field of type {member!r}")  # pragma: no cover
+
+
+def _split_points(value: Any) -> tuple[bool, Any]:
+    points = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    valid = bool(points) and all(
+        (isinstance(point, int) and not isinstance(point, bool)) or (isinstance(point, str) and point)
+        for point in points
+    )
+    return valid, points
+
+
+def _is_a(module: str, name: str) -> Callable[[Any], bool]:
+    """Whether a value is an instance of `module.name`, imported only when a value of another kind is given (the
+    module imports torch; a user passing such an object has imported it already)."""
+
+    def check(value: Any) -> bool:
+        import importlib
+
+        return isinstance(value, getattr(importlib.import_module(module, __package__), name))
+
+    return check
+
+
+def _autocast_dtype(value: Any) -> bool:
+    if type(value).__module__ != "torch":
+        return False
+    import torch
+
+    return value in (torch.bfloat16, torch.float16)
+
+
+# What a forward reference in a field's type names: (as an error says it, the check of a value).
+_OBJECTS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "MaskedLM": ("an ia.MaskedLM", _is_a("..probing.masking", "MaskedLM")),
+    "Subspace": ("a Subspace", _is_a("..tangents.subspace", "Subspace")),
+    "torch.dtype": ("a torch dtype (bfloat16, float16)", _autocast_dtype),
+}
+
+
+def _check_given_reference(reference: Any, split_points: tuple[int | str, ...]) -> None:
+    """A given reference: a `Subspace` for the one split point, or a dict mapping every split point to one."""
+    from ..tangents.controls import check_control_room
+    from ..tangents.subspace import Subspace
+
+    if isinstance(reference, Subspace):
+        if len(split_points) != 1:
+            raise InvalidInputError("With several split points, give reference as a dict split point -> Subspace.")
+        reference = {split_points[0]: reference}
+    missing = [point for point in split_points if point not in reference]
+    if missing or not all(isinstance(value, Subspace) for value in reference.values()):
+        raise InvalidInputError(f"reference must map every split point to a Subspace; missing {missing}.")
+    for subspace in reference.values():  # before any checkpoint is read
+        check_control_room(subspace.rank, subspace.dim, option="the given reference's rank k")
+
+
+# ------------------------------------------------------------------------------------------------ describing a field
+def describe_type(spec: dataclasses.Field) -> str:
+    """What a field takes, in words ("a positive integer or None", "'early', 'each' or 'both', a Subspace or a dict").
+
+    Args:
+        spec: A field of `SweepConfig` (`dataclasses.fields(SweepConfig)`).
+
+    Returns:
+        The description.
+
+    Examples:
+        >>> fields = {spec.name: spec for spec in dataclasses.fields(SweepConfig)}
+        >>> describe_type(fields["max_tokens"])
+        'a positive integer or None'
+    """
+    bound = spec.metadata["bound"]
+    words = []
+    members = type_members(spec)
+    for member in members:
+        if typing.get_origin(member) is Literal:
+            choices = [repr(choice) for choice in typing.get_args(member)]
+            words.append(_either(choices, ", ") if len(members) == 1 else ", ".join(choices))
+        elif member in (int, float):
+            words.append(bound.expected if bound else {int: "an integer", float: "a finite number"}[member])
+        elif isinstance(member, ForwardRef):
+            words.append(_OBJECTS[member.__forward_arg__][0])
+        elif typing.get_origin(member) is dict:
+            words.append(f"a dict split point -> {typing.get_args(member)[1].__forward_arg__}")
+        else:
+            words.append(_MEMBER_WORDS.get(member) or _MEMBER_WORDS[typing.get_origin(member)])
+    return _either(words, ", ")
+
+
+_MEMBER_WORDS: dict[Any, str] = {
+    type(None): "None",
+    bool: "True or False",
+    str: "a string",
+    Path: "a folder path",
+    dict: "a dict",
+    type: "a class",
+    tuple: "a list of them",
+    Callable: "a callable",
+}
+
+
+def _either(words: list[str], separator: str) -> str:
+    return words[0] if len(words) == 1 else separator.join(words[:-1]) + " or " + words[-1]
+
+
+def option_flag(spec: dataclasses.Field) -> str:
+    """The command line's flag of a field: its own (`--out`), `--no-NAME` for an option on by default, else
+    `--NAME` with dashes.
+
+    Args:
+        spec: A field of `SweepConfig`.
+
+    Returns:
+        The flag.
+
+    Examples:
+        >>> [option_flag(spec) for spec in dataclasses.fields(SweepConfig)][:2]
+        ['--split-point', '--objective']
+    """
+    if spec.metadata["flag"]:
+        return spec.metadata["flag"]
+    dashed = spec.name.replace("_", "-")
+    return f"--no-{dashed}" if spec.default is True else f"--{dashed}"
+
+
+def options_markdown() -> str:
+    """The docs' page of the sweep's options (docs/options.md), made from `SweepConfig`'s fields.
+
+    Returns:
+        The page's markdown: one table row per option, with its command-line flag, what it takes, its default, its
+        unit and its help.
+
+    Examples:
+        >>> options_markdown().splitlines()[0]
+        '# Options of a sweep'
+    """
+    lines = [
+        "# Options of a sweep",
+        "",
+        "<!-- Generated from interpreto_anisotropy/sweeps/config.py: edit SweepConfig there, then run",
+        "     python -m interpreto_anisotropy.sweeps.config > docs/options.md -->",
+        "",
+        "Every option of `CheckpointSweep` is a field of `ia.SweepConfig` and a flag of `interpreto-anisotropy "
+        "sweep`. Pass them as keyword arguments (`ia.CheckpointSweep(checkpoints, split_point=1, texts=texts, "
+        "results_dir=...)`) or as a config (`ia.CheckpointSweep(checkpoints, ia.SweepConfig(...), texts=texts)`). "
+        "The checkpoints and the texts are data, not options: see [Command line](api/cli.md) for their flags.",
+        "",
+        "| option | flag | takes | default | unit | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for spec in dataclasses.fields(SweepConfig):
+        default = "required" if _required(spec) else f"`{spec.default!r}`"
+        cells = [f"`{spec.name}`", f"`{option_flag(spec)}`", describe_type(spec), default, spec.metadata["unit"]]
+        lines.append("| " + " | ".join([*cells, spec.metadata["doc"]]).replace("\n", " ") + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _attributes_section() -> str:
+    """The class docstring's ``Attributes:``, one entry per field, from the fields' help."""
+    entries = [
+        f"        {spec.name}: {spec.metadata['doc']}"
+        + (f" Unit: {spec.metadata['unit']}." if spec.metadata["unit"] else "")
+        for spec in dataclasses.fields(SweepConfig)
+    ]
+    return "\n    Attributes:\n" + "\n".join(entries) + "\n"
+
+
+SweepConfig.__doc__ = SweepConfig.__doc__.replace("\n    Raises:", _attributes_section() + "\n    Raises:", 1)
+
+if __name__ == "__main__":  # pragma: no cover
+    print(options_markdown(), end="")
