@@ -40,9 +40,9 @@ from .tangents.explainers import (
     NMFTangent,
     PCATangent,
     SemiNMFTangent,
+    SklearnPCATangent,
     SVDTangent,
     TangentExplainer,
-    TangentMethod,
     TopKSAETangent,
 )
 from .tangents.subspace import Subspace
@@ -70,10 +70,10 @@ __all__ = [
     "ReferenceKind",
     "SVDTangent",
     "SemiNMFTangent",
+    "SklearnPCATangent",
     "Subspace",
     "SweepResult",
     "TangentExplainer",
-    "TangentMethod",
     "TokenGradients",
     "TopKSAETangent",
     "TrainingProbe",

@@ -28,7 +28,7 @@ from .probing.objectives import AUTO, ObjectiveName
 from .reading.batching import AUTOCAST_CHOICES
 from .sweeps.hub_access import DEFAULT_HUB_TIMEOUT
 from .sweeps.settings import Parallelism, ReferenceKind
-from .tangents.explainers import TangentMethod
+from .tangents.explainers import tangent_method_names
 
 LANGUAGE_MODEL_OBJECTIVES = [ObjectiveName.CAUSAL_LM.value, ObjectiveName.MASKED_LM.value]
 
@@ -410,8 +410,8 @@ def _add_sweep_command(commands: Any) -> None:
     )
     sweep.add_argument(
         "--method",
-        default=TangentMethod.PCA.value,
-        choices=[method.value for method in TangentMethod],
+        default="pca",
+        choices=tangent_method_names(),
         help="Interpreto concept method that fits the tangent",
     )
     sweep.add_argument("--nb-concepts", type=parse_positive_int, default=16, help="tangent rank k")
