@@ -20,6 +20,7 @@ import torch
 from interpreto import ModelWithSplitPoints
 from interpreto.concepts import (
     ICAConcepts,
+    KMeansConcepts,
     NMFConcepts,
     PCAConcepts,
     SemiNMFConcepts,
@@ -40,6 +41,7 @@ from interpreto_anisotropy.errors import (
 )
 from interpreto_anisotropy.tangents.controls import normal_controls
 from interpreto_anisotropy.tangents.explainers import (
+    _NAMED_TANGENTS,
     ICATangent,
     NMFTangent,
     PCATangent,
@@ -290,8 +292,28 @@ def test_subclasses_pick_their_method(splitter, cls, method, concept_class):
 def test_the_method_names_are_those_of_the_named_classes():
     """The names come from the class declarations, in order; the sweep's and the CLI's method option takes them."""
     assert tangent_method_names() == ["pca", "pca_sklearn", "semi_nmf", "nmf", "ica", "svd", "topk_sae"]
-    named = {cls.default_method: cls for cls in TangentExplainer.__subclasses__() if cls.default_method}
-    assert list(named) == tangent_method_names()
+    ours = [cls for cls in TangentExplainer.__subclasses__() if cls.__module__ == TangentExplainer.__module__]
+    assert [cls.default_method for cls in ours] == tangent_method_names()
+
+
+def test_a_declared_subclass_becomes_a_method_name(splitter, acts):
+    """One declaration names a method: `method="kmeans"` then works wherever a method name does."""
+
+    class KMeansTangent(TangentExplainer, method="kmeans", concept_class=KMeansConcepts):
+        """Tangent spanned by k-means centroids."""
+
+    try:
+        assert tangent_method_names()[-1] == "kmeans" and not method_streams("kmeans")
+        assert "Tangent spanned by k-means centroids." in KMeansTangent.__doc__ and "Args:" in KMeansTangent.__doc__
+        tangent = TangentExplainer(splitter, nb_concepts=4, method="kmeans", center=False)  # centred: rank k - 1
+        tangent.fit(acts[:300], n_init=1)
+        assert tangent.method_name == "kmeans" and isinstance(tangent.inner_explainer, KMeansConcepts)
+        centroids = tangent.inner_explainer.get_dictionary().detach().double().numpy()
+        assert largest_angle(tangent.subspace, np.linalg.qr(centroids.T)[0]) < 1e-5
+    finally:
+        _NAMED_TANGENTS.pop("kmeans")
+    with pytest.raises(InvalidInputError, match="Unknown tangent method 'kmeans'"):
+        TangentExplainer(splitter, nb_concepts=4, method="kmeans")
 
 
 def test_repr_of_a_fitted_tangent(pca):
