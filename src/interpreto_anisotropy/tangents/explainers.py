@@ -322,11 +322,39 @@ def _width_from_a_short_forward(splitter: BaseSplitter) -> int | None:
         return None
 
 
-def _control_room_for(dictionary: torch.Tensor, name: str) -> int:
-    """The size k of an explainer's (k, d) dictionary, refused when 2k >= d leaves no room for normal controls."""
-    size, dim = dictionary.shape
-    check_control_room(size, dim, option=f"{name}'s nb_concepts")
-    return int(size)
+def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
+    """The (k, d) dictionary of a fitted Interpreto explainer, refused when 2k >= d leaves no room for controls."""
+    if not isinstance(explainer, ConceptAutoEncoderExplainer):
+        raise InvalidInputError(
+            f"from_interpreto takes a fitted Interpreto ConceptAutoEncoderExplainer (e.g. "
+            f"interpreto.concepts.ConvexNMFConcepts), got {type(explainer).__name__}."
+        )
+    name = type(explainer).__name__
+    if not explainer.is_fitted:
+        raise NotFittedError(f"This {name} is not fitted: call its fit(activations) first.")
+    dictionary = as_float_tensor(explainer.get_dictionary().detach(), name=f"{name}.get_dictionary()")
+    check_control_room(dictionary.shape[0], dictionary.shape[1], option=f"{name}'s nb_concepts")
+    return dictionary
+
+
+def _activation_parts(activations: Any) -> Iterable[Any]:
+    """One (n, d) array as a one-item list (not an iterable of rows); an iterable of them as it is."""
+    if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
+        return [activations]
+    if isinstance(activations, Iterable):
+        return activations
+    raise InvalidInputError(f"activations must be an (n, d) tensor or a list of them, got {type(activations)}.")
+
+
+def _check_batch(activations: Any, name: str, input_size: int, splitter: BaseSplitter) -> torch.Tensor:
+    """`activations` as a finite float (n, d) tensor, refused when d is not the split point's `input_size`."""
+    batch = as_float_tensor(activations, name=name)
+    if batch.shape[1] != input_size:
+        raise DimensionMismatchError(
+            f"{name} have d={batch.shape[1]} but the split point '{splitter.split_point}' has "
+            f"d={input_size}. Were they taken from another layer or model?"
+        )
+    return batch
 
 
 def _are_texts(inputs: Any) -> bool:
@@ -371,6 +399,28 @@ def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
         "correctly; ia.token_activations(splitter, texts) gives the same rows as a tensor.",
         stacklevel=4,
     )
+
+
+def _check_pooled_rows(pooled: Float[torch.Tensor, "n d"], nb_concepts: int, *, centred: bool, sklearn: bool) -> None:
+    """Refuse rows that define no direction (or too few for scikit-learn's PCA); warn when n - 1 < k centred."""
+    n_rows = pooled.shape[0]
+    scale = float(pooled.square().sum(1).mean())
+    spread = float(pooled.var(0, correction=0).sum()) if centred else scale  # identical rows give exactly 0
+    _refuse_undefined_subspace(n_rows, spread, scale, centred=centred)
+    if sklearn and n_rows < nb_concepts:
+        raise InvalidInputError(
+            f"scikit-learn's PCA cannot fit nb_concepts={nb_concepts} components from {n_rows} activation "
+            f"rows. Give {_MORE_ROWS}, use a lower nb_concepts, or method='pca'."
+        )
+    _warn_if_rank_below(nb_concepts, n_rows, n_rows - int(centred), centred=centred)
+
+
+def _activation_source(splitter: BaseSplitter, activations: Any, **reader: Any) -> Any:
+    """Texts become a lazy stream of activation batches read at the split point; activations pass through."""
+    if _are_texts(activations):
+        return (rows for rows, _ in iter_token_activations(splitter, activations, **reader))
+    _warn_if_read_with_left_padding(splitter)
+    return activations
 
 
 class TangentExplainer(ConceptAutoEncoderExplainer):
@@ -501,28 +551,13 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             >>> ia.TangentExplainer.from_interpreto(explainer).subspace.method  # doctest: +SKIP
             'ConvexNMFConcepts'
         """
-        if not isinstance(explainer, ConceptAutoEncoderExplainer):
-            raise InvalidInputError(
-                f"from_interpreto takes a fitted Interpreto ConceptAutoEncoderExplainer (e.g. "
-                f"interpreto.concepts.ConvexNMFConcepts), got {type(explainer).__name__}."
-            )
-        name = type(explainer).__name__
-        if not explainer.is_fitted:
-            raise NotFittedError(f"This {name} is not fitted: call its fit(activations) first.")
-        dictionary = as_float_tensor(explainer.get_dictionary().detach(), name=f"{name}.get_dictionary()")
+        dictionary = _fitted_dictionary(explainer)
+        size = dictionary.shape[0]
+        kind, center = type(explainer), mean is not None
         tangent = cls(
-            explainer.splitter,
-            nb_concepts=_control_room_for(dictionary, name),
-            method=type(explainer),
-            center=mean is not None,
-            device=dictionary.device,
-            rtol=rtol,
+            explainer.splitter, nb_concepts=size, method=kind, center=center, device=dictionary.device, rtol=rtol
         )
-        if dictionary.shape[1] != tangent.input_size:
-            raise DimensionMismatchError(
-                f"{name}'s dictionary has d={dictionary.shape[1]} but its split point "
-                f"'{explainer.splitter.split_point}' has d={tangent.input_size}: was it fitted at another one?"
-            )
+        _check_batch(dictionary, f"{kind.__name__}'s dictionary atoms", tangent.input_size, tangent.splitter)
         tangent._adopt(explainer, dictionary, mean)
         return tangent
 
@@ -572,25 +607,9 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         return self
 
     # ------------------------------------------------------------------ fit
-    def _check_batch(self, activations: Any, name: str) -> torch.Tensor:
-        batch = as_float_tensor(activations, name=name)
-        if batch.shape[1] != self.input_size:
-            raise DimensionMismatchError(
-                f"{name} have d={batch.shape[1]} but the split point '{self.splitter.split_point}' has "
-                f"d={self.input_size}. Were they taken from another layer or model?"
-            )
-        return batch
-
     def _batches(self, activations: Any) -> list[torch.Tensor]:
-        if isinstance(activations, (torch.Tensor,)) or hasattr(activations, "__array__"):
-            parts = [activations]
-        elif isinstance(activations, Iterable):
-            parts = list(activations)
-        else:
-            raise InvalidInputError(
-                f"activations must be an (n, d) tensor or a list of them, got {type(activations)}."
-            )
-        batches = [self._check_batch(part, f"activations[{index}]") for index, part in enumerate(parts)]
+        parts = enumerate(_activation_parts(activations))
+        batches = [_check_batch(part, f"activations[{i}]", self.input_size, self.splitter) for i, part in parts]
         if not batches or sum(batch.shape[0] for batch in batches) == 0:
             raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         return batches
@@ -646,7 +665,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
         reader.update(max_length=max_length, call=call)
         with _advice_on_nonfinite_reads(_are_texts(activations)):
-            self._fit_activations(self._activation_source(activations, **reader), **fit_kwargs)
+            self._fit_activations(_activation_source(self.splitter, activations, **reader), **fit_kwargs)
         if self.streams:
             try:
                 self.concept_model.get_subspace()  # the basis now, so that fit itself refuses degenerate rows
@@ -662,33 +681,15 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             return self._stream(activations)
         batches = self._batches(activations)
         pooled = torch.cat([batch.float() for batch in batches]).to(self.device)
-        self._check_pooled_rows(pooled)
+        _check_pooled_rows(
+            pooled, self.nb_concepts, centred=self._fits_centred(), sklearn=self.concept_class is PCAConcepts
+        )
         self._fit_interpreto(pooled, **fit_kwargs)
         return self
 
     def _fits_centred(self) -> bool:
         """Whether the concept method sees centred rows (NMF never: it needs non-negative inputs)."""
         return self.center and self.concept_class is not NMFConcepts
-
-    def _check_pooled_rows(self, pooled: Float[torch.Tensor, "n d"]) -> None:
-        """Refuse rows that define no direction (or too few for scikit-learn's PCA); warn when n - 1 < k centred."""
-        centred, n_rows = self._fits_centred(), pooled.shape[0]
-        scale = float(pooled.square().sum(1).mean())
-        spread = float(pooled.var(0, correction=0).sum()) if centred else scale  # identical rows give exactly 0
-        _refuse_undefined_subspace(n_rows, spread, scale, centred=centred)
-        if self.concept_class is PCAConcepts and n_rows < self.nb_concepts:
-            raise InvalidInputError(
-                f"scikit-learn's PCA cannot fit nb_concepts={self.nb_concepts} components from {n_rows} activation "
-                f"rows. Give {_MORE_ROWS}, use a lower nb_concepts, or method='pca'."
-            )
-        _warn_if_rank_below(self.nb_concepts, n_rows, n_rows - int(centred), centred=centred)
-
-    def _activation_source(self, activations: Any, **reader: Any) -> Any:
-        """Texts become a lazy stream of activation batches read at the split point; activations pass through."""
-        if _are_texts(activations):
-            return (rows for rows, _ in iter_token_activations(self.splitter, activations, **reader))
-        _warn_if_read_with_left_padding(self.splitter)
-        return activations
 
     def partial_fit(self, activations: Any, **reader: Any) -> TangentExplainer:
         """Add texts or activation batches to the streamed PCA (method "pca" only). Returns self.
@@ -706,19 +707,13 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         if not self.streams:
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
         with _advice_on_nonfinite_reads(_are_texts(activations)):
-            return self._stream(self._activation_source(activations, **reader))
+            return self._stream(_activation_source(self.splitter, activations, **reader))
 
     def _stream(self, activations: Any) -> TangentExplainer:
         """Add an (n, d) batch or an iterable of them to the streamed PCA's moments."""
-        if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
-            activations = [activations]  # one array, not an iterable of rows
-        elif not isinstance(activations, Iterable):
-            raise InvalidInputError(
-                f"activations must be an (n, d) tensor or a list of them, got {type(activations)}."
-            )
-        for index, part in enumerate(activations):
-            batch = self._check_batch(part, f"activations[{index}]").to(self.device)
-            self.concept_model.partial_fit(batch)
+        for index, part in enumerate(_activation_parts(activations)):
+            batch = _check_batch(part, f"activations[{index}]", self.input_size, self.splitter)
+            self.concept_model.partial_fit(batch.to(self.device))
         moments = self.concept_model.moments
         if moments is None or moments.count == 0:
             self.concept_model.moments, self.concept_model._stale = None, False  # stay unfitted, not half-fitted
