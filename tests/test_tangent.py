@@ -18,7 +18,15 @@ import pytest
 import scipy.linalg
 import torch
 from interpreto import ModelWithSplitPoints
-from interpreto.concepts import PCAConcepts
+from interpreto.concepts import (
+    ICAConcepts,
+    KMeansConcepts,
+    NMFConcepts,
+    PCAConcepts,
+    SemiNMFConcepts,
+    SVDConcepts,
+    TopKSAEConcepts,
+)
 from interpreto.concepts.base import ConceptAutoEncoderExplainer
 from threadpoolctl import threadpool_limits
 
@@ -33,14 +41,17 @@ from interpreto_anisotropy.errors import (
 )
 from interpreto_anisotropy.tangents.controls import normal_controls
 from interpreto_anisotropy.tangents.explainers import (
+    _NAMED_TANGENTS,
     ICATangent,
     NMFTangent,
     PCATangent,
     SemiNMFTangent,
+    SklearnPCATangent,
     SVDTangent,
     TangentExplainer,
-    TangentMethod,
     TopKSAETangent,
+    method_streams,
+    tangent_method_names,
 )
 from interpreto_anisotropy.tangents.subspace import Subspace
 
@@ -253,22 +264,56 @@ def test_subspace_metadata_and_controls(splitter, pca, acts):
 
 
 @pytest.mark.parametrize(
-    ("cls", "method"),
+    ("cls", "method", "concept_class"),
     [
-        (PCATangent, "pca"),
-        (SemiNMFTangent, "semi_nmf"),
-        (NMFTangent, "nmf"),
-        (ICATangent, "ica"),
-        (SVDTangent, "svd"),
-        (TopKSAETangent, "topk_sae"),
+        (PCATangent, "pca", None),
+        (SklearnPCATangent, "pca_sklearn", PCAConcepts),
+        (SemiNMFTangent, "semi_nmf", SemiNMFConcepts),
+        (NMFTangent, "nmf", NMFConcepts),
+        (ICATangent, "ica", ICAConcepts),
+        (SVDTangent, "svd", SVDConcepts),
+        (TopKSAETangent, "topk_sae", TopKSAEConcepts),
     ],
 )
-def test_subclasses_pick_their_method(splitter, cls, method):
+def test_subclasses_pick_their_method(splitter, cls, method, concept_class):
     tangent = cls(splitter, nb_concepts=4)
-    assert tangent.method is TangentMethod(method) and tangent.method_name == method
+    assert tangent.method_name == method and tangent.concept_class is concept_class
+    assert tangent.streams is (concept_class is None) and method_streams(method) is tangent.streams
+    by_name = TangentExplainer(splitter, nb_concepts=4, method=method)
+    assert (by_name.method_name, by_name.concept_class) == (method, concept_class)
     assert isinstance(tangent, TangentExplainer) and isinstance(tangent, ConceptAutoEncoderExplainer)
     assert tangent.input_size == D and not tangent.is_fitted
     assert "unfitted" in repr(tangent)
+    # The docstring is the class's own summary, then TangentExplainer's sections, with this class in its examples.
+    assert f'method="{method}"' in cls.__doc__ and f"ia.{cls.__name__}(" in cls.__doc__
+    assert cls.__doc__.count("    Args:") == 1 and "        nb_concepts: Requested rank k." in cls.__doc__
+
+
+def test_the_method_names_are_those_of_the_named_classes():
+    """The names come from the class declarations, in order; the sweep's and the CLI's method option takes them."""
+    assert tangent_method_names() == ["pca", "pca_sklearn", "semi_nmf", "nmf", "ica", "svd", "topk_sae"]
+    ours = [cls for cls in TangentExplainer.__subclasses__() if cls.__module__ == TangentExplainer.__module__]
+    assert [cls.default_method for cls in ours] == tangent_method_names()
+
+
+def test_a_declared_subclass_becomes_a_method_name(splitter, acts):
+    """One declaration names a method: `method="kmeans"` then works wherever a method name does."""
+
+    class KMeansTangent(TangentExplainer, method="kmeans", concept_class=KMeansConcepts):
+        """Tangent spanned by k-means centroids."""
+
+    try:
+        assert tangent_method_names()[-1] == "kmeans" and not method_streams("kmeans")
+        assert "Tangent spanned by k-means centroids." in KMeansTangent.__doc__ and "Args:" in KMeansTangent.__doc__
+        tangent = TangentExplainer(splitter, nb_concepts=4, method="kmeans", center=False)  # centred: rank k - 1
+        tangent.fit(acts[:300], n_init=1)
+        assert tangent.method_name == "kmeans" and isinstance(tangent.inner_explainer, KMeansConcepts)
+        centroids = tangent.inner_explainer.get_dictionary().detach().double().numpy()
+        assert largest_angle(tangent.subspace, np.linalg.qr(centroids.T)[0]) < 1e-5
+    finally:
+        _NAMED_TANGENTS.pop("kmeans")
+    with pytest.raises(InvalidInputError, match="Unknown tangent method 'kmeans'"):
+        TangentExplainer(splitter, nb_concepts=4, method="kmeans")
 
 
 def test_repr_of_a_fitted_tangent(pca):

@@ -55,7 +55,7 @@ _NAMES = {
         "SemiNMFTangent",
         "SVDTangent",
         "TangentExplainer",
-        "TangentMethod",
+        "SklearnPCATangent",
         "TopKSAETangent",
     ],
     ".tangents.subspace": ["Subspace"],
@@ -108,7 +108,7 @@ if TYPE_CHECKING:  # the names as static tools see them
         SemiNMFTangent,
         SVDTangent,
         TangentExplainer,
-        TangentMethod,
+        SklearnPCATangent,
         TopKSAETangent,
     )
     from .tangents.subspace import Subspace
@@ -141,7 +141,7 @@ __all__ = [
     "SweepConfig",
     "SweepResult",
     "TangentExplainer",
-    "TangentMethod",
+    "SklearnPCATangent",
     "TokenGradients",
     "TopKSAETangent",
     "TrainingProbe",

@@ -44,7 +44,7 @@ DEFAULT_ZETA = 0.2
 #: Seconds a Hub request waits by default (`sweeps.hub_access.DEFAULT_HUB_TIMEOUT`; a test keeps them equal).
 DEFAULT_HUB_TIMEOUT = 10.0
 
-# The choices, as the enums of the modules that use them spell them (ReferenceKind, TangentMethod, ...; a test keeps
+# The choices, as the enums of the modules that use them spell them (ReferenceKind, the tangents, ...; a test keeps
 # each equal to its enum): those modules import torch, this one must not.
 Objective = Literal["auto", "causal_lm", "masked_lm"]
 Method = Literal["pca", "pca_sklearn", "semi_nmf", "nmf", "ica", "svd", "topk_sae"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from enum import Enum
 from typing import Any
 
 import torch
@@ -56,9 +55,9 @@ from .controls import check_control_room
 from .subspace import Subspace
 
 __all__ = [
-    "TangentMethod",
     "TangentExplainer",
     "PCATangent",
+    "SklearnPCATangent",
     "SemiNMFTangent",
     "NMFTangent",
     "ICATangent",
@@ -66,43 +65,8 @@ __all__ = [
     "TopKSAETangent",
     "OrthonormalConceptModel",
     "method_streams",
+    "tangent_method_names",
 ]
-
-
-class TangentMethod(str, Enum):
-    """Concept methods a tangent subspace can be fitted with.
-
-    Attributes:
-        PCA: Streamed, exact PCA (float64 moments + symmetric eigensolver); memory O(d^2).
-        PCA_SKLEARN: Interpreto's `PCAConcepts` (scikit-learn).
-        SEMI_NMF: Interpreto's `SemiNMFConcepts`.
-        NMF: Interpreto's `NMFConcepts` (on ReLU'd activations).
-        ICA: Interpreto's `ICAConcepts`.
-        SVD: Interpreto's `SVDConcepts`.
-        TOPK_SAE: Interpreto's `TopKSAEConcepts`.
-
-    Examples:
-        >>> TangentMethod("semi_nmf") is TangentMethod.SEMI_NMF
-        True
-    """
-
-    PCA = "pca"
-    PCA_SKLEARN = "pca_sklearn"
-    SEMI_NMF = "semi_nmf"
-    NMF = "nmf"
-    ICA = "ica"
-    SVD = "svd"
-    TOPK_SAE = "topk_sae"
-
-
-_INTERPRETO_CLASSES: dict[TangentMethod, type[ConceptAutoEncoderExplainer]] = {
-    TangentMethod.PCA_SKLEARN: PCAConcepts,
-    TangentMethod.SEMI_NMF: SemiNMFConcepts,
-    TangentMethod.NMF: NMFConcepts,
-    TangentMethod.ICA: ICAConcepts,
-    TangentMethod.SVD: SVDConcepts,
-    TangentMethod.TOPK_SAE: TopKSAEConcepts,
-}
 
 
 # Eigenvalues of the activation covariance below this fraction of the largest count as zero: float32 rows leave a
@@ -282,25 +246,43 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
         return self.basis.T
 
 
-def _resolve_method(method: str | TangentMethod | type) -> TangentMethod | type[ConceptAutoEncoderExplainer]:
+#: The named tangent classes by method name ("pca", "semi_nmf", ...), filled as each is declared.
+_NAMED_TANGENTS: dict[str, type[TangentExplainer]] = {}
+
+
+def _resolve_method(method: str | type) -> tuple[str, type[ConceptAutoEncoderExplainer] | None]:
+    """The method's name and the Interpreto explainer class that fits it (None for the streamed PCA)."""
     if isinstance(method, type):
         if not issubclass(method, ConceptAutoEncoderExplainer):
             raise InvalidInputError(
                 f"method must be a name or an Interpreto ConceptAutoEncoderExplainer class, got {method.__name__}."
             )
-        return method
-    try:
-        return TangentMethod(method)
-    except ValueError:
-        names = ", ".join(repr(m.value) for m in TangentMethod)
-        raise InvalidInputError(f"Unknown tangent method {method!r}; choose one of {names} or pass a class.") from None
+        return method.__name__, method
+    named = _NAMED_TANGENTS.get(method) if isinstance(method, str) else None
+    if named is None:
+        names = ", ".join(map(repr, _NAMED_TANGENTS))
+        raise InvalidInputError(f"Unknown tangent method {method!r}; choose one of {names} or pass a class.")
+    return method, named.concept_class
 
 
-def method_streams(method: str | TangentMethod | type) -> bool:
+def tangent_method_names() -> list[str]:
+    """The method names a tangent can be fitted with, one per named tangent class.
+
+    Returns:
+        The names, in the order the classes are declared.
+
+    Examples:
+        >>> tangent_method_names()
+        ['pca', 'pca_sklearn', 'semi_nmf', 'nmf', 'ica', 'svd', 'topk_sae']
+    """
+    return list(_NAMED_TANGENTS)
+
+
+def method_streams(method: str | type) -> bool:
     """Whether a tangent method fits batch by batch (`partial_fit`): the streamed PCA only.
 
     Args:
-        method: A method name, `TangentMethod` or Interpreto explainer class.
+        method: A method name or an Interpreto explainer class.
 
     Returns:
         True for "pca".
@@ -309,7 +291,7 @@ def method_streams(method: str | TangentMethod | type) -> bool:
         >>> method_streams("pca"), method_streams("semi_nmf")
         (True, False)
     """
-    return not isinstance(method, type) and _resolve_method(method) is TangentMethod.PCA
+    return _resolve_method(method)[1] is None
 
 
 def _latent_dim(splitter: BaseSplitter) -> int:
@@ -338,6 +320,41 @@ def _width_from_a_short_forward(splitter: BaseSplitter) -> int | None:
         return SplitPoint(splitter).width()
     except SplitPointError:
         return None
+
+
+def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
+    """The (k, d) dictionary of a fitted Interpreto explainer, refused when 2k >= d leaves no room for controls."""
+    if not isinstance(explainer, ConceptAutoEncoderExplainer):
+        raise InvalidInputError(
+            f"from_interpreto takes a fitted Interpreto ConceptAutoEncoderExplainer (e.g. "
+            f"interpreto.concepts.ConvexNMFConcepts), got {type(explainer).__name__}."
+        )
+    name = type(explainer).__name__
+    if not explainer.is_fitted:
+        raise NotFittedError(f"This {name} is not fitted: call its fit(activations) first.")
+    dictionary = as_float_tensor(explainer.get_dictionary().detach(), name=f"{name}.get_dictionary()")
+    check_control_room(dictionary.shape[0], dictionary.shape[1], option=f"{name}'s nb_concepts")
+    return dictionary
+
+
+def _activation_parts(activations: Any) -> Iterable[Any]:
+    """One (n, d) array as a one-item list (not an iterable of rows); an iterable of them as it is."""
+    if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
+        return [activations]
+    if isinstance(activations, Iterable):
+        return activations
+    raise InvalidInputError(f"activations must be an (n, d) tensor or a list of them, got {type(activations)}.")
+
+
+def _check_batch(activations: Any, name: str, input_size: int, splitter: BaseSplitter) -> torch.Tensor:
+    """`activations` as a finite float (n, d) tensor, refused when d is not the split point's `input_size`."""
+    batch = as_float_tensor(activations, name=name)
+    if batch.shape[1] != input_size:
+        raise DimensionMismatchError(
+            f"{name} have d={batch.shape[1]} but the split point '{splitter.split_point}' has "
+            f"d={input_size}. Were they taken from another layer or model?"
+        )
+    return batch
 
 
 def _are_texts(inputs: Any) -> bool:
@@ -384,6 +401,28 @@ def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
     )
 
 
+def _check_pooled_rows(pooled: Float[torch.Tensor, "n d"], nb_concepts: int, *, centred: bool, sklearn: bool) -> None:
+    """Refuse rows that define no direction (or too few for scikit-learn's PCA); warn when n - 1 < k centred."""
+    n_rows = pooled.shape[0]
+    scale = float(pooled.square().sum(1).mean())
+    spread = float(pooled.var(0, correction=0).sum()) if centred else scale  # identical rows give exactly 0
+    _refuse_undefined_subspace(n_rows, spread, scale, centred=centred)
+    if sklearn and n_rows < nb_concepts:
+        raise InvalidInputError(
+            f"scikit-learn's PCA cannot fit nb_concepts={nb_concepts} components from {n_rows} activation "
+            f"rows. Give {_MORE_ROWS}, use a lower nb_concepts, or method='pca'."
+        )
+    _warn_if_rank_below(nb_concepts, n_rows, n_rows - int(centred), centred=centred)
+
+
+def _activation_source(splitter: BaseSplitter, activations: Any, **reader: Any) -> Any:
+    """Texts become a lazy stream of activation batches read at the split point; activations pass through."""
+    if _are_texts(activations):
+        return (rows for rows, _ in iter_token_activations(splitter, activations, **reader))
+    _warn_if_read_with_left_padding(splitter)
+    return activations
+
+
 class TangentExplainer(ConceptAutoEncoderExplainer):
     """Tangent proxy of the activation manifold at a split point, as an Interpreto concept explainer.
 
@@ -401,12 +440,17 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
     not), and rows that span fewer than `nb_concepts` dimensions give a `DegenerateStatisticsWarning`: the
     extra directions of such a tangent would be arbitrary (see `fit`).
 
+    Each method name has a named class (`PCATangent`, `SemiNMFTangent`, ...: `tangent_method_names()`), and any
+    Interpreto explainer class can be passed as `method`. An Interpreto explainer fitted elsewhere, the user's
+    own included, becomes a tangent with `TangentExplainer.from_interpreto(explainer)`.
+
     Args:
         splitter: Interpreto `ModelWithSplitPoints` (or any `BaseSplitter`) at the split point of interest.
         nb_concepts: Requested rank k. Must satisfy 2k < d so that random matched-rank normal controls fit in the
             orthogonal complement (`check_control_room`).
         method: "pca" (streamed, exact), "pca_sklearn" (Interpreto's `PCAConcepts`), "semi_nmf", "nmf",
-            "ica", "svd", "topk_sae", or an Interpreto `ConceptAutoEncoderExplainer` class.
+            "ica", "svd", "topk_sae", or an Interpreto `ConceptAutoEncoderExplainer` class. Default: the named
+            class's own method, "pca" for `TangentExplainer`.
         center: Centre activations before fitting; the subspace keeps the mean for `coords`/`project`.
         device: Device of the concept model.
         rtol: Relative singular-value threshold of the rank-revealing orthonormalisation.
@@ -418,21 +462,31 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         InvalidInputError: Unknown method, or 2k >= d.
 
     Examples:
-        >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
+        >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(texts)  # doctest: +SKIP
         >>> tangent.subspace.basis.shape  # doctest: +SKIP
         torch.Size([64, 16])
     """
 
     has_differentiable_concept_encoder = True
     has_differentiable_concept_decoder = True
-    default_method: str | None = None
+    default_method = "pca"
+    concept_class: type[ConceptAutoEncoderExplainer] | None = None  # the Interpreto class fitted; None: streamed PCA
+
+    def __init_subclass__(cls, *, method: str | None = None, concept_class: type | None = None, **kwargs: Any):
+        """Register a named tangent (`class ICATangent(TangentExplainer, method="ica", concept_class=ICAConcepts)`)."""
+        super().__init_subclass__(**kwargs)
+        if method is None:
+            return
+        cls.default_method, cls.concept_class = method, concept_class
+        _NAMED_TANGENTS[method] = cls
+        cls.__doc__ = _named_tangent_docstring(cls, method)
 
     def __init__(
         self,
         splitter: BaseSplitter,
         *,
         nb_concepts: int,
-        method: str | TangentMethod | type | None = None,
+        method: str | type | None = None,
         center: bool = True,
         device: torch.device | str = "cpu",
         rtol: float = 1e-3,
@@ -444,7 +498,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
                 f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. "
                 "Wrap your model: ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
             )
-        self.method = _resolve_method(method or self.default_method or TangentMethod.PCA)
+        self.method_name, self.concept_class = _resolve_method(method or self.default_method)
         self.input_size = _latent_dim(splitter)
         if not isinstance(nb_concepts, int) or nb_concepts < 1:
             raise InvalidInputError(f"nb_concepts must be a positive integer, got {nb_concepts!r}.")
@@ -458,13 +512,62 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         super().__init__(splitter, concept_model)
         self.inner_explainer: ConceptAutoEncoderExplainer | None = None
 
+    @classmethod
+    def from_interpreto(
+        cls,
+        explainer: ConceptAutoEncoderExplainer,
+        *,
+        mean: Float[torch.Tensor, " d"] | None = None,
+        rtol: float = 1e-3,
+    ) -> TangentExplainer:
+        """The tangent spanned by the dictionary of an Interpreto concept explainer fitted elsewhere.
+
+        Any fitted `ConceptAutoEncoderExplainer` (`ConvexNMFConcepts`, `KMeansConcepts`, `ICAConcepts`, an SAE,
+        the user's own subclass, ...) holds k concept directions in the activation space of its splitter's split
+        point, the rows of `get_dictionary()` (k, d). Their span, orthonormalised by `Subspace.from_dictionary`
+        (rank-revealing: dead or dependent atoms are dropped, with a warning), is the tangent's basis. The
+        explainer is kept, unchanged, as `inner_explainer`; `fit` would refit a new one of its class.
+
+        Args:
+            explainer: A fitted Interpreto concept explainer; its splitter is the tangent's.
+            mean: Centre (d,) of the activations, for the concepts, `coords` and `project`; None leaves them
+                uncentred. Energy shares never use it.
+            rtol: Relative singular-value threshold of the orthonormalisation.
+
+        Returns:
+            A fitted tangent, for `GradientProbe` and Interpreto's tools. Its `.subspace` records the explainer's
+            class name as `method`, the split point, the rank, and `info` "dictionary_size" and "dropped_rank".
+
+        Raises:
+            InvalidInputError: Not an Interpreto `ConceptAutoEncoderExplainer`, a dictionary that is not (k, d),
+                or 2k >= d (no room for normal controls).
+            NotFittedError: An explainer not fitted yet.
+            DimensionMismatchError: A dictionary or a mean whose d differs from the split point's.
+            NonFiniteError: A dictionary holding NaN or infinity.
+
+        Examples:
+            >>> explainer = interpreto.concepts.ConvexNMFConcepts(mwsp, nb_concepts=8)  # doctest: +SKIP
+            >>> explainer.fit(activations)  # doctest: +SKIP
+            >>> ia.TangentExplainer.from_interpreto(explainer).subspace.method  # doctest: +SKIP
+            'ConvexNMFConcepts'
+        """
+        dictionary = _fitted_dictionary(explainer)
+        size = dictionary.shape[0]
+        kind, center = type(explainer), mean is not None
+        tangent = cls(
+            explainer.splitter, nb_concepts=size, method=kind, center=center, device=dictionary.device, rtol=rtol
+        )
+        _check_batch(dictionary, f"{kind.__name__}'s dictionary atoms", tangent.input_size, tangent.splitter)
+        tangent._adopt(explainer, dictionary, mean)
+        return tangent
+
     @property
     def streams(self) -> bool:
         """Whether the method fits batch by batch (`partial_fit`, `merge_across_ranks`, `finalize`): "pca" only.
 
         The other methods need the pooled activations in one `fit` call.
         """
-        return method_streams(self.method)
+        return self.concept_class is None
 
     def merge_across_ranks(self) -> TangentExplainer:
         """Sum the streamed PCA's moments over the ranks of a torch.distributed process group (all-reduce).
@@ -503,31 +606,10 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         self.concept_model.get_subspace()
         return self
 
-    @property
-    def method_name(self) -> str:
-        """The method as a short string ("pca", "semi_nmf", or the class name)."""
-        return self.method.value if isinstance(self.method, TangentMethod) else self.method.__name__
-
     # ------------------------------------------------------------------ fit
-    def _check_batch(self, activations: Any, name: str) -> torch.Tensor:
-        batch = as_float_tensor(activations, name=name)
-        if batch.shape[1] != self.input_size:
-            raise DimensionMismatchError(
-                f"{name} have d={batch.shape[1]} but the split point '{self.splitter.split_point}' has "
-                f"d={self.input_size}. Were they taken from another layer or model?"
-            )
-        return batch
-
     def _batches(self, activations: Any) -> list[torch.Tensor]:
-        if isinstance(activations, (torch.Tensor,)) or hasattr(activations, "__array__"):
-            parts = [activations]
-        elif isinstance(activations, Iterable):
-            parts = list(activations)
-        else:
-            raise InvalidInputError(
-                f"activations must be an (n, d) tensor or a list of them, got {type(activations)}."
-            )
-        batches = [self._check_batch(part, f"activations[{index}]") for index, part in enumerate(parts)]
+        parts = enumerate(_activation_parts(activations))
+        batches = [_check_batch(part, f"activations[{i}]", self.input_size, self.splitter) for i, part in parts]
         if not batches or sum(batch.shape[0] for batch in batches) == 0:
             raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         return batches
@@ -583,7 +665,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
         reader.update(max_length=max_length, call=call)
         with _advice_on_nonfinite_reads(_are_texts(activations)):
-            self._fit_activations(self._activation_source(activations, **reader), **fit_kwargs)
+            self._fit_activations(_activation_source(self.splitter, activations, **reader), **fit_kwargs)
         if self.streams:
             try:
                 self.concept_model.get_subspace()  # the basis now, so that fit itself refuses degenerate rows
@@ -594,38 +676,20 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
     def _fit_activations(self, activations: Any, **fit_kwargs: Any) -> TangentExplainer:
         """Fit on (n, d) activations or an iterable of them, read by the package's reader or given by the user."""
-        if self.method is TangentMethod.PCA:
+        if self.streams:
             self.concept_model.moments = None
             return self._stream(activations)
         batches = self._batches(activations)
         pooled = torch.cat([batch.float() for batch in batches]).to(self.device)
-        self._check_pooled_rows(pooled)
+        _check_pooled_rows(
+            pooled, self.nb_concepts, centred=self._fits_centred(), sklearn=self.concept_class is PCAConcepts
+        )
         self._fit_interpreto(pooled, **fit_kwargs)
         return self
 
     def _fits_centred(self) -> bool:
         """Whether the concept method sees centred rows (NMF never: it needs non-negative inputs)."""
-        return self.center and _INTERPRETO_CLASSES.get(self.method, self.method) is not NMFConcepts
-
-    def _check_pooled_rows(self, pooled: Float[torch.Tensor, "n d"]) -> None:
-        """Refuse rows that define no direction (or too few for scikit-learn's PCA); warn when n - 1 < k centred."""
-        centred, n_rows = self._fits_centred(), pooled.shape[0]
-        scale = float(pooled.square().sum(1).mean())
-        spread = float(pooled.var(0, correction=0).sum()) if centred else scale  # identical rows give exactly 0
-        _refuse_undefined_subspace(n_rows, spread, scale, centred=centred)
-        if self.method is TangentMethod.PCA_SKLEARN and n_rows < self.nb_concepts:
-            raise InvalidInputError(
-                f"scikit-learn's PCA cannot fit nb_concepts={self.nb_concepts} components from {n_rows} activation "
-                f"rows. Give {_MORE_ROWS}, use a lower nb_concepts, or method='pca'."
-            )
-        _warn_if_rank_below(self.nb_concepts, n_rows, n_rows - int(centred), centred=centred)
-
-    def _activation_source(self, activations: Any, **reader: Any) -> Any:
-        """Texts become a lazy stream of activation batches read at the split point; activations pass through."""
-        if _are_texts(activations):
-            return (rows for rows, _ in iter_token_activations(self.splitter, activations, **reader))
-        _warn_if_read_with_left_padding(self.splitter)
-        return activations
+        return self.center and self.concept_class is not NMFConcepts
 
     def partial_fit(self, activations: Any, **reader: Any) -> TangentExplainer:
         """Add texts or activation batches to the streamed PCA (method "pca" only). Returns self.
@@ -640,22 +704,16 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         Raises:
             InvalidInputError: For methods other than "pca".
         """
-        if self.method is not TangentMethod.PCA:
+        if not self.streams:
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
         with _advice_on_nonfinite_reads(_are_texts(activations)):
-            return self._stream(self._activation_source(activations, **reader))
+            return self._stream(_activation_source(self.splitter, activations, **reader))
 
     def _stream(self, activations: Any) -> TangentExplainer:
         """Add an (n, d) batch or an iterable of them to the streamed PCA's moments."""
-        if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
-            activations = [activations]  # one array, not an iterable of rows
-        elif not isinstance(activations, Iterable):
-            raise InvalidInputError(
-                f"activations must be an (n, d) tensor or a list of them, got {type(activations)}."
-            )
-        for index, part in enumerate(activations):
-            batch = self._check_batch(part, f"activations[{index}]").to(self.device)
-            self.concept_model.partial_fit(batch)
+        for index, part in enumerate(_activation_parts(activations)):
+            batch = _check_batch(part, f"activations[{index}]", self.input_size, self.splitter)
+            self.concept_model.partial_fit(batch.to(self.device))
         moments = self.concept_model.moments
         if moments is None or moments.count == 0:
             self.concept_model.moments, self.concept_model._stale = None, False  # stay unfitted, not half-fitted
@@ -663,7 +721,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         return self
 
     def _fit_interpreto(self, pooled: torch.Tensor, **fit_kwargs: Any) -> None:
-        explainer_class = _INTERPRETO_CLASSES.get(self.method, self.method)  # type: ignore[arg-type]
+        explainer_class = self.concept_class
         mean = pooled.mean(0)
         kwargs = dict(self.method_kwargs)
         if explainer_class is NMFConcepts:
@@ -678,11 +736,12 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         with torch.random.fork_rng(devices=devices):  # torch-based methods draw from the seed, not the global state
             torch.manual_seed(self.seed)
             inner.fit(training_data, **fit_kwargs)
-        dictionary = inner.get_dictionary().detach()
-        subspace = Subspace.from_dictionary(
-            dictionary, mean=mean if self.center else None, rtol=self.rtol, method=self.method_name
-        )
-        self.inner_explainer = inner
+        self._adopt(inner, inner.get_dictionary().detach(), mean if self.center else None)
+
+    def _adopt(self, explainer: ConceptAutoEncoderExplainer, dictionary: torch.Tensor, mean: Any) -> None:
+        """Take the span of a fitted explainer's (k, d) dictionary, orthonormalised, as the basis; keep the explainer."""
+        subspace = Subspace.from_dictionary(dictionary, mean=mean, rtol=self.rtol, method=self.method_name)
+        self.inner_explainer = explainer
         self.concept_model.set_subspace(subspace)
 
     # --------------------------------------------------------------- results
@@ -721,151 +780,38 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         )
 
 
-class PCATangent(TangentExplainer):
-    """Tangent from a streamed, exact PCA (top-k eigenvectors of the activation covariance).
-
-    Same as `TangentExplainer(splitter, nb_concepts=..., method="pca", ...)`.
-
-    Args:
-        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k < d).
-        center: Centre activations before fitting.
-        device: Device of the concept model.
-        rtol: Relative threshold of the rank-revealing orthonormalisation.
-        **method_kwargs: Passed to the Interpreto explainer.
-
-    Raises:
-        InvalidInputError: 2k >= d.
-
-    Examples:
-        >>> tangent = PCATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
-        >>> tangent.subspace.rank  # doctest: +SKIP
-        16
-    """
-
-    default_method = "pca"
+def _named_tangent_docstring(cls: type[TangentExplainer], method: str) -> str:
+    """A named tangent's docstring: its own summary, then `TangentExplainer`'s Args, Raises and Examples."""
+    shared = TangentExplainer.__doc__ or ""
+    shared = shared[shared.find("    Args:") :].replace("ia.PCATangent(", f"ia.{cls.__name__}(")
+    uses = "the streamed PCA" if cls.concept_class is None else f"Interpreto's `{cls.concept_class.__name__}`"
+    same = f'Same as `TangentExplainer(..., method="{method}")`: {uses}.'
+    return f"{(cls.__doc__ or '').strip()}\n\n    {same}\n\n{shared}"
 
 
-class SemiNMFTangent(TangentExplainer):
-    """Tangent spanned by Interpreto's `SemiNMFConcepts` dictionary, orthonormalised.
-
-    Same as `TangentExplainer(splitter, nb_concepts=..., method="semi_nmf", ...)`.
-
-    Args:
-        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k < d).
-        center: Centre activations before fitting.
-        device: Device of the concept model.
-        rtol: Relative threshold of the rank-revealing orthonormalisation.
-        **method_kwargs: Passed to the Interpreto explainer.
-
-    Raises:
-        InvalidInputError: 2k >= d.
-
-    Examples:
-        >>> tangent = SemiNMFTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
-        >>> tangent.subspace.rank  # doctest: +SKIP
-        16
-    """
-
-    default_method = "semi_nmf"
+class PCATangent(TangentExplainer, method="pca"):
+    """Tangent from a streamed, exact PCA (top-k eigenvectors of the activation covariance, float64 moments)."""
 
 
-class NMFTangent(TangentExplainer):
-    """Tangent spanned by Interpreto's `NMFConcepts` dictionary (ReLU'd activations), orthonormalised.
-
-    Same as `TangentExplainer(splitter, nb_concepts=..., method="nmf", ...)`.
-
-    Args:
-        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k < d).
-        center: Centre activations before fitting.
-        device: Device of the concept model.
-        rtol: Relative threshold of the rank-revealing orthonormalisation.
-        **method_kwargs: Passed to the Interpreto explainer.
-
-    Raises:
-        InvalidInputError: 2k >= d.
-
-    Examples:
-        >>> tangent = NMFTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
-        >>> tangent.subspace.rank  # doctest: +SKIP
-        16
-    """
-
-    default_method = "nmf"
+class SklearnPCATangent(TangentExplainer, method="pca_sklearn", concept_class=PCAConcepts):
+    """Tangent spanned by the components of Interpreto's scikit-learn PCA (all rows in memory)."""
 
 
-class ICATangent(TangentExplainer):
-    """Tangent spanned by Interpreto's `ICAConcepts` mixing matrix, orthonormalised.
-
-    Same as `TangentExplainer(splitter, nb_concepts=..., method="ica", ...)`.
-
-    Args:
-        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k < d).
-        center: Centre activations before fitting.
-        device: Device of the concept model.
-        rtol: Relative threshold of the rank-revealing orthonormalisation.
-        **method_kwargs: Passed to the Interpreto explainer.
-
-    Raises:
-        InvalidInputError: 2k >= d.
-
-    Examples:
-        >>> tangent = ICATangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
-        >>> tangent.subspace.rank  # doctest: +SKIP
-        16
-    """
-
-    default_method = "ica"
+class SemiNMFTangent(TangentExplainer, method="semi_nmf", concept_class=SemiNMFConcepts):
+    """Tangent spanned by Interpreto's semi-NMF dictionary, orthonormalised."""
 
 
-class SVDTangent(TangentExplainer):
-    """Tangent spanned by Interpreto's `SVDConcepts` components (centred unless `center=False`).
-
-    Same as `TangentExplainer(splitter, nb_concepts=..., method="svd", ...)`.
-
-    Args:
-        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k < d).
-        center: Centre activations before fitting.
-        device: Device of the concept model.
-        rtol: Relative threshold of the rank-revealing orthonormalisation.
-        **method_kwargs: Passed to the Interpreto explainer.
-
-    Raises:
-        InvalidInputError: 2k >= d.
-
-    Examples:
-        >>> tangent = SVDTangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
-        >>> tangent.subspace.rank  # doctest: +SKIP
-        16
-    """
-
-    default_method = "svd"
+class NMFTangent(TangentExplainer, method="nmf", concept_class=NMFConcepts):
+    """Tangent spanned by Interpreto's NMF dictionary (fitted on ReLU'd raw activations), orthonormalised."""
 
 
-class TopKSAETangent(TangentExplainer):
-    """Tangent spanned by the decoder atoms of Interpreto's `TopKSAEConcepts`, orthonormalised (dead atoms dropped).
+class ICATangent(TangentExplainer, method="ica", concept_class=ICAConcepts):
+    """Tangent spanned by Interpreto's ICA mixing matrix, orthonormalised."""
 
-    Same as `TangentExplainer(splitter, nb_concepts=..., method="topk_sae", ...)`.
 
-    Args:
-        splitter: Interpreto `ModelWithSplitPoints` at the split point of interest.
-        nb_concepts: Requested rank k (2k < d).
-        center: Centre activations before fitting.
-        device: Device of the concept model.
-        rtol: Relative threshold of the rank-revealing orthonormalisation.
-        **method_kwargs: Passed to the Interpreto explainer.
+class SVDTangent(TangentExplainer, method="svd", concept_class=SVDConcepts):
+    """Tangent spanned by Interpreto's truncated-SVD components (centred unless `center=False`)."""
 
-    Raises:
-        InvalidInputError: 2k >= d.
 
-    Examples:
-        >>> tangent = TopKSAETangent(mwsp, nb_concepts=16).fit(activations)  # doctest: +SKIP
-        >>> tangent.subspace.rank  # doctest: +SKIP
-        16
-    """
-
-    default_method = "topk_sae"
+class TopKSAETangent(TangentExplainer, method="topk_sae", concept_class=TopKSAEConcepts):
+    """Tangent spanned by the decoder atoms of Interpreto's top-k SAE, orthonormalised (dead atoms dropped)."""
