@@ -106,9 +106,9 @@ if TYPE_CHECKING:  # the names as static tools see them
         NMFTangent,
         PCATangent,
         SemiNMFTangent,
+        SklearnPCATangent,
         SVDTangent,
         TangentExplainer,
-        SklearnPCATangent,
         TopKSAETangent,
     )
     from .tangents.subspace import Subspace
