@@ -11,6 +11,7 @@ count is the number of optimizer steps the Trainer reports.
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import torch
@@ -125,3 +126,20 @@ def test_a_trainer_resumed_from_its_checkpoint_writes_the_rows_of_the_run_never_
     for row, reference in zip(resumed, expected, strict=True):
         assert row["energy_share"] == pytest.approx(reference["energy_share"], rel=1e-6), row["step"]
         assert row["control_mean"] == pytest.approx(reference["control_mean"], rel=1e-6), row["step"]
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"results_dir": 3}, "results_dir must be a folder path, got int"),
+        ({"results_dir": None}, "results_dir must be a folder path, got NoneType"),
+        ({"report_dir": 5}, "report_dir must be a folder path, False or None, got 5"),
+        ({"colour": "red"}, "AnisotropyCallback got options TrainingProbe does not take: colour. Its options: "),
+    ],
+)
+def test_callback_paths_and_option_names_are_checked_when_it_is_made(tmp_path, options, named):
+    from interpreto_anisotropy.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=re.escape(named)):
+        AnisotropyCallback(1, **{"results_dir": tmp_path, **options})
+    assert AnisotropyCallback(1, results_dir=tmp_path, tokenizer=None, n_controls=3).probe_options["n_controls"] == 3

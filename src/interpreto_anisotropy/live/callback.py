@@ -24,6 +24,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from ..commons import distributed
+from ..errors import InvalidInputError
 from ..sweeps.result import SweepResult
 from .probe import TrainingProbe
 
@@ -38,6 +39,11 @@ class AnisotropyCallback(TrainerCallback):
         results_dir: Where the rows (and tangents) go.
         report_dir: Where the HTML report goes at the end of training (default: ``results_dir/report``; False: none).
         **probe_options: Any other `TrainingProbe` option (`tangent`, `every`, `early_steps`, `n_controls`, ...).
+            Their names are checked here; their values when the probe is built, at `on_train_begin`.
+
+    Raises:
+        InvalidInputError: `results_dir` or `report_dir` not a path (or False / None), or an option that
+            `TrainingProbe` does not take.
 
     Examples:
         >>> trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)  # doctest: +SKIP
@@ -53,6 +59,17 @@ class AnisotropyCallback(TrainerCallback):
         report_dir: str | os.PathLike | bool | None = None,
         **probe_options: Any,
     ):
+        if not isinstance(results_dir, (str, os.PathLike)):
+            raise InvalidInputError(f"results_dir must be a folder path, got {type(results_dir).__name__}.")
+        if not isinstance(report_dir, (str, os.PathLike)) and report_dir not in (None, False):
+            raise InvalidInputError(f"report_dir must be a folder path, False or None, got {report_dir!r}.")
+        taken = set(inspect.signature(TrainingProbe).parameters) - {"model", "split_points"}
+        unknown = sorted(set(probe_options) - taken)
+        if unknown:
+            raise InvalidInputError(
+                f"AnisotropyCallback got options TrainingProbe does not take: {', '.join(unknown)}. "
+                f"Its options: {', '.join(sorted(taken))}."
+            )
         self.split_points = split_points
         self.results_dir = Path(results_dir)
         self.report_dir = self.results_dir / "report" if report_dir is None else report_dir

@@ -453,12 +453,13 @@ class GradientProbe:
         named = _as_named_subspaces(subspaces)
         self._check_split_points(named)
         check_number("confidence", confidence, above=0, below=1)
+        n_controls = check_positive_int("n_controls", n_controls)
         n_random = n_controls if n_random is None else check_positive_int("n_random", n_random)
         isoscore = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
         isoscore.check_dim(next(iter(named.values())).dim)
         tangents = {name: subspace.to(device=self.device, dtype=torch.float32) for name, subspace in named.items()}
         draws = (
-            seed
+            check_seed("seed", seed)
             if draw_seeds is None
             else {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
         )

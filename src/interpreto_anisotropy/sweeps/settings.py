@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..commons.options import check_nonnegative_int, check_positive_int, check_seed
+from ..commons.options import check_bool, check_nonnegative_int, check_positive_int, check_seed
 from ..errors import EmptyInputError, InvalidInputError
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..probing.anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
@@ -108,6 +108,17 @@ def _preset_masking(objective: Any, preset: Any) -> Any:
     return objective
 
 
+def _device(device: Any) -> str:
+    """The device name given (checked by torch), or cuda when available, else cpu."""
+    if device is None or device == "":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from None
+    return device
+
+
 def _positive_or_none(name: str, value: Any) -> int | None:
     return None if value is None else check_positive_int(name, value)
 
@@ -193,6 +204,10 @@ class SweepSettings:
         if total_steps is None:
             total_steps = getattr(checkpoints, "total_steps", None)  # a preset's CheckpointList knows its run
         objective = _preset_masking(objective, getattr(checkpoints, "objective", None))
+        if not isinstance(checkpoints, Iterable):
+            raise InvalidInputError(
+                f"checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders, got {type(checkpoints).__name__}."
+            )
         self.checkpoints = sorted(checkpoints)
         if not self.checkpoints:
             raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
@@ -201,6 +216,11 @@ class SweepSettings:
         layers = split_point if isinstance(split_point, (list, tuple)) else [split_point]
         if not layers:
             raise InvalidInputError("split_point must be a layer index, a module path, or a non-empty list of them.")
+        for layer in layers:
+            if isinstance(layer, bool) or not isinstance(layer, (int, str)) or layer == "":
+                raise InvalidInputError(
+                    f"split_point must be a layer index, a module path, or a non-empty list of them, got {layer!r}."
+                )
         self.layers: list[int | str] = list(layers)
         for name, given in (("texts", texts), ("probe_texts", probe_texts)):
             if isinstance(given, str):
@@ -222,10 +242,11 @@ class SweepSettings:
         self.given_reference = self._given_reference(reference)
         self.reference = ReferenceKind.EARLY if self.given_reference else self._reference_kind(reference)
         self.objective = objective
+        method_streams(method)  # an unknown method name is our error now, not at the first fit
         self.method = method
         self.early_fraction = early_fraction
         self.total_steps = self._total_steps(total_steps)
-        self.early_without_init = bool(early_without_init)
+        self.early_without_init = check_bool("early_without_init", early_without_init)
         if early_centering == "per_checkpoint" and method == "nmf":
             raise InvalidInputError(
                 "early_centering='per_checkpoint' centres the early rows, and method='nmf' needs them non-negative: "
@@ -250,16 +271,20 @@ class SweepSettings:
         self.max_tokens = _positive_or_none("max_tokens", max_tokens)
         self.max_fit_tokens = _positive_or_none("max_fit_tokens", max_fit_tokens)
         self.max_metric_tokens = check_positive_int("max_metric_tokens", max_metric_tokens)
+        if not isinstance(results_dir, (str, os.PathLike)):
+            raise InvalidInputError(f"results_dir must be a folder path, got {type(results_dir).__name__}.")
         self.results_dir = Path(results_dir)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = _device(device)
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.automodel = automodel
-        self.overwrite = overwrite
-        self.progress = progress
+        self.overwrite = check_bool("overwrite", overwrite)
+        self.progress = check_bool("progress", progress)
+        if method_kwargs is not None and not isinstance(method_kwargs, dict):
+            raise InvalidInputError(f"method_kwargs must be a dict or None, got {type(method_kwargs).__name__}.")
         self.method_kwargs = dict(method_kwargs or {})
-        self.include_special = bool(include_special)
-        self.recompute_changed = bool(recompute_changed)
-        self.skip_bad_checkpoints = bool(skip_bad_checkpoints)
+        self.include_special = check_bool("include_special", include_special)
+        self.recompute_changed = check_bool("recompute_changed", recompute_changed)
+        self.skip_bad_checkpoints = check_bool("skip_bad_checkpoints", skip_bad_checkpoints)
         self.prefetch = check_nonnegative_int("prefetch", prefetch)
         self.max_concurrent_downloads = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
         self.max_cache_gb = _positive_number_or_none("max_cache_gb", max_cache_gb)
