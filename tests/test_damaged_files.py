@@ -11,6 +11,7 @@ Recomputed another way: each file is built by hand, byte for byte, as a crafted 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -91,6 +92,8 @@ CRAFTED_TOKENS = {
     "not UTF-8": b'{"step": "\xff"}',
     "a list": b"[]",
     "n_rows a string": json.dumps({**GOOD_TOKENS, "n_rows": "x"}).encode(),
+    "n_rows -1": json.dumps({**GOOD_TOKENS, "n_rows": -1}).encode(),
+    "a step other than its name's": json.dumps({**GOOD_TOKENS, "step": 7}).encode(),
     "tangents a list": json.dumps({**GOOD_TOKENS, "tangents": []}).encode(),
     "direction a string": json.dumps({**GOOD_TOKENS, "tangents": {"early": ["x"]}}).encode(),
     "score a string": json.dumps(
@@ -208,3 +211,41 @@ def test_a_subspace_file_with_deep_metadata_is_our_error_naming_it(tmp_path):
     )
     with pytest.raises(ResultsStoreError, match=r"1.safetensors has malformed subspace metadata .*nested deeper"):
         ia.Subspace.load(path)
+
+
+@pytest.mark.parametrize("given", [5, None, 1.5])
+def test_a_results_dir_that_is_not_a_path_is_our_error(given):
+    with pytest.raises(InvalidInputError, match=rf"results_dir must be a folder path, got {type(given).__name__}"):
+        ia.SweepResult.load(given)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        *[
+            ({"dpi": value}, f"dpi must be a positive integer, got {value!r}")
+            for value in (0, -5, float("nan"), "110", True)
+        ],
+        ({"title": {"a": 1}}, "title must be a string or None, got dict"),
+    ],
+)
+def test_report_options_are_our_errors_naming_them(tmp_path, options, named):
+    result = ia.SweepResult.load(_folder(tmp_path))
+    with pytest.raises(InvalidInputError, match=re.escape(named)):
+        result.report(tmp_path / "report", **options)
+    with pytest.raises(InvalidInputError, match="out_dir must be a folder path, got int"):
+        result.report(5)
+
+
+def test_a_config_transformers_cannot_read_ends_the_sweep_with_our_error_naming_the_field(tmp_path, capsys):
+    """transformers' own config check divides by num_attention_heads: the token estimate must not raise it."""
+    from interpreto_anisotropy.visualizations.model_card import count_tokens
+
+    (tmp_path / "checkpoint-0").mkdir()
+    config = {"model_type": "gpt_neox", "hidden_size": 32, "num_attention_heads": 0, "num_hidden_layers": 2}
+    (tmp_path / "checkpoint-0" / "config.json").write_text(json.dumps(config))
+    assert count_tokens(tmp_path / "checkpoint-0", ["a text"]) is None
+    (tmp_path / "texts.txt").write_text("a text\nanother text\n")
+    arguments = ["sweep", "--model", str(tmp_path), "--split-point", "1", "--texts", str(tmp_path / "texts.txt")]
+    assert main([*arguments, "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert "num_attention_heads = 0" in capsys.readouterr().err

@@ -11,6 +11,7 @@ count is the number of optimizer steps the Trainer reports.
 from __future__ import annotations
 
 import copy
+import re
 import types
 
 import pytest
@@ -143,3 +144,20 @@ def test_a_config_keeps_its_reduction_and_gets_the_trainers_length(gpt_neox_trai
     assert (settings["config"].reduction, settings["config"].total_steps) == ("mean", 8)  # the config's, kept
     assert (settings["keywords"].reduction, settings["keywords"].total_steps) == ("sum", 8)  # from the model's loss
     assert settings["config"].call == settings["keywords"].call == "first"
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"results_dir": 3}, "results_dir must be a folder path, got int"),
+        ({"results_dir": None}, "results_dir must be a folder path, got NoneType"),
+        ({"report_dir": 5}, "report_dir must be a folder path, False or None, got 5"),
+        ({"colour": "red"}, "AnisotropyCallback got options TrainingProbe does not take: colour. Its options: "),
+    ],
+)
+def test_callback_paths_and_option_names_are_checked_when_it_is_made(tmp_path, options, named):
+    from interpreto_anisotropy.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=re.escape(named)):
+        AnisotropyCallback(1, **{"results_dir": tmp_path, **options})
+    assert AnisotropyCallback(1, results_dir=tmp_path, tokenizer=None, n_controls=3).probe_options["n_controls"] == 3

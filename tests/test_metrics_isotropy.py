@@ -94,6 +94,17 @@ def test_effective_rank_matches_the_entropy_of_normalised_singular_values():
     assert metrics.effective_rank(X) == pytest.approx(math.exp(-(p * np.log(p)).sum()), rel=1e-10)
 
 
+@pytest.mark.parametrize(("seed", "n", "d", "rank"), [(4, 6, 30, 6), (5, 80, 12, 3), (6, 9, 40, 2)])
+def test_effective_rank_of_wide_and_rank_deficient_clouds_matches_the_svd(seed, n, d, rank):
+    """From the smaller Gram's eigenvalues (X X^T when n < d), exact zeros staying zeros, as numpy's SVD says."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, rank)) @ rng.normal(size=(rank, d))
+    singular_values = np.linalg.svd(X, compute_uv=False)
+    p = singular_values[singular_values > 1e-10 * singular_values[0]]
+    p = p / p.sum()
+    assert metrics.effective_rank(X) == pytest.approx(math.exp(-(p * np.log(p)).sum()), rel=1e-10)
+
+
 # ---------------------------------------------------------------------------------------------- reference package
 @pytest.mark.parametrize(("n", "d"), [(500, 10), (2000, 64), (30, 100)])
 def test_isoscore_agrees_with_the_pypi_package(n, d):
@@ -271,6 +282,26 @@ def test_summary_reports_every_measure_as_a_plain_float():
     json.dumps(result)
 
 
+@pytest.mark.parametrize(("n", "d"), [(300, 12), (7, 25)])
+def test_summary_equals_each_measure_computed_alone_bit_for_bit(n, d):
+    """`summary` shares one covariance, one X^T X and one projection per I(W): the values must not move."""
+    X = torch.from_numpy(anisotropic_cloud(8, n, d, shift=3.0))
+    result = metrics.summary(X, zeta=0.3, top=2)
+    assert result == {
+        "n": float(n),
+        "d": float(d),
+        "mean_cosine": metrics.mean_cosine_similarity(X),
+        "mean_cosine_centered": metrics.mean_cosine_similarity(X, center=True),
+        "isoscore": metrics.isoscore(X),
+        "isoscore_star": metrics.isoscore_star(X, zeta=0.3),
+        "partition_isotropy": metrics.partition_isotropy(X),
+        "partition_isotropy_uncentered": metrics.partition_isotropy(X, center=False),
+        "effective_rank": metrics.effective_rank(X),
+        "rogue_top_share": metrics.rogue_dimensions(X, top=2).top_share,
+        "n_outlier_dimensions": float(len(metrics.outlier_dimensions(X).indices)),
+    }
+
+
 # ---------------------------------------------------------------------------------------------- input handling
 def test_numpy_and_torch_inputs_agree():
     X = anisotropic_cloud(20, 50, 8)
@@ -288,6 +319,8 @@ def test_degenerate_inputs_raise_our_errors():
         metrics.mean_cosine_similarity(np.ones((1, 4)))
     with pytest.raises(InvalidInputError):
         metrics.isoscore(np.ones(4))  # not 2-D
+    with pytest.raises(InvalidInputError, match="X must be an array of numbers, got dtype object"):
+        metrics.isoscore(np.array([["a", "b"], ["c", "d"]], dtype=object))
     with pytest.raises(InvalidInputError):
         metrics.isoscore(np.tile([1.0, 2.0, 3.0], (5, 1)))  # no variance at all
     with pytest.raises(InvalidInputError):

@@ -117,3 +117,72 @@ def test_special_tokens_can_be_included_in_fit_and_probe_alike(tokenizers, texts
     with_special = ia.GradientProbe(mwsp, include_special=True).gradients(texts[:4])
     assert with_special.gradients.shape[0] == without.gradients.shape[0] + 8 == all_ids.shape[0]
     assert torch.equal(with_special.input_ids, all_ids) and torch.equal(without.input_ids, kept_ids)
+
+
+def _tiny_mixtral(tokenizer) -> ModelWithSplitPoints:
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    torch.manual_seed(0)
+    config = MixtralConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        router_aux_loss_coef=0.5,
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+        experts_implementation="eager",  # the grouped matmul has no float64 kernel
+    )
+    model = MixtralForCausalLM(config).double().eval()
+    return ModelWithSplitPoints(model, split_point="model.layers.0", tokenizer=tokenizer, batch_size=1)
+
+
+def _own_loss_gradient(mwsp: ModelWithSplitPoints, input_ids: torch.Tensor) -> torch.Tensor:
+    """dL/dh at the split point of the model's own loss (labels = inputs, router logits on): plain autograd."""
+    model, store = mwsp._model, {}
+    module = model.get_submodule(mwsp.split_point)
+    handle = module.register_forward_hook(
+        lambda m, a, out: store.setdefault("h", out[0] if isinstance(out, tuple) else out)
+    )
+    try:
+        with torch.enable_grad():
+            loss = model(input_ids=input_ids[None], labels=input_ids[None], output_router_logits=True).loss
+            (gradient,) = torch.autograd.grad(loss, store["h"])
+    finally:
+        handle.remove()
+    return gradient[0]
+
+
+def test_include_aux_loss_differentiates_the_moe_models_own_training_loss(tokenizers, texts):
+    mwsp = _tiny_mixtral(tokenizers["decoder"])
+    text = texts[0]
+    input_ids = torch.tensor(mwsp.tokenizer(text)["input_ids"])
+    expected = _own_loss_gradient(mwsp, input_ids)[:-1]  # the last token predicts nothing: no row
+    with_aux = ia.GradientProbe(mwsp, objective=CausalLMObjective(reduction="mean", include_aux_loss=True))
+    assert with_aux.objective.aux_loss_coef == 0.5 and with_aux.objective.describe()["include_aux_loss"] is True
+    rows = with_aux.gradients([text])
+    assert torch.equal(rows.input_ids, input_ids[:-1])
+    torch.testing.assert_close(rows.gradients.double(), expected, rtol=1e-6, atol=1e-9)
+    # "sum" is the same loss times the number of predicted tokens
+    summed = ia.GradientProbe(mwsp, objective=CausalLMObjective(include_aux_loss=True)).gradients([text])
+    # (up to the float32 rounding of the router's loss, which transformers computes in float32)
+    scaled = expected * (len(input_ids) - 1)
+    assert (summed.gradients.double() - scaled).norm() < 1e-6 * scaled.norm()
+    # without the router's loss the gradients differ (the default leaves it out)
+    plain = ia.GradientProbe(mwsp, objective=CausalLMObjective(reduction="mean")).gradients([text])
+    assert "include_aux_loss" not in ia.GradientProbe(mwsp).objective.describe()
+    assert (plain.gradients.double() - expected).norm() > 1e-3 * expected.norm()
+
+
+def test_include_aux_loss_is_refused_on_a_model_without_a_router(tokenizers):
+    with pytest.raises(
+        ObjectiveError, match="include_aux_loss=True needs a mixture-of-experts model.*GPT2LMHeadModel"
+    ):
+        ia.GradientProbe(_mwsp("gpt2", tokenizers), objective=CausalLMObjective(include_aux_loss=True))
+    with pytest.raises(ia.errors.InvalidInputError, match="include_aux_loss must be True or False"):
+        CausalLMObjective(include_aux_loss="yes")

@@ -42,6 +42,24 @@ def sweep_arguments(toy_checkpoints, fit_texts, texts, tmp_path_factory):
         ({"max_tokens": 0}, "max_tokens must be a positive integer, got 0"),
         ({"max_metric_tokens": -5}, "max_metric_tokens must be a positive integer, got -5"),
         ({"nb_concepts": 0}, "nb_concepts must be a positive integer, got 0"),
+        ({"checkpoints": 5}, "checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders, got int"),
+        ({"split_point": None}, "split_point must be an integer, a string or a list of them, got None"),
+        ({"split_point": 1.5}, "split_point must be an integer, a string or a list of them, got 1.5"),
+        ({"method": "xyz"}, "method must be 'pca', .* or a class, got 'xyz'"),
+        ({"results_dir": None}, "results_dir must be a folder path, got None"),
+        ({"device": "quantum"}, "device must be a torch device such as 'cpu' or 'cuda:0', got 'quantum'"),
+        ({"method_kwargs": 5}, "method_kwargs must be a dict or None, got 5"),
+        *[
+            ({name: value}, f"{name} must be True or False, got {value!r}")
+            for name, value in [
+                ("overwrite", "yes"),
+                ("progress", "yes"),
+                ("include_special", 2),
+                ("recompute_changed", 1),
+                ("skip_bad_checkpoints", "no"),
+                ("early_without_init", None),
+            ]
+        ],
     ],
 )
 def test_sweep_options(sweep_arguments, change, named):
@@ -72,6 +90,15 @@ def test_reader_and_tangent_options(gpt_neox_mwsp, fit_texts):
         ia.token_activations(gpt_neox_mwsp, fit_texts[:2], max_length=0)
     with pytest.raises(InvalidInputError, match="seed must be an integer"):
         ia.TangentExplainer(gpt_neox_mwsp, nb_concepts=4, method="ica", seed=2**40)
+    with pytest.raises(InvalidInputError, match="include_special must be True or False, got 'x'"):
+        ia.token_activations(gpt_neox_mwsp, fit_texts[:2], include_special="x")
+    with pytest.raises(InvalidInputError, match="nb_concepts must be a positive integer, got True"):
+        ia.PCATangent(gpt_neox_mwsp, nb_concepts=True)
+    for rtol in (float("nan"), -1):
+        with pytest.raises(InvalidInputError, match="rtol must be a finite number >= 0"):
+            ia.PCATangent(gpt_neox_mwsp, nb_concepts=4, rtol=rtol)
+    with pytest.raises(InvalidInputError, match="device must be a torch device .* got 'quantum'"):
+        ia.PCATangent(gpt_neox_mwsp, nb_concepts=4, device="quantum")
 
 
 def test_too_many_controls_is_refused_before_any_memory_is_taken():
@@ -205,9 +232,11 @@ def test_the_pending_bound_message_shows_small_sizes_in_bytes(gpt_neox_training_
     [
         *[({"confidence": value}, "confidence must be a finite number > 0 and < 1") for value in ("0.9", 0, 1, NAN)],
         *[({"max_tokens": value}, "max_tokens must be a positive integer") for value in ("10", 0, 1.5)],
+        *[({"n_controls": value}, "n_controls must be a positive integer") for value in (True, 0, NAN)],
+        *[({"seed": value}, r"seed must be an integer in \[0, 2\*\*32\)") for value in (NAN, -1, 1.5)],
     ],
 )
 def test_probe_run_options(gpt_neox_mwsp, texts, options, named):
     tangent = ia.Subspace.random(64, 2, seed=0)
     with pytest.raises(InvalidInputError, match=named):
-        ia.GradientProbe(gpt_neox_mwsp).run(texts[:4], tangent, n_controls=2, progress=False, **options)
+        ia.GradientProbe(gpt_neox_mwsp).run(texts[:4], tangent, **{"n_controls": 2, "progress": False, **options})

@@ -39,6 +39,8 @@ def as_real_tensor(x: Any, *, name: str, ndim: int | None = None, dtype: torch.d
         InvalidInputError: Not array-like, complex, or of the wrong number of dimensions.
     """
     if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "biufc":
+            raise InvalidInputError(f"{name} must be an array of numbers, got dtype {x.dtype}.")
         x = torch.from_numpy(x)
     elif not isinstance(x, torch.Tensor):
         try:

@@ -16,6 +16,7 @@ for every micro-batch: "sum"); otherwise each micro-batch's loss is its own mean
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from pathlib import Path
@@ -24,7 +25,9 @@ from typing import Any
 from transformers import TrainerCallback
 
 from ..commons import distributed
+from ..errors import InvalidInputError
 from ..sweeps.result import SweepResult
+from .options import LiveConfig
 from .probe import TrainingProbe
 
 __all__ = ["AnisotropyCallback"]
@@ -40,6 +43,11 @@ class AnisotropyCallback(TrainerCallback):
         **probe_options: Any other `TrainingProbe` option: `tangent`, `config` (a `LiveConfig`), or any
             `LiveConfig` field by name (`every`, `early_steps`, `n_controls`, `call`, ...). Unless given (as a keyword
             or in `config`), `total_steps` is the Trainer's `max_steps` and `reduction` follows its loss (above).
+            Their names and values are checked here; `total_steps` and `reduction` are filled at `on_train_begin`.
+
+    Raises:
+        InvalidInputError: `results_dir` or `report_dir` not a path (or False / None), an option that `TrainingProbe`
+            does not take, or a bad value of a `LiveConfig` field.
 
     Examples:
         >>> trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)  # doctest: +SKIP
@@ -55,6 +63,19 @@ class AnisotropyCallback(TrainerCallback):
         report_dir: str | os.PathLike | bool | None = None,
         **probe_options: Any,
     ):
+        if not isinstance(results_dir, (str, os.PathLike)):
+            raise InvalidInputError(f"results_dir must be a folder path, got {type(results_dir).__name__}.")
+        if not isinstance(report_dir, (str, os.PathLike)) and report_dir not in (None, False):
+            raise InvalidInputError(f"report_dir must be a folder path, False or None, got {report_dir!r}.")
+        settings = {field.name for field in dataclasses.fields(LiveConfig)}
+        taken = set(inspect.signature(TrainingProbe).parameters) - {"model", "split_points", "options"} | settings
+        unknown = sorted(set(probe_options) - taken)
+        if unknown:
+            raise InvalidInputError(
+                f"AnisotropyCallback got options TrainingProbe does not take: {', '.join(unknown)}. "
+                f"Its options: {', '.join(sorted(taken))}."
+            )
+        LiveConfig(**{name: value for name, value in probe_options.items() if name in settings})  # checks values
         self.split_points = split_points
         self.results_dir = Path(results_dir)
         self.report_dir = self.results_dir / "report" if report_dir is None else report_dir

@@ -476,9 +476,17 @@ def partition_isotropy(X: Points, *, center: bool = True) -> float:
     if center:
         points = points - points.mean(dim=0, keepdim=True)
     scaled = scaled_by_power_of_two(points)  # the same eigenvectors, without overflow in X^T X
-    _, eigenvectors = torch.linalg.eigh(scaled.T @ scaled)
-    directions = torch.cat([eigenvectors, -eigenvectors], dim=1)
-    log_partition = torch.logsumexp(points @ directions, dim=0)
+    return _partition_isotropy_of(points, scaled.T @ scaled)
+
+
+def _partition_isotropy_of(points: Float[torch.Tensor, "n d"], gram: Float[torch.Tensor, "d d"]) -> float:
+    """I(W) of `points` along the eigenvectors c of `gram` (their X^T X, to any power-of-two scale) and -c.
+
+    One (n, d) projection: Z(-c) sums exp(-c . x_i), the same projections negated.
+    """
+    _, eigenvectors = torch.linalg.eigh(gram)
+    projections = points @ eigenvectors
+    log_partition = torch.cat([torch.logsumexp(projections, dim=0), torch.logsumexp(-projections, dim=0)])
     return float(torch.exp(log_partition.min() - log_partition.max()))
 
 
@@ -489,6 +497,10 @@ def effective_rank(X: Points, *, center: bool = False) -> float:
     exp of the Shannon entropy of the normalised **singular values** sigma_i / sum_j sigma_j of `X` (not of the
     eigenvalues of its covariance, which are the squared singular values and give a smaller number). Ranges from
     1 (rank one) to min(n, d) (flat spectrum). Invariant to rotations and to the scale of `X`.
+
+    The singular values are the square roots of the eigenvalues of the smaller Gram matrix (X^T X, or X X^T when
+    n < d), in float64: a (min(n, d))^2 eigenvalue problem instead of an SVD of the n x d rows. Eigenvalues below
+    the Gram's rounding (min(n, d) * eps * the largest) count as zero, the rank an SVD would show.
 
     Args:
         X: Points, shape (n, d).
@@ -511,11 +523,23 @@ def effective_rank(X: Points, *, center: bool = False) -> float:
     points = _as_points(X)
     if center:
         points = points - points.mean(dim=0, keepdim=True)
-    singular_values = torch.linalg.svdvals(points)
+    return _effective_rank_of(_smaller_gram(scaled_by_power_of_two(points)))
+
+
+def _smaller_gram(scaled: Float[torch.Tensor, "n d"]) -> Float[torch.Tensor, "m m"]:
+    """X^T X (d x d) when n >= d, else X X^T (n x n): the same non-zero eigenvalues."""
+    return scaled.T @ scaled if scaled.shape[0] >= scaled.shape[1] else scaled @ scaled.T
+
+
+def _effective_rank_of(gram: Float[torch.Tensor, "m m"]) -> float:
+    """exp of the entropy of the normalised square roots of `gram`'s eigenvalues (a Gram's: its singular values)."""
+    eigenvalues = torch.linalg.eigvalsh(gram)
+    floor = gram.shape[0] * torch.finfo(gram.dtype).eps * eigenvalues[-1]
+    singular_values = eigenvalues[eigenvalues > floor].sqrt()
     total = singular_values.sum()
     if not bool(total > 0):
         return 0.0
-    p = singular_values[singular_values > 0] / total
+    p = singular_values / total
     return float(torch.exp(-(p * torch.log(p)).sum()))
 
 
@@ -704,16 +728,21 @@ def summary(X: Points, *, zeta: float | str = DEFAULT_ZETA, top: int = 3) -> dic
     """
     points = _as_points(X, min_points=2)
     n, d = points.shape
+    scaled = scaled_by_power_of_two(points)  # what isoscore, isoscore_star and the uncentred I(W) each scale
+    covariance = _sample_covariance(scaled)
+    gram = scaled.T @ scaled  # the uncentred I(W)'s, and effective_rank's when n >= d
+    centred = points - points.mean(dim=0, keepdim=True)
+    centred_scaled = scaled_by_power_of_two(centred)
     return {
         "n": float(n),
         "d": float(d),
         "mean_cosine": mean_cosine_similarity(points),
         "mean_cosine_centered": mean_cosine_similarity(points, center=True),
-        "isoscore": isoscore(points),
-        "isoscore_star": isoscore_star(points, zeta=zeta),
-        "partition_isotropy": partition_isotropy(points, center=True),
-        "partition_isotropy_uncentered": partition_isotropy(points, center=False),
-        "effective_rank": effective_rank(points),
+        "isoscore": float(_isoscore_of_symmetric(covariance)),
+        "isoscore_star": float(isoscore_star_from_covariance(covariance, n=n, zeta=zeta)),
+        "partition_isotropy": _partition_isotropy_of(centred, centred_scaled.T @ centred_scaled),
+        "partition_isotropy_uncentered": _partition_isotropy_of(points, gram),
+        "effective_rank": _effective_rank_of(gram if n >= d else _smaller_gram(scaled)),
         "rogue_top_share": rogue_dimensions(points, top=top).top_share,
         "n_outlier_dimensions": float(len(outlier_dimensions(points).indices)),
     }

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from jaxtyping import Bool, Float, Int
 
+from ..commons.options import check_bool
 from ..errors import InvalidInputError, ObjectiveError, TokenizerError
 from .masking import MaskedLM, resolve_masking, special_tokens_mask
 
@@ -199,6 +200,13 @@ class Objective:
         """Tokens that get a gradient row: every real (non-padding) token by default."""
         return batch["attention_mask"].bool()
 
+    def for_model(self, model: torch.nn.Module) -> dict[str, Any]:
+        """Check the objective against the model it is run on; return extra keyword arguments of its forward.
+
+        Called once by the probe. Default: no check, no extra argument.
+        """
+        return {}
+
     def describe(self) -> dict[str, Any]:
         """JSON-ready settings of the objective."""
         return {"objective": self.name, "reduction": self.reduction.value}
@@ -210,30 +218,81 @@ class CausalLMObjective(Objective):
     Token t's loss predicts token t + 1. The last real token of a sequence predicts nothing, so its hidden
     state gets an identically zero gradient: it is not probed (no row). Sequences need at least 2 tokens.
 
-    On a mixture-of-experts model (Mixtral, Qwen2-MoE, OLMoE, ...) this is the language-modelling loss only: the
-    router's auxiliary load-balancing loss, which transformers adds to `output.loss` when `output_router_logits`
-    is on (`router_aux_loss_coef * output.aux_loss`), is left out, so the gradients are those of the next-token
-    loss, not of the whole training loss. To include it, pass a callable objective that adds it (with
-    `model.config.output_router_logits = True`, so that the output carries `aux_loss`).
+    On a mixture-of-experts model (Mixtral, Qwen2-MoE, OLMoE, ...) this is, by default, the language-modelling loss
+    only: the router's auxiliary load-balancing loss, which transformers adds to `output.loss` when
+    `output_router_logits` is on (`router_aux_loss_coef * output.aux_loss`), is left out. `include_aux_loss=True`
+    runs the model with `output_router_logits=True` and adds `config.router_aux_loss_coef * output.aux_loss`, so that
+    with `reduction="mean"` the differentiated loss is the model's own training loss, and with `"sum"` that loss
+    times the number of predicted tokens. The load-balancing loss is one term of the whole batch, not a sum over
+    its sequences: with it, a sequence's gradients depend on the other sequences of its batch (`batch_size=1`
+    makes each sequence its own batch).
 
     Args:
         reduction: "sum" (default) or "mean".
+        include_aux_loss: Add the router's load-balancing loss (mixture-of-experts models only).
+
+    Raises:
+        InvalidInputError: `include_aux_loss` not a bool, or an unknown reduction.
+        ObjectiveError: `include_aux_loss=True` on a model without a router load-balancing loss (from the probe).
 
     Examples:
         >>> objective = make_objective("causal_lm")
         >>> type(objective).__name__, objective.min_tokens
         ('CausalLMObjective', 2)
+        >>> CausalLMObjective(include_aux_loss=True).describe()["include_aux_loss"]
+        True
     """
 
     name = ObjectiveName.CAUSAL_LM.value
     min_tokens = 2
 
+    def __init__(self, *, reduction: str | Reduction = Reduction.SUM, include_aux_loss: bool = False):
+        super().__init__(reduction=reduction)
+        check_bool("include_aux_loss", include_aux_loss)
+        self.include_aux_loss = include_aux_loss
+        self.aux_loss_coef: float | None = None
+
+    def for_model(self, model: torch.nn.Module) -> dict[str, Any]:
+        """With `include_aux_loss`, read the model's `router_aux_loss_coef` and ask its forward for router logits.
+
+        Raises:
+            ObjectiveError: The model's config has no `router_aux_loss_coef` (not a mixture-of-experts model).
+        """
+        if not self.include_aux_loss:
+            return {}
+        coef = getattr(getattr(model, "config", None), "router_aux_loss_coef", None)
+        if not isinstance(coef, (int, float)) or isinstance(coef, bool):
+            raise ObjectiveError(
+                f"include_aux_loss=True needs a mixture-of-experts model whose config has router_aux_loss_coef "
+                f"(Mixtral, Qwen2-MoE, OLMoE, ...); {type(model).__name__} has none. Drop include_aux_loss."
+            )
+        self.aux_loss_coef = float(coef)
+        return {"output_router_logits": True}
+
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
-        """Cross-entropy of each real token's prediction of the next real token."""
+        """Cross-entropy of each real token's prediction of the next real token (plus the router's loss)."""
         logits = _token_logits(output, batch, self.name)[:, :-1]
         targets = batch["input_ids"][:, 1:]
         valid = batch["attention_mask"][:, :-1].bool() & batch["attention_mask"][:, 1:].bool()
-        return _reduce(_cross_entropy_where(logits, targets, valid), valid.sum(), self.reduction)
+        terms = _reduce(_cross_entropy_where(logits, targets, valid), valid.sum(), self.reduction)
+        return self._with_aux_loss(terms, output) if self.include_aux_loss else terms
+
+    def _with_aux_loss(self, terms: LossTerms, output: Any) -> LossTerms:
+        """`terms` plus the weighted load-balancing loss: once in a mean, once per predicted token in a sum."""
+        aux_loss = getattr(output, "aux_loss", None)
+        if not isinstance(aux_loss, torch.Tensor) or self.aux_loss_coef is None:
+            raise ObjectiveError(
+                f"include_aux_loss=True, but the model returned {type(output).__name__} without an aux_loss tensor: "
+                "probe it through GradientProbe (which asks for router logits) and a mixture-of-experts model."
+            )
+        weighted = self.aux_loss_coef * aux_loss
+        per_token_sum = terms.count * weighted
+        total = terms.total + (weighted if self.reduction is Reduction.MEAN else per_token_sum)
+        return LossTerms(total=total, summed=terms.summed + per_token_sum.detach(), count=terms.count)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready settings; `include_aux_loss` only when it is on (older records read the same)."""
+        return {**super().describe(), "include_aux_loss": True} if self.include_aux_loss else super().describe()
 
     def probed_tokens(self, batch: dict[str, torch.Tensor]) -> Bool[torch.Tensor, "b l"]:
         """Real tokens followed by a real token (the last one of each sequence predicts nothing)."""

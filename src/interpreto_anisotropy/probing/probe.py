@@ -119,7 +119,8 @@ class GradientProbe:
         objective: "auto" (the default: from the model's head, else its config, as `CheckpointSweep` does),
             "causal_lm", "masked_lm", "sequence_classification", a `MaskedLM` (masked LM with these masking rate
             and split), an `Objective`, or a callable `fn(output, batch) -> loss` (scalar or per-token). A name (or
-            a `MaskedLM`) that does not fit the model's head is refused.
+            a `MaskedLM`) that does not fit the model's head is refused. `CausalLMObjective(include_aux_loss=True)`
+            adds a mixture-of-experts router's load-balancing loss (the model's own training loss).
         mlm_probability: Masking rate for "masked_lm" (None: 0.15); the shorthand of `MaskedLM(rate=...)`.
         reduction: "sum" (default) or "mean" over loss terms.
         seed: Seed of the masked-LM mask (each sequence's mask is drawn from the seed and its index in the inputs).
@@ -143,7 +144,7 @@ class GradientProbe:
     Raises:
         InvalidInputError: An unknown objective, reduction, `on_nonfinite` or autocast dtype.
         ObjectiveError: An objective that does not fit the model's head (e.g. "causal_lm" on a model without
-            logits, or on a masked-LM model).
+            logits, or on a masked-LM model), or `include_aux_loss=True` on a model without a router loss.
         TokenizerError: A tokenizer without a pad token and without an eos token to pad with.
         SplitPointError: A model that pads its inputs inside its forward (Longformer, BigBird with block-sparse
             attention), saying what to do.
@@ -184,6 +185,7 @@ class GradientProbe:
         self.objective = make_objective(
             objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.point.model
         )
+        self.forward_kwargs = self.objective.for_model(self.point.model)
         check_seed("seed", seed)
         self.on_nonfinite = on_nonfinite
         self.distributed = distributed
@@ -210,7 +212,9 @@ class GradientProbe:
         """
         batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
         batch = to_device(batch, self.device)
-        hidden, gradient, terms = self.point.forward_backward(batch, lambda output: self.objective.loss(output, batch))
+        hidden, gradient, terms = self.point.forward_backward(
+            batch, lambda output: self.objective.loss(output, batch), **self.forward_kwargs
+        )
         # Padding rows may be non-finite (a sliding window holding only padding) without touching real tokens.
         real = batch["attention_mask"].bool()[..., None]
         finite = torch.isfinite(torch.where(real, gradient, 0)).all() & torch.isfinite(terms.summed)
@@ -449,12 +453,13 @@ class GradientProbe:
         named = _as_named_subspaces(subspaces)
         self._check_split_points(named)
         check_number("confidence", confidence, above=0, below=1)
+        n_controls = check_positive_int("n_controls", n_controls)
         n_random = n_controls if n_random is None else check_positive_int("n_random", n_random)
         isoscore = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
         isoscore.check_dim(next(iter(named.values())).dim)
         tangents = {name: subspace.to(device=self.device, dtype=torch.float32) for name, subspace in named.items()}
         draws = (
-            seed
+            check_seed("seed", seed)
             if draw_seeds is None
             else {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
         )

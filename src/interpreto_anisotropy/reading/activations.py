@@ -27,6 +27,7 @@ from jaxtyping import Float, Int
 from tqdm.auto import tqdm
 
 from ..commons.host_reads import to_device
+from ..commons.options import check_bool
 from ..errors import EmptyInputError, InvalidInputError
 from .split_point import SplitPoint
 
@@ -157,6 +158,7 @@ def _iter_kept(
     """The kept rows, token ids and (when `located`) locations of each batch; see the public readers."""
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
+    check_bool("include_special", include_special)
     point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special, call=call)
     batcher = point.batcher(batch_size=batch_size, max_length=max_length)
     device = point.device

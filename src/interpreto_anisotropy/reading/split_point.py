@@ -523,7 +523,7 @@ class SplitPoint:
         return hidden
 
     def forward_backward(
-        self, batch: Batch, loss: Callable[[Any], Any]
+        self, batch: Batch, loss: Callable[[Any], Any], **forward_kwargs: Any
     ) -> tuple[Float[torch.Tensor, "b l d"], Float[torch.Tensor, "b l d"], Any]:
         """One forward and one backward: hidden states h, dL/dh, and what `loss(output)` returned.
 
@@ -535,6 +535,7 @@ class SplitPoint:
         Args:
             batch: The batch, on the model's device.
             loss: Maps the model's output to an object whose `.total` is the scalar to differentiate.
+            **forward_kwargs: Extra keyword arguments of the model's forward (e.g. `output_router_logits=True`).
 
         Returns:
             (hidden (b, l, d), gradient (b, l, d), the loss object).
@@ -554,7 +555,7 @@ class SplitPoint:
                 for parameter, _ in flags:
                     parameter.requires_grad_(False)
                 with autocast(self.device, self.autocast_dtype):
-                    output = self.model(**self.model_inputs(batch))
+                    output = self.model(**self.model_inputs(batch), **forward_kwargs)
                     self._count(capture.calls)
                     hidden = self._checked(capture.hidden, batch)
                     terms = loss(output)

@@ -29,6 +29,7 @@ import csv
 import io
 import json
 import math
+import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ from typing import Any
 
 from ..commons.files import write_atomically
 from ..commons.json_files import load_json, parse_json, read_text, read_whole_lines
-from ..errors import CheckpointError, EmptyInputError, ResultsStoreError
+from ..errors import CheckpointError, EmptyInputError, InvalidInputError, ResultsStoreError
 from .multiple_testing import Correction, adjust
 from .token_files import read_top_tokens, saved_steps
 
@@ -187,7 +188,15 @@ class SweepResult:
     # ------------------------------------------------------------------ persistence
     @classmethod
     def load(cls, results_dir: str | Path) -> SweepResult:
-        """Read a finished or partial sweep from its results directory."""
+        """Read a finished or partial sweep from its results directory.
+
+        Raises:
+            InvalidInputError: `results_dir` is not a path.
+            CheckpointError: The folder holds no config.json.
+            ResultsStoreError: A damaged config.json or rows.jsonl, naming the file (and the line).
+        """
+        if not isinstance(results_dir, (str, os.PathLike)):
+            raise InvalidInputError(f"results_dir must be a folder path, got {type(results_dir).__name__}.")
         results_dir = Path(results_dir)
         if not (results_dir / CONFIG_FILE).exists():
             raise CheckpointError(

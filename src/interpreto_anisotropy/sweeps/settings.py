@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from enum import Enum
 from typing import Any
 
@@ -125,6 +125,17 @@ def _preset_masking(objective: Any, preset: Any) -> Any:
     return objective
 
 
+def _device(device: str | None) -> str:
+    """The device name given (checked by torch), or cuda when available, else cpu."""
+    if not device:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from None
+    return device
+
+
 def _sha(items: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for item in items:
@@ -173,6 +184,11 @@ class SweepSettings:
         if total_steps is None:
             total_steps = getattr(checkpoints, "total_steps", None)  # a preset's CheckpointList knows its run
         self.objective = _preset_masking(config.objective, getattr(checkpoints, "objective", None))
+        if not isinstance(checkpoints, Iterable):
+            raise InvalidInputError(
+                "checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders, got "
+                f"{type(checkpoints).__name__}."
+            )
         self.checkpoints = sorted(checkpoints)
         if not self.checkpoints:
             raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
@@ -187,7 +203,7 @@ class SweepSettings:
         self.isoscore = IsoScoreSettings.make(
             convention=config.isoscore_convention, zeta=config.isoscore_zeta, c0=config.isoscore_c0
         )
-        self.device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = _device(config.device)
         self.method_kwargs = dict(config.method_kwargs or {})
 
     def __getattr__(self, name: str) -> Any:

@@ -97,6 +97,8 @@ def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dic
     advice = "Delete it (it is written again when its checkpoint is recomputed)."
     content = load_json(path, advice=advice)
     problem = _content_problem(content)
+    if problem is None and content["step"] != step:
+        problem = f"its step is {content['step']}, but its name says {step}"
     if problem is not None:
         raise ResultsStoreError(f"{path} holds no top tokens ({problem}). {advice}")
     content["tangents"] = {
@@ -112,6 +114,8 @@ def _content_problem(content: Any) -> str | None:
     for name, kinds in (("step", int), ("n_rows", int), ("split_point", str), ("layer", (int, str))):
         if not isinstance(content.get(name), kinds) or isinstance(content.get(name), bool):
             return f"its {name} is {type(content.get(name)).__name__}"
+    if content["step"] < 0 or content["n_rows"] < 0:
+        return "a negative step or n_rows"
     if not isinstance(content.get("tangents"), dict):
         return "its tangents are not a JSON object"
     for kind, found in content["tangents"].items():

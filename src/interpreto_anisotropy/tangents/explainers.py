@@ -36,7 +36,7 @@ from jaxtyping import Float
 
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
-from ..commons.options import check_seed
+from ..commons.options import check_number, check_positive_int, check_seed
 from ..commons.tensors import as_float_tensor
 from ..errors import (
     AnisotropyError,
@@ -500,12 +500,17 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             )
         self.method_name, self.concept_class = _resolve_method(method or self.default_method)
         self.input_size = _latent_dim(splitter)
-        if not isinstance(nb_concepts, int) or nb_concepts < 1:
-            raise InvalidInputError(f"nb_concepts must be a positive integer, got {nb_concepts!r}.")
+        check_positive_int("nb_concepts", nb_concepts)
         check_control_room(nb_concepts, self.input_size)
         self.nb_concepts = nb_concepts
         self.center = center
-        self.rtol = rtol
+        self.rtol = check_number("rtol", rtol, at_least=0)
+        try:
+            torch.device(device)
+        except (RuntimeError, TypeError, ValueError):
+            raise InvalidInputError(
+                f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}."
+            ) from None
         self.seed = check_seed("seed", seed)
         self.method_kwargs = method_kwargs
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))

@@ -34,12 +34,14 @@ import base64
 import io
 import json
 import math
+import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..commons.files import write_atomically
+from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError
 from ..sweeps.multiple_testing import Correction, Family
 from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
@@ -161,7 +163,8 @@ def write_report(
 
     Raises:
         EmptyInputError: If the sweep has no row yet (no finished checkpoint).
-        InvalidInputError: If `out_dir`, or a folder above it, is an existing file.
+        InvalidInputError: If `out_dir` is not a path, or it or a folder above it is an existing file; a `title`
+            that is not a string, or a `dpi` that is not a positive integer.
         ResultsStoreError: If a file of the report cannot be written (a read-only folder, a full disk).
 
     Examples:
@@ -175,6 +178,11 @@ def write_report(
             "The sweep has no finished checkpoint yet: there is nothing to report. Run (or resume) the sweep, "
             "then write the report again."
         )
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise InvalidInputError(f"out_dir must be a folder path, got {type(out_dir).__name__}.")
+    if title is not None and not isinstance(title, str):
+        raise InvalidInputError(f"title must be a string or None, got {type(title).__name__}.")
+    check_positive_int("dpi", dpi)
     out_dir = _report_folder(Path(out_dir))
     verdict = sweep_verdict(result.rows, result.config)
     for column in ("p_value", "p_value_exact"):
