@@ -38,7 +38,6 @@ from ..errors import (
     CheckpointError,
     ConfigMismatchError,
     DimensionMismatchError,
-    EmptyInputError,
     InvalidInputError,
     NonFiniteError,
     ResultsStoreError,
@@ -57,6 +56,7 @@ from . import draws, hub_access, hub_cache
 from .checkpoints import Checkpoint
 from .early_pool import EarlyPool
 from .eta import CheckpointTimer, estimate_line, seconds_per_checkpoint_of_rows
+from .fit_read import FitRead, FitReader
 from .freshness import TakenFingerprints, changed_early_steps, changed_steps
 from .prefetch import CheckpointPipeline, Fetched
 from .result import SweepResult, is_skipped
@@ -376,8 +376,14 @@ class CheckpointSweep:
             rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
             rank = distributed.rank() if by_checkpoint else 0
             mine = [batch[rank] if rank < len(batch) else None for batch in rounds]  # None: no turn this round
-            with self._fetching([*self._early_to_fit(), *(c for c in mine if c is not None)]):
-                self._run_rounds(rounds, mine, by_checkpoint=by_checkpoint, per_round=group)
+            # In one process, an early checkpoint's rows take their fit read from the reference pass's.
+            self._kept_steps = set() if distributed.is_distributed() else {checkpoint.step for checkpoint in todo}
+            self._kept_reads: dict[tuple[int, int | str], FitRead | AnisotropyError] = {}
+            try:
+                with self._fetching([*self._early_to_fit(), *(c for c in mine if c is not None)]):
+                    self._run_rounds(rounds, mine, by_checkpoint=by_checkpoint, per_round=group)
+            finally:
+                self._kept_reads.clear()
         if distributed.is_main_process():
             self._refresh_drift_to_previous()
 
@@ -646,9 +652,14 @@ class CheckpointSweep:
                             f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
                             f"earlier checkpoints have {pool.dim}."
                         )
-                    for rows, *_ in self._activation_batches(splitter, sharded=streamed):
+                    own = self._fit_reader(splitter) if checkpoint.step in self._kept_steps else None
+                    for rows, ids, locations in self._activation_batches(splitter, sharded=streamed):
                         pool.add(rows)
+                        if own is not None:
+                            own.add_or_defer(rows, ids, locations)
                     pool.end_checkpoint()
+                    if own is not None:  # its rows, in the main loop, take this read
+                        self._kept_reads[(checkpoint.step, layer)] = own.kept()
                     if index == len(early) - 1:
                         info = {
                             "early_steps": [c.step for c in early],
@@ -693,15 +704,15 @@ class CheckpointSweep:
         *,
         writer: bool,
     ) -> list[dict[str, Any]]:
-        tangent = self._new_tangent(splitter)
-        sample, sample_ids, sample_locations = self._fit_and_sample(splitter, tangent)
+        read = self._fit_read(checkpoint, splitter, layer)
+        sample, sample_ids, sample_locations = read.on_device()
         d = sample.shape[1]
         if reference is not None and reference.dim != d:
             raise DimensionMismatchError(
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
-        own = tangent.subspace.replace(name="each", step=checkpoint.step)
+        own = read.subspace().replace(name="each", step=checkpoint.step)
         if writer:
             own.save(self.store.tangent_path(layer, checkpoint.step))
 
@@ -756,39 +767,27 @@ class CheckpointSweep:
             rows.append(row)
         return rows
 
-    def _fit_and_sample(
-        self, splitter: ModelWithSplitPoints, tangent: TangentExplainer
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Fit `tangent` on the fit texts' activations; return the first `max_metric_tokens` rows (n, d), their ids
-        (n,) and locations (n, 2).
+    def _fit_reader(self, splitter: ModelWithSplitPoints) -> FitReader:
+        """A reader feeding a new own tangent at `splitter` and keeping the first `max_metric_tokens` rows."""
+        return FitReader(
+            self._new_tangent(splitter), streamed=self.settings.streams, max_sample=self.settings.max_metric_tokens
+        )
 
-        PCA streams the batches (memory flat in `max_fit_tokens`); the other methods need the pooled matrix.
+    def _fit_read(self, checkpoint: Checkpoint, splitter: ModelWithSplitPoints, layer: int | str) -> FitRead:
+        """The checkpoint's fit read at `layer`: kept from the reference pass, else read now.
+
+        Raises:
+            AnisotropyError: What the read raises (kept from the reference pass, raised at the checkpoint's turn).
         """
-        streamed = self.settings.streams
-        pooled: list[torch.Tensor] = []
-        sample: list[torch.Tensor] = []
-        sample_ids: list[torch.Tensor] = []
-        sample_locations: list[torch.Tensor] = []
-        n_sample = 0
+        kept = self._kept_reads.pop((checkpoint.step, layer), None)
+        if isinstance(kept, AnisotropyError):
+            raise kept
+        if kept is not None:
+            return kept
+        reader = self._fit_reader(splitter)
         for rows, ids, locations in self._activation_batches(splitter):
-            rows = rows.float()
-            if n_sample < self.settings.max_metric_tokens:
-                take = self.settings.max_metric_tokens - n_sample
-                sample.append(rows[:take])
-                sample_ids.append(ids[:take])
-                sample_locations.append(locations[:take])
-                n_sample += sample[-1].shape[0]
-            if streamed:
-                tangent.partial_fit(rows)
-            else:
-                pooled.append(rows)
-        if not sample:
-            raise EmptyInputError(
-                "No token activations were read: the fit texts are empty or hold only special tokens."
-            )
-        if not streamed:
-            tangent.fit(torch.cat(pooled))
-        return torch.cat(sample), torch.cat(sample_ids), torch.cat(sample_locations)
+            reader.add(rows, ids, locations)
+        return reader.finish()
 
     def _counts(self, tokenizer: Any) -> torch.Tensor:
         if self._token_counts is None or self._token_counts.numel() < len(tokenizer):
