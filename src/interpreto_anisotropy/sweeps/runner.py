@@ -48,6 +48,7 @@ from ..errors import (
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..probing.probe import GradientProbe
 from ..reading.activations import iter_located_token_activations
+from ..reading.token_cache import TokenCache
 from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
@@ -211,7 +212,6 @@ class CheckpointSweep:
         # The same signature as SweepSettings (a test keeps them equal): shown here, validated there.
         self.settings = SweepSettings(**{name: value for name, value in locals().items() if name != "self"})
         self.store = SweepStore(self.settings.results_dir)
-        self._token_counts: torch.Tensor | None = None
         self._fingerprints = TakenFingerprints()
         self._all_checkpoints: list[Checkpoint] = self.settings.checkpoints  # with those of earlier runs, once read
         self.announce: Callable[[str], None] | None = None
@@ -379,6 +379,7 @@ class CheckpointSweep:
             # In one process, an early checkpoint's rows take their fit read from the reference pass's.
             self._kept_steps = set() if distributed.is_distributed() else {checkpoint.step for checkpoint in todo}
             self._kept_reads: dict[tuple[int, int | str], FitRead | AnisotropyError] = {}
+            self._token_cache = TokenCache()  # the texts' token ids, while the checkpoints share their tokenizer
             try:
                 with self._fetching([*self._early_to_fit(), *(c for c in mine if c is not None)]):
                     self._run_rounds(rounds, mine, by_checkpoint=by_checkpoint, per_round=group)
@@ -570,6 +571,7 @@ class CheckpointSweep:
             shard=shard,
             autocast_dtype=self.settings.autocast_dtype,
             include_special=self.settings.include_special,
+            token_cache=self._token_cache,
         )
 
     # ------------------------------------------------------------------ tangents
@@ -740,6 +742,7 @@ class CheckpointSweep:
             distributed=self.settings.parallel == "data" and distributed.is_distributed(),
             autocast_dtype=self.settings.autocast_dtype,
             include_special=self.settings.include_special,
+            token_cache=self._token_cache,
         )
         seeds = {kind: _row_seed(self.settings.seed, checkpoint, splitter.split_point, kind) for kind in subspaces}
         results = probe.run(
@@ -790,11 +793,9 @@ class CheckpointSweep:
         return reader.finish()
 
     def _counts(self, tokenizer: Any) -> torch.Tensor:
-        if self._token_counts is None or self._token_counts.numel() < len(tokenizer):
-            self._token_counts = metrics.count_token_frequencies(
-                self.settings.fit_texts + self.settings.probe_texts, tokenizer
-            )
-        return self._token_counts
+        """How often each token id occurs in the fit and probe texts, by this checkpoint's tokenizer (V,)."""
+        texts = self.settings.fit_texts + self.settings.probe_texts
+        return self._token_cache.counts(tokenizer, texts, lambda: metrics.count_token_frequencies(texts, tokenizer))
 
     def _activation_metrics(
         self, splitter: ModelWithSplitPoints, sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace
