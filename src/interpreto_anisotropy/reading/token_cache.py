@@ -11,13 +11,14 @@ empties it. A tokenizer without a serialisable backend (a slow, Python tokenizer
 object.
 
 Examples:
-    >>> cache = TokenCache()
+    >>> cache = TokenCache()  # doctest: +SKIP
     >>> reader = ia.reading.activations.iter_located_token_activations(mwsp, texts, token_cache=cache)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,8 +33,8 @@ _SETTINGS = ("pad_token_id", "truncation_side", "add_bos_token", "add_eos_token"
 
 
 def tokenizer_key(tokenizer: Any) -> str | None:
-    """What identifies the token ids a tokenizer gives: a digest of its backend's serialised pipeline (None for a
-    tokenizer without one), taken with its class, size and `_SETTINGS`.
+    """What identifies the token ids a tokenizer gives: a digest of its backend's serialised pipeline (without the
+    truncation and padding state its last call left), its class, size and `_SETTINGS`; None without a backend.
 
     Args:
         tokenizer: A Hugging Face tokenizer.
@@ -48,7 +49,10 @@ def tokenizer_key(tokenizer: Any) -> str | None:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not hasattr(backend, "to_str"):
         return None
-    digest = hashlib.sha256(backend.to_str().encode())
+    pipeline = json.loads(backend.to_str())
+    for state in ("truncation", "padding"):  # set by each call from its arguments (which the cache's key holds)
+        pipeline.pop(state, None)
+    digest = hashlib.sha256(json.dumps(pipeline, sort_keys=True).encode())
     digest.update(_settings(tokenizer).encode())
     return f"sha256:{digest.hexdigest()}"
 
