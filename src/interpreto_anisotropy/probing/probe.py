@@ -37,6 +37,7 @@ from ..errors import (
 )
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..reading.split_point import SplitPoint
+from ..reading.token_cache import TokenCache
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from .breakdown import FREQUENCY_EDGES, Breakdown
@@ -140,6 +141,8 @@ class GradientProbe:
         call: For a split-point module that runs several times in one forward (ALBERT's shared layer): which
             call's dL/dh to probe, "first", "last" or an index (`SplitPoint`); fit the tangent with the same `call`.
             None (default): the module must run once, else the first batch raises `SplitPointError` naming it.
+        token_cache: Where texts tokenised by the same tokenizer for an earlier read are kept (a sweep shares one
+            `TokenCache` across its checkpoints); None: the texts are tokenised at each `run`.
 
     Raises:
         InvalidInputError: An unknown objective, reduction, `on_nonfinite` or autocast dtype.
@@ -170,6 +173,7 @@ class GradientProbe:
         distributed: bool | None = None,
         include_special: bool = False,
         call: str | int | None = None,
+        token_cache: TokenCache | None = None,
     ):
         if not isinstance(splitter, BaseSplitter):
             raise InvalidInputError(
@@ -191,7 +195,7 @@ class GradientProbe:
         self.distributed = distributed
         self.tokenizer = splitter.tokenizer
         self.batcher = self.point.batcher(
-            batch_size=batch_size, max_length=max_length, min_tokens=self.objective.min_tokens
+            batch_size=batch_size, max_length=max_length, min_tokens=self.objective.min_tokens, token_cache=token_cache
         )
         self.batch_size = self.batcher.batch_size
         self.max_length = self.batcher.max_length

@@ -30,6 +30,7 @@ from ..commons.host_reads import to_device
 from ..commons.options import check_bool
 from ..errors import EmptyInputError, InvalidInputError
 from .split_point import SplitPoint
+from .token_cache import TokenCache
 
 __all__ = ["iter_located_token_activations", "iter_token_activations", "token_activations"]
 
@@ -98,6 +99,7 @@ def iter_located_token_activations(
     shard: tuple[int, int] = (0, 1),
     autocast_dtype: str | torch.dtype | None = None,
     call: str | int | None = None,
+    token_cache: TokenCache | None = None,
 ) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]]:
     """`iter_token_activations` with where each row comes from: (activations, token ids, locations).
 
@@ -120,6 +122,8 @@ def iter_located_token_activations(
         call: For a split-point module that runs several times in one forward (ALBERT's shared layer): which call
             to read, "first", "last" or an index (`SplitPoint`); give `GradientProbe` the same. None: the module
             must run once.
+        token_cache: Where texts tokenised by the same tokenizer for an earlier read are kept (a sweep shares one
+            `TokenCache` across its checkpoints); None: the texts are tokenised here.
 
     Yields:
         (activations (n_b, d), token ids (n_b,), locations (n_b, 2)): the first two on the model's device, the
@@ -137,7 +141,7 @@ def iter_located_token_activations(
     """
     options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens}
     options.update(include_special=include_special, progress=progress, shard=shard, autocast_dtype=autocast_dtype)
-    options["call"] = call
+    options.update(call=call, token_cache=token_cache)
     yield from _iter_kept(splitter, texts, located=True, **options)
 
 
@@ -154,13 +158,14 @@ def _iter_kept(
     shard: tuple[int, int],
     autocast_dtype: str | torch.dtype | None,
     call: str | int | None,
+    token_cache: TokenCache | None = None,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
     """The kept rows, token ids and (when `located`) locations of each batch; see the public readers."""
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
     check_bool("include_special", include_special)
     point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special, call=call)
-    batcher = point.batcher(batch_size=batch_size, max_length=max_length)
+    batcher = point.batcher(batch_size=batch_size, max_length=max_length, token_cache=token_cache)
     device = point.device
     n_batches, batches = batcher.batches(texts)
     seen = 0

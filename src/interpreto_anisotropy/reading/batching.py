@@ -27,6 +27,7 @@ from jaxtyping import Bool, Int
 from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError, TokenizerError
 from .positions import right_align
+from .token_cache import TokenCache
 
 __all__ = [
     "TokenBatcher",
@@ -200,6 +201,8 @@ class TokenBatcher:
         min_tokens: Sequences with fewer real tokens are dropped and counted in `skipped_sequences`.
         vocab_size: Rows of the model's input embedding: the batches refuse a token id outside [0, vocab_size)
             (None: no check).
+        token_cache: Where texts tokenised by the same tokenizer for an earlier read are kept (`TokenCache`; a
+            sweep shares one across its checkpoints). None: every batch is tokenised.
 
     Raises:
         InvalidInputError: A batch size or maximum length that is not a positive integer.
@@ -211,9 +214,17 @@ class TokenBatcher:
     """
 
     def __init__(
-        self, tokenizer: Any, *, batch_size: int, max_length: int, min_tokens: int = 1, vocab_size: int | None = None
+        self,
+        tokenizer: Any,
+        *,
+        batch_size: int,
+        max_length: int,
+        min_tokens: int = 1,
+        vocab_size: int | None = None,
+        token_cache: TokenCache | None = None,
     ):
         self.tokenizer = padded_tokenizer(tokenizer)
+        self.token_cache = token_cache
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.max_length = check_positive_int("max_length", max_length)
         self.min_tokens = min_tokens
@@ -283,19 +294,26 @@ class TokenBatcher:
 
     def _text_encoder(self, texts: list[str]) -> tuple[Any, int]:
         def encode(start: int, stop: int) -> Batch:
-            encoded = self.tokenizer(
-                texts[start:stop],
-                padding=True,
-                padding_side="right",
-                truncation=True,
-                max_length=self.max_length,
-                return_tensors="pt",
-            )
-            self._check_ids(encoded["input_ids"])  # on the host, before the batch goes to the device
-            self.truncated_sequences += self._count_truncated(texts[start:stop], encoded["attention_mask"])
-            return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+            chunk = texts[start:stop]
+            if self.token_cache is None:
+                batch, truncated = self._tokenise(chunk)
+            else:
+                batch, truncated = self.token_cache.batch(
+                    self.tokenizer, chunk, self.max_length, lambda: self._tokenise(chunk)
+                )
+            self._check_ids(batch["input_ids"])  # on the host, before the batch goes to the device
+            self.truncated_sequences += truncated
+            return dict(batch)  # `_usable` copies the tensors before anything changes them
 
         return encode, len(texts)
+
+    def _tokenise(self, texts: list[str]) -> tuple[Batch, int]:
+        """(`input_ids` and `attention_mask` (b, l) of `texts`, right-padded, how many of them were truncated)."""
+        encoded = self.tokenizer(
+            texts, padding=True, padding_side="right", truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
+        batch = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+        return batch, self._count_truncated(texts, encoded["attention_mask"])
 
     def _count_truncated(self, texts: list[str], attention_mask: Int[torch.Tensor, "b l"]) -> int:
         """How many of a batch's texts `max_length` cut: those at the limit, tokenised again one token longer."""

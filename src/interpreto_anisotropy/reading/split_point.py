@@ -39,6 +39,7 @@ from .batching import TokenBatcher, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
 from .modes import eval_mode
 from .positions import PositionConvention, PositionScheme
+from .token_cache import TokenCache
 
 __all__ = [
     "SplitPoint",
@@ -385,12 +386,18 @@ class SplitPoint:
         return min(finite) if finite else 512
 
     def batcher(
-        self, *, batch_size: int | None = None, max_length: int | None = None, min_tokens: int = 1
+        self,
+        *,
+        batch_size: int | None = None,
+        max_length: int | None = None,
+        min_tokens: int = 1,
+        token_cache: TokenCache | None = None,
     ) -> TokenBatcher:
         """Right-aligned token batches for this model.
 
         `batch_size` defaults to the splitter's (else 8), `max_length` to `self.max_length`; the batcher checks both,
-        and refuses token ids beyond the model's input embedding (`TokenizerError` naming both sizes).
+        and refuses token ids beyond the model's input embedding (`TokenizerError` naming both sizes). With a
+        `token_cache`, texts its tokenizer has tokenised before are not tokenised again.
 
         Raises:
             InvalidInputError: A batch size or maximum length that is not a positive integer, or a maximum length
@@ -411,6 +418,7 @@ class SplitPoint:
             max_length=limit if max_length is None else max_length,
             min_tokens=min_tokens,
             vocab_size=self.vocab_size,
+            token_cache=token_cache,
         )
 
     def model_inputs(self, batch: Batch) -> Batch:

@@ -30,7 +30,6 @@ Examples:
 from __future__ import annotations
 
 import contextlib
-import gc
 import glob
 import numbers
 import os
@@ -653,10 +652,12 @@ def load_checkpoint(
 def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     """Loads a checkpoint for the duration of a `with` block, then frees it.
 
-    On exit the model's parameters and buffers are moved to the `meta` device (so their memory is released even if
-    names bound by `with ... as (model, tokenizer)` or an Interpreto wrapper still refer to the model), then
-    `gc.collect()` and, on CUDA, `torch.cuda.empty_cache()` run. A sweep that loads each checkpoint with `loaded`
-    holds one model in memory at a time. Do not use the model after the block.
+    On exit the model's parameters and buffers are moved to the `meta` device (so their memory is released at once,
+    even if names bound by `with ... as (model, tokenizer)`, an Interpreto wrapper or a reference cycle still refer
+    to the model), and on CUDA `torch.cuda.empty_cache()` returns the freed blocks. No `gc.collect()` runs: with the
+    weights gone, what a cycle may still hold is a few Python objects, and a full collection costs about a second
+    per checkpoint in a process holding half a million objects (docs/performance.md). A sweep that loads each
+    checkpoint with `loaded` holds one model in memory at a time. Do not use the model after the block.
 
     Args:
         checkpoint: The checkpoint to load.
@@ -689,7 +690,6 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
         with contextlib.suppress(Exception):
             model.to("meta")
         del model, tokenizer
-        gc.collect()
         if on_cuda and torch.cuda.is_available():
             torch.cuda.empty_cache()
 

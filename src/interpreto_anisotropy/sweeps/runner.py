@@ -38,7 +38,6 @@ from ..errors import (
     CheckpointError,
     ConfigMismatchError,
     DimensionMismatchError,
-    EmptyInputError,
     InvalidInputError,
     NonFiniteError,
     ResultsStoreError,
@@ -48,6 +47,7 @@ from ..errors import (
 )
 from ..probing.probe import GradientProbe
 from ..reading.activations import iter_located_token_activations
+from ..reading.token_cache import TokenCache
 from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
@@ -57,6 +57,7 @@ from .checkpoints import Checkpoint
 from .config import SweepConfig
 from .early_pool import EarlyPool
 from .eta import CheckpointTimer, estimate_line, seconds_per_checkpoint_of_rows
+from .fit_read import FitRead, FitReader
 from .freshness import TakenFingerprints, changed_early_steps, changed_steps
 from .prefetch import CheckpointPipeline, Fetched
 from .result import SweepResult, is_skipped
@@ -114,7 +115,6 @@ class CheckpointSweep:
         config = SweepConfig.make(config, **options)
         self.settings = SweepSettings(config, checkpoints, texts=texts, probe_texts=probe_texts)
         self.store = SweepStore(self.settings.results_dir)
-        self._token_counts: torch.Tensor | None = None
         self._fingerprints = TakenFingerprints()
         self._all_checkpoints: list[Checkpoint] = self.settings.checkpoints  # with those of earlier runs, once read
         self.announce: Callable[[str], None] | None = None
@@ -279,8 +279,15 @@ class CheckpointSweep:
             rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
             rank = distributed.rank() if by_checkpoint else 0
             mine = [batch[rank] if rank < len(batch) else None for batch in rounds]  # None: no turn this round
-            with self._fetching([*self._early_to_fit(), *(c for c in mine if c is not None)]):
-                self._run_rounds(rounds, mine, by_checkpoint=by_checkpoint, per_round=group)
+            # In one process, an early checkpoint's rows take their fit read from the reference pass's.
+            self._kept_steps = set() if distributed.is_distributed() else {checkpoint.step for checkpoint in todo}
+            self._kept_reads: dict[tuple[int, int | str], FitRead | AnisotropyError] = {}
+            self._token_cache = TokenCache()  # the texts' token ids, while the checkpoints share their tokenizer
+            try:
+                with self._fetching([*self._early_to_fit(), *(c for c in mine if c is not None)]):
+                    self._run_rounds(rounds, mine, by_checkpoint=by_checkpoint, per_round=group)
+            finally:
+                self._kept_reads.clear()
         if distributed.is_main_process():
             self._refresh_drift_to_previous()
 
@@ -472,6 +479,7 @@ class CheckpointSweep:
             autocast_dtype=self.settings.autocast_dtype,
             include_special=self.settings.include_special,
             call=self.settings.call,
+            token_cache=self._token_cache,
         )
 
     # ------------------------------------------------------------------ tangents
@@ -554,9 +562,14 @@ class CheckpointSweep:
                             f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
                             f"earlier checkpoints have {pool.dim}."
                         )
-                    for rows, *_ in self._activation_batches(splitter, sharded=streamed):
+                    own = self._fit_reader(splitter) if checkpoint.step in self._kept_steps else None
+                    for rows, ids, locations in self._activation_batches(splitter, sharded=streamed):
                         pool.add(rows)
+                        if own is not None:
+                            own.add_or_defer(rows, ids, locations)
                     pool.end_checkpoint()
+                    if own is not None:  # its rows, in the main loop, take this read
+                        self._kept_reads[(checkpoint.step, layer)] = own.kept()
                     if index == len(early) - 1:
                         info = {
                             "early_steps": [c.step for c in early],
@@ -601,15 +614,15 @@ class CheckpointSweep:
         *,
         writer: bool,
     ) -> list[dict[str, Any]]:
-        tangent = self._new_tangent(splitter)
-        sample, sample_ids, sample_locations = self._fit_and_sample(splitter, tangent)
+        read = self._fit_read(checkpoint, splitter, layer)
+        sample, sample_ids, sample_locations = read.on_device()
         d = sample.shape[1]
         if reference is not None and reference.dim != d:
             raise DimensionMismatchError(
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
-        own = tangent.subspace.replace(name="each", step=checkpoint.step)
+        own = read.subspace().replace(name="each", step=checkpoint.step)
         if writer:
             own.save(self.store.tangent_path(layer, checkpoint.step))
 
@@ -638,6 +651,7 @@ class CheckpointSweep:
             autocast_dtype=self.settings.autocast_dtype,
             include_special=self.settings.include_special,
             call=self.settings.call,
+            token_cache=self._token_cache,
         )
         seeds = {kind: _row_seed(self.settings.seed, checkpoint, splitter.split_point, kind) for kind in subspaces}
         results = probe.run(
@@ -665,46 +679,32 @@ class CheckpointSweep:
             rows.append(row)
         return rows
 
-    def _fit_and_sample(
-        self, splitter: ModelWithSplitPoints, tangent: TangentExplainer
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Fit `tangent` on the fit texts' activations; return the first `max_metric_tokens` rows (n, d), their ids
-        (n,) and locations (n, 2).
+    def _fit_reader(self, splitter: ModelWithSplitPoints) -> FitReader:
+        """A reader feeding a new own tangent at `splitter` and keeping the first `max_metric_tokens` rows."""
+        return FitReader(
+            self._new_tangent(splitter), streamed=self.settings.streams, max_sample=self.settings.max_metric_tokens
+        )
 
-        PCA streams the batches (memory flat in `max_fit_tokens`); the other methods need the pooled matrix.
+    def _fit_read(self, checkpoint: Checkpoint, splitter: ModelWithSplitPoints, layer: int | str) -> FitRead:
+        """The checkpoint's fit read at `layer`: kept from the reference pass, else read now.
+
+        Raises:
+            AnisotropyError: What the read raises (kept from the reference pass, raised at the checkpoint's turn).
         """
-        streamed = self.settings.streams
-        pooled: list[torch.Tensor] = []
-        sample: list[torch.Tensor] = []
-        sample_ids: list[torch.Tensor] = []
-        sample_locations: list[torch.Tensor] = []
-        n_sample = 0
+        kept = self._kept_reads.pop((checkpoint.step, layer), None)
+        if isinstance(kept, AnisotropyError):
+            raise kept
+        if kept is not None:
+            return kept
+        reader = self._fit_reader(splitter)
         for rows, ids, locations in self._activation_batches(splitter):
-            rows = rows.float()
-            if n_sample < self.settings.max_metric_tokens:
-                take = self.settings.max_metric_tokens - n_sample
-                sample.append(rows[:take])
-                sample_ids.append(ids[:take])
-                sample_locations.append(locations[:take])
-                n_sample += sample[-1].shape[0]
-            if streamed:
-                tangent.partial_fit(rows)
-            else:
-                pooled.append(rows)
-        if not sample:
-            raise EmptyInputError(
-                "No token activations were read: the fit texts are empty or hold only special tokens."
-            )
-        if not streamed:
-            tangent.fit(torch.cat(pooled))
-        return torch.cat(sample), torch.cat(sample_ids), torch.cat(sample_locations)
+            reader.add(rows, ids, locations)
+        return reader.finish()
 
     def _counts(self, tokenizer: Any) -> torch.Tensor:
-        if self._token_counts is None or self._token_counts.numel() < len(tokenizer):
-            self._token_counts = metrics.count_token_frequencies(
-                self.settings.fit_texts + self.settings.probe_texts, tokenizer
-            )
-        return self._token_counts
+        """How often each token id occurs in the fit and probe texts, by this checkpoint's tokenizer (V,)."""
+        texts = self.settings.fit_texts + self.settings.probe_texts
+        return self._token_cache.counts(tokenizer, texts, lambda: metrics.count_token_frequencies(texts, tokenizer))
 
     def _activation_metrics(
         self, splitter: ModelWithSplitPoints, sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace
