@@ -14,7 +14,7 @@
 # 1. train a toy model that saves Pythia-like checkpoints, and list them with `ia.checkpoints.local`;
 # 2. run a `CheckpointSweep` with the early reference tangent and a tangent refitted at each checkpoint;
 # 3. read the `SweepResult`: the energy and anisotropy shares over training;
-# 4. draw the figures (`table.plot()`) and write the HTML report (`table.report(...)`);
+# 4. draw the figures (`ia.plotting.plot_sweep(table)`) and write the HTML report (`ia.write_report(table, ...)`);
 # 5. resume a sweep.
 #
 # It runs offline on the CPU in well under a minute. For real Pythia checkpoints, see the
@@ -119,11 +119,11 @@ print("reference tangent:", reference.rank, "directions, fitted on steps", refer
 # %% [markdown]
 # ## 4. Figures and report
 #
-# `table.plot()` returns one matplotlib figure per topic; nothing is shown, so save them where you like. The
+# `ia.plotting.plot_sweep(table)` returns one matplotlib figure per topic; nothing is shown, so save them where you like. The
 # x axis is the training step on a symmetric-log scale, since checkpoints are log-spaced and step 0 must show.
 
 # %%
-figures = table.plot()
+figures = ia.plotting.plot_sweep(table)
 (OUT / "figures").mkdir(parents=True, exist_ok=True)
 for name, figure in figures.items():
     figure.savefig(OUT / "figures" / f"{name}.png", dpi=90)
@@ -141,11 +141,11 @@ print(sorted(figures))
 #
 # ![Delta IsoScore* over training](../images/tutorials/sweep_delta_isoscore.png)
 #
-# `table.report(folder)` writes all the figures, the table of rows and the settings into one self-contained HTML
+# `ia.write_report(table, folder)` writes all the figures, the table of rows and the settings into one self-contained HTML
 # page (no external files); [Reading the report](../how-to/reading-the-report.md) walks through it.
 
 # %%
-report = table.report(OUT / "report", title="Toy GPT-NeoX, 100 steps, layer 1")
+report = ia.write_report(table, OUT / "report", title="Toy GPT-NeoX, 100 steps, layer 1")
 print("report:", report)
 
 # %% [markdown]

@@ -48,6 +48,7 @@ from .tangents.explainers import (
 from .tangents.subspace import Subspace
 from .version import __version__
 from .visualizations import plotting
+from .visualizations.report import write_report
 
 __all__ = [
     "AnisotropyError",
@@ -94,5 +95,6 @@ __all__ = [
     "suites",
     "random_subspace_bases",
     "token_activations",
+    "write_report",
     "__version__",
 ]

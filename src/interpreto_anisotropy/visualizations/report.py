@@ -11,7 +11,7 @@
 - ``figures/<name>.png``: the same figures as files.
 - ``rows.csv``: the scalar columns of the rows (`SweepResult.to_csv`), and ``rows.columns.csv``: what each of
   those columns means (meaning, unit, formula, section of the docs), from the one table of column descriptions,
-  `interpreto_anisotropy.visualizations.columns.COLUMNS`, which also gives the page's header tooltips and its
+  `interpreto_anisotropy.commons.columns.COLUMNS`, which also gives the page's header tooltips and its
   column definitions.
 
 Every file is written to a temporary file in the same folder and then renamed over the old one, so a crash
@@ -20,7 +20,7 @@ rows finished so far) and can be rewritten as more checkpoints finish.
 
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
-    >>> write_report(table, "runs/toy/report")       # or table.report("runs/toy/report")
+    >>> write_report(table, "runs/toy/report")       # also ia.write_report
     PosixPath('runs/toy/report/index.html')
 """
 
@@ -35,12 +35,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..commons.columns import TANGENT_KINDS, describe
 from ..commons.files import write_atomically
 from ..errors import EmptyInputError, InvalidInputError
 from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
 from ..sweeps.verdict import curve_sentences, method_sentence, resolution_note, sweep_verdict
 from ..version import __version__
-from .columns import COLUMNS_CSV_FILE, TANGENT_KINDS, describe, write_column_notes
+from .columns import COLUMNS_CSV_FILE, write_column_notes
 from .markup import escape
 from .model_card import model_card, model_name
 from .top_tokens import TOP_TOKENS_STYLE, top_tokens_section
