@@ -367,9 +367,12 @@ def type_problem(row: Mapping[str, Any]) -> str | None:
     """
     for name, value in row.items():
         column = _BY_NAME.get(name)
-        if column is not None and not column.kind.accepts(value):
-            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-            return f"{name} {shown} is not {'an' if column.kind.value[0] in 'aeiou' else 'a'} {column.kind.value}"
+        if column is None or column.kind.accepts(value):
+            continue
+        if column.kind is Kind.REPORT:
+            return f"{name} is computed by the report, not a row field"
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        return f"{name} {shown} is not {'an' if column.kind.value[0] in 'aeiou' else 'a'} {column.kind.value}"
     return None
 
 
