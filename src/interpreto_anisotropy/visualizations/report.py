@@ -522,7 +522,7 @@ def _checkpoints_summary(checkpoints: Sequence[Any]) -> str:
 def _tooltip(column: str) -> str:
     description = describe(column)
     if description is None:
-        return f"{column}: no description yet (add it to COLUMNS in interpreto_anisotropy/visualizations/columns.py)"
+        return f"{column}: no description yet (add it to COLUMNS in interpreto_anisotropy/commons/columns.py)"
     return description.tooltip()
 
 
