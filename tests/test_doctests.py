@@ -21,6 +21,7 @@ import interpreto_anisotropy as ia
 PURE_MODULES = [
     "interpreto_anisotropy.cli",
     "interpreto_anisotropy.commons.accumulators",
+    "interpreto_anisotropy.commons.columns",
     "interpreto_anisotropy.commons.distributed",
     "interpreto_anisotropy.commons.files",
     "interpreto_anisotropy.commons.host_reads",
@@ -33,6 +34,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.metrics.isotropy",
     "interpreto_anisotropy.metrics.manifold",
     "interpreto_anisotropy.probing.anisotropy",
+    "interpreto_anisotropy.probing.finding",
     "interpreto_anisotropy.probing.intervals",
     "interpreto_anisotropy.probing.masking",
     "interpreto_anisotropy.probing.objectives",

@@ -5,7 +5,9 @@
 
 * Only `reading/split_point.py` reads a splitter's `._model` or registers a hook on a module: everything else goes
   through `SplitPoint` (the RoBERTa position-id bug lived in duplicated model plumbing).
-* The graph of imports between the package's modules (at import time, and inside functions) has no cycle.
+* The graph of imports between the package's modules (at import time, and inside functions) has no cycle, nor has
+  the graph of imports between its subpackages (``sweeps`` -> ``probing`` -> ``sweeps`` would be one even without a
+  cycle of modules); the sweeps never import the visualizations, which take the sweep's table.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def test_only_the_seam_touches_the_model(module):
     assert not _model_plumbing(path), f"{module} touches the model outside the seam: {_model_plumbing(path)}"
 
 
-def _imports(module: str, path: Path) -> set[str]:
-    """The package modules `module` imports (relative and absolute, at any depth; `if TYPE_CHECKING:` aside)."""
+def _imports(module: str, path: Path, *, typing_too: bool = False) -> set[str]:
+    """The package modules `module` imports (relative and absolute, at any depth; `if TYPE_CHECKING:` aside unless
+    `typing_too`)."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     known = set(_modules())
     found = set()
@@ -60,7 +63,7 @@ def _imports(module: str, path: Path) -> set[str]:
         for child in ast.walk(statement)
     }
     for node in ast.walk(tree):
-        if id(node) in typing_only:  # annotations only: never run
+        if id(node) in typing_only and not typing_too:  # annotations only: never run
             continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -82,9 +85,23 @@ def _imports(module: str, path: Path) -> set[str]:
     return found
 
 
-def internal_import_graph() -> dict[str, set[str]]:
+def internal_import_graph(*, typing_too: bool = False) -> dict[str, set[str]]:
     """Module -> the package modules it imports."""
-    return {module: _imports(module, path) for module, path in _modules().items()}
+    return {module: _imports(module, path, typing_too=typing_too) for module, path in _modules().items()}
+
+
+def _layer(module: str) -> str:
+    """The subpackage of a module ("interpreto_anisotropy.sweeps"), or the top-level module itself."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or (PACKAGE / parts[-1]).is_dir() else module
+
+
+def subpackage_graph(*, typing_too: bool = False) -> dict[str, set[str]]:
+    """Subpackage (or top-level module) -> those it imports, every import of its modules counted."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in internal_import_graph(typing_too=typing_too).items():
+        graph.setdefault(_layer(module), set()).update(_layer(target) for target in targets)
+    return {layer: targets - {layer} for layer, targets in graph.items()}
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -131,3 +148,23 @@ def test_no_module_imports_the_package_top_level():
         if "interpreto_anisotropy" in targets and module != "interpreto_anisotropy"
     ]
     assert not upward, f"modules importing the package's __init__ (an upward import): {upward}"
+
+
+def test_no_import_cycle_between_subpackages():
+    graph = subpackage_graph(typing_too=True)
+    assert {"interpreto_anisotropy.probing", "interpreto_anisotropy.commons"} <= graph["interpreto_anisotropy.sweeps"]
+    graph = {layer: targets - {"interpreto_anisotropy"} for layer, targets in graph.items()}  # the upward test's
+    cycle = _cycle(graph)
+    assert cycle is None, f"import cycle between subpackages: {' -> '.join(cycle)}"
+
+
+def test_the_sweeps_do_not_import_the_visualizations():
+    reached = {
+        f"{module} -> {target}"
+        for module, targets in internal_import_graph(typing_too=True).items()
+        if module.startswith("interpreto_anisotropy.sweeps.")
+        for target in targets
+        if target.startswith("interpreto_anisotropy.visualizations")
+    }
+    assert not reached, f"the figures and the report take a SweepResult; nothing in sweeps/ imports them: {reached}"
+    assert "interpreto_anisotropy.sweeps" in subpackage_graph()["interpreto_anisotropy.visualizations"]

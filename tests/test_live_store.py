@@ -22,7 +22,7 @@ import interpreto_anisotropy as ia
 from interpreto_anisotropy.commons import files
 from interpreto_anisotropy.errors import ResultsStoreError
 from interpreto_anisotropy.live.store import LiveStore
-from interpreto_anisotropy.sweeps.result import ROWS_FILE
+from interpreto_anisotropy.sweeps.rows_file import ROWS_FILE
 from interpreto_anisotropy.sweeps.store import SweepStore
 
 CONFIG = {"live": True, "n_controls": 3}

@@ -196,7 +196,7 @@ def test_rows_on_disk_are_a_sweep_result(gpt_neox_training_model, texts, tmp_pat
     table = ia.SweepResult.load(results_dir)
     assert table.rows == json.loads(json.dumps(rows)) and {row["source"] for row in table.rows} == {"live"}
     assert (results_dir / "reference" / "1.safetensors").exists()
-    assert table.report(tmp_path / "report").exists()
+    assert ia.write_report(table, tmp_path / "report").exists()
     # A resumed run keeps the rows before its start step and replaces the later ones.
     resumed = ia.TrainingProbe(
         model, 1, tokenizer=tokenizer, nb_concepts=K, early_steps=1, results_dir=results_dir, start_step=2

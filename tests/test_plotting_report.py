@@ -27,7 +27,8 @@ from matplotlib.text import Text
 from interpreto_anisotropy import plotting
 from interpreto_anisotropy.cli import main
 from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError, ResultsStoreError
-from interpreto_anisotropy.sweeps.result import SweepResult, sort_rows
+from interpreto_anisotropy.sweeps.result import SweepResult
+from interpreto_anisotropy.sweeps.rows_file import sort_rows
 from interpreto_anisotropy.visualizations.report import write_report
 
 STEPS = [0, 1, 2, 8, 20]
@@ -171,7 +172,7 @@ def test_plot_sweep_returns_every_figure(result, figures):
     assert len(figures["isotropy"].axes) == 6
     assert len(figures["loss"].axes) == 1
     # the same functions are public
-    assert isinstance(result.plot()["energy"], Figure)
+    assert isinstance(plotting.plot_sweep(result)["energy"], Figure)
 
 
 def kind_panel(figure: Figure, split: str, tangent: str):
@@ -345,7 +346,7 @@ def rows_table(page: str) -> str:
 @pytest.fixture(scope="module")
 def report(result, tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("report") / "nested" / "report"
-    path = result.report(out_dir, title="Toy sweep <b>report</b>", dpi=40)
+    path = write_report(result, out_dir, title="Toy sweep <b>report</b>", dpi=40)
     return path, path.read_text()
 
 
@@ -491,7 +492,7 @@ def test_the_multiple_testing_paragraph_and_the_finding_count_over_the_declared_
 
     rows = [{**row, "p_value": (i % 9) / 40} for i, row in enumerate(make_rows())]  # some pass, some do not
     config = {"family": "all", "correction": "bh", "level": 0.1}
-    page = SweepResult(rows, config).report(tmp_path / "report", dpi=20).read_text()
+    page = write_report(SweepResult(rows, config), tmp_path / "report", dpi=20).read_text()
     p = [row["p_value"] for row in rows]  # one family: every row
     survivors = {
         name: int(sum(adjusted <= 0.1)) for name, adjusted in (("holm", holm(p)), ("bh", benjamini_hochberg(p)))
@@ -517,10 +518,10 @@ def test_the_multiple_testing_paragraph_and_the_finding_count_over_the_declared_
 def test_the_report_lists_skipped_checkpoints_and_why(tmp_path):
     skipped = [{"step": 7, "split_point": "1", "tangent": "early", "skipped": "CheckpointError: <NaN> weights"}]
     table = SweepResult(make_rows(), {}, None, skipped)
-    page = table.report(tmp_path / "report", dpi=30).read_text()
+    page = write_report(table, tmp_path / "report", dpi=30).read_text()
     section = page[page.index("<h2>Skipped checkpoints</h2>") :]
     assert "step 7, split point 1, early: CheckpointError: &lt;NaN&gt; weights" in section
-    assert "Skipped checkpoints" not in SweepResult(make_rows()).report(tmp_path / "plain", dpi=30).read_text()
+    assert "Skipped checkpoints" not in write_report(SweepResult(make_rows()), tmp_path / "plain", dpi=30).read_text()
 
 
 def test_buckets_figure_matches_rows(result, figures):
@@ -539,7 +540,7 @@ def test_buckets_figure_matches_rows(result, figures):
 
 def test_the_report_says_when_the_p_value_floor_is_too_coarse_for_holm(tmp_path):
     rows = [{**row, "p_value": 1 / (R + 1)} for row in make_rows()]
-    page = SweepResult(rows).report(tmp_path / "report", dpi=30).read_text()
+    page = write_report(SweepResult(rows), tmp_path / "report", dpi=30).read_text()
     curve = len([row for row in rows if (row["split_point"], row["tangent"]) == (SPLITS[0], TANGENTS[0])])
     if curve / (R + 1) > 0.05:
         assert f"ask for n_controls={math.ceil(curve / 0.05) - 1} or more" in page

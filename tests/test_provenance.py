@@ -19,7 +19,7 @@ import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import ResultsStoreError
 from interpreto_anisotropy.sweeps import provenance
 from interpreto_anisotropy.sweeps.provenance import PROVENANCE_FILE, read_provenance, versions_of_rows
-from interpreto_anisotropy.sweeps.result import row_key
+from interpreto_anisotropy.sweeps.rows_file import row_key
 from interpreto_anisotropy.visualizations import report
 
 pytestmark = pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
@@ -61,7 +61,7 @@ def test_a_resume_under_another_version_is_not_refused_and_the_report_flags_it(f
         (metadata.version("interpreto-anisotropy"), len(lines) - 2),
         ("99.0", 2),
     ]
-    page = table.report(tmp_path / "report").read_text()
+    page = ia.write_report(table, tmp_path / "report").read_text()
     software = page[page.index("<h2>Software</h2>") :]
     assert "The rows come from 2 different software versions" in software
     assert f"{len(lines) - 2} rows: interpreto-anisotropy {metadata.version('interpreto-anisotropy')}" in software

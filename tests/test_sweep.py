@@ -211,9 +211,9 @@ def test_default_n_random_lets_holm_pass(decoder_sweep):
 
 def test_report_and_plots_of_the_sweep(decoder_sweep, tmp_path):
     _, table = decoder_sweep
-    figures = table.plot()
+    figures = ia.plotting.plot_sweep(table)
     assert {"energy", "energy_ratio", "delta_isoscore", "isotropy", "drift"} <= set(figures)
-    page = table.report(tmp_path / "report")
+    page = ia.write_report(table, tmp_path / "report")
     assert page.exists() and "data:image/png;base64" in page.read_text()
     csv = table.to_csv(tmp_path / "rows.csv").read_text().splitlines()
     assert len(csv) == len(table) + 1 and "energy_share" in csv[0]
@@ -257,7 +257,7 @@ _KILLABLE = textwrap.dedent(
     torch.set_num_threads(int(sys.argv[2]))  # as in the test process: float32 reductions depend on the threads
     args = json.loads(sys.argv[1])
     table = ia.CheckpointSweep(args.pop("pattern"), **args).run()
-    table.report(args["results_dir"] + "/report")
+    ia.write_report(table, args["results_dir"] + "/report")
     """
 )
 N_KILLS = 10

@@ -148,7 +148,7 @@ def test_the_masked_models_locations_count_its_special_tokens(masked):
 
 def test_the_report_shows_the_top_tokens_of_the_last_checkpoint(causal, tmp_path):
     results_dir, table, checkpoints = causal
-    page = table.report(tmp_path / "report").read_text()
+    page = ia.write_report(table, tmp_path / "report").read_text()
     section = page[page.index('<h2 id="top-tokens">') : page.index("<h2>Rows</h2>")]
     assert f"checkpoint at step {checkpoints[-1].step}" in section
     saved = table.top_tokens(1)

@@ -236,7 +236,7 @@ class _Sections(html.parser.HTMLParser):
 
 def test_the_reports_first_section_is_the_finding(tmp_path):
     rows = make_rows()
-    page = SweepResult(rows, {"n_random": 999}).report(tmp_path / "report", dpi=20).read_text()
+    page = ia.write_report(SweepResult(rows, {"n_random": 999}), tmp_path / "report", dpi=20).read_text()
     parser = _Sections()
     parser.feed(page)
     assert parser.order[0] == "Finding", parser.order[:5]

@@ -14,7 +14,7 @@
 # 1. train a toy model that saves Pythia-like checkpoints, and list them with `ia.checkpoints.local`;
 # 2. run a `CheckpointSweep` with the early reference tangent and a tangent refitted at each checkpoint;
 # 3. read the `SweepResult`: the energy and anisotropy shares over training;
-# 4. draw the figures (`table.plot()`) and write the HTML report (`table.report(...)`);
+# 4. draw the figures (`ia.plotting.plot_sweep(table)`) and write the HTML report (`ia.write_report(table, ...)`);
 # 5. resume a sweep.
 #
 # It runs offline on the CPU in well under a minute. For real Pythia checkpoints, see the
@@ -88,8 +88,9 @@ print(table.summary_table())
 # ## 3. Reading the result
 #
 # A `SweepResult` is a list of rows, one per (checkpoint, split point, tangent), each holding every `ProbeResult`
-# field by name plus the activations' isotropy and the tangent's drift. `select` keeps some rows; `column` reads
-# one field.
+# field by name plus the activations' isotropy and the tangent's drift ([every column](../columns.md)).
+# `select` keeps the rows whose columns hold the values given (`table.select(tangent="early", step=[0, 20])`,
+# any column); `column` reads one field; `to_frame()` is the pandas DataFrame of the rows.
 
 # %%
 early = table.select(tangent="early")
@@ -107,8 +108,8 @@ for row in early.rows:
 # - **dIso\*_T** is ΔIsoScore\*: how much more isotropic the gradients become once the tangent is removed.
 # - **IsoScore(h)** is the isotropy of the activations themselves.
 #
-# [Concepts](../concepts.md) defines each of them. `table.to_csv(path)` and `table.to_frame()` (with pandas)
-# export the scalar columns; the files of the sweep are in `results_dir`: `config.json`, `rows.jsonl` (one JSON
+# [Concepts](../concepts.md) defines each of them. `table.to_csv(path)` writes the scalar columns, `table.to_frame()`
+# gives them all to pandas; the files of the sweep are in `results_dir`: `config.json`, `rows.jsonl` (one JSON
 # object a row), the reference subspace and each checkpoint's own tangent.
 
 # %%
@@ -119,11 +120,11 @@ print("reference tangent:", reference.rank, "directions, fitted on steps", refer
 # %% [markdown]
 # ## 4. Figures and report
 #
-# `table.plot()` returns one matplotlib figure per topic; nothing is shown, so save them where you like. The
-# x axis is the training step on a symmetric-log scale, since checkpoints are log-spaced and step 0 must show.
+# `ia.plotting.plot_sweep(table)` returns one matplotlib figure per topic; nothing is shown, so save them where
+# you like. The x axis is the training step on a symmetric-log scale, since checkpoints are log-spaced and step 0 must show.
 
 # %%
-figures = table.plot()
+figures = ia.plotting.plot_sweep(table)
 (OUT / "figures").mkdir(parents=True, exist_ok=True)
 for name, figure in figures.items():
     figure.savefig(OUT / "figures" / f"{name}.png", dpi=90)
@@ -141,11 +142,11 @@ print(sorted(figures))
 #
 # ![Delta IsoScore* over training](../images/tutorials/sweep_delta_isoscore.png)
 #
-# `table.report(folder)` writes all the figures, the table of rows and the settings into one self-contained HTML
-# page (no external files); [Reading the report](../how-to/reading-the-report.md) walks through it.
+# `ia.write_report(table, folder)` writes all the figures, the table of rows and the settings into one
+# self-contained HTML page (no external files); [Reading the report](../how-to/reading-the-report.md) walks through it.
 
 # %%
-report = table.report(OUT / "report", title="Toy GPT-NeoX, 100 steps, layer 1")
+report = ia.write_report(table, OUT / "report", title="Toy GPT-NeoX, 100 steps, layer 1")
 print("report:", report)
 
 # %% [markdown]

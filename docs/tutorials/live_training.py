@@ -179,9 +179,9 @@ figure.savefig(OUT / "figures" / "live_vs_sweep.png", dpi=110)
 #
 # ![Live energy share at every step next to the post-hoc sweep of the saved checkpoints](../images/tutorials/live_vs_sweep.png)
 #
-# `live.report(folder)` writes the usual HTML report of the live rows, and the callback wrote one at the end of
-# training in `live/report/`; `swept.report(folder, live=live)` writes the sweep's report with the live curve drawn
-# next to it (as `make demo` does; on the command line, `interpreto-anisotropy report SWEEP_DIR --live LIVE_DIR`).
+# `ia.write_report(live, folder)` writes the usual HTML report of the live rows, and the callback wrote one at
+# the end of training in `live/report/`; `ia.write_report(swept, folder, live=live)` writes the sweep's report
+# with the live curve drawn next to it (as `make demo` does; on the command line, `interpreto-anisotropy report SWEEP_DIR --live LIVE_DIR`).
 # To probe every step in a long run, raise `every` (a window every 10 steps costs
 # about 0.6 % of a step of a d=256 model) and keep the same figures.
 

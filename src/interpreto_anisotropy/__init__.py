@@ -60,6 +60,7 @@ _NAMES = {
     ],
     ".tangents.subspace": ["Subspace"],
     ".version": ["__version__"],
+    ".visualizations.report": ["write_report"],
 }
 _LOCATION = {name: module for module, names in _NAMES.items() for name in names}
 
@@ -114,6 +115,7 @@ if TYPE_CHECKING:  # the names as static tools see them
     from .tangents.subspace import Subspace
     from .version import __version__
     from .visualizations import plotting
+    from .visualizations.report import write_report
 
 __all__ = [
     "AnisotropyError",
@@ -163,4 +165,5 @@ __all__ = [
     "random_subspace_bases",
     "token_activations",
     "__version__",
+    "write_report",
 ]

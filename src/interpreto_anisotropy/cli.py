@@ -590,6 +590,7 @@ def sweep_config(args: argparse.Namespace) -> SweepConfig:
 def _run_sweep(args: argparse.Namespace) -> int:
     from .commons import distributed
     from .sweeps.runner import CheckpointSweep
+    from .visualizations.report import write_report
 
     distributed.init_from_environment()  # a no-op unless launched by torchrun with several processes
 
@@ -605,7 +606,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     if distributed.is_main_process():
         print(table.summary_table())
         if not args.no_report:
-            print(f"report: {table.report(Path(config.results_dir) / 'report')}")
+            print(f"report: {write_report(table, Path(config.results_dir) / 'report')}")
         print(f"\n{table.summary()}")  # the verdict last: what a reader sees when the command returns
     return 0
 
@@ -615,6 +616,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     from .sweeps.result import SweepResult
     from .sweeps.runner import CheckpointSweep
     from .tangents.controls import check_control_room
+    from .visualizations.report import write_report
 
     check_control_room(args.nb_concepts, DEMO_HIDDEN_SIZE, option="--nb-concepts")  # before training, not after
     start = time.perf_counter()
@@ -668,7 +670,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     )
     table = sweep.run()
     print("[3/3] writing the report (the sweep, and the live curve next to it)")
-    report = table.report(out / "report", live=live_rows if live_rows.rows else None)
+    report = write_report(table, out / "report", live=live_rows if live_rows.rows else None)
     print(table.summary_table())
     print(f"\nreport: {report}\nwall time: {time.perf_counter() - start:.0f} s")
     print(f"\n{table.summary()}")
@@ -677,11 +679,12 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def _run_report(args: argparse.Namespace) -> int:
     from .sweeps.result import SweepResult
+    from .visualizations.report import write_report
 
     table = SweepResult.load(args.dir)
     live = SweepResult.load(args.live) if args.live else None
     print(table.summary_table())
-    print(f"report: {table.report(args.out or Path(args.dir) / 'report', live=live)}")
+    print(f"report: {write_report(table, args.out or Path(args.dir) / 'report', live=live)}")
     print(f"\n{table.summary()}")
     return 0
 

@@ -28,6 +28,7 @@ from ..commons import distributed
 from ..errors import InvalidInputError
 from ..sweeps.result import SweepResult
 from .options import LiveConfig
+from ..visualizations.report import write_report
 from .probe import TrainingProbe
 
 __all__ = ["AnisotropyCallback"]
@@ -159,4 +160,4 @@ class AnisotropyCallback(TrainerCallback):
             return
         self.probe.detach()
         if self.report_dir is not False and self.probe.rows and distributed.is_main_process():
-            SweepResult.load(self.results_dir).report(self.report_dir)
+            write_report(SweepResult.load(self.results_dir), self.report_dir)

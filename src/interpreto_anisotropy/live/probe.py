@@ -27,7 +27,8 @@ from ..errors import InvalidInputError, NonFiniteError, ResultsStoreError, Split
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
 from ..reading.batching import special_token_ids
 from ..reading.split_point import TrainingCapture, TrainingRead, resolve_split_point, splitter_model
-from ..sweeps.result import SweepResult, sort_rows
+from ..sweeps.result import SweepResult
+from ..sweeps.rows_file import sort_rows
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent
 from .point import LivePoint, Statistics
@@ -75,7 +76,7 @@ class TrainingProbe:
         ...         model(**batch).loss.backward()
         ...         optimizer.step(); optimizer.zero_grad()
         ...         probe.step()
-        >>> ia.SweepResult.load("runs/live").report("runs/live/report")  # doctest: +SKIP
+        >>> ia.write_report(ia.SweepResult.load("runs/live"), "runs/live/report")  # doctest: +SKIP
     """
 
     def __init__(

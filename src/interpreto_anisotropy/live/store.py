@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from ..commons import distributed
+from ..commons.columns import row_line
 from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
 from ..errors import ConfigMismatchError, ResultsStoreError, TrainingProbeError
-from ..sweeps.result import CONFIG_FILE, ROWS_FILE, read_config
+from ..sweeps.rows_file import CONFIG_FILE, ROWS_FILE, read_config
 from ..sweeps.store import SweepStore
 from ..tangents.subspace import Subspace
 from .options import LiveTangent
@@ -119,7 +120,7 @@ class LiveStore:
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         """Queue rows (a closed window's) and append them if `flush_seconds` have passed since the last write."""
-        self._pending += "".join(json.dumps(row) + "\n" for row in rows)
+        self._pending += "".join(map(row_line, rows))
         self.flush()
 
     def flush(self, *, force: bool = False) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..tangents.controls import p_value
+from .finding import probe_lines
 
 __all__ = ["ProbeResult"]
 
@@ -269,8 +270,6 @@ class ProbeResult:
                 f"{self.anisotropy_p_value_exact:.3f}",
             ),
         ]
-        from ..sweeps.verdict import probe_lines  # the finding's words, shared with a sweep's verdict
-
         width = max(len(label) for label, _ in rows)
         title = f"ProbeResult {self.name!r} ({self.method}, {self.objective}, split point {self.split_point})"
         finding = [f"  {line}" for line in probe_lines(vars(self))]

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .result import is_skipped
+from .rows_file import is_skipped
 
 __all__ = ["CheckpointTimer", "estimate_line", "seconds_per_checkpoint_of_rows"]
 

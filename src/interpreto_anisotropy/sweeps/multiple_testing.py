@@ -25,11 +25,12 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.stats import false_discovery_control
 
 from ..errors import InvalidInputError
@@ -72,14 +73,19 @@ class Family(str, Enum):
     TANGENT = "tangent"
     ALL = "all"
 
-    def key(self, row: dict[str, Any]) -> tuple[str, ...]:
-        """The family a row belongs to."""
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The row fields whose values name a row's family (none: one family)."""
         return {
-            Family.SPLIT_POINT_AND_TANGENT: (str(row.get("split_point")), str(row.get("tangent"))),
-            Family.SPLIT_POINT: (str(row.get("split_point")),),
-            Family.TANGENT: (str(row.get("tangent")),),
+            Family.SPLIT_POINT_AND_TANGENT: ("split_point", "tangent"),
+            Family.SPLIT_POINT: ("split_point",),
+            Family.TANGENT: ("tangent",),
             Family.ALL: (),
         }[self]
+
+    def key(self, row: Mapping[str, Any]) -> tuple[str, ...]:
+        """The family a row belongs to."""
+        return tuple(str(row.get(name)) for name in self.columns)
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -121,12 +127,16 @@ def _checked(p_values: Sequence[float]) -> np.ndarray:
 
 
 def adjust(
-    rows: Sequence[dict[str, Any]], *, column: str, correction: Correction | str, family: Family | str
+    rows: Sequence[Mapping[str, Any]] | pd.DataFrame,
+    *,
+    column: str,
+    correction: Correction | str,
+    family: Family | str,
 ) -> list[float | None]:
-    """Adjusted p-values of some rows, family by family.
+    """Adjusted p-values of some rows, family by family (a pandas groupby over the family's columns).
 
     Args:
-        rows: Sweep rows.
+        rows: Sweep rows, or their DataFrame (`SweepResult.to_frame`).
         column: The p-value field to adjust ("p_value", "p_value_exact", ...).
         correction: `Correction` or its value.
         family: `Family` or its value.
@@ -140,16 +150,27 @@ def adjust(
     """
     correction, family = _enum(Correction, correction, "correction"), _enum(Family, family, "family")
     method = holm if correction is Correction.HOLM else benjamini_hochberg
-    adjusted: list[float | None] = [None] * len(rows)
-    families: dict[tuple[str, ...], list[int]] = {}
-    for index, row in enumerate(rows):
-        value = row.get(column)
-        if isinstance(value, (int, float)) and np.isfinite(value):
-            families.setdefault(family.key(row), []).append(index)
-    for indices in families.values():
-        for index, value in zip(indices, method([rows[i][column] for i in indices]), strict=True):
-            adjusted[index] = float(value)
-    return adjusted
+    frame = rows.reset_index(drop=True) if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if column not in frame:
+        return [None] * len(frame)
+    p = frame[column].map(_finite_or_nan).astype(np.float64).dropna()
+    cells = [frame[name] if name in frame else pd.Series(None, index=frame.index) for name in family.columns]
+    members = [cell.loc[p.index].map(_family_name) for cell in cells] or [np.zeros(len(p))]
+    adjusted = p.groupby(members, sort=False).transform(method) if len(p) else p
+    values: list[float | None] = [None] * len(frame)
+    for index, value in adjusted.items():
+        values[index] = float(value)
+    return values
+
+
+def _finite_or_nan(value: Any) -> float:
+    """A p-value cell as a float: NaN for what holds no finite number (None, text, NaN, inf)."""
+    return float(value) if isinstance(value, (int, float)) and np.isfinite(value) else np.nan
+
+
+def _family_name(value: Any) -> str:
+    """A family column's cell as `Family.key` names it (a missing cell reads "None", as `row.get` gives)."""
+    return "None" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
 def _enum(kind: type[Enum], value: Any, name: str) -> Any:

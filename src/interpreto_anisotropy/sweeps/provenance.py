@@ -50,7 +50,7 @@ Key = tuple[int, str, str]
 
 
 def _key(row: dict[str, Any]) -> Key:
-    """A row's (step, split point as given, tangent kind), as `sweeps.result.row_key` (which imports nothing here)."""
+    """A row's (step, split point as given, tangent kind), as `sweeps.rows_file.row_key` (which imports nothing here)."""
     return int(row["step"]), str(row["layer"]), str(row.get("tangent", "early"))
 
 

@@ -1,52 +1,38 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""`SweepResult`: the table a checkpoint sweep produces, one row per (checkpoint, split point, tangent).
+"""`SweepResult`: the table a checkpoint sweep (or a live probe) produces, one row per (checkpoint, split point,
+tangent), read as a pandas DataFrame.
 
-Row schema (every row is a flat JSON object; lists only for the per-control arrays):
-
-- identity: ``step`` (int), ``checkpoint`` (name, e.g. "step-20"), ``source``, ``revision``,
-  ``split_point`` (module path), ``tangent`` ("early": the reference fitted on early checkpoints;
-  "each": refitted on this checkpoint; "given": a user subspace);
-- every `ProbeResult` field by name (``energy_share``, ``control_energy_shares``, ``p_value``, ...);
-- ``activation_*``: `ia.metrics.summary` of the checkpoint's activations on the fit texts;
-- ``freq_distance_pearson``, ``freq_distance_spearman``, ``freq_distance_p_value``, ``freq_distance_n``:
-  correlation between log token frequency and distance to the activation centroid;
-- ``on_manifold_entropy``: Kozachenko-Leonenko entropy of the activations' coordinates in the tangent;
-- ``drift_reference_mean_angle`` / ``_max_angle`` and ``drift_previous_mean_angle`` / ``_max_angle``: principal
-  angles (radians) between this checkpoint's own tangent and the reference / the previous checkpoint's
-  (None for the first checkpoint);
-- ``wall_seconds``: time spent on the checkpoint;
-- ``fingerprint``: the checkpoint's content fingerprint (`sweeps.fingerprints`), which a resume checks.
-
-A checkpoint skipped by a sweep with ``skip_bad_checkpoints=True`` has rows with its identity and ``skipped`` (why)
-only; `SweepResult` keeps them apart, in ``skipped``.
+The rows are the lines of ``rows.jsonl`` as written (`interpreto_anisotropy.sweeps.rows_file`); what each column
+holds, in which unit, is declared once in `interpreto_anisotropy.commons.columns.COLUMNS` (and in docs/columns.md).
+Identity columns: ``step``, ``checkpoint``, ``source``, ``revision``, ``layer`` (the split point as given),
+``split_point`` (its module path), ``tangent`` ("early", "each", "given"; "refit" in a live probe's rows); then
+every `ProbeResult` field, the activations' metrics, drift angles and bookkeeping. The figures and the report take
+a `SweepResult` (`interpreto_anisotropy.visualizations.plotting.plot_sweep`,
+`interpreto_anisotropy.visualizations.report.write_report`); nothing here draws.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
-import warnings
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from ..commons.columns import describe
 from ..commons.files import write_atomically
-from ..commons.json_files import load_json, parse_json, read_text, read_whole_lines
-from ..errors import CheckpointError, EmptyInputError, InvalidInputError, ResultsStoreError
+from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from .multiple_testing import Correction, adjust
+from .rows_file import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, sort_rows
 from .token_files import read_top_tokens, saved_steps
 
-__all__ = ["SweepResult", "ROWS_FILE", "CONFIG_FILE", "is_skipped"]
-
-#: The rows of a sweep, one JSON object a line, in its results directory.
-ROWS_FILE = "rows.jsonl"
-#: The settings of a sweep (what a resume must match), in its results directory.
-CONFIG_FILE = "config.json"
+__all__ = ["SweepResult"]
 
 
 @dataclass
@@ -54,14 +40,15 @@ class SweepResult:
     """The rows of a checkpoint sweep and the settings that produced them.
 
     Attributes:
-        rows: One dict per (checkpoint, split point, tangent), sorted by step (schema in the module docstring).
+        rows: One dict per (checkpoint, split point, tangent), sorted by step, as in ``rows.jsonl``.
         config: The sweep's settings (as in ``config.json``).
         results_dir: Where the sweep wrote its files, if anywhere.
         skipped: The rows of checkpoints the sweep skipped (identity and ``skipped``: why), sorted by step.
 
     Examples:
         >>> table = ia.SweepResult.load("runs/toy/sweep")
-        >>> table.column("energy_ratio")
+        >>> table.select(tangent="early", step=[0, 20]).to_frame()[["step", "energy_ratio"]]
+        >>> table.adjusted("holm").column("p_value_exact_holm")
     """
 
     rows: list[dict[str, Any]]
@@ -69,23 +56,45 @@ class SweepResult:
     results_dir: Path | None = None
     skipped: list[dict[str, Any]] = field(default_factory=list)
 
-    # ------------------------------------------------------------------ access
     def __len__(self) -> int:
         return len(self.rows)
 
-    def select(self, *, tangent: str | None = None, split_point: int | str | None = None) -> SweepResult:
-        """The rows of one tangent kind and/or one split point, as a new `SweepResult`.
+    def to_frame(self) -> pd.DataFrame:
+        """The rows as a DataFrame: one line per row, in order; a column per field, first-seen order (NaN where a
+        row lacks a field; per-control lists stay lists)."""
+        return pd.DataFrame(self.rows, index=pd.RangeIndex(len(self.rows)))
 
-        A split point is named by its module path (the rows' `split_point`, e.g. "gpt_neox.layers.1") or by the
-        label the sweep was given (the rows' `layer`, e.g. 1): both name the same rows.
+    def select(self, **columns: Any) -> SweepResult:
+        """The rows whose columns hold the values given, as a new `SweepResult`.
+
+        Args:
+            **columns: Column name to the value wanted, or to several (a list, tuple, set or range: any of them);
+                None selects on nothing. A split point is named by its module path (the rows' `split_point`, e.g.
+                "gpt_neox.layers.1") or by the label the sweep was given (the rows' `layer`, e.g. 1).
+
+        Raises:
+            InvalidInputError: A column that neither the rows nor the row schema have.
+
+        Examples:
+            >>> table.select(split_point=1, tangent="early", step=range(0, 100))  # doctest: +SKIP
         """
-        rows = [
-            row
-            for row in self.rows
-            if (tangent is None or row.get("tangent") == tangent)
-            and (split_point is None or str(split_point) in (str(row.get("split_point")), str(row.get("layer"))))
-        ]
-        return SweepResult(rows, self.config, self.results_dir, self.skipped)
+        frame, keep = self.to_frame(), pd.Series(True, index=pd.RangeIndex(len(self.rows)))
+        for name, wanted in columns.items():
+            if wanted is None:
+                continue
+            values = list(wanted) if isinstance(wanted, (list, tuple, set, range)) else [wanted]
+            if name == "split_point":  # by path or by label, compared as text
+                names = [column for column in ("split_point", "layer") if column in frame]
+                keep &= frame[names].astype(str).isin([str(value) for value in values]).any(axis=1)
+            elif name in frame:
+                keep &= frame[name].isin(values)
+            elif describe(name) is None and self.rows:
+                raise InvalidInputError(
+                    f"select({name}=...): the rows have no column {name!r}; they have {', '.join(frame.columns)}."
+                )
+            else:  # a declared column these rows lack
+                keep &= False
+        return replace(self, rows=[row for row, kept in zip(self.rows, keep, strict=True) if kept])
 
     def adjusted(
         self, correction: str = "holm", *, family: str = "split_point_and_tangent", column: str | None = None
@@ -95,8 +104,8 @@ class SweepResult:
         Args:
             correction: "holm" (family-wise error rate) or "bh" (Benjamini-Hochberg, false discovery rate); see
                 `interpreto_anisotropy.sweeps.multiple_testing`.
-            family: Which rows are adjusted together: "split_point_and_tangent" (one curve over training),
-                "split_point", "tangent" or "all".
+            family: Which rows are adjusted together (a groupby over their columns): "split_point_and_tangent"
+                (one curve over training), "split_point", "tangent" or "all".
             column: The p-value field; by default "p_value_exact" when the rows have it, else "p_value".
 
         Returns:
@@ -107,13 +116,12 @@ class SweepResult:
         """
         if column is None:
             column = "p_value_exact" if any("p_value_exact" in row for row in self.rows) else "p_value"
-        values = adjust(self.rows, column=column, correction=correction, family=family)
+        values = adjust(self.to_frame(), column=column, correction=correction, family=family)
         name = f"{column}_{Correction(correction).value}"
-        rows = [{**row, name: value} for row, value in zip(self.rows, values, strict=True)]
-        return SweepResult(rows, self.config, self.results_dir, self.skipped)
+        return replace(self, rows=[{**row, name: value} for row, value in zip(self.rows, values, strict=True)])
 
     def column(self, name: str) -> list[Any]:
-        """The values of one field, row by row (None where a row lacks it)."""
+        """The values of one field, row by row, as written (None where a row lacks it)."""
         return [row.get(name) for row in self.rows]
 
     @property
@@ -134,12 +142,7 @@ class SweepResult:
     # ------------------------------------------------------------------ export
     def scalar_columns(self) -> list[str]:
         """Fields whose values are scalars in every row (the CSV columns), in first-seen order."""
-        names: dict[str, None] = {}
-        for row in self.rows:
-            for key, value in row.items():
-                if not isinstance(value, (list, dict)):
-                    names.setdefault(key, None)
-        return list(names)
+        return _scalar_columns(self.rows)
 
     def to_csv(self, path: str | Path) -> Path:
         """Write the scalar columns to a CSV file, atomically (per-control arrays are left to `to_json`).
@@ -147,13 +150,8 @@ class SweepResult:
         Returns:
             The path written.
         """
-        columns = self.scalar_columns()
-        text = io.StringIO(newline="")
-        writer = csv.DictWriter(text, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in self.rows:
-            writer.writerow({key: "" if row.get(key) is None else row.get(key) for key in columns})
-        return write_atomically(path, text.getvalue())
+        frame = pd.DataFrame(self.rows, columns=self.scalar_columns(), dtype=object)  # ints stay ints
+        return write_atomically(path, frame.to_csv(index=False, lineterminator="\r\n"))
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The rows and config as JSON; also written to `path` when given."""
@@ -163,27 +161,6 @@ class SweepResult:
         if path is not None:
             write_atomically(path, text)
         return text
-
-    def to_frame(self):
-        """The rows as a pandas DataFrame (needs the `pandas` extra)."""
-        try:
-            import pandas as pd
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            raise ImportError("to_frame needs pandas: pip install 'interpreto-anisotropy[pandas]'.") from error
-        return pd.DataFrame(self.rows)
-
-    # ------------------------------------------------------------------ figures and report
-    def plot(self, **kwargs: Any):
-        """Matplotlib figures of the sweep (see `interpreto_anisotropy.visualizations.plotting.plot_sweep`)."""
-        from ..visualizations.plotting import plot_sweep
-
-        return plot_sweep(self, **kwargs)
-
-    def report(self, out_dir: str | Path, **kwargs: Any) -> Path:
-        """Write a self-contained HTML report (figures, table, settings); returns the HTML file's path."""
-        from ..visualizations.report import write_report
-
-        return write_report(self, out_dir, **kwargs)
 
     # ------------------------------------------------------------------ persistence
     @classmethod
@@ -306,179 +283,16 @@ def _f(value: Any, digits: int = 4, width: int = 7) -> str:
     return f"{value:>{width}.{digits}f}"
 
 
+def _scalar_columns(rows: Iterable[dict[str, Any]]) -> list[str]:
+    names: dict[str, None] = {}
+    for row in rows:
+        for key, value in row.items():
+            if not isinstance(value, (list, dict)):
+                names.setdefault(key, None)
+    return list(names)
+
+
 def _json_default(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     return str(value)
-
-
-def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
-    """Rows of a ``rows.jsonl`` file (empty when it does not exist), each checked (`row_problem`).
-
-    Args:
-        path: The file.
-        appended: The file grows by appends while it is read (a live probe's): an unterminated last line is a row
-            still being written, or one its writer was killed writing (the next live run cuts it). It is left out,
-            with a warning, instead of refused.
-
-    Raises:
-        ResultsStoreError: A file too large or not UTF-8, or a line that is not a sweep row (not JSON, nested too
-            deep, a `step` that is not an integer in [0, 10**15), a `layer` naming a path or holding markup,
-            a number field holding something else), naming the file and the line.
-    """
-    if not path.exists():
-        return []
-    text = _whole_lines(path) if appended else read_text(path)
-    lines = text.split("\n")
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        torn = number == len(lines) and not text.endswith("\n")
-        cut = " (an interrupted or edited last line)" if torn else ""
-        fix = "delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
-        try:
-            row = parse_json(line, path, line=number)
-        except ResultsStoreError:
-            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{cut}: {fix}") from None
-        problem = row_problem(row)
-        if problem is not None:
-            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{cut}: {fix} Found: {problem}.")
-        rows.append(row)
-    return rows
-
-
-def _whole_lines(path: Path) -> str:
-    """The file's text up to its last newline; warns when an unterminated tail was left out."""
-    whole, cut = read_whole_lines(path)
-    if cut:
-        warnings.warn(
-            f"The last line of {path} is unterminated: a live probe is appending it, or was stopped while writing "
-            "it (the next live run into this folder removes it). The rows before it are read; it is left out.",
-            stacklevel=4,
-        )
-    return whole
-
-
-#: Steps are below this (a crafted step of 10**30 is refused, not carried into file names and tensors).
-MAX_STEP = 10**15
-#: The fields of a row that hold a number (or null), and those that hold a list of numbers (or nulls).
-NUMBER_FIELDS = (
-    "energy_share", "control_mean", "energy_ratio", "p_value", "p_value_exact", "ci_low", "ci_high", "chance",
-    "analytic_null", "oracle_energy_share", "anisotropy_capture", "anisotropy_share", "delta_isoscore_star",
-    "rank", "dim", "wall_seconds", "drift_reference_mean_angle", "drift_reference_max_angle",
-    "drift_previous_mean_angle", "drift_previous_max_angle",
-)  # fmt: skip
-NUMBER_LIST_FIELDS = ("control_energy_shares", "random_energy_shares", "delta_isoscore_star_controls")
-_NAME_FIELDS = ("split_point", "tangent", "checkpoint")
-_MARKUP = set("<>") | {chr(code) for code in range(32)}
-_LAYER = _MARKUP | set("\"'&`/\\")  # a layer also names files and folders
-
-
-def row_problem(row: Any) -> str | None:
-    """What makes `row` no sweep row, None when it is one.
-
-    A row is a JSON object with a `step` (an integer in [0, `MAX_STEP`)), a `layer` (an integer, or a name that
-    is no path and holds no markup: it names files), names (`split_point`, `tangent`, `checkpoint`) that are
-    strings without markup, numbers (or nulls) in `NUMBER_FIELDS`, lists of them in `NUMBER_LIST_FIELDS`.
-    """
-    if not isinstance(row, dict):
-        return "not a JSON object"
-    if not _is_step(row.get("step")):
-        return f"step {_shown(row.get('step'))} is not an integer in [0, 10**15)"
-    if "layer" not in row:
-        return "no layer"
-    problem = _name_problem(row["layer"], allow_int=True, forbidden=_LAYER)
-    if problem:
-        return f"layer {_shown(row['layer'])} {problem}"
-    for name in _NAME_FIELDS:
-        problem = _name_problem(row.get(name), allow_int=False, forbidden=_MARKUP) if name in row else None
-        if problem and row[name] is not None:
-            return f"{name} {_shown(row[name])} {problem}"
-    for name in NUMBER_FIELDS:
-        if not _is_number(row.get(name)):
-            return f"{name} {_shown(row[name])} is not a number"
-    for name in NUMBER_LIST_FIELDS:
-        value = row.get(name)
-        if value is not None and not (isinstance(value, list) and all(map(_is_number, value))):
-            return f"{name} is not a list of numbers"
-    return None
-
-
-def _name_problem(value: Any, *, allow_int: bool, forbidden: set[str]) -> str | None:
-    """Why `value` cannot name a split point, a tangent kind or a checkpoint (None when it can)."""
-    if allow_int and isinstance(value, int) and not isinstance(value, bool):
-        return None
-    if not isinstance(value, str):
-        return "is not a string" + (" or an integer" if allow_int else "")
-    if not value.strip() or value in (".", "..") or forbidden & set(value):
-        return "is empty, a path, or holds markup or control characters"
-    return None
-
-
-def _is_number(value: Any) -> bool:
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _is_step(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_STEP
-
-
-def is_skipped(row: dict[str, Any]) -> bool:
-    """Whether a row records a checkpoint the sweep skipped (it holds why, not numbers)."""
-    return bool(row.get("skipped"))
-
-
-def row_key(row: dict[str, Any]) -> tuple[int, str, str]:
-    """A row's identity in its sweep: (step, split point as given, tangent kind)."""
-    return row["step"], str(row["layer"]), str(row.get("tangent", "early"))
-
-
-def check_rows(rows: list[dict[str, Any]], path: Path) -> None:
-    """Refuse rows that a sweep cannot have written together: one key twice, or different numbers of controls.
-
-    Raises:
-        ResultsStoreError: Naming the file and the rows.
-    """
-    seen: set[tuple[int, str, str]] = set()
-    duplicates = sorted({row_key(row) for row in rows if row_key(row) in seen or seen.add(row_key(row))})
-    if duplicates:
-        raise ResultsStoreError(
-            f"{path} holds rows twice for (step, split point, tangent) {duplicates[:5]}: two runs wrote it at once. "
-            "Delete the duplicated lines, or rerun with overwrite=True."
-        )
-    controls = {
-        len(row["control_energy_shares"]) for row in rows if isinstance(row.get("control_energy_shares"), list)
-    }
-    if len(controls) > 1:
-        raise ResultsStoreError(
-            f"{path} mixes rows with {sorted(controls)} normal controls: they come from sweeps with other settings. "
-            "Rerun with overwrite=True."
-        )
-
-
-def read_config(path: Path) -> dict[str, Any]:
-    """A sweep's ``config.json``.
-
-    Raises:
-        ResultsStoreError: An unreadable or malformed file, naming it.
-    """
-    advice = "Rerun the sweep with overwrite=True to start afresh."
-    try:
-        config = load_json(path, advice=advice)
-    except ResultsStoreError as error:
-        raise ResultsStoreError(f"{path} is not a readable sweep config: {error}") from None
-    if not isinstance(config, dict):
-        raise ResultsStoreError(f"{path} is not a sweep config. Rerun the sweep with overwrite=True to start afresh.")
-    return config
-
-
-def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows sorted by step, then split point, then tangent kind."""
-    order = {"early": 0, "given": 1, "each": 2}
-    return sorted(rows, key=lambda row: (row["step"], str(row.get("split_point")), order.get(row.get("tangent"), 3)))

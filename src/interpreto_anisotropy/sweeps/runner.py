@@ -60,7 +60,8 @@ from .eta import CheckpointTimer, estimate_line, seconds_per_checkpoint_of_rows
 from .fit_read import FitRead, FitReader
 from .freshness import TakenFingerprints, changed_early_steps, changed_steps
 from .prefetch import CheckpointPipeline, Fetched
-from .result import SweepResult, is_skipped
+from .result import SweepResult
+from .rows_file import is_skipped
 from .settings import ReferenceKind, SweepSettings, early_checkpoints
 from .store import SweepStore
 

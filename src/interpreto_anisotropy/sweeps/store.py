@@ -35,6 +35,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from ..commons.columns import row_line
 from ..commons.files import write_atomically
 from ..commons.json_files import load_json, read_text, read_whole_lines
 from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
@@ -43,7 +44,7 @@ from ..tangents.top_tokens import DirectionTokens
 from .extension import merge_configs
 from .hub_cache import BEFORE_FILE
 from .provenance import PROVENANCE_FILE, provenance_line
-from .result import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
+from .rows_file import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
 from .token_files import (
     TOP_TOKENS_DIR,
     folder_name,
@@ -277,7 +278,7 @@ class SweepStore:
     def _rewrite(self, kept: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> None:
         """Write `kept` (in their order) then `fresh` as rows.jsonl, unless that is what is there already."""
         path = self.results_dir / ROWS_FILE
-        text = "".join(json.dumps(row) + "\n" for row in [*kept, *fresh])
+        text = "".join(json.dumps(row) + "\n" for row in kept) + "".join(map(row_line, fresh))  # fresh: checked
         existing = read_text(path) if path.exists() else ""
         if text != existing:
             write_atomically(path, text)

@@ -27,6 +27,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..probing.finding import (
+    ANISOTROPY_P_APPROXIMATE_COLUMN,
+    ANISOTROPY_P_EXACT_COLUMN,
+    CAVEAT,
+    anisotropy_p_value,
+    probe_lines,
+)
+from ..probing.finding import fmt as _fmt
+from ..probing.finding import number as _number
+from ..probing.finding import sign_meaning as _sign_meaning
 from .multiple_testing import Correction, Family, adjust
 
 __all__ = [
@@ -46,21 +56,10 @@ __all__ = [
     "verdict_text",
 ]
 
-#: The rows' exact p-value of the anisotropy share, preferred when a row has one (rows written before it existed
-#: have none).
-ANISOTROPY_P_EXACT_COLUMN = "anisotropy_p_value_exact"
-#: The paper's normal-control rank p-value of the anisotropy share (approximate), the fallback.
-ANISOTROPY_P_APPROXIMATE_COLUMN = "anisotropy_share_p_value"
 #: Default level, correction and family when the sweep declares none.
 DEFAULT_LEVEL = 0.05
 DEFAULT_CORRECTION = Correction.HOLM.value
 DEFAULT_FAMILY = Family.SPLIT_POINT_AND_TANGENT.value
-
-#: What gradient alignment does not show (the verdict's last line).
-CAVEAT = (
-    "Alignment is descriptive: gradients that point along the tangent are not evidence that the tangent causes or "
-    "drives learning, and energy shares measure no curvature of the activation manifold."
-)
 
 _CORRECTION_NAMES = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini-Hochberg (false discovery rate)"}
 #: Each `Family` value in words, as a sentence says which rows were adjusted together.
@@ -134,24 +133,6 @@ class Verdict:
     level: float
     p_column: str = "p_value_exact"
     caveat: str = CAVEAT
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def anisotropy_p_value(row: Mapping[str, Any]) -> tuple[float | None, bool]:
-    """A row's p-value of the anisotropy share: the exact one when the row has it, else the approximate one.
-
-    Returns:
-        (p-value or None, whether it is exact).
-    """
-    value = _number(row.get(ANISOTROPY_P_EXACT_COLUMN))
-    if value is not None:
-        return value, True
-    return _number(row.get(ANISOTROPY_P_APPROXIMATE_COLUMN)), False
 
 
 def p_value_column(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -298,10 +279,6 @@ def _as_one_curve(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------------- words
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
 def _ratio_sentence(curve: CurveVerdict) -> str:
     if curve.peak_ratio is None:
         return "No energy ratio was computed."
@@ -318,18 +295,6 @@ def _significance_sentence(curve: CurveVerdict, verdict: Verdict) -> str:
         f"level {verdict.level:g}; {curve.n_raw} before correction)."
     )
     return f"{text} {curve.resolution}" if curve.resolution else text
-
-
-def _sign_meaning(share: float) -> str:
-    if share > 0:
-        return "positive: removing the tangent makes the gradients more isotropic than removing a normal control"
-    if share < 0:
-        return (
-            "negative: removing the tangent makes the gradients LESS isotropic than removing a normal control, so "
-            "the tangent holds less of the gradients' anisotropy than a random normal direction does, whatever "
-            "energy it holds"
-        )
-    return "zero: removing the tangent or a normal control changes the gradients' isotropy alike"
 
 
 def _anisotropy_sentence(curve: CurveVerdict) -> str:
@@ -378,46 +343,3 @@ def verdict_lines(verdict: Verdict) -> list[str]:
 def verdict_text(verdict: Verdict) -> str:
     """The verdict as one plain-text block (what `SweepResult.summary()` returns and the CLI prints last)."""
     return "\n".join(verdict_lines(verdict))
-
-
-# ---------------------------------------------------------------------------------------------------- one probe
-def _interval(fields: Mapping[str, Any]) -> str:
-    low, high = _number(fields.get("ci_low")), _number(fields.get("ci_high"))
-    if low is None or high is None:
-        return "no interval (a single sequence gives none)"
-    confidence = _number(fields.get("confidence"))
-    level = f"{100 * confidence:g} % " if confidence is not None else ""
-    return f"{level}bootstrap interval [{low:.4f}, {high:.4f}]"
-
-
-def _draws(fields: Mapping[str, Any], name: str) -> int:
-    values = fields.get(name)
-    return len(values) if values is not None else 0
-
-
-def probe_lines(fields: Mapping[str, Any]) -> list[str]:
-    """One probe's finding in words (what ``print(ProbeResult)`` opens with), from its fields.
-
-    Args:
-        fields: A `ProbeResult`'s fields by name (``vars(result)`` or ``result.to_dict()``), or a sweep row.
-
-    Returns:
-        Lines: the energy share against chance and the controls with its interval, the ratio, the exact and the
-        approximate p-values, the anisotropy share with its p-value and its sign's meaning, and the caveat.
-    """
-    share, ratio = _number(fields.get("energy_share")), _number(fields.get("energy_ratio"))
-    n_controls, n_random = _draws(fields, "control_energy_shares"), _draws(fields, "random_energy_shares")
-    lines = [
-        f"Finding: the tangent holds {_fmt(share, 4)} of the gradient energy ({_interval(fields)}), against "
-        f"{_fmt(_number(fields.get('chance')), 4)} by chance (k/d) and {_fmt(_number(fields.get('control_mean')), 4)} "
-        f"for its {n_controls} normal controls on average: an energy ratio of {_fmt(ratio)}.",
-        f"p_value_exact = {_fmt(_number(fields.get('p_value_exact')), 3)} (rank among {n_random} uniformly random "
-        f"subspaces, exact; at least 1/{n_random + 1}); p_value = {_fmt(_number(fields.get('p_value')), 3)} "
-        f"(rank among the normal controls, approximate).",
-    ]
-    aniso = _number(fields.get("anisotropy_share"))
-    if aniso is not None:
-        p_aniso, exact = anisotropy_p_value(fields)
-        kind = "exact" if exact else "approximate: the paper's normal-control p"
-        lines.append(f"Anisotropy share {aniso:+.3f} (p = {_fmt(p_aniso, 3)}, {kind}) is {_sign_meaning(aniso)}.")
-    return [*lines, CAVEAT]

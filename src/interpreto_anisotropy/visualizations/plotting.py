@@ -730,7 +730,7 @@ def plot_sweep(
         EmptyInputError: If the sweep, or its selection, has no row.
 
     Examples:
-        >>> figures = ia.SweepResult.load("runs/toy/sweep").plot()
+        >>> figures = plot_sweep(ia.SweepResult.load("runs/toy/sweep"))
         >>> for name, figure in figures.items():
         ...     figure.savefig(f"{name}.png", dpi=120)
     """

@@ -11,7 +11,7 @@
 - ``figures/<name>.png``: the same figures as files.
 - ``rows.csv``: the scalar columns of the rows (`SweepResult.to_csv`), and ``rows.columns.csv``: what each of
   those columns means (meaning, unit, formula, section of the docs), from the one table of column descriptions,
-  `interpreto_anisotropy.visualizations.columns.COLUMNS`, which also gives the page's header tooltips and its
+  `interpreto_anisotropy.commons.columns.COLUMNS`, which also gives the page's header tooltips and its
   column definitions.
 
 The page is the template ``templates/report.html.j2`` (with ``report.css`` and ``top_tokens.html.j2``, rendered by
@@ -24,7 +24,7 @@ rows finished so far) and can be rewritten as more checkpoints finish.
 
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
-    >>> write_report(table, "runs/toy/report")       # or table.report("runs/toy/report")
+    >>> write_report(table, "runs/toy/report")       # also ia.write_report
     PosixPath('runs/toy/report/index.html')
 """
 
@@ -40,6 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..commons.columns import TANGENT_KINDS, describe
 from ..commons.files import write_atomically
 from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError
@@ -47,7 +48,7 @@ from ..sweeps.multiple_testing import Correction, Family
 from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
 from ..sweeps.verdict import FAMILY_NAMES, Verdict, curve_sentences, method_sentence, sweep_verdict
 from ..version import __version__
-from .columns import COLUMNS_CSV_FILE, TANGENT_KINDS, describe, write_column_notes
+from .columns import COLUMNS_CSV_FILE, write_column_notes
 from .model_card import model_card, model_name
 from .pages import render
 from .top_tokens import top_tokens_context
@@ -433,7 +434,7 @@ def _checkpoints_summary(checkpoints: Sequence[Any]) -> str:
 def _tooltip(column: str) -> str:
     description = describe(column)
     if description is None:
-        return f"{column}: no description yet (add it to COLUMNS in interpreto_anisotropy/visualizations/columns.py)"
+        return f"{column}: no description yet (add it to COLUMNS in interpreto_anisotropy/commons/columns.py)"
     return description.tooltip()
 
 

@@ -1,0 +1,446 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The row schema: every column of a sweep's (and a live probe's) rows, declared once in `COLUMNS`.
+
+A `Column` holds a field's JSON type (`Kind`), its meaning, its unit and, where it has them, its formula and the
+section of docs/concepts.md that defines it. Everything that writes, reads or explains a row reads `COLUMNS`:
+`row_line` checks each row a sweep or a live probe writes to ``rows.jsonl`` (an undeclared field, or a value of
+another type, is refused there), `type_problem` checks the rows read back, and the HTML report's header tooltips
+and definitions, the ``rows.columns.csv`` notes and the documentation's column reference (``docs/columns.md``,
+`reference_markdown`, tested to be in sync) are written from it. A new row field is one `Column` entry here, then
+``python -m interpreto_anisotropy.commons.columns > docs/columns.md``.
+
+Columns that adjust a p-value within a family (``<p-value column>_holm`` and ``<p-value column>_bh``) are described
+from their base column's entry by `describe`, so adding a p-value column adds its adjusted forms too.
+
+Examples:
+    >>> describe("on_manifold_entropy").unit
+    <Unit.NATS: 'nats'>
+    >>> describe("p_value_holm").meaning.startswith("p_value adjusted by Holm")
+    True
+    >>> describe("step").kind.accepts(3), describe("step").kind.accepts(True)
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from ..errors import ResultsStoreError
+
+__all__ = [
+    "Column",
+    "Kind",
+    "Unit",
+    "COLUMNS",
+    "TANGENT_KINDS",
+    "ADJUSTED_SUFFIXES",
+    "describe",
+    "reference_markdown",
+    "row_line",
+    "type_problem",
+]
+
+
+class Kind(str, Enum):
+    """The JSON type of a column's values; every column may also hold null (a value that could not be computed)."""
+
+    INTEGER = "integer"
+    NUMBER = "number"
+    TEXT = "text"
+    LABEL = "integer or text"
+    FLAG = "true or false"
+    NUMBERS = "list of numbers"
+    TEXTS = "list of texts"
+    MAPPING = "mapping"
+    REPORT = "computed by the report, not in rows.jsonl"
+
+    def accepts(self, value: Any) -> bool:
+        """Whether `value` (as `json.loads` gives it) is a value of this kind."""
+        if value is None:
+            return self is not Kind.REPORT
+        if self in (Kind.NUMBERS, Kind.TEXTS):
+            item = Kind.NUMBER if self is Kind.NUMBERS else Kind.TEXT
+            return isinstance(value, list) and all(map(item.accepts, value))
+        return isinstance(value, _TYPES[self]) and (self is Kind.FLAG or not isinstance(value, bool))
+
+
+_TYPES: dict[Kind, tuple[type, ...]] = {
+    Kind.INTEGER: (int,),
+    Kind.NUMBER: (int, float),
+    Kind.TEXT: (str,),
+    Kind.LABEL: (int, str),
+    Kind.FLAG: (bool,),
+    Kind.MAPPING: (dict,),
+    Kind.REPORT: (),
+}
+
+
+class Unit(str, Enum):
+    """The unit of a column, as the report and the docs write it."""
+
+    FRACTION = "fraction (0 to 1)"
+    PROBABILITY = "probability (0 to 1)"
+    RATIO = "ratio (times)"
+    ISOSCORE = "IsoScore* (0 to 1, 1 = isotropic)"
+    ISOSCORE_DELTA = "difference of IsoScore* (-1 to 1)"
+    ISOTROPY = "isotropy score (0 to 1, 1 = isotropic)"
+    COSINE = "cosine (-1 to 1)"
+    CORRELATION = "correlation (-1 to 1)"
+    RADIANS = "radians (0 to pi/2)"
+    NATS = "nats"
+    LOSS = "nats per loss term (cross-entropy of the LM objectives)"
+    SECONDS = "seconds"
+    COUNT = "count"
+    DIMENSIONS = "dimensions"
+    STEP = "training step"
+    TEXT = "text"
+    INTEGER = "integer"
+    FLAG = "true or false"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a sweep's rows.
+
+    Attributes:
+        name: The field's name in ``rows.jsonl`` and ``rows.csv``.
+        kind: The JSON type of its values.
+        meaning: What it is, in a sentence.
+        unit: Its unit.
+        formula: Its formula in plain text, if it has one.
+        concept: The section of docs/concepts.md that defines it (an anchor, e.g. "energy-share"), if any.
+    """
+
+    name: str
+    kind: Kind
+    meaning: str
+    unit: Unit
+    formula: str = ""
+    concept: str = ""
+
+    def tooltip(self) -> str:
+        """The one-line description shown on the report's table header: meaning, formula, unit."""
+        formula = f" {self.formula}." if self.formula else ""
+        return f"{self.meaning}.{formula} Unit: {self.unit.value}."
+
+
+#: The tangent kinds of a sweep (and of a live probe), as the report defines them where they first appear.
+TANGENT_KINDS: dict[str, str] = {
+    "early": "the reference tangent, fitted once on the activations pooled over the early checkpoints (the first "
+    "early_fraction of the steps) and probed at every checkpoint",
+    "each": "a tangent refitted on each checkpoint's own activations, probed at that checkpoint",
+    "given": "a subspace you supplied (given_reference), probed at every checkpoint",
+    "refit": "a live probe's tangent, a streamed PCA refitted every refit_every training steps on the activations "
+    "since its last fit",
+}
+
+_U, _K = Unit, Kind
+_ISOSCORE = "isoscore-and-the-anisotropy-share"  # the anchor of the IsoScore* section of docs/concepts.md
+# fmt: off
+COLUMNS: tuple[Column, ...] = (
+    # identity
+    Column("step", _K.INTEGER, "Training step of the checkpoint", _U.STEP),
+    Column("checkpoint", _K.TEXT, "Name of the checkpoint (e.g. step-300)", _U.TEXT),
+    Column("source", _K.TEXT, "Where the checkpoint was read: a local folder or a hub model id", _U.TEXT),
+    Column("revision", _K.TEXT, "Hub revision of the checkpoint (empty for a local folder)", _U.TEXT),
+    Column("layer", _K.LABEL, "Split point as the sweep was given it (a layer index or a module path)", _U.TEXT),
+    Column("split_point", _K.TEXT, "Module whose output is the activation h (the split point)", _U.TEXT),
+    Column("tangent", _K.TEXT, "Tangent kind: early (reference fitted on the early checkpoints), each (refitted on this "
+           "checkpoint) or given (yours)", _U.TEXT, concept="the-early-window"),
+    Column("name", _K.TEXT, "Name of the probed subspace (the tangent kind, or a given subspace's name)", _U.TEXT),
+    Column("method", _K.TEXT, "Concept method that fitted the tangent (pca, svd, semi_nmf, ica, ...)", _U.TEXT,
+           concept="the-tangent-proxy"),
+    # sizes
+    Column("n_tokens", _K.INTEGER, "Number of probed tokens n, the rows of G", _U.COUNT, concept="which-tokens-are-rows"),
+    Column("n_sequences", _K.INTEGER, "Number of probe texts that gave tokens", _U.COUNT),
+    Column("dim", _K.INTEGER, "Width d of the activations at the split point", _U.DIMENSIONS),
+    Column("rank", _K.INTEGER, "Rank k of the tangent (and of each control)", _U.DIMENSIONS),
+    Column("loss", _K.NUMBER, "Mean training loss of the checkpoint on the probe texts, per loss term", _U.LOSS,
+           concept="the-loss"),
+    # energy
+    Column("energy_share", _K.NUMBER, "Share E_T of the gradient energy held by the tangent", _U.FRACTION,
+           "E_T = ‖G Q_T‖_F² / ‖G‖_F²", "energy-share"),
+    Column("ci", _K.REPORT, "Bootstrap confidence interval of E_T, resampling sequences", _U.FRACTION,
+           "[ci_low, ci_high]", "energy-share"),
+    Column("ci_low", _K.NUMBER, "Lower bound of the bootstrap confidence interval of E_T", _U.FRACTION, concept="energy-share"),
+    Column("ci_high", _K.NUMBER, "Upper bound of the bootstrap confidence interval of E_T", _U.FRACTION, concept="energy-share"),
+    Column("confidence", _K.NUMBER, "Level of the bootstrap confidence interval", _U.PROBABILITY),
+    Column("chance", _K.NUMBER, "Share of a uniformly random rank-k subspace", _U.FRACTION, "k / d", "energy-share"),
+    Column("control_mean", _K.NUMBER, "Mean energy share E_N of the R matched-rank normal controls", _U.FRACTION,
+           "mean_r ‖G Q_N^(r)‖_F² / ‖G‖_F²", "matched-rank-normal-controls"),
+    Column("control_energy_shares", _K.NUMBERS, "Energy share E_N of each normal control (a list, in rows.jsonl only)",
+           _U.FRACTION, concept="matched-rank-normal-controls"),
+    Column("analytic_null", _K.NUMBER, "Expected energy share of a random control in the tangent's orthogonal complement",
+           _U.FRACTION, "(1 - E_T) k / (d - k)", "matched-rank-normal-controls"),
+    Column("energy_ratio", _K.NUMBER, "Tangent energy over the controls' mean", _U.RATIO, "E_T / mean E_N",
+           "matched-rank-normal-controls"),
+    Column("p_value", _K.NUMBER, "p-value of E_T against the normal controls (the paper's comparison, as reconstructed here); "
+           "approximate (anti-conservative when k/d is not small: the controls are not exchangeable with the "
+           "tangent); its floor is 1/(R + 1)",
+           _U.PROBABILITY, "(1 + #{controls with E_N >= E_T}) / (R + 1)", "p-values"),
+    Column("p_value_exact", _K.NUMBER, "Exact p-value of E_T against R' uniformly random k-subspaces of R^d, exchangeable with "
+           "a random tangent under the null", _U.PROBABILITY, "(1 + #{random subspaces with E_U >= E_T}) / (R' + 1)",
+           "p-values"),
+    Column("random_energy_shares", _K.NUMBERS, "Energy share E_U of each uniformly random k-subspace of R^d (a list, in "
+           "rows.jsonl only)", _U.FRACTION, concept="p-values"),
+    Column("chance_std", _K.NUMBER, "Standard deviation of a uniformly random k-subspace's energy share for these gradients",
+           _U.FRACTION, "sqrt(2k(d-k) / (d(d-1)(d+2)) (tr S² / (tr S)² - 1/d))", "p-values"),
+    Column("z_score", _K.NUMBER, "How many null standard deviations E_T sits above chance (a scale, not a test)", _U.RATIO,
+           "(E_T - k/d) / chance_std", "p-values"),
+    Column("oracle_energy_share", _K.NUMBER, "Energy share of the top-k eigenvectors of G^T G, the most any rank-k "
+           "subspace holds", _U.FRACTION, "sum of the k largest eigenvalues of G^T G / ‖G‖_F²",
+           "oracle-and-anisotropy-capture"),
+    Column("anisotropy_capture", _K.NUMBER, "Where the tangent sits between chance (0) and the oracle (1)", _U.FRACTION,
+           "(E_T - k/d) / (oracle - k/d)", "oracle-and-anisotropy-capture"),
+    # isotropy of the gradients
+    Column("isoscore_star", _K.NUMBER, "IsoScore* of the gradient cloud G", _U.ISOSCORE, concept=_ISOSCORE),
+    Column("isoscore_star_without_tangent", _K.NUMBER, "IsoScore* of G with the tangent projected out, in its complement",
+           _U.ISOSCORE, "IsoScore*(G (I - Q_T Q_T^T))", _ISOSCORE),
+    Column("isoscore_star_without_controls", _K.NUMBERS, "IsoScore* of G with each control projected out (a list)",
+           _U.ISOSCORE, concept=_ISOSCORE),
+    Column("delta_isoscore_star", _K.NUMBER, "How much more isotropic G becomes when the tangent is projected out",
+           _U.ISOSCORE_DELTA, "IsoScore*(G without Q_T) - IsoScore*(G)", _ISOSCORE),
+    Column("delta_isoscore_star_controls", _K.NUMBERS, "The same difference for each control (a list, in rows.jsonl only)",
+           _U.ISOSCORE_DELTA, concept=_ISOSCORE),
+    Column("delta_isoscore_star_controls_mean", _K.REPORT, "Mean over the controls of IsoScore*(G without the control) - "
+           "IsoScore*(G)", _U.ISOSCORE_DELTA, concept=_ISOSCORE),
+    Column("anisotropy_share", _K.NUMBER, "How much more isotropic G becomes when the tangent, rather than a normal control, "
+           "is projected out: the headline of the IsoScore* side", _U.ISOSCORE_DELTA,
+           "Delta IsoScore*_T - mean Delta IsoScore*_N", _ISOSCORE),
+    Column("anisotropy_share_p_value", _K.NUMBER, "The paper's approximate p-value of the anisotropy share: rank of the "
+           "tangent's Delta IsoScore* among the normal controls' (anti-conservative when k/d is not small, like "
+           "p_value)", _U.PROBABILITY, "(1 + #{controls with Delta_N >= Delta_T}) / (R + 1)", _ISOSCORE),
+    Column("delta_isoscore_star_random", _K.NUMBERS, "Delta IsoScore* of each uniformly random k-subspace of R^d of "
+           "p_value_exact, in the same convention (a list, in rows.jsonl only)", _U.ISOSCORE_DELTA,
+           "IsoScore*(G without Q_U) - IsoScore*(G)", _ISOSCORE),
+    Column("anisotropy_p_value_exact", _K.NUMBER, "Exact p-value of the anisotropy share (ours, not the paper's): rank of the "
+           "tangent's Delta IsoScore* among those of the R' uniformly random k-subspaces of R^d, exchangeable with "
+           "a random tangent under the null", _U.PROBABILITY,
+           "(1 + #{random subspaces with Delta_U >= Delta_T}) / (R' + 1)", _ISOSCORE),
+    Column("isoscore_convention", _K.TEXT, "Where Delta IsoScore* is computed: complement (in the (d - k)-dimensional "
+           "complement) or ambient (in R^d)", _U.TEXT, concept=_ISOSCORE),
+    Column("isoscore_zeta", _K.NUMBER, "IsoScore* shrinkage zeta", _U.FRACTION, concept=_ISOSCORE),
+    Column("isoscore_c0", _K.TEXT, "IsoScore* shrinkage target (scaled_identity, identity, pooled or given)", _U.TEXT,
+           concept=_ISOSCORE),
+    # energy by token bucket
+    Column("frequency_buckets", _K.TEXTS, "Token frequency buckets: types ranked by count, cut at cumulated shares of all "
+           "occurrences (a list, in rows.jsonl only)", _U.TEXT),
+    Column("frequency_energy_share", _K.NUMBERS, "E_T within each frequency bucket (a list, in rows.jsonl only)", _U.FRACTION),
+    Column("frequency_control_share", _K.NUMBERS, "The controls' mean share within each frequency bucket (a list)", _U.FRACTION),
+    Column("frequency_n_tokens", _K.NUMBERS, "Probed tokens in each frequency bucket (a list)", _U.COUNT),
+    Column("position_buckets", _K.TEXTS, "Position buckets of a token in its text: 0, 1-3, 4-15, 16-63, 64-255, 256+ (a list)",
+           _U.TEXT),
+    Column("position_energy_share", _K.NUMBERS, "E_T within each position bucket (a list, in rows.jsonl only)", _U.FRACTION),
+    Column("position_control_share", _K.NUMBERS, "The controls' mean share within each position bucket (a list)", _U.FRACTION),
+    Column("position_n_tokens", _K.NUMBERS, "Probed tokens in each position bucket (a list)", _U.COUNT),
+    Column("delta_isoscore_star_p_value", _K.NUMBER, "The paper's approximate p-value of the tangent's Delta IsoScore* against "
+           "the normal controls' (the same number as anisotropy_share_p_value)",
+           _U.PROBABILITY, "(1 + #{controls with Delta_N >= Delta_T}) / (R + 1)", _ISOSCORE),
+    # probe settings and bookkeeping
+    Column("objective", _K.TEXT, "Training objective whose loss gives the gradients (causal_lm, masked_lm, ...)", _U.TEXT,
+           concept="which-gradient"),
+    Column("reduction", _K.TEXT, "How per-token losses were combined before the backward pass (sum: each token keeps its "
+           "own scale)", _U.TEXT, concept="which-gradient"),
+    Column("seed", _K.INTEGER, "Seed of the bootstrap and the masked-LM mask; in a sweep, also the root of every row's "
+           "draw_seed", _U.INTEGER),
+    Column("draw_seed", _K.INTEGER, "Seed of this row's normal controls and random subspaces, hashed from the sweep's seed and "
+           "the row's step, split point and tangent kind: no two rows share a draw, and a resumed row "
+           "draws what an uninterrupted run draws", _U.INTEGER, "first 4 bytes of SHA-256([seed, step, "
+           "split point, tangent kind])", "p-values"),
+    Column("n_random", _K.INTEGER, "R', the uniformly random k-subspaces behind p_value_exact; by default enough for Holm over "
+           "the curve's m checkpoints: the smallest R' >= R with 1/(R' + 1) < 0.05/m", _U.COUNT, concept="p-values"),
+    Column("n_skipped_batches", _K.INTEGER, "Probe batches dropped for non-finite gradients", _U.COUNT),
+    Column("n_skipped_sequences", _K.INTEGER, "Probe texts in the dropped batches", _U.COUNT),
+    Column("extra", _K.MAPPING, "Extra fields of a custom objective (a mapping, in rows.jsonl only)", _U.TEXT),
+    # isotropy of the activations (metrics.summary on the fit activations)
+    Column("activation_n", _K.NUMBER, "Number of activation rows the activation metrics used (at most max_metric_tokens)",
+           _U.COUNT, concept="other-measurements-of-a-sweep"),
+    Column("activation_d", _K.NUMBER, "Width d of those activations", _U.DIMENSIONS),
+    Column("activation_mean_cosine", _K.NUMBER, "Mean cosine similarity between distinct activation rows (raw); near 1 is "
+           "anisotropic", _U.COSINE, "mean over pairs i != j of cos(h_i, h_j)", "other-measurements-of-a-sweep"),
+    Column("activation_mean_cosine_centered", _K.NUMBER, "Mean cosine similarity after subtracting the mean activation",
+           _U.COSINE, "mean over pairs of cos(h_i - mean h, h_j - mean h)", "other-measurements-of-a-sweep"),
+    Column("activation_isoscore", _K.NUMBER, "IsoScore of the activations (Rudman et al., 2022)", _U.ISOTROPY,
+           concept="other-measurements-of-a-sweep"),
+    Column("activation_isoscore_star", _K.NUMBER, "IsoScore* of the activations (shrinkage IsoScore, Rudman & Eickhoff)",
+           _U.ISOSCORE, concept="other-measurements-of-a-sweep"),
+    Column("activation_partition_isotropy", _K.NUMBER, "Partition isotropy I(W) of the centred activations (Mu et al., "
+           "2018)", _U.ISOTROPY, "min_c Z(c) / max_c Z(c), Z(c) = sum_i exp(c^T h_i) over eigenvectors c",
+           "other-measurements-of-a-sweep"),
+    Column("activation_partition_isotropy_uncentered", _K.NUMBER, "Partition isotropy I(W) of the raw activations",
+           _U.ISOTROPY, concept="other-measurements-of-a-sweep"),
+    Column("activation_effective_rank", _K.NUMBER, "Effective rank of the activations: exp of the entropy of the normalised "
+           "singular values (1 to d)", _U.DIMENSIONS, "exp(-sum_i p_i log p_i), p_i = s_i / sum_j s_j",
+           "other-measurements-of-a-sweep"),
+    Column("activation_rogue_top_share", _K.NUMBER, "Share of the mean cosine similarity contributed by the 3 leading "
+           "'rogue' dimensions (Timkey & van Schijndel, 2021)", _U.FRACTION,
+           concept="other-measurements-of-a-sweep"),
+    Column("activation_n_outlier_dimensions", _K.NUMBER, "Dimensions whose mean absolute value exceeds the mean plus 3 "
+           "standard deviations of all dimensions' (magnitude outliers)", _U.COUNT,
+           concept="other-measurements-of-a-sweep"),
+    # manifold
+    Column("freq_distance_pearson", _K.NUMBER, "Pearson correlation between a token's log corpus frequency and the distance "
+           "of its activation to the activation centroid; negative: frequent tokens sit near the centre",
+           _U.CORRELATION, "corr(log count(token), ‖h - mean h‖)", "other-measurements-of-a-sweep"),
+    Column("freq_distance_spearman", _K.NUMBER, "Spearman rank correlation between token frequency and distance to the "
+           "activation centroid", _U.CORRELATION, concept="other-measurements-of-a-sweep"),
+    Column("freq_distance_p_value", _K.NUMBER, "Two-sided p-value of freq_distance_pearson (no correlation as the null)",
+           _U.PROBABILITY, concept="other-measurements-of-a-sweep"),
+    Column("freq_distance_n", _K.INTEGER, "Activation rows in the frequency-distance correlation (tokens of count 0 left out)",
+           _U.COUNT),
+    Column("on_manifold_entropy", _K.NUMBER, "Kozachenko-Leonenko (k-nearest-neighbour) differential entropy of the "
+           "activations' k coordinates in the tangent; can be negative, compare it across checkpoints only",
+           _U.NATS, "psi(n) - psi(k_nn) + log V_k + (k/n) sum_i log eps_i", "other-measurements-of-a-sweep"),
+    # drift
+    Column("drift_reference_mean_angle", _K.NUMBER, "Mean principal angle between this checkpoint's own tangent and the "
+           "reference tangent; 0 = the same subspace", _U.RADIANS, "mean_i arccos(s_i), s = singular values of "
+           "Q_own^T Q_ref", "other-measurements-of-a-sweep"),
+    Column("drift_reference_max_angle", _K.NUMBER, "Largest principal angle between this checkpoint's own tangent and the "
+           "reference tangent; pi/2 = some direction orthogonal", _U.RADIANS, "max_i arccos(s_i)",
+           "other-measurements-of-a-sweep"),
+    Column("drift_previous_mean_angle", _K.NUMBER, "Mean principal angle between this checkpoint's own tangent and the "
+           "previous checkpoint's (empty at the first)", _U.RADIANS, concept="other-measurements-of-a-sweep"),
+    Column("drift_previous_max_angle", _K.NUMBER, "Largest principal angle between this checkpoint's own tangent and the "
+           "previous checkpoint's (empty at the first)", _U.RADIANS, concept="other-measurements-of-a-sweep"),
+    Column("drift_previous_step", _K.INTEGER, "Step of the previous checkpoint that drift_previous_* compare with", _U.STEP),
+    # a live probe's windows (live.rows)
+    Column("window_first_step", _K.INTEGER, "Optimizer step of the weights of the window's first micro-batch", _U.STEP),
+    Column("window_steps", _K.INTEGER, "Optimizer steps a live window pooled", _U.COUNT),
+    Column("window_micro_batches", _K.INTEGER, "Micro-batches a live window pooled", _U.COUNT),
+    Column("retrospective", _K.FLAG, "Whether a live window was scored after its tangent was fitted, from the "
+           "gradient rows (or the moments) it kept", _U.FLAG),
+    Column("tangent_fitted_at", _K.INTEGER, "Step count when a live probe fitted its tangent (empty for a given "
+           "one)", _U.STEP),
+    # bookkeeping
+    Column("wall_seconds", _K.NUMBER, "Wall-clock time spent on this checkpoint and split point (loading excluded)",
+           _U.SECONDS),
+    Column("download_seconds", _K.NUMBER, "Wall-clock time huggingface_hub took to fetch this Hub checkpoint's files (in the "
+           "background while earlier checkpoints were computed, with prefetch; near 0 when they were already cached); "
+           "absent for local folders", _U.SECONDS),
+    Column("fingerprint", _K.TEXT, "Content fingerprint of the checkpoint's files, which a resumed sweep checks "
+           "(sweeps.fingerprints)", _U.TEXT),
+    Column("skipped", _K.TEXT, "Why the sweep skipped this checkpoint (skip_bad_checkpoints); such rows have no numbers",
+           _U.TEXT),
+)
+# fmt: on
+_BY_NAME = {column.name: column for column in COLUMNS}
+
+#: Suffixes of the p-value columns adjusted for multiple testing, and how.
+ADJUSTED_SUFFIXES: dict[str, str] = {
+    "_holm": "adjusted by Holm's method over the rows of its split point and tangent kind (family-wise error rate)",
+    "_bh": "adjusted by Benjamini-Hochberg over the rows of its split point and tangent kind (false discovery rate)",
+}
+
+
+def describe(name: str) -> Column | None:
+    """The description of a column, or None if `COLUMNS` has no entry for it.
+
+    Args:
+        name: A row field, a derived report column ("ci", "delta_isoscore_star_controls_mean") or an adjusted
+            p-value ("p_value_holm").
+
+    Returns:
+        Its `Column`, or None.
+    """
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    for suffix, how in ADJUSTED_SUFFIXES.items():
+        base = _BY_NAME.get(name.removesuffix(suffix)) if name.endswith(suffix) else None
+        if base is not None:
+            return Column(name, Kind.NUMBER, f"{base.name} {how}", base.unit, concept="p-values")
+    return None
+
+
+def type_problem(row: Mapping[str, Any]) -> str | None:
+    """Which declared field of `row` holds a value of another kind (None when all fit); undeclared ones are let be.
+
+    Examples:
+        >>> type_problem({"step": 3, "energy_share": "high"})
+        "energy_share 'high' is not a number"
+    """
+    for name, value in row.items():
+        column = _BY_NAME.get(name)
+        if column is None or column.kind.accepts(value):
+            continue
+        if column.kind is Kind.REPORT:
+            return f"{name} is computed by the report, not a row field"
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        return f"{name} {shown} is not {'an' if column.kind.value[0] in 'aeiou' else 'a'} {column.kind.value}"
+    return None
+
+
+def row_line(row: Mapping[str, Any]) -> str:
+    """The line of ``rows.jsonl`` that holds `row`, once every field is checked against `COLUMNS`.
+
+    Every row a sweep or a live probe writes goes through here, so a field added to a row without its `Column`
+    entry fails the first test that writes it.
+
+    Raises:
+        ResultsStoreError: A field `COLUMNS` does not declare, or a value of another kind.
+
+    Examples:
+        >>> row_line({"step": 0, "layer": 1, "energy_share": 0.25})
+        '{"step": 0, "layer": 1, "energy_share": 0.25}\\n'
+    """
+    undeclared = [name for name in row if name not in _BY_NAME]
+    problem = f"undeclared fields {undeclared}" if undeclared else type_problem(row)
+    if problem is not None:
+        raise ResultsStoreError(
+            f"A row of step {row.get('step')!r} cannot be written: {problem}. Declare each row field once, with its "
+            "kind, in interpreto_anisotropy/commons/columns.py (COLUMNS)."
+        )
+    return json.dumps(row) + "\n"
+
+
+def _documented() -> list[Column]:
+    """Every column the reference lists: `COLUMNS`, each p-value column followed by its adjusted forms."""
+    adjusted = {"p_value", "p_value_exact"}
+    listed: list[Column] = []
+    for column in COLUMNS:
+        listed.append(column)
+        if column.name in adjusted:
+            listed += [describe(column.name + suffix) for suffix in ADJUSTED_SUFFIXES]  # type: ignore[misc]
+    return listed
+
+
+def reference_markdown() -> str:
+    """The documentation's column reference page (docs/columns.md), generated from `COLUMNS`."""
+    lines = [
+        "# Columns of a sweep",
+        "",
+        "<!-- Generated from interpreto_anisotropy/commons/columns.py: edit COLUMNS there, then run",
+        "     python -m interpreto_anisotropy.commons.columns > docs/columns.md -->",
+        "",
+        "Every row of `rows.jsonl`, `rows.csv` and the report's table is one (checkpoint, split point, tangent).",
+        "The report's header tooltips, its definitions block and `rows.columns.csv` say the same as this page.",
+        "Every column may also be empty (null in `rows.jsonl`) where its value could not be computed.",
+        "Tangent kinds:",
+        "",
+        *[f"- `{kind}`: {text}." for kind, text in TANGENT_KINDS.items()],
+        "",
+        "| column | type | meaning | unit | formula |",
+        "|---|---|---|---|---|",
+    ]
+    for column in _documented():
+        meaning = _cell(column.meaning)
+        if column.concept:
+            meaning += f" ([more](concepts.md#{column.concept}))"
+        formula = f"`{_cell(column.formula)}`" if column.formula else ""
+        lines.append(f"| `{column.name}` | {column.kind.value} | {meaning} | {column.unit.value} | {formula} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """`text` inside a Markdown table cell (a "|" would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.stdout.write(reference_markdown())
