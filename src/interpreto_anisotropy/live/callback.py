@@ -27,8 +27,8 @@ from transformers import TrainerCallback
 from ..commons import distributed
 from ..errors import InvalidInputError
 from ..sweeps.result import SweepResult
-from .options import LiveConfig
 from ..visualizations.report import write_report
+from .options import LiveConfig
 from .probe import TrainingProbe
 
 __all__ = ["AnisotropyCallback"]
