@@ -573,7 +573,7 @@ BAD_TANGENTS: dict[str, Callable[[], Any]] = {
     "Subspace.random d 0": lambda: ia.Subspace.random(0, 2, seed=0),
     "Subspace.random k > d": lambda: ia.Subspace.random(4, 8, seed=0),
     "Subspace.random k NaN": lambda: ia.Subspace.random(8, NAN, seed=0),
-    "normal_controls n 0": lambda: ia.normal_controls(ia.Subspace.random(8, 2, seed=0), n=0),
+    "normal_controls n 0": lambda: ia.controls.normal_controls(ia.Subspace.random(8, 2, seed=0), n=0),
     "Subspace.load a missing file": lambda: ia.Subspace.load(ROOT / "missing.safetensors"),
     "Subspace.load a text file": lambda: ia.Subspace.load(ROOT / "texts.txt"),
 }
@@ -656,12 +656,12 @@ BAD_METRICS: dict[str, Callable[[], Any]] = {
     ),
     "count_token_frequencies tokenizer None": lambda: m.count_token_frequencies(["a"], None),
     "count_token_frequencies texts of ints": lambda: m.count_token_frequencies([1, 2], fixtures()["tokenizer"]),
-    "analytic_null k > d": lambda: ia.analytic_null(0.5, 4, 8),
-    "analytic_null energy NaN": lambda: ia.analytic_null(NAN, 8, 2),
-    "p_value of NaN": lambda: ia.p_value(NAN, [0.1, 0.2]),
-    "p_value controls []": lambda: ia.p_value(0.5, []),
-    "chance_std k 0": lambda: ia.chance_std(np.eye(8), 0),
-    "chance_std NaN moment": lambda: ia.chance_std(np.full((8, 8), NAN), 2),
+    "analytic_null k > d": lambda: ia.controls.analytic_null(0.5, 4, 8),
+    "analytic_null energy NaN": lambda: ia.controls.analytic_null(NAN, 8, 2),
+    "p_value of NaN": lambda: ia.controls.p_value(NAN, [0.1, 0.2]),
+    "p_value controls []": lambda: ia.controls.p_value(0.5, []),
+    "chance_std k 0": lambda: ia.controls.chance_std(np.eye(8), 0),
+    "chance_std NaN moment": lambda: ia.controls.chance_std(np.full((8, 8), NAN), 2),
 }
 for _name, _function in BAD_METRICS.items():
     add("options: metrics", _name, _function)
@@ -681,7 +681,7 @@ def checkpoint_copy(name: str, edit_config: dict[str, Any] | None = None) -> Pat
 
 
 def load_folder(folder: Path) -> Any:
-    return ia.load_checkpoint(ia.Checkpoint(step=0, source=str(folder)))
+    return ia.checkpoints.load_checkpoint(ia.checkpoints.Checkpoint(step=0, source=str(folder)))
 
 
 def sweep_folder(folder: Path) -> int:
@@ -813,11 +813,11 @@ for _kind in ("truncated weights", "mis-shaped weights", "config missing", "NaN 
     add("checkpoints: CLI sweep", _kind, lambda kind=_kind: sweep_folder(_damaged(kind)), cli=True)
 add("checkpoints: load_checkpoint", "an empty folder", lambda: load_folder(fresh("empty-ckpt")))
 add("checkpoints: load_checkpoint", "a file, not a folder", lambda: load_folder(ROOT / "texts.txt"))
-add("checkpoints: Checkpoint", "step -1", lambda: ia.Checkpoint(step=-1, source="x"))
-add("checkpoints: Checkpoint", "step 1.5", lambda: ia.Checkpoint(step=1.5, source="x"))
-add("checkpoints: Checkpoint", "step True", lambda: ia.Checkpoint(step=True, source="x"))
-add("checkpoints: Checkpoint", "source ''", lambda: ia.Checkpoint(step=0, source=""))
-add("checkpoints: Checkpoint", "revision 5", lambda: ia.Checkpoint(step=0, source="a/b", revision=5))
+add("checkpoints: Checkpoint", "step -1", lambda: ia.checkpoints.Checkpoint(step=-1, source="x"))
+add("checkpoints: Checkpoint", "step 1.5", lambda: ia.checkpoints.Checkpoint(step=1.5, source="x"))
+add("checkpoints: Checkpoint", "step True", lambda: ia.checkpoints.Checkpoint(step=True, source="x"))
+add("checkpoints: Checkpoint", "source ''", lambda: ia.checkpoints.Checkpoint(step=0, source=""))
+add("checkpoints: Checkpoint", "revision 5", lambda: ia.checkpoints.Checkpoint(step=0, source="a/b", revision=5))
 
 
 # ------------------------------------------------------------------ command line

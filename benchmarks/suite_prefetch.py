@@ -164,7 +164,7 @@ def main() -> None:
     one = max(hub_cache.revision_bytes(folder) for folder in folders.values())
     suite_bytes = sum(hub_cache.revision_bytes(folder) for folder in folders.values())
     hub = ia.checkpoints.hub(REPO, [f"step{step}" for step in folders])
-    local = [ia.Checkpoint(step, str(folder), kind="local") for step, folder in folders.items()]
+    local = [ia.checkpoints.Checkpoint(step, str(folder), kind="local") for step, folder in folders.items()]
     options = {
         "split_point": 1,
         "texts": texts(args.texts, 48),

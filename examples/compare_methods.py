@@ -101,11 +101,13 @@ def main(argv: list[str] | None = None) -> int:
                 overwrite=True,
                 progress=False,
             )
-            checkpoint = ia.Checkpoint(args.toy_steps, str(run.checkpoints[-1]))
+            checkpoint = ia.checkpoints.Checkpoint(args.toy_steps, str(run.checkpoints[-1]))
             print(f"toy GPT-NeoX trained for {args.toy_steps} steps: loss {run.losses[0]:.2f} -> {run.losses[-1]:.2f}")
         else:
-            checkpoint = ia.Checkpoint(ia.checkpoints.parse_step(args.revision or "") or 0, args.model, args.revision)
-        model, tokenizer = ia.load_checkpoint(checkpoint, device=device)
+            checkpoint = ia.checkpoints.Checkpoint(
+                ia.checkpoints.parse_step(args.revision or "") or 0, args.model, args.revision
+            )
+        model, tokenizer = ia.checkpoints.load_checkpoint(checkpoint, device=device)
         split_point = args.split_point if args.split_point is not None else (1 if args.toy else 6)
         mwsp = ModelWithSplitPoints(model, split_point=split_point, tokenizer=tokenizer, batch_size=args.batch_size)
 

@@ -88,7 +88,7 @@ def test_data_parallel_probe_equals_the_single_process_probe(draws, toy_checkpoi
     out = tmp_path / "result.json"
     job = {"mode": "probe", "checkpoint": checkpoint, "texts": texts[:14], "out": str(out), "draws": draws}
     _torchrun(job, tmp_path)
-    model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, checkpoint), device="cpu")
+    model, tokenizer = ia.checkpoints.load_checkpoint(ia.checkpoints.Checkpoint(0, checkpoint), device="cpu")
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=3)
     subspaces = {
         name: ia.Subspace.random(model.config.hidden_size, 4, seed=seed) for name, seed in (("a", 0), ("b", 1))
@@ -144,7 +144,7 @@ def test_live_probe_under_data_parallel_training_equals_the_post_hoc_probe(toy_c
     assert [row["step"] for row in rows] == [0, 1] and [row["retrospective"] for row in early_rows] == [True, False]
     for rank in (0, 1):  # restarted at step 1, both ranks score against the early tangent the stopped run fitted
         assert json.loads(Path(f"{out}.resumed{rank}").read_text()) == early_rows[1:]
-    model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, checkpoint), device="cpu")
+    model, tokenizer = ia.checkpoints.load_checkpoint(ia.checkpoints.Checkpoint(0, checkpoint), device="cpu")
     model = model.double()
     tangents = {
         "given": ia.Subspace.random(model.config.hidden_size, 4, seed=0),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import importlib
 import inspect
 import re
 import textwrap
@@ -43,15 +44,39 @@ MISSING_METHOD_DOCSTRINGS: dict[str, str] = {}
 
 _SECTION = "^[ \t]*{}:[ \t]*$"
 
+FORMERLY_TOP_LEVEL = [
+    "interpreto_anisotropy.live.options.LiveTangent",
+    "interpreto_anisotropy.probing.anisotropy.IsoScoreConvention",
+    "interpreto_anisotropy.probing.anisotropy.IsoScoreTarget",
+    "interpreto_anisotropy.probing.masking.MaskedLM",
+    "interpreto_anisotropy.probing.objectives.ObjectiveName",
+    "interpreto_anisotropy.probing.objectives.Reduction",
+    "interpreto_anisotropy.probing.probe.TokenGradients",
+    "interpreto_anisotropy.reading.activations.iter_token_activations",
+    "interpreto_anisotropy.reading.positions.PositionConvention",
+    "interpreto_anisotropy.sweeps.early_pool.EarlyCentering",
+    "interpreto_anisotropy.sweeps.settings.Parallelism",
+    "interpreto_anisotropy.sweeps.settings.ReferenceKind",
+    "interpreto_anisotropy.tangents.controls.analytic_null",
+    "interpreto_anisotropy.tangents.controls.chance_std",
+    "interpreto_anisotropy.tangents.controls.normal_controls",
+    "interpreto_anisotropy.tangents.controls.p_value",
+    "interpreto_anisotropy.tangents.controls.random_subspace_bases",
+    "interpreto_anisotropy.tangents.explainers.SklearnPCATangent",
+]
+
 
 def public_names() -> dict[str, object]:
-    """{dotted public name: object} for the package's, the metrics' and the checkpoints' ``__all__``."""
+    """{dotted public name: object} for the ``__all__`` of the package and of its main modules."""
     names: dict[str, object] = {}
     for module in (ia, metrics, checkpoints):
         for name in module.__all__:
             if name.startswith("__"):  # __version__
                 continue
             names[f"{module.__name__}.{name}"] = getattr(module, name)
+    for dotted in FORMERLY_TOP_LEVEL:  # left the top level for their modules, still public
+        module, name = dotted.rsplit(".", 1)
+        names[dotted] = getattr(importlib.import_module(module), name)
     return names
 
 

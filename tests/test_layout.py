@@ -168,3 +168,19 @@ def test_the_sweeps_do_not_import_the_visualizations():
     }
     assert not reached, f"the figures and the report take a SweepResult; nothing in sweeps/ imports them: {reached}"
     assert "interpreto_anisotropy.sweeps" in subpackage_graph()["interpreto_anisotropy.visualizations"]
+
+
+def test_the_top_level_names_are_declared_alike_and_short():
+    """`__all__`, the lazy map and the type-checking imports of the package name the same public names, about 20
+    of them (enums and helpers stay in their modules), and each resolves."""
+    import interpreto_anisotropy as ia
+
+    lazy = set(ia._SUBMODULES) | set(ia._LOCATION)
+    tree = ast.parse(Path(ia.__file__).read_text())
+    checked = next(
+        node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    typed = {alias.asname or alias.name for node in checked.body for alias in node.names}
+    assert set(ia.__all__) == lazy == typed
+    assert len(ia.__all__) <= 30
+    assert all(getattr(ia, name) is not None for name in ia.__all__)

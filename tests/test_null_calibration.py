@@ -113,7 +113,7 @@ def test_anisotropy_p_value_exact_equals_a_loop_with_the_isoscore_package(conven
 
     whole = isoscore_star(G)
     delta_tangent = isoscore_star(_points_without(G, tangent.basis.numpy(), convention)) - whole
-    randoms = ia.random_subspace_bases(d, k, N_RANDOM, seed=seed, dtype=torch.float64).numpy()
+    randoms = ia.controls.random_subspace_bases(d, k, N_RANDOM, seed=seed, dtype=torch.float64).numpy()
     delta_random = np.array([isoscore_star(_points_without(G, basis, convention)) - whole for basis in randoms])
     assert result.delta_isoscore_star == pytest.approx(delta_tangent, abs=1e-6)
     np.testing.assert_allclose(result.delta_isoscore_star_random, delta_random, atol=1e-6)

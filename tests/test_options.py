@@ -42,7 +42,10 @@ def sweep_arguments(toy_checkpoints, fit_texts, texts, tmp_path_factory):
         ({"max_tokens": 0}, "max_tokens must be a positive integer, got 0"),
         ({"max_metric_tokens": -5}, "max_metric_tokens must be a positive integer, got -5"),
         ({"nb_concepts": 0}, "nb_concepts must be a positive integer, got 0"),
-        ({"checkpoints": 5}, "checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders, got int"),
+        (
+            {"checkpoints": 5},
+            "checkpoints must be ia.checkpoints.Checkpoint objects or a glob of checkpoint folders, got int",
+        ),
         ({"split_point": None}, "split_point must be an integer, a string or a list of them, got None"),
         ({"split_point": 1.5}, "split_point must be an integer, a string or a list of them, got 1.5"),
         ({"method": "xyz"}, "method must be 'pca', .* or a class, got 'xyz'"),
@@ -104,7 +107,7 @@ def test_reader_and_tangent_options(gpt_neox_mwsp, fit_texts):
 def test_too_many_controls_is_refused_before_any_memory_is_taken():
     tangent = ia.Subspace.random(768, 16, seed=0)
     with pytest.raises(InvalidInputError, match=r"n_controls=1000000 .* need 91.6 GiB .*fewer controls"):
-        ia.normal_controls(tangent, n=10**6)
+        ia.controls.normal_controls(tangent, n=10**6)
 
 
 def test_complex_bases_and_activations_are_refused_naming_them():

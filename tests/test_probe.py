@@ -256,7 +256,7 @@ def test_exact_p_value_equals_a_brute_force_over_raw_gradients(gpt_neox_mwsp, ne
     tangents = {"pca": neox_tangent, "random": ia.Subspace.random(64, 6, seed=3)}
     results = probe.run(texts, tangents, n_controls=4, n_random=n_random, seed=seed, progress=False)
     G = probe.gradients(texts).gradients.double()
-    randoms = ia.random_subspace_bases(64, 6, n_random, seed=seed, dtype=torch.float64)
+    randoms = ia.controls.random_subspace_bases(64, 6, n_random, seed=seed, dtype=torch.float64)
     for name, tangent in tangents.items():
         Q = tangent.subspace.basis if hasattr(tangent, "subspace") else tangent.basis
         total = sum(float(row @ row) for row in G)

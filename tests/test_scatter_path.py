@@ -49,7 +49,7 @@ def test_the_scatter_equals_a_float64_recomputation(texts, gpt_neox_mwsp):
     dim = raw.gradients.shape[1]
     tangent = ia.Subspace.random(dim, 4, seed=1)
     result = probe.run(texts[:10], tangent, n_controls=5, n_random=40, draw_seeds={"tangent": 7}, progress=False)
-    bases = ia.random_subspace_bases(dim, 4, 40, seed=7, dtype=torch.float64)
+    bases = ia.controls.random_subspace_bases(dim, 4, 40, seed=7, dtype=torch.float64)
     gradients = raw.gradients.double()
     expected = [(gradients @ basis).square().sum().item() / gradients.square().sum().item() for basis in bases]
     np.testing.assert_allclose(result.random_energy_shares, expected, rtol=1e-5)

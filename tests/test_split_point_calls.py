@@ -207,7 +207,10 @@ def test_a_sweep_at_a_shared_layer_fits_and_probes_the_call_it_is_given(tokenize
     assert len(table.rows) == 2 and all(0 <= row["energy_share"] <= 1 for row in table.rows)
     assert table.config["call"] == "last"
     saved = ia.Subspace.load(sweep.store.tangent_path(ALBERT_LAYER, 10))
-    with ia.loaded(ia.Checkpoint(10, str(tmp_path / "checkpoint-10")), device="cpu") as (model, tokenizer_10):
+    with ia.checkpoints.loaded(ia.checkpoints.Checkpoint(10, str(tmp_path / "checkpoint-10")), device="cpu") as (
+        model,
+        tokenizer_10,
+    ):
         mwsp = ModelWithSplitPoints(model, split_point=ALBERT_LAYER, tokenizer=tokenizer_10, batch_size=8)
         by_call = {call: ia.PCATangent(mwsp, nb_concepts=2).fit(texts[:8], call=call).subspace for call in (0, -1)}
         raw = ia.GradientProbe(mwsp, call="last", seed=0).gradients(texts[:4])

@@ -292,7 +292,7 @@ def test_only_the_difference_with_the_controls_means_something(convention, sign)
         assert result.anisotropy_share == pytest.approx(
             result.delta_isoscore_star - result.delta_isoscore_star_controls.mean()
         )
-        assert result.anisotropy_share_p_value == ia.p_value(
+        assert result.anisotropy_share_p_value == ia.controls.p_value(
             result.delta_isoscore_star, result.delta_isoscore_star_controls
         )
         assert result.isoscore_convention == convention

@@ -220,7 +220,7 @@ def test_a_sweep_left_to_auto_probes_with_the_preset_s_own_masking_and_records_i
     config = SweepConfig(results_dir=tmp_path, split_point=1)
     camembert = ia.checkpoints.suite("moderncamembert-base", revisions={0: "first", 10: "second"})
     settings = SweepSettings(config, camembert, texts=texts)
-    assert settings.objective == ia.MaskedLM(rate=0.3)
+    assert settings.objective == ia.objectives.MaskedLM(rate=0.3)
     assert settings.config()["objective"] == {
         "objective": "masked_lm",
         "rate": 0.3,

@@ -126,7 +126,7 @@ def test_rows_equal_direct_probe_and_metric_calls(decoder_sweep, toy_checkpoints
     step = 8
     reference = ia.Subspace.load(sweep.results_dir / "reference" / "1.safetensors")
     checkpoint = next(c for c in sweep.checkpoints if c.step == step)
-    model, tokenizer = ia.load_checkpoint(checkpoint, device="cpu")
+    model, tokenizer = ia.checkpoints.load_checkpoint(checkpoint, device="cpu")
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=8)
     activations, token_ids = token_activations(mwsp, sweep.fit_texts, max_tokens=SETTINGS["max_fit_tokens"])
     own = ia.PCATangent(mwsp, nb_concepts=4).fit(activations).subspace
@@ -178,7 +178,7 @@ def test_rows_draw_apart(decoder_sweep):
     assert len({row["draw_seed"] for row in rows}) == len(rows)
     early = {row["step"]: row for row in rows if row["tangent"] == "early"}
     reference = ia.Subspace.load(sweep.results_dir / "reference" / "1.safetensors")
-    model, tokenizer = ia.load_checkpoint(next(c for c in sweep.checkpoints if c.step == 8), device="cpu")
+    model, tokenizer = ia.checkpoints.load_checkpoint(next(c for c in sweep.checkpoints if c.step == 8), device="cpu")
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=8)
     probe = ia.GradientProbe(mwsp, objective="causal_lm", seed=3)
     # Step 8's gradients, scored with step 8's draws and with step 4's: the same tangent share, other controls.
@@ -239,7 +239,7 @@ def test_encoder_sweep_uses_masked_lm(tmp_path, sweep_texts):
         progress=False,
     )
     table = ia.CheckpointSweep(
-        [ia.Checkpoint(step, str(path)) for step, path in zip([0, 3, 6], run.checkpoints, strict=True)],
+        [ia.checkpoints.Checkpoint(step, str(path)) for step, path in zip([0, 3, 6], run.checkpoints, strict=True)],
         results_dir=tmp_path / "sweep",
         **sweep_texts,
         **SETTINGS,
@@ -398,11 +398,11 @@ def test_checkpoint_with_another_hidden_size_is_refused(toy_checkpoints, sweep_t
     from interpreto_anisotropy.demo import build_model
 
     first = ia.checkpoints.local(str(toy_checkpoints.out_dir / "checkpoint-*"))[:2]
-    model, tokenizer = ia.load_checkpoint(first[0], device="cpu")
+    model, tokenizer = ia.checkpoints.load_checkpoint(first[0], device="cpu")
     wider = build_model("gpt_neox", vocab_size=len(tokenizer), hidden_size=48, num_layers=2, num_heads=4, seed=0)
     wider.save_pretrained(tmp_path / "checkpoint-50")
     tokenizer.save_pretrained(tmp_path / "checkpoint-50")
-    checkpoints = [*first, ia.Checkpoint(50, str(tmp_path / "checkpoint-50"))]
+    checkpoints = [*first, ia.checkpoints.Checkpoint(50, str(tmp_path / "checkpoint-50"))]
     sweep = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / "sweep", **sweep_texts, **SETTINGS)
     with pytest.raises(DimensionMismatchError, match="checkpoint|step-50"):
         sweep.run()
@@ -420,7 +420,7 @@ def test_split_point_absent_from_the_checkpoint(toy_checkpoints, sweep_texts, tm
 def test_early_checkpoints_pick_the_first_fraction():
     from interpreto_anisotropy.sweeps.runner import early_checkpoints
 
-    checkpoints = [ia.Checkpoint(step, f"/x/{step}") for step in (0, 1, 2, 4, 100, 1000)]
+    checkpoints = [ia.checkpoints.Checkpoint(step, f"/x/{step}") for step in (0, 1, 2, 4, 100, 1000)]
     assert [c.step for c in early_checkpoints(checkpoints, 0.3)] == [0, 1, 2, 4, 100]
     assert [c.step for c in early_checkpoints(checkpoints, 0.001)] == [0, 1]
     assert [c.step for c in early_checkpoints(checkpoints[4:], 0.01)] == [100]

@@ -22,8 +22,11 @@ import pytest
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.cli import build_parser, sweep_config
 from interpreto_anisotropy.errors import InvalidInputError
+from interpreto_anisotropy.probing.anisotropy import IsoScoreConvention, IsoScoreTarget
 from interpreto_anisotropy.sweeps import config as config_module
 from interpreto_anisotropy.sweeps.config import SweepConfig, option_flag, options_markdown, type_members
+from interpreto_anisotropy.sweeps.early_pool import EarlyCentering
+from interpreto_anisotropy.sweeps.settings import Parallelism, ReferenceKind
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = dataclasses.fields(SweepConfig)
@@ -129,22 +132,22 @@ def test_the_choices_are_the_library_s_own():
 
     literal = typing.get_args
     assert list(literal(config_module.Method)) == tangent_method_names()
-    assert literal(config_module.Reference) == values(ia.ReferenceKind)
-    assert literal(config_module.EarlyCentering) == values(ia.EarlyCentering)
-    assert literal(config_module.IsoScoreConvention) == values(ia.IsoScoreConvention)
-    assert literal(config_module.IsoScoreTarget) == values(ia.IsoScoreTarget)
-    assert literal(config_module.Parallelism) == values(ia.Parallelism)
+    assert literal(config_module.Reference) == values(ReferenceKind)
+    assert literal(config_module.EarlyCentering) == values(EarlyCentering)
+    assert literal(config_module.IsoScoreConvention) == values(IsoScoreConvention)
+    assert literal(config_module.IsoScoreTarget) == values(IsoScoreTarget)
+    assert literal(config_module.Parallelism) == values(Parallelism)
     assert literal(config_module.Objective) == (
         AUTO,
-        ia.ObjectiveName.CAUSAL_LM.value,
-        ia.ObjectiveName.MASKED_LM.value,
+        ia.objectives.ObjectiveName.CAUSAL_LM.value,
+        ia.objectives.ObjectiveName.MASKED_LM.value,
     )
     assert set(literal(config_module.Autocast)) == set(_AUTOCAST_NAMES)
     assert config_module.DEFAULT_ZETA == DEFAULT_ZETA and config_module.DEFAULT_HUB_TIMEOUT == DEFAULT_HUB_TIMEOUT
 
 
 def test_enum_members_are_taken_as_their_values():
-    config = SweepConfig(**REQUIRED, reference=ia.ReferenceKind.EACH, parallel=ia.Parallelism.CHECKPOINTS)
+    config = SweepConfig(**REQUIRED, reference=ReferenceKind.EACH, parallel=Parallelism.CHECKPOINTS)
     assert type(config.reference) is str and config.reference == "each" and config.parallel == "checkpoints"
 
 
@@ -279,7 +282,7 @@ def test_checkpoints_saved_without_their_tokenizer_sweep_with_tokenizer_source(t
         str(bare / "checkpoint-*"), texts=texts, results_dir=tmp_path / "s", tokenizer_source=originals[0], **options
     ).run()
     plain = ia.CheckpointSweep(
-        [ia.Checkpoint(int(f.name.split("-")[1]), str(f)) for f in originals],
+        [ia.checkpoints.Checkpoint(int(f.name.split("-")[1]), str(f)) for f in originals],
         texts=texts,
         results_dir=tmp_path / "plain",
         **options,

@@ -31,6 +31,7 @@ from interpreto.concepts import (
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import DimensionMismatchError, InvalidInputError, NonFiniteError, NotFittedError
+from interpreto_anisotropy.tangents.explainers import SklearnPCATangent
 
 TOKEN = ModelWithSplitPoints.activation_granularities.TOKEN
 K = 5
@@ -140,7 +141,7 @@ SKLEARN = (PCAConcepts, ICAConcepts, SVDConcepts)
 @pytest.mark.parametrize(
     ("cls", "concept_class"),
     [
-        (ia.SklearnPCATangent, PCAConcepts),
+        (SklearnPCATangent, PCAConcepts),
         (ia.SemiNMFTangent, SemiNMFConcepts),
         (ia.ICATangent, ICAConcepts),
         (ia.SVDTangent, SVDConcepts),

@@ -18,36 +18,31 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# Where each public name lives. They are imported when first used (PEP 562), so that `interpreto-anisotropy --help`
-# and `--version` answer without importing torch, Interpreto or matplotlib.
+# Where each public name lives (`__all__` lists the same names; tests/test_layout.py keeps them equal). They are imported when
+# first used (PEP 562), so that `interpreto-anisotropy --help` and `--version` answer without importing torch,
+# Interpreto or matplotlib. Enums, option types and helpers stay in their modules (`ia.objectives.MaskedLM`,
+# `ia.controls.normal_controls`, `interpreto_anisotropy.sweeps.settings.ReferenceKind`, ...).
 _SUBMODULES = {
+    "checkpoints": ".sweeps.checkpoints",
+    "controls": ".tangents.controls",
     "demo": ".demo",
     "errors": ".errors",
     "metrics": ".metrics",
     "objectives": ".probing.objectives",
-    "positions": ".reading.positions",
-    "checkpoints": ".sweeps.checkpoints",
-    "suites": ".sweeps.suites",
     "plotting": ".visualizations.plotting",
+    "suites": ".sweeps.suites",
 }
 _NAMES = {
     ".errors": ["AnisotropyError"],
-    ".live.options": ["LiveConfig", "LiveTangent"],
+    ".live.callback": ["AnisotropyCallback"],
+    ".live.options": ["LiveConfig"],
     ".live.probe": ["TrainingProbe"],
-    ".probing.anisotropy": ["IsoScoreConvention", "IsoScoreTarget"],
-    ".probing.masking": ["MaskedLM"],
-    ".probing.objectives": ["ObjectiveName", "Reduction"],
-    ".probing.probe": ["GradientProbe", "TokenGradients"],
+    ".probing.probe": ["GradientProbe"],
     ".probing.result": ["ProbeResult"],
-    ".reading.activations": ["iter_token_activations", "token_activations"],
-    ".reading.positions": ["PositionConvention"],
-    ".sweeps.checkpoints": ["Checkpoint", "load_checkpoint", "loaded"],
+    ".reading.activations": ["token_activations"],
     ".sweeps.config": ["SweepConfig"],
-    ".sweeps.early_pool": ["EarlyCentering"],
     ".sweeps.result": ["SweepResult"],
     ".sweeps.runner": ["CheckpointSweep"],
-    ".sweeps.settings": ["Parallelism", "ReferenceKind"],
-    ".tangents.controls": ["analytic_null", "chance_std", "normal_controls", "p_value", "random_subspace_bases"],
     ".tangents.explainers": [
         "ICATangent",
         "NMFTangent",
@@ -55,7 +50,6 @@ _NAMES = {
         "SemiNMFTangent",
         "SVDTangent",
         "TangentExplainer",
-        "SklearnPCATangent",
         "TopKSAETangent",
     ],
     ".tangents.subspace": ["Subspace"],
@@ -63,6 +57,37 @@ _NAMES = {
     ".visualizations.report": ["write_report"],
 }
 _LOCATION = {name: module for module, names in _NAMES.items() for name in names}
+
+__all__ = [
+    "__version__",
+    "AnisotropyCallback",
+    "AnisotropyError",
+    "checkpoints",
+    "CheckpointSweep",
+    "controls",
+    "demo",
+    "errors",
+    "GradientProbe",
+    "ICATangent",
+    "LiveConfig",
+    "metrics",
+    "NMFTangent",
+    "objectives",
+    "PCATangent",
+    "plotting",
+    "ProbeResult",
+    "SemiNMFTangent",
+    "Subspace",
+    "suites",
+    "SVDTangent",
+    "SweepConfig",
+    "SweepResult",
+    "TangentExplainer",
+    "token_activations",
+    "TopKSAETangent",
+    "TrainingProbe",
+    "write_report",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -80,90 +105,30 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-if TYPE_CHECKING:  # the names as static tools see them
-    from . import demo, errors, metrics
+if TYPE_CHECKING:  # the same names as static tools see them (tests/test_layout.py keeps the two equal)
+    from . import demo, errors, metrics, plotting
     from .errors import AnisotropyError
-    from .live.options import LiveConfig, LiveTangent
+    from .live.callback import AnisotropyCallback
+    from .live.options import LiveConfig
     from .live.probe import TrainingProbe
     from .probing import objectives
-    from .probing.anisotropy import IsoScoreConvention, IsoScoreTarget
-    from .probing.masking import MaskedLM
-    from .probing.objectives import ObjectiveName, Reduction
-    from .probing.probe import GradientProbe, TokenGradients
+    from .probing.probe import GradientProbe
     from .probing.result import ProbeResult
-    from .reading import positions
-    from .reading.activations import iter_token_activations, token_activations
-    from .reading.positions import PositionConvention
+    from .reading.activations import token_activations
     from .sweeps import checkpoints, suites
-    from .sweeps.checkpoints import Checkpoint, load_checkpoint, loaded
     from .sweeps.config import SweepConfig
-    from .sweeps.early_pool import EarlyCentering
     from .sweeps.result import SweepResult
     from .sweeps.runner import CheckpointSweep
-    from .sweeps.settings import Parallelism, ReferenceKind
-    from .tangents.controls import analytic_null, chance_std, normal_controls, p_value, random_subspace_bases
+    from .tangents import controls
     from .tangents.explainers import (
         ICATangent,
         NMFTangent,
         PCATangent,
         SemiNMFTangent,
-        SklearnPCATangent,
         SVDTangent,
         TangentExplainer,
         TopKSAETangent,
     )
     from .tangents.subspace import Subspace
     from .version import __version__
-    from .visualizations import plotting
     from .visualizations.report import write_report
-
-__all__ = [
-    "AnisotropyError",
-    "Checkpoint",
-    "CheckpointSweep",
-    "GradientProbe",
-    "LiveConfig",
-    "LiveTangent",
-    "ICATangent",
-    "MaskedLM",
-    "IsoScoreConvention",
-    "IsoScoreTarget",
-    "NMFTangent",
-    "ObjectiveName",
-    "PCATangent",
-    "Parallelism",
-    "EarlyCentering",
-    "PositionConvention",
-    "ProbeResult",
-    "Reduction",
-    "ReferenceKind",
-    "SVDTangent",
-    "SemiNMFTangent",
-    "Subspace",
-    "SweepConfig",
-    "SweepResult",
-    "TangentExplainer",
-    "SklearnPCATangent",
-    "TokenGradients",
-    "TopKSAETangent",
-    "TrainingProbe",
-    "analytic_null",
-    "chance_std",
-    "checkpoints",
-    "demo",
-    "errors",
-    "iter_token_activations",
-    "load_checkpoint",
-    "loaded",
-    "metrics",
-    "normal_controls",
-    "objectives",
-    "p_value",
-    "plotting",
-    "positions",
-    "suites",
-    "random_subspace_bases",
-    "token_activations",
-    "__version__",
-    "write_report",
-]

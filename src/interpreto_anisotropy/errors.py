@@ -46,7 +46,7 @@ class AnisotropyError(Exception):
     Examples:
         >>> import interpreto_anisotropy as ia
         >>> try:
-        ...     ia.p_value(0.5, [])
+        ...     ia.controls.p_value(0.5, [])
         ... except ia.AnisotropyError as error:
         ...     print(error)
         A p-value needs at least one control statistic.

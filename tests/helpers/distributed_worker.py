@@ -25,7 +25,9 @@ def main() -> None:
     args = json.loads(open(sys.argv[1]).read())
     assert distributed.init_from_environment(), "expected a process group with several ranks"
     if args["mode"] == "probe_nonfinite":
-        model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, args["checkpoint"]), device="cpu")
+        model, tokenizer = ia.checkpoints.load_checkpoint(
+            ia.checkpoints.Checkpoint(0, args["checkpoint"]), device="cpu"
+        )
         mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=3)
 
         def nan_in_the_short_last_batch(output, batch):  # 14 texts in batches of 3: the last, of 2, is rank 0's
@@ -42,7 +44,9 @@ def main() -> None:
         with open(f"{args['out']}.rank{distributed.rank()}", "w") as handle:
             handle.write(message)
     elif args["mode"] == "probe":
-        model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, args["checkpoint"]), device="cpu")
+        model, tokenizer = ia.checkpoints.load_checkpoint(
+            ia.checkpoints.Checkpoint(0, args["checkpoint"]), device="cpu"
+        )
         mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=3)
         subspaces = {
             name: ia.Subspace.random(model.config.hidden_size, 4, seed=seed) for name, seed in (("a", 0), ("b", 1))
@@ -67,7 +71,7 @@ def _live(args: dict) -> None:
 
     from helpers.live_kit import micro_batch
 
-    model, tokenizer = ia.load_checkpoint(ia.Checkpoint(0, args["checkpoint"]), device="cpu")
+    model, tokenizer = ia.checkpoints.load_checkpoint(ia.checkpoints.Checkpoint(0, args["checkpoint"]), device="cpu")
     model = model.double().train()
     parallel = DistributedDataParallel(model)
     optimizer = torch.optim.SGD(parallel.parameters(), lr=0.05)

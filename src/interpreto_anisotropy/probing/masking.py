@@ -226,7 +226,7 @@ def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> 
     """
     if masking is not None and not isinstance(masking, MaskedLM):
         raise InvalidInputError(
-            f"masking must be an ia.MaskedLM (e.g. MaskedLM(rate=0.3)), got {type(masking).__name__}."
+            f"masking must be an ia.objectives.MaskedLM (e.g. MaskedLM(rate=0.3)), got {type(masking).__name__}."
         )
     if mlm_probability is None:
         return masking if masking is not None else MaskedLM()

@@ -398,8 +398,8 @@ class GradientProbe:
         """Probe the gradients and compare the energy each tangent holds with normal controls and random subspaces.
 
         For each tangent Q_T (d, k), `n_controls` normal controls are drawn in its orthogonal complement
-        (`ia.normal_controls`, seeded): the paper's comparison, whose `p_value` is approximate. `n_random` uniformly
-        random k-subspaces of the whole of R^d (`ia.random_subspace_bases`, from another stream of the same seed;
+        (`ia.controls.normal_controls`, seeded): the paper's comparison, whose `p_value` is approximate. `n_random` uniformly
+        random k-subspaces of the whole of R^d (`ia.controls.random_subspace_bases`, from another stream of the same seed;
         tangents of the same rank share them) give the exact `p_value_exact`, and, through their Delta IsoScore*,
         the anisotropy share's exact `anisotropy_p_value_exact`. All subspaces are projected in the same pass (one
         matmul per batch for the tangents and controls, one for the random subspaces; or, when the random subspaces

@@ -48,7 +48,7 @@ class ProbeResult:
             is a uniformly random k-subspace independent of G (then Q_T and the Q_U are exchangeable), so
             P(p_value_exact <= j / (R' + 1)) = j / (R' + 1).
         chance_std: sigma_0, the standard deviation of the energy share of a uniformly random k-subspace for these
-            gradients, sqrt(2 k (d - k) / (d (d - 1) (d + 2)) (tr(S^2) / tr(S)^2 - 1 / d)) (`ia.chance_std`).
+            gradients, sqrt(2 k (d - k) / (d (d - 1) (d + 2)) (tr(S^2) / tr(S)^2 - 1 / d)) (`ia.controls.chance_std`).
         z_score: (E_T - k / d) / sigma_0, how many null standard deviations the tangent sits above chance. A scale,
             not a test: the null distribution is not Gaussian (use `p_value_exact`). NaN only when sigma_0 is
             exactly 0: for isotropic gradients rounding leaves sigma_0 tiny but positive and z a meaningless finite

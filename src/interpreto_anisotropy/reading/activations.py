@@ -77,7 +77,7 @@ def iter_token_activations(
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16)  # doctest: +SKIP
-        >>> for rows, token_ids in ia.iter_token_activations(mwsp, texts, max_tokens=100_000):  # doctest: +SKIP
+        >>> for rows, token_ids in iter_token_activations(mwsp, texts, max_tokens=100_000):  # doctest: +SKIP
         ...     tangent.partial_fit(rows)
     """
     options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens}

@@ -18,8 +18,8 @@ Interpreto 0.5.2's `get_activations` pads on the left and passes no position ids
 positions then read each padded text at shifted positions. `uses_absolute_positions` tells when that matters.
 
 Examples:
-    >>> import interpreto_anisotropy as ia
-    >>> ia.positions.PositionScheme(ia.PositionConvention.FROM_ZERO).position_ids(torch.tensor([[1, 1, 0]])).tolist()
+    >>> from interpreto_anisotropy.reading.positions import PositionConvention, PositionScheme
+    >>> PositionScheme(PositionConvention.FROM_ZERO).position_ids(torch.tensor([[1, 1, 0]])).tolist()
     [[0, 1, 1]]
 """
 

@@ -90,7 +90,7 @@ class SweepConfig:
     objective: Objective | ForwardRef("MaskedLM") | Callable[..., Any] = option(
         "auto",
         doc="\"auto\" (from each checkpoint's head and config; a preset's own masking, such as ModernCamemBERT's "
-        '30 %, when its `CheckpointList` knows it), "causal_lm", "masked_lm", an `ia.MaskedLM(rate=...)`, or a '
+        '30 %, when its `CheckpointList` knows it), "causal_lm", "masked_lm", an `ia.objectives.MaskedLM(rate=...)`, or a '
         "callable `fn(output, batch) -> loss`.",
     )
     method: Method | type = option(
@@ -416,7 +416,7 @@ def _autocast_dtype(value: Any) -> bool:
 
 # What a forward reference in a field's type names: (as an error says it, the check of a value).
 _OBJECTS: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "MaskedLM": ("an ia.MaskedLM", _is_a("..probing.masking", "MaskedLM")),
+    "MaskedLM": ("an ia.objectives.MaskedLM", _is_a("..probing.masking", "MaskedLM")),
     "Subspace": ("a Subspace", _is_a("..tangents.subspace", "Subspace")),
     "torch.dtype": ("a torch dtype (bfloat16, float16)", _autocast_dtype),
 }

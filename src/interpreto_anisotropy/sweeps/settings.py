@@ -186,14 +186,16 @@ class SweepSettings:
         self.objective = _preset_masking(config.objective, getattr(checkpoints, "objective", None))
         if not isinstance(checkpoints, Iterable):
             raise InvalidInputError(
-                "checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders, got "
+                "checkpoints must be ia.checkpoints.Checkpoint objects or a glob of checkpoint folders, got "
                 f"{type(checkpoints).__name__}."
             )
         self.checkpoints = sorted(checkpoints)
         if not self.checkpoints:
             raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
         if not all(isinstance(checkpoint, Checkpoint) for checkpoint in self.checkpoints):
-            raise InvalidInputError("checkpoints must be ia.Checkpoint objects or a glob of checkpoint folders.")
+            raise InvalidInputError(
+                "checkpoints must be ia.checkpoints.Checkpoint objects or a glob of checkpoint folders."
+            )
         self.layers: list[int | str] = list(config.split_point)
         self.fit_texts, self.probe_texts = _split_texts(texts, probe_texts)
         self.given_reference = self._given_reference(config.reference)

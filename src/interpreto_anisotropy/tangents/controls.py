@@ -11,6 +11,11 @@ is anti-conservative when k / d is not small. Ranking it among R uniformly rando
 (`random_subspace_bases`) gives an exact p-value instead: under that null the tangent and the random subspaces
 are exchangeable. The expected energy of a control, and the mean and standard deviation of the energy share of a
 random subspace (`chance_std`), are known in closed form.
+
+Examples:
+    >>> import interpreto_anisotropy as ia
+    >>> ia.controls.p_value(0.9, [0.1, 0.2, 0.3])
+    0.25
 """
 
 from __future__ import annotations
@@ -209,7 +214,7 @@ def random_subspace_bases(
 
     Examples:
         >>> import interpreto_anisotropy as ia
-        >>> bases = ia.random_subspace_bases(64, 8, 20, seed=0)
+        >>> bases = ia.controls.random_subspace_bases(64, 8, 20, seed=0)
         >>> tuple(bases.shape)
         (20, 64, 8)
     """
@@ -246,7 +251,7 @@ def normal_controls(subspace: Subspace, n: int = 20, *, seed: int = 0) -> list[S
     Examples:
         >>> import interpreto_anisotropy as ia
         >>> tangent = ia.Subspace.random(64, 4, seed=0)
-        >>> controls = ia.normal_controls(tangent, n=20, seed=0)
+        >>> controls = ia.controls.normal_controls(tangent, n=20, seed=0)
         >>> len(controls), controls[0].rank
         (20, 4)
     """
