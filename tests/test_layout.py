@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,129 @@ def test_the_top_level_names_are_declared_alike_and_short():
     assert set(ia.__all__) == lazy == typed
     assert len(ia.__all__) <= 30
     assert all(getattr(ia, name) is not None for name in ia.__all__)
+
+
+# ------------------------------------------------------------------ docs/architecture.md names what exists
+ROOT = PACKAGE.parents[1]
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+SUBPACKAGES = sorted(path.parent.name for path in PACKAGE.glob("*/__init__.py"))
+_REPO_FOLDERS = ("tests/", "benchmarks/", "docs/", "examples/", "src/")
+
+
+def _spans(text: str) -> list[str]:
+    """The inline code spans of a Markdown text (fenced blocks included: their lines hold no backticks)."""
+    return re.findall(r"`([^`\n]+)`", text)
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """Names a module defines or imports at its top level."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {target.id for target in node.targets if isinstance(target, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return names
+
+
+def _class_members() -> dict[str, set[str]]:
+    """Class name -> the names its body defines (methods, properties, fields), over every class of the package."""
+    members: dict[str, set[str]] = {}
+    for path in _modules().values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                found = members.setdefault(node.name, set())
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        found.add(item.name)
+                    elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        found.add(item.target.id)
+                    elif isinstance(item, ast.Assign):
+                        found |= {target.id for target in item.targets if isinstance(target, ast.Name)}
+    return members
+
+
+def _module_file(dotted: str) -> Path | None:
+    parts = dotted.split(".")
+    for candidate in (PACKAGE.joinpath(*parts).with_suffix(".py"), PACKAGE.joinpath(*parts, "__init__.py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _dotted_problem(span: str, members: dict[str, set[str]]) -> str | None:
+    """Why `sweeps.fit_read.FitReader.kept` (a module, then a name in it, then a member of that class) does not
+    exist, or None."""
+    parts = span.split(".")
+    for cut in range(len(parts), 0, -1):
+        path = _module_file(".".join(parts[:cut]))
+        if path is not None:
+            break
+    else:
+        return f"`{span}`: no module {parts[0]}.{parts[1]}"
+    rest = parts[cut:]
+    if not rest:
+        return None
+    if len(rest) > 2 or rest[0] not in _top_level_names(path):
+        return f"`{span}`: {path.relative_to(PACKAGE)} defines no {rest[0]}"
+    if len(rest) == 2 and rest[0] in members and rest[1] not in members[rest[0]]:
+        return f"`{span}`: class {rest[0]} has no {rest[1]}"
+    return None
+
+
+def _doc_problems(text: str) -> list[str]:
+    """Module paths, folders and dotted names of a page that do not exist in the package (or the repository)."""
+    members = _class_members()
+    problems = []
+    for span in _spans(text):
+        if re.fullmatch(r"[\w/]+\.py|[\w/]+/", span):
+            root = ROOT if span.startswith(_REPO_FOLDERS) else PACKAGE
+            if span.count("/") or span.endswith(".py"):
+                if not (root / span).exists() and (span.endswith(".py") or span.split("/")[0] in SUBPACKAGES):
+                    problems.append(f"`{span}`: no such file or folder")
+        elif re.fullmatch(rf"(?:{'|'.join(SUBPACKAGES)})\.[A-Za-z_][\w.]*", span):
+            problem = _dotted_problem(span, members)
+            if problem:
+                problems.append(problem)
+        elif re.fullmatch(r"[A-Z]\w*\.\w+", span):
+            owner, member = span.split(".")
+            if owner in members and member not in members[owner]:
+                problems.append(f"`{span}`: class {owner} has no {member}")
+    return problems
+
+
+def test_the_doc_checker_finds_what_does_not_exist():
+    text = (
+        "`sweeps/config.py` `sweeps.config.SweepConfig.make` `SweepStore.lock` `metrics.summary` "
+        "`sweeps/nothing.py` `sweeps.config.NoSuchName` `SweepStore.no_such_method` `sweeps.nothing`"
+    )
+    problems = _doc_problems(text)
+    assert len(problems) == 4, problems
+    assert all(
+        any(name in problem for problem in problems)
+        for name in ("nothing.py", "NoSuchName", "no_such_method", "sweeps.nothing")
+    )
+
+
+def test_the_architecture_page_names_only_what_exists():
+    problems = _doc_problems(ARCHITECTURE.read_text())
+    assert not problems, "docs/architecture.md names what does not exist:\n" + "\n".join(problems)
+
+
+def test_the_architecture_layout_names_every_module():
+    text = ARCHITECTURE.read_text()
+    layout = text.split("\n## The layout\n", 1)[1].split("\n## ", 1)[0]
+    named = {span for span in _spans(layout) if span.endswith(".py") and not span.startswith(_REPO_FOLDERS)}
+    modules = {
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "__init__.py" or path.parent == PACKAGE
+    }
+    assert modules - named == set(), f"docs/architecture.md's layout does not name {sorted(modules - named)}"
+    assert named - modules == set(), (
+        f"docs/architecture.md's layout names modules that do not exist: {named - modules}"
+    )
