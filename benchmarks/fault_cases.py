@@ -330,14 +330,14 @@ def good_result() -> Any:
 
 
 for _name, _value in {"dpi 0": 0, "dpi -5": -5, "dpi NaN": NAN, "dpi '110'": "110", "dpi True": True}.items():
-    add("report options", _name, lambda value=_value: good_result().report(fresh("report-opts"), dpi=value))
+    add("report options", _name, lambda value=_value: ia.write_report(good_result(), fresh("report-opts"), dpi=value))
 add(
     "report options",
     "out_dir an existing file",
-    lambda: good_result().report((ROOT / "a-file", (ROOT / "a-file").write_text("x"))[0]),
+    lambda: ia.write_report(good_result(), (ROOT / "a-file", (ROOT / "a-file").write_text("x"))[0]),
 )
-add("report options", "out_dir 5", lambda: good_result().report(5))
-add("report options", "title a dict", lambda: good_result().report(fresh("report-title"), title={"a": 1}))
+add("report options", "out_dir 5", lambda: ia.write_report(good_result(), 5))
+add("report options", "title a dict", lambda: ia.write_report(good_result(), fresh("report-title"), title={"a": 1}))
 
 
 # ------------------------------------------------------------------ option values

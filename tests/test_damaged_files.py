@@ -48,6 +48,7 @@ CRAFTED_ROWS = {
     "energy a string": json.dumps({**ROW, "energy_share": "0.5"}).encode(),
     "controls of strings": json.dumps({**ROW, "control_energy_shares": ["a"]}).encode(),
     "not UTF-8": b'{"step": 0, "layer": "\xff"}',
+    "energy NaN": json.dumps({**ROW, "energy_share": float("nan")}).encode(),
 }
 
 
@@ -64,7 +65,16 @@ def test_a_crafted_row_is_our_error_naming_the_file_and_line(tmp_path, name):
 
 
 @pytest.mark.parametrize(
-    "content", [DEEP, b'{"a": ' * 50_000, b"\xff\xfe{}", b"[1, 2]", b'{"n": 1' + b"0" * 5000 + b"}"]
+    "content",
+    [
+        DEEP,
+        b'{"a": ' * 50_000,
+        b"\xff\xfe{}",
+        b"[1, 2]",
+        b'{"n": 1' + b"0" * 5000 + b"}",
+        b'{"live": true, "n_controls": NaN}',
+        b'{"live": true, "confidence": -Infinity}',
+    ],
 )
 def test_a_damaged_config_is_our_error_and_overwrite_recovers_without_reading_it(tmp_path, content):
     folder = _folder(tmp_path, config=content)

@@ -5,8 +5,9 @@
 provenance.jsonl, top tokens), texts files and checkpoint configs.
 
 Each read is bounded and strict: a file larger than `MAX_BYTES`, bytes that are not UTF-8, JSON that is malformed,
-nested deeper than `MAX_DEPTH` (a crafted file nested 50 000 deep would overflow Python's parser) or holding a
-number Python refuses to convert, raise the caller's error class (`ResultsStoreError` for a results folder,
+nested deeper than `MAX_DEPTH` (a crafted file nested 50 000 deep would overflow Python's parser), holding a
+number Python refuses to convert, or holding `NaN`, `Infinity` or `-Infinity` (not JSON, though Python's parser takes
+them; the package writes a missing value as null), raise the caller's error class (`ResultsStoreError` for a results folder,
 `InvalidInputError` for a user's file), naming the file and the line, never a bare `RecursionError`,
 `UnicodeDecodeError` or `ValueError`.
 
@@ -112,11 +113,17 @@ def parse_json(
     """The JSON value of `text` (a file's content, or one of its lines), nested at most `max_depth` deep.
 
     Raises:
-        error: Malformed JSON, too deep, or a number Python refuses, naming the file (and the line).
+        error: Malformed JSON, too deep, a number Python refuses, or a NaN / Infinity constant, naming the file (and
+            the line).
     """
     where = f"Line {line} of {path}" if line is not None else str(path)
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except _NonFiniteConstant as failure:
+        raise error(
+            f"{where} is not JSON that can be read ({failure.args[0]} is no JSON number; a missing value is null). "
+            f"{advice}"
+        ) from None
     except json.JSONDecodeError as failure:
         place = "" if line is not None else f" at line {failure.lineno}, column {failure.colno}"
         raise error(f"{where} is not JSON ({failure.msg}{place}). {advice}") from None
@@ -149,6 +156,14 @@ def json_lines(
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             yield number, parse_json(line, path, line=number, error=error, advice=advice)
+
+
+class _NonFiniteConstant(ValueError):
+    """`NaN`, `Infinity` or `-Infinity` in a JSON text (carries the constant)."""
+
+
+def _refuse_constant(constant: str) -> Any:
+    raise _NonFiniteConstant(constant)
 
 
 def _depth(value: Any, limit: int) -> int:
