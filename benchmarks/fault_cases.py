@@ -20,7 +20,10 @@ every FAILED case.
 
 Accepted by design, so not cases here: a single string where texts are expected is one text (the readers' and the
 probe's convention; `CheckpointSweep`, whose texts are split into fit and probe halves, refuses it), and a results
-folder with a config but no rows.jsonl yet is a sweep that has not finished a checkpoint (no rows).
+folder with a config but no rows.jsonl yet is a sweep that has not finished a checkpoint (no rows), and a
+`TrainingProbe` without a tokenizer makes every token a gradient row (the tokenizer only names the special tokens
+left out; an `AnisotropyCallback` passes the Trainer's, which may be None); a tokenizer that is no tokenizer is a
+case.
 """
 
 from __future__ import annotations
@@ -458,7 +461,16 @@ for _name, _options in BAD_TRAINING.items():
 
     add("options: TrainingProbe", _name, _training)
 add("options: TrainingProbe", "model a string", lambda: ia.TrainingProbe("gpt2", 1))
-add("options: TrainingProbe", "no tokenizer", lambda: ia.TrainingProbe(fixtures()["model"], 1, early_steps=2))
+add(
+    "options: TrainingProbe",
+    "tokenizer 5",
+    lambda: ia.TrainingProbe(fixtures()["model"], 1, tokenizer=5, early_steps=2),
+)
+add(
+    "options: TrainingProbe",
+    "tokenizer a string",
+    lambda: ia.TrainingProbe(fixtures()["model"], 1, tokenizer="gpt2", early_steps=2),
+)
 
 
 def callback(**options: Any) -> Any:

@@ -49,7 +49,10 @@ def sweep_arguments(toy_checkpoints, fit_texts, texts, tmp_path_factory):
         ({"results_dir": None}, "results_dir must be a folder path, got None"),
         ({"device": "quantum"}, "device must be a torch device such as 'cpu' or 'cuda:0', got 'quantum'"),
         ({"method_kwargs": 5}, "method_kwargs must be a dict or None, got 5"),
-        ({"method": "ica", "method_kwargs": {"bogus": 1}}, "'ica' does not take 'bogus': ICAConcepts takes random_state"),
+        (
+            {"method": "ica", "method_kwargs": {"bogus": 1}},
+            "'ica' does not take 'bogus': ICAConcepts takes random_state",
+        ),
         *[
             ({name: value}, f"{name} must be True or False, got {value!r}")
             for name, value in [
@@ -185,6 +188,17 @@ def test_every_training_probe_option_is_checked(gpt_neox_training_model, name, v
     options[name] = value
     with pytest.raises(InvalidInputError, match=re.escape(message) + r".*, got "):
         ia.TrainingProbe(model, 1, tokenizer=tokenizer, **options)
+
+
+def test_a_training_probe_tokenizer_is_a_tokenizer_or_none(gpt_neox_training_model):
+    model, tokenizer = gpt_neox_training_model
+    for given in (5, "gpt2"):
+        with pytest.raises(InvalidInputError, match=r"tokenizer must be the model's Hugging Face tokenizer .*, got "):
+            ia.TrainingProbe(model, 1, tokenizer=given, early_steps=2)
+    with_special = ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=2).special_ids
+    assert sorted(with_special.tolist()) == sorted(set(tokenizer.all_special_ids))
+    # None is by design: the tokenizer only names the special tokens left out, so every token is a row
+    assert ia.TrainingProbe(model, 1, tokenizer=None, early_steps=2).special_ids.numel() == 0
 
 
 LIVE_CONFIG_BAD_OPTIONS = [  # TrainingProbe's own arguments (start_step, overwrite, results_dir) are no settings

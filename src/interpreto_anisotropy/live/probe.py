@@ -103,6 +103,11 @@ class TrainingProbe:
             raise InvalidInputError(f"results_dir must be a folder path or None, got {type(results_dir).__name__}.")
         self.results_dir, self.overwrite = results_dir, check_bool("overwrite", overwrite)
         self.grad_scaler = grad_scaler
+        if tokenizer is not None and not hasattr(tokenizer, "all_special_ids"):
+            raise InvalidInputError(
+                f"tokenizer must be the model's Hugging Face tokenizer (its special tokens are left out of the rows) "
+                f"or None (every token is a row), got {type(tokenizer).__name__}."
+            )
         self.special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
         self.statistics = Statistics(
             settings.n_controls,
