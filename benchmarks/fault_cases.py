@@ -209,6 +209,8 @@ CRAFTED_CONFIGS = {
     "empty file": b"",
     "truncated": json.dumps(CONFIG).encode()[:10],
     "NaN literal": b'{"n_controls": NaN}',
+    "-Infinity literal": b'{"confidence": -Infinity}',
+    "1e999 (infinity)": b'{"confidence": 1e999}',
 }
 for _name, _content in CRAFTED_CONFIGS.items():
     add(
@@ -484,6 +486,12 @@ add("options: AnisotropyCallback", "unknown option colour='red'", lambda: callba
 add("options: AnisotropyCallback", "n_controls 0", lambda: callback(n_controls=0))
 add("options: AnisotropyCallback", "split point 1.5", lambda: AnisotropyCallback(1.5, results_dir=fresh("cb")))
 add("options: AnisotropyCallback", "tangent 'weird'", lambda: callback(tangent="weird"))
+add("options: AnisotropyCallback", "tangent a dict of strings", lambda: callback(tangent={1: "pca"}))
+add(
+    "options: AnisotropyCallback",
+    "split points [1, None]",
+    lambda: AnisotropyCallback([1, None], results_dir=fresh("cb")),
+)
 
 
 def sweep(**change: Any) -> Any:
@@ -541,6 +549,7 @@ BAD_SWEEP: dict[str, dict[str, Any]] = {
     "overwrite 'yes'": {"overwrite": "yes"},
     "progress 'yes'": {"progress": "yes"},
     "method_kwargs 5": {"method_kwargs": 5},
+    "method_kwargs unknown to ICA": {"method": "ica", "method_kwargs": {"bogus": 1}},
     "parallel 'x'": {"parallel": "x"},
     "autocast_dtype 'x'": {"autocast_dtype": "x"},
     "include_special 2": {"include_special": 2},
@@ -578,6 +587,7 @@ BAD_TANGENTS: dict[str, Callable[[], Any]] = {
     "TangentExplainer method 'nope'": lambda: ia.TangentExplainer(fixtures()["mwsp"], nb_concepts=2, method="nope"),
     "TangentExplainer method 5": lambda: ia.TangentExplainer(fixtures()["mwsp"], nb_concepts=2, method=5),
     "ICATangent unknown kwarg": lambda: ia.ICATangent(fixtures()["mwsp"], nb_concepts=2, colour="red"),
+    "PCATangent (streamed) a method kwarg": lambda: ia.PCATangent(fixtures()["mwsp"], nb_concepts=2, top_k=3),
     "Subspace NaN basis": lambda: ia.Subspace(torch.full((8, 2), NAN)),
     "Subspace 1-D basis": lambda: ia.Subspace(torch.ones(8)),
     "Subspace rank 0": lambda: ia.Subspace(torch.zeros(8, 0)),

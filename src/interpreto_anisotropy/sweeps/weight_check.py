@@ -73,7 +73,9 @@ def check_config_file(folder: str | Path, *, label: str) -> None:
     path = Path(folder) / "config.json"
     if not path.is_file():
         return
-    values = load_json(path, error=CheckpointError, advice=f"Fix or replace the config.json of checkpoint {label}.")
+    values = load_json(
+        path, error=CheckpointError, advice=f"Fix or replace the config.json of checkpoint {label}.", finite=False
+    )
     if not isinstance(values, dict):
         return
     where = f"Checkpoint {label} ({folder})"
@@ -158,7 +160,7 @@ def _weight_files(root: Path, suffix: str) -> list[Path]:
     index = root / f"{stem}{suffix}.index.json"
     if index.is_file():
         try:
-            shards = sorted(set(load_json(index, error=CheckpointError)["weight_map"].values()))
+            shards = sorted(set(load_json(index, error=CheckpointError, finite=False)["weight_map"].values()))
         except (KeyError, AttributeError, TypeError):
             return []
         return [root / shard for shard in shards if (root / shard).is_file()]
