@@ -65,6 +65,8 @@ __all__ = [
     "SVDTangent",
     "TopKSAETangent",
     "OrthonormalConceptModel",
+    "accepted_method_kwargs",
+    "check_method_kwargs",
     "method_streams",
     "tangent_method_names",
 ]
@@ -535,7 +537,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         rtol: Relative singular-value threshold of the rank-revealing orthonormalisation.
         seed: Seed of the iterative methods (semi-NMF, NMF, ICA, SVD, SAE): torch draws and scikit-learn's
             `random_state` follow it, so the same seed gives the same tangent. PCA is exact and needs none.
-        **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae").
+        **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae"); one it
+            does not take is refused here (`accepted_method_kwargs`), not after the activations are read.
 
     Raises:
         InvalidInputError: Unknown method, 2k >= d, or a keyword the method's Interpreto class does not take (when
