@@ -20,7 +20,10 @@ every FAILED case.
 
 Accepted by design, so not cases here: a single string where texts are expected is one text (the readers' and the
 probe's convention; `CheckpointSweep`, whose texts are split into fit and probe halves, refuses it), and a results
-folder with a config but no rows.jsonl yet is a sweep that has not finished a checkpoint (no rows).
+folder with a config but no rows.jsonl yet is a sweep that has not finished a checkpoint (no rows), and a
+`TrainingProbe` without a tokenizer makes every token a gradient row (the tokenizer only names the special tokens
+left out; an `AnisotropyCallback` passes the Trainer's, which may be None); a tokenizer that is no tokenizer is a
+case.
 """
 
 from __future__ import annotations
@@ -206,6 +209,8 @@ CRAFTED_CONFIGS = {
     "empty file": b"",
     "truncated": json.dumps(CONFIG).encode()[:10],
     "NaN literal": b'{"n_controls": NaN}',
+    "-Infinity literal": b'{"confidence": -Infinity}',
+    "1e999 (infinity)": b'{"confidence": 1e999}',
 }
 for _name, _content in CRAFTED_CONFIGS.items():
     add(
@@ -330,14 +335,14 @@ def good_result() -> Any:
 
 
 for _name, _value in {"dpi 0": 0, "dpi -5": -5, "dpi NaN": NAN, "dpi '110'": "110", "dpi True": True}.items():
-    add("report options", _name, lambda value=_value: good_result().report(fresh("report-opts"), dpi=value))
+    add("report options", _name, lambda value=_value: ia.write_report(good_result(), fresh("report-opts"), dpi=value))
 add(
     "report options",
     "out_dir an existing file",
-    lambda: good_result().report((ROOT / "a-file", (ROOT / "a-file").write_text("x"))[0]),
+    lambda: ia.write_report(good_result(), (ROOT / "a-file", (ROOT / "a-file").write_text("x"))[0]),
 )
-add("report options", "out_dir 5", lambda: good_result().report(5))
-add("report options", "title a dict", lambda: good_result().report(fresh("report-title"), title={"a": 1}))
+add("report options", "out_dir 5", lambda: ia.write_report(good_result(), 5))
+add("report options", "title a dict", lambda: ia.write_report(good_result(), fresh("report-title"), title={"a": 1}))
 
 
 # ------------------------------------------------------------------ option values
@@ -458,7 +463,16 @@ for _name, _options in BAD_TRAINING.items():
 
     add("options: TrainingProbe", _name, _training)
 add("options: TrainingProbe", "model a string", lambda: ia.TrainingProbe("gpt2", 1))
-add("options: TrainingProbe", "no tokenizer", lambda: ia.TrainingProbe(fixtures()["model"], 1, early_steps=2))
+add(
+    "options: TrainingProbe",
+    "tokenizer 5",
+    lambda: ia.TrainingProbe(fixtures()["model"], 1, tokenizer=5, early_steps=2),
+)
+add(
+    "options: TrainingProbe",
+    "tokenizer a string",
+    lambda: ia.TrainingProbe(fixtures()["model"], 1, tokenizer="gpt2", early_steps=2),
+)
 
 
 def callback(**options: Any) -> Any:
@@ -472,6 +486,12 @@ add("options: AnisotropyCallback", "unknown option colour='red'", lambda: callba
 add("options: AnisotropyCallback", "n_controls 0", lambda: callback(n_controls=0))
 add("options: AnisotropyCallback", "split point 1.5", lambda: AnisotropyCallback(1.5, results_dir=fresh("cb")))
 add("options: AnisotropyCallback", "tangent 'weird'", lambda: callback(tangent="weird"))
+add("options: AnisotropyCallback", "tangent a dict of strings", lambda: callback(tangent={1: "pca"}))
+add(
+    "options: AnisotropyCallback",
+    "split points [1, None]",
+    lambda: AnisotropyCallback([1, None], results_dir=fresh("cb")),
+)
 
 
 def sweep(**change: Any) -> Any:
@@ -529,6 +549,7 @@ BAD_SWEEP: dict[str, dict[str, Any]] = {
     "overwrite 'yes'": {"overwrite": "yes"},
     "progress 'yes'": {"progress": "yes"},
     "method_kwargs 5": {"method_kwargs": 5},
+    "method_kwargs unknown to ICA": {"method": "ica", "method_kwargs": {"bogus": 1}},
     "parallel 'x'": {"parallel": "x"},
     "autocast_dtype 'x'": {"autocast_dtype": "x"},
     "include_special 2": {"include_special": 2},
@@ -566,6 +587,7 @@ BAD_TANGENTS: dict[str, Callable[[], Any]] = {
     "TangentExplainer method 'nope'": lambda: ia.TangentExplainer(fixtures()["mwsp"], nb_concepts=2, method="nope"),
     "TangentExplainer method 5": lambda: ia.TangentExplainer(fixtures()["mwsp"], nb_concepts=2, method=5),
     "ICATangent unknown kwarg": lambda: ia.ICATangent(fixtures()["mwsp"], nb_concepts=2, colour="red"),
+    "PCATangent (streamed) a method kwarg": lambda: ia.PCATangent(fixtures()["mwsp"], nb_concepts=2, top_k=3),
     "Subspace NaN basis": lambda: ia.Subspace(torch.full((8, 2), NAN)),
     "Subspace 1-D basis": lambda: ia.Subspace(torch.ones(8)),
     "Subspace rank 0": lambda: ia.Subspace(torch.zeros(8, 0)),

@@ -11,6 +11,7 @@ Recomputed another way: each file is built by hand, byte for byte, as a crafted 
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -48,6 +49,7 @@ CRAFTED_ROWS = {
     "energy a string": json.dumps({**ROW, "energy_share": "0.5"}).encode(),
     "controls of strings": json.dumps({**ROW, "control_energy_shares": ["a"]}).encode(),
     "not UTF-8": b'{"step": 0, "layer": "\xff"}',
+    "energy NaN": json.dumps({**ROW, "energy_share": float("nan")}).encode(),
 }
 
 
@@ -64,7 +66,17 @@ def test_a_crafted_row_is_our_error_naming_the_file_and_line(tmp_path, name):
 
 
 @pytest.mark.parametrize(
-    "content", [DEEP, b'{"a": ' * 50_000, b"\xff\xfe{}", b"[1, 2]", b'{"n": 1' + b"0" * 5000 + b"}"]
+    "content",
+    [
+        DEEP,
+        b'{"a": ' * 50_000,
+        b"\xff\xfe{}",
+        b"[1, 2]",
+        b'{"n": 1' + b"0" * 5000 + b"}",
+        b'{"live": true, "n_controls": NaN}',
+        b'{"live": true, "confidence": -Infinity}',
+        b'{"live": true, "confidence": 1e999}',
+    ],
 )
 def test_a_damaged_config_is_our_error_and_overwrite_recovers_without_reading_it(tmp_path, content):
     folder = _folder(tmp_path, config=content)
@@ -170,6 +182,19 @@ def test_a_crafted_texts_file_is_our_error_and_the_command_exits_2(tmp_path, cap
     arguments = ["sweep", "--model", str(tmp_path), "--split-point", "1", "--texts", str(tmp_path / name)]
     assert main([*arguments, "--out", str(tmp_path / "out")]) == 2
     assert name in capsys.readouterr().err
+
+
+def test_non_finite_numbers_are_refused_in_our_files_and_kept_in_a_checkpoint_config(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"a": NaN, "b": 1e999, "c": -Infinity}')
+    with pytest.raises(ResultsStoreError, match=re.escape(f"{path} is not JSON that can be read (NaN is no JSON")):
+        load_json(path)
+    value = load_json(path, finite=False)  # what transformers wrote in a checkpoint's config, it may read
+    assert math.isnan(value["a"]) and value["b"] == math.inf and value["c"] == -math.inf
+    assert math.isnan(_read_json(path)["a"])  # the model card reads a checkpoint's config
+    path.write_text('{"rows": [0.5, -1e400]}')
+    with pytest.raises(ResultsStoreError, match=re.escape(f"{path} is not JSON that can be read (a number beyond")):
+        load_json(path)
 
 
 def test_a_deep_checkpoint_config_is_our_error_or_unknown_in_the_model_card(tmp_path):

@@ -161,3 +161,25 @@ def test_callback_paths_and_option_names_are_checked_when_it_is_made(tmp_path, o
     with pytest.raises(InvalidInputError, match=re.escape(named)):
         AnisotropyCallback(1, **{"results_dir": tmp_path, **options})
     assert AnisotropyCallback(1, results_dir=tmp_path, tokenizer=None, n_controls=3).probe_options["n_controls"] == 3
+
+
+@pytest.mark.parametrize(
+    ("split_points", "options", "named"),
+    [
+        (1.5, {}, "A split point is a layer index (an integer) or a module path (a string), got 1.5."),
+        ([1, None], {}, "A split point is a layer index (an integer) or a module path (a string), got None."),
+        ([], {}, "split_points is empty"),
+        (1, {"tangent": "weird"}, "tangent must be 'early', 'refit' or a Subspace, got 'weird'."),
+        (1, {"tangent": {1: "pca"}}, "tangent must be 'early', 'refit', a Subspace, a fitted TangentExplainer"),
+        (1, {"n_controls": 0}, "n_controls must be a positive integer, got 0"),
+    ],
+)
+def test_callback_split_points_tangent_and_settings_are_checked_before_training(
+    tmp_path, split_points, options, named
+):
+    from interpreto_anisotropy.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=re.escape(named)):
+        AnisotropyCallback(split_points, results_dir=tmp_path, **options)
+    given = ia.Subspace.random(32, 2, seed=0)
+    assert AnisotropyCallback([1, "gpt_neox.layers.0"], results_dir=tmp_path, tangent={1: given}).split_points

@@ -52,6 +52,10 @@ def sweep_arguments(toy_checkpoints, fit_texts, texts, tmp_path_factory):
         ({"results_dir": None}, "results_dir must be a folder path, got None"),
         ({"device": "quantum"}, "device must be a torch device such as 'cpu' or 'cuda:0', got 'quantum'"),
         ({"method_kwargs": 5}, "method_kwargs must be a dict or None, got 5"),
+        (
+            {"method": "ica", "method_kwargs": {"bogus": 1}},
+            "'ica' does not take 'bogus': ICAConcepts takes random_state",
+        ),
         *[
             ({name: value}, f"{name} must be True or False, got {value!r}")
             for name, value in [
@@ -79,6 +83,10 @@ def test_sweep_options(sweep_arguments, change, named):
         ({"seed": -1}, "seed must be an integer"),
         ({"include_special": "no"}, "include_special must be True or False, got 'no'"),
         ({"distributed": 1}, "distributed must be True or False, got 1"),
+        # the causal objective uses no mask, but a bad masking rate is still refused, not ignored
+        ({"objective": "causal_lm", "mlm_probability": float("nan")}, r"mlm_probability must be in \(0, 1\), got nan"),
+        ({"mlm_probability": 1.5}, r"mlm_probability must be in \(0, 1\), got 1.5"),
+        ({"mlm_probability": "0.2"}, r"mlm_probability must be a number in \(0, 1\), got '0.2'"),
     ],
 )
 def test_probe_options(gpt_neox_mwsp, options, named):
@@ -102,6 +110,19 @@ def test_reader_and_tangent_options(gpt_neox_mwsp, fit_texts):
             ia.PCATangent(gpt_neox_mwsp, nb_concepts=4, rtol=rtol)
     with pytest.raises(InvalidInputError, match="device must be a torch device .* got 'quantum'"):
         ia.PCATangent(gpt_neox_mwsp, nb_concepts=4, device="quantum")
+
+
+def test_a_keyword_the_tangent_method_does_not_take_is_refused_when_the_tangent_is_made(gpt_neox_mwsp):
+    with pytest.raises(InvalidInputError, match=r"'ica' does not take 'bogus': ICAConcepts takes random_state \("):
+        ia.ICATangent(gpt_neox_mwsp, nb_concepts=2, bogus=1)
+    with pytest.raises(InvalidInputError, match=r"'pca' does not take 'top_k': the streamed PCA takes no other"):
+        ia.PCATangent(gpt_neox_mwsp, nb_concepts=2, top_k=3)
+    with pytest.raises(InvalidInputError, match=r"'topk_sae' does not take 'colour': .* dictionary_params, .*top_k"):
+        ia.TopKSAETangent(gpt_neox_mwsp, nb_concepts=2, colour="red")
+    assert ia.TopKSAETangent(gpt_neox_mwsp, nb_concepts=2, top_k=1).method_kwargs == {"top_k": 1}
+    assert ia.ICATangent(gpt_neox_mwsp, nb_concepts=2, random_state=3).method_kwargs == {"random_state": 3}
+    # overcomplete's NMF signatures end with **kwargs: they cannot say what they take, so nothing is refused
+    assert ia.SemiNMFTangent(gpt_neox_mwsp, nb_concepts=2, max_iter=30).method_kwargs == {"max_iter": 30}
 
 
 def test_too_many_controls_is_refused_before_any_memory_is_taken():
@@ -170,6 +191,17 @@ def test_every_training_probe_option_is_checked(gpt_neox_training_model, name, v
     options[name] = value
     with pytest.raises(InvalidInputError, match=re.escape(message) + r".*, got "):
         ia.TrainingProbe(model, 1, tokenizer=tokenizer, **options)
+
+
+def test_a_training_probe_tokenizer_is_a_tokenizer_or_none(gpt_neox_training_model):
+    model, tokenizer = gpt_neox_training_model
+    for given in (5, "gpt2"):
+        with pytest.raises(InvalidInputError, match=r"tokenizer must be the model's Hugging Face tokenizer .*, got "):
+            ia.TrainingProbe(model, 1, tokenizer=given, early_steps=2)
+    with_special = ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=2).special_ids
+    assert sorted(with_special.tolist()) == sorted(set(tokenizer.all_special_ids))
+    # None is by design: the tokenizer only names the special tokens left out, so every token is a row
+    assert ia.TrainingProbe(model, 1, tokenizer=None, early_steps=2).special_ids.numel() == 0
 
 
 LIVE_CONFIG_BAD_OPTIONS = [  # TrainingProbe's own arguments (start_step, overwrite, results_dir) are no settings

@@ -6,9 +6,12 @@ provenance.jsonl, top tokens), texts files and checkpoint configs.
 
 Each read is bounded and strict: a file larger than `MAX_BYTES`, bytes that are not UTF-8, JSON that is malformed,
 nested deeper than `MAX_DEPTH` (a crafted file nested 50 000 deep would overflow Python's parser) or holding a
-number Python refuses to convert, raise the caller's error class (`ResultsStoreError` for a results folder,
+number Python refuses to convert raise the caller's error class (`ResultsStoreError` for a results folder,
 `InvalidInputError` for a user's file), naming the file and the line, never a bare `RecursionError`,
-`UnicodeDecodeError` or `ValueError`.
+`UnicodeDecodeError` or `ValueError`. So do `NaN`, `Infinity` and `-Infinity` (not JSON, though Python's parser
+takes them) and numbers beyond a float's range such as `1e999` (read as infinity), unless `finite=False`: the
+package writes a missing value as null, so in the files it writes they are damage; a checkpoint's config, written
+by transformers, and a subspace's own `info` may hold them.
 
 Examples:
     >>> import pathlib, tempfile
@@ -26,6 +29,7 @@ Examples:
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,15 +112,31 @@ def parse_json(
     error: type[AnisotropyError] = ResultsStoreError,
     advice: str = _ADVICE,
     max_depth: int = MAX_DEPTH,
+    finite: bool = True,
 ) -> Any:
     """The JSON value of `text` (a file's content, or one of its lines), nested at most `max_depth` deep.
 
+    Args:
+        text: The JSON text.
+        path: The file it comes from, for messages.
+        line: Its line number in the file, when it is one line of a JSON-lines file.
+        error: The error class raised (ours).
+        advice: What to do, appended to the message.
+        max_depth: The deepest nesting accepted.
+        finite: Refuse `NaN`, `Infinity`, `-Infinity` and numbers beyond a float's range.
+
     Raises:
-        error: Malformed JSON, too deep, or a number Python refuses, naming the file (and the line).
+        error: Malformed JSON, too deep, a number Python refuses, a NaN / Infinity constant or a number beyond a
+            float's range, naming the file (and the line).
     """
     where = f"Line {line} of {path}" if line is not None else str(path)
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_refuse_constant if finite else None)
+    except _NonFiniteConstant as failure:
+        raise error(
+            f"{where} is not JSON that can be read ({failure.args[0]} is no JSON number; a missing value is null). "
+            f"{advice}"
+        ) from None
     except json.JSONDecodeError as failure:
         place = "" if line is not None else f" at line {failure.lineno}, column {failure.colno}"
         raise error(f"{where} is not JSON ({failure.msg}{place}). {advice}") from None
@@ -126,8 +146,11 @@ def parse_json(
         ) from None
     except (ValueError, UnicodeDecodeError) as failure:  # an integer of more than 4300 digits, bytes not UTF-8
         raise error(f"{where} is not JSON that can be read ({failure}). {advice}") from None
-    if _depth(value, max_depth) > max_depth:
+    depth, all_finite = _depth(value, max_depth)
+    if depth > max_depth:
         raise error(f"{where} is not JSON that can be read (nested deeper than {max_depth} levels). {advice}")
+    if finite and not all_finite:
+        raise error(f"{where} is not JSON that can be read (a number beyond a float's range). {advice}")
     return value
 
 
@@ -137,9 +160,11 @@ def load_json(
     error: type[AnisotropyError] = ResultsStoreError,
     advice: str = _ADVICE,
     encoding: str = "utf-8",
+    finite: bool = True,
 ) -> Any:
     """The JSON value of a whole file (`read_text` then `parse_json`)."""
-    return parse_json(read_text(path, error=error, advice=advice, encoding=encoding), path, error=error, advice=advice)
+    text = read_text(path, error=error, advice=advice, encoding=encoding)
+    return parse_json(text, path, error=error, advice=advice, finite=finite)
 
 
 def json_lines(
@@ -151,16 +176,27 @@ def json_lines(
             yield number, parse_json(line, path, line=number, error=error, advice=advice)
 
 
-def _depth(value: Any, limit: int) -> int:
-    """The nesting depth of a parsed value (1 for a scalar), counted without recursion, up to `limit` + 1."""
+class _NonFiniteConstant(ValueError):
+    """`NaN`, `Infinity` or `-Infinity` in a JSON text (carries the constant)."""
+
+
+def _refuse_constant(constant: str) -> Any:
+    raise _NonFiniteConstant(constant)
+
+
+def _depth(value: Any, limit: int) -> tuple[int, bool]:
+    """The nesting depth of a parsed value (1 for a scalar), counted without recursion, up to `limit` + 1, and
+    whether its floats are all finite (`1e999` parses as infinity)."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, depth = stack.pop()
         deepest = max(deepest, depth)
         if deepest > limit:
-            return deepest
+            return deepest, True
         if isinstance(item, dict):
             stack.extend((child, depth + 1) for child in item.values())
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
-    return deepest
+        elif isinstance(item, float) and not math.isfinite(item):
+            return deepest, False
+    return deepest, True

@@ -29,7 +29,7 @@ from ..errors import InvalidInputError
 from ..sweeps.result import SweepResult
 from ..visualizations.report import write_report
 from .options import LiveConfig
-from .probe import TrainingProbe
+from .probe import TrainingProbe, split_point_list, tangent_kind
 
 __all__ = ["AnisotropyCallback"]
 
@@ -48,7 +48,9 @@ class AnisotropyCallback(TrainerCallback):
 
     Raises:
         InvalidInputError: `results_dir` or `report_dir` not a path (or False / None), an option that `TrainingProbe`
-            does not take, or a bad value of a `LiveConfig` field.
+            does not take, a bad value of a `LiveConfig` field, a split point that is neither an integer nor a
+            string, or a `tangent` that is neither "early", "refit", a subspace nor a dict of them. (Whether the
+            split points exist in the model is checked at `on_train_begin`.)
 
     Examples:
         >>> trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)  # doctest: +SKIP
@@ -77,6 +79,8 @@ class AnisotropyCallback(TrainerCallback):
                 f"Its options: {', '.join(sorted(taken))}."
             )
         LiveConfig(**{name: value for name, value in probe_options.items() if name in settings})  # checks values
+        split_point_list(split_points)  # their forms; the model, known at on_train_begin, resolves them
+        tangent_kind(probe_options.get("tangent", "early"))
         self.split_points = split_points
         self.results_dir = Path(results_dir)
         self.report_dir = self.results_dir / "report" if report_dir is None else report_dir

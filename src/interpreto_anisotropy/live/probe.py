@@ -103,6 +103,11 @@ class TrainingProbe:
             raise InvalidInputError(f"results_dir must be a folder path or None, got {type(results_dir).__name__}.")
         self.results_dir, self.overwrite = results_dir, check_bool("overwrite", overwrite)
         self.grad_scaler = grad_scaler
+        if tokenizer is not None and not hasattr(tokenizer, "all_special_ids"):
+            raise InvalidInputError(
+                f"tokenizer must be the model's Hugging Face tokenizer (its special tokens are left out of the rows) "
+                f"or None (every token is a row), got {type(tokenizer).__name__}."
+            )
         self.special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
         self.statistics = Statistics(
             settings.n_controls,
@@ -407,23 +412,54 @@ def _unwrap(model: Any, split_points: Any, tokenizer: Any) -> tuple[torch.nn.Mod
         raise InvalidInputError(
             f"TrainingProbe needs a torch model or a ModelWithSplitPoints, got {type(model).__name__}."
         )
+    return model, split_point_list(split_points), tokenizer
+
+
+def split_point_list(split_points: Any) -> list[int | str]:
+    """The split points as a list, each a layer index or a module path (checked without the model).
+
+    Raises:
+        InvalidInputError: None, an empty list, or an item that is neither an integer nor a string.
+    """
     if split_points is None:
         raise InvalidInputError("Give split_points: a layer index, a module path, or a list of them.")
     layers = list(split_points) if isinstance(split_points, (list, tuple)) else [split_points]
     if not layers:
         raise InvalidInputError("split_points is empty: give at least one layer index or module path.")
-    return model, layers, tokenizer
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, (int, str)):
+            raise InvalidInputError(
+                f"A split point is a layer index (an integer) or a module path (a string), got {layer!r}."
+            )
+    return layers
+
+
+def tangent_kind(tangent: Any) -> LiveTangent:
+    """The kind of tangent the `tangent` option asks for, its form checked without the model.
+
+    Raises:
+        InvalidInputError: A string other than "early" and "refit", or neither a subspace nor a dict of them.
+    """
+    if isinstance(tangent, str):
+        if tangent not in ("early", "refit"):
+            hint = " (pass the subspace itself: tangent=<Subspace>)" if tangent == "given" else ""
+            raise InvalidInputError(f"tangent must be 'early', 'refit' or a Subspace, got {tangent!r}{hint}.")
+        return LiveTangent(tangent)
+    for item in tangent.values() if isinstance(tangent, Mapping) else [tangent]:
+        if not isinstance(item if isinstance(item, Subspace) else getattr(item, "subspace", None), Subspace):
+            raise InvalidInputError(
+                "tangent must be 'early', 'refit', a Subspace, a fitted TangentExplainer, or a dict of them per split "
+                f"point; got {type(item).__name__}."
+            )
+    return LiveTangent.GIVEN
 
 
 def _tangent_plan(
     tangent: Any, layers: dict[str, int | str], settings: LiveConfig
 ) -> tuple[LiveTangent, int | None, dict[str, Subspace]]:
     """(kind, steps of the fit or the refit period, given subspace per module path)."""
-    if isinstance(tangent, str):
-        if tangent not in ("early", "refit"):
-            hint = " (pass the subspace itself: tangent=<Subspace>)" if tangent == "given" else ""
-            raise InvalidInputError(f"tangent must be 'early', 'refit' or a Subspace, got {tangent!r}{hint}.")
-        kind = LiveTangent(tangent)
+    kind = tangent_kind(tangent)
+    if kind is not LiveTangent.GIVEN:
         if kind is LiveTangent.REFIT:
             if settings.refit_every is None or settings.refit_every % settings.every:
                 raise InvalidInputError(

@@ -599,8 +599,8 @@ def make_objective(
         An `Objective`.
 
     Raises:
-        InvalidInputError: An unknown name, "auto" without a model, or an `mlm_probability` that disagrees with a
-            `MaskedLM`'s rate.
+        InvalidInputError: An unknown name, "auto" without a model, or an `mlm_probability` outside (0, 1) (whatever
+            the objective) or that disagrees with a `MaskedLM`'s rate.
         ObjectiveError: A name (or a `MaskedLM`) that does not fit the model's head (the message says which one does).
 
     Examples:
@@ -611,6 +611,8 @@ def make_objective(
         >>> make_objective(lambda output, batch: output.logits.sum()).name
         '<lambda>'
     """
+    if mlm_probability is not None:
+        resolve_masking(None, mlm_probability)  # checked whichever objective it comes with: a NaN is never let by
     if isinstance(objective, Objective):
         return objective
     if isinstance(objective, MaskedLM):

@@ -19,7 +19,7 @@ from ..metrics.isotropy import DEFAULT_ZETA
 from ..probing.anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from ..probing.objectives import MaskedLM, describe_objective
 from ..reading.batching import autocast_dtype as autocast_dtype_from
-from ..tangents.explainers import method_streams
+from ..tangents.explainers import check_method_kwargs, method_streams
 from ..tangents.subspace import Subspace
 from . import checkpoints as checkpoint_tools
 from .checkpoints import Checkpoint
@@ -207,6 +207,7 @@ class SweepSettings:
         )
         self.device = _device(config.device)
         self.method_kwargs = dict(config.method_kwargs or {})
+        check_method_kwargs(config.method, self.method_kwargs)
 
     def __getattr__(self, name: str) -> Any:
         if name == "options":  # not set yet (while unpickling)

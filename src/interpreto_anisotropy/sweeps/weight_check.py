@@ -7,8 +7,8 @@
 layers (weights for 2) builds them all first, for minutes and gigabytes, and a config with no attention heads fails
 with a bare `ZeroDivisionError`. Such a config is refused first:
 
-1. `check_config_file`, before transformers reads config.json: its sizes are positive integers, and its heads
-   divide the hidden size;
+1. `check_config_file`, before transformers reads config.json: its sizes are positive integers, its heads
+   divide the hidden size, and its `architectures` is a list of class names;
 2. `check_config`, on the loaded config, against the weight files' names and shapes read without their data
    (safetensors headers, `safe_open`; a PyTorch `.bin` is mapped onto the meta device): no more layers than the
    weights hold, the embedding's width equal to the hidden size, then the model built on the meta device (no
@@ -51,15 +51,17 @@ _SIZES = {
     "hidden": ("hidden_size", "n_embd", "d_model"),
     "heads": ("num_attention_heads", "n_head", "num_heads"),
     "kv_heads": ("num_key_value_heads",),
+    "positions": ("max_position_embeddings", "n_positions"),
 }
 
 
 def check_config_file(folder: str | Path, *, label: str) -> None:
     """Refuses a config.json whose sizes cannot describe a model, before transformers reads it.
 
-    Its layer count, hidden size and head counts must be positive integers, the heads must divide the hidden size
-    (unless it gives `head_dim`), and the key-value heads must divide the heads. A config.json that is not a JSON
-    object is left to transformers.
+    Its layer count, hidden size, head counts and positions (`max_position_embeddings`, `n_positions`) must be
+    positive integers, the heads must divide the hidden size (unless it gives `head_dim`), the key-value heads must
+    divide the heads, and `architectures` must be a list of class names. A config.json that is not a JSON object is
+    left to transformers.
 
     Args:
         folder: The checkpoint's folder.
@@ -71,7 +73,9 @@ def check_config_file(folder: str | Path, *, label: str) -> None:
     path = Path(folder) / "config.json"
     if not path.is_file():
         return
-    values = load_json(path, error=CheckpointError, advice=f"Fix or replace the config.json of checkpoint {label}.")
+    values = load_json(
+        path, error=CheckpointError, advice=f"Fix or replace the config.json of checkpoint {label}.", finite=False
+    )
     if not isinstance(values, dict):
         return
     where = f"Checkpoint {label} ({folder})"
@@ -82,6 +86,14 @@ def check_config_file(folder: str | Path, *, label: str) -> None:
                 f"{where}: config.json gives {key} = {value!r}, which must be a positive integer. Fix config.json "
                 "(compare it with the config of the run that wrote the weights)."
             )
+    architectures = values.get("architectures")
+    if architectures is not None and (
+        not isinstance(architectures, list) or not all(isinstance(name, str) for name in architectures)
+    ):
+        raise CheckpointError(
+            f"{where}: config.json gives architectures = {architectures!r}, which must be a list of class names "
+            '(e.g. ["GPTNeoXForCausalLM"]). Fix config.json.'
+        )
     _check_divides(found["heads"], found["hidden"], where, only_if=values.get("head_dim") is None)
     _check_divides(found["kv_heads"], found["heads"], where)
 
@@ -148,7 +160,7 @@ def _weight_files(root: Path, suffix: str) -> list[Path]:
     index = root / f"{stem}{suffix}.index.json"
     if index.is_file():
         try:
-            shards = sorted(set(load_json(index, error=CheckpointError)["weight_map"].values()))
+            shards = sorted(set(load_json(index, error=CheckpointError, finite=False)["weight_map"].values()))
         except (KeyError, AttributeError, TypeError):
             return []
         return [root / shard for shard in shards if (root / shard).is_file()]

@@ -13,6 +13,7 @@ tangent directions.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -64,6 +65,8 @@ __all__ = [
     "SVDTangent",
     "TopKSAETangent",
     "OrthonormalConceptModel",
+    "accepted_method_kwargs",
+    "check_method_kwargs",
     "method_streams",
     "tangent_method_names",
 ]
@@ -265,6 +268,84 @@ def _resolve_method(method: str | type) -> tuple[str, type[ConceptAutoEncoderExp
     return method, named.concept_class
 
 
+#: Arguments the explainer classes pass themselves: never the user's.
+_PASSED_BY_US = frozenset({"self", "splitter", "nb_concepts", "input_size", "input_shape", "device"})
+
+
+def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
+    """The keywords an Interpreto explainer class takes for its concept model, None when its signatures cannot say.
+
+    Read from the class's `__init__` and, when that passes `**kwargs` on, from its `concept_model_class`'s (for
+    `ICAConcepts`: `ICAWrapper`, whose only own keyword is `random_state`). A signature that ends with `**kwargs`
+    itself (overcomplete's NMF and semi-NMF) takes any keyword: None.
+
+    Args:
+        concept_class: The Interpreto explainer class; None for the streamed PCA, which takes none.
+
+    Returns:
+        The keyword names, or None.
+
+    Examples:
+        >>> from interpreto.concepts import ICAConcepts
+        >>> sorted(accepted_method_kwargs(ICAConcepts)), accepted_method_kwargs(None)
+        (['random_state'], set())
+    """
+    if concept_class is None:
+        return set()
+    accepted: set[str] = set()
+    for signed in (concept_class, _concept_model_class(concept_class)):
+        if signed is None:
+            return None
+        parameters = inspect.signature(signed.__init__).parameters.values()
+        accepted |= {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return accepted - _PASSED_BY_US
+    return None
+
+
+def _concept_model_class(concept_class: type) -> type | None:
+    """The concept model class an Interpreto explainer class builds (a property of its instances), or None."""
+    declared = inspect.getattr_static(concept_class, "concept_model_class", None)
+    try:
+        built = declared.fget(None) if isinstance(declared, property) else declared
+    except Exception:  # noqa: BLE001  (a property that needs its instance: the class cannot say)
+        return None
+    return built if isinstance(built, type) else None
+
+
+def _checked_method_kwargs(name: str, concept_class: type | None, method_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`method_kwargs`, once each is known to `accepted_method_kwargs` (when it can say).
+
+    Raises:
+        InvalidInputError: A keyword the method does not take, listing those it takes.
+    """
+    accepted = accepted_method_kwargs(concept_class)
+    unknown = sorted(set(method_kwargs) - accepted) if accepted is not None else []
+    if unknown:
+        takes = ", ".join(sorted(accepted)) if accepted else "no other keyword"
+        owner = "the streamed PCA" if concept_class is None else concept_class.__name__
+        raise InvalidInputError(
+            f"Tangent method {name!r} does not take {', '.join(map(repr, unknown))}: {owner} takes {takes} (besides "
+            "nb_concepts, method, center, device, rtol and seed)."
+        )
+    return method_kwargs
+
+
+def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> None:
+    """Check a sweep's `method_kwargs` before any checkpoint is read, as `TangentExplainer(method=...)` would.
+
+    Args:
+        method: A method name or an Interpreto explainer class.
+        method_kwargs: Keywords for the tangent: `TangentExplainer`'s own (`center`, `rtol`, ...) or its method's.
+
+    Raises:
+        InvalidInputError: An unknown method, or a keyword neither takes (see `accepted_method_kwargs`).
+    """
+    name, concept_class = _resolve_method(method)
+    own = set(inspect.signature(TangentExplainer.__init__).parameters)
+    _checked_method_kwargs(name, concept_class, {key: value for key, value in method_kwargs.items() if key not in own})
+
+
 def tangent_method_names() -> list[str]:
     """The method names a tangent can be fitted with, one per named tangent class.
 
@@ -456,10 +537,12 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         rtol: Relative singular-value threshold of the rank-revealing orthonormalisation.
         seed: Seed of the iterative methods (semi-NMF, NMF, ICA, SVD, SAE): torch draws and scikit-learn's
             `random_state` follow it, so the same seed gives the same tangent. PCA is exact and needs none.
-        **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae").
+        **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae"); one it
+            does not take is refused here (`accepted_method_kwargs`), not after the activations are read.
 
     Raises:
-        InvalidInputError: Unknown method, or 2k >= d.
+        InvalidInputError: Unknown method, 2k >= d, or a keyword the method's Interpreto class does not take (when
+            its signatures say which it takes).
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(texts)  # doctest: +SKIP
@@ -512,7 +595,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
                 f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}."
             ) from None
         self.seed = check_seed("seed", seed)
-        self.method_kwargs = method_kwargs
+        self.method_kwargs = _checked_method_kwargs(self.method_name, self.concept_class, method_kwargs)
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
         super().__init__(splitter, concept_model)
         self.inner_explainer: ConceptAutoEncoderExplainer | None = None

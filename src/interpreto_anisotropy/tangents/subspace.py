@@ -401,7 +401,7 @@ def _read_subspace_file(path: Path, device: torch.device | str) -> tuple[dict[st
     if "basis" not in tensors:
         raise ResultsStoreError(f"{path} holds no 'basis' tensor (it has {sorted(tensors)}); {resave}.")
     try:
-        meta = parse_json(raw, path, advice=f"Its subspace metadata is malformed: {resave}.")
+        meta = parse_json(raw, path, advice=f"Its subspace metadata is malformed: {resave}.", finite=False)
     except ResultsStoreError as error:
         raise ResultsStoreError(f"{path} has malformed subspace metadata ({error}); {resave}.") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("info", {}), dict):

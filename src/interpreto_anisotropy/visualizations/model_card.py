@@ -163,7 +163,7 @@ def _parameters_text(count: int | None) -> str:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        value = load_json(path, error=CheckpointError)
+        value = load_json(path, error=CheckpointError, finite=False)
     except CheckpointError:
         return {}  # the card says "unknown"; loading the checkpoint itself reports the damaged file
     return value if isinstance(value, dict) else {}
@@ -190,7 +190,7 @@ def _safetensors_header(path: Path) -> dict[str, Any] | None:
             (length,) = struct.unpack("<Q", handle.read(8))
             if length > 100_000_000:
                 return None
-            header = parse_json(handle.read(length), path, error=CheckpointError)
+            header = parse_json(handle.read(length), path, error=CheckpointError, finite=False)
     except (OSError, struct.error, CheckpointError):
         return None
     return header if isinstance(header, dict) else None
