@@ -226,3 +226,9 @@ def toy_checkpoints(tmp_path_factory):
 def _seed_everything():
     """Each test starts from the same global torch random state."""
     torch.manual_seed(TOY_SEED)
+
+
+@pytest.fixture(scope="module")
+def sweep_texts(fit_texts, texts):
+    """The fit and probe texts of the small sweeps of test_sweep.py and test_sweep_read_once.py."""
+    return {"texts": fit_texts[:16], "probe_texts": texts[:12]}

@@ -42,11 +42,6 @@ SETTINGS = {
 
 
 @pytest.fixture(scope="module")
-def sweep_texts(fit_texts, texts):
-    return {"texts": fit_texts[:16], "probe_texts": texts[:12]}
-
-
-@pytest.fixture(scope="module")
 def decoder_sweep(toy_checkpoints, sweep_texts, tmp_path_factory):
     results_dir = tmp_path_factory.mktemp("decoder_sweep")
     sweep = ia.CheckpointSweep(

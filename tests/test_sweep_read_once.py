@@ -12,6 +12,7 @@ import weakref
 
 import pytest
 import torch
+from test_sweep import SETTINGS
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.demo import train_tokenizer
@@ -22,21 +23,6 @@ from interpreto_anisotropy.sweeps import checkpoints as checkpoint_tools
 from interpreto_anisotropy.sweeps.fit_read import FitReader
 from interpreto_anisotropy.sweeps.runner import CheckpointSweep
 from interpreto_anisotropy.sweeps.store import SweepStore
-
-SETTINGS = {
-    "split_point": 1,
-    "nb_concepts": 4,
-    "n_controls": 5,
-    "seed": 3,
-    "max_fit_tokens": 1500,
-    "max_metric_tokens": 600,
-    "progress": False,
-}
-
-
-@pytest.fixture(scope="module")
-def sweep_texts(fit_texts, texts):
-    return {"texts": fit_texts[:16], "probe_texts": texts[:12]}
 
 
 def _without_timings(rows):
