@@ -44,7 +44,7 @@ __all__ = ["ProbeSums", "Tally", "SubspaceColumns", "TangentBlock", "build_resul
 
 @dataclass
 class Tally:
-    """What one pass over the inputs counted on this shard (filled by `GradientProbe._iterate` as it ends).
+    """What one pass over the inputs counted on this shard (filled by `GradientSteps` as its pass ends).
 
     Attributes:
         usable_sequences: Sequences long enough for the objective.
