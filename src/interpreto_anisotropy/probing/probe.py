@@ -172,8 +172,8 @@ class GradientProbe:
         """The model's device (where gradients and accumulators live)."""
         return self.point.device
 
-    def _check_split_points(self, named: dict[str, Subspace]) -> None:
-        """Refuse a subspace fitted at another split point than the probe's (a Subspace without one is accepted)."""
+    def _check_split_points(self, named: dict[str, Subspace]) -> dict[str, Subspace]:
+        """`named`, once no subspace is fitted at another split point than the probe's (one without is accepted)."""
         here = self.splitter.split_point
         for name, subspace in named.items():
             if subspace.split_point is not None and subspace.split_point != here:
@@ -182,6 +182,7 @@ class GradientProbe:
                     f"'{here}'. Probe at '{subspace.split_point}' (ModelWithSplitPoints(..., "
                     f"split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
                 )
+        return named
 
     # ------------------------------------------------------------------ public
     def gradients(
@@ -257,10 +258,9 @@ class GradientProbe:
     ) -> ProbeResult | dict[str, ProbeResult]:
         """Probe the gradients and compare the energy each tangent holds with normal controls and random subspaces.
 
-        For each tangent Q_T (d, k): `n_controls` seeded normal controls in its orthogonal complement
-        (`ia.normal_controls`, the paper's approximate `p_value`) and `n_random` uniformly random k-subspaces of R^d
-        (`ia.random_subspace_bases`; the exact `p_value_exact` and `anisotropy_p_value_exact`), all projected in one
-        streaming pass whose memory is flat in the number of tokens (docs/statistics.md says how).
+        For each tangent Q_T (d, k): `n_controls` normal controls in its orthogonal complement (`ia.normal_controls`,
+        the paper's approximate `p_value`) and `n_random` random k-subspaces of R^d (`ia.random_subspace_bases`, the
+        exact `*_p_value_exact`), projected in one streaming pass, memory flat in the tokens (docs/statistics.md).
 
         Args:
             inputs: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
@@ -270,10 +270,9 @@ class GradientProbe:
             n_random: Number R' of uniformly random subspaces for `p_value_exact` and `anisotropy_p_value_exact`;
                 None (default) takes `n_controls`, so that both p-values have the same resolution 1 / (R + 1).
             seed: Seed of the controls, of the random subspaces and of the bootstrap.
-            draw_seeds: {tangent name: seed} of each tangent's controls and random subspaces, drawn apart (none
-                shared between tangents; a sweep derives one per row, `sweeps.draws.row_seed`); None: `seed` for
-                every tangent (and tangents of the same rank share their random subspaces). `seed` still seeds the
-                bootstrap.
+            draw_seeds: {tangent name: seed} of each tangent's controls and random subspaces, none shared (a sweep
+                derives one per row, `sweeps.draws.row_seed`); None: `seed` for every tangent (tangents of the same
+                rank then share their random subspaces). `seed` still seeds the bootstrap.
             max_tokens: Stop after this many probed tokens.
             n_bootstrap: Bootstrap resamples of sequences for the confidence interval of the energy share.
             confidence: Confidence level of the interval.
@@ -283,13 +282,13 @@ class GradientProbe:
             isoscore_c0: IsoScore* shrinkage target: an `IsoScoreTarget` name (default "scaled_identity") or a (d, d)
                 covariance of gradients pooled over more texts or checkpoints (docs/statistics.md).
             token_counts: How often each token id occurs, (V,), to cut the frequency buckets of the energy breakdown
-                (`frequency_energy_share`); None: the probed tokens' own counts. A sweep gives its texts' counts.
+                (`frequency_energy_share`); None: the probed tokens' own counts.
             frequency_edges: Cumulated shares of occurrences where the frequency buckets are cut.
             progress: Show a progress bar.
 
         Returns:
-            A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict. With a single probed
-            sequence its interval `ci_low`, `ci_high` is NaN (None in `to_dict`): one sequence gives no interval.
+            A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict. One probed sequence gives no
+            interval: `ci_low`, `ci_high` are NaN (None in `to_dict`).
 
         Raises:
             EmptyInputError: No texts, or every sequence too short for the objective.
@@ -299,37 +298,40 @@ class GradientProbe:
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
 
         Warns:
-            DegenerateStatisticsWarning: Fewer than 20 probed sequences (`MIN_BOOTSTRAP_SEQUENCES`): the interval
+            DegenerateStatisticsWarning: Fewer than `MIN_BOOTSTRAP_SEQUENCES` (20) probed sequences: the interval
                 of the energy share covers less than it says.
-            UserWarning: Sequences shorter than the objective needs were skipped; texts longer than `max_length` were
-                truncated (said once per probe).
+            UserWarning: Sequences too short for the objective skipped; texts over `max_length` truncated.
         """
-        named = _as_named_subspaces(subspaces)
-        self._check_split_points(named)
-        columns, isoscore = _checked_columns(
-            named,
-            self.device,
-            confidence=confidence,
-            n_controls=n_controls,
-            n_random=n_random,
-            seed=seed,
-            draw_seeds=draw_seeds,
-            isoscore=dict(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0),
-        )
-        sharded = distributed.is_distributed() if self.distributed is None else self.distributed
-        sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
-        sums = columns.complete(self._reduce(sums, sharded))
-        if sharded:
-            breakdown.reduce(distributed.all_reduce_sum)
+        named = self._check_split_points(_as_named_subspaces(subspaces))
+        iso = {"convention": isoscore_convention, "zeta": isoscore_zeta, "c0": isoscore_c0}
+        columns, iso = _checked_columns(named, self.device, confidence, n_controls, n_random, seed, draw_seeds, iso)
+        sums, breakdown = self._every_rank_sums(inputs, labels, named, columns, max_tokens, progress)
         built = build_results(
             sums, columns, seed, n_bootstrap, confidence, objective=self.objective, split_point=self.splitter.split_point,
-            isoscore=isoscore,
+            isoscore=iso,
         )  # fmt: skip
         results = {
             name: replace(result, **breakdown.fields(index, token_counts, frequency_edges))
             for index, (name, result) in enumerate(built.items())
         }
         return results if isinstance(subspaces, Mapping) else next(iter(results.values()))
+
+    def _every_rank_sums(
+        self,
+        inputs: Any,
+        labels: Any,
+        named: dict[str, Subspace],
+        columns: SubspaceColumns,
+        max_tokens: int | None,
+        progress: bool,
+    ) -> tuple[ProbeSums, Breakdown]:
+        """The sums and breakdown of every shard of the pass (this process's alone when not sharded)."""
+        sharded = distributed.is_distributed() if self.distributed is None else self.distributed
+        sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
+        sums = columns.complete(self._reduce(sums, sharded))
+        if sharded:
+            breakdown.reduce(distributed.all_reduce_sum)
+        return sums, breakdown
 
     def _accumulate(
         self,
@@ -416,7 +418,6 @@ class GradientProbe:
 def _checked_columns(
     named: dict[str, Subspace],
     device: torch.device,
-    *,
     confidence: float,
     n_controls: int,
     n_random: int | None,
