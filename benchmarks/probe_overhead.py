@@ -156,7 +156,7 @@ def main() -> None:
 
     train = timed(training_step(model, one_batch), repeats=args.repeats, device=args.device)
     core = timed(
-        lambda: probe._forward_backward(one_batch, torch.arange(batch)), repeats=args.repeats, device=args.device
+        lambda: probe.steps.forward_backward(one_batch, torch.arange(batch)), repeats=args.repeats, device=args.device
     )
     run_one = timed(
         lambda: probe.run(one_batch, tangent, n_controls=20, progress=False), repeats=args.repeats, device=args.device

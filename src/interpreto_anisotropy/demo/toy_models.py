@@ -166,38 +166,30 @@ def train_tokenizer(
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
 
-    if arch in ENCODER_ARCHS:
+    return _wrapped(tokenizer, specials, encoder=arch in ENCODER_ARCHS, model_max_length=model_max_length)
+
+
+def _wrapped(
+    tokenizer: Tokenizer, specials: dict[str, str], *, encoder: bool, model_max_length: int
+) -> PreTrainedTokenizerFast:
+    """The trained tokenizer as a transformers one padding on the right, its special tokens given their roles; an
+    encoder's texts are wrapped as ``bos ... eos``."""
+    if encoder:
         bos, eos = specials["bos"], specials["eos"]
         tokenizer.post_processor = processors.TemplateProcessing(
             single=f"{bos} $A {eos}",
             pair=f"{bos} $A {eos} $B:1 {eos}:1",
             special_tokens=[(bos, tokenizer.token_to_id(bos)), (eos, tokenizer.token_to_id(eos))],
         )
-        wrapped = PreTrainedTokenizerFast(
-            tokenizer_object=tokenizer,
-            bos_token=bos,
-            eos_token=eos,
-            cls_token=bos,
-            sep_token=eos,
-            pad_token=specials["pad"],
-            mask_token=specials["mask"],
-            unk_token=specials["unk"],
-            padding_side="right",
-            model_max_length=model_max_length,
-        )
+        roles = {"bos_token": bos, "eos_token": eos, "cls_token": bos, "sep_token": eos, "pad_token": specials["pad"]}
+        roles.update(mask_token=specials["mask"], unk_token=specials["unk"])
     else:
         tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
         eos = specials["eos"]
-        wrapped = PreTrainedTokenizerFast(
-            tokenizer_object=tokenizer,
-            bos_token=eos,
-            eos_token=eos,
-            unk_token=eos,
-            pad_token=specials["pad"],
-            padding_side="right",
-            model_max_length=model_max_length,
-        )
-    return wrapped
+        roles = {"bos_token": eos, "eos_token": eos, "unk_token": eos, "pad_token": specials["pad"]}
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, **roles, padding_side="right", model_max_length=model_max_length
+    )
 
 
 def _special_ids(arch: Arch, tokenizer: PreTrainedTokenizerFast | None, vocab_size: int) -> dict[str, int]:

@@ -396,53 +396,15 @@ def train_toy(
             seed=seed,
             tokenizer=tokenizer,
         ).to(torch_device)
-        config = {
-            "arch": arch.value,
-            "objective": objective,
-            "steps": steps,
-            "hidden_size": hidden_size,
-            "num_layers": num_layers,
-            "num_heads": num_heads,
-            "intermediate_size": model.config.intermediate_size,
-            "vocab_size": len(tokenizer),
-            "seq_len": seq_len,
-            "batch_size": batch_size,
-            "lr": lr,
-            "warmup_steps": warmup_steps,
-            "weight_decay": weight_decay,
-            "mlm_probability": masking.rate if objective == "masked_lm" else None,
-            "n_train_texts": len(train_texts),
-            "n_train_blocks": int(blocks.shape[0]),
-            "seed": seed,
-            "device": str(torch_device),
-        }
-        if objective == "masked_lm" and not masking.is_bert_split:  # absent for BERT's split, as in older runs
-            config["mlm_split"] = {"mask": masking.mask, "random": masking.random, "keep": masking.keep}
+        options = {"steps": steps, "hidden_size": hidden_size, "num_layers": num_layers, "num_heads": num_heads}
+        options.update(seq_len=seq_len, batch_size=batch_size, lr=lr, warmup_steps=warmup_steps)
+        options.update(weight_decay=weight_decay, seed=seed)
+        config = _toy_config(
+            arch, objective, model, tokenizer, masking, options, (len(train_texts), blocks), torch_device
+        )
         run = _Run(path, model, tokenizer, config, chosen_steps)
         batches = _Batches(blocks, batch_size=batch_size, seed=seed)
-        mask_generator = torch.Generator().manual_seed(seed + 1)
-        optimizer = _adamw(model, lr=lr, weight_decay=weight_decay)
-        run.save_if_due(0)
-        model.train()
-        probe = _live_probe(model, tokenizer, live, out_dir=path, steps=steps)
-        try:
-            bar = tqdm(range(1, steps + 1), desc=f"Training toy {arch.value}", disable=not progress)
-            for step in bar:
-                batch = batches.next()
-                if objective == "masked_lm":
-                    input_ids, labels = _mask_tokens(batch, tokenizer, masking=masking, generator=mask_generator)
-                else:
-                    input_ids, labels = batch, batch
-                learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
-                loss_value = _update(model, optimizer, input_ids, labels, learning_rate, step=step, lr=lr)
-                if probe is not None:
-                    probe.step()
-                run.log_history.append({"step": step, "loss": loss_value, "learning_rate": learning_rate})
-                bar.set_postfix(loss=f"{loss_value:.3f}")
-                run.save_if_due(step)
-        finally:
-            if probe is not None:
-                probe.detach()
+        probe = _train_steps(run, batches, masking, live=live, progress=progress)
         model.eval()
         write_atomically(path / TRAINER_STATE_NAME, json.dumps(run.state(steps), indent=2))
     return ToyRun(
@@ -454,6 +416,77 @@ def train_toy(
         losses=[entry["loss"] for entry in run.log_history],
         live_results=None if probe is None else Path(probe.results_dir),
     )
+
+
+def _toy_config(
+    arch: Arch,
+    objective: str,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerFast,
+    masking: MaskedLM,
+    options: dict[str, Any],
+    data: tuple[int, torch.Tensor],
+    device: torch.device,
+) -> dict[str, Any]:
+    """The run's ``toy_config`` (in ``trainer_state.json``): `train_toy`'s `options` with the sizes the model, the
+    tokenizer and the `data` (number of texts, (n_blocks, seq_len) blocks) came out with."""
+    n_texts, blocks = data
+    config = {
+        "arch": arch.value,
+        "objective": objective,
+        "steps": options["steps"],
+        "hidden_size": options["hidden_size"],
+        "num_layers": options["num_layers"],
+        "num_heads": options["num_heads"],
+        "intermediate_size": model.config.intermediate_size,
+        "vocab_size": len(tokenizer),
+        "seq_len": options["seq_len"],
+        "batch_size": options["batch_size"],
+        "lr": options["lr"],
+        "warmup_steps": options["warmup_steps"],
+        "weight_decay": options["weight_decay"],
+        "mlm_probability": masking.rate if objective == "masked_lm" else None,
+        "n_train_texts": n_texts,
+        "n_train_blocks": int(blocks.shape[0]),
+        "seed": options["seed"],
+        "device": str(device),
+    }
+    if objective == "masked_lm" and not masking.is_bert_split:  # absent for BERT's split, as in older runs
+        config["mlm_split"] = {"mask": masking.mask, "random": masking.random, "keep": masking.keep}
+    return config
+
+
+def _train_steps(
+    run: _Run, batches: _Batches, masking: MaskedLM, *, live: dict[str, Any] | None, progress: bool
+) -> Any:
+    """Save ``checkpoint-0``, then train `run.model` for its configured steps (AdamW, warm-up and cosine decay),
+    logging each step's loss and saving the checkpoints due; returns the live probe (None without `live`)."""
+    model, tokenizer, config = run.model, run.tokenizer, run.config
+    steps, lr, warmup_steps = config["steps"], config["lr"], config["warmup_steps"]
+    mask_generator = torch.Generator().manual_seed(config["seed"] + 1)
+    optimizer = _adamw(model, lr=lr, weight_decay=config["weight_decay"])
+    run.save_if_due(0)
+    model.train()
+    probe = _live_probe(model, tokenizer, live, out_dir=run.path, steps=steps)
+    try:
+        bar = tqdm(range(1, steps + 1), desc=f"Training toy {config['arch']}", disable=not progress)
+        for step in bar:
+            batch = batches.next()
+            if config["objective"] == "masked_lm":
+                input_ids, labels = _mask_tokens(batch, tokenizer, masking=masking, generator=mask_generator)
+            else:
+                input_ids, labels = batch, batch
+            learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
+            loss_value = _update(model, optimizer, input_ids, labels, learning_rate, step=step, lr=lr)
+            if probe is not None:
+                probe.step()
+            run.log_history.append({"step": step, "loss": loss_value, "learning_rate": learning_rate})
+            bar.set_postfix(loss=f"{loss_value:.3f}")
+            run.save_if_due(step)
+    finally:
+        if probe is not None:
+            probe.detach()
+    return probe
 
 
 def _live_probe(

@@ -398,45 +398,67 @@ def curvature_visibility(
     order = kept[np.lexsort((ids[kept], frequencies[kept]))]
     strata = np.array_split(order, n_strata)
     rng = np.random.default_rng(seed)
-    rows = []
-    for number, members in enumerate(strata):
-        if len(members) <= n_neighbors:
-            raise InvalidInputError(
-                f"frequency stratum {number} has {len(members)} rows but needs more than n_neighbors={n_neighbors}; "
-                "pass fewer strata, fewer neighbours or more activations."
-            )
-        anchors = _draw_anchors(len(members), max_anchors, rng)
-        ratios, radii = _local_ratios(
-            points[torch.as_tensor(members, device=points.device)], anchors, n_neighbors, tangent_dim
-        )
-        if ratios.size == 0:
-            raise InvalidInputError(f"every neighbourhood of frequency stratum {number} is a single repeated point.")
-        stratum_counts = frequencies[members]
-        rows.append(
-            (
-                np.median(ratios),
-                ratios.mean(),
-                np.median(radii),
-                np.log(stratum_counts).mean(),
-                stratum_counts.min(),
-                stratum_counts.max(),
-                len(members),
-                ratios.size,
-            )
-        )
-    columns = [np.array(column) for column in zip(*rows, strict=True)]
+    rows = [
+        _stratum_row(number, points, members, frequencies[members], max_anchors, rng, n_neighbors, tangent_dim)
+        for number, members in enumerate(strata)
+    ]
+    columns = dict(zip(_STRATUM_FIELDS, (np.array(column) for column in zip(*rows, strict=True)), strict=True))
     return CurvatureVisibility(
-        median_ratio=columns[0].astype(np.float64),
-        mean_ratio=columns[1].astype(np.float64),
-        median_radius=columns[2].astype(np.float64),
-        mean_log_frequency=columns[3].astype(np.float64),
-        min_count=columns[4].astype(np.float64),
-        max_count=columns[5].astype(np.float64),
-        n_points=columns[6].astype(np.int64),
-        n_anchors=columns[7].astype(np.int64),
+        **{name: column.astype(_STRATUM_FIELDS[name]) for name, column in columns.items()},
         n_neighbors=n_neighbors,
         tangent_dim=tangent_dim,
         n_excluded=int(len(ids) - kept.size),
+    )
+
+
+# The per-stratum fields of `CurvatureVisibility`, in the order `_stratum_row` gives them, with their dtypes.
+_STRATUM_FIELDS = {
+    "median_ratio": np.float64,
+    "mean_ratio": np.float64,
+    "median_radius": np.float64,
+    "mean_log_frequency": np.float64,
+    "min_count": np.float64,
+    "max_count": np.float64,
+    "n_points": np.int64,
+    "n_anchors": np.int64,
+}
+
+
+def _stratum_row(
+    number: int,
+    points: torch.Tensor,
+    members: np.ndarray,
+    stratum_counts: np.ndarray,
+    max_anchors: int | None,
+    rng: np.random.Generator,
+    n_neighbors: int,
+    tangent_dim: int,
+) -> tuple[Any, ...]:
+    """One stratum's `_STRATUM_FIELDS`, from the local ratios of its anchors' neighbourhoods within it.
+
+    Raises:
+        InvalidInputError: The stratum has at most `n_neighbors` rows, or every neighbourhood is a single point.
+    """
+    if len(members) <= n_neighbors:
+        raise InvalidInputError(
+            f"frequency stratum {number} has {len(members)} rows but needs more than n_neighbors={n_neighbors}; "
+            "pass fewer strata, fewer neighbours or more activations."
+        )
+    anchors = _draw_anchors(len(members), max_anchors, rng)
+    ratios, radii = _local_ratios(
+        points[torch.as_tensor(members, device=points.device)], anchors, n_neighbors, tangent_dim
+    )
+    if ratios.size == 0:
+        raise InvalidInputError(f"every neighbourhood of frequency stratum {number} is a single repeated point.")
+    return (
+        np.median(ratios),
+        ratios.mean(),
+        np.median(radii),
+        np.log(stratum_counts).mean(),
+        stratum_counts.min(),
+        stratum_counts.max(),
+        len(members),
+        ratios.size,
     )
 
 

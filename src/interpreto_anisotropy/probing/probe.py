@@ -14,19 +14,15 @@ below the split point is not even recorded.
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Bool, Float, Int
-from tqdm.auto import tqdm
 
 from ..commons import distributed
-from ..commons.accumulators import MomentAccumulator
-from ..commons.host_reads import LaggedRead, to_device
 from ..commons.options import check_bool, check_number, check_positive_int, check_seed
 from ..errors import (
     DimensionMismatchError,
@@ -41,22 +37,15 @@ from ..reading.token_cache import TokenCache
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from .breakdown import FREQUENCY_EDGES, Breakdown
-from .energies import batch_energies, gather_sequences, sequences_with_rows
+from .energies import gather_sequences
 from .masking import MaskedLM
 from .objectives import Objective, make_objective
 from .result import ProbeResult
+from .shard_sums import ShardSums
 from .statistics import ProbeSums, SubspaceColumns, Tally, build_results
+from .steps import NONFINITE_ADVICE, GradientSteps
 
 __all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
-
-#: What to try when a batch gives NaN or infinity. Weights are one cause; some models (e.g. Gemma2 in float64, a
-#: transformers bug) give NaN on real tokens of padded batches only, which one text per batch or float32 avoids.
-NONFINITE_ADVICE = (
-    "Check the checkpoint's weights (NaN or infinity in them), lower the precision less (no fp16 autocast), or, if "
-    "the model runs in float64 and the batch is padded (some models, e.g. Gemma2, give NaN on real tokens of padded "
-    "float64 batches, a transformers bug), use batch_size=1 or load the model in float32; or pass "
-    "on_nonfinite='skip' to drop such batches."
-)
 
 
 @dataclass
@@ -87,29 +76,6 @@ class TokenGradients:
     masked: Bool[torch.Tensor, " n"] | None
     loss_sum: float
     loss_count: int
-
-
-@dataclass
-class _Step:
-    """One probed batch, all on the model's device except the sequence ids.
-
-    Attributes:
-        batch: The prepared batch (masked, for masked LM).
-        hidden: Hidden states at the split point, (b, l, d).
-        gradient: dL/dh, (b, l, d); may hold NaN where `probed` is False (a skipped non-finite batch).
-        probed: Tokens that count, (b, l): probed by the objective, finite, within `max_tokens`.
-        sequence_ids: Index of each sequence in the inputs, (b,), on the CPU.
-        loss_sum: Sum of the loss terms, 0-dim float64 (0 for a non-finite batch).
-        loss_count: Number of loss terms, 0-dim float64 (0 for a non-finite batch).
-    """
-
-    batch: dict[str, torch.Tensor]
-    hidden: Float[torch.Tensor, "b l d"]
-    gradient: Float[torch.Tensor, "b l d"]
-    probed: Bool[torch.Tensor, "b l"]
-    sequence_ids: Int[torch.Tensor, " b"]
-    loss_sum: Float[torch.Tensor, ""]
-    loss_count: Float[torch.Tensor, ""]
 
 
 class GradientProbe:
@@ -189,7 +155,6 @@ class GradientProbe:
         self.objective = make_objective(
             objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.point.model
         )
-        self.forward_kwargs = self.objective.for_model(self.point.model)
         check_seed("seed", seed)
         self.on_nonfinite = on_nonfinite
         self.distributed = distributed
@@ -197,6 +162,8 @@ class GradientProbe:
         self.batcher = self.point.batcher(
             batch_size=batch_size, max_length=max_length, min_tokens=self.objective.min_tokens, token_cache=token_cache
         )
+        self.steps = GradientSteps(self.point, self.objective, self.batcher, on_nonfinite=on_nonfinite)
+        self.forward_kwargs = self.steps.forward_kwargs
         self.batch_size = self.batcher.batch_size
         self.max_length = self.batcher.max_length
 
@@ -205,103 +172,8 @@ class GradientProbe:
         """The model's device (where gradients and accumulators live)."""
         return self.point.device
 
-    # ------------------------------------------------------------------ batches
-    def _forward_backward(
-        self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, Any, torch.Tensor]:
-        """One forward + one backward, queued on the device without waiting for it.
-
-        Returns:
-            (prepared batch on the device, hidden (b, l, d), dL/dh (b, l, d), loss terms, 0-dim "all finite" flag).
-        """
-        batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
-        batch = to_device(batch, self.device)
-        hidden, gradient, terms = self.point.forward_backward(
-            batch, lambda output: self.objective.loss(output, batch), **self.forward_kwargs
-        )
-        # Padding rows may be non-finite (a sliding window holding only padding) without touching real tokens.
-        real = batch["attention_mask"].bool()[..., None]
-        finite = torch.isfinite(torch.where(real, gradient, 0)).all() & torch.isfinite(terms.summed)
-        return batch, hidden, gradient, terms, finite
-
-    def _nonfinite_error(self, batch_index: int, sequence_ids: torch.Tensor) -> NonFiniteError:
-        return NonFiniteError(
-            f"Non-finite loss or gradients in batch {batch_index} (sequences {sequence_ids.tolist()}). {NONFINITE_ADVICE}"
-        )
-
-    def _iterate(
-        self,
-        inputs: Any,
-        labels: Any,
-        *,
-        max_tokens: int | None,
-        progress: bool,
-        description: str,
-        tally: Tally,
-        shard: tuple[int, int] = (0, 1),
-        defer_nonfinite: bool = False,
-    ) -> Iterator[_Step]:
-        """Yield one `_Step` per batch of this shard, without waiting for the device between batches.
-
-        `shard=(rank, world)` keeps the batches whose index is `rank` modulo `world`. A batch with non-finite
-        values gets no probed token and no loss; the first batch is checked at once (a broken checkpoint fails
-        fast), the others' flags are read together at the end, where `on_nonfinite="raise"` raises for the first
-        bad one (with `defer_nonfinite`, nothing is raised here: the caller raises on every rank after the
-        all-reduce, and `tally.first_nonfinite` holds this shard's first bad batch). With `max_tokens`, tokens past
-        the cap are masked out on the device and the running count is read one batch late, so at most one batch
-        more than needed is computed. The counts of usable and skipped sequences and of skipped batches go into
-        `tally`, filled when the iteration ends.
-        """
-        if max_tokens is not None:
-            check_positive_int("max_tokens", max_tokens)
-        shard_rank, shard_count = shard
-        n_batches, chunks = self.batcher.batches(inputs, labels)
-        flags: list[tuple[int, torch.Tensor, torch.Tensor]] = []
-        seen = torch.zeros((), dtype=torch.long, device=self.device)
-        count_reader = LaggedRead()
-        for batch_index, (batch, sequence_ids) in enumerate(
-            tqdm(chunks, total=n_batches, desc=description, unit="batch", disable=not progress)
-        ):
-            if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
-                continue
-            tally.usable_sequences += sequence_ids.numel()
-            prepared, hidden, gradient, terms, finite = self._forward_backward(batch, sequence_ids)
-            if not flags and not defer_nonfinite and self.on_nonfinite == "raise" and not bool(finite):
-                raise self._nonfinite_error(batch_index, sequence_ids)
-            flags.append((batch_index, sequence_ids, finite))
-            probed = self.objective.probed_tokens(prepared) & self.point.rows(prepared) & finite
-            if max_tokens is not None:
-                flat = probed.flatten()
-                keep = (flat.cumsum(0) + seen <= max_tokens) & flat
-                probed = keep.view_as(probed)
-                seen = seen + keep.sum()
-            zero = torch.zeros((), dtype=torch.float64, device=gradient.device)
-            yield _Step(
-                batch=prepared,
-                hidden=hidden,
-                gradient=gradient,
-                probed=probed,
-                sequence_ids=sequence_ids,
-                loss_sum=torch.where(finite, terms.summed.double(), zero),
-                loss_count=torch.where(finite, torch.as_tensor(terms.count, device=gradient.device).double(), zero),
-            )
-            if max_tokens is not None:
-                counted = count_reader.push(seen)
-                if counted is not None and int(counted) >= max_tokens:
-                    break
-        self.batcher.note_truncation()  # once per probe; the batches' end says it when they are all read
-        tally.skipped_sequences = self.batcher.skipped_sequences
-        if flags:
-            finite_flags = torch.stack([flag for _, _, flag in flags]).cpu()
-            tally.skipped_batches = int((~finite_flags).sum())
-            if tally.skipped_batches:
-                batch_index, sequence_ids, _ = flags[int((~finite_flags).nonzero()[0])]
-                tally.first_nonfinite = (batch_index, sequence_ids)
-                if self.on_nonfinite == "raise" and not defer_nonfinite:
-                    raise self._nonfinite_error(batch_index, sequence_ids)
-
-    def _check_split_points(self, named: dict[str, Subspace]) -> None:
-        """Refuse a subspace fitted at another split point than the probe's (a Subspace without one is accepted)."""
+    def _check_split_points(self, named: dict[str, Subspace]) -> dict[str, Subspace]:
+        """`named`, once no subspace is fitted at another split point than the probe's (one without is accepted)."""
         here = self.splitter.split_point
         for name, subspace in named.items():
             if subspace.split_point is not None and subspace.split_point != here:
@@ -310,18 +182,7 @@ class GradientProbe:
                     f"'{here}'. Probe at '{subspace.split_point}' (ModelWithSplitPoints(..., "
                     f"split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
                 )
-
-    def _check_usable(self, usable_sequences: int, skipped_sequences: int) -> None:
-        if usable_sequences == 0:
-            raise EmptyInputError(
-                f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
-                "objective needs; give longer texts."
-            )
-        if skipped_sequences:
-            warnings.warn(
-                f"{skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",
-                stacklevel=3,
-            )
+        return named
 
     # ------------------------------------------------------------------ public
     def gradients(
@@ -345,7 +206,7 @@ class GradientProbe:
         parts: dict[str, list[torch.Tensor]] = {key: [] for key in ("h", "g", "seq", "pos", "ids", "masked")}
         loss_sum = loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
         tally = Tally()
-        steps = self._iterate(
+        steps = self.steps(
             inputs, labels, max_tokens=max_tokens, progress=progress, description="Gradients", tally=tally
         )
         for step in steps:
@@ -361,7 +222,7 @@ class GradientProbe:
                 parts["masked"].append((batch["labels"] != -100)[probed])
             loss_sum = loss_sum + step.loss_sum
             loss_count = loss_count + step.loss_count
-        self._check_usable(tally.usable_sequences, tally.skipped_sequences)
+        self.steps.check_usable(tally.usable_sequences, tally.skipped_sequences)
         if sum(part.shape[0] for part in parts["g"]) == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         return TokenGradients(
@@ -397,15 +258,9 @@ class GradientProbe:
     ) -> ProbeResult | dict[str, ProbeResult]:
         """Probe the gradients and compare the energy each tangent holds with normal controls and random subspaces.
 
-        For each tangent Q_T (d, k), `n_controls` normal controls are drawn in its orthogonal complement
-        (`ia.controls.normal_controls`, seeded): the paper's comparison, whose `p_value` is approximate. `n_random` uniformly
-        random k-subspaces of the whole of R^d (`ia.controls.random_subspace_bases`, from another stream of the same seed;
-        tangents of the same rank share them) give the exact `p_value_exact`, and, through their Delta IsoScore*,
-        the anisotropy share's exact `anisotropy_p_value_exact`. All subspaces are projected in the same pass (one
-        matmul per batch for the tangents and controls, one for the random subspaces; or, when the random subspaces
-        span more columns than d, R' k > d, none for them: their energies are read once from the scatter G^T G of
-        the float64 gradient moments, `SubspaceColumns.complete`). Streaming sums (energies per sequence, float64
-        gradient moments) keep memory flat in the number of tokens.
+        For each tangent Q_T (d, k): `n_controls` normal controls in its orthogonal complement (`ia.controls.normal_controls`,
+        the paper's approximate `p_value`) and `n_random` random k-subspaces of R^d (`ia.controls.random_subspace_bases`, the
+        exact `*_p_value_exact`), projected in one streaming pass, memory flat in the tokens (docs/statistics.md).
 
         Args:
             inputs: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
@@ -413,33 +268,27 @@ class GradientProbe:
             labels: Sequence labels for the "sequence_classification" objective.
             n_controls: Number R of matched-rank normal controls per tangent.
             n_random: Number R' of uniformly random subspaces for `p_value_exact` and `anisotropy_p_value_exact`;
-                None (default) takes
-                `n_controls`, so that both p-values have the same resolution 1 / (R + 1).
+                None (default) takes `n_controls`, so that both p-values have the same resolution 1 / (R + 1).
             seed: Seed of the controls, of the random subspaces and of the bootstrap.
-            draw_seeds: {tangent name: seed} of each tangent's controls and random subspaces, drawn apart (none
-                shared between tangents; a sweep derives one per row, `sweeps.draws.row_seed`); None: `seed` for
-                every tangent (and tangents of the same rank share their random subspaces). `seed` still seeds the
-                bootstrap.
+            draw_seeds: {tangent name: seed} of each tangent's controls and random subspaces, none shared (a sweep
+                derives one per row, `sweeps.draws.row_seed`); None: `seed` for every tangent (tangents of the same
+                rank then share their random subspaces). `seed` still seeds the bootstrap.
             max_tokens: Stop after this many probed tokens.
             n_bootstrap: Bootstrap resamples of sequences for the confidence interval of the energy share.
             confidence: Confidence level of the interval.
-            isoscore_convention: Where IsoScore* of G with a subspace removed is computed: "complement" (default,
-                in the (d - k)-dimensional complement, as the paper's reconstruction) or "ambient" (in R^d).
-            isoscore_zeta: IsoScore* shrinkage zeta in [0, 1]; 0.2 by default (see `isoscore_c0`).
-            isoscore_c0: IsoScore* shrinkage target: "scaled_identity" (default: scale invariant, stable with few
-                tokens, but it pulls every score up when n >> d), "identity" (the `isoscore` package's fallback,
-                scale dependent), "pooled" (the probe's own gradient covariance: IsoScore* becomes plain IsoScore,
-                the reference code's evaluation setting for a large sample), or a (d, d) covariance of gradients
-                pooled over more texts or checkpoints (used with `isoscore_zeta`, as the reference code does with
-                zeta = 0.75). See `IsoScoreTarget` and the Statistics page of the docs.
+            isoscore_convention: Where IsoScore* of G with a subspace removed is computed (`IsoScoreConvention`):
+                "complement" (default, the paper's reconstruction) or "ambient".
+            isoscore_zeta: IsoScore* shrinkage zeta in [0, 1]; 0.2 by default.
+            isoscore_c0: IsoScore* shrinkage target: an `IsoScoreTarget` name (default "scaled_identity") or a (d, d)
+                covariance of gradients pooled over more texts or checkpoints (docs/statistics.md).
             token_counts: How often each token id occurs, (V,), to cut the frequency buckets of the energy breakdown
-                (`frequency_energy_share`); None: the probed tokens' own counts. A sweep gives its texts' counts.
+                (`frequency_energy_share`); None: the probed tokens' own counts.
             frequency_edges: Cumulated shares of occurrences where the frequency buckets are cut.
             progress: Show a progress bar.
 
         Returns:
-            A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict. With a single probed
-            sequence its interval `ci_low`, `ci_high` is NaN (None in `to_dict`): one sequence gives no interval.
+            A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict. One probed sequence gives no
+            interval: `ci_low`, `ci_high` are NaN (None in `to_dict`).
 
         Raises:
             EmptyInputError: No texts, or every sequence too short for the objective.
@@ -449,47 +298,40 @@ class GradientProbe:
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
 
         Warns:
-            DegenerateStatisticsWarning: Fewer than 20 probed sequences (`MIN_BOOTSTRAP_SEQUENCES`): the interval
+            DegenerateStatisticsWarning: Fewer than `MIN_BOOTSTRAP_SEQUENCES` (20) probed sequences: the interval
                 of the energy share covers less than it says.
-            UserWarning: Sequences shorter than the objective needs were skipped; texts longer than `max_length` were
-                truncated (said once per probe).
+            UserWarning: Sequences too short for the objective skipped; texts over `max_length` truncated.
         """
-        named = _as_named_subspaces(subspaces)
-        self._check_split_points(named)
-        check_number("confidence", confidence, above=0, below=1)
-        n_controls = check_positive_int("n_controls", n_controls)
-        n_random = n_controls if n_random is None else check_positive_int("n_random", n_random)
-        isoscore = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
-        isoscore.check_dim(next(iter(named.values())).dim)
-        tangents = {name: subspace.to(device=self.device, dtype=torch.float32) for name, subspace in named.items()}
-        draws = (
-            check_seed("seed", seed)
-            if draw_seeds is None
-            else {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
-        )
-        columns = SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=draws)
+        named = self._check_split_points(_as_named_subspaces(subspaces))
+        iso = {"convention": isoscore_convention, "zeta": isoscore_zeta, "c0": isoscore_c0}
+        columns, iso = _checked_columns(named, self.device, confidence, n_controls, n_random, seed, draw_seeds, iso)
+        sums, breakdown = self._every_rank_sums(inputs, labels, named, columns, max_tokens, progress)
+        built = build_results(
+            sums, columns, seed, n_bootstrap, confidence, objective=self.objective, split_point=self.splitter.split_point,
+            isoscore=iso,
+        )  # fmt: skip
+        results = {
+            name: replace(result, **breakdown.fields(index, token_counts, frequency_edges))
+            for index, (name, result) in enumerate(built.items())
+        }
+        return results if isinstance(subspaces, Mapping) else next(iter(results.values()))
+
+    def _every_rank_sums(
+        self,
+        inputs: Any,
+        labels: Any,
+        named: dict[str, Subspace],
+        columns: SubspaceColumns,
+        max_tokens: int | None,
+        progress: bool,
+    ) -> tuple[ProbeSums, Breakdown]:
+        """The sums and breakdown of every shard of the pass (this process's alone when not sharded)."""
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
         sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
         sums = columns.complete(self._reduce(sums, sharded))
         if sharded:
             breakdown.reduce(distributed.all_reduce_sum)
-        results = build_results(
-            sums,
-            columns,
-            seed,
-            n_bootstrap,
-            confidence,
-            objective=self.objective,
-            split_point=self.splitter.split_point,
-            isoscore=isoscore,
-        )
-        results = {
-            name: replace(result, **breakdown.fields(index, token_counts, frequency_edges))
-            for index, (name, result) in enumerate(results.items())
-        }
-        if isinstance(subspaces, Mapping):
-            return results
-        return next(iter(results.values()))
+        return sums, breakdown
 
     def _accumulate(
         self,
@@ -503,25 +345,13 @@ class GradientProbe:
     ) -> tuple[ProbeSums, Breakdown]:
         """This shard's sums: per-sequence energies in every subspace, gradient moments, losses and counts; and the
         energy by token id and position."""
-        device = self.device
         dim = next(iter(columns.tangents.values())).dim
-        per_sequence_energy: list[torch.Tensor] = []
-        per_sequence_total: list[torch.Tensor] = []
-        per_sequence_has_rows: list[torch.Tensor] = []
-        per_sequence_id: list[torch.Tensor] = []
-        moments = MomentAccumulator(dim, device=device)
-        loss_sum = loss_count = torch.zeros((), dtype=torch.float64, device=device)
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
         tally = Tally()
-        breakdown = Breakdown(
-            self._vocab_size(),
-            [columns.tangent_column(name) for name in columns.tangents],
-            [columns.control_columns(name) for name in columns.tangents],
-            device,
-        )
-        for step in self._iterate(
+        shard_sums = ShardSums(columns, self._vocab_size(), self.device)
+        for step in self.steps(
             inputs,
             labels,
             max_tokens=max_tokens,
@@ -539,33 +369,8 @@ class GradientProbe:
                     f"(fitted at {', '.join(repr(point) for point in fitted_at)}): they come from another layer or "
                     "model. Fit them on this model at this split point."
                 )
-            # Zero rows where not probed (padding, past the cap, a non-finite batch): no host synchronisation.
-            energies = batch_energies(step.gradient, step.probed, columns.per_row)
-            per_sequence_energy.append(energies.energy)
-            per_sequence_total.append(energies.total)
-            per_sequence_has_rows.append(step.probed.any(1))
-            per_sequence_id.append(step.sequence_ids)
-            probed = step.probed.reshape(-1)
-            moments.update(energies.rows, mask=probed)
-            batch = step.batch
-            breakdown.add(
-                batch.get("original_input_ids", batch["input_ids"]).reshape(-1),
-                (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0).reshape(-1),
-                energies.token_energy,
-                energies.token_total,
-                probed,
-            )
-            loss_sum = loss_sum + step.loss_sum
-            loss_count = loss_count + step.loss_count
-        sequence_energy, sequence_total, sequence_id = sequences_with_rows(
-            per_sequence_energy,
-            per_sequence_total,
-            per_sequence_has_rows,
-            per_sequence_id,
-            columns.per_row.n_columns,
-            device,
-        )
-        return ProbeSums(sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, tally), breakdown
+            shard_sums.add(step)
+        return shard_sums.finish(tally)
 
     def _vocab_size(self) -> int:
         """Rows of the model's input embedding (or the tokenizer's size when the model has none to read)."""
@@ -592,11 +397,11 @@ class GradientProbe:
         loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches = counters.tolist()
         if sharded and skipped_batches and self.on_nonfinite == "raise":  # every rank raises, none waits
             if tally.first_nonfinite is not None:
-                raise self._nonfinite_error(*tally.first_nonfinite)
+                raise self.steps.nonfinite_error(*tally.first_nonfinite)
             raise NonFiniteError(
                 f"Non-finite loss or gradients in a batch of another rank (its error names it). {NONFINITE_ADVICE}"
             )
-        self._check_usable(int(usable), int(skipped_sequences))
+        self.steps.check_usable(int(usable), int(skipped_sequences))
         if moments.count == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         sequence_energy, sequence_total = sums.sequence_energy, sums.sequence_total
@@ -608,6 +413,35 @@ class GradientProbe:
         return ProbeSums(
             sequence_energy, sequence_total, sums.sequence_id, moments, loss_sum, loss_count, totals, int(n_sequences)
         )
+
+
+def _checked_columns(
+    named: dict[str, Subspace],
+    device: torch.device,
+    confidence: float,
+    n_controls: int,
+    n_random: int | None,
+    seed: int,
+    draw_seeds: Mapping[str, int] | None,
+    isoscore: dict[str, Any],
+) -> tuple[SubspaceColumns, IsoScoreSettings]:
+    """`GradientProbe.run`'s arguments checked (its Raises), and the tangents' controls and random subspaces drawn.
+
+    Returns:
+        (the tangents on `device` with their drawn columns, the IsoScore* settings).
+    """
+    check_number("confidence", confidence, above=0, below=1)
+    n_controls = check_positive_int("n_controls", n_controls)
+    n_random = n_controls if n_random is None else check_positive_int("n_random", n_random)
+    settings = IsoScoreSettings.make(**isoscore)
+    settings.check_dim(next(iter(named.values())).dim)
+    tangents = {name: subspace.to(device=device, dtype=torch.float32) for name, subspace in named.items()}
+    draws = (
+        check_seed("seed", seed)
+        if draw_seeds is None
+        else {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
+    )
+    return SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=draws), settings
 
 
 def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:

@@ -44,7 +44,7 @@ __all__ = ["ProbeSums", "Tally", "SubspaceColumns", "TangentBlock", "build_resul
 
 @dataclass
 class Tally:
-    """What one pass over the inputs counted on this shard (filled by `GradientProbe._iterate` as it ends).
+    """What one pass over the inputs counted on this shard (filled by `GradientSteps` as its pass ends).
 
     Attributes:
         usable_sequences: Sequences long enough for the objective.
@@ -360,21 +360,18 @@ def build_results(
         InvalidInputError: n_bootstrap not positive, or confidence outside (0, 1).
 
     Warns:
-        DegenerateStatisticsWarning: Fewer than `intervals.MIN_BOOTSTRAP_SEQUENCES` probe sequences: the measured
-            coverage falls under 0.93 for a nominal 0.95 (with one sequence there is no interval: NaN). Or a
-            tangent rank with k / d >= 0.1, where the normal-control p-values are known anti-conservative
-            (`warn_if_anti_conservative`).
+        DegenerateStatisticsWarning: Fewer than `intervals.MIN_BOOTSTRAP_SEQUENCES` probe sequences (the measured
+            coverage falls under 0.93 for a nominal 0.95), or a tangent rank with k / d >= 0.1, where the
+            normal-control p-values are known anti-conservative (`warn_if_anti_conservative`).
     """
     isoscore = isoscore or IsoScoreSettings()
     tangents = columns.tangents
-    moments, dim = sums.moments, next(iter(tangents.values())).dim
-    n_tokens = moments.count
+    dim = next(iter(tangents.values())).dim
     shares = (sums.energy_per_column() / sums.sequence_total.sum()).cpu().numpy()
-    second_moment = moments.second_moment()
-    covariance = isoscore.covariance(moments)
+    second_moment = sums.moments.second_moment()
+    covariance = isoscore.covariance(sums.moments)
     max_rank = max(subspace.rank for subspace in tangents.values())
-    top_values = top_eigenvalues(second_moment, max_rank)
-    top_values = top_values.clamp(min=0)
+    top_values = top_eigenvalues(second_moment, max_rank).clamp(min=0)
     total_energy = float(torch.trace(second_moment))
     tangent_columns = [columns.tangent_column(name) for name in tangents]
     ci_low, ci_high = share_intervals(
@@ -384,22 +381,7 @@ def build_results(
         confidence=confidence,
         generator=torch.Generator().manual_seed(seed),
     )
-    common = {
-        "n_tokens": n_tokens,
-        "n_sequences": sums.n_sequences,
-        "dim": dim,
-        "loss": sums.loss_sum / max(sums.loss_count, 1),
-        "objective": objective.name,
-        "reduction": objective.reduction.value,
-        "split_point": split_point,
-        "seed": seed,
-        "n_skipped_batches": sums.tally.skipped_batches,
-        "n_skipped_sequences": sums.tally.skipped_sequences,
-        "isoscore_star": isoscore.score(covariance, n_tokens),
-        "isoscore_convention": isoscore.convention.value,
-        "isoscore_zeta": isoscore.zeta,
-        "isoscore_c0": isoscore.target_name,
-    }
+    common = _shared_fields(sums, objective, split_point, seed, isoscore, covariance, dim)
     without_random = _scores_without_random(isoscore, covariance, columns)
     for k in sorted({tangent.rank for tangent in tangents.values()}):
         warn_if_anti_conservative(k, dim, stacklevel=3)
@@ -429,6 +411,34 @@ def build_results(
             **common,
         )
     return results
+
+
+def _shared_fields(
+    sums: ProbeSums,
+    objective: Objective,
+    split_point: str | None,
+    seed: int,
+    isoscore: IsoScoreSettings,
+    covariance: Float[torch.Tensor, "d d"],
+    dim: int,
+) -> dict[str, Any]:
+    """The `ProbeResult` fields every tangent of a probe shares: counts, loss, objective, IsoScore* of G."""
+    return {
+        "n_tokens": sums.moments.count,
+        "n_sequences": sums.n_sequences,
+        "dim": dim,
+        "loss": sums.loss_sum / max(sums.loss_count, 1),
+        "objective": objective.name,
+        "reduction": objective.reduction.value,
+        "split_point": split_point,
+        "seed": seed,
+        "n_skipped_batches": sums.tally.skipped_batches,
+        "n_skipped_sequences": sums.tally.skipped_sequences,
+        "isoscore_star": isoscore.score(covariance, sums.moments.count),
+        "isoscore_convention": isoscore.convention.value,
+        "isoscore_zeta": isoscore.zeta,
+        "isoscore_c0": isoscore.target_name,
+    }
 
 
 def _scores_without_random(

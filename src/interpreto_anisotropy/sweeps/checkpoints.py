@@ -593,38 +593,62 @@ def load_checkpoint(
     Examples:
         >>> model, tokenizer = load_checkpoint(pythia("70m", 1000)[0], device="cpu")  # doctest: +SKIP
     """
-    import torch
-    import transformers
-
     if not isinstance(checkpoint, Checkpoint):
         raise InvalidInputError(
             f"load_checkpoint expects a Checkpoint, got {type(checkpoint).__name__}; "
             "build one with ia.checkpoints.local/hub/pythia/smollm2 or Checkpoint(step, source, revision)."
         )
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from err
+    device = _checked_device(device)
     model_dtype = _dtype(dtype)
     hub_timeout = hub_access.check_hub_timeout(hub_timeout)
     source, shown = _resolve_source(checkpoint, cache_dir, snapshot=snapshot, timeout=hub_timeout)
-    kwargs: dict[str, Any] = {}
     weight_check.check_config_file(source, label=checkpoint.name)  # sizes no model has, before transformers reads
     config = _load_config(source, shown)
+    tokenizer = _load_tokenizer(checkpoint, tokenizer_source, (source, shown), cache_dir, hub_timeout)
+
+    model_class = _model_class(automodel, config)
+    weight_check.check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
+    model = _load_weights(checkpoint, model_class, source, shown, {"config": config, "dtype": model_dtype}, strict)
+    try:
+        model.to(device)
+    except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
+        raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device {str(device)!r}: {err}") from err
+    model.eval()
+    return model, tokenizer
+
+
+def _checked_device(device: Any) -> Any:
+    """`device` as a `torch.device`; None: "cuda" when available, else "cpu"."""
+    import torch
+
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from err
+
+
+def _load_tokenizer(
+    checkpoint: Checkpoint,
+    tokenizer_source: str | os.PathLike | Checkpoint | None,
+    resolved: tuple[Any, str],
+    cache_dir: str | os.PathLike | None,
+    hub_timeout: float,
+) -> Any:
+    """The checkpoint's tokenizer (from `tokenizer_source` if given; `resolved`: the checkpoint's (folder, name)),
+    with a pad token (`load_checkpoint`'s Args and Raises)."""
+    import transformers
 
     if tokenizer_source is None:
-        tok_source, tok_shown = source, shown
+        tok_source, tok_shown = resolved
     elif isinstance(tokenizer_source, Checkpoint):
         tok_source, tok_shown = _resolve_source(tokenizer_source, cache_dir, timeout=hub_timeout)
     else:
         tok_checkpoint = Checkpoint(checkpoint.step, os.fspath(tokenizer_source))
         tok_source, tok_shown = _resolve_source(tok_checkpoint, cache_dir, timeout=hub_timeout)
     try:
-        tokenizer = _from_folder(
-            transformers.AutoTokenizer.from_pretrained, tok_source, tok_shown, kwargs, "tokenizer"
-        )
+        tokenizer = _from_folder(transformers.AutoTokenizer.from_pretrained, tok_source, tok_shown, {}, "tokenizer")
     except CheckpointError as err:
         if tokenizer_source is None:
             raise CheckpointError(
@@ -633,19 +657,8 @@ def load_checkpoint(
             ) from err.__cause__
         raise
     _check_tokenizer_not_empty(tokenizer, tok_source, hint=tokenizer_source is None)
-    ensure_pad_token(tokenizer, source=str(tok_source), stacklevel=4)
-
-    model_class = _model_class(automodel, config)
-    weight_check.check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
-    model = _load_weights(
-        checkpoint, model_class, source, shown, dict(kwargs, config=config, dtype=model_dtype), strict
-    )
-    try:
-        model.to(device)
-    except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
-        raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device {str(device)!r}: {err}") from err
-    model.eval()
-    return model, tokenizer
+    ensure_pad_token(tokenizer, source=str(tok_source), stacklevel=5)
+    return tokenizer
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from typing import Any
 
 from .rows_file import is_skipped
 
-__all__ = ["CheckpointTimer", "estimate_line", "seconds_per_checkpoint_of_rows"]
+__all__ = ["CheckpointTimer", "estimate_line", "opening_line", "seconds_per_checkpoint_of_rows"]
 
 _now = time.perf_counter  # the default clock (a test replaces it)
 
@@ -72,6 +72,31 @@ def seconds_per_checkpoint_of_rows(rows: Sequence[dict[str, Any]]) -> float | No
             per_point[(row["step"], str(row.get("layer")))] = float(seconds)
     steps = {step for step, _ in per_point}
     return sum(per_point.values()) / len(steps) if steps else None
+
+
+def opening_line(todo: int, rows: Sequence[dict[str, Any]], *, per_round: int = 1, early: int = 0) -> str:
+    """What a sweep says before its first checkpoint: how many, and the time per checkpoint if its rows tell it.
+
+    Args:
+        todo: Checkpoints to compute.
+        rows: The rows already computed (their ``wall_seconds``).
+        per_round: Checkpoints computed at once.
+        early: Early checkpoints read first to fit the reference tangent (0: none).
+
+    Returns:
+        One line of text.
+    """
+    after = f", after the reference tangent is fitted on {early} early checkpoints" if early else ""
+    seconds = seconds_per_checkpoint_of_rows(rows)
+    if seconds is None:
+        return (
+            f"{todo} checkpoint{'s' if todo != 1 else ''} to compute{after}; the time per checkpoint is "
+            "measured on the first one"
+        )
+    return (
+        estimate_line(seconds, todo, per_round=per_round, source="the wall_seconds of the rows already computed")
+        + after
+    )
 
 
 class CheckpointTimer:

@@ -809,21 +809,9 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         return self
 
     def _fit_interpreto(self, pooled: torch.Tensor, **fit_kwargs: Any) -> None:
-        explainer_class = self.concept_class
+        """Fit a new Interpreto explainer of the method's class on the pooled rows (n, d) and adopt its span."""
         mean = pooled.mean(0)
-        kwargs = dict(self.method_kwargs)
-        if explainer_class is NMFConcepts:
-            kwargs.setdefault("force_relu", True)
-            training_data = pooled
-        else:
-            training_data = pooled - mean if self.center else pooled
-        if issubclass(explainer_class, SkLearnWrapperExplainer):
-            kwargs.setdefault("random_state", self.seed)
-        inner = explainer_class(self.splitter, nb_concepts=self.nb_concepts, device=str(self.device), **kwargs)
-        devices = [training_data.device] if training_data.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):  # torch-based methods draw from the seed, not the global state
-            torch.manual_seed(self.seed)
-            inner.fit(training_data, **fit_kwargs)
+        inner = _fitted_explainer(self, pooled - mean if self._fits_centred() else pooled, **fit_kwargs)
         self._adopt(inner, inner.get_dictionary().detach(), mean if self.center else None)
 
     def _adopt(self, explainer: ConceptAutoEncoderExplainer, dictionary: torch.Tensor, mean: Any) -> None:
@@ -866,6 +854,23 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             f"{type(self).__name__}(split_point={self.splitter.split_point!r}, nb_concepts={self.nb_concepts}, "
             f"method={self.method_name!r}, {state})"
         )
+
+
+def _fitted_explainer(tangent: TangentExplainer, training_data: torch.Tensor, **fit_kwargs: Any) -> Any:
+    """A new explainer of the tangent's concept class fitted on `training_data` (n, d), seeded by the tangent's seed
+    (torch draws and scikit-learn's `random_state`); NMF with `force_relu`."""
+    explainer_class = tangent.concept_class
+    kwargs = dict(tangent.method_kwargs)
+    if explainer_class is NMFConcepts:
+        kwargs.setdefault("force_relu", True)
+    if issubclass(explainer_class, SkLearnWrapperExplainer):
+        kwargs.setdefault("random_state", tangent.seed)
+    inner = explainer_class(tangent.splitter, nb_concepts=tangent.nb_concepts, device=str(tangent.device), **kwargs)
+    devices = [training_data.device] if training_data.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):  # torch-based methods draw from the seed, not the global state
+        torch.manual_seed(tangent.seed)
+        inner.fit(training_data, **fit_kwargs)
+    return inner
 
 
 def _named_tangent_docstring(cls: type[TangentExplainer], method: str) -> str:

@@ -256,80 +256,7 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
             unused.set_visible(False)
         for index, (ax, (kind, kind_rows)) in enumerate(zip(row_axes, kinds_of[split].items(), strict=False)):
             axes.append(ax)
-            color = _tangent_color(kind, index)
-            n_kinds = 1  # one kind per panel: the panel's title names it
-            # control band: min..max of the per-control energy shares
-            band = [
-                (int(row["step"]), min(values), max(values))
-                for row in kind_rows
-                if (values := _finite_list(row.get("control_energy_shares")))
-            ]
-            if band:
-                x, low, high = (list(column) for column in zip(*band, strict=True))
-                ax.fill_between(
-                    x,
-                    low,
-                    high,
-                    color=color,
-                    alpha=0.15,
-                    linewidth=0,
-                    label=_kind_label(kind, n_kinds, "controls E_N min-max"),
-                    gid=f"control_band:{kind}",
-                )
-                ax.plot(x, low, color=color, alpha=0.45, linewidth=0.7, gid=f"control_min:{kind}")
-                ax.plot(x, high, color=color, alpha=0.45, linewidth=0.7, gid=f"control_max:{kind}")
-            _plot_field(
-                ax,
-                kind_rows,
-                "control_mean",
-                gid=f"control_mean:{kind}",
-                label=_kind_label(kind, n_kinds, "controls E_N mean"),
-                color=color,
-                linestyle="--",
-                linewidth=1.0,
-            )
-            _plot_field(
-                ax,
-                kind_rows,
-                "analytic_null",
-                gid=f"analytic_null:{kind}",
-                label=_kind_label(kind, n_kinds, "analytic null (1-E_T)k/(d-k)"),
-                color=color,
-                linestyle=":",
-                linewidth=1.3,
-            )
-            _plot_field(
-                ax,
-                kind_rows,
-                "energy_share",
-                gid=f"energy:{kind}",
-                label=_kind_label(kind, n_kinds, "tangent E_T"),
-                color=color,
-                marker="o",
-                markersize=4,
-                linewidth=1.8,
-            )
-            ci = [
-                (int(row["step"]), value, value - low, high - value)
-                for row in kind_rows
-                if (value := _finite(row.get("energy_share"))) is not None
-                and (low := _finite(row.get("ci_low"))) is not None
-                and (high := _finite(row.get("ci_high"))) is not None
-            ]
-            if ci:
-                x, y, below, above = (list(column) for column in zip(*ci, strict=True))
-                container = ax.errorbar(
-                    x,
-                    y,
-                    yerr=[np.maximum(below, 0.0), np.maximum(above, 0.0)],
-                    fmt="none",
-                    ecolor=color,
-                    elinewidth=1.0,
-                    capsize=2.5,
-                    label=_kind_label(kind, n_kinds, "bootstrap CI of E_T"),
-                )
-                for artist in (*container.lines[1], *container.lines[2]):
-                    artist.set_gid(f"ci:{kind}")
+            _draw_energy_panel(ax, kind, kind_rows, _tangent_color(kind, index))
             _draw_chance(ax, kind_rows)
             step_axis(ax, _all_steps(split_rows))
             ax.set_ylim(bottom=0.0)
@@ -338,6 +265,92 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
     figure.suptitle("Gradient energy in the tangent subspace vs matched-rank normal controls")
     _figure_legend(figure, axes)
     return figure
+
+
+def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
+    """One tangent kind's panel of `plot_energy` (its title names the kind, so the labels do not): the control band,
+    the controls' mean, the analytic null, E_T and its bootstrap interval."""
+    _draw_control_band(ax, kind, kind_rows, color)
+    _plot_field(
+        ax,
+        kind_rows,
+        "control_mean",
+        gid=f"control_mean:{kind}",
+        label="controls E_N mean",
+        color=color,
+        linestyle="--",
+        linewidth=1.0,
+    )
+    _plot_field(
+        ax,
+        kind_rows,
+        "analytic_null",
+        gid=f"analytic_null:{kind}",
+        label="analytic null (1-E_T)k/(d-k)",
+        color=color,
+        linestyle=":",
+        linewidth=1.3,
+    )
+    _plot_field(
+        ax,
+        kind_rows,
+        "energy_share",
+        gid=f"energy:{kind}",
+        label="tangent E_T",
+        color=color,
+        marker="o",
+        markersize=4,
+        linewidth=1.8,
+    )
+    _draw_energy_interval(ax, kind, kind_rows, color)
+
+
+def _draw_control_band(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
+    """The band between the smallest and largest control energy share E_N of each step, with thin edges."""
+    band = [
+        (int(row["step"]), min(values), max(values))
+        for row in kind_rows
+        if (values := _finite_list(row.get("control_energy_shares")))
+    ]
+    if band:
+        x, low, high = (list(column) for column in zip(*band, strict=True))
+        ax.fill_between(
+            x,
+            low,
+            high,
+            color=color,
+            alpha=0.15,
+            linewidth=0,
+            label="controls E_N min-max",
+            gid=f"control_band:{kind}",
+        )
+        ax.plot(x, low, color=color, alpha=0.45, linewidth=0.7, gid=f"control_min:{kind}")
+        ax.plot(x, high, color=color, alpha=0.45, linewidth=0.7, gid=f"control_max:{kind}")
+
+
+def _draw_energy_interval(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
+    """The bootstrap confidence interval of E_T, as error bars."""
+    ci = [
+        (int(row["step"]), value, value - low, high - value)
+        for row in kind_rows
+        if (value := _finite(row.get("energy_share"))) is not None
+        and (low := _finite(row.get("ci_low"))) is not None
+        and (high := _finite(row.get("ci_high"))) is not None
+    ]
+    if ci:
+        x, y, below, above = (list(column) for column in zip(*ci, strict=True))
+        container = ax.errorbar(
+            x,
+            y,
+            yerr=[np.maximum(below, 0.0), np.maximum(above, 0.0)],
+            fmt="none",
+            ecolor=color,
+            elinewidth=1.0,
+            capsize=2.5,
+            label="bootstrap CI of E_T",
+        )
+        for artist in (*container.lines[1], *container.lines[2]):
+            artist.set_gid(f"ci:{kind}")
 
 
 def _draw_chance(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
@@ -390,65 +403,78 @@ def plot_energy_ratio(
     for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
         kinds = _groups(split_rows, "tangent", "early")
         for index, (kind, kind_rows) in enumerate(kinds.items()):
-            color = _tangent_color(kind, index)
-            points = [
-                (int(row["step"]), ratio, _finite(row.get("p_value")))
-                for row in kind_rows
-                if (ratio := _finite(row.get("energy_ratio"))) is not None
-            ]
-            if not points:
-                continue
-            x = [step for step, _, _ in points]
-            y = [ratio for _, ratio, _ in points]
-            ax.plot(
-                x,
-                y,
-                color=color,
-                linewidth=1.6,
-                label=_kind_label(kind, len(kinds), "E_T / mean E_N"),
-                gid=f"ratio:{kind}",
-            )
-            significant = [p is not None and p <= alpha for _, _, p in points]
-            filled = [(s, r) for (s, r, _), sig in zip(points, significant, strict=True) if sig]
-            hollow = [(s, r) for (s, r, _), sig in zip(points, significant, strict=True) if not sig]
-            if filled:
-                ax.scatter(
-                    *zip(*filled, strict=True),
-                    s=30,
-                    color=color,
-                    edgecolors=color,
-                    zorder=3,
-                    gid=f"significant:{kind}",
-                )
-            if hollow:
-                ax.scatter(
-                    *zip(*hollow, strict=True),
-                    s=30,
-                    facecolors="white",
-                    edgecolors=color,
-                    zorder=3,
-                    gid=f"not_significant:{kind}",
-                )
+            _draw_ratio(ax, kind, kind_rows, _tangent_color(kind, index), len(kinds), alpha)
         ax.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0, label="ratio 1 (as a control)", gid="one")
         step_axis(ax, _all_steps(split_rows))
         ax.set_ylim(bottom=0.0)
         ax.set_ylabel("energy ratio E_T / mean E_N (times)", fontsize="small")
         _panel_title(ax, split, len(panels))
-    if n_controls:
-        floors = ", ".join(f"{1 / (r + 1):.3f} (R={r})" for r in n_controls)
-        subtitle = f"smallest attainable p = 1/(R+1) = {floors}"
-    else:
-        subtitle = "no control energies recorded"
-    figure.suptitle(f"Tangent energy over mean control energy\n{subtitle}")
-    markers = [
+    figure.suptitle(f"Tangent energy over mean control energy\n{_p_value_floors(n_controls)}")
+    _figure_legend(figure, axes, _significance_markers(alpha))
+    return figure
+
+
+def _draw_ratio(
+    ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str, n_kinds: int, alpha: float
+) -> None:
+    """One tangent kind's E_T / mean(E_N) line, its points filled where p <= `alpha`, hollow elsewhere."""
+    points = [
+        (int(row["step"]), ratio, _finite(row.get("p_value")))
+        for row in kind_rows
+        if (ratio := _finite(row.get("energy_ratio"))) is not None
+    ]
+    if not points:
+        return
+    x = [step for step, _, _ in points]
+    y = [ratio for _, ratio, _ in points]
+    ax.plot(
+        x,
+        y,
+        color=color,
+        linewidth=1.6,
+        label=_kind_label(kind, n_kinds, "E_T / mean E_N"),
+        gid=f"ratio:{kind}",
+    )
+    significant = [p is not None and p <= alpha for _, _, p in points]
+    filled = [(s, r) for (s, r, _), sig in zip(points, significant, strict=True) if sig]
+    hollow = [(s, r) for (s, r, _), sig in zip(points, significant, strict=True) if not sig]
+    if filled:
+        ax.scatter(
+            *zip(*filled, strict=True),
+            s=30,
+            color=color,
+            edgecolors=color,
+            zorder=3,
+            gid=f"significant:{kind}",
+        )
+    if hollow:
+        ax.scatter(
+            *zip(*hollow, strict=True),
+            s=30,
+            facecolors="white",
+            edgecolors=color,
+            zorder=3,
+            gid=f"not_significant:{kind}",
+        )
+
+
+def _p_value_floors(n_controls: Sequence[int]) -> str:
+    """The smallest attainable permutation p-value 1/(R + 1) of each number R of controls in the rows."""
+    if not n_controls:
+        return "no control energies recorded"
+    floors = ", ".join(f"{1 / (r + 1):.3f} (R={r})" for r in n_controls)
+    return f"smallest attainable p = 1/(R+1) = {floors}"
+
+
+def _significance_markers(alpha: float) -> list[tuple[Line2D, str]]:
+    """Legend entries of the filled (p <= alpha) and hollow (p > alpha) markers."""
+    return [
         (Line2D([], [], linestyle="none", marker="o", color="0.3"), f"p <= {alpha:g} (filled marker)"),
         (
             Line2D([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="0.3"),
             f"p > {alpha:g} (hollow marker)",
         ),
     ]
-    _figure_legend(figure, axes, markers)
-    return figure
 
 
 def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:

@@ -1,0 +1,199 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The gradient probe's pass over its inputs: one forward and one backward per batch, queued on the device.
+
+`GradientSteps` yields one `Step` per batch (its hidden states, dL/dh and the tokens that count) without waiting
+for the device between batches: non-finite batches are flagged on the device and read together at the end (the
+first one at once, so that a broken checkpoint fails fast), and a `max_tokens` cap is counted one batch late.
+`GradientProbe.gradients` and `GradientProbe.run` consume the steps.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from jaxtyping import Bool, Float, Int
+from tqdm.auto import tqdm
+
+from ..commons.host_reads import LaggedRead, to_device
+from ..commons.options import check_positive_int
+from ..errors import EmptyInputError, NonFiniteError
+from ..reading.batching import TokenBatcher
+from ..reading.split_point import SplitPoint
+from .objectives import Objective
+from .statistics import Tally
+
+__all__ = ["NONFINITE_ADVICE", "GradientSteps", "Step"]
+
+#: What to try when a batch gives NaN or infinity. Weights are one cause; some models (e.g. Gemma2 in float64, a
+#: transformers bug) give NaN on real tokens of padded batches only, which one text per batch or float32 avoids.
+NONFINITE_ADVICE = (
+    "Check the checkpoint's weights (NaN or infinity in them), lower the precision less (no fp16 autocast), or, if "
+    "the model runs in float64 and the batch is padded (some models, e.g. Gemma2, give NaN on real tokens of padded "
+    "float64 batches, a transformers bug), use batch_size=1 or load the model in float32; or pass "
+    "on_nonfinite='skip' to drop such batches."
+)
+
+
+@dataclass
+class Step:
+    """One probed batch, all on the model's device except the sequence ids.
+
+    Attributes:
+        batch: The prepared batch (masked, for masked LM).
+        hidden: Hidden states at the split point, (b, l, d).
+        gradient: dL/dh, (b, l, d); may hold NaN where `probed` is False (a skipped non-finite batch).
+        probed: Tokens that count, (b, l): probed by the objective, finite, within `max_tokens`.
+        sequence_ids: Index of each sequence in the inputs, (b,), on the CPU.
+        loss_sum: Sum of the loss terms, 0-dim float64 (0 for a non-finite batch).
+        loss_count: Number of loss terms, 0-dim float64 (0 for a non-finite batch).
+    """
+
+    batch: dict[str, torch.Tensor]
+    hidden: Float[torch.Tensor, "b l d"]
+    gradient: Float[torch.Tensor, "b l d"]
+    probed: Bool[torch.Tensor, "b l"]
+    sequence_ids: Int[torch.Tensor, " b"]
+    loss_sum: Float[torch.Tensor, ""]
+    loss_count: Float[torch.Tensor, ""]
+
+
+class GradientSteps:
+    """One forward and one backward per batch of the inputs, at a split point, for an objective.
+
+    Args:
+        point: The split point whose dL/dh is read.
+        objective: The training loss (it prepares each batch and says which tokens are probed).
+        batcher: Tokenises and batches the inputs.
+        on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
+    """
+
+    def __init__(self, point: SplitPoint, objective: Objective, batcher: TokenBatcher, *, on_nonfinite: str):
+        self.point = point
+        self.objective = objective
+        self.batcher = batcher
+        self.on_nonfinite = on_nonfinite
+        self.tokenizer = point.tokenizer
+        self.forward_kwargs = objective.for_model(point.model)
+
+    @property
+    def device(self) -> torch.device:
+        """The model's device."""
+        return self.point.device
+
+    def forward_backward(
+        self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, Any, torch.Tensor]:
+        """One forward + one backward, queued on the device without waiting for it.
+
+        Returns:
+            (prepared batch on the device, hidden (b, l, d), dL/dh (b, l, d), loss terms, 0-dim "all finite" flag).
+        """
+        batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
+        batch = to_device(batch, self.device)
+        hidden, gradient, terms = self.point.forward_backward(
+            batch, lambda output: self.objective.loss(output, batch), **self.forward_kwargs
+        )
+        # Padding rows may be non-finite (a sliding window holding only padding) without touching real tokens.
+        real = batch["attention_mask"].bool()[..., None]
+        finite = torch.isfinite(torch.where(real, gradient, 0)).all() & torch.isfinite(terms.summed)
+        return batch, hidden, gradient, terms, finite
+
+    def nonfinite_error(self, batch_index: int, sequence_ids: torch.Tensor) -> NonFiniteError:
+        """Our error for a batch with a non-finite loss or gradient, naming it and its sequences."""
+        return NonFiniteError(
+            f"Non-finite loss or gradients in batch {batch_index} (sequences {sequence_ids.tolist()}). {NONFINITE_ADVICE}"
+        )
+
+    def __call__(
+        self,
+        inputs: Any,
+        labels: Any,
+        *,
+        max_tokens: int | None,
+        progress: bool,
+        description: str,
+        tally: Tally,
+        shard: tuple[int, int] = (0, 1),
+        defer_nonfinite: bool = False,
+    ) -> Iterator[Step]:
+        """Yield one `Step` per batch of this shard, without waiting for the device between batches.
+
+        `shard=(rank, world)` keeps the batches whose index is `rank` modulo `world`. A batch with non-finite
+        values gets no probed token and no loss; the first batch is checked at once (a broken checkpoint fails
+        fast), the others' flags are read together at the end, where `on_nonfinite="raise"` raises for the first
+        bad one (with `defer_nonfinite`, nothing is raised here: the caller raises on every rank after the
+        all-reduce, and `tally.first_nonfinite` holds this shard's first bad batch). With `max_tokens`, tokens past
+        the cap are masked out on the device and the running count is read one batch late, so at most one batch
+        more than needed is computed. The counts of usable and skipped sequences and of skipped batches go into
+        `tally`, filled when the iteration ends.
+        """
+        if max_tokens is not None:
+            check_positive_int("max_tokens", max_tokens)
+        shard_rank, shard_count = shard
+        n_batches, chunks = self.batcher.batches(inputs, labels)
+        flags: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        seen = torch.zeros((), dtype=torch.long, device=self.device)
+        count_reader = LaggedRead()
+        for batch_index, (batch, sequence_ids) in enumerate(
+            tqdm(chunks, total=n_batches, desc=description, unit="batch", disable=not progress)
+        ):
+            if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
+                continue
+            tally.usable_sequences += sequence_ids.numel()
+            prepared, hidden, gradient, terms, finite = self.forward_backward(batch, sequence_ids)
+            if not flags and not defer_nonfinite and self.on_nonfinite == "raise" and not bool(finite):
+                raise self.nonfinite_error(batch_index, sequence_ids)
+            flags.append((batch_index, sequence_ids, finite))
+            probed = self.objective.probed_tokens(prepared) & self.point.rows(prepared) & finite
+            if max_tokens is not None:
+                flat = probed.flatten()
+                keep = (flat.cumsum(0) + seen <= max_tokens) & flat
+                probed = keep.view_as(probed)
+                seen = seen + keep.sum()
+            zero = torch.zeros((), dtype=torch.float64, device=gradient.device)
+            yield Step(
+                batch=prepared,
+                hidden=hidden,
+                gradient=gradient,
+                probed=probed,
+                sequence_ids=sequence_ids,
+                loss_sum=torch.where(finite, terms.summed.double(), zero),
+                loss_count=torch.where(finite, torch.as_tensor(terms.count, device=gradient.device).double(), zero),
+            )
+            if max_tokens is not None:
+                counted = count_reader.push(seen)
+                if counted is not None and int(counted) >= max_tokens:
+                    break
+        self.batcher.note_truncation()  # once per probe; the batches' end says it when they are all read
+        tally.skipped_sequences = self.batcher.skipped_sequences
+        if flags:
+            finite_flags = torch.stack([flag for _, _, flag in flags]).cpu()
+            tally.skipped_batches = int((~finite_flags).sum())
+            if tally.skipped_batches:
+                batch_index, sequence_ids, _ = flags[int((~finite_flags).nonzero()[0])]
+                tally.first_nonfinite = (batch_index, sequence_ids)
+                if self.on_nonfinite == "raise" and not defer_nonfinite:
+                    raise self.nonfinite_error(batch_index, sequence_ids)
+
+    def check_usable(self, usable_sequences: int, skipped_sequences: int) -> None:
+        """Refuse a pass where no sequence was long enough for the objective; warn about the skipped ones.
+
+        Raises:
+            EmptyInputError: Every sequence is shorter than the objective needs.
+        """
+        if usable_sequences == 0:
+            raise EmptyInputError(
+                f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
+                "objective needs; give longer texts."
+            )
+        if skipped_sequences:
+            warnings.warn(
+                f"{skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",
+                stacklevel=3,
+            )

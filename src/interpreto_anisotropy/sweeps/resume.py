@@ -1,0 +1,179 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""What a sweep checks in its results directory before it computes anything, so that a resume is one run.
+
+On rank 0, under the directory's lock: the stored config must match the settings (`SweepStore.prepare`), rows and
+references computed on content that has changed since are refused or dropped (`freshness`), and rows drawn with
+fewer random subspaces than the grown family needs are dropped to recompute (`draws.default_n_random`). Every rank
+then raises the same error, or goes on with the same checkpoints and R'.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from ..commons import distributed
+from ..errors import (
+    AnisotropyError,
+    ConfigMismatchError,
+    InvalidInputError,
+    ResultsStoreError,
+    StaleResultsError,
+    SweepLockedError,
+)
+from . import draws
+from .checkpoints import Checkpoint
+from .drift import PreviousDrift
+from .freshness import TakenFingerprints, changed_early_steps, changed_steps
+from .references import saved_reference
+from .rows_file import is_skipped
+from .settings import SweepSettings
+from .store import SweepStore
+
+__all__ = ["ResultsDirCheck", "resolved_n_random"]
+
+# Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
+_ERRORS_BY_NAME = {
+    error.__name__: error
+    for error in (ConfigMismatchError, ResultsStoreError, SweepLockedError, StaleResultsError, InvalidInputError)
+}
+
+
+def resolved_n_random(settings: SweepSettings, family_size: int, *, warn: bool) -> int:
+    """R' of a run's rows: the given `n_random`, or the default for the family (`draws.default_n_random`).
+
+    Args:
+        settings: The sweep's settings (its `n_random` and `n_controls`).
+        family_size: How many checkpoints the Holm family holds.
+        warn: Warn when a given `n_random` cannot let Holm pass over `family_size` rows.
+
+    Returns:
+        The number of random subspaces each row draws.
+    """
+    if settings.n_random is None:
+        return draws.default_n_random(family_size, n_controls=settings.n_controls)
+    if warn:
+        draws.warn_if_cannot_pass(settings.n_random, family_size)
+    return settings.n_random
+
+
+class ResultsDirCheck:
+    """Lock and check a sweep's results directory on rank 0, then share what it holds with every rank.
+
+    Args:
+        settings: The sweep's settings.
+        store: Its results directory.
+        fingerprints: The checkpoints' fingerprints, taken once per run.
+        drift: The drift from the previous checkpoint; its `checkpoints` become every checkpoint the directory has
+            been asked for.
+        announce: Where to say which rows are recomputed.
+    """
+
+    def __init__(
+        self,
+        settings: SweepSettings,
+        store: SweepStore,
+        fingerprints: TakenFingerprints,
+        drift: PreviousDrift,
+        announce: Callable[[str], None],
+    ):
+        self.settings = settings
+        self.store = store
+        self.fingerprints = fingerprints
+        self.drift = drift
+        self.announce = announce
+
+    @contextmanager
+    def held(self) -> Iterator[int]:
+        """Hold the lock (rank 0) while the block runs, every rank raising the same error.
+
+        Yields:
+            R' of this run's rows (`resolved_n_random` over every checkpoint asked for).
+
+        Raises:
+            ConfigMismatchError: The directory holds a sweep with other settings (and not `overwrite`).
+            StaleResultsError: Rows computed on changed content, without `recompute_changed`.
+            SweepLockedError: Another run holds the directory.
+        """
+        with contextlib.ExitStack() as stack:
+            message = None
+            n_random = None
+            if distributed.is_main_process():
+                try:
+                    stack.enter_context(self.store.lock())
+                    n_random = self._check()
+                except AnisotropyError as error:
+                    message = (type(error).__name__, str(error))
+            message = distributed.broadcast_object(message)
+            self.drift.checkpoints = distributed.broadcast_object(self.drift.checkpoints)
+            n_random = distributed.broadcast_object(n_random)
+            distributed.barrier()
+            if message is not None:
+                raise _ERRORS_BY_NAME.get(message[0], InvalidInputError)(message[1])
+            yield n_random
+
+    def _check(self) -> int:
+        """Prepare the directory, drop what must be recomputed, and return R' (rank 0, under the lock)."""
+        stored = self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
+        self.drift.checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
+        self._forget_changed_checkpoints()
+        n_random = resolved_n_random(self.settings, len(self.drift.checkpoints), warn=True)
+        self._forget_underdrawn_rows(n_random)
+        return n_random
+
+    def _forget_underdrawn_rows(self, n_random: int) -> None:
+        """Drop the rows drawn with fewer random subspaces than the default R' of the (grown) family, to recompute.
+
+        An extension adds checkpoints, so the default R' grows; the rows written before drew fewer. Each row's seed
+        depends on its identity alone, so recomputing them gives what an uninterrupted run over every checkpoint
+        gives. An explicit `n_random` is in the config, which an extension must match: its rows are never dropped.
+        """
+        if self.settings.n_random is not None:
+            return
+        steps = {
+            row["step"]
+            for row in self.store.rows()
+            if not is_skipped(row) and row.get("n_random", n_random) < n_random
+        }
+        if steps:
+            self.announce(
+                f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {n_random} random subspaces "
+                f"that Holm needs over {len(self.drift.checkpoints)} checkpoints"
+            )
+            self.store.drop_steps(steps)
+
+    def _forget_changed_checkpoints(self) -> None:
+        """Refuse, or drop with `recompute_changed`, rows and references computed on content that has changed."""
+        rows = [row for row in self.store.rows() if not is_skipped(row)]  # skipped rows are retried anyway
+        written = {row["step"] for row in rows}
+        current = self.fingerprints.by_step(c for c in self.settings.checkpoints if c.step in written)
+        steps = changed_steps(rows, current)
+        early = sorted(
+            {
+                step
+                for layer in self.settings.layers
+                if self.store.reference_path(layer).exists()
+                for step in changed_early_steps(
+                    saved_reference(self.store.reference_path(layer), self.settings).info,
+                    self.fingerprints.by_step(self.settings.early),
+                )
+            }
+        )
+        if not steps and not early:
+            return
+        if not self.settings.recompute_changed:
+            raise StaleResultsError(
+                f"{self.store.results_dir} holds results of checkpoints whose content has changed since (steps "
+                f"{sorted(set(steps) | set(early))}"
+                + (", early checkpoints of the reference tangent" if early else "")
+                + "). Rerun with recompute_changed=True (--recompute-changed) to recompute them, use another "
+                "results_dir, or overwrite=True."
+            )
+        if early:
+            self.store.drop_references()
+            steps = sorted(written)
+        self.store.drop_steps(set(steps))
+        self.drift.forget_after(steps)  # the drift of the checkpoints after them is measured again at the end
