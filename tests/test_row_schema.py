@@ -101,3 +101,11 @@ def test_reading_a_mistyped_field_names_the_line(tmp_path):
         read_rows(path)
     path.write_text(json.dumps({**SWEEP_ROWS[0], "an_older_field": "kept"}) + "\n")  # unknown fields are read
     assert read_rows(path)[0]["an_older_field"] == "kept"
+
+
+def test_a_non_finite_value_is_written_as_null_and_reads_back(tmp_path):
+    """The safe reader refuses NaN and Infinity constants, so the writer writes a non-finite value as a hole."""
+    row = {"step": 3, "layer": 1, "energy_share": float("nan"), "control_energy_shares": [0.1, float("inf")]}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(row_line(row))
+    assert read_rows(path) == [{"step": 3, "layer": 1, "energy_share": None, "control_energy_shares": [0.1, None]}]

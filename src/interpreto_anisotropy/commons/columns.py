@@ -26,6 +26,7 @@ Examples:
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -380,7 +381,8 @@ def row_line(row: Mapping[str, Any]) -> str:
     """The line of ``rows.jsonl`` that holds `row`, once every field is checked against `COLUMNS`.
 
     Every row a sweep or a live probe writes goes through here, so a field added to a row without its `Column`
-    entry fails the first test that writes it.
+    entry fails the first test that writes it. A NaN or infinite number is written as null (a missing value), as
+    the results files are read: the safe JSON reader refuses NaN and Infinity constants.
 
     Raises:
         ResultsStoreError: A field `COLUMNS` does not declare, or a value of another kind.
@@ -388,6 +390,8 @@ def row_line(row: Mapping[str, Any]) -> str:
     Examples:
         >>> row_line({"step": 0, "layer": 1, "energy_share": 0.25})
         '{"step": 0, "layer": 1, "energy_share": 0.25}\\n'
+        >>> row_line({"step": 0, "layer": 1, "energy_share": float("nan")})
+        '{"step": 0, "layer": 1, "energy_share": null}\\n'
     """
     undeclared = [name for name in row if name not in _BY_NAME]
     problem = f"undeclared fields {undeclared}" if undeclared else type_problem(row)
@@ -396,7 +400,15 @@ def row_line(row: Mapping[str, Any]) -> str:
             f"A row of step {row.get('step')!r} cannot be written: {problem}. Declare each row field once, with its "
             "kind, in interpreto_anisotropy/commons/columns.py (COLUMNS)."
         )
-    return json.dumps(row) + "\n"
+    return json.dumps({name: _finite_or_none(value) for name, value in row.items()}) + "\n"
+
+
+def _finite_or_none(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, list):
+        return [_finite_or_none(item) for item in value]
+    return value
 
 
 def _documented() -> list[Column]:
