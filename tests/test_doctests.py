@@ -27,6 +27,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.commons.host_reads",
     "interpreto_anisotropy.commons.tensors",
     "interpreto_anisotropy.demo.corpus",
+    "interpreto_anisotropy.demo.options",
     "interpreto_anisotropy.demo.toy_models",
     "interpreto_anisotropy.errors",
     "interpreto_anisotropy.live.options",

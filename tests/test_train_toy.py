@@ -13,8 +13,10 @@ from interpreto import ModelWithSplitPoints
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
 from interpreto_anisotropy.demo import ToyRun, train_toy
+from interpreto_anisotropy.demo.options import ToyConfig
 from interpreto_anisotropy.demo.train import TRAINER_STATE_NAME, log_spaced_steps
 from interpreto_anisotropy.errors import AnisotropyError, CheckpointError, InvalidInputError
+from interpreto_anisotropy.probing.masking import MaskedLM
 
 TOKEN = ModelWithSplitPoints.activation_granularities.TOKEN
 TINY = {
@@ -189,3 +191,44 @@ def test_bad_options_raise_our_error_naming_the_option(tmp_path, options, named)
 def test_training_on_cuda(tmp_path):
     run = train_toy(tmp_path, device="cuda", **TINY)
     assert json.loads((run.out_dir / TRAINER_STATE_NAME).read_text())["toy_config"]["device"].startswith("cuda")
+
+
+def test_a_toy_config_trains_the_same_weights_as_the_same_keywords(tmp_path):
+    by_keywords = train_toy(tmp_path / "keywords", seed=5, **TINY)
+    config = ToyConfig(seed=5, **TINY)
+    by_config = train_toy(tmp_path / "config", config=config)
+    on_top = train_toy(tmp_path / "on_top", config=ToyConfig(**{**TINY, "seed": 9}), seed=5)
+    weights = [_state_dict(run.checkpoints[-1]) for run in (by_keywords, by_config, on_top)]
+    assert all(torch.equal(weights[0][k], other[k]) for other in weights[1:] for k in weights[0])
+    assert by_keywords.losses == by_config.losses == on_top.losses
+    states = [json.loads((run.out_dir / TRAINER_STATE_NAME).read_text()) for run in (by_keywords, by_config, on_top)]
+    assert states[0] == states[1] == states[2]
+    assert states[0]["toy_config"]["warmup_steps"] == config.effective_warmup_steps == 1  # max(1, 3 // 20)
+    assert by_config.checkpoint_steps == config.checkpoint_step_list == [0, 3]
+
+
+def test_toy_config_checks_its_options_when_made():
+    assert ToyConfig(arch="eurobert").arch == "eurobert"
+    assert ToyConfig(steps=300).checkpoint_step_list == log_spaced_steps(300)
+    assert ToyConfig(steps=100, warmup_steps=None).effective_warmup_steps == 5
+    with pytest.raises(InvalidInputError, match="multiple of num_heads"):
+        ToyConfig(hidden_size=30, num_heads=4)
+    with pytest.raises(InvalidInputError, match="weight_decay"):
+        ToyConfig(weight_decay=-0.1)
+    with pytest.raises(InvalidInputError, match="progress must be True or False"):
+        ToyConfig(progress="no")
+    with pytest.raises(InvalidInputError, match="live needs split_points"):
+        ToyConfig(live={"early_steps": 1})
+    with pytest.raises(InvalidInputError, match="give the rate once"):
+        ToyConfig(masking=MaskedLM(rate=0.3), mlm_probability=0.2)
+    with pytest.raises(AttributeError):  # frozen
+        ToyConfig().steps = 3  # type: ignore[misc]
+
+
+def test_unknown_or_misplaced_options_raise_our_error_listing_the_valid_ones(tmp_path):
+    with pytest.raises(InvalidInputError, match=r"Unknown train_toy option\(s\) hiden_size: .*hidden_size") as caught:
+        train_toy(tmp_path / "run", hiden_size=16, **TINY)
+    assert "the options are arch, batch_size, checkpoint_steps" in str(caught.value)
+    with pytest.raises(InvalidInputError, match="config must be a ToyConfig"):
+        train_toy(tmp_path / "run", config={"steps": 3})
+    assert not (tmp_path / "run").exists()

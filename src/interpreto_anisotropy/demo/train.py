@@ -28,19 +28,12 @@ from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from ..commons.files import give_default_modes, write_atomically
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
-from ..probing.masking import MaskedLM, resolve_masking, special_tokens_mask
+from ..probing.masking import MaskedLM, special_tokens_mask
 from .corpus import load_corpus
-from .toy_models import (
-    ENCODER_ARCHS,
-    MIN_VOCAB_SIZE,
-    Arch,
-    build_model,
-    check_model_sizes,
-    parse_arch,
-    train_tokenizer,
-)
+from .options import ToyConfig, log_spaced_steps
+from .toy_models import ENCODER_ARCHS, Arch, build_model, train_tokenizer
 
-__all__ = ["ToyRun", "train_toy", "log_spaced_steps", "TRAINER_STATE_NAME"]
+__all__ = ["ToyRun", "ToyConfig", "train_toy", "log_spaced_steps", "TRAINER_STATE_NAME"]
 
 TRAINER_STATE_NAME = "trainer_state.json"
 """File name of the training log, in the run folder and in each checkpoint folder."""
@@ -97,76 +90,6 @@ class ToyRun:
 
     def __iter__(self):
         return iter(self.checkpoints)
-
-
-def log_spaced_steps(steps: int, *, n_even: int = 10) -> list[int]:
-    """Pythia-like checkpoint steps: ``0, 1, 2, 4, ...`` below an interval, then every interval up to ``steps``.
-
-    The interval is ``steps // n_even`` (at least 1), as Pythia saves steps 0, 1, 2, 4, ..., 512 and then every
-    1000 steps.
-
-    Args:
-        steps: Number of training steps (at least 1).
-        n_even: Number of evenly spaced checkpoints after the log-spaced ones.
-
-    Returns:
-        The sorted, distinct checkpoint steps, from 0 to ``steps`` included.
-
-    Raises:
-        InvalidInputError: If ``steps`` or ``n_even`` is not a positive integer.
-
-    Examples:
-        >>> log_spaced_steps(300)
-        [0, 1, 2, 4, 8, 16, 30, 60, 90, 120, 150, 180, 210, 240, 270, 300]
-    """
-    _check_positive_int("steps", steps)
-    _check_positive_int("n_even", n_even)
-    interval = max(1, steps // n_even)
-    found = {0, steps}
-    power = 1
-    while power < interval:
-        found.add(power)
-        power *= 2
-    found.update(range(interval, steps + 1, interval))
-    return sorted(found)
-
-
-def _check_positive_int(name: str, value: object, *, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidInputError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-
-
-def _resolve_checkpoint_steps(checkpoint_steps: str | Sequence[int], steps: int) -> list[int]:
-    if isinstance(checkpoint_steps, str):
-        if checkpoint_steps != "log":
-            raise InvalidInputError(f"checkpoint_steps must be 'log' or a list of steps; got {checkpoint_steps!r}.")
-        return log_spaced_steps(steps)
-    try:
-        chosen = list(checkpoint_steps)
-    except TypeError:
-        raise InvalidInputError(
-            f"checkpoint_steps must be 'log' or a list of steps; got {checkpoint_steps!r}."
-        ) from None
-    if not chosen:
-        raise InvalidInputError("checkpoint_steps is empty; give at least one step, or 'log'.")
-    for step in chosen:
-        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= steps:
-            raise InvalidInputError(f"Every checkpoint step must be an integer in [0, steps={steps}]; got {step!r}.")
-    return sorted(set(chosen))
-
-
-def _resolve_device(device: str | torch.device | None) -> torch.device:
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise InvalidInputError(f"Unknown device {device!r}; use 'cpu', 'cuda', 'cuda:0', ... or None.") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidInputError(f"device={device!r} was asked but no CUDA GPU is available; use device='cpu'.")
-    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
-        raise InvalidInputError(f"device={device!r} was asked but only {torch.cuda.device_count()} GPU(s) exist.")
-    return resolved
 
 
 def _prepare_out_dir(out_dir: str | os.PathLike, *, overwrite: bool) -> Path:
@@ -270,31 +193,7 @@ def _save_checkpoint(folder: Path, model: PreTrainedModel, tokenizer: PreTrained
 
 
 def train_toy(
-    out_dir: str | os.PathLike,
-    *,
-    arch: str = "gpt_neox",
-    steps: int = 300,
-    checkpoint_steps: str | Sequence[int] = "log",
-    hidden_size: int = 64,
-    num_layers: int = 2,
-    num_heads: int = 4,
-    intermediate_size: int | None = None,
-    vocab_size: int = 512,
-    seq_len: int = 64,
-    batch_size: int = 16,
-    lr: float = 3e-3,
-    warmup_steps: int | None = None,
-    weight_decay: float = 0.01,
-    mlm_probability: float | None = None,
-    masking: MaskedLM | None = None,
-    texts: Sequence[str] | None = None,
-    max_train_texts: int | None = None,
-    seed: int = 0,
-    device: str | torch.device | None = "cpu",
-    num_threads: int | None = 1,
-    overwrite: bool = False,
-    progress: bool = True,
-    live: dict[str, Any] | None = None,
+    out_dir: str | os.PathLike, *, texts: Sequence[str] | None = None, config: ToyConfig | None = None, **options: Any
 ) -> ToyRun:
     """Trains a tiny model on the toy corpus and saves Pythia-like ``checkpoint-{step}`` folders.
 
@@ -302,8 +201,9 @@ def train_toy(
     split of `load_corpus` (or on ``texts``). Texts are packed Pythia-style into blocks of ``seq_len`` tokens,
     shuffled by a generator seeded with ``seed``. Decoders (``"gpt_neox"``, ``"llama"``) learn causal language
     modelling; the encoder (``"eurobert"``) masked language modelling with the probe's masking helper (by default
-    BERT's: 15 % of the non-special tokens, 80 % replaced by the mask token, 10 % by a random token, 10 % kept). AdamW with linear warm-up and cosine
-    decay; gradients clipped at norm 1. The same arguments give identical weights on the same machine.
+    BERT's: 15 % of the non-special tokens, 80 % replaced by the mask token, 10 % by a random token, 10 % kept).
+    AdamW with linear warm-up and cosine decay; gradients clipped at norm 1. The same options give identical
+    weights on the same machine.
 
     Each checkpoint folder holds the model and tokenizer (``save_pretrained``) and the ``trainer_state.json`` up to
     that step; ``checkpoint-0`` is the initialisation. ``out_dir/trainer_state.json`` holds the whole run:
@@ -312,43 +212,17 @@ def train_toy(
 
     Args:
         out_dir: Folder of the run (created if needed).
-        arch: ``"gpt_neox"`` (Pythia-like), ``"llama"`` (SmolLM2-like) or ``"eurobert"`` (EuroBERT-like encoder).
-        steps: Number of optimiser updates.
-        checkpoint_steps: ``"log"`` for `log_spaced_steps` (0, 1, 2, 4, ..., then every ``steps // 10``), or a
-            list of steps in ``[0, steps]``.
-        hidden_size: Width of the residual stream.
-        num_layers: Number of transformer blocks.
-        num_heads: Number of attention heads.
-        intermediate_size: Width of the MLP (default ``4 * hidden_size``).
-        vocab_size: Size of the trained tokenizer's vocabulary.
-        seq_len: Tokens per training sequence.
-        batch_size: Sequences per step.
-        lr: Peak learning rate.
-        warmup_steps: Steps of linear warm-up (default ``max(1, steps // 20)``).
-        weight_decay: AdamW weight decay.
-        mlm_probability: Share of tokens predicted by the masked LM (encoder only); None: 0.15, or the rate of
-            ``masking``. The shorthand of ``MaskedLM(rate=mlm_probability)``.
-        masking: The encoder's masking rate and mask / random / keep split, a `MaskedLM` (default BERT's).
         texts: Training texts; default: the corpus's ``train`` split.
-        max_train_texts: Use at most this many training texts.
-        seed: Seed of the initialisation, the data order and the masking.
-        device: ``"cpu"``, ``"cuda"`` (an error of ours if no GPU is present), or ``None`` for a GPU if any.
-        num_threads: CPU threads torch uses while training (restored afterwards); ``None`` keeps torch's setting.
-            One thread is the default because so tiny a model gains nothing from more, and spinning threads
-            slow it down many times over on a busy machine.
-        overwrite: Replace the checkpoints of a previous run in ``out_dir`` instead of raising.
-        progress: Show a progress bar.
-        live: Train with a live `TrainingProbe`: its options (``split_points`` required; ``results_dir`` defaults to
-            ``out_dir/live``, ``total_steps`` to ``steps``, ``reduction`` to ``"mean"``, the toy's loss). Its rows
-            are a `SweepResult` in ``run.live_results``.
+        config: The options, a `ToyConfig` (None: its defaults).
+        **options: Any `ToyConfig` field by name (``arch``, ``steps``, ``checkpoint_steps``, ``hidden_size``,
+            ``seed``, ``live``, ...), in place of the one of `config`.
 
     Returns:
         A `ToyRun` with the checkpoint folders, their steps and the loss curve.
 
     Raises:
-        InvalidInputError: If ``arch`` is unknown, ``steps < 1``, a checkpoint step is outside ``[0, steps]``,
-            a size or rate is out of range, ``masking`` and ``mlm_probability`` disagree, or a CUDA device is asked
-            but absent.
+        InvalidInputError: If an option is no `ToyConfig` field or a bad value (see `ToyConfig`), or ``texts`` is a
+            single string.
         CheckpointError: If ``out_dir`` is not writable, or already holds a run and ``overwrite`` is false.
         EmptyInputError: If the training texts hold fewer than ``seq_len`` tokens.
 
@@ -357,60 +231,37 @@ def train_toy(
         >>> run.checkpoints[-1].name, run.losses[0] > run.losses[-1]
         ('checkpoint-300', True)
     """
-    arch = parse_arch(arch)
-    _check_positive_int("steps", steps)
-    chosen_steps = _resolve_checkpoint_steps(checkpoint_steps, steps)
-    warmup_steps = _checked_options(
-        steps=steps,
-        hidden_size=hidden_size,
-        num_layers=num_layers,
-        num_heads=num_heads,
-        intermediate_size=intermediate_size,
-        batch_size=batch_size,
-        vocab_size=vocab_size,
-        seq_len=seq_len,
-        warmup_steps=warmup_steps,
-        lr=lr,
-        weight_decay=weight_decay,
-        max_train_texts=max_train_texts,
-        num_threads=num_threads,
-    )
-    masking = resolve_masking(masking, mlm_probability)
-    torch_device = _resolve_device(device)
-    path = _prepare_out_dir(out_dir, overwrite=overwrite)
-
-    with _torch_threads(num_threads if torch_device.type == "cpu" else None):
-        train_texts = _training_texts(texts, max_train_texts=max_train_texts, progress=progress)
-        objective = "masked_lm" if arch in ENCODER_ARCHS else "causal_lm"
-        max_position = max(seq_len, 512)
-        tokenizer = train_tokenizer(train_texts, arch=arch, vocab_size=vocab_size, model_max_length=max_position)
-        blocks = _token_blocks(train_texts, tokenizer, arch=arch, seq_len=seq_len)
+    settings = ToyConfig.of(config, options)
+    arch, device, chosen_steps = settings.arch, settings.torch_device, settings.checkpoint_step_list
+    path = _prepare_out_dir(out_dir, overwrite=settings.overwrite)
+    with _torch_threads(settings.num_threads if device.type == "cpu" else None):
+        train_texts = _training_texts(texts, max_train_texts=settings.max_train_texts, progress=settings.progress)
+        max_position = max(settings.seq_len, 512)
+        tokenizer = train_tokenizer(
+            train_texts, arch=arch, vocab_size=settings.vocab_size, model_max_length=max_position
+        )
+        blocks = _token_blocks(train_texts, tokenizer, arch=arch, seq_len=settings.seq_len)
         model = build_model(
             arch,
             vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
+            hidden_size=settings.hidden_size,
+            num_layers=settings.num_layers,
+            num_heads=settings.num_heads,
+            intermediate_size=settings.intermediate_size,
             max_position=max_position,
-            seed=seed,
+            seed=settings.seed,
             tokenizer=tokenizer,
-        ).to(torch_device)
-        options = {"steps": steps, "hidden_size": hidden_size, "num_layers": num_layers, "num_heads": num_heads}
-        options.update(seq_len=seq_len, batch_size=batch_size, lr=lr, warmup_steps=warmup_steps)
-        options.update(weight_decay=weight_decay, seed=seed)
-        config = _toy_config(
-            arch, objective, model, tokenizer, masking, options, (len(train_texts), blocks), torch_device
-        )
-        run = _Run(path, model, tokenizer, config, chosen_steps)
-        batches = _Batches(blocks, batch_size=batch_size, seed=seed)
-        probe = _train_steps(run, batches, masking, live=live, progress=progress)
+        ).to(device)
+        record = _toy_config(settings, model, tokenizer, (len(train_texts), blocks), device)
+        run = _Run(path, model, tokenizer, record, chosen_steps)
+        batches = _Batches(blocks, batch_size=settings.batch_size, seed=settings.seed)
+        probe = _train_steps(run, batches, settings.masked_lm, live=settings.live, progress=settings.progress)
         model.eval()
-        write_atomically(path / TRAINER_STATE_NAME, json.dumps(run.state(steps), indent=2))
+        write_atomically(path / TRAINER_STATE_NAME, json.dumps(run.state(settings.steps), indent=2))
     return ToyRun(
         out_dir=path,
         arch=arch.value,
-        objective=objective,
+        objective=record["objective"],
         checkpoints=run.checkpoints,
         checkpoint_steps=chosen_steps,
         losses=[entry["loss"] for entry in run.log_history],
@@ -419,36 +270,35 @@ def train_toy(
 
 
 def _toy_config(
-    arch: Arch,
-    objective: str,
+    settings: ToyConfig,
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerFast,
-    masking: MaskedLM,
-    options: dict[str, Any],
     data: tuple[int, torch.Tensor],
     device: torch.device,
 ) -> dict[str, Any]:
-    """The run's ``toy_config`` (in ``trainer_state.json``): `train_toy`'s `options` with the sizes the model, the
-    tokenizer and the `data` (number of texts, (n_blocks, seq_len) blocks) came out with."""
+    """The run's ``toy_config`` (in ``trainer_state.json``): `settings` with the sizes the model, the tokenizer and
+    the `data` (number of texts, (n_blocks, seq_len) blocks) came out with."""
     n_texts, blocks = data
+    objective = "masked_lm" if settings.arch in ENCODER_ARCHS else "causal_lm"
+    masking = settings.masked_lm
     config = {
-        "arch": arch.value,
+        "arch": settings.arch.value,
         "objective": objective,
-        "steps": options["steps"],
-        "hidden_size": options["hidden_size"],
-        "num_layers": options["num_layers"],
-        "num_heads": options["num_heads"],
+        "steps": settings.steps,
+        "hidden_size": settings.hidden_size,
+        "num_layers": settings.num_layers,
+        "num_heads": settings.num_heads,
         "intermediate_size": model.config.intermediate_size,
         "vocab_size": len(tokenizer),
-        "seq_len": options["seq_len"],
-        "batch_size": options["batch_size"],
-        "lr": options["lr"],
-        "warmup_steps": options["warmup_steps"],
-        "weight_decay": options["weight_decay"],
+        "seq_len": settings.seq_len,
+        "batch_size": settings.batch_size,
+        "lr": settings.lr,
+        "warmup_steps": settings.effective_warmup_steps,
+        "weight_decay": settings.weight_decay,
         "mlm_probability": masking.rate if objective == "masked_lm" else None,
         "n_train_texts": n_texts,
         "n_train_blocks": int(blocks.shape[0]),
-        "seed": options["seed"],
+        "seed": settings.seed,
         "device": str(device),
     }
     if objective == "masked_lm" and not masking.is_bert_split:  # absent for BERT's split, as in older runs
@@ -503,49 +353,7 @@ def _live_probe(
     from ..live.probe import TrainingProbe
 
     options = {"results_dir": out_dir / "live", "total_steps": steps, "reduction": "mean", "overwrite": True, **live}
-    if "split_points" not in options:
-        raise InvalidInputError("live needs split_points, e.g. live={'split_points': 1, 'early_steps': 30}.")
     return TrainingProbe(model, tokenizer=tokenizer, **options).attach()
-
-
-def _checked_options(
-    *,
-    steps: int,
-    hidden_size: int,
-    num_layers: int,
-    num_heads: int,
-    intermediate_size: int | None,
-    batch_size: int,
-    vocab_size: int,
-    seq_len: int,
-    warmup_steps: int | None,
-    lr: float,
-    weight_decay: float,
-    max_train_texts: int | None,
-    num_threads: int | None,
-) -> int:
-    """Check `train_toy`'s sizes and rates (our errors name the option); return the warm-up steps."""
-    check_model_sizes(
-        hidden_size=hidden_size,
-        num_layers=num_layers,
-        num_heads=num_heads,
-        intermediate_size=intermediate_size,
-    )
-    _check_positive_int("batch_size", batch_size)
-    _check_positive_int("vocab_size", vocab_size, minimum=MIN_VOCAB_SIZE)
-    _check_positive_int("seq_len", seq_len, minimum=2)
-    if warmup_steps is None:
-        warmup_steps = max(1, steps // 20)
-    _check_positive_int("warmup_steps", warmup_steps)
-    if not (isinstance(lr, int | float) and math.isfinite(lr) and lr > 0):
-        raise InvalidInputError(f"lr must be a positive finite number; got {lr!r}.")
-    if not (isinstance(weight_decay, int | float) and weight_decay >= 0):
-        raise InvalidInputError(f"weight_decay must be a non-negative number; got {weight_decay!r}.")
-    if max_train_texts is not None:
-        _check_positive_int("max_train_texts", max_train_texts)
-    if num_threads is not None:
-        _check_positive_int("num_threads", num_threads)
-    return warmup_steps
 
 
 def _training_texts(texts: Sequence[str] | None, *, max_train_texts: int | None, progress: bool) -> list[str]:
