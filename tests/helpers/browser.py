@@ -156,7 +156,13 @@ class Browser:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
-        self._profile.cleanup()
+        for _ in range(20):  # Chromium's helper processes may still write into the profile after the browser exits
+            try:
+                self._profile.cleanup()
+                return
+            except OSError:
+                time.sleep(0.25)
+        shutil.rmtree(self._profile.name, ignore_errors=True)
 
     def _devtools_address(self, active_port: Path) -> tuple[int, str]:
         deadline = time.monotonic() + START_TIMEOUT_S
