@@ -13,14 +13,16 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
 
 __all__ = [
+    "config_of",
     "MAX_SEED",
     "check_nonnegative_int",
     "check_positive_int",
@@ -204,3 +206,38 @@ def byte_size(count: int) -> str:
         if count >= scale:
             return f"{count / scale:.3g} {unit}"
     return f"{count} bytes"
+
+
+def config_of(cls: type, config: Any, options: Mapping[str, Any], *, owner: str, besides: str = "") -> Any:
+    """A settings dataclass `cls` from `config` (None: the defaults) with `options` replacing its fields.
+
+    Args:
+        cls: A dataclass whose `__post_init__` checks its values (`LiveConfig`, `ToyConfig`, ...).
+        config: An instance of `cls`, or None.
+        options: Fields given as keyword arguments, by name.
+        owner: What takes the options, for the message ("live probe", "train_toy").
+        besides: Text naming the arguments that are not fields, appended to the list of options.
+
+    Returns:
+        The checked settings.
+
+    Raises:
+        InvalidInputError: `config` is not a `cls`, or an option that is no field (the message lists the fields).
+
+    Examples:
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Settings:
+        ...     every: int = 1
+        >>> config_of(Settings, Settings(every=2), {}, owner="example").every
+        2
+    """
+    if config is not None and not isinstance(config, cls):
+        raise InvalidInputError(f"config must be a {cls.__name__} or None, got {type(config).__name__}.")
+    names = {field.name for field in dataclasses.fields(cls)}
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise InvalidInputError(
+            f"Unknown {owner} option(s) {', '.join(unknown)}: the options are {', '.join(sorted(names))} "
+            f"(see {cls.__name__}){besides}."
+        )
+    return dataclasses.replace(config, **options) if config is not None else cls(**options)

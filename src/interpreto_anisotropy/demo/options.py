@@ -11,7 +11,6 @@ Examples:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ..commons.options import check_bool
+from ..commons.options import check_bool, config_of
 from ..errors import InvalidInputError
 from ..probing.masking import MaskedLM, resolve_masking
 from .toy_models import MIN_VOCAB_SIZE, Arch, check_model_sizes, parse_arch
@@ -175,16 +174,7 @@ class ToyConfig:
             >>> settings.steps, settings.seed
             (20, 3)
         """
-        if config is not None and not isinstance(config, cls):
-            raise InvalidInputError(f"config must be a ToyConfig or None, got {type(config).__name__}.")
-        names = {field.name for field in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise InvalidInputError(
-                f"Unknown train_toy option(s) {', '.join(unknown)}: the options are {', '.join(sorted(names))} "
-                "(see ToyConfig), besides out_dir, texts and config."
-            )
-        return dataclasses.replace(config, **options) if config is not None else cls(**options)
+        return config_of(cls, config, options, owner="train_toy", besides=", besides out_dir, texts and config")
 
 
 def log_spaced_steps(steps: int, *, n_even: int = 10) -> list[int]:

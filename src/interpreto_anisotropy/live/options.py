@@ -13,13 +13,12 @@ Examples:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
-from ..commons.options import check_bool, check_number, check_positive_int, check_seed
+from ..commons.options import check_bool, check_number, check_positive_int, check_seed, config_of
 from ..errors import InvalidInputError
 from ..reading.split_point import check_call
 
@@ -161,16 +160,7 @@ class LiveConfig:
             >>> settings.every, settings.seed
             (2, 3)
         """
-        if config is not None and not isinstance(config, cls):
-            raise InvalidInputError(f"config must be a LiveConfig or None, got {type(config).__name__}.")
-        names = {field.name for field in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise InvalidInputError(
-                f"Unknown live probe option(s) {', '.join(unknown)}: the options are {', '.join(sorted(names))} "
-                "(see LiveConfig)."
-            )
-        return dataclasses.replace(config, **options) if config is not None else cls(**options)
+        return config_of(cls, config, options, owner="live probe")
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
