@@ -6,8 +6,11 @@
 Every user mistake surfaces as a subclass of `AnisotropyError` whose message says what to do,
 never as a bare traceback from deep inside torch or transformers. Each error also derives from the built-in
 exception it refines (`ValueError`, `RuntimeError`, `OSError`, `FloatingPointError`), so code that already
-catches those keeps working. Statistics computed from too little data to be trusted are warned about with
-`DegenerateStatisticsWarning`, a `UserWarning`.
+catches those keeps working. What goes on with a caveat is warned about with one category per kind, each a
+subclass of `AnisotropyWarning` (a `UserWarning`), so that `warnings.filterwarnings` can silence, show or refuse
+each kind: `warnings.filterwarnings("ignore", category=ia.errors.TruncationWarning)`, or every one of ours with
+`category=ia.errors.AnisotropyWarning`. Information (progress, estimates, what was loaded) goes to the
+`logging` logger "interpreto_anisotropy" instead.
 
 Examples:
     >>> import interpreto_anisotropy as ia
@@ -36,7 +39,25 @@ __all__ = [
     "SweepLockedError",
     "StaleResultsError",
     "TrainingProbeError",
+    "AnisotropyWarning",
     "DegenerateStatisticsWarning",
+    "ShortSequencesWarning",
+    "TruncationWarning",
+    "PadTokenWarning",
+    "DroppedAtomsWarning",
+    "LeftPaddingWarning",
+    "SkippedFoldersWarning",
+    "SkippedCheckpointWarning",
+    "UnusedWeightsWarning",
+    "RandomWeightsWarning",
+    "NonFiniteWeightsWarning",
+    "HubAccessWarning",
+    "CacheWarning",
+    "IncompleteRowWarning",
+    "MissingDriftWarning",
+    "LiveResumeWarning",
+    "EmptyWindowWarning",
+    "PendingRowsWarning",
 ]
 
 
@@ -109,7 +130,23 @@ class TrainingProbeError(AnisotropyError, RuntimeError):
     """A live `TrainingProbe` used out of order: attached twice, detached when not attached, stepped when detached."""
 
 
-class DegenerateStatisticsWarning(UserWarning):
+class AnisotropyWarning(UserWarning):
+    """Base class of every warning of ours: filter it to silence (or refuse) them all.
+
+    Examples:
+        >>> import warnings
+        >>> import interpreto_anisotropy as ia
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error", ia.errors.AnisotropyWarning)  # any warning of ours now raises
+        ...     try:
+        ...         warnings.warn("texts were cut", ia.errors.TruncationWarning)
+        ...     except ia.errors.AnisotropyWarning as caught:
+        ...         print(type(caught).__name__)
+        TruncationWarning
+    """
+
+
+class DegenerateStatisticsWarning(AnisotropyWarning):
     """A statistic was computed from too little data to be trusted; the message says what to add.
 
     Warned when a tangent's rows span fewer than `nb_concepts` dimensions (its extra directions are arbitrary),
@@ -123,3 +160,77 @@ class DegenerateStatisticsWarning(UserWarning):
         >>> issubclass(ia.errors.DegenerateStatisticsWarning, UserWarning)
         True
     """
+
+
+class ShortSequencesWarning(AnisotropyWarning):
+    """Probe sequences shorter than the objective needs (a causal LM needs two tokens) were skipped."""
+
+
+class TruncationWarning(AnisotropyWarning):
+    """Texts longer than `max_length` tokens were truncated: their later tokens are not read (said once per read)."""
+
+
+class PadTokenWarning(AnisotropyWarning):
+    """A tokenizer without a pad token was given its eos token as one (padding is masked out of every loss and row)."""
+
+
+class DroppedAtomsWarning(AnisotropyWarning):
+    """A dictionary's dead or nearly dependent atoms were dropped: the subspace has a lower rank than asked."""
+
+
+class LeftPaddingWarning(AnisotropyWarning):
+    """Activations (not texts) given for a model with learned absolute positions whose tokenizer pads on the left,
+    as Interpreto 0.5.2's `get_activations` leaves it: they may sit at shifted positions."""
+
+
+class SkippedFoldersWarning(AnisotropyWarning):
+    """Folders matching a checkpoint glob whose names carry no step were left out."""
+
+
+class SkippedCheckpointWarning(AnisotropyWarning):
+    """A bad checkpoint was recorded as skipped (`skip_bad_checkpoints`); a later run retries it."""
+
+
+class UnusedWeightsWarning(AnisotropyWarning):
+    """A checkpoint holds weights the model does not use (nothing is random)."""
+
+
+class RandomWeightsWarning(AnisotropyWarning):
+    """A checkpoint was loaded with `strict=False` although some of the model's weights are missing or mismatched
+    (or its config names more layers than its weights hold): those are random."""
+
+
+class NonFiniteWeightsWarning(AnisotropyWarning):
+    """A checkpoint with NaN or infinite weights was loaded with `strict=False`."""
+
+
+class HubAccessWarning(AnisotropyWarning):
+    """The Hub could not be asked something it is not needed for now (a repository's revisions; each is checked
+    when it is loaded)."""
+
+
+class CacheWarning(AnisotropyWarning):
+    """A cache could not be written or cleaned (the demo corpus's, a sweep's evictions from the Hub cache);
+    nothing computed is affected."""
+
+
+class IncompleteRowWarning(AnisotropyWarning):
+    """A rows file's last line was unterminated (a live probe appending it, or stopped while writing it): it is
+    left out when read, removed when a live run resumes."""
+
+
+class MissingDriftWarning(AnisotropyWarning):
+    """A row's drift from the previous checkpoint is None: that checkpoint's tangent is missing (yet)."""
+
+
+class LiveResumeWarning(AnisotropyWarning):
+    """A resumed live probe lost the activations the stopped run had pooled for its next tangent fit."""
+
+
+class EmptyWindowWarning(AnisotropyWarning):
+    """A live probe's window saw no training forward: it has no row."""
+
+
+class PendingRowsWarning(AnisotropyWarning):
+    """Windows awaiting a live tangent outgrew `max_pending_bytes`: they keep their moments only, and their rows
+    will have no bootstrap interval."""

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ..errors import DegenerateStatisticsWarning, DimensionMismatchError
+from ..errors import DegenerateStatisticsWarning, DimensionMismatchError, PendingRowsWarning
 from ..probing.objectives import Objective
 from ..probing.statistics import ProbeSums, SubspaceColumns, build_results
 from ..sweeps.draws import row_seed
@@ -170,6 +170,7 @@ class LivePoint:
                 f"max_pending_bytes leaves them ({self._room_for_rows() / 2**20:.0f} MiB besides the moments): from "
                 f"step {window.first_step} on they keep their moments only, and their rows will have no bootstrap "
                 "interval. Raise max_pending_bytes, use a larger `every` or fewer early steps to keep them.",
+                PendingRowsWarning,
                 stacklevel=5,
             )
         self.pending.append(_Pending(sums, window if kept else None, step, window.first_step, window.reads))

@@ -23,7 +23,14 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from ..commons import distributed
 from ..commons.options import byte_size, check_bool, check_nonnegative_int
 from ..commons.threads import one_thread
-from ..errors import InvalidInputError, NonFiniteError, ResultsStoreError, SplitPointError, TrainingProbeError
+from ..errors import (
+    EmptyWindowWarning,
+    InvalidInputError,
+    NonFiniteError,
+    ResultsStoreError,
+    SplitPointError,
+    TrainingProbeError,
+)
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
 from ..reading.batching import special_token_ids
 from ..reading.split_point import TrainingCapture, TrainingRead, resolve_split_point, splitter_model
@@ -342,6 +349,7 @@ class TrainingProbe:
                     f"No training forward ran during the window of steps {first} to {step} (forwards under no_grad "
                     "are ignored): it has no row. Attach the probe before training, and call step() after each "
                     "optimizer step.",
+                    EmptyWindowWarning,
                     stacklevel=4,
                 )
             elif runs == 0:

@@ -38,7 +38,13 @@ from typing import Any
 from ..commons import distributed
 from ..commons.columns import row_line
 from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
-from ..errors import ConfigMismatchError, ResultsStoreError, TrainingProbeError
+from ..errors import (
+    ConfigMismatchError,
+    IncompleteRowWarning,
+    LiveResumeWarning,
+    ResultsStoreError,
+    TrainingProbeError,
+)
 from ..sweeps.rows_file import CONFIG_FILE, ROWS_FILE, read_config
 from ..sweeps.store import SweepStore
 from ..tangents.subspace import Subspace
@@ -111,6 +117,7 @@ class LiveStore:
             warnings.warn(
                 f"The last line of {self.rows_path} was unterminated (the previous run was stopped while writing "
                 "it): it was removed; the rows before it are kept.",
+                IncompleteRowWarning,
                 stacklevel=4,
             )
         rows = self.store.rows()
@@ -252,5 +259,6 @@ def _warn_partial_fit(path: str, kind: LiveTangent, fit_at: int, start_step: int
     warnings.warn(
         f"The live run resumes at step {start_step} at split point '{path}': {what}; {lost} (the stopped run pooled "
         "them, and they are not saved). Resume from a checkpoint saved when a tangent was fitted to avoid this.",
+        LiveResumeWarning,
         stacklevel=4,
     )

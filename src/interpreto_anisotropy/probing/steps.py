@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from ..commons.host_reads import LaggedRead, to_device
 from ..commons.options import check_positive_int
-from ..errors import EmptyInputError, NonFiniteError
+from ..errors import EmptyInputError, NonFiniteError, ShortSequencesWarning
 from ..reading.batching import TokenBatcher
 from ..reading.split_point import SplitPoint
 from .objectives import Objective
@@ -195,5 +195,6 @@ class GradientSteps:
         if skipped_sequences:
             warnings.warn(
                 f"{skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",
+                ShortSequencesWarning,
                 stacklevel=3,
             )

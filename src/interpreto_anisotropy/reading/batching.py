@@ -25,7 +25,7 @@ import torch
 from jaxtyping import Bool, Int
 
 from ..commons.options import check_positive_int
-from ..errors import EmptyInputError, InvalidInputError, TokenizerError
+from ..errors import EmptyInputError, InvalidInputError, PadTokenWarning, TokenizerError, TruncationWarning
 from .positions import right_align
 from .token_cache import TokenCache
 
@@ -72,6 +72,7 @@ def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: i
     warnings.warn(
         f"{owner} has no pad token: padding with its eos token {eos!r} (padding is masked out of every loss and "
         "row). Interpreto's get_activations needs tokenizer.pad_token set too.",
+        PadTokenWarning,
         stacklevel=stacklevel,
     )
     tokenizer.pad_token = eos
@@ -331,7 +332,7 @@ class TokenBatcher:
             stacklevel: Where the warning points.
 
         Warns:
-            UserWarning: When the texts read so far include truncated ones, the first time only.
+            TruncationWarning: When the texts read so far include truncated ones, the first time only.
         """
         if not self.truncated_sequences or self._truncation_noted:
             return
@@ -340,6 +341,7 @@ class TokenBatcher:
             f"{self.truncated_sequences} text(s) were longer than max_length={self.max_length} tokens and were "
             f"truncated to {self.max_length} tokens (their later tokens are not read). Pass a larger max_length (up "
             "to the model's positions and its tokenizer's model_max_length), or split the texts.",
+            TruncationWarning,
             stacklevel=stacklevel,
         )
 

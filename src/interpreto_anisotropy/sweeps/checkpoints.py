@@ -40,7 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError, EmptyInputError, InvalidInputError
+from ..errors import (
+    CheckpointError,
+    EmptyInputError,
+    InvalidInputError,
+    NonFiniteWeightsWarning,
+    RandomWeightsWarning,
+    SkippedFoldersWarning,
+    UnusedWeightsWarning,
+)
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
 from . import hub_access, weight_check
@@ -284,6 +292,7 @@ def local(pattern: str | os.PathLike) -> list[Checkpoint]:
         warnings.warn(
             f"Skipped {len(skipped)} folder(s) matching {expanded!r} whose name carries no step: {skipped}. "
             "Name checkpoint folders checkpoint-N, stepN, step-N or step_N.",
+            SkippedFoldersWarning,
             stacklevel=2,
         )
     if not checkpoints:
@@ -891,7 +900,9 @@ def _load_weights(
     )
     if found and not (problems["missing"] or problems["mismatched"]):  # unused weights: nothing is random
         warnings.warn(
-            f"Checkpoint {checkpoint.name} ({source}) has weights the model does not use ({found}).", stacklevel=4
+            f"Checkpoint {checkpoint.name} ({source}) has weights the model does not use ({found}).",
+            UnusedWeightsWarning,
+            stacklevel=4,
         )
     elif found:
         message = (
@@ -903,7 +914,7 @@ def _load_weights(
                 f"{message} Check the checkpoint's files and the model class (automodel=), or pass strict=False to "
                 "load it anyway."
             )
-        warnings.warn(message, stacklevel=4)
+        warnings.warn(message, RandomWeightsWarning, stacklevel=4)
     _check_finite_weights(model, checkpoint, source, strict)
     return model
 
@@ -929,7 +940,7 @@ def _check_finite_weights(model: Any, checkpoint: Checkpoint, source: str, stric
             f"{message} Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True "
             "to record it as skipped."
         )
-    warnings.warn(message, stacklevel=5)
+    warnings.warn(message, NonFiniteWeightsWarning, stacklevel=5)
 
 
 def _model_class(automodel: Any, config: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MissingDriftWarning
 from ..tangents.subspace import Subspace
 from .checkpoints import Checkpoint
 from .rows_file import is_skipped
@@ -75,6 +76,7 @@ class PreviousDrift:
                 f"The drift from the previous checkpoint of step {row['step']} (split point {row['layer']!r}) is None: "
                 f"{self.store.tangent_path(row['layer'], previous_step)} is missing (the previous checkpoint was "
                 "skipped, or its tangent deleted). It is filled in once that checkpoint's rows are computed.",
+                MissingDriftWarning,
                 stacklevel=4,
             )
         own = self.store.tangent(row["layer"], row["step"])

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError, InvalidInputError
+from ..errors import CheckpointError, HubAccessWarning, InvalidInputError
 from .hub_deadline import bounded
 
 __all__ = [
@@ -416,6 +416,7 @@ def _refs(repo_id: str, timeout: float = DEFAULT_HUB_TIMEOUT) -> set[str] | None
         warnings.warn(
             f"Could not list the revisions of {repo_id} on {endpoint()} ({type(error).__name__}: "
             f"{_first_line(error)}); each revision is checked when it is loaded.",
+            HubAccessWarning,
             stacklevel=4,
         )
         return None

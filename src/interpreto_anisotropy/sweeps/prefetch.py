@@ -43,6 +43,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ..commons.options import check_nonnegative_int, check_positive_int
+from ..errors import CacheWarning
 from . import hub_access, hub_cache
 from .checkpoints import Checkpoint
 
@@ -335,7 +336,7 @@ class CheckpointPipeline:
         with self._room:
             notes, self._notes = self._notes, []
         for note in notes:
-            warnings.warn(note, stacklevel=3)
+            warnings.warn(note, CacheWarning, stacklevel=3)
 
 
 def _key(checkpoint: Checkpoint) -> tuple[str, str | None]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..commons.columns import type_problem
 from ..commons.json_files import load_json, parse_json, read_text, read_whole_lines
-from ..errors import ResultsStoreError
+from ..errors import IncompleteRowWarning, ResultsStoreError
 
 __all__ = [
     "ROWS_FILE",
@@ -80,6 +80,7 @@ def _whole_lines(path: Path) -> str:
         warnings.warn(
             f"The last line of {path} is unterminated: a live probe is appending it, or was stopped while writing "
             "it (the next live run into this folder removes it). The rows before it are read; it is left out.",
+            IncompleteRowWarning,
             stacklevel=4,
         )
     return whole

@@ -38,6 +38,7 @@ from ..errors import (
     DimensionMismatchError,
     InvalidInputError,
     NonFiniteError,
+    SkippedCheckpointWarning,
     SplitPointError,
 )
 from ..probing.probe import GradientProbe
@@ -227,7 +228,7 @@ class CheckpointSweep:
         except _BAD_CHECKPOINT as error:
             if not self.settings.skip_bad_checkpoints:
                 raise
-            warnings.warn(f"Skipped checkpoint {checkpoint.name}: {error}", stacklevel=3)
+            warnings.warn(f"Skipped checkpoint {checkpoint.name}: {error}", SkippedCheckpointWarning, stacklevel=3)
             skipped = {"skipped": f"{type(error).__name__}: {error}", "fingerprint": self._fingerprints.of(checkpoint)}
             return [
                 {**_identity(checkpoint, layer, str(layer), kind), **skipped}

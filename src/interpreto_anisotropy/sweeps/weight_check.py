@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commons.json_files import load_json
-from ..errors import CheckpointError
+from ..errors import CheckpointError, RandomWeightsWarning
 
 __all__ = ["check_config", "check_config_file", "weight_shapes"]
 
@@ -215,7 +215,11 @@ def _check_layers(config: Any, shapes: dict[str, tuple[int, ...]], where: str, s
             f"{message} Fix config.json, or pass strict=False to build every layer it names anyway (the missing "
             "ones random)."
         )
-    warnings.warn(f"{message} Building all {claimed} layers, the missing ones random (strict=False).", stacklevel=5)
+    warnings.warn(
+        f"{message} Building all {claimed} layers, the missing ones random (strict=False).",
+        RandomWeightsWarning,
+        stacklevel=5,
+    )
     return False
 
 

@@ -45,6 +45,7 @@ from ..errors import (
     DimensionMismatchError,
     EmptyInputError,
     InvalidInputError,
+    LeftPaddingWarning,
     NonFiniteError,
     NotFittedError,
     SplitPointError,
@@ -478,6 +479,7 @@ def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
         "0.5.2's get_activations leaves it: activations read that way sit at shifted positions whenever a batch is "
         "padded, and give a wrong tangent. Fit on the texts instead (tangent.fit(texts)), which reads them "
         "correctly; ia.token_activations(splitter, texts) gives the same rows as a tensor.",
+        LeftPaddingWarning,
         stacklevel=4,
     )
 
@@ -746,7 +748,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
                 `nb_concepts` dimensions (for "pca" also a covariance of numerical rank below k, eigenvalues under
                 1e-6 times the largest): the extra directions are arbitrary, or the tangent is the rows' own span.
                 Give more texts (a larger `max_tokens`) or a lower `nb_concepts`.
-            UserWarning: Activations (not texts) on a model with learned absolute positions whose tokenizer pads on
+            LeftPaddingWarning: Activations (not texts) on a model with learned absolute positions whose tokenizer pads on
                 the left, the trace of Interpreto 0.5.2's `get_activations`, which reads such models at shifted
                 positions.
         """

@@ -26,7 +26,7 @@ from safetensors.torch import save
 from ..commons.files import write_atomically
 from ..commons.json_files import parse_json
 from ..commons.tensors import as_float_tensor, scaled_by_power_of_two
-from ..errors import AnisotropyError, DimensionMismatchError, InvalidInputError, ResultsStoreError
+from ..errors import AnisotropyError, DimensionMismatchError, DroppedAtomsWarning, InvalidInputError, ResultsStoreError
 
 __all__ = ["Subspace"]
 
@@ -310,6 +310,7 @@ class Subspace:
             warnings.warn(
                 f"The dictionary's {requested} atoms span only {rank} dimensions (relative tolerance {rtol}): "
                 f"{requested - rank} dead or nearly dependent atoms were dropped.",
+                DroppedAtomsWarning,
                 stacklevel=2,
             )
         info = {"dictionary_size": requested, "dropped_rank": requested - rank, **metadata.pop("info", {})}
