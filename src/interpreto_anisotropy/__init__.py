@@ -16,7 +16,12 @@ Examples:
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
+
+# What is information (estimates, checkpoints loaded, downloads, evictions) goes to this logger's children; an
+# application chooses where it goes (`logging.basicConfig(level=logging.INFO)`), as with any library.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 # Where each public name lives (`__all__` lists the same names; tests/test_layout.py keeps them equal). They are imported when
 # first used (PEP 562), so that `interpreto-anisotropy --help` and `--version` answer without importing torch,

@@ -20,6 +20,7 @@ import hashlib
 import inspect
 import io
 import json
+import logging
 import os
 import platform
 import sys
@@ -29,12 +30,13 @@ import warnings
 from enum import Enum
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from ..commons.files import write_atomically
+from ..commons.progress import progress_bar
 from ..errors import CacheWarning, InvalidInputError
 
 __all__ = ["Split", "load_corpus", "corpus_cache_path", "default_cache_dir", "CACHE_ENV_VAR"]
+
+logger = logging.getLogger(__name__)
 
 CACHE_ENV_VAR = "INTERPRETO_ANISOTROPY_CACHE"
 """Environment variable that overrides the cache directory."""
@@ -184,7 +186,7 @@ def _harvest(root: Path, *, include_comments: bool, progress: bool) -> list[str]
     seen: set[str] = set()
     total = 0
     files = _source_files(root)
-    for path in tqdm(files, desc="Harvesting stdlib docstrings", disable=not progress):
+    for path in progress_bar(files, progress=progress, desc="Harvesting stdlib docstrings"):
         try:
             source = path.read_bytes().decode("utf-8")
             with warnings.catch_warnings():
@@ -249,6 +251,7 @@ def _all_texts(*, include_comments: bool, cache_dir: str | os.PathLike | None, p
         return _MEMORY[key]
     texts = _read_cache(path, stdlib)
     if texts is None:
+        logger.info("Harvesting the docstrings of %s (once: the corpus is then cached in %s).", stdlib, path)
         texts = _harvest(stdlib, include_comments=include_comments, progress=progress)
         payload = {
             "format_version": _FORMAT_VERSION,

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from ..commons.files import give_default_modes, write_atomically
+from ..commons.progress import progress_bar
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from ..probing.masking import MaskedLM, special_tokens_mask
 from .corpus import load_corpus
@@ -319,7 +319,7 @@ def _train_steps(
     model.train()
     probe = _live_probe(model, tokenizer, live, out_dir=run.path, steps=steps)
     try:
-        bar = tqdm(range(1, steps + 1), desc=f"Training toy {config['arch']}", disable=not progress)
+        bar = progress_bar(range(1, steps + 1), progress=progress, desc=f"Training toy {config['arch']}")
         for step in bar:
             batch = batches.next()
             if config["objective"] == "masked_lm":

@@ -254,7 +254,7 @@ class GradientProbe:
         isoscore_c0: str | IsoScoreTarget | torch.Tensor = IsoScoreTarget.SCALED_IDENTITY,
         token_counts: Any = None,
         frequency_edges: Sequence[float] = FREQUENCY_EDGES,
-        progress: bool = True,
+        progress: bool | None = None,
     ) -> ProbeResult | dict[str, ProbeResult]:
         """Probe the gradients and compare the energy each tangent holds with normal controls and random subspaces.
 
@@ -284,7 +284,8 @@ class GradientProbe:
             token_counts: How often each token id occurs, (V,), to cut the frequency buckets of the energy breakdown
                 (`frequency_energy_share`); None: the probed tokens' own counts.
             frequency_edges: Cumulated shares of occurrences where the frequency buckets are cut.
-            progress: Show a progress bar.
+            progress: Show a progress bar: True, False, or None (default) in an interactive session only (a
+                terminal or a notebook); `TQDM_DISABLE` and `commons.progress.disable_progress_bars` hide it.
 
         Returns:
             A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict. One probed sequence gives no
@@ -323,7 +324,7 @@ class GradientProbe:
         named: dict[str, Subspace],
         columns: SubspaceColumns,
         max_tokens: int | None,
-        progress: bool,
+        progress: bool | None,
     ) -> tuple[ProbeSums, Breakdown]:
         """The sums and breakdown of every shard of the pass (this process's alone when not sharded)."""
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
@@ -340,7 +341,7 @@ class GradientProbe:
         named: dict[str, Subspace],
         columns: SubspaceColumns,
         max_tokens: int | None,
-        progress: bool,
+        progress: bool | None,
         sharded: bool,
     ) -> tuple[ProbeSums, Breakdown]:
         """This shard's sums: per-sequence energies in every subspace, gradient moments, losses and counts; and the
@@ -355,7 +356,7 @@ class GradientProbe:
             inputs,
             labels,
             max_tokens=max_tokens,
-            progress=progress and distributed.is_main_process(),
+            progress=progress if distributed.is_main_process() else False,
             description="Probing gradients",
             tally=tally,
             shard=shard,

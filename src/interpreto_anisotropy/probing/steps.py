@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 from jaxtyping import Bool, Float, Int
-from tqdm.auto import tqdm
 
 from ..commons.host_reads import LaggedRead, to_device
 from ..commons.options import check_positive_int
+from ..commons.progress import progress_bar
 from ..errors import EmptyInputError, NonFiniteError, ShortSequencesWarning
 from ..reading.batching import TokenBatcher
 from ..reading.split_point import SplitPoint
@@ -116,7 +116,7 @@ class GradientSteps:
         labels: Any,
         *,
         max_tokens: int | None,
-        progress: bool,
+        progress: bool | None,
         description: str,
         tally: Tally,
         shard: tuple[int, int] = (0, 1),
@@ -141,7 +141,7 @@ class GradientSteps:
         seen = torch.zeros((), dtype=torch.long, device=self.device)
         count_reader = LaggedRead()
         for batch_index, (batch, sequence_ids) in enumerate(
-            tqdm(chunks, total=n_batches, desc=description, unit="batch", disable=not progress)
+            progress_bar(chunks, progress=progress, total=n_batches, desc=description, unit="batch")
         ):
             if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
                 continue

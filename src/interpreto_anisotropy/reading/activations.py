@@ -24,10 +24,10 @@ from typing import Any
 import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float, Int
-from tqdm.auto import tqdm
 
 from ..commons.host_reads import to_device
 from ..commons.options import check_bool
+from ..commons.progress import progress_bar
 from ..errors import EmptyInputError, InvalidInputError
 from .split_point import SplitPoint
 from .token_cache import TokenCache
@@ -154,7 +154,7 @@ def _iter_kept(
     max_length: int | None,
     max_tokens: int | None,
     include_special: bool,
-    progress: bool,
+    progress: bool | None,
     shard: tuple[int, int],
     autocast_dtype: str | torch.dtype | None,
     call: str | int | None,
@@ -174,7 +174,7 @@ def _iter_kept(
     # is queued, so the device computes while the host waits and tokenises.
     pending: _Pending | None = None
     for batch_index, (batch, sequence_ids) in enumerate(
-        tqdm(batches, total=n_batches, desc="Activations", disable=not progress)
+        progress_bar(batches, progress=progress, total=n_batches, desc="Activations")
     ):
         if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
             continue

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import logging
 import numbers
 import os
 import re
@@ -71,6 +72,8 @@ __all__ = [
     "smollm2",
     "suite",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: Steps at which EleutherAI published Pythia checkpoints: 0, the powers of two up to 512, then every 1000 steps.
 PYTHIA_STEPS: tuple[int, ...] = suite_registry.PYTHIA_STEPS
@@ -623,6 +626,7 @@ def load_checkpoint(
     except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
         raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device {str(device)!r}: {err}") from err
     model.eval()
+    logger.info("Loaded checkpoint %s from %s (%s, on %s).", checkpoint.name, shown, type(model).__name__, device)
     return model, tokenizer
 
 

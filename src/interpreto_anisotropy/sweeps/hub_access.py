@@ -25,6 +25,7 @@ Examples:
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -50,6 +51,8 @@ __all__ = [
     "hub_command",
     "is_offline",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: Files fetched with every checkpoint: config, generation config, tokenizer files, weight indexes.
 CONFIG_PATTERNS: tuple[str, ...] = ("*.json", "*.txt", "*.model", "*.tiktoken")
@@ -183,6 +186,7 @@ def fetch(
             + (", or its cached copy is incomplete" if offline else "")
             + f". Check the repository's files, or fetch it again with `{download_command(repo_id, revision)}`."
         )
+    logger.info("%s %s into %s.", "Found" if offline else "Fetched", _shown(repo_id, revision, label), folder)
     return folder
 
 

@@ -31,6 +31,7 @@ Examples:
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import warnings
@@ -40,14 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from ..commons.options import check_nonnegative_int, check_positive_int
+from ..commons.progress import progress_bar
 from ..errors import CacheWarning
 from . import hub_access, hub_cache
 from .checkpoints import Checkpoint
 
 __all__ = ["CheckpointPipeline", "Fetched"]
+
+logger = logging.getLogger(__name__)
 
 _GB = 1e9
 
@@ -140,11 +142,11 @@ class CheckpointPipeline:
         self.fetched_bytes = 0
         self.evicted_bytes = 0
         self.downloads = 0
-        self._bar = tqdm(
+        self._bar = progress_bar(
+            progress=progress and any(not c.is_local for c in self.uses),
             total=len({c for c in self.uses if not c.is_local}),
             desc="Downloads",
             unit="ckpt",
-            disable=not (progress and any(not c.is_local for c in self.uses)),
         )
 
     # ------------------------------------------------------------------ the sweep's side
@@ -275,11 +277,16 @@ class CheckpointPipeline:
         if not commits:
             return
         try:
-            self.evicted_bytes += hub_cache.evict(self.cache, commits)
+            evicted = hub_cache.evict(self.cache, commits)
         except Exception as error:  # noqa: BLE001  (a cache that cannot be scanned: warn, never stop the sweep)
             self._notes.append(
                 f"Could not evict {', '.join(r.checkpoint.name for r in ready)} from {self.cache}: "
                 f"{error}. Delete them with `{hub_access.hub_command()} cache delete`."
+            )
+        else:
+            self.evicted_bytes += evicted
+            logger.info(
+                "Evicted %s from %s (%.2f GB).", ", ".join(r.checkpoint.name for r in ready), self.cache, evicted / _GB
             )
         self._show()
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tqdm.auto import tqdm
-
 from ..commons import distributed
+from ..commons.progress import progress_bar
 from ..errors import DimensionMismatchError, ResultsStoreError
 from ..tangents.subspace import Subspace
 from .checkpoints import Checkpoint
@@ -109,7 +108,7 @@ class ReferenceTangents:
         streamed = self.settings.streams
         pools = {layer: EarlyPool(streamed=streamed, centering=self.settings.early_centering) for layer in layers}
         references: dict[int | str, Subspace] = {}
-        bar = tqdm(early, desc="Reference tangent (early checkpoints)", unit="ckpt", disable=not sweep._shows())
+        bar = progress_bar(early, progress=sweep._shows(), desc="Reference tangent (early checkpoints)", unit="ckpt")
         for index, checkpoint in enumerate(bar):
             with sweep._load(checkpoint) as (model, tokenizer, _):
                 sweep._fingerprints.of(checkpoint)  # taken while its files are cached (a budget evicts them after)

@@ -16,8 +16,8 @@ and with each write of rows a line of ``provenance.jsonl`` saying which versions
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import torch
 from interpreto import ModelWithSplitPoints
-from tqdm.auto import tqdm
 
 from .. import metrics
 from ..commons import distributed
+from ..commons.progress import progress_bar
 from ..errors import (
     AnisotropyError,
     CheckpointError,
@@ -67,6 +67,8 @@ _BAD_CHECKPOINT = (CheckpointError, NonFiniteError)
 
 __all__ = ["CheckpointSweep", "ReferenceKind", "early_checkpoints"]
 
+logger = logging.getLogger(__name__)
+
 
 class CheckpointSweep:
     """The paper's protocol over training checkpoints, resumable and atomic per checkpoint.
@@ -84,7 +86,8 @@ class CheckpointSweep:
     Attributes:
         announce: Where the sweep's time estimates go (a callable taking a line of text): how many checkpoints it
             has to compute before the first, then "about N s per checkpoint, M min for the K checkpoints left"
-            once the first is done (`sweeps.eta`). None (the default): above the progress bar, when it shows.
+            once the first is done (`sweeps.eta`). None (the default): the logger
+            "interpreto_anisotropy.sweeps.runner", at level INFO.
 
     Raises:
         EmptyInputError: No checkpoints, or no texts.
@@ -191,7 +194,7 @@ class CheckpointSweep:
         rows; a checkpoint's revision may be evicted once its rows are written."""
         references = self._references.by_layer()
         unit = "round" if by_checkpoint and distributed.world_size() > 1 else "ckpt"
-        bar = tqdm(rounds, desc="Checkpoints", unit=unit, disable=not self._shows())
+        bar = progress_bar(rounds, progress=self._shows(), desc="Checkpoints", unit=unit)
         writer = by_checkpoint or distributed.is_main_process()
         timer = CheckpointTimer(sum(map(len, rounds)), per_round=per_round)
         for batch_of_checkpoints, checkpoint in zip(bar, mine, strict=True):
@@ -211,13 +214,13 @@ class CheckpointSweep:
         return self.settings.progress and distributed.is_main_process()
 
     def _announce(self, line: str | None) -> None:
-        """Say `line` (a time estimate) through `announce`, else above the progress bar when it shows."""
+        """Say `line` (a time estimate) through `announce`, else to the module's logger (INFO)."""
         if line is None or not distributed.is_main_process():
             return
         if self.announce is not None:
             self.announce(line)
-        elif self._shows():
-            tqdm.write(line, file=sys.stderr)
+        else:
+            logger.info(line)
 
     def _process_or_skip(
         self, checkpoint: Checkpoint, references: dict[int | str, Subspace], *, writer: bool

@@ -713,6 +713,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         batch_size: int | None = None,
         max_length: int | None = None,
         call: str | int | None = None,
+        progress: bool | None = None,
         **fit_kwargs: Any,
     ) -> TangentExplainer:
         """Fit the tangent subspace, on texts (read here, the recommended way) or on activations.
@@ -731,6 +732,9 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
                 the tokenizer's `model_max_length`); the texts cut to it are counted and named once (a `UserWarning`).
             call: With texts, for a split-point module that runs several times per forward (ALBERT's shared
                 layer): which call to read, "first", "last" or an index; probe with the same `call`.
+            progress: With texts: show a progress bar while they are read: True, False, or None (default) in an
+                interactive session only (a terminal or a notebook); `TQDM_DISABLE` and
+                `commons.progress.disable_progress_bars` hide it.
             **fit_kwargs: Passed to the Interpreto explainer's `fit` (e.g. `nb_epochs` for SAEs).
 
         Returns:
@@ -753,7 +757,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
                 positions.
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
-        reader.update(max_length=max_length, call=call)
+        reader.update(max_length=max_length, call=call, progress=progress)
         with _advice_on_nonfinite_reads(_are_texts(activations)):
             self._fit_activations(_activation_source(self.splitter, activations, **reader), **fit_kwargs)
         if self.streams:
@@ -789,7 +793,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
         Args:
             activations: Texts, an (n, d) tensor, or a list / iterable of them (see `fit`).
-            **reader: With texts: `include_special`, `max_tokens`, `batch_size`, `max_length`, `call` (see `fit`).
+            **reader: With texts: `include_special`, `max_tokens`, `batch_size`, `max_length`, `call`, `progress`
+                (see `fit`).
 
         Raises:
             InvalidInputError: For methods other than "pca".

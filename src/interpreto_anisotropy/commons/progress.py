@@ -1,0 +1,81 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The package's progress bars: tqdm's, shown when asked, unless `TQDM_DISABLE` or the package's switch hides them.
+
+Every bar of the package is made by `progress_bar`. A call's `progress=True` shows it, `False` hides it, and
+`None` shows it in an interactive session only (a terminal on stderr, or a Jupyter kernel). Whatever a call asks,
+no bar shows while `TQDM_DISABLE` is set (to 1, true, yes or on) or the package's switch is off: the environment
+variable `INTERPRETO_ANISOTROPY_DISABLE_PROGRESS_BARS=1`, or `disable_progress_bars()` (the names of
+huggingface_hub's own switch). A bar that shows is built without `disable=`, so tqdm's other `TQDM_*` settings
+apply to it too.
+
+Examples:
+    >>> from interpreto_anisotropy.commons import progress
+    >>> progress.disable_progress_bars()
+    >>> progress.are_progress_bars_disabled(), progress.shows(True)
+    (True, False)
+    >>> progress.enable_progress_bars()
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from tqdm.auto import tqdm
+
+__all__ = [
+    "DISABLE_ENV_VAR",
+    "are_progress_bars_disabled",
+    "disable_progress_bars",
+    "enable_progress_bars",
+    "progress_bar",
+    "shows",
+]
+
+#: Set to 1 (true, yes, on) to hide every bar of the package.
+DISABLE_ENV_VAR = "INTERPRETO_ANISOTROPY_DISABLE_PROGRESS_BARS"
+_switched_off: bool | None = None  # set by disable_/enable_progress_bars; None: the environment variable says
+
+
+def disable_progress_bars() -> None:
+    """Hide every progress bar of the package, whatever a call's `progress` asks."""
+    global _switched_off
+    _switched_off = True
+
+
+def enable_progress_bars() -> None:
+    """Let calls show their bars again (`TQDM_DISABLE` still hides them), whatever the environment variable says."""
+    global _switched_off
+    _switched_off = False
+
+
+def are_progress_bars_disabled() -> bool:
+    """Whether the package's switch is off (`disable_progress_bars`, else `INTERPRETO_ANISOTROPY_DISABLE_PROGRESS_BARS`)."""
+    return _env_flag(DISABLE_ENV_VAR) if _switched_off is None else _switched_off
+
+
+def shows(progress: bool | None) -> bool:
+    """Whether a bar asked for with `progress` (True, False, or None: when interactive) shows now."""
+    if are_progress_bars_disabled() or _env_flag("TQDM_DISABLE"):
+        return False
+    return _interactive() if progress is None else bool(progress)
+
+
+def progress_bar(iterable: Any = None, *, progress: bool | None, **options: Any) -> tqdm:
+    """A tqdm bar over `iterable` (tqdm's keyword `options`: `total`, `desc`, `unit`, ...), shown as `shows` says."""
+    if shows(progress):
+        return tqdm(iterable, **options)
+    return tqdm(iterable, disable=True, **options)
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _interactive() -> bool:
+    """A terminal on stderr, or a Jupyter kernel (whose stderr is no terminal, yet shows tqdm's notebook bars)."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty()) or "ipykernel" in sys.modules
