@@ -12,7 +12,7 @@ import warnings
 import pytest
 import torch
 
-from interpreto_anisotropy.errors import TokenizerError
+from interpreto_anisotropy.errors import TokenizerError, TruncationWarning
 from interpreto_anisotropy.probing.probe import GradientProbe
 from interpreto_anisotropy.reading.activations import iter_token_activations, token_activations
 from interpreto_anisotropy.tangents.subspace import Subspace
@@ -124,6 +124,7 @@ def test_the_reader_names_the_truncated_texts_once(gpt_neox_mwsp, texts):
         warnings.simplefilter("always")
         rows, _ = token_activations(gpt_neox_mwsp, texts[:6], max_length=limit, batch_size=2)
     notes = [str(item.message) for item in caught if "truncated to" in str(item.message)]
+    assert [item.category for item in caught if "truncated to" in str(item.message)] == [TruncationWarning]
     assert 0 < cut < 6 and notes == [
         f"{cut} text(s) were longer than max_length={limit} tokens and were truncated to {limit} tokens (their "
         "later tokens are not read). Pass a larger max_length (up to the model's positions and its tokenizer's "

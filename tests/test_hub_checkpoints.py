@@ -22,7 +22,7 @@ import torch
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy import checkpoints as ck
-from interpreto_anisotropy.errors import CheckpointError, InvalidInputError
+from interpreto_anisotropy.errors import CheckpointError, InvalidInputError, SkippedCheckpointWarning
 from interpreto_anisotropy.sweeps import hub_access
 from interpreto_anisotropy.sweeps.fingerprints import fingerprint
 
@@ -235,7 +235,7 @@ def test_transient_failures_are_retried_by_huggingface_hub_then_succeed(online, 
 def test_a_sweep_skips_a_checkpoint_whose_download_fails_and_says_why(online, tmp_path):
     online.fail(r"/revision/step16", 500)  # the revision's file listing
     sweep = _sweep(ck.hub("org/tiny-neox", ["step0", "step8", "step16"]), tmp_path / "s", skip_bad_checkpoints=True)
-    with pytest.warns(UserWarning, match="Skipped checkpoint step-16"):
+    with pytest.warns(SkippedCheckpointWarning, match="Skipped checkpoint step-16"):
         result = sweep.run()
     assert [row["step"] for row in result.rows] == [0, 8]
     assert [row["step"] for row in result.skipped] == [16]

@@ -35,9 +35,11 @@ import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import (
     ConfigMismatchError,
     DimensionMismatchError,
+    EmptyWindowWarning,
     InvalidInputError,
     NonFiniteError,
     ObjectiveError,
+    PendingRowsWarning,
     SplitPointError,
     TrainingProbeError,
 )
@@ -105,7 +107,7 @@ def test_retrospective_windows_without_room_for_their_rows_have_no_interval(gpt_
     steps = _steps(tokenizer, texts, 3)
     moments = 2 * 64 * 64 * 8  # two windows await the tangent
     rows_of_a_window = 4 * max(batch["input_ids"].shape[1] for [batch] in steps[:2]) * 64 * 4
-    with pytest.warns(UserWarning, match="moments only"):
+    with pytest.warns(PendingRowsWarning, match="moments only"):
         rows, _ = run_windows(
             model,
             tokenizer,
@@ -261,7 +263,7 @@ def test_window_without_training_forward_warns(gpt_neox_training_model):
     model, tokenizer = float64_copy(gpt_neox_training_model)
     with (
         ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=1) as probe,
-        pytest.warns(UserWarning, match="No training forward"),
+        pytest.warns(EmptyWindowWarning, match="No training forward"),
     ):
         assert probe.step() == []
 

@@ -23,6 +23,7 @@ from interpreto_anisotropy.errors import (
     EmptyInputError,
     InvalidInputError,
     NonFiniteError,
+    PadTokenWarning,
 )
 from interpreto_anisotropy.probing.intervals import share_intervals
 from interpreto_anisotropy.probing.probe import GradientProbe
@@ -442,7 +443,7 @@ def test_tokenizer_without_pad_token_pads_with_eos_and_is_left_unchanged(gpt_neo
     tokenizer = copy.deepcopy(tokenizer)
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=4)
     tokenizer.pad_token = None
-    with pytest.warns(UserWarning, match="pad token"):
+    with pytest.warns(PadTokenWarning, match="pad token"):
         probe = GradientProbe(mwsp)
     assert tokenizer.pad_token is None  # the caller's tokenizer is not changed
     assert probe.gradients(texts[:3]).gradients.shape[1] == 64

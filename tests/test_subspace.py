@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from interpreto_anisotropy.errors import (
     AnisotropyError,
     DimensionMismatchError,
+    DroppedAtomsWarning,
     InvalidInputError,
     NonFiniteError,
     ResultsStoreError,
@@ -333,7 +334,7 @@ def test_from_dictionary_drops_dependent_and_dead_atoms_with_a_warning():
     atoms = rng.standard_normal((4, 20))
     dependent = atoms[0] + 2 * atoms[1]
     dictionary = np.vstack([atoms, dependent, np.zeros(20), 3 * atoms[2]])  # 7 atoms spanning 4 dimensions
-    with pytest.warns(UserWarning, match="span only 4 dimensions"):
+    with pytest.warns(DroppedAtomsWarning, match="span only 4 dimensions"):
         Q = Subspace.from_dictionary(torch.from_numpy(dictionary), name="sae", method="topk_sae", step=3)
     assert Q.rank == 4
     assert Q.info["dropped_rank"] == 3 and Q.info["dictionary_size"] == 7
@@ -348,7 +349,7 @@ def test_from_dictionary_nearly_dependent_atoms_follow_rtol():
     atoms = rng.standard_normal((3, 10))
     nearly = atoms[0] + 1e-6 * rng.standard_normal(10)
     dictionary = torch.from_numpy(np.vstack([atoms, nearly]))
-    with pytest.warns(UserWarning):
+    with pytest.warns(DroppedAtomsWarning):
         assert Subspace.from_dictionary(dictionary).rank == 3
     with warnings.catch_warnings():
         warnings.simplefilter("error")

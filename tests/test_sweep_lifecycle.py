@@ -17,7 +17,12 @@ from safetensors.torch import load_file, save_file
 from test_sweep import SETTINGS as SWEEP_SETTINGS
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import CheckpointError, ConfigMismatchError, StaleResultsError
+from interpreto_anisotropy.errors import (
+    CheckpointError,
+    ConfigMismatchError,
+    NonFiniteWeightsWarning,
+    StaleResultsError,
+)
 from interpreto_anisotropy.sweeps.fingerprints import folder_fingerprint
 
 SETTINGS = {**SWEEP_SETTINGS, "reference": "both"}
@@ -179,7 +184,7 @@ def test_non_finite_weights_are_refused_at_load_naming_the_checkpoint_and_weight
     checkpoint = ia.checkpoints.local(str(run / "checkpoint-4"))[0]
     with pytest.raises(CheckpointError, match=r"step-4 .*non-finite weights \(NaN or infinity\) in [\w.]+weight"):
         ia.checkpoints.load_checkpoint(checkpoint, device="cpu")
-    with pytest.warns(UserWarning, match="non-finite weights"):
+    with pytest.warns(NonFiniteWeightsWarning, match="non-finite weights"):
         ia.checkpoints.load_checkpoint(checkpoint, device="cpu", strict=False)
 
 

@@ -34,6 +34,7 @@ from interpreto_anisotropy.demo import build_model
 from interpreto_anisotropy.errors import (
     AnisotropyError,
     DimensionMismatchError,
+    DroppedAtomsWarning,
     EmptyInputError,
     InvalidInputError,
     NonFiniteError,
@@ -222,7 +223,7 @@ class _DuplicatedAtoms(ConceptAutoEncoderExplainer):
 
 def test_rank_revealing_orthonormalisation_of_a_degenerate_dictionary(splitter, acts):
     tangent = TangentExplainer(splitter, nb_concepts=K, method=_DuplicatedAtoms)
-    with pytest.warns(UserWarning, match="span only 3 dimensions"):
+    with pytest.warns(DroppedAtomsWarning, match="span only 3 dimensions"):
         tangent.fit(acts)
     Q = tangent.subspace
     assert Q.rank == 3 and Q.info["dropped_rank"] == 3 and Q.info["dictionary_size"] == K

@@ -30,7 +30,13 @@ from interpreto.concepts import (
 )
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import DimensionMismatchError, InvalidInputError, NonFiniteError, NotFittedError
+from interpreto_anisotropy.errors import (
+    DimensionMismatchError,
+    DroppedAtomsWarning,
+    InvalidInputError,
+    NonFiniteError,
+    NotFittedError,
+)
 from interpreto_anisotropy.tangents.explainers import SklearnPCATangent
 
 TOKEN = ModelWithSplitPoints.activation_granularities.TOKEN
@@ -102,7 +108,7 @@ def test_dependent_atoms_are_dropped(gpt_neox_mwsp, activations):
     explainer.fit(activations, n_init=1)
     atoms = explainer.concept_model.components.data
     atoms[3], atoms[4] = atoms[0] + atoms[1], 2 * atoms[2]
-    with pytest.warns(UserWarning, match="span only 3 dimensions"):
+    with pytest.warns(DroppedAtomsWarning, match="span only 3 dimensions"):
         Q = ia.TangentExplainer.from_interpreto(explainer).subspace
     assert Q.rank == 3 and Q.info == {"dictionary_size": 5, "dropped_rank": 2}
     reference, _ = np.linalg.qr(atoms[:3].double().numpy().T)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..commons.display import html_table, short_repr
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..tangents.controls import p_value
 from .finding import probe_lines
@@ -19,7 +20,7 @@ from .finding import probe_lines
 __all__ = ["ProbeResult"]
 
 
-@dataclass
+@dataclass(repr=False)
 class ProbeResult:
     """Gradient energy and anisotropy held by a tangent subspace, against matched-rank normal controls.
 
@@ -237,7 +238,41 @@ class ProbeResult:
         """The result as a JSON string."""
         return json.dumps(self.to_dict())
 
+    # The headline a notebook shows (`repr`, `_repr_html_`): who, how many, and the two tests with their p-values.
+    _HEADLINE = (
+        "name",
+        "method",
+        "split_point",
+        "n_tokens",
+        "n_sequences",
+        "dim",
+        "rank",
+        "energy_share",
+        "control_mean",
+        "energy_ratio",
+        "p_value",
+        "p_value_exact",
+        "anisotropy_share",
+        "anisotropy_p_value_exact",
+    )
+
+    def __repr__(self) -> str:
+        return short_repr("ProbeResult", [(name, getattr(self, name)) for name in self._HEADLINE])
+
+    def _repr_html_(self) -> str:
+        return html_table(self._title(), None, self._table_rows(), notes=probe_lines(vars(self)))
+
     def __str__(self) -> str:
+        rows = self._table_rows()
+        width = max(len(label) for label, _ in rows)
+        finding = [f"  {line}" for line in probe_lines(vars(self))]
+        return "\n".join([self._title(), *finding, *(f"  {label:<{width}}  {value}" for label, value in rows)])
+
+    def _title(self) -> str:
+        return f"ProbeResult {self.name!r} ({self.method}, {self.objective}, split point {self.split_point})"
+
+    def _table_rows(self) -> list[tuple[str, str]]:
+        """(label, value) of every number `print` and the notebook show, arrays summed up."""
         controls = self.control_energy_shares
         delta_controls = self.delta_isoscore_star_controls
         rows = [
@@ -270,10 +305,7 @@ class ProbeResult:
                 f"{self.anisotropy_p_value_exact:.3f}",
             ),
         ]
-        width = max(len(label) for label, _ in rows)
-        title = f"ProbeResult {self.name!r} ({self.method}, {self.objective}, split point {self.split_point})"
-        finding = [f"  {line}" for line in probe_lines(vars(self))]
-        return "\n".join([title, *finding, *(f"  {label:<{width}}  {value}" for label, value in rows)])
+        return rows
 
 
 def _jsonable(value: Any) -> Any:

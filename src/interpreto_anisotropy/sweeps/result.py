@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from ..commons.columns import describe
+from ..commons.display import html_table, number, short_repr
 from ..commons.files import write_atomically
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from .multiple_testing import Correction, adjust
@@ -274,7 +275,74 @@ class SweepResult:
         return verdict_text(sweep_verdict(self.rows, self.config, correction=correction, family=family, level=level))
 
     def __repr__(self) -> str:
-        return f"SweepResult({len(self.rows)} rows, steps {sorted(set(self.steps))}, tangents {self.tangents})"
+        """Counts, the steps' range, and each curve's last row: E_T against its controls and the exact p-values."""
+        steps = sorted(set(self.steps))
+        shown = [
+            ("rows", len(self.rows)),
+            ("checkpoints", len(steps)),
+            ("steps", f"{steps[0]}..{steps[-1]}" if steps else "none"),
+            ("skipped", len(self.skipped)),
+            ("results_dir", None if self.results_dir is None else str(self.results_dir)),
+        ]
+        last = [
+            f"last of {row.get('split_point')}/{row.get('tangent')}: step={row['step']}, "
+            + ", ".join(f"{name}={number(row.get(name))}" for name in _CURVE_HEADLINE)
+            for row in self._last_rows()[:_CURVES_SHOWN]
+        ]
+        more = len(self._last_rows()) - _CURVES_SHOWN
+        return short_repr("SweepResult", shown, tail=last + ([f"{more} more curves"] if more > 0 else []))
+
+    def _repr_html_(self) -> str:
+        """The rows' headline numbers as a table (the first and last `_HTML_ROWS` // 2 rows of a long sweep)."""
+        steps = sorted(set(self.steps))
+        title = (
+            f"SweepResult: {len(self.rows)} rows, {len(steps)} checkpoints"
+            + (f" (steps {steps[0]} to {steps[-1]})" if steps else "")
+            + (f", in {self.results_dir}" if self.results_dir is not None else "")
+        )
+        rows = [
+            [row.get(name) if name in _IDENTITY else number(row.get(name)) for name in _HTML_COLUMNS]
+            for row in self.rows
+        ]
+        if len(rows) > _HTML_ROWS:
+            half = _HTML_ROWS // 2
+            rows = [
+                *rows[:half],
+                [f"... {len(rows) - 2 * half} rows ..."] + [""] * (len(_HTML_COLUMNS) - 1),
+                *rows[-half:],
+            ]
+        skipped = [
+            f"step {row['step']} ({row.get('checkpoint')}) skipped: {row['skipped'][:200]}" for row in self.skipped
+        ]
+        return html_table(title, _HTML_COLUMNS, rows, notes=skipped)
+
+    def _last_rows(self) -> list[dict[str, Any]]:
+        """The row of each (split point, tangent) curve at its last step, in order of appearance."""
+        last: dict[tuple[Any, Any], dict[str, Any]] = {}
+        for row in self.rows:
+            key = row.get("split_point"), row.get("tangent")
+            if key not in last or row["step"] >= last[key]["step"]:
+                last[key] = row
+        return list(last.values())
+
+
+#: What the repr says of each curve's last row, how many curves it names, and the notebook table's columns and rows.
+_CURVE_HEADLINE = ("energy_share", "control_mean", "p_value_exact", "anisotropy_share", "anisotropy_p_value_exact")
+_CURVES_SHOWN = 3
+_IDENTITY = ("step", "checkpoint", "split_point", "tangent")
+_HTML_COLUMNS = (
+    *_IDENTITY,
+    "rank",
+    "n_tokens",
+    "energy_share",
+    "control_mean",
+    "energy_ratio",
+    "p_value",
+    "p_value_exact",
+    "anisotropy_share",
+    "anisotropy_p_value_exact",
+)
+_HTML_ROWS = 40
 
 
 def _f(value: Any, digits: int = 4, width: int = 7) -> str:
