@@ -24,6 +24,7 @@ from interpreto_anisotropy.errors import (
     InvalidInputError,
     NonFiniteError,
     PadTokenWarning,
+    ShortSequencesWarning,
 )
 from interpreto_anisotropy.probing.intervals import share_intervals
 from interpreto_anisotropy.probing.probe import GradientProbe
@@ -389,13 +390,16 @@ def test_custom_callable_objective_equals_causal_lm(gpt_neox_mwsp, texts):
 
 
 # ---------------------------------------------------------------------------------------------- bad input
-def test_empty_and_too_short_inputs(gpt_neox_mwsp, neox_tangent):
+def test_empty_and_too_short_inputs(gpt_neox_mwsp, neox_tangent, texts):
     probe = GradientProbe(gpt_neox_mwsp)
     with pytest.raises(EmptyInputError):
         probe.run([], neox_tangent, progress=False)
     single_tokens = [gpt_neox_mwsp.tokenizer.decode([i]) for i in (40, 41)]
     with pytest.raises(EmptyInputError, match="shorter"):
         probe.run(single_tokens, neox_tangent, progress=False)
+    with pytest.warns(ShortSequencesWarning, match=r"^2 sequence\(s\) shorter than 2 tokens were skipped"):
+        kept = probe.gradients([*texts[:2], *single_tokens])
+    assert set(kept.sequence_ids.tolist()) == {0, 1}
     with pytest.raises(InvalidInputError):
         probe.run(42, neox_tangent, progress=False)
 

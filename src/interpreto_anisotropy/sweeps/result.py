@@ -327,7 +327,7 @@ class SweepResult:
 
 
 #: What the repr says of each curve's last row, how many curves it names, and the notebook table's columns and rows.
-_CURVE_HEADLINE = ("energy_share", "control_mean", "p_value_exact", "anisotropy_share", "anisotropy_p_value_exact")
+_CURVE_HEADLINE = ("energy_share", "control_mean", "p_value_exact", "anisotropy_share")
 _CURVES_SHOWN = 3
 _IDENTITY = ("step", "checkpoint", "split_point", "tangent")
 _HTML_COLUMNS = (
