@@ -53,7 +53,7 @@ def enable_progress_bars() -> None:
 
 
 def are_progress_bars_disabled() -> bool:
-    """Whether the package's switch is off (`disable_progress_bars`, else `INTERPRETO_ANISOTROPY_DISABLE_PROGRESS_BARS`)."""
+    """Whether the package's switch is off (`disable_progress_bars`, else the environment variable)."""
     return _env_flag(DISABLE_ENV_VAR) if _switched_off is None else _switched_off
 
 

@@ -94,7 +94,7 @@ class GradientProbe:
         batch_size: Sequences per forward/backward; defaults to the splitter's `batch_size`.
         max_length: Truncation length in tokens; defaults to the smaller of the model's positions
             (`max_position_embeddings`) and the tokenizer's `model_max_length`. The texts cut to it are counted and
-            named once per probe (a `UserWarning`).
+            named once per probe (a `TruncationWarning`).
         on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
         autocast_dtype: Run the forward and backward under `torch.autocast` with torch.bfloat16 or torch.float16
             ("bf16" / "fp16" also accepted; a GPU fast path); gradients are then accumulated in float32 / float64 as
@@ -301,7 +301,8 @@ class GradientProbe:
         Warns:
             DegenerateStatisticsWarning: Fewer than `MIN_BOOTSTRAP_SEQUENCES` (20) probed sequences: the interval
                 of the energy share covers less than it says.
-            UserWarning: Sequences too short for the objective skipped; texts over `max_length` truncated.
+            ShortSequencesWarning: Sequences too short for the objective were skipped.
+            TruncationWarning: Texts over `max_length` were truncated.
         """
         named = self._check_split_points(_as_named_subspaces(subspaces))
         iso = {"convention": isoscore_convention, "zeta": isoscore_zeta, "c0": isoscore_c0}

@@ -55,7 +55,8 @@ def iter_token_activations(
         texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
         batch_size: Sequences per forward; defaults to the splitter's `batch_size`.
         max_length: Truncation length in tokens; defaults to the smaller of the model's positions and the
-            tokenizer's `model_max_length`. The texts cut to it are counted and named once per read (a `UserWarning`).
+            tokenizer's `model_max_length`. The texts cut to it are counted and named once per read (a
+            `TruncationWarning`).
         max_tokens: Stop after this many rows.
         include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows.
         progress: Show a progress bar.
@@ -113,7 +114,8 @@ def iter_located_token_activations(
         texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
         batch_size: Sequences per forward; defaults to the splitter's `batch_size`.
         max_length: Truncation length in tokens; defaults to the smaller of the model's positions and the
-            tokenizer's `model_max_length`. The texts cut to it are counted and named once per read (a `UserWarning`).
+            tokenizer's `model_max_length`. The texts cut to it are counted and named once per read (a
+            `TruncationWarning`).
         max_tokens: Stop after this many rows.
         include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows.
         progress: Show a progress bar.

@@ -248,7 +248,7 @@ class TokenBatcher:
                 tokenised inputs, belong to another model. Raised here for tensors, by the iterator for texts.
 
         Warns:
-            UserWarning: Once per batcher, when the iterator ends: how many texts were cut to `max_length`
+            TruncationWarning: Once per batcher, when the iterator ends: how many texts were cut to `max_length`
                 (counted in `truncated_sequences`; `note_truncation`).
         """
         if isinstance(inputs, str):

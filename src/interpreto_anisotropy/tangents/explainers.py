@@ -729,7 +729,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             max_tokens: With texts: stop reading after this many rows.
             batch_size: With texts: sequences per forward (default: the splitter's `batch_size`).
             max_length: With texts: truncation length in tokens (default: the smaller of the model's positions and
-                the tokenizer's `model_max_length`); the texts cut to it are counted and named once (a `UserWarning`).
+                the tokenizer's `model_max_length`); the texts cut to it are counted and named once (a
+                `TruncationWarning`).
             call: With texts, for a split-point module that runs several times per forward (ALBERT's shared
                 layer): which call to read, "first", "last" or an index; probe with the same `call`.
             progress: With texts: show a progress bar while they are read: True, False, or None (default) in an
@@ -752,9 +753,9 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
                 `nb_concepts` dimensions (for "pca" also a covariance of numerical rank below k, eigenvalues under
                 1e-6 times the largest): the extra directions are arbitrary, or the tangent is the rows' own span.
                 Give more texts (a larger `max_tokens`) or a lower `nb_concepts`.
-            LeftPaddingWarning: Activations (not texts) on a model with learned absolute positions whose tokenizer pads on
-                the left, the trace of Interpreto 0.5.2's `get_activations`, which reads such models at shifted
-                positions.
+            LeftPaddingWarning: Activations (not texts) on a model with learned absolute positions whose tokenizer
+                pads on the left, the trace of Interpreto 0.5.2's `get_activations`, which reads such models at
+                shifted positions.
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
         reader.update(max_length=max_length, call=call, progress=progress)
