@@ -7,6 +7,7 @@ Hub-compatible server: nothing of ours is mocked, huggingface_hub talks HTTP to 
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -62,11 +63,18 @@ def _snapshots(repo: str, revision_of_commit: dict[str, str]) -> set[str]:
 # the same rows, fetched ahead
 
 
-def test_a_prefetched_sweep_equals_the_sequential_one_and_local_folders(online, hub_folders, tmp_path, capfd):
+def test_a_prefetched_sweep_equals_the_sequential_one_and_local_folders(online, hub_folders, tmp_path, capfd, caplog):
     checkpoints = ck.hub(REPO, REVISIONS)
+    caplog.set_level(logging.INFO, logger="interpreto_anisotropy")
     ahead = _sweep(checkpoints, tmp_path / "ahead", prefetch=2, max_concurrent_downloads=2, progress=True).run()
     bars = capfd.readouterr().err
     assert "Downloads" in bars and "GB fetched" in bars and "Checkpoints" in bars  # two bars: download, compute
+    said = sorted(r.getMessage() for r in caplog.records if r.name == "interpreto_anisotropy.sweeps.hub_access")
+    # each revision's download is information, logged once (from the pool's threads too), naming its snapshot
+    assert [line.split(" into ")[0] for line in said] == sorted(
+        f"Fetched checkpoint step-{ck.parse_step(r)} ('{REPO}' at revision '{r}')" for r in REVISIONS
+    )
+    assert all("/snapshots/" in line for line in said)
     for revision in REVISIONS:  # step0 is used twice (reference, then its rows): fetched once
         assert _weights_gets(online, revision) == 1, revision
     one_at_a_time = _sweep(checkpoints, tmp_path / "sequential", prefetch=0).run()

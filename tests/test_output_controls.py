@@ -149,7 +149,7 @@ def test_a_loaded_checkpoint_is_logged_not_warned(toy_checkpoints, caplog):
     [record] = [r for r in caplog.records if r.name == "interpreto_anisotropy.sweeps.checkpoints"]
     assert record.levelno == logging.INFO
     assert record.getMessage() == (
-        f"Loaded checkpoint {first.name} from local checkpoint {first.source!r} ({type(model).__name__}, on cpu)."
+        f"Loaded checkpoint {first.name} ({type(model).__name__} on cpu) from local checkpoint {first.source!r}."
     )
 
 

@@ -626,7 +626,7 @@ def load_checkpoint(
     except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
         raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device {str(device)!r}: {err}") from err
     model.eval()
-    logger.info("Loaded checkpoint %s from %s (%s, on %s).", checkpoint.name, shown, type(model).__name__, device)
+    logger.info("Loaded checkpoint %s (%s on %s) from %s.", checkpoint.name, type(model).__name__, device, shown)
     return model, tokenizer
 
 
