@@ -153,7 +153,7 @@ def test_a_foreign_folder_or_a_missing_one_is_our_error(gpt_neox_mwsp, hub_folde
         ia.TangentExplainer.from_pretrained(tmp_path / "nothing" / "here", gpt_neox_mwsp)
     with pytest.raises(SavedTangentError, match="is a file"):
         ia.TangentExplainer.from_pretrained(model_folder / "config.json", gpt_neox_mwsp)
-    with pytest.raises(InvalidInputError, match="onto an Interpreto ModelWithSplitPoints"):
+    with pytest.raises(InvalidInputError, match="splitter must be an Interpreto ModelWithSplitPoints"):
         ia.TangentExplainer.from_pretrained(model_folder, object())
 
 

@@ -378,6 +378,15 @@ def method_streams(method: str | type) -> bool:
     return _resolve_method(method)[1] is None
 
 
+def _check_splitter(splitter: Any) -> None:
+    """Refuse a splitter that is not an Interpreto `BaseSplitter`, saying how to wrap a model."""
+    if not isinstance(splitter, BaseSplitter):
+        raise InvalidInputError(
+            f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. "
+            "Wrap your model: ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
+        )
+
+
 def _latent_dim(splitter: BaseSplitter) -> int:
     """The width d of the split point's output.
 
@@ -579,11 +588,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         seed: int = 0,
         **method_kwargs: Any,
     ):
-        if not isinstance(splitter, BaseSplitter):
-            raise InvalidInputError(
-                f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. "
-                "Wrap your model: ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
-            )
+        _check_splitter(splitter)
         self.method_name, self.concept_class = _resolve_method(method or self.default_method)
         self.input_size = _latent_dim(splitter)
         check_positive_int("nb_concepts", nb_concepts)
@@ -914,13 +919,24 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             The fitted tangent, with its `fit_record`.
 
         Raises:
+            InvalidInputError: A splitter that is not an Interpreto splitter.
             SavedTangentError: No such folder or repository, a failed download, or a folder that is damaged or not
                 a saved tangent's (naming the file).
             TangentMismatchError: A splitter at another split point or of another width d than the tangent's, or a
                 named class that is not the saved method's.
         """
+        _check_splitter(splitter)
         download = {"revision": revision, "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}
-        return sharing.load_tangent(cls, source, splitter, device=device, **download)
+        folder, record, subspace = sharing.read_saved(source, device=device, **download)
+        tangent_class, method = sharing.tangent_class(cls, record, folder, _NAMED_TANGENTS, TangentExplainer)
+        sharing.check_splitter(record, folder, splitter, _latent_dim)
+        options = {"center": record.center, "rtol": record.rtol, "seed": record.seed, **record.method_kwargs}
+        tangent = tangent_class(splitter, nb_concepts=record.nb_concepts, method=method, device=device, **options)
+        tangent.concept_model.set_subspace(subspace)
+        tangent.fit_record = (
+            None if record.fit is None else FitRecord.from_dict(record.fit, folder / sharing.TANGENT_FILE)
+        )
+        return tangent
 
     def push_to_hub(
         self,

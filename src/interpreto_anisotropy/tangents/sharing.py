@@ -26,7 +26,7 @@ import json
 import tempfile
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,6 @@ from typing import Any
 from huggingface_hub import HfApi, ModelCard, ModelCardData, snapshot_download
 from huggingface_hub.errors import HfHubHTTPError, HFValidationError, LocalEntryNotFoundError
 from huggingface_hub.utils import validate_repo_id
-from interpreto.concepts.splitters.base_splitter import BaseSplitter
 
 from ..commons.files import write_atomically
 from ..commons.json_files import parse_json
@@ -49,9 +48,12 @@ __all__ = [
     "TANGENT_FILE",
     "FitRecord",
     "SavedTangent",
-    "load_tangent",
+    "check_splitter",
     "push_tangent",
+    "read_saved",
     "save_tangent",
+    "tangent_class",
+    "tangent_folder",
     "texts_sha256",
 ]
 
@@ -419,7 +421,18 @@ def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
     return subspace
 
 
-def _check_splitter(record: SavedTangent, folder: Path, splitter: Any, width: int) -> None:
+def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: Callable[[Any], int]) -> None:
+    """Refuse a splitter that reads another split point or width than the saved tangent's.
+
+    Args:
+        record: The saved tangent's record.
+        folder: Its folder, for the messages.
+        splitter: The splitter it is loaded onto.
+        width_of: The width d a splitter reads (called once the split point is known to match).
+
+    Raises:
+        TangentMismatchError: Another split point, or another width d.
+    """
     split_point = getattr(splitter, "split_point", None)
     if split_point != record.split_point:
         raise TangentMismatchError(
@@ -427,6 +440,7 @@ def _check_splitter(record: SavedTangent, folder: Path, splitter: Any, width: in
             f"{split_point!r}: its directions live in another space. Load it onto ModelWithSplitPoints(..., "
             f"split_point={record.split_point!r}), or fit a new tangent at {split_point!r}."
         )
+    width = width_of(splitter)
     if width != record.dim:
         raise TangentMismatchError(
             f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but "
@@ -435,10 +449,25 @@ def _check_splitter(record: SavedTangent, folder: Path, splitter: Any, width: in
         )
 
 
-def _tangent_class(
+def tangent_class(
     cls: type, record: SavedTangent, folder: Path, named: dict[str, type], base: type
 ) -> tuple[type, Any]:
-    """The class to build (a named one when the method is named) and the `method=` to build it with."""
+    """The class to build the saved tangent with, and its `method=`.
+
+    Args:
+        cls: The class `from_pretrained` was called on.
+        record: The saved tangent's record.
+        folder: Its folder, for the messages.
+        named: The named tangent classes by method name.
+        base: `TangentExplainer`, for a method without a name (an Interpreto class found by `concept_class`).
+
+    Returns:
+        The named class of the method (or `cls`, when it derives from it) and the method's name or class.
+
+    Raises:
+        SavedTangentError: A method that is neither named nor importable.
+        TangentMismatchError: A named `cls` that is not the saved method's class.
+    """
     if record.method in named:
         found, method = named[record.method], record.method
     else:
@@ -461,30 +490,21 @@ def _tangent_class(
     )
 
 
-def load_tangent(cls: type, source: str | Path, splitter: Any, *, device: Any = "cpu", **download: Any) -> Any:
-    """The tangent saved in a folder or Hub repository, onto `splitter`; `TangentExplainer.from_pretrained` is this."""
-    from .explainers import _NAMED_TANGENTS, TangentExplainer, _latent_dim  # explainers imports this module
+def read_saved(source: str | Path, *, device: Any = "cpu", **download: Any) -> tuple[Path, SavedTangent, Subspace]:
+    """The folder of a saved tangent (downloaded if `source` is a repository), its record and its subspace, checked.
 
-    if not isinstance(splitter, BaseSplitter):
-        raise InvalidInputError(
-            f"from_pretrained loads a tangent onto an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}: "
-            "ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
-        )
+    Args:
+        source: A folder written by `save_pretrained`, or a Hub repository id.
+        device: Where to put the subspace's tensors.
+        **download: See `tangent_folder`.
+
+    Returns:
+        The folder, the `SavedTangent` of its ``tangent.json`` and the `Subspace` of its ``subspace.safetensors``.
+
+    Raises:
+        SavedTangentError: See `tangent_folder` and `SavedTangent.read`; a missing or damaged
+            ``subspace.safetensors``, or one that disagrees with ``tangent.json`` on d or k.
+    """
     folder = tangent_folder(source, **download)
     record = SavedTangent.read(folder)
-    subspace = _subspace(folder, record, device)
-    tangent_class, method = _tangent_class(cls, record, folder, _NAMED_TANGENTS, TangentExplainer)
-    _check_splitter(record, folder, splitter, _latent_dim(splitter))
-    tangent = tangent_class(
-        splitter,
-        nb_concepts=record.nb_concepts,
-        method=method,
-        center=record.center,
-        device=device,
-        rtol=record.rtol,
-        seed=record.seed,
-        **record.method_kwargs,
-    )
-    tangent.concept_model.set_subspace(subspace)
-    tangent.fit_record = None if record.fit is None else FitRecord.from_dict(record.fit, folder / TANGENT_FILE)
-    return tangent
+    return folder, record, _subspace(folder, record, device)
