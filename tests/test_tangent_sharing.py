@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 
 import pytest
 import torch
@@ -73,6 +74,7 @@ def test_the_record_of_an_interpreto_method_and_of_activations(gpt_neox_mwsp, fi
     tangent = ia.ICATangent(gpt_neox_mwsp, nb_concepts=3, seed=2, random_state=2).fit(rows)
     assert tangent.fit_record.activations and tangent.fit_record.texts_sha256 is None
     folder = tangent.save_pretrained(tmp_path / "ica")
+    assert "| fit texts | rows given as activations (no hash) |" in (folder / "README.md").read_text()
     loaded = ia.TangentExplainer.from_pretrained(folder, gpt_neox_mwsp)
     assert type(loaded) is ia.ICATangent and loaded.method_kwargs == {"random_state": 2} and loaded.seed == 2
     assert torch.equal(loaded.subspace.basis, tangent.subspace.basis)
@@ -98,8 +100,21 @@ def test_texts_sha256_is_the_concatenation_of_partial_fits(gpt_neox_mwsp, fit_te
     assert one.fit_record.token_policies == [
         {"max_tokens": None, "max_length": None, "call": None, "include_special": False}
     ]
+    copied = pickle.loads(pickle.dumps(one.fit_record))  # a plain value: tangents stay copyable
     one.partial_fit(fit_texts[5:7])  # continues the stream of `fit`
     assert one.fit_record.n_texts == 7 and one.fit_record.texts_sha256 == sharing.texts_sha256(fit_texts[:7])
+    assert copied.add(fit_texts[5:7], {}).texts_sha256 == one.fit_record.texts_sha256
+
+
+def test_texts_sha256_is_the_documented_chain():
+    import hashlib
+
+    def sha(text):
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    assert sharing.texts_sha256([]) == "0" * 64
+    expected = sha(sha("0" * 64 + sha("é")) + sha("b"))
+    assert sharing.texts_sha256(["é", "b"]) == expected and sharing.texts_sha256("é") == sha("0" * 64 + sha("é"))
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ import tempfile
 import types
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,21 +66,26 @@ FORMAT = 1
 _SAVE_AGAIN = "save the tangent again with TangentExplainer.save_pretrained"
 
 
-def _add_texts(digest: Any, texts: Iterable[str]) -> int:
-    """Feed each text to `digest` as its UTF-8 length (8 bytes, big-endian) then its bytes; return the count."""
+#: The hash chain's start: the `texts_sha256` of no text.
+_NO_TEXT = "0" * 64
+
+
+def _chained(digest: str, texts: Iterable[str]) -> tuple[str, int]:
+    """Extend the hash chain `digest` by each text: sha256(digest + sha256(text's UTF-8)), hex; and count them."""
     count = 0
     for text in texts:
-        data = text.encode("utf-8")
-        digest.update(len(data).to_bytes(8, "big") + data)
+        own = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        digest = hashlib.sha256((digest + own).encode("ascii")).hexdigest()
         count += 1
-    return count
+    return digest, count
 
 
 def texts_sha256(texts: str | Iterable[str]) -> str:
-    """The hash a saved tangent records of its fit texts: SHA-256 of each text's UTF-8 length and bytes, in order.
+    """The hash a saved tangent records of its fit texts: a SHA-256 chain over the texts, in order.
 
-    Texts given over several `partial_fit` calls hash as their concatenation, so a card's hash can be checked
-    against one list of texts.
+    Starting from 64 zeros, each text replaces the hash h by sha256(h + sha256(text)) (hexadecimal digests, the text
+    as UTF-8). Texts given over several `partial_fit` calls hash as their concatenation, so a card's hash can be
+    checked against one list of texts, and the running hash is a plain string (a tangent stays copyable).
 
     Args:
         texts: A text or the texts, in the order they were fitted on.
@@ -94,9 +99,7 @@ def texts_sha256(texts: str | Iterable[str]) -> str:
         >>> texts_sha256(["a cat", "a dog"]) == texts_sha256(["a cat a dog"])
         False
     """
-    digest = hashlib.sha256()
-    _add_texts(digest, [texts] if isinstance(texts, str) else texts)
-    return digest.hexdigest()
+    return _chained(_NO_TEXT, [texts] if isinstance(texts, str) else texts)[0]
 
 
 @dataclass
@@ -115,17 +118,16 @@ class FitRecord:
     texts_sha256: str | None = None
     token_policies: list[dict[str, Any]] = field(default_factory=list)
     activations: bool = False
-    _digest: Any = field(default=None, repr=False, compare=False)
 
     def add(self, texts: str | list[str] | None, reader: dict[str, Any]) -> FitRecord:
         """Record one call's texts and its reading options, or (`texts=None`) rows given as activations."""
         if texts is None:
             self.activations = True
             return self
-        if self._digest is None:
-            self._digest = hashlib.sha256()
-        self.n_texts += _add_texts(self._digest, [texts] if isinstance(texts, str) else texts)
-        self.texts_sha256 = self._digest.hexdigest()
+        self.texts_sha256, count = _chained(
+            self.texts_sha256 or _NO_TEXT, [texts] if isinstance(texts, str) else texts
+        )
+        self.n_texts += count
         policy = {key: reader.get(key) for key in ("max_tokens", "max_length", "call")}
         policy["include_special"] = bool(reader.get("include_special", False))
         if policy not in self.token_policies:
@@ -145,8 +147,8 @@ class FitRecord:
             raise SavedTangentError(f"{path} has a 'fit' record without {missing}: {_SAVE_AGAIN}.") from None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready record (without the running hash)."""
-        return {item.name: getattr(self, item.name) for item in fields(self) if item.compare}
+        """The JSON-ready record."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -215,10 +217,9 @@ class SavedTangent:
         hints = typing.get_type_hints(cls)
         missing = [name for name in hints if name not in data]
         wrong = [name for name in hints if name in data and not isinstance(data[name], _kinds(hints[name]))]
-        if missing or wrong:
-            problems = [f"missing {', '.join(missing)}"] * bool(missing) + [
-                f"of a wrong type: {', '.join(wrong)}"
-            ] * bool(wrong)
+        problems = [f"missing {', '.join(missing)}"] if missing else []
+        problems += [f"of a wrong type: {', '.join(wrong)}"] if wrong else []
+        if problems:
             raise SavedTangentError(f"{path} has fields {'; '.join(problems)}: the folder is damaged; {_SAVE_AGAIN}.")
         return cls(**{name: data[name] for name in hints})
 
@@ -310,7 +311,7 @@ A rank-{{ r.rank }} tangent subspace of the activations of `{{ r.model_id or "un
 | split point | `{{ r.split_point }}` |
 | method | `{{ r.method }}` (nb_concepts={{ r.nb_concepts }}, seed={{ r.seed }}{% if r.method_kwargs %}, {{ r.method_kwargs }}{% endif %}) |
 | rank k, width d | {{ r.rank }}, {{ r.dim }} ({{ "centred" if r.center else "not centred" }}) |
-| fit texts | {% if r.fit %}{{ r.fit.n_texts }} texts, SHA-256 `{{ r.fit.texts_sha256 }}`{% if r.fit.activations %}, and rows given as activations{% endif %}{% else %}fitted elsewhere (unknown){% endif %} |
+| fit texts | {% if r.fit and r.fit.n_texts %}{{ r.fit.n_texts }} texts, `texts_sha256` `{{ r.fit.texts_sha256 }}`{% if r.fit.activations %}, and rows given as activations{% endif %}{% elif r.fit %}rows given as activations (no hash){% else %}fitted elsewhere (unknown){% endif %} |
 | token policy | {% if r.fit %}{% for policy in r.fit.token_policies %}`{{ policy | tojson }}` {% endfor %}{% endif %} |
 
 ## Use
