@@ -55,6 +55,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.sweeps.suites",
     "interpreto_anisotropy.tangents.controls",
     "interpreto_anisotropy.tangents.explainers",
+    "interpreto_anisotropy.tangents.sharing",
     "interpreto_anisotropy.tangents.subspace",
 ]
 

@@ -39,6 +39,8 @@ __all__ = [
     "SweepLockedError",
     "StaleResultsError",
     "TrainingProbeError",
+    "SavedTangentError",
+    "TangentMismatchError",
     "AnisotropyWarning",
     "DegenerateStatisticsWarning",
     "ShortSequencesWarning",
@@ -128,6 +130,14 @@ class StaleResultsError(ResultsStoreError):
 
 class TrainingProbeError(AnisotropyError, RuntimeError):
     """A live `TrainingProbe` used out of order: attached twice, detached when not attached, stepped when detached."""
+
+
+class SavedTangentError(AnisotropyError, OSError):
+    """A saved tangent (`TangentExplainer.from_pretrained`) cannot be found, or its folder is damaged or foreign."""
+
+
+class TangentMismatchError(InvalidInputError):
+    """A saved tangent is loaded onto another split point or width d than the one it was fitted at."""
 
 
 class AnisotropyWarning(UserWarning):

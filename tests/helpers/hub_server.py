@@ -11,7 +11,12 @@ It answers the requests `huggingface_hub` (2.x) and `transformers` (5.x) make fo
   support (206), as the real Hub does;
 - ``GET /api/models/{repo}[/revision/{revision}]``: the model info, with the commit ``sha`` and ``siblings``;
 - ``GET /api/models/{repo}/tree/{revision}[/{path}]``: the file listing;
-- ``GET /api/models/{repo}/refs``: branches and tags.
+- ``GET /api/models/{repo}/refs``: branches and tags;
+- and what `create_repo` and `upload_folder` / `create_commit` send: ``POST /api/repos/create`` (409 when it exists),
+  ``POST /api/validate-yaml`` (a README's metadata: accepted), ``POST /api/models/{repo}/preupload/{revision}``
+  (every file ``regular``: sent inline, base64, never by LFS) and ``POST /api/models/{repo}/commit/{revision}``
+  (the NDJSON commit: ``file`` and ``deletedFile`` lines; a new commit on the branch). `HubServer.commits` logs the
+  commits' header lines. Pull requests and LFS uploads answer 422.
 
 A missing repository, revision or file is a 404 carrying ``X-Error-Code`` (``RepoNotFound``, ``RevisionNotFound``,
 ``EntryNotFound``); a gated repository answers 403 ``GatedRepo``. Other paths answer 404 and are logged in
@@ -30,6 +35,7 @@ Examples:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -50,6 +56,7 @@ _API = re.compile(
     r"^/api/models/(?P<repo>[^/]+/[^/]+)"
     r"(?:/(?P<kind>revision|tree)/(?P<revision>[^/]+)(?:/(?P<path>.*))?|/(?P<refs>refs))?$"
 )
+_WRITE = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)/(?P<kind>preupload|commit)/(?P<revision>[^/]+)$")
 _LFS = (".safetensors", ".bin", ".pt", ".h5", ".msgpack")
 _CHUNK = 16 * 1024
 
@@ -119,6 +126,7 @@ class HubServer:
         self.requests: list[tuple[str, str]] = []
         self.unknown: list[tuple[str, str]] = []
         self.ranged: list[tuple[str, str]] = []
+        self.commits: list[dict] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -136,6 +144,15 @@ class HubServer:
         self.repos.setdefault(repo, {})[revision] = branch
         if main:
             self.repos[repo]["main"] = Revision("main", branch.commit, files)
+        return branch
+
+    def commit(self, repo: str, revision: str, files: dict[str, bytes]) -> Revision:
+        """Makes a new commit of these files on a branch (the files it had, changed by `files`)."""
+        digest = hashlib.sha1(self.repos[repo][revision].commit.encode())
+        for name, data in sorted(files.items()):
+            digest.update(name.encode() + hashlib.sha1(data).digest())
+        branch = Revision(revision, digest.hexdigest(), files)
+        self.repos[repo][revision] = branch
         return branch
 
     def fail(self, pattern: str, kind: int | str, **options) -> Fault:
@@ -210,6 +227,56 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         self._serve(head=False)
+
+    def do_POST(self) -> None:  # noqa: N802
+        path = unquote(urlsplit(self.path).path)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        fault = self.hub._fault(self.command, path)
+        if fault is not None and isinstance(fault.kind, int):
+            return self._error(fault.kind, "ServerError" if fault.kind >= 500 else None, f"fault {fault.kind}")
+        if path == "/api/repos/create":
+            return self._create_repo(json.loads(body))
+        if path == "/api/validate-yaml":
+            return self._json({"errors": [], "warnings": []}, False, None)
+        match = _WRITE.match(path)
+        if match is None or "create_pr=1" in urlsplit(self.path).query:
+            self.hub.unknown.append((self.command, self.path))
+            return self._error(404 if match is None else 422, None, f"no route for POST {self.path}")
+        branch = self._known(match["repo"], match["revision"])
+        if branch is False:
+            return
+        if match["kind"] == "preupload":
+            files = [
+                {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None}
+                for f in json.loads(body)["files"]
+            ]
+            return self._json({"files": files}, False, None)
+        self._commit(match["repo"], branch, body)
+
+    def _create_repo(self, payload: dict) -> None:
+        repo = f"{payload['organization']}/{payload['name']}" if payload.get("organization") else payload["name"]
+        if repo in self.hub.repos:
+            return self._error(409, None, "You already created this model repo", url=f"{self.hub.url}/{repo}")
+        empty = hashlib.sha1(f"{repo}@empty".encode()).hexdigest()
+        self.hub.repos[repo] = {"main": Revision("main", empty, {})}
+        self._json({"url": f"{self.hub.url}/{repo}", "name": repo}, False, None)
+
+    def _commit(self, repo: str, branch: Revision, body: bytes) -> None:
+        files = dict(branch.files)
+        for line in body.decode().splitlines():
+            item = json.loads(line)
+            key, value = item["key"], item["value"]
+            if key == "header":
+                self.hub.commits.append({"repo": repo, "revision": branch.name, **value})
+            elif key == "file" and value.get("encoding") == "base64":
+                files[value["path"]] = base64.b64decode(value["content"])
+            elif key == "deletedFile":
+                files.pop(value["path"], None)
+            else:
+                return self._error(422, None, f"commit operation {key!r} is not served by the test server")
+        commit = self.hub.commit(repo, branch.name, files).commit
+        url = f"{self.hub.url}/{repo}/commit/{commit}"
+        self._json({"commitUrl": url, "commitOid": commit, "pullRequestUrl": None}, False, None)
 
     # ------------------------------------------------------------------
     def _serve(self, *, head: bool) -> None:
@@ -311,8 +378,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, payload, head: bool, fault: Fault | None) -> None:
         self._send(200, json.dumps(payload).encode(), "application/json", {}, head, fault)
 
-    def _error(self, status: int, code: str | None, message: str, commit: str | None = None) -> None:
-        body = json.dumps({"error": message}).encode()
+    def _error(self, status: int, code: str | None, message: str, commit: str | None = None, **extra) -> None:
+        body = json.dumps({"error": message, **extra}).encode()
         headers = {"X-Error-Message": message}
         if code is not None:
             headers["X-Error-Code"] = code

@@ -17,6 +17,7 @@ import inspect
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -53,7 +54,9 @@ from ..errors import (
 from ..reading.activations import iter_token_activations
 from ..reading.positions import uses_absolute_positions
 from ..reading.split_point import SplitPoint, splitter_model
+from . import sharing
 from .controls import check_control_room
+from .sharing import FitRecord
 from .subspace import Subspace
 
 __all__ = [
@@ -376,6 +379,15 @@ def method_streams(method: str | type) -> bool:
     return _resolve_method(method)[1] is None
 
 
+def _check_splitter(splitter: Any) -> None:
+    """Refuse a splitter that is not an Interpreto `BaseSplitter`, saying how to wrap a model."""
+    if not isinstance(splitter, BaseSplitter):
+        raise InvalidInputError(
+            f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. "
+            "Wrap your model: ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
+        )
+
+
 def _latent_dim(splitter: BaseSplitter) -> int:
     """The width d of the split point's output.
 
@@ -578,11 +590,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         seed: int = 0,
         **method_kwargs: Any,
     ):
-        if not isinstance(splitter, BaseSplitter):
-            raise InvalidInputError(
-                f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. "
-                "Wrap your model: ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
-            )
+        _check_splitter(splitter)
         self.method_name, self.concept_class = _resolve_method(method or self.default_method)
         self.input_size = _latent_dim(splitter)
         check_positive_int("nb_concepts", nb_concepts)
@@ -601,6 +609,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
         super().__init__(splitter, concept_model)
         self.inner_explainer: ConceptAutoEncoderExplainer | None = None
+        self.fit_record: FitRecord | None = None  # what fit / partial_fit were given (saved by save_pretrained)
 
     @classmethod
     def from_interpreto(
@@ -767,6 +776,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             except AnisotropyError:
                 self.concept_model.moments, self.concept_model._stale = None, False  # unfitted, not half-fitted
                 raise
+        self.fit_record = FitRecord().add(activations if _are_texts(activations) else None, reader)
         return self
 
     def _fit_activations(self, activations: Any, **fit_kwargs: Any) -> TangentExplainer:
@@ -802,8 +812,12 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         """
         if not self.streams:
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
+        if self.concept_model.moments is None or self.fit_record is None:  # a new stream of moments
+            self.fit_record = FitRecord()
         with _advice_on_nonfinite_reads(_are_texts(activations)):
-            return self._stream(_activation_source(self.splitter, activations, **reader))
+            self._stream(_activation_source(self.splitter, activations, **reader))
+        self.fit_record.add(activations if _are_texts(activations) else None, reader)
+        return self
 
     def _stream(self, activations: Any) -> TangentExplainer:
         """Add an (n, d) batch or an iterable of them to the streamed PCA's moments."""
@@ -852,6 +866,119 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
     def is_fitted(self) -> bool:
         """Whether `fit` (or `partial_fit`) has given the tangent a basis."""
         return bool(self.concept_model.fitted or self.concept_model._stale)
+
+    # ------------------------------------------------------- keep and share
+    def save_pretrained(
+        self, save_directory: str | Path, *, model_id: str | None = None, model_revision: str | None = None
+    ) -> Path:
+        """Write the fitted tangent to a folder: ``tangent.json``, ``subspace.safetensors`` and a ``README.md`` card.
+
+        ``tangent.json`` records the model id and revision, the split point, the method and its options, the rank,
+        the width d, what it was fitted on (`fit_record`: the texts' count and `sharing.texts_sha256`, the token
+        policy) and the package version (`sharing.SavedTangent`); the basis and mean are `Subspace.save`'s.
+
+        Args:
+            save_directory: The folder (created if needed; other files in it are left alone).
+            model_id: The model's id, when its config does not say it (a model built from a config).
+            model_revision: The model's revision (e.g. "step8"), instead of the commit its config records.
+
+        Returns:
+            The folder.
+
+        Raises:
+            NotFittedError: Before `fit`.
+            InvalidInputError: Method keywords that are not JSON values.
+
+        Examples:
+            >>> tangent.save_pretrained("tangents/pythia-70m-layer3")  # doctest: +SKIP
+            >>> ia.TangentExplainer.from_pretrained("tangents/pythia-70m-layer3", mwsp)  # doctest: +SKIP
+            PCATangent(split_point='gpt_neox.layers.3', nb_concepts=16, method='pca', rank=16)
+        """
+        return sharing.save_tangent(self, save_directory, model_id=model_id, model_revision=model_revision)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        source: str | Path,
+        splitter: BaseSplitter,
+        *,
+        revision: str | None = None,
+        token: str | bool | None = None,
+        cache_dir: str | Path | None = None,
+        local_files_only: bool = False,
+        device: torch.device | str = "cpu",
+    ) -> TangentExplainer:
+        """A tangent saved by `save_pretrained` (a folder) or `push_to_hub` (a Hub repository), onto `splitter`.
+
+        The basis and mean come back bit for bit, so coordinates, projections and probe numbers are those of the
+        tangent saved. The tangent's class is the saved method's (`PCATangent` for "pca", ...); the Interpreto
+        explainer it was fitted with is not saved (`inner_explainer` is None).
+
+        Args:
+            source: The folder, or a Hub repository id ("user/name"), downloaded with `snapshot_download`.
+            splitter: Interpreto `ModelWithSplitPoints` at the split point the tangent was fitted at.
+            revision: The repository's branch, tag or commit (Hub repositories only).
+            token: Hub token, for a private repository.
+            cache_dir: Hub cache folder.
+            local_files_only: Only the Hub cache, no download.
+            device: Device of the basis.
+
+        Returns:
+            The fitted tangent, with its `fit_record`.
+
+        Raises:
+            InvalidInputError: A splitter that is not an Interpreto splitter.
+            SavedTangentError: No such folder or repository, a failed download, or a folder that is damaged or not
+                a saved tangent's (naming the file).
+            TangentMismatchError: A splitter at another split point or of another width d than the tangent's, or a
+                named class that is not the saved method's.
+        """
+        _check_splitter(splitter)
+        download = {"revision": revision, "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}
+        folder, record, subspace = sharing.read_saved(source, device=device, **download)
+        tangent_class, method = sharing.tangent_class(cls, record, folder, _NAMED_TANGENTS, TangentExplainer)
+        sharing.check_splitter(record, folder, splitter, _latent_dim)
+        options = {"center": record.center, "rtol": record.rtol, "seed": record.seed, **record.method_kwargs}
+        tangent = tangent_class(splitter, nb_concepts=record.nb_concepts, method=method, device=device, **options)
+        tangent.concept_model.set_subspace(subspace)
+        tangent.fit_record = (
+            None if record.fit is None else FitRecord.from_dict(record.fit, folder / sharing.TANGENT_FILE)
+        )
+        return tangent
+
+    def push_to_hub(
+        self,
+        repo_id: str,
+        *,
+        token: str | None = None,
+        private: bool | None = None,
+        branch: str | None = None,
+        commit_message: str | None = None,
+        create_pr: bool = False,
+        model_id: str | None = None,
+        model_revision: str | None = None,
+    ) -> Any:
+        """Upload the tangent's `save_pretrained` folder to a Hub repository, created if needed.
+
+        Args:
+            repo_id: The repository ("user/name").
+            token: Hub token with write access (default: the one `hf auth login` stored).
+            private: Make a new repository private.
+            branch: The branch to commit to (default: main).
+            commit_message: The commit's message.
+            create_pr: Open a pull request instead of committing.
+            model_id: See `save_pretrained`.
+            model_revision: See `save_pretrained`.
+
+        Returns:
+            The commit (`huggingface_hub.CommitInfo`).
+
+        Raises:
+            SavedTangentError: The Hub refused the repository or the commit.
+        """
+        options = {"token": token, "private": private, "branch": branch, "commit_message": commit_message}
+        saving = {"model_id": model_id, "model_revision": model_revision}
+        return sharing.push_tangent(self, repo_id, create_pr=create_pr, **options, **saving)
 
     def __repr__(self) -> str:
         try:

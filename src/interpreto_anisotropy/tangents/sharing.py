@@ -1,0 +1,511 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""Fitted tangents to keep and share: the folder `TangentExplainer.save_pretrained` writes, and the Hub.
+
+A saved tangent is a folder of three files:
+
+- ``tangent.json``: what the tangent is and where it comes from (`SavedTangent`): the model id and revision, the
+  split point, the method, the requested and fitted rank, the width d, what it was fitted on (`FitRecord`: the
+  texts' count and `texts_sha256`, the token policy), the package version and the format;
+- ``subspace.safetensors``: its basis (d, k) and mean (d,), written by `Subspace.save` (no pickle);
+- ``README.md``: a model card saying the same for people, with the Hub's metadata (library, tags, base model).
+
+`TangentExplainer.from_pretrained` reads such a folder, or downloads one from a Hub repository
+(`huggingface_hub.snapshot_download`), checks it, and refuses a splitter at another split point or of another width
+(`TangentMismatchError`). `push_to_hub` writes the folder and uploads it with `huggingface_hub`'s `create_repo` and
+`upload_folder`. The tangent comes back with the very basis and mean it was saved with, bit for bit, so its
+coordinates, projections and probe numbers are those of the tangent saved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import tempfile
+import types
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import HfApi, ModelCard, ModelCardData, snapshot_download
+from huggingface_hub.errors import HfHubHTTPError, HFValidationError, LocalEntryNotFoundError
+from huggingface_hub.utils import validate_repo_id
+
+from ..commons.files import write_atomically
+from ..commons.json_files import parse_json
+from ..errors import InvalidInputError, ResultsStoreError, SavedTangentError, TangentMismatchError
+from ..reading.split_point import splitter_model
+from ..version import __version__
+from .subspace import Subspace
+
+__all__ = [
+    "CARD_FILE",
+    "SUBSPACE_FILE",
+    "TANGENT_FILE",
+    "FitRecord",
+    "SavedTangent",
+    "check_splitter",
+    "push_tangent",
+    "read_saved",
+    "save_tangent",
+    "tangent_class",
+    "tangent_folder",
+    "texts_sha256",
+]
+
+TANGENT_FILE = "tangent.json"
+SUBSPACE_FILE = "subspace.safetensors"
+CARD_FILE = "README.md"
+#: The format of ``tangent.json``; a folder of a later format is refused (upgrade the package to read it).
+FORMAT = 1
+
+_SAVE_AGAIN = "save the tangent again with TangentExplainer.save_pretrained"
+
+
+#: The hash chain's start: the `texts_sha256` of no text.
+_NO_TEXT = "0" * 64
+
+
+def _chained(digest: str, texts: Iterable[str]) -> tuple[str, int]:
+    """Extend the hash chain `digest` by each text: sha256(digest + sha256(text's UTF-8)), hex; and count them."""
+    count = 0
+    for text in texts:
+        own = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        digest = hashlib.sha256((digest + own).encode("ascii")).hexdigest()
+        count += 1
+    return digest, count
+
+
+def texts_sha256(texts: str | Iterable[str]) -> str:
+    """The hash a saved tangent records of its fit texts: a SHA-256 chain over the texts, in order.
+
+    Starting from 64 zeros, each text replaces the hash h by sha256(h + sha256(text)) (hexadecimal digests, the text
+    as UTF-8). Texts given over several `partial_fit` calls hash as their concatenation, so a card's hash can be
+    checked against one list of texts, and the running hash is a plain string (a tangent stays copyable).
+
+    Args:
+        texts: A text or the texts, in the order they were fitted on.
+
+    Returns:
+        64 hexadecimal digits.
+
+    Examples:
+        >>> texts_sha256(["a cat", "a dog"]) == texts_sha256(["a cat"] + ["a dog"])
+        True
+        >>> texts_sha256(["a cat", "a dog"]) == texts_sha256(["a cat a dog"])
+        False
+    """
+    return _chained(_NO_TEXT, [texts] if isinstance(texts, str) else texts)[0]
+
+
+@dataclass
+class FitRecord:
+    """What a tangent was fitted on, as `fit` and `partial_fit` saw it (`tangent.fit_record`).
+
+    Attributes:
+        n_texts: How many texts it was fitted on.
+        texts_sha256: Their `texts_sha256`, None when no text was given.
+        token_policies: The distinct reading options of those texts (`include_special`, `max_tokens`,
+            `max_length`, `call`): one, unless `partial_fit` calls read them differently.
+        activations: Whether rows were also (or only) given as activations, which no hash describes.
+    """
+
+    n_texts: int = 0
+    texts_sha256: str | None = None
+    token_policies: list[dict[str, Any]] = field(default_factory=list)
+    activations: bool = False
+
+    def add(self, texts: str | list[str] | None, reader: dict[str, Any]) -> FitRecord:
+        """Record one call's texts and its reading options, or (`texts=None`) rows given as activations."""
+        if texts is None:
+            self.activations = True
+            return self
+        self.texts_sha256, count = _chained(
+            self.texts_sha256 or _NO_TEXT, [texts] if isinstance(texts, str) else texts
+        )
+        self.n_texts += count
+        policy = {key: reader.get(key) for key in ("max_tokens", "max_length", "call")}
+        policy["include_special"] = bool(reader.get("include_special", False))
+        if policy not in self.token_policies:
+            self.token_policies.append(policy)
+        return self
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], path: Path) -> FitRecord:
+        """The record `to_dict` wrote in the file `path`.
+
+        Raises:
+            SavedTangentError: Fields that are not a fit record's, naming the file.
+        """
+        try:
+            return cls(**{name: data[name] for name in cls().to_dict()})
+        except KeyError as missing:
+            raise SavedTangentError(f"{path} has a 'fit' record without {missing}: {_SAVE_AGAIN}.") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready record."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SavedTangent:
+    """The content of ``tangent.json``: one saved tangent, and where it comes from.
+
+    Attributes:
+        method: The method name ("pca", "ica", ...; an Interpreto class's name for `from_interpreto` tangents).
+        concept_class: ``module:qualname`` of the Interpreto class fitted (None for the streamed PCA): how a
+            method without a registered name is found again.
+        nb_concepts: The requested rank.
+        rank: The fitted rank k (at most `nb_concepts`: dead or dependent atoms are dropped).
+        dim: The width d of the split point.
+        center: Whether the tangent is centred (its subspace keeps a mean).
+        rtol: The orthonormalisation's relative threshold.
+        seed: The seed of the iterative methods.
+        method_kwargs: The keywords passed to the Interpreto method.
+        split_point: The split point it was fitted at (the module path).
+        model_id: The model's id or folder (`config.name_or_path`), None when unknown.
+        model_revision: The model's commit on the Hub (`config._commit_hash`) or the revision given, None when unknown.
+        fit: The `FitRecord` as a dict, None for a tangent fitted elsewhere (`from_interpreto`).
+        package_version: The interpreto-anisotropy version that saved it.
+        format: The format of this file.
+    """
+
+    method: str
+    concept_class: str | None
+    nb_concepts: int
+    rank: int
+    dim: int
+    center: bool
+    rtol: float
+    seed: int
+    method_kwargs: dict[str, Any]
+    split_point: str
+    model_id: str | None
+    model_revision: str | None
+    fit: dict[str, Any] | None
+    package_version: str
+    format: int = FORMAT
+
+    @classmethod
+    def read(cls, folder: Path) -> SavedTangent:
+        """The record in `folder`'s ``tangent.json``, checked: every field there, of its type, a known format.
+
+        Raises:
+            SavedTangentError: No ``tangent.json``, or one that is not JSON, misses a field, has a field of another
+                type, or has a later format; naming the file.
+        """
+        path = folder / TANGENT_FILE
+        if not path.is_file():
+            raise SavedTangentError(
+                f"{folder} holds no {TANGENT_FILE}: it is not a folder written by TangentExplainer.save_pretrained. "
+                f"Give such a folder (or Hub repository), or {_SAVE_AGAIN}."
+            )
+        data = parse_json(
+            path.read_bytes(), path, error=SavedTangentError, advice=f"The folder is damaged: {_SAVE_AGAIN}."
+        )
+        if not isinstance(data, dict):
+            raise SavedTangentError(f"{path} is not a JSON object: the folder is damaged; {_SAVE_AGAIN}.")
+        if isinstance(data.get("format"), int) and data["format"] > FORMAT:
+            raise SavedTangentError(
+                f"{path} has format {data['format']}, written by a later interpreto-anisotropy "
+                f"({data.get('package_version')}); this one ({__version__}) reads format {FORMAT}: upgrade it."
+            )
+        hints = typing.get_type_hints(cls)
+        missing = [name for name in hints if name not in data]
+        wrong = [name for name in hints if name in data and not isinstance(data[name], _kinds(hints[name]))]
+        problems = [f"missing {', '.join(missing)}"] if missing else []
+        problems += [f"of a wrong type: {', '.join(wrong)}"] if wrong else []
+        if problems:
+            raise SavedTangentError(f"{path} has fields {'; '.join(problems)}: the folder is damaged; {_SAVE_AGAIN}.")
+        return cls(**{name: data[name] for name in hints})
+
+
+def _kinds(hint: Any) -> tuple[type, ...]:
+    """The classes a field's type hint admits (`str | None` -> (str, NoneType); `dict[str, Any]` -> (dict,))."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return tuple(kind for argument in typing.get_args(hint) for kind in _kinds(argument))
+    if hint is float:
+        return (int, float)
+    return (typing.get_origin(hint) or hint,)
+
+
+# ---------------------------------------------------------------------------------------------------- saving
+def save_tangent(
+    tangent: Any,
+    directory: str | Path,
+    *,
+    model_id: str | None = None,
+    model_revision: str | None = None,
+    repo_id: str | None = None,
+) -> Path:
+    """Write a fitted tangent's folder (see the module's docstring); `TangentExplainer.save_pretrained` is this.
+
+    Args:
+        tangent: A fitted `TangentExplainer`.
+        directory: The folder to write (created if needed; other files in it are left alone).
+        model_id: The model's id, when its config does not say it (a model built from a config).
+        model_revision: The model's revision (e.g. "step8"), instead of the commit its config records.
+        repo_id: The Hub repository, for the model card's loading line.
+
+    Returns:
+        The folder.
+
+    Raises:
+        NotFittedError: An unfitted tangent.
+        InvalidInputError: Method keywords that are not JSON values.
+    """
+    subspace = tangent.subspace
+    record = _record(tangent, subspace, model_id=model_id, model_revision=model_revision)
+    folder = Path(directory)
+    subspace.save(folder / SUBSPACE_FILE)
+    write_atomically(folder / TANGENT_FILE, json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
+    write_atomically(folder / CARD_FILE, str(_model_card(record, repo_id)))
+    return folder
+
+
+def _record(tangent: Any, subspace: Subspace, *, model_id: str | None, model_revision: str | None) -> SavedTangent:
+    try:
+        json.dumps(tangent.method_kwargs)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(
+            f"The tangent's method keywords {sorted(tangent.method_kwargs)} cannot be saved as JSON ({error}): save "
+            "a tangent whose keywords are numbers, strings, lists or dicts."
+        ) from None
+    config = getattr(splitter_model(tangent.splitter), "config", None)
+    concept = tangent.concept_class
+    fit_record = getattr(tangent, "fit_record", None)
+    return SavedTangent(
+        method=tangent.method_name,
+        concept_class=None if concept is None else f"{concept.__module__}:{concept.__qualname__}",
+        nb_concepts=int(tangent.nb_concepts),
+        rank=subspace.rank,
+        dim=subspace.dim,
+        center=bool(tangent.center),
+        rtol=float(tangent.rtol),
+        seed=int(tangent.seed),
+        method_kwargs=dict(tangent.method_kwargs),
+        split_point=str(tangent.splitter.split_point),
+        model_id=model_id or getattr(config, "name_or_path", None) or None,
+        model_revision=model_revision or getattr(config, "_commit_hash", None) or None,
+        fit=None if fit_record is None else fit_record.to_dict(),
+        package_version=__version__,
+    )
+
+
+_CARD = """---
+{{ card_data }}
+---
+
+# Tangent subspace of {{ r.model_id or "a model" }} at `{{ r.split_point }}`
+
+A rank-{{ r.rank }} tangent subspace of the activations of `{{ r.model_id or "unknown" }}` at split point
+`{{ r.split_point }}`, fitted with interpreto-anisotropy {{ r.package_version }}.
+
+| | |
+|---|---|
+| model | `{{ r.model_id or "unknown" }}` (revision `{{ r.model_revision or "unknown" }}`) |
+| split point | `{{ r.split_point }}` |
+| method | `{{ r.method }}` (nb_concepts={{ r.nb_concepts }}, seed={{ r.seed }}{% if r.method_kwargs %}, {{ r.method_kwargs }}{% endif %}) |
+| rank k, width d | {{ r.rank }}, {{ r.dim }} ({{ "centred" if r.center else "not centred" }}) |
+| fit texts | {% if r.fit and r.fit.n_texts %}{{ r.fit.n_texts }} texts, `texts_sha256` `{{ r.fit.texts_sha256 }}`{% if r.fit.activations %}, and rows given as activations{% endif %}{% elif r.fit %}rows given as activations (no hash){% else %}fitted elsewhere (unknown){% endif %} |
+| token policy | {% if r.fit %}{% for policy in r.fit.token_policies %}`{{ policy | tojson }}` {% endfor %}{% endif %} |
+
+## Use
+
+```python
+import interpreto_anisotropy as ia
+from interpreto import ModelWithSplitPoints
+
+mwsp = ModelWithSplitPoints(model, split_point="{{ r.split_point }}", tokenizer=tokenizer)  # the model above
+tangent = ia.TangentExplainer.from_pretrained("{{ repo_id or "this-folder" }}", mwsp)
+```
+
+The split point and the width d are checked when it is loaded; `tangent.json` holds the same facts for programs.
+"""
+
+
+def _model_card(record: SavedTangent, repo_id: str | None) -> ModelCard:
+    data = ModelCardData(library_name="interpreto-anisotropy", tags=["interpreto-anisotropy", "tangent-subspace"])
+    if record.model_id and not Path(record.model_id).exists():
+        try:
+            validate_repo_id(record.model_id)
+            data.base_model = record.model_id
+        except HFValidationError:
+            pass
+    return ModelCard.from_template(data, template_str=_CARD, r=record, repo_id=repo_id)
+
+
+def push_tangent(
+    tangent: Any,
+    repo_id: str,
+    *,
+    token: str | None = None,
+    private: bool | None = None,
+    branch: str | None = None,
+    commit_message: str | None = None,
+    create_pr: bool = False,
+    **saving: Any,
+) -> Any:
+    """Write the tangent's folder and upload it to a Hub repository (created if needed); `push_to_hub` is this.
+
+    Returns:
+        `huggingface_hub.CommitInfo` of the commit.
+
+    Raises:
+        SavedTangentError: The Hub refused the repository or the commit (no token, no write access, ...).
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        save_tangent(tangent, folder, repo_id=repo_id, **saving)
+        api = HfApi(token=token)
+        message = commit_message or f"Tangent at {tangent.splitter.split_point} ({tangent.method_name})"
+        try:
+            api.create_repo(repo_id, private=private, exist_ok=True)
+            return api.upload_folder(
+                repo_id=repo_id, folder_path=folder, revision=branch, commit_message=message, create_pr=create_pr
+            )
+        except HfHubHTTPError as error:
+            raise SavedTangentError(
+                f"Cannot push the tangent to {repo_id!r} on {api.endpoint}: {error}. Log in (hf auth login) or pass "
+                "token=..., with write access to the repository."
+            ) from error
+
+
+# ---------------------------------------------------------------------------------------------------- loading
+def tangent_folder(source: str | Path, **download: Any) -> Path:
+    """The folder of a saved tangent: `source` itself, or the Hub repository `source` downloaded.
+
+    Args:
+        source: A folder written by `save_pretrained`, or a Hub repository id ("user/name").
+        **download: `snapshot_download`'s `revision`, `token`, `cache_dir`, `local_files_only`.
+
+    Raises:
+        SavedTangentError: No such folder and no repository id, or a download that failed (naming both).
+    """
+    path = Path(source)
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise SavedTangentError(f"{path} is a file: give the folder save_pretrained wrote (it holds {TANGENT_FILE}).")
+    try:
+        validate_repo_id(str(source))
+    except HFValidationError:
+        raise SavedTangentError(
+            f"No folder at {path}, and {str(source)!r} is no Hub repository id: give the folder save_pretrained wrote "
+            "or a repository id such as 'user/name'."
+        ) from None
+    try:
+        return Path(
+            snapshot_download(str(source), allow_patterns=[TANGENT_FILE, SUBSPACE_FILE, CARD_FILE], **download)
+        )
+    except (HfHubHTTPError, LocalEntryNotFoundError) as error:
+        raise SavedTangentError(
+            f"Cannot download the tangent {str(source)!r} (revision {download.get('revision') or 'main'}) from the "
+            f"Hub: {error}. Check the repository id and revision (a token for a private one), or give its folder."
+        ) from error
+
+
+def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
+    path = folder / SUBSPACE_FILE
+    try:
+        subspace = Subspace.load(path, device=device)
+    except ResultsStoreError as error:
+        raise SavedTangentError(f"{error} The folder {folder} is damaged: {_SAVE_AGAIN}.") from error
+    if (subspace.dim, subspace.rank) != (record.dim, record.rank):
+        raise SavedTangentError(
+            f"{path} holds a basis of d={subspace.dim}, k={subspace.rank} but {folder / TANGENT_FILE} says "
+            f"d={record.dim}, rank={record.rank}: the two files come from different tangents; {_SAVE_AGAIN}."
+        )
+    return subspace
+
+
+def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: Callable[[Any], int]) -> None:
+    """Refuse a splitter that reads another split point or width than the saved tangent's.
+
+    Args:
+        record: The saved tangent's record.
+        folder: Its folder, for the messages.
+        splitter: The splitter it is loaded onto.
+        width_of: The width d a splitter reads (called once the split point is known to match).
+
+    Raises:
+        TangentMismatchError: Another split point, or another width d.
+    """
+    split_point = getattr(splitter, "split_point", None)
+    if split_point != record.split_point:
+        raise TangentMismatchError(
+            f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, but the splitter reads "
+            f"{split_point!r}: its directions live in another space. Load it onto ModelWithSplitPoints(..., "
+            f"split_point={record.split_point!r}), or fit a new tangent at {split_point!r}."
+        )
+    width = width_of(splitter)
+    if width != record.dim:
+        raise TangentMismatchError(
+            f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but "
+            f"split point {split_point!r} of this model has d={width}: it was fitted on another model. Load it onto "
+            "the model it came from, or fit a new tangent on this one."
+        )
+
+
+def tangent_class(
+    cls: type, record: SavedTangent, folder: Path, named: dict[str, type], base: type
+) -> tuple[type, Any]:
+    """The class to build the saved tangent with, and its `method=`.
+
+    Args:
+        cls: The class `from_pretrained` was called on.
+        record: The saved tangent's record.
+        folder: Its folder, for the messages.
+        named: The named tangent classes by method name.
+        base: `TangentExplainer`, for a method without a name (an Interpreto class found by `concept_class`).
+
+    Returns:
+        The named class of the method (or `cls`, when it derives from it) and the method's name or class.
+
+    Raises:
+        SavedTangentError: A method that is neither named nor importable.
+        TangentMismatchError: A named `cls` that is not the saved method's class.
+    """
+    if record.method in named:
+        found, method = named[record.method], record.method
+    else:
+        try:
+            module, _, name = (record.concept_class or "").partition(":")
+            method = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError) as error:
+            raise SavedTangentError(
+                f"{folder / TANGENT_FILE} names method {record.method!r}, fitted with {record.concept_class}, which "
+                f"cannot be found ({error}): import or install the module that declares it, then load again."
+            ) from None
+        found = base
+    if issubclass(found, cls):
+        return found, method
+    if issubclass(cls, found):
+        return cls, method
+    raise TangentMismatchError(
+        f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with "
+        f"ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
+    )
+
+
+def read_saved(source: str | Path, *, device: Any = "cpu", **download: Any) -> tuple[Path, SavedTangent, Subspace]:
+    """The folder of a saved tangent (downloaded if `source` is a repository), its record and its subspace, checked.
+
+    Args:
+        source: A folder written by `save_pretrained`, or a Hub repository id.
+        device: Where to put the subspace's tensors.
+        **download: See `tangent_folder`.
+
+    Returns:
+        The folder, the `SavedTangent` of its ``tangent.json`` and the `Subspace` of its ``subspace.safetensors``.
+
+    Raises:
+        SavedTangentError: See `tangent_folder` and `SavedTangent.read`; a missing or damaged
+            ``subspace.safetensors``, or one that disagrees with ``tangent.json`` on d or k.
+    """
+    folder = tangent_folder(source, **download)
+    record = SavedTangent.read(folder)
+    return folder, record, _subspace(folder, record, device)
