@@ -26,8 +26,8 @@ from helpers.live_kit import COMPARED, micro_batch
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.sweeps import checkpoints as checkpoint_tools
 from interpreto_anisotropy.reading.split_point import SplitPoint
+from interpreto_anisotropy.sweeps import checkpoints as checkpoint_tools
 
 D, K = 64, 4
 ARCHITECTURES = ["gpt_neox", "llama"]
