@@ -200,3 +200,27 @@ def test_a_device_map_naming_no_module_is_our_error(toy_checkpoints, tmp_path):
         ia.checkpoints.load_checkpoint(checkpoint, device_map={"encoder": "cpu"})
     with pytest.raises(ia.errors.InvalidInputError, match=r"does not give any device .*(embed_out|lm_head)\.weight"):
         ia.checkpoints.load_checkpoint(checkpoint, device_map={"gpt_neox": "cpu"})
+
+
+# ---------------------------------------------------------------------------------------------- where modules run
+def test_the_execution_device_is_the_hooks_not_the_first_parameters():
+    """Stub hooks name other devices than the weights': the hook on the module, else its nearest ancestor's, else
+    its first descendant's, wins over where any parameter is (no device has to exist to be named)."""
+    from types import SimpleNamespace
+
+    from accelerate.hooks import SequentialHook
+
+    from interpreto_anisotropy.reading.placement import execution_device, input_device, is_dispatched
+
+    model = torch.nn.Sequential(torch.nn.Embedding(4, 2), torch.nn.Sequential(torch.nn.Linear(2, 2)))
+    model.get_input_embeddings = lambda: model[0]
+    assert not is_dispatched(model) and execution_device(model, "1.0") == torch.device("cpu")
+    model[1]._hf_hook = SimpleNamespace(execution_device="cuda:1")
+    assert is_dispatched(model)
+    assert execution_device(model, "1.0") == execution_device(model, "1") == torch.device("cuda", 1)
+    model[1][0]._hf_hook = SequentialHook(SimpleNamespace(), SimpleNamespace(execution_device="cuda:2"))
+    assert execution_device(model, "1.0") == torch.device("cuda", 2)  # its own hook first
+    assert execution_device(model, "") == torch.device("cuda", 1)  # the first hooked descendant
+    assert input_device(model) == torch.device("cpu")  # no hook on the embedding nor above it: its weights
+    model[0]._hf_hook = SimpleNamespace(execution_device="cuda:0")
+    assert input_device(model) == torch.device("cuda", 0)

@@ -371,19 +371,21 @@ class SplitPoint:
         self.special_ids = special_token_ids(self.tokenizer)
         self.vocab_size = embedding_rows(self.model)
         self.dispatched = is_dispatched(self.model)  # by accelerate: layers on several devices, or offloaded
+        # (the split point's device, the inputs' device) of a dispatched model, whose hooks stay where they are
+        self.placed = (execution_device(self.model, self.path), input_device(self.model)) if self.dispatched else None
 
     @property
     def device(self) -> torch.device:
         """The device that runs the split point's module, where its hidden states and their gradients live (the
         model's device, unless accelerate dispatched the model over several: `placement.execution_device`)."""
-        if not self.dispatched:
+        if self.placed is None:
             return next(self.model.parameters()).device
-        return execution_device(self.model, self.path)
+        return self.placed[0]
 
     @property
     def input_device(self) -> torch.device:
         """Where the model's inputs go: the device that runs its input embedding (`placement.input_device`)."""
-        return input_device(self.model) if self.dispatched else self.device
+        return self.device if self.placed is None else self.placed[1]
 
     @property
     def max_length(self) -> int:

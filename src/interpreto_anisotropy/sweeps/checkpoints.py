@@ -620,7 +620,7 @@ def load_checkpoint(
     weight_check.check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
     options: dict[str, Any] = {"config": config, "dtype": model_dtype}
     if device_map is not None:
-        if isinstance(device_map, dict):
+        if isinstance(device_map, dict) and hasattr(model_class, "from_config"):
             _check_device_map(model_class, config, device_map, checkpoint.name)
         options.update(device_map=device_map, max_memory=max_memory, offload_folder=offload_folder)
     model = _load_weights(checkpoint, model_class, source, shown, options, strict)
