@@ -275,6 +275,7 @@ class TrainingProbe:
         if loss is None:
             loss_sum, loss_finite = torch.full((), math.nan, device=gradient.device), torch.ones((), dtype=torch.bool)
         else:
+            loss = loss.to(gradient.device)  # the model's output device, not the split point's, when dispatched
             loss_sum, loss_finite = loss.double() * terms, torch.isfinite(loss)
         point.add(read.hidden, gradient, rows, loss_finite.to(gradient.device), loss_sum, terms)
 

@@ -38,6 +38,7 @@ from ..errors import InvalidInputError, SplitPointError
 from .batching import TokenBatcher, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
 from .modes import eval_mode
+from .placement import execution_device, input_device, is_dispatched
 from .positions import PositionConvention, PositionScheme
 from .token_cache import TokenCache
 
@@ -369,11 +370,22 @@ class SplitPoint:
         self.include_special = include_special
         self.special_ids = special_token_ids(self.tokenizer)
         self.vocab_size = embedding_rows(self.model)
+        self.dispatched = is_dispatched(self.model)  # by accelerate: layers on several devices, or offloaded
+        # (the split point's device, the inputs' device) of a dispatched model, whose hooks stay where they are
+        self.placed = (execution_device(self.model, self.path), input_device(self.model)) if self.dispatched else None
 
     @property
     def device(self) -> torch.device:
-        """The model's device."""
-        return next(self.model.parameters()).device
+        """The device that runs the split point's module, where its hidden states and their gradients live (the
+        model's device, unless accelerate dispatched the model over several: `placement.execution_device`)."""
+        if self.placed is None:
+            return next(self.model.parameters()).device
+        return self.placed[0]
+
+    @property
+    def input_device(self) -> torch.device:
+        """Where the model's inputs go: the device that runs its input embedding (`placement.input_device`)."""
+        return self.device if self.placed is None else self.placed[1]
 
     @property
     def max_length(self) -> int:
@@ -429,12 +441,14 @@ class SplitPoint:
 
         Returns:
             `input_ids`, `attention_mask` and, unless the model numbers positions itself, `position_ids` in the
-            model family's convention (`positions.PositionScheme`).
+            model family's convention (`positions.PositionScheme`), on `input_device`.
         """
         inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
         position_ids = self.positions.position_ids(batch["attention_mask"])
         if position_ids is not None:
             inputs["position_ids"] = position_ids
+        if self.dispatched:  # the batch is on the split point's device; the model reads it where its embedding runs
+            inputs = {key: value.to(self.input_device) for key, value in inputs.items()}
         return inputs
 
     def rows(self, batch: Batch) -> Bool[torch.Tensor, "b l"]:
@@ -566,6 +580,10 @@ class SplitPoint:
                     output = self.model(**self.model_inputs(batch), **forward_kwargs)
                     self._count(capture.calls)
                     hidden = self._checked(capture.hidden, batch)
+                    if self.dispatched:  # the output where the batch and the split point are, for the loss
+                        from accelerate.utils import send_to_device
+
+                        output = send_to_device(output, self.device)
                     terms = loss(output)
                     if not terms.total.requires_grad:
                         raise SplitPointError(f"The loss does not depend on split point '{self.path}'.")

@@ -559,6 +559,9 @@ def load_checkpoint(
     strict: bool = True,
     snapshot: str | os.PathLike | None = None,
     hub_timeout: float | None = None,
+    device_map: str | dict[str, Any] | None = None,
+    max_memory: dict[Any, Any] | None = None,
+    offload_folder: str | os.PathLike | None = None,
 ) -> tuple[Any, Any]:
     """Loads a checkpoint's model and tokenizer, ready for Interpreto.
 
@@ -587,13 +590,20 @@ def load_checkpoint(
             folder.
         hub_timeout: Seconds each Hub request may wait to connect or for its next bytes, before the fetch fails
             (`hub_deadline.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
+        device_map: Dispatch the model with accelerate instead of moving it to `device` (transformers'
+            `from_pretrained(device_map=...)`): "auto", "balanced", "balanced_low_0", "sequential", or a dict module
+            path -> device (a GPU index, "cpu" or "disk").
+        max_memory: With `device_map`: the most memory each device may hold ({0: "20GiB", "cpu": "60GiB"}).
+        offload_folder: With `device_map`: where the modules mapped to "disk" are offloaded.
 
     Returns:
-        `(model, tokenizer)`: the model in eval mode on `device`, and a tokenizer that has a pad token.
+        `(model, tokenizer)`: the model in eval mode on `device` (dispatched by `device_map` when given), and a
+        tokenizer that has a pad token.
 
     Raises:
-        InvalidInputError: If `checkpoint` is not a `Checkpoint`, `automodel` or `dtype` is not understood, or the
-            model cannot be moved to `device`.
+        InvalidInputError: If `checkpoint` is not a `Checkpoint`, `automodel` or `dtype` is not understood, the
+            model cannot be moved to `device`, or a dict `device_map` names modules the model does not have or
+            leaves some of its weights without a device.
         CheckpointError: If the folder does not exist (or is given a revision), the revision is not in the local
             cache while offline, the revision or repository does not exist, access is refused, the server or the
             network fails, the Hub does not answer within `hub_timeout`, the config contradicts the weights
@@ -620,14 +630,51 @@ def load_checkpoint(
 
     model_class = _model_class(automodel, config)
     weight_check.check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
-    model = _load_weights(checkpoint, model_class, source, shown, {"config": config, "dtype": model_dtype}, strict)
+    options: dict[str, Any] = {"config": config, "dtype": model_dtype}
+    if device_map is not None:
+        if isinstance(device_map, dict) and hasattr(model_class, "from_config"):
+            _check_device_map(model_class, config, device_map, checkpoint.name)
+        options.update(device_map=device_map, max_memory=max_memory, offload_folder=offload_folder)
+    model = _load_weights(checkpoint, model_class, source, shown, options, strict)
     try:
-        model.to(device)
+        if device_map is None:
+            model.to(device)
     except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
         raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device {str(device)!r}: {err}") from err
     model.eval()
     logger.info("Loaded checkpoint %s (%s on %s) from %s.", checkpoint.name, type(model).__name__, device, shown)
     return model, tokenizer
+
+
+def _check_device_map(model_class: Any, config: Any, device_map: dict[str, Any], name: str) -> None:
+    """Refuse a dict `device_map` that names modules the model lacks or leaves weights without a device (checked
+    on an empty model, before any weight is read)."""
+    from accelerate import init_empty_weights
+    from accelerate.utils import check_device_map
+
+    with init_empty_weights():
+        empty = model_class.from_config(config)
+    unknown = [path for path in device_map if path and not _has_module(empty, path)]
+    problem = f"names modules {type(empty).__name__} does not have: {', '.join(unknown[:5])}" if unknown else ""
+    if not problem:
+        try:
+            check_device_map(empty, device_map)
+        except ValueError as err:
+            problem = str(err).removeprefix("The device_map provided ")
+    if problem:
+        example = next(iter(name for name, _ in empty.named_children()), "model")
+        raise InvalidInputError(
+            f"device_map {problem} (checkpoint {name}). Map every module to a device (e.g. {{'{example}': 0}}), or "
+            'give device_map="auto".'
+        )
+
+
+def _has_module(model: Any, path: str) -> bool:
+    try:
+        model.get_submodule(path)
+    except AttributeError:
+        return False
+    return True
 
 
 def _checked_device(device: Any) -> Any:
@@ -688,7 +735,7 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     Args:
         checkpoint: The checkpoint to load.
         **kwargs: Keyword options of `load_checkpoint` (`automodel`, `device`, `dtype`, `tokenizer_source`,
-            `cache_dir`, `snapshot`).
+            `cache_dir`, `snapshot`, `device_map`, `max_memory`, `offload_folder`).
 
     Yields:
         `(model, tokenizer)`, as returned by `load_checkpoint`.
@@ -714,7 +761,7 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
         yield model, tokenizer
     finally:
         with contextlib.suppress(Exception):
-            model.to("meta")
+            _release(model)
         del model, tokenizer
         if on_cuda and torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -722,6 +769,20 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
 
 # --------------------------------------------------------------------------------------------------------------------
 # helpers
+
+
+def _release(model: Any) -> None:
+    """Move a model's weights to the meta device; a model dispatched by accelerate loses its hooks first (they hold
+    its offloaded weights, and its `to` refuses to move offloaded modules)."""
+    import torch
+
+    if getattr(model, "hf_device_map", None) is None:
+        model.to("meta")
+        return
+    from accelerate.hooks import remove_hook_from_submodules
+
+    remove_hook_from_submodules(model)
+    torch.nn.Module.to(model, "meta")
 
 
 def _check_unique_steps(checkpoints: list[Checkpoint], error: type[Exception]) -> None:
@@ -924,13 +985,14 @@ def _load_weights(
 
 
 def _check_finite_weights(model: Any, checkpoint: Checkpoint, source: str, strict: bool) -> None:
-    """Refuse (or, not `strict`, warn about) weights holding NaN or infinity: a diverged run's checkpoint."""
+    """Refuse (or, not `strict`, warn about) weights holding NaN or infinity: a diverged run's checkpoint (weights
+    offloaded by a `device_map` are not read here: they give non-finite gradients, `NonFiniteError`)."""
     import torch
 
     bad = [
         name
         for name, tensor in model.state_dict().items()
-        if tensor.is_floating_point() and not torch.isfinite(tensor).all()
+        if tensor.is_floating_point() and tensor.device.type != "meta" and not torch.isfinite(tensor).all()
     ]
     if not bad:
         return

@@ -19,6 +19,7 @@ Examples:
 import dataclasses
 import difflib
 import os
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -56,6 +57,7 @@ Automodel = Literal["causal_lm", "masked_lm"]
 Call = Literal["first", "last"]
 Parallelism = Literal["data", "checkpoints"]
 Autocast = Literal["bf16", "fp16", "bfloat16", "float16"]
+DeviceMap = Literal["auto", "balanced", "balanced_low_0", "sequential"]
 
 
 def option(
@@ -180,7 +182,24 @@ class SweepConfig:
         "tokens of their directions go (and the command line's report/).",
         flag="--out",
     )
-    device: str | None = option(None, doc='"cpu", "cuda", ...; None: cuda when available.')
+    device: str | None = option(
+        None, doc='"cpu", "cuda", ...; None: cuda when available. With `device_map`, where the tangents are fitted.'
+    )
+    device_map: DeviceMap | dict | None = option(
+        None,
+        doc="Load each checkpoint dispatched by accelerate (`from_pretrained(device_map=...)`), for a model larger "
+        'than one device: "auto", "balanced", "balanced_low_0", "sequential", or a dict module path -> device (a '
+        'GPU index, "cpu" or "disk"; on the command line a JSON object). The split point is read on the device '
+        "that runs it; the numbers are the undispatched model's. None: the whole model on `device`.",
+    )
+    max_memory: dict | None = option(
+        None,
+        doc='With `device_map`: the most memory each device may hold, e.g. {"0": "20GiB", "cpu": "60GiB"} (a GPU '
+        'index, "cpu" or "mps" -> bytes or a size such as "20GiB"; on the command line a JSON object).',
+    )
+    offload_folder: Path | None = option(
+        None, doc='With `device_map`: the folder where the modules it maps to "disk" are offloaded.'
+    )
     batch_size: int = option(8, doc="Texts per forward and backward pass.", unit="sequences", bound=POSITIVE_INT)
     automodel: Automodel | type | None = option(
         None, doc='Model class or "causal_lm" / "masked_lm"; None: inferred from each checkpoint\'s config.'
@@ -264,6 +283,7 @@ class SweepConfig:
             )
         if not isinstance(self.reference, str):
             _check_given_reference(self.reference, self.split_point)
+        _check_placement(self)
 
     @classmethod
     def make(cls, base: "SweepConfig | None" = None, **options: Any) -> "SweepConfig":
@@ -436,6 +456,54 @@ def _check_given_reference(reference: Any, split_points: tuple[int | str, ...]) 
         raise InvalidInputError(f"reference must map every split point to a Subspace; missing {missing}.")
     for subspace in reference.values():  # before any checkpoint is read
         check_control_room(subspace.rank, subspace.dim, option="the given reference's rank k")
+
+
+#: The devices accelerate places modules on, by name (a GPU is also named by its index).
+_DEVICE_NAME = re.compile(r"(cpu|disk|mps|cuda|xpu|npu|mlu|musa|hpu)(:[0-9]+)?")
+
+
+def _device_key(option_name: str, key: Any, value: Any) -> Any:
+    """A device of `device_map` (a value) or `max_memory` (a key): a GPU index (also as a string) or a device name."""
+    if isinstance(key, str) and key.isdigit():
+        return int(key)
+    if (isinstance(key, int) and not isinstance(key, bool) and key >= 0) or (
+        isinstance(key, str) and _DEVICE_NAME.fullmatch(key)
+    ):
+        return key
+    raise InvalidInputError(
+        f'{option_name} names device {key!r} (for {value!r}): a device is a GPU index such as 0, "cpu", "disk" '
+        '(device_map only) or a name such as "cuda:1" or "mps".'
+    )
+
+
+def _check_placement(config: "SweepConfig") -> None:
+    """`device_map` and `max_memory` with their devices as accelerate takes them; the options that need a
+    `device_map` refused without one."""
+    if config.device_map is None:
+        given = [name for name in ("max_memory", "offload_folder") if getattr(config, name) is not None]
+        if given:
+            raise InvalidInputError(
+                f"{' and '.join(given)}: only for a model dispatched by accelerate. Give device_map "
+                '(e.g. device_map="auto") as well, or leave them out.'
+            )
+        return
+    if isinstance(config.device_map, dict):
+        placed = {}
+        for path, device in config.device_map.items():
+            if not isinstance(path, str):
+                raise InvalidInputError(
+                    f"device_map's keys are module paths such as 'gpt_neox.layers.3', got {path!r}."
+                )
+            placed[path] = _device_key("device_map", device, path)
+        object.__setattr__(config, "device_map", placed)
+    if config.max_memory is not None:
+        sizes = {_device_key("max_memory", device, size): size for device, size in config.max_memory.items()}
+        for device, size in sizes.items():
+            if not (isinstance(size, str) and size) and not (type(size) is int and size > 0):
+                raise InvalidInputError(
+                    f'max_memory[{device!r}] must be a number of bytes or a size such as "20GiB", got {size!r}.'
+                )
+        object.__setattr__(config, "max_memory", sizes)
 
 
 # ------------------------------------------------------------------------------------------------ describing a field

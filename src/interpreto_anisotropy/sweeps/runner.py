@@ -259,6 +259,9 @@ class CheckpointSweep:
             checkpoint,
             automodel=self.settings.automodel,
             device=self.settings.device,
+            device_map=self.settings.device_map,
+            max_memory=self.settings.max_memory,
+            offload_folder=self.settings.offload_folder,
             snapshot=fetched.folder,
             tokenizer_source=self.settings.tokenizer_source,
         ) as (model, tokenizer):
