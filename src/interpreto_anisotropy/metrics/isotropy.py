@@ -29,6 +29,7 @@ __all__ = [
     "isoscore_from_covariance",
     "isoscore_star",
     "isoscore_star_from_covariance",
+    "isoscore_star_from_trace_and_norm",
     "oas_shrinkage",
     "partition_isotropy",
     "effective_rank",
@@ -55,7 +56,6 @@ class _JsonReady:
         return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in asdict(self).items()}
 
 
-# ---------------------------------------------------------------------------------------------- validation
 def _as_points(x: Any, *, name: str = "X", min_points: int = 1) -> Float[torch.Tensor, "n d"]:
     """Validate an (n, d) point cloud and return it as float64 on its own device."""
     points = as_real_tensor(x, name=name, dtype=torch.float64)
@@ -107,7 +107,6 @@ def _unit_sums(points: Float[torch.Tensor, "n d"], *, name: str) -> tuple[torch.
     return inverse_norms @ points, inverse_norms**2 @ points**2
 
 
-# ---------------------------------------------------------------------------------------------- cosine
 def mean_cosine_similarity(X: Points, *, center: bool = False) -> float:
     """Exact mean cosine similarity over all distinct pairs of rows, in O(n d): (||sum_i u_i||^2 - n) / (n (n - 1)).
 
@@ -129,7 +128,6 @@ def mean_cosine_similarity(X: Points, *, center: bool = False) -> float:
     return float(mean.clamp(-1.0, 1.0))
 
 
-# ---------------------------------------------------------------------------------------------- IsoScore
 def isoscore_from_covariance(cov: Covariance) -> Float[torch.Tensor, ""]:
     """IsoScore (Rudman et al., 2022) of a covariance: (PR - 1) / (d - 1), PR = tr(C)^2 / ||C||_F^2.
 
@@ -190,7 +188,6 @@ def isoscore(X: Points) -> float:
     return float(_isoscore_of_symmetric(_sample_covariance(points)))
 
 
-# ---------------------------------------------------------------------------------------------- IsoScore*
 def oas_shrinkage(cov: Covariance, *, n: int) -> float:
     """Oracle Approximating Shrinkage intensity (Chen et al., 2010) toward the scaled identity, as `sklearn`'s `OAS`.
 
@@ -351,7 +348,6 @@ def isoscore_star(
     return score if as_tensor else float(score)
 
 
-# ---------------------------------------------------------------------------------------------- partition I(W)
 def partition_isotropy(X: Points, *, center: bool = True) -> float:
     """Partition-function isotropy I(W) = min_c Z(c) / max_c Z(c), Z(c) = sum_i exp(c . x_i) (Mu & Viswanath, 2018).
 
@@ -384,7 +380,6 @@ def _partition_isotropy_of(points: Float[torch.Tensor, "n d"], gram: Float[torch
     return float(torch.exp(log_partition.min() - log_partition.max()))
 
 
-# ---------------------------------------------------------------------------------------------- effective rank
 def effective_rank(X: Points, *, center: bool = False) -> float:
     """Effective rank (Roy & Vetterli, 2007; RankMe): exp of the entropy of the normalised singular values of `X`.
 
@@ -423,7 +418,6 @@ def _effective_rank_of(gram: Float[torch.Tensor, "m m"]) -> float:
     return float(torch.exp(-(p * torch.log(p)).sum()))
 
 
-# ---------------------------------------------------------------------------------------------- rogue / outlier dims
 @dataclass(frozen=True)
 class RogueDimensions(_JsonReady):
     """Per-dimension contributions to the mean cosine similarity (Timkey & van Schijndel, 2021).
@@ -542,7 +536,6 @@ def outlier_dimensions(X: Points, *, n_std: float = 3.0) -> OutlierDimensions:
     )
 
 
-# ---------------------------------------------------------------------------------------------- summary
 def summary(X: Points, *, zeta: float | str = DEFAULT_ZETA, top: int = 3) -> dict[str, float]:
     """Every measure of this module on one cloud, from one covariance and one X^T X (docs/columns.md: the columns).
 

@@ -41,7 +41,6 @@ _KDTREE_MAX_DIM = 10  # above this a k-d tree is slower than brute force (measur
 _BRUTE_FORCE_BLOCK_ENTRIES = 1 << 23  # distance entries per block (64 MiB of float64)
 
 
-# ---------------------------------------------------------------------------------------------- neighbours
 def _nearest_neighbours(
     points: Float[torch.Tensor, "m d"], k: int, anchors: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +75,6 @@ def _neighbours_by_brute_force(
     return torch.cat(all_distances).numpy(), torch.cat(all_indices).numpy()
 
 
-# ---------------------------------------------------------------------------------------------- entropy
 def knn_entropy(Z: Points, *, k: int = 3) -> float:
     """Kozachenko-Leonenko differential entropy, psi(n) - psi(k) + log V_m + (m / n) sum_i log eps_i, in nats.
 
@@ -114,7 +112,6 @@ def knn_entropy(Z: Points, *, k: int = 3) -> float:
     return float(digamma(n) - digamma(k) + log_unit_ball + m * np.mean(np.log(kth)))
 
 
-# ---------------------------------------------------------------------------------------------- token frequencies
 def _as_token_ids(token_ids: Any, n: int) -> np.ndarray:
     ids = token_ids.detach().cpu().numpy() if isinstance(token_ids, torch.Tensor) else np.asarray(token_ids)
     if ids.ndim != 1 or ids.shape[0] != n:
@@ -240,7 +237,6 @@ def _check_correlatable(log_frequencies: np.ndarray, distances: np.ndarray) -> N
         raise InvalidInputError("every point is at the same distance from the centroid: the correlation is undefined.")
 
 
-# ---------------------------------------------------------------------------------------------- curvature
 @dataclass(frozen=True)
 class CurvatureVisibility(_JsonReady):
     """Normal-to-tangent variance ratio of local neighbourhoods, one array entry per frequency stratum, rarest first.
@@ -425,7 +421,6 @@ def _local_ratios(
     return torch.cat(ratios).numpy(), distances[:, -1]
 
 
-# ---------------------------------------------------------------------------------------------- counting
 def count_token_frequencies(
     texts: str | Iterable[str],
     tokenizer: Any,
