@@ -112,15 +112,8 @@ class MaskedLM:
         *,
         at_least_one: bool = False,
     ) -> Bool[torch.Tensor, "..."]:
-        """Draws which tokens are predicted: each candidate whose uniform draw (one per entry) is below `rate`.
-
-        Args:
-            candidates: Where a token may be selected (real, non-special tokens), any shape.
-            generator: The generator to draw from.
-            at_least_one: If none is selected, select the candidate of smallest draw (over the whole tensor).
-
-        Returns:
-            The selected tokens, same shape as `candidates`.
+        """Draws which of the `candidates` (real, non-special tokens) are predicted: those whose uniform draw (one per
+        entry, candidate or not) is below `rate`; with `at_least_one`, the smallest draw's if none is (same shape).
 
         Examples:
             >>> generator = torch.Generator().manual_seed(0)
@@ -145,16 +138,6 @@ class MaskedLM:
     ) -> Int[torch.Tensor, "..."]:
         """A copy of the ids with each selected token, by its uniform draw, masked (< `mask`), random (up to
         `mask + random`) or kept; one draw and one random id per entry.
-
-        Args:
-            input_ids: Token ids, any shape.
-            selected: The tokens to corrupt, same shape (from `select`).
-            generator: The generator to draw from.
-            vocab_size: Random tokens are drawn from `range(vocab_size)`.
-            mask_token_id: The tokenizer's mask token id.
-
-        Returns:
-            The corrupted ids.
 
         Examples:
             >>> generator = torch.Generator().manual_seed(0)
@@ -210,14 +193,7 @@ def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> 
 
 
 def special_tokens_mask(input_ids: Int[torch.Tensor, "..."], special_ids: list[int]) -> Bool[torch.Tensor, "..."]:
-    """Where `input_ids` holds one of `special_ids` (never selected for masking).
-
-    Args:
-        input_ids: Token ids, any shape.
-        special_ids: The tokenizer's special token ids.
-
-    Returns:
-        A boolean tensor of the shape of `input_ids`.
+    """Where `input_ids` (any shape) holds one of the tokenizer's `special_ids` (never selected for masking).
 
     Examples:
         >>> special_tokens_mask(torch.tensor([0, 5, 2]), [0, 2]).tolist()

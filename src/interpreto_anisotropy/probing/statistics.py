@@ -125,17 +125,8 @@ class SubspaceColumns:
     def draw(
         cls, tangents: dict[str, Subspace], *, n_controls: int, n_random: int, seed: int | Mapping[str, int]
     ) -> SubspaceColumns:
-        """Draw the normal controls and random subspaces of `tangents` (in their R^d, device and dtype).
-
-        Args:
-            tangents: {name: Subspace}.
-            n_controls: R, normal controls per tangent.
-            n_random: R', random subspaces per rank (one seed) or per tangent (a seed each).
-            seed: Seed of both draws (each its own stream), or {tangent name: seed} for independent draws.
-
-        Returns:
-            The columns.
-        """
+        """Draw R = `n_controls` normal controls per tangent and R' = `n_random` random subspaces per rank (one
+        `seed` for both draws, each its own stream) or per tangent (`seed` = {tangent name: seed})."""
         seeds = _seeds_of(tangents, seed)
         first = next(iter(tangents.values()))
         controls = {
@@ -210,15 +201,8 @@ class SubspaceColumns:
         return dataclasses.replace(self, blocks=self.blocks[:1]) if self.from_scatter else self
 
     def complete(self, sums: ProbeSums) -> ProbeSums:
-        """Reduced sums of `per_row`'s columns completed with the random block's energies read from the scatter.
-
-        Args:
-            sums: The probe's sums over every rank.
-
-        Returns:
-            `sums` when every column was projected; else sums whose `column_energy` (S,) holds every column and whose
-            `sequence_energy` keeps the tangents', (n_seq, T).
-        """
+        """The reduced `sums` of `per_row`'s columns, completed when `from_scatter`: `column_energy` (S,) then holds every
+        column, the random ones read from the scatter, and `sequence_energy` the tangents' (n_seq, T)."""
         if not self.from_scatter:
             return sums
         scatter = sums.moments.second_moment() * sums.moments.count
@@ -275,19 +259,8 @@ def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], Float
 def sums_from_gradients(
     gradients: Float[torch.Tensor, "n d"], sequence_ids: Int[torch.Tensor, " n"], columns: SubspaceColumns
 ) -> ProbeSums:
-    """The sums a probe would accumulate from these gradient rows, projected as it projects them (no loss).
-
-    Args:
-        gradients: Per-token gradients G, (n, d).
-        sequence_ids: Each row's sequence, (n,).
-        columns: The subspaces to score.
-
-    Returns:
-        `ProbeSums` over the distinct sequences, by increasing id.
-
-    Raises:
-        InvalidInputError: Rows and ids of different lengths, or no rows.
-    """
+    """The `ProbeSums` a probe would accumulate from gradients G (n, d) of sequences `sequence_ids` (n,), projected
+    on `columns` as it projects them (no loss), over the distinct sequences by increasing id."""
     if gradients.dim() != 2 or sequence_ids.shape != gradients.shape[:1] or gradients.shape[0] == 0:
         raise InvalidInputError(
             f"gradients (n, d) and sequence_ids (n,) must describe the same n > 0 rows, got shapes "
@@ -316,24 +289,10 @@ def build_results(
     split_point: str | None,
     isoscore: IsoScoreSettings | None = None,
 ) -> dict[str, ProbeResult]:
-    """The `ProbeResult` of each tangent from the sums reduced over every rank.
+    """{name: ProbeResult} of each tangent from the `sums` reduced over every rank, scored on `columns`.
 
-    Args:
-        sums: The reduced sums.
-        columns: The scored subspaces (the layout of `sums`' columns).
-        seed: Seed of the interval's bootstrap (and of the draws, recorded).
-        n_bootstrap: Bootstrap resamples of sequences.
-        confidence: Confidence level of the interval.
-        objective: The objective the gradients are of.
-        split_point: Where they were taken.
-        isoscore: Where and how ΔIsoScore* is computed; None for the defaults.
-
-    Returns:
-        {name: ProbeResult}.
-
-    Warns:
-        DegenerateStatisticsWarning: Too few sequences (`share_intervals`), or k / d >= 0.1
-            (`warn_if_anti_conservative`).
+    `seed` seeds the interval's bootstrap (and is recorded as the draws'); `isoscore` None takes the defaults. Warns
+    as `share_intervals` and `warn_if_anti_conservative`.
     """
     isoscore = isoscore or IsoScoreSettings()
     tangents = columns.tangents

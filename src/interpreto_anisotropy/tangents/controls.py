@@ -62,15 +62,7 @@ def largest_control_rank(d: int) -> int:
 
 
 def check_control_room(k: int, d: int, *, option: str = "nb_concepts") -> None:
-    """Refuse a rank k whose normal controls in R^d would not be random: 2k >= d (docs/statistics.md).
-
-    Args:
-        k: The tangent's rank.
-        d: The dimension of the space it lives in.
-        option: The option that set k, named in the message.
-
-    Raises:
-        InvalidInputError: 2k >= d, naming k, d and the largest allowed k.
+    """Refuse (`InvalidInputError`, naming `option`) a rank k whose normal controls in R^d would not be random: 2k >= d.
 
     Examples:
         >>> check_control_room(16, 32)
@@ -128,18 +120,10 @@ def _orthonormal(draws: Float[torch.Tensor, "n d k"]) -> Float[torch.Tensor, "n 
 
 
 def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> Float[torch.Tensor, "n d k"]:
-    """Stacked orthonormal bases (n, d, k) of `n` Haar-random rank-k subspaces of the complement of `subspace`.
+    """Stacked orthonormal bases (n, d, k) of `n` Haar-random rank-k subspaces of the complement of `subspace` (d, k).
 
     Gaussian draws made on the CPU from `seed` (the same on every device), projected out of the subspace twice and
     orthonormalised in float64 on its device; returned in its dtype.
-
-    Args:
-        subspace: The tangent subspace Q_T, shape (d, k).
-        n: Number of controls R.
-        seed: Random seed.
-
-    Returns:
-        Tensor of shape (n, d, k).
     """
     d, k = subspace.dim, subspace.rank
     if not isinstance(n, int) or n < 1:

@@ -108,18 +108,8 @@ class DirectionTokens:
 def direction_scores(
     rows: Float[torch.Tensor, "n d"], subspace: Subspace
 ) -> tuple[Float[torch.Tensor, "n k"], Float[torch.Tensor, " k"]]:
-    """Scores s_ij (n, k) of every row along every direction, and each direction's variance share (k,), float64 on CPU.
-
-    Args:
-        rows: Activation rows, (n, d).
-        subspace: The subspace whose basis columns are the directions, (d, k).
-
-    Returns:
-        (scores, variance shares).
-
-    Raises:
-        DimensionMismatchError: Rows of another width than the subspace's.
-    """
+    """Scores s_ij (n, k) of rows (n, d) along each direction (column) of `subspace`, and each direction's variance
+    share (k,), float64 on CPU; `DimensionMismatchError` for rows of another width."""
     if rows.dim() != 2 or rows.shape[1] != subspace.dim:
         raise DimensionMismatchError(f"Rows of shape {tuple(rows.shape)} for a subspace of R^{subspace.dim}.")
     centred = rows.detach().double().cpu()
