@@ -7,8 +7,7 @@ Inputs are (n, d) torch tensors or NumPy arrays (rows are points), computed in f
 floats, NumPy arrays or frozen dataclasses (`*_from_covariance`: 0-d float64 tensors, differentiable). Degenerate
 input raises an error of `interpreto_anisotropy.errors`, never a silent NaN: `EmptyInputError` for an empty input,
 `NonFiniteError` for NaN or infinity, `InvalidInputError` for a wrong shape, too few points, a zero row where a
-cosine is needed, or no variance where a ratio of variances is. Examples assume `import torch` and
-`import interpreto_anisotropy as ia`.
+cosine is needed, or no variance where a ratio of variances is. Definitions and our choices: docs/api/metrics.md.
 """
 
 from __future__ import annotations
@@ -131,12 +130,8 @@ def mean_cosine_similarity(X: Points, *, center: bool = False) -> float:
 def isoscore_from_covariance(cov: Covariance) -> Float[torch.Tensor, ""]:
     """IsoScore (Rudman et al., 2022) of a covariance: (PR - 1) / (d - 1), PR = tr(C)^2 / ||C||_F^2.
 
-    The participation ratio PR of the spectrum is what the published eigenvalue algorithm (PyPI `isoscore`)
-    simplifies to for any symmetric PSD `cov`; no eigendecomposition, differentiable where tr(C) > 0. 1 means
-    isotropic, 0 all variance on one direction. Only the symmetric part of `cov` is used.
-
     Args:
-        cov: Covariance, shape (d, d).
+        cov: Covariance, shape (d, d) (its symmetric part).
 
     Returns:
         A 0-d float64 tensor on `cov`'s device; 1.0 when d = 1.
@@ -169,9 +164,6 @@ def _isoscore_of_trace_and_norm(
 
 def isoscore(X: Points) -> float:
     """IsoScore (Rudman et al., 2022) of a point cloud: `isoscore_from_covariance` of its unbiased sample covariance.
-
-    Rows are points, as in PyPI `isoscore` 2.0.1. With n <= d IsoScore is capped at (n - 2) / (d - 1): use
-    `isoscore_star` for small samples.
 
     Args:
         X: Points, shape (n, d), n >= 2 (constant columns are fine).
@@ -235,11 +227,7 @@ def isoscore_star_from_covariance(
 ) -> Float[torch.Tensor, ""]:
     """IsoScore* (Rudman & Eickhoff, 2024): IsoScore of the shrunk covariance C_zeta = (1 - zeta) cov + zeta C0.
 
-    Full rank, hence meaningful, when n < d; zeta = 0 is IsoScore. Our defaults, where the paper leaves a choice:
-    C0 = (tr(cov) / d) I (scale invariant; the authors use a large sample's covariance: pass it, with the unbiased
-    `torch.cov(X.T)` as `cov`, since the two are mixed as they are) and zeta = 0.2 (`DEFAULT_ZETA`; their evaluation
-    uses 0.75, which toward the scaled identity pulls every cloud to 1). `zeta="oas"` takes `oas_shrinkage` (a
-    constant for autograd). Differentiable with respect to `cov`. See docs/statistics.md#isoscore-settings.
+    Differentiable with respect to `cov`; zeta = 0 is IsoScore; `zeta="oas"` takes `oas_shrinkage`.
 
     Args:
         cov: Sample covariance, shape (d, d) (its symmetric part).
@@ -278,10 +266,7 @@ def isoscore_star_from_trace_and_norm(
     *,
     zeta: float | Float[torch.Tensor, ""] = DEFAULT_ZETA,
 ) -> Float[torch.Tensor, "*r"]:
-    """IsoScore* toward the scaled identity from tr(C) and ||C||_F^2 alone (no matrix).
-
-    tr(C_zeta) = tr(C) and ||C_zeta||_F^2 = (1 - zeta)^2 ||C||_F^2 + (2 zeta (1 - zeta) + zeta^2) tr(C)^2 / d; the
-    probe uses it with the closed-form trace and norm of a covariance restricted to a subspace's complement.
+    """IsoScore* toward the scaled identity from tr(C) and ||C||_F^2 alone (no matrix; what the probe uses).
 
     Args:
         trace: tr(C) > 0, or a tensor of traces (scored elementwise).
@@ -351,10 +336,6 @@ def isoscore_star(
 def partition_isotropy(X: Points, *, center: bool = True) -> float:
     """Partition-function isotropy I(W) = min_c Z(c) / max_c Z(c), Z(c) = sum_i exp(c . x_i) (Mu & Viswanath, 2018).
 
-    c ranges over the eigenvectors of X^T X (as in the paper) and their negatives (our choice: no dependence on
-    LAPACK's signs), in log space. 1 is isotropic, near 0 anisotropic; unlike IsoScore it depends on the scale.
-    Centring dominates the value, so `summary` reports both.
-
     Args:
         X: Points, shape (n, d), n >= 2.
         center: Subtract the mean point first (and take the centred X^T X).
@@ -382,9 +363,6 @@ def _partition_isotropy_of(points: Float[torch.Tensor, "n d"], gram: Float[torch
 
 def effective_rank(X: Points, *, center: bool = False) -> float:
     """Effective rank (Roy & Vetterli, 2007; RankMe): exp of the entropy of the normalised singular values of `X`.
-
-    Singular values, not covariance eigenvalues (their squares, which give a smaller number); computed from the
-    eigenvalues of the smaller Gram matrix, those below its rounding (min(n, d) eps max) counting as zero.
 
     Args:
         X: Points, shape (n, d).
@@ -423,13 +401,11 @@ class RogueDimensions(_JsonReady):
     """Per-dimension contributions to the mean cosine similarity (Timkey & van Schijndel, 2021).
 
     Attributes:
-        contributions: (d,); entry i is the mean over distinct pairs of u_i v_i / (||u|| ||v||); they sum to
-            `mean_cosine`.
+        contributions: (d,), the mean over distinct pairs of u_i v_i / (||u|| ||v||); they sum to `mean_cosine`.
         mean_cosine: The exact mean pairwise cosine similarity.
         top_indices: The `top` dimensions of largest contribution, largest first.
         top_contributions: Their contributions.
-        top_share: sum(top contributions) / sum(|contributions|), in [-1, 1] (defined when the mean cosine is about
-            0); 0.0 if every contribution is 0.
+        top_share: sum(top contributions) / sum(|contributions|), in [-1, 1]; 0.0 if every contribution is 0.
 
     Examples:
         >>> rogue = ia.metrics.rogue_dimensions(torch.tensor([[1.0, 0.1], [1.0, -0.1]]), top=1)

@@ -4,7 +4,8 @@
 """Manifold analyses behind the paper's theory: on-manifold entropy, frequency vs. distance, curvature visibility.
 
 Activations are (n, d) tensors or arrays, one row per token occurrence, `token_ids` (n,) the token of each row and
-`counts` the corpus frequency of every token id (`count_token_frequencies`). Errors as in `metrics.isotropy`.
+`counts` the corpus frequency of every token id (`count_token_frequencies`). Errors as in `metrics.isotropy`;
+definitions and our choices: docs/api/metrics.md.
 """
 
 from __future__ import annotations
@@ -76,10 +77,7 @@ def _neighbours_by_brute_force(
 
 
 def knn_entropy(Z: Points, *, k: int = 3) -> float:
-    """Kozachenko-Leonenko differential entropy, psi(n) - psi(k) + log V_m + (m / n) sum_i log eps_i, in nats.
-
-    eps_i: distance from point i to its k-th neighbour, V_m: volume of the unit m-ball (Kraskov et al., 2004, eq. 20).
-    Meant for low-dimensional coordinates, e.g. a tangent's (`Subspace.coords`: the on-manifold entropy).
+    """Kozachenko-Leonenko k-nearest-neighbour estimate of differential entropy, in nats.
 
     Args:
         Z: Coordinates, shape (n, m), n > k.
@@ -180,8 +178,6 @@ def frequency_distance_correlation(
     by_token: bool = False,
 ) -> FrequencyDistanceCorrelation:
     """Pearson and Spearman correlation of log(count of each row's token) with its distance to the rows' mean.
-
-    Rows whose token has count 0 are dropped (`n_excluded`). The paper reports it strongly negative in decoders.
 
     Args:
         activations: Rows, shape (n, d).
@@ -284,12 +280,7 @@ def curvature_visibility(
     max_anchors: int | None = 1000,
     seed: int = 0,
 ) -> CurvatureVisibility:
-    """How visible the manifold's curvature is in k-NN neighbourhoods, per token-frequency stratum (ours).
-
-    Rows sorted by count (ties by id) are cut into `n_strata` equal strata; within one, each anchor's
-    `n_neighbors` nearest neighbours (and itself) get a local PCA: normal (all but the top `tangent_dim`
-    eigenvalues) over tangent variance. A neighbourhood of radius t has a normal offset O(t^2) next to a tangent
-    spread O(t), so densely sampled (frequent) strata look flatter (docs/concepts.md).
+    """How visible the manifold's curvature is in k-NN neighbourhoods, per token-frequency stratum.
 
     Args:
         activations: Rows, shape (n, d).

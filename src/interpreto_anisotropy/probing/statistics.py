@@ -274,9 +274,7 @@ def sums_from_gradients(
     total = torch.zeros(len(ids), dtype=torch.float64, device=rows.device)
     total.index_add_(0, inverse, rows.square().sum(1).double())
     moments = MomentAccumulator(rows.shape[1], device=rows.device).update(rows)
-    tally = Tally(usable_sequences=len(ids))
-    zero = 0.0
-    return ProbeSums(energy, total, ids, moments, zero, zero, tally, n_sequences=len(ids))
+    return ProbeSums(energy, total, ids, moments, 0.0, 0.0, Tally(usable_sequences=len(ids)), n_sequences=len(ids))
 
 
 def build_results(
