@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from ..commons.options import check_positive_int
 from ..commons.tensors import as_real_tensor, check_finite, scaled_by_power_of_two
 from ..errors import EmptyInputError, InvalidInputError
 
@@ -441,8 +442,7 @@ def rogue_dimensions(X: Points, *, top: int = 3, center: bool = False) -> RogueD
         >>> int(rogue.top_indices[0]), rogue.top_share > 0.9
         (5, True)
     """
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise InvalidInputError(f"top must be a positive integer, got {top!r}.")
+    check_positive_int("top", top)
     points = _centred(_as_points(X, min_points=2), center)
     sum_of_units, squares_of_units = _unit_sums(points, name="X")
     n = points.shape[0]

@@ -22,6 +22,7 @@ from jaxtyping import Float, Int
 from scipy.spatial import cKDTree
 from scipy.special import digamma
 
+from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError, TokenizerError
 from .isotropy import _as_points, _JsonReady
 
@@ -95,8 +96,7 @@ def knn_entropy(Z: Points, *, k: int = 3) -> float:
         >>> abs(ia.metrics.knn_entropy(Z) - math.log(2 * math.pi * math.e)) < 0.05
         True
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInputError(f"k must be a positive integer, got {k!r}.")
+    check_positive_int("k", k)
     points = _as_points(Z, name="Z", min_points=k + 1)
     n, m = points.shape
     distances, _ = _nearest_neighbours(points, k, np.arange(n))
@@ -450,8 +450,7 @@ def count_token_frequencies(
         raise EmptyInputError("texts is empty: pass at least one text to count tokens in.")
     if not all(isinstance(text, str) for text in batch):
         raise InvalidInputError("texts must be strings.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    check_positive_int("batch_size", batch_size)
     size = vocab_size if vocab_size is not None else _tokenizer_size(tokenizer)
     counts = torch.zeros(size, dtype=torch.int64)
     for start in range(0, len(batch), batch_size):
