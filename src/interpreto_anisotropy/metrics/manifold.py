@@ -455,13 +455,10 @@ def count_token_frequencies(
     counts = torch.zeros(size, dtype=torch.int64)
     for start in range(0, len(batch), batch_size):
         ids = _token_ids_of(tokenizer, batch[start : start + batch_size], add_special_tokens)
-        if ids.numel() == 0:
-            continue
-        if int(ids.max()) >= counts.shape[0]:
-            if vocab_size is not None:
-                raise InvalidInputError(f"token id {int(ids.max())} does not fit vocab_size={vocab_size}.")
-            counts = torch.cat([counts, torch.zeros(int(ids.max()) + 1 - counts.shape[0], dtype=torch.int64)])
-        counts += torch.bincount(ids, minlength=counts.shape[0])
+        if vocab_size is not None and ids.numel() and int(ids.max()) >= vocab_size:
+            raise InvalidInputError(f"token id {int(ids.max())} does not fit vocab_size={vocab_size}.")
+        found = torch.bincount(ids, minlength=counts.shape[0])  # longer when an id exceeds the size so far
+        counts = torch.nn.functional.pad(counts, (0, found.shape[0] - counts.shape[0])) + found
     return counts
 
 

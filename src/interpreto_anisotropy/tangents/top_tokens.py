@@ -186,14 +186,7 @@ def top_tokens(
 
 def _distinct_extremes(scores: torch.Tensor, ids: list[int], *, k: int, descending: bool) -> list[int]:
     """Indices of the first `k` rows of distinct token ids, by score (ties: the earlier row)."""
-    order = torch.sort(scores, descending=descending, stable=True).indices.tolist()
-    seen: set[int] = set()
-    picked = []
-    for index in order:
-        if ids[index] in seen:
-            continue
-        seen.add(ids[index])
-        picked.append(index)
-        if len(picked) == k:
-            break
-    return picked
+    first: dict[int, int] = {}  # token id -> its first row in score order
+    for index in torch.sort(scores, descending=descending, stable=True).indices.tolist():
+        first.setdefault(ids[index], index)
+    return list(first.values())[:k]
