@@ -18,52 +18,8 @@ Examples:
 
 from __future__ import annotations
 
-from .isotropy import (
-    DEFAULT_ZETA,
-    OutlierDimensions,
-    RogueDimensions,
-    effective_rank,
-    isoscore,
-    isoscore_from_covariance,
-    isoscore_star,
-    isoscore_star_from_covariance,
-    isoscore_star_from_trace_and_norm,
-    mean_cosine_similarity,
-    oas_shrinkage,
-    outlier_dimensions,
-    partition_isotropy,
-    rogue_dimensions,
-    summary,
-)
-from .manifold import (
-    CurvatureVisibility,
-    FrequencyDistanceCorrelation,
-    count_token_frequencies,
-    curvature_visibility,
-    frequency_distance_correlation,
-    knn_entropy,
-)
+from . import isotropy, manifold
+from .isotropy import *  # noqa: F403
+from .manifold import *  # noqa: F403
 
-__all__ = [
-    "DEFAULT_ZETA",
-    "mean_cosine_similarity",
-    "isoscore",
-    "isoscore_from_covariance",
-    "isoscore_star",
-    "isoscore_star_from_covariance",
-    "isoscore_star_from_trace_and_norm",
-    "oas_shrinkage",
-    "partition_isotropy",
-    "effective_rank",
-    "RogueDimensions",
-    "rogue_dimensions",
-    "OutlierDimensions",
-    "outlier_dimensions",
-    "summary",
-    "knn_entropy",
-    "FrequencyDistanceCorrelation",
-    "frequency_distance_correlation",
-    "CurvatureVisibility",
-    "curvature_visibility",
-    "count_token_frequencies",
-]
+__all__ = [*isotropy.__all__, *manifold.__all__]

@@ -3,22 +3,16 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Manifold analyses behind the paper's theory: on-manifold entropy, frequency vs. distance, curvature visibility.
 
-- `knn_entropy`: Kozachenko-Leonenko differential entropy of coordinates (e.g. tangent coordinates).
-- `frequency_distance_correlation`: how token log-frequency relates to the distance from the activation centroid.
-- `curvature_visibility`: per frequency stratum, how much of a k-nearest-neighbour neighbourhood's variance lies
-  off its local tangent plane. The paper's first claim: frequent tokens are sampled in small neighbourhoods, where
-  the normal (curvature) offset is O(t^2) next to a tangent spread O(t), so they look flatter.
-- `count_token_frequencies`: token counts over a corpus with the model's tokenizer, the `counts` these take.
-
-Activations are (n, d) tensors or arrays, one row per token occurrence, with `token_ids` (n,) saying which token
-each row is, and `counts` the corpus frequency of every token id.
+Activations are (n, d) tensors or arrays, one row per token occurrence, `token_ids` (n,) the token of each row and
+`counts` the corpus frequency of every token id (`count_token_frequencies`). Errors as in `metrics.isotropy`;
+definitions and our choices: docs/api/metrics.md.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
@@ -28,8 +22,9 @@ from jaxtyping import Float, Int
 from scipy.spatial import cKDTree
 from scipy.special import digamma
 
+from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError, TokenizerError
-from .isotropy import _as_points
+from .isotropy import _as_points, _JsonReady
 
 __all__ = [
     "knn_entropy",
@@ -48,15 +43,10 @@ _KDTREE_MAX_DIM = 10  # above this a k-d tree is slower than brute force (measur
 _BRUTE_FORCE_BLOCK_ENTRIES = 1 << 23  # distance entries per block (64 MiB of float64)
 
 
-# ---------------------------------------------------------------------------------------------- neighbours
 def _nearest_neighbours(
     points: Float[torch.Tensor, "m d"], k: int, anchors: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Distances and indices of the k nearest other points of each anchor, nearest first.
-
-    Returns:
-        Two (len(anchors), k) arrays: Euclidean distances and row indices into `points`.
-    """
+    """Distances and indices into `points` of the k nearest other points of each anchor, nearest first, (A, k) each."""
     if points.shape[1] <= _KDTREE_MAX_DIM:
         return _neighbours_by_kdtree(points.cpu().numpy(), k, anchors)
     return _neighbours_by_brute_force(points, k, anchors)
@@ -87,37 +77,26 @@ def _neighbours_by_brute_force(
     return torch.cat(all_distances).numpy(), torch.cat(all_indices).numpy()
 
 
-# ---------------------------------------------------------------------------------------------- entropy
 def knn_entropy(Z: Points, *, k: int = 3) -> float:
     """Kozachenko-Leonenko k-nearest-neighbour estimate of differential entropy, in nats.
 
-    H = psi(n) - psi(k) + log V_m + (m / n) sum_i log eps_i, with eps_i the Euclidean distance from point i to its
-    k-th nearest neighbour, m the number of columns and V_m the volume of the unit m-ball (Kraskov et al., 2004,
-    eq. 20). Consistent for any density; meant for low-dimensional coordinates, such as the tangent coordinates
-    of a subspace (`Subspace.coords`), which give the "on-manifold entropy" of the activations.
-
     Args:
         Z: Coordinates, shape (n, m), n > k.
-        k: Neighbour order; 3 to 10 are usual (larger: less variance, more bias).
+        k: Neighbour order (3 to 10 are usual).
 
     Returns:
-        The entropy estimate in nats (it can be negative, as any differential entropy).
+        The estimate in nats (it can be negative).
 
     Raises:
-        InvalidInputError: If k < 1, n <= k, or some point has k exact duplicates (eps = 0 makes the estimate
-            -infinity: deduplicate, e.g. `torch.unique(Z, dim=0)`, or add a little noise).
-        EmptyInputError: If `Z` is empty.
-        NonFiniteError: If `Z` holds NaN or infinity.
+        InvalidInputError: k < 1, n <= k, or a point with k exact duplicates (deduplicate or add noise).
 
     Examples:
-        >>> import math, torch
-        >>> from interpreto_anisotropy import metrics
+        >>> import math
         >>> Z = torch.randn(4000, 2, generator=torch.Generator().manual_seed(0))
-        >>> abs(metrics.knn_entropy(Z) - math.log(2 * math.pi * math.e)) < 0.05
+        >>> abs(ia.metrics.knn_entropy(Z) - math.log(2 * math.pi * math.e)) < 0.05
         True
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInputError(f"k must be a positive integer, got {k!r}.")
+    check_positive_int("k", k)
     points = _as_points(Z, name="Z", min_points=k + 1)
     n, m = points.shape
     distances, _ = _nearest_neighbours(points, k, np.arange(n))
@@ -131,7 +110,6 @@ def knn_entropy(Z: Points, *, k: int = 3) -> float:
     return float(digamma(n) - digamma(k) + log_unit_ball + m * np.mean(np.log(kth)))
 
 
-# ---------------------------------------------------------------------------------------------- token frequencies
 def _as_token_ids(token_ids: Any, n: int) -> np.ndarray:
     ids = token_ids.detach().cpu().numpy() if isinstance(token_ids, torch.Tensor) else np.asarray(token_ids)
     if ids.ndim != 1 or ids.shape[0] != n:
@@ -145,52 +123,42 @@ def _as_token_ids(token_ids: Any, n: int) -> np.ndarray:
 
 def _counts_of(token_ids: np.ndarray, counts: Counts) -> np.ndarray:
     """The corpus count of each row's token, as float64 (0 for a token absent from a dict)."""
-    if isinstance(counts, Mapping):
-        distinct, inverse = np.unique(token_ids, return_inverse=True)
+    if isinstance(counts, Mapping):  # a table of the distinct ids, indexed by each row's place among them
+        distinct, index = np.unique(token_ids, return_inverse=True)
         table = np.array([counts.get(int(token), 0) for token in distinct], dtype=np.float64)
-        if np.any(table < 0) or not np.all(np.isfinite(table)):
-            raise InvalidInputError("counts must be finite and non-negative.")
-        return table[inverse]
-    table = counts.detach().cpu().numpy() if isinstance(counts, torch.Tensor) else np.asarray(counts)
-    if table.ndim != 1:
-        raise InvalidInputError(f"counts must be a 1-D array of size vocab or a dict, got shape {table.shape}.")
+    else:
+        table, index = (
+            counts.detach().cpu().numpy() if isinstance(counts, torch.Tensor) else np.asarray(counts),
+            token_ids,
+        )
+        if table.ndim != 1:
+            raise InvalidInputError(f"counts must be a 1-D array of size vocab or a dict, got shape {table.shape}.")
     if not np.all(np.isfinite(table)) or np.any(table < 0):
         raise InvalidInputError("counts must be finite and non-negative.")
-    if token_ids.size and token_ids.max() >= table.shape[0]:
+    if index.size and index.max() >= table.shape[0]:
         raise InvalidInputError(
-            f"token id {int(token_ids.max())} is outside counts (size {table.shape[0]}): were the counts made "
+            f"token id {int(index.max())} is outside counts (size {table.shape[0]}): were the counts made "
             "with the same tokenizer?"
         )
-    return table[token_ids].astype(np.float64)
-
-
-def _centroid_distances(points: Float[torch.Tensor, "n d"]) -> np.ndarray:
-    centroid = points.mean(dim=0, keepdim=True)
-    return torch.linalg.vector_norm(points - centroid, dim=1).cpu().numpy()
+    return table[index].astype(np.float64)
 
 
 @dataclass(frozen=True)
-class FrequencyDistanceCorrelation:
+class FrequencyDistanceCorrelation(_JsonReady):
     """Correlation between token log-frequency and distance to the activation centroid.
 
     Attributes:
         pearson: Pearson r between log(count) and distance.
-        pearson_p_value: Two-sided p-value of `pearson` (scipy.stats.pearsonr).
-        spearman: Spearman rho (rank correlation; the log does not matter for it).
-        spearman_p_value: Two-sided p-value of `spearman`.
-        n: Number of points correlated (rows, or distinct tokens if `by_token`).
+        pearson_p_value: Its two-sided p-value (`scipy.stats.pearsonr`).
+        spearman: Spearman rho.
+        spearman_p_value: Its two-sided p-value.
+        n: Points correlated (rows, or distinct tokens if `by_token`).
         n_excluded: Rows dropped because their token has count 0.
         by_token: Whether distances were averaged per token id first.
 
     Examples:
-        >>> import torch
-        >>> from interpreto_anisotropy import metrics
-        >>> ids = torch.arange(200) % 20
-        >>> counts = torch.arange(1, 21) ** 2
-        >>> acts = torch.randn(200, 8, generator=torch.Generator().manual_seed(0)) / counts[ids, None]
-        >>> result = metrics.frequency_distance_correlation(acts, ids, counts)
-        >>> result.n, result.spearman < -0.5  # frequent tokens sit close to the centroid
-        (200, True)
+        >>> ia.metrics.frequency_distance_correlation(torch.tensor([[0.0], [1.0], [3.0], [6.0]]), [0, 1, 2, 3], [8, 4, 2, 1]).n
+        4
     """
 
     pearson: float
@@ -201,10 +169,6 @@ class FrequencyDistanceCorrelation:
     n_excluded: int
     by_token: bool
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
-
 
 def frequency_distance_correlation(
     activations: Points,
@@ -213,43 +177,28 @@ def frequency_distance_correlation(
     *,
     by_token: bool = False,
 ) -> FrequencyDistanceCorrelation:
-    """Pearson and Spearman correlation between token log-frequency and distance to the activation centroid.
-
-    The centroid is the mean of all rows of `activations`. Each row is paired with log(count of its token). Rows
-    whose token has count 0 (e.g. special tokens when counting without them) have no log-frequency and are
-    dropped, and counted in `n_excluded`. The paper reports this correlation as strongly negative in decoders:
-    frequent tokens sit near the centroid.
+    """Pearson and Spearman correlation of log(count of each row's token) with its distance to the rows' mean.
 
     Args:
-        activations: One row per token occurrence, shape (n, d).
-        token_ids: The token id of each row, shape (n,).
-        counts: Corpus count of every token id: a 1-D array or tensor of size vocab (as returned by
-            `count_token_frequencies`) or a dict {token id: count} (missing ids count 0).
-        by_token: Average the distances of each token id's rows first, and correlate over distinct tokens (one
-            point per token type) instead of over occurrences (the default, where frequent tokens weigh more).
+        activations: Rows, shape (n, d).
+        token_ids: Token id of each row, shape (n,).
+        counts: Count of every token id: 1-D of size vocab, or a dict {id: count} (missing ids count 0).
+        by_token: Correlate over distinct tokens (distances averaged per id) instead of over occurrences.
 
     Returns:
-        A `FrequencyDistanceCorrelation` of plain floats.
-
-    Raises:
-        InvalidInputError: If shapes disagree, ids are out of `counts`' range, fewer than 3 points remain, or the
-            log-frequencies or the distances are all equal (correlation undefined).
-        EmptyInputError: If `activations` is empty.
-        NonFiniteError: If `activations` hold NaN or infinity.
+        A `FrequencyDistanceCorrelation`.
 
     Examples:
-        >>> import torch
-        >>> from interpreto_anisotropy import metrics
         >>> ids = torch.arange(200) % 20
         >>> counts = torch.arange(1, 21) ** 2
         >>> acts = torch.randn(200, 8, generator=torch.Generator().manual_seed(0)) / counts[ids, None]
-        >>> metrics.frequency_distance_correlation(acts, ids, counts).spearman < -0.5
+        >>> ia.metrics.frequency_distance_correlation(acts, ids, counts).spearman < -0.5
         True
     """
     points = _as_points(activations, name="activations")
     ids = _as_token_ids(token_ids, points.shape[0])
     frequencies = _counts_of(ids, counts)
-    distances = _centroid_distances(points)
+    distances = torch.linalg.vector_norm(points - points.mean(dim=0, keepdim=True), dim=1).cpu().numpy()
     kept = frequencies > 0
     ids, frequencies, distances = ids[kept], frequencies[kept], distances[kept]
     if by_token:
@@ -284,35 +233,27 @@ def _check_correlatable(log_frequencies: np.ndarray, distances: np.ndarray) -> N
         raise InvalidInputError("every point is at the same distance from the centroid: the correlation is undefined.")
 
 
-# ---------------------------------------------------------------------------------------------- curvature
 @dataclass(frozen=True)
-class CurvatureVisibility:
-    """Normal-to-tangent variance ratio of local neighbourhoods, per token-frequency stratum.
-
-    Stratum 0 holds the rarest tokens, the last stratum the most frequent. Every array has one entry a stratum.
+class CurvatureVisibility(_JsonReady):
+    """Normal-to-tangent variance ratio of local neighbourhoods, one array entry per frequency stratum, rarest first.
 
     Attributes:
-        median_ratio: Median over anchors of normal variance / tangent variance (the curvature visibility).
+        median_ratio: Median over anchors of normal / tangent variance (the curvature visibility).
         mean_ratio: Mean of the same ratios.
-        median_radius: Median distance from an anchor to its `n_neighbors`-th neighbour (the neighbourhood size).
+        median_radius: Median distance from an anchor to its `n_neighbors`-th neighbour.
         mean_log_frequency: Mean log(count) of the stratum's rows.
         min_count: Smallest token count in the stratum.
         max_count: Largest token count in the stratum.
         n_points: Rows in the stratum.
-        n_anchors: Anchors whose ratio was averaged (at most `max_anchors`, minus any with zero tangent variance).
+        n_anchors: Anchors averaged (at most `max_anchors`, minus any with zero tangent variance).
         n_neighbors: Neighbours per neighbourhood (the anchor is added to them).
         tangent_dim: Dimension of the local tangent plane.
         n_excluded: Rows dropped because their token has count 0.
 
     Examples:
-        >>> import math, torch
-        >>> from interpreto_anisotropy import metrics
-        >>> angles = torch.cat([0.2 * torch.rand(1000), 2 * math.pi * torch.rand(1000)])
-        >>> circle = torch.stack([angles.cos(), angles.sin()], dim=1)
-        >>> ids = torch.cat([torch.zeros(1000, dtype=torch.long), torch.ones(1000, dtype=torch.long)])
-        >>> result = metrics.curvature_visibility(circle, ids, torch.tensor([1000, 10]), n_strata=2, tangent_dim=1)
-        >>> result.n_points.tolist()  # stratum 0: the rare token; stratum 1: the frequent one
-        [1000, 1000]
+        >>> line = torch.stack([torch.arange(50.0), torch.zeros(50)], dim=1)
+        >>> ia.metrics.curvature_visibility(line, [0] * 50, [5], n_strata=1, n_neighbors=5, tangent_dim=1).n_points
+        array([50])
     """
 
     median_ratio: np.ndarray
@@ -327,10 +268,6 @@ class CurvatureVisibility:
     tangent_dim: int
     n_excluded: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (arrays become lists)."""
-        return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in asdict(self).items()}
-
 
 def curvature_visibility(
     activations: Points,
@@ -343,46 +280,31 @@ def curvature_visibility(
     max_anchors: int | None = 1000,
     seed: int = 0,
 ) -> CurvatureVisibility:
-    """How visible the manifold's curvature is in local neighbourhoods, per token-frequency stratum.
-
-    Rows are sorted by the count of their token (ties by token id, so a token's rows stay together) and cut into
-    `n_strata` strata of equal size. Inside each stratum, for each anchor point, its `n_neighbors` nearest
-    neighbours *within the stratum* form a neighbourhood; a local PCA of the centred neighbourhood (anchor
-    included) splits its variance into the top `tangent_dim` eigenvalues (tangent) and the rest (normal, the
-    residual). The stratum's curvature visibility is the median of normal / tangent over its anchors.
-
-    On a curved manifold sampled with density rho, a k-NN neighbourhood has radius t ~ (k / rho)^(1 / m); its
-    normal offset is O(t^2) and its tangent spread O(t), so the ratio shrinks as O(t^2): densely sampled (frequent)
-    strata look flat. `median_radius` reports t. The ratio, strata and anchors are our operationalisation of the
-    paper's claim (reconstructed, see PAPER_NOTES.md); `n_neighbors=20` and `tangent_dim=5` are our defaults.
+    """How visible the manifold's curvature is in k-NN neighbourhoods, per token-frequency stratum.
 
     Args:
-        activations: One row per token occurrence, shape (n, d).
-        token_ids: The token id of each row, shape (n,).
-        counts: Corpus count of every token id (1-D of size vocab, or a dict); rows with count 0 are dropped.
+        activations: Rows, shape (n, d).
+        token_ids: Token id of each row, shape (n,).
+        counts: Count of every token id (1-D of size vocab, or a dict); rows with count 0 are dropped.
         n_strata: Number of equal-size frequency strata.
-        n_neighbors: Neighbours of each anchor (each stratum needs more rows than this).
+        n_neighbors: Neighbours of each anchor (each stratum needs more rows).
         tangent_dim: Local tangent dimension, 1 <= tangent_dim < min(n_neighbors, d).
-        max_anchors: Anchors drawn at random (without replacement) per stratum, all rows if None.
+        max_anchors: Anchors drawn per stratum without replacement; None: every row.
         seed: Seed of the anchor draw.
 
     Returns:
-        A `CurvatureVisibility` with one entry a stratum, rarest first.
+        A `CurvatureVisibility`.
 
     Raises:
-        InvalidInputError: If the options are out of range, shapes disagree, a stratum has at most `n_neighbors`
-            rows (reduce `n_strata` or `n_neighbors`), or every neighbourhood of a stratum is a single point.
-        EmptyInputError: If `activations` is empty or every row's token has count 0.
-        NonFiniteError: If `activations` hold NaN or infinity.
+        EmptyInputError: Every row's token has count 0.
 
     Examples:
-        >>> import math, torch
-        >>> from interpreto_anisotropy import metrics
+        >>> import math
         >>> # a frequent token seen 1000 times on a short arc, a rare one 1000 times around the whole circle
         >>> angles = torch.cat([0.2 * torch.rand(1000), 2 * math.pi * torch.rand(1000)])
         >>> circle = torch.stack([angles.cos(), angles.sin()], dim=1)
         >>> ids = torch.cat([torch.zeros(1000, dtype=torch.long), torch.ones(1000, dtype=torch.long)])
-        >>> result = metrics.curvature_visibility(
+        >>> result = ia.metrics.curvature_visibility(
         ...     circle, ids, torch.tensor([1000, 10]), n_strata=2, n_neighbors=10, tangent_dim=1
         ... )
         >>> bool(result.median_ratio[1] < result.median_ratio[0])  # the frequent stratum looks flatter
@@ -402,9 +324,9 @@ def curvature_visibility(
         _stratum_row(number, points, members, frequencies[members], max_anchors, rng, n_neighbors, tangent_dim)
         for number, members in enumerate(strata)
     ]
-    columns = dict(zip(_STRATUM_FIELDS, (np.array(column) for column in zip(*rows, strict=True)), strict=True))
+    columns = zip(_STRATUM_FIELDS.items(), zip(*rows, strict=True), strict=True)
     return CurvatureVisibility(
-        **{name: column.astype(_STRATUM_FIELDS[name]) for name, column in columns.items()},
+        **{name: np.array(column).astype(dtype) for (name, dtype), column in columns},
         n_neighbors=n_neighbors,
         tangent_dim=tangent_dim,
         n_excluded=int(len(ids) - kept.size),
@@ -412,16 +334,9 @@ def curvature_visibility(
 
 
 # The per-stratum fields of `CurvatureVisibility`, in the order `_stratum_row` gives them, with their dtypes.
-_STRATUM_FIELDS = {
-    "median_ratio": np.float64,
-    "mean_ratio": np.float64,
-    "median_radius": np.float64,
-    "mean_log_frequency": np.float64,
-    "min_count": np.float64,
-    "max_count": np.float64,
-    "n_points": np.int64,
-    "n_anchors": np.int64,
-}
+_STRATUM_FIELDS = dict.fromkeys(
+    ("median_ratio", "mean_ratio", "median_radius", "mean_log_frequency", "min_count", "max_count"), np.float64
+) | {"n_points": np.int64, "n_anchors": np.int64}
 
 
 def _stratum_row(
@@ -434,17 +349,14 @@ def _stratum_row(
     n_neighbors: int,
     tangent_dim: int,
 ) -> tuple[Any, ...]:
-    """One stratum's `_STRATUM_FIELDS`, from the local ratios of its anchors' neighbourhoods within it.
-
-    Raises:
-        InvalidInputError: The stratum has at most `n_neighbors` rows, or every neighbourhood is a single point.
-    """
+    """One stratum's `_STRATUM_FIELDS`, from the local ratios of its anchors' neighbourhoods within it."""
     if len(members) <= n_neighbors:
         raise InvalidInputError(
             f"frequency stratum {number} has {len(members)} rows but needs more than n_neighbors={n_neighbors}; "
             "pass fewer strata, fewer neighbours or more activations."
         )
-    anchors = _draw_anchors(len(members), max_anchors, rng)
+    m = len(members)
+    anchors = np.arange(m) if max_anchors is None or m <= max_anchors else np.sort(rng.choice(m, max_anchors, False))
     ratios, radii = _local_ratios(
         points[torch.as_tensor(members, device=points.device)], anchors, n_neighbors, tangent_dim
     )
@@ -481,12 +393,6 @@ def _check_curvature_options(
         raise InvalidInputError(f"max_anchors must be a positive integer or None, got {max_anchors!r}.")
 
 
-def _draw_anchors(m: int, max_anchors: int | None, rng: np.random.Generator) -> np.ndarray:
-    if max_anchors is None or m <= max_anchors:
-        return np.arange(m)
-    return np.sort(rng.choice(m, size=max_anchors, replace=False))
-
-
 def _local_ratios(
     points: Float[torch.Tensor, "m d"], anchors: np.ndarray, n_neighbors: int, tangent_dim: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -506,7 +412,6 @@ def _local_ratios(
     return torch.cat(ratios).numpy(), distances[:, -1]
 
 
-# ---------------------------------------------------------------------------------------------- counting
 def count_token_frequencies(
     texts: str | Iterable[str],
     tokenizer: Any,
@@ -515,36 +420,29 @@ def count_token_frequencies(
     add_special_tokens: bool = False,
     batch_size: int = 1000,
 ) -> Int[torch.Tensor, " vocab"]:
-    """Count how often each token id occurs in a corpus, tokenized with the model's tokenizer.
-
-    Texts are tokenized in batches with `tokenizer(batch, add_special_tokens=...)["input_ids"]` (any Hugging Face
-    tokenizer, or a callable that answers the same way), without truncation or padding.
+    """How often each token id occurs in `texts`, tokenized in batches by `tokenizer(batch, add_special_tokens=...)`.
 
     Args:
         texts: A text or an iterable of texts.
-        tokenizer: A Hugging Face tokenizer (or compatible callable). Its `len()` gives the default vocab size.
-        vocab_size: Size of the returned vector; by default `len(tokenizer)`, grown if an id exceeds it.
-        add_special_tokens: Count special tokens (BOS, CLS, ...) too. Off by default, so counts are corpus
-            frequencies of real tokens; rows of special tokens then have count 0 and are dropped by
-            `frequency_distance_correlation` and `curvature_visibility`.
+        tokenizer: A Hugging Face tokenizer, or a callable that answers `{"input_ids": ...}` the same way.
+        vocab_size: Size of the result; by default `len(tokenizer)`, grown if an id exceeds it.
+        add_special_tokens: Count special tokens too (off: their rows get count 0 and are dropped by the analyses).
         batch_size: Texts per tokenizer call.
 
     Returns:
-        A 1-D int64 CPU tensor `counts` of size vocab, `counts[i]` the number of occurrences of token id i.
+        An int64 CPU tensor (vocab,), entry i the occurrences of token id i.
 
     Raises:
-        EmptyInputError: If there is no text.
-        InvalidInputError: If a text is not a string, `batch_size` < 1, or an id exceeds an explicit `vocab_size`.
-        TokenizerError: If the tokenizer does not return `input_ids`.
+        EmptyInputError: No text.
+        InvalidInputError: A text not a string, `batch_size` < 1, or an id beyond an explicit `vocab_size`.
 
     Examples:
-        >>> from interpreto_anisotropy import metrics
         >>> class Words:  # a stand-in for a tokenizer: one id per vocabulary word
         ...     vocab = {"a": 0, "b": 1, "c": 2}
         ...     def __len__(self): return 3
         ...     def __call__(self, texts, add_special_tokens=False):
         ...         return {"input_ids": [[self.vocab[w] for w in t.split()] for t in texts]}
-        >>> metrics.count_token_frequencies(["a b a", "c a"], Words()).tolist()
+        >>> ia.metrics.count_token_frequencies(["a b a", "c a"], Words()).tolist()
         [3, 1, 1]
     """
     batch = [texts] if isinstance(texts, str) else list(texts)
@@ -552,19 +450,15 @@ def count_token_frequencies(
         raise EmptyInputError("texts is empty: pass at least one text to count tokens in.")
     if not all(isinstance(text, str) for text in batch):
         raise InvalidInputError("texts must be strings.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    check_positive_int("batch_size", batch_size)
     size = vocab_size if vocab_size is not None else _tokenizer_size(tokenizer)
     counts = torch.zeros(size, dtype=torch.int64)
     for start in range(0, len(batch), batch_size):
         ids = _token_ids_of(tokenizer, batch[start : start + batch_size], add_special_tokens)
-        if ids.numel() == 0:
-            continue
-        if int(ids.max()) >= counts.shape[0]:
-            if vocab_size is not None:
-                raise InvalidInputError(f"token id {int(ids.max())} does not fit vocab_size={vocab_size}.")
-            counts = torch.cat([counts, torch.zeros(int(ids.max()) + 1 - counts.shape[0], dtype=torch.int64)])
-        counts += torch.bincount(ids, minlength=counts.shape[0])
+        if vocab_size is not None and ids.numel() and int(ids.max()) >= vocab_size:
+            raise InvalidInputError(f"token id {int(ids.max())} does not fit vocab_size={vocab_size}.")
+        found = torch.bincount(ids, minlength=counts.shape[0])  # longer when an id exceeds the size so far
+        counts = torch.nn.functional.pad(counts, (0, found.shape[0] - counts.shape[0])) + found
     return counts
 
 

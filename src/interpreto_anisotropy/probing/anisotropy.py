@@ -3,23 +3,10 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """ΔIsoScore* of the gradient cloud when a subspace is removed: where it is computed and what it shrinks toward.
 
-The probe reports IsoScore*(G) and, for the tangent and each normal control Q, IsoScore* of G with Q projected
-out. Three settings decide those numbers (`IsoScoreSettings`, from `GradientProbe.run`'s `isoscore_convention`,
-`isoscore_zeta` and `isoscore_c0`):
-
-- the **convention**: `complement` scores the projected cloud in the (d - k)-dimensional complement of Q (the
-  covariance P^T Sigma P, P an orthonormal basis of the complement); `ambient` keeps it in R^d, where the k
-  removed directions count as empty dimensions;
-- the shrinkage **zeta** of IsoScore*, C_zeta = (1 - zeta) C + zeta C0;
-- its **target C0**: the scaled identity (tr(C) / m) I_m of the space the cloud is scored in (m = d - k or d),
-  the identity I_m, or a covariance of the gradients themselves: "pooled" (the probe's own gradient covariance)
-  or a (d, d) tensor you pass (e.g. of gradients pooled over more texts or checkpoints). A covariance C0 describes
-  a larger sample of the same gradients, so what is removed from the cloud is removed from it too: it enters as
-  R C0 R (ambient) or P^T C0 P (complement), R = I - Q Q^T. With "pooled", C0 is the cloud's own covariance and
-  IsoScore* equals plain IsoScore whatever zeta.
-
-Every value is computed from traces and Frobenius inner products of Sigma, C0, Sigma Q and C0 Q (for Q in
-R^{d x k}: ⟨R A R, R B R⟩ = ⟨A, B⟩ - 2 ⟨A Q, B Q⟩ + ⟨Q^T A Q, Q^T B Q⟩), so no d x d matrix is formed per subspace.
+`IsoScoreSettings` holds `GradientProbe.run`'s `isoscore_convention`, `isoscore_zeta` and `isoscore_c0`
+(docs/statistics.md#isoscore-settings explains each). Every value comes from traces and Frobenius inner products
+of Sigma, C0, Sigma Q and C0 Q (with R = I - Q Q^T: ⟨R A R, R B R⟩ = ⟨A, B⟩ - 2 ⟨A Q, B Q⟩ + ⟨Q^T A Q, Q^T B Q⟩),
+so no d x d matrix is formed per subspace.
 """
 
 from __future__ import annotations
@@ -45,12 +32,8 @@ class IsoScoreConvention(str, Enum):
     """Where IsoScore* of the gradient cloud with a rank-k subspace removed is computed.
 
     Attributes:
-        COMPLEMENT: In the (d - k)-dimensional complement of the subspace (the default): the removed directions are
-            not counted. A uniformly random subspace then gets a positive ΔIsoScore* too (the score is renormalised
-            by d - k - 1 instead of d - 1), so only the difference with the controls (`anisotropy_share`) means
-            something.
-        AMBIENT: In R^d, the projected cloud G (I - Q Q^T) scored as any cloud of R^d, its k removed directions
-            counted as empty: removing a random subspace then lowers IsoScore*.
+        COMPLEMENT: In the (d - k)-dimensional complement, P^T Sigma P (the default; a random subspace's Δ is > 0).
+        AMBIENT: In R^d, G (I - Q Q^T), the k removed directions counted as empty (a random subspace's Δ is < 0).
 
     Examples:
         >>> IsoScoreConvention("ambient") is IsoScoreConvention.AMBIENT
@@ -65,13 +48,9 @@ class IsoScoreTarget(str, Enum):
     """The shrinkage target C0 of IsoScore*, by name (a (d, d) tensor may be given instead).
 
     Attributes:
-        SCALED_IDENTITY: (tr(C) / m) I_m, the identity scaled to the scored cloud's mean variance, in the m
-            dimensions it is scored in (the default): scale invariant, and stable when there are few tokens.
-        IDENTITY: The bare identity I_m, the `isoscore` package's advice without a larger sample. It depends on the
-            gradients' units: only meaningful when their mean variance is about 1.
-        POOLED: The probe's own gradient covariance (projected like the cloud). Shrinking a cloud toward its own
-            covariance changes nothing: IsoScore* is then plain IsoScore, the reference code's evaluation setting
-            when the evaluated sample is itself the large sample (n >> d).
+        SCALED_IDENTITY: (tr(C) / m) I_m in the m dimensions the cloud is scored in (the default; scale invariant).
+        IDENTITY: I_m (depends on the gradients' units).
+        POOLED: The probe's own gradient covariance, projected like the cloud: IsoScore* is then plain IsoScore.
 
     Examples:
         >>> IsoScoreTarget("pooled").value
@@ -122,11 +101,6 @@ class IsoScoreSettings:
 
         Returns:
             The settings.
-
-        Raises:
-            InvalidInputError: An unknown convention or target name, zeta outside [0, 1], or a C0 matrix that is
-                not square or without variance.
-            NonFiniteError: A C0 matrix holding NaN or infinity.
         """
         return cls(_convention(convention), _zeta(zeta), _target(c0))
 
@@ -136,11 +110,7 @@ class IsoScoreSettings:
         return self.target.value if isinstance(self.target, IsoScoreTarget) else GIVEN_TARGET
 
     def check_dim(self, dim: int) -> None:
-        """Refuse a given C0 whose size is not the gradients' d.
-
-        Raises:
-            DimensionMismatchError: Naming `isoscore_c0` and both sizes.
-        """
+        """Refuse (`DimensionMismatchError`) a given C0 whose size is not the gradients' d."""
         if isinstance(self.target, torch.Tensor) and self.target.shape[0] != dim:
             raise DimensionMismatchError(
                 f"isoscore_c0 is a {self.target.shape[0]} x {self.target.shape[0]} matrix but the gradients live in "
@@ -148,25 +118,12 @@ class IsoScoreSettings:
             )
 
     def covariance(self, moments: MomentAccumulator) -> Float[torch.Tensor, "d d"]:
-        """The gradient covariance the scores use: unbiased (as `torch.cov`, the reference code) when C0 has a scale.
-
-        With the scaled identity or the pooled target IsoScore* does not depend on the covariance's scale, and the
-        covariance divides by n; with the identity or a given C0 it is mixed with C0 as it is, so it divides by
-        n - 1 like the `isoscore` package (which takes `torch.cov` of the points).
-        """
+        """The gradient covariance the scores use: divided by n, or by n - 1 (as `torch.cov`) when C0 has a scale."""
         scaled = self.target is IsoScoreTarget.IDENTITY or isinstance(self.target, torch.Tensor)
         return moments.covariance(unbiased=scaled and moments.count > 1)
 
     def score(self, covariance: Float[torch.Tensor, "d d"], n: int) -> float:
-        """IsoScore* of the whole gradient cloud (nothing removed), from its (d, d) covariance.
-
-        Args:
-            covariance: Sigma, float64 (d, d).
-            n: Number of gradient rows behind it (>= 2).
-
-        Returns:
-            IsoScore* in [0, 1].
-        """
+        """IsoScore* of the whole gradient cloud, from its float64 (d, d) covariance and its n >= 2 rows."""
         if self.target is IsoScoreTarget.SCALED_IDENTITY:
             return float(isoscore_star_from_covariance(covariance, n=n, zeta=self.zeta))
         target = self._data_target(covariance)
@@ -177,15 +134,7 @@ class IsoScoreSettings:
     def score_without(
         self, covariance: Float[torch.Tensor, "d d"], bases: Float[torch.Tensor, "R d k"]
     ) -> Float[np.ndarray, " R"]:
-        """IsoScore* of the gradient cloud with each subspace removed, in this convention, toward this target.
-
-        Args:
-            covariance: Sigma, float64 (d, d).
-            bases: Orthonormal bases of the removed subspaces, (R, d, k).
-
-        Returns:
-            (R,) IsoScore* values.
-        """
+        """(R,) IsoScore* of the cloud of float64 covariance (d, d) with each subspace of `bases` (R, d, k) removed."""
         d, k = bases.shape[-2], bases.shape[-1]
         dim = d - k if self.convention is IsoScoreConvention.COMPLEMENT else d
         bases = bases.to(covariance)
@@ -213,11 +162,8 @@ class IsoScoreSettings:
 def _projected_trace_and_norm(
     matrix: Float[torch.Tensor, "d d"], bases: Float[torch.Tensor, "R d k"]
 ) -> tuple[Float[torch.Tensor, " R"], Float[torch.Tensor, " R"]]:
-    """tr(R A R) and ||R A R||_F^2 for R = I - Q Q^T and each Q of `bases`; A symmetric.
-
-    They equal tr(P^T A P) and ||P^T A P||_F^2 for P an orthonormal basis of the complement: tr(A) - tr(Q^T A Q)
-    and ||A||^2 - 2 ||A Q||^2 + ||Q^T A Q||^2.
-    """
+    """tr(R A R) = tr A - tr(Q^T A Q) and ||R A R||^2 = ||A||^2 - 2 ||A Q||^2 + ||Q^T A Q||^2 for each Q of `bases`
+    (R = I - Q Q^T, A symmetric)."""
     a_q = matrix @ bases
     inner = bases.transpose(-1, -2) @ a_q
     traces = torch.trace(matrix) - torch.diagonal(inner, dim1=-2, dim2=-1).sum(-1)

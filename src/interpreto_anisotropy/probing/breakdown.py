@@ -3,20 +3,10 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The energy share broken down by token frequency and by position: which tokens carry the tangent's energy.
 
-The paper argues that frequency-biased sampling attenuates curvature visibility; as we read it, frequent tokens,
-seen in small neighbourhoods, hide the manifold's curvature and have tangent gradients. The probe measures it directly: every probed token falls in one frequency
-bucket and one position bucket, and each bucket gets its own energy share, sum of the tokens' energies in the
-subspace over the sum of their squared gradient norms.
-
-* **Frequency buckets** come from a table of token counts (in a sweep, the counts of its fit and probe texts
-  together; the probe texts' by default; or yours). Token types are ranked by count, most frequent first (types
-  of equal count by token id, so tied types at an edge can fall on both sides of it), and a type goes in the
-  bucket of the edges (default: 50 %, 75 % and 90 % of all occurrences) that the types *before* it reach. So
-  bucket 0, labelled "0-50 % of occurrences", holds the few frequent types before the 50 % mark and the type that
-  crosses it: at least half of the occurrences, often more. The last bucket holds the long tail of rare types,
-  and types absent from the table. The labels name the edges, not the exact shares a bucket holds.
-* **Position buckets** cut a token's position in its sequence (from 0) at `POSITION_EDGES`: 0, 1-3, 4-15, 16-63,
-  64-255, 256 and beyond.
+Each probed token falls in one frequency bucket and one position bucket, each with its own energy share (the
+columns `frequency_*` and `position_*` of docs/columns.md). Token types ranked by count (ties by id) go in the bucket
+of the `FREQUENCY_EDGES` that the types *before* them reach, so bucket 0 ("0-50 % of occurrences") holds at least
+half of the occurrences and the last the rare tail and unseen types; positions are cut at `POSITION_EDGES`.
 
 Examples:
     >>> frequency_bucket_of_ids(torch.tensor([50, 30, 15, 5, 0]), edges=(0.5, 0.75, 0.9)).tolist()
@@ -55,18 +45,9 @@ POSITION_EDGES: tuple[int, ...] = (1, 4, 16, 64, 256)
 def frequency_bucket_of_ids(
     counts: Int[torch.Tensor, " V"], *, edges: Sequence[float] = FREQUENCY_EDGES
 ) -> torch.Tensor:
-    """The frequency bucket of every token id, from a table of counts.
+    """The frequency bucket of every token id, (V,) in [0, len(edges)], from its counts (V,); count 0: the last.
 
-    Args:
-        counts: How often each token id occurs, (V,).
-        edges: Increasing cumulated shares in (0, 1) where buckets are cut.
-
-    Returns:
-        (V,) bucket index in [0, len(edges)]: the number of edges that the cumulated share of the types more
-        frequent than this one reaches. Ids with count 0 are in the last bucket.
-
-    Raises:
-        InvalidInputError: Edges not increasing in (0, 1), or counts that are negative or all zero.
+    Raises `InvalidInputError` for edges not increasing in (0, 1), or counts negative or all zero.
     """
     edges = _checked_edges(edges)
     counts = torch.as_tensor(counts).double().reshape(-1)
@@ -86,8 +67,7 @@ def position_buckets(positions: Int[torch.Tensor, "..."], *, edges: Sequence[int
 
 
 def frequency_labels(edges: Sequence[float] = FREQUENCY_EDGES) -> list[str]:
-    """Names of the frequency buckets, e.g. "0-50 % of occurrences": the most frequent types, up to and including
-    the one whose count crosses the 50 % mark (so at least half of the occurrences; the label names the edges)."""
+    """Names of the frequency buckets, e.g. "0-50 % of occurrences" (the edges, not the exact shares held)."""
     bounds = [0.0, *edges, 1.0]
     return [f"{100 * low:g}-{100 * high:g} % of occurrences" for low, high in zip(bounds, bounds[1:], strict=False)]
 
@@ -110,13 +90,7 @@ def _checked_edges(edges: Sequence[float]) -> tuple[float, ...]:
 
 @dataclass
 class EnergyByBucket:
-    """Running sums of one breakdown: each bucket's token energy in every subspace column, norm and token count.
-
-    Attributes:
-        energy: (B, S) float64 summed squared projections of the bucket's gradients on each column's subspace.
-        total: (B,) float64 summed squared gradient norms.
-        tokens: (B,) float64 number of probed tokens.
-    """
+    """Running float64 sums of one breakdown: each bucket's energy (B, S), squared norm (B,) and token count (B,)."""
 
     energy: Float[torch.Tensor, "B S"]
     total: Float[torch.Tensor, " B"]
@@ -164,10 +138,9 @@ class EnergyByBucket:
 
 
 class Breakdown:
-    """Each tangent's energy by token id and by position bucket, and its controls' mean, summed over a probe run.
+    """Each tangent's and its controls' mean energy by token id and by position bucket, over a probe run.
 
-    Sums are kept per token id, so the frequency buckets can be cut afterwards from any count table (the probe's own
-    tokens by default) in one pass over the gradients.
+    Kept per token id, so the frequency buckets can be cut afterwards from any count table.
 
     Args:
         vocab_size: V, the model's input embedding rows (ids beyond it are not counted by id).
@@ -200,8 +173,7 @@ class Breakdown:
         token_total: Float[torch.Tensor, " N"],
         probed: Bool[torch.Tensor, " N"],
     ) -> None:
-        """Add a batch's tokens, flattened: ids, positions (from 0), energies in every column (N, S), squared norms
-        (N,); rows not `probed` count for nothing."""
+        """Add a batch's flattened tokens (energies (N, S) in every column); rows not `probed` count for nothing."""
         energy = torch.cat(
             [
                 token_energy[:, self.tangent_columns],
@@ -236,8 +208,7 @@ class Breakdown:
     def fields(
         self, tangent_index: int, counts: Int[torch.Tensor, " V"] | None, edges: Sequence[float]
     ) -> dict[str, list]:
-        """The `ProbeResult` fields of one tangent: labels, its share, its controls' mean share and token counts
-        per frequency bucket and per position bucket (shares None for an empty bucket)."""
+        """The `ProbeResult` fields `frequency_*` and `position_*` of one tangent (shares None for an empty bucket)."""
         control_index = len(self.tangent_columns) + tangent_index
         out: dict[str, list] = {}
         for prefix, sums, labels in (

@@ -1,24 +1,12 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The confidence interval of an energy share: a bootstrap-t over sequences, studentized by the jackknife.
+"""The confidence interval of an energy share: a bootstrap-t over sequences, studentized by the jackknife (ours).
 
-The energy share of a subspace over a probe is a ratio of sequence sums, E = sum_i e_i / sum_i t_i (e_i: sequence i's
-energy in the subspace, t_i: its squared gradient norm). Sequences are the independent unit, so they are what is
-resampled. With R the share of a multinomial resample of the sequences and se its jackknife standard error (each
-resample's own, by leaving one of its draws out at a time), and t = (R - E) / se over the resamples, the interval is
-
-    [E - max(t_hi, |t|_c) se, E + max(-t_lo, |t|_c) se], clipped to [0, 1],
-
-t_lo and t_hi the (1 - c) / 2 and (1 + c) / 2 quantiles of t, |t|_c the c quantile of |t| (c = `confidence`): the
-smallest interval holding both the equal-tailed and the symmetric bootstrap-t intervals. This is our choice, not
-the paper's: `benchmarks/interval_coverage.py` measured, on AR(1) token gradients in heterogeneous sequences, that
-the percentile bootstrap under-covers at realistic numbers of sequences, that the symmetric bootstrap-t under-covers
-when sequences of two types mix and the equal-tailed one on homogeneous sequences of heavy-tailed weights, and that
-this one holds the nominal level from 20 sequences on in all three of its processes (docs/statistics.md gives the
-tables). Every interval of the package comes from here:
-`build_results` calls `share_intervals` for `GradientProbe.run`, a sweep's probes, and the live probe's windows
-(live or retrospective).
+With E = sum_i e_i / sum_i t_i the share, R a multinomial resample's share, se its jackknife standard error and
+t = (R - E) / se, the interval is [E - max(t_hi, |t|_c) se, E + max(-t_lo, |t|_c) se] clipped to [0, 1]: the
+smallest holding the equal-tailed and the symmetric bootstrap-t intervals. Every interval of the package comes from
+here; docs/statistics.md#the-interval-of-the-energy-share defines it and gives its measured coverage.
 """
 
 from __future__ import annotations
@@ -33,21 +21,18 @@ from ..errors import DegenerateStatisticsWarning, InvalidInputError
 
 __all__ = ["MIN_BOOTSTRAP_SEQUENCES", "share_intervals"]
 
-#: Fewer probe sequences than this warn: `benchmarks/interval_coverage.py` measured the interval's coverage of a
-#: nominal 95 % at 0.95 or more at 20 sequences in each of its three processes, and under 0.93 in one of them at every
-#: smaller size it measured (`MEASURED_COVERAGE`).
+#: Fewer probe sequences than this warn: from 20 on, `benchmarks/interval_coverage.py` measured a 95 % interval's
+#: coverage at 0.95 or more in each of its processes; below, under 0.93 in one of them (`MEASURED_COVERAGE`).
 MIN_BOOTSTRAP_SEQUENCES = 20
 
 #: The names of the processes of `benchmarks/interval_coverage.py`, in the order of `MEASURED_COVERAGE`'s entries.
 MEASURED_PROCESSES = ("homogeneous", "two types", "heavy-tailed two types")
 
-#: Coverage of the nominal 95 % interval measured by `benchmarks/interval_coverage.py --seed 0` (1000 replications
-#: per cell, 2026-12-01) below `MIN_BOOTSTRAP_SEQUENCES`: {n_seq: (coverage of each of `MEASURED_PROCESSES`)}. The
-#: warning quotes the entry nearest below the probe's number of sequences.
+#: Coverage of the 95 % interval by `benchmarks/interval_coverage.py --seed 0` (1000 replications, 2026-12-01) below
+#: `MIN_BOOTSTRAP_SEQUENCES`: {n_seq: (coverage in each of `MEASURED_PROCESSES`)}, quoted by the warning.
 MEASURED_COVERAGE = {5: (0.954, 0.916, 0.872), 10: (0.946, 0.969, 0.908), 15: (0.942, 0.957, 0.928)}
 
-#: Shares closer than this are the same share (a resample of sequences that all hold the same share differs from the
-#: sample's by rounding only, which a zero jackknife error must not turn into an infinite studentized distance).
+#: Shares closer than this are the same share (rounding, which a zero jackknife error must not make infinite).
 _TIE = 1e-12
 
 #: Resamples drawn at a time (the draws, hence the intervals, do not depend on anything else).
@@ -64,18 +49,15 @@ def share_intervals(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap-t interval of each column's energy share sum(energy) / sum(total), resampling sequences.
 
-    See the module's docstring for the interval; `n_resamples` resamples estimate the quantiles of t.
-
     Args:
         energy: Each sequence's energy in each subspace, (n_seq, S), float64 (any device).
         total: Each sequence's squared gradient norm, (n_seq,), float64 (same device).
-        n_resamples: Multinomial resamples of the sequences (the bootstrap distribution of the studentized share).
+        n_resamples: Multinomial resamples of the sequences.
         confidence: Level of the interval, in (0, 1).
         generator: CPU generator of the resamples (the same intervals on every device).
 
     Returns:
-        (low, high), each (S,) float64 in [0, 1]; NaN with a single sequence (the jackknife has nothing to leave
-        out) or where no share is defined (every total zero). All energies zero give [0, 0].
+        (low, high), each (S,) float64 in [0, 1]; NaN with one sequence or every total zero; [0, 0] for zero energy.
 
     Raises:
         InvalidInputError: n_resamples not positive, confidence outside (0, 1), or shapes that disagree.
@@ -113,7 +95,6 @@ def share_intervals(
 
 
 def _check(energy: torch.Tensor, total: torch.Tensor, n_resamples: int, confidence: float) -> None:
-    """Refuse arguments `share_intervals` cannot use."""
     if n_resamples < 1:
         raise InvalidInputError(f"n_bootstrap must be positive, got {n_resamples}.")
     if not 0 < confidence < 1:
@@ -126,8 +107,7 @@ def _check(energy: torch.Tensor, total: torch.Tensor, n_resamples: int, confiden
 
 
 def _warn_few(n_sequences: int) -> None:
-    """Warn that `n_sequences` (< `MIN_BOOTSTRAP_SEQUENCES`) sequences give an unreliable (or, with one, no) interval,
-    quoting the coverage measured at the nearest number of sequences at or below it (the smallest measured, below)."""
+    """Warn of an unreliable (with one sequence, no) interval, quoting the coverage measured nearest below."""
     reported = "is reported as NaN" if n_sequences == 1 else "covers less than it says"
     size = max((size for size in MEASURED_COVERAGE if size <= n_sequences), default=min(MEASURED_COVERAGE))
     measured = ", ".join(
@@ -158,9 +138,8 @@ def _share_and_error(
 ) -> tuple[Float[torch.Tensor, "B S"], Float[torch.Tensor, "B S"]]:
     """Share and jackknife standard error of each resample (sequence i drawn counts[b, i] times): ((B, S), (B, S)).
 
-    The jackknife leaves out one draw at a time: leaving out a draw of sequence i gives the share
-    (energy_b - energy_i) / (total_b - total_i), counts[b, i] times; se^2 = (m - 1) / m * sum of squared deviations
-    of these m = sum(counts[b]) shares from their mean.
+    Leaving out a draw of sequence i gives (energy_b - energy_i) / (total_b - total_i), counts[b, i] times;
+    se^2 = (m - 1) / m * the squared deviations of these m = sum(counts[b]) shares from their mean, summed.
     """
     energy_sum, total_sum = counts @ energy, counts @ total
     share = energy_sum / total_sum[:, None]
@@ -181,9 +160,7 @@ def _studentized(
     share: Float[torch.Tensor, " S"],
     max_elements: int = 2**22,
 ) -> Float[torch.Tensor, "B S"]:
-    """(R_b - share) / se_b of each resample, on the CPU: 0 where the resample's share is the sample's (within
-    `_TIE`; 0 / 0 included), infinite where it differs with a zero standard error, NaN where it is undefined (then
-    dropped).
+    """(R_b - share) / se_b of each resample, on the CPU: 0 within `_TIE` (0 / 0 included), infinite for a zero se.
 
     Resamples are taken a few at a time, so that the (rows, n, S) left-out shares stay under `max_elements`.
     """
@@ -199,13 +176,8 @@ def _studentized(
 def _multipliers(
     studentized: Float[np.ndarray, "B S"], confidence: float
 ) -> tuple[Float[np.ndarray, " S"], Float[np.ndarray, " S"]]:
-    """How many standard errors the interval reaches below and above the share, (S,) each, >= 0.
-
-    Each side takes the larger of the equal-tailed bootstrap-t's (the (1 + c) / 2 quantile of the studentized
-    shares below, minus the (1 - c) / 2 quantile above) and the symmetric one's (the c quantile of their absolute
-    value): the interval is the smallest holding both. Quantiles are order statistics (`_order_statistic`: no
-    interpolation, which would make NaN between resamples at -inf and +inf).
-    """
+    """Standard errors the interval reaches below and above the share, (S,) each: the larger of the equal-tailed
+    and the symmetric bootstrap-t's, from order statistics (interpolating would make NaN between -inf and +inf)."""
     tail = (1 - confidence) / 2
     low_tail, high_tail = _order_statistic(studentized, tail), _order_statistic(studentized, 1 - tail)
     symmetric = _order_statistic(np.abs(studentized), confidence)
@@ -213,10 +185,9 @@ def _multipliers(
 
 
 def _order_statistic(values: Float[np.ndarray, "B S"], level: float) -> Float[np.ndarray, " S"]:
-    """The smallest of each column's non-NaN values with at least a fraction `level` of them at or below it, (S,).
+    """The smallest of each column's non-NaN values with a fraction `level` at or below it, (S,); NaN if none.
 
-    The rank, ceil(level * m), forgives rounding of `level` (1e-9 of a rank: (1 - 0.95) / 2 is 0.025000000000000022);
-    NaN for a column without values.
+    The rank ceil(level * m) forgives 1e-9 of rounding ((1 - 0.95) / 2 is 0.025000000000000022).
     """
     present = (~np.isnan(values)).sum(0)
     rank = np.clip(np.ceil(level * present - 1e-9).astype(int), 1, None) - 1
@@ -231,8 +202,7 @@ def _clipped(
     below: Float[np.ndarray, " S"],
     above: Float[np.ndarray, " S"],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """[share - below se, share + above se] clipped to [0, 1], the range of a share; a zero se with an infinite
-    multiplier (resamples that differ from the sample although its jackknife saw no spread) reaches the bound."""
+    """[share - below se, share + above se] clipped to [0, 1]; a zero se with an infinite multiplier reaches the bound."""
 
     def reach(multiplier: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):

@@ -1,23 +1,14 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Masked-LM corruption as a setting: the masking rate and the mask / random / keep split, shared by the masked-LM
-objective and the toy trainer.
+"""Masked-LM corruption as a setting (rate and mask / random / keep split), shared by the objective and the trainer.
 
-`MaskedLM` describes one masking scheme (BERT's by default: 15 % of the tokens selected, of which 80 % become the
-mask token, 10 % a random token and 10 % stay) and applies it. It draws its random numbers from the caller's
-generator, always in the same order: the selection draws, then the split draws, then the random token ids. The
-probe calls it per sequence (for masks that do not depend on batching), the trainer per batch.
+`MaskedLM` draws from the caller's generator, always in the same order: selection, split, random token ids. The
+probe calls it per sequence (masks independent of batching), the trainer per batch.
 
 Examples:
-    >>> masking = MaskedLM(rate=0.3)
-    >>> str(masking)
+    >>> str(MaskedLM(rate=0.3))
     'masked_lm(rate=0.3, mask=0.8, random=0.1, keep=0.1)'
-    >>> generator = torch.Generator().manual_seed(0)
-    >>> selected = masking.select(torch.ones(10, dtype=torch.bool), generator, at_least_one=True)
-    >>> corrupted = masking.corrupt(torch.arange(10, 20), selected, generator, vocab_size=50, mask_token_id=0)
-    >>> bool((corrupted[~selected] == torch.arange(10, 20)[~selected]).all())  # unselected tokens are untouched
-    True
 """
 
 from __future__ import annotations
@@ -40,22 +31,16 @@ _SPLIT_TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class MaskedLM:
-    """The masked-LM objective's settings: which share of the tokens is predicted, and how they are corrupted.
-
-    Pass it wherever an objective is accepted (`GradientProbe(objective=MaskedLM(rate=0.3))`,
-    `CheckpointSweep(objective=...)`); the mask's seed comes from the probe's or the sweep's `seed`. The default is
-    BERT's scheme, the one `objective="masked_lm"` uses.
+    """The masked-LM objective's settings, wherever an objective is accepted (default: BERT's, `"masked_lm"`).
 
     Args:
         rate: Share of the real, non-special tokens selected for prediction, in (0, 1).
         mask: Share of the selected tokens replaced by the mask token.
-        random: Share of the selected tokens replaced by a random token (drawn uniformly from the vocabulary, so it
-            may happen to be the original token).
-        keep: Share of the selected tokens left as they are. `mask + random + keep` must be 1.
+        random: Share replaced by a token drawn uniformly from the vocabulary (possibly the original).
+        keep: Share left as they are; `mask + random + keep` must be 1.
 
     Raises:
-        InvalidInputError: A rate outside (0, 1), a share outside [0, 1], or shares that do not add up to 1; the
-            message names the option.
+        InvalidInputError: A rate outside (0, 1), a share outside [0, 1], or shares that do not add up to 1.
 
     Examples:
         >>> MaskedLM(rate=0.3, mask=1.0, random=0.0, keep=0.0).to_dict()
@@ -106,17 +91,7 @@ class MaskedLM:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MaskedLM:
-        """Builds the settings from the output of `to_dict`.
-
-        Args:
-            data: A mapping with keys among `objective` (`"masked_lm"`), `rate`, `mask`, `random` and `keep`.
-
-        Returns:
-            The settings.
-
-        Raises:
-            InvalidInputError: If `data` is not a mapping, names another objective, or has unknown keys.
-        """
+        """The settings `to_dict` wrote (`InvalidInputError` for another objective or unknown keys)."""
         if not isinstance(data, Mapping):
             raise InvalidInputError(f"MaskedLM.from_dict expects a dict, got {type(data).__name__}.")
         if data.get("objective", "masked_lm") != "masked_lm":
@@ -137,19 +112,8 @@ class MaskedLM:
         *,
         at_least_one: bool = False,
     ) -> Bool[torch.Tensor, "..."]:
-        """Draws which tokens are predicted: each candidate independently with probability `rate`.
-
-        One uniform draw per entry of `candidates` (candidates or not, so the draws do not depend on which tokens are
-        special); a token is selected when its draw is below `rate`.
-
-        Args:
-            candidates: Where a token may be selected (real, non-special tokens), any shape.
-            generator: The generator to draw from.
-            at_least_one: When no candidate is selected, select the candidate with the smallest draw (over the whole
-                tensor: call it per sequence for one per sequence).
-
-        Returns:
-            The selected tokens, same shape as `candidates`.
+        """Draws which of the `candidates` (real, non-special tokens) are predicted: those whose uniform draw (one per
+        entry, candidate or not) is below `rate`; with `at_least_one`, the smallest draw's if none is (same shape).
 
         Examples:
             >>> generator = torch.Generator().manual_seed(0)
@@ -172,21 +136,8 @@ class MaskedLM:
         vocab_size: int,
         mask_token_id: int,
     ) -> Int[torch.Tensor, "..."]:
-        """The ids with the selected tokens corrupted: the mask token, a random token, or kept, by the split.
-
-        Draws one uniform number and one random token id per entry of `input_ids`: a selected token whose draw is
-        below `mask` becomes the mask token, one whose draw is in `[mask, mask + random)` becomes its random token,
-        and the others stay.
-
-        Args:
-            input_ids: Token ids, any shape.
-            selected: The tokens to corrupt, same shape (from `select`).
-            generator: The generator to draw from.
-            vocab_size: Random tokens are drawn from `range(vocab_size)`.
-            mask_token_id: The tokenizer's mask token id.
-
-        Returns:
-            A corrupted copy of `input_ids`.
+        """A copy of the ids with each selected token, by its uniform draw, masked (< `mask`), random (up to
+        `mask + random`) or kept; one draw and one random id per entry.
 
         Examples:
             >>> generator = torch.Generator().manual_seed(0)
@@ -212,11 +163,10 @@ def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> 
         mlm_probability: A masking rate in (0, 1), or None.
 
     Returns:
-        `masking`; else `MaskedLM(rate=mlm_probability)`; else `MaskedLM()` (15 %, 80/10/10).
+        `masking`; else `MaskedLM(rate=mlm_probability)`; else `MaskedLM()`.
 
     Raises:
-        InvalidInputError: `masking` is not a `MaskedLM`, `mlm_probability` is outside (0, 1), or both are given and
-            their rates differ.
+        InvalidInputError: A wrong type, a rate outside (0, 1), or rates that differ.
 
     Examples:
         >>> resolve_masking(None, 0.3)
@@ -243,14 +193,7 @@ def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> 
 
 
 def special_tokens_mask(input_ids: Int[torch.Tensor, "..."], special_ids: list[int]) -> Bool[torch.Tensor, "..."]:
-    """Where `input_ids` holds one of `special_ids` (never selected for masking).
-
-    Args:
-        input_ids: Token ids, any shape.
-        special_ids: The tokenizer's special token ids.
-
-    Returns:
-        A boolean tensor of the shape of `input_ids`.
+    """Where `input_ids` (any shape) holds one of the tokenizer's `special_ids` (never selected for masking).
 
     Examples:
         >>> special_tokens_mask(torch.tensor([0, 5, 2]), [0, 2]).tolist()

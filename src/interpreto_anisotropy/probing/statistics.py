@@ -3,12 +3,9 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """From the probe's sums to its results: energy shares, controls, p-values, confidence intervals, IsoScore*.
 
-`GradientProbe.run` draws every subspace it scores (`SubspaceColumns`: the tangents, their normal controls and the
-random subspaces of the exact p-value), accumulates `ProbeSums` batch by batch (`SubspaceColumns.energies` projects
-each batch on all of them at once), reduces them across ranks, and hands them to `build_results`, which computes
-every statistic of a `ProbeResult` from the sums alone (the interval of the energy share with
-`intervals.share_intervals`). `sums_from_gradients` makes the same sums from gradients already in hand (a probe's
-`TokenGradients`, or a synthetic cloud), so the statistics can be checked without a model.
+`GradientProbe.run` draws the subspaces it scores (`SubspaceColumns`), accumulates `ProbeSums` batch by batch,
+reduces them across ranks and hands them to `build_results`; `sums_from_gradients` makes the same sums from
+gradients in hand, so the statistics can be checked without a model (docs/architecture.md: the data flow).
 """
 
 from __future__ import annotations
@@ -44,7 +41,7 @@ __all__ = ["ProbeSums", "Tally", "SubspaceColumns", "TangentBlock", "build_resul
 
 @dataclass
 class Tally:
-    """What one pass over the inputs counted on this shard (filled by `GradientSteps` as its pass ends).
+    """What one pass over the inputs counted on this shard (filled by `GradientSteps`).
 
     Attributes:
         usable_sequences: Sequences long enough for the objective.
@@ -61,20 +58,19 @@ class Tally:
 
 @dataclass
 class ProbeSums:
-    """The sums `GradientProbe.run` accumulates, then reduces across ranks, then builds results from.
+    """The sums `GradientProbe.run` accumulates, reduces across ranks and builds results from (float64).
 
     Attributes:
-        sequence_energy: Energy of each probed sequence in each subspace, (n_seq, S), float64; or, when
-            `column_energy` is given, in each tangent only, (n_seq, T) in the order of the tangents.
-        sequence_total: Squared gradient norm of each probed sequence, (n_seq,), float64.
+        sequence_energy: Each probed sequence's energy in each subspace, (n_seq, S); with `column_energy`, in each
+            tangent only, (n_seq, T).
+        sequence_total: Each probed sequence's squared gradient norm, (n_seq,).
         sequence_id: Index of each probed sequence in the inputs, (n_seq,).
-        moments: Float64 moments of the probed gradient rows.
+        moments: Moments of the probed gradient rows.
         loss_sum: Sum of the loss terms (a 0-dim tensor before the reduction, a float after).
         loss_count: Number of loss terms (likewise).
-        tally: The counts of `_iterate` (this shard's, then every rank's).
+        tally: The pass's counts (this shard's, then every rank's).
         n_sequences: Probed sequences over every rank (after the reduction).
-        column_energy: The energy of all the rows in each subspace, (S,) float64, when it is not the sum of
-            `sequence_energy` (the live probe gets the controls' and random subspaces' from G^T G); None: that sum.
+        column_energy: Every row's energy in each subspace, (S,), when read from G^T G; None: `sequence_energy`'s sum.
     """
 
     sequence_energy: Float[torch.Tensor, "n S"]
@@ -98,25 +94,18 @@ class ProbeSums:
 
 @dataclass
 class SubspaceColumns:
-    """Every subspace a probe scores, and their basis vectors side by side for one projection per batch.
+    """Every subspace a probe scores, their bases side by side for one projection per batch.
 
-    The energy columns (S of them) are: for each tangent in order, the tangent then its R normal controls; then the
-    R' uniformly random k-subspaces of R^d of the exact p-value, one draw per key of `randoms`: with one seed for
-    every tangent, one draw per distinct rank k in order of first appearance (tangents of the same rank share it:
-    it is drawn from the seed and the rank alone); with a seed per tangent (`draw(..., seed={name: seed})`), one
-    draw per tangent. The random subspaces are projected in a block of their own, so that adding them leaves the
-    tangents' and controls' float32 products, hence their numbers, bit for bit as they were.
-
-    When the random block is wider than d (R' k > d, summed over its draws), `GradientProbe` does not project each
-    row on it: it reads the block's column energies from the probe's scatter G^T G (`from_scatter`, `complete`),
-    which its float64 gradient moments hold anyway.
+    The S energy columns: each tangent then its R normal controls, in order; then the R' random k-subspaces of R^d,
+    one draw per key of `randoms` (per distinct rank with one seed, per tangent with a seed each), in a block of
+    their own so that the tangents' and controls' float32 products stay bit for bit. A random block wider than d is
+    read from the scatter G^T G instead of projected (`from_scatter`; docs/statistics.md#the-scatter-path).
 
     Attributes:
         tangents: {name: Subspace}, as probed.
         controls: {name: (R, d, k) normal controls of that tangent}.
         randoms: {k or tangent name: (R', d, k) random subspaces of R^d}.
-        blocks: [(bases (d, K_b), membership (K_b, S_b))]: a batch's energies in block b are
-            (rows @ bases).square() @ membership.
+        blocks: [(bases (d, K_b), membership (K_b, S_b))]: energies (rows @ bases).square() @ membership.
         random_key: {tangent name: its key in `randoms`}; empty: the tangent's rank.
 
     Examples:
@@ -136,22 +125,8 @@ class SubspaceColumns:
     def draw(
         cls, tangents: dict[str, Subspace], *, n_controls: int, n_random: int, seed: int | Mapping[str, int]
     ) -> SubspaceColumns:
-        """Draw the controls (`normal_control_bases`) and random subspaces (`random_subspace_bases`) of `tangents`.
-
-        Args:
-            tangents: {name: Subspace}, all in the same R^d, on the device the batches will be on.
-            n_controls: R, normal controls per tangent.
-            n_random: R', random subspaces per tangent rank (one seed) or per tangent (a seed each).
-            seed: Seed of both draws (each from its own stream derived from it), or {tangent name: seed}: each
-                tangent's controls and random subspaces from its own seed (independent draws, none shared).
-
-        Returns:
-            The columns, in the tangents' device and dtype.
-
-        Raises:
-            InvalidInputError: n_controls or n_random not positive, 2k >= d, draws over the memory bound, or a seed
-                mapping that misses a tangent.
-        """
+        """Draw R = `n_controls` normal controls per tangent and R' = `n_random` random subspaces per rank (one
+        `seed` for both draws, each its own stream) or per tangent (`seed` = {tangent name: seed})."""
         seeds = _seeds_of(tangents, seed)
         first = next(iter(tangents.values()))
         controls = {
@@ -189,11 +164,7 @@ class SubspaceColumns:
 
     def energies_of_scatter(self, scatter: Float[torch.Tensor, "d d"]) -> Float[torch.Tensor, " S"]:
         """The energy of rows with scatter G^T G in each subspace, tr(Q^T G^T G Q) = ||G Q||_F^2, float64 (S,)."""
-        parts = []
-        for bases, membership in self.blocks:
-            basis = bases.to(scatter)
-            parts.append(((scatter @ basis) * basis).sum(0) @ membership.to(scatter))
-        return torch.cat(parts)
+        return torch.cat([_scatter_energies(scatter, *block) for block in self.blocks])
 
     @functools.cached_property
     def tangent_block(self) -> TangentBlock:
@@ -221,12 +192,7 @@ class SubspaceColumns:
 
     @property
     def from_scatter(self) -> bool:
-        """Whether the random block is read from the scatter G^T G rather than projected row by row.
-
-        Projecting n rows on the block costs n d (R' k) products per probe; reading it from the scatter costs
-        d^2 (R' k) once (the scatter itself is in the probe's gradient moments already), less once n > d. The
-        rule asks for a block wider than d, R' k > d, summed over its draws.
-        """
+        """Whether the random block is wider than d (R' k > d), so read from G^T G (d^2 R' k products, not n d R' k)."""
         return len(self.blocks) > 1 and self.blocks[1][0].shape[1] > self.blocks[1][0].shape[0]
 
     @property
@@ -235,22 +201,12 @@ class SubspaceColumns:
         return dataclasses.replace(self, blocks=self.blocks[:1]) if self.from_scatter else self
 
     def complete(self, sums: ProbeSums) -> ProbeSums:
-        """Reduced sums of `per_row`'s columns completed with the random block's energies read from the scatter.
-
-        Args:
-            sums: The probe's sums over every rank, whose per-sequence energies hold `per_row`'s columns.
-
-        Returns:
-            `sums` itself when every column was projected per row; else sums whose `column_energy` (S,) holds every
-            column (the projected ones summed over sequences, the random ones tr(Q^T G^T G Q) of the float64
-            scatter of the gradient moments) and whose `sequence_energy` keeps the tangents' columns, (n_seq, T).
-        """
+        """The reduced `sums` of `per_row`'s columns, completed when `from_scatter`: `column_energy` (S,) then holds every
+        column, the random ones read from the scatter, and `sequence_energy` the tangents' (n_seq, T)."""
         if not self.from_scatter:
             return sums
-        bases, membership = self.blocks[1]
         scatter = sums.moments.second_moment() * sums.moments.count
-        basis = bases.to(scatter)
-        randoms = ((scatter @ basis) * basis).sum(0) @ membership.to(scatter)
+        randoms = _scatter_energies(scatter, *self.blocks[1])
         projected = sums.sequence_energy.sum(0).to(scatter)
         tangents = [self.tangent_column(name) for name in self.tangents]
         return dataclasses.replace(
@@ -285,6 +241,12 @@ def _seeds_of(tangents: dict[str, Subspace], seed: int | Mapping[str, int]) -> d
     return dict.fromkeys(tangents, seed)
 
 
+def _scatter_energies(scatter: torch.Tensor, bases: torch.Tensor, membership: torch.Tensor) -> torch.Tensor:
+    """tr(Q^T G^T G Q) of each subspace of a block, from the scatter G^T G (float64)."""
+    basis = bases.to(scatter)
+    return ((scatter @ basis) * basis).sum(0) @ membership.to(scatter)
+
+
 def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], Float[torch.Tensor, "K S"]]:
     """The bases side by side, (d, K), and the column -> subspace membership, (K, S)."""
     stacked = torch.cat(bases, dim=1).float()
@@ -297,22 +259,8 @@ def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], Float
 def sums_from_gradients(
     gradients: Float[torch.Tensor, "n d"], sequence_ids: Int[torch.Tensor, " n"], columns: SubspaceColumns
 ) -> ProbeSums:
-    """The sums a probe would accumulate from these gradient rows (no loss: its sum and count are 0).
-
-    Rows are projected as the probe projects them (float32 products, `SubspaceColumns.energies`) and summed per
-    sequence in float64; the moments are accumulated as the probe does.
-
-    Args:
-        gradients: Per-token gradients G, (n, d).
-        sequence_ids: Each row's sequence, (n,), integers.
-        columns: The subspaces to score (`SubspaceColumns.draw`).
-
-    Returns:
-        `ProbeSums` over the distinct sequences, in increasing id order, ready for `build_results`.
-
-    Raises:
-        InvalidInputError: Rows and ids of different lengths, or no rows.
-    """
+    """The `ProbeSums` a probe would accumulate from gradients G (n, d) of sequences `sequence_ids` (n,), projected
+    on `columns` as it projects them (no loss), over the distinct sequences by increasing id."""
     if gradients.dim() != 2 or sequence_ids.shape != gradients.shape[:1] or gradients.shape[0] == 0:
         raise InvalidInputError(
             f"gradients (n, d) and sequence_ids (n,) must describe the same n > 0 rows, got shapes "
@@ -326,9 +274,7 @@ def sums_from_gradients(
     total = torch.zeros(len(ids), dtype=torch.float64, device=rows.device)
     total.index_add_(0, inverse, rows.square().sum(1).double())
     moments = MomentAccumulator(rows.shape[1], device=rows.device).update(rows)
-    tally = Tally(usable_sequences=len(ids))
-    zero = 0.0
-    return ProbeSums(energy, total, ids, moments, zero, zero, tally, n_sequences=len(ids))
+    return ProbeSums(energy, total, ids, moments, 0.0, 0.0, Tally(usable_sequences=len(ids)), n_sequences=len(ids))
 
 
 def build_results(
@@ -341,28 +287,10 @@ def build_results(
     split_point: str | None,
     isoscore: IsoScoreSettings | None = None,
 ) -> dict[str, ProbeResult]:
-    """The `ProbeResult` of each tangent from the sums reduced over every rank.
+    """{name: ProbeResult} of each tangent from the `sums` reduced over every rank, scored on `columns`.
 
-    Args:
-        sums: The reduced sums (per-sequence energies (n_seq, S), totals (n_seq,), gradient moments, counts).
-        columns: The scored subspaces, whose layout the columns of `sums.sequence_energy` follow.
-        seed: Seed of the interval's bootstrap (and the one the subspaces were drawn with, recorded).
-        n_bootstrap: Bootstrap resamples of sequences (`intervals.share_intervals`).
-        confidence: Confidence level of the interval.
-        objective: The objective the gradients are of.
-        split_point: Where they were taken.
-        isoscore: Where and how ΔIsoScore* is computed; None for the defaults.
-
-    Returns:
-        {name: ProbeResult}; with a single probe sequence, ci_low and ci_high are NaN (no interval).
-
-    Raises:
-        InvalidInputError: n_bootstrap not positive, or confidence outside (0, 1).
-
-    Warns:
-        DegenerateStatisticsWarning: Fewer than `intervals.MIN_BOOTSTRAP_SEQUENCES` probe sequences (the measured
-            coverage falls under 0.93 for a nominal 0.95), or a tangent rank with k / d >= 0.1, where the
-            normal-control p-values are known anti-conservative (`warn_if_anti_conservative`).
+    `seed` seeds the interval's bootstrap (and is recorded as the draws'); `isoscore` None takes the defaults. Warns
+    as `share_intervals` and `warn_if_anti_conservative`.
     """
     isoscore = isoscore or IsoScoreSettings()
     tangents = columns.tangents
@@ -382,7 +310,8 @@ def build_results(
         generator=torch.Generator().manual_seed(seed),
     )
     common = _shared_fields(sums, objective, split_point, seed, isoscore, covariance, dim)
-    without_random = _scores_without_random(isoscore, covariance, columns)
+    # one batched pass per key of `randoms`, shared by the tangents ranked among them
+    without_random = {key: isoscore.score_without(covariance, bases) for key, bases in columns.randoms.items()}
     for k in sorted({tangent.rank for tangent in tangents.values()}):
         warn_if_anti_conservative(k, dim, stacklevel=3)
     results: dict[str, ProbeResult] = {}
@@ -439,19 +368,6 @@ def _shared_fields(
         "isoscore_zeta": isoscore.zeta,
         "isoscore_c0": isoscore.target_name,
     }
-
-
-def _scores_without_random(
-    isoscore: IsoScoreSettings, covariance: Float[torch.Tensor, "d d"], columns: SubspaceColumns
-) -> dict[int | str, np.ndarray]:
-    """{key: IsoScore* of G with each of its R' random subspaces removed, (R',)}: one batched pass per key of
-    `columns.randoms` (a rank, or a tangent's name when each tangent has its own draw).
-
-    Tangents that share random subspaces share these scores; each is computed by
-    `IsoScoreSettings.score_without` exactly as the tangent's own, so the anisotropy share's exact p-value ranks
-    like against like.
-    """
-    return {k: isoscore.score_without(covariance, bases) for k, bases in columns.randoms.items()}
 
 
 def _chance_std(second_moment: torch.Tensor, k: int) -> float:

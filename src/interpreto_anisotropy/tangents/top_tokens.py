@@ -3,28 +3,9 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Top-activating tokens of a tangent's directions: the tokens of the texts that lie furthest along each one.
 
-For a direction q_j (column j of a subspace's basis Q) and activation rows h_1, ..., h_n (n, d) read at the split
-point, a token's score is its row's projection onto q_j, relative to the rows' mean:
-
-    s_ij = (h_i - mean_i' h_i') . q_j
-
-Centring shifts every score of a direction by the same amount, so it changes the values, never the order. The sign of
-a direction is arbitrary (a PCA or SVD eigenvector, or the orthonormalised dictionary of another concept method,
-is defined up to sign), so both ends are listed: the `high` tokens (largest scores) and the `low` tokens (smallest).
-Each token type appears once per end, at its most extreme occurrence (as Interpreto's `TopKInputs` keeps the
-largest activation of a repeated input), with the tokens around it in its text.
-
-Interpreto's `TopKInputs` is not used: it reads activations through `ModelWithSplitPoints.get_activations`
-(left-padded, without position ids: shifted positions on models with learned absolute positions, see
-`reading.activations`), keys the inputs by their string (losing where each occurs, hence any context), and keeps
-only the positive end of each concept. The rows given here are those the sweep has already read (with
-`reading.activations.iter_located_token_activations`), so no forward pass is added.
-
-Examples:
-    >>> rows, ids, where = token_rows_of_the_texts  # from iter_located_token_activations  # doctest: +SKIP
-    >>> directions = top_tokens(rows, ids, where, subspace, tokenizer, k=5)  # doctest: +SKIP
-    >>> directions[0].high[0].token  # doctest: +SKIP
-    ' return'
+A token's score along direction q_j is s_ij = (h_i - mean h) . q_j; a direction's sign is arbitrary, so both ends
+are listed, each token type once per end at its most extreme occurrence, with its context. On the rows the sweep
+already read; why not Interpreto's `TopKInputs`: docs/how-to/reading-the-report.md#tangent-directions-top-tokens.
 """
 
 from __future__ import annotations
@@ -66,7 +47,7 @@ class TokenInContext:
         token: The token, decoded.
         before: The decoded tokens just before it in its text (at most `CONTEXT_BEFORE`).
         after: The decoded tokens just after it (at most `CONTEXT_AFTER`).
-        score: Its projection onto the direction, relative to the rows' mean.
+        score: s_ij, its projection onto the direction relative to the rows' mean.
         text: Index of its text among the texts read.
         position: Index of the token in its text's tokenisation (special tokens included).
     """
@@ -95,8 +76,8 @@ class DirectionTokens:
     Attributes:
         direction: Index j of the direction (column j of the basis).
         variance_share: Share of the rows' variance along the direction: mean_i s_ij^2 / mean_i ||h_i - mean||^2.
-        high: The tokens with the largest scores, most extreme first (distinct token types).
-        low: The tokens with the smallest scores, most extreme first (distinct token types).
+        high: The distinct tokens of largest scores, most extreme first.
+        low: The distinct tokens of smallest scores, most extreme first.
     """
 
     direction: int
@@ -127,18 +108,8 @@ class DirectionTokens:
 def direction_scores(
     rows: Float[torch.Tensor, "n d"], subspace: Subspace
 ) -> tuple[Float[torch.Tensor, "n k"], Float[torch.Tensor, " k"]]:
-    """Scores (h_i - mean) . q_j of every row along every direction (float64), and each direction's variance share.
-
-    Args:
-        rows: Activation rows, (n, d).
-        subspace: The subspace whose basis columns are the directions, (d, k).
-
-    Returns:
-        (scores (n, k), variance shares (k,)), on the host.
-
-    Raises:
-        DimensionMismatchError: Rows of another width than the subspace's.
-    """
+    """Scores s_ij (n, k) of rows (n, d) along each direction (column) of `subspace`, and each direction's variance
+    share (k,), float64 on CPU; `DimensionMismatchError` for rows of another width."""
     if rows.dim() != 2 or rows.shape[1] != subspace.dim:
         raise DimensionMismatchError(f"Rows of shape {tuple(rows.shape)} for a subspace of R^{subspace.dim}.")
     centred = rows.detach().double().cpu()
@@ -163,8 +134,7 @@ def top_tokens(
     Args:
         rows: Activation rows (n, d), text by text and token by token within a text (as the reader gives them).
         token_ids: Their token ids, (n,).
-        locations: Their (text index, token position), (n, 2) (`iter_located_token_activations`); the context of a
-            token is the rows next to it from the same text.
+        locations: Their (text index, token position), (n, 2) (`iter_located_token_activations`).
         subspace: The tangent (or any subspace) whose directions are described.
         tokenizer: The model's tokenizer, to decode the tokens.
         k: Distinct tokens per end.
@@ -174,7 +144,7 @@ def top_tokens(
 
     Raises:
         EmptyInputError: No rows.
-        DimensionMismatchError: Rows of another width than the subspace's, or ids and locations of another length.
+        DimensionMismatchError: Ids and locations of another length than the rows.
 
     Examples:
         >>> found = top_tokens(rows, ids, where, tangent, tokenizer)  # doctest: +SKIP
@@ -190,56 +160,33 @@ def top_tokens(
     scores, shares = direction_scores(rows, subspace)
     ids = token_ids.detach().cpu().tolist()
     where = locations.detach().cpu().tolist()
-    decode = _Decoder(tokenizer, ids, [text for text, _ in where])
-    directions = []
-    for j in range(scores.shape[1]):
-        column = scores[:, j]
-        ends = {}
-        for end, descending in (("high", True), ("low", False)):
-            picked = _distinct_extremes(column, ids, k=k, descending=descending)
-            ends[end] = [decode.occurrence(i, float(column[i]), where[i]) for i in picked]
-        directions.append(DirectionTokens(j, float(shares[j]), ends["high"], ends["low"]))
-    return directions
+    texts = [text for text, _ in where]
+
+    def occurrence(index: int, score: float) -> TokenInContext:
+        def decode(offsets: range) -> str:
+            near = [index + offset for offset in offsets if 0 <= index + offset < len(ids)]
+            kept = [ids[i] for i in near if texts[i] == texts[index]]
+            return (
+                tokenizer.decode(kept, skip_special_tokens=False, clean_up_tokenization_spaces=False) if kept else ""
+            )
+
+        text, position = where[index]
+        after = range(1, CONTEXT_AFTER + 1)
+        before = range(-CONTEXT_BEFORE, 0)
+        return TokenInContext(decode(range(1)), decode(before), decode(after), score, int(text), int(position))
+
+    def end(column: torch.Tensor, descending: bool) -> list[TokenInContext]:
+        return [occurrence(i, float(column[i])) for i in _distinct_extremes(column, ids, k=k, descending=descending)]
+
+    return [
+        DirectionTokens(j, float(shares[j]), end(scores[:, j], True), end(scores[:, j], False))
+        for j in range(scores.shape[1])
+    ]
 
 
 def _distinct_extremes(scores: torch.Tensor, ids: list[int], *, k: int, descending: bool) -> list[int]:
     """Indices of the first `k` rows of distinct token ids, by score (ties: the earlier row)."""
-    order = torch.sort(scores, descending=descending, stable=True).indices.tolist()
-    seen: set[int] = set()
-    picked = []
-    for index in order:
-        if ids[index] in seen:
-            continue
-        seen.add(ids[index])
-        picked.append(index)
-        if len(picked) == k:
-            break
-    return picked
-
-
-class _Decoder:
-    """Decodes a row's token and the rows around it from the same text."""
-
-    def __init__(self, tokenizer: Any, ids: list[int], texts: list[int]):
-        self.tokenizer = tokenizer
-        self.ids = ids
-        self.texts = texts
-
-    def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-
-    def _neighbours(self, index: int, offsets: range) -> list[int]:
-        kept = [index + offset for offset in offsets if 0 <= index + offset < len(self.ids)]
-        return [self.ids[i] for i in kept if self.texts[i] == self.texts[index]]
-
-    def occurrence(self, index: int, score: float, where: list[int]) -> TokenInContext:
-        before = self._neighbours(index, range(-CONTEXT_BEFORE, 0))
-        after = self._neighbours(index, range(1, CONTEXT_AFTER + 1))
-        return TokenInContext(
-            token=self._decode([self.ids[index]]),
-            before=self._decode(before) if before else "",
-            after=self._decode(after) if after else "",
-            score=score,
-            text=int(where[0]),
-            position=int(where[1]),
-        )
+    first: dict[int, int] = {}  # token id -> its first row in score order
+    for index in torch.sort(scores, descending=descending, stable=True).indices.tolist():
+        first.setdefault(ids[index], index)
+    return list(first.values())[:k]
