@@ -209,6 +209,8 @@ def _top_level_names(path: Path) -> set[str]:
             names |= {target.id for target in node.targets if isinstance(target, ast.Name)}
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom) and node.names[0].name == "*" and node.level == 1:
+            names |= _top_level_names(path.parent / f"{node.module}.py")  # `from .isotropy import *`
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
     return names
