@@ -25,8 +25,7 @@ import torch
 from architectures import FAMILIES, build
 from helpers.live_kit import micro_batch, post_hoc, relative_error, train_step
 from interpreto import ModelWithSplitPoints
-from test_conformance import BATCH, RANK, Case, _row_errors
-from test_conformance import matrix_texts, tokenizers  # noqa: F401  (the reference's fixtures)
+from test_conformance import BATCH, RANK, Case, _row_errors, matrix_texts, tokenizers  # noqa: F401  (the reference's fixtures)
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
 import interpreto_anisotropy as ia
