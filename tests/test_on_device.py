@@ -71,9 +71,8 @@ class DeviceCase:
         rows, _ = ia.token_activations(
             self.mwsp, case.texts, batch_size=BATCH, call=call, autocast_dtype=autocast_dtype
         )
-        rows = rows.double().cpu()
-        activation = _row_errors(rows, case.reference_activations())
-        tangent = ia.PCATangent(self.mwsp, nb_concepts=RANK).fit(rows.float())
+        activation = _row_errors(rows.double().cpu(), case.reference_activations())
+        tangent = ia.PCATangent(self.mwsp, nb_concepts=RANK).fit(rows.float())  # on the device, as read
         centred = case.reference_activations().numpy()
         centred = centred - centred.mean(0)
         reference_basis = np.linalg.svd(centred, full_matrices=False)[2][:RANK].T
