@@ -73,7 +73,7 @@ step() {
 if [ "$DEVICE" = cpu ]; then  # the rehearsal: every step, tiny shapes, two families of the matrix
     tests_k=(-k "not float32 and not bfloat16 or gpt_neox or modernbert")
     small=cpu-tiny large=cpu-tiny shape_args=(--batch 2 --length 32 --batches 2 --repeats 1)
-    live_shape=(--hidden 64 --layers 2 --vocab 1024 --batch 2 --length 32 --steps 4)
+    live_shape=(--hidden 64 --layers 2 --vocab 1024 --batch 2 --length 32 --steps 2)
     caps=(400 240 240 180 1 240)  # generous: CI machines are often loaded
 else
     tests_k=()
