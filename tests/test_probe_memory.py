@@ -7,7 +7,7 @@
   bfloat16, measured on the CPU, is the formula's within -5 % / +10 %.
 * Per block above the split point, the bytes autograd saves (counted with `saved_tensors_hooks`) are the
   coefficients' c_d d + c_f f, and the parameter count is the model's.
-* The docs page shows the table the formula gives.
+* The docs page shows the coefficients and the table the formula gives.
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ def test_the_per_block_coefficients_are_the_bytes_autograd_saves(arch, dtype):
     assert counted <= per_block <= counted + 4 * (shape.heads + 8), (per_block, counted)
 
 
-def test_the_docs_page_shows_the_formulas_table():
+def test_the_docs_page_shows_the_formulas_coefficients_and_table():
     page = (ROOT / "docs" / "how-to" / "large-models.md").read_text()
+    labels = {"gpt_neox": "GPT-NeoX (Pythia)", "olmo2": "OLMo-2"}
+    for (arch, dtype), coefficients in probe_memory.COEFFICIENTS.items():
+        assert f"| {labels[arch]} | {dtype} | {' | '.join(map(str, coefficients))} |" in page
     assert probe_memory.table() in page
