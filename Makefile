@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format bench docs tutorials clean
+.PHONY: install demo test test-fast lint format bench docs tutorials gpu-rehearsal clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ tutorials: $(STAMP)
 		HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python $$script; done
 	@set -e; for script in examples/*.py; do echo "== $$script --toy"; \
 		HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python $$script --toy; done
+
+# The CPU rehearsal of benchmarks/gpu/run_checks.sh (the device run): every step, tiny shapes; outputs in $(OUT).
+gpu-rehearsal: $(STAMP)
+	DEVICE=cpu PYTHON=$(BIN)/python OUT=$${OUT:-runs/gpu-rehearsal} bash benchmarks/gpu/run_checks.sh
 
 clean:
 	rm -rf $(VENV) build dist site .pytest_cache .ruff_cache

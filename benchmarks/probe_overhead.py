@@ -29,6 +29,7 @@ import torch
 
 SHAPES = {
     # name: (hidden, layers, heads, intermediate, vocab)
+    "cpu-tiny": (64, 2, 4, 256, 1024),  # the CPU rehearsal of benchmarks/gpu/run_checks.sh
     "cpu-small": (256, 4, 4, 1024, 16384),
     "pythia-160m": (768, 12, 12, 3072, 50304),
     "pythia-410m": (1024, 24, 16, 4096, 50304),

@@ -26,6 +26,9 @@ Fixtures:
     toy_checkpoints: a tiny `train_toy` run (GPT-NeoX, 20 steps, hidden 32), its `ToyRun` result.
 
 Torch runs on one CPU thread during tests (set ``INTERPRETO_ANISOTROPY_TEST_THREADS`` to change it).
+
+``--device cuda`` (or ``INTERPRETO_ANISOTROPY_TEST_DEVICE=cuda``) runs the device tests (`chosen_device`:
+tests/test_on_device.py, tests/test_host_sync.py) on that device; the default is the CPU.
 """
 
 from __future__ import annotations
@@ -53,6 +56,32 @@ TOY_NUM_HEADS = 4
 TOY_SPLIT_POINT = 1
 TOY_BATCH_SIZE = 8
 TOY_SEED = 0
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--device",
+        default=os.environ.get("INTERPRETO_ANISOTROPY_TEST_DEVICE", "cpu"),
+        help="torch device of the device tests (cpu, cuda, cuda:1; env INTERPRETO_ANISOTROPY_TEST_DEVICE); default cpu",
+    )
+
+
+def pytest_configure(config):
+    name = config.getoption("--device")
+    try:
+        device = torch.device(name)
+    except RuntimeError as error:
+        raise pytest.UsageError(
+            f"--device {name!r} is not a torch device ({error}); use cpu, cuda or cuda:1"
+        ) from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise pytest.UsageError(f"--device {name}: torch {torch.__version__} sees no CUDA device here")
+
+
+@pytest.fixture(scope="session")
+def chosen_device(request) -> torch.device:
+    """The device of the device tests: ``--device`` or ``INTERPRETO_ANISOTROPY_TEST_DEVICE``, default the CPU."""
+    return torch.device(request.config.getoption("--device"))
 
 
 def _short(texts: list[str], *, n: int, max_chars: int = 400) -> list[str]:

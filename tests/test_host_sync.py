@@ -6,7 +6,8 @@
 On a GPU, every read of a device value (`.item()`, `bool(t)`, boolean indexing, `nonzero`) stalls the host until
 the device has run everything queued. No GPU here: a `TorchDispatchMode` records every operation that would be
 such a read, with the line of our code that asked for it; the number of these reads must not grow with the number
-of batches. The same on a real GPU with `torch.cuda.set_sync_debug_mode`, when one is present.
+of batches. The probe runs on the chosen device (``--device``, conftest.py); with ``--device cuda`` the same is
+checked with `torch.cuda.set_sync_debug_mode` too.
 """
 
 from __future__ import annotations
@@ -83,11 +84,24 @@ def _reads_during_run(mwsp, texts, n_sequences: int, **kwargs) -> Counter[str]:
     return recorder.sites
 
 
+@pytest.fixture(scope="module")
+def device_mwsp(gpt_neox_model, chosen_device):
+    """The toy GPT-NeoX on the chosen device, in `ModelWithSplitPoints` at split point 1."""
+    import copy
+
+    from interpreto import ModelWithSplitPoints
+
+    model, tokenizer = gpt_neox_model
+    return ModelWithSplitPoints(
+        copy.deepcopy(model).to(chosen_device), split_point=1, tokenizer=tokenizer, batch_size=2
+    )
+
+
 @pytest.mark.parametrize("options", [{}, {"on_nonfinite": "skip"}], ids=["raise", "skip"])
 @pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # few probe texts
-def test_probe_run_reads_the_device_a_fixed_number_of_times(gpt_neox_mwsp, texts, options):
-    few = _reads_during_run(gpt_neox_mwsp, texts, 4, **options)  # 2 batches
-    many = _reads_during_run(gpt_neox_mwsp, texts, 16, **options)  # 8 batches
+def test_probe_run_reads_the_device_a_fixed_number_of_times(device_mwsp, texts, options):
+    few = _reads_during_run(device_mwsp, texts, 4, **options)  # 2 batches
+    many = _reads_during_run(device_mwsp, texts, 16, **options)  # 8 batches
     assert many == few, f"reads that grow with the number of batches: {many - few}"
     assert sum(few.values()) < 40  # the final reductions only
 
@@ -146,16 +160,13 @@ def test_lagged_read_on_the_cpu_has_no_lag():
     assert int(reader.push(torch.tensor(9))) == 9
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_on_a_gpu_the_synchronisations_of_our_code_do_not_grow_with_the_batches(gpt_neox_model, texts):
+def test_on_a_gpu_the_synchronisations_of_our_code_do_not_grow_with_the_batches(device_mwsp, texts, chosen_device):
     """`torch.cuda.set_sync_debug_mode("warn")` warns at each synchronising call; count those from our files."""
-    import copy
     import warnings
 
-    from interpreto import ModelWithSplitPoints
-
-    model, tokenizer = gpt_neox_model
-    mwsp = ModelWithSplitPoints(copy.deepcopy(model).cuda(), split_point=1, tokenizer=tokenizer, batch_size=2)
+    if chosen_device.type != "cuda":
+        pytest.skip("needs --device cuda (benchmarks/gpu/run_checks.sh passes it)")
+    mwsp = device_mwsp
 
     def ours(n_sequences: int) -> Counter[str]:
         probe = GradientProbe(mwsp, batch_size=2)
@@ -169,4 +180,5 @@ def test_on_a_gpu_the_synchronisations_of_our_code_do_not_grow_with_the_batches(
             torch.cuda.set_sync_debug_mode(0)
         return Counter(f"{Path(w.filename).name}:{w.lineno}" for w in caught if w.filename.startswith(PACKAGE))
 
-    assert ours(16) == ours(4)
+    few, many = ours(4), ours(16)
+    assert many == few, f"synchronisations that grow with the number of batches: {many - few}"
