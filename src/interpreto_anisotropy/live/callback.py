@@ -155,10 +155,10 @@ class AnisotropyCallback(TrainerCallback):
         """Close the windows that are due; report each one's figures at its step."""
         if self.probe is None:
             return
-        for step, logs in window_figures(self.probe.step(updates=state.global_step)).items():
+        for step, logs in _window_figures(self.probe.step(updates=state.global_step)).items():
             state.log_history.append({**logs, "step": step})
             if self.trainer is not None:
-                report(self.trainer.callback_handler, args, state, control, step=step, logs=logs)
+                _report(self.trainer.callback_handler, args, state, control, step=step, logs=logs)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Write the rows of the closed windows with the checkpoint."""
@@ -174,7 +174,7 @@ class AnisotropyCallback(TrainerCallback):
             write_report(SweepResult.load(self.results_dir), self.report_dir)
 
 
-def window_figures(rows: Iterable[dict[str, Any]]) -> dict[int, dict[str, float]]:
+def _window_figures(rows: Iterable[dict[str, Any]]) -> dict[int, dict[str, float]]:
     """The logged figures of each window's rows (one row per split point), by the window's step."""
     by_step: dict[int, dict[str, float]] = {}
     for row in rows:
@@ -182,7 +182,7 @@ def window_figures(rows: Iterable[dict[str, Any]]) -> dict[int, dict[str, float]
     return by_step
 
 
-def report(handler: Any, args: Any, state: Any, control: Any, *, step: int, logs: dict[str, float]) -> None:
+def _report(handler: Any, args: Any, state: Any, control: Any, *, step: int, logs: dict[str, float]) -> None:
     """Call the `on_log` of the reporting integrations among `handler`'s callbacks with `state` at `step`.
 
     The callbacks `report_to` names, or added by hand, are those of `transformers.integrations`; the handler's own
@@ -207,7 +207,7 @@ def _calling_trainer() -> Any:
     """
     from transformers import Trainer
 
-    frame = inspect.currentframe()
+    frame = inspect.currentframe().f_back
     while frame is not None:
         if isinstance(frame.f_locals.get("self"), Trainer):
             return frame.f_locals["self"]
