@@ -88,12 +88,12 @@ def _assert_logged(logged, expected, *, rel):
 def test_every_window_reaches_tensorboard_at_its_step(
     gpt_neox_training_model, texts, tmp_path, monkeypatch, capsys, bound
 ):
-    monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(tmp_path / "tensorboard"))
+    monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(tmp_path / "tensorboard"))  # transformers 4: output_dir/runs
     recorder = _Recorder()
     trainer, table = _train(gpt_neox_training_model, texts, tmp_path, ["tensorboard"], bound=bound, recorder=recorder)
     assert table.steps == [step for step in range(STEPS) for _ in (0, 1)]  # a row per window and split point
     assert sum(row["retrospective"] for row in table.rows) == 2 * 2
-    scalars = tensorboard_scalars(tmp_path / "tensorboard")
+    scalars = tensorboard_scalars(tmp_path)
     _assert_logged(scalars, _expected(table, "train/"), rel=1e-6)  # TensorBoard keeps float32
     assert [step for step, _ in scalars["train/loss"]] == [LOGGING_STEPS]  # the Trainer's own log, kept
     # Nothing printed, nor given to the other callbacks, but the Trainer's own logs (PrinterCallback: one line each)

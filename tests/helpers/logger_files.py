@@ -16,10 +16,11 @@ from pathlib import Path
 WANDB_HEADER, BLOCK, CHUNK_HEADER = 7, 32768, 7
 
 
-def tensorboard_scalars(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """Every scalar of the event files in `log_dir`, by tag, in the order written."""
+def tensorboard_scalars(root: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar of the one TensorBoard log folder under `root`, by tag, in the order written."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    (log_dir,) = {path.parent for path in root.rglob("events.out.tfevents.*")}
     events = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})  # 0: keep every event
     events.Reload()
     return {tag: [(event.step, event.value) for event in events.Scalars(tag)] for tag in events.Tags()["scalars"]}

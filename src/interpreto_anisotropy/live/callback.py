@@ -64,8 +64,8 @@ class AnisotropyCallback(TrainerCallback):
     Each window's figures reach the integrations of `report_to` at the window's step (module docstring), and
     `state.log_history` as one entry ``{"anisotropy/<split point>/<field>": ..., "step": <window step>}`` per window,
     appended when the window is scored: a retrospective window's after the tangent's fit, so those entries follow
-    the order of scoring, not of steps. The callback finds its Trainer when training begins (`bind` or `add_to` name
-    it beforehand); called by hand, without one, it fills `state.log_history` only.
+    the order of scoring, not of steps. The callback finds the Trainer that trains when training begins (`bind` and
+    `add_to` name one beforehand); called by hand, without one, it fills `state.log_history` only.
 
     Examples:
         >>> callback = AnisotropyCallback([2, 4], results_dir="runs/live", every=10)
@@ -111,7 +111,7 @@ class AnisotropyCallback(TrainerCallback):
         return callback.bind(trainer)
 
     def bind(self, trainer: Any) -> AnisotropyCallback:
-        """Report to `trainer`'s integrations and use its gradient scaler (found at `on_train_begin` otherwise)."""
+        """Use `trainer`'s integrations and gradient scaler (the Trainer that trains is found at `on_train_begin`)."""
         self.trainer = trainer
         return self
 
@@ -140,8 +140,7 @@ class AnisotropyCallback(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         """Attach the probe to the Trainer's model."""
-        if self.trainer is None:
-            self.trainer = _calling_trainer()
+        self.trainer = _calling_trainer() or self.trainer  # the Trainer training now, or the one bound
         tokenizer = kwargs.get("processing_class", kwargs.get("tokenizer"))
         self.probe = TrainingProbe(
             model,
