@@ -11,8 +11,8 @@
 #
 # You will learn to:
 #
-# 1. train a toy model with a Hugging Face `Trainer` and the `AnisotropyCallback`, which logs the figures through
-#    the Trainer's own logging and writes one row per window;
+# 1. train a toy model with a Hugging Face `Trainer` and the `AnisotropyCallback`, which sends the figures to the
+#    Trainer's own loggers (`report_to`) and writes one row per window;
 # 2. read the live rows: an `"early"` tangent fitted on the first 30 % of the steps, the windows before it scored
 #    retrospectively;
 # 3. sweep the checkpoints the Trainer saved with the same tangent, and draw the live curve next to the sweep.
@@ -36,7 +36,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
-from transformers.trainer_callback import PrinterCallback
 from transformers.utils import logging as hf_logging
 
 import interpreto_anisotropy as ia
@@ -63,35 +62,33 @@ args = TrainingArguments(
     save_steps=20,  # checkpoints at steps 20, 40, ..., 100, for the sweep below
     save_only_model=True,
     logging_steps=10,
-    report_to=[],
+    report_to=[],  # or ["tensorboard"], ["wandb"], ["mlflow"]: each window's figures go there too
     use_cpu=True,
     disable_tqdm=True,
     seed=0,
 )
+callback = AnisotropyCallback(split_points=1, results_dir=OUT / "live", nb_concepts=8, n_controls=20, overwrite=True)
 trainer = Trainer(
     model=model,
     args=args,
     train_dataset=blocks,
     data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
     processing_class=tokenizer,
-)
-trainer.remove_callback(PrinterCallback)  # it would print every log line, figures included
-callback = AnisotropyCallback.add_to(
-    trainer, split_points=1, results_dir=OUT / "live", nb_concepts=8, n_controls=20, overwrite=True
+    callbacks=[callback],
 )
 start = time.perf_counter()
 trainer.train()
 print(f"trained 100 steps with the live probe in {time.perf_counter() - start:.1f} s")
 
 # %% [markdown]
-# The figures went through `trainer.log`, so every reporting integration (TensorBoard, W&B, MLflow...) and the
-# Trainer's own history received them, keyed `anisotropy/<split point>/<field>`, at each window that closed with
-# a tangent (the Trainer logs at its current step: the 30 retrospective windows are in the rows, below, and the
-# step that fitted the tangent logged the latest of them).
+# Only the Trainer's own logs were printed (its loss every 10 steps). Each window's figures, keyed
+# `anisotropy/<split point>/<field>`, went to the integrations `report_to` names (none here) at the window's own
+# step, and to the Trainer's history, one entry per window: the 100 windows, the 30 scored retrospectively
+# included (their entries were added when the tangent was fitted, each with its own step).
 
 # %%
 logged = [entry for entry in trainer.state.log_history if "anisotropy/1/energy_share" in entry]
-print(len(logged), "logged windows; the last:")
+print(len(logged), "windows logged, at steps", sorted(entry["step"] for entry in logged)[:3], "...; the last:")
 print({key: round(value, 4) for key, value in logged[-1].items() if key.startswith("anisotropy/")})
 
 # %% [markdown]

@@ -4,10 +4,16 @@
 """`AnisotropyCallback`: the live probe inside a Hugging Face `Trainer`.
 
 At `on_train_begin` it attaches a `TrainingProbe` to the Trainer's model (its tokenizer, `max_steps` as
-`total_steps`, `global_step` as `start_step`); at each `on_step_end` it closes the windows that are due and logs
-their figures through the Trainer's own logging (`trainer.log`), so TensorBoard, W&B, MLflow, CSV and
-`state.log_history` all receive ``anisotropy/<split point>/<field>``; `on_save` flushes the rows; `on_train_end`
-detaches the probe and writes the HTML report of the rows.
+`total_steps`, `global_step` as `start_step`); at each `on_step_end` it closes the windows that are due and sends
+each window's figures, ``anisotropy/<split point>/<field>``, to the Trainer's reporting integrations (the
+callbacks `report_to` names, TensorBoard, W&B, MLflow, ..., by their own `on_log`) at the window's own step, and to
+`state.log_history`; `on_save` flushes the rows; `on_train_end` detaches the probe and writes the HTML report.
+
+The figures do not go through `Trainer.log`: that would print them (`PrinterCallback`), stamp them with the
+Trainer's current step (a retrospective window's step is far behind it), and cancel a loss log due at the same step
+(it clears `control.should_log`). A window's step is its row's `step`, the optimizer step of the weights its
+gradients were taken with (the step of the checkpoint holding them), one less than the `global_step` at which the
+Trainer logs the loss of the same batches when `every=1`.
 
 How the Trainer's loss weighs micro-batches decides the probe's `reduction` (unless given): a model that accepts
 loss kwargs gets a loss summed over the whole optimizer step and divided by its number of items (the same factor
@@ -16,9 +22,11 @@ for every micro-batch: "sum"); otherwise each micro-batch's loss is its own mean
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +38,7 @@ from ..sweeps.result import SweepResult
 from ..visualizations.report import write_report
 from .options import LiveConfig
 from .probe import TrainingProbe, split_point_list, tangent_kind
+from .rows import figures
 
 __all__ = ["AnisotropyCallback"]
 
@@ -52,9 +61,15 @@ class AnisotropyCallback(TrainerCallback):
             string, or a `tangent` that is neither "early", "refit", a subspace nor a dict of them. (Whether the
             split points exist in the model is checked at `on_train_begin`.)
 
+    Each window's figures reach the integrations of `report_to` at the window's step (module docstring), and
+    `state.log_history` as one entry ``{"anisotropy/<split point>/<field>": ..., "step": <window step>}`` per window,
+    appended when the window is scored: a retrospective window's after the tangent's fit, so those entries follow
+    the order of scoring, not of steps. The callback finds the Trainer that trains when training begins (`bind` and
+    `add_to` name one beforehand); called by hand, without one, it fills `state.log_history` only.
+
     Examples:
-        >>> trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator)  # doctest: +SKIP
-        >>> AnisotropyCallback.add_to(trainer, split_points=[2, 4], results_dir="runs/live", every=10)  # doctest: +SKIP
+        >>> callback = AnisotropyCallback([2, 4], results_dir="runs/live", every=10)
+        >>> trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[callback])  # doctest: +SKIP
         >>> trainer.train()  # doctest: +SKIP
     """
 
@@ -87,17 +102,16 @@ class AnisotropyCallback(TrainerCallback):
         self.probe_options = probe_options
         self.trainer: Any = None
         self.probe: TrainingProbe | None = None
-        self._unlogged: dict[str, float] = {}
 
     @classmethod
     def add_to(cls, trainer: Any, split_points: int | str | list[int | str], **options: Any) -> AnisotropyCallback:
-        """Create the callback, add it to `trainer` and bind it (figures then go through `trainer.log`)."""
+        """Create the callback, add it to `trainer` and bind it (the same as passing it in `callbacks=[...]`)."""
         callback = cls(split_points, **options)
         trainer.add_callback(callback)
         return callback.bind(trainer)
 
     def bind(self, trainer: Any) -> AnisotropyCallback:
-        """Log through `trainer.log` (and use its gradient scaler). Without it, figures join the next logs."""
+        """Use `trainer`'s integrations and gradient scaler (the Trainer that trains is found at `on_train_begin`)."""
         self.trainer = trainer
         return self
 
@@ -126,6 +140,7 @@ class AnisotropyCallback(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         """Attach the probe to the Trainer's model."""
+        self.trainer = _calling_trainer() or self.trainer  # the Trainer training now, or the one bound
         tokenizer = kwargs.get("processing_class", kwargs.get("tokenizer"))
         self.probe = TrainingProbe(
             model,
@@ -136,22 +151,13 @@ class AnisotropyCallback(TrainerCallback):
         ).attach()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        """Close the windows that are due and log their figures."""
-        if self.probe is None or not self.probe.step(updates=state.global_step):
+        """Close the windows that are due; report each one's figures at its step."""
+        if self.probe is None:
             return
-        figures = dict(self.probe.latest)
-        if self.trainer is not None:
-            self.trainer.log(figures)
-        else:
-            self._unlogged.update(figures)
-
-    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
-        """Unbound: add the figures to the Trainer's next logs (the callbacks after this one, and the history)."""
-        if self._unlogged and logs is not None:
-            logs.update(self._unlogged)
-            if state.log_history:
-                state.log_history[-1].update(self._unlogged)
-            self._unlogged = {}
+        for step, logs in _window_figures(self.probe.step(updates=state.global_step)).items():
+            state.log_history.append({**logs, "step": step})
+            if self.trainer is not None:
+                _report(self.trainer.callback_handler, args, state, control, step=step, logs=logs)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Write the rows of the closed windows with the checkpoint."""
@@ -165,3 +171,44 @@ class AnisotropyCallback(TrainerCallback):
         self.probe.detach()
         if self.report_dir is not False and self.probe.rows and distributed.is_main_process():
             write_report(SweepResult.load(self.results_dir), self.report_dir)
+
+
+def _window_figures(rows: Iterable[dict[str, Any]]) -> dict[int, dict[str, float]]:
+    """The logged figures of each window's rows (one row per split point), by the window's step."""
+    by_step: dict[int, dict[str, float]] = {}
+    for row in rows:
+        by_step.setdefault(row["step"], {}).update(figures(row))
+    return by_step
+
+
+def _report(handler: Any, args: Any, state: Any, control: Any, *, step: int, logs: dict[str, float]) -> None:
+    """Call the `on_log` of the reporting integrations among `handler`'s callbacks with `state` at `step`.
+
+    The callbacks `report_to` names, or added by hand, are those of `transformers.integrations`; the handler's own
+    `call_event` gives them what `Trainer.log` would (model, processing class, ...). The others (printer, progress
+    bar, user callbacks) are not called, and neither the Trainer's `control` nor its `state` is changed.
+    """
+    from transformers.integrations import INTEGRATION_TO_CALLBACK
+
+    integrations = tuple(INTEGRATION_TO_CALLBACK.values())
+    loggers = copy.copy(handler)
+    loggers.callbacks = [callback for callback in handler.callbacks if isinstance(callback, integrations)]
+    at_step = copy.copy(state)
+    at_step.global_step = step
+    loggers.call_event("on_log", args, at_step, copy.copy(control), logs=dict(logs))
+
+
+def _calling_trainer() -> Any:
+    """The `transformers.Trainer` up the call stack (whose `train()` runs the callback), or None.
+
+    transformers hands a callback its Trainer's model, optimizer and data loaders, not the Trainer, whose callback
+    handler holds the reporting integrations: a callback passed in `Trainer(callbacks=[...])` finds it here.
+    """
+    from transformers import Trainer
+
+    frame = inspect.currentframe().f_back
+    while frame is not None:
+        if isinstance(frame.f_locals.get("self"), Trainer):
+            return frame.f_locals["self"]
+        frame = frame.f_back
+    return None
