@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format bench docs tutorials clean
+.PHONY: install demo test test-fast lint format bench docs tutorials dist dist-check clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,16 @@ tutorials: $(STAMP)
 		HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python $$script; done
 	@set -e; for script in examples/*.py; do echo "== $$script --toy"; \
 		HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python $$script --toy; done
+
+# The wheel and the sdist, in dist/ (README: Install).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
+# twine check; a fresh venv with torch then the wheel, whose command runs a short demo outside the clone; the
+# sdist's own tests (a subset) there.
+dist-check: dist
+	PY=$(BIN)/python PYTHON=$(PYTHON) TORCH="$(TORCH)" bash .ci/check_dist.sh dist
 
 clean:
 	rm -rf $(VENV) build dist site .pytest_cache .ruff_cache

@@ -20,6 +20,7 @@ import sys
 
 import pytest
 from helpers.readme import (
+    CLI,
     README,
     ROOT,
     SET_UP_PREFIXES,
@@ -42,9 +43,9 @@ def _readme() -> str:
 
 def test_every_command_line_is_set_up_or_the_command_line_tool():
     lines = command_lines(_readme())
-    assert any(line.startswith("interpreto-anisotropy sweep") for line in lines)
-    assert any(line.startswith("interpreto-anisotropy report") for line in lines)
-    strays = [line for line in lines if not line.startswith(("interpreto-anisotropy ", *SET_UP_PREFIXES))]
+    assert any(line.startswith(f"{CLI} sweep") for line in lines)
+    assert any(line.startswith(f"{CLI} report") for line in lines)
+    strays = [line for line in lines if not line.startswith((f"{CLI} ", *SET_UP_PREFIXES))]
     assert not strays, f"README command lines this test neither runs nor knows as set-up: {strays}"
 
 
