@@ -37,10 +37,12 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 fi
 
 echo "== a fresh venv ($("$PYTHON" --version)): $TORCH, then the wheel"
+install_started=$SECONDS
 "$PYTHON" -m venv "$work/venv"
 venv="$work/venv/bin"
 "$venv/python" -m pip install --quiet "$TORCH"
 "$venv/python" -m pip install --quiet "$wheel"
+echo "installed in $((SECONDS - install_started)) s"
 
 echo "== the command, outside the clone, offline"
 mkdir "$work/outside"
@@ -58,7 +60,9 @@ done
 echo "demo: $((SECONDS - demo_started)) s, wrote demo/report/index.html"
 
 echo "== the sdist's own tests (a subset) against the installed wheel"
+install_started=$SECONDS
 "$venv/python" -m pip install --quiet "$wheel[test]"
+echo "test extra installed in $((SECONDS - install_started)) s"
 mkdir "$work/sdist"
 tar -xzf "$sdist" -C "$work/sdist"
 cd "$work/sdist"/*/
