@@ -28,7 +28,8 @@ echo "== twine check"
 "$PY" -m twine check --strict "$wheel" "$sdist"
 
 echo "== the wheel ships py.typed; the sdist holds every tracked file but .ci/, and no tests/golden/local"
-"$PY" -m zipfile -l "$wheel" | grep -q "interpreto_anisotropy/py.typed" || fail "the wheel has no py.typed"
+"$PY" -m zipfile -l "$wheel" >"$work/wheel.txt"
+grep -q "interpreto_anisotropy/py.typed" "$work/wheel.txt" || fail "the wheel has no py.typed"
 tar -tzf "$sdist" | sed 's|^[^/]*/||' | grep -v '/$' | sort >"$work/sdist.txt"
 ! grep -q '^tests/golden/local/' "$work/sdist.txt" || fail "the sdist holds tests/golden/local (machine-specific)"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
