@@ -98,7 +98,9 @@ def test_readme_python_snippets_run_in_order(demo_folder):
 
 def test_the_snippets_and_commands_read_what_make_demo_writes():
     readme = _readme()
-    assert "$(BIN)/interpreto-anisotropy demo --out runs/demo" in (ROOT / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert "$(BIN)/interpreto-anisotropy demo --out runs/demo" in makefile
+    assert "VENV := .venv" in makefile and "BIN := $(VENV)/bin" in makefile, f"make demo no longer installs {CLI}"
     assert "runs/demo/toy" in "".join(fenced_blocks(readme, "python"))
     assert any("--model runs/demo/toy" in line and not needs_the_hub(line) for line in command_lines(readme)), (
         "the README's offline CLI example should sweep the demo's checkpoints"
