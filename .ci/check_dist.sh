@@ -41,8 +41,8 @@ echo "== a fresh venv ($("$PYTHON" --version)): $TORCH, then the wheel"
 install_started=$SECONDS
 "$PYTHON" -m venv "$work/venv"
 venv="$work/venv/bin"
-"$venv/python" -m pip install --quiet "$TORCH"
-"$venv/python" -m pip install --quiet "$wheel"
+"$venv/python" -m pip install --quiet --no-compile "$TORCH"
+"$venv/python" -m pip install --quiet --no-compile "$wheel"
 echo "installed in $((SECONDS - install_started)) s"
 
 echo "== the command, outside the clone, offline"
@@ -62,7 +62,7 @@ echo "demo: $((SECONDS - demo_started)) s, wrote demo/report/index.html"
 
 echo "== the sdist's own tests (a subset) against the installed wheel"
 install_started=$SECONDS
-"$venv/python" -m pip install --quiet "$wheel[test]"
+"$venv/python" -m pip install --quiet --no-compile "$wheel[test]"
 echo "test extra installed in $((SECONDS - install_started)) s"
 mkdir "$work/sdist"
 tar -xzf "$sdist" -C "$work/sdist"
