@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format bench docs tutorials gpu-rehearsal clean
+.PHONY: install demo test test-fast lint format bench docs tutorials gpu-rehearsal dist dist-check clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,16 @@ tutorials: $(STAMP)
 # The CPU rehearsal of benchmarks/gpu/run_checks.sh (the device run): every step, tiny shapes; outputs in $(OUT).
 gpu-rehearsal: $(STAMP)
 	DEVICE=cpu PYTHON=$(BIN)/python OUT=$${OUT:-runs/gpu-rehearsal} bash benchmarks/gpu/run_checks.sh
+
+# The wheel and the sdist, in dist/ (README: Install).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
+# twine check; a fresh venv with torch then the wheel, whose command runs a short demo outside the clone; the
+# sdist's own tests (a subset) there.
+dist-check: dist
+	PY=$(BIN)/python PYTHON=$(PYTHON) TORCH="$(TORCH)" bash .ci/check_dist.sh dist
 
 clean:
 	rm -rf $(VENV) build dist site .pytest_cache .ruff_cache

@@ -20,6 +20,7 @@ import sys
 
 import pytest
 from helpers.readme import (
+    CLI,
     README,
     ROOT,
     SET_UP_PREFIXES,
@@ -42,9 +43,9 @@ def _readme() -> str:
 
 def test_every_command_line_is_set_up_or_the_command_line_tool():
     lines = command_lines(_readme())
-    assert any(line.startswith("interpreto-anisotropy sweep") for line in lines)
-    assert any(line.startswith("interpreto-anisotropy report") for line in lines)
-    strays = [line for line in lines if not line.startswith(("interpreto-anisotropy ", *SET_UP_PREFIXES))]
+    assert any(line.startswith(f"{CLI} sweep") for line in lines)
+    assert any(line.startswith(f"{CLI} report") for line in lines)
+    strays = [line for line in lines if not line.startswith((f"{CLI} ", *SET_UP_PREFIXES))]
     assert not strays, f"README command lines this test neither runs nor knows as set-up: {strays}"
 
 
@@ -97,7 +98,9 @@ def test_readme_python_snippets_run_in_order(demo_folder):
 
 def test_the_snippets_and_commands_read_what_make_demo_writes():
     readme = _readme()
-    assert "$(BIN)/interpreto-anisotropy demo --out runs/demo" in (ROOT / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert "$(BIN)/interpreto-anisotropy demo --out runs/demo" in makefile
+    assert "VENV := .venv" in makefile and "BIN := $(VENV)/bin" in makefile, f"make demo no longer installs {CLI}"
     assert "runs/demo/toy" in "".join(fenced_blocks(readme, "python"))
     assert any("--model runs/demo/toy" in line and not needs_the_hub(line) for line in command_lines(readme)), (
         "the README's offline CLI example should sweep the demo's checkpoints"

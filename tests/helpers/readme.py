@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 #: The README's command lines that are not run here: the set-up this plugin stands in for (``make``), and installs.
 SET_UP_PREFIXES = ("make ", "pip install ")
+#: The command as the README calls it: the script ``make demo`` installs in the clone's ``.venv``.
+CLI = ".venv/bin/interpreto-anisotropy"
 #: Options that make a command read the Hugging Face Hub: such lines are parsed, not run (the tests are offline).
 HUB_OPTIONS = ("--pythia", "--smollm2", "--revisions")
 
@@ -36,10 +37,10 @@ def needs_the_hub(line: str) -> bool:
 
 
 def offline_env() -> dict[str, str]:
-    """The environment of the commands: offline, the venv's scripts on the PATH, this checkout's sources first."""
+    """The environment of the commands: offline, this checkout's sources first, the PATH as it is (a reader's PATH
+    does not hold ``.venv/bin``)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg")
     # Torch's threads, as in the test process (conftest.py): tiny models run fastest on one thread of a busy machine.
     env.setdefault("OMP_NUM_THREADS", os.environ.get("INTERPRETO_ANISOTROPY_TEST_THREADS", "1"))
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
     return env
