@@ -3,14 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """`SweepResult`: the table a checkpoint sweep (or a live probe) produces, one row per (checkpoint, split point,
 tangent), read as a pandas DataFrame.
-
-The rows are the lines of ``rows.jsonl`` as written (`interpreto_anisotropy.sweeps.rows_file`); what each column
-holds, in which unit, is declared once in `interpreto_anisotropy.commons.columns.COLUMNS` (and in docs/columns.md).
-Identity columns: ``step``, ``checkpoint``, ``source``, ``revision``, ``layer`` (the split point as given),
-``split_point`` (its module path), ``tangent`` ("early", "each", "given"; "refit" in a live probe's rows); then
-every `ProbeResult` field, the activations' metrics, drift angles and bookkeeping. The figures and the report take
-a `SweepResult` (`interpreto_anisotropy.visualizations.plotting.plot_sweep`,
-`interpreto_anisotropy.visualizations.report.write_report`); nothing here draws.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Checkpoint sweeps: the paper's protocol end to end, resumable.
-
-For a list of training checkpoints, a sweep (1) fits the reference tangent on activations pooled over the early
-checkpoints (the first `early_fraction` of training, as the paper does), (2) for every checkpoint and split
-point, reads the activations of the fit texts, refits a tangent on them, probes the true training-loss
-gradients on held-out probe texts against the reference (and/or the refitted) tangent and matched-rank normal
-controls, and measures the activations' isotropy, the frequency-distance correlation, the on-manifold entropy
-and the tangent's drift. Each finished checkpoint's rows are written atomically to ``rows.jsonl``; a rerun with
-the same settings resumes at the first unfinished checkpoint. With each checkpoint's tangent go the top-activating
-tokens of its directions and of the reference's (`tangents.top_tokens`, on the rows already read for the metrics),
-and with each write of rows a line of ``provenance.jsonl`` saying which versions computed them.
-"""
+"""Checkpoint sweeps: the paper's protocol end to end, resumable."""
 
 from __future__ import annotations
 

@@ -3,25 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A self-contained HTML report of a checkpoint sweep.
 
-`write_report` writes, in one folder:
-
-- ``index.html``: title, a short explanation of the measurements, every figure of
-  `interpreto_anisotropy.visualizations.plotting.plot_sweep` embedded as a base64 PNG, the table of rows and the sweep's
-  settings. No external CSS, JavaScript or image: the page can be mailed or archived as one file.
-- ``figures/<name>.png``: the same figures as files.
-- ``rows.csv``: the scalar columns of the rows (`SweepResult.to_csv`), and ``rows.columns.csv``: what each of
-  those columns means (meaning, unit, formula, section of the docs), from the one table of column descriptions,
-  `interpreto_anisotropy.commons.columns.COLUMNS`, which also gives the page's header tooltips and its
-  column definitions.
-
-The page is the template ``templates/report.html.j2`` (with ``report.css`` and ``top_tokens.html.j2``, rendered by
-`interpreto_anisotropy.visualizations.pages`, autoescaping every value) filled with plain data built here: strings,
-and lists of dicts of strings (a table's rows keyed by column).
-
-Every file is written to a temporary file in the same folder and then renamed over the old one, so a crash
-leaves either the previous report or the new one, never half a page. The report works on a partial sweep (the
-rows finished so far) and can be rewritten as more checkpoints finish.
-
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
     >>> write_report(table, "runs/toy/report")       # also ia.write_report
