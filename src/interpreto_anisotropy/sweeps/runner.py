@@ -73,10 +73,8 @@ class CheckpointSweep:
             the config's options, or those of `config` changed.
 
     Attributes:
-        announce: Where the sweep's time estimates go (a callable taking a line of text): how many checkpoints it
-            has to compute before the first, then "about N s per checkpoint, M min for the K checkpoints left"
-            once the first is done (`sweeps.eta`). None (the default): the logger
-            "interpreto_anisotropy.sweeps.runner", at level INFO.
+        announce: A callable taking the sweep's time estimates, lines of text (`sweeps.eta`); None (default): the
+            logger "interpreto_anisotropy.sweeps.runner", at level INFO.
 
     Raises:
         EmptyInputError: No checkpoints, or no texts.

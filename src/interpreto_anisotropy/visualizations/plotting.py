@@ -41,8 +41,6 @@ __all__ = [
     "ISOTROPY_PANELS",
 ]
 
-#: Label of the x axis of every figure: the training step on a symmetric-log scale.
-
 #: The panels of `plot_isotropy`: (title, main column, optional secondary column drawn dashed, y label).
 ISOTROPY_PANELS: tuple[tuple[str, str, str | None, str], ...] = (
     (

@@ -126,10 +126,8 @@ def write_report(
 ) -> Path:
     """Write a self-contained HTML report of a sweep: figures, table of rows and settings.
 
-    Writes ``out_dir/index.html`` (figures embedded as base64 PNG, no external CSS or JavaScript),
-    ``out_dir/figures/<name>.png`` and ``out_dir/rows.csv``, each atomically (a temporary file renamed over the
-    target), creating `out_dir` if needed. The HTML file is written last, from the template
-    ``templates/report.html.j2``: all text from the rows, the settings and the results folder is HTML-escaped.
+    Writes ``index.html`` (figures embedded, from ``templates/report.html.j2``, autoescaped) last, after
+    ``figures/<name>.png`` and ``rows.csv``, each atomically.
 
     Args:
         result: The sweep (finished or partial: the report shows the rows finished so far).
