@@ -16,6 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..errors import EmptyInputError
+from ..probing.finding import number as _finite
 from .steps import step_axis
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,10 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["plot_live_vs_sweep"]
 
 _LIVE, _SWEEP = "C0", "C3"
-
-
-def _finite(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
 def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:

@@ -88,13 +88,10 @@ def _finite_list(values: Any) -> list[float]:
 
 def _series(rows: Sequence[dict[str, Any]], value: Callable[[dict[str, Any]], Any]) -> tuple[list[int], list[float]]:
     """(steps, values) of the rows where `value(row)` is a finite number."""
-    steps, values = [], []
-    for row in rows:
-        number = _finite(value(row))
-        if number is not None and row.get("step") is not None:
-            steps.append(int(row["step"]))
-            values.append(number)
-    return steps, values
+    points = [
+        (int(row["step"]), y) for row in rows if (y := _finite(value(row))) is not None and row.get("step") is not None
+    ]
+    return [step for step, _ in points], [y for _, y in points]
 
 
 def _field(name: str) -> Callable[[dict[str, Any]], Any]:

@@ -25,6 +25,7 @@ from ..commons.columns import TANGENT_KINDS, describe
 from ..commons.files import write_atomically
 from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError
+from ..probing.finding import number as _number
 from ..sweeps.multiple_testing import Correction, Family
 from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
 from ..sweeps.verdict import FAMILY_NAMES, Verdict, curve_sentences, method_sentence, sweep_verdict
@@ -244,12 +245,6 @@ def _format(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_format(item) for item in value) + "]"
     return str(value)
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def _cell(row: dict[str, Any], column: str) -> Any:
