@@ -1,11 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Streaming sums with an exact `merge()`, for batching, checkpoint pooling and distributed ranks.
-
-Everything here is a sum, so accumulating batch by batch, merging two accumulators, or all-reducing them
-across processes gives the same numbers as one pass over all the data (up to float64 rounding).
-"""
+"""Streaming sums with an exact `merge()`, for batching, checkpoint pooling and distributed ranks."""
 
 from __future__ import annotations
 
@@ -20,12 +16,6 @@ __all__ = ["MomentAccumulator", "top_eigenvalues", "top_eigenvectors"]
 
 class MomentAccumulator:
     """Running count, first and second moments of rows x in R^d, shifted for numerical stability.
-
-    Stores n, s1 = sum(x - c) and s2 = sum((x - c)(x - c)^T) in float64, where the shift c is the mean of the
-    first batch seen (or a given vector). Batch products are computed in the batch's own dtype (float32 BLAS
-    on float32 activations) and added to the float64 sums; the shift keeps the cancellation in
-    `covariance = s2/n - m m^T` small. Memory is O(d^2) whatever the number of rows. The count lives on the
-    device too, so `update` never waits for the device; reading `count` does.
 
     Args:
         dim: The dimension d.
@@ -61,11 +51,7 @@ class MomentAccumulator:
         return f"MomentAccumulator(dim={self.dim}, device={self.device}, count={self.count})"
 
     def update(self, x: Float[torch.Tensor, "n d"], mask: Bool[torch.Tensor, " n"] | None = None) -> MomentAccumulator:
-        """Add a batch of rows (n, d), or only the rows where `mask` (n,) is True. Returns self.
-
-        A mask costs no host synchronisation (boolean indexing would): masked-out rows are zeroed after
-        centring, so they add nothing, even when they hold NaN or infinities.
-        """
+        """Add a batch of rows (n, d), or only the rows where `mask` (n,) is True. Returns self."""
         if x.dim() != 2 or x.shape[1] != self.dim:
             raise DimensionMismatchError(f"Expected a batch of shape (n, {self.dim}), got {tuple(x.shape)}.")
         if mask is not None and mask.shape != x.shape[:1]:
@@ -147,8 +133,6 @@ class MomentAccumulator:
 def top_eigenvectors(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-k eigenpairs of a symmetric matrix, largest first, with a deterministic sign.
 
-    Each eigenvector is signed so that its largest-magnitude entry is positive.
-
     Args:
         matrix: Symmetric (d, d).
         k: Number of eigenpairs, 1 <= k <= d.
@@ -181,8 +165,6 @@ def top_eigenvectors(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[torch.
 
 def top_eigenvalues(matrix: Float[torch.Tensor, "d d"], k: int) -> Float[torch.Tensor, " k"]:
     """Top-k eigenvalues of a symmetric matrix, largest first, float64 (no eigenvectors: about half the time).
-
-    On the CPU, LAPACK's subset solver, as `top_eigenvectors` (the same eigenvalues, to float64 rounding).
 
     Args:
         matrix: Symmetric (d, d).

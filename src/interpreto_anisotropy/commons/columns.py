@@ -3,17 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The row schema: every column of a sweep's (and a live probe's) rows, declared once in `COLUMNS`.
 
-A `Column` holds a field's JSON type (`Kind`), its meaning, its unit and, where it has them, its formula and the
-section of docs/concepts.md that defines it. Everything that writes, reads or explains a row reads `COLUMNS`:
-`row_line` checks each row a sweep or a live probe writes to ``rows.jsonl`` (an undeclared field, or a value of
-another type, is refused there), `type_problem` checks the rows read back, and the HTML report's header tooltips
-and definitions, the ``rows.columns.csv`` notes and the documentation's column reference (``docs/columns.md``,
-`reference_markdown`, tested to be in sync) are written from it. A new row field is one `Column` entry here, then
-``python -m interpreto_anisotropy.commons.columns > docs/columns.md``.
-
-Columns that adjust a p-value within a family (``<p-value column>_holm`` and ``<p-value column>_bh``) are described
-from their base column's entry by `describe`, so adding a p-value column adds its adjusted forms too.
-
 Examples:
     >>> describe("on_manifold_entropy").unit
     <Unit.NATS: 'nats'>
@@ -379,10 +368,6 @@ def type_problem(row: Mapping[str, Any]) -> str | None:
 
 def row_line(row: Mapping[str, Any]) -> str:
     """The line of ``rows.jsonl`` that holds `row`, once every field is checked against `COLUMNS`.
-
-    Every row a sweep or a live probe writes goes through here, so a field added to a row without its `Column`
-    entry fails the first test that writes it. A NaN or infinite number is written as null (a missing value), as
-    the results files are read: the safe JSON reader refuses NaN and Infinity constants.
 
     Raises:
         ResultsStoreError: A field `COLUMNS` does not declare, or a value of another kind.

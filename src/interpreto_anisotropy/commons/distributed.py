@@ -3,10 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """torch.distributed helpers: sharding, exact all-reduce of streamed sums, gathering of Python objects.
 
-Everything the probe and the sweep accumulate is a sum, so ranks that process disjoint shards and all-reduce their
-sums get the single-process numbers (up to float64 rounding). Launch with `torchrun`; when the process group is
-not initialised (or has one rank) every helper here is a no-op.
-
 Examples:
     >>> world_size(), rank()  # outside torchrun
     (1, 0)
@@ -59,8 +55,6 @@ def is_main_process() -> bool:
 def init_from_environment() -> bool:
     """Initialise the default process group when launched by `torchrun` (WORLD_SIZE > 1) and not yet initialised.
 
-    The backend is NCCL when CUDA is available, else gloo. Each rank uses GPU `LOCAL_RANK` when there is one.
-
     Returns:
         True when a process group with several ranks is running afterwards.
     """
@@ -88,10 +82,7 @@ def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def all_reduce_moments(moments: MomentAccumulator) -> MomentAccumulator:
-    """Merge every rank's moments into one accumulator, identical on all ranks (exact: the sums are added).
-
-    The sums are first re-expressed around rank 0's shift (or zero when rank 0 saw no rows), then all-reduced.
-    """
+    """Merge every rank's moments into one accumulator, identical on all ranks (exact: the sums are added)."""
     if not is_distributed():
         return moments
     shift = moments.shift if moments.shift is not None else torch.zeros(moments.dim, dtype=torch.float64)

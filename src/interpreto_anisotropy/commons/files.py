@@ -2,7 +2,8 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Atomic file writes: a crash or a kill never leaves half a file behind, the old version stays until the new one
-is complete. Appends that a failed write never leaves half done, for files that grow line by line."""
+is complete. Appends that a failed write never leaves half done, for files that grow line by line.
+"""
 
 from __future__ import annotations
 
@@ -63,11 +64,6 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
 
 def append_whole(path: str | os.PathLike, data: str) -> Path:
     """Append `data` (whole lines) to `path` and flush it to disk; on a failed write, cut the file back to its size.
-
-    The bytes already in the file are never touched: appending costs the size of `data`, however long the file.
-    A write that fails (a full disk) or is interrupted by an exception leaves the file as it was; only a process
-    killed in the middle of the write (or a power cut) can leave a last line unterminated, which
-    `cut_unterminated_tail` removes.
 
     Args:
         path: The file (created with `default_file_mode` if missing).
@@ -139,12 +135,7 @@ _PROC_STATUS = "/proc/self/status"
 
 
 def default_file_mode() -> int:
-    """The mode a plain ``open(path, "w")`` gives a new file: 0o666 less the process umask (0o644 typically).
-
-    The umask is read without being changed (`os.umask` can only read it by setting it, process-wide, while other
-    threads may be creating files): from ``/proc/self/status`` on Linux, elsewhere from the mode a probe file created
-    with 0o666 gets.
-    """
+    """The mode a plain ``open(path, "w")`` gives a new file: 0o666 less the process umask (0o644 typically)."""
     with contextlib.suppress(OSError, ValueError):
         for line in Path(_PROC_STATUS).read_text().splitlines():
             if line.startswith("Umask:"):

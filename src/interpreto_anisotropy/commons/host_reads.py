@@ -1,13 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Moving batches to the device and reading device values back without stalling the device's queue.
-
-Reading a CUDA value on the host (`.item()`, `bool(tensor)`, boolean indexing) makes the host wait until the
-device has run everything queued before it; meanwhile nothing new is queued, so the device idles while the
-host tokenises the next batch. The probe therefore keeps its running sums on the device, and reads the few
-values it needs during a loop one batch late, when the device has long finished computing them.
-"""
+"""Moving batches to the device and reading device values back without stalling the device's queue."""
 
 from __future__ import annotations
 
@@ -40,10 +34,6 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
 
 class LaggedRead:
     """Read a device scalar on the host one step late, so that the read does not wait for queued work.
-
-    Each `push(value)` starts an asynchronous copy of `value` to pinned host memory and returns the value pushed
-    one call earlier, whose copy has finished by then (the device has run that step while the host queued this
-    one). On the CPU, where nothing is queued, `push` returns `value` itself.
 
     Examples:
         >>> reader = LaggedRead()

@@ -4,15 +4,6 @@
 """The one way the package reads the JSON files it is given or finds: results folders (config.json, rows.jsonl,
 provenance.jsonl, top tokens), texts files and checkpoint configs.
 
-Each read is bounded and strict: a file larger than `MAX_BYTES`, bytes that are not UTF-8, JSON that is malformed,
-nested deeper than `MAX_DEPTH` (a crafted file nested 50 000 deep would overflow Python's parser) or holding a
-number Python refuses to convert raise the caller's error class (`ResultsStoreError` for a results folder,
-`InvalidInputError` for a user's file), naming the file and the line, never a bare `RecursionError`,
-`UnicodeDecodeError` or `ValueError`. So do `NaN`, `Infinity` and `-Infinity` (not JSON, though Python's parser
-takes them) and numbers beyond a float's range such as `1e999` (read as infinity), unless `finite=False`: the
-package writes a missing value as null, so in the files it writes they are damage; a checkpoint's config, written
-by transformers, and a subspace's own `info` may hold them.
-
 Examples:
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "config.json"
@@ -74,9 +65,6 @@ def read_whole_lines(
     path: str | os.PathLike, *, error: type[AnisotropyError] = ResultsStoreError, advice: str = _ADVICE
 ) -> tuple[str, bool]:
     """The text of a file that grows by appends, up to its last newline: (text, whether a tail was left out).
-
-    The tail (a line its writer was killed writing) is cut before decoding, so that a multi-byte character it cut
-    in two does not make the whole file undecodable.
 
     Raises:
         error: As `read_text`, for the whole lines.

@@ -43,39 +43,6 @@ __all__ = [
 MAX_SEED = 2**32  # scikit-learn's random_state bound; torch accepts it too
 
 
-def check_positive_int(name: str, value: Any) -> int:
-    """`value` if it is an integer >= 1 (not a bool).
-
-    Raises:
-        InvalidInputError: Naming the option.
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}.")
-    return value
-
-
-def check_nonnegative_int(name: str, value: Any) -> int:
-    """`value` if it is an integer >= 0 (not a bool).
-
-    Raises:
-        InvalidInputError: Naming the option.
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}.")
-    return value
-
-
-def check_seed(name: str, value: Any) -> int:
-    """`value` if it is an integer in [0, 2**32).
-
-    Raises:
-        InvalidInputError: Naming the option.
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_SEED:
-        raise InvalidInputError(f"{name} must be an integer in [0, 2**32), got {value!r}.")
-    return value
-
-
 def check_number(
     name: str,
     value: Any,
@@ -143,7 +110,7 @@ class Bound:
         """Whether `value` is a number of the bound's kind inside it."""
         if isinstance(value, bool) or not isinstance(value, (int, float) if self.kind is float else int):
             return False
-        return math.isfinite(value) and self.accepts(value)
+        return (self.kind is int or math.isfinite(value)) and self.accepts(value)
 
     def check(self, name: str, value: Any) -> Any:
         """`value` as given, if the bound holds it.
@@ -176,6 +143,12 @@ POSITIVE_INT = Bound(int, "a positive integer", lambda number: number >= 1)
 NONNEGATIVE_INT = Bound(int, "an integer >= 0", lambda number: number >= 0)
 #: A seed: an integer in [0, 2**32).
 SEED = Bound(int, "an integer in [0, 2**32)", lambda number: 0 <= number < MAX_SEED)
+#: `value` if it is an integer >= 1 (not a bool), else our error naming the option.
+check_positive_int = POSITIVE_INT.check
+#: `value` if it is an integer >= 0 (not a bool), else our error naming the option.
+check_nonnegative_int = NONNEGATIVE_INT.check
+#: `value` if it is an integer in [0, 2**32), else our error naming the option.
+check_seed = SEED.check
 #: A fraction in (0, 1].
 FRACTION = Bound(float, "a number in (0, 1]", lambda number: 0 < number <= 1)
 #: A number in [0, 1].

@@ -3,13 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The package's progress bars: tqdm's, shown when asked, unless `TQDM_DISABLE` or the package's switch hides them.
 
-Every bar of the package is made by `progress_bar`. A call's `progress=True` shows it, `False` hides it, and
-`None` shows it in an interactive session only (a terminal on stderr, or a Jupyter kernel). Whatever a call asks,
-no bar shows while `TQDM_DISABLE` is set (to 1, true, yes or on) or the package's switch is off: the environment
-variable `INTERPRETO_ANISOTROPY_DISABLE_PROGRESS_BARS=1`, or `disable_progress_bars()` (the names of
-huggingface_hub's own switch). A bar that shows is built without `disable=`, so tqdm's other `TQDM_*` settings
-apply to it too.
-
 Examples:
     >>> from interpreto_anisotropy.commons import progress
     >>> progress.disable_progress_bars()

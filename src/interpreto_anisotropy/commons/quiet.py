@@ -3,10 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Quiet calls into transformers: no "Loading weights" progress bar, no warning meant for its own users.
 
-`quiet_transformers` silences transformers' progress bars and lowers its logging to errors for the duration of
-the library's own calls (loading a checkpoint, counting tokens), then restores both as they were, so a user's
-own settings are kept outside those calls.
-
 Examples:
     >>> with quiet_transformers():
     ...     pass  # AutoModel.from_pretrained(...) here shows no progress bar

@@ -61,8 +61,6 @@ def as_real_tensor(x: Any, *, name: str, ndim: int | None = None, dtype: torch.d
 def check_finite(x: torch.Tensor, *, name: str) -> None:
     """Raise `NonFiniteError` if `x` holds NaN or infinity.
 
-    A sum is finite iff every term is, unless finite terms overflow: only then is the element-wise test needed.
-
     Raises:
         NonFiniteError: NaN or infinite values.
     """
@@ -94,10 +92,6 @@ def as_float_tensor(x: Any, *, name: str = "input", ndim: int | None = 2) -> tor
 
 def scaled_by_power_of_two(x: torch.Tensor, *, dim: int | None = None) -> torch.Tensor:
     """`x` divided by a power of two that brings its largest magnitude (over all of `x`, or along `dim`) into [0.5, 2).
-
-    Squares and sums of squares of the result neither overflow nor vanish, as those of values near 1e200 or 1e-200
-    would; and a division by a power of two is exact, so anything scale-free computed from the result equals, bit
-    for bit, what `x` itself gives when its squares are in range. Zero slices stay zero.
 
     Args:
         x: A floating tensor (float64 for the metrics), shape (...).

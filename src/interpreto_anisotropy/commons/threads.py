@@ -3,11 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Small dense linear algebra on one CPU thread.
 
-Between the big products of a training step, torch's OpenMP threads keep spinning; a LAPACK call (scipy's
-eigensolver, small matrix products) that starts its own BLAS threads then fights them for the cores, and a 256 x 256
-eigendecomposition can take 30 times longer than on one thread (0.35 s instead of 0.013 s on 2 busy cores). The
-live probe's window statistics run inside `one_thread()`.
-
 Examples:
     >>> with one_thread():
     ...     torch.get_num_threads()

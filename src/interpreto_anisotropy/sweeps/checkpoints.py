@@ -3,22 +3,14 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Training checkpoints: where they are, which step they are, and how to load them.
 
-A `Checkpoint` names one model state of a training run: its training `step`, its `source` (a local folder or a
-Hugging Face Hub model id) and, for the Hub, its `revision` (a branch, tag or commit). Listing helpers build the
-sorted list a sweep walks through:
+A `Checkpoint` is one model state (`step`, `source`, `revision`); the listing helpers build a sweep's sorted list:
 
 - `local`: folders of one run on disk (`checkpoint-123`, `step123`, `step-123`, `step_123`);
 - `hub`: revisions of a Hub repository (`step1000`, `step-1000`, or an explicit `{step: revision}` mapping);
 - `pythia`: EleutherAI's Pythia suite (revisions `step{N}`, steps checked against the published schedule);
 - `smollm2`: SmolLM2's intermediate checkpoints (revisions `step-{N}`).
 
-EuroBERT's intermediate checkpoints have no helper: their revision naming could not be confirmed. Use `hub` with an
-explicit `{step: revision}` mapping for them.
-
-`load_checkpoint` returns `(model, tokenizer)` ready for Interpreto: the model class is inferred from the config
-(causal LM for decoders, masked LM for encoders), the model is in eval mode on the requested device, and a tokenizer
-without a pad token gets its eos token as pad token (Interpreto cannot batch without one). `loaded` does the same as a
-context manager that frees the model afterwards, so a sweep holds one model in memory at a time.
+`load_checkpoint` returns `(model, tokenizer)` ready for Interpreto; `loaded` frees the model after a `with` block.
 
 Examples:
     >>> import interpreto_anisotropy as ia
@@ -96,14 +88,8 @@ _KINDS = ("auto", "local", "hub")
 class Checkpoint:
     """One model state of a training run.
 
-    Checkpoints sort by step (then source, then revision), so `sorted(checkpoints)` is training order.
-
-    Where a checkpoint loads from depends on its `kind`. A Hub checkpoint (`kind="hub"`, what `hub`, `pythia`,
-    `smollm2` and `suite` build) always loads from the Hub, even when a folder of the same name lies in the working
-    directory, unless `prefer_local=True`. A local checkpoint (`kind="local"`, what `local` builds) always loads its
-    folder. With `kind="auto"` an existing folder is loaded, otherwise the Hub repository; a revision given for an
-    existing folder is then an error at load time (a folder has no revisions: it would stand in for every revision).
-    `kind` and `prefer_local` say how to load, not what: they are left out of comparisons and of `to_dict`.
+    Checkpoints sort by step (then source, revision). `kind` and `prefer_local` say how to load, not what: they are
+    left out of comparisons and of `to_dict`.
 
     Args:
         step: The training step, an integer >= 0.
@@ -111,7 +97,9 @@ class Checkpoint:
             `"EleutherAI/pythia-160m"`.
         revision: For a Hub model id, the branch, tag or commit to load (e.g. `"step1000"`); `None` means the default
             branch.
-        kind: `"auto"` (default), `"hub"` or `"local"`, as above.
+        kind: `"hub"` (what `hub`, `pythia`, `smollm2`, `suite` build) loads from the Hub even when a folder of that
+            name exists; `"local"` (what `local` builds) loads the folder; `"auto"` (default) an existing folder,
+            else the Hub (a revision for an existing folder is then an error at load time).
         prefer_local: For a Hub checkpoint, load the folder named `source` when it exists (its revision is then not
             checked: the folder must hold that revision).
 
@@ -203,10 +191,6 @@ class Checkpoint:
 class CheckpointList(list):
     """A list of checkpoints that knows the length of their training run and its objective (presets fill them in).
 
-    A sweep takes its `total_steps` as the training length of its early window (`CheckpointSweep(total_steps=...)`
-    overrides it). `objective` is the objective to probe the run with (`"causal_lm"`, or the suite's masked-LM
-    settings), to pass on as `CheckpointSweep(objective=checkpoints.objective)`.
-
     Args:
         checkpoints: The checkpoints.
         total_steps: The training run's number of steps, or None when unknown.
@@ -229,8 +213,7 @@ class CheckpointList(list):
 def parse_step(name: str) -> int | None:
     """Reads the training step from a folder name or a revision string.
 
-    Recognised forms: `checkpoint-123`, `step123`, `step-123`, `step_123` (case-insensitive, leading zeros allowed),
-    optionally followed by a suffix after `-`, `_` or `.` for revisions such as `step1000-tokens4B`.
+    Forms: `checkpoint-123`, `step123`, `step-123`, `step_123`, optionally with a suffix (`step1000-tokens4B`).
 
     Args:
         name: A folder name (not a path) or a revision.
@@ -249,9 +232,7 @@ def parse_step(name: str) -> int | None:
 def local(pattern: str | os.PathLike) -> list[Checkpoint]:
     """Lists the checkpoint folders of a training run on disk, sorted by step.
 
-    The step is read from each folder's name: `checkpoint-123` (Hugging Face `Trainer`), `step123`, `step-123` or
-    `step_123`. Matches that are not folders are ignored; a folder whose name carries no step is skipped with a
-    warning.
+    The step comes from the folder's name (see `parse_step`); a folder whose name carries none is skipped with a warning.
 
     Args:
         pattern: A glob pattern of checkpoint folders, e.g. `"runs/toy/checkpoint-*"` (`~` is expanded; `**` is
@@ -313,14 +294,8 @@ def hub(
 ) -> list[Checkpoint]:
     """Lists revisions of a Hugging Face Hub repository as checkpoints, sorted by step.
 
-    Revisions whose name carries a step (`step1000`, `step-1000`, `step_1000`, `checkpoint-1000`, or with a suffix such
-    as `step1000-tokens4B`) get that step. A revision without a step (`main`, a tag, a commit hash) has no step of its
-    own: this function does not invent one (no sentinel such as -1 that would end up on a plot's axis); pass a mapping
-    `{step: revision}` instead, e.g. `{143000: "main"}` for Pythia's final model.
-
-    Nothing is downloaded and the network is not touched: a sweep checks that every revision exists before its first
-    checkpoint (`check_revisions`), and `load_checkpoint` downloads each revision when its turn comes. The checkpoints
-    load from the Hub even when a folder named `model_id` lies in the working directory, unless `prefer_local`.
+    A revision's step is read from its name (`parse_step`); give a mapping `{step: revision}` for revisions without
+    one (`{143000: "main"}`). Nothing is downloaded: `check_revisions` and `load_checkpoint` touch the network.
 
     Args:
         model_id: A Hub model id such as `"EleutherAI/pythia-160m"`.
@@ -414,8 +389,7 @@ def smollm2(size: str, steps: int | Iterable[int], *, prefer_local: bool = False
     """Lists SmolLM2 intermediate checkpoints (`HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints`, revisions
     `step-{N}`).
 
-    Steps are not checked against the published schedule (it differs between sizes; see the repository's branches):
-    a step that was not published fails at load time with a `CheckpointError`.
+    Steps are not checked against the published schedule: an unpublished step fails at load time (`CheckpointError`).
 
     Args:
         size: One of `SMOLLM2_SIZES` (`"135M"`, `"360M"`, `"1.7B"`); case-insensitive.
@@ -452,11 +426,8 @@ def suite(
 ) -> CheckpointList:
     """Lists checkpoints of one of the models the paper swept, with its suite's training length and objective.
 
-    Give `steps` when the suite's revisions can be built from the step (Pythia `step{N}`, SmolLM2 `step-{N}`), or
-    `revisions`: names carrying the step (OLMo's `step20000-tokens84B`) or an explicit `{step: revision}` mapping
-    (the only way where the naming is not confirmed: EuroBERT, ModernCamemBERT, Gaperon). Steps are checked against
-    the published schedule where the sources enumerate it (Pythia), and against the training length where it is
-    known; otherwise they are not checked, and a step that was not published fails at load time.
+    Give `steps` where revisions are built from the step (Pythia, SmolLM2), else `revisions` (docs/suites.md). Steps
+    are checked against the published schedule and the training length where they are known.
 
     Args:
         name: A preset name `"{suite}-{size}"`, one of `ia.suites.PRESETS` (`"pythia-160m"`, `"olmo-1b"`,
@@ -521,9 +492,6 @@ def suite(
 def infer_objective(config: Any) -> str:
     """Tells whether a model config describes a decoder (`"causal_lm"`) or an encoder (`"masked_lm"`).
 
-    The rule is `objectives.objective_from_config` (the head named in `config.architectures`, then
-    `config.is_decoder`, then the model type's registration in transformers), with an error when it cannot tell.
-
     Args:
         config: A transformers `PretrainedConfig`.
 
@@ -565,11 +533,8 @@ def load_checkpoint(
 ) -> tuple[Any, Any]:
     """Loads a checkpoint's model and tokenizer, ready for Interpreto.
 
-    A Hub checkpoint's config, tokenizer and weight files (safetensors, else PyTorch `.bin`) are first fetched into
-    the Hugging Face cache with `huggingface_hub.snapshot_download` (files already there are not fetched again; when
-    the Hub is offline, `HF_HUB_OFFLINE=1`, only the cache is read), then `AutoConfig`, `AutoTokenizer` and
-    `AutoModel*` `.from_pretrained` read that folder, or a local checkpoint's folder. A tokenizer without a pad token
-    gets its eos token as pad token, with a warning (Interpreto cannot batch without a pad token).
+    A Hub checkpoint's files are fetched into the Hugging Face cache first (`hub_access.fetch`; offline, only the
+    cache is read). A tokenizer without a pad token gets its eos token as pad token, with a warning.
 
     Args:
         checkpoint: The checkpoint to load.
@@ -725,12 +690,8 @@ def _load_tokenizer(
 def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     """Loads a checkpoint for the duration of a `with` block, then frees it.
 
-    On exit the model's parameters and buffers are moved to the `meta` device (so their memory is released at once,
-    even if names bound by `with ... as (model, tokenizer)`, an Interpreto wrapper or a reference cycle still refer
-    to the model), and on CUDA `torch.cuda.empty_cache()` returns the freed blocks. No `gc.collect()` runs: with the
-    weights gone, what a cycle may still hold is a few Python objects, and a full collection costs about a second
-    per checkpoint in a process holding half a million objects (docs/performance.md). A sweep that loads each
-    checkpoint with `loaded` holds one model in memory at a time. Do not use the model after the block.
+    On exit the weights move to the `meta` device (released even if something still refers to the model) and CUDA's
+    cache is emptied; no `gc.collect()` (docs/performance.md). Do not use the model after the block.
 
     Args:
         checkpoint: The checkpoint to load.
@@ -882,10 +843,8 @@ def check_revisions(
 ) -> None:
     """Checks, before any is loaded, that some checkpoints can be loaded from where their kind says.
 
-    Local folders must exist and carry no revision (see `Checkpoint`), two Hub checkpoints must not stand in the same
-    local folder (`prefer_local`), and every Hub revision must exist: online, one listing of each repository's refs
-    (`huggingface_hub.list_repo_refs`); offline, each revision must be in the local cache. A sweep runs this before its
-    first checkpoint.
+    Local folders must exist without a revision, no two Hub checkpoints may share a `prefer_local` folder, and every
+    Hub revision must exist (online: one `list_repo_refs` per repository; offline: in the cache).
 
     Args:
         checkpoints: The checkpoints.

@@ -3,12 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A sweep's options, declared once: `SweepConfig`.
 
-Each field of `SweepConfig` is one option of `CheckpointSweep`, with its type (a `Literal` for a choice), its
-default, its unit and its help (the field's metadata). The same fields make the command line's `sweep` flags
-(`cli`), the options page of the docs (`options_markdown`, docs/options.md) and the class docstring's
-``Attributes:``; `__post_init__` checks them once, with our errors. This module imports no torch: the command
-line's `--help` answers without it.
-
 Examples:
     >>> config = SweepConfig(split_point=1, results_dir="runs/toy/sweep", nb_concepts=8)
     >>> config.nb_concepts, config.split_point

@@ -3,20 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A sweep's reference draws: a seed of their own for every row, and enough random subspaces for Holm to pass.
 
-Every row (checkpoint, split point, tangent kind) draws its R normal controls and R' random subspaces from its own
-seed (`row_seed`), a SHA-256 hash of the sweep's seed and of the row's identity: the checkpoint's step (which names
-one checkpoint in a results directory; not its place in a list, nor its folder, which may move, nor where it loads
-from: a Hub revision and the same weights in a local folder draw alike), the split point's module path and the
-tangent kind. The rows' tests are then independent given the gradients, and a resumed or extended sweep draws for a row
-exactly what an uninterrupted run draws for it. The seed is recorded in the row (``draw_seed``).
-
-`p_value_exact` can be no smaller than 1 / (R' + 1). Holm over a family of m rows rejects only where some adjusted
-p-value, at least m times the smallest p-value, is at most the level alpha: with R' = 20 and m = 16 it never can
-(16 / 21 = 0.76). A sweep's default R' (`default_n_random`) is therefore the smallest that puts the floor below
-alpha / m for its default family (the rows of one split point and tangent kind, one curve over training: m is the
-number of checkpoints) at alpha = 0.05, and never fewer than the R controls; an explicit `n_random` that cannot pass
-is warned about (`warn_if_cannot_pass`).
-
 Examples:
     >>> default_n_random(16, n_controls=20)
     320

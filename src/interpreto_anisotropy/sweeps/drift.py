@@ -1,13 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The drift of a sweep's tangents: principal angles to the reference and to the previous checkpoint's tangent.
-
-Each checkpoint's tangent is saved in the results directory (`SweepStore.tangent_path`), so a row's drift from
-the previous checkpoint is read once every rank of the round has saved its tangents, and measured again at the
-end of a run for the rows whose previous checkpoint has changed (new checkpoints between old ones, a previous
-checkpoint skipped then computed).
-"""
+"""The drift of a sweep's tangents: principal angles to the reference and to the previous checkpoint's tangent."""
 
 from __future__ import annotations
 

@@ -3,11 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The early checkpoints' activations at one split point, pooled for the reference tangent.
 
-Pooled as they are (`EarlyCentering.POOLED`, the paper's reading: one fit on the union of the rows), the shift of
-the activations' mean from one checkpoint to the next is itself a direction of spread, and the fit can take it as
-a principal direction. `EarlyCentering.PER_CHECKPOINT` centres each checkpoint's rows on their own mean before
-pooling, so the tangent describes the spread within checkpoints; its mean is still the mean of all the rows.
-
 Examples:
     >>> pool = EarlyPool(streamed=True, centering=EarlyCentering.PER_CHECKPOINT)  # doctest: +SKIP
     >>> for new_tangent, batches in early_checkpoints:  # doctest: +SKIP

@@ -3,12 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """How long a sweep will take: the time per checkpoint, measured on the first one, times the checkpoints left.
 
-Before the first checkpoint the sweep says how many checkpoints it has to compute (and, when it resumes, the time
-per checkpoint its earlier rows took, from their ``wall_seconds``); once the first checkpoint is done, it says
-"about N s per checkpoint, M min for the K checkpoints left". The time of a checkpoint is all of it: loading, the
-fit pass, the probe, the metrics and the write. Under ``torchrun --parallel checkpoints``, a round computes one
-checkpoint per rank, and the time left counts rounds.
-
 Examples:
     >>> timer = CheckpointTimer(10, clock=iter([0.0, 12.0]).__next__)
     >>> timer.start_round()
@@ -56,8 +50,6 @@ def estimate_line(seconds_per_round: float, remaining: int, *, per_round: int = 
 
 def seconds_per_checkpoint_of_rows(rows: Sequence[dict[str, Any]]) -> float | None:
     """The mean time a checkpoint took in earlier rows: per step, the sum of its split points' ``wall_seconds``.
-
-    Rows of one (step, split point) share their ``wall_seconds`` (the split point's time, for every tangent kind).
 
     Args:
         rows: Rows already written.

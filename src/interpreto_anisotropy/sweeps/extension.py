@@ -3,12 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Extending a sweep: the config of a results directory merged with a run that asks for more of the same.
 
-A run may add checkpoints, split points or tangent kinds to a results directory when every setting that determines
-the numbers is equal (texts, objective, method, rank, controls, seed, caps, ...). The stored config then records
-the union. Two things make an extension unsafe, and are refused: a step whose checkpoint is another one (another
-source or revision), and new checkpoints that change which checkpoints are early (the reference tangent pools
-them, so every "early" row would change).
-
 Examples:
     >>> stored = {"checkpoints": [{"step": 0, "source": "a", "revision": None}], "split_points": [1],
     ...           "reference": "early", "given_reference": None, "early_steps": [0], "early_fraction": 0.3}

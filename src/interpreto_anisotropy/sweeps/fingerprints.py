@@ -3,14 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A checkpoint's content fingerprint: cheap enough to take on every resume, sharp enough to see a retrained folder.
 
-* A local folder: a SHA-256 over the files that make the model and its tokenizer (config, weights, weight index,
-  tokenizer files; not the optimizer or trainer state), each by relative name, size and content. Files up to
-  `WHOLE_FILE_BYTES` are read whole. Larger ones contribute their safetensors header, their first and last MiB and
-  `SAMPLED_BLOCKS` blocks of 64 KiB spread evenly: retraining changes every weight, so the sample sees it, and a
-  1 GB file costs about 4 MiB of reading. An edit confined to bytes outside the sample goes unseen.
-* A Hub checkpoint: ``commit:<sha>``, the commit its revision resolves to in the local Hugging Face cache (a commit
-  is its content). None when the revision is not cached yet: it is taken again once the checkpoint is loaded.
-
 Examples:
     >>> fingerprint(Checkpoint(0, "runs/toy/checkpoint-0"))  # doctest: +SKIP
     'sha256:5f0c2e9a41d7b3c8'

@@ -3,11 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """One read of a checkpoint's fit texts at a split point: its own tangent, and the rows its metrics are taken on.
 
-A sweep reads the fit texts' activations of every checkpoint once for its rows (`FitReader` fed batch by batch).
-An early checkpoint is also read for the reference tangent; the sweep then feeds the same batches to both, and
-keeps what the checkpoint's rows need (`FitReader.kept`: its tangent's subspace, the metric sample on the host) for
-its turn in the main loop, where only the gradient probe needs the model again.
-
 Examples:
     >>> reader = FitReader(tangent, streamed=True, max_sample=4000)  # doctest: +SKIP
     >>> for rows, ids, locations in batches:  # doctest: +SKIP
@@ -60,8 +55,6 @@ class FitRead:
 
 class FitReader:
     """Feeds a read's batches to a checkpoint's own tangent and keeps its first rows for the metrics.
-
-    PCA streams the batches (memory flat in the number of fit rows); the other methods need the pooled matrix.
 
     Args:
         tangent: The checkpoint's unfitted `TangentExplainer` at the split point.

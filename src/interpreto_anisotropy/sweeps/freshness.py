@@ -3,11 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Whether a results directory's rows and references still describe its checkpoints' content.
 
-Rows carry the fingerprint of the checkpoint they were computed on, and each saved reference tangent the
-fingerprints of the early checkpoints it pools (``info["early_fingerprints"]``). Before a resume, the checkpoints
-are fingerprinted again (`fingerprints.fingerprint`): a checkpoint retrained into the same folder no longer matches.
-A fingerprint that cannot be taken (a Hub revision not cached yet) or that an older row lacks is not compared.
-
 Examples:
     >>> changed_steps([{"step": 0, "fingerprint": "sha256:a"}], {0: "sha256:b"})
     [0]

@@ -5,16 +5,6 @@
 weighs, and evicting the revisions the sweep fetched (with huggingface_hub's own `scan_cache_dir` and
 `delete_revisions`, which keep every file another revision still links to).
 
-Which commits a repository has, and how much a snapshot weighs, are read from its folders (`snapshot_commits`,
-`revision_bytes`), not from `scan_cache_dir`: a scan drops a whole repository as corrupted while a revision of it is
-being fetched (`snapshot_download` writes the revision's ref before its snapshot folder), so during a sweep's
-background downloads it would miss the revisions held, and before one it would miss a repository with one broken
-link, whose revisions would then not count as cached before.
-
-The revisions a sweep's repositories had in the cache are recorded once, at the sweep's first run, in its results
-directory (`BEFORE_FILE`): a sweep killed and resumed still knows which snapshots it fetched itself, and a
-revision whose snapshot was there before never counts as the sweep's own.
-
 Examples:
     >>> before = cached_before("runs/sweep/hub_cache_before.json", "~/.cache/huggingface/hub",
     ...                        ["EleutherAI/pythia-70m"])  # doctest: +SKIP

@@ -3,19 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Multiple-testing control over a sweep's rows: Holm's and Benjamini-Hochberg's adjusted p-values.
 
-A sweep tests one hypothesis per (checkpoint, split point, tangent kind): "the gradients hold no more energy in the
-tangent than in a random subspace". Read one at a time, some of many rows fall below 0.05 by chance alone. Adjusted
-p-values are compared with the level directly:
-
-* Holm (step-down Bonferroni) controls the family-wise error rate, the chance of any false rejection, under any
-  dependence between the tests;
-* Benjamini-Hochberg controls the false discovery rate, the expected share of false rejections among the
-  rejections, for independent or positively dependent tests (rows of one sweep share texts, so this is an
-  assumption).
-
-The family, the set of rows adjusted together, is the user's choice (`Family`): the rows of one split point and
-tangent kind (a curve of the figure, the default), of one split point, of one tangent kind, or all rows.
-
 Examples:
     >>> holm([0.01, 0.04, 0.03]).round(2).tolist()
     [0.03, 0.06, 0.06]

@@ -3,17 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Which software computed a sweep's rows: ``provenance.jsonl``, one line per write of rows.
 
-Each time the store appends rows it first appends a line to ``provenance.jsonl`` naming them (their (step, split
-point, tangent kind) keys) and the versions of the libraries behind the numbers (interpreto-anisotropy, Interpreto,
-torch, transformers, Python). The versions are kept out of ``config.json`` on purpose: the config is what a resume
-must match, so it stays byte-stable (a finished sweep writes nothing when run again) and a resume under newer
-libraries is not refused; instead, the rows of each run say what computed them, and the report shows it (and says
-when the rows come from several versions).
-
-A row's versions are those of the last line naming its key (a row recomputed later, once its checkpoint changed, is
-named again). The line is written before the rows, so a run killed in between leaves a line naming rows that do not
-exist, never rows without a line.
-
 Examples:
     >>> versions_of_rows("runs/toy/sweep", table.rows)  # doctest: +SKIP
     [({'interpreto-anisotropy': '0.4.0', 'interpreto': '0.5.2', ...}, 32)]
@@ -93,8 +82,6 @@ def provenance_line(keys: Iterable[Key]) -> str:
 
 def read_provenance(path: str | Path) -> list[dict[str, Any]]:
     """The records of a ``provenance.jsonl`` (none when the file is absent: results written before it existed).
-
-    An unterminated last line (a write cut short) is ignored.
 
     Raises:
         ResultsStoreError: A complete line that is not a provenance record.

@@ -1,13 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A sweep's reference tangents: given, saved by an earlier run, or fitted on the early checkpoints.
-
-The paper's reference tangent of a split point is fitted on activations pooled over the early checkpoints (the first
-`early_fraction` of training, `settings.early_checkpoints`) and saved under ``reference/`` in the results directory,
-so that a resume reads it instead of fitting it again. Rank 0 fits and saves it, the other ranks read its file; a
-method that streams (`EarlyPool(streamed=True)`) is fitted by every rank on its shard of the fit texts.
-"""
+"""A sweep's reference tangents: given, saved by an earlier run, or fitted on the early checkpoints."""
 
 from __future__ import annotations
 

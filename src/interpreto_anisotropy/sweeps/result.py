@@ -3,14 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """`SweepResult`: the table a checkpoint sweep (or a live probe) produces, one row per (checkpoint, split point,
 tangent), read as a pandas DataFrame.
-
-The rows are the lines of ``rows.jsonl`` as written (`interpreto_anisotropy.sweeps.rows_file`); what each column
-holds, in which unit, is declared once in `interpreto_anisotropy.commons.columns.COLUMNS` (and in docs/columns.md).
-Identity columns: ``step``, ``checkpoint``, ``source``, ``revision``, ``layer`` (the split point as given),
-``split_point`` (its module path), ``tangent`` ("early", "each", "given"; "refit" in a live probe's rows); then
-every `ProbeResult` field, the activations' metrics, drift angles and bookkeeping. The figures and the report take
-a `SweepResult` (`interpreto_anisotropy.visualizations.plotting.plot_sweep`,
-`interpreto_anisotropy.visualizations.report.write_report`); nothing here draws.
 """
 
 from __future__ import annotations
@@ -191,10 +183,6 @@ class SweepResult:
     def top_tokens(self, split_point: int | str | None = None, *, step: int | None = None) -> dict[str, Any] | None:
         """The top-activating tokens of every tangent direction at one checkpoint, as the sweep saved them.
 
-        For each direction of the early (or given) tangent and of the checkpoint's own tangent: the distinct tokens
-        of the checkpoint's fit texts that lie furthest along it, at both ends (a direction's sign is arbitrary),
-        with some context (`interpreto_anisotropy.tangents.top_tokens`).
-
         Args:
             split_point: The split point, as given to the sweep (e.g. 1) or as a module path; default: the first.
             step: The checkpoint's step; default: the last step of the rows whose top tokens are saved.
@@ -251,10 +239,7 @@ class SweepResult:
     def summary(self, *, correction: str | None = None, family: str | None = None, level: float | None = None) -> str:
         """What the sweep found, in words and numbers: the verdict of `interpreto_anisotropy.sweeps.verdict`.
 
-        Per split point and tangent kind: the peak and last energy ratio with their steps, how many checkpoints are
-        significant once the exact p-values are adjusted (what the p-value floor forbids, and the draws it needs),
-        the last anisotropy share with its p-value and its sign's meaning; then the correction and family used
-        and what alignment does not show. The same text ends the CLI's output and opens the HTML report.
+        The same text ends the CLI's output and opens the HTML report (docs/how-to/reading-the-report.md).
 
         Args:
             correction: "holm" or "bh"; default: the config's, else "holm".

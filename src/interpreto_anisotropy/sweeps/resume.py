@@ -1,13 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What a sweep checks in its results directory before it computes anything, so that a resume is one run.
-
-On rank 0, under the directory's lock: the stored config must match the settings (`SweepStore.prepare`), rows and
-references computed on content that has changed since are refused or dropped (`freshness`), and rows drawn with
-fewer random subspaces than the grown family needs are dropped to recompute (`draws.default_n_random`). Every rank
-then raises the same error, or goes on with the same checkpoints and R'.
-"""
+"""What a sweep checks in its results directory before it computes anything, so that a resume is one run."""
 
 from __future__ import annotations
 
@@ -125,12 +119,7 @@ class ResultsDirCheck:
         return n_random
 
     def _forget_underdrawn_rows(self, n_random: int) -> None:
-        """Drop the rows drawn with fewer random subspaces than the default R' of the (grown) family, to recompute.
-
-        An extension adds checkpoints, so the default R' grows; the rows written before drew fewer. Each row's seed
-        depends on its identity alone, so recomputing them gives what an uninterrupted run over every checkpoint
-        gives. An explicit `n_random` is in the config, which an extension must match: its rows are never dropped.
-        """
+        """Drop the rows drawn with fewer random subspaces than the default R' of the (grown) family, to recompute."""
         if self.settings.n_random is not None:
             return
         steps = {

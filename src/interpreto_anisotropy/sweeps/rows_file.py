@@ -1,12 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The files of a results directory: ``rows.jsonl`` read and checked line by line, ``config.json``, row order.
-
-A row is a flat JSON object whose fields `interpreto_anisotropy.commons.columns.COLUMNS` declares (with their types,
-meanings and units). A checkpoint skipped by a sweep with ``skip_bad_checkpoints=True`` has rows with its identity
-and ``skipped`` (why) only.
-"""
+"""The files of a results directory: ``rows.jsonl`` read and checked line by line, ``config.json``, row order."""
 
 from __future__ import annotations
 
@@ -94,12 +89,7 @@ _LAYER = _MARKUP | set("\"'&`/\\")  # a layer also names files and folders
 
 
 def row_problem(row: Any) -> str | None:
-    """What makes `row` no sweep row, None when it is one.
-
-    A row is a JSON object with a `step` (an integer in [0, `MAX_STEP`)), a `layer` (an integer, or a name that
-    is no path and holds no markup: it names files), names (`split_point`, `tangent`, `checkpoint`) that are
-    strings without markup, and every field `COLUMNS` declares holds a value of its kind (`type_problem`).
-    """
+    """What makes `row` no sweep row, None when it is one."""
     if not isinstance(row, dict):
         return "not a JSON object"
     if not _is_step(row.get("step")):

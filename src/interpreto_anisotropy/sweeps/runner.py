@@ -1,18 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Checkpoint sweeps: the paper's protocol end to end, resumable.
-
-For a list of training checkpoints, a sweep (1) fits the reference tangent on activations pooled over the early
-checkpoints (the first `early_fraction` of training, as the paper does), (2) for every checkpoint and split
-point, reads the activations of the fit texts, refits a tangent on them, probes the true training-loss
-gradients on held-out probe texts against the reference (and/or the refitted) tangent and matched-rank normal
-controls, and measures the activations' isotropy, the frequency-distance correlation, the on-manifold entropy
-and the tangent's drift. Each finished checkpoint's rows are written atomically to ``rows.jsonl``; a rerun with
-the same settings resumes at the first unfinished checkpoint. With each checkpoint's tangent go the top-activating
-tokens of its directions and of the reference's (`tangents.top_tokens`, on the rows already read for the metrics),
-and with each write of rows a line of ``provenance.jsonl`` saying which versions computed them.
-"""
+"""Checkpoint sweeps: the paper's protocol end to end, resumable."""
 
 from __future__ import annotations
 
@@ -84,10 +73,8 @@ class CheckpointSweep:
             the config's options, or those of `config` changed.
 
     Attributes:
-        announce: Where the sweep's time estimates go (a callable taking a line of text): how many checkpoints it
-            has to compute before the first, then "about N s per checkpoint, M min for the K checkpoints left"
-            once the first is done (`sweeps.eta`). None (the default): the logger
-            "interpreto_anisotropy.sweeps.runner", at level INFO.
+        announce: A callable taking the sweep's time estimates, lines of text (`sweeps.eta`); None (default): the
+            logger "interpreto_anisotropy.sweeps.runner", at level INFO.
 
     Raises:
         EmptyInputError: No checkpoints, or no texts.

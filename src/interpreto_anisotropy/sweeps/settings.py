@@ -148,9 +148,6 @@ class SweepSettings:
     """A `SweepConfig` with what a sweep resolves from it and its data: the checkpoints (sorted, a glob listed),
     the fit and probe texts, the early checkpoints, the training length and masking of a preset, the device.
 
-    The options themselves are the config's (`settings.options`); an option not resolved here reads through to it
-    (`settings.nb_concepts` is `settings.options.nb_concepts`).
-
     Args:
         config: The sweep's options, checked.
         checkpoints: `Checkpoint`s or a glob of local checkpoint folders.

@@ -1,24 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A sweep's results directory: its config, its rows and its tangents; what is done, and where each file goes.
-
-The store only stores: rows come to it complete (drift included), and it appends them atomically. It guards the
-directory:
-
-* one writer at a time: `lock()` takes an exclusive lock (`filelock`, released by the system if the process dies,
-  so a stale lock is taken over safely) and records the holder's pid and host, which a second writer's error names;
-* an unterminated last line of ``rows.jsonl`` that is a whole row is terminated before the next append; one that
-  is not is refused, never glued to a new row;
-* results without a ``config.json`` are refused, not adopted; `overwrite` always starts afresh, whatever is there:
-  `clear` moves every file the library writes there (`LIBRARY_FILES`) into one hidden folder, config.json first,
-  then deletes that folder, so that a kill in between leaves artefacts without a config (which a run refuses), never
-  old artefacts beside new rows; files the library does not write (and the Hub-cache record, which is about the
-  Hugging Face cache, not the results) stay;
-* a finished sweep that is run again writes nothing;
-* the temporary files of writes a killed sweep left behind, and the folder of an overwrite it did not finish, are
-  removed by the next lock holder.
-"""
+"""A sweep's results directory: its config, its rows and its tangents; what is done, and where each file goes."""
 
 from __future__ import annotations
 
@@ -153,9 +136,6 @@ class SweepStore:
     def prepare(self, config: dict[str, Any], *, overwrite: bool) -> dict[str, Any]:
         """Check `config` against config.json and record it (call it holding the lock).
 
-        A run that adds checkpoints, split points or tangent kinds with equal settings extends the stored config
-        (`extension.merge_configs`); a new folder gets `config`.
-
         Returns:
             The config now in config.json: the union of what every run asked for.
 
@@ -233,9 +213,6 @@ class SweepStore:
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         """Add complete rows to rows.jsonl in one atomic write, in step order, skipping keys already computed.
-
-        A new row replaces a skipped row of its key. An unterminated last line that is a whole row is kept (and
-        terminated); one that is not is refused.
 
         Raises:
             ResultsStoreError: An unreadable rows file.
@@ -317,10 +294,7 @@ class SweepStore:
         n_rows: int,
         directions: dict[str, list[DirectionTokens]],
     ) -> None:
-        """Write the top tokens of a checkpoint's tangents (tangent kind -> one entry per direction), atomically.
-
-        Nothing is written when the file already holds the same content.
-        """
+        """Write the top tokens of a checkpoint's tangents (tangent kind -> one entry per direction), atomically."""
         path = self.top_tokens_path(layer, step)
         write_top_tokens(path, step=step, layer=layer, split_point=split_point, n_rows=n_rows, directions=directions)
 

@@ -3,14 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The checkpoint suites the paper studied, as reconstructed, as their model cards and training sources describe them.
 
-The paper's own words (its abstracts) name EuroBERT, the Pythia suite and SmolLM2; third-party readings say it
-swept ten models; the list below is our reconstruction of which. One `Suite` per family (EuroBERT,
-ModernCamemBERT, OLMo, Pythia, Gaperon, SmolLM2), with one `SuiteSize` per size taken as swept: the Hugging Face Hub repository, how intermediate revisions are named, the length of the training
-run, the objective, the architecture and the layer to probe. What the sources read for this package do not confirm
-is `None` (a revision naming, a training length, a masking rate) and is listed in `Suite.unconfirmed`: checkpoints
-of such a suite are then given as revision names or an explicit `{step: revision}` map. `ia.checkpoints.suite`
-lists a preset's checkpoints; docs/suites.md cites the sources.
-
 Examples:
     >>> import interpreto_anisotropy as ia
     >>> family, size = ia.suites.find("pythia-160m")

@@ -3,11 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The top-tokens files of a results directory: ``top_tokens/<split point>/step-<step>.json``.
 
-One file per checkpoint and split point holds the top-activating tokens of every direction of the tangents the
-checkpoint was probed with (`interpreto_anisotropy.tangents.top_tokens`): its step, split point, the number of rows
-ranked, and per tangent kind one entry per direction, each token in the compact form of `TOKEN_FIELDS`. The store
-writes them (`SweepStore.save_top_tokens`); `SweepResult.top_tokens` and the report read them.
-
 Examples:
     >>> read_top_tokens("runs/toy/sweep", 1, 300)["tangents"]["early"][0].high  # doctest: +SKIP
 """

@@ -3,18 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The verdict of a sweep: what its rows found, curve by curve, in numbers and in words.
 
-One place computes it (`sweep_verdict`, pure functions of the rows) and every reader renders the same data: the
-report's first section (`interpreto_anisotropy.visualizations.report`), `SweepResult.summary()` and the end of the
-CLI's output (`verdict_text`). For each curve (one split point and tangent kind) the verdict gives:
-
-- the peak and the last energy ratio, with their steps;
-- how many checkpoints are significant once the exact p-values are adjusted for multiple testing, with the
-  correction and family the sweep declares (default: Holm within each curve, at level 0.05), and, when the
-  p-value floor 1/(R' + 1) makes passing impossible, how many random draws it would take;
-- the anisotropy share at the last checkpoint, with its p-value, and what its sign means;
-
-then the family and correction used and one line on what alignment does not show.
-
 Examples:
     >>> verdict = sweep_verdict(table.rows, table.config)  # doctest: +SKIP
     >>> print(verdict_text(verdict))  # doctest: +SKIP
@@ -144,10 +132,6 @@ def resolution_note(
     tested: Sequence[Mapping[str, Any]], column: str, level: float, correction: str = DEFAULT_CORRECTION
 ) -> str:
     """Why no row of the largest family can pass `level`, when the p-values' floor 1/(R + 1) forbids it ("" else).
-
-    With R draws a rank p-value is at least 1/(R + 1); Holm multiplies the smallest of m by m, Benjamini-Hochberg
-    leaves a family of equal floors at the floor. The note names the option and the draws that make passing
-    possible.
 
     Args:
         tested: The rows of one family or more, each with a p-value in `column` (families are the curves).

@@ -3,19 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A checkpoint's config checked against its weights' names and shapes before any real tensor is allocated.
 
-`from_pretrained` builds the model the config describes, then reads the weights: a config that claims a million
-layers (weights for 2) builds them all first, for minutes and gigabytes, and a config with no attention heads fails
-with a bare `ZeroDivisionError`. Such a config is refused first:
-
-1. `check_config_file`, before transformers reads config.json: its sizes are positive integers, its heads
-   divide the hidden size, and its `architectures` is a list of class names;
-2. `check_config`, on the loaded config, against the weight files' names and shapes read without their data
-   (safetensors headers, `safe_open`; a PyTorch `.bin` is mapped onto the meta device): no more layers than the
-   weights hold, the embedding's width equal to the hidden size, then the model built on the meta device (no
-   memory), whose parameter shapes must equal the weights' where the names agree.
-
-Weights it cannot read are left to `from_pretrained`, which names the failure as before.
-
 Examples:
     >>> check_config("runs/toy/checkpoint-8", config, model_class, label="step-8")  # doctest: +SKIP
 """
@@ -57,11 +44,6 @@ _SIZES = {
 
 def check_config_file(folder: str | Path, *, label: str) -> None:
     """Refuses a config.json whose sizes cannot describe a model, before transformers reads it.
-
-    Its layer count, hidden size, head counts and positions (`max_position_embeddings`, `n_positions`) must be
-    positive integers, the heads must divide the hidden size (unless it gives `head_dim`), the key-value heads must
-    divide the heads, and `architectures` must be a list of class names. A config.json that is not a JSON object is
-    left to transformers.
 
     Args:
         folder: The checkpoint's folder.
@@ -134,11 +116,7 @@ def check_config(folder: str | Path, config: Any, model_class: Any, *, label: st
 
 
 def weight_shapes(folder: str | Path) -> dict[str, tuple[int, ...]] | None:
-    """The name and shape of every weight of a checkpoint folder, read without the tensors' data.
-
-    Safetensors files (a sharded checkpoint's from its index) come first, as `from_pretrained` prefers them; else
-    PyTorch `.bin` files, mapped onto the meta device. None when there are none, or they cannot be read.
-    """
+    """The name and shape of every weight of a checkpoint folder, read without the tensors' data."""
     root = Path(folder)
     for suffix, reader in ((".safetensors", _safetensors_shapes), (".bin", _bin_shapes)):
         files = _weight_files(root, suffix)

@@ -27,10 +27,6 @@ def plot_energy_by_bucket(
 ) -> Figure:
     """Energy share of the tangent within each token frequency bucket and position bucket, checkpoint by checkpoint.
 
-    One row of two panels (frequency, position) per split point; one colour per bucket, from the most frequent
-    types (or the first positions) to the rarest (the last); solid: the tangent, dashed: its controls' mean. The
-    tangent kind shown is `tangent`, else "early" when present, else the first kind.
-
     Args:
         result: The sweep.
         split_point: Plot only this split point (default: every split point, one row each).

@@ -3,8 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The ``rows.columns.csv`` file a report writes next to ``rows.csv``: what each of its columns means.
 
-The descriptions come from the row schema, `interpreto_anisotropy.commons.columns.COLUMNS`.
-
 Examples:
     >>> write_column_notes("runs/toy/report/rows.columns.csv", ["step", "energy_share"])  # doctest: +SKIP
 """

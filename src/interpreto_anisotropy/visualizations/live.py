@@ -3,15 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A live probe's curve next to the post-hoc sweep of the same training's checkpoints.
 
-The live rows (`TrainingProbe`, source "live") have a point per window, measured on the training batches with the
-weights of that step; the sweep's, a point per saved checkpoint, on its probe texts. One panel per split point and
-tangent kind of the live run: its energy share (line) and its controls' min-max band, the sweep's energy share at
-the same split point with its bootstrap intervals (markers) and its controls' mean (dashed), and chance k/d. The
-sweep's tangent of the same kind is drawn when it has one (a live "early" tangent, fitted on the first training
-steps' activations, next to the sweep's "early" reference, fitted on the early checkpoints), else its first kind.
-
-Series gids: ``"live_energy:<kind>"``, ``"live_band:<kind>"``, ``"sweep_energy:<kind>"``, ``"sweep_control_mean:<kind>"``.
-
 Examples:
     >>> figure = plot_live_vs_sweep(ia.SweepResult.load("runs/demo/live"), ia.SweepResult.load("runs/demo/sweep"))
     >>> figure.savefig("live.png")
@@ -25,6 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..errors import EmptyInputError
+from ..probing.finding import number as _finite
 from .steps import step_axis
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,10 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["plot_live_vs_sweep"]
 
 _LIVE, _SWEEP = "C0", "C3"
-
-
-def _finite(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
 def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:

@@ -3,11 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """What a report can say about the swept model and the software, without loading a model or touching the network.
 
-`model_card` reads the ``config.json`` of the sweep's first checkpoint when it is a local folder (architecture,
-width, layers, heads, vocabulary) and counts the parameters from the headers of its ``.safetensors`` files (a few
-kilobytes read, no tensor); for a hub checkpoint it says what it cannot know. `model_name` names the model for the
-report's title, and `software_versions` gives the versions of the libraries that matter to the numbers.
-
 Examples:
     >>> card = model_card({"checkpoints": [{"step": 0, "source": "runs/demo/toy/checkpoint-0"}]})  # doctest: +SKIP
     >>> card["architecture"]  # doctest: +SKIP
@@ -75,9 +70,6 @@ def model_name(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> s
 def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> dict[str, str]:
     """The model's description, for the report: architecture, width d, layers, heads, vocabulary, parameters.
 
-    Read from the first checkpoint's ``config.json`` and ``.safetensors`` headers when it is a local folder; each
-    field it cannot read is `UNKNOWN` (a hub checkpoint is never downloaded for this).
-
     Args:
         config: The sweep's settings (``config.json``).
         rows: Its rows (for the width d and when the config lists no checkpoint).
@@ -124,10 +116,7 @@ def layer_count(source: str | Path) -> int | None:
 
 
 def count_tokens(source: str | Path, texts: Sequence[str]) -> int | None:
-    """How many tokens a local checkpoint's tokenizer makes of `texts` (no truncation, no warning), or None.
-
-    Only a local folder with its own tokenizer is read; nothing is downloaded.
-    """
+    """How many tokens a local checkpoint's tokenizer makes of `texts` (no truncation, no warning), or None."""
     folder = Path(source)
     if not folder.is_dir() or not texts:
         return None

@@ -3,12 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The one path from data to the HTML the package writes: Jinja2 templates with autoescaping on.
 
-The templates (``templates/*.html.j2``) and the style sheet (``templates/report.css``) are package data. Every value
-a template shows, from the rows, the settings, the top-tokens files or the model's config, is escaped by Jinja2's
-autoescape, in text and in attribute values alike (titles, alt texts, ids), so that a crafted value
-(``"><script>...``) is shown as text, never run. No template marks a value safe (no ``|safe``, no ``Markup``): the
-markup of the page is the templates' own text. Undefined names are errors, not empty strings.
-
 Examples:
     >>> render("top_tokens.html.j2", top_tokens=[], token_headers=[])[:40]
     '<p>No top tokens are saved in this sweep'

@@ -3,22 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Matplotlib figures of a checkpoint sweep (`SweepResult`).
 
-Every function takes a `SweepResult` and returns a `matplotlib.figure.Figure` built without pyplot, so nothing
-is shown, no GUI backend is needed and no global figure state is kept (save with ``fig.savefig(path)``; in a
-notebook the figure displays itself). Figures have one panel per split point, side by side, except
-`plot_energy`, with one panel per split point (row) and tangent kind (column), `plot_isotropy`, whose six small
-multiples draw one line per split point, and `plot_loss`, one line per split point.
-
-The x axis is the training step on a symmetric-log scale (``symlog``, linear on [0, 1], logarithmic above), as
-Pythia-style checkpoints are log-spaced and step 0 must still show. Missing values (None, NaN: a partial sweep,
-a non-finite measurement) are skipped point by point; a series with no finite value is not drawn.
-
-Each drawn series carries a ``gid`` (``artist.get_gid()``) so that tests and scripts can find it:
-``"energy:<tangent>"``, ``"control_min:<tangent>"``, ``"control_max:<tangent>"``, ``"control_mean:<tangent>"``,
-``"control_band:<tangent>"``, ``"analytic_null:<tangent>"``, ``"chance"``, ``"ratio:<tangent>"``,
-``"delta:<tangent>"``, ``"delta_control_*:<tangent>"``, ``"isotropy:<metric>:<split point>"``,
-``"drift:<reference|previous>_<mean|max>"`` and ``"loss:<split point>"``.
-
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
     >>> figures = plot_sweep(table)            # {"energy": Figure, "energy_ratio": ..., ...}
@@ -56,8 +40,6 @@ __all__ = [
     "STEP_LABEL",
     "ISOTROPY_PANELS",
 ]
-
-#: Label of the x axis of every figure: the training step on a symmetric-log scale.
 
 #: The panels of `plot_isotropy`: (title, main column, optional secondary column drawn dashed, y label).
 ISOTROPY_PANELS: tuple[tuple[str, str, str | None, str], ...] = (
@@ -106,13 +88,10 @@ def _finite_list(values: Any) -> list[float]:
 
 def _series(rows: Sequence[dict[str, Any]], value: Callable[[dict[str, Any]], Any]) -> tuple[list[int], list[float]]:
     """(steps, values) of the rows where `value(row)` is a finite number."""
-    steps, values = [], []
-    for row in rows:
-        number = _finite(value(row))
-        if number is not None and row.get("step") is not None:
-            steps.append(int(row["step"]))
-            values.append(number)
-    return steps, values
+    points = [
+        (int(row["step"]), y) for row in rows if (y := _finite(value(row))) is not None and row.get("step") is not None
+    ]
+    return [step for step, _ in points], [y for _, y in points]
 
 
 def _field(name: str) -> Callable[[dict[str, Any]], Any]:
@@ -150,11 +129,7 @@ def _groups(rows: Sequence[dict[str, Any]], key: str, default: Any = None) -> di
 
 
 def _per_checkpoint(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per step: merges the rows of the tangent kinds, keeping the first non-None value of each field.
-
-    Activation metrics and tangent drift describe the checkpoint, not the tangent kind, so rows of the same step
-    (and split point) repeat them or leave them None.
-    """
+    """One row per step: merges the rows of the tangent kinds, keeping the first non-None value of each field."""
     merged: dict[int, dict[str, Any]] = {}
     for row in rows:
         target = merged.setdefault(int(row["step"]), {})
@@ -222,11 +197,6 @@ def _all_steps(rows: Sequence[dict[str, Any]]) -> list[int]:
 # ---------------------------------------------------------------------------------------------------- figures
 def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
     """Gradient energy share of the tangent over training, against its matched-rank normal controls.
-
-    Per split point (one panel each) and tangent kind (one colour each): the tangent's energy share
-    E_T = ||G Q_T||_F^2 / ||G||_F^2 (solid line, bootstrap confidence interval as error bars), the band between the
-    smallest and largest control energy share E_N (shaded, thin edges), the controls' mean (dashed), the analytic
-    null (1 - E_T) k / (d - k) of a random complement control (dotted) and chance k/d (grey dashed).
 
     Args:
         result: The sweep.
@@ -376,11 +346,6 @@ def plot_energy_ratio(
 ) -> Figure:
     """Energy ratio E_T / mean(E_N) over training, with the permutation p-value of each point marked.
 
-    Filled markers are points with p <= `alpha`, hollow markers points with p > `alpha` (or no p-value), where
-    p = (1 + #{controls with E_N >= E_T}) / (R + 1). With R controls the smallest attainable p-value is 1/(R + 1)
-    (0.048 for R = 20): the title says so, since "p = 0.048" at every step means "beat every control", not more.
-    A grey line marks ratio 1 (the tangent holds as much as an average control).
-
     Args:
         result: The sweep.
         split_point: Plot only this split point (default: every split point, one panel each).
@@ -480,10 +445,6 @@ def _significance_markers(alpha: float) -> list[tuple[Line2D, str]]:
 def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
     """Change of the gradients' IsoScore* when the tangent is projected out, against the controls.
 
-    Delta IsoScore*_T = IsoScore*(G (I - Q_T Q_T^T)) - IsoScore*(G) (solid line) and the same for each normal
-    control: min-max band (shaded) and mean (dashed). A tangent that holds the gradients' anisotropy makes the
-    remaining cloud markedly more isotropic (a large positive delta) where controls barely change it.
-
     Args:
         result: The sweep.
         split_point: Plot only this split point (default: every split point, one panel each).
@@ -558,10 +519,6 @@ def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, 
 def plot_isotropy(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
     """Isotropy of the activations over training: six small multiples, one line per split point.
 
-    Panels: mean cosine similarity (raw, solid; centred, dashed), IsoScore, IsoScore*, partition isotropy I(W)
-    (centred, solid; uncentred, dashed), effective rank and the variance share of the top rogue dimensions. They
-    describe the checkpoint's activations, not a tangent, so rows of several tangent kinds at one step count once.
-
     Args:
         result: The sweep.
         split_point: Plot only this split point (default: every split point, one line each).
@@ -622,11 +579,6 @@ def plot_isotropy(result: SweepResult, *, split_point: str | None = None, tangen
 def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
     """Drift of the tangent over training: principal angles between checkpoints' own tangents, in radians.
 
-    Lines: mean and largest principal angle between this checkpoint's tangent and the reference tangent (blue)
-    and the previous checkpoint's tangent (orange); mean solid, max dashed. The left axis is in radians, the unit
-    of the ``drift_*`` columns; the right axis gives the same angles in degrees. 0 is the same subspace, pi/2
-    (90 degrees) an orthogonal direction. The first checkpoint has no previous one and is skipped on that line.
-
     Args:
         result: The sweep.
         split_point: Plot only this split point (default: every split point, one panel each).
@@ -683,10 +635,6 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
 
 def plot_loss(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
     """The training loss of each checkpoint on the probe texts (the ``loss`` column), one line per split point.
-
-    The loss describes the checkpoint, not the tangent, so rows of several tangent kinds at one step count once.
-    Split points of one checkpoint probe the same texts with the same objective, so their lines coincide unless
-    they probed different tokens.
 
     Args:
         result: The sweep.

@@ -3,25 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A self-contained HTML report of a checkpoint sweep.
 
-`write_report` writes, in one folder:
-
-- ``index.html``: title, a short explanation of the measurements, every figure of
-  `interpreto_anisotropy.visualizations.plotting.plot_sweep` embedded as a base64 PNG, the table of rows and the sweep's
-  settings. No external CSS, JavaScript or image: the page can be mailed or archived as one file.
-- ``figures/<name>.png``: the same figures as files.
-- ``rows.csv``: the scalar columns of the rows (`SweepResult.to_csv`), and ``rows.columns.csv``: what each of
-  those columns means (meaning, unit, formula, section of the docs), from the one table of column descriptions,
-  `interpreto_anisotropy.commons.columns.COLUMNS`, which also gives the page's header tooltips and its
-  column definitions.
-
-The page is the template ``templates/report.html.j2`` (with ``report.css`` and ``top_tokens.html.j2``, rendered by
-`interpreto_anisotropy.visualizations.pages`, autoescaping every value) filled with plain data built here: strings,
-and lists of dicts of strings (a table's rows keyed by column).
-
-Every file is written to a temporary file in the same folder and then renamed over the old one, so a crash
-leaves either the previous report or the new one, never half a page. The report works on a partial sweep (the
-rows finished so far) and can be rewritten as more checkpoints finish.
-
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
     >>> write_report(table, "runs/toy/report")       # also ia.write_report
@@ -44,6 +25,7 @@ from ..commons.columns import TANGENT_KINDS, describe
 from ..commons.files import write_atomically
 from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError
+from ..probing.finding import number as _number
 from ..sweeps.multiple_testing import Correction, Family
 from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
 from ..sweeps.verdict import FAMILY_NAMES, Verdict, curve_sentences, method_sentence, sweep_verdict
@@ -145,10 +127,8 @@ def write_report(
 ) -> Path:
     """Write a self-contained HTML report of a sweep: figures, table of rows and settings.
 
-    Writes ``out_dir/index.html`` (figures embedded as base64 PNG, no external CSS or JavaScript),
-    ``out_dir/figures/<name>.png`` and ``out_dir/rows.csv``, each atomically (a temporary file renamed over the
-    target), creating `out_dir` if needed. The HTML file is written last, from the template
-    ``templates/report.html.j2``: all text from the rows, the settings and the results folder is HTML-escaped.
+    Writes ``index.html`` (figures embedded, from ``templates/report.html.j2``, autoescaped) last, after
+    ``figures/<name>.png`` and ``rows.csv``, each atomically.
 
     Args:
         result: The sweep (finished or partial: the report shows the rows finished so far).
@@ -265,12 +245,6 @@ def _format(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_format(item) for item in value) + "]"
     return str(value)
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def _cell(row: dict[str, Any], column: str) -> Any:

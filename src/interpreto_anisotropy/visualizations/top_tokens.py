@@ -1,11 +1,5 @@
 """The report's section on what the tangent directions mean: their top-activating tokens, in context.
 
-For each split point, at the last checkpoint whose top tokens the sweep saved (``top_tokens/<split point>/
-step-<step>.json``, see `interpreto_anisotropy.tangents.top_tokens`), one table per tangent kind: a row per direction
-with its share of the activations' variance and the distinct tokens at both of its ends, each shown in its context
-with the token highlighted. `top_tokens_tables` gives the tables as plain data; the template
-``templates/top_tokens.html.j2`` lays them out, escaping every text from the files.
-
 Examples:
     >>> html_text = top_tokens_section(ia.SweepResult.load("runs/toy/sweep"))  # doctest: +SKIP
 """
