@@ -187,100 +187,30 @@ def parse_int_list(value: str) -> list[int]:
     return numbers
 
 
+# argparse `type=` parsers of one option's text; argparse prefixes their error with the option
+# ("argument --max-fit-tokens: must be a positive integer"). Their ranges are `commons.options`' bounds.
 def parse_positive_int(value: str) -> int:
-    """An integer option that must be at least 1 (a size, a rank, a cap), for argparse `type=`.
-
-    argparse prefixes the error with the option, e.g. "argument --max-fit-tokens: must be a positive integer".
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The integer.
-
-    Raises:
-        argparse.ArgumentTypeError: Not an integer, or below 1.
-
-    Examples:
-        >>> parse_positive_int("8")
-        8
-    """
+    """An integer of at least 1 (a size, a rank, a cap): `parse_positive_int("8")` is 8."""
     return POSITIVE_INT.parse(value)
 
 
 def parse_seed(value: str) -> int:
-    """A seed option: an integer in [0, 2**32), for argparse `type=`.
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The seed.
-
-    Raises:
-        argparse.ArgumentTypeError: Not an integer, or outside [0, 2**32).
-
-    Examples:
-        >>> parse_seed("0")
-        0
-    """
+    """A seed, an integer in [0, 2**32): `parse_seed("0")` is 0."""
     return SEED.parse(value)
 
 
 def parse_fraction(value: str) -> float:
-    """A fraction option: a number in (0, 1], for argparse `type=`.
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The fraction.
-
-    Raises:
-        argparse.ArgumentTypeError: Not a number, or outside (0, 1].
-
-    Examples:
-        >>> parse_fraction("0.3")
-        0.3
-    """
+    """A number in (0, 1]: `parse_fraction("0.3")` is 0.3."""
     return FRACTION.parse(value)
 
 
 def parse_nonnegative_int(value: str) -> int:
-    """An integer option that may be 0 (a look-ahead), for argparse `type=`.
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The integer.
-
-    Raises:
-        argparse.ArgumentTypeError: Not an integer, or below 0.
-
-    Examples:
-        >>> parse_nonnegative_int("0")
-        0
-    """
+    """An integer of at least 0 (a look-ahead): `parse_nonnegative_int("0")` is 0."""
     return NONNEGATIVE_INT.parse(value)
 
 
 def parse_positive_number(value: str) -> float:
-    """A number option that must be above 0 (a size in GB), for argparse `type=`.
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The number.
-
-    Raises:
-        argparse.ArgumentTypeError: Not a finite number above 0.
-
-    Examples:
-        >>> parse_positive_number("20")
-        20.0
-    """
+    """A finite number above 0 (a size in GB): `parse_positive_number("20")` is 20.0."""
     return POSITIVE_NUMBER.parse(value)
 
 
@@ -612,7 +542,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from .demo import load_corpus, train_toy
+    from .demo import train_toy
     from .sweeps.result import SweepResult
     from .sweeps.runner import CheckpointSweep
     from .tangents.controls import check_control_room
@@ -650,8 +580,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         f"      loss {run.losses[0]:.3f} -> {run.losses[-1]:.3f}, {len(run.checkpoints)} checkpoints, "
         f"{len(live_rows.rows)} live windows"
     )
-    fit_texts = [text for text in load_corpus("fit", progress=progress) if len(text) <= 600][:160]
-    probe_texts = [text for text in load_corpus("probe", progress=progress) if len(text) <= 600][:80]
+    fit_texts, probe_texts = corpus_texts(Corpus.STDLIB, progress=progress)
     print(f"[2/3] sweeping: k={args.nb_concepts}, {args.n_controls} controls, reference tangent on early checkpoints")
     sweep = CheckpointSweep(
         str(out / "toy" / "checkpoint-*"),

@@ -1,15 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The settings of the live probe: which tangent it scores (`LiveTangent`), and every other option, declared once and
-checked once (`LiveConfig`).
-
-Examples:
-    >>> LiveTangent("early") is LiveTangent.EARLY
-    True
-    >>> LiveConfig(every=5, early_steps=100).every
-    5
-"""
+"""The live probe's settings: which tangent it scores (`LiveTangent`) and every other option, declared once and
+checked once (`LiveConfig`)."""
 
 from __future__ import annotations
 

@@ -3,10 +3,9 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """`TrainingProbe`: the gradient probe run on the training step's own gradients, window after window.
 
-Nothing is run for the measurement: the user's forward and `loss.backward()` hand the split points' activations
-and dL/dh to the probe (`reading.split_point.TrainingCapture`), which pools them per logging window of `every`
-optimizer steps and, when a window closes (`step()`), scores it with the statistics of `GradientProbe` and writes
-a row in the schema of `CheckpointSweep`'s.
+The user's forward and `loss.backward()` hand the split points' activations and dL/dh to the probe
+(`reading.split_point.TrainingCapture`); it pools them per window of `every` optimizer steps and, when a window
+closes (`step()`), scores it with `GradientProbe`'s statistics into a sweep row.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from ..sweeps.rows_file import sort_rows
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent
 from .point import LivePoint, Statistics
-from .rows import figures
 from .store import LiveStore, saved_tangents
 from .tangents import TangentSchedule
 from .tokens import gradient_weight, loss_rows, loss_terms
@@ -157,7 +155,6 @@ class TrainingProbe:
         }
         self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
         self.rows: list[dict[str, Any]] = []
-        self.latest: dict[str, float] = {}
         self._capture: TrainingCapture | None = None
         self._store: LiveStore | None = None
         self._counters: dict[str, tuple[int, int]] = {}
@@ -317,8 +314,6 @@ class TrainingProbe:
         self._counters = self._snapshot()
         rows = sort_rows(rows)
         self.rows.extend(rows)
-        for row in rows:
-            self.latest.update(figures(row))
         if self._store is not None and distributed.is_main_process() and rows:
             self._store.add(rows)
         return rows

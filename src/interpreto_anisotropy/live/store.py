@@ -1,27 +1,12 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The live probe's results directory: a sweep's layout (config.json, rows.jsonl, reference/, tangents/), so that
+"""The live probe's results directory, in a sweep's layout (config.json, rows.jsonl, reference/, tangents/), so that
 `SweepResult.load`, its plots, its report and the CLI's ``report`` read it unchanged.
 
-It reuses `SweepStore`'s public methods (the directory lock, the checked reading of rows, the tangent paths) and
-appends the rows of closed windows to rows.jsonl itself (`append_whole`): a write costs the new rows only, however
-many windows the file holds, and never touches the rows already written; a write that fails leaves the file as it
-was. Writes are batched: at most one every `flush_seconds` (and always at `close`), so that a window every step does
-not pay a disk flush every step.
-
-A results directory holding a live run with the same settings is resumed: its rows before `start_step` are kept,
-the later ones (a run restarted from an earlier checkpoint) are dropped, and a last line left unterminated by a
-writer that was killed while writing it is removed (with a warning), in one atomic rewrite when opening.
-`overwrite` empties the folder of everything the library wrote there first (`SweepStore.clear`), reading none of it:
-a later resume never finds an earlier run's tangents beside the new run's rows.
-
-Resuming the tangents (`saved_tangents`): a run restarted at `start_step` (from a training checkpoint) must score its windows against the tangent the
-stopped run used, not one fitted afresh on the steps after the restart: the early tangent
-(``reference/<layer>.safetensors``), or the last refitted tangent fitted at or before `start_step`
-(``tangents/<layer>/step-N.safetensors``). The activations pooled by the stopped run for a fit it had not made yet
-are not saved: a run resumed before that fit fits on the steps from `start_step` only, and says so. A saved
-tangent whose rank is not the run's `nb_concepts` (an artefact of another run) is refused, never scored against.
+Rows of closed windows are appended (`append_whole`, at most every `flush_seconds`, always at `close`); a folder
+with the same settings resumes at `start_step` (later rows and an unterminated last line dropped), and
+`saved_tangents` reads back the tangent the stopped run scored against. docs/how-to/live-probe.md ("Resuming").
 """
 
 from __future__ import annotations

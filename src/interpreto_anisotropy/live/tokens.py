@@ -1,26 +1,13 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What a training micro-batch brings to a window: which positions are gradient rows, how many loss terms it holds,
-and the factor its dL/dh is rescaled by before pooling.
+"""What a training micro-batch brings to a window: its gradient rows, its number of loss terms, and the factor
+1 / c_j its dL/dh is rescaled by, c_j = loss_scale x scaler scale (x 1 / n_j for a mean over n_j terms), so that
+tokens weigh as in the probe's summed loss.
 
-Rows: the rule is the probe's (`Objective.probed_tokens` and the token policy `batching.token_rows`), read from the
-batch the user's forward received: padding (attention mask 0) is never a row; for a causal LM, a token is a row
-when the next token is a target (real, and with a label other than -100 when labels are given); for a masked LM,
-every real token is a row (unmasked tokens receive gradient through attention, as in the probe); special tokens
-are left out unless `include_special`. For a masked LM the special-token test reads the original tokens (the
-labels where they are set), so that the mask token of a corrupted position does not hide it.
-
-Rescaling, so that tokens weigh as in the probe's summed loss (`gradient_weight`): the probe differentiates the sum of the per-token losses. A training loop differentiates `loss_scale x L`, where L
-is that sum (`reduction="sum"`) or its mean over the micro-batch's loss terms (`reduction="mean"`, the Hugging Face
-default), and a gradient scaler multiplies it by its current scale. The gradient of micro-batch j is therefore
-`c_j x dSum_j/dh`, and multiplying it by `1 / c_j` gives back the probe's gradient:
-
-    c_j = loss_scale x scaler scale x (1 / n_j for a mean over n_j loss terms)
-
-A factor common to every micro-batch of a window changes no energy share; one that differs between them (the
-mean over micro-batches of different sizes) weighs their tokens differently, which is what this undoes. The
-scaler's scale is read on the device (no host synchronisation); powers of two, it is undone exactly.
+The rules are the probe's (`Objective.probed_tokens`, `batching.token_rows`); for a masked LM, special tokens are
+read from the original tokens (the labels where set). docs/how-to/live-probe.md ("Which tokens are rows", "How
+tokens are weighted") says them in full.
 """
 
 from __future__ import annotations
@@ -46,11 +33,7 @@ def _original_ids(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> 
 
 
 def loss_rows(
-    inputs: dict[str, torch.Tensor],
-    objective: ObjectiveName,
-    special_ids: torch.Tensor,
-    *,
-    include_special: bool,
+    inputs: dict[str, torch.Tensor], objective: ObjectiveName, special_ids: torch.Tensor, *, include_special: bool
 ) -> Bool[torch.Tensor, "b l"]:
     """The positions of a training batch that are gradient rows (see the module docstring).
 

@@ -1,30 +1,14 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""One logging window's sums at one split point: what `GradientProbe._accumulate` keeps, micro-batch by micro-batch,
-less what the window's gradient moments already hold.
+"""One logging window's sums at one split point (`WindowSums`), and how a closed window is scored and reduced.
 
-Per micro-batch the window adds each sequence's energy in each tangent (when one exists) and squared gradient norm,
-float64 gradient moments (count, sum, G^T G), the loss and its number of terms, and a 0-dim "all finite" flag;
-nothing waits for the device until the window closes. The energies of the tangents' controls and of the random
-subspaces of the exact p-value are only ever summed over the window (the bootstrap resamples the tangents' alone),
-so they are read from the window's scatter when it closes, tr(Q^T G^T G Q) = ||G Q||_F^2 (`scored_sums`): one
-(d, d) x (d, S) product per window instead of an (n, d) x (d, S) one per micro-batch. The scatter's products are
-float32, summed over a micro-batch's rows in float32 by the matrix product, while the post-hoc probe projects each
-row (float32 products over d) and sums the rows in float64: the shares differ by float32 rounding, 5e-8 relative
-typically and at most 7e-7 in the test setups (a masked LM's last layer, where most gradient rows are exactly zero),
-under the 1e-6 the tests allow. The tangents' own energies are projected per row, as the post-hoc probe does.
-
-A window that opened without a tangent keeps its moments and, within `max_kept_bytes`, its gradient rows (float32,
-as `batch_energies` masks them): once a tangent exists, its per-sequence tangent energies, hence its bootstrap
-interval, are computed from those rows exactly as a live window computes them (`WindowSums.tangent_energies`).
-Memory: O(d^2) float64 for the moments, O(sequences x tangents) for the energies, and, while a window awaits a
-tangent, its rows (micro-batch tokens x d x 4 bytes).
-
-Over every data-parallel rank (`reduce_window`), a window's sums take one all-reduce of the counters and the
-moments, and one gather of the per-sequence energies (rank 0's sequences first, then rank 1's, ...), as `GradientProbe` reduces its shards.
-Outside a process group it only reads the device. A window scored after its tangent was fitted gathers its
-per-sequence tangent energies then, in the same order (`gather_sequence_energy`).
+The tangents' energies are projected per row as `GradientProbe` does; the controls' and random subspaces' come from
+the window's G^T G once it closes, tr(Q^T G^T G Q) (`scored_sums`), within float32 rounding of the post-hoc probe
+(at most 7e-7 relative in the tests). A window without a tangent yet keeps its moments and, within
+`max_kept_bytes`, its float32 gradient rows, to be scored exactly once the tangent exists. Over data-parallel
+ranks, one all-reduce of counters and moments and one gather of the per-sequence energies (rank 0's first).
+docs/how-to/live-probe.md ("How the live figures are computed", "Real training setups") has the details.
 """
 
 from __future__ import annotations
