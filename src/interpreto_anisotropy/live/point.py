@@ -54,16 +54,8 @@ class _Pending:
 
 
 class LivePoint:
-    """The live state of one split point.
-
-    Args:
-        layer: The split point as the user gave it (the rows' `layer`).
-        path: Its module path.
-        schedule: Its tangent schedule.
-        statistics: The settings of the statistics.
-        max_pending_bytes: The memory the windows awaiting a tangent may hold at this split point.
-        every: Optimizer steps per window (how many windows await a tangent).
-    """
+    """The live state of one split point: `layer` as the user gave it (the rows' `layer`), `path` its module path;
+    the windows awaiting a tangent may hold `max_pending_bytes` here."""
 
     def __init__(
         self,

@@ -48,25 +48,20 @@ __all__ = ["TrainingProbe"]
 class TrainingProbe:
     """Gradient energy of a tangent subspace vs matched-rank normal controls, measured on the training gradients.
 
-    Attach it to the model being trained; call `step()` after each optimizer step. Every `every` steps a window
-    closes: its micro-batches' dL/dh at each split point (one row per token that carries loss, as in
-    `GradientProbe`) give a `ProbeResult` computed by the probe's own statistics, written as a sweep row.
+    Attach it to the model being trained and call `step()` after each optimizer step; every `every` steps a
+    window's dL/dh at each split point becomes a `ProbeResult` and a sweep row (docs/how-to/live-probe.md).
 
     Args:
         model: The model being trained (a Hugging Face model, or an Interpreto `ModelWithSplitPoints` holding it).
-        split_points: Layer indices or module paths, resolved as `ModelWithSplitPoints` resolves them (default: the
-            splitter's split point).
+        split_points: Layer indices or module paths (default: the splitter's split point).
         tokenizer: The model's tokenizer: its special tokens are not rows (as in the probe). None: every token is.
         tangent: "early", "refit", a `Subspace` / fitted `TangentExplainer`, or a dict split point -> either.
         results_dir: Where config.json, rows.jsonl and the fitted tangents go (None: rows kept in memory only).
-        start_step: Optimizer steps already done (a resumed run): rows from that step on are rewritten, and an
-            "early" or "refit" tangent fitted by then is read back from `results_dir`, so that the windows after
-            the restart are scored against it.
-        overwrite: Start afresh: remove everything the package wrote in `results_dir` (rows, config, tangents, top
-            tokens, provenance, report), whatever its settings; files it did not write stay.
-        grad_scaler: The `torch.amp.GradScaler` whose scaled loss is differentiated: its scale is undone, and
-            micro-batches with non-finite gradients (the steps it skips) are skipped and counted.
-        config: The other settings (`LiveConfig`: `every`, `early_steps`, `n_controls`, `reduction`, `call`, ...).
+        start_step: Optimizer steps already done (a resumed run: later rows are rewritten, saved tangents read back).
+        overwrite: Start afresh: remove everything the package wrote in `results_dir`; files it did not write stay.
+        grad_scaler: The `torch.amp.GradScaler` whose scaled loss is differentiated: its scale is undone, and the
+            micro-batches it skips are skipped and counted.
+        config: The other settings (`LiveConfig`).
         **options: Any `LiveConfig` field by name, in place of the one of `config`.
 
     Raises:

@@ -41,15 +41,9 @@ _STEP_FILE = re.compile(r"step-(\d+)\.safetensors")
 
 
 class LiveStore:
-    """Rows of a live probe, appended to the rows.jsonl of a results directory a `SweepResult` reads.
-
-    Args:
-        results_dir: The folder.
-        config: The live probe's settings (what a resume must match).
-        overwrite: Start afresh: remove what the library wrote in the folder (rows, config, tangents, top tokens,
-            provenance, report), whatever its settings; files it did not write stay.
-        start_step: Rows at or after this step from an earlier run are dropped (the run restarts there).
-        flush_seconds: Write rows.jsonl at most this often (0: at every window).
+    """Rows of a live probe appended to `results_dir`'s rows.jsonl, resumed or started afresh (`overwrite`: what
+    the library wrote is removed) under `config` (what a resume must match); rows at or after `start_step` from an
+    earlier run are dropped; rows.jsonl is written at most every `flush_seconds` (0: at every window).
 
     Raises:
         ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
@@ -146,15 +140,12 @@ def saved_tangents(
     *,
     nb_concepts: int | None = None,
 ) -> dict[str, Subspace]:
-    """The tangents in use at `start_step`, per module path, read by the main process and sent to every rank.
+    """The tangents in use at `start_step` (> 0) per module path, read by the main process and sent to every rank.
 
     Args:
         results_dir: The live run's results directory.
         layers: Module path -> the split point as given (the name of its files).
-        kind: EARLY or REFIT (a given tangent is not read from disk).
-        fit_every: EARLY: the steps of the fit; REFIT: the refit period (a multiple of `every`).
-        every: Optimizer steps per window (a fit happens when a window closes).
-        start_step: The optimizer steps the stopped run had done (> 0).
+        kind: EARLY or REFIT; `fit_every` the steps of the early fit, or the refit period (a multiple of `every`).
         nb_concepts: The rank the run's tangents have (None: not checked).
 
     Returns:

@@ -35,17 +35,9 @@ def _original_ids(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> 
 def loss_rows(
     inputs: dict[str, torch.Tensor], objective: ObjectiveName, special_ids: torch.Tensor, *, include_special: bool
 ) -> Bool[torch.Tensor, "b l"]:
-    """The positions of a training batch that are gradient rows (see the module docstring).
-
-    Args:
-        inputs: `input_ids`, `attention_mask` and optionally `labels`, (b, l) each.
-        objective: The model's training objective.
-        special_ids: The tokenizer's special token ids (empty: none left out).
-        include_special: Keep special tokens as rows.
-
-    Returns:
-        (b, l) booleans on the inputs' device.
-    """
+    """Which positions of a training batch (`input_ids`, `attention_mask`, optional `labels`: (b, l) each) are
+    gradient rows, as (b, l) booleans on the inputs' device; `special_ids` (empty: none) are not, unless
+    `include_special`."""
     mask = inputs["attention_mask"].bool()
     rows = token_rows(_original_ids(inputs, objective), mask, special_ids, include_special=include_special)
     if objective is ObjectiveName.CAUSAL_LM:
@@ -97,15 +89,8 @@ def gradient_weight(
 ) -> torch.Tensor | None:
     """The factor 1 / c_j that turns a micro-batch's dL/dh into the probe's summed-loss gradient, 0-dim float64.
 
-    None when there is nothing to undo (a summed loss, no loss scale, no scaler): the gradient is used as it is.
-
-    Args:
-        inputs: The micro-batch (`input_ids`, `attention_mask`, `labels`), for its number of loss terms.
-        objective: The model's objective (which terms a mean divides by).
-        reduction: Whether the differentiated loss was a sum or a mean over the micro-batch's terms.
-        loss_scale: A constant the user multiplied the loss by (e.g. 1 / gradient accumulation steps).
-        scaler: The gradient scaler, or None.
-        device: The gradients' device.
+    None when there is nothing to undo (a summed loss, no loss scale, no scaler). `inputs` give the number of loss
+    terms a "mean" `reduction` divided by; `scaler` is the gradient scaler or None; `device` the gradients'.
     """
     if reduction is Reduction.SUM and loss_scale == 1 and (scaler is None or not scaler.is_enabled()):
         return None

@@ -43,15 +43,11 @@ class _KeptBatch:
 
 
 class WindowSums:
-    """The sums of one window at one split point.
+    """The sums of one window at one split point of width `dim`, on the gradients' `device`.
 
-    Args:
-        dim: The split point's width d.
-        device: Where the sums live (the gradients' device).
-        bases: The window's tangent, its controls and random subspaces (`SubspaceColumns`), or None
-            when no tangent exists yet (moments, and rows within `max_kept_bytes`).
-        first_step: The optimizer step of the window's first weights.
-        max_kept_bytes: Without a tangent, the most bytes of gradient rows to keep (beyond, none are kept).
+    `bases` are the window's tangent, controls and random subspaces, or None while no tangent exists (then the
+    window keeps its moments, and its gradient rows up to `max_kept_bytes`); `first_step` is the optimizer step of
+    its first weights.
 
     Examples:
         >>> window = WindowSums(8, "cpu", None, first_step=0)
@@ -100,14 +96,8 @@ class WindowSums:
         loss_sum: Float[torch.Tensor, ""],
         loss_count: torch.Tensor,
     ) -> Bool[torch.Tensor, ""]:
-        """Add one micro-batch: its (rescaled) dL/dh, its gradient rows, whether its loss is finite, its loss and terms.
-
-        A micro-batch with a non-finite loss or a non-finite value at a gradient row adds nothing but its flag: its
-        finiteness is read from its rows' squared norms (no extra pass over the gradient), then its sums are masked.
-
-        Returns:
-            The micro-batch's 0-dim "finite" flag.
-        """
+        """Add one micro-batch (its rescaled dL/dh, its gradient rows, whether its loss is finite, its loss and terms);
+        return its 0-dim "finite" flag. A non-finite one (read from its rows' squared norms) adds nothing else."""
         energies = batch_energies(gradient, rows, self.tangents)
         energy, total, flat_rows = energies.energy, energies.total, energies.rows
         finite = loss_finite & torch.isfinite(total.sum())
@@ -145,11 +135,8 @@ class WindowSums:
         return torch.cat(self.has_rows) if self.has_rows else torch.zeros(0, dtype=torch.bool, device=self.device)
 
     def probe_sums(self) -> ProbeSums:
-        """The window's `ProbeSums` (this process's), its per-sequence energies in the tangents only.
-
-        Without a tangent they are empty (n_seq, 0): score the window with `retrospective_sums`. With one, the
-        energies of every subspace come from `scored_sums` once the sums are reduced over the ranks.
-        """
+        """This process's `ProbeSums` of the window, its per-sequence energies in the tangents only ((n_seq, 0)
+        without a tangent: see `retrospective_sums`; the other subspaces' come from `scored_sums`)."""
         keep = self._with_rows()
         total = (
             torch.cat(self.totals)[keep] if self.totals else torch.zeros(0, dtype=torch.float64, device=self.device)
@@ -196,21 +183,9 @@ def scored_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
 def retrospective_sums(
     sums: ProbeSums, columns: SubspaceColumns, sequence_energy: Float[torch.Tensor, "n T"] | None
 ) -> ProbeSums:
-    """A window that closed before its tangent existed, scored with it.
-
-    With its per-sequence tangent energies (from the rows it kept, gathered over the ranks in the order of
-    `sums.sequence_total`), it is scored as a live window, bootstrap interval included. Without them, from its
-    gradient moments alone: one pseudo-sequence holding the whole window, whose energy in any subspace Q is
-    tr(Q^T (G^T G) Q); the shares are the same, the bootstrap interval is NaN.
-
-    Args:
-        sums: The window's reduced sums (`WindowSums.probe_sums`, then `reduce_window`).
-        columns: The scored subspaces.
-        sequence_energy: Each sequence's energy in each tangent (n_seq, T), or None.
-
-    Returns:
-        Sums ready for `build_results`.
-    """
+    """A window that closed before its tangent existed (`sums` reduced over the ranks), scored with it, ready for
+    `build_results`: as a live window given each sequence's energy in each tangent (n_seq, T) from the rows it kept;
+    else from its moments alone, as one pseudo-sequence of energy tr(Q^T (G^T G) Q) (same shares, NaN interval)."""
     if sequence_energy is not None:
         return scored_sums(dataclasses.replace(sums, sequence_energy=sequence_energy), columns)
     scatter = _scatter(sums)
@@ -225,15 +200,8 @@ def retrospective_sums(
 
 
 def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
-    """Every rank's sums of a window (all ranks must call it), with the counters read as Python numbers.
-
-    Args:
-        sums: This rank's sums (`WindowSums.probe_sums`).
-        sharded: Whether to all-reduce across the ranks of the process group.
-
-    Returns:
-        The reduced `ProbeSums` (identical on every rank), loss sums and counts as floats.
-    """
+    """Every rank's sums of a window (all-reduced when `sharded`: all ranks must call it), identical on every rank,
+    with the counters (loss sums and counts as floats) read as Python numbers."""
     device = sums.moments.device
     tally = sums.tally
     counters = torch.stack(
