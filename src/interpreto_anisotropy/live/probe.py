@@ -40,7 +40,7 @@ from .options import LiveConfig, LiveTangent
 from .point import LivePoint, Statistics
 from .store import LiveStore, saved_tangents
 from .tangents import TangentSchedule
-from .tokens import gradient_weight, loss_rows, loss_terms
+from .tokens import gradient_weight, loss_rows, loss_terms, scaling
 
 __all__ = ["TrainingProbe"]
 
@@ -180,12 +180,8 @@ class TrainingProbe:
                 start_step=self.steps_done,
                 flush_seconds=self.settings.flush_seconds,
             )
-        if (
-            self.results_dir is not None
-            and self.steps_done
-            and not self.overwrite
-            and self.kind is not LiveTangent.GIVEN
-        ):
+        resuming = self.steps_done and not self.overwrite and self.kind is not LiveTangent.GIVEN
+        if self.results_dir is not None and resuming:
             self._resume_tangents()
         self._capture = TrainingCapture(self.model, list(self.layers), self._on_read, call=self.settings.call).attach()
         self._counters = self._snapshot()
@@ -358,7 +354,7 @@ class TrainingProbe:
 
     def _check_finite(self, point: LivePoint, sums: Any, first: int, step: int) -> None:
         skipped = 0 if sums is None else sums.tally.skipped_batches
-        if skipped and self.settings.on_nonfinite == "raise" and not _scaling(self.grad_scaler):
+        if skipped and self.settings.on_nonfinite == "raise" and not scaling(self.grad_scaler):
             raise NonFiniteError(
                 f"Non-finite loss or dL/dh at split point '{point.path}' in {skipped} micro-batch(es) of steps "
                 f"{first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
@@ -375,8 +371,7 @@ class TrainingProbe:
                 f"Until the tangent is fitted, {windows} window(s) of d={point.dim} keep their float64 gradient "
                 f"moments: {byte_size(needed)} for {len(self.points)} split point(s), above max_pending_bytes="
                 f"{self.settings.max_pending_bytes} ({byte_size(self.settings.max_pending_bytes)}). Use a larger `every`, fewer early "
-                "steps, a given tangent, "
-                "or raise max_pending_bytes."
+                "steps, a given tangent, or raise max_pending_bytes."
             )
 
 
@@ -387,10 +382,6 @@ def _objective(objective: str, model: torch.nn.Module) -> ObjectiveName:
         return ObjectiveName(name)
     except ValueError:
         raise InvalidInputError(f"objective must name a built-in objective, got {objective!r}.") from None
-
-
-def _scaling(scaler: Any) -> bool:
-    return scaler is not None and scaler.is_enabled()
 
 
 def _unwrap(model: Any, split_points: Any, tokenizer: Any) -> tuple[torch.nn.Module, list[int | str], Any]:

@@ -20,7 +20,7 @@ from jaxtyping import Bool, Int
 from ..probing.objectives import ObjectiveName, Reduction
 from ..reading.batching import token_rows
 
-__all__ = ["loss_rows", "loss_terms", "gradient_weight", "scaler_scale"]
+__all__ = ["loss_rows", "loss_terms", "gradient_weight", "scaler_scale", "scaling"]
 
 IGNORED = -100
 
@@ -68,9 +68,14 @@ def loss_terms(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> Int
     return (mask[:, :-1] & mask[:, 1:]).sum()
 
 
+def scaling(scaler: Any) -> bool:
+    """Whether `scaler` (a `torch.amp.GradScaler` or None) scales the loss."""
+    return scaler is not None and scaler.is_enabled()
+
+
 def scaler_scale(scaler: Any, device: torch.device) -> torch.Tensor | float:
     """The current scale of a `torch.amp.GradScaler` (1 when disabled or None), as a device tensor when it has one."""
-    if scaler is None or not scaler.is_enabled():
+    if not scaling(scaler):
         return 1.0
     scale = getattr(scaler, "_scale", None)
     if isinstance(scale, torch.Tensor):
@@ -92,7 +97,7 @@ def gradient_weight(
     None when there is nothing to undo (a summed loss, no loss scale, no scaler). `inputs` give the number of loss
     terms a "mean" `reduction` divided by; `scaler` is the gradient scaler or None; `device` the gradients'.
     """
-    if reduction is Reduction.SUM and loss_scale == 1 and (scaler is None or not scaler.is_enabled()):
+    if reduction is Reduction.SUM and loss_scale == 1 and not scaling(scaler):
         return None
     weight = torch.ones((), dtype=torch.float64, device=device) / loss_scale
     if reduction is Reduction.MEAN:

@@ -204,14 +204,9 @@ def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
     with the counters (loss sums and counts as floats) read as Python numbers."""
     device = sums.moments.device
     tally = sums.tally
+    counts = (sums.loss_sum, sums.loss_count, sums.n_sequences, tally.usable_sequences, tally.skipped_batches)
     counters = torch.stack(
-        [
-            torch.as_tensor(sums.loss_sum, dtype=torch.float64, device=device).reshape(()),
-            torch.as_tensor(sums.loss_count, dtype=torch.float64, device=device).reshape(()),
-            torch.tensor(float(sums.n_sequences), dtype=torch.float64, device=device),
-            torch.tensor(float(tally.usable_sequences), dtype=torch.float64, device=device),
-            torch.tensor(float(tally.skipped_batches), dtype=torch.float64, device=device),
-        ]
+        [torch.as_tensor(count, dtype=torch.float64, device=device).reshape(()) for count in counts]
     )
     moments, energy, total, ids = sums.moments, sums.sequence_energy, sums.sequence_total, sums.sequence_id
     if sharded:
