@@ -78,9 +78,8 @@ __all__ = [
 
 
 def read_texts(path: str | Path) -> list[str]:
-    """Texts from a file: `.jsonl` (one {"text": ...} object a line), `.json` (a list of strings), else one text a line.
-
-    The file is read as UTF-8 (a leading byte-order mark is fine).
+    """Texts from a UTF-8 file: `.jsonl` (one {"text": ...} object a line), `.json` (a list of strings), else one text
+    a line.
 
     Args:
         path: The texts file. Blank texts are dropped.
@@ -89,9 +88,8 @@ def read_texts(path: str | Path) -> list[str]:
         The non-blank texts, in file order.
 
     Raises:
-        InvalidInputError: A missing or unreadable file, a file that is not UTF-8 text, a `.jsonl` line that is not
-            a JSON object with a string "text", or a `.json` file that is not a JSON list of strings; the message
-            names the file (and the line or item) and the format expected.
+        InvalidInputError: A missing, unreadable or non-UTF-8 file, or one not in its suffix's format (the message
+            names the file, the line or item, and the format expected).
         EmptyInputError: A file with no non-blank text.
 
     Examples:
@@ -104,7 +102,8 @@ def read_texts(path: str | Path) -> list[str]:
         )
     if not path.is_file():
         raise InvalidInputError(f"Texts file {path} does not exist.")
-    content = _read_text_file(path)
+    advice = "Give a UTF-8 text file, one text a line, or a .jsonl / .json file."
+    content = read_text(path, error=InvalidInputError, advice=advice, encoding="utf-8-sig")
     if path.suffix == ".jsonl":
         texts = _jsonl_texts(content, path)
     elif path.suffix == ".json":
@@ -119,12 +118,6 @@ def read_texts(path: str | Path) -> list[str]:
 
 _JSONL_FORMAT = 'each line of a .jsonl texts file must be a JSON object such as {"text": "some text"}'
 _JSON_FORMAT = 'a .json texts file must hold a JSON list of strings, such as ["first text", "second text"]'
-
-
-def _read_text_file(path: Path) -> str:
-    """The file's text (UTF-8, a byte-order mark dropped, at most `json_files.MAX_BYTES`), or our error naming it."""
-    advice = "Give a UTF-8 text file, one text a line, or a .jsonl / .json file."
-    return read_text(path, error=InvalidInputError, advice=advice, encoding="utf-8-sig")
 
 
 def _capitalized(text: str) -> str:
@@ -187,100 +180,30 @@ def parse_int_list(value: str) -> list[int]:
     return numbers
 
 
+# argparse `type=` parsers of one option's text; argparse prefixes their error with the option
+# ("argument --max-fit-tokens: must be a positive integer"). Their ranges are `commons.options`' bounds.
 def parse_positive_int(value: str) -> int:
-    """An integer option that must be at least 1 (a size, a rank, a cap), for argparse `type=`.
-
-    argparse prefixes the error with the option, e.g. "argument --max-fit-tokens: must be a positive integer".
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The integer.
-
-    Raises:
-        argparse.ArgumentTypeError: Not an integer, or below 1.
-
-    Examples:
-        >>> parse_positive_int("8")
-        8
-    """
+    """An integer of at least 1 (a size, a rank, a cap): `parse_positive_int("8")` is 8."""
     return POSITIVE_INT.parse(value)
 
 
 def parse_seed(value: str) -> int:
-    """A seed option: an integer in [0, 2**32), for argparse `type=`.
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The seed.
-
-    Raises:
-        argparse.ArgumentTypeError: Not an integer, or outside [0, 2**32).
-
-    Examples:
-        >>> parse_seed("0")
-        0
-    """
+    """A seed, an integer in [0, 2**32): `parse_seed("0")` is 0."""
     return SEED.parse(value)
 
 
 def parse_fraction(value: str) -> float:
-    """A fraction option: a number in (0, 1], for argparse `type=`.
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The fraction.
-
-    Raises:
-        argparse.ArgumentTypeError: Not a number, or outside (0, 1].
-
-    Examples:
-        >>> parse_fraction("0.3")
-        0.3
-    """
+    """A number in (0, 1]: `parse_fraction("0.3")` is 0.3."""
     return FRACTION.parse(value)
 
 
 def parse_nonnegative_int(value: str) -> int:
-    """An integer option that may be 0 (a look-ahead), for argparse `type=`.
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The integer.
-
-    Raises:
-        argparse.ArgumentTypeError: Not an integer, or below 0.
-
-    Examples:
-        >>> parse_nonnegative_int("0")
-        0
-    """
+    """An integer of at least 0 (a look-ahead): `parse_nonnegative_int("0")` is 0."""
     return NONNEGATIVE_INT.parse(value)
 
 
 def parse_positive_number(value: str) -> float:
-    """A number option that must be above 0 (a size in GB), for argparse `type=`.
-
-    Args:
-        value: The option's text.
-
-    Returns:
-        The number.
-
-    Raises:
-        argparse.ArgumentTypeError: Not a finite number above 0.
-
-    Examples:
-        >>> parse_positive_number("20")
-        20.0
-    """
+    """A finite number above 0 (a size in GB): `parse_positive_number("20")` is 20.0."""
     return POSITIVE_NUMBER.parse(value)
 
 
@@ -532,12 +455,18 @@ def _sweep_texts(args: argparse.Namespace) -> tuple[list[str], list[str] | None]
     return fit, read_texts(args.probe_texts) if args.probe_texts else probe
 
 
+def _first_local(checkpoints: Any) -> Any:
+    """The folder of the first checkpoint when it is local (not a hub revision), else None."""
+    first = next(iter(checkpoints), None)
+    return first.source if first is not None and not first.revision else None
+
+
 def _check_split_points(args: argparse.Namespace, checkpoints: Any) -> None:
     """Layer indices within the first local checkpoint's layers, checked before any checkpoint loads."""
     from .visualizations.model_card import layer_count
 
-    first = next(iter(checkpoints), None)
-    layers = layer_count(first.source) if first is not None and not first.revision else None
+    first = _first_local(checkpoints)
+    layers = layer_count(first) if first is not None else None
     if layers is None:
         return
     for split_point in args.split_point:
@@ -552,10 +481,10 @@ def _estimate(checkpoints: Any, fit: Sequence[str], probe: Sequence[str] | None,
     """A line saying how many tokens each checkpoint will read, from the first local checkpoint's tokenizer."""
     from .visualizations.model_card import count_tokens
 
-    first = next(iter(checkpoints), None)
+    first = _first_local(checkpoints)
     probed = probe if probe is not None else list(fit)[1::2]
-    fit_tokens = count_tokens(first.source, fit) if first is not None and not first.revision else None
-    probe_tokens = count_tokens(first.source, probed) if first is not None and not first.revision else None
+    fit_tokens = count_tokens(first, fit) if first is not None else None
+    probe_tokens = count_tokens(first, probed) if first is not None else None
     n = len(list(checkpoints))
     if fit_tokens is None or probe_tokens is None:
         return f"{n} checkpoints, {len(fit)} fit texts, {len(probed)} probe texts (tokens counted when loaded)"
@@ -612,7 +541,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from .demo import load_corpus, train_toy
+    from .demo import train_toy
     from .sweeps.result import SweepResult
     from .sweeps.runner import CheckpointSweep
     from .tangents.controls import check_control_room
@@ -650,8 +579,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         f"      loss {run.losses[0]:.3f} -> {run.losses[-1]:.3f}, {len(run.checkpoints)} checkpoints, "
         f"{len(live_rows.rows)} live windows"
     )
-    fit_texts = [text for text in load_corpus("fit", progress=progress) if len(text) <= 600][:160]
-    probe_texts = [text for text in load_corpus("probe", progress=progress) if len(text) <= 600][:80]
+    fit_texts, probe_texts = corpus_texts(Corpus.STDLIB, progress=progress)
     print(f"[2/3] sweeping: k={args.nb_concepts}, {args.n_controls} controls, reference tangent on early checkpoints")
     sweep = CheckpointSweep(
         str(out / "toy" / "checkpoint-*"),

@@ -1,16 +1,10 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Errors raised by interpreto-anisotropy.
+"""Errors (`AnisotropyError` and its subclasses) and warning categories (`AnisotropyWarning` ...) of ours.
 
-Every user mistake surfaces as a subclass of `AnisotropyError` whose message says what to do,
-never as a bare traceback from deep inside torch or transformers. Each error also derives from the built-in
-exception it refines (`ValueError`, `RuntimeError`, `OSError`, `FloatingPointError`), so code that already
-catches those keeps working. What goes on with a caveat is warned about with one category per kind, each a
-subclass of `AnisotropyWarning` (a `UserWarning`), so that `warnings.filterwarnings` can silence, show or refuse
-each kind: `warnings.filterwarnings("ignore", category=ia.errors.TruncationWarning)`, or every one of ours with
-`category=ia.errors.AnisotropyWarning`. Information (progress, estimates, what was loaded) goes to the
-`logging` logger "interpreto_anisotropy" instead.
+Each error also derives from the built-in exception it refines, so code catching `ValueError` keeps working;
+docs/api/errors.md says how to filter the warnings and where information goes instead (the logger).
 
 Examples:
     >>> import interpreto_anisotropy as ia
@@ -157,19 +151,9 @@ class AnisotropyWarning(UserWarning):
 
 
 class DegenerateStatisticsWarning(AnisotropyWarning):
-    """A statistic was computed from too little data to be trusted; the message says what to add.
-
-    Warned when a tangent's rows span fewer than `nb_concepts` dimensions (its extra directions are arbitrary),
-    when a probe's interval of the energy share rests on fewer than 20 sequences (its measured coverage falls short
-    of its level there), and when a tangent's k / d is large enough (>= 0.1) for the normal-control p-values to be
-    known anti-conservative. To refuse such results instead,
-    turn it into an error: `warnings.simplefilter("error", DegenerateStatisticsWarning)`.
-
-    Examples:
-        >>> import interpreto_anisotropy as ia
-        >>> issubclass(ia.errors.DegenerateStatisticsWarning, UserWarning)
-        True
-    """
+    """A statistic rests on too little data to be trusted (a tangent's rows span fewer than `nb_concepts`
+    dimensions, a probe's interval rests on fewer than 20 sequences, or k / d >= 0.1 makes the normal-control
+    p-values anti-conservative); the message says what to add."""
 
 
 class ShortSequencesWarning(AnisotropyWarning):

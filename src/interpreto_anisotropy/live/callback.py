@@ -3,21 +3,12 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """`AnisotropyCallback`: the live probe inside a Hugging Face `Trainer`.
 
-At `on_train_begin` it attaches a `TrainingProbe` to the Trainer's model (its tokenizer, `max_steps` as
-`total_steps`, `global_step` as `start_step`); at each `on_step_end` it closes the windows that are due and sends
-each window's figures, ``anisotropy/<split point>/<field>``, to the Trainer's reporting integrations (the
-callbacks `report_to` names, TensorBoard, W&B, MLflow, ..., by their own `on_log`) at the window's own step, and to
-`state.log_history`; `on_save` flushes the rows; `on_train_end` detaches the probe and writes the HTML report.
-
-The figures do not go through `Trainer.log`: that would print them (`PrinterCallback`), stamp them with the
-Trainer's current step (a retrospective window's step is far behind it), and cancel a loss log due at the same step
-(it clears `control.should_log`). A window's step is its row's `step`, the optimizer step of the weights its
-gradients were taken with (the step of the checkpoint holding them), one less than the `global_step` at which the
-Trainer logs the loss of the same batches when `every=1`.
-
-How the Trainer's loss weighs micro-batches decides the probe's `reduction` (unless given): a model that accepts
-loss kwargs gets a loss summed over the whole optimizer step and divided by its number of items (the same factor
-for every micro-batch: "sum"); otherwise each micro-batch's loss is its own mean ("mean").
+`on_train_begin` attaches a `TrainingProbe` (the Trainer's tokenizer, `max_steps` as `total_steps`, `global_step`
+as `start_step`); `on_step_end` closes the due windows and sends each one's ``anisotropy/<split point>/<field>`` to
+the `report_to` integrations (their own `on_log`, at the window's step; not `Trainer.log`, which would print them,
+stamp them with the current step and cancel a loss log due then) and to `state.log_history`; `on_save` flushes the
+rows; `on_train_end` detaches and writes the report. The probe's `reduction` follows the Trainer's loss: "sum" for
+a model that accepts loss kwargs, else "mean". docs/how-to/live-probe.md has the details.
 """
 
 from __future__ import annotations
@@ -50,22 +41,16 @@ class AnisotropyCallback(TrainerCallback):
         split_points: Layer indices or module paths of the Trainer's model.
         results_dir: Where the rows (and tangents) go.
         report_dir: Where the HTML report goes at the end of training (default: ``results_dir/report``; False: none).
-        **probe_options: Any other `TrainingProbe` option: `tangent`, `config` (a `LiveConfig`), or any
-            `LiveConfig` field by name (`every`, `early_steps`, `n_controls`, `call`, ...). Unless given (as a keyword
-            or in `config`), `total_steps` is the Trainer's `max_steps` and `reduction` follows its loss (above).
-            Their names and values are checked here; `total_steps` and `reduction` are filled at `on_train_begin`.
+        **probe_options: Any other `TrainingProbe` option (`tangent`, `config`, any `LiveConfig` field), checked
+            here. Unless given, `total_steps` is the Trainer's `max_steps` and `reduction` follows its loss.
 
     Raises:
-        InvalidInputError: `results_dir` or `report_dir` not a path (or False / None), an option that `TrainingProbe`
-            does not take, a bad value of a `LiveConfig` field, a split point that is neither an integer nor a
-            string, or a `tangent` that is neither "early", "refit", a subspace nor a dict of them. (Whether the
-            split points exist in the model is checked at `on_train_begin`.)
+        InvalidInputError: A bad `results_dir`, `report_dir`, option name or value, split point form or `tangent`
+            (whether the split points exist in the model is checked at `on_train_begin`).
 
-    Each window's figures reach the integrations of `report_to` at the window's step (module docstring), and
-    `state.log_history` as one entry ``{"anisotropy/<split point>/<field>": ..., "step": <window step>}`` per window,
-    appended when the window is scored: a retrospective window's after the tangent's fit, so those entries follow
-    the order of scoring, not of steps. The callback finds the Trainer that trains when training begins (`bind` and
-    `add_to` name one beforehand); called by hand, without one, it fills `state.log_history` only.
+    Each window's figures reach the `report_to` integrations and `state.log_history` at the window's step
+    (docs/how-to/live-probe.md, "Where the figures go"). The Trainer is found when training begins (`bind` and
+    `add_to` name one beforehand); called by hand, without one, the callback fills `state.log_history` only.
 
     Examples:
         >>> callback = AnisotropyCallback([2, 4], results_dir="runs/live", every=10)
@@ -182,12 +167,8 @@ def _window_figures(rows: Iterable[dict[str, Any]]) -> dict[int, dict[str, float
 
 
 def _report(handler: Any, args: Any, state: Any, control: Any, *, step: int, logs: dict[str, float]) -> None:
-    """Call the `on_log` of the reporting integrations among `handler`'s callbacks with `state` at `step`.
-
-    The callbacks `report_to` names, or added by hand, are those of `transformers.integrations`; the handler's own
-    `call_event` gives them what `Trainer.log` would (model, processing class, ...). The others (printer, progress
-    bar, user callbacks) are not called, and neither the Trainer's `control` nor its `state` is changed.
-    """
+    """Call `on_log` at `step` of `handler`'s `transformers.integrations` callbacks only (through its `call_event`,
+    which gives them what `Trainer.log` would), changing neither the Trainer's `control` nor its `state`."""
     from transformers.integrations import INTEGRATION_TO_CALLBACK
 
     integrations = tuple(INTEGRATION_TO_CALLBACK.values())
@@ -199,11 +180,8 @@ def _report(handler: Any, args: Any, state: Any, control: Any, *, step: int, log
 
 
 def _calling_trainer() -> Any:
-    """The `transformers.Trainer` up the call stack (whose `train()` runs the callback), or None.
-
-    transformers hands a callback its Trainer's model, optimizer and data loaders, not the Trainer, whose callback
-    handler holds the reporting integrations: a callback passed in `Trainer(callbacks=[...])` finds it here.
-    """
+    """The `transformers.Trainer` up the call stack, whose handler holds the integrations, or None (transformers
+    hands a callback the Trainer's model, optimizer and loaders, not the Trainer itself)."""
     from transformers import Trainer
 
     frame = inspect.currentframe().f_back

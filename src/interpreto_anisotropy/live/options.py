@@ -1,15 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The settings of the live probe: which tangent it scores (`LiveTangent`), and every other option, declared once and
-checked once (`LiveConfig`).
-
-Examples:
-    >>> LiveTangent("early") is LiveTangent.EARLY
-    True
-    >>> LiveConfig(every=5, early_steps=100).every
-    5
-"""
+"""The live probe's settings: which tangent it scores (`LiveTangent`) and every other option, declared once and
+checked once (`LiveConfig`)."""
 
 from __future__ import annotations
 
@@ -34,15 +27,12 @@ _OBJECTIVES = ("auto", "causal_lm", "masked_lm", "sequence_classification")
 
 
 class LiveTangent(str, Enum):
-    """Which tangent a `TrainingProbe` scores each window against.
+    """Which tangent a `TrainingProbe` scores each window against (windows before a fit are scored retrospectively).
 
     Attributes:
-        EARLY: A streamed PCA of the activations of the first training steps (`early_steps`, or `early_fraction` of
-            `total_steps`), then fixed: the paper's protocol done live. Windows that close before it exists are
-            scored retrospectively, from their stored gradient moments.
+        EARLY: A streamed PCA of the first steps' activations (`early_steps`, or `early_fraction` of `total_steps`).
         GIVEN: A `Subspace` (or fitted `TangentExplainer`) given by the user, fixed.
-        REFIT: A streamed PCA refitted every `refit_every` steps on the activations of the steps since the last fit;
-            the windows before the first fit are scored retrospectively with it.
+        REFIT: A streamed PCA refitted every `refit_every` steps on the activations since the last fit.
 
     Examples:
         >>> [kind.value for kind in LiveTangent]
@@ -56,10 +46,8 @@ class LiveTangent(str, Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class LiveConfig:
-    """The settings of a `TrainingProbe` (and of an `AnisotropyCallback`), checked once when it is made.
-
-    `TrainingProbe(model, ..., config=LiveConfig(...))` takes it; the same names given as keyword arguments
-    (`TrainingProbe(model, ..., every=10)`) are turned into one (on top of `config` when both are given).
+    """The settings of a `TrainingProbe` (and of an `AnisotropyCallback`), checked once when it is made; the same
+    names given as keyword arguments (`TrainingProbe(model, ..., every=10)`) override those of `config=`.
 
     Attributes:
         nb_concepts: Rank k of a fitted ("early", "refit") tangent.
@@ -73,23 +61,17 @@ class LiveConfig:
         seed: Seed of the controls and of the bootstrap, in [0, 2**32).
         n_bootstrap: Bootstrap resamples of sequences per window.
         confidence: Level of the bootstrap interval, in (0, 1).
-        objective: Which positions carry loss and how many loss terms a mean divides by: "auto" (from the model's
-            head), "causal_lm", "masked_lm" or "sequence_classification".
-        reduction: How the differentiated loss reduces a micro-batch's terms: "sum", or "mean" (Hugging Face
-            models' `loss`; each micro-batch's gradients are then multiplied by its number of loss terms, so that
-            tokens weigh as in the probe's summed loss).
-        loss_scale: A constant (> 0, no unit) the differentiated loss was multiplied by (e.g. 1 / accumulation
-            steps); undone.
-        on_nonfinite: "raise" or "skip" a micro-batch with non-finite dL/dh (without a gradient scaler, whose
-            skipped steps are always skipped).
+        objective: "auto" (from the model's head), "causal_lm", "masked_lm" or "sequence_classification": which
+            positions carry loss and what a mean divides by.
+        reduction: "sum", or "mean" over a micro-batch's loss terms (Hugging Face models' `loss`; undone).
+        loss_scale: A constant (> 0) the differentiated loss was multiplied by (e.g. 1 / accumulation steps); undone.
+        on_nonfinite: "raise" or "skip" a micro-batch with non-finite dL/dh (always skipped with a gradient scaler).
         include_special: Special tokens are gradient rows too.
-        call: Which call of a split-point module that runs several times in one forward (ALBERT's shared layer)
-            to read: "first", "last", or an index (0, 1, ... from the first call, -1, ... from the last), as for
-            `GradientProbe(..., call=...)`. None: the module must run once per forward.
-        max_pending_bytes: Bound, in bytes, on the memory of the windows awaiting a tangent, all split points
-            together: their float64 moments (d^2 x 8 bytes each; an "early" or "refit" schedule whose moments would
-            exceed it is refused when the width d is known) and, in what is left, their float32 gradient rows, which
-            give them a bootstrap interval (beyond, the later windows keep their moments only, with a warning).
+        call: Which call of a split-point module run several times per forward to read: "first", "last" or an
+            index, as for `GradientProbe(..., call=...)`; None: the module must run once per forward.
+        max_pending_bytes: Bound in bytes on the windows awaiting a tangent, all split points together: their
+            float64 moments (d^2 x 8 bytes each; a schedule exceeding it is refused) and, in what is left, their
+            float32 gradient rows, for a bootstrap interval (beyond, moments only, with a warning).
         flush_seconds: Append the closed windows' rows to rows.jsonl at most this often, in seconds (always when
             detaching; 0: at every window).
 
@@ -143,14 +125,7 @@ class LiveConfig:
 
     @classmethod
     def of(cls, config: LiveConfig | None, options: Mapping[str, Any]) -> LiveConfig:
-        """`config` (default settings if None) with `options` in place of its fields.
-
-        Args:
-            config: The settings given as a `LiveConfig`, or None.
-            options: Settings given as keyword arguments, by field name.
-
-        Returns:
-            The checked settings.
+        """`config` (default settings if None) with `options` (field name -> value) in place of its fields.
 
         Raises:
             InvalidInputError: `config` is not a `LiveConfig`, an option that is no field, or a bad value.

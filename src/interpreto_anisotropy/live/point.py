@@ -1,15 +1,9 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""One split point of a live probe: its open window, its tangent schedule, and the windows awaiting a tangent.
-
-`LivePoint.add` pools a micro-batch; `LivePoint.close` turns the window into `ProbeSums` over every rank and, with
-the statistics of `GradientProbe` (`build_results`), into rows: at once when the window had a tangent, or once the
-tangent is fitted (retrospectively: from the gradient rows the window kept, as a live window; from its gradient
-moments alone, without a bootstrap interval, when they did not fit in the memory allowed).
-
-Memory of the windows awaiting a tangent, per split point: their float64 moments (d^2 x 8 bytes each, reserved for
-every window before the fit) and, in what `max_pending_bytes` leaves, their float32 gradient rows.
+"""One split point of a live probe (`LivePoint`): its open window, its tangent schedule, and the windows awaiting a
+tangent, turned into rows with `GradientProbe`'s statistics (`build_results`) at once or, retrospectively, once the
+tangent is fitted (docs/how-to/live-probe.md).
 """
 
 from __future__ import annotations
@@ -60,16 +54,8 @@ class _Pending:
 
 
 class LivePoint:
-    """The live state of one split point.
-
-    Args:
-        layer: The split point as the user gave it (the rows' `layer`).
-        path: Its module path.
-        schedule: Its tangent schedule.
-        statistics: The settings of the statistics.
-        max_pending_bytes: The memory the windows awaiting a tangent may hold at this split point.
-        every: Optimizer steps per window (how many windows await a tangent).
-    """
+    """The live state of one split point: `layer` as the user gave it (the rows' `layer`), `path` its module path;
+    the windows awaiting a tangent may hold `max_pending_bytes` here."""
 
     def __init__(
         self,
@@ -216,7 +202,15 @@ class LivePoint:
         settings = self.statistics
         with warnings.catch_warnings():  # a window of a few sequences: its row's n_sequences says so
             warnings.simplefilter("ignore", DegenerateStatisticsWarning)
-            result = self._result(sums, columns, kind, settings)
+            result = build_results(
+                sums,
+                columns,
+                settings.seed,
+                settings.n_bootstrap,
+                settings.confidence,
+                objective=settings.objective,
+                split_point=self.path,
+            )[kind]
         return {
             **live_row(
                 result,
@@ -232,14 +226,3 @@ class LivePoint:
             "draw_seed": self._draw_seed(step),
             "n_random": columns.n_random,
         }
-
-    def _result(self, sums: ProbeSums, columns: SubspaceColumns, kind: str, settings: Statistics) -> Any:
-        return build_results(
-            sums,
-            columns,
-            settings.seed,
-            settings.n_bootstrap,
-            settings.confidence,
-            objective=settings.objective,
-            split_point=self.path,
-        )[kind]

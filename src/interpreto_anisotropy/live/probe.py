@@ -3,10 +3,9 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """`TrainingProbe`: the gradient probe run on the training step's own gradients, window after window.
 
-Nothing is run for the measurement: the user's forward and `loss.backward()` hand the split points' activations
-and dL/dh to the probe (`reading.split_point.TrainingCapture`), which pools them per logging window of `every`
-optimizer steps and, when a window closes (`step()`), scores it with the statistics of `GradientProbe` and writes
-a row in the schema of `CheckpointSweep`'s.
+The user's forward and `loss.backward()` hand the split points' activations and dL/dh to the probe
+(`reading.split_point.TrainingCapture`); it pools them per window of `every` optimizer steps and, when a window
+closes (`step()`), scores it with `GradientProbe`'s statistics into a sweep row.
 """
 
 from __future__ import annotations
@@ -39,10 +38,9 @@ from ..sweeps.rows_file import sort_rows
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent
 from .point import LivePoint, Statistics
-from .rows import figures
 from .store import LiveStore, saved_tangents
 from .tangents import TangentSchedule
-from .tokens import gradient_weight, loss_rows, loss_terms
+from .tokens import gradient_weight, loss_rows, loss_terms, scaling
 
 __all__ = ["TrainingProbe"]
 
@@ -50,25 +48,20 @@ __all__ = ["TrainingProbe"]
 class TrainingProbe:
     """Gradient energy of a tangent subspace vs matched-rank normal controls, measured on the training gradients.
 
-    Attach it to the model being trained; call `step()` after each optimizer step. Every `every` steps a window
-    closes: its micro-batches' dL/dh at each split point (one row per token that carries loss, as in
-    `GradientProbe`) give a `ProbeResult` computed by the probe's own statistics, written as a sweep row.
+    Attach it to the model being trained and call `step()` after each optimizer step; every `every` steps a
+    window's dL/dh at each split point becomes a `ProbeResult` and a sweep row (docs/how-to/live-probe.md).
 
     Args:
         model: The model being trained (a Hugging Face model, or an Interpreto `ModelWithSplitPoints` holding it).
-        split_points: Layer indices or module paths, resolved as `ModelWithSplitPoints` resolves them (default: the
-            splitter's split point).
+        split_points: Layer indices or module paths (default: the splitter's split point).
         tokenizer: The model's tokenizer: its special tokens are not rows (as in the probe). None: every token is.
         tangent: "early", "refit", a `Subspace` / fitted `TangentExplainer`, or a dict split point -> either.
         results_dir: Where config.json, rows.jsonl and the fitted tangents go (None: rows kept in memory only).
-        start_step: Optimizer steps already done (a resumed run): rows from that step on are rewritten, and an
-            "early" or "refit" tangent fitted by then is read back from `results_dir`, so that the windows after
-            the restart are scored against it.
-        overwrite: Start afresh: remove everything the package wrote in `results_dir` (rows, config, tangents, top
-            tokens, provenance, report), whatever its settings; files it did not write stay.
-        grad_scaler: The `torch.amp.GradScaler` whose scaled loss is differentiated: its scale is undone, and
-            micro-batches with non-finite gradients (the steps it skips) are skipped and counted.
-        config: The other settings (`LiveConfig`: `every`, `early_steps`, `n_controls`, `reduction`, `call`, ...).
+        start_step: Optimizer steps already done (a resumed run: later rows are rewritten, saved tangents read back).
+        overwrite: Start afresh: remove everything the package wrote in `results_dir`; files it did not write stay.
+        grad_scaler: The `torch.amp.GradScaler` whose scaled loss is differentiated: its scale is undone, and the
+            micro-batches it skips are skipped and counted.
+        config: The other settings (`LiveConfig`).
         **options: Any `LiveConfig` field by name, in place of the one of `config`.
 
     Raises:
@@ -157,7 +150,6 @@ class TrainingProbe:
         }
         self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
         self.rows: list[dict[str, Any]] = []
-        self.latest: dict[str, float] = {}
         self._capture: TrainingCapture | None = None
         self._store: LiveStore | None = None
         self._counters: dict[str, tuple[int, int]] = {}
@@ -188,12 +180,8 @@ class TrainingProbe:
                 start_step=self.steps_done,
                 flush_seconds=self.settings.flush_seconds,
             )
-        if (
-            self.results_dir is not None
-            and self.steps_done
-            and not self.overwrite
-            and self.kind is not LiveTangent.GIVEN
-        ):
+        resuming = self.steps_done and not self.overwrite and self.kind is not LiveTangent.GIVEN
+        if self.results_dir is not None and resuming:
             self._resume_tangents()
         self._capture = TrainingCapture(self.model, list(self.layers), self._on_read, call=self.settings.call).attach()
         self._counters = self._snapshot()
@@ -317,8 +305,6 @@ class TrainingProbe:
         self._counters = self._snapshot()
         rows = sort_rows(rows)
         self.rows.extend(rows)
-        for row in rows:
-            self.latest.update(figures(row))
         if self._store is not None and distributed.is_main_process() and rows:
             self._store.add(rows)
         return rows
@@ -368,7 +354,7 @@ class TrainingProbe:
 
     def _check_finite(self, point: LivePoint, sums: Any, first: int, step: int) -> None:
         skipped = 0 if sums is None else sums.tally.skipped_batches
-        if skipped and self.settings.on_nonfinite == "raise" and not _scaling(self.grad_scaler):
+        if skipped and self.settings.on_nonfinite == "raise" and not scaling(self.grad_scaler):
             raise NonFiniteError(
                 f"Non-finite loss or dL/dh at split point '{point.path}' in {skipped} micro-batch(es) of steps "
                 f"{first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
@@ -385,8 +371,7 @@ class TrainingProbe:
                 f"Until the tangent is fitted, {windows} window(s) of d={point.dim} keep their float64 gradient "
                 f"moments: {byte_size(needed)} for {len(self.points)} split point(s), above max_pending_bytes="
                 f"{self.settings.max_pending_bytes} ({byte_size(self.settings.max_pending_bytes)}). Use a larger `every`, fewer early "
-                "steps, a given tangent, "
-                "or raise max_pending_bytes."
+                "steps, a given tangent, or raise max_pending_bytes."
             )
 
 
@@ -397,10 +382,6 @@ def _objective(objective: str, model: torch.nn.Module) -> ObjectiveName:
         return ObjectiveName(name)
     except ValueError:
         raise InvalidInputError(f"objective must name a built-in objective, got {objective!r}.") from None
-
-
-def _scaling(scaler: Any) -> bool:
-    return scaler is not None and scaler.is_enabled()
 
 
 def _unwrap(model: Any, split_points: Any, tokenizer: Any) -> tuple[torch.nn.Module, list[int | str], Any]:

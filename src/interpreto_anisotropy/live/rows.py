@@ -1,17 +1,9 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A closed window as a sweep row: the identity fields of `CheckpointSweep`'s rows, every `ProbeResult` field, and
-what says which steps the window pooled.
-
-Identity: ``step`` is the optimizer step of the weights of the window's last micro-batch (the step a checkpoint
-saved with those weights bears), ``checkpoint`` is ``"live-{step}"``, ``source`` is ``"live"``, ``revision`` None,
-``layer`` the split point as given, ``split_point`` its module path, ``tangent`` the kind ("early", "given",
-"refit"). Window fields: ``window_first_step`` (the weights of its first micro-batch), ``window_steps`` (optimizer
-steps pooled), ``window_micro_batches``, ``retrospective`` (scored after the tangent was fitted: from the
-gradient rows the window kept, bootstrap interval included, or from its moments alone when the rows did not fit
-in `max_pending_bytes`, without an interval), ``tangent_fitted_at`` (the step count when the tangent was fitted;
-None for a given one).
+"""A closed window as a sweep row: a sweep row's identity fields (``checkpoint`` "live-{step}", ``source`` "live"),
+every `ProbeResult` field, and the window's (``window_*``, ``retrospective``, ``tangent_fitted_at``); each column's
+meaning is in `commons.columns` (docs/columns.md).
 """
 
 from __future__ import annotations
@@ -47,7 +39,7 @@ def live_row(
     retrospective: bool,
     fitted_at: int | None,
 ) -> dict[str, Any]:
-    """The sweep row of one window at one split point (schema in the module docstring)."""
+    """The sweep row of one window at one split point (`commons.columns` has each column's meaning)."""
     return {
         "step": step,
         "checkpoint": f"live-{step}",

@@ -1,27 +1,12 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The live probe's results directory: a sweep's layout (config.json, rows.jsonl, reference/, tangents/), so that
+"""The live probe's results directory, in a sweep's layout (config.json, rows.jsonl, reference/, tangents/), so that
 `SweepResult.load`, its plots, its report and the CLI's ``report`` read it unchanged.
 
-It reuses `SweepStore`'s public methods (the directory lock, the checked reading of rows, the tangent paths) and
-appends the rows of closed windows to rows.jsonl itself (`append_whole`): a write costs the new rows only, however
-many windows the file holds, and never touches the rows already written; a write that fails leaves the file as it
-was. Writes are batched: at most one every `flush_seconds` (and always at `close`), so that a window every step does
-not pay a disk flush every step.
-
-A results directory holding a live run with the same settings is resumed: its rows before `start_step` are kept,
-the later ones (a run restarted from an earlier checkpoint) are dropped, and a last line left unterminated by a
-writer that was killed while writing it is removed (with a warning), in one atomic rewrite when opening.
-`overwrite` empties the folder of everything the library wrote there first (`SweepStore.clear`), reading none of it:
-a later resume never finds an earlier run's tangents beside the new run's rows.
-
-Resuming the tangents (`saved_tangents`): a run restarted at `start_step` (from a training checkpoint) must score its windows against the tangent the
-stopped run used, not one fitted afresh on the steps after the restart: the early tangent
-(``reference/<layer>.safetensors``), or the last refitted tangent fitted at or before `start_step`
-(``tangents/<layer>/step-N.safetensors``). The activations pooled by the stopped run for a fit it had not made yet
-are not saved: a run resumed before that fit fits on the steps from `start_step` only, and says so. A saved
-tangent whose rank is not the run's `nb_concepts` (an artefact of another run) is refused, never scored against.
+Rows of closed windows are appended (`append_whole`, at most every `flush_seconds`, always at `close`); a folder
+with the same settings resumes at `start_step` (later rows and an unterminated last line dropped), and
+`saved_tangents` reads back the tangent the stopped run scored against. docs/how-to/live-probe.md ("Resuming").
 """
 
 from __future__ import annotations
@@ -56,15 +41,9 @@ _STEP_FILE = re.compile(r"step-(\d+)\.safetensors")
 
 
 class LiveStore:
-    """Rows of a live probe, appended to the rows.jsonl of a results directory a `SweepResult` reads.
-
-    Args:
-        results_dir: The folder.
-        config: The live probe's settings (what a resume must match).
-        overwrite: Start afresh: remove what the library wrote in the folder (rows, config, tangents, top tokens,
-            provenance, report), whatever its settings; files it did not write stay.
-        start_step: Rows at or after this step from an earlier run are dropped (the run restarts there).
-        flush_seconds: Write rows.jsonl at most this often (0: at every window).
+    """Rows of a live probe appended to `results_dir`'s rows.jsonl, resumed or started afresh (`overwrite`: what
+    the library wrote is removed) under `config` (what a resume must match); rows at or after `start_step` from an
+    earlier run are dropped; rows.jsonl is written at most every `flush_seconds` (0: at every window).
 
     Raises:
         ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
@@ -161,15 +140,12 @@ def saved_tangents(
     *,
     nb_concepts: int | None = None,
 ) -> dict[str, Subspace]:
-    """The tangents in use at `start_step`, per module path, read by the main process and sent to every rank.
+    """The tangents in use at `start_step` (> 0) per module path, read by the main process and sent to every rank.
 
     Args:
         results_dir: The live run's results directory.
         layers: Module path -> the split point as given (the name of its files).
-        kind: EARLY or REFIT (a given tangent is not read from disk).
-        fit_every: EARLY: the steps of the fit; REFIT: the refit period (a multiple of `every`).
-        every: Optimizer steps per window (a fit happens when a window closes).
-        start_step: The optimizer steps the stopped run had done (> 0).
+        kind: EARLY or REFIT; `fit_every` the steps of the early fit, or the refit period (a multiple of `every`).
         nb_concepts: The rank the run's tangents have (None: not checked).
 
     Returns:

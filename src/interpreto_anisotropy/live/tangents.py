@@ -3,11 +3,9 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The tangent a live probe scores at one split point: given, fitted on the early steps, or refitted.
 
-A fitted tangent is the streamed PCA of `TangentExplainer(method="pca")` (`OrthonormalConceptModel`), on the
-activation rows of the training forwards (the gradient rows' positions), pooled and centred once. Its normal
-controls and random subspaces here are drawn from `seed` (`SubspaceColumns.draw` on the float32 tangent); each window
-is scored against controls and random subspaces drawn afresh from its own seed (`LivePoint._drawn`), so that a
-post-hoc probe of the same tangent with `draw_seeds={name: row["draw_seed"]}` uses the same controls.
+A fitted tangent is `TangentExplainer(method="pca")`'s streamed PCA (`OrthonormalConceptModel`) of the training
+forwards' activations at the gradient rows. Each window draws its own controls (`LivePoint._drawn`), so a post-hoc
+probe with `draw_seeds={name: row["draw_seed"]}` uses the same ones.
 """
 
 from __future__ import annotations
@@ -31,13 +29,10 @@ class TangentSchedule:
     """When the tangent of one split point exists, what it is, and the activation moments it is fitted on.
 
     Args:
-        kind: `LiveTangent.EARLY`, `GIVEN` or `REFIT`.
+        kind: `LiveTangent.EARLY`, `GIVEN` or `REFIT`; `given` is the GIVEN subspace.
         path: The split point's module path (for messages and the fitted subspaces).
-        nb_concepts: Rank k of a fitted tangent.
-        n_controls: Normal controls per window.
-        seed: Seed of the controls.
+        nb_concepts: Rank k of a fitted tangent; `n_controls` and `seed` those of its controls.
         fit_until: EARLY: the step count after which the tangent is fitted; REFIT: the refit period in steps.
-        given: GIVEN: the subspace.
 
     Raises:
         SplitPointError: A given subspace fitted at another split point.

@@ -1,26 +1,13 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What a training micro-batch brings to a window: which positions are gradient rows, how many loss terms it holds,
-and the factor its dL/dh is rescaled by before pooling.
+"""What a training micro-batch brings to a window: its gradient rows, its number of loss terms, and the factor
+1 / c_j its dL/dh is rescaled by, c_j = loss_scale x scaler scale (x 1 / n_j for a mean over n_j terms), so that
+tokens weigh as in the probe's summed loss.
 
-Rows: the rule is the probe's (`Objective.probed_tokens` and the token policy `batching.token_rows`), read from the
-batch the user's forward received: padding (attention mask 0) is never a row; for a causal LM, a token is a row
-when the next token is a target (real, and with a label other than -100 when labels are given); for a masked LM,
-every real token is a row (unmasked tokens receive gradient through attention, as in the probe); special tokens
-are left out unless `include_special`. For a masked LM the special-token test reads the original tokens (the
-labels where they are set), so that the mask token of a corrupted position does not hide it.
-
-Rescaling, so that tokens weigh as in the probe's summed loss (`gradient_weight`): the probe differentiates the sum of the per-token losses. A training loop differentiates `loss_scale x L`, where L
-is that sum (`reduction="sum"`) or its mean over the micro-batch's loss terms (`reduction="mean"`, the Hugging Face
-default), and a gradient scaler multiplies it by its current scale. The gradient of micro-batch j is therefore
-`c_j x dSum_j/dh`, and multiplying it by `1 / c_j` gives back the probe's gradient:
-
-    c_j = loss_scale x scaler scale x (1 / n_j for a mean over n_j loss terms)
-
-A factor common to every micro-batch of a window changes no energy share; one that differs between them (the
-mean over micro-batches of different sizes) weighs their tokens differently, which is what this undoes. The
-scaler's scale is read on the device (no host synchronisation); powers of two, it is undone exactly.
+The rules are the probe's (`Objective.probed_tokens`, `batching.token_rows`); for a masked LM, special tokens are
+read from the original tokens (the labels where set). docs/how-to/live-probe.md ("Which tokens are rows", "How
+tokens are weighted") says them in full.
 """
 
 from __future__ import annotations
@@ -33,7 +20,7 @@ from jaxtyping import Bool, Int
 from ..probing.objectives import ObjectiveName, Reduction
 from ..reading.batching import token_rows
 
-__all__ = ["loss_rows", "loss_terms", "gradient_weight", "scaler_scale"]
+__all__ = ["loss_rows", "loss_terms", "gradient_weight", "scaler_scale", "scaling"]
 
 IGNORED = -100
 
@@ -46,23 +33,11 @@ def _original_ids(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> 
 
 
 def loss_rows(
-    inputs: dict[str, torch.Tensor],
-    objective: ObjectiveName,
-    special_ids: torch.Tensor,
-    *,
-    include_special: bool,
+    inputs: dict[str, torch.Tensor], objective: ObjectiveName, special_ids: torch.Tensor, *, include_special: bool
 ) -> Bool[torch.Tensor, "b l"]:
-    """The positions of a training batch that are gradient rows (see the module docstring).
-
-    Args:
-        inputs: `input_ids`, `attention_mask` and optionally `labels`, (b, l) each.
-        objective: The model's training objective.
-        special_ids: The tokenizer's special token ids (empty: none left out).
-        include_special: Keep special tokens as rows.
-
-    Returns:
-        (b, l) booleans on the inputs' device.
-    """
+    """Which positions of a training batch (`input_ids`, `attention_mask`, optional `labels`: (b, l) each) are
+    gradient rows, as (b, l) booleans on the inputs' device; `special_ids` (empty: none) are not, unless
+    `include_special`."""
     mask = inputs["attention_mask"].bool()
     rows = token_rows(_original_ids(inputs, objective), mask, special_ids, include_special=include_special)
     if objective is ObjectiveName.CAUSAL_LM:
@@ -93,9 +68,14 @@ def loss_terms(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> Int
     return (mask[:, :-1] & mask[:, 1:]).sum()
 
 
+def scaling(scaler: Any) -> bool:
+    """Whether `scaler` (a `torch.amp.GradScaler` or None) scales the loss."""
+    return scaler is not None and scaler.is_enabled()
+
+
 def scaler_scale(scaler: Any, device: torch.device) -> torch.Tensor | float:
     """The current scale of a `torch.amp.GradScaler` (1 when disabled or None), as a device tensor when it has one."""
-    if scaler is None or not scaler.is_enabled():
+    if not scaling(scaler):
         return 1.0
     scale = getattr(scaler, "_scale", None)
     if isinstance(scale, torch.Tensor):
@@ -114,17 +94,10 @@ def gradient_weight(
 ) -> torch.Tensor | None:
     """The factor 1 / c_j that turns a micro-batch's dL/dh into the probe's summed-loss gradient, 0-dim float64.
 
-    None when there is nothing to undo (a summed loss, no loss scale, no scaler): the gradient is used as it is.
-
-    Args:
-        inputs: The micro-batch (`input_ids`, `attention_mask`, `labels`), for its number of loss terms.
-        objective: The model's objective (which terms a mean divides by).
-        reduction: Whether the differentiated loss was a sum or a mean over the micro-batch's terms.
-        loss_scale: A constant the user multiplied the loss by (e.g. 1 / gradient accumulation steps).
-        scaler: The gradient scaler, or None.
-        device: The gradients' device.
+    None when there is nothing to undo (a summed loss, no loss scale, no scaler). `inputs` give the number of loss
+    terms a "mean" `reduction` divided by; `scaler` is the gradient scaler or None; `device` the gradients'.
     """
-    if reduction is Reduction.SUM and loss_scale == 1 and (scaler is None or not scaler.is_enabled()):
+    if reduction is Reduction.SUM and loss_scale == 1 and not scaling(scaler):
         return None
     weight = torch.ones((), dtype=torch.float64, device=device) / loss_scale
     if reduction is Reduction.MEAN:

@@ -1,30 +1,14 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""One logging window's sums at one split point: what `GradientProbe._accumulate` keeps, micro-batch by micro-batch,
-less what the window's gradient moments already hold.
+"""One logging window's sums at one split point (`WindowSums`), and how a closed window is scored and reduced.
 
-Per micro-batch the window adds each sequence's energy in each tangent (when one exists) and squared gradient norm,
-float64 gradient moments (count, sum, G^T G), the loss and its number of terms, and a 0-dim "all finite" flag;
-nothing waits for the device until the window closes. The energies of the tangents' controls and of the random
-subspaces of the exact p-value are only ever summed over the window (the bootstrap resamples the tangents' alone),
-so they are read from the window's scatter when it closes, tr(Q^T G^T G Q) = ||G Q||_F^2 (`scored_sums`): one
-(d, d) x (d, S) product per window instead of an (n, d) x (d, S) one per micro-batch. The scatter's products are
-float32, summed over a micro-batch's rows in float32 by the matrix product, while the post-hoc probe projects each
-row (float32 products over d) and sums the rows in float64: the shares differ by float32 rounding, 5e-8 relative
-typically and at most 7e-7 in the test setups (a masked LM's last layer, where most gradient rows are exactly zero),
-under the 1e-6 the tests allow. The tangents' own energies are projected per row, as the post-hoc probe does.
-
-A window that opened without a tangent keeps its moments and, within `max_kept_bytes`, its gradient rows (float32,
-as `batch_energies` masks them): once a tangent exists, its per-sequence tangent energies, hence its bootstrap
-interval, are computed from those rows exactly as a live window computes them (`WindowSums.tangent_energies`).
-Memory: O(d^2) float64 for the moments, O(sequences x tangents) for the energies, and, while a window awaits a
-tangent, its rows (micro-batch tokens x d x 4 bytes).
-
-Over every data-parallel rank (`reduce_window`), a window's sums take one all-reduce of the counters and the
-moments, and one gather of the per-sequence energies (rank 0's sequences first, then rank 1's, ...), as `GradientProbe` reduces its shards.
-Outside a process group it only reads the device. A window scored after its tangent was fitted gathers its
-per-sequence tangent energies then, in the same order (`gather_sequence_energy`).
+The tangents' energies are projected per row as `GradientProbe` does; the controls' and random subspaces' come from
+the window's G^T G once it closes, tr(Q^T G^T G Q) (`scored_sums`), within float32 rounding of the post-hoc probe
+(at most 7e-7 relative in the tests). A window without a tangent yet keeps its moments and, within
+`max_kept_bytes`, its float32 gradient rows, to be scored exactly once the tangent exists. Over data-parallel
+ranks, one all-reduce of counters and moments and one gather of the per-sequence energies (rank 0's first).
+docs/how-to/live-probe.md ("How the live figures are computed", "Real training setups") has the details.
 """
 
 from __future__ import annotations
@@ -59,15 +43,11 @@ class _KeptBatch:
 
 
 class WindowSums:
-    """The sums of one window at one split point.
+    """The sums of one window at one split point of width `dim`, on the gradients' `device`.
 
-    Args:
-        dim: The split point's width d.
-        device: Where the sums live (the gradients' device).
-        bases: The window's tangent, its controls and random subspaces (`SubspaceColumns`), or None
-            when no tangent exists yet (moments, and rows within `max_kept_bytes`).
-        first_step: The optimizer step of the window's first weights.
-        max_kept_bytes: Without a tangent, the most bytes of gradient rows to keep (beyond, none are kept).
+    `bases` are the window's tangent, controls and random subspaces, or None while no tangent exists (then the
+    window keeps its moments, and its gradient rows up to `max_kept_bytes`); `first_step` is the optimizer step of
+    its first weights.
 
     Examples:
         >>> window = WindowSums(8, "cpu", None, first_step=0)
@@ -116,14 +96,8 @@ class WindowSums:
         loss_sum: Float[torch.Tensor, ""],
         loss_count: torch.Tensor,
     ) -> Bool[torch.Tensor, ""]:
-        """Add one micro-batch: its (rescaled) dL/dh, its gradient rows, whether its loss is finite, its loss and terms.
-
-        A micro-batch with a non-finite loss or a non-finite value at a gradient row adds nothing but its flag: its
-        finiteness is read from its rows' squared norms (no extra pass over the gradient), then its sums are masked.
-
-        Returns:
-            The micro-batch's 0-dim "finite" flag.
-        """
+        """Add one micro-batch (its rescaled dL/dh, its gradient rows, whether its loss is finite, its loss and terms);
+        return its 0-dim "finite" flag. A non-finite one (read from its rows' squared norms) adds nothing else."""
         energies = batch_energies(gradient, rows, self.tangents)
         energy, total, flat_rows = energies.energy, energies.total, energies.rows
         finite = loss_finite & torch.isfinite(total.sum())
@@ -161,11 +135,8 @@ class WindowSums:
         return torch.cat(self.has_rows) if self.has_rows else torch.zeros(0, dtype=torch.bool, device=self.device)
 
     def probe_sums(self) -> ProbeSums:
-        """The window's `ProbeSums` (this process's), its per-sequence energies in the tangents only.
-
-        Without a tangent they are empty (n_seq, 0): score the window with `retrospective_sums`. With one, the
-        energies of every subspace come from `scored_sums` once the sums are reduced over the ranks.
-        """
+        """This process's `ProbeSums` of the window, its per-sequence energies in the tangents only ((n_seq, 0)
+        without a tangent: see `retrospective_sums`; the other subspaces' come from `scored_sums`)."""
         keep = self._with_rows()
         total = (
             torch.cat(self.totals)[keep] if self.totals else torch.zeros(0, dtype=torch.float64, device=self.device)
@@ -212,21 +183,9 @@ def scored_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
 def retrospective_sums(
     sums: ProbeSums, columns: SubspaceColumns, sequence_energy: Float[torch.Tensor, "n T"] | None
 ) -> ProbeSums:
-    """A window that closed before its tangent existed, scored with it.
-
-    With its per-sequence tangent energies (from the rows it kept, gathered over the ranks in the order of
-    `sums.sequence_total`), it is scored as a live window, bootstrap interval included. Without them, from its
-    gradient moments alone: one pseudo-sequence holding the whole window, whose energy in any subspace Q is
-    tr(Q^T (G^T G) Q); the shares are the same, the bootstrap interval is NaN.
-
-    Args:
-        sums: The window's reduced sums (`WindowSums.probe_sums`, then `reduce_window`).
-        columns: The scored subspaces.
-        sequence_energy: Each sequence's energy in each tangent (n_seq, T), or None.
-
-    Returns:
-        Sums ready for `build_results`.
-    """
+    """A window that closed before its tangent existed (`sums` reduced over the ranks), scored with it, ready for
+    `build_results`: as a live window given each sequence's energy in each tangent (n_seq, T) from the rows it kept;
+    else from its moments alone, as one pseudo-sequence of energy tr(Q^T (G^T G) Q) (same shares, NaN interval)."""
     if sequence_energy is not None:
         return scored_sums(dataclasses.replace(sums, sequence_energy=sequence_energy), columns)
     scatter = _scatter(sums)
@@ -241,25 +200,13 @@ def retrospective_sums(
 
 
 def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
-    """Every rank's sums of a window (all ranks must call it), with the counters read as Python numbers.
-
-    Args:
-        sums: This rank's sums (`WindowSums.probe_sums`).
-        sharded: Whether to all-reduce across the ranks of the process group.
-
-    Returns:
-        The reduced `ProbeSums` (identical on every rank), loss sums and counts as floats.
-    """
+    """Every rank's sums of a window (all-reduced when `sharded`: all ranks must call it), identical on every rank,
+    with the counters (loss sums and counts as floats) read as Python numbers."""
     device = sums.moments.device
     tally = sums.tally
+    counts = (sums.loss_sum, sums.loss_count, sums.n_sequences, tally.usable_sequences, tally.skipped_batches)
     counters = torch.stack(
-        [
-            torch.as_tensor(sums.loss_sum, dtype=torch.float64, device=device).reshape(()),
-            torch.as_tensor(sums.loss_count, dtype=torch.float64, device=device).reshape(()),
-            torch.tensor(float(sums.n_sequences), dtype=torch.float64, device=device),
-            torch.tensor(float(tally.usable_sequences), dtype=torch.float64, device=device),
-            torch.tensor(float(tally.skipped_batches), dtype=torch.float64, device=device),
-        ]
+        [torch.as_tensor(count, dtype=torch.float64, device=device).reshape(()) for count in counts]
     )
     moments, energy, total, ids = sums.moments, sums.sequence_energy, sums.sequence_total, sums.sequence_id
     if sharded:
