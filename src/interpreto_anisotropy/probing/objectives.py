@@ -154,9 +154,6 @@ class Objective:
     Args:
         reduction: "sum" (default) or "mean" over the loss terms of a batch.
 
-    Raises:
-        InvalidInputError: An unknown reduction.
-
     Examples:
         >>> class LastLogit(Objective):
         ...     name = "last_logit"
@@ -446,12 +443,6 @@ def objective_from_config(config: Any) -> ObjectiveName | None:
     """The language-model objective a model config describes, or None: from `architectures`, then `is_decoder`, then
     the model type's heads in transformers (a masked-LM head makes an encoder).
 
-    Args:
-        config: A transformers `PretrainedConfig`.
-
-    Returns:
-        `ObjectiveName.CAUSAL_LM`, `ObjectiveName.MASKED_LM` or None.
-
     Examples:
         >>> from transformers import BertConfig
         >>> objective_from_config(BertConfig()).value
@@ -487,12 +478,6 @@ def _is_headless(model: torch.nn.Module) -> bool:
 
 def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
     """The built-in objective a model was trained with (`"auto"`): from its head class, else `objective_from_config`.
-
-    Args:
-        model: A Hugging Face model.
-
-    Returns:
-        The matching `ObjectiveName`.
 
     Raises:
         ObjectiveError: A model without an output head, or one whose head and config say nothing.

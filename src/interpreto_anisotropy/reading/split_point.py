@@ -434,17 +434,10 @@ class SplitPoint:
 
         Parameters frozen, eval mode, and the chosen call's hidden state swapped for a leaf: autograd computes dL/dh only.
 
-        Args:
-            batch: The batch, on the model's device.
-            loss: Maps the model's output to an object whose `.total` is the scalar to differentiate.
-            **forward_kwargs: Extra keyword arguments of the model's forward (e.g. `output_router_logits=True`).
-
-        Returns:
-            (hidden (b, l, d), gradient (b, l, d), the loss object).
+        `loss(output).total` is differentiated; `forward_kwargs` go to the model's forward.
 
         Raises:
-            SplitPointError: The split point was not run, ran several times without `call`, changed the sequence
-                length, or the loss does not depend on it.
+            SplitPointError: The split point did not run as `read` needs, or the loss does not depend on it.
         """
         if self.calls is None and (self.call == "last" or (isinstance(self.call, int) and self.call < 0)):
             self._counting_forward(batch)

@@ -246,13 +246,7 @@ def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
     """The keywords an Interpreto explainer class takes for its concept model, None when its signatures cannot say.
 
     Read from its `__init__` and, when that passes `**kwargs` on, its `concept_model_class`'s; None when that too
-    takes `**kwargs`.
-
-    Args:
-        concept_class: The Interpreto explainer class; None for the streamed PCA, which takes none.
-
-    Returns:
-        The keyword names, or None.
+    takes `**kwargs`. `concept_class` None (the streamed PCA) takes none.
 
     Examples:
         >>> from interpreto.concepts import ICAConcepts
@@ -312,10 +306,7 @@ def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> No
 
 
 def tangent_method_names() -> list[str]:
-    """The method names a tangent can be fitted with, one per named tangent class.
-
-    Returns:
-        The names, in the order the classes are declared.
+    """The method names a tangent can be fitted with, one per named tangent class, in declaration order.
 
     Examples:
         >>> tangent_method_names()
@@ -325,13 +316,7 @@ def tangent_method_names() -> list[str]:
 
 
 def method_streams(method: str | type) -> bool:
-    """Whether a tangent method fits batch by batch (`partial_fit`): the streamed PCA only.
-
-    Args:
-        method: A method name or an Interpreto explainer class.
-
-    Returns:
-        True for "pca".
+    """Whether a tangent method (a name or an Interpreto class) fits batch by batch (`partial_fit`): "pca" only.
 
     Examples:
         >>> method_streams("pca"), method_streams("semi_nmf")
@@ -569,8 +554,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             rtol: Relative singular-value threshold of the orthonormalisation.
 
         Returns:
-            A fitted tangent, for `GradientProbe` and Interpreto's tools. Its `.subspace` records the explainer's
-            class name as `method`, the split point, the rank, and `info` "dictionary_size" and "dropped_rank".
+            A fitted tangent; its `.subspace.method` is the explainer's class name.
 
         Raises:
             InvalidInputError: Not an Interpreto `ConceptAutoEncoderExplainer`, a dictionary that is not (k, d),
@@ -615,18 +599,12 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         return self
 
     def finalize(self) -> TangentExplainer:
-        """Compute the streamed PCA's basis from the moments gathered so far (reading `.subspace` does it too).
-
-        Returns:
-            self, with `.subspace` fixed until the next `partial_fit`.
+        """Compute the streamed PCA's basis from the moments so far (as reading `.subspace` does); returns self.
 
         Raises:
             NotFittedError: Before any `partial_fit`.
             EmptyInputError: A single row when centred (the moments are kept: `partial_fit` more, then retry).
             InvalidInputError: Identical rows when centred, all-zero rows when not.
-
-        Warns:
-            DegenerateStatisticsWarning: The rows span fewer than `nb_concepts` dimensions (see `fit`).
         """
         if self.streams and self.concept_model.moments is None:
             raise NotFittedError(f"{type(self).__name__} has no moments yet: call partial_fit(...) first.")
@@ -865,8 +843,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             branch: The branch to commit to (default: main).
             commit_message: The commit's message.
             create_pr: Open a pull request instead of committing.
-            model_id: See `save_pretrained`.
-            model_revision: See `save_pretrained`.
+            model_id, model_revision: See `save_pretrained`.
 
         Returns:
             The commit (`huggingface_hub.CommitInfo`).
