@@ -70,7 +70,6 @@ def padded_tokenizer(tokenizer: Any) -> Any:
 
 
 _AUTOCAST_NAMES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
-AUTOCAST_CHOICES = ["bf16", "fp16"]  # the short names the command line offers
 
 
 def autocast_dtype(value: str | torch.dtype | None) -> torch.dtype | None:

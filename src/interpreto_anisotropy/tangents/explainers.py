@@ -464,22 +464,17 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` (or any `BaseSplitter`) at the split point of interest.
-        nb_concepts: Requested rank k. Must satisfy 2k < d so that random matched-rank normal controls fit in the
-            orthogonal complement (`check_control_room`).
-        method: "pca" (streamed, exact), "pca_sklearn" (Interpreto's `PCAConcepts`), "semi_nmf", "nmf",
-            "ica", "svd", "topk_sae", or an Interpreto `ConceptAutoEncoderExplainer` class. Default: the named
-            class's own method, "pca" for `TangentExplainer`.
+        nb_concepts: Requested rank k, with 2k < d so that the normal controls fit in the complement.
+        method: One of `tangent_method_names()` or an Interpreto `ConceptAutoEncoderExplainer` class (default: the
+            named class's own, "pca" for `TangentExplainer`).
         center: Centre activations before fitting; the subspace keeps the mean for `coords`/`project`.
         device: Device of the concept model.
         rtol: Relative singular-value threshold of the rank-revealing orthonormalisation.
-        seed: Seed of the iterative methods (semi-NMF, NMF, ICA, SVD, SAE): torch draws and scikit-learn's
-            `random_state` follow it, so the same seed gives the same tangent. PCA is exact and needs none.
-        **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae"); one it
-            does not take is refused here (`accepted_method_kwargs`), not after the activations are read.
+        seed: Seed of the iterative methods (torch draws and scikit-learn's `random_state`).
+        **method_kwargs: For the Interpreto explainer (e.g. `top_k` for "topk_sae"), checked here.
 
     Raises:
-        InvalidInputError: Unknown method, 2k >= d, or a keyword the method's Interpreto class does not take (when
-            its signatures say which it takes).
+        InvalidInputError: Unknown method, 2k >= d, or a keyword the method's Interpreto class does not take.
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(texts)  # doctest: +SKIP
