@@ -464,7 +464,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` (or any `BaseSplitter`) at the split point of interest.
-        nb_concepts: Requested rank k, with 2k < d so that the normal controls fit in the complement.
+        nb_concepts: Requested rank k. Needs 2k < d, so that the normal controls fit in the complement.
         method: One of `tangent_method_names()` or an Interpreto `ConceptAutoEncoderExplainer` class (default: the
             named class's own, "pca" for `TangentExplainer`).
         center: Centre activations before fitting; the subspace keeps the mean for `coords`/`project`.
