@@ -195,25 +195,18 @@ class HiddenStateCapture:
 
     def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> Any:
         number, self.calls = self.calls, self.calls + 1
+        if self.call is not None and number != self.call:
+            return None
+        index = _hidden_index(output)
+        if index is None:
+            raise self._no_hidden_state()
+        hidden = output if index < 0 else output[index]
         if self.call is None:
-            hidden = _hidden_of(output)
-            if hidden is None:
-                raise self._no_hidden_state()
             self.outputs.append(hidden.detach())
             return None
-        if number != self.call:
-            return None
-        if isinstance(output, torch.Tensor) and output.dim() == 3:
-            self.hidden = self._keep(output)
-            return self._finish(self.hidden if self.as_leaf else None)
-        if isinstance(output, tuple):
-            for index, candidate in enumerate(output):
-                if isinstance(candidate, torch.Tensor) and candidate.dim() == 3:
-                    self.hidden = self._keep(candidate)
-                    return self._finish(
-                        output[:index] + (self.hidden,) + output[index + 1 :] if self.as_leaf else None
-                    )
-        raise self._no_hidden_state()
+        self.hidden = self._keep(hidden)
+        replaced = self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :])
+        return self._finish(replaced if self.as_leaf else None)
 
     def _no_hidden_state(self) -> SplitPointError:
         return SplitPointError(
@@ -488,13 +481,19 @@ def _output_head(model: torch.nn.Module) -> torch.nn.Module | None:
     return head if isinstance(head, torch.nn.Module) and head is not embedding else None
 
 
+def _hidden_index(output: Any) -> int | None:
+    """Where a module's output holds its (batch, length, d) hidden state: -1 (the output), a tuple index, or None."""
+    if isinstance(output, torch.Tensor):
+        return -1 if output.dim() == 3 else None
+    if isinstance(output, tuple):
+        return next((i for i, item in enumerate(output) if isinstance(item, torch.Tensor) and item.dim() == 3), None)
+    return None
+
+
 def _hidden_of(output: Any) -> torch.Tensor | None:
     """The (batch, length, d) hidden state in a module's output (a tensor, or the first 3-dim one of a tuple)."""
-    if isinstance(output, torch.Tensor):
-        return output if output.dim() == 3 else None
-    if isinstance(output, tuple):
-        return next((item for item in output if isinstance(item, torch.Tensor) and item.dim() == 3), None)
-    return None
+    index = _hidden_index(output)
+    return None if index is None else output if index < 0 else output[index]
 
 
 def _in_backward() -> bool:
