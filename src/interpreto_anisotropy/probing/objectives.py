@@ -3,9 +3,7 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Training objectives whose gradients the probe takes: causal LM, masked LM, sequence classification, callables.
 
-An objective prepares a tokenised batch (masking it, for masked LM), computes the loss from the model's
-output, and says which tokens are probed (get a gradient row). All losses are sums of per-token (or
-per-sequence) terms, so with `reduction="sum"` each token's gradient has its own loss's scale.
+Each prepares a batch, computes its loss (a sum of per-token or per-sequence terms) and names the probed tokens.
 
 Examples:
     >>> import interpreto_anisotropy as ia
@@ -87,8 +85,7 @@ class LossTerms:
     Attributes:
         total: Scalar loss, summed over terms (or averaged when the reduction is "mean").
         summed: The plain sum of the terms (for reporting the mean loss), detached.
-        count: Number of loss terms (predicted tokens, masked tokens or sequences): an int, or a 0-dim integer
-            tensor on the model's device, so that counting never waits for the device.
+        count: Number of loss terms: an int, or a 0-dim tensor on the model's device (never waited for).
 
     Examples:
         >>> terms = LossTerms(total=torch.tensor(6.0), summed=torch.tensor(6.0), count=3)
@@ -118,10 +115,7 @@ def _at_least_float32(logits: torch.Tensor) -> torch.Tensor:
 def _cross_entropy_where(
     logits: Float[torch.Tensor, "b l v"], targets: Int[torch.Tensor, "b l"], where: Bool[torch.Tensor, "b l"]
 ) -> Float[torch.Tensor, "b l"]:
-    """Per-token cross-entropy, 0 where `where` is False.
-
-    Ignored targets replace boolean indexing (`logits[where]`), whose output size the host would have to wait for.
-    """
+    """Per-token cross-entropy (b, l), 0 where `where` is False (ignored targets: no host sync, unlike indexing)."""
     ignored = targets.masked_fill(~where, -100)
     per_token = F.cross_entropy(
         _at_least_float32(logits.flatten(0, 1)), ignored.flatten(), reduction="none", ignore_index=-100
@@ -155,15 +149,10 @@ def _token_logits(output: Any, batch: dict[str, torch.Tensor], objective: str) -
 
 
 class Objective:
-    """Base class: prepare a batch, compute its loss, and select the probed tokens.
-
-    Subclasses override `prepare`, `loss` and, where needed, `probed_tokens` and `min_tokens`.
+    """Base class: subclasses override `prepare`, `loss` and, where needed, `probed_tokens` and `min_tokens`.
 
     Args:
         reduction: "sum" (default) or "mean" over the loss terms of a batch.
-
-    Raises:
-        InvalidInputError: An unknown reduction.
 
     Examples:
         >>> class LastLogit(Objective):
@@ -186,10 +175,7 @@ class Objective:
     def prepare(
         self, batch: dict[str, torch.Tensor], *, sequence_ids: Int[torch.Tensor, " b"], tokenizer: Any
     ) -> dict[str, torch.Tensor]:
-        """Return the batch the model is run on (e.g. with masked tokens). Default: unchanged.
-
-        Called on the CPU batch, before it is moved to the model's device.
-        """
+        """The batch the model is run on (e.g. masked), from the CPU batch. Default: unchanged."""
         return batch
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
@@ -201,10 +187,7 @@ class Objective:
         return batch["attention_mask"].bool()
 
     def for_model(self, model: torch.nn.Module) -> dict[str, Any]:
-        """Check the objective against the model it is run on; return extra keyword arguments of its forward.
-
-        Called once by the probe. Default: no check, no extra argument.
-        """
+        """Check the objective against its model (once, by the probe); return extra forward keywords. Default: {}."""
         return {}
 
     def describe(self) -> dict[str, Any]:
@@ -215,21 +198,12 @@ class Objective:
 class CausalLMObjective(Objective):
     """Next-token cross-entropy, padding ignored (left or right padding).
 
-    Token t's loss predicts token t + 1. The last real token of a sequence predicts nothing, so its hidden
-    state gets an identically zero gradient: it is not probed (no row). Sequences need at least 2 tokens.
-
-    On a mixture-of-experts model (Mixtral, Qwen2-MoE, OLMoE, ...) this is, by default, the language-modelling loss
-    only: the router's auxiliary load-balancing loss, which transformers adds to `output.loss` when
-    `output_router_logits` is on (`router_aux_loss_coef * output.aux_loss`), is left out. `include_aux_loss=True`
-    runs the model with `output_router_logits=True` and adds `config.router_aux_loss_coef * output.aux_loss`, so that
-    with `reduction="mean"` the differentiated loss is the model's own training loss, and with `"sum"` that loss
-    times the number of predicted tokens. The load-balancing loss is one term of the whole batch, not a sum over
-    its sequences: with it, a sequence's gradients depend on the other sequences of its batch (`batch_size=1`
-    makes each sequence its own batch).
+    The last real token of a sequence predicts nothing and is not probed; sequences need at least 2 tokens.
 
     Args:
         reduction: "sum" (default) or "mean".
-        include_aux_loss: Add the router's load-balancing loss (mixture-of-experts models only).
+        include_aux_loss: Add `router_aux_loss_coef * output.aux_loss` (mixture-of-experts models; once in a mean,
+            once per predicted token in a sum). It couples the sequences of a batch.
 
     Raises:
         InvalidInputError: `include_aux_loss` not a bool, or an unknown reduction.
@@ -253,11 +227,7 @@ class CausalLMObjective(Objective):
         self.aux_loss_coef: float | None = None
 
     def for_model(self, model: torch.nn.Module) -> dict[str, Any]:
-        """With `include_aux_loss`, read the model's `router_aux_loss_coef` and ask its forward for router logits.
-
-        Raises:
-            ObjectiveError: The model's config has no `router_aux_loss_coef` (not a mixture-of-experts model).
-        """
+        """With `include_aux_loss`, read `router_aux_loss_coef` (else an `ObjectiveError`) and ask for router logits."""
         if not self.include_aux_loss:
             return {}
         coef = getattr(getattr(model, "config", None), "router_aux_loss_coef", None)
@@ -305,15 +275,12 @@ class CausalLMObjective(Objective):
 class MaskedLMObjective(Objective):
     """Masked-LM cross-entropy on a seeded random mask (BERT's 80/10/10 scheme by default).
 
-    Each sequence's mask is drawn from a generator seeded by (seed, the sequence's index in the inputs), so
-    the mask is reproducible and independent of batching. A share `masking.rate` of the real, non-special tokens
-    is selected (at least one per sequence); of those, shares `masking.mask`, `masking.random` and `masking.keep`
-    become the mask token, a random token, or stay (see `MaskedLM`). The loss is summed over the selected tokens;
-    every real token is probed.
+    Each sequence's mask is seeded by (seed, its index in the inputs), so it does not depend on batching (see
+    `MaskedLM`); the loss sums over the selected tokens and every real token is probed.
 
     Args:
-        masking: The masking settings; default `MaskedLM()` (15 %, 80/10/10), or `MaskedLM(rate=mlm_probability)`.
-        mlm_probability: Shorthand for `MaskedLM(rate=mlm_probability)` (BERT's split); give it or `masking`.
+        masking: The masking settings (default `MaskedLM()`: 15 %, 80/10/10).
+        mlm_probability: Shorthand for `MaskedLM(rate=mlm_probability)`; give it or `masking`.
         seed: Base seed of the mask.
         reduction: "sum" or "mean".
 
@@ -427,11 +394,7 @@ class SequenceClassificationObjective(Objective):
 
 
 class CallableObjective(Objective):
-    """A user loss: `fn(output, batch)` returns a scalar total or a per-token (b, l) / per-term loss tensor.
-
-    A (b, l) tensor is summed over real tokens (averaged when `reduction="mean"`); any other non-scalar
-    tensor is summed over all its entries. `batch` holds `input_ids`, `attention_mask` and, when given,
-    `labels`.
+    """A user loss `fn(output, batch)`: a scalar, a (b, l) tensor (reduced over real tokens) or any tensor (all entries).
 
     Args:
         fn: The loss function, called as `fn(output, batch)`.
@@ -477,18 +440,8 @@ AUTO = "auto"
 
 
 def objective_from_config(config: Any) -> ObjectiveName | None:
-    """The language-model objective a model config describes, or None when it cannot tell.
-
-    The decision, in order: the head named in `config.architectures` (`*ForCausalLM`, `*LMHeadModel` -> causal LM;
-    `*ForMaskedLM`, `*ForPreTraining` -> masked LM); then `config.is_decoder`; then the model type's registration in
-    transformers (a type with only a causal-LM head, such as `gpt_neox`, is a decoder; a type with a masked-LM head,
-    such as `bert`, `eurobert` or `modernbert`, is an encoder).
-
-    Args:
-        config: A transformers `PretrainedConfig`.
-
-    Returns:
-        `ObjectiveName.CAUSAL_LM`, `ObjectiveName.MASKED_LM` or None.
+    """The language-model objective a model config describes, or None: from `architectures`, then `is_decoder`, then
+    the model type's heads in transformers (a masked-LM head makes an encoder).
 
     Examples:
         >>> from transformers import BertConfig
@@ -524,16 +477,7 @@ def _is_headless(model: torch.nn.Module) -> bool:
 
 
 def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
-    """The built-in objective a model was trained with, from its head, else from its config (`"auto"`).
-
-    The head decides first (`*ForCausalLM` / `*LMHeadModel`, `*ForMaskedLM`, `*ForSequenceClassification`);
-    other classes fall back on `objective_from_config`, the rule `CheckpointSweep` uses for checkpoints.
-
-    Args:
-        model: A Hugging Face model.
-
-    Returns:
-        The matching `ObjectiveName`.
+    """The built-in objective a model was trained with (`"auto"`): from its head class, else `objective_from_config`.
 
     Raises:
         ObjectiveError: A model without an output head, or one whose head and config say nothing.
@@ -586,22 +530,19 @@ def make_objective(
     """Build an `Objective` from a name, masked-LM settings, an instance or a callable.
 
     Args:
-        objective: "auto" (needs `model`; see `objective_for_model`), "causal_lm", "masked_lm",
-            "sequence_classification", a `MaskedLM` (the masked-LM objective with these masking settings, checked
-            against the model's head like "masked_lm"), an `Objective`, or a callable `fn(output, batch) -> loss`.
-        mlm_probability: Masking rate for "masked_lm" (None: 0.15, or the rate of a `MaskedLM`, which it must
-            then equal).
+        objective: "auto" (needs `model`), "causal_lm", "masked_lm", "sequence_classification", a `MaskedLM`, an
+            `Objective`, or a callable `fn(output, batch) -> loss`.
+        mlm_probability: Masking rate for "masked_lm" (None: 0.15, or a `MaskedLM`'s rate, which it must equal).
         seed: Mask seed for the masked-LM objective.
-        reduction: "sum" (default: each token's gradient keeps its own loss's scale) or "mean".
+        reduction: "sum" (default) or "mean".
         model: The model the objective is for: a name is then checked against its head.
 
     Returns:
         An `Objective`.
 
     Raises:
-        InvalidInputError: An unknown name, "auto" without a model, or an `mlm_probability` outside (0, 1) (whatever
-            the objective) or that disagrees with a `MaskedLM`'s rate.
-        ObjectiveError: A name (or a `MaskedLM`) that does not fit the model's head (the message says which one does).
+        InvalidInputError: An unknown name, "auto" without a model, or a bad `mlm_probability`.
+        ObjectiveError: A name (or a `MaskedLM`) that does not fit the model's head.
 
     Examples:
         >>> type(make_objective("masked_lm", mlm_probability=0.2)).__name__
@@ -646,18 +587,10 @@ def make_objective(
 
 
 def describe_objective(objective: Any) -> str | dict[str, Any]:
-    """A stable, JSON-ready description of an objective as a user gave it, for a sweep's recorded settings.
+    """A stable, JSON-ready description of an objective as given, for a sweep's recorded settings.
 
-    Names stay as given (`"auto"`, `"causal_lm"`, `"masked_lm"`, ...), so configurations written before `MaskedLM`
-    existed read the same. `MaskedLM()` (BERT's 15 %, 80/10/10) is `"masked_lm"`, which it equals in every number;
-    other masking settings are their `to_dict()`. A callable or an `Objective` instance is its `__name__`, else
-    `"callable"`, as sweeps have recorded them so far.
-
-    Args:
-        objective: What `GradientProbe(objective=...)` / `CheckpointSweep(objective=...)` was given.
-
-    Returns:
-        A string, or for non-default masking a dict `{"objective": "masked_lm", "rate", "mask", "random", "keep"}`.
+    Names stay as given, `MaskedLM()` is "masked_lm", other masking its `to_dict()`, anything else its `__name__`
+    (else "callable").
 
     Examples:
         >>> describe_objective("auto"), describe_objective(MaskedLM())

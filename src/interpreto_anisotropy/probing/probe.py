@@ -1,15 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The gradient probe: true training-loss gradients at a split point, projected onto tangent and control subspaces.
-
-Which gradient: dL/dh at the output of the split-point module, one row per probed real (non-padding) token,
-for the model's own training loss summed over tokens (`reduction="sum"`, so each token's gradient has its
-own loss's scale; `reduction="mean"` divides by the number of loss terms). Each batch costs one forward and
-one backward pass, and the backward asks autograd for the hidden state's gradient only: parameters are
-frozen for the duration of the probe, so no parameter gradient is computed or accumulated, and the graph
-below the split point is not even recorded.
-"""
+"""The gradient probe: dL/dh of the training loss at a split point, one row per probed token, projected onto
+tangent and control subspaces (one forward and backward per batch, parameters frozen; docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -83,40 +76,28 @@ class GradientProbe:
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` whose `split_point` is the layer to probe.
-        objective: "auto" (the default: from the model's head, else its config, as `CheckpointSweep` does),
-            "causal_lm", "masked_lm", "sequence_classification", a `MaskedLM` (masked LM with these masking rate
-            and split), an `Objective`, or a callable `fn(output, batch) -> loss` (scalar or per-token). A name (or
-            a `MaskedLM`) that does not fit the model's head is refused. `CausalLMObjective(include_aux_loss=True)`
-            adds a mixture-of-experts router's load-balancing loss (the model's own training loss).
-        mlm_probability: Masking rate for "masked_lm" (None: 0.15); the shorthand of `MaskedLM(rate=...)`.
+        objective: "auto" (default: from the model's head, else its config), "causal_lm", "masked_lm",
+            "sequence_classification", a `MaskedLM`, an `Objective`, or a callable `fn(output, batch) -> loss`
+            (`objectives.make_objective`); one that does not fit the model's head is refused.
+        mlm_probability: Masking rate for "masked_lm" (None: 0.15).
         reduction: "sum" (default) or "mean" over loss terms.
-        seed: Seed of the masked-LM mask (each sequence's mask is drawn from the seed and its index in the inputs).
+        seed: Seed of the masked-LM mask (drawn from the seed and each sequence's index).
         batch_size: Sequences per forward/backward; defaults to the splitter's `batch_size`.
-        max_length: Truncation length in tokens; defaults to the smaller of the model's positions
-            (`max_position_embeddings`) and the tokenizer's `model_max_length`. The texts cut to it are counted and
-            named once per probe (a `TruncationWarning`).
+        max_length: Truncation length in tokens (default: the model's and tokenizer's limit).
         on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
-        autocast_dtype: Run the forward and backward under `torch.autocast` with torch.bfloat16 or torch.float16
-            ("bf16" / "fp16" also accepted; a GPU fast path); gradients are then accumulated in float32 / float64 as
-            usual. None: the model's dtype.
-        distributed: Shard `run`'s batches over the ranks of a torch.distributed process group (round robin) and
-            all-reduce the sums, so every rank gets the single-process result. None (default): shard whenever a
-            process group with several ranks is running; False: every rank probes everything.
-        include_special: Probe special tokens (BOS, CLS, SEP, ...) too. Off by default, like the activation
-            reader that tangents are fitted with: fit rows and probe rows are the same tokens.
-        call: For a split-point module that runs several times in one forward (ALBERT's shared layer): which
-            call's dL/dh to probe, "first", "last" or an index (`SplitPoint`); fit the tangent with the same `call`.
-            None (default): the module must run once, else the first batch raises `SplitPointError` naming it.
-        token_cache: Where texts tokenised by the same tokenizer for an earlier read are kept (a sweep shares one
-            `TokenCache` across its checkpoints); None: the texts are tokenised at each `run`.
+        autocast_dtype: torch.bfloat16 / torch.float16 ("bf16" / "fp16") to run under `torch.autocast`; None: the
+            model's dtype.
+        distributed: Shard `run`'s batches over a torch.distributed group and all-reduce the sums; None (default):
+            whenever a group of several ranks runs.
+        include_special: Probe special tokens (BOS, CLS, SEP, ...) too, as the tangent's fit must.
+        call: Which call of a module run several times per forward (`SplitPoint`); fit with the same `call`.
+        token_cache: A `TokenCache` shared across reads (a sweep's checkpoints); None: tokenise at each `run`.
 
     Raises:
         InvalidInputError: An unknown objective, reduction, `on_nonfinite` or autocast dtype.
-        ObjectiveError: An objective that does not fit the model's head (e.g. "causal_lm" on a model without
-            logits, or on a masked-LM model), or `include_aux_loss=True` on a model without a router loss.
+        ObjectiveError: An objective that does not fit the model's head.
         TokenizerError: A tokenizer without a pad token and without an eos token to pad with.
-        SplitPointError: A model that pads its inputs inside its forward (Longformer, BigBird with block-sparse
-            attention), saying what to do.
+        SplitPointError: A model that pads its inputs inside its forward (Longformer, block-sparse BigBird).
 
     Examples:
         >>> probe = ia.GradientProbe(mwsp, objective="causal_lm")
@@ -184,16 +165,13 @@ class GradientProbe:
                 )
         return named
 
-    # ------------------------------------------------------------------ public
     def gradients(
         self, inputs: Any, *, labels: Any = None, max_tokens: int | None = None, progress: bool = False
     ) -> TokenGradients:
-        """Per-token activations and gradients at the split point, for users who want the raw matrices.
+        """The raw per-token activations and gradients at the split point.
 
         Args:
-            inputs: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
-            labels: Sequence labels for the "sequence_classification" objective.
-            max_tokens: Stop after this many probed tokens.
+            inputs, labels, max_tokens: As in `run`.
             progress: Show a progress bar.
 
         Returns:
@@ -258,49 +236,37 @@ class GradientProbe:
     ) -> ProbeResult | dict[str, ProbeResult]:
         """Probe the gradients and compare the energy each tangent holds with normal controls and random subspaces.
 
-        For each tangent Q_T (d, k): `n_controls` normal controls in its orthogonal complement (`ia.controls.normal_controls`,
-        the paper's approximate `p_value`) and `n_random` random k-subspaces of R^d (`ia.controls.random_subspace_bases`, the
-        exact `*_p_value_exact`), projected in one streaming pass, memory flat in the tokens (docs/statistics.md).
+        One streaming pass; the controls, random subspaces and statistics are described in docs/statistics.md.
 
         Args:
             inputs: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
             subspaces: A `TangentExplainer`, a `Subspace`, or a dict name -> either (several tangents side by side).
             labels: Sequence labels for the "sequence_classification" objective.
             n_controls: Number R of matched-rank normal controls per tangent.
-            n_random: Number R' of uniformly random subspaces for `p_value_exact` and `anisotropy_p_value_exact`;
-                None (default) takes `n_controls`, so that both p-values have the same resolution 1 / (R + 1).
+            n_random: Number R' of random subspaces for the exact p-values; None (default): `n_controls`.
             seed: Seed of the controls, of the random subspaces and of the bootstrap.
-            draw_seeds: {tangent name: seed} of each tangent's controls and random subspaces, none shared (a sweep
-                derives one per row, `sweeps.draws.row_seed`); None: `seed` for every tangent (tangents of the same
-                rank then share their random subspaces). `seed` still seeds the bootstrap.
+            draw_seeds: {tangent name: seed} of each tangent's draws (`sweeps.draws.row_seed`); None: `seed` for all.
             max_tokens: Stop after this many probed tokens.
             n_bootstrap: Bootstrap resamples of sequences for the confidence interval of the energy share.
             confidence: Confidence level of the interval.
-            isoscore_convention: Where IsoScore* of G with a subspace removed is computed (`IsoScoreConvention`):
-                "complement" (default, the paper's reconstruction) or "ambient".
+            isoscore_convention: `IsoScoreConvention`: "complement" (default) or "ambient".
             isoscore_zeta: IsoScore* shrinkage zeta in [0, 1]; 0.2 by default.
-            isoscore_c0: IsoScore* shrinkage target: an `IsoScoreTarget` name (default "scaled_identity") or a (d, d)
-                covariance of gradients pooled over more texts or checkpoints (docs/statistics.md).
-            token_counts: How often each token id occurs, (V,), to cut the frequency buckets of the energy breakdown
-                (`frequency_energy_share`); None: the probed tokens' own counts.
+            isoscore_c0: IsoScore* shrinkage target: an `IsoScoreTarget` name or a (d, d) covariance.
+            token_counts: Occurrences of each token id (V,) for the frequency buckets; None: the probed tokens'.
             frequency_edges: Cumulated shares of occurrences where the frequency buckets are cut.
-            progress: Show a progress bar: True, False, or None (default) in an interactive session only (a
-                terminal or a notebook); `TQDM_DISABLE` and `commons.progress.disable_progress_bars` hide it.
+            progress: A progress bar; None (default) in interactive sessions only.
 
         Returns:
-            A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict. One probed sequence gives no
-            interval: `ci_low`, `ci_high` are NaN (None in `to_dict`).
+            A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict.
 
         Raises:
             EmptyInputError: No texts, or every sequence too short for the objective.
             DimensionMismatchError: A subspace, or an `isoscore_c0` matrix, whose d differs from the split point's.
-            InvalidInputError: 2k >= d, n_controls or n_random < 1, bad `max_tokens` or labels, an unknown
-                `isoscore_convention` or `isoscore_c0`, `isoscore_zeta` outside [0, 1].
+            InvalidInputError: 2k >= d, n_controls or n_random < 1, bad `max_tokens`, labels or IsoScore* options.
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
 
         Warns:
-            DegenerateStatisticsWarning: Fewer than `MIN_BOOTSTRAP_SEQUENCES` (20) probed sequences: the interval
-                of the energy share covers less than it says.
+            DegenerateStatisticsWarning: Fewer than 20 probed sequences: the interval covers less than it says.
             ShortSequencesWarning: Sequences too short for the objective were skipped.
             TruncationWarning: Texts over `max_length` were truncated.
         """
@@ -345,8 +311,7 @@ class GradientProbe:
         progress: bool | None,
         sharded: bool,
     ) -> tuple[ProbeSums, Breakdown]:
-        """This shard's sums: per-sequence energies in every subspace, gradient moments, losses and counts; and the
-        energy by token id and position."""
+        """This shard's `ProbeSums` and `Breakdown`."""
         dim = next(iter(columns.tangents.values())).dim
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         if sharded and max_tokens is not None:
@@ -382,15 +347,9 @@ class GradientProbe:
         """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""
         device = self.device
         tally = sums.tally
-        counters = torch.stack(
-            [
-                sums.loss_sum,
-                sums.loss_count,
-                torch.tensor(float(sums.sequence_id.numel()), dtype=torch.float64, device=device),
-                torch.tensor(float(tally.usable_sequences), dtype=torch.float64, device=device),
-                torch.tensor(float(tally.skipped_sequences), dtype=torch.float64, device=device),
-                torch.tensor(float(tally.skipped_batches), dtype=torch.float64, device=device),
-            ]
+        counts = [sums.sequence_id.numel(), tally.usable_sequences, tally.skipped_sequences, tally.skipped_batches]
+        counters = torch.cat(
+            [torch.stack([sums.loss_sum, sums.loss_count]), torch.tensor(counts, dtype=torch.float64, device=device)]
         )
         moments = sums.moments
         if sharded:
@@ -427,11 +386,7 @@ def _checked_columns(
     draw_seeds: Mapping[str, int] | None,
     isoscore: dict[str, Any],
 ) -> tuple[SubspaceColumns, IsoScoreSettings]:
-    """`GradientProbe.run`'s arguments checked (its Raises), and the tangents' controls and random subspaces drawn.
-
-    Returns:
-        (the tangents on `device` with their drawn columns, the IsoScore* settings).
-    """
+    """`GradientProbe.run`'s arguments checked, the tangents' draws (on `device`) and the IsoScore* settings."""
     check_number("confidence", confidence, above=0, below=1)
     n_controls = check_positive_int("n_controls", n_controls)
     n_random = n_controls if n_random is None else check_positive_int("n_random", n_random)

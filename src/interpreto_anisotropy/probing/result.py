@@ -24,78 +24,19 @@ __all__ = ["ProbeResult"]
 class ProbeResult:
     """Gradient energy and anisotropy held by a tangent subspace, against matched-rank normal controls.
 
-    Notation: G (n, d) the probed per-token gradients, Q_T (d, k) the tangent basis, Q_N its R controls, Q_U the R'
-    uniformly random k-subspaces of R^d, S = G^T G / n the gradients' uncentred second moment.
+    Each field is a column of the row schema: its meaning, unit and formula are in `commons.columns` and
+    docs/columns.md (G (n, d) the probed gradients, Q_T (d, k) the tangent, R controls, R' random subspaces).
 
     Attributes:
         name: The tangent's name ("tangent" or the key given in a dict).
-        method: How the tangent was fitted.
-        n_tokens: Number of gradient rows n.
-        n_sequences: Number of sequences they came from.
-        dim: d. rank: k.
-        loss: Mean loss per loss term over the probed batches.
-        energy_share: E_T = ||G Q_T||_F^2 / ||G||_F^2 = tr(Q_T^T S Q_T) / tr(S) (gradients not centred).
-        chance: k / d, the mean energy share of a uniformly random rank-k subspace.
-        control_energy_shares: E_N for each control, (R,).
-        control_mean: Mean of `control_energy_shares`.
-        analytic_null: (1 - E_T) k / (d - k), the exact expectation of a random control in the complement.
-        energy_ratio: E_T / control_mean.
-        p_value: (1 + #{controls with E_N >= E_T}) / (R + 1), the paper's p-value against the normal controls. It
-            is approximate: the controls all lie in Q_T's complement, so they are not exchangeable with Q_T under
-            the null, and it is anti-conservative when k / d is not small (P(p <= 0.05) about 12 % instead of 4.8 %
-            at d = 64, k = 16). Prefer `p_value_exact` for a test.
-        random_energy_shares: E_U for each uniformly random k-subspace of R^d, (R',).
-        p_value_exact: (1 + #{random subspaces with E_U >= E_T}) / (R' + 1): exact under the null that the tangent
-            is a uniformly random k-subspace independent of G (then Q_T and the Q_U are exchangeable), so
-            P(p_value_exact <= j / (R' + 1)) = j / (R' + 1).
-        chance_std: sigma_0, the standard deviation of the energy share of a uniformly random k-subspace for these
-            gradients, sqrt(2 k (d - k) / (d (d - 1) (d + 2)) (tr(S^2) / tr(S)^2 - 1 / d)) (`ia.controls.chance_std`).
-        z_score: (E_T - k / d) / sigma_0, how many null standard deviations the tangent sits above chance. A scale,
-            not a test: the null distribution is not Gaussian (use `p_value_exact`). NaN only when sigma_0 is
-            exactly 0: for isotropic gradients rounding leaves sigma_0 tiny but positive and z a meaningless finite
-            number.
-        ci_low, ci_high: Bootstrap-t interval of E_T, resampling sequences (level `confidence`,
-            `probing.intervals.share_intervals`); NaN (None in `to_dict`) from a single sequence, which gives no
-            interval.
-        oracle_energy_share: Energy held by the top-k eigenvectors of G^T G: no rank-k subspace holds more.
-        anisotropy_capture: (E_T - k/d) / (oracle - k/d): the tangent's share of the best possible excess.
-        isoscore_star: IsoScore* of the gradient cloud G (covariance-based, d dimensions).
-        isoscore_star_without_tangent: IsoScore* of G (I - Q_T Q_T^T): in the (d - k)-dimensional complement of Q_T
-            (covariance P^T Sigma P with P an orthonormal basis of the complement) by default, in R^d with the
-            "ambient" convention (`isoscore_convention`).
-        isoscore_star_without_controls: The same for each control, (R,).
-        delta_isoscore_star: isoscore_star_without_tangent - isoscore_star. In the complement convention a random
-            subspace gets a positive delta too: read `anisotropy_share`.
-        delta_isoscore_star_controls: isoscore_star_without_controls - isoscore_star, (R,).
-        delta_isoscore_star_p_value: p-value of delta_isoscore_star against the controls' deltas.
-        anisotropy_share: delta_isoscore_star - mean(delta_isoscore_star_controls): how much more isotropic G
-            becomes when the tangent, rather than a matched normal control, is removed (the paper's anisotropy
-            share, the headline of the IsoScore* side). Convention effects common to every rank-k removal cancel.
-        anisotropy_share_p_value: The paper's approximate p-value of the anisotropy share: the rank of
-            delta_isoscore_star among the controls' deltas (the same number as `delta_isoscore_star_p_value`). It
-            assumes the tangent's delta exchangeable with the controls' under the null, which does not hold (the
-            controls all lie in Q_T's complement): anti-conservative, as `p_value` (P(p <= 0.05) about 13 % instead
-            of 4.8 % at d = 64, k = 16). Prefer `anisotropy_p_value_exact` for a test.
-        delta_isoscore_star_random: isoscore_star_without(Q_U) - isoscore_star for each uniformly random k-subspace
-            Q_U of R^d (the ones of `p_value_exact`), in the same convention and toward the same target, (R',).
-        anisotropy_p_value_exact: (1 + #{random subspaces with Delta_U >= Delta_T}) / (R' + 1), Delta_T =
-            delta_isoscore_star: the exact p-value of the anisotropy share (ours, not the paper's). Under the null
-            that Q_T is a uniformly random k-subspace independent of G, Delta_T and the Delta_U are the same
-            function of G and of exchangeable subspaces, so P(p <= j / (R' + 1)) <= j / (R' + 1) (equality when ties
-            have probability 0), over the draws of Q_T and of the Q_U. Delta_T is ranked, not the anisotropy
-            share Delta_T - mean Delta_N: the controls' mean depends on Q_T, and a random subspace has no controls.
-        frequency_buckets: The token frequency buckets (`probing.breakdown`): token types ranked by count (the
-            `token_counts` given, else the probed tokens'), cut at cumulated shares of all occurrences.
-        frequency_energy_share: E_T within each frequency bucket: the bucket's tokens' energy in the tangent over
-            their squared gradient norms (None for an empty bucket).
-        frequency_control_share: The controls' mean share within each frequency bucket.
-        frequency_n_tokens: Probed tokens in each frequency bucket.
-        position_buckets, position_energy_share, position_control_share, position_n_tokens: The same by the
-            token's position in its sequence (0, 1-3, 4-15, 16-63, 64-255, 256+).
-        isoscore_convention: "complement" or "ambient", where the clouds with a subspace removed were scored.
-        isoscore_zeta: The IsoScore* shrinkage zeta.
-        isoscore_c0: Its target: "scaled_identity", "identity", "pooled" or "given" (a matrix you passed).
-        Others: settings (objective, reduction, split point, seed, confidence) and skip counts.
+        energy_share: E_T = ||G Q_T||_F^2 / ||G||_F^2 (gradients not centred), with `ci_low`, `ci_high`.
+        control_energy_shares: E_N for each control, (R,); `random_energy_shares`: E_U, (R',).
+        p_value: The paper's approximate p-value against the controls; `p_value_exact` against random subspaces.
+        isoscore_star: IsoScore* of G; `isoscore_star_without_controls`, `delta_isoscore_star_controls`: (R,);
+            `delta_isoscore_star_random`: (R',).
+        anisotropy_share: delta_isoscore_star - mean(delta_isoscore_star_controls), with its two p-values.
+        frequency_buckets: The energy breakdown by token frequency (and `position_*` by position), lists.
+        Others: the remaining columns (counts, chance, ratios, settings, skip counts), as docs/columns.md says.
 
     Examples:
         >>> result = ia.GradientProbe(mwsp, objective="causal_lm").run(texts, tangent, n_controls=20, seed=0)
@@ -178,8 +119,7 @@ class ProbeResult:
     ) -> ProbeResult:
         """Fill in the derived fields (chance, ratio, p-values, z-score, capture, deltas) from the measured ones.
 
-        `isoscore_star_without_random` holds IsoScore* of G with each random subspace of `p_value_exact` removed,
-        (R',); None (results without it) leaves `delta_isoscore_star_random` empty and `anisotropy_p_value_exact` NaN.
+        `isoscore_star_without_random` (R',) may be None: `anisotropy_p_value_exact` is then NaN.
         """
         control_energy_shares = np.asarray(control_energy_shares, dtype=np.float64)
         random_energy_shares = np.asarray(random_energy_shares, dtype=np.float64)
@@ -240,21 +180,9 @@ class ProbeResult:
 
     # The headline a notebook shows (`repr`, `_repr_html_`): who, how many, and the two tests with their p-values.
     _HEADLINE = (
-        "name",
-        "method",
-        "split_point",
-        "n_tokens",
-        "n_sequences",
-        "dim",
-        "rank",
-        "energy_share",
-        "control_mean",
-        "energy_ratio",
-        "p_value",
-        "p_value_exact",
-        "anisotropy_share",
-        "anisotropy_p_value_exact",
-    )
+        "name method split_point n_tokens n_sequences dim rank energy_share control_mean energy_ratio p_value "
+        "p_value_exact anisotropy_share anisotropy_p_value_exact"
+    ).split()
 
     def __repr__(self) -> str:
         return short_repr("ProbeResult", [(name, getattr(self, name)) for name in self._HEADLINE])
@@ -292,10 +220,7 @@ class ProbeResult:
             (f"IsoScore* of G (zeta={self.isoscore_zeta:g}, C0={self.isoscore_c0})", f"{self.isoscore_star:.4f}"),
             (f"IsoScore* without tangent ({self.isoscore_convention})", f"{self.isoscore_star_without_tangent:.4f}"),
             ("IsoScore* without controls", f"{self.isoscore_star_without_controls.mean():.4f} (mean)"),
-            (
-                "Delta IsoScore* tangent / controls",
-                f"{self.delta_isoscore_star:+.4f} / {delta_controls.mean():+.4f}",
-            ),
+            ("Delta IsoScore* tangent / controls", f"{self.delta_isoscore_star:+.4f} / {delta_controls.mean():+.4f}"),
             (
                 "anisotropy share Delta_T - mean Delta_N",
                 f"{self.anisotropy_share:+.4f}  (p={self.anisotropy_share_p_value:.3f}, approx.)",

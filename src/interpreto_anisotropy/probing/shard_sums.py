@@ -1,12 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What one shard of a probe keeps of its batches: streaming sums, never the gradients themselves.
-
-Per sequence, the energy in every subspace column and the total energy; over all probed rows, the float64 moments
-of the projected gradients; the loss; and the energy by token id and position (`Breakdown`). Memory stays flat in
-the number of tokens, and nothing is read back to the host until the pass ends.
-"""
+"""What one shard of a probe keeps of its batches: streaming sums on the device, never the gradients themselves."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The gradient probe's pass over its inputs: one forward and one backward per batch, queued on the device.
-
-`GradientSteps` yields one `Step` per batch (its hidden states, dL/dh and the tokens that count) without waiting
-for the device between batches: non-finite batches are flagged on the device and read together at the end (the
-first one at once, so that a broken checkpoint fails fast), and a `max_tokens` cap is counted one batch late.
-`GradientProbe.gradients` and `GradientProbe.run` consume the steps.
-"""
+"""The gradient probe's pass over its inputs: one forward and one backward per batch, queued on the device."""
 
 from __future__ import annotations
 
@@ -30,8 +24,7 @@ from .statistics import Tally
 
 __all__ = ["NONFINITE_ADVICE", "GradientSteps", "Step"]
 
-#: What to try when a batch gives NaN or infinity. Weights are one cause; some models (e.g. Gemma2 in float64, a
-#: transformers bug) give NaN on real tokens of padded batches only, which one text per batch or float32 avoids.
+#: What to try when a batch gives NaN or infinity.
 NONFINITE_ADVICE = (
     "Check the checkpoint's weights (NaN or infinity in them), lower the precision less (no fp16 autocast), or, if "
     "the model runs in float64 and the batch is padded (some models, e.g. Gemma2, give NaN on real tokens of padded "
@@ -122,16 +115,11 @@ class GradientSteps:
         shard: tuple[int, int] = (0, 1),
         defer_nonfinite: bool = False,
     ) -> Iterator[Step]:
-        """Yield one `Step` per batch of this shard, without waiting for the device between batches.
+        """Yield one `Step` per batch of this shard (`shard=(rank, world)`), without waiting for the device.
 
-        `shard=(rank, world)` keeps the batches whose index is `rank` modulo `world`. A batch with non-finite
-        values gets no probed token and no loss; the first batch is checked at once (a broken checkpoint fails
-        fast), the others' flags are read together at the end, where `on_nonfinite="raise"` raises for the first
-        bad one (with `defer_nonfinite`, nothing is raised here: the caller raises on every rank after the
-        all-reduce, and `tally.first_nonfinite` holds this shard's first bad batch). With `max_tokens`, tokens past
-        the cap are masked out on the device and the running count is read one batch late, so at most one batch
-        more than needed is computed. The counts of usable and skipped sequences and of skipped batches go into
-        `tally`, filled when the iteration ends.
+        Non-finite batches get no probed token; the first batch is checked at once, the others' flags at the end
+        (`defer_nonfinite`: not raised here, `tally.first_nonfinite` set). The `max_tokens` count is read one
+        batch late. `tally` is filled when the iteration ends.
         """
         if max_tokens is not None:
             check_positive_int("max_tokens", max_tokens)
@@ -182,11 +170,7 @@ class GradientSteps:
                     raise self.nonfinite_error(batch_index, sequence_ids)
 
     def check_usable(self, usable_sequences: int, skipped_sequences: int) -> None:
-        """Refuse a pass where no sequence was long enough for the objective; warn about the skipped ones.
-
-        Raises:
-            EmptyInputError: Every sequence is shorter than the objective needs.
-        """
+        """Refuse (`EmptyInputError`) a pass where no sequence was long enough; warn about the skipped ones."""
         if usable_sequences == 0:
             raise EmptyInputError(
                 f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "

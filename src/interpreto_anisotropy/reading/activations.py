@@ -3,16 +3,8 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The activation reader: token activations at a split point, with the token id of each row, batch by batch.
 
-This is how the package reads activations (tangent fits, sweeps, metrics), and the reader to fit tangents with:
-each text is read exactly as it is read alone (right-aligned batches, position ids in the model family's
-convention, the tokenizer's state untouched), and its rows follow the token policy the gradient probe uses
-(`batching.token_rows`: real tokens, special tokens left out unless `include_special=True`), so that fit rows and
-probe rows are the same tokens.
-
-Interpreto 0.5.2's `get_activations(..., TOKEN)` is not a substitute on models with learned absolute positions
-(GPT-2, OPT, BERT, RoBERTa, DistilBERT, ELECTRA, ...): it sets `tokenizer.padding_side = "left"` and passes no
-position ids, so every padded text is read at shifted positions. It also gives no token ids, which the frequency
-analyses need.
+Each text is read exactly as it is read alone, with the probe's token policy (`batching.token_rows`), unlike
+Interpreto 0.5.2's `get_activations` on models with learned absolute positions (docs/architectures.md).
 """
 
 from __future__ import annotations
@@ -54,18 +46,13 @@ def iter_token_activations(
         splitter: Interpreto `ModelWithSplitPoints` at the split point to read.
         texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
         batch_size: Sequences per forward; defaults to the splitter's `batch_size`.
-        max_length: Truncation length in tokens; defaults to the smaller of the model's positions and the
-            tokenizer's `model_max_length`. The texts cut to it are counted and named once per read (a
-            `TruncationWarning`).
-        max_tokens: Stop after this many rows.
+        max_length: Truncation length in tokens (default: the model's and tokenizer's limit).
+        max_tokens: Stop after this many rows (of this shard).
         include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows.
         progress: Show a progress bar.
-        shard: `(rank, world)`: read only the batches whose index is `rank` modulo `world` (for data-parallel
-            reading under torch.distributed; `max_tokens` then caps this shard).
+        shard: `(rank, world)`: read only the batches whose index is `rank` modulo `world`.
         autocast_dtype: "bf16" or "fp16" (or the torch dtype): run the forward under `torch.autocast`.
-        call: For a split-point module that runs several times in one forward (ALBERT's shared layer): which call
-            to read, "first", "last" or an index (`SplitPoint`); give `GradientProbe` the same. None: the module
-            must run once.
+        call: Which call of a module run several times per forward (`SplitPoint`); give `GradientProbe` the same.
 
     Yields:
         (activations (n_b, d), token ids (n_b,)) of each batch's kept tokens, on the model's device.
@@ -73,17 +60,15 @@ def iter_token_activations(
     Raises:
         InvalidInputError: Bad inputs or `max_tokens`.
         EmptyInputError: No texts.
-        SplitPointError: A split point that is not in the model or has no hidden-state output, or that runs
-            several times per forward without `call`.
+        SplitPointError: A split point not in the model, without hidden states, or run several times without `call`.
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16)  # doctest: +SKIP
         >>> for rows, token_ids in iter_token_activations(mwsp, texts, max_tokens=100_000):  # doctest: +SKIP
         ...     tangent.partial_fit(rows)
     """
-    options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens}
+    options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens, "call": call}
     options.update(include_special=include_special, progress=progress, shard=shard, autocast_dtype=autocast_dtype)
-    options["call"] = call
     for rows, ids, _ in _iter_kept(splitter, texts, located=False, **options):
         yield rows, ids
 
@@ -104,46 +89,20 @@ def iter_located_token_activations(
 ) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]]:
     """`iter_token_activations` with where each row comes from: (activations, token ids, locations).
 
-    Rows come text by text, in the texts' order, and token by token within a text. A location is (index of the
-    text in `texts`, index of the token in the text's tokenisation): the tokens of texts[t] are
-    `tokenizer(texts[t], truncation=True, max_length=...)["input_ids"]`, special tokens included, so a location
-    points at a token even when the rows leave special tokens out.
-
-    Args:
-        splitter: Interpreto `ModelWithSplitPoints` at the split point to read.
-        texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
-        batch_size: Sequences per forward; defaults to the splitter's `batch_size`.
-        max_length: Truncation length in tokens; defaults to the smaller of the model's positions and the
-            tokenizer's `model_max_length`. The texts cut to it are counted and named once per read (a
-            `TruncationWarning`).
-        max_tokens: Stop after this many rows.
-        include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows.
-        progress: Show a progress bar.
-        shard: `(rank, world)`: read only the batches whose index is `rank` modulo `world`.
-        autocast_dtype: "bf16" or "fp16" (or the torch dtype): run the forward under `torch.autocast`.
-        call: For a split-point module that runs several times in one forward (ALBERT's shared layer): which call
-            to read, "first", "last" or an index (`SplitPoint`); give `GradientProbe` the same. None: the module
-            must run once.
-        token_cache: Where texts tokenised by the same tokenizer for an earlier read are kept (a sweep shares one
-            `TokenCache` across its checkpoints); None: the texts are tokenised here.
+    A location is (index of the text in `texts`, index of the token in the text's own tokenisation, special tokens
+    included). Args and Raises are `iter_token_activations`'s, plus `token_cache` (a `TokenCache` shared across
+    reads).
 
     Yields:
-        (activations (n_b, d), token ids (n_b,), locations (n_b, 2)): the first two on the model's device, the
-        locations on the host.
-
-    Raises:
-        InvalidInputError: Bad inputs or `max_tokens`.
-        EmptyInputError: No texts.
-        SplitPointError: A split point that is not in the model or has no hidden-state output, or that runs
-            several times per forward without `call`.
+        (activations (n_b, d), token ids (n_b,)) on the model's device, locations (n_b, 2) on the host.
 
     Examples:
         >>> for rows, ids, where in iter_located_token_activations(mwsp, texts):  # doctest: +SKIP
         ...     text_index, position = where[0].tolist()
     """
-    options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens}
+    options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens, "call": call}
     options.update(include_special=include_special, progress=progress, shard=shard, autocast_dtype=autocast_dtype)
-    options.update(call=call, token_cache=token_cache)
+    options["token_cache"] = token_cache
     yield from _iter_kept(splitter, texts, located=True, **options)
 
 
@@ -226,8 +185,7 @@ def token_activations(
     Args:
         splitter: Interpreto `ModelWithSplitPoints` at the split point to read.
         texts: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
-        **kwargs: Options of `iter_token_activations` (batch_size, max_length, max_tokens, include_special, call,
-            ...).
+        **kwargs: Options of `iter_token_activations`.
 
     Returns:
         (activations (n, d), token ids (n,)), on the model's device.

@@ -1,17 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Token batches and split-point hooks shared by the gradient probe and the activation reader.
-
-Texts are tokenised one batch at a time (memory flat in the number of texts), sequences too short for an
-objective are dropped and counted, every batch is right-aligned (padding last, whatever the tokenizer's
-`padding_side`, which is never changed) with the padding columns no sequence uses trimmed; the split-point seam
-(`split_point.SplitPoint`) then gives the model the position ids of its own family, so that a padded text is read
-exactly as it is read alone.
-
-One token policy serves the activation reader and the gradient probe (`token_rows`): a row per real token,
-special tokens (BOS, CLS, SEP, EOS, ...) left out unless `include_special=True`.
-"""
+"""Token batches shared by the gradient probe and the activation reader: tokenised lazily, right-aligned, trimmed,
+too-short sequences dropped and counted; and the one token policy (`token_rows`)."""
 
 from __future__ import annotations
 
@@ -43,21 +34,12 @@ Batch = dict[str, torch.Tensor]
 
 
 def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: int = 3) -> None:
-    """Give a tokenizer without a pad token its eos token as pad token, with a warning.
+    """Give a tokenizer without a pad token (changed in place) its eos token as pad token, with a warning.
 
-    Interpreto 0.5.2's `get_activations` crashes on a tokenizer without a pad token; padding is masked out of
-    every loss and every activation here, so which token pads does not matter.
-
-    Args:
-        tokenizer: A Hugging Face tokenizer, changed in place.
-        source: Where the tokenizer comes from (a checkpoint), for the messages.
-        stacklevel: Where the warning points.
+    `source` names the tokenizer's checkpoint in the messages.
 
     Raises:
         TokenizerError: If the tokenizer has neither a pad nor an eos token.
-
-    Examples:
-        >>> ensure_pad_token(tokenizer)  # doctest: +SKIP
     """
     if getattr(tokenizer, "pad_token", None) is not None:
         return
@@ -79,19 +61,7 @@ def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: i
 
 
 def padded_tokenizer(tokenizer: Any) -> Any:
-    """The tokenizer itself when it has a pad token, else a copy padding with its eos token (with a warning).
-
-    The package's own reads never change the caller's tokenizer.
-
-    Args:
-        tokenizer: A Hugging Face tokenizer (left as it is).
-
-    Returns:
-        A tokenizer with a pad token.
-
-    Raises:
-        TokenizerError: If the tokenizer has neither a pad nor an eos token.
-    """
+    """The tokenizer itself when it has a pad token, else a copy padding with its eos token (`ensure_pad_token`)."""
     if getattr(tokenizer, "pad_token", None) is not None:
         return tokenizer
     copied = copy.deepcopy(tokenizer)
@@ -100,20 +70,10 @@ def padded_tokenizer(tokenizer: Any) -> Any:
 
 
 _AUTOCAST_NAMES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
-AUTOCAST_CHOICES = ["bf16", "fp16"]  # the short names the command line offers
 
 
 def autocast_dtype(value: str | torch.dtype | None) -> torch.dtype | None:
-    """The autocast dtype named by `value`: None, "bf16" / "bfloat16", "fp16" / "float16", or the torch dtype.
-
-    Args:
-        value: What the user gave.
-
-    Returns:
-        torch.bfloat16, torch.float16 or None (no autocast).
-
-    Raises:
-        InvalidInputError: Any other value.
+    """The autocast dtype named by None, "bf16" / "bfloat16", "fp16" / "float16" or the dtype, else an `InvalidInputError`.
 
     Examples:
         >>> autocast_dtype("bf16")
@@ -129,13 +89,6 @@ def autocast_dtype(value: str | torch.dtype | None) -> torch.dtype | None:
 def autocast(device: torch.device | str, dtype: torch.dtype | None) -> torch.autocast:
     """`torch.autocast` on `device` with `dtype`, disabled when `dtype` is None.
 
-    Args:
-        device: The model's device.
-        dtype: torch.bfloat16, torch.float16 or None.
-
-    Returns:
-        The context manager.
-
     Examples:
         >>> with autocast("cpu", None):
         ...     pass
@@ -146,14 +99,7 @@ def autocast(device: torch.device | str, dtype: torch.dtype | None) -> torch.aut
 
 
 def special_token_ids(tokenizer: Any) -> torch.Tensor:
-    """The ids of a tokenizer's special tokens (BOS, CLS, SEP, EOS, PAD, MASK, ...), as a 1-D long tensor.
-
-    Args:
-        tokenizer: A Hugging Face tokenizer.
-
-    Returns:
-        The sorted ids, or `[-1]` (matching no token) when there are none.
-    """
+    """The sorted ids (s,) of a tokenizer's special tokens, or `[-1]` (matching no token) when there are none."""
     ids = sorted({int(index) for index in getattr(tokenizer, "all_special_ids", ()) if index is not None})
     return torch.tensor(ids or [-1], dtype=torch.long)
 
@@ -165,18 +111,8 @@ def token_rows(
     *,
     include_special: bool = False,
 ) -> Bool[torch.Tensor, "b l"]:
-    """The token policy: which tokens of a batch are rows of the fit, the metrics and the probe.
-
-    A row per real (non-padding) token; special tokens are left out unless `include_special`.
-
-    Args:
-        input_ids: The batch's token ids before any masking, (b, l).
-        attention_mask: 1 for real tokens, (b, l).
-        special_ids: The tokenizer's special ids (`special_token_ids`).
-        include_special: Keep special tokens as rows.
-
-    Returns:
-        A (b, l) boolean mask.
+    """The token policy, the rows (b, l) of the fit, the metrics and the probe: real tokens, special ones (`special_ids`)
+    left out unless `include_special`; `input_ids` are taken before any masking.
 
     Examples:
         >>> ids, mask = torch.tensor([[5, 7, 2, 0]]), torch.tensor([[1, 1, 1, 0]])
@@ -192,18 +128,15 @@ def token_rows(
 class TokenBatcher:
     """Lazy tokenised, right-aligned batches of texts (or of pre-tokenised tensors).
 
-    Built by the split-point seam (`SplitPoint.batcher`), which knows the model's maximum length.
+    Built by `SplitPoint.batcher`.
 
     Args:
-        tokenizer: The model's tokenizer, never changed; without a pad token, a copy pads with its eos token (with
-            a warning).
+        tokenizer: The model's tokenizer, never changed (`padded_tokenizer`).
         batch_size: Sequences per batch.
         max_length: Truncation length in tokens.
         min_tokens: Sequences with fewer real tokens are dropped and counted in `skipped_sequences`.
-        vocab_size: Rows of the model's input embedding: the batches refuse a token id outside [0, vocab_size)
-            (None: no check).
-        token_cache: Where texts tokenised by the same tokenizer for an earlier read are kept (`TokenCache`; a
-            sweep shares one across its checkpoints). None: every batch is tokenised.
+        vocab_size: Rows of the model's input embedding; token ids outside [0, vocab_size) are refused (None: no check).
+        token_cache: A `TokenCache` shared across reads; None: every batch is tokenised.
 
     Raises:
         InvalidInputError: A batch size or maximum length that is not a positive integer.
@@ -235,21 +168,12 @@ class TokenBatcher:
         self._truncation_noted = False
 
     def batches(self, inputs: Any, labels: Any = None) -> tuple[int, Iterator[tuple[Batch, torch.Tensor]]]:
-        """The number of batches and a lazy iterator of (batch, indices of its sequences in the inputs).
-
-        Each batch holds `input_ids`, `attention_mask` (and `labels` when given), with too-short sequences
-        dropped and unused padding columns trimmed. A batch may come out empty when all its sequences are
-        too short.
+        """The number of batches and a lazy iterator of (batch, indices of its sequences), batches maybe empty.
 
         Raises:
             InvalidInputError: Inputs that are neither texts nor tokenised tensors; labels of the wrong length.
             EmptyInputError: No texts.
-            TokenizerError: A token id outside the model's input embedding (`vocab_size`): the tokenizer, or the
-                tokenised inputs, belong to another model. Raised here for tensors, by the iterator for texts.
-
-        Warns:
-            TruncationWarning: Once per batcher, when the iterator ends: how many texts were cut to `max_length`
-                (counted in `truncated_sequences`; `note_truncation`).
+            TokenizerError: A token id outside `vocab_size` (here for tensors, by the iterator for texts).
         """
         if isinstance(inputs, str):
             inputs = [inputs]
@@ -326,14 +250,7 @@ class TokenBatcher:
         return sum(len(ids) > self.max_length for ids in longer)
 
     def note_truncation(self, *, stacklevel: int = 2) -> None:
-        """Say once (per batcher: per probe, per read) how many texts were cut to `max_length` tokens.
-
-        Args:
-            stacklevel: Where the warning points.
-
-        Warns:
-            TruncationWarning: When the texts read so far include truncated ones, the first time only.
-        """
+        """Say once per batcher (a `TruncationWarning`) how many texts were cut to `max_length` tokens."""
         if not self.truncated_sequences or self._truncation_noted:
             return
         self._truncation_noted = True

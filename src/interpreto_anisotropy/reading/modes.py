@@ -3,12 +3,8 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Every read of a model runs it in eval mode, and gives the caller's modes back afterwards.
 
-A model built from a config starts in `train()` mode, with dropout on: read that way, activations are drawn anew at
-every forward (two fits of the same texts fall tens of degrees apart) and differ from the activations the model
-computes in use. `eval_mode` switches dropout (and every other train-time behaviour) off for the length of a read
-and then restores each module's own `training` flag, exactly as it was, even when the read raises. The split-point
-seam (`split_point.SplitPoint`) wraps each of its reads in it: the activation reader, tangent fits on texts, the
-metrics and top tokens computed on their rows, and the gradient probe's forward and backward.
+A model built from a config starts in `train()` mode, dropout on, which would make every read random.
+`split_point.SplitPoint` wraps each of its reads in `eval_mode`.
 """
 
 from __future__ import annotations
@@ -25,12 +21,7 @@ __all__ = ["eval_mode"]
 def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
     """Run the body with `model` in eval mode, then restore the `training` flag of each of its modules.
 
-    Each module gets back its own flag, so a model the caller left partly in train mode (a frozen part in eval,
-    say) is given back as it was, not switched wholesale by `model.train()`. A model already in eval mode is left
-    untouched.
-
-    Args:
-        model: The model to read.
+    Each module gets back its own flag, even when the body raises.
 
     Yields:
         The model, in eval mode.

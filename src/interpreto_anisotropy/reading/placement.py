@@ -3,11 +3,8 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Where a module of a model runs, for a model on one device or dispatched by accelerate.
 
-A model that accelerate dispatched (`accelerate.dispatch_model`, `load_checkpoint_and_dispatch`, or transformers'
-`from_pretrained(device_map=...)`) runs each block on the `execution_device` of the hook accelerate attached to it,
-whatever device its parameters are on: an offloaded block's parameters sit on the meta device and are loaded from
-CPU memory or disk at each call. The split point's hidden state and its gradient live on the device that runs the
-split point's module; the inputs go where the input embedding runs.
+A dispatched block runs on its accelerate hook's `execution_device`, whatever device (meta, when offloaded) its
+parameters are on: the split point's h and dL/dh live there, and the inputs go where the input embedding runs.
 """
 
 from __future__ import annotations
@@ -47,13 +44,8 @@ def module_device(module: torch.nn.Module) -> torch.device | None:
 def execution_device(model: torch.nn.Module, path: str) -> torch.device:
     """The device that runs the module at `path`, where its outputs and their gradients live.
 
-    Args:
-        model: The model, on one device or dispatched by accelerate.
-        path: A dotted module path of the model ("" for the model itself).
-
-    Returns:
-        The execution device of accelerate's hook on the module, else on its nearest ancestor, else on its first
-        descendant; without one, the device of the module's own weights, else of the model's first parameter.
+    The hook's device on the module (`path`, "" for the model), its nearest ancestor or first descendant; else its
+    own weights', else the model's first parameter's.
 
     Examples:
         >>> execution_device(torch.nn.Sequential(torch.nn.Linear(2, 2)), "0")

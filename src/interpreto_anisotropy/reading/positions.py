@@ -3,19 +3,8 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Position ids per architecture family, for right-aligned token batches.
 
-Every batch this package runs is right-aligned (real tokens first, padding last), so a sequence's tokens sit at
-the same columns as in an unpadded forward. On top of that, the model is given explicit position ids in its own
-family's convention, computed from the attention mask:
-
-* most models (learned absolute positions as in GPT-2, BERT, DistilBERT, ELECTRA, OPT; rotary as in GPT-NeoX,
-  Llama, Qwen, Gemma, OLMo, ModernBERT, EuroBERT; relative as in DeBERTa) count real tokens from 0;
-* the RoBERTa family (RoBERTa, XLM-RoBERTa, CamemBERT, and every model whose embeddings derive positions with
-  `create_position_ids_from_input_ids`, e.g. MPNet, ESM, Longformer) counts from `padding_idx + 1`, padding
-  sitting at `padding_idx`;
-* a model whose forward takes no `position_ids` derives its own, which right alignment makes right.
-
-Interpreto 0.5.2's `get_activations` pads on the left and passes no position ids: models with learned absolute
-positions then read each padded text at shifted positions. `uses_absolute_positions` tells when that matters.
+Batches are right-aligned and given position ids in the model family's convention (`PositionConvention`), so a
+padded text is read as it is alone (docs/architectures.md).
 
 Examples:
     >>> from interpreto_anisotropy.reading.positions import PositionConvention, PositionScheme
@@ -77,14 +66,7 @@ class PositionScheme:
 
     @classmethod
     def of(cls, model: torch.nn.Module) -> PositionScheme:
-        """The scheme of a Hugging Face model, read from its forward signature and its embedding modules.
-
-        Args:
-            model: The model whose `forward` is called.
-
-        Returns:
-            Its `PositionScheme`.
-        """
+        """The scheme of a Hugging Face model, read from its forward signature and its embedding modules."""
         if "position_ids" not in inspect.signature(model.forward).parameters:
             return cls(PositionConvention.MODEL_DEFAULT)
         padding_idx = _padding_offset_index(model)
@@ -93,11 +75,7 @@ class PositionScheme:
         return cls(PositionConvention.FROM_ZERO)
 
     def position_ids(self, attention_mask: Int[torch.Tensor, "b l"]) -> Int[torch.Tensor, "b l"] | None:
-        """Position ids (b, l) for a batch's attention mask, or None where the model numbers tokens itself.
-
-        Padding gets the position of the last real token (FROM_ZERO) or `padding_idx` (AFTER_PADDING_IDX); it is
-        masked out of every attention, loss and row, so its position never counts.
-        """
+        """Position ids (b, l) for a batch's attention mask, or None where the model numbers tokens itself."""
         mask = attention_mask.long()
         if self.convention is PositionConvention.MODEL_DEFAULT:
             return None
@@ -107,11 +85,7 @@ class PositionScheme:
 
 
 def _padding_offset_index(model: torch.nn.Module) -> int | None:
-    """The padding index of a RoBERTa-style embedding module of `model`, if it has one.
-
-    Such a module keeps an integer `padding_idx` beside its `position_embeddings` and derives positions with a
-    `create_position_ids_from_input_ids` (a method, or a function of its module).
-    """
+    """The `padding_idx` of a RoBERTa-style embedding (with `create_position_ids_from_input_ids`), if any."""
     for module in model.modules():
         padding_idx = getattr(module, "padding_idx", None)
         if isinstance(module, torch.nn.Embedding) or not isinstance(padding_idx, int):
@@ -127,17 +101,7 @@ def _padding_offset_index(model: torch.nn.Module) -> int | None:
 
 
 def uses_absolute_positions(model: torch.nn.Module) -> bool:
-    """Whether a model adds learned absolute position embeddings (GPT-2, OPT, BERT, RoBERTa, DistilBERT, ...).
-
-    Such models read a left-padded text without position ids at shifted positions; rotary and relative models
-    do not care where padding sits (their attention depends on differences of positions only).
-
-    Args:
-        model: A Hugging Face model.
-
-    Returns:
-        True when a position-embedding table (`wpe`, `position_embeddings`, `embed_positions`) is found.
-    """
+    """Whether a model has a learned absolute position table (`wpe`, `position_embeddings`, `embed_positions`)."""
     return any(
         isinstance(module, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in _ABSOLUTE_POSITION_NAMES
         for name, module in model.named_modules()
@@ -145,14 +109,7 @@ def uses_absolute_positions(model: torch.nn.Module) -> bool:
 
 
 def right_align(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Move each row's padding to its end, keeping the order of its real tokens.
-
-    Args:
-        batch: `attention_mask` (b, l) and other tensors; every (b, l) tensor is reordered the same way, others
-            (sequence labels) are left as they are.
-
-    Returns:
-        The right-aligned batch (the same object's values when it already was).
+    """Move each row's padding to its end in every (b, l) tensor of `batch`, keeping the real tokens' order.
 
     Examples:
         >>> batch = right_align({"input_ids": torch.tensor([[0, 7, 8]]), "attention_mask": torch.tensor([[0, 1, 1]])})

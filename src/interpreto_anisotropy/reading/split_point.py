@@ -1,25 +1,10 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The split-point seam: the one place where the package touches a model.
+"""The split-point seam, the one place the package touches a model (docs/architecture.md; a test checks it).
 
-A `SplitPoint` owns what reading a model at one split point needs: the Hugging Face model inside an Interpreto
-splitter, its tokenizer, the resolved module path and module, the device, the autocast dtype, the model inputs
-(right-aligned batches with the position ids of the model's family) and the token policy. It offers the two
-reads everything else is built on:
-
-* `read(batch)`: the split point's hidden states, forward only, stopping at the split point (the layers above it
-  and the output head never run);
-* `forward_backward(batch, loss)`: the hidden states and the gradient dL/dh of a loss of the model's output, with
-  the parameters frozen (autograd computes dL/dh only).
-
-Both run the model in eval mode (no dropout) and restore each module's mode afterwards (`modes.eval_mode`).
-
-The activation reader, tangent fitting, `GradientProbe` and `CheckpointSweep` go through it; no other module
-reads a splitter's `_model` or registers a hook (a test checks this).
-
-`TrainingCapture` is the third read, for a model the user trains: it watches the user's own forwards and backwards
-and hands each split point's hidden states and dL/dh to a callback (`live.TrainingProbe` uses it).
+`SplitPoint.read` (forward only, stopping at the split point), `SplitPoint.forward_backward` (h and dL/dh, parameters
+frozen) and `TrainingCapture` (h and dL/dh of the user's own training steps) are the three reads.
 """
 
 from __future__ import annotations
@@ -61,35 +46,14 @@ Batch = dict[str, torch.Tensor]
 
 
 def splitter_model(splitter: Any) -> torch.nn.Module:
-    """The Hugging Face model inside an Interpreto splitter, its weights loaded.
-
-    A `ModelWithSplitPoints` built from a model id or a folder holds meta tensors until its first use (nnsight's
-    lazy dispatch); it is dispatched here, so the package can read it before Interpreto has.
-
-    Args:
-        splitter: An Interpreto `ModelWithSplitPoints` or other `BaseSplitter`.
-
-    Returns:
-        Its `_model`, with real weights.
-    """
+    """The Hugging Face model inside an Interpreto splitter, dispatched first if nnsight left it on meta tensors."""
     if getattr(splitter, "dispatched", True) is False and callable(getattr(splitter, "dispatch", None)):
         splitter.dispatch()
     return splitter._model
 
 
 def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Module:
-    """The module at a split point path.
-
-    Args:
-        model: The Hugging Face model.
-        split_point: A dotted module path, e.g. "gpt_neox.layers.3".
-
-    Returns:
-        The module.
-
-    Raises:
-        SplitPointError: If the path names no module of the model.
-    """
+    """The module at a dotted split point path (e.g. "gpt_neox.layers.3"), else a `SplitPointError`."""
     try:
         return model.get_submodule(split_point)
     except AttributeError as error:
@@ -100,15 +64,7 @@ def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Mod
 
 
 def resolve_split_point(model: torch.nn.Module, split_point: int | str) -> str:
-    """The module path of a split point, resolved as Interpreto's `ModelWithSplitPoints` resolves it.
-
-    Args:
-        model: The Hugging Face model.
-        split_point: A layer index (the module whose path ends in ".{index}", e.g. 3 -> "gpt_neox.layers.3") or a
-            dotted module path.
-
-    Returns:
-        The dotted module path.
+    """The module path of a layer index (3 -> "gpt_neox.layers.3") or path, as Interpreto resolves it.
 
     Raises:
         SplitPointError: An index that matches no module or several, or a path that names no module.
@@ -130,14 +86,7 @@ def resolve_split_point(model: torch.nn.Module, split_point: int | str) -> str:
 
 
 def embedding_rows(model: torch.nn.Module) -> int | None:
-    """The number of rows of a model's input embedding: token ids must lie below it.
-
-    Args:
-        model: The Hugging Face model.
-
-    Returns:
-        `get_input_embeddings().num_embeddings`, or None for a model that does not expose one.
-    """
+    """The rows of a model's input embedding (token ids must lie below), None when it exposes none."""
     try:
         embedding = model.get_input_embeddings()
     except (AttributeError, NotImplementedError):
@@ -147,17 +96,7 @@ def embedding_rows(model: torch.nn.Module) -> int | None:
 
 
 def check_call(call: Any) -> str | int | None:
-    """The `call` option (which call of a split-point module that runs several times per forward), if valid.
-
-    Args:
-        call: None (the module must run once per forward), "first", "last", or a call index: 0, 1, ... from the
-            first call, -1, -2, ... from the last.
-
-    Returns:
-        `call`.
-
-    Raises:
-        InvalidInputError: Anything else, naming the option.
+    """The `call` option (None, "first", "last" or a call index, -1 the last), else an `InvalidInputError`.
 
     Examples:
         >>> check_call("last"), check_call(2), check_call(None)
@@ -172,20 +111,10 @@ def check_call(call: Any) -> str | int | None:
 
 
 def call_index(call: str | int | None, calls: int, path: str, model_name: str) -> int:
-    """The 0-based index of the chosen call among the `calls` calls of the split-point module in one forward.
-
-    Args:
-        call: The `call` option (`check_call`).
-        calls: How many times the module ran in one forward.
-        path: The split point's module path, for the messages.
-        model_name: The model's class name, for the messages.
-
-    Returns:
-        The index, in [0, calls).
+    """The 0-based index in [0, calls) of the chosen call among the module's `calls` calls in one forward.
 
     Raises:
-        SplitPointError: The module did not run; it ran several times and `call` is None; or `call` is an index
-            beyond the calls.
+        SplitPointError: The module did not run, ran several times with `call` None, or `call` is beyond the calls.
 
     Examples:
         >>> call_index("last", 4, "albert.encoder.albert_layer_groups.0.albert_layers.0", "AlbertModel")
@@ -218,19 +147,7 @@ def call_index(call: str | int | None, calls: int, path: str, model_name: str) -
 
 
 def refuse_internal_padding(model: torch.nn.Module) -> None:
-    """Refuse the models that pad their inputs inside their forward, whose rows cannot be lined up with tokens.
-
-    Longformer (and LED) pads every input to a multiple of its attention window; BigBird (and BigBird-Pegasus)
-    with block-sparse attention pads to a multiple of its block size and attends to the last, padded block as a
-    global one, so that a text is not read in a padded batch as it is alone. BigBird with full attention
-    (`attention_type="original_full"`) pads nothing and is accepted.
-
-    Args:
-        model: The Hugging Face model.
-
-    Raises:
-        SplitPointError: For Longformer and LED, and BigBird with block-sparse attention, saying what to do.
-    """
+    """Refuse (`SplitPointError`) models that pad inside their forward: Longformer, LED, block-sparse BigBird."""
     config = getattr(model, "config", None)
     kind, name = getattr(config, "model_type", None), type(model).__name__
     if kind in ("longformer", "led"):
@@ -258,20 +175,13 @@ class StopForward(Exception):
 class HiddenStateCapture:
     """Forward hook that records the split point's (batch, length, d) hidden state at one call of the module.
 
-    A module may run several times in one forward (ALBERT's shared layer runs once per layer): the hook counts the
-    calls (`calls`) and records the output of call number `call` only (0-based; the other calls pass untouched),
-    or, with `call=None`, of every call (`outputs`, for a first read that does not yet know how many there are).
-    With `as_leaf=True` the recorded hidden state is swapped for a detached leaf that requires grad, so that
-    `torch.autograd.grad(loss, capture.hidden)` gives dL/dh without recording the graph below the split point.
-    With `stop=True` the hook raises `StopForward` after recording, so a reader that needs only the split point's
-    activations does not run the layers above it nor the output head; the caller catches it.
+    It counts the calls (`calls`); with `call=None` it keeps every call's output (`outputs`) instead.
 
     Args:
         split_point: The split point's path, for error messages.
-        as_leaf: Swap the output for a leaf tensor requiring grad.
-        stop: Raise `StopForward` once the hidden state is recorded.
-        call: Which call of the module to record (0-based), or None for every call (then neither swapped nor
-            stopped).
+        as_leaf: Swap the output for a detached leaf requiring grad, so autograd gives dL/dh only.
+        stop: Raise `StopForward` once the hidden state is recorded (the layers above are skipped).
+        call: Which call of the module to record (0-based), or None for every call (neither swapped nor stopped).
     """
 
     def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False, call: int | None = 0):
@@ -285,25 +195,18 @@ class HiddenStateCapture:
 
     def __call__(self, module: torch.nn.Module, args: Any, output: Any) -> Any:
         number, self.calls = self.calls, self.calls + 1
+        if self.call is not None and number != self.call:
+            return None
+        index = _hidden_index(output)
+        if index is None:
+            raise self._no_hidden_state()
+        hidden = output if index < 0 else output[index]
         if self.call is None:
-            hidden = _hidden_of(output)
-            if hidden is None:
-                raise self._no_hidden_state()
             self.outputs.append(hidden.detach())
             return None
-        if number != self.call:
-            return None
-        if isinstance(output, torch.Tensor) and output.dim() == 3:
-            self.hidden = self._keep(output)
-            return self._finish(self.hidden if self.as_leaf else None)
-        if isinstance(output, tuple):
-            for index, candidate in enumerate(output):
-                if isinstance(candidate, torch.Tensor) and candidate.dim() == 3:
-                    self.hidden = self._keep(candidate)
-                    return self._finish(
-                        output[:index] + (self.hidden,) + output[index + 1 :] if self.as_leaf else None
-                    )
-        raise self._no_hidden_state()
+        self.hidden = self._keep(hidden)
+        replaced = self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :])
+        return self._finish(replaced if self.as_leaf else None)
 
     def _no_hidden_state(self) -> SplitPointError:
         return SplitPointError(
@@ -327,16 +230,12 @@ class SplitPoint:
         splitter: Interpreto `ModelWithSplitPoints` (or another `BaseSplitter` with a `split_point` path).
         autocast_dtype: "bf16" / "fp16" (or the torch dtype): run forwards and backwards under `torch.autocast`.
         include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows (`rows`).
-        call: Which call of the split-point module to read, for a module that runs several times in one forward
-            (ALBERT's shared layer runs once per layer): "first", "last", or an index (0, 1, ... from the first call,
-            -1, ... from the last). None (the default): the module must run once; the first read counts its calls
-            (`calls`) and raises `SplitPointError` naming the module, the count and this option when it runs more
-            than once. The reader and the probe must be given the same `call`.
+        call: Which call of a module that runs several times per forward (ALBERT): "first", "last" or an index;
+            None: it must run once (the first read counts the calls, `calls`).
 
     Raises:
         InvalidInputError: Not an Interpreto splitter, an unknown autocast dtype, or a `call` of another type.
-        SplitPointError: A split point that names no module of the model, or a model that pads its inputs inside
-            its forward (`refuse_internal_padding`: Longformer, BigBird with block-sparse attention).
+        SplitPointError: A split point that names no module, or a model that pads inside its forward.
 
     Examples:
         >>> point = SplitPoint(mwsp)  # doctest: +SKIP
@@ -376,8 +275,7 @@ class SplitPoint:
 
     @property
     def device(self) -> torch.device:
-        """The device that runs the split point's module, where its hidden states and their gradients live (the
-        model's device, unless accelerate dispatched the model over several: `placement.execution_device`)."""
+        """The device that runs the split point's module (`placement.execution_device` when dispatched)."""
         if self.placed is None:
             return next(self.model.parameters()).device
         return self.placed[0]
@@ -405,15 +303,10 @@ class SplitPoint:
         min_tokens: int = 1,
         token_cache: TokenCache | None = None,
     ) -> TokenBatcher:
-        """Right-aligned token batches for this model.
-
-        `batch_size` defaults to the splitter's (else 8), `max_length` to `self.max_length`; the batcher checks both,
-        and refuses token ids beyond the model's input embedding (`TokenizerError` naming both sizes). With a
-        `token_cache`, texts its tokenizer has tokenised before are not tokenised again.
+        """Right-aligned token batches for this model (`batch_size` defaults to the splitter's, else 8).
 
         Raises:
-            InvalidInputError: A batch size or maximum length that is not a positive integer, or a maximum length
-                beyond what the model takes.
+            InvalidInputError: A batch size or maximum length that is not a positive integer or beyond the model's.
         """
         limit = self.max_length
         if isinstance(max_length, int) and not isinstance(max_length, bool) and max_length > limit:
@@ -434,15 +327,8 @@ class SplitPoint:
         )
 
     def model_inputs(self, batch: Batch) -> Batch:
-        """The keyword arguments of the model's forward for a right-aligned batch.
-
-        Args:
-            batch: `input_ids` and `attention_mask`, (b, l) each (other keys are not passed to the model).
-
-        Returns:
-            `input_ids`, `attention_mask` and, unless the model numbers positions itself, `position_ids` in the
-            model family's convention (`positions.PositionScheme`), on `input_device`.
-        """
+        """The forward's keywords for a batch: `input_ids`, `attention_mask`, and `position_ids` in the model family's
+        convention (`positions.PositionScheme`) unless it numbers them itself, on `input_device`."""
         inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
         position_ids = self.positions.position_ids(batch["attention_mask"])
         if position_ids is not None:
@@ -452,10 +338,7 @@ class SplitPoint:
         return inputs
 
     def rows(self, batch: Batch) -> Bool[torch.Tensor, "b l"]:
-        """The token policy's rows of a batch (`batching.token_rows`), on the batch's device.
-
-        Uses `original_input_ids` when the batch has them (a masked-LM batch), so masking never changes the rows.
-        """
+        """The token policy's rows (b, l) of a batch (`batching.token_rows`), from `original_input_ids` if masked."""
         input_ids = batch.get("original_input_ids", batch["input_ids"])
         if self.special_ids.device != input_ids.device:  # copied once, not once per batch
             self.special_ids = self.special_ids.to(input_ids.device)
@@ -470,11 +353,8 @@ class SplitPoint:
             handle.remove()
 
     def read(self, batch: Batch) -> Float[torch.Tensor, "b l d"]:
-        """The split point's hidden states of a batch on the model's device, forward only, stopping there.
-
-        The first read runs the forward up to the output head and counts the split-point module's calls (`calls`);
-        the next ones stop at the chosen call (`call`).
-        The model runs in eval mode (no dropout), each module's mode restored afterwards (`modes.eval_mode`).
+        """The split point's hidden states (b, l, d), forward only in eval mode, stopping there (the first read counts
+        the module's calls, stopping before the output head).
 
         Raises:
             SplitPointError: The forward pass did not run the split point, ran it several times without `call`,
@@ -487,11 +367,7 @@ class SplitPoint:
         return self._checked(capture.hidden, batch)
 
     def _counting_forward(self, batch: Batch) -> HiddenStateCapture:
-        """A forward without grad that counts the module's calls (`_count`) and keeps every call's output.
-
-        It stops before the output head (the model's output embedding, the costly vocabulary projection) once the
-        module has run, since the layers all run before the head.
-        """
+        """A forward without grad that counts the module's calls and keeps their outputs, stopped at the output head."""
         capture = HiddenStateCapture(self.path, call=None)
         head = _output_head(self.model)
         handle = None
@@ -549,22 +425,12 @@ class SplitPoint:
     ) -> tuple[Float[torch.Tensor, "b l d"], Float[torch.Tensor, "b l d"], Any]:
         """One forward and one backward: hidden states h, dL/dh, and what `loss(output)` returned.
 
-        Parameters are frozen and the model is in eval mode during the call (restored afterwards), and the hidden
-        state is swapped for a leaf, so autograd computes dL/dh only, without recording the graph below the split
-        point. The leaf is the output of the chosen call of the module (`call`), the call `read` reads; a call
-        counted from the last needs the calls counted first (one forward without grad, on the first batch).
+        Parameters frozen, eval mode, and the chosen call's hidden state swapped for a leaf: autograd computes dL/dh only.
 
-        Args:
-            batch: The batch, on the model's device.
-            loss: Maps the model's output to an object whose `.total` is the scalar to differentiate.
-            **forward_kwargs: Extra keyword arguments of the model's forward (e.g. `output_router_logits=True`).
-
-        Returns:
-            (hidden (b, l, d), gradient (b, l, d), the loss object).
+        `loss(output).total` is differentiated; `forward_kwargs` go to the model's forward.
 
         Raises:
-            SplitPointError: The split point was not run, ran several times without `call`, changed the sequence
-                length, or the loss does not depend on it.
+            SplitPointError: The split point did not run as `read` needs, or the loss does not depend on it.
         """
         if self.calls is None and (self.call == "last" or (isinstance(self.call, int) and self.call < 0)):
             self._counting_forward(batch)
@@ -615,13 +481,19 @@ def _output_head(model: torch.nn.Module) -> torch.nn.Module | None:
     return head if isinstance(head, torch.nn.Module) and head is not embedding else None
 
 
+def _hidden_index(output: Any) -> int | None:
+    """Where a module's output holds its (batch, length, d) hidden state: -1 (the output), a tuple index, or None."""
+    if isinstance(output, torch.Tensor):
+        return -1 if output.dim() == 3 else None
+    if isinstance(output, tuple):
+        return next((i for i, item in enumerate(output) if isinstance(item, torch.Tensor) and item.dim() == 3), None)
+    return None
+
+
 def _hidden_of(output: Any) -> torch.Tensor | None:
     """The (batch, length, d) hidden state in a module's output (a tensor, or the first 3-dim one of a tuple)."""
-    if isinstance(output, torch.Tensor):
-        return output if output.dim() == 3 else None
-    if isinstance(output, tuple):
-        return next((item for item in output if isinstance(item, torch.Tensor) and item.dim() == 3), None)
-    return None
+    index = _hidden_index(output)
+    return None if index is None else output if index < 0 else output[index]
 
 
 def _in_backward() -> bool:
@@ -665,28 +537,19 @@ class _Forward:
 class TrainingCapture:
     """Watches a model's training forwards and backwards and reports (h, dL/dh) at split points to a callback.
 
-    A training forward is a call of the model under grad mode (forwards under `torch.no_grad` or
-    `torch.inference_mode`, such as evaluation, are ignored). At each split point the output hidden state gets a
-    tensor hook, so the backward the user runs hands dL/dh to `on_read` once per forward. Gradient checkpointing is
-    handled both ways: when the split point's module runs inside a checkpoint, the recomputed forward in the
-    backward is the one hooked (reentrant) or ignored (non-reentrant, whose first forward was hooked), so a
-    forward is never read twice. A forward whose backward never comes is simply never reported.
-
-    A split-point module that runs several times in one forward (ALBERT's shared layer) is read at the call `call`
-    chooses, as `SplitPoint` reads it: its calls' outputs are kept until the model's forward ends, when the chosen
-    one gets the tensor hook.
+    Forwards under grad mode only; each is reported once per backward, gradient checkpointing (reentrant or not)
+    included. A module run several times per forward is read at `call`, as `SplitPoint` reads it.
 
     Args:
         model: The Hugging Face model being trained.
         paths: The split points' module paths (`resolve_split_point`).
         on_read: Called as `on_read(read)` with a `TrainingRead`, inside the backward.
-        call: Which call of a split-point module that runs several times per forward to read: "first", "last" or
-            an index (`check_call`); None: the module must run once per forward.
+        call: Which call of a module run several times per forward (`check_call`); None: it must run once.
 
     Raises:
         InvalidInputError: A `call` of another type.
-        SplitPointError: Raised by a training forward that ran a split point several times without `call`, or
-            fewer times than `call` names (`call_index`), or ran it several times inside a reentrant checkpoint.
+        SplitPointError: Raised by a training forward that ran a split point several times without `call`, fewer
+            times than `call` names, or several times inside a reentrant checkpoint.
 
     Examples:
         >>> capture = TrainingCapture(model, ["gpt_neox.layers.1"], reads.append).attach()  # doctest: +SKIP

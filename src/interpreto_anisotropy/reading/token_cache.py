@@ -3,12 +3,7 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Token ids kept across reads by the same tokenizer: a sweep tokenises its texts once, not at every checkpoint.
 
-A sweep's checkpoints usually share their tokenizer (the same files, loaded again for each checkpoint). A
-`TokenCache` recognises the tokenizer by what decides its output (`tokenizer_key`: for a fast tokenizer, its whole
-serialised pipeline, vocabulary and special tokens, with the Python-side settings that change what `__call__`
-gives) and hands back the batches it tokenised for an earlier checkpoint. A checkpoint with another tokenizer
-empties it. A tokenizer without a serialisable backend (a slow, Python tokenizer) is recognised only as the same
-object.
+A tokenizer is recognised by `tokenizer_key` (a slow tokenizer only as the same object); another one empties it.
 
 Examples:
     >>> cache = TokenCache()  # doctest: +SKIP
@@ -33,14 +28,8 @@ _SETTINGS = ("pad_token_id", "truncation_side", "add_bos_token", "add_eos_token"
 
 
 def tokenizer_key(tokenizer: Any) -> str | None:
-    """What identifies the token ids a tokenizer gives: a digest of its backend's serialised pipeline (without the
-    truncation and padding state its last call left), its class, size and `_SETTINGS`; None without a backend.
-
-    Args:
-        tokenizer: A Hugging Face tokenizer.
-
-    Returns:
-        ``"sha256:<hex>"``, or None when the tokenizer has no serialisable backend.
+    """``"sha256:<hex>"`` of a tokenizer's serialised backend pipeline (less its call state), class, size and
+    `_SETTINGS`: what decides its token ids; None without a serialisable backend.
 
     Examples:
         >>> tokenizer_key(tokenizer) == tokenizer_key(copy.deepcopy(tokenizer))  # doctest: +SKIP
@@ -65,11 +54,7 @@ def _settings(tokenizer: Any) -> str:
 
 
 class TokenCache:
-    """Tokenised batches and token counts of the last tokenizer seen, reused while the tokenizer gives the same ids.
-
-    The backend's digest is taken once per tokenizer object (its settings at every lookup); a tokenizer that gives
-    other ids drops what the cache holds, so it holds one tokenizer's batches at a time.
-    """
+    """Tokenised batches and token counts of the last tokenizer seen, reused while it gives the same ids."""
 
     def __init__(self):
         self._tokenizer: Any = None  # the last tokenizer object seen (held, so that its id is not reused)
@@ -91,17 +76,7 @@ class TokenCache:
     def batch(
         self, tokenizer: Any, texts: Sequence[str], max_length: int, encode: Callable[[], tuple[Batch, int]]
     ) -> tuple[Batch, int]:
-        """The (batch, truncated texts) of `texts` cut at `max_length`: `encode()`'s the first time, kept after.
-
-        Args:
-            tokenizer: The tokenizer `encode` calls.
-            texts: The batch's texts.
-            max_length: The truncation length `encode` uses.
-            encode: Tokenises `texts`, giving (`input_ids` and `attention_mask` (b, l), how many were truncated).
-
-        Returns:
-            What `encode` gave (the same tensors each time: do not change them in place).
-        """
+        """`encode()`'s (batch (b, l), truncated texts) of `texts` at `max_length`, kept (do not change it in place)."""
         self._use(tokenizer)
         key = (max_length, tuple(texts))
         if key not in self._batches:

@@ -1,15 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Tangent subspaces of the activation manifold, as Interpreto concept explainers.
-
-A `TangentExplainer` fits a low-rank tangent proxy of the activations at a split point with any of
-Interpreto's concept methods, orthonormalises the learned dictionary, and exposes the result both as a
-`Subspace` and as an Interpreto `ConceptAutoEncoderExplainer` whose concepts are the coordinates in that
-orthonormal basis. Encoding and decoding are linear, hence differentiable, so Interpreto's own tools
-(`concept_output_gradient`, `TopKInputs`, attributions through `get_inputs_to_concepts_model()`) work on
-tangent directions.
-"""
+"""Tangent subspaces as Interpreto concept explainers: any concept method's dictionary, orthonormalised (docs/concepts.md)."""
 
 from __future__ import annotations
 
@@ -87,17 +79,9 @@ _MORE_ROWS = "more fit texts (a larger max_tokens in fit, max_fit_tokens in a sw
 
 
 def _refuse_undefined_subspace(n_rows: int, spread: float, scale: float, *, centred: bool) -> None:
-    """Refuse rows that define no direction: one row or identical rows when centred, all-zero rows when not.
+    """Refuse rows that define no direction: fewer than 2 or identical rows when centred, all-zero rows when not.
 
-    Args:
-        n_rows: Number of activation rows n.
-        spread: Their total variance when centred, their mean squared norm when not.
-        scale: Their mean squared norm.
-        centred: Whether the tangent is fitted on centred rows.
-
-    Raises:
-        EmptyInputError: A centred tangent from fewer than 2 rows.
-        InvalidInputError: Zero spread (identical rows when centred, all-zero rows when not).
+    `spread` is the rows' total variance when centred, else their mean squared norm `scale`.
     """
     if centred and n_rows < 2:
         raise EmptyInputError(
@@ -115,22 +99,7 @@ def _refuse_undefined_subspace(n_rows: int, spread: float, scale: float, *, cent
 
 
 def _warn_if_rank_below(nb_concepts: int, n_rows: int, rank: int, *, centred: bool) -> None:
-    """Warn when a rank-k tangent rests on too few rows: rows spanning fewer than k dimensions, or fewer than k + 1.
-
-    Rows that span fewer than `nb_concepts` dimensions leave the tangent's other directions arbitrary. Rows that
-    span k dimensions but number only k (uncentred: their span, through the origin) are fitted exactly, whatever
-    they are: the tangent is the rows' own span, not an estimate. Either way a rank-k fit needs k + 1 rows or more,
-    centred or not.
-
-    Args:
-        nb_concepts: The requested rank k.
-        n_rows: Number of activation rows n.
-        rank: The dimension the rows span (at most n - 1 centred, n not).
-        centred: Whether the rows are centred.
-
-    Warns:
-        DegenerateStatisticsWarning: When rank < k, or n < k + 1.
-    """
+    """Warn (`DegenerateStatisticsWarning`) when the rows span fewer than k dimensions (`rank`), or number <= k."""
     if rank < nb_concepts:
         message = (
             f"nb_concepts={nb_concepts} but the {n_rows} activation rows the tangent is fitted on span only {rank} "
@@ -155,10 +124,9 @@ def _numerical_rank(values: Float[torch.Tensor, " k"]) -> int:
 
 
 class OrthonormalConceptModel(BaseDictionaryLearning):
-    """Concept model whose concepts are coordinates in an orthonormal basis Q (d, k).
+    """Concepts as coordinates in an orthonormal basis Q (d, k): encode (x - mean) Q, decode z Q^T + mean.
 
-    encode(x) = (x - mean) Q, decode(z) = z Q^T + mean, get_dictionary() = Q^T (k, d). For the streamed PCA
-    path it also owns the `MomentAccumulator` and recomputes Q lazily after `partial_fit`.
+    For the streamed PCA it owns the `MomentAccumulator` and recomputes Q lazily after `partial_fit`.
 
     Args:
         nb_concepts: The requested rank k.
@@ -177,7 +145,6 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
         self._stale = False
         self.subspace: Subspace | None = None
 
-    # -- streamed PCA ------------------------------------------------------
     def partial_fit(self, x: Float[torch.Tensor, "n d"]) -> OrthonormalConceptModel:
         """Accumulate float64 moments of a batch; the basis is recomputed when next used."""
         if self.moments is None:
@@ -229,7 +196,6 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
             raise NotFittedError("This tangent is not fitted yet: call fit(activations) first.")
         return self.subspace
 
-    # -- BaseDictionaryLearning ---------------------------------------------
     def fit(self, x: Float[torch.Tensor, "n d"]) -> OrthonormalConceptModel:
         """Fit by streamed PCA on one batch (use `partial_fit` for several)."""
         self.moments = None
@@ -279,15 +245,8 @@ _PASSED_BY_US = frozenset({"self", "splitter", "nb_concepts", "input_size", "inp
 def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
     """The keywords an Interpreto explainer class takes for its concept model, None when its signatures cannot say.
 
-    Read from the class's `__init__` and, when that passes `**kwargs` on, from its `concept_model_class`'s (for
-    `ICAConcepts`: `ICAWrapper`, whose only own keyword is `random_state`). A signature that ends with `**kwargs`
-    itself (overcomplete's NMF and semi-NMF) takes any keyword: None.
-
-    Args:
-        concept_class: The Interpreto explainer class; None for the streamed PCA, which takes none.
-
-    Returns:
-        The keyword names, or None.
+    Read from its `__init__` and, when that passes `**kwargs` on, its `concept_model_class`'s; None when that too
+    takes `**kwargs`. `concept_class` None (the streamed PCA) takes none.
 
     Examples:
         >>> from interpreto.concepts import ICAConcepts
@@ -318,11 +277,7 @@ def _concept_model_class(concept_class: type) -> type | None:
 
 
 def _checked_method_kwargs(name: str, concept_class: type | None, method_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """`method_kwargs`, once each is known to `accepted_method_kwargs` (when it can say).
-
-    Raises:
-        InvalidInputError: A keyword the method does not take, listing those it takes.
-    """
+    """`method_kwargs`, once each is known to `accepted_method_kwargs`, else an `InvalidInputError`."""
     accepted = accepted_method_kwargs(concept_class)
     unknown = sorted(set(method_kwargs) - accepted) if accepted is not None else []
     if unknown:
@@ -351,10 +306,7 @@ def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> No
 
 
 def tangent_method_names() -> list[str]:
-    """The method names a tangent can be fitted with, one per named tangent class.
-
-    Returns:
-        The names, in the order the classes are declared.
+    """The method names a tangent can be fitted with, one per named tangent class, in declaration order.
 
     Examples:
         >>> tangent_method_names()
@@ -364,13 +316,7 @@ def tangent_method_names() -> list[str]:
 
 
 def method_streams(method: str | type) -> bool:
-    """Whether a tangent method fits batch by batch (`partial_fit`): the streamed PCA only.
-
-    Args:
-        method: A method name or an Interpreto explainer class.
-
-    Returns:
-        True for "pca".
+    """Whether a tangent method (a name or an Interpreto class) fits batch by batch (`partial_fit`): "pca" only.
 
     Examples:
         >>> method_streams("pca"), method_streams("semi_nmf")
@@ -389,12 +335,7 @@ def _check_splitter(splitter: Any) -> None:
 
 
 def _latent_dim(splitter: BaseSplitter) -> int:
-    """The width d of the split point's output.
-
-    Read from a 2-token forward that stops at the split point (milliseconds); Interpreto's `get_latent_shape`
-    traces the model with nnsight (about a second per call, paid by every checkpoint of a sweep), so it is the
-    fallback, then the config's `hidden_size`.
-    """
+    """The split point's width d: a 2-token forward (ms), else nnsight's `get_latent_shape` (~1 s), else `hidden_size`."""
     width = _width_from_a_short_forward(splitter)
     if width is not None:
         return width
@@ -475,12 +416,8 @@ def _advice_on_nonfinite_reads(from_texts: bool) -> Iterator[None]:
 
 
 def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
-    """Warn when activations may come from Interpreto 0.5.2's `get_activations` on an absolute-position model.
-
-    That call sets `tokenizer.padding_side = "left"` (and leaves it so) and passes no position ids: a model with
-    learned absolute positions (GPT-2, OPT, BERT, RoBERTa, DistilBERT, ELECTRA, ...) then reads every padded text
-    at shifted positions. Rotary and relative-position models are not affected.
-    """
+    """Warn when activations may come from Interpreto 0.5.2's `get_activations` (left padding, no position ids)
+    on a model with learned absolute positions, which then reads padded texts at shifted positions."""
     if getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") != "left":
         return
     model = splitter_model(splitter)
@@ -521,42 +458,23 @@ def _activation_source(splitter: BaseSplitter, activations: Any, **reader: Any) 
 class TangentExplainer(ConceptAutoEncoderExplainer):
     """Tangent proxy of the activation manifold at a split point, as an Interpreto concept explainer.
 
-    The concept method learns a dictionary of `nb_concepts` atoms; its span is orthonormalised
-    (`Subspace.from_dictionary`, rank-revealing) into the tangent basis Q (d, k). Concepts are the coordinates
-    (h - mean) Q, so encoding and decoding are differentiable.
-
-    `method="pca"` uses a streamed PCA: float64 running sums of h and h h^T (`MomentAccumulator`) and a
-    symmetric eigensolver, on the activations' device, memory O(d^2) whatever the number of tokens. It is
-    exact (the top-k right singular vectors of the centred activations). Other methods are Interpreto's
-    concept explainers, fitted on the pooled activations, centred first when `center=True` (except NMF,
-    which needs non-negative inputs and is fitted on ReLU'd raw activations).
-
-    Rows that cannot define a subspace are refused (one row or identical rows when centred, all-zero rows when
-    not), and rows that span fewer than `nb_concepts` dimensions give a `DegenerateStatisticsWarning`: the
-    extra directions of such a tangent would be arbitrary (see `fit`).
-
-    Each method name has a named class (`PCATangent`, `SemiNMFTangent`, ...: `tangent_method_names()`), and any
-    Interpreto explainer class can be passed as `method`. An Interpreto explainer fitted elsewhere, the user's
-    own included, becomes a tangent with `TangentExplainer.from_interpreto(explainer)`.
+    The method's `nb_concepts` atoms are orthonormalised (`Subspace.from_dictionary`) into the basis Q (d, k);
+    concepts are the coordinates (h - mean) Q. "pca" is a streamed exact PCA (float64 moments, O(d^2) memory);
+    the others fit Interpreto's explainers on the pooled rows (NMF on ReLU'd raw rows). See docs/concepts.md.
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` (or any `BaseSplitter`) at the split point of interest.
-        nb_concepts: Requested rank k. Must satisfy 2k < d so that random matched-rank normal controls fit in the
-            orthogonal complement (`check_control_room`).
-        method: "pca" (streamed, exact), "pca_sklearn" (Interpreto's `PCAConcepts`), "semi_nmf", "nmf",
-            "ica", "svd", "topk_sae", or an Interpreto `ConceptAutoEncoderExplainer` class. Default: the named
-            class's own method, "pca" for `TangentExplainer`.
+        nb_concepts: Requested rank k. Needs 2k < d, so that the normal controls fit in the complement.
+        method: One of `tangent_method_names()` or an Interpreto `ConceptAutoEncoderExplainer` class (default: the
+            named class's own, "pca" for `TangentExplainer`).
         center: Centre activations before fitting; the subspace keeps the mean for `coords`/`project`.
         device: Device of the concept model.
         rtol: Relative singular-value threshold of the rank-revealing orthonormalisation.
-        seed: Seed of the iterative methods (semi-NMF, NMF, ICA, SVD, SAE): torch draws and scikit-learn's
-            `random_state` follow it, so the same seed gives the same tangent. PCA is exact and needs none.
-        **method_kwargs: Passed to the Interpreto explainer's constructor (e.g. `top_k` for "topk_sae"); one it
-            does not take is refused here (`accepted_method_kwargs`), not after the activations are read.
+        seed: Seed of the iterative methods (torch draws and scikit-learn's `random_state`).
+        **method_kwargs: For the Interpreto explainer (e.g. `top_k` for "topk_sae"), checked here.
 
     Raises:
-        InvalidInputError: Unknown method, 2k >= d, or a keyword the method's Interpreto class does not take (when
-            its signatures say which it takes).
+        InvalidInputError: Unknown method, 2k >= d, or a keyword the method's Interpreto class does not take.
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(texts)  # doctest: +SKIP
@@ -567,7 +485,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
     has_differentiable_concept_encoder = True
     has_differentiable_concept_decoder = True
     default_method = "pca"
-    concept_class: type[ConceptAutoEncoderExplainer] | None = None  # the Interpreto class fitted; None: streamed PCA
+    concept_class: type[ConceptAutoEncoderExplainer] | None = None  # None: the streamed PCA
 
     def __init_subclass__(cls, *, method: str | None = None, concept_class: type | None = None, **kwargs: Any):
         """Register a named tangent (`class ICATangent(TangentExplainer, method="ica", concept_class=ICAConcepts)`)."""
@@ -619,13 +537,10 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         mean: Float[torch.Tensor, " d"] | None = None,
         rtol: float = 1e-3,
     ) -> TangentExplainer:
-        """The tangent spanned by the dictionary of an Interpreto concept explainer fitted elsewhere.
+        """The tangent spanned by the (k, d) dictionary of any fitted Interpreto concept explainer (the user's own too).
 
-        Any fitted `ConceptAutoEncoderExplainer` (`ConvexNMFConcepts`, `KMeansConcepts`, `ICAConcepts`, an SAE,
-        the user's own subclass, ...) holds k concept directions in the activation space of its splitter's split
-        point, the rows of `get_dictionary()` (k, d). Their span, orthonormalised by `Subspace.from_dictionary`
-        (rank-revealing: dead or dependent atoms are dropped, with a warning), is the tangent's basis. The
-        explainer is kept, unchanged, as `inner_explainer`; `fit` would refit a new one of its class.
+        The span is orthonormalised by `Subspace.from_dictionary` (dead or dependent atoms dropped, with a warning);
+        the explainer is kept, unchanged, as `inner_explainer`.
 
         Args:
             explainer: A fitted Interpreto concept explainer; its splitter is the tangent's.
@@ -634,8 +549,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             rtol: Relative singular-value threshold of the orthonormalisation.
 
         Returns:
-            A fitted tangent, for `GradientProbe` and Interpreto's tools. Its `.subspace` records the explainer's
-            class name as `method`, the split point, the rank, and `info` "dictionary_size" and "dropped_rank".
+            A fitted tangent; its `.subspace.method` is the explainer's class name.
 
         Raises:
             InvalidInputError: Not an Interpreto `ConceptAutoEncoderExplainer`, a dictionary that is not (k, d),
@@ -662,18 +576,11 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
     @property
     def streams(self) -> bool:
-        """Whether the method fits batch by batch (`partial_fit`, `merge_across_ranks`, `finalize`): "pca" only.
-
-        The other methods need the pooled activations in one `fit` call.
-        """
+        """Whether the method fits batch by batch (`partial_fit`, `merge_across_ranks`, `finalize`): "pca" only."""
         return self.concept_class is None
 
     def merge_across_ranks(self) -> TangentExplainer:
-        """Sum the streamed PCA's moments over the ranks of a torch.distributed process group (all-reduce).
-
-        Every rank then holds the moments of every rank's batches, so `finalize` gives the same tangent on each.
-        Call it on every rank, after each has `partial_fit` its shard (a rank whose shard was empty takes part
-        too). Without a process group it changes nothing.
+        """All-reduce the streamed PCA's moments over a torch.distributed group (call on every rank; no group: no-op).
 
         Returns:
             self.
@@ -687,25 +594,18 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         return self
 
     def finalize(self) -> TangentExplainer:
-        """Compute the streamed PCA's basis from the moments gathered so far (reading `.subspace` does it too).
-
-        Returns:
-            self, with `.subspace` fixed until the next `partial_fit`.
+        """Compute the streamed PCA's basis from the moments so far (as reading `.subspace` does); returns self.
 
         Raises:
             NotFittedError: Before any `partial_fit`.
             EmptyInputError: A single row when centred (the moments are kept: `partial_fit` more, then retry).
             InvalidInputError: Identical rows when centred, all-zero rows when not.
-
-        Warns:
-            DegenerateStatisticsWarning: The rows span fewer than `nb_concepts` dimensions (see `fit`).
         """
         if self.streams and self.concept_model.moments is None:
             raise NotFittedError(f"{type(self).__name__} has no moments yet: call partial_fit(...) first.")
         self.concept_model.get_subspace()
         return self
 
-    # ------------------------------------------------------------------ fit
     def _batches(self, activations: Any) -> list[torch.Tensor]:
         parts = enumerate(_activation_parts(activations))
         batches = [_check_batch(part, f"activations[{i}]", self.input_size, self.splitter) for i, part in parts]
@@ -728,43 +628,29 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         """Fit the tangent subspace, on texts (read here, the recommended way) or on activations.
 
         Args:
-            activations: Texts (a list of strings), read at the split point with the package's activation reader
-                (`ia.token_activations`): each text as it is read alone, one row per real token, special tokens
-                out unless `include_special`, the same rows `GradientProbe` probes. Or one (n, d) tensor, or a
-                list / iterable of them pooled together (e.g. activations of the early 30 % of training
-                checkpoints, as in the paper). For "pca" both are streamed batch by batch, so they can hold more
-                tokens than fit in memory.
+            activations: Texts, read at the split point as `ia.token_activations` does (the rows `GradientProbe`
+                probes), or one (n, d) tensor, or a list / iterable of them pooled (streamed for "pca").
             include_special: With texts: fit on special tokens (BOS, CLS, SEP, ...) too.
             max_tokens: With texts: stop reading after this many rows.
             batch_size: With texts: sequences per forward (default: the splitter's `batch_size`).
-            max_length: With texts: truncation length in tokens (default: the smaller of the model's positions and
-                the tokenizer's `model_max_length`); the texts cut to it are counted and named once (a
-                `TruncationWarning`).
-            call: With texts, for a split-point module that runs several times per forward (ALBERT's shared
-                layer): which call to read, "first", "last" or an index; probe with the same `call`.
-            progress: With texts: show a progress bar while they are read: True, False, or None (default) in an
-                interactive session only (a terminal or a notebook); `TQDM_DISABLE` and
-                `commons.progress.disable_progress_bars` hide it.
+            max_length: With texts: truncation length in tokens (default: the model's and tokenizer's limit).
+            call: With texts: which call of a module run several times per forward, "first", "last" or an index.
+            progress: With texts: a progress bar; None (default) in interactive sessions only.
             **fit_kwargs: Passed to the Interpreto explainer's `fit` (e.g. `nb_epochs` for SAEs).
 
         Returns:
             self, with `.subspace` set.
 
         Raises:
-            InvalidInputError: Activations that are not 2-D; rows that define no direction: identical rows (zero
-                variance) when centred, all-zero rows when not; fewer rows than `nb_concepts` for "pca_sklearn".
+            InvalidInputError: Activations that are not 2-D, identical rows when centred, all-zero rows when not, or
+                fewer rows than `nb_concepts` for "pca_sklearn".
             NonFiniteError: NaN or infinite activations.
             DimensionMismatchError: Activations whose d differs from the split point's.
             EmptyInputError: No rows at all, or a single row when centred.
 
         Warns:
-            DegenerateStatisticsWarning: Fewer than k + 1 rows, centred or not, or rows that span fewer than
-                `nb_concepts` dimensions (for "pca" also a covariance of numerical rank below k, eigenvalues under
-                1e-6 times the largest): the extra directions are arbitrary, or the tangent is the rows' own span.
-                Give more texts (a larger `max_tokens`) or a lower `nb_concepts`.
-            LeftPaddingWarning: Activations (not texts) on a model with learned absolute positions whose tokenizer
-                pads on the left, the trace of Interpreto 0.5.2's `get_activations`, which reads such models at
-                shifted positions.
+            DegenerateStatisticsWarning: Fewer than k + 1 rows, or rows spanning fewer than `nb_concepts` dimensions.
+            LeftPaddingWarning: Activations (not texts) on an absolute-position model whose tokenizer pads left.
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
         reader.update(max_length=max_length, call=call, progress=progress)
@@ -797,15 +683,11 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         return self.center and self.concept_class is not NMFConcepts
 
     def partial_fit(self, activations: Any, **reader: Any) -> TangentExplainer:
-        """Add texts or activation batches to the streamed PCA (method "pca" only). Returns self.
-
-        Degenerate rows (a single row, identical rows, fewer rows than `nb_concepts` needs) are checked when the
-        basis is computed (`finalize`, `.subspace`), once every batch and every rank's moments are in.
+        """Add texts or activation batches to the streamed PCA ("pca" only; degenerate rows are checked at `finalize`).
 
         Args:
             activations: Texts, an (n, d) tensor, or a list / iterable of them (see `fit`).
-            **reader: With texts: `include_special`, `max_tokens`, `batch_size`, `max_length`, `call`, `progress`
-                (see `fit`).
+            **reader: With texts: `fit`'s reading options.
 
         Raises:
             InvalidInputError: For methods other than "pca".
@@ -842,7 +724,6 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         self.inner_explainer = explainer
         self.concept_model.set_subspace(subspace)
 
-    # --------------------------------------------------------------- results
     @property
     def subspace(self) -> Subspace:
         """The fitted tangent `Subspace` (basis (d, k), mean (d,) or None).
@@ -853,7 +734,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             InvalidInputError: A streamed PCA of identical rows when centred, of all-zero rows when not.
 
         Warns:
-            DegenerateStatisticsWarning: A streamed PCA whose rows span fewer than `nb_concepts` dimensions.
+            DegenerateStatisticsWarning: Rows spanning fewer than `nb_concepts` dimensions.
         """
         if not self.is_fitted and self.concept_model.moments is None:
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call .fit(activations) first.")
@@ -867,15 +748,11 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         """Whether `fit` (or `partial_fit`) has given the tangent a basis."""
         return bool(self.concept_model.fitted or self.concept_model._stale)
 
-    # ------------------------------------------------------- keep and share
     def save_pretrained(
         self, save_directory: str | Path, *, model_id: str | None = None, model_revision: str | None = None
     ) -> Path:
-        """Write the fitted tangent to a folder: ``tangent.json``, ``subspace.safetensors`` and a ``README.md`` card.
-
-        ``tangent.json`` records the model id and revision, the split point, the method and its options, the rank,
-        the width d, what it was fitted on (`fit_record`: the texts' count and `sharing.texts_sha256`, the token
-        policy) and the package version (`sharing.SavedTangent`); the basis and mean are `Subspace.save`'s.
+        """Write the fitted tangent to a folder: ``tangent.json`` (`sharing.SavedTangent`), ``subspace.safetensors``
+        and a ``README.md`` card.
 
         Args:
             save_directory: The folder (created if needed; other files in it are left alone).
@@ -908,11 +785,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         local_files_only: bool = False,
         device: torch.device | str = "cpu",
     ) -> TangentExplainer:
-        """A tangent saved by `save_pretrained` (a folder) or `push_to_hub` (a Hub repository), onto `splitter`.
-
-        The basis and mean come back bit for bit, so coordinates, projections and probe numbers are those of the
-        tangent saved. The tangent's class is the saved method's (`PCATangent` for "pca", ...); the Interpreto
-        explainer it was fitted with is not saved (`inner_explainer` is None).
+        """A tangent saved by `save_pretrained` or `push_to_hub`, bit for bit, as the saved method's named class.
 
         Args:
             source: The folder, or a Hub repository id ("user/name"), downloaded with `snapshot_download`.
@@ -928,10 +801,8 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
         Raises:
             InvalidInputError: A splitter that is not an Interpreto splitter.
-            SavedTangentError: No such folder or repository, a failed download, or a folder that is damaged or not
-                a saved tangent's (naming the file).
-            TangentMismatchError: A splitter at another split point or of another width d than the tangent's, or a
-                named class that is not the saved method's.
+            SavedTangentError: No such folder or repository, a failed download, or a damaged folder.
+            TangentMismatchError: A splitter of another split point or width d, or a class not the saved method's.
         """
         _check_splitter(splitter)
         download = {"revision": revision, "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}
@@ -967,8 +838,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             branch: The branch to commit to (default: main).
             commit_message: The commit's message.
             create_pr: Open a pull request instead of committing.
-            model_id: See `save_pretrained`.
-            model_revision: See `save_pretrained`.
+            model_id, model_revision: See `save_pretrained`.
 
         Returns:
             The commit (`huggingface_hub.CommitInfo`).
@@ -992,8 +862,7 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
 
 
 def _fitted_explainer(tangent: TangentExplainer, training_data: torch.Tensor, **fit_kwargs: Any) -> Any:
-    """A new explainer of the tangent's concept class fitted on `training_data` (n, d), seeded by the tangent's seed
-    (torch draws and scikit-learn's `random_state`); NMF with `force_relu`."""
+    """A new explainer of the tangent's class fitted on `training_data` (n, d) under its seed; NMF with `force_relu`."""
     explainer_class = tangent.concept_class
     kwargs = dict(tangent.method_kwargs)
     if explainer_class is NMFConcepts:

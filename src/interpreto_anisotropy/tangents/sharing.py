@@ -3,19 +3,8 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Fitted tangents to keep and share: the folder `TangentExplainer.save_pretrained` writes, and the Hub.
 
-A saved tangent is a folder of three files:
-
-- ``tangent.json``: what the tangent is and where it comes from (`SavedTangent`): the model id and revision, the
-  split point, the method, the requested and fitted rank, the width d, what it was fitted on (`FitRecord`: the
-  texts' count and `texts_sha256`, the token policy), the package version and the format;
-- ``subspace.safetensors``: its basis (d, k) and mean (d,), written by `Subspace.save` (no pickle);
-- ``README.md``: a model card saying the same for people, with the Hub's metadata (library, tags, base model).
-
-`TangentExplainer.from_pretrained` reads such a folder, or downloads one from a Hub repository
-(`huggingface_hub.snapshot_download`), checks it, and refuses a splitter at another split point or of another width
-(`TangentMismatchError`). `push_to_hub` writes the folder and uploads it with `huggingface_hub`'s `create_repo` and
-`upload_folder`. The tangent comes back with the very basis and mean it was saved with, bit for bit, so its
-coordinates, projections and probe numbers are those of the tangent saved.
+The folder holds ``tangent.json`` (`SavedTangent`), ``subspace.safetensors`` (`Subspace.save`) and a ``README.md``
+model card; docs/how-to/share-tangents.md describes them.
 """
 
 from __future__ import annotations
@@ -66,12 +55,11 @@ FORMAT = 1
 _SAVE_AGAIN = "save the tangent again with TangentExplainer.save_pretrained"
 
 
-#: The hash chain's start: the `texts_sha256` of no text.
 _NO_TEXT = "0" * 64
 
 
 def _chained(digest: str, texts: Iterable[str]) -> tuple[str, int]:
-    """Extend the hash chain `digest` by each text: sha256(digest + sha256(text's UTF-8)), hex; and count them."""
+    """The hash chain `digest` extended by each text, sha256(digest + sha256(text)), and the texts' count."""
     count = 0
     for text in texts:
         own = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -81,17 +69,9 @@ def _chained(digest: str, texts: Iterable[str]) -> tuple[str, int]:
 
 
 def texts_sha256(texts: str | Iterable[str]) -> str:
-    """The hash a saved tangent records of its fit texts: a SHA-256 chain over the texts, in order.
+    """The hash a saved tangent records of its fit texts: from 64 zeros, h -> sha256(h + sha256(text)) per text.
 
-    Starting from 64 zeros, each text replaces the hash h by sha256(h + sha256(text)) (hexadecimal digests, the text
-    as UTF-8). Texts given over several `partial_fit` calls hash as their concatenation, so a card's hash can be
-    checked against one list of texts, and the running hash is a plain string (a tangent stays copyable).
-
-    Args:
-        texts: A text or the texts, in the order they were fitted on.
-
-    Returns:
-        64 hexadecimal digits.
+    Texts given over several `partial_fit` calls hash as their concatenation; returns 64 hexadecimal digits.
 
     Examples:
         >>> texts_sha256(["a cat", "a dog"]) == texts_sha256(["a cat"] + ["a dog"])
@@ -109,9 +89,8 @@ class FitRecord:
     Attributes:
         n_texts: How many texts it was fitted on.
         texts_sha256: Their `texts_sha256`, None when no text was given.
-        token_policies: The distinct reading options of those texts (`include_special`, `max_tokens`,
-            `max_length`, `call`): one, unless `partial_fit` calls read them differently.
-        activations: Whether rows were also (or only) given as activations, which no hash describes.
+        token_policies: The distinct reading options of those texts (`include_special`, `max_tokens`, ...).
+        activations: Whether rows were also (or only) given as activations.
     """
 
     n_texts: int = 0
@@ -136,11 +115,7 @@ class FitRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], path: Path) -> FitRecord:
-        """The record `to_dict` wrote in the file `path`.
-
-        Raises:
-            SavedTangentError: Fields that are not a fit record's, naming the file.
-        """
+        """The record `to_dict` wrote in the file `path` (a `SavedTangentError` when fields are missing)."""
         try:
             return cls(**{name: data[name] for name in cls().to_dict()})
         except KeyError as missing:
@@ -157,8 +132,7 @@ class SavedTangent:
 
     Attributes:
         method: The method name ("pca", "ica", ...; an Interpreto class's name for `from_interpreto` tangents).
-        concept_class: ``module:qualname`` of the Interpreto class fitted (None for the streamed PCA): how a
-            method without a registered name is found again.
+        concept_class: ``module:qualname`` of the Interpreto class fitted (None for the streamed PCA).
         nb_concepts: The requested rank.
         rank: The fitted rank k (at most `nb_concepts`: dead or dependent atoms are dropped).
         dim: The width d of the split point.
@@ -192,12 +166,7 @@ class SavedTangent:
 
     @classmethod
     def read(cls, folder: Path) -> SavedTangent:
-        """The record in `folder`'s ``tangent.json``, checked: every field there, of its type, a known format.
-
-        Raises:
-            SavedTangentError: No ``tangent.json``, or one that is not JSON, misses a field, has a field of another
-                type, or has a later format; naming the file.
-        """
+        """The record in `folder`'s ``tangent.json``, checked (else a `SavedTangentError` naming the file)."""
         path = folder / TANGENT_FILE
         if not path.is_file():
             raise SavedTangentError(
@@ -225,7 +194,7 @@ class SavedTangent:
 
 
 def _kinds(hint: Any) -> tuple[type, ...]:
-    """The classes a field's type hint admits (`str | None` -> (str, NoneType); `dict[str, Any]` -> (dict,))."""
+    """The classes a field's type hint admits (`str | None` -> (str, NoneType))."""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         return tuple(kind for argument in typing.get_args(hint) for kind in _kinds(argument))
     if hint is float:
@@ -233,7 +202,6 @@ def _kinds(hint: Any) -> tuple[type, ...]:
     return (typing.get_origin(hint) or hint,)
 
 
-# ---------------------------------------------------------------------------------------------------- saving
 def save_tangent(
     tangent: Any,
     directory: str | Path,
@@ -242,22 +210,7 @@ def save_tangent(
     model_revision: str | None = None,
     repo_id: str | None = None,
 ) -> Path:
-    """Write a fitted tangent's folder (see the module's docstring); `TangentExplainer.save_pretrained` is this.
-
-    Args:
-        tangent: A fitted `TangentExplainer`.
-        directory: The folder to write (created if needed; other files in it are left alone).
-        model_id: The model's id, when its config does not say it (a model built from a config).
-        model_revision: The model's revision (e.g. "step8"), instead of the commit its config records.
-        repo_id: The Hub repository, for the model card's loading line.
-
-    Returns:
-        The folder.
-
-    Raises:
-        NotFittedError: An unfitted tangent.
-        InvalidInputError: Method keywords that are not JSON values.
-    """
+    """`TangentExplainer.save_pretrained` (its Args); `repo_id` is for the model card's loading line."""
     subspace = tangent.subspace
     record = _record(tangent, subspace, model_id=model_id, model_revision=model_revision)
     folder = Path(directory)
@@ -350,14 +303,7 @@ def push_tangent(
     create_pr: bool = False,
     **saving: Any,
 ) -> Any:
-    """Write the tangent's folder and upload it to a Hub repository (created if needed); `push_to_hub` is this.
-
-    Returns:
-        `huggingface_hub.CommitInfo` of the commit.
-
-    Raises:
-        SavedTangentError: The Hub refused the repository or the commit (no token, no write access, ...).
-    """
+    """`TangentExplainer.push_to_hub`: save to a temporary folder and upload it (a `SavedTangentError` if refused)."""
     with tempfile.TemporaryDirectory() as folder:
         save_tangent(tangent, folder, repo_id=repo_id, **saving)
         api = HfApi(token=token)
@@ -374,16 +320,11 @@ def push_tangent(
             ) from error
 
 
-# ---------------------------------------------------------------------------------------------------- loading
 def tangent_folder(source: str | Path, **download: Any) -> Path:
-    """The folder of a saved tangent: `source` itself, or the Hub repository `source` downloaded.
-
-    Args:
-        source: A folder written by `save_pretrained`, or a Hub repository id ("user/name").
-        **download: `snapshot_download`'s `revision`, `token`, `cache_dir`, `local_files_only`.
+    """The folder `source`, or the Hub repository `source` downloaded (`**download`: `snapshot_download`'s options).
 
     Raises:
-        SavedTangentError: No such folder and no repository id, or a download that failed (naming both).
+        SavedTangentError: No such folder and no repository id, or a download that failed.
     """
     path = Path(source)
     if path.is_dir():
@@ -423,17 +364,7 @@ def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
 
 
 def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: Callable[[Any], int]) -> None:
-    """Refuse a splitter that reads another split point or width than the saved tangent's.
-
-    Args:
-        record: The saved tangent's record.
-        folder: Its folder, for the messages.
-        splitter: The splitter it is loaded onto.
-        width_of: The width d a splitter reads (called once the split point is known to match).
-
-    Raises:
-        TangentMismatchError: Another split point, or another width d.
-    """
+    """Refuse (`TangentMismatchError`) a splitter of another split point or width d (`width_of(splitter)`)."""
     split_point = getattr(splitter, "split_point", None)
     if split_point != record.split_point:
         raise TangentMismatchError(
@@ -453,17 +384,7 @@ def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: 
 def tangent_class(
     cls: type, record: SavedTangent, folder: Path, named: dict[str, type], base: type
 ) -> tuple[type, Any]:
-    """The class to build the saved tangent with, and its `method=`.
-
-    Args:
-        cls: The class `from_pretrained` was called on.
-        record: The saved tangent's record.
-        folder: Its folder, for the messages.
-        named: The named tangent classes by method name.
-        base: `TangentExplainer`, for a method without a name (an Interpreto class found by `concept_class`).
-
-    Returns:
-        The named class of the method (or `cls`, when it derives from it) and the method's name or class.
+    """The class to build the saved tangent with (`named[method]`, `cls` below it, or `base`) and its `method=`.
 
     Raises:
         SavedTangentError: A method that is neither named nor importable.
@@ -492,19 +413,10 @@ def tangent_class(
 
 
 def read_saved(source: str | Path, *, device: Any = "cpu", **download: Any) -> tuple[Path, SavedTangent, Subspace]:
-    """The folder of a saved tangent (downloaded if `source` is a repository), its record and its subspace, checked.
-
-    Args:
-        source: A folder written by `save_pretrained`, or a Hub repository id.
-        device: Where to put the subspace's tensors.
-        **download: See `tangent_folder`.
-
-    Returns:
-        The folder, the `SavedTangent` of its ``tangent.json`` and the `Subspace` of its ``subspace.safetensors``.
+    """The folder of a saved tangent (see `tangent_folder`), its `SavedTangent` and its `Subspace`, checked.
 
     Raises:
-        SavedTangentError: See `tangent_folder` and `SavedTangent.read`; a missing or damaged
-            ``subspace.safetensors``, or one that disagrees with ``tangent.json`` on d or k.
+        SavedTangentError: A missing or damaged file, or files that disagree on d or k.
     """
     folder = tangent_folder(source, **download)
     record = SavedTangent.read(folder)

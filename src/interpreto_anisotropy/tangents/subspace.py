@@ -1,12 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Low-rank linear subspaces of a split point's hidden space.
-
-A `Subspace` is an orthonormal basis `Q` of shape (d, k) with an optional mean (d,): the tangent proxy of
-the activation manifold, a matched-rank normal control, or any user subspace. Gradients are never centred:
-`energy_share(G) = ||G Q||_F^2 / ||G||_F^2`.
-"""
+"""Low-rank linear subspaces of a split point's hidden space: an orthonormal basis Q (d, k) and an optional mean."""
 
 from __future__ import annotations
 
@@ -39,11 +34,8 @@ class Subspace:
     """An orthonormal basis of a k-dimensional subspace of R^d, with an optional mean.
 
     Args:
-        basis: Orthonormal columns, shape (d, k). Checked to within 1e-4 (twice the machine epsilon of a float16 or
-            bfloat16 basis, which rounding to half precision alone can reach) unless `check=False`.
-        mean: Optional centre of the activations the subspace was fitted on, shape (d,). Used by
-            `coords` and `project` on activations; never by `energy_share` or `remove` (gradients are
-            not centred).
+        basis: Orthonormal columns, shape (d, k), checked to within 1e-4 (2 eps in half precision) unless `check=False`.
+        mean: Optional centre (d,) of the fitted activations, for `coords` and `project`; gradients are never centred.
         name: A short label ("tangent", "control-3", ...).
         method: How the subspace was obtained ("pca", "semi_nmf", "random", ...).
         split_point: The split point (module path) whose hidden space this lives in.
@@ -89,7 +81,6 @@ class Subspace:
                     "Use Subspace.from_dictionary(D) to orthonormalise a (k, d) dictionary."
                 )
 
-    # ------------------------------------------------------------------ shape
     @property
     def dim(self) -> int:
         """The ambient dimension d."""
@@ -118,12 +109,6 @@ class Subspace:
     def replace(self, **changes: Any) -> Subspace:
         """A copy with some fields changed (name, method, split_point, step, info, basis, mean); self is unchanged.
 
-        Args:
-            **changes: The fields to change.
-
-        Returns:
-            The new `Subspace` (sharing the tensors that were not changed).
-
         Examples:
             >>> Q = Subspace.random(8, 2, seed=0)
             >>> Q.replace(name="early", step=30).name, Q.name  # Q itself keeps no name
@@ -149,17 +134,8 @@ class Subspace:
     def _basis_for(self, x: torch.Tensor) -> torch.Tensor:
         return self.basis.to(device=x.device, dtype=torch.promote_types(x.dtype, self.basis.dtype))
 
-    # ------------------------------------------------------------ projections
     def coords(self, x: Float[torch.Tensor, "... d"], *, center: bool = True) -> Float[torch.Tensor, "... k"]:
-        """Coordinates in the basis: (x - mean) Q, or x Q when `center=False` or there is no mean.
-
-        Args:
-            x: Points or gradients, shape (..., d).
-            center: Subtract the stored mean first (if any).
-
-        Returns:
-            Coordinates, shape (..., k). Differentiable in `x`.
-        """
+        """Coordinates (..., k) of x (..., d), differentiable: (x - mean) Q, or x Q when `center=False` or no mean."""
         x = self._check_input(x, "x")
         if center and self.mean is not None:
             x = x - self.mean.to(device=x.device, dtype=x.dtype)
@@ -167,10 +143,7 @@ class Subspace:
         return x.to(basis.dtype) @ basis
 
     def project(self, x: Float[torch.Tensor, "... d"], *, center: bool = True) -> Float[torch.Tensor, "... d"]:
-        """Orthogonal projection onto the (affine, if there is a mean and `center`) subspace.
-
-        Returns `mean + (x - mean) Q Q^T`, or `x Q Q^T` when `center=False` or there is no mean. Shape (..., d).
-        """
+        """Orthogonal projection (..., d): `mean + (x - mean) Q Q^T`, or `x Q Q^T` when `center=False` or no mean."""
         basis = self._basis_for(self._check_input(x, "x"))
         coordinates = self.coords(x, center=center)
         projected = coordinates @ basis.T
@@ -188,9 +161,7 @@ class Subspace:
     def energy_share(self, g: Float[torch.Tensor, "n d"]) -> float:
         """Share of the squared Frobenius norm held by the subspace: ||G Q||_F^2 / ||G||_F^2.
 
-        Gradients are not centred. Computed in float64 on G divided by the power of two nearest max|G|
-        (`commons.tensors.scaled_by_power_of_two`), so that squares neither overflow nor vanish: the share of c G is
-        that of G for any c != 0, 1e-200 and 1e200 included.
+        Not centred; float64 on G scaled by a power of two (`scaled_by_power_of_two`), so any c G gives G's share.
 
         Args:
             g: Gradients (or any vectors), shape (n, d) or (d,).
@@ -216,15 +187,10 @@ class Subspace:
         full, _ = torch.linalg.qr(self.basis.double(), mode="complete")
         return full[:, self.rank :]
 
-    # ------------------------------------------------------------ comparisons
     def principal_angles(self, other: Subspace) -> np.ndarray:
-        """Principal angles (radians, ascending) between this subspace and another of the same d.
+        """The min(k1, k2) principal angles (float64 radians, ascending) to another subspace of the same d.
 
-        Computed from the singular values of Q1^T Q2 (cosines) and, for small angles, of (I - Q1 Q1^T) Q2
-        (sines), which keeps accuracy near 0 as `scipy.linalg.subspace_angles` does.
-
-        Returns:
-            A float64 array of min(k1, k2) angles in [0, pi/2], smallest first.
+        From cosines (svd of Q1^T Q2) and, for small angles, sines, as `scipy.linalg.subspace_angles` does.
         """
         if other.dim != self.dim:
             raise DimensionMismatchError(f"Cannot compare subspaces of R^{self.dim} and R^{other.dim}.")
@@ -245,7 +211,6 @@ class Subspace:
         product = self.basis.double().cpu().T @ other.basis.double().cpu()
         return float(product.pow(2).sum() / min(self.rank, other.rank))
 
-    # ------------------------------------------------------------ constructors
     @classmethod
     def random(
         cls, d: int, k: int, *, seed: int = 0, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
@@ -275,10 +240,8 @@ class Subspace:
     ) -> Subspace:
         """Orthonormal basis of the span of a (k, d) dictionary, with rank detection.
 
-        NMF, ICA or SAE atoms are not orthogonal and may be nearly dependent or dead. Atoms are scaled to unit
-        norm (zero atoms dropped), then an SVD of the (d, k) atom matrix keeps the left singular vectors whose
-        singular value is above `rtol` times the largest. Dropped directions are reported with a warning and
-        in `info["dropped_rank"]`.
+        Unit-norm atoms (zero ones dropped), then the left singular vectors above `rtol` times the largest singular
+        value; dropped directions give a `DroppedAtomsWarning` and `info["dropped_rank"]`.
 
         Args:
             dictionary: Atoms as rows, shape (k, d) (Interpreto's `get_dictionary()` layout).
@@ -287,7 +250,7 @@ class Subspace:
             **metadata: name, method, split_point, step.
 
         Returns:
-            A Subspace of rank r <= k whose span equals the dictionary's numerical span.
+            A Subspace of rank r <= k spanning the dictionary's numerical span.
 
         Raises:
             InvalidInputError: If the dictionary is not 2-D or all atoms are zero.
@@ -319,7 +282,6 @@ class Subspace:
         basis = basis.contiguous()
         return cls(basis, mean=mean, info=info, check=False, **metadata)
 
-    # ------------------------------------------------------------ persistence
     def metadata(self) -> dict[str, Any]:
         """JSON-ready metadata: name, method, split point, step, d, k and info."""
         meta = {key: getattr(self, key) for key in _METADATA_KEYS}
@@ -327,13 +289,7 @@ class Subspace:
         return meta
 
     def save(self, path: str | Path) -> Path:
-        """Write the subspace to a `.safetensors` file (tensors + JSON metadata, no pickle).
-
-        The file is written to a temporary name and renamed, so a crash never leaves half a file.
-
-        Returns:
-            The path written.
-        """
+        """Write the subspace atomically to a `.safetensors` file (tensors + JSON metadata); returns the path."""
         path = Path(path)
         if path.suffix != ".safetensors":
             path = path.with_suffix(".safetensors")
@@ -346,17 +302,8 @@ class Subspace:
     def load(cls, path: str | Path, *, device: torch.device | str = "cpu") -> Subspace:
         """Read a subspace written by `save`, in the dtype it was saved in (float16 and bfloat16 included).
 
-        Args:
-            path: The `.safetensors` file; the suffix may be left out.
-            device: Where to put the tensors.
-
-        Returns:
-            The subspace, with its metadata.
-
         Raises:
-            ResultsStoreError: No file at `path`, or a file that holds no subspace written by `save`: not a
-                safetensors file, truncated, without a "basis" tensor, with malformed metadata, or with a basis that
-                is not orthonormal. The message names the file.
+            ResultsStoreError: No file at `path`, or one that holds no subspace written by `save` (naming the file).
 
         Examples:
             >>> Subspace.load("runs/toy/sweep/reference/1.safetensors").rank  # doctest: +SKIP
@@ -387,11 +334,7 @@ def _orthonormality_tolerance(dtype: torch.dtype) -> float:
 
 
 def _read_subspace_file(path: Path, device: torch.device | str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """The tensors and the metadata of a subspace file, checked to be those `Subspace.save` writes.
-
-    Raises:
-        ResultsStoreError: Naming the file and what is wrong with it.
-    """
+    """The tensors and metadata of a file `Subspace.save` wrote, else a `ResultsStoreError` naming the file."""
     resave = "save the subspace again with Subspace.save"
     try:
         with safe_open(str(path), framework="pt", device=str(device)) as handle:
