@@ -350,7 +350,8 @@ def build_model(
 
     Raises:
         InvalidInputError: If ``arch`` or ``task`` is unknown, or a size is not a positive integer, or
-            ``hidden_size`` is not a multiple of ``num_heads``, or ``vocab_size`` is below the tokenizer's size.
+            ``hidden_size`` is not a multiple of ``num_heads``, or ``vocab_size`` is below the tokenizer's size, or
+            ``arch`` is ``"eurobert"`` under transformers 4.x (EuroBERT comes with transformers 5).
         TokenizerError: If the tokenizer has no pad token (or no mask token, for the encoder).
 
     Examples:
