@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format bench docs tutorials gpu-rehearsal dist dist-check clean
+.PHONY: install demo test test-fast test-compat lint format bench docs tutorials gpu-rehearsal dist dist-check clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,32 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q tests
+
+# The supported range's two ends, each in its own venv (git-ignored), with a subset of the tests: the oldest
+# (Python 3.10, torch 2.6, transformers 4.57, huggingface_hub 0.36) and the newest (Python 3.13, the newest torch and
+# transformers 5). Torch comes from the package index (a CUDA build; the tests run on the CPU).
+COMPAT_TESTS := tests/test_conformance.py tests/test_readme.py tests/test_live_probe.py tests/test_live_callback.py \
+	tests/test_hub_deadline_any_client.py tests/test_versions.py
+COMPAT_PY310 ?= /root/.pyenv/versions/3.10.13/bin/python
+COMPAT_PY313 ?= /root/.pyenv/versions/3.13.0/bin/python
+COMPAT_OLDEST := "torch==2.6.0" "transformers==4.57.6" "huggingface_hub>=0.36,<0.37"
+COMPAT_NEWEST := "torch" "transformers>=5,<6"
+
+.venv-compat-py310/.installed: pyproject.toml Makefile
+	test -x .venv-compat-py310/bin/python || $(COMPAT_PY310) -m venv .venv-compat-py310
+	.venv-compat-py310/bin/python -m pip install -qq --no-compile $(COMPAT_OLDEST) -e ".[test]"
+	touch $@
+
+.venv-compat-py313/.installed: pyproject.toml Makefile
+	test -x .venv-compat-py313/bin/python || $(COMPAT_PY313) -m venv .venv-compat-py313
+	.venv-compat-py313/bin/python -m pip install -qq --no-compile --upgrade $(COMPAT_NEWEST) -e ".[test]"
+	touch $@
+
+test-compat: .venv-compat-py310/.installed .venv-compat-py313/.installed
+	@set -e; for venv in .venv-compat-py310 .venv-compat-py313; do \
+		echo "== $$venv: $$($$venv/bin/python tests/helpers/versions.py)"; \
+		HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $$venv/bin/python -m pytest -q -p no:cacheprovider --disable-warnings \
+			$(COMPAT_TESTS); done
 
 # The quick loop: every test not marked slow (no sweeps end to end, kills, torchrun, tutorials or docs build).
 test-fast: $(STAMP)
@@ -64,4 +90,4 @@ dist-check: dist
 	PY=$(BIN)/python PYTHON=$(PYTHON) TORCH="$(TORCH)" bash .ci/check_dist.sh dist
 
 clean:
-	rm -rf $(VENV) build dist site .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-compat-py310 .venv-compat-py313 build dist site .pytest_cache .ruff_cache

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 import transformers as hf
+from helpers.versions import skip_without
 
 HIDDEN = 32
 HEADS = 4
@@ -376,6 +377,7 @@ def build(family: Family, tokenizer: Any, *, seed: int = 0, layers: int = LAYERS
     (Eager attention in float64 turns the padding rows of sliding-window layers into NaN: transformers adds two
     float64 minima into -inf. Float32 and sdpa are not affected.)
     """
+    skip_without(family.model_class)
     torch.manual_seed(seed)
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     config = family.config(len(tokenizer), tokenizer.pad_token_id, bos, tokenizer.eos_token_id)

@@ -113,8 +113,12 @@ def fit_texts() -> list[str]:
 
 
 def _toy_pair(arch: str, corpus: list[str], *, task: str = "lm"):
+    from helpers.versions import skip_without
+
     from interpreto_anisotropy.demo import build_model, train_tokenizer
 
+    if arch == "eurobert":
+        skip_without("EuroBertForMaskedLM")
     tokenizer = train_tokenizer(corpus, arch=arch, vocab_size=TOY_VOCAB_SIZE)
     model = build_model(
         arch,

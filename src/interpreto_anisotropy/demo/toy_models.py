@@ -18,21 +18,9 @@ from collections.abc import Iterable
 from enum import Enum
 
 import torch
+import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (
-    EuroBertConfig,
-    EuroBertForMaskedLM,
-    EuroBertForSequenceClassification,
-    GPTNeoXConfig,
-    GPTNeoXForCausalLM,
-    GPTNeoXForSequenceClassification,
-    LlamaConfig,
-    LlamaForCausalLM,
-    LlamaForSequenceClassification,
-    PretrainedConfig,
-    PreTrainedModel,
-    PreTrainedTokenizerFast,
-)
+from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerFast
 
 from ..errors import EmptyInputError, InvalidInputError, TokenizerError
 
@@ -243,7 +231,7 @@ def _build_config(
     }
     if arch is Arch.GPT_NEOX:
         # Pythia: parallel residual, rotary on a quarter of each head, untied input/output embeddings.
-        return GPTNeoXConfig(
+        return _transformers_class(arch, "GPTNeoXConfig")(
             **common,
             rotary_pct=0.25,
             use_parallel_residual=True,
@@ -254,13 +242,13 @@ def _build_config(
     if arch is Arch.LLAMA:
         # SmolLM2: pre-norm Llama with tied embeddings and grouped-query attention when heads allow.
         kv_heads = num_heads // 2 if num_heads % 2 == 0 and num_heads > 1 else num_heads
-        return LlamaConfig(
+        return _transformers_class(arch, "LlamaConfig")(
             **common,
             num_key_value_heads=kv_heads,
             head_dim=hidden_size // num_heads,
             tie_word_embeddings=True,
         )
-    return EuroBertConfig(
+    return _transformers_class(arch, "EuroBertConfig")(
         **common,
         num_key_value_heads=num_heads,
         head_dim=hidden_size // num_heads,
@@ -269,14 +257,28 @@ def _build_config(
     )
 
 
-_MODEL_CLASSES: dict[tuple[Arch, Task], type[PreTrainedModel]] = {
-    (Arch.GPT_NEOX, Task.LM): GPTNeoXForCausalLM,
-    (Arch.LLAMA, Task.LM): LlamaForCausalLM,
-    (Arch.EUROBERT, Task.LM): EuroBertForMaskedLM,
-    (Arch.GPT_NEOX, Task.SEQUENCE_CLASSIFICATION): GPTNeoXForSequenceClassification,
-    (Arch.LLAMA, Task.SEQUENCE_CLASSIFICATION): LlamaForSequenceClassification,
-    (Arch.EUROBERT, Task.SEQUENCE_CLASSIFICATION): EuroBertForSequenceClassification,
+# Names, not classes: they are looked up when a model is built, so that a transformers without EuroBERT (4.x)
+# still builds the decoders.
+_MODEL_CLASSES: dict[tuple[Arch, Task], str] = {
+    (Arch.GPT_NEOX, Task.LM): "GPTNeoXForCausalLM",
+    (Arch.LLAMA, Task.LM): "LlamaForCausalLM",
+    (Arch.EUROBERT, Task.LM): "EuroBertForMaskedLM",
+    (Arch.GPT_NEOX, Task.SEQUENCE_CLASSIFICATION): "GPTNeoXForSequenceClassification",
+    (Arch.LLAMA, Task.SEQUENCE_CLASSIFICATION): "LlamaForSequenceClassification",
+    (Arch.EUROBERT, Task.SEQUENCE_CLASSIFICATION): "EuroBertForSequenceClassification",
 }
+
+
+def _transformers_class(arch: Arch, name: str) -> type:
+    """The class ``name`` of the installed transformers, or our error when that version lacks it (EuroBERT: 4.x)."""
+    try:
+        return getattr(transformers, name)
+    except AttributeError:
+        raise InvalidInputError(
+            f"The toy architecture {arch.value!r} needs transformers.{name}, which transformers "
+            f"{transformers.__version__} does not have (EuroBERT comes with transformers 5): upgrade with "
+            "`pip install 'transformers>=5,<6'`, or choose 'gpt_neox' or 'llama'."
+        ) from None
 
 
 def check_model_sizes(**sizes: object) -> None:
@@ -348,7 +350,8 @@ def build_model(
 
     Raises:
         InvalidInputError: If ``arch`` or ``task`` is unknown, or a size is not a positive integer, or
-            ``hidden_size`` is not a multiple of ``num_heads``, or ``vocab_size`` is below the tokenizer's size.
+            ``hidden_size`` is not a multiple of ``num_heads``, or ``vocab_size`` is below the tokenizer's size, or
+            ``arch`` is ``"eurobert"`` under transformers 4.x (EuroBERT comes with transformers 5).
         TokenizerError: If the tokenizer has no pad token (or no mask token, for the encoder).
 
     Examples:
@@ -382,7 +385,7 @@ def build_model(
         special_ids=_special_ids(arch, tokenizer, vocab_size),
         num_labels=num_labels,
     )
-    model_class = _MODEL_CLASSES[(arch, task)]
+    model_class = _transformers_class(arch, _MODEL_CLASSES[(arch, task)])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = model_class(config)

@@ -378,14 +378,11 @@ def _chain(error: BaseException) -> Iterable[BaseException]:
 
 
 def _kind(error: BaseException) -> str | None:
-    """The failure behind an error of huggingface_hub, httpx or transformers: its first recognised cause."""
+    """The failure behind an error of huggingface_hub, its HTTP library (httpx, httpx2 or, before 1.0, requests) or
+    transformers: its first recognised cause."""
     from huggingface_hub import errors as hub_errors
 
-    try:
-        import httpx2 as transport
-    except ImportError:  # pragma: no cover - older huggingface_hub on httpx
-        import httpx as transport
-
+    timeouts, failures = _transport_errors()
     for cause in _chain(error):
         if isinstance(cause, hub_errors.RevisionNotFoundError):
             return "revision"
@@ -399,11 +396,22 @@ def _kind(error: BaseException) -> str | None:
                 return "auth"
             if status >= 500 or status in (408, 429):
                 return "server"
-        if isinstance(cause, (transport.TimeoutException, TimeoutError)):
+        if isinstance(cause, (*timeouts, TimeoutError)):
             return "timeout"
-        if isinstance(cause, (transport.TransportError, hub_errors.OfflineModeIsEnabled, ConnectionError)):
+        if isinstance(cause, (*failures, hub_errors.OfflineModeIsEnabled, ConnectionError)):
             return "network"
     return None
+
+
+def _transport_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """The timeout and the network-failure classes of the HTTP library huggingface_hub uses."""
+    from .hub_deadline import httpx
+
+    if httpx is not None:
+        return (httpx.TimeoutException,), (httpx.TransportError,)
+    import requests
+
+    return (requests.exceptions.Timeout,), (requests.exceptions.ConnectionError,)
 
 
 def _refs(repo_id: str, timeout: float = DEFAULT_HUB_TIMEOUT) -> set[str] | None:

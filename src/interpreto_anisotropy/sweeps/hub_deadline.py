@@ -16,9 +16,11 @@ Files that `hf_xet` downloads (Xet storage, used when `hf_xet` is installed) do 
 transfers keep hf_xet's own timeouts and retries (`HF_HUB_DISABLE_XET=1` downloads them over HTTP, under the
 deadline); their metadata requests have the deadline.
 
-It goes through huggingface_hub's shared `httpx` client: each of its transports is wrapped (`_Guard`), on the client
-in use and on the clients `huggingface_hub.set_client_factory`'s factory makes later (huggingface_hub recreates its
-client after a connection error; the factory in place is kept and wrapped).
+It goes through huggingface_hub's shared `httpx` (or `httpx2`) client: each of its transports is
+wrapped (`_Guard`), on the client in use and on the clients `huggingface_hub.set_client_factory`'s factory makes later
+(huggingface_hub recreates its client after a connection error; the factory in place is kept and wrapped). Before 1.0,
+huggingface_hub sends its requests with `requests`, one session per thread: `hub_deadline_requests` wraps the adapters
+of every session its backend factory makes, with the same deadline and the same refusal of a stalled request.
 
 Examples:
     >>> with bounded(3.0):  # doctest: +SKIP
@@ -33,7 +35,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import httpx2
+from huggingface_hub.utils import _http as _hub_http
+
+#: The HTTP library huggingface_hub sends its requests with: httpx2 (2.x), httpx (1.x), None (0.x: requests).
+httpx = getattr(_hub_http, "httpx2", None) or getattr(_hub_http, "httpx", None)
 
 __all__ = ["HubStalled", "bounded", "current_deadline"]
 
@@ -99,13 +104,13 @@ def _refuse_if_stalled(key: tuple[str, str], seconds: float) -> None:
         raise HubStalled(f"{method} {url} already waited {seconds:g} s for an answer; not sent again")
 
 
-class _Guard(httpx2.BaseTransport):
+class _Guard(httpx.BaseTransport if httpx else object):
     """An httpx transport that applies the deadline to the requests it carries and refuses a stalled request."""
 
-    def __init__(self, inner: httpx2.BaseTransport) -> None:
+    def __init__(self, inner: httpx.BaseTransport) -> None:
         self.inner = inner
 
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
         seconds = current_deadline()
         if seconds is None:
             return self.inner.handle_request(request)
@@ -119,7 +124,7 @@ class _Guard(httpx2.BaseTransport):
         request.extensions = {**request.extensions, "timeout": capped}
         try:
             response = self.inner.handle_request(request)
-        except httpx2.TimeoutException:
+        except httpx.TimeoutException:
             _stalled(key)
             raise
         response.stream = _GuardedBody(response.stream, key)
@@ -129,7 +134,7 @@ class _Guard(httpx2.BaseTransport):
         self.inner.close()
 
 
-class _GuardedBody(httpx2.SyncByteStream):
+class _GuardedBody(httpx.SyncByteStream if httpx else object):
     """A response body whose reads record a stall of its request."""
 
     def __init__(self, inner: Any, key: tuple[str, str]) -> None:
@@ -138,7 +143,7 @@ class _GuardedBody(httpx2.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
         try:
             yield from self.inner
-        except httpx2.TimeoutException:
+        except httpx.TimeoutException:
             _stalled(self.key)
             raise
 
@@ -149,12 +154,18 @@ class _GuardedBody(httpx2.SyncByteStream):
 def _guard_hub_client() -> None:
     """Wraps the transports of huggingface_hub's shared client, and of the clients its factory makes later."""
     global _FACTORY_WRAPPED
-    from huggingface_hub.utils import _http, get_session, set_client_factory
-
     with _LOCK:
         wrap_factory, _FACTORY_WRAPPED = not _FACTORY_WRAPPED, True
+    if httpx is None:  # huggingface_hub < 1.0, on requests
+        if wrap_factory:
+            from .hub_deadline_requests import guard_sessions
+
+            guard_sessions()
+        return
+    from huggingface_hub.utils import get_session, set_client_factory
+
     if wrap_factory:
-        factory = getattr(_http, "_GLOBAL_CLIENT_FACTORY", None)
+        factory = getattr(_hub_http, "_GLOBAL_CLIENT_FACTORY", None)
         if factory is not None:
             set_client_factory(lambda: _guarded(factory()))
     _guarded(get_session())
