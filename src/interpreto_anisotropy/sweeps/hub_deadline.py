@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -160,7 +161,7 @@ def _guard_hub_client() -> None:
         if wrap_factory:
             from .hub_deadline_requests import guard_sessions
 
-            guard_sessions()
+            guard_sessions(sys.modules[__name__])
         return
     from huggingface_hub.utils import get_session, set_client_factory
 

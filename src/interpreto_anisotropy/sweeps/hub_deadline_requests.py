@@ -23,13 +23,20 @@ from urllib.parse import urlsplit
 import requests
 from urllib3.exceptions import ReadTimeoutError
 
-from .hub_deadline import _refuse_if_stalled, _stalled, current_deadline
-
 __all__ = ["guard_sessions"]
 
+_DEADLINE: Any = None  # sweeps.hub_deadline, set by guard_sessions
 
-def guard_sessions() -> None:
-    """Wraps huggingface_hub's session factory, so that every session it makes from now on has `_Guard` adapters."""
+
+def guard_sessions(deadline: Any) -> None:
+    """Wraps huggingface_hub's session factory, so that every session it makes from now on has `_Guard` adapters.
+
+    Args:
+        deadline: The `hub_deadline` module, whose deadline and stall record the adapters apply (passed in, not
+            imported, so that the two modules do not import each other).
+    """
+    global _DEADLINE
+    _DEADLINE = deadline
     from huggingface_hub import configure_http_backend
     from huggingface_hub.utils import _http
 
@@ -51,16 +58,16 @@ class _Guard(requests.adapters.BaseAdapter):
         self.inner = inner
 
     def send(self, request: requests.PreparedRequest, timeout: Any = None, **kwargs: Any) -> requests.Response:
-        seconds = current_deadline()
+        seconds = _DEADLINE.current_deadline()
         if seconds is None:
             return self.inner.send(request, timeout=timeout, **kwargs)
         url = urlsplit(request.url)
         key = (request.method or "GET", f"{url.scheme}://{url.netloc}{url.path}")
-        _refuse_if_stalled(key, seconds)
+        _DEADLINE._refuse_if_stalled(key, seconds)
         try:
             response = self.inner.send(request, timeout=_capped(timeout, seconds), **kwargs)
         except requests.exceptions.Timeout:
-            _stalled(key)
+            _DEADLINE._stalled(key)
             raise
         stream = response.raw.stream
 
@@ -68,7 +75,7 @@ class _Guard(requests.adapters.BaseAdapter):
             try:
                 yield from stream(*args, **options)
             except ReadTimeoutError:
-                _stalled(key)
+                _DEADLINE._stalled(key)
                 raise
 
         response.raw.stream = guarded_stream  # what `Response.iter_content` reads the body with
