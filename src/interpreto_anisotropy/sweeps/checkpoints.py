@@ -533,8 +533,8 @@ def load_checkpoint(
 ) -> tuple[Any, Any]:
     """Loads a checkpoint's model and tokenizer, ready for Interpreto.
 
-    A Hub checkpoint's files are fetched into the Hugging Face cache first (`hub_access.fetch`; offline, only the
-    cache is read). A tokenizer without a pad token gets its eos token as pad token, with a warning.
+    A Hub checkpoint is fetched into the Hugging Face cache first (`hub_access.fetch`). A tokenizer without a pad
+    token gets its eos token as pad token, with a warning.
 
     Args:
         checkpoint: The checkpoint to load.
@@ -546,35 +546,27 @@ def load_checkpoint(
             gradients on any device); `"auto"` keeps the dtype the checkpoint was saved in.
         tokenizer_source: Where to load the tokenizer from when the checkpoint has none (a folder, a Hub model id, or
             another `Checkpoint`); `None` means the checkpoint itself.
-        cache_dir: The Hugging Face cache folder; `None` means the default (`HF_HUB_CACHE`, or `$HF_HOME/hub`).
-        strict: Refuse a checkpoint whose weights do not match the model class: missing weights, which transformers
-            would initialise at random (weights the model does not use, e.g. a head when loading a base model, only
-            warn). `False` loads it anyway, with a warning.
-        snapshot: For a Hub checkpoint, the folder its files were already fetched to (what
-            `hub_access.fetch` returned; a sweep's prefetcher passes it): nothing is fetched. Ignored for a local
-            folder.
+        cache_dir: The Hugging Face cache folder; `None`: `HF_HUB_CACHE`, or `$HF_HOME/hub`.
+        strict: Refuse missing weights, which transformers would initialise at random (unused weights only warn);
+            `False` loads anyway, with a warning.
+        snapshot: For a Hub checkpoint, the folder its files were already fetched to (`hub_access.fetch`).
         hub_timeout: Seconds each Hub request may wait to connect or for its next bytes, before the fetch fails
             (`hub_deadline.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
-        device_map: Dispatch the model with accelerate instead of moving it to `device` (transformers'
-            `from_pretrained(device_map=...)`): "auto", "balanced", "balanced_low_0", "sequential", or a dict module
-            path -> device (a GPU index, "cpu" or "disk").
-        max_memory: With `device_map`: the most memory each device may hold ({0: "20GiB", "cpu": "60GiB"}).
-        offload_folder: With `device_map`: where the modules mapped to "disk" are offloaded.
+        device_map: Dispatch the model with accelerate instead of moving it to `device`: `SweepConfig.device_map`.
+        max_memory: `SweepConfig.max_memory`.
+        offload_folder: `SweepConfig.offload_folder`.
 
     Returns:
-        `(model, tokenizer)`: the model in eval mode on `device` (dispatched by `device_map` when given), and a
-        tokenizer that has a pad token.
+        `(model, tokenizer)`: the model in eval mode on `device` (or dispatched), and a tokenizer with a pad token.
 
     Raises:
         InvalidInputError: If `checkpoint` is not a `Checkpoint`, `automodel` or `dtype` is not understood, the
             model cannot be moved to `device`, or a dict `device_map` names modules the model does not have or
             leaves some of its weights without a device.
-        CheckpointError: If the folder does not exist (or is given a revision), the revision is not in the local
-            cache while offline, the revision or repository does not exist, access is refused, the server or the
-            network fails, the Hub does not answer within `hub_timeout`, the config contradicts the weights
-            (checked before the model is built: `weight_check`), the files cannot be read (truncated, other
-            shapes), or (`strict`) weights are missing or non-finite; the message names the checkpoint, says which
-            failure it was and what to do.
+        CheckpointError: The folder, revision or repository is missing (or offline and not cached), access is
+            refused, the Hub fails or does not answer within `hub_timeout`, the config contradicts the weights
+            (`weight_check`), the files cannot be read, or (`strict`) weights are missing or non-finite; the
+            message names the checkpoint, the failure and what to do.
         TokenizerError: If the tokenizer has neither a pad token nor an eos token to use as one.
 
     Examples:
@@ -595,20 +587,32 @@ def load_checkpoint(
 
     model_class = _model_class(automodel, config)
     weight_check.check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
-    options: dict[str, Any] = {"config": config, "dtype": model_dtype}
-    if device_map is not None:
-        if isinstance(device_map, dict) and hasattr(model_class, "from_config"):
-            _check_device_map(model_class, config, device_map, checkpoint.name)
-        options.update(device_map=device_map, max_memory=max_memory, offload_folder=offload_folder)
+    placement = _placement(model_class, config, checkpoint.name, device_map, max_memory, offload_folder)
+    options = {"config": config, "dtype": model_dtype, **placement}
     model = _load_weights(checkpoint, model_class, source, shown, options, strict)
-    try:
-        if device_map is None:
-            model.to(device)
-    except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
-        raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device {str(device)!r}: {err}") from err
+    if device_map is None:
+        _move(model, device, checkpoint.name)
     model.eval()
     logger.info("Loaded checkpoint %s (%s on %s) from %s.", checkpoint.name, type(model).__name__, device, shown)
     return model, tokenizer
+
+
+def _placement(
+    model_class: Any, config: Any, name: str, device_map: Any, max_memory: Any, offload_folder: Any
+) -> dict[str, Any]:
+    """`from_pretrained`'s dispatch keywords: none without a `device_map`; a dict map is checked first."""
+    if device_map is None:
+        return {}
+    if isinstance(device_map, dict) and hasattr(model_class, "from_config"):
+        _check_device_map(model_class, config, device_map, name)
+    return {"device_map": device_map, "max_memory": max_memory, "offload_folder": offload_folder}
+
+
+def _move(model: Any, device: Any, name: str) -> None:
+    try:
+        model.to(device)
+    except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
+        raise InvalidInputError(f"Cannot move checkpoint {name} to device {str(device)!r}: {err}") from err
 
 
 def _check_device_map(model_class: Any, config: Any, device_map: dict[str, Any], name: str) -> None:

@@ -455,7 +455,7 @@ def _activation_source(splitter: BaseSplitter, activations: Any, **reader: Any) 
     return activations
 
 
-class TangentExplainer(ConceptAutoEncoderExplainer):
+class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
     """Tangent proxy of the activation manifold at a split point, as an Interpreto concept explainer.
 
     The method's `nb_concepts` atoms are orthonormalised (`Subspace.from_dictionary`) into the basis Q (d, k);
@@ -748,31 +748,6 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
         """Whether `fit` (or `partial_fit`) has given the tangent a basis."""
         return bool(self.concept_model.fitted or self.concept_model._stale)
 
-    def save_pretrained(
-        self, save_directory: str | Path, *, model_id: str | None = None, model_revision: str | None = None
-    ) -> Path:
-        """Write the fitted tangent to a folder: ``tangent.json`` (`sharing.SavedTangent`), ``subspace.safetensors``
-        and a ``README.md`` card.
-
-        Args:
-            save_directory: The folder (created if needed; other files in it are left alone).
-            model_id: The model's id, when its config does not say it (a model built from a config).
-            model_revision: The model's revision (e.g. "step8"), instead of the commit its config records.
-
-        Returns:
-            The folder.
-
-        Raises:
-            NotFittedError: Before `fit`.
-            InvalidInputError: Method keywords that are not JSON values.
-
-        Examples:
-            >>> tangent.save_pretrained("tangents/pythia-70m-layer3")  # doctest: +SKIP
-            >>> ia.TangentExplainer.from_pretrained("tangents/pythia-70m-layer3", mwsp)  # doctest: +SKIP
-            PCATangent(split_point='gpt_neox.layers.3', nb_concepts=16, method='pca', rank=16)
-        """
-        return sharing.save_tangent(self, save_directory, model_id=model_id, model_revision=model_revision)
-
     @classmethod
     def from_pretrained(
         cls,
@@ -816,39 +791,6 @@ class TangentExplainer(ConceptAutoEncoderExplainer):
             None if record.fit is None else FitRecord.from_dict(record.fit, folder / sharing.TANGENT_FILE)
         )
         return tangent
-
-    def push_to_hub(
-        self,
-        repo_id: str,
-        *,
-        token: str | None = None,
-        private: bool | None = None,
-        branch: str | None = None,
-        commit_message: str | None = None,
-        create_pr: bool = False,
-        model_id: str | None = None,
-        model_revision: str | None = None,
-    ) -> Any:
-        """Upload the tangent's `save_pretrained` folder to a Hub repository, created if needed.
-
-        Args:
-            repo_id: The repository ("user/name").
-            token: Hub token with write access (default: the one `hf auth login` stored).
-            private: Make a new repository private.
-            branch: The branch to commit to (default: main).
-            commit_message: The commit's message.
-            create_pr: Open a pull request instead of committing.
-            model_id, model_revision: See `save_pretrained`.
-
-        Returns:
-            The commit (`huggingface_hub.CommitInfo`).
-
-        Raises:
-            SavedTangentError: The Hub refused the repository or the commit.
-        """
-        options = {"token": token, "private": private, "branch": branch, "commit_message": commit_message}
-        saving = {"model_id": model_id, "model_revision": model_revision}
-        return sharing.push_tangent(self, repo_id, create_pr=create_pr, **options, **saving)
 
     def __repr__(self) -> str:
         try:
