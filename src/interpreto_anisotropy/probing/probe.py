@@ -171,7 +171,9 @@ class GradientProbe:
         """The raw per-token activations and gradients at the split point.
 
         Args:
-            inputs, labels, max_tokens: As in `run`.
+            inputs: As in `run`.
+            labels: As in `run`.
+            max_tokens: As in `run`.
             progress: Show a progress bar.
 
         Returns:

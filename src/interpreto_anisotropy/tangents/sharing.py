@@ -473,7 +473,8 @@ class SharedTangent:
             branch: The branch to commit to (default: main).
             commit_message: The commit's message.
             create_pr: Open a pull request instead of committing.
-            model_id, model_revision: See `save_pretrained`.
+            model_id: See `save_pretrained`.
+            model_revision: See `save_pretrained`.
 
         Returns:
             The commit (`huggingface_hub.CommitInfo`).
