@@ -39,7 +39,6 @@ __all__ = [
     "SavedTangent",
     "SharedTangent",
     "check_splitter",
-    "push_tangent",
     "read_saved",
     "save_tangent",
     "tangent_class",
@@ -293,34 +292,6 @@ def _model_card(record: SavedTangent, repo_id: str | None) -> ModelCard:
     return ModelCard.from_template(data, template_str=_CARD, r=record, repo_id=repo_id)
 
 
-def push_tangent(
-    tangent: Any,
-    repo_id: str,
-    *,
-    token: str | None = None,
-    private: bool | None = None,
-    branch: str | None = None,
-    commit_message: str | None = None,
-    create_pr: bool = False,
-    **saving: Any,
-) -> Any:
-    """`TangentExplainer.push_to_hub`: save to a temporary folder and upload it (a `SavedTangentError` if refused)."""
-    with tempfile.TemporaryDirectory() as folder:
-        save_tangent(tangent, folder, repo_id=repo_id, **saving)
-        api = HfApi(token=token)
-        message = commit_message or f"Tangent at {tangent.splitter.split_point} ({tangent.method_name})"
-        try:
-            api.create_repo(repo_id, private=private, exist_ok=True)
-            return api.upload_folder(
-                repo_id=repo_id, folder_path=folder, revision=branch, commit_message=message, create_pr=create_pr
-            )
-        except HfHubHTTPError as error:
-            raise SavedTangentError(
-                f"Cannot push the tangent to {repo_id!r} on {api.endpoint}: {error}. Log in (hf auth login) or pass "
-                "token=..., with write access to the repository."
-            ) from error
-
-
 def tangent_folder(source: str | Path, **download: Any) -> Path:
     """The folder `source`, or the Hub repository `source` downloaded (`**download`: `snapshot_download`'s options).
 
@@ -482,6 +453,17 @@ class SharedTangent:
         Raises:
             SavedTangentError: The Hub refused the repository or the commit.
         """
-        options = {"token": token, "private": private, "branch": branch, "commit_message": commit_message}
-        saving = {"model_id": model_id, "model_revision": model_revision}
-        return push_tangent(self, repo_id, create_pr=create_pr, **options, **saving)
+        with tempfile.TemporaryDirectory() as folder:
+            save_tangent(self, folder, repo_id=repo_id, model_id=model_id, model_revision=model_revision)
+            api = HfApi(token=token)
+            message = commit_message or f"Tangent at {self.splitter.split_point} ({self.method_name})"
+            try:
+                api.create_repo(repo_id, private=private, exist_ok=True)
+                return api.upload_folder(
+                    repo_id=repo_id, folder_path=folder, revision=branch, commit_message=message, create_pr=create_pr
+                )
+            except HfHubHTTPError as error:
+                raise SavedTangentError(
+                    f"Cannot push the tangent to {repo_id!r} on {api.endpoint}: {error}. Log in (hf auth login) or "
+                    "pass token=..., with write access to the repository."
+                ) from error
