@@ -153,6 +153,11 @@ def _plain(text: Any) -> str:
     return str(text).replace("$", r"\$")
 
 
+def _min_max_band(ax: Any, x: list, low: list, high: list, color: str, label: str, gid: str) -> None:
+    """The controls' min-max range as a light band."""
+    ax.fill_between(x, low, high, color=color, alpha=0.15, linewidth=0, label=label, gid=gid)
+
+
 def _new_figure(n_panels: int) -> tuple[Figure, list[Axes]]:
     width = max(_PANEL_WIDTH * n_panels, 7.0)
     figure = Figure(figsize=(width, _PANEL_HEIGHT + 1.4), layout="constrained")
@@ -284,16 +289,7 @@ def _draw_control_band(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]],
     ]
     if band:
         x, low, high = (list(column) for column in zip(*band, strict=True))
-        ax.fill_between(
-            x,
-            low,
-            high,
-            color=color,
-            alpha=0.15,
-            linewidth=0,
-            label="controls E_N min-max",
-            gid=f"control_band:{kind}",
-        )
+        _min_max_band(ax, x, low, high, color, "controls E_N min-max", f"control_band:{kind}")
         ax.plot(x, low, color=color, alpha=0.45, linewidth=0.7, gid=f"control_min:{kind}")
         ax.plot(x, high, color=color, alpha=0.45, linewidth=0.7, gid=f"control_max:{kind}")
 
@@ -474,16 +470,8 @@ def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, 
             ]
             if band:
                 x, low, high, mean = (list(column) for column in zip(*band, strict=True))
-                ax.fill_between(
-                    x,
-                    low,
-                    high,
-                    color=color,
-                    alpha=0.15,
-                    linewidth=0,
-                    label=_kind_label(kind, n_kinds, "controls min-max"),
-                    gid=f"delta_control_band:{kind}",
-                )
+                label = _kind_label(kind, n_kinds, "controls min-max")
+                _min_max_band(ax, x, low, high, color, label, f"delta_control_band:{kind}")
                 ax.plot(x, low, color=color, alpha=0.45, linewidth=0.7, gid=f"delta_control_min:{kind}")
                 ax.plot(x, high, color=color, alpha=0.45, linewidth=0.7, gid=f"delta_control_max:{kind}")
                 ax.plot(
