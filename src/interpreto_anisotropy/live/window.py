@@ -141,7 +141,7 @@ class WindowSums:
         total = (
             torch.cat(self.totals)[keep] if self.totals else torch.zeros(0, dtype=torch.float64, device=self.device)
         )
-        n_tangents = self.tangents.membership.shape[1] if self.tangents is not None else 0
+        n_tangents = self.tangents.n_tangents if self.tangents is not None else 0
         energy = torch.cat(self.energies)[keep] if self.energies else total.new_zeros(total.shape[0], n_tangents)
         sequence_id = torch.arange(keep.shape[0])[keep.cpu()]
         tally = Tally(usable_sequences=self.n_sequences, skipped_batches=self.skipped_batches())
@@ -158,7 +158,7 @@ class WindowSums:
             probed = torch.ones(batch.shape, dtype=torch.bool, device=batch.rows.device)
             energy = batch_energies(batch.rows.view(*batch.shape, -1), probed, tangents).energy
             parts.append(torch.where(batch.finite, energy, 0))
-        width = tangents.membership.shape[1]
+        width = tangents.n_tangents
         energy = torch.cat(parts) if parts else torch.zeros(0, width, dtype=torch.float64, device=self.device)
         return energy[self._with_rows()]
 

@@ -117,10 +117,14 @@ class IsoScoreSettings:
                 f"R^{dim}: pass the covariance of gradients taken at this split point, or a target name."
             )
 
+    def unbiased(self, count: int) -> bool:
+        """Whether the covariance of `count` rows divides by n - 1 (as `torch.cov`, when C0 has a scale), not n."""
+        scaled = self.target is IsoScoreTarget.IDENTITY or isinstance(self.target, torch.Tensor)
+        return scaled and count > 1
+
     def covariance(self, moments: MomentAccumulator) -> Float[torch.Tensor, "d d"]:
         """The gradient covariance the scores use: divided by n, or by n - 1 (as `torch.cov`) when C0 has a scale."""
-        scaled = self.target is IsoScoreTarget.IDENTITY or isinstance(self.target, torch.Tensor)
-        return moments.covariance(unbiased=scaled and moments.count > 1)
+        return moments.covariance(unbiased=self.unbiased(moments.count))
 
     def score(self, covariance: Float[torch.Tensor, "d d"], n: int) -> float:
         """IsoScore* of the whole gradient cloud, from its float64 (d, d) covariance and its n >= 2 rows."""
@@ -135,20 +139,31 @@ class IsoScoreSettings:
         self, covariance: Float[torch.Tensor, "d d"], bases: Float[torch.Tensor, "R d k"]
     ) -> Float[np.ndarray, " R"]:
         """(R,) IsoScore* of the cloud of float64 covariance (d, d) with each subspace of `bases` (R, d, k) removed."""
+        return self.scores_without(covariance, bases.to(covariance)).cpu().numpy()
+
+    def scores_without(
+        self,
+        covariance: Float[torch.Tensor, "d d"],
+        bases: Float[torch.Tensor, "R d k"],
+        products: Float[torch.Tensor, "R d k"] | None = None,
+    ) -> Float[torch.Tensor, " R"]:
+        """`score_without` on the device, float64 `bases`, with Sigma Q (`products`) when already computed."""
         d, k = bases.shape[-2], bases.shape[-1]
         dim = d - k if self.convention is IsoScoreConvention.COMPLEMENT else d
-        bases = bases.to(covariance)
+        products = covariance @ bases if products is None else products
         if self.target is IsoScoreTarget.SCALED_IDENTITY:  # one elementwise pass over the R subspaces
-            traces, norms = _projected_trace_and_norm(covariance, bases)
-            return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=self.zeta).cpu().numpy()
+            traces, norms = _projected_trace_and_norm(covariance, bases, products)
+            return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=self.zeta)
         target = self._data_target(covariance)
         if target is None:  # the identity of the scored space: c I_dim
-            traces, norms = _projected_trace_and_norm(covariance, bases)
+            traces, norms = _projected_trace_and_norm(covariance, bases, products)
             traces, norms = _shrunk_toward_identity(traces, norms, dim, self.zeta)
         else:  # a covariance of the same gradients, projected like them
             mixture = (1 - self.zeta) * covariance + self.zeta * target
-            traces, norms = _projected_trace_and_norm(mixture, bases)
-        return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=0.0).cpu().numpy()
+            target_products = products if self.target is IsoScoreTarget.POOLED else target @ bases
+            mixed = (1 - self.zeta) * products + self.zeta * target_products
+            traces, norms = _projected_trace_and_norm(mixture, bases, mixed)
+        return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=0.0)
 
     def _data_target(self, covariance: torch.Tensor) -> torch.Tensor | None:
         """C0 when it is a covariance of the gradients (pooled or given), else None (an identity)."""
@@ -160,11 +175,10 @@ class IsoScoreSettings:
 
 
 def _projected_trace_and_norm(
-    matrix: Float[torch.Tensor, "d d"], bases: Float[torch.Tensor, "R d k"]
+    matrix: Float[torch.Tensor, "d d"], bases: Float[torch.Tensor, "R d k"], a_q: Float[torch.Tensor, "R d k"]
 ) -> tuple[Float[torch.Tensor, " R"], Float[torch.Tensor, " R"]]:
     """tr(R A R) = tr A - tr(Q^T A Q) and ||R A R||^2 = ||A||^2 - 2 ||A Q||^2 + ||Q^T A Q||^2 for each Q of `bases`
-    (R = I - Q Q^T, A symmetric)."""
-    a_q = matrix @ bases
+    (R = I - Q Q^T, A symmetric), from `a_q` = A Q."""
     inner = bases.transpose(-1, -2) @ a_q
     traces = torch.trace(matrix) - torch.diagonal(inner, dim1=-2, dim2=-1).sum(-1)
     norms = matrix.square().sum() - 2 * a_q.square().sum((-2, -1)) + inner.square().sum((-2, -1))

@@ -298,7 +298,7 @@ class GradientProbe:
         """The sums and breakdown of every shard of the pass (this process's alone when not sharded)."""
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
         sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
-        sums = columns.complete(self._reduce(sums, sharded))
+        sums = self._reduce(sums, sharded)
         if sharded:
             breakdown.reduce(distributed.all_reduce_sum)
         return sums, breakdown

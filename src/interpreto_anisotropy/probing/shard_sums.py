@@ -45,7 +45,7 @@ class ShardSums:
     def add(self, step: Step) -> None:
         """Add one batch's energies, moments, breakdown and loss (no host synchronisation)."""
         # Zero rows where not probed (padding, past the cap, a non-finite batch).
-        energies = batch_energies(step.gradient, step.probed, self.columns.per_row)
+        energies = batch_energies(step.gradient, step.probed, self.columns)
         self.per_sequence_energy.append(energies.energy)
         self.per_sequence_total.append(energies.total)
         self.per_sequence_has_rows.append(step.probed.any(1))
@@ -70,7 +70,7 @@ class ShardSums:
             self.per_sequence_total,
             self.per_sequence_has_rows,
             self.per_sequence_id,
-            self.columns.per_row.n_columns,
+            self.columns.n_columns,
             self.device,
         )
         sums = ProbeSums(

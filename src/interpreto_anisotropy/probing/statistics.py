@@ -10,7 +10,6 @@ gradients in hand, so the statistics can be checked without a model (docs/archit
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,13 +26,13 @@ from ..tangents.controls import (
     chance_std,
     normal_control_bases,
     p_value,
-    random_subspace_bases,
     warn_if_anti_conservative,
 )
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreSettings
 from .intervals import share_intervals
 from .objectives import Objective
+from .random_subspaces import RandomSubspaces
 from .result import ProbeResult
 
 __all__ = ["ProbeSums", "Tally", "SubspaceColumns", "TangentBlock", "build_results", "sums_from_gradients"]
@@ -61,8 +60,8 @@ class ProbeSums:
     """The sums `GradientProbe.run` accumulates, reduces across ranks and builds results from (float64).
 
     Attributes:
-        sequence_energy: Each probed sequence's energy in each subspace, (n_seq, S); with `column_energy`, in each
-            tangent only, (n_seq, T).
+        sequence_energy: Each probed sequence's energy in each tangent and control, (n_seq, S); with
+            `column_energy`, in each tangent only, (n_seq, T).
         sequence_total: Each probed sequence's squared gradient norm, (n_seq,).
         sequence_id: Index of each probed sequence in the inputs, (n_seq,).
         moments: Moments of the probed gradient rows.
@@ -70,7 +69,8 @@ class ProbeSums:
         loss_count: Number of loss terms (likewise).
         tally: The pass's counts (this shard's, then every rank's).
         n_sequences: Probed sequences over every rank (after the reduction).
-        column_energy: Every row's energy in each subspace, (S,), when read from G^T G; None: `sequence_energy`'s sum.
+        column_energy: Every row's energy in each tangent and control, (S,), when read from G^T G (the live probe's
+            windows); None: `sequence_energy`'s sum.
     """
 
     sequence_energy: Float[torch.Tensor, "n S"]
@@ -84,7 +84,7 @@ class ProbeSums:
     column_energy: Float[torch.Tensor, " S"] | None = None
 
     def energy_per_column(self) -> Float[torch.Tensor, " S"]:
-        """The energy of all the rows in each subspace, (S,)."""
+        """The energy of all the rows in each tangent and control, (S,)."""
         return self.column_energy if self.column_energy is not None else self.sequence_energy.sum(0)
 
     def tangent_sequence_energy(self, tangent_columns: list[int]) -> Float[torch.Tensor, "n T"]:
@@ -94,31 +94,34 @@ class ProbeSums:
 
 @dataclass
 class SubspaceColumns:
-    """Every subspace a probe scores, their bases side by side for one projection per batch.
+    """Every subspace a probe scores: the tangents and their controls side by side for one projection per batch, and
+    the random subspaces of the exact p-values, scored from the moments at the end.
 
-    The S energy columns: each tangent then its R normal controls, in order; then the R' random k-subspaces of R^d,
-    one draw per key of `randoms` (per distinct rank with one seed, per tangent with a seed each), in a block of
-    their own so that the tangents' and controls' float32 products stay bit for bit. A random block wider than d is
-    read from the scatter G^T G instead of projected (`from_scatter`; docs/statistics.md#the-scatter-path).
+    The energy columns a batch's rows are projected on: each tangent then its R normal controls, in order (`n_columns`
+    of them). The R' random k-subspaces of R^d, one draw per key of `randoms` (per distinct rank with one seed, per
+    tangent with a seed each), are never projected row by row: `random_scores` reads them from the gradient moments
+    a chunk at a time (docs/statistics.md#the-scatter-path).
 
     Attributes:
         tangents: {name: Subspace}, as probed.
         controls: {name: (R, d, k) normal controls of that tangent}.
-        randoms: {k or tangent name: (R', d, k) random subspaces of R^d}.
-        blocks: [(bases (d, K_b), membership (K_b, S_b))]: energies (rows @ bases).square() @ membership.
+        randoms: {k or tangent name: its R' random subspaces of R^d}.
+        bases: The tangents' and controls' bases side by side, float32 (d, K).
+        widths: The rank of each energy column's subspace, in order (K = their sum).
         random_key: {tangent name: its key in `randoms`}; empty: the tangent's rank.
 
     Examples:
         >>> tangent = ia.Subspace.random(64, 8, seed=0)
         >>> columns = SubspaceColumns.draw({"tangent": tangent}, n_controls=20, n_random=20, seed=0)
-        >>> columns.n_columns  # the tangent, 20 controls, 20 random subspaces
-        41
+        >>> columns.n_columns, columns.n_random  # the tangent and 20 controls; 20 random subspaces
+        (21, 20)
     """
 
     tangents: dict[str, Subspace]
     controls: dict[str, torch.Tensor]
-    randoms: dict[int | str, torch.Tensor]
-    blocks: list[tuple[torch.Tensor, torch.Tensor]]
+    randoms: dict[int | str, RandomSubspaces]
+    bases: torch.Tensor
+    widths: tuple[int, ...]
     random_key: dict[str, int | str] = field(default_factory=dict)
 
     @classmethod
@@ -128,20 +131,16 @@ class SubspaceColumns:
         """Draw R = `n_controls` normal controls per tangent and R' = `n_random` random subspaces per rank (one
         `seed` for both draws, each its own stream) or per tangent (`seed` = {tangent name: seed})."""
         seeds = _seeds_of(tangents, seed)
-        first = next(iter(tangents.values()))
         controls = {
             name: normal_control_bases(tangent, n_controls, seed=seeds[name]) for name, tangent in tangents.items()
         }
         key = {name: name if isinstance(seed, Mapping) else tangent.rank for name, tangent in tangents.items()}
-        randoms: dict[int | str, torch.Tensor] = {}
+        randoms: dict[int | str, RandomSubspaces] = {}
         for name, tangent in tangents.items():
             if key[name] not in randoms:
-                randoms[key[name]] = random_subspace_bases(
-                    first.dim, tangent.rank, n_random, seed=seeds[name], device=first.device, dtype=first.basis.dtype
-                )
+                randoms[key[name]] = RandomSubspaces(tangent.dim, tangent.rank, n_random, seeds[name])
         named = [basis for name, tangent in tangents.items() for basis in [tangent.basis, *controls[name]]]
-        blocks = [_block(named), _block([basis for bases in randoms.values() for basis in bases])]
-        return cls(tangents, controls, randoms, blocks, key)
+        return cls(tangents, controls, randoms, *_block(named), key)
 
     @property
     def n_controls(self) -> int:
@@ -151,29 +150,40 @@ class SubspaceColumns:
     @property
     def n_random(self) -> int:
         """R', the random subspaces of each rank."""
-        return next(iter(self.randoms.values())).shape[0]
+        return next(iter(self.randoms.values())).count
 
     @property
     def n_columns(self) -> int:
-        """S, the number of energy columns."""
-        return sum(membership.shape[1] for _, membership in self.blocks)
+        """S, the number of energy columns a row is projected on: the tangents and their controls."""
+        return len(self.widths)
 
     def energies(self, rows: Float[torch.Tensor, "N d"]) -> Float[torch.Tensor, "N S"]:
-        """Each row's squared norm in each subspace, in the rows' dtype (the probe gives float32 rows)."""
-        return torch.cat([(rows @ bases).square() @ membership for bases, membership in self.blocks], dim=1)
+        """Each row's squared norm in each tangent and control, in the rows' dtype (the probe gives float32 rows)."""
+        return _segment_sums((rows @ self.bases).square(), self.widths)
 
     def energies_of_scatter(self, scatter: Float[torch.Tensor, "d d"]) -> Float[torch.Tensor, " S"]:
-        """The energy of rows with scatter G^T G in each subspace, tr(Q^T G^T G Q) = ||G Q||_F^2, float64 (S,)."""
-        return torch.cat([_scatter_energies(scatter, *block) for block in self.blocks])
+        """The energy of rows with scatter G^T G in each tangent and control, tr(Q^T G^T G Q) = ||G Q||_F^2, float64."""
+        basis = self.bases.to(scatter)
+        return _segment_sums(((scatter @ basis) * basis).sum(0, keepdim=True), self.widths)[0]
+
+    def random_scores(
+        self, moments: MomentAccumulator, covariance: Float[torch.Tensor, "d d"], isoscore: IsoScoreSettings
+    ) -> dict[int | str, tuple[np.ndarray, np.ndarray]]:
+        """{key of `randoms`: (energies (R',), IsoScore* without each (R',))}: `RandomSubspaces.scores` of each draw."""
+        return {key: randoms.scores(moments, covariance, isoscore) for key, randoms in self.randoms.items()}
 
     @functools.cached_property
     def tangent_block(self) -> TangentBlock:
         """The tangents' bases alone, side by side (one product per batch gives each row's energy in each tangent)."""
         return TangentBlock(*_block([tangent.basis for tangent in self.tangents.values()]))
 
+    @functools.cached_property
+    def _tangent_columns(self) -> dict[str, int]:
+        return {name: index * (1 + self.n_controls) for index, name in enumerate(self.tangents)}
+
     def tangent_column(self, name: str) -> int:
         """The energy column of tangent `name`."""
-        return list(self.tangents).index(name) * (1 + self.n_controls)
+        return self._tangent_columns[name]
 
     def control_columns(self, name: str) -> slice:
         """The energy columns of the controls of tangent `name`."""
@@ -184,35 +194,6 @@ class SubspaceColumns:
         """The key in `randoms` of the random subspaces tangent `name` is ranked among."""
         return self.random_key.get(name, self.tangents[name].rank)
 
-    def random_columns(self, name: str) -> slice:
-        """The energy columns of the random subspaces of tangent `name` (`randoms_of`)."""
-        key = self.randoms_of(name)
-        start = len(self.tangents) * (1 + self.n_controls) + list(self.randoms).index(key) * self.n_random
-        return slice(start, start + self.n_random)
-
-    @property
-    def from_scatter(self) -> bool:
-        """Whether the random block is wider than d (R' k > d), so read from G^T G (d^2 R' k products, not n d R' k)."""
-        return len(self.blocks) > 1 and self.blocks[1][0].shape[1] > self.blocks[1][0].shape[0]
-
-    @property
-    def per_row(self) -> SubspaceColumns:
-        """The columns a batch's rows are projected on: all of them, or without the random block `from_scatter`."""
-        return dataclasses.replace(self, blocks=self.blocks[:1]) if self.from_scatter else self
-
-    def complete(self, sums: ProbeSums) -> ProbeSums:
-        """The reduced `sums` of `per_row`'s columns, completed when `from_scatter`: `column_energy` (S,) then holds every
-        column, the random ones read from the scatter, and `sequence_energy` the tangents' (n_seq, T)."""
-        if not self.from_scatter:
-            return sums
-        scatter = sums.moments.second_moment() * sums.moments.count
-        randoms = _scatter_energies(scatter, *self.blocks[1])
-        projected = sums.sequence_energy.sum(0).to(scatter)
-        tangents = [self.tangent_column(name) for name in self.tangents]
-        return dataclasses.replace(
-            sums, sequence_energy=sums.sequence_energy[:, tangents], column_energy=torch.cat([projected, randoms])
-        )
-
 
 @dataclass(frozen=True)
 class TangentBlock:
@@ -220,15 +201,20 @@ class TangentBlock:
 
     Attributes:
         bases: The tangents' bases side by side, float32 (d, K).
-        membership: Column -> tangent, (K, T).
+        widths: The rank of each tangent, in order (K = their sum).
     """
 
     bases: Float[torch.Tensor, "d K"]
-    membership: Float[torch.Tensor, "K T"]
+    widths: tuple[int, ...]
 
     def energies(self, rows: Float[torch.Tensor, "N d"]) -> Float[torch.Tensor, "N T"]:
         """Each row's squared norm in each tangent, in the rows' dtype (float32 products, as `SubspaceColumns`)."""
-        return (rows @ self.bases).square() @ self.membership
+        return _segment_sums((rows @ self.bases).square(), self.widths)
+
+    @property
+    def n_tangents(self) -> int:
+        """T, the number of tangents (energy columns)."""
+        return len(self.widths)
 
 
 def _seeds_of(tangents: dict[str, Subspace], seed: int | Mapping[str, int]) -> dict[str, int]:
@@ -241,19 +227,22 @@ def _seeds_of(tangents: dict[str, Subspace], seed: int | Mapping[str, int]) -> d
     return dict.fromkeys(tangents, seed)
 
 
-def _scatter_energies(scatter: torch.Tensor, bases: torch.Tensor, membership: torch.Tensor) -> torch.Tensor:
-    """tr(Q^T G^T G Q) of each subspace of a block, from the scatter G^T G (float64)."""
-    basis = bases.to(scatter)
-    return ((scatter @ basis) * basis).sum(0) @ membership.to(scatter)
+def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], tuple[int, ...]]:
+    """The bases side by side, (d, K), and the rank of each."""
+    return torch.cat(bases, dim=1).float(), tuple(int(basis.shape[1]) for basis in bases)
 
 
-def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], Float[torch.Tensor, "K S"]]:
-    """The bases side by side, (d, K), and the column -> subspace membership, (K, S)."""
-    stacked = torch.cat(bases, dim=1).float()
-    owners = torch.cat([torch.full((basis.shape[1],), index) for index, basis in enumerate(bases)])
-    membership = torch.zeros(len(owners), len(bases), device=stacked.device)
-    membership[torch.arange(len(owners)), owners] = 1.0
-    return stacked, membership
+def _segment_sums(values: Float[torch.Tensor, "N K"], widths: tuple[int, ...]) -> Float[torch.Tensor, "N S"]:
+    """Sums of consecutive column segments of the given widths, (N, len(widths)): one reshape per run of equal
+    widths (a tangent and its controls share a rank), so time and memory are linear in the columns."""
+    parts, start, index = [], 0, 0
+    while index < len(widths):
+        width, run = widths[index], 1
+        while index + run < len(widths) and widths[index + run] == width:
+            run += 1
+        parts.append(values[:, start : start + width * run].reshape(values.shape[0], run, width).sum(-1))
+        start, index = start + width * run, index + run
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
 
 def sums_from_gradients(
@@ -310,13 +299,15 @@ def build_results(
         generator=torch.Generator().manual_seed(seed),
     )
     common = _shared_fields(sums, objective, split_point, seed, isoscore, covariance, dim)
-    # one batched pass per key of `randoms`, shared by the tangents ranked among them
-    without_random = {key: isoscore.score_without(covariance, bases) for key, bases in columns.randoms.items()}
+    # one chunked pass per key of `randoms`, shared by the tangents ranked among them
+    random_scores = columns.random_scores(sums.moments, covariance, isoscore)
+    sum_total = float(sums.sequence_total.sum())
     for k in sorted({tangent.rank for tangent in tangents.values()}):
         warn_if_anti_conservative(k, dim, stacklevel=3)
     results: dict[str, ProbeResult] = {}
     for tangent_index, (name, tangent) in enumerate(tangents.items()):
         k = tangent.rank
+        random_energy, without_random = random_scores[columns.randoms_of(name)]
         energy_share = float(shares[columns.tangent_column(name)])
         control_shares = shares[columns.control_columns(name)].astype(np.float64)
         oracle = float(top_values[:k].sum()) / total_energy if total_energy > 0 else 0.0
@@ -326,7 +317,7 @@ def build_results(
             rank=k,
             energy_share=energy_share,
             control_energy_shares=control_shares,
-            random_energy_shares=shares[columns.random_columns(name)].astype(np.float64),
+            random_energy_shares=random_energy / sum_total,
             chance_std=_chance_std(second_moment, k),
             analytic_null=analytic_null(min(max(energy_share, 0.0), 1.0), dim, k),
             p_value=p_value(energy_share, control_shares),
@@ -336,7 +327,7 @@ def build_results(
             oracle_energy_share=oracle,
             isoscore_star_without_tangent=float(isoscore.score_without(covariance, tangent.basis[None])[0]),
             isoscore_star_without_controls=isoscore.score_without(covariance, columns.controls[name]),
-            isoscore_star_without_random=without_random[columns.randoms_of(name)],
+            isoscore_star_without_random=without_random,
             **common,
         )
     return results

@@ -16,7 +16,7 @@ Examples:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -32,6 +32,8 @@ __all__ = [
     "largest_control_rank",
     "warn_if_anti_conservative",
     "random_subspace_bases",
+    "random_subspace_chunks",
+    "random_chunk_sizes",
     "p_value",
     "analytic_null",
     "chance_std",
@@ -103,14 +105,19 @@ def warn_if_anti_conservative(k: int, d: int, *, stacklevel: int = 2) -> None:
     )
 
 
-def _gaussian_draws(seed: int, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """Float64 Gaussians on the CPU from a seed derived from `seed` and a stream tag.
+def _generator(seed: int, stream: int) -> torch.Generator:
+    """A CPU generator seeded from `seed` and a stream tag.
 
     The streams differ from each other and from `seed`: drawing controls from `Subspace.random(d, k, seed=s)`'s own
     stream would put the first control's draw inside the tangent (and the first random subspace would be it).
     """
     derived = int(np.random.SeedSequence([int(seed) & 0xFFFF_FFFF_FFFF_FFFF, stream]).generate_state(1)[0])
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(derived), dtype=torch.float64)
+    return torch.Generator().manual_seed(derived)
+
+
+def _gaussian_draws(seed: int, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """Float64 Gaussians on the CPU from `_generator(seed, stream)`."""
+    return torch.randn(*shape, generator=_generator(seed, stream), dtype=torch.float64)
 
 
 def _orthonormal(draws: Float[torch.Tensor, "n d k"]) -> Float[torch.Tensor, "n d k"]:
@@ -137,6 +144,73 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
     return _orthonormal(draws).to(subspace.basis.dtype)
 
 
+#: The float64 values of one chunk of random subspaces drawn and scored at once (`random_subspace_chunks`): the
+#: memory of the exact p-value's draws, whatever R'.
+RANDOM_CHUNK_BYTES = 64 * 2**20
+#: A chunk holds a multiple of this many subspaces: torch's CPU normals come in runs of 16 values, so chunks of
+#: 16 m draws continue one stream exactly as a single draw of all of them would.
+_CHUNK_MULTIPLE = 16
+
+
+def _check_random_shape(d: int, k: int, n: int) -> None:
+    """Refuse a count that is not a positive integer, or a rank not in [1, d]."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidInputError(f"n_random (the number of random subspaces) must be a positive integer, got {n!r}.")
+    if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
+        raise InvalidInputError(f"Random subspaces need integers 1 <= k <= d, got d={d}, k={k}.")
+
+
+def random_chunk_sizes(d: int, k: int, n: int, max_bytes: int | None = None) -> list[int]:
+    """How `random_subspace_chunks` splits `n` draws of (d, k): multiples of 16 subspaces of at most `max_bytes`
+    (default `RANDOM_CHUNK_BYTES`; four float64 (d, k) arrays a subspace: draw, basis, products), the remainder
+    joined to the last chunk.
+
+    Raises:
+        InvalidInputError: n < 1 or k not in [1, d].
+
+    Examples:
+        >>> random_chunk_sizes(768, 32, 320, max_bytes=2**24)
+        [16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16]
+        >>> random_chunk_sizes(64, 8, 50)
+        [50]
+    """
+    _check_random_shape(d, k, n)
+    per_subspace = 4 * d * k * 8
+    max_bytes = RANDOM_CHUNK_BYTES if max_bytes is None else max_bytes
+    size = max(_CHUNK_MULTIPLE, max_bytes // per_subspace // _CHUNK_MULTIPLE * _CHUNK_MULTIPLE)
+    sizes = [size] * (n // size)
+    remainder = n - size * len(sizes)
+    if remainder and sizes:
+        sizes[-1] += remainder  # a short last chunk would draw its normals another way (fewer than 16 values)
+    elif remainder:
+        sizes = [remainder]
+    return sizes
+
+
+def random_subspace_chunks(
+    d: int, k: int, n: int, *, seed: int = 0, device: torch.device | str = "cpu", max_bytes: int | None = None
+) -> Iterator[Float[torch.Tensor, "c d k"]]:
+    """The `n` bases of `random_subspace_bases(d, k, n, seed=seed)`, float64, a chunk (c, d, k) at a time on `device`.
+
+    The Gaussians come from one CPU generator in chunks of a multiple of 16 subspaces (`random_chunk_sizes`), so they
+    are the values of one draw of all `n` (the same subspaces for a seed whatever `max_bytes`, on every device);
+    each chunk is moved to `device` and orthonormalised there (QR with the sign fix, float64). Memory: one chunk.
+
+    Raises:
+        InvalidInputError: n < 1 or k not in [1, d].
+
+    Examples:
+        >>> chunks = list(ia.controls.random_subspace_chunks(64, 8, 40, seed=0, max_bytes=2**18))
+        >>> [tuple(chunk.shape) for chunk in chunks]
+        [(16, 64, 8), (24, 64, 8)]
+    """
+    sizes = random_chunk_sizes(d, k, n, max_bytes)
+    generator = _generator(seed, _RANDOM_STREAM)
+    for size in sizes:
+        draws = torch.randn(size, d, k, generator=generator, dtype=torch.float64)
+        yield _orthonormal(draws.to(device))
+
+
 def random_subspace_bases(
     d: int,
     k: int,
@@ -149,7 +223,8 @@ def random_subspace_bases(
     """Stacked orthonormal bases of `n` uniformly random (Haar) k-subspaces of R^d: the exact p-value's reference.
 
     Drawn on the CPU from a stream derived from `seed`, independent of `Subspace.random(d, k, seed=seed)` and of the
-    normal controls, so the same on every device.
+    normal controls, so the same on every device. All at once: the probe scores its R' subspaces chunk by chunk
+    (`random_subspace_chunks`, the same subspaces) and never holds them all.
 
     Args:
         d: Ambient dimension.
@@ -170,12 +245,10 @@ def random_subspace_bases(
         >>> tuple(bases.shape)
         (20, 64, 8)
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidInputError(f"n_random (the number of random subspaces) must be a positive integer, got {n!r}.")
-    if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
-        raise InvalidInputError(f"Random subspaces need integers 1 <= k <= d, got d={d}, k={k}.")
+    _check_random_shape(d, k, n)
     _check_memory(n, d, k, "n_random", f"random rank-{k} subspaces of R^{d}", "Use fewer random subspaces.")
-    return _orthonormal(_gaussian_draws(seed, _RANDOM_STREAM, (n, d, k))).to(device=device, dtype=dtype)
+    chunks = random_subspace_chunks(d, k, n, seed=seed, device=device)
+    return torch.cat([chunk.to(dtype) for chunk in chunks])
 
 
 def normal_controls(subspace: Subspace, n: int = 20, *, seed: int = 0) -> list[Subspace]:
