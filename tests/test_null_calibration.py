@@ -150,3 +150,24 @@ def test_a_rank_with_anti_conservative_normal_controls_warns_with_the_measured_r
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegenerateStatisticsWarning)
         _scored(gradients, torch.arange(200) // 10, Subspace.random(64, 4, seed=0), 0)  # k/d = 1/16: no warning
+
+
+def test_exact_p_values_are_calibrated_at_a_large_r_prime():
+    """R' = 1999 random subspaces a tangent (the chunked path, several chunks), 300 null tangents at d = 16, k = 2."""
+    d, k, n_tangents, n_random = 16, 2, 300, 1999
+    generator = torch.Generator().manual_seed(5)
+    gradients = torch.randn(400, d, generator=generator, dtype=torch.float64) * torch.arange(1, d + 1) ** -0.8
+    p_values, anisotropy = [], []
+    for index in range(n_tangents):
+        tangent = Subspace.random(d, k, seed=1000 + index)
+        columns = SubspaceColumns.draw({"t": tangent}, n_controls=1, n_random=n_random, seed=index)
+        result = build_results(
+            sums_from_gradients(gradients, torch.arange(400) // 10, columns), columns, 0, 1, 0.9, OBJECTIVE, None
+        )["t"]
+        p_values.append(result.p_value_exact)
+        anisotropy.append(result.anisotropy_p_value_exact)
+    for values in (np.array(p_values), np.array(anisotropy)):
+        assert len(np.unique(values)) > 100  # a fine grid, 1 / 2000
+        for alpha in (0.05, 0.25):
+            low, high = scipy.stats.binom.interval(0.99, n_tangents, alpha)
+            assert low <= np.count_nonzero(values <= alpha + 1e-12) <= high, alpha
