@@ -9,7 +9,7 @@ Three settings of the same `GradientProbe.run` on the same model, texts and two 
 * old: the former defaults, R = 20 controls and R' = 20 random subspaces, every row projected on every basis;
 * new: R = 20 and the default R' for a family of 16 rows (`sweeps.draws.default_n_random`: 320), a seed per
   tangent, the random block read from the scatter (its width R' k > d);
-* new, projected: the same R' = 320 projected row by row (the path the scatter replaces), to show what it saves.
+* (the random subspaces are no longer projected row by row at any R': `probing/random_subspaces.py`).
 
 Ratios are new / old, medians of the repeats. Usage:
     python benchmarks/probe_draws.py [--dims 64 256] [--rank 16] [--batches 4 --batch 8 --length 128]
@@ -22,7 +22,6 @@ import os
 import platform
 import statistics
 import time
-from contextlib import contextmanager, nullcontext
 
 import torch
 
@@ -51,26 +50,12 @@ def build(hidden: int, seed: int = 0):
     return ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=64), config.vocab_size
 
 
-@contextmanager
-def projected():
-    """Every block projected row by row, as before the scatter path."""
-    from interpreto_anisotropy.probing.statistics import SubspaceColumns
-
-    saved = SubspaceColumns.from_scatter
-    SubspaceColumns.from_scatter = property(lambda self: False)
-    try:
-        yield
-    finally:
-        SubspaceColumns.from_scatter = saved
-
-
 def settings(n_random_new: int):
     """{label: (run options, projected?)}."""
     seeds = {"early": 11, "each": 12}
     return {
         "old: R'=20, projected": ({"n_random": 20}, True),
         f"new: R'={n_random_new}, scatter": ({"n_random": n_random_new, "draw_seeds": seeds}, False),
-        f"new: R'={n_random_new}, projected": ({"n_random": n_random_new, "draw_seeds": seeds}, True),
     }
 
 
@@ -85,11 +70,10 @@ def measure(hidden: int, rank: int, args: argparse.Namespace, n_random_new: int)
     probe = ia.GradientProbe(mwsp, batch_size=args.batch)
     times: dict[str, list[float]] = {label: [] for label in settings(n_random_new)}
     for repeat in range(args.repeats + 1):  # the first round warms up
-        for label, (options, project) in settings(n_random_new).items():
-            with projected() if project else nullcontext():
-                start = time.perf_counter()
-                probe.run(inputs, tangents, n_controls=20, progress=False, **options)
-                elapsed = time.perf_counter() - start
+        for label, (options, _) in settings(n_random_new).items():
+            start = time.perf_counter()
+            probe.run(inputs, tangents, n_controls=20, progress=False, **options)
+            elapsed = time.perf_counter() - start
             if repeat:
                 times[label].append(elapsed)
     return {label: statistics.median(values) for label, values in times.items()}
