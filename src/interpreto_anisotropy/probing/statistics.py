@@ -71,6 +71,8 @@ class ProbeSums:
         tally: The pass's counts (this shard's, then every rank's).
         n_sequences: Probed sequences over every rank (after the reduction).
         column_energy: Every row's energy in each subspace, (S,), when read from G^T G; None: `sequence_energy`'s sum.
+        sequence_control_energy: With `column_energy`, each sequence's mean energy in each tangent's normal
+            controls, (n_seq, T); None: read from `sequence_energy`.
     """
 
     sequence_energy: Float[torch.Tensor, "n S"]
@@ -82,6 +84,7 @@ class ProbeSums:
     tally: Tally
     n_sequences: int = 0
     column_energy: Float[torch.Tensor, " S"] | None = None
+    sequence_control_energy: Float[torch.Tensor, "n T"] | None = None
 
     def energy_per_column(self) -> Float[torch.Tensor, " S"]:
         """The energy of all the rows in each subspace, (S,)."""
@@ -90,6 +93,13 @@ class ProbeSums:
     def tangent_sequence_energy(self, tangent_columns: list[int]) -> Float[torch.Tensor, "n T"]:
         """Each sequence's energy in each tangent, (n_seq, T) (what the interval's bootstrap resamples)."""
         return self.sequence_energy if self.column_energy is not None else self.sequence_energy[:, tangent_columns]
+
+    def control_sequence_energy(self, columns: SubspaceColumns) -> Float[torch.Tensor, "n T"] | None:
+        """Each sequence's mean energy in each tangent's normal controls, (n_seq, T) (the energy ratio's denominator);
+        None when the sums hold the tangents' per-sequence energies only (a live window's)."""
+        if self.sequence_control_energy is not None or self.column_energy is not None:
+            return self.sequence_control_energy
+        return _control_means(self.sequence_energy, columns)
 
 
 @dataclass
@@ -210,7 +220,10 @@ class SubspaceColumns:
         projected = sums.sequence_energy.sum(0).to(scatter)
         tangents = [self.tangent_column(name) for name in self.tangents]
         return dataclasses.replace(
-            sums, sequence_energy=sums.sequence_energy[:, tangents], column_energy=torch.cat([projected, randoms])
+            sums,
+            sequence_energy=sums.sequence_energy[:, tangents],
+            column_energy=torch.cat([projected, randoms]),
+            sequence_control_energy=_control_means(sums.sequence_energy, self),
         )
 
 
@@ -229,6 +242,12 @@ class TangentBlock:
     def energies(self, rows: Float[torch.Tensor, "N d"]) -> Float[torch.Tensor, "N T"]:
         """Each row's squared norm in each tangent, in the rows' dtype (float32 products, as `SubspaceColumns`)."""
         return (rows @ self.bases).square() @ self.membership
+
+
+def _control_means(sequence_energy: torch.Tensor, columns: SubspaceColumns) -> torch.Tensor:
+    """Each sequence's mean energy over each tangent's controls, (n_seq, T), from its energy in every column."""
+    means = [sequence_energy[:, columns.control_columns(name)].mean(1) for name in columns.tangents]
+    return torch.stack(means, dim=1)
 
 
 def _seeds_of(tangents: dict[str, Subspace], seed: int | Mapping[str, int]) -> dict[str, int]:
@@ -310,6 +329,7 @@ def build_results(
         generator=torch.Generator().manual_seed(seed),
     )
     common = _shared_fields(sums, objective, split_point, seed, isoscore, covariance, dim)
+    per_sequence = _per_sequence_fields(sums, columns, tangent_columns)
     # one batched pass per key of `randoms`, shared by the tangents ranked among them
     without_random = {key: isoscore.score_without(covariance, bases) for key, bases in columns.randoms.items()}
     for k in sorted({tangent.rank for tangent in tangents.values()}):
@@ -338,8 +358,23 @@ def build_results(
             isoscore_star_without_controls=isoscore.score_without(covariance, columns.controls[name]),
             isoscore_star_without_random=without_random[columns.randoms_of(name)],
             **common,
+            **{key: value[tangent_index] if key != "sequence_ids" else value for key, value in per_sequence.items()},
         )
     return results
+
+
+def _per_sequence_fields(sums: ProbeSums, columns: SubspaceColumns, tangent_columns: list[int]) -> dict[str, Any]:
+    """The per-sequence `ProbeResult` fields: the ids, and by tangent (lists of T) its energies, its controls' mean
+    energies and the totals, as lists (what `probing.change` pairs between two probes)."""
+    n_tangents = len(tangent_columns)
+    totals = sums.sequence_total.cpu().tolist()
+    controls = sums.control_sequence_energy(columns)
+    return {
+        "sequence_ids": sums.sequence_id.cpu().tolist(),
+        "sequence_energies": sums.tangent_sequence_energy(tangent_columns).cpu().T.tolist(),
+        "sequence_control_energies": [[]] * n_tangents if controls is None else controls.cpu().T.tolist(),
+        "sequence_totals": [totals] * n_tangents,
+    }
 
 
 def _shared_fields(
