@@ -22,6 +22,7 @@ import torch
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.probing.change import paired_change
 from interpreto_anisotropy.sweeps.change import CHANGE_FIELDS, change_fields
+from interpreto_anisotropy.sweeps.verdict import sweep_verdict, verdict_text
 
 LEVEL = 0.05
 
@@ -198,3 +199,18 @@ def test_only_sequences_probed_at_both_checkpoints_are_paired():
     assert changed["energy_share_change"] == pytest.approx(expected, rel=1e-12)
     older = {key: value for key, value in later.items() if not key.startswith("sequence_")}
     assert change_fields([first, older], seed=0)[(5, "1", "early")]["energy_share_change"] is None
+
+
+def test_the_verdict_states_what_training_added():
+    energy, total, control = _synthetic(np.random.default_rng(13), 25, boost=(1.0, 3.0))
+    first = _row(0, energy[0], total[0], control[0], anisotropy_share=0.1)
+    later = _row(60, energy[1], total[1], control[1], anisotropy_share=0.25)
+    rows = [first, later]
+    for row in rows:
+        row.update(change_fields(rows, seed=0)[(row["step"], "1", "early")])
+    text = verdict_text(sweep_verdict(rows))
+    ratio = f"energy ratio {first['energy_ratio']:.2f} at step 0 → {later['energy_ratio']:.2f} at step 60: "
+    interval = f"[{later['energy_ratio_change_low']:+.2f}, {later['energy_ratio_change_high']:+.2f}]"
+    assert f"{ratio}{later['energy_ratio_change']:+.2f} (95 % paired bootstrap interval {interval}" in text
+    assert "anisotropy share 0.100 at step 0 → 0.250 at step 60: +0.150 (no interval)" in text
+    assert "What training added" not in verdict_text(sweep_verdict([first]))
