@@ -214,3 +214,26 @@ def test_the_verdict_states_what_training_added():
     assert f"{ratio}{later['energy_ratio_change']:+.2f} (95 % paired bootstrap interval {interval}" in text
     assert "anisotropy share 0.100 at step 0 → 0.250 at step 60: +0.150 (no interval)" in text
     assert "What training added" not in verdict_text(sweep_verdict([first]))
+
+
+def test_the_change_figure_draws_each_rows_change_and_interval():
+    from interpreto_anisotropy.sweeps.result import SweepResult
+    from interpreto_anisotropy.visualizations.change import plot_change
+
+    energy, total, control = _synthetic(np.random.default_rng(14), 25, boost=(1.0, 3.0))
+    rows = [
+        _row(step, energy[c], total[c], control[c], anisotropy_share=0.1 * (c + 1)) for c, step in enumerate((0, 60))
+    ]
+    for row in rows:
+        row.update(change_fields(rows, seed=0)[(row["step"], "1", "early")])
+    figure = plot_change(SweepResult(rows, {}))
+    ratio_panel = figure.axes[0]
+    (container,) = ratio_panel.containers
+    line, _, (bars,) = container.lines
+    np.testing.assert_allclose(np.asarray(line.get_ydata(), dtype=float), [0.0, rows[1]["energy_ratio_change"]])
+    low, high = rows[1]["energy_ratio_change_low"], rows[1]["energy_ratio_change_high"]
+    segment = bars.get_segments()[1]
+    np.testing.assert_allclose(sorted(segment[:, 1]), [low, high])
+    assert "change not recorded" not in [text.get_text() for text in figure.axes[2].texts]
+    bare = plot_change(SweepResult([{"step": 0, "split_point": "m", "tangent": "early", "energy_share": 0.3}], {}))
+    assert all("change not recorded" in [text.get_text() for text in ax.texts] for ax in bare.axes)
