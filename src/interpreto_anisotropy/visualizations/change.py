@@ -92,7 +92,7 @@ def _draw_panel(ax: Any, name: str, rows: list[dict[str, Any]]) -> None:
             label=f"{kind} tangent".replace("$", r"\$"), gid=f"change:{name}:{kind}",
         )  # fmt: skip
         drawn = True
-    ax.axhline(0.0, color="0.5", linestyle="--", linewidth=1.0)
+    ax.axhline(0.0, color="0.5", linestyle="--", linewidth=1.0, label="no change")
     if not drawn:
         ax.text(0.5, 0.5, "change not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
 
