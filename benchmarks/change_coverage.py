@@ -87,7 +87,9 @@ def pool(factor: float, sigma: float, symmetric: bool, rng: np.random.Generator)
 def changes(pairs: np.ndarray) -> np.ndarray:
     """(energy share change, energy ratio change) of a set of pairs (n, 2, 3)."""
     sums = pairs.sum(0)
-    return np.array([sums[1, 0] / sums[1, 1] - sums[0, 0] / sums[0, 1], sums[1, 0] / sums[1, 2] - sums[0, 0] / sums[0, 2]])
+    return np.array(
+        [sums[1, 0] / sums[1, 1] - sums[0, 0] / sums[0, 1], sums[1, 0] / sums[1, 2] - sums[0, 0] / sums[0, 2]]
+    )
 
 
 def measure(pairs: np.ndarray, n: int, replications: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -116,8 +118,12 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     start = time.perf_counter()
-    print(f"{args.replications} replications, {CHANGE_RESAMPLES} resamples, nominal {CONFIDENCE:.0%} (seed {args.seed})")
-    print(f"{'process':<28} {'n':>3}  {'coverage share':>16} {'coverage ratio':>16}  {'reject share':>12} {'reject ratio':>12}")
+    print(
+        f"{args.replications} replications, {CHANGE_RESAMPLES} resamples, nominal {CONFIDENCE:.0%} (seed {args.seed})"
+    )
+    print(
+        f"{'process':<28} {'n':>3}  {'coverage share':>16} {'coverage ratio':>16}  {'reject share':>12} {'reject ratio':>12}"
+    )
     for name, (factor, sigma, symmetric) in PROCESSES.items():
         rng = np.random.default_rng(args.seed)
         pairs = pool(factor, sigma, symmetric, rng)
