@@ -35,6 +35,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.metrics.isotropy",
     "interpreto_anisotropy.metrics.manifold",
     "interpreto_anisotropy.probing.anisotropy",
+    "interpreto_anisotropy.probing.change",
     "interpreto_anisotropy.probing.finding",
     "interpreto_anisotropy.probing.intervals",
     "interpreto_anisotropy.probing.masking",

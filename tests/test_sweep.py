@@ -427,3 +427,20 @@ def test_a_split_point_is_selected_by_its_label_or_its_module_path(decoder_sweep
     assert by_label == by_path == table.rows
     assert table.select(split_point=0).rows == []
     assert ia.plotting.plot_energy(table, split_point=1, tangent="early") is not None
+
+
+def test_rows_change_from_their_curves_first_checkpoint(decoder_sweep):
+    """Each row's change (sweeps.change) against its curve's first row, recomputed from the two rows' own values."""
+    _, table = decoder_sweep
+    for tangent in ("early", "each"):
+        rows = sorted(table.select(tangent=tangent).rows, key=lambda row: row["step"])
+        first = rows[0]
+        assert first["energy_ratio_change"] == 0.0 and first["energy_ratio_change_p_value"] is None
+        for row in rows[1:]:
+            assert row["change_reference_step"] == first["step"]
+            assert row["change_n_sequences"] == row["n_sequences"] == first["n_sequences"]
+            for name in ("energy_share", "energy_ratio", "anisotropy_share"):
+                assert row[f"{name}_change"] == pytest.approx(row[name] - first[name], rel=1e-9, abs=1e-12)
+            for name in ("energy_share", "energy_ratio"):
+                assert row[f"{name}_change_low"] <= row[f"{name}_change"] <= row[f"{name}_change_high"]
+                assert 0 < row[f"{name}_change_p_value"] <= 1

@@ -167,6 +167,29 @@ class RankCorrelation:
         return Close(0.0, self.swaps * 12 / (n * n - 1)).ratio(actual, expected, record)
 
 
+@dataclass(frozen=True)
+class Change:
+    """A change X - X_0 from the curve's first checkpoint, or a bound of its interval (`sweeps.change`).
+
+    Its operands X and X_0 each move by rtol of themselves, so the change by rtol (|X| + |X_0|) whatever it is (it
+    may cancel); a bound D +- m se moves with D and with se, whose rounding is rtol of the bound's distance m se
+    from D.
+
+    Attributes:
+        of: The record's key of X (e.g. "energy_ratio"); X_0 = X - the record's "{of}_change".
+    """
+
+    of: str
+    rtol: float = FLOAT32_RTOL
+
+    def ratio(self, actual: Any, expected: Any, record: dict) -> float:
+        value, change = record.get(self.of), record.get(f"{self.of}_change")
+        if expected is None or value is None or change is None:
+            return Exact().ratio(actual, expected, record)
+        atol = self.rtol * (abs(value) + abs(value - change) + abs(expected - change))
+        return Close(0.0, atol).ratio(actual, expected, record)
+
+
 _SHARE = Close()
 _UNIT = Close(atol=FLOAT32_RTOL)  # differences of values of order one: cosines, IsoScore* changes, correlations
 _ANGLE = Close(rtol=0.0, atol=ANGLE)
@@ -179,7 +202,7 @@ RULES: dict[str, Any] = {
         """name method n_tokens n_sequences dim rank chance confidence objective reduction split_point seed
         n_skipped_batches n_skipped_sequences extra frequency_buckets frequency_n_tokens position_buckets
         position_n_tokens isoscore_convention isoscore_zeta isoscore_c0 checkpoint step revision layer tangent
-        activation_d activation_n freq_distance_n drift_previous_step positions sequence_ids loss_count draw_seed n_random""".split(),
+        activation_d activation_n freq_distance_n drift_previous_step positions loss_count draw_seed n_random""".split(),
         _EXACT,
     ),
     **dict.fromkeys(
@@ -207,6 +230,19 @@ RULES: dict[str, Any] = {
     "anisotropy_share_p_value": RankPValue("delta_isoscore_star", "delta_isoscore_star_controls", _UNIT),
     "anisotropy_p_value_exact": RankPValue("delta_isoscore_star", "delta_isoscore_star_random", _UNIT),
     "z_score": ZScore(),
+    **{
+        f"{name}_change{suffix}": Change(name)
+        for name in ("energy_share", "energy_ratio")
+        for suffix in ("", "_low", "_high")
+    },
+    "anisotropy_share_change": Change("anisotropy_share"),
+    # a count of resamples with |t*| >= |t|: it can flip only for a resample within rounding of |t|, none here so far
+    "energy_share_change_p_value": _EXACT,
+    "energy_ratio_change_p_value": _EXACT,
+    "sequence_ids": _EXACT,
+    "change_reference_step": _EXACT,
+    "change_n_sequences": _EXACT,
+    **dict.fromkeys(("sequence_energies", "sequence_control_energies", "sequence_totals"), _SHARE),
     # a count of dimensions above a threshold: it can flip only for a dimension at the threshold, none here so far
     "activation_n_outlier_dimensions": _EXACT,
     "basis": SameSubspace(),

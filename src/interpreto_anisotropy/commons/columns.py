@@ -93,6 +93,7 @@ class Unit(str, Enum):
     TEXT = "text"
     INTEGER = "integer"
     FLAG = "true or false"
+    ENERGY = "squared gradient norm (units of (dL/dh)^2)"
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,25 @@ TANGENT_KINDS: dict[str, str] = {
 }
 
 _U, _K = Unit, Kind
+_CHANGE = "what-training-added"  # the anchor of the section of docs/statistics.md (and docs/concepts.md)
+
+
+def _change_columns(name: str, label: str, unit: Unit) -> tuple[Column, ...]:
+    """The change of `name` from the curve's first checkpoint, its paired bootstrap interval and its p-value."""
+    where = "(0 at the first checkpoint itself)"
+    return (
+        Column(f"{name}_change", Kind.NUMBER, f"Change of the {label} from the first checkpoint of the curve {where}",
+               unit, f"{name} - {name} at change_reference_step, over the sequences probed at both", _CHANGE),
+        Column(f"{name}_change_low", Kind.NUMBER, f"Lower bound of the paired bootstrap interval of {name}_change "
+               "(level: confidence; [0, 0] at the first checkpoint)", unit, concept=_CHANGE),
+        Column(f"{name}_change_high", Kind.NUMBER, f"Upper bound of the paired bootstrap interval of {name}_change",
+               unit, concept=_CHANGE),
+        Column(f"{name}_change_p_value", Kind.NUMBER, f"p-value of no change of the {label} from the first checkpoint "
+               "(ours, not the paper's): paired bootstrap-t over the same probe sequences; empty at the first "
+               "checkpoint", _U.PROBABILITY, "(1 + #{|t*_b| >= |change / se|}) / (B + 1)", _CHANGE),
+    )  # fmt: skip
+
+
 _ISOSCORE = "isoscore-and-the-anisotropy-share"  # the anchor of the IsoScore* section of docs/concepts.md
 # fmt: off
 COLUMNS: tuple[Column, ...] = (
@@ -300,6 +320,24 @@ COLUMNS: tuple[Column, ...] = (
     Column("drift_previous_max_angle", _K.NUMBER, "Largest principal angle between this checkpoint's own tangent and the "
            "previous checkpoint's (empty at the first)", _U.RADIANS, concept="other-measurements-of-a-sweep"),
     Column("drift_previous_step", _K.INTEGER, "Step of the previous checkpoint that drift_previous_* compare with", _U.STEP),
+    # what training added (sweeps.change): the change from the curve's first checkpoint
+    Column("sequence_ids", _K.NUMBERS, "Index in the probe texts of each probed sequence (a list, in rows.jsonl only; "
+           "not in a live probe's rows)", _U.INTEGER, concept=_CHANGE),
+    Column("sequence_energies", _K.NUMBERS, "Each probed sequence's gradient energy in the tangent (a list, in rows.jsonl "
+           "only)", _U.ENERGY, "‖G_i Q_T‖_F² over the rows G_i of sequence i", _CHANGE),
+    Column("sequence_control_energies", _K.NUMBERS, "Each probed sequence's mean gradient energy in the normal controls "
+           "(a list, in rows.jsonl only)", _U.ENERGY, "mean_r ‖G_i Q_N^(r)‖_F²", _CHANGE),
+    Column("sequence_totals", _K.NUMBERS, "Each probed sequence's squared gradient norm (a list, in rows.jsonl only)",
+           _U.ENERGY, "‖G_i‖_F²", _CHANGE),
+    Column("change_reference_step", _K.INTEGER, "Step of the first checkpoint of the row's curve (same split point and "
+           "tangent kind), which the *_change columns compare with", _U.STEP, concept=_CHANGE),
+    Column("change_n_sequences", _K.INTEGER, "Probe sequences probed at both this checkpoint and the first, which the "
+           "change's paired bootstrap resamples", _U.COUNT, concept=_CHANGE),
+    *_change_columns("energy_share", "energy share E_T", _U.FRACTION),
+    *_change_columns("energy_ratio", "energy ratio E_T / mean E_N", _U.RATIO),
+    Column("anisotropy_share_change", _K.NUMBER, "Change of the anisotropy share from the first checkpoint of the curve "
+           "(no interval: the probe keeps no per-sequence gradient covariance to resample)", _U.ISOSCORE_DELTA,
+           "anisotropy_share - anisotropy_share at change_reference_step", _CHANGE),
     # a live probe's windows (live.rows)
     Column("window_first_step", _K.INTEGER, "Optimizer step of the weights of the window's first micro-batch", _U.STEP),
     Column("window_steps", _K.INTEGER, "Optimizer steps a live window pooled", _U.COUNT),

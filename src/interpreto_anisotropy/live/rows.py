@@ -2,7 +2,8 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """A closed window as a sweep row: a sweep row's identity fields (``checkpoint`` "live-{step}", ``source`` "live"),
-every `ProbeResult` field, and the window's (``window_*``, ``retrospective``, ``tangent_fitted_at``); each column's
+every `ProbeResult` field but the per-sequence lists (a window's sequences are its own: nothing pairs them with
+another window's), and the window's (``window_*``, ``retrospective``, ``tangent_fitted_at``); each column's
 meaning is in `commons.columns` (docs/columns.md).
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..probing.result import ProbeResult
+from ..probing.result import PER_SEQUENCE_FIELDS, ProbeResult
 from .options import ROW_SOURCE
 
 __all__ = ["live_row", "figures"]
@@ -48,7 +49,7 @@ def live_row(
         "layer": layer if isinstance(layer, int) else str(layer),
         "split_point": path,
         "tangent": kind,
-        **result.to_dict(),
+        **{key: value for key, value in result.to_dict().items() if key not in PER_SEQUENCE_FIELDS},
         "window_first_step": first_step,
         "window_steps": step - first_step + 1,
         "window_micro_batches": micro_batches,

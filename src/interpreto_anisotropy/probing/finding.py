@@ -20,6 +20,7 @@ __all__ = [
     "ANISOTROPY_P_APPROXIMATE_COLUMN",
     "CAVEAT",
     "anisotropy_p_value",
+    "change_sentence",
     "fmt",
     "number",
     "probe_lines",
@@ -84,6 +85,48 @@ def _interval(fields: Mapping[str, Any]) -> str:
 def _draws(fields: Mapping[str, Any], name: str) -> int:
     values = fields.get(name)
     return len(values) if values is not None else 0
+
+
+def _changed(name: str, label: str, first: Mapping[str, Any], last: Mapping[str, Any], digits: int) -> str | None:
+    """ "{label} {first} at step s0 -> {last} at step s1: {change} ({level} interval [a, b], p of no change)"."""
+    before, after, change = number(first.get(name)), number(last.get(name)), number(last.get(f"{name}_change"))
+    if before is None or after is None or change is None:
+        return None
+    low, high = number(last.get(f"{name}_change_low")), number(last.get(f"{name}_change_high"))
+    p_change = number(last.get(f"{name}_change_p_value"))
+    confidence = number(last.get("confidence"))
+    level = f"{100 * confidence:g} % " if confidence is not None else ""
+    interval = (
+        f"{level}paired bootstrap interval [{low:+.{digits}f}, {high:+.{digits}f}], p of no change {fmt(p_change, 3)}"
+        if low is not None and high is not None
+        else "no interval"
+    )
+    return (
+        f"{label} {before:.{digits}f} at step {first['step']} → {after:.{digits}f} at step {last['step']}: "
+        f"{change:+.{digits}f} ({interval})"
+    )
+
+
+def change_sentence(first: Mapping[str, Any], last: Mapping[str, Any]) -> str | None:
+    """What training added between a curve's first and last rows, in words (None when the rows have no change).
+
+    Args:
+        first: The curve's first row (the change's reference, `change_reference_step`).
+        last: Its last row, with the change columns of `sweeps.change`.
+
+    Returns:
+        E.g. "What training added: energy ratio 1.82 at step 0 → 16.30 at step 60: +14.48 (95 % paired bootstrap
+        interval [+9.10, +20.20], p of no change 0.001); energy share ...; anisotropy share ... (no interval)."
+    """
+    parts = [
+        _changed("energy_ratio", "energy ratio", first, last, 2),
+        _changed("energy_share", "energy share", first, last, 4),
+        _changed("anisotropy_share", "anisotropy share", first, last, 3),
+    ]
+    found = [part for part in parts if part is not None]
+    if not found or last["step"] == first["step"]:
+        return None
+    return f"What training added: {'; '.join(found)}."
 
 
 def probe_lines(fields: Mapping[str, Any]) -> list[str]:

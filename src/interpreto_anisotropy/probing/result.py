@@ -17,7 +17,10 @@ from ..metrics.isotropy import DEFAULT_ZETA
 from ..tangents.controls import p_value
 from .finding import probe_lines
 
-__all__ = ["ProbeResult"]
+__all__ = ["PER_SEQUENCE_FIELDS", "ProbeResult"]
+
+#: The fields that list one value per probed sequence (what `probing.change` pairs between two probes).
+PER_SEQUENCE_FIELDS = ("sequence_ids", "sequence_energies", "sequence_control_energies", "sequence_totals")
 
 
 @dataclass(repr=False)
@@ -36,6 +39,10 @@ class ProbeResult:
             `delta_isoscore_star_random`: (R',).
         anisotropy_share: delta_isoscore_star - mean(delta_isoscore_star_controls), with its two p-values.
         frequency_buckets: The energy breakdown by token frequency (and `position_*` by position), lists.
+        sequence_ids: Each probed sequence's index in the inputs, with its energy in the tangent
+            (`sequence_energies`), its mean energy in the controls (`sequence_control_energies`) and its squared
+            gradient norm (`sequence_totals`): what a paired comparison of two probes resamples
+            (`probing.change`).
         Others: the remaining columns (counts, chance, ratios, settings, skip counts), as docs/columns.md says.
 
     Examples:
@@ -99,6 +106,10 @@ class ProbeResult:
     n_skipped_batches: int = 0
     n_skipped_sequences: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    sequence_ids: list[int] = field(default_factory=list)
+    sequence_energies: list[float] = field(default_factory=list)
+    sequence_control_energies: list[float] = field(default_factory=list)
+    sequence_totals: list[float] = field(default_factory=list)
 
     @classmethod
     def build(

@@ -71,6 +71,8 @@ class ProbeSums:
         n_sequences: Probed sequences over every rank (after the reduction).
         column_energy: Every row's energy in each tangent and control, (S,), when read from G^T G (the live probe's
             windows); None: `sequence_energy`'s sum.
+        sequence_control_energy: With `column_energy`, each sequence's mean energy in each tangent's normal
+            controls, (n_seq, T); None: read from `sequence_energy`.
     """
 
     sequence_energy: Float[torch.Tensor, "n S"]
@@ -82,6 +84,7 @@ class ProbeSums:
     tally: Tally
     n_sequences: int = 0
     column_energy: Float[torch.Tensor, " S"] | None = None
+    sequence_control_energy: Float[torch.Tensor, "n T"] | None = None
 
     def energy_per_column(self) -> Float[torch.Tensor, " S"]:
         """The energy of all the rows in each tangent and control, (S,)."""
@@ -90,6 +93,13 @@ class ProbeSums:
     def tangent_sequence_energy(self, tangent_columns: list[int]) -> Float[torch.Tensor, "n T"]:
         """Each sequence's energy in each tangent, (n_seq, T) (what the interval's bootstrap resamples)."""
         return self.sequence_energy if self.column_energy is not None else self.sequence_energy[:, tangent_columns]
+
+    def control_sequence_energy(self, columns: SubspaceColumns) -> Float[torch.Tensor, "n T"] | None:
+        """Each sequence's mean energy in each tangent's normal controls, (n_seq, T) (the energy ratio's denominator);
+        None when the sums hold the tangents' per-sequence energies only (a live window's)."""
+        if self.sequence_control_energy is not None or self.column_energy is not None:
+            return self.sequence_control_energy
+        return _control_means(self.sequence_energy, columns)
 
 
 @dataclass
@@ -217,6 +227,12 @@ class TangentBlock:
         return len(self.widths)
 
 
+def _control_means(sequence_energy: torch.Tensor, columns: SubspaceColumns) -> torch.Tensor:
+    """Each sequence's mean energy over each tangent's controls, (n_seq, T), from its energy in every column."""
+    means = [sequence_energy[:, columns.control_columns(name)].mean(1) for name in columns.tangents]
+    return torch.stack(means, dim=1)
+
+
 def _seeds_of(tangents: dict[str, Subspace], seed: int | Mapping[str, int]) -> dict[str, int]:
     """{tangent name: the seed of its draws}, from one seed or a mapping that covers every tangent."""
     if isinstance(seed, Mapping):
@@ -301,6 +317,7 @@ def build_results(
     common = _shared_fields(sums, objective, split_point, seed, isoscore, covariance, dim)
     # one chunked pass per key of `randoms`, shared by the tangents ranked among them
     random_scores = columns.random_scores(sums.moments, covariance, isoscore)
+    per_sequence = _per_sequence_fields(sums, columns, tangent_columns)
     sum_total = float(sums.sequence_total.sum())
     for k in sorted({tangent.rank for tangent in tangents.values()}):
         warn_if_anti_conservative(k, dim, stacklevel=3)
@@ -329,8 +346,23 @@ def build_results(
             isoscore_star_without_controls=isoscore.score_without(covariance, columns.controls[name]),
             isoscore_star_without_random=without_random,
             **common,
+            **{key: value[tangent_index] if key != "sequence_ids" else value for key, value in per_sequence.items()},
         )
     return results
+
+
+def _per_sequence_fields(sums: ProbeSums, columns: SubspaceColumns, tangent_columns: list[int]) -> dict[str, Any]:
+    """The per-sequence `ProbeResult` fields: the ids, and by tangent (lists of T) its energies, its controls' mean
+    energies and the totals, as lists (what `probing.change` pairs between two probes)."""
+    n_tangents = len(tangent_columns)
+    totals = sums.sequence_total.cpu().tolist()
+    controls = sums.control_sequence_energy(columns)
+    return {
+        "sequence_ids": sums.sequence_id.cpu().tolist(),
+        "sequence_energies": sums.tangent_sequence_energy(tangent_columns).cpu().T.tolist(),
+        "sequence_control_energies": [[]] * n_tangents if controls is None else controls.cpu().T.tolist(),
+        "sequence_totals": [totals] * n_tangents,
+    }
 
 
 def _shared_fields(

@@ -38,6 +38,7 @@ from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
 from . import draws, hub_access, hub_cache
+from .change import refresh_changes
 from .checkpoints import Checkpoint
 from .config import SweepConfig
 from .drift import PreviousDrift, drift
@@ -173,6 +174,7 @@ class CheckpointSweep:
                 self._kept_reads.clear()
         if distributed.is_main_process():
             self._drift.refresh()
+            refresh_changes(self.store, seed=self.settings.seed)
 
     def _run_rounds(
         self, rounds: list[list[Checkpoint]], mine: list[Checkpoint | None], *, by_checkpoint: bool, per_round: int

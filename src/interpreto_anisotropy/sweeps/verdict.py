@@ -20,6 +20,7 @@ from ..probing.finding import (
     ANISOTROPY_P_EXACT_COLUMN,
     CAVEAT,
     anisotropy_p_value,
+    change_sentence,
     probe_lines,
 )
 from ..probing.finding import fmt as _fmt
@@ -80,6 +81,7 @@ class CurveVerdict:
         anisotropy_p_exact: Whether `anisotropy_p` is an exact p-value (else the approximate normal-control one).
         n_positive_anisotropy: Rows with a positive anisotropy share (of those that have one).
         n_anisotropy: Rows with an anisotropy share.
+        change: What training added from the first to the last checkpoint, in words ("" without change columns).
     """
 
     split_point: str
@@ -100,6 +102,7 @@ class CurveVerdict:
     anisotropy_p_exact: bool
     n_positive_anisotropy: int
     n_anisotropy: int
+    change: str = ""
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,7 @@ def _curve(
     ratios = [(value, int(row["step"])) for row in rows if (value := _number(row.get("energy_ratio"))) is not None]
     peak = max(ratios, key=lambda item: item[0], default=(None, None))
     last = max(rows, key=lambda row: int(row["step"]))
+    first = min(rows, key=lambda row: int(row["step"]))
     tested = [row for row in rows if _number(row.get(column)) is not None]
     surviving = {
         method: sum(value is not None and value <= level for value in values) for method, values in adjusted.items()
@@ -254,6 +258,7 @@ def _curve(
         anisotropy_p_exact=exact,
         n_positive_anisotropy=sum(value > 0 for value in shares),
         n_anisotropy=len(shares),
+        change=change_sentence(first, last) or "",
     )
 
 
@@ -292,14 +297,16 @@ def _anisotropy_sentence(curve: CurveVerdict) -> str:
     )
 
 
-def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, str, str, str]:
-    """A curve's verdict in words: (heading, ratio sentence, significance sentence, anisotropy sentence)."""
+def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, ...]:
+    """A curve's verdict in words: (heading, ratio sentence, significance sentence, anisotropy sentence), then what
+    training added when the rows have their change from the first checkpoint."""
     heading = f"Split point {curve.split_point}, {curve.tangent} tangent ({curve.n_rows} checkpoints):"
     return (
         heading,
         _ratio_sentence(curve),
         _significance_sentence(curve, verdict),
         _anisotropy_sentence(curve),
+        *((curve.change,) if curve.change else ()),
     )
 
 

@@ -21,6 +21,7 @@ from matplotlib.lines import Line2D
 
 from ..errors import EmptyInputError
 from .buckets import plot_energy_by_bucket
+from .change import plot_change
 from .steps import STEP_LABEL, step_axis
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,6 +33,7 @@ __all__ = [
     "plot_sweep",
     "plot_energy",
     "plot_energy_ratio",
+    "plot_change",
     "plot_delta_isoscore",
     "plot_isotropy",
     "plot_drift",
@@ -665,6 +667,7 @@ def plot_loss(result: SweepResult, *, split_point: str | None = None, tangent: s
 FIGURES: dict[str, Callable[..., Figure]] = {
     "energy": plot_energy,
     "energy_ratio": plot_energy_ratio,
+    "change": plot_change,
     "delta_isoscore": plot_delta_isoscore,
     "isotropy": plot_isotropy,
     "drift": plot_drift,

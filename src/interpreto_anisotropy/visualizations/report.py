@@ -97,6 +97,11 @@ _FIGURE_CAPTIONS = {
         "Tangent energy over the controls' mean energy. Filled markers: p-value at or below 0.05; the smallest "
         "attainable p-value is 1/(R+1)."
     ),
+    "change": (
+        "What training added: each checkpoint's change from the first checkpoint of its curve, in energy ratio, "
+        "energy share and anisotropy share, with 95 % paired bootstrap intervals over the same probe sequences "
+        "(ours; none for the anisotropy share). An interval that excludes 0: training changed it."
+    ),
     "delta_isoscore": (
         "How much more isotropic (IsoScore*) the gradient cloud becomes when the tangent is projected out (solid), "
         "against projecting out each control (band and dashed mean)."

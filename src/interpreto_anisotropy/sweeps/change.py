@@ -1,0 +1,139 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""What training added: each sweep row's change from the first checkpoint of its curve (same split point and
+tangent kind), in energy share, energy ratio and anisotropy share, with a paired bootstrap interval and a p-value
+of "no change" (`probing.change`; docs/statistics.md#what-training-added).
+
+The pairs are the probe sequences both rows probed (their `sequence_ids`): the same texts at both checkpoints, one
+resample of their indices applied at both. The first checkpoint's own change is 0 with the interval [0, 0] and no
+p-value (it is not compared with itself).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..probing.change import paired_change
+from .rows_file import is_skipped, row_key
+from .store import SweepStore
+
+__all__ = ["CHANGE_FIELDS", "CHANGE_RESAMPLES", "change_fields", "refresh_changes"]
+
+#: Paired bootstrap resamples behind each row's change interval and p-value (as the energy share's interval).
+CHANGE_RESAMPLES = 1000
+
+#: The statistics whose change has an interval: (name, denominator field of the per-sequence lists).
+_PAIRED = (("energy_share", "sequence_totals"), ("energy_ratio", "sequence_control_energies"))
+
+#: The row fields `change_fields` fills.
+CHANGE_FIELDS = (
+    "change_reference_step",
+    "change_n_sequences",
+    *(f"{name}_change{suffix}" for name, _ in _PAIRED for suffix in ("", "_low", "_high", "_p_value")),
+    "anisotropy_share_change",
+)
+
+
+def change_fields(
+    rows: Sequence[Mapping[str, Any]], *, seed: int, n_resamples: int = CHANGE_RESAMPLES
+) -> dict[tuple[int, str, str], dict[str, Any]]:
+    """{row key: its change fields} for every computed row, against the first checkpoint of its curve.
+
+    Args:
+        rows: A sweep's rows (skipped ones are left out).
+        seed: Seed of the resamples (the same indices for every row: `torch.Generator().manual_seed(seed)`).
+        n_resamples: Bootstrap resamples B.
+
+    Returns:
+        {`rows_file.row_key`: {field: value}}: the fields of `CHANGE_FIELDS`, None where not computable (rows
+        without per-sequence energies, written before they existed; no sequence probed at both).
+    """
+    curves: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if not is_skipped(row):
+            curves.setdefault(row_key(row)[1:], []).append(row)
+    found = {}
+    for curve in curves.values():
+        first = min(curve, key=lambda row: row["step"])
+        for row in curve:
+            found[row_key(row)] = row_change(first, row, seed=seed, n_resamples=n_resamples)
+    return found
+
+
+def row_change(
+    first: Mapping[str, Any], row: Mapping[str, Any], *, seed: int, n_resamples: int = CHANGE_RESAMPLES
+) -> dict[str, Any]:
+    """The change fields of `row` against `first`, the first row of its curve (`change_fields`)."""
+    fields: dict[str, Any] = dict.fromkeys(CHANGE_FIELDS)
+    fields["change_reference_step"] = first["step"]
+    fields["anisotropy_share_change"] = _difference(row.get("anisotropy_share"), first.get("anisotropy_share"))
+    if row is first or row_key(row) == row_key(first):
+        zero = {f"{name}_change{suffix}": 0.0 for name, _ in _PAIRED for suffix in ("", "_low", "_high")}
+        return {**fields, **zero, "change_n_sequences": len(row.get("sequence_ids") or [])}
+    pairs = _pairs(first, row)
+    if pairs is None:
+        return fields
+    fields["change_n_sequences"] = len(pairs[0])
+    confidence = float(row.get("confidence") or 0.95)
+    for name, denominator in _PAIRED:
+        arrays = [_column(source, key, indices) for source, indices in zip((first, row), pairs, strict=True)
+                  for key in ("sequence_energies", denominator)]  # fmt: skip
+        if any(array is None for array in arrays):
+            continue
+        a0, b0, a1, b1 = arrays
+        found = paired_change(
+            (a0, a1), (b0, b1), n_resamples=n_resamples, confidence=confidence,
+            generator=torch.Generator().manual_seed(seed),
+        )  # fmt: skip
+        values = (found.change[0], found.low[0], found.high[0], found.p_value[0])
+        for suffix, value in zip(("", "_low", "_high", "_p_value"), values, strict=True):
+            fields[f"{name}_change{suffix}"] = _finite_or_none(value)
+    return fields
+
+
+def refresh_changes(store: SweepStore, *, seed: int) -> None:
+    """Recompute every row's change from its curve's first checkpoint and rewrite rows.jsonl if any changed (a
+    resumed sweep may have gained an earlier first checkpoint)."""
+    fields = change_fields(store.rows(), seed=seed)
+    store.update_rows(lambda row: {**row, **fields[row_key(row)]} if row_key(row) in fields else row)
+
+
+def _pairs(first: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[list[int], list[int]] | None:
+    """The positions in `first`'s and `row`'s per-sequence lists of the sequences both probed, by increasing id."""
+    ids_first, ids_row = first.get("sequence_ids"), row.get("sequence_ids")
+    if not ids_first or not ids_row:
+        return None
+    where_first = {sequence: index for index, sequence in enumerate(ids_first)}
+    where_row = {sequence: index for index, sequence in enumerate(ids_row)}
+    common = sorted(set(where_first) & set(where_row))
+    if not common:
+        return None
+    return [where_first[sequence] for sequence in common], [where_row[sequence] for sequence in common]
+
+
+def _column(row: Mapping[str, Any], key: str, indices: list[int]) -> np.ndarray | None:
+    """The (n, 1) column of `row[key]` at `indices`; None when the row has no such list (or a hole in it)."""
+    values = row.get(key)
+    if not values or len(values) <= max(indices):
+        return None
+    picked = [values[index] for index in indices]
+    if any(value is None for value in picked):
+        return None
+    return np.asarray(picked, dtype=np.float64)[:, None]
+
+
+def _difference(value: Any, reference: Any) -> float | None:
+    if not isinstance(value, (int, float)) or not isinstance(reference, (int, float)):
+        return None
+    return _finite_or_none(float(value) - float(reference))
+
+
+def _finite_or_none(value: Any) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
