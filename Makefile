@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast test-compat lint format bench docs tutorials gpu-rehearsal dist dist-check clean
+.PHONY: install demo test test-fast test-margins test-compat lint format bench docs tutorials gpu-rehearsal dist dist-check clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,13 @@ test-compat: .venv-compat-py310/.installed .venv-compat-py313/.installed
 # The quick loop: every test not marked slow (no sweeps end to end, kills, torchrun, tutorials or docs build).
 test-fast: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow" tests
+
+# Each tolerance comparison's margin (tolerance / worst error) under 1, 2 and 4 threads and float32 matmul
+# precision "highest" and "high": benchmarks/margins/test_margins.py (TESTS: the pytest arguments; default the files
+# that compare with a tolerance, slow tests left out). The report goes to $(MARGINS_OUT).
+MARGINS_OUT ?= runs/test_margins.md
+test-margins: $(STAMP)
+	$(BIN)/python benchmarks/margins/test_margins.py --out $(MARGINS_OUT) -- $(TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples docs

@@ -25,7 +25,8 @@ Fixtures:
     gpt_neox_classifier_mwsp: the same classifier in `ModelWithSplitPoints` at ``split_point=1``.
     toy_checkpoints: a tiny `train_toy` run (GPT-NeoX, 20 steps, hidden 32), its `ToyRun` result.
 
-Torch runs on one CPU thread during tests (set ``INTERPRETO_ANISOTROPY_TEST_THREADS`` to change it).
+Torch runs on one CPU thread during tests (set ``INTERPRETO_ANISOTROPY_TEST_THREADS`` to change it), its float32
+matmul precision ``INTERPRETO_ANISOTROPY_TEST_MATMUL_PRECISION`` (default "highest").
 
 ``--device cuda`` (or ``INTERPRETO_ANISOTROPY_TEST_DEVICE=cuda``) runs the device tests (`chosen_device`:
 tests/test_on_device.py, tests/test_host_sync.py) on that device; the default is the CPU.
@@ -48,6 +49,8 @@ import torch  # noqa: E402
 # Tiny models run fastest on one CPU thread; with more, spinning threads slow every op down several times over on
 # a busy machine (Occlusion on the toy classifier: 5 s with 2 threads, 1 s with 1). Override with this variable.
 torch.set_num_threads(int(os.environ.get("INTERPRETO_ANISOTROPY_TEST_THREADS", "1")))
+# benchmarks/margins/test_margins.py reruns tests under "high" as well ("highest" is torch's default).
+torch.set_float32_matmul_precision(os.environ.get("INTERPRETO_ANISOTROPY_TEST_MATMUL_PRECISION", "highest"))
 
 TOY_VOCAB_SIZE = 512
 TOY_HIDDEN_SIZE = 64

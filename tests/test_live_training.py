@@ -25,7 +25,6 @@ from helpers.live_kit import (
     micro_batch,
     post_hoc,
     probe_inputs,
-    relative_error,
     run_windows,
     train_step,
 )
@@ -94,7 +93,7 @@ def test_early_tangent_is_the_pca_of_the_early_activations_and_scores_earlier_wi
     for live, given, snapshot, batches in zip(rows, given_rows, snapshots, steps, strict=True):
         assert live["draw_seed"] != given["draw_seed"]
         for name in set(COMPARED) - drawn:
-            assert relative_error(live[name], given[name]) < 1e-6, name
+            np.testing.assert_allclose(live[name], given[name], rtol=1e-6, err_msg=name)
         assert_same_window(
             live, post_hoc(snapshot, tokenizer, batches, fitted, objective="causal_lm", draw_seed=live["draw_seed"])
         )
@@ -124,8 +123,8 @@ def test_retrospective_windows_without_room_for_their_rows_have_no_interval(gpt_
         lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, nb_concepts=K, early_steps=2),
     )
     for without, kept in zip(rows, kept_all, strict=True):
-        assert relative_error(without["energy_share"], kept["energy_share"]) < 1e-6
-        assert relative_error(without["control_energy_shares"], kept["control_energy_shares"]) < 1e-6
+        np.testing.assert_allclose(without["energy_share"], kept["energy_share"], rtol=1e-6)
+        np.testing.assert_allclose(without["control_energy_shares"], kept["control_energy_shares"], rtol=1e-6)
 
 
 def test_refit_every_two_steps(gpt_neox_training_model, texts):

@@ -14,6 +14,7 @@ import pytest
 import scipy.linalg
 import torch
 import torch.nn.functional as F
+from helpers.tolerances import assert_difference_close
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
@@ -227,7 +228,8 @@ def test_result_numbers_equal_a_numpy_recomputation(gpt_neox_mwsp, neox_tangent,
     assert result.isoscore_star_without_tangent == pytest.approx(_numpy_isoscore_star(G @ complement), abs=1e-6)
     without_controls = [_numpy_isoscore_star(G @ scipy.linalg.null_space(C.T)) for C in controls]
     np.testing.assert_allclose(result.isoscore_star_without_controls, without_controls, atol=1e-6)
-    assert result.delta_isoscore_star == pytest.approx(result.isoscore_star_without_tangent - result.isoscore_star)
+    terms = (result.isoscore_star_without_tangent, result.isoscore_star)
+    assert_difference_close(result.delta_isoscore_star, terms[0] - terms[1], *terms, rtol=1e-6)
     sequence_ids = raw.sequence_ids.numpy()
     assert result.n_sequences == len(np.unique(sequence_ids))
     # Loss: mean next-token cross-entropy over the probed tokens.

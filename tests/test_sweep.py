@@ -18,6 +18,7 @@ import time
 import numpy as np
 import pytest
 import torch
+from helpers.tolerances import assert_difference_close
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
@@ -147,10 +148,11 @@ def test_rows_equal_direct_probe_and_metric_calls(decoder_sweep, toy_checkpoints
             "p_value",
             "p_value_exact",
             "oracle_energy_share",
-            "delta_isoscore_star",
             "loss",
         ):
             assert row[field] == pytest.approx(getattr(expected, field), rel=1e-6, abs=1e-9), field
+        terms = (expected.isoscore_star_without_tangent, expected.isoscore_star)  # tests/helpers/tolerances.py
+        assert_difference_close(row["delta_isoscore_star"], expected.delta_isoscore_star, *terms, rtol=1e-6)
         np.testing.assert_allclose(row["control_energy_shares"], expected.control_energy_shares, rtol=1e-6)
         np.testing.assert_allclose(row["random_energy_shares"], expected.random_energy_shares, rtol=1e-6)
         for key, value in summary.items():

@@ -9,11 +9,13 @@ Usage: python -m torch.distributed.run --nproc_per_node=2 distributed_worker.py 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests folder, for helpers.live_kit
 
+import torch
 import torch.distributed as dist
 from interpreto import ModelWithSplitPoints
 
@@ -23,6 +25,9 @@ from interpreto_anisotropy.commons import distributed
 
 def main() -> None:
     args = json.loads(open(sys.argv[1]).read())
+    # The test's threads and float32 matmul precision (tests/conftest.py; benchmarks/margins/test_margins.py varies them)
+    torch.set_num_threads(int(os.environ.get("INTERPRETO_ANISOTROPY_TEST_THREADS", "1")))
+    torch.set_float32_matmul_precision(os.environ.get("INTERPRETO_ANISOTROPY_TEST_MATMUL_PRECISION", "highest"))
     assert distributed.init_from_environment(), "expected a process group with several ranks"
     if args["mode"] == "probe_nonfinite":
         model, tokenizer = ia.checkpoints.load_checkpoint(
