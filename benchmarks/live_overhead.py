@@ -15,12 +15,15 @@ steps (each close runs the probe's statistics: eigenvalues, IsoScore*, the boots
 either model shows the noise of the pair ratio. The ratios are of wall and of CPU time (one torch thread: the CPU
 time is the work done, which other jobs inflate less). Each configuration is run `--repeats` times on fresh
 models; the table gives the median over the repeats of each run's ratio and of its time inside the probe. Also measured: the early phase (activation moments for the tangent fit,
-windows kept for retrospective scoring), the resident memory over many steps of a small model, and the cost of
-writing a window's rows to rows.jsonl as the file grows to 1,000 windows.
+windows kept for retrospective scoring, with the defaults of a 143,000-step run), the resident memory over many
+steps of a small model, the cost of writing a window's rows to rows.jsonl as the file grows to 1,000 windows, and
+(`--only pending`) what the windows awaiting the early tangent hold at width `--hidden` with the default
+`max_pending_bytes`, against the process's peak resident memory.
 
 Usage:
     python benchmarks/live_overhead.py [--steps 24] [--repeats 3] [--threads 1] [--only overhead|memory|rows]
     python benchmarks/live_overhead.py --device cuda --hidden 768 --layers 12 --vocab 50304 --batch 8 --length 512
+    python benchmarks/live_overhead.py --only pending --hidden 768 --layers 1 --vocab 64 --batch 2 --length 8 --pending-steps 240
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ import copy
 import json
 import math
 import platform
+import resource
 import statistics
 import tempfile
 import time
+import warnings
 
 import torch
 
@@ -153,7 +158,8 @@ def overhead_once(args: argparse.Namespace, *, every: int, tangent: str) -> dict
     models.append(copy.deepcopy(models[0]))
     data = [ids.to(args.device) for ids in batches(args.vocab, args.batch, args.length, 8)]
     optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-4) for model in models]
-    options = {"tangent": ia.Subspace.random(hidden, 16, seed=0)} if tangent == "given" else {"early_steps": 10**6}
+    # "early": Pythia's 143,000 steps, so that the whole run lies in the early phase (42,900 steps), defaults otherwise
+    options = {"tangent": ia.Subspace.random(hidden, 16, seed=0)} if tangent == "given" else {"total_steps": 143_000}
     halves, inside, windows = [], [], 0
     with tempfile.TemporaryDirectory() as folder:
         for watched in (0, 1):
@@ -161,12 +167,13 @@ def overhead_once(args: argparse.Namespace, *, every: int, tangent: str) -> dict
             if tangent != "none":
                 probe = ia.TrainingProbe(
                     models[watched], layers // 2, every=every, n_controls=20, results_dir=f"{folder}/{watched}",
-                    max_pending_bytes=2**40, **options,
+                    **options,
                 )  # fmt: skip
             pairs, seconds = _pairs(models, optimizers, data, watched, probe, args.steps // 2)
             halves.append(pairs)
             inside.append(seconds)
-            windows += 0 if probe is None else len(probe.rows) + sum(len(p.pending) for p in probe.points.values())
+            if probe is not None:
+                windows += len(probe.rows) + sum(e.windows for p in probe.points.values() for e in p.pending)
     figures = {"windows": windows}
     for clock, name in enumerate(("wall", "cpu")):
         medians = [statistics.median(pair[0][clock] / pair[1][clock] for pair in pairs) for pairs in halves]
@@ -223,9 +230,37 @@ def memory(args: argparse.Namespace) -> dict:
                 step(model, optimizer, data[index % len(data)], probe)
                 if index in (10, args.memory_steps // 10, args.memory_steps // 2, args.memory_steps):
                     marks[index] = round(resident_mib(), 1)
-    import resource
-
     return {"resident_mib_at_step": marks, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def pending(args: argparse.Namespace) -> dict:
+    """The early phase of a 143,000-step run (Pythia's; the tangent fitted after 42,900 steps) with the defaults
+    (every=1, max_pending_bytes 1 GiB) on a model of width `--hidden` (`--layers 1` for the figures), `--pending-steps` steps: the most the
+    windows awaiting the tangent held in moments and gradient rows (from their tensors), their count, and the
+    resident memory before training and at its peak (ru_maxrss)."""
+    model = build(args.hidden, args.layers, args.vocab).to(args.device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+    data = [ids.to(args.device) for ids in batches(args.vocab, args.batch, args.length, 8)]
+    before, held, counts = resident_mib(), [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ia.errors.PendingRowsWarning)  # no room for rows beside the moments
+        with ia.TrainingProbe(model, 0, total_steps=143_000) as probe:
+            point = next(iter(probe.points.values()))
+            for index in range(args.pending_steps):
+                step(model, optimizer, data[index % len(data)], probe)
+                held.append(sum(entry.sums.moments.s2.nbytes + entry.bytes for entry in point.pending))
+                counts.append(len(point.pending))
+    return {
+        "d": args.hidden,
+        "steps": args.pending_steps,
+        "max_pending_bytes": probe.settings.max_pending_bytes,
+        "capacity_windows": point.capacity,
+        "most_windows_held": max(counts),
+        "windows_merged_into_each": point.span,
+        "most_bytes_held": max(held),
+        "resident_mib_before_training": round(before, 1),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def rows_write(args: argparse.Namespace) -> dict:
@@ -265,7 +300,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each configuration (medians reported)")
     parser.add_argument("--memory-steps", type=int, default=1000)
     parser.add_argument("--windows", type=int, default=1000, help="windows written in the rows.jsonl measurement")
-    parser.add_argument("--only", choices=["overhead", "memory", "rows"], help="run one measurement only")
+    parser.add_argument("--only", choices=["overhead", "memory", "rows", "pending"], help="run one measurement only")
+    parser.add_argument("--pending-steps", type=int, default=240, help="early-phase steps of the pending measurement")
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=16384)
@@ -292,6 +328,8 @@ def main() -> None:
         results["memory"] = memory(args)
     if args.only in (None, "rows"):
         results["rows_write"] = rows_write(args)
+    if args.only == "pending":  # a model of its own width, 1 GiB of moments: not part of the default run
+        results["pending"] = pending(args)
     print(json.dumps(results, indent=1))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from helpers.live_kit import (
     assert_same_window,
     float64_copy,
     micro_batch,
+    pending_bytes,
     post_hoc,
     probe_inputs,
     run_windows,
@@ -279,15 +281,86 @@ def test_bad_options(gpt_neox_training_model):
         ia.TrainingProbe(torch.compile(copy.deepcopy(model)), 1, tokenizer=tokenizer, early_steps=1)
 
 
-def test_pending_windows_are_bounded(gpt_neox_training_model, texts):
+def test_a_budget_without_room_for_one_waiting_window_is_refused_at_attach(gpt_neox_training_model):
+    """The refusal comes from the model's width and the options when the probe attaches, before any training step."""
     model, tokenizer = float64_copy(gpt_neox_training_model)
-    with pytest.raises(InvalidInputError, match="max_pending_bytes"):
-        run_windows(
-            model,
+    one_window = 64 * 64 * 8
+    for points, budget in (([1], one_window - 1), ([0, 1], 2 * one_window - 1)):
+        probe = ia.TrainingProbe(model, points, tokenizer=tokenizer, early_steps=100, max_pending_bytes=budget)
+        with pytest.raises(InvalidInputError, match=f"max_pending_bytes to at least {len(points) * one_window}"):
+            probe.attach()
+        assert not probe.attached
+        ia.TrainingProbe(model, points, tokenizer=tokenizer, early_steps=100, max_pending_bytes=budget + 1).attach()
+    given = ia.TrainingProbe(model, 1, tangent=ia.Subspace.random(64, 4, seed=0), max_pending_bytes=1)
+    given.attach().detach()  # a given tangent keeps no window waiting
+
+
+def _short_steps(tokenizer, texts, n_steps: int) -> list[list[dict]]:
+    """One micro-batch of 2 sequences of 3 tokens per step: 1.5 KiB of (float32) gradient rows at d=64."""
+    return [[micro_batch(tokenizer, texts[2 * i : 2 * i + 2], start=0, max_length=3)] for i in range(n_steps)]
+
+
+@pytest.mark.parametrize(("capacity", "span"), [(4, 2), (3, 4)])
+def test_waiting_windows_beyond_the_budget_merge_into_the_windows_of_their_steps(
+    gpt_neox_training_model, texts, capacity, span
+):
+    """8 windows of one step await the tangent, `capacity` of them fit: consecutive ones merge, two by two, into
+    windows of `span` steps, each scored as a run with every=`span` scores its window of the same steps (the same
+    rows, the same per-sequence energies; the moments merged, so float32 rounding of their products apart)."""
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    steps = _short_steps(tokenizer, texts, 8)
+    rows_per_window = 2 * 3 * 64 * 4
+    assert all(batch["input_ids"].shape == (2, 3) for [batch] in steps)
+    budget = (
+        capacity * 64 * 64 * 8 + 8 * rows_per_window + 1024
+    )  # the rows of 8 windows: less than one window's moments
+    options = {"tokenizer": tokenizer, "nb_concepts": K, "early_steps": 8}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PendingRowsWarning)
+        merged, _ = run_windows(
+            copy.deepcopy(model),
             tokenizer,
-            _steps(tokenizer, texts, 1),
-            lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, early_steps=100, max_pending_bytes=64 * 64 * 8 * 10),
+            steps,
+            lambda m: ia.TrainingProbe(m, 1, max_pending_bytes=budget, **options),
         )
+    expected, _ = run_windows(
+        copy.deepcopy(model), tokenizer, steps, lambda m: ia.TrainingProbe(m, 1, every=span, **options)
+    )
+    assert [row["step"] for row in merged] == [row["step"] for row in expected] == list(range(span - 1, 8, span))
+    for row, reference in zip(merged, expected, strict=True):
+        assert row["retrospective"] and row["window_steps"] == span and row["ci_low"] is not None
+        for name in ("window_first_step", "window_micro_batches", "n_tokens", "n_sequences", "draw_seed", "loss"):
+            assert row[name] == pytest.approx(reference[name], rel=1e-15), name
+        # from the kept rows' per-sequence energies, the same tensors in the same order: equal
+        for name in ("energy_share", "ci_low", "ci_high"):
+            assert row[name] == reference[name], name
+        # from G^T G, whose products are float32 products of rows centred on a window's first micro-batch mean
+        # (commons.accumulators): a merged window's later part is centred on its own, so its products round
+        # differently (2^-24 relative each), the tolerance of the live rows against the post-hoc probe's (live_kit)
+        for name in set(COMPARED) - {"energy_share", "ci_low", "ci_high"}:
+            assert relative_error(row[name], reference[name]) < 1e-6, name
+
+
+def test_the_waiting_windows_stay_within_max_pending_bytes(gpt_neox_training_model, texts):
+    """Over 12 steps with room for 2 windows and their rows: at every step the moments and rows held stay within
+    max_pending_bytes, everything held within the documented bound, and the windows tile the steps."""
+    model, tokenizer = float64_copy(gpt_neox_training_model)
+    budget, dim = 2 * 64 * 64 * 8 + 12_000, 64
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=100, max_pending_bytes=budget) as probe:
+        point = probe.points["gpt_neox.layers.1"]
+        for batches in _short_steps(tokenizer, texts, 12):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PendingRowsWarning)  # the rows of 7 windows fit, not of 12
+                train_step(model, probe, batches, optimizer)
+            bounded, held = pending_bytes(point)
+            sequences = sum(entry.sums.tally.usable_sequences for entry in point.pending)
+            assert len(point.pending) <= 2 and bounded <= budget
+            assert held <= bounded + len(point.pending) * (16 * dim + 8) + 18 * sequences
+            firsts = [entry.first_step for entry in point.pending]
+            assert firsts == [0] + [entry.step + 1 for entry in point.pending[:-1]]
+            assert point.pending[-1].step == probe.steps_done - 1
+    assert [entry.windows for entry in point.pending] == [8, 4]
 
 
 def test_train_toy_with_a_live_probe(tmp_path):

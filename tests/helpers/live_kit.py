@@ -189,3 +189,20 @@ def run_windows(
 def finite(value) -> bool:
     """Whether a row value is a finite number."""
     return value is not None and math.isfinite(value)
+
+
+def pending_bytes(point) -> tuple[int, int]:
+    """(bytes of the d x d moments and gradient rows the windows awaiting a tangent hold at a `LivePoint`, bytes of
+    every tensor they hold), counted from the tensors themselves."""
+    tensors, bounded = [], 0
+    for entry in point.pending:
+        moments = entry.sums.moments
+        bounded += moments.s2.nbytes
+        tensors += [moments.n, moments.s1, moments.s2, moments.shift]
+        tensors += [entry.sums.sequence_energy, entry.sums.sequence_total, entry.sums.sequence_id]
+        if entry.kept is not None:
+            bounded += sum(batch.rows.nbytes for batch in entry.kept.batches)
+            tensors += [tensor for batch in entry.kept.batches for tensor in (batch.rows, batch.finite)]
+            tensors += entry.kept.has_rows
+    unique = {id(tensor): tensor for tensor in tensors if tensor is not None}
+    return bounded, sum(tensor.nbytes for tensor in unique.values())

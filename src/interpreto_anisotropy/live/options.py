@@ -20,7 +20,7 @@ __all__ = ["LiveConfig", "LiveTangent", "MAX_PENDING_BYTES", "ROW_SOURCE"]
 #: The ``source`` of every row the live probe writes (a sweep's rows name their checkpoints' source).
 ROW_SOURCE = "live"
 
-#: Default bound on the memory of windows awaiting a tangent (their float64 G^T G): 1 GiB.
+#: Default bound on the memory of windows awaiting a tangent (their float64 G^T G, and gradient rows): 1 GiB.
 MAX_PENDING_BYTES = 2**30
 
 _OBJECTIVES = ("auto", "causal_lm", "masked_lm", "sequence_classification")
@@ -69,9 +69,12 @@ class LiveConfig:
         include_special: Special tokens are gradient rows too.
         call: Which call of a split-point module run several times per forward to read: "first", "last" or an
             index, as for `GradientProbe(..., call=...)`; None: the module must run once per forward.
-        max_pending_bytes: Bound in bytes on the windows awaiting a tangent, all split points together: their
-            float64 moments (d^2 x 8 bytes each; a schedule exceeding it is refused) and, in what is left, their
-            float32 gradient rows, for a bootstrap interval (beyond, moments only, with a warning).
+        max_pending_bytes: Bound in bytes on the windows awaiting a tangent, all split points together (an equal
+            share each): their float64 moments, d^2 x 8 bytes a window, and in what is left their float32 gradient
+            rows, for a bootstrap interval (beyond, moments only, with a warning). A share holds floor(share / (8
+            d^2)) windows (1 GiB at d=768: 227; at d=2048: 32); when more close, consecutive ones merge two by two
+            into windows of 2, 4, ... x `every` steps, so any number of steps fits. A share below one window is
+            refused when the probe attaches.
         flush_seconds: Append the closed windows' rows to rows.jsonl at most this often, in seconds (always when
             detaching; 0: at every window).
 

@@ -4,6 +4,11 @@
 """One split point of a live probe (`LivePoint`): its open window, its tangent schedule, and the windows awaiting a
 tangent, turned into rows with `GradientProbe`'s statistics (`build_results`) at once or, retrospectively, once the
 tangent is fitted (docs/how-to/live-probe.md).
+
+The windows awaiting a tangent hold float64 d x d moments each, so at most `pending_capacity` of them are held:
+when one more closes, consecutive ones are merged two by two (`_Pending.absorb`), and each later one joins the last
+until it spans as many windows as the others. Their rows then span 2, 4, ... x `every` steps, each equal to the row
+of one window of those steps; runs whose windows all fit are not merged at all.
 """
 
 from __future__ import annotations
@@ -22,9 +27,18 @@ from ..sweeps.draws import row_seed
 from ..tangents.subspace import Subspace
 from .rows import live_row
 from .tangents import TangentSchedule
-from .window import WindowSums, gather_sequence_energy, on_every_rank, reduce_window, retrospective_sums, scored_sums
+from .window import (
+    KeptRows,
+    WindowSums,
+    gather_sequence_energy,
+    merged_sums,
+    on_every_rank,
+    reduce_window,
+    retrospective_sums,
+    scored_sums,
+)
 
-__all__ = ["LivePoint", "Statistics"]
+__all__ = ["LivePoint", "Statistics", "moments_bytes", "pending_capacity"]
 
 
 @dataclass(frozen=True)
@@ -38,24 +52,44 @@ class Statistics:
     objective: Objective
 
 
+def moments_bytes(dim: int) -> int:
+    """The bytes of one window's float64 d x d gradient moments, what `max_pending_bytes` counts per waiting window."""
+    return dim * dim * 8
+
+
+def pending_capacity(max_pending_bytes: int, dim: int) -> int:
+    """How many windows awaiting a tangent a split point of width `dim` holds within its `max_pending_bytes`."""
+    return max_pending_bytes // moments_bytes(dim)
+
+
 @dataclass
 class _Pending:
-    """A closed window with no tangent yet: its reduced sums, the window if it kept its rows, and where it lies."""
+    """Closed windows with no tangent yet (one, or consecutive ones merged): their reduced sums, the rows they kept
+    (None unless every one of them kept its rows), and where they lie."""
 
     sums: ProbeSums
-    window: WindowSums | None
+    kept: KeptRows | None
     step: int
     first_step: int
     micro_batches: int
+    windows: int = 1
 
     @property
     def bytes(self) -> int:
-        return self.window.kept_bytes if self.window is not None else 0
+        return self.kept.bytes if self.kept is not None else 0
+
+    def absorb(self, later: _Pending, *, sharded: bool) -> None:
+        """Merge the closed windows that follow into these: one window from `first_step` to `later.step`."""
+        self.sums = merged_sums(self.sums, later.sums, sharded=sharded)
+        self.kept = self.kept.extend(later.kept) if self.kept is not None and later.kept is not None else None
+        self.step = later.step
+        self.micro_batches += later.micro_batches
+        self.windows += later.windows
 
 
 class LivePoint:
     """The live state of one split point: `layer` as the user gave it (the rows' `layer`), `path` its module path;
-    the windows awaiting a tangent may hold `max_pending_bytes` here."""
+    the windows awaiting a tangent may hold `max_pending_bytes` here (`pending_capacity` windows, merged beyond)."""
 
     def __init__(
         self,
@@ -73,6 +107,8 @@ class LivePoint:
         self.device: torch.device | None = None
         self.window: WindowSums | None = None
         self.pending: list[_Pending] = []
+        self.capacity = 0  # windows awaiting a tangent held at most, once the width is known
+        self.span = 1  # windows merged into each of them
         self.keep_rows = True  # until the rows of the windows awaiting a tangent outgrow max_pending_bytes
 
     def start(self, dim: int, device: torch.device, first_step: int) -> bool:
@@ -89,6 +125,7 @@ class LivePoint:
             raise DimensionMismatchError(f"Split point '{self.path}' changed width from {self.dim} to {dim}.")
         if fresh:
             self.dim, self.device = dim, device
+            self.capacity = pending_capacity(self.max_pending_bytes, dim)
             self.schedule.start(dim, device)
         if self.window is None:
             self.open(first_step)
@@ -103,10 +140,11 @@ class LivePoint:
             )
 
     def moments_bytes(self) -> int:
-        """The memory reserved for the moments of the windows awaiting a tangent (float64 d x d each)."""
+        """The memory reserved for the moments of the windows awaiting a tangent (float64 d x d each): those of the
+        windows before a fit, at most `capacity` of them."""
         if self.schedule.fit_until is None or self.dim is None:
             return 0
-        return math.ceil(self.schedule.fit_until / self.every) * self.dim**2 * 8
+        return min(math.ceil(self.schedule.fit_until / self.every), self.capacity) * moments_bytes(self.dim)
 
     def _room_for_rows(self) -> int:
         return max(0, self.max_pending_bytes - self.moments_bytes() - sum(pending.bytes for pending in self.pending))
@@ -159,21 +197,34 @@ class LivePoint:
                 PendingRowsWarning,
                 stacklevel=5,
             )
-        self.pending.append(_Pending(sums, window if kept else None, step, window.first_step, window.reads))
+        closed = _Pending(sums, window.kept_rows() if kept else None, step, window.first_step, window.reads)
+        if self.pending and len(self.pending) >= self.capacity and self.pending[-1].windows >= self.span:
+            self._merge_pairs(sharded=sharded)
+        if self.pending and self.pending[-1].windows < self.span:
+            self.pending[-1].absorb(closed, sharded=sharded)
+        else:
+            self.pending.append(closed)
+
+    def _merge_pairs(self, *, sharded: bool) -> None:
+        """Halve the windows awaiting a tangent: each pair of consecutive ones becomes one."""
+        for first, later in zip(self.pending[::2], self.pending[1::2], strict=False):
+            first.absorb(later, sharded=sharded)
+        self.pending = self.pending[::2]
+        self.span *= 2
 
     def _score_pending(self, *, sharded: bool) -> list[dict[str, Any]]:
         rows = []
         bases = self.schedule.bases
         for pending in self.pending:
             energy = None
-            if pending.window is not None:
-                energy = gather_sequence_energy(pending.window.tangent_energies(bases.tangent_block), sharded=sharded)
+            if pending.kept is not None:
+                energy = gather_sequence_energy(pending.kept.tangent_energies(bases.tangent_block), sharded=sharded)
             columns = self._drawn(bases, pending.step)
             sums = retrospective_sums(pending.sums, columns, energy)
             rows.append(
                 self._row(sums, columns, pending.step, pending.first_step, pending.micro_batches, retrospective=True)
             )
-        self.pending = []
+        self.pending, self.span = [], 1
         self.keep_rows = True
         return rows
 

@@ -32,12 +32,18 @@ from ..errors import (
 )
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
 from ..reading.batching import special_token_ids
-from ..reading.split_point import TrainingCapture, TrainingRead, resolve_split_point, splitter_model
+from ..reading.split_point import (
+    TrainingCapture,
+    TrainingRead,
+    resolve_split_point,
+    split_point_module,
+    splitter_model,
+)
 from ..sweeps.result import SweepResult
 from ..sweeps.rows_file import sort_rows
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent
-from .point import LivePoint, Statistics
+from .point import LivePoint, Statistics, moments_bytes, pending_capacity
 from .store import LiveStore, saved_tangents
 from .tangents import TangentSchedule
 from .tokens import gradient_weight, loss_rows, loss_terms, scaling
@@ -165,6 +171,8 @@ class TrainingProbe:
 
         Raises:
             TrainingProbeError: Already attached.
+            InvalidInputError: `max_pending_bytes` cannot hold one window awaiting the tangent at each split point (of
+                the width its module or the model's config gives).
             ConfigMismatchError: `results_dir` holds results with other settings.
             SweepLockedError: Another process writes `results_dir`.
         """
@@ -172,6 +180,9 @@ class TrainingProbe:
             raise TrainingProbeError(
                 "This TrainingProbe is already attached; detach() it first (or use one `with probe:` block)."
             )
+        widths = [width for path in self.points if (width := split_point_width(self.model, path)) is not None]
+        if widths:
+            self._check_pending_room(max(widths))
         if self.results_dir is not None and distributed.is_main_process():
             self._store = LiveStore(
                 self.results_dir,
@@ -235,7 +246,7 @@ class TrainingProbe:
         point = self.points[read.path]
         gradient = read.gradient
         if point.start(gradient.shape[-1], gradient.device, self.window_start):
-            self._check_pending_room(point)
+            self._check_pending_room(point.dim)  # a width that neither its module nor the config gave
         inputs = read.inputs or {"attention_mask": torch.ones(gradient.shape[:2], dtype=torch.long)}
         inputs = {key: value.to(gradient.device) for key, value in inputs.items()}
         if "input_ids" not in inputs:
@@ -360,19 +371,34 @@ class TrainingProbe:
                 f"{first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
             )
 
-    def _check_pending_room(self, point: LivePoint) -> None:
-        """Refuse a schedule whose windows awaiting the tangent would hold more than `max_pending_bytes`."""
+    def _check_pending_room(self, dim: int) -> None:
+        """Refuse a `max_pending_bytes` whose share per split point (of width up to `dim`) holds no waiting window."""
         if self.kind is LiveTangent.GIVEN:
             return
-        windows = math.ceil(point.schedule.fit_until / self.every)
-        needed = point.moments_bytes() * len(self.points)
-        if needed > self.settings.max_pending_bytes:
-            raise InvalidInputError(
-                f"Until the tangent is fitted, {windows} window(s) of d={point.dim} keep their float64 gradient "
-                f"moments: {byte_size(needed)} for {len(self.points)} split point(s), above max_pending_bytes="
-                f"{self.settings.max_pending_bytes} ({byte_size(self.settings.max_pending_bytes)}). Use a larger `every`, fewer early "
-                "steps, a given tangent, or raise max_pending_bytes."
-            )
+        budget, count = self.settings.max_pending_bytes, len(self.points)
+        if pending_capacity(budget // count, dim) >= 1:
+            return
+        needed = moments_bytes(dim) * count
+        raise InvalidInputError(
+            f"Until the tangent is fitted, each split point keeps at least one window's float64 gradient moments "
+            f"(d x d x 8 bytes at d={dim}): {byte_size(needed)} for {count} split point(s), above max_pending_bytes="
+            f"{budget} ({byte_size(budget)}). Set max_pending_bytes to at least {needed}, or give a fitted tangent "
+            "(tangent=<Subspace>)."
+        )
+
+
+def split_point_width(model: torch.nn.Module, path: str) -> int | None:
+    """The width of a split point's output: a linear layer's or an embedding's, else the model config's hidden size
+    (`hidden_size`, `d_model`, `n_embd` or `dim`); None when neither says."""
+    module = split_point_module(model, path)
+    if isinstance(module, torch.nn.Linear):
+        return module.out_features
+    if isinstance(module, torch.nn.Embedding):
+        return module.embedding_dim
+    config = getattr(model, "config", None)
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    widths = (getattr(config, key, None) for key in ("hidden_size", "d_model", "n_embd", "dim"))
+    return next((width for width in widths if isinstance(width, int) and width > 0), None)
 
 
 def _objective(objective: str, model: torch.nn.Module) -> ObjectiveName:

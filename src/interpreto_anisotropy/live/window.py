@@ -6,7 +6,8 @@
 The tangents' energies are projected per row as `GradientProbe` does; the controls' and random subspaces' come from
 the window's G^T G once it closes, tr(Q^T G^T G Q) (`scored_sums`), within float32 rounding of the post-hoc probe
 (at most 7e-7 relative in the tests). A window without a tangent yet keeps its moments and, within
-`max_kept_bytes`, its float32 gradient rows, to be scored exactly once the tangent exists. Over data-parallel
+`max_kept_bytes`, its float32 gradient rows (`KeptRows`), to be scored exactly once the tangent exists; consecutive
+such windows merge into one (`merged_sums`) as a window of their steps would have summed them. Over data-parallel
 ranks, one all-reduce of counters and moments and one gather of the per-sequence energies (rank 0's first).
 docs/how-to/live-probe.md ("How the live figures are computed", "Real training setups") has the details.
 """
@@ -25,6 +26,8 @@ from ..probing.statistics import ProbeSums, SubspaceColumns, Tally, TangentBlock
 
 __all__ = [
     "WindowSums",
+    "KeptRows",
+    "merged_sums",
     "scored_sums",
     "retrospective_sums",
     "reduce_window",
@@ -40,6 +43,40 @@ class _KeptBatch:
     rows: Float[torch.Tensor, "n d"]
     finite: Bool[torch.Tensor, ""]
     shape: tuple[int, int]
+
+
+@dataclasses.dataclass
+class KeptRows:
+    """The gradient rows a window awaiting a tangent kept, micro-batch by micro-batch, and which of its sequences
+    have rows (one flag tensor per micro-batch); consecutive windows merged keep theirs end to end (`extend`)."""
+
+    batches: list[_KeptBatch]
+    has_rows: list[torch.Tensor]
+    device: torch.device
+
+    @property
+    def bytes(self) -> int:
+        """The bytes of the rows held."""
+        return sum(batch.rows.numel() * batch.rows.element_size() for batch in self.batches)
+
+    def extend(self, later: KeptRows) -> KeptRows:
+        """Append the rows of the window that follows. Returns self."""
+        self.batches.extend(later.batches)
+        self.has_rows.extend(later.has_rows)
+        return self
+
+    def tangent_energies(self, tangents: TangentBlock) -> Float[torch.Tensor, "n T"]:
+        """The per-sequence energies in `tangents`, computed as `WindowSums.add` computes a live window's (this
+        process's sequences with rows, in order)."""
+        parts = []
+        for batch in self.batches:
+            probed = torch.ones(batch.shape, dtype=torch.bool, device=batch.rows.device)
+            energy = batch_energies(batch.rows.view(*batch.shape, -1), probed, tangents).energy
+            parts.append(torch.where(batch.finite, energy, 0))
+        width = tangents.n_tangents
+        energy = torch.cat(parts) if parts else torch.zeros(0, width, dtype=torch.float64, device=self.device)
+        with_rows = torch.cat(self.has_rows) if self.has_rows else torch.zeros(0, dtype=torch.bool, device=self.device)
+        return energy[with_rows]
 
 
 class WindowSums:
@@ -148,19 +185,9 @@ class WindowSums:
         n_sequences = int(keep.sum())
         return ProbeSums(energy, total, sequence_id, self.moments, self.loss_sum, self.loss_count, tally, n_sequences)
 
-    def tangent_energies(self, tangents: TangentBlock) -> Float[torch.Tensor, "n T"] | None:
-        """The kept rows' per-sequence energies in `tangents`, computed as `add` computes a live window's (this
-        process's sequences with rows, in order); None when the rows were not kept."""
-        if self.kept is None:
-            return None
-        parts = []
-        for batch in self.kept:
-            probed = torch.ones(batch.shape, dtype=torch.bool, device=batch.rows.device)
-            energy = batch_energies(batch.rows.view(*batch.shape, -1), probed, tangents).energy
-            parts.append(torch.where(batch.finite, energy, 0))
-        width = tangents.n_tangents
-        energy = torch.cat(parts) if parts else torch.zeros(0, width, dtype=torch.float64, device=self.device)
-        return energy[self._with_rows()]
+    def kept_rows(self) -> KeptRows | None:
+        """The gradient rows this window kept for a tangent that does not exist yet; None when it kept none."""
+        return None if self.kept is None else KeptRows(self.kept, self.has_rows, self.device)
 
 
 def _tangent_columns(columns: SubspaceColumns) -> list[int]:
@@ -196,6 +223,27 @@ def retrospective_sums(
         sequence_total=torch.trace(scatter)[None],
         sequence_id=torch.zeros(1, dtype=torch.long),
         column_energy=energy,
+    )
+
+
+def merged_sums(first: ProbeSums, later: ProbeSums, *, sharded: bool) -> ProbeSums:
+    """The reduced sums (`reduce_window`'s) of two consecutive windows as those of one window of their steps: their
+    sequences end to end, numbered as one window numbers them, and `first`'s moments merged with `later`'s (in place)."""
+    offset = first.sequence_id.shape[0] if sharded else first.tally.usable_sequences
+    tally = Tally(
+        first.tally.usable_sequences + later.tally.usable_sequences,
+        0,
+        first.tally.skipped_batches + later.tally.skipped_batches,
+    )
+    return ProbeSums(
+        torch.cat([first.sequence_energy, later.sequence_energy]),
+        torch.cat([first.sequence_total, later.sequence_total]),
+        torch.cat([first.sequence_id, later.sequence_id + offset]),
+        first.moments.merge(later.moments),
+        first.loss_sum + later.loss_sum,
+        first.loss_count + later.loss_count,
+        tally,
+        first.n_sequences + later.n_sequences,
     )
 
 
