@@ -25,7 +25,7 @@ from ..errors import (
     SplitPointError,
 )
 from ..metrics.isotropy import DEFAULT_ZETA
-from ..reading.split_point import SplitPoint
+from ..reading.split_point import SplitPoint, refuse_other_call
 from ..reading.token_cache import TokenCache
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
@@ -154,7 +154,8 @@ class GradientProbe:
         return self.point.device
 
     def _check_split_points(self, named: dict[str, Subspace]) -> dict[str, Subspace]:
-        """`named`, once no subspace is fitted at another split point than the probe's (one without is accepted)."""
+        """`named`, once no subspace is fitted at another split point, or another call of it, than the probe reads
+        (one that does not say is accepted)."""
         here = self.splitter.split_point
         for name, subspace in named.items():
             if subspace.split_point is not None and subspace.split_point != here:
@@ -163,6 +164,7 @@ class GradientProbe:
                     f"'{here}'. Probe at '{subspace.split_point}' (ModelWithSplitPoints(..., "
                     f"split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
                 )
+            refuse_other_call(subspace.call, self.point.call, f"Subspace {name!r}", "GradientProbe(..., call=...)")
         return named
 
     def gradients(
@@ -266,6 +268,7 @@ class GradientProbe:
             DimensionMismatchError: A subspace, or an `isoscore_c0` matrix, whose d differs from the split point's.
             InvalidInputError: 2k >= d, n_controls or n_random < 1, bad `max_tokens`, labels or IsoScore* options.
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
+            SplitPointError: A subspace fitted at another split point, or at another `call` of it.
 
         Warns:
             DegenerateStatisticsWarning: Fewer than 20 probed sequences: the interval covers less than it says.

@@ -337,7 +337,7 @@ class CheckpointSweep:
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
-        own = read.subspace().replace(name="each", step=checkpoint.step)
+        own = read.subspace().replace(name="each", step=checkpoint.step, call=self.settings.call)
         if writer:
             own.save(self.store.tangent_path(layer, checkpoint.step))
 
