@@ -204,7 +204,7 @@ class GradientProbe:
                 parts["masked"].append((batch["labels"] != -100)[probed])
             loss_sum = loss_sum + step.loss_sum
             loss_count = loss_count + step.loss_count
-        self.steps.check_usable(tally.usable_sequences, tally.skipped_sequences)
+        self.steps.check_usable(tally)
         if sum(part.shape[0] for part in parts["g"]) == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         return TokenGradients(
@@ -353,6 +353,7 @@ class GradientProbe:
         device = self.device
         tally = sums.tally
         counts = [sums.sequence_id.numel(), tally.usable_sequences, tally.skipped_sequences, tally.skipped_batches]
+        counts.append(tally.nonfinite_sequences)
         counters = torch.cat(
             [torch.stack([sums.loss_sum, sums.loss_count]), torch.tensor(counts, dtype=torch.float64, device=device)]
         )
@@ -360,14 +361,17 @@ class GradientProbe:
         if sharded:
             counters = distributed.all_reduce_sum(counters)
             moments = distributed.all_reduce_moments(moments)
-        loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches = counters.tolist()
+        loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches, nonfinite = counters.tolist()
         if sharded and skipped_batches and self.on_nonfinite == "raise":  # every rank raises, none waits
             if tally.first_nonfinite is not None:
                 raise self.steps.nonfinite_error(*tally.first_nonfinite)
             raise NonFiniteError(
                 f"Non-finite loss or gradients in a batch of another rank (its error names it). {NONFINITE_ADVICE}"
             )
-        self.steps.check_usable(int(usable), int(skipped_sequences))
+        totals = Tally(
+            int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite, int(nonfinite)
+        )
+        self.steps.check_usable(totals)
         if moments.count == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         sequence_energy, sequence_total = sums.sequence_energy, sums.sequence_total
@@ -375,7 +379,6 @@ class GradientProbe:
             sequence_energy, sequence_total = gather_sequences(
                 sums.sequence_id, sequence_energy, sequence_total, device
             )
-        totals = Tally(int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite)
         return ProbeSums(
             sequence_energy, sequence_total, sums.sequence_id, moments, loss_sum, loss_count, totals, int(n_sequences)
         )
