@@ -26,6 +26,7 @@ from interpreto_anisotropy.errors import (
     NonFiniteError,
     PadTokenWarning,
     ShortSequencesWarning,
+    SkippedBatchesWarning,
 )
 from interpreto_anisotropy.probing.intervals import share_intervals
 from interpreto_anisotropy.probing.probe import GradientProbe
@@ -438,10 +439,32 @@ def test_non_finite_gradients_raise_naming_the_batch_or_are_skipped(gpt_neox_mws
     advice = str(raised.value)  # weights, or the float64 padded-batch bug of some models (Gemma2)
     assert "weights" in advice and "batch_size=1" in advice and "float32" in advice and "Gemma2" in advice
     calls["n"] = 0
-    result = GradientProbe(gpt_neox_mwsp, objective=poisoned, batch_size=4, on_nonfinite="skip").run(
-        texts[:12], neox_tangent, n_controls=3, progress=False
-    )
-    assert result.n_skipped_batches == 1 and result.n_sequences == 8
+    with pytest.warns(SkippedBatchesWarning, match=r"4 sequence\(s\) in 1 batch\(es\)"):
+        result = GradientProbe(gpt_neox_mwsp, objective=poisoned, batch_size=4, on_nonfinite="skip").run(
+            texts[:12], neox_tangent, n_controls=3, progress=False
+        )
+    assert result.n_skipped_batches == 1 and result.n_sequences == 8 and result.n_skipped_sequences == 4
+
+
+@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # few probe texts
+def test_every_text_a_skip_drops_is_counted_and_said(gpt_neox_mwsp, neox_tangent, texts):
+    """Issue 39: dropping 8 of 12 texts for non-finite gradients gave n_skipped_sequences=0 and no warning."""
+    calls = {"n": 0}
+
+    def poisoned(output, batch):
+        calls["n"] += 1
+        loss = F.cross_entropy(
+            output.logits[:, :-1].flatten(0, 1), batch["input_ids"][:, 1:].flatten(), reduction="sum"
+        )
+        return loss * float("inf") if calls["n"] in (1, 3) else loss
+
+    probe = GradientProbe(gpt_neox_mwsp, objective=poisoned, batch_size=4, on_nonfinite="skip")
+    with pytest.warns(SkippedBatchesWarning, match=r"^8 sequence\(s\) in 2 batch\(es\)"):
+        result = probe.run(texts[:12], neox_tangent, n_controls=3, progress=False)
+    assert (result.n_skipped_batches, result.n_sequences, result.n_skipped_sequences) == (2, 4, 8)
+    calls["n"] = 0
+    with pytest.warns(SkippedBatchesWarning, match=r"^8 sequence\(s\) in 2 batch\(es\)"):
+        assert set(probe.gradients(texts[:12]).sequence_ids.tolist()) == {4, 5, 6, 7}
 
 
 def test_tokenizer_without_pad_token_pads_with_eos_and_is_left_unchanged(gpt_neox_model, texts):

@@ -246,3 +246,66 @@ def test_a_split_point_that_changes_the_length_is_our_error(corpus_texts, texts)
         ia.token_activations(mwsp, texts[:2])
     with pytest.raises(SplitPointError, match="pads or pools its inputs"):
         ia.GradientProbe(mwsp).gradients(texts[:2])
+
+
+# ------------------------------------------------------------------------------- the call travels with the tangent
+def test_a_tangent_fitted_at_one_call_is_refused_by_a_probe_of_another_naming_both(albert, texts):
+    """Issue 39: a tangent fitted with call="first" was probed with call="last" without a word (energy 0.091
+    against 0.123 with the same call). It records its call, and the probe refuses another."""
+    tangent = ia.PCATangent(albert, nb_concepts=2).fit(texts[:8], call="first")
+    assert tangent.subspace.call == "first"
+    with pytest.raises(SplitPointError, match=r"call='first'.*call='last'"):
+        ia.GradientProbe(albert, call="last").run(texts[:4], tangent, n_controls=2)
+    for same in ("first", 0):  # call 0 is the first call
+        result = ia.GradientProbe(albert, call=same, seed=1).run(texts[:4], tangent, n_controls=2)
+        assert 0 <= result.energy_share <= 1
+
+
+def test_a_tangent_fitted_on_activations_has_no_call_and_is_probed_at_any(albert, texts):
+    rows, _ = ia.token_activations(albert, texts[:8], call="first")
+    tangent = ia.PCATangent(albert, nb_concepts=2).fit(rows)
+    assert tangent.subspace.call is None
+    assert 0 <= ia.GradientProbe(albert, call="last").run(texts[:4], tangent, n_controls=2).energy_share <= 1
+
+
+def test_the_call_is_saved_with_the_tangent_and_an_old_file_without_it_is_unknown(albert, texts, tmp_path):
+    import json
+
+    tangent = ia.PCATangent(albert, nb_concepts=2).fit(texts[:8], call="first")
+    folder = tangent.save_pretrained(tmp_path / "tangent")
+    assert json.loads((folder / "tangent.json").read_text())["call"] == "first"
+    assert ia.Subspace.load(folder / "subspace.safetensors").call == "first"
+    loaded = ia.TangentExplainer.from_pretrained(folder, albert)
+    assert loaded.subspace.call == "first"
+    with pytest.raises(SplitPointError, match=r"call='first'.*call='last'"):
+        ia.GradientProbe(albert, call="last").run(texts[:4], loaded, n_controls=2)
+    # a folder saved before the call was recorded: no "call" in tangent.json nor in the subspace's metadata
+    record = json.loads((folder / "tangent.json").read_text())
+    del record["call"]
+    (folder / "tangent.json").write_text(json.dumps(record))
+    old = tangent.subspace.replace(call=None)
+    old.save(folder / "subspace.safetensors")
+    loaded = ia.TangentExplainer.from_pretrained(folder, albert)
+    assert loaded.subspace.call is None
+    assert 0 <= ia.GradientProbe(albert, call="last").run(texts[:4], loaded, n_controls=2).energy_share <= 1
+
+
+def test_a_subspace_call_of_another_kind_is_our_error():
+    with pytest.raises(InvalidInputError, match="call must be 'first', 'last'"):
+        ia.Subspace.random(8, 2).replace(call="middle")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_sweep_refuses_a_given_reference_fitted_at_another_call(albert, tokenizer, texts, tmp_path):
+    reference = ia.PCATangent(albert, nb_concepts=2).fit(texts[:8], call="first").subspace
+    with pytest.raises(SplitPointError, match=r"call='first'.*call='last'"):
+        _albert_sweep(tokenizer, texts, tmp_path, call="last", reference=reference).run()
+    table = _albert_sweep(tokenizer, texts, tmp_path / "same", call="first", reference=reference).run()
+    assert len(table.rows) == 2
+
+
+def test_a_live_probe_refuses_a_given_tangent_fitted_at_another_call(albert, texts):
+    reference = ia.PCATangent(albert, nb_concepts=2).fit(texts[:8], call="first").subspace
+    with pytest.raises(SplitPointError, match=r"call='first'.*call='last'"):
+        ia.TrainingProbe(albert._model, ALBERT_LAYER, tangent=reference, call="last")
+    assert ia.TrainingProbe(albert._model, ALBERT_LAYER, tangent=reference, call="first").settings.call == "first"

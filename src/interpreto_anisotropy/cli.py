@@ -15,10 +15,12 @@ from __future__ import annotations
 # Torch, Interpreto and matplotlib are imported inside the commands: `--help` and `--version` answer without them.
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 import time
 import typing
+import warnings
 from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
@@ -632,11 +634,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     handlers = {"demo": _run_demo, "sweep": _run_sweep, "report": _run_report}
-    try:
-        return handlers[args.command](args)
-    except AnisotropyError as error:
-        print(f"interpreto-anisotropy {args.command}: error: {error}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = functools.partial(_one_line_warning, args.command)
+        try:
+            return handlers[args.command](args)
+        except AnisotropyError as error:
+            print(f"interpreto-anisotropy {args.command}: error: {error}", file=sys.stderr)
+            return 2
+
+
+def _one_line_warning(command: str, message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """`warnings.showwarning` for the command: one line on stderr, its category and message, no source line."""
+    text = " ".join(str(message).split())
+    print(f"interpreto-anisotropy {command}: warning: {category.__name__}: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

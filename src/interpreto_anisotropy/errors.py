@@ -38,6 +38,7 @@ __all__ = [
     "AnisotropyWarning",
     "DegenerateStatisticsWarning",
     "ShortSequencesWarning",
+    "SkippedBatchesWarning",
     "TruncationWarning",
     "PadTokenWarning",
     "DroppedAtomsWarning",
@@ -158,6 +159,11 @@ class DegenerateStatisticsWarning(AnisotropyWarning):
 
 class ShortSequencesWarning(AnisotropyWarning):
     """Probe sequences shorter than the objective needs (a causal LM needs two tokens) were skipped."""
+
+
+class SkippedBatchesWarning(AnisotropyWarning):
+    """Probe batches with a non-finite loss or gradients were dropped (`on_nonfinite="skip"`), their texts with them;
+    the message says how many."""
 
 
 class TruncationWarning(AnisotropyWarning):

@@ -267,7 +267,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("n_random", _K.INTEGER, "R', the uniformly random k-subspaces behind p_value_exact; by default enough for Holm over "
            "the curve's m checkpoints: the smallest R' >= R with 1/(R' + 1) < 0.05/m", _U.COUNT, concept="p-values"),
     Column("n_skipped_batches", _K.INTEGER, "Probe batches dropped for non-finite gradients", _U.COUNT),
-    Column("n_skipped_sequences", _K.INTEGER, "Probe texts in the dropped batches", _U.COUNT),
+    Column("n_skipped_sequences", _K.INTEGER, "Probe texts dropped: too short for the objective, or in a dropped batch", _U.COUNT),
     Column("extra", _K.MAPPING, "Extra fields of a custom objective (a mapping, in rows.jsonl only)", _U.TEXT),
     # isotropy of the activations (metrics.summary on the fit activations)
     Column("activation_n", _K.NUMBER, "Number of activation rows the activation metrics used (at most max_metric_tokens)",

@@ -128,6 +128,7 @@ class TrainingProbe:
             "n_controls": settings.n_controls,
             "seed": settings.seed,
             "fit_until": fit_until,
+            "call": settings.call,
         }
         self.points = {
             path: LivePoint(

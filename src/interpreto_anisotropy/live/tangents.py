@@ -17,6 +17,7 @@ from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
 from ..errors import DimensionMismatchError, SplitPointError
 from ..probing.statistics import SubspaceColumns
+from ..reading.split_point import refuse_other_call
 from ..tangents.controls import check_control_room
 from ..tangents.explainers import OrthonormalConceptModel
 from ..tangents.subspace import Subspace
@@ -33,9 +34,10 @@ class TangentSchedule:
         path: The split point's module path (for messages and the fitted subspaces).
         nb_concepts: Rank k of a fitted tangent; `n_controls` and `seed` those of its controls.
         fit_until: EARLY: the step count after which the tangent is fitted; REFIT: the refit period in steps.
+        call: The call of the split-point module the probe reads (`LiveConfig.call`), recorded in fitted tangents.
 
     Raises:
-        SplitPointError: A given subspace fitted at another split point.
+        SplitPointError: A given subspace fitted at another split point, or at another call of it.
     """
 
     def __init__(
@@ -48,10 +50,11 @@ class TangentSchedule:
         seed: int,
         fit_until: int | None = None,
         given: Subspace | None = None,
+        call: str | int | None = None,
     ):
         self.kind, self.path = kind, path
         self.nb_concepts, self.n_controls, self.seed = nb_concepts, n_controls, seed
-        self.fit_until = fit_until
+        self.fit_until, self.call = fit_until, call
         self.activations: MomentAccumulator | None = None
         self.tangent: Subspace | None = None
         self.bases: SubspaceColumns | None = None  # the tangent, its controls and the random subspaces
@@ -62,6 +65,8 @@ class TangentSchedule:
                 f"The given tangent was fitted at split point '{given.split_point}' but the live probe reads '{path}'. "
                 f"Give a tangent fitted at '{path}', or attach the probe at '{given.split_point}'."
             )
+        if given is not None:
+            refuse_other_call(given.call, call, "The given tangent", "TrainingProbe(..., call=...)")
 
     def start(self, dim: int, device: torch.device) -> None:
         """Prepare for a split point of width d on `device` (the first gradient's); checks a given tangent's width.
@@ -117,6 +122,7 @@ class TangentSchedule:
             name=self.kind.value,
             method="pca",
             split_point=self.path,
+            call=self.call,
             step=steps_done,
             info={"fitted_on_steps": [self.fitted_at or 0, steps_done], "rows": moments.count},
         )

@@ -25,7 +25,7 @@ from ..errors import (
     SplitPointError,
 )
 from ..metrics.isotropy import DEFAULT_ZETA
-from ..reading.split_point import SplitPoint
+from ..reading.split_point import SplitPoint, refuse_other_call
 from ..reading.token_cache import TokenCache
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
@@ -154,7 +154,8 @@ class GradientProbe:
         return self.point.device
 
     def _check_split_points(self, named: dict[str, Subspace]) -> dict[str, Subspace]:
-        """`named`, once no subspace is fitted at another split point than the probe's (one without is accepted)."""
+        """`named`, once no subspace is fitted at another split point, or another call of it, than the probe reads
+        (one that does not say is accepted)."""
         here = self.splitter.split_point
         for name, subspace in named.items():
             if subspace.split_point is not None and subspace.split_point != here:
@@ -163,6 +164,7 @@ class GradientProbe:
                     f"'{here}'. Probe at '{subspace.split_point}' (ModelWithSplitPoints(..., "
                     f"split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
                 )
+            refuse_other_call(subspace.call, self.point.call, f"Subspace {name!r}", "GradientProbe(..., call=...)")
         return named
 
     def gradients(
@@ -202,7 +204,7 @@ class GradientProbe:
                 parts["masked"].append((batch["labels"] != -100)[probed])
             loss_sum = loss_sum + step.loss_sum
             loss_count = loss_count + step.loss_count
-        self.steps.check_usable(tally.usable_sequences, tally.skipped_sequences)
+        self.steps.check_usable(tally)
         if sum(part.shape[0] for part in parts["g"]) == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         return TokenGradients(
@@ -266,6 +268,7 @@ class GradientProbe:
             DimensionMismatchError: A subspace, or an `isoscore_c0` matrix, whose d differs from the split point's.
             InvalidInputError: 2k >= d, n_controls or n_random < 1, bad `max_tokens`, labels or IsoScore* options.
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
+            SplitPointError: A subspace fitted at another split point, or at another `call` of it.
 
         Warns:
             DegenerateStatisticsWarning: Fewer than 20 probed sequences: the interval covers less than it says.
@@ -350,6 +353,7 @@ class GradientProbe:
         device = self.device
         tally = sums.tally
         counts = [sums.sequence_id.numel(), tally.usable_sequences, tally.skipped_sequences, tally.skipped_batches]
+        counts.append(tally.nonfinite_sequences)
         counters = torch.cat(
             [torch.stack([sums.loss_sum, sums.loss_count]), torch.tensor(counts, dtype=torch.float64, device=device)]
         )
@@ -357,14 +361,17 @@ class GradientProbe:
         if sharded:
             counters = distributed.all_reduce_sum(counters)
             moments = distributed.all_reduce_moments(moments)
-        loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches = counters.tolist()
+        loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches, nonfinite = counters.tolist()
         if sharded and skipped_batches and self.on_nonfinite == "raise":  # every rank raises, none waits
             if tally.first_nonfinite is not None:
                 raise self.steps.nonfinite_error(*tally.first_nonfinite)
             raise NonFiniteError(
                 f"Non-finite loss or gradients in a batch of another rank (its error names it). {NONFINITE_ADVICE}"
             )
-        self.steps.check_usable(int(usable), int(skipped_sequences))
+        totals = Tally(
+            int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite, int(nonfinite)
+        )
+        self.steps.check_usable(totals)
         if moments.count == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
         sequence_energy, sequence_total = sums.sequence_energy, sums.sequence_total
@@ -372,7 +379,6 @@ class GradientProbe:
             sequence_energy, sequence_total = gather_sequences(
                 sums.sequence_id, sequence_energy, sequence_total, device
             )
-        totals = Tally(int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite)
         return ProbeSums(
             sequence_energy, sequence_total, sums.sequence_id, moments, loss_sum, loss_count, totals, int(n_sequences)
         )

@@ -46,6 +46,7 @@ class Tally:
         usable_sequences: Sequences long enough for the objective.
         skipped_sequences: Sequences too short for it.
         skipped_batches: Batches with non-finite values.
+        nonfinite_sequences: Sequences in those batches (dropped with them).
         first_nonfinite: (batch index, sequence ids) of the first non-finite batch, if any.
     """
 
@@ -53,6 +54,7 @@ class Tally:
     skipped_sequences: int = 0
     skipped_batches: int = 0
     first_nonfinite: tuple[int, torch.Tensor] | None = None
+    nonfinite_sequences: int = 0
 
 
 @dataclass
@@ -385,7 +387,7 @@ def _shared_fields(
         "split_point": split_point,
         "seed": seed,
         "n_skipped_batches": sums.tally.skipped_batches,
-        "n_skipped_sequences": sums.tally.skipped_sequences,
+        "n_skipped_sequences": sums.tally.skipped_sequences + sums.tally.nonfinite_sequences,
         "isoscore_star": isoscore.score(covariance, sums.moments.count),
         "isoscore_convention": isoscore.convention.value,
         "isoscore_zeta": isoscore.zeta,

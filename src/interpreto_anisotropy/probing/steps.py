@@ -16,7 +16,7 @@ from jaxtyping import Bool, Float, Int
 from ..commons.host_reads import LaggedRead, to_device
 from ..commons.options import check_positive_int
 from ..commons.progress import progress_bar
-from ..errors import EmptyInputError, NonFiniteError, ShortSequencesWarning
+from ..errors import EmptyInputError, NonFiniteError, ShortSequencesWarning, SkippedBatchesWarning
 from ..reading.batching import TokenBatcher
 from ..reading.split_point import SplitPoint
 from .objectives import Objective
@@ -163,22 +163,33 @@ class GradientSteps:
         if flags:
             finite_flags = torch.stack([flag for _, _, flag in flags]).cpu()
             tally.skipped_batches = int((~finite_flags).sum())
+            dropped = [ids.numel() for (_, ids, _), ok in zip(flags, finite_flags.tolist(), strict=True) if not ok]
+            tally.nonfinite_sequences = sum(dropped)
             if tally.skipped_batches:
                 batch_index, sequence_ids, _ = flags[int((~finite_flags).nonzero()[0])]
                 tally.first_nonfinite = (batch_index, sequence_ids)
                 if self.on_nonfinite == "raise" and not defer_nonfinite:
                     raise self.nonfinite_error(batch_index, sequence_ids)
 
-    def check_usable(self, usable_sequences: int, skipped_sequences: int) -> None:
-        """Refuse (`EmptyInputError`) a pass where no sequence was long enough; warn about the skipped ones."""
-        if usable_sequences == 0:
+    def check_usable(self, tally: Tally) -> None:
+        """Refuse (`EmptyInputError`) a pass where no sequence was long enough; warn about the skipped ones (too
+        short, or in a batch dropped for non-finite values) with how many."""
+        if tally.usable_sequences == 0:
             raise EmptyInputError(
                 f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
                 "objective needs; give longer texts."
             )
-        if skipped_sequences:
+        if tally.skipped_sequences:
             warnings.warn(
-                f"{skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",
+                f"{tally.skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",
                 ShortSequencesWarning,
+                stacklevel=3,
+            )
+        if tally.skipped_batches:
+            warnings.warn(
+                f"{tally.nonfinite_sequences} sequence(s) in {tally.skipped_batches} batch(es) with a non-finite loss "
+                "or gradients were skipped (on_nonfinite='skip'): the results rest on the other sequences. "
+                "on_nonfinite='raise' names the first such batch.",
+                SkippedBatchesWarning,
                 stacklevel=3,
             )

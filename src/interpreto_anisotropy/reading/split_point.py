@@ -32,6 +32,7 @@ __all__ = [
     "HiddenStateCapture",
     "check_call",
     "call_index",
+    "refuse_other_call",
     "refuse_internal_padding",
     "TrainingCapture",
     "TrainingRead",
@@ -107,6 +108,35 @@ def check_call(call: Any) -> str | int | None:
     raise InvalidInputError(
         f"call must be 'first', 'last' or the index of a call of the split-point module (an int, -1 the last), "
         f"got {call!r}."
+    )
+
+
+def refuse_other_call(fitted: str | int | None, probed: str | int | None, what: str, advice: str) -> None:
+    """Refuse (`SplitPointError`) a subspace fitted at another call of the split-point module than the one read now.
+
+    "first" is call 0 and "last" call -1; an unknown call (None, e.g. a subspace saved before calls were recorded, or
+    fitted on given activations) is accepted, as an unknown split point is.
+
+    Args:
+        fitted: The call the subspace was fitted at (`Subspace.call`).
+        probed: The call read now (the probe's `call`).
+        what: What was fitted, for the message ("Subspace 'tangent'").
+        advice: Where to give the call, for the message.
+
+    Examples:
+        >>> refuse_other_call("first", 0, "Subspace 'tangent'", "GradientProbe(..., call=...)")
+        >>> refuse_other_call("first", "last", "Subspace 'tangent'", "GradientProbe(..., call=...)")
+        Traceback (most recent call last):
+        ...
+        interpreto_anisotropy.errors.SplitPointError: Subspace 'tangent' was fitted at call='first' of its split ...
+    """
+    aliases = {"first": 0, "last": -1}
+    if fitted is None or probed is None or aliases.get(fitted, fitted) == aliases.get(probed, probed):
+        return
+    raise SplitPointError(
+        f"{what} was fitted at call={fitted!r} of its split point but this probe reads call={probed!r}: a module "
+        f"run several times per forward (ALBERT's shared layer) has another hidden state at each call. Probe with "
+        f"call={fitted!r} ({advice}) or fit the tangent at call={probed!r}."
     )
 
 

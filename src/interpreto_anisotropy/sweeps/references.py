@@ -134,4 +134,4 @@ class ReferenceTangents:
             "early_steps": [c.step for c in early],
             "early_fingerprints": {str(c.step): self.sweep._fingerprints.of(c) for c in early},
         }
-        return subspace.replace(name="early", info={**subspace.info, **info})
+        return subspace.replace(name="early", call=self.settings.call, info={**subspace.info, **info})

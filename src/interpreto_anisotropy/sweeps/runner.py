@@ -49,6 +49,7 @@ from .prefetch import CheckpointPipeline, Fetched
 from .references import ReferenceTangents
 from .result import SweepResult
 from .resume import ResultsDirCheck, resolved_n_random
+from .said_once import SaidOnce
 from .settings import ReferenceKind, SweepSettings, early_checkpoints
 from .store import SweepStore
 
@@ -181,7 +182,25 @@ class CheckpointSweep:
     ) -> None:
         """Fit the missing references, then compute each round's checkpoints (this rank's: `mine`) and append their
         rows; a checkpoint's revision may be evicted once its rows are written."""
-        references = self._references.by_layer()
+        said = SaidOnce()
+        try:
+            with said.about("the early reference"):
+                references = self._references.by_layer()
+            self._rounds(rounds, mine, references, said, by_checkpoint=by_checkpoint, per_round=per_round)
+        finally:
+            said.say()
+
+    def _rounds(
+        self,
+        rounds: list[list[Checkpoint]],
+        mine: list[Checkpoint | None],
+        references: dict[int | str, Subspace],
+        said: SaidOnce,
+        *,
+        by_checkpoint: bool,
+        per_round: int,
+    ) -> None:
+        """Compute each round's checkpoints, their warnings recorded in `said`, and append their rows."""
         unit = "round" if by_checkpoint and distributed.world_size() > 1 else "ckpt"
         bar = progress_bar(rounds, progress=self._shows(), desc="Checkpoints", unit=unit)
         writer = by_checkpoint or distributed.is_main_process()
@@ -189,7 +208,10 @@ class CheckpointSweep:
         for batch_of_checkpoints, checkpoint in zip(bar, mine, strict=True):
             bar.set_postfix_str(batch_of_checkpoints[0].name)
             timer.start_round()
-            rows = self._process_or_skip(checkpoint, references, writer=writer) if checkpoint is not None else []
+            rows = []
+            if checkpoint is not None:
+                with said.about(checkpoint.name):
+                    rows = self._process_or_skip(checkpoint, references, writer=writer)
             if by_checkpoint:
                 rows = [row for part in distributed.all_gather_objects(rows) for row in part]
             if distributed.is_main_process():
@@ -339,7 +361,7 @@ class CheckpointSweep:
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
-        own = read.subspace().replace(name="each", step=checkpoint.step)
+        own = read.subspace().replace(name="each", step=checkpoint.step, call=self.settings.call)
         if writer:
             own.save(self.store.tangent_path(layer, checkpoint.step))
 

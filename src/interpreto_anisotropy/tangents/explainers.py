@@ -528,6 +528,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         super().__init__(splitter, concept_model)
         self.inner_explainer: ConceptAutoEncoderExplainer | None = None
         self.fit_record: FitRecord | None = None  # what fit / partial_fit were given (saved by save_pretrained)
+        self.fitted_call: str | int | None = None  # the `call` its texts were read at (None: unknown, or run once)
 
     @classmethod
     def from_interpreto(
@@ -663,6 +664,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
                 self.concept_model.moments, self.concept_model._stale = None, False  # unfitted, not half-fitted
                 raise
         self.fit_record = FitRecord().add(activations if _are_texts(activations) else None, reader)
+        self.fitted_call = call if _are_texts(activations) else None
         return self
 
     def _fit_activations(self, activations: Any, **fit_kwargs: Any) -> TangentExplainer:
@@ -696,6 +698,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
         if self.concept_model.moments is None or self.fit_record is None:  # a new stream of moments
             self.fit_record = FitRecord()
+            self.fitted_call = reader.get("call") if _are_texts(activations) else None
         with _advice_on_nonfinite_reads(_are_texts(activations)):
             self._stream(_activation_source(self.splitter, activations, **reader))
         self.fit_record.add(activations if _are_texts(activations) else None, reader)
@@ -740,7 +743,10 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call .fit(activations) first.")
         fitted = self.concept_model.get_subspace()
         return fitted.replace(
-            name=fitted.name or "tangent", method=self.method_name, split_point=self.splitter.split_point
+            name=fitted.name or "tangent",
+            method=self.method_name,
+            split_point=self.splitter.split_point,
+            call=self.fitted_call,
         )
 
     @property
@@ -790,6 +796,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         tangent.fit_record = (
             None if record.fit is None else FitRecord.from_dict(record.fit, folder / sharing.TANGENT_FILE)
         )
+        tangent.fitted_call = record.call
         return tangent
 
     def __repr__(self) -> str:

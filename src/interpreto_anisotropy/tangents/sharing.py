@@ -146,6 +146,8 @@ class SavedTangent:
         fit: The `FitRecord` as a dict, None for a tangent fitted elsewhere (`from_interpreto`).
         package_version: The interpreto-anisotropy version that saved it.
         format: The format of this file.
+        call: The call of the split-point module its texts were read at ("first", "last" or an index); None when
+            unknown (rows given as activations, or a file saved before the call was recorded).
     """
 
     method: str
@@ -163,6 +165,7 @@ class SavedTangent:
     fit: dict[str, Any] | None
     package_version: str
     format: int = FORMAT
+    call: str | int | None = None
 
     @classmethod
     def read(cls, folder: Path) -> SavedTangent:
@@ -184,13 +187,16 @@ class SavedTangent:
                 f"({data.get('package_version')}); this one ({__version__}) reads format {FORMAT}: upgrade it."
             )
         hints = typing.get_type_hints(cls)
-        missing = [name for name in hints if name not in data]
+        missing = [name for name in hints if name not in data and name not in _OPTIONAL_FIELDS]
         wrong = [name for name in hints if name in data and not isinstance(data[name], _kinds(hints[name]))]
         problems = [f"missing {', '.join(missing)}"] if missing else []
         problems += [f"of a wrong type: {', '.join(wrong)}"] if wrong else []
         if problems:
             raise SavedTangentError(f"{path} has fields {'; '.join(problems)}: the folder is damaged; {_SAVE_AGAIN}.")
-        return cls(**{name: data[name] for name in hints})
+        return cls(**{name: data[name] for name in hints if name in data})
+
+
+_OPTIONAL_FIELDS = ("call",)  # absent from files saved before it was recorded: read as None (unknown)
 
 
 def _kinds(hint: Any) -> tuple[type, ...]:
@@ -246,6 +252,7 @@ def _record(tangent: Any, subspace: Subspace, *, model_id: str | None, model_rev
         model_revision=model_revision or getattr(config, "_commit_hash", None) or None,
         fit=None if fit_record is None else fit_record.to_dict(),
         package_version=__version__,
+        call=subspace.call,
     )
 
 
@@ -261,7 +268,7 @@ A rank-{{ r.rank }} tangent subspace of the activations of `{{ r.model_id or "un
 | | |
 |---|---|
 | model | `{{ r.model_id or "unknown" }}` (revision `{{ r.model_revision or "unknown" }}`) |
-| split point | `{{ r.split_point }}` |
+| split point | `{{ r.split_point }}`{% if r.call is not none %} (call `{{ r.call | tojson }}`: probe with the same `call`){% endif %} |
 | method | `{{ r.method }}` (nb_concepts={{ r.nb_concepts }}, seed={{ r.seed }}{% if r.method_kwargs %}, {{ r.method_kwargs }}{% endif %}) |
 | rank k, width d | {{ r.rank }}, {{ r.dim }} ({{ "centred" if r.center else "not centred" }}) |
 | fit texts | {% if r.fit and r.fit.n_texts %}{{ r.fit.n_texts }} texts, `texts_sha256` `{{ r.fit.texts_sha256 }}`{% if r.fit.activations %}, and rows given as activations{% endif %}{% elif r.fit %}rows given as activations (no hash){% else %}fitted elsewhere (unknown){% endif %} |

@@ -22,11 +22,12 @@ from ..commons.files import write_atomically
 from ..commons.json_files import parse_json
 from ..commons.tensors import as_float_tensor, scaled_by_power_of_two
 from ..errors import AnisotropyError, DimensionMismatchError, DroppedAtomsWarning, InvalidInputError, ResultsStoreError
+from ..reading.split_point import check_call
 
 __all__ = ["Subspace"]
 
 _ORTHONORMALITY_TOLERANCE = 1e-4
-_METADATA_KEYS = ("name", "method", "split_point", "step")
+_METADATA_KEYS = ("name", "method", "split_point", "step", "call")
 
 
 @dataclass
@@ -41,9 +42,12 @@ class Subspace:
         split_point: The split point (module path) whose hidden space this lives in.
         step: The training step of the checkpoint it was fitted on, if any.
         info: Free JSON-ready metadata (e.g. the rank dropped by `from_dictionary`).
+        call: The call of the split-point module it was fitted at ("first", "last" or an index; a module run several
+            times per forward, as ALBERT's shared layer); None when unknown or when the module runs once.
 
     Raises:
-        InvalidInputError: If the basis is not 2-D, has k = 0 or k > d, or is not orthonormal.
+        InvalidInputError: If the basis is not 2-D, has k = 0 or k > d, or is not orthonormal, or `call` is another
+            kind of value.
         DimensionMismatchError: If the mean's size differs from d.
         NonFiniteError: If the basis or mean holds NaN or infinity.
 
@@ -61,10 +65,12 @@ class Subspace:
     split_point: str | None = None
     step: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    call: str | int | None = None
     check: bool = field(default=True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.basis = as_float_tensor(self.basis, name="basis")
+        self.call = check_call(self.call)
         d, k = self.basis.shape
         if k < 1 or k > d:
             raise InvalidInputError(f"A subspace basis must have shape (d, k) with 1 <= k <= d, got {(d, k)}.")
@@ -107,7 +113,7 @@ class Subspace:
         return self._replace(basis=self.basis.to(device=device, dtype=dtype), mean=mean)
 
     def replace(self, **changes: Any) -> Subspace:
-        """A copy with some fields changed (name, method, split_point, step, info, basis, mean); self is unchanged.
+        """A copy with some fields changed (name, method, split_point, step, call, info, basis, mean); self is unchanged.
 
         Examples:
             >>> Q = Subspace.random(8, 2, seed=0)
@@ -247,7 +253,7 @@ class Subspace:
             dictionary: Atoms as rows, shape (k, d) (Interpreto's `get_dictionary()` layout).
             mean: Optional centre, shape (d,).
             rtol: Relative singular-value threshold under which a direction counts as dependent.
-            **metadata: name, method, split_point, step.
+            **metadata: name, method, split_point, step, call.
 
         Returns:
             A Subspace of rank r <= k spanning the dictionary's numerical span.
@@ -283,7 +289,7 @@ class Subspace:
         return cls(basis, mean=mean, info=info, check=False, **metadata)
 
     def metadata(self) -> dict[str, Any]:
-        """JSON-ready metadata: name, method, split point, step, d, k and info."""
+        """JSON-ready metadata: name, method, split point, step, call, d, k and info."""
         meta = {key: getattr(self, key) for key in _METADATA_KEYS}
         meta.update(dim=self.dim, rank=self.rank, info=self.info)
         return meta
