@@ -4,8 +4,8 @@
 """Fetching Hub checkpoints, checking a sweep's revisions before it starts, and saying what went wrong.
 
 Everything here goes through `huggingface_hub`'s own calls (`snapshot_download`, `HfApi.list_repo_refs`,
-`try_to_load_from_cache`), so its cache, its resumable downloads (``.incomplete`` files) and its retries apply (none
-of ours on top), and `HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME` and `HF_HUB_CACHE` are honoured.
+`try_to_load_from_cache`), so its cache, its resumable downloads (``.incomplete`` files) and its retries apply
+(`hub_call` adds the retries of whole calls that it lacks), and `HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME` and `HF_HUB_CACHE` are honoured.
 
 * `fetch` downloads (or, offline, finds in the cache) the files a checkpoint needs, the config, tokenizer and weight
   files (safetensors, else PyTorch `.bin`), and returns the snapshot folder `from_pretrained` then reads.
@@ -14,6 +14,10 @@ of ours on top), and `HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME` and `HF_HUB_CACH
 * Every request of both (refs, metadata, file listings, downloads) has the deadline `hub_timeout`
   (`hub_deadline.bounded`): seconds to connect, or between two reads of a download, and a request that waited it out
   is not retried, so a Hub that stalls fails in seconds while a long download goes on as long as bytes flow.
+* `hub_call` is the one path of every Hub call of the package (a sweep's fetches and refs listing, checkpoint
+  loading, `TangentExplainer.from_pretrained` and `push_to_hub`): the call runs under the deadline `hub_timeout`, a
+  server error (5xx, 408, 429) or a dropped connection is retried `HUB_RETRIES` times (1 s, 2 s, 4 s apart), a 4xx
+  error and a timeout are not, and the end is our error naming the repository, the revision and the server.
 * `failure_message` tells a missing repository, a missing revision, an authentication failure, a server error, a
   timeout and a network failure apart, and names the endpoint in use and the download command the installed
   `huggingface_hub` ships (`hf download`; `huggingface-cli download` before 1.0).
@@ -30,17 +34,20 @@ import math
 import os
 import re
 import shutil
+import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..errors import CheckpointError, HubAccessWarning, InvalidInputError
+from ..errors import AnisotropyError, CheckpointError, HubAccessWarning, InvalidInputError
 from .hub_deadline import bounded
 
 __all__ = [
     "CONFIG_PATTERNS",
     "DEFAULT_HUB_TIMEOUT",
+    "HUB_RETRIES",
+    "HUB_RETRY_WAITS",
     "WEIGHT_PATTERNS",
     "check_hub_timeout",
     "check_revisions",
@@ -48,6 +55,7 @@ __all__ = [
     "endpoint",
     "failure_message",
     "fetch",
+    "hub_call",
     "hub_command",
     "is_offline",
 ]
@@ -64,6 +72,14 @@ WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_mo
 #: (`hub_deadline`). huggingface_hub's own default is 10 s for metadata and downloads, but none for listings (refs,
 #: repository info), and it retries a stalled file's metadata 6 times: a stalled Hub could hold a sweep for hours.
 DEFAULT_HUB_TIMEOUT = 10.0
+#: Seconds `hub_call` waits before each new try after a server error (5xx, 408, 429) or a dropped connection: a
+#: failing Hub fails a call after at most 4 tries and 7 s of waits (plus each try's own time, every wait of which is
+#: bounded by the deadline). Timeouts are not retried: the request already waited the deadline (`hub_deadline`).
+HUB_RETRY_WAITS: tuple[float, ...] = (1.0, 2.0, 4.0)
+#: How many times `hub_call` tries a call again (one per `HUB_RETRY_WAITS`).
+HUB_RETRIES = len(HUB_RETRY_WAITS)
+
+_T = TypeVar("_T")
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -136,6 +152,66 @@ def check_hub_timeout(value: Any, name: str = "hub_timeout") -> float:
     return float(value)
 
 
+def hub_call(
+    action: Callable[[], _T],
+    repo_id: str,
+    revision: str | None,
+    *,
+    timeout: float | None = None,
+    error: type[AnisotropyError] = CheckpointError,
+    label: str = "",
+    verb: str = "fetch",
+    cache_dir: str | os.PathLike | None = None,
+) -> _T:
+    """Runs one Hub call (`action`, which sends huggingface_hub requests) the way every Hub call of the package runs.
+
+    Every request waits at most `timeout` to connect or for its next bytes (`bounded`; a stalled request is not sent
+    again); a server error (5xx, 408, 429) or a dropped connection (reset, closed, truncated) is retried
+    `HUB_RETRIES` times, `HUB_RETRY_WAITS` apart (1 s, 2 s then 4 s; not offline); a 4xx error, a timeout or another failure ends the
+    call at once.
+
+    Args:
+        action: The call, without arguments (a `functools.partial` or a lambda).
+        repo_id: The repository it talks to, for messages.
+        revision: Its revision (None: the default branch), for messages.
+        timeout: The deadline in seconds (None: `DEFAULT_HUB_TIMEOUT`).
+        error: The error class of ours raised at the end.
+        label: The checkpoint's or tangent's name, for messages.
+        verb: What the call does, for messages ("fetch", "list the revisions of", "push to").
+        cache_dir: The Hugging Face cache, for offline messages.
+
+    Returns:
+        What `action` returned.
+
+    Raises:
+        AnisotropyError: Of class `error`, naming the repository, the revision, the server and what went wrong.
+    """
+    seconds = check_hub_timeout(timeout)
+    waits = () if is_offline() else HUB_RETRY_WAITS
+    tries = len(waits) + 1
+    with bounded(seconds):
+        for attempt in range(tries):
+            try:
+                return action()
+            except Exception as failure:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by _kind)
+                kind = _kind(failure)
+                if kind in ("server", "network") and attempt + 1 < tries and not isinstance(failure, AnisotropyError):
+                    logger.info("%s on %s, try %d: %s", kind, repo_id, attempt + 1, _first_line(failure))
+                    time.sleep(waits[attempt])
+                    continue
+                if kind is None and not isinstance(failure, (OSError, ValueError)):
+                    raise
+                if isinstance(failure, AnisotropyError):
+                    raise
+                message = failure_message(
+                    failure, repo_id, revision, label=label, cache_dir=cache_dir, timeout=seconds
+                )
+                if kind in ("server", "network") and tries > 1:
+                    message += f" (tried {tries} times)"
+                raise error(message.replace("Cannot fetch", f"Cannot {verb}", 1)) from failure
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def fetch(
     repo_id: str,
     revision: str | None,
@@ -147,10 +223,8 @@ def fetch(
 ) -> str:
     """Downloads a checkpoint's files into the Hugging Face cache (offline: finds them there) and returns the folder.
 
-    `snapshot_download` returns once every file is complete, so the folder is never read half-downloaded.
-    huggingface_hub retries what it retries (a file's metadata after a server error, a download whose connection
-    dropped, resumed); nothing more is retried here: a failure fails at once, the files already complete are kept for
-    the next try (see docs/reliability.md).
+    `snapshot_download` returns once every file is complete, so the folder is never read half-downloaded. It runs
+    through `hub_call` (a server error or a dropped connection is tried again, the files already complete kept).
 
     Args:
         repo_id: The Hub repository.
@@ -171,14 +245,14 @@ def fetch(
     """
     offline = is_offline()
     seconds = check_hub_timeout(timeout)
-    try:
-        with bounded(seconds):
-            folder = _snapshot(repo_id, revision, cache_dir, offline, quiet, seconds)
-    except Exception as error:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by _kind)
-        if _kind(error) is None and not isinstance(error, (OSError, ValueError)):
-            raise
-        message = failure_message(error, repo_id, revision, label=label, cache_dir=cache_dir, timeout=seconds)
-        raise CheckpointError(message) from error
+    folder = hub_call(
+        lambda: _snapshot(repo_id, revision, cache_dir, offline, quiet, seconds),
+        repo_id,
+        revision,
+        timeout=seconds,
+        label=label,
+        cache_dir=cache_dir,
+    )
     if not (Path(folder) / "config.json").is_file():
         shown = _shown(repo_id, revision, label)
         raise CheckpointError(
@@ -419,15 +493,16 @@ def _refs(repo_id: str, timeout: float = DEFAULT_HUB_TIMEOUT) -> set[str] | None
     from huggingface_hub import HfApi
 
     try:
-        with bounded(timeout):
-            refs = HfApi().list_repo_refs(repo_id)
-    except Exception as error:  # noqa: BLE001  (sorted by _kind: a missing or refused repository ends the sweep)
+        refs = hub_call(
+            lambda: HfApi().list_repo_refs(repo_id), repo_id, None, timeout=timeout, verb="list the revisions of"
+        )
+    except CheckpointError as error:  # sorted by _kind: a missing or refused repository ends the sweep
         if _kind(error) in ("repo", "gated", "auth", "timeout"):
-            message = failure_message(error, repo_id, None, timeout=timeout)
-            raise CheckpointError(message.replace("Cannot fetch", "Cannot list the revisions of", 1)) from error
+            raise
+        cause = error.__cause__ or error
         warnings.warn(
-            f"Could not list the revisions of {repo_id} on {endpoint()} ({type(error).__name__}: "
-            f"{_first_line(error)}); each revision is checked when it is loaded.",
+            f"Could not list the revisions of {repo_id} on {endpoint()} ({type(cause).__name__}: "
+            f"{_first_line(cause)}, tried {len(HUB_RETRY_WAITS) + 1} times); each revision is checked when it is loaded.",
             HubAccessWarning,
             stacklevel=4,
         )

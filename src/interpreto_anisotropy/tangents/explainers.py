@@ -759,6 +759,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         cache_dir: str | Path | None = None,
         local_files_only: bool = False,
         device: torch.device | str = "cpu",
+        hub_timeout: float | None = None,
     ) -> TangentExplainer:
         """A tangent saved by `save_pretrained` or `push_to_hub`, bit for bit, as the saved method's named class.
 
@@ -770,18 +771,21 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             cache_dir: Hub cache folder.
             local_files_only: Only the Hub cache, no download.
             device: Device of the basis.
+            hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (None: the sweep's
+                default, 10 s); server errors and dropped connections are retried (`hub_access.hub_call`).
 
         Returns:
             The fitted tangent, with its `fit_record`.
 
         Raises:
-            InvalidInputError: A splitter that is not an Interpreto splitter.
-            SavedTangentError: No such folder or repository, a failed download, or a damaged folder.
+            InvalidInputError: A splitter that is not an Interpreto splitter, or a `source` that is no str or path.
+            SavedTangentError: No such folder or repository, a failed download (or none within `hub_timeout`), or a
+                damaged folder.
             TangentMismatchError: A splitter of another split point or width d, or a class not the saved method's.
         """
         _check_splitter(splitter)
         download = {"revision": revision, "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}
-        folder, record, subspace = sharing.read_saved(source, device=device, **download)
+        folder, record, subspace = sharing.read_saved(source, device=device, hub_timeout=hub_timeout, **download)
         tangent_class, method = sharing.tangent_class(cls, record, folder, _NAMED_TANGENTS, TangentExplainer)
         sharing.check_splitter(record, folder, splitter, _latent_dim)
         options = {"center": record.center, "rtol": record.rtol, "seed": record.seed, **record.method_kwargs}
