@@ -30,7 +30,7 @@ from jaxtyping import Float
 
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
-from ..commons.options import check_number, check_positive_int, check_seed
+from ..commons.options import check_device, check_number, check_positive_int, check_seed
 from ..commons.tensors import as_float_tensor
 from ..errors import (
     AnisotropyError,
@@ -43,7 +43,7 @@ from ..errors import (
     NotFittedError,
     SplitPointError,
 )
-from ..reading.activations import iter_token_activations
+from ..reading.activations import NONFINITE_READ_ADVICE, iter_token_activations
 from ..reading.positions import uses_absolute_positions
 from ..reading.split_point import SplitPoint, splitter_model
 from . import sharing
@@ -408,10 +408,7 @@ def _advice_on_nonfinite_reads(from_texts: bool) -> Iterator[None]:
         if not from_texts:
             raise
         raise NonFiniteError(
-            "The activations read from the texts hold NaN or infinity. Check the model's weights (NaN or infinity in "
-            "them), or, if the model runs in float64 and batches are padded (some models, e.g. Gemma2, give NaN on "
-            "real tokens of padded float64 batches, a transformers bug), fit with batch_size=1 or load the model in "
-            "float32."
+            f"The activations read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}"
         ) from error
 
 
@@ -516,12 +513,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         self.nb_concepts = nb_concepts
         self.center = center
         self.rtol = check_number("rtol", rtol, at_least=0)
-        try:
-            torch.device(device)
-        except (RuntimeError, TypeError, ValueError):
-            raise InvalidInputError(
-                f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}."
-            ) from None
+        check_device("device", device)
         self.seed = check_seed("seed", seed)
         self.method_kwargs = _checked_method_kwargs(self.method_name, self.concept_class, method_kwargs)
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))

@@ -26,6 +26,7 @@ from huggingface_hub.utils import validate_repo_id
 
 from ..commons.files import write_atomically
 from ..commons.json_files import parse_json
+from ..commons.options import check_folder
 from ..errors import InvalidInputError, ResultsStoreError, SavedTangentError, TangentMismatchError
 from ..reading.split_point import splitter_model
 from ..version import __version__
@@ -38,7 +39,6 @@ __all__ = [
     "FitRecord",
     "SavedTangent",
     "SharedTangent",
-    "check_folder_argument",
     "check_repo_id",
     "check_splitter",
     "read_saved",
@@ -294,19 +294,6 @@ def _model_card(record: SavedTangent, repo_id: str | None) -> ModelCard:
     return ModelCard.from_template(data, template_str=_CARD, r=record, repo_id=repo_id)
 
 
-def check_folder_argument(name: str, value: Any) -> Path:
-    """A folder argument (`save_directory`, `source`): a non-empty `str` or path without NUL bytes, else our error."""
-    text = value if isinstance(value, str) else None
-    if isinstance(value, Path):
-        text = str(value)
-    if text is None or not text.strip() or "\x00" in text:
-        raise InvalidInputError(
-            f"{name} must be a folder (a non-empty str or pathlib.Path without NUL bytes), got {value!r}: give the "
-            "folder to write or read, e.g. 'tangents/pythia-70m-layer3'."
-        )
-    return Path(text)
-
-
 def check_repo_id(repo_id: Any, name: str = "repo_id") -> str:
     """A Hub repository id ("user/name"), checked with huggingface_hub's `validate_repo_id`, else our error."""
     try:
@@ -335,7 +322,7 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
     """
     from ..sweeps import hub_access
 
-    path = check_folder_argument("source", source)
+    path = check_folder("source", source)
     try:
         is_dir, exists = path.is_dir(), path.exists()
     except OSError:  # a name the file system refuses (too long): no folder
@@ -467,7 +454,7 @@ class SharedTangent:
             >>> ia.TangentExplainer.from_pretrained("tangents/pythia-70m-layer3", mwsp)  # doctest: +SKIP
             PCATangent(split_point='gpt_neox.layers.3', nb_concepts=16, method='pca', rank=16)
         """
-        folder = check_folder_argument("save_directory", save_directory)
+        folder = check_folder("save_directory", save_directory)
         _check_optional_str(model_id=model_id, model_revision=model_revision)
         return save_tangent(self, folder, model_id=model_id, model_revision=model_revision)
 
