@@ -10,7 +10,6 @@ model card; docs/how-to/share-tangents.md describes them.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import tempfile
 import types
@@ -33,6 +32,7 @@ from ..version import __version__
 from .subspace import Subspace
 
 __all__ = [
+    "allowed_concept_classes",
     "CARD_FILE",
     "SUBSPACE_FILE",
     "TANGENT_FILE",
@@ -388,22 +388,23 @@ def tangent_class(
 ) -> tuple[type, Any]:
     """The class to build the saved tangent with (`named[method]`, `cls` below it, or `base`) and its `method=`.
 
+    Nothing named in the file is imported: a method that is not one of ours comes from `allowed_concept_classes`.
+
     Raises:
-        SavedTangentError: A method that is neither named nor importable.
+        SavedTangentError: A method that is neither ours nor one of Interpreto's concept classes.
         TangentMismatchError: A named `cls` that is not the saved method's class.
     """
     if record.method in named:
         found, method = named[record.method], record.method
     else:
-        try:
-            module, _, name = (record.concept_class or "").partition(":")
-            method = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError, ValueError) as error:
+        allowed = allowed_concept_classes(named)
+        if record.concept_class not in allowed:
             raise SavedTangentError(
-                f"{folder / TANGENT_FILE} names method {record.method!r}, fitted with {record.concept_class}, which "
-                f"cannot be found ({error}): import or install the module that declares it, then load again."
-            ) from None
-        found = base
+                f"{folder / TANGENT_FILE} names method {record.method!r}, fitted with {str(record.concept_class)[:200]!r}"
+                ", which is neither a method of ours nor one of Interpreto's concept classes; nothing was imported. "
+                f"Methods read back: {sorted(named)} and Interpreto's {sorted(c.__name__ for c in allowed.values())}."
+            )
+        method, found = allowed[record.concept_class], base
     if issubclass(found, cls):
         return found, method
     if issubclass(cls, found):
@@ -412,6 +413,20 @@ def tangent_class(
         f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with "
         f"ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
     )
+
+
+def allowed_concept_classes(named: dict[str, type]) -> dict[str, type]:
+    """The concept classes a saved tangent may name, by ``module:qualname``: Interpreto's concept autoencoder
+    explainers (`interpreto.concepts`) and those our named tangents use (`named`: method -> tangent class)."""
+    import interpreto.concepts as concepts
+
+    classes = [
+        value
+        for value in vars(concepts).values()
+        if isinstance(value, type) and issubclass(value, concepts.ConceptAutoEncoderExplainer)
+    ]
+    classes += [tangent.concept_class for tangent in named.values() if tangent.concept_class is not None]
+    return {f"{kind.__module__}:{kind.__qualname__}": kind for kind in classes}
 
 
 def read_saved(
