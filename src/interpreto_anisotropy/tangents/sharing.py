@@ -320,7 +320,7 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
         InvalidInputError: A `source` that is neither a str nor a path.
         SavedTangentError: No such folder and no repository id, or a download that failed.
     """
-    from ..sweeps import hub_access
+    from ..commons import hub_access
 
     path = check_folder("source", source)
     try:
@@ -507,7 +507,7 @@ class SharedTangent:
             InvalidInputError: An option of a wrong type or value (checked before anything is written or sent).
             SavedTangentError: The Hub refused the repository or the commit, failed, or did not answer in time.
         """
-        from ..sweeps import hub_access
+        from ..commons import hub_access
 
         check_repo_id(repo_id)
         hub_timeout = hub_access.check_hub_timeout(hub_timeout)
