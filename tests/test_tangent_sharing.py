@@ -125,7 +125,11 @@ def test_texts_sha256_is_the_documented_chain():
         (lambda f: _edit(f, lambda r: r.pop("split_point")), "tangent.json", "missing split_point"),
         (lambda f: _edit(f, lambda r: r.update(rank="4")), "tangent.json", "wrong type: rank"),
         (lambda f: _edit(f, lambda r: r.update(format=99)), "tangent.json", "has format 99"),
-        (lambda f: _edit(f, lambda r: r.update(method="nowhere")), "tangent.json", "neither a method of ours nor one of Interpreto.s concept classes"),
+        (
+            lambda f: _edit(f, lambda r: r.update(method="nowhere")),
+            "tangent.json",
+            "neither a method of ours nor one of Interpreto.s concept classes",
+        ),
         (lambda f: _edit(f, lambda r: r.update(rank=3)), "subspace.safetensors", "different tangents"),
         (lambda f: (f / "subspace.safetensors").unlink(), "subspace.safetensors", "No subspace file"),
         (lambda f: _truncate(f / "subspace.safetensors"), "subspace.safetensors", "not a readable safetensors"),
