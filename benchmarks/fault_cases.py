@@ -545,6 +545,10 @@ BAD_SWEEP: dict[str, dict[str, Any]] = {
     "max_metric_tokens NaN": {"max_metric_tokens": NAN},
     "results_dir None": {"results_dir": None},
     "device 'quantum'": {"device": "quantum"},
+    "device 'meta'": {"device": "meta"},
+    "results_dir 'bad\\x00name'": {"results_dir": "bad\x00name"},
+    "split_point [1, 1]": {"split_point": [1, 1]},
+    "split_point the same path twice": {"split_point": ["gpt_neox.layers.1", "gpt_neox.layers.1"]},
     "batch_size 0": {"batch_size": 0},
     "overwrite 'yes'": {"overwrite": "yes"},
     "progress 'yes'": {"progress": "yes"},
@@ -843,6 +847,47 @@ add("checkpoints: Checkpoint", "revision 5", lambda: ia.checkpoints.Checkpoint(s
 
 
 # ------------------------------------------------------------------ command line
+# ------------------------------------------------------------------ issue 40: the doors of sharing, duplicates
+def _unfitted() -> Any:
+    return ia.PCATangent(fixtures()["mwsp"], nb_concepts=2)
+
+
+ISSUE_40 = {
+    "save_pretrained(None)": lambda: _unfitted().save_pretrained(None),
+    "save_pretrained(5)": lambda: _unfitted().save_pretrained(5),
+    "save_pretrained('')": lambda: _unfitted().save_pretrained(""),
+    "from_pretrained(None)": lambda: ia.TangentExplainer.from_pretrained(None, fixtures()["mwsp"]),
+    "from_pretrained(5)": lambda: ia.TangentExplainer.from_pretrained(5, fixtures()["mwsp"]),
+    "from_pretrained(300 characters)": lambda: ia.TangentExplainer.from_pretrained("x" * 300, fixtures()["mwsp"]),
+    "push_to_hub('../x')": lambda: _unfitted().push_to_hub("../x"),
+    "push_to_hub('a/b/c')": lambda: _unfitted().push_to_hub("a/b/c"),
+    "push_to_hub('')": lambda: _unfitted().push_to_hub(""),
+    "push_to_hub('me/t<script>')": lambda: _unfitted().push_to_hub("me/t<script>"),
+    "push_to_hub(private='yes')": lambda: _unfitted().push_to_hub("me/t", private="yes"),
+    "PCATangent device 'meta'": lambda: ia.PCATangent(fixtures()["mwsp"], nb_concepts=2, device="meta"),
+    "two checkpoints of one step": lambda: sweep(
+        checkpoints=[ia.checkpoints.Checkpoint(8, "/a/step-8"), ia.checkpoints.Checkpoint(8, "/b/step-8")]
+    ),
+    "two tangents of one name": lambda: ia.GradientProbe(fixtures()["mwsp"]).run(
+        fixtures()["texts"][:2], {1: fixtures()["tangent"], "1": fixtures()["tangent"]}, progress=False
+    ),
+}
+for _name, _call in ISSUE_40.items():
+    add("issue 40: doors and duplicates", _name, _call)
+add(
+    "issue 40: doors and duplicates",
+    "sweep --device-map deep JSON",
+    lambda: cli_sweep("--device-map", DEEP.decode()),
+    cli=True,
+)
+add(
+    "issue 40: doors and duplicates",
+    "sweep --method-kwargs deep JSON",
+    lambda: cli_sweep("--method-kwargs", DEEP.decode()),
+    cli=True,
+)
+
+
 def cli(*arguments: str) -> int:
     return cli_main(list(arguments))
 

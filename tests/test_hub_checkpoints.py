@@ -189,15 +189,17 @@ def test_a_missing_revision_at_load_time_names_the_endpoint(online):
     assert "huggingface.co" not in message
 
 
-def test_a_server_error_says_so_and_is_not_retried_by_us(online):
+def test_a_server_error_says_so_after_our_retries(online, monkeypatch):
+    monkeypatch.setattr(hub_access, "HUB_RETRY_WAITS", (0.01,) * hub_access.HUB_RETRIES)
     online.fail(r"/api/models/org/tiny-neox/revision/step8", 500)
     with pytest.raises(CheckpointError, match=r"step-8 .*server error.*may well exist") as info:
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
     assert "does not exist" not in str(info.value)
-    assert online.count("/revision/step8") == 1  # huggingface_hub does not retry the revision's info; nor do we
+    assert online.count("/revision/step8") == hub_access.HUB_RETRIES + 1  # huggingface_hub does not retry it; we do
 
 
-def test_a_connection_reset_says_network(online):
+def test_a_connection_reset_says_network(online, monkeypatch):
+    monkeypatch.setattr(hub_access, "HUB_RETRY_WAITS", (0.01,) * hub_access.HUB_RETRIES)
     online.fail(r"/api/models/org/tiny-neox/revision/step8", "reset", after_bytes=0)
     with pytest.raises(CheckpointError, match=r"step-8 .*the network failed while talking to http://127\.0\.0\.1"):
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
@@ -232,7 +234,8 @@ def test_transient_failures_are_retried_by_huggingface_hub_then_succeed(online, 
     assert online.count(f"/resolve/{commit}/model.safetensors", "GET") == 2  # dropped once, resumed by huggingface_hub
 
 
-def test_a_sweep_skips_a_checkpoint_whose_download_fails_and_says_why(online, tmp_path):
+def test_a_sweep_skips_a_checkpoint_whose_download_fails_and_says_why(online, tmp_path, monkeypatch):
+    monkeypatch.setattr(hub_access, "HUB_RETRY_WAITS", (0.01,) * hub_access.HUB_RETRIES)
     online.fail(r"/revision/step16", 500)  # the revision's file listing
     sweep = _sweep(ck.hub("org/tiny-neox", ["step0", "step8", "step16"]), tmp_path / "s", skip_bad_checkpoints=True)
     with pytest.warns(SkippedCheckpointWarning, match="Skipped checkpoint step-16"):

@@ -156,7 +156,16 @@ def panel(figure: Figure, split: str):
 
 # ---------------------------------------------------------------------------------------------------- figures
 def test_plot_sweep_returns_every_figure(result, figures):
-    assert list(figures) == ["energy", "energy_ratio", "change", "delta_isoscore", "isotropy", "drift", "loss", "buckets"]
+    assert list(figures) == [
+        "energy",
+        "energy_ratio",
+        "change",
+        "delta_isoscore",
+        "isotropy",
+        "drift",
+        "loss",
+        "buckets",
+    ]
     for name, figure in figures.items():
         assert isinstance(figure, Figure), name
         assert figure.get_suptitle(), name

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
 import sys
 import time
 import typing
@@ -372,13 +371,19 @@ def _option_parser(spec: dataclasses.Field, members: list[Any], choices: list[st
 
 
 def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+    try:  # the safe loader: nesting bounded, no NaN (a RecursionError or a NaN never gets through)
+        value = parse_json(text, "the option's value", error=InvalidInputError)
+    except InvalidInputError:
         value = None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"max_iter\": 200}}', got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be a JSON object such as '{{\"max_iter\": 200}}', got {_shortened(text)}"
+        )
     return value
+
+
+def _shortened(text: str, limit: int = 80) -> str:
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _add_report_command(commands: Any) -> None:

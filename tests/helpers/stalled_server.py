@@ -16,9 +16,14 @@ import threading
 
 
 class StalledServer:
-    """Accepts every connection, reads nothing, sends nothing, and closes them all on `stop`."""
+    """Accepts every connection, reads nothing, sends nothing, and closes them all on `stop`.
 
-    def __init__(self) -> None:
+    With `headers=True` it answers each request's first bytes with the headers of a 200 of 1000 bytes, then sends
+    nothing more (a Hub that stalls mid-answer).
+    """
+
+    def __init__(self, *, headers: bool = False) -> None:
+        self.headers = headers
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.2)  # so that the accepting thread sees `stop` within 0.2 s
         self._held: list[socket.socket] = []
@@ -41,6 +46,19 @@ class StalledServer:
                 return
             self._held.append(connection)
             self.accepted += 1
+            if self.headers:
+                threading.Thread(target=self._headers_then_silence, args=(connection,), daemon=True).start()
+
+    @staticmethod
+    def _headers_then_silence(connection: socket.socket) -> None:
+        try:
+            connection.recv(65536)
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
+                b"X-Repo-Commit: " + b"0" * 40 + b'\r\nETag: "0"\r\n\r\n'
+            )
+        except OSError:
+            pass
 
     def __enter__(self) -> StalledServer:
         self._thread.start()

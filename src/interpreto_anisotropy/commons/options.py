@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
@@ -29,6 +31,8 @@ __all__ = [
     "check_seed",
     "check_number",
     "check_bool",
+    "check_device",
+    "check_folder",
     "byte_size",
     "Bound",
     "POSITIVE_INT",
@@ -41,6 +45,66 @@ __all__ = [
 
 #: Seeds are below this.
 MAX_SEED = 2**32  # scikit-learn's random_state bound; torch accepts it too
+
+
+def check_folder(name: str, value: Any) -> Path:
+    """A folder option: a non-empty `str` or `os.PathLike` without NUL bytes (never "": the working directory).
+
+    Args:
+        name: The option, as the user spells it.
+        value: What the user gave.
+
+    Returns:
+        The folder as a `Path`.
+
+    Raises:
+        InvalidInputError: Naming the option.
+
+    Examples:
+        >>> check_folder("results_dir", "runs/live")
+        PosixPath('runs/live')
+    """
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(text, str) or not text.strip() or "\x00" in text:
+        shown = repr(value) if len(repr(value)) <= 80 else f"a {type(value).__name__}"
+        raise InvalidInputError(
+            f"{name} must be a folder: a non-empty str or path without NUL bytes, got {shown}. Give the folder, "
+            "e.g. 'runs/toy' ('.' for the working directory)."
+        )
+    return Path(text)
+
+
+def check_device(name: str, device: Any) -> Any:
+    """A device torch parses that can hold data (a name, an index or a `torch.device`; not "meta"), else our error.
+
+    Args:
+        name: The option, as the user spells it.
+        device: What the user gave.
+
+    Returns:
+        `device`, unchanged.
+
+    Raises:
+        InvalidInputError: Naming the option, with the devices it takes.
+
+    Examples:
+        >>> check_device("device", "cuda:1")
+        'cuda:1'
+    """
+    import torch
+
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError, ValueError):
+        kind = None
+    if kind is None or isinstance(device, bool):
+        raise InvalidInputError(f"{name} must be a torch device such as 'cpu', 'cuda' or 'cuda:0', got {device!r}.")
+    if kind == "meta":
+        raise InvalidInputError(
+            f"{name}='meta' holds no data, so no activation can be read or fitted on it: give 'cpu', 'cuda' or "
+            "'cuda:N'."
+        )
+    return device
 
 
 def check_number(

@@ -20,7 +20,7 @@ import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 
 from ..commons import distributed
-from ..commons.options import byte_size, check_bool, check_nonnegative_int
+from ..commons.options import byte_size, check_bool, check_folder, check_nonnegative_int
 from ..commons.threads import one_thread
 from ..errors import (
     EmptyWindowWarning,
@@ -49,6 +49,9 @@ from .tangents import TangentSchedule
 from .tokens import gradient_weight, loss_rows, loss_terms, scaling
 
 __all__ = ["TrainingProbe"]
+
+#: What a grad_scaler must offer (`torch.amp.GradScaler`'s methods the probe calls).
+_SCALER_METHODS = ("is_enabled", "get_scale")
 
 
 class TrainingProbe:
@@ -105,9 +108,14 @@ class TrainingProbe:
         self.every = settings.every
         self.objective = _objective(settings.objective, self.model)
         self.reduction = Reduction(settings.reduction)
-        if results_dir is not None and not isinstance(results_dir, (str, os.PathLike)):
-            raise InvalidInputError(f"results_dir must be a folder path or None, got {type(results_dir).__name__}.")
+        if results_dir is not None:
+            check_folder("results_dir", results_dir)
         self.results_dir, self.overwrite = results_dir, check_bool("overwrite", overwrite)
+        if grad_scaler is not None and not all(callable(getattr(grad_scaler, m, None)) for m in _SCALER_METHODS):
+            raise InvalidInputError(
+                f"grad_scaler must be the torch.amp.GradScaler whose scaled loss is differentiated (or None), got "
+                f"{grad_scaler!r}."
+            )
         self.grad_scaler = grad_scaler
         if tokenizer is not None and not hasattr(tokenizer, "all_special_ids"):
             raise InvalidInputError(

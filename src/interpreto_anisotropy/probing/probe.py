@@ -25,7 +25,7 @@ from ..errors import (
     SplitPointError,
 )
 from ..metrics.isotropy import DEFAULT_ZETA
-from ..reading.split_point import SplitPoint, refuse_other_call
+from ..reading.split_point import SplitPoint, refuse_ignored_aux_loss, refuse_other_call
 from ..reading.token_cache import TokenCache
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
@@ -133,6 +133,7 @@ class GradientProbe:
             check_bool("distributed", distributed)
         self.splitter = splitter
         self.point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special, call=call)
+        refuse_ignored_aux_loss(self.point.model)
         self.objective = make_objective(
             objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.point.model
         )
@@ -418,6 +419,11 @@ def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:
         if not isinstance(subspace, Subspace):
             raise InvalidInputError(
                 f"subspaces must be a TangentExplainer, a Subspace or a dict of them; {name!r} is {type(item).__name__}."
+            )
+        if str(name) in named:
+            raise InvalidInputError(
+                f"Two subspaces are named {str(name)!r} (keys {[k for k, _ in items if str(k) == str(name)]}): their "
+                "rows would share one name; give each tangent its own name."
             )
         named[str(name)] = subspace
     if not named:

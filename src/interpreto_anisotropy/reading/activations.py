@@ -20,11 +20,23 @@ from jaxtyping import Float, Int
 from ..commons.host_reads import to_device
 from ..commons.options import check_bool
 from ..commons.progress import progress_bar
-from ..errors import EmptyInputError, InvalidInputError
+from ..errors import EmptyInputError, InvalidInputError, NonFiniteError
 from .split_point import SplitPoint
 from .token_cache import TokenCache
 
-__all__ = ["iter_located_token_activations", "iter_token_activations", "token_activations"]
+__all__ = [
+    "NONFINITE_READ_ADVICE",
+    "iter_located_token_activations",
+    "iter_token_activations",
+    "token_activations",
+]
+
+#: What to try when activations read from texts hold NaN or infinity (`token_activations`, `TangentExplainer.fit`).
+NONFINITE_READ_ADVICE = (
+    "Check the model's weights (NaN or infinity in them), or, if the model runs in float64 and batches are padded "
+    "(some models, e.g. Gemma2, give NaN on real tokens of padded float64 batches, a transformers bug), read with "
+    "batch_size=1 or load the model in float32."
+)
 
 
 def iter_token_activations(
@@ -192,6 +204,7 @@ def token_activations(
 
     Raises:
         EmptyInputError: When no token is read.
+        NonFiniteError: Rows that hold NaN or infinity (with `fit`'s advice, `NONFINITE_READ_ADVICE`).
 
     Examples:
         >>> acts, ids = token_activations(mwsp, ["def f(x): return x"])  # doctest: +SKIP
@@ -201,4 +214,8 @@ def token_activations(
     parts = list(iter_token_activations(splitter, texts, **kwargs))
     if not parts:
         raise EmptyInputError("No token activations were read: the texts are empty or hold only special tokens.")
-    return torch.cat([rows for rows, _ in parts]), torch.cat([ids for _, ids in parts])
+    rows = torch.cat([rows for rows, _ in parts])
+    if not torch.isfinite(rows).all():  # one host read, after every batch
+        bad = int((~torch.isfinite(rows)).any(dim=1).sum())
+        raise NonFiniteError(f"{bad} of the {rows.shape[0]} rows read hold NaN or infinity. {NONFINITE_READ_ADVICE}")
+    return rows, torch.cat([ids for _, ids in parts])

@@ -19,7 +19,7 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from interpreto.concepts.splitters.splitting_utils import get_layer_by_idx, walk_modules
 from jaxtyping import Bool, Float
 
-from ..errors import InvalidInputError, SplitPointError
+from ..errors import InvalidInputError, ObjectiveError, SplitPointError
 from .batching import TokenBatcher, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
 from .modes import eval_mode
@@ -32,8 +32,10 @@ __all__ = [
     "HiddenStateCapture",
     "check_call",
     "call_index",
+    "refuse_ignored_aux_loss",
     "refuse_other_call",
     "refuse_internal_padding",
+    "refuse_unsupported_kernels",
     "TrainingCapture",
     "TrainingRead",
     "resolve_split_point",
@@ -198,6 +200,37 @@ def refuse_internal_padding(model: torch.nn.Module) -> None:
         )
 
 
+def refuse_unsupported_kernels(model: torch.nn.Module) -> None:
+    """Refuse (`InvalidInputError`) a mixture-of-experts model in float64 whose experts run the `grouped_mm` kernel
+    (transformers' default), which takes float32, bfloat16 and float16 only."""
+    config = getattr(model, "config", None)
+    kernel = getattr(config, "_experts_implementation", None)
+    if kernel != "grouped_mm" or not any(p.dtype == torch.float64 for p in model.parameters()):
+        return
+    raise InvalidInputError(
+        f"{type(model).__name__} runs in float64, but its experts use the '{kernel}' kernel (the model's "
+        "experts_implementation), which takes float32, bfloat16 or float16 only. Call "
+        "model.set_experts_implementation('eager') (or load it with experts_implementation='eager'), or load the "
+        "model in float32."
+    )
+
+
+def refuse_ignored_aux_loss(model: torch.nn.Module) -> None:
+    """Refuse (`ObjectiveError`) a mixture-of-experts model set to train with its router's auxiliary loss
+    (`output_router_logits=True` and a non-zero `router_aux_loss_coef`): the probe's objective is the task loss
+    alone, computed from the logits, so it would leave that part of the training loss out without a word."""
+    config = getattr(model, "config", None)
+    coefficient = getattr(config, "router_aux_loss_coef", 0) or 0
+    if not getattr(config, "output_router_logits", False) or not coefficient:
+        return
+    raise ObjectiveError(
+        f"{type(model).__name__} is set to train with its router's auxiliary load-balancing loss "
+        f"(output_router_logits=True, router_aux_loss_coef={coefficient}), which the probe's objective (the task "
+        "loss, from the logits) leaves out. Set model.config.output_router_logits = False to probe the task loss "
+        "alone (the gradients then differ from the training ones by that term)."
+    )
+
+
 class StopForward(Exception):
     """Raised by a `HiddenStateCapture(stop=True)` once it holds the hidden state: the layers above are skipped."""
 
@@ -292,6 +325,7 @@ class SplitPoint:
         self.path: str = splitter.split_point
         self.model = splitter_model(splitter)
         refuse_internal_padding(self.model)
+        refuse_unsupported_kernels(self.model)
         self.tokenizer = splitter.tokenizer
         self.module = split_point_module(self.model, self.path)
         self.positions = PositionScheme.of(self.model)

@@ -29,6 +29,7 @@ from ..commons.options import (
     SEED,
     UNIT_INTERVAL,
     Bound,
+    check_device,
 )
 from ..errors import InvalidInputError
 
@@ -278,6 +279,9 @@ class SweepConfig:
         if not isinstance(self.reference, str):
             _check_given_reference(self.reference, self.split_point)
         _check_placement(self)
+        _check_unique_split_points(self.split_point)
+        if self.device is not None:
+            check_device("device", self.device)
 
     @classmethod
     def make(cls, base: "SweepConfig | None" = None, **options: Any) -> "SweepConfig":
@@ -351,6 +355,8 @@ def _checked(spec: dataclasses.Field, value: Any) -> Any:
     """`value` if a member of the field's type takes it (normalised: a str enum as its value, a path as a `Path`,
     a list of split points as a tuple); otherwise our error naming the field and what it takes."""
     bound = spec.metadata["bound"]
+    if isinstance(value, (str, os.PathLike)) and "\x00" in str(os.fspath(value)):
+        raise InvalidInputError(f"{spec.name} must not hold a NUL byte ('\\x00'), got {_shown(value)}.")
     members = sorted(type_members(spec), key=lambda member: typing.get_origin(member) is not tuple)  # a list first
     for member in members:
         taken, normalised = _takes(member, value, bound)
@@ -450,6 +456,13 @@ def _check_given_reference(reference: Any, split_points: tuple[int | str, ...]) 
         raise InvalidInputError(f"reference must map every split point to a Subspace; missing {missing}.")
     for subspace in reference.values():  # before any checkpoint is read
         check_control_room(subspace.rank, subspace.dim, option="the given reference's rank k")
+
+
+def _check_unique_split_points(split_points: tuple[int | str, ...]) -> None:
+    """Each split point once (a repeated one would write its rows twice)."""
+    repeated = sorted({repr(point) for point in split_points if split_points.count(point) > 1})
+    if repeated:
+        raise InvalidInputError(f"split_point names {', '.join(repeated)} more than once: give each split point once.")
 
 
 #: The devices accelerate places modules on, by name (a GPU is also named by its index).

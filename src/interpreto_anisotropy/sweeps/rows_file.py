@@ -172,7 +172,28 @@ def read_config(path: Path) -> dict[str, Any]:
         raise ResultsStoreError(f"{path} is not a readable sweep config: {error}") from None
     if not isinstance(config, dict):
         raise ResultsStoreError(f"{path} is not a sweep config. Rerun the sweep with overwrite=True to start afresh.")
+    wrong = [key for key, fits in _CONFIG_SHAPES.items() if key in config and not fits(config[key])]
+    if wrong:
+        raise ResultsStoreError(
+            f"{path} has {', '.join(wrong)} of a wrong type: it was not written by a sweep (or was edited). Rerun "
+            "the sweep with overwrite=True to start afresh."
+        )
     return config
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: The shape of the config keys a resumed run reads to merge itself in (`extension.merge_configs`).
+_CONFIG_SHAPES: dict[str, Any] = {
+    "checkpoints": lambda v: isinstance(v, list) and all(isinstance(c, dict) and _int(c.get("step")) for c in v),
+    "split_points": lambda v: isinstance(v, list) and all(_int(p) or isinstance(p, str) for p in v),
+    "reference": lambda v: v in ("early", "each", "both", "given"),
+    "given_reference": lambda v: v is None or isinstance(v, dict),
+    "early_steps": lambda v: isinstance(v, list) and all(_int(step) for step in v),
+    "early_fraction": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+}
 
 
 def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -193,6 +193,9 @@ class SweepSettings:
             raise InvalidInputError(
                 "checkpoints must be ia.checkpoints.Checkpoint objects or a glob of checkpoint folders."
             )
+        # the same checkpoint twice is one; two of one step are refused (one would be dropped without a word)
+        self.checkpoints = [c for i, c in enumerate(self.checkpoints) if i == 0 or c != self.checkpoints[i - 1]]
+        checkpoint_tools._check_unique_steps(self.checkpoints, InvalidInputError)
         self.layers: list[int | str] = list(config.split_point)
         self.fit_texts, self.probe_texts = _split_texts(texts, probe_texts)
         self.given_reference = self._given_reference(config.reference)

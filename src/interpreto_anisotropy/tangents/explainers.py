@@ -30,7 +30,7 @@ from jaxtyping import Float
 
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
-from ..commons.options import check_number, check_positive_int, check_seed
+from ..commons.options import check_device, check_number, check_positive_int, check_seed
 from ..commons.tensors import as_float_tensor
 from ..errors import (
     AnisotropyError,
@@ -43,7 +43,7 @@ from ..errors import (
     NotFittedError,
     SplitPointError,
 )
-from ..reading.activations import iter_token_activations
+from ..reading.activations import NONFINITE_READ_ADVICE, iter_token_activations
 from ..reading.positions import uses_absolute_positions
 from ..reading.split_point import SplitPoint, splitter_model
 from . import sharing
@@ -408,10 +408,7 @@ def _advice_on_nonfinite_reads(from_texts: bool) -> Iterator[None]:
         if not from_texts:
             raise
         raise NonFiniteError(
-            "The activations read from the texts hold NaN or infinity. Check the model's weights (NaN or infinity in "
-            "them), or, if the model runs in float64 and batches are padded (some models, e.g. Gemma2, give NaN on "
-            "real tokens of padded float64 batches, a transformers bug), fit with batch_size=1 or load the model in "
-            "float32."
+            f"The activations read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}"
         ) from error
 
 
@@ -516,12 +513,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         self.nb_concepts = nb_concepts
         self.center = center
         self.rtol = check_number("rtol", rtol, at_least=0)
-        try:
-            torch.device(device)
-        except (RuntimeError, TypeError, ValueError):
-            raise InvalidInputError(
-                f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}."
-            ) from None
+        check_device("device", device)
         self.seed = check_seed("seed", seed)
         self.method_kwargs = _checked_method_kwargs(self.method_name, self.concept_class, method_kwargs)
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
@@ -765,6 +757,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         cache_dir: str | Path | None = None,
         local_files_only: bool = False,
         device: torch.device | str = "cpu",
+        hub_timeout: float | None = None,
     ) -> TangentExplainer:
         """A tangent saved by `save_pretrained` or `push_to_hub`, bit for bit, as the saved method's named class.
 
@@ -776,18 +769,21 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             cache_dir: Hub cache folder.
             local_files_only: Only the Hub cache, no download.
             device: Device of the basis.
+            hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (None: the sweep's
+                default, 10 s); server errors and dropped connections are retried (`hub_access.hub_call`).
 
         Returns:
             The fitted tangent, with its `fit_record`.
 
         Raises:
-            InvalidInputError: A splitter that is not an Interpreto splitter.
-            SavedTangentError: No such folder or repository, a failed download, or a damaged folder.
+            InvalidInputError: A splitter that is not an Interpreto splitter, or a `source` that is no str or path.
+            SavedTangentError: No such folder or repository, a failed download (or none within `hub_timeout`), or a
+                damaged folder.
             TangentMismatchError: A splitter of another split point or width d, or a class not the saved method's.
         """
         _check_splitter(splitter)
         download = {"revision": revision, "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}
-        folder, record, subspace = sharing.read_saved(source, device=device, **download)
+        folder, record, subspace = sharing.read_saved(source, device=device, hub_timeout=hub_timeout, **download)
         tangent_class, method = sharing.tangent_class(cls, record, folder, _NAMED_TANGENTS, TangentExplainer)
         sharing.check_splitter(record, folder, splitter, _latent_dim)
         options = {"center": record.center, "rtol": record.rtol, "seed": record.seed, **record.method_kwargs}

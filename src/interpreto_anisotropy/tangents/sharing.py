@@ -10,7 +10,6 @@ model card; docs/how-to/share-tangents.md describes them.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import tempfile
 import types
@@ -21,23 +20,26 @@ from pathlib import Path
 from typing import Any
 
 from huggingface_hub import HfApi, ModelCard, ModelCardData, snapshot_download
-from huggingface_hub.errors import HfHubHTTPError, HFValidationError, LocalEntryNotFoundError
+from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
 from ..commons.files import write_atomically
 from ..commons.json_files import parse_json
+from ..commons.options import check_folder
 from ..errors import InvalidInputError, ResultsStoreError, SavedTangentError, TangentMismatchError
 from ..reading.split_point import splitter_model
 from ..version import __version__
 from .subspace import Subspace
 
 __all__ = [
+    "allowed_concept_classes",
     "CARD_FILE",
     "SUBSPACE_FILE",
     "TANGENT_FILE",
     "FitRecord",
     "SavedTangent",
     "SharedTangent",
+    "check_repo_id",
     "check_splitter",
     "read_saved",
     "save_tangent",
@@ -299,33 +301,61 @@ def _model_card(record: SavedTangent, repo_id: str | None) -> ModelCard:
     return ModelCard.from_template(data, template_str=_CARD, r=record, repo_id=repo_id)
 
 
-def tangent_folder(source: str | Path, **download: Any) -> Path:
-    """The folder `source`, or the Hub repository `source` downloaded (`**download`: `snapshot_download`'s options).
+def check_repo_id(repo_id: Any, name: str = "repo_id") -> str:
+    """A Hub repository id ("user/name"), checked with huggingface_hub's `validate_repo_id`, else our error."""
+    try:
+        if not isinstance(repo_id, str):
+            raise HFValidationError(f"not a str: {type(repo_id).__name__}")
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise InvalidInputError(
+            f"{name} must be a Hub repository id such as 'user/name' (letters, digits, '-', '_', '.', at most 96 "
+            f"characters), got {repo_id!r} ({_first_line(error)})."
+        ) from None
+    return repo_id
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or ["no message"])[0][:200]
+
+
+def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **download: Any) -> Path:
+    """The folder `source`, or the Hub repository `source` downloaded (`**download`: `snapshot_download`'s options)
+    through `hub_access.hub_call` (every wait bounded by `hub_timeout`, transient errors retried).
 
     Raises:
+        InvalidInputError: A `source` that is neither a str nor a path.
         SavedTangentError: No such folder and no repository id, or a download that failed.
     """
-    path = Path(source)
-    if path.is_dir():
+    from ..commons import hub_access
+
+    path = check_folder("source", source)
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except OSError:  # a name the file system refuses (too long): no folder
+        is_dir = exists = False
+    if is_dir:
         return path
-    if path.exists():
+    if exists:
         raise SavedTangentError(f"{path} is a file: give the folder save_pretrained wrote (it holds {TANGENT_FILE}).")
     try:
         validate_repo_id(str(source))
     except HFValidationError:
         raise SavedTangentError(
-            f"No folder at {path}, and {str(source)!r} is no Hub repository id: give the folder save_pretrained wrote "
-            "or a repository id such as 'user/name'."
+            f"No folder at {str(path)[:200]!r}, and it is no Hub repository id: give the folder save_pretrained "
+            "wrote or a repository id such as 'user/name'."
         ) from None
-    try:
-        return Path(
-            snapshot_download(str(source), allow_patterns=[TANGENT_FILE, SUBSPACE_FILE, CARD_FILE], **download)
-        )
-    except (HfHubHTTPError, LocalEntryNotFoundError) as error:
-        raise SavedTangentError(
-            f"Cannot download the tangent {str(source)!r} (revision {download.get('revision') or 'main'}) from the "
-            f"Hub: {error}. Check the repository id and revision (a token for a private one), or give its folder."
-        ) from error
+    revision = download.get("revision")
+    folder = hub_access.hub_call(
+        lambda: snapshot_download(str(source), allow_patterns=[TANGENT_FILE, SUBSPACE_FILE, CARD_FILE], **download),
+        str(source),
+        revision,
+        timeout=hub_timeout,
+        error=SavedTangentError,
+        verb="download the tangent",
+        cache_dir=download.get("cache_dir"),
+    )
+    return Path(folder)
 
 
 def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
@@ -365,22 +395,23 @@ def tangent_class(
 ) -> tuple[type, Any]:
     """The class to build the saved tangent with (`named[method]`, `cls` below it, or `base`) and its `method=`.
 
+    Nothing named in the file is imported: a method that is not one of ours comes from `allowed_concept_classes`.
+
     Raises:
-        SavedTangentError: A method that is neither named nor importable.
+        SavedTangentError: A method that is neither ours nor one of Interpreto's concept classes.
         TangentMismatchError: A named `cls` that is not the saved method's class.
     """
     if record.method in named:
         found, method = named[record.method], record.method
     else:
-        try:
-            module, _, name = (record.concept_class or "").partition(":")
-            method = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError, ValueError) as error:
+        allowed = allowed_concept_classes(named)
+        if record.concept_class not in allowed:
             raise SavedTangentError(
-                f"{folder / TANGENT_FILE} names method {record.method!r}, fitted with {record.concept_class}, which "
-                f"cannot be found ({error}): import or install the module that declares it, then load again."
-            ) from None
-        found = base
+                f"{folder / TANGENT_FILE} names method {record.method!r}, fitted with {str(record.concept_class)[:200]!r}"
+                ", which is neither a method of ours nor one of Interpreto's concept classes; nothing was imported. "
+                f"Methods read back: {sorted(named)} and Interpreto's {sorted(c.__name__ for c in allowed.values())}."
+            )
+        method, found = allowed[record.concept_class], base
     if issubclass(found, cls):
         return found, method
     if issubclass(cls, found):
@@ -391,13 +422,29 @@ def tangent_class(
     )
 
 
-def read_saved(source: str | Path, *, device: Any = "cpu", **download: Any) -> tuple[Path, SavedTangent, Subspace]:
+def allowed_concept_classes(named: dict[str, type]) -> dict[str, type]:
+    """The concept classes a saved tangent may name, by ``module:qualname``: Interpreto's concept autoencoder
+    explainers (`interpreto.concepts`) and those our named tangents use (`named`: method -> tangent class)."""
+    import interpreto.concepts as concepts
+
+    classes = [
+        value
+        for value in vars(concepts).values()
+        if isinstance(value, type) and issubclass(value, concepts.ConceptAutoEncoderExplainer)
+    ]
+    classes += [tangent.concept_class for tangent in named.values() if tangent.concept_class is not None]
+    return {f"{kind.__module__}:{kind.__qualname__}": kind for kind in classes}
+
+
+def read_saved(
+    source: str | Path, *, device: Any = "cpu", hub_timeout: float | None = None, **download: Any
+) -> tuple[Path, SavedTangent, Subspace]:
     """The folder of a saved tangent (see `tangent_folder`), its `SavedTangent` and its `Subspace`, checked.
 
     Raises:
         SavedTangentError: A missing or damaged file, or files that disagree on d or k.
     """
-    folder = tangent_folder(source, **download)
+    folder = tangent_folder(source, hub_timeout=hub_timeout, **download)
     record = SavedTangent.read(folder)
     return folder, record, _subspace(folder, record, device)
 
@@ -421,14 +468,17 @@ class SharedTangent:
 
         Raises:
             NotFittedError: Before `fit`.
-            InvalidInputError: Method keywords that are not JSON values.
+            InvalidInputError: A `save_directory` that is not a non-empty str or path, model_id or model_revision
+                not a str, or method keywords that are not JSON values.
 
         Examples:
             >>> tangent.save_pretrained("tangents/pythia-70m-layer3")  # doctest: +SKIP
             >>> ia.TangentExplainer.from_pretrained("tangents/pythia-70m-layer3", mwsp)  # doctest: +SKIP
             PCATangent(split_point='gpt_neox.layers.3', nb_concepts=16, method='pca', rank=16)
         """
-        return save_tangent(self, save_directory, model_id=model_id, model_revision=model_revision)
+        folder = check_folder("save_directory", save_directory)
+        _check_optional_str(model_id=model_id, model_revision=model_revision)
+        return save_tangent(self, folder, model_id=model_id, model_revision=model_revision)
 
     def push_to_hub(
         self,
@@ -441,6 +491,7 @@ class SharedTangent:
         create_pr: bool = False,
         model_id: str | None = None,
         model_revision: str | None = None,
+        hub_timeout: float | None = None,
     ) -> Any:
         """Upload the tangent's `save_pretrained` folder to a Hub repository, created if needed.
 
@@ -453,24 +504,46 @@ class SharedTangent:
             create_pr: Open a pull request instead of committing.
             model_id: See `save_pretrained`.
             model_revision: See `save_pretrained`.
+            hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (None: the sweep's
+                default, `hub_access.DEFAULT_HUB_TIMEOUT`); server errors are retried (`hub_access.hub_call`).
 
         Returns:
             The commit (`huggingface_hub.CommitInfo`).
 
         Raises:
-            SavedTangentError: The Hub refused the repository or the commit.
+            InvalidInputError: An option of a wrong type or value (checked before anything is written or sent).
+            SavedTangentError: The Hub refused the repository or the commit, failed, or did not answer in time.
         """
+        from ..commons import hub_access
+
+        check_repo_id(repo_id)
+        hub_timeout = hub_access.check_hub_timeout(hub_timeout)
+        for name, value in (("private", private), ("create_pr", create_pr)):
+            if value is not None and not isinstance(value, bool):
+                raise InvalidInputError(f"push_to_hub's {name} must be True, False or None, got {value!r}.")
+        _check_optional_str(
+            branch=branch, commit_message=commit_message, model_id=model_id, model_revision=model_revision
+        )
+        if token is not None and not isinstance(token, (str, bool)):
+            raise InvalidInputError(f"push_to_hub's token must be a str (or True / None), got {type(token).__name__}.")
         with tempfile.TemporaryDirectory() as folder:
             save_tangent(self, folder, repo_id=repo_id, model_id=model_id, model_revision=model_revision)
             api = HfApi(token=token)
             message = commit_message or f"Tangent at {self.splitter.split_point} ({self.method_name})"
-            try:
+
+            def push() -> Any:
                 api.create_repo(repo_id, private=private, exist_ok=True)
                 return api.upload_folder(
                     repo_id=repo_id, folder_path=folder, revision=branch, commit_message=message, create_pr=create_pr
                 )
-            except HfHubHTTPError as error:
-                raise SavedTangentError(
-                    f"Cannot push the tangent to {repo_id!r} on {api.endpoint}: {error}. Log in (hf auth login) or "
-                    "pass token=..., with write access to the repository."
-                ) from error
+
+            return hub_access.hub_call(
+                push, repo_id, branch, timeout=hub_timeout, error=SavedTangentError, verb="push the tangent to"
+            )
+
+
+def _check_optional_str(**values: Any) -> None:
+    """Each named value is None or a non-empty str without NUL bytes, else our error naming it."""
+    for name, value in values.items():
+        if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
+            raise InvalidInputError(f"{name} must be a non-empty str (or None), got {value!r}.")
