@@ -418,7 +418,9 @@ def _draw_ratio(
     filled = [(step, ratio) for step, ratio, sig in points if sig]
     hollow = [(step, ratio) for step, ratio, sig in points if not sig]
     if filled:
-        ax.scatter(*zip(*filled, strict=True), s=30, color=color, edgecolors=color, zorder=3, gid=f"significant:{kind}")
+        ax.scatter(
+            *zip(*filled, strict=True), s=30, color=color, edgecolors=color, zorder=3, gid=f"significant:{kind}"
+        )
     if hollow:
         ax.scatter(
             *zip(*hollow, strict=True),
