@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -15,8 +17,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+import interpreto_anisotropy as ia
+from interpreto_anisotropy.sweeps import draws
+from interpreto_anisotropy.sweeps.checkpoints import Checkpoint
 from interpreto_anisotropy.sweeps.draws import default_n_random, floor_passes, row_seed, warn_if_cannot_pass
-from interpreto_anisotropy.sweeps.multiple_testing import holm
+from interpreto_anisotropy.sweeps.extension import merge_configs
+from interpreto_anisotropy.sweeps.multiple_testing import Family, adjust, holm
+from interpreto_anisotropy.sweeps.resume import ResultsDirCheck
 
 IDENTITY = {"step": 100, "split_point": "gpt_neox.layers.1", "kind": "early"}
 
@@ -67,3 +74,100 @@ def test_an_explicit_n_random_that_cannot_pass_is_warned_about():
         UserWarning, match=r"n_random=20: .*1/21 = 0\.04762, not below alpha/m = 0\.05/16 = 0\.003125.*320"
     ):
         warn_if_cannot_pass(20, 16)
+
+
+def _rows(split_points: int, kinds: int, checkpoints: int) -> list[dict]:
+    """One row per (split point, tangent kind, checkpoint), every p-value a placeholder."""
+    names = ("early", "each")[:kinds]
+    return [
+        {"split_point": f"layers.{s}", "tangent": kind, "step": step, "p_value_exact": 0.5}
+        for s in range(split_points)
+        for kind in names
+        for step in range(checkpoints)
+    ]
+
+
+@pytest.mark.parametrize("family", [member.value for member in Family])
+@pytest.mark.parametrize(("split_points", "kinds", "checkpoints"), [(3, 1, 16), (2, 2, 5), (1, 2, 7)])
+def test_the_family_size_is_the_largest_family_the_verdict_adjusts_over(family, split_points, kinds, checkpoints):
+    """Recomputed another way: the rows of the largest group `multiple_testing.Family` makes of such a sweep."""
+    rows = _rows(split_points, kinds, checkpoints)
+    members = Family(family).key
+    largest = max(sum(members(other) == members(row) for other in rows) for row in rows)
+    assert draws.family_size(family, checkpoints=checkpoints, split_points=split_points, kinds=kinds) == largest
+
+
+@pytest.mark.parametrize(("correction", "level"), [("holm", 0.05), ("holm", 0.01), ("bh", 0.05)])
+def test_with_family_all_over_3_split_points_and_16_checkpoints_the_default_r_prime_lets_the_correction_pass(
+    correction, level
+):
+    """Every row at the floor 1/(R'+1): the correction over the 48 rows passes with the family's default R', and the
+    curve-sized one (sized on 16 checkpoints, as before) leaves even the smallest p above level / 48 (Holm)."""
+    rows = _rows(3, 1, 16)
+    size = draws.family_size("all", checkpoints=16, split_points=3, kinds=1)
+    n_random = default_n_random(size, n_controls=20, level=level)
+    assert (size, n_random) == (48, math.floor(Fraction(48) / Fraction(str(level))))  # 1/(R'+1) < level/48
+    at_floor = [{**row, "p_value_exact": 1 / (n_random + 1)} for row in rows]
+    adjusted = adjust(at_floor, column="p_value_exact", correction=correction, family="all")
+    assert max(adjusted) <= level and min(adjusted) <= level
+    curve_sized = default_n_random(16, n_controls=20, level=level)
+    smallest = adjust(
+        [{**row, "p_value_exact": 1 / (curve_sized + 1) if i == 0 else 1.0} for i, row in enumerate(rows)],
+        column="p_value_exact",
+        correction=correction,
+        family="all",
+    )[0]
+    assert smallest > level  # a single row at the curve-sized floor cannot pass over the family
+
+
+def test_the_sweep_config_s_family_and_level_size_the_default_r_prime_of_a_run_and_of_its_results_directory(
+    tmp_path,
+):
+    """SweepConfig(family="all") over 3 split points x 16 checkpoints: R' = 960 when the sweep is built and when its
+    results directory is checked (which counts the stored split points and tangent kinds); config.json keeps the
+    family, correction and level, and a resume may declare others."""
+    checkpoints = [Checkpoint(step, f"/nowhere/checkpoint-{step}") for step in range(16)]
+    options = {"split_point": [0, 1, 2], "texts": ["a b", "c d"], "device": "cpu", "progress": False}
+
+    def resolved(folder, **declared):
+        sweep = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / folder, **options, **declared)
+        check = ResultsDirCheck(sweep.settings, sweep.store, sweep._fingerprints, sweep._drift, lambda line: None)
+        with check.held() as n_random:
+            return sweep._n_random, n_random, json.loads((tmp_path / folder / "config.json").read_text())
+
+    assert resolved("curve")[:2] == (default_n_random(16, n_controls=20),) * 2 == (320, 320)
+    built, checked, config = resolved("all", family="all")
+    assert built == checked == default_n_random(48, n_controls=20) == 960 and config["family"] == "all"
+    built, checked, config = resolved("strict", family="all", correction="bh", level=0.01, reference="both")
+    assert built == checked == default_n_random(96, n_controls=20, level=0.01) == 9600
+    assert (config["correction"], config["level"]) == ("bh", 0.01)
+    assert "family" not in resolved("all")[2]  # a resume declaring the default family: config.json says so
+
+
+def test_a_resume_may_judge_the_rows_otherwise_but_not_compute_them_otherwise():
+    stored = {
+        "checkpoints": [{"step": 0, "source": "a", "revision": None}],
+        "split_points": [1],
+        "reference": "early",
+        "given_reference": None,
+        "early_steps": [0],
+        "early_fraction": 0.3,
+        "seed": 0,
+        "family": "all",
+    }
+    merged = merge_configs(stored, {**stored, "family": "tangent", "level": 0.01}, where="sweep")
+    assert (merged["family"], merged["level"]) == ("tangent", 0.01)
+    assert "family" not in merge_configs(stored, {k: v for k, v in stored.items() if k != "family"}, where="sweep")
+    with pytest.raises(ia.errors.ConfigMismatchError, match="seed differ"):
+        merge_configs(stored, {**stored, "seed": 1}, where="sweep")
+
+
+def test_bad_family_correction_or_level_are_our_errors_naming_the_option(tmp_path):
+    for name, value, words in (
+        ("family", "curve", "'split_point_and_tangent', 'split_point', 'tangent' or 'all'"),
+        ("correction", "bonferroni", "'holm' or 'bh'"),
+        ("level", 1.0, "a number in (0, 1)"),
+        ("level", 0, "a number in (0, 1)"),
+    ):
+        with pytest.raises(ia.errors.InvalidInputError, match=rf"^{name} must be {re.escape(words)}"):
+            ia.SweepConfig(split_point=1, results_dir=tmp_path, **{name: value})

@@ -95,6 +95,11 @@ def test_every_window_reaches_tensorboard_at_its_step(
     assert sum(row["retrospective"] for row in table.rows) == 2 * 2
     scalars = tensorboard_scalars(tmp_path)
     _assert_logged(scalars, _expected(table, "train/"), rel=1e-6)  # TensorBoard keeps float32
+    for layer in (0, 1):  # the finding's numbers, for every window: the exact p, the anisotropy share and its exact p
+        for name in ("p_value_exact", "anisotropy_share", "anisotropy_p_value_exact"):
+            logged = scalars[f"train/anisotropy/{layer}/{name}"]
+            assert [step for step, _ in logged] == list(range(STEPS)), name
+            assert [value for _, value in logged] == pytest.approx(table.select(layer=layer).column(name), rel=1e-6)
     assert [step for step, _ in scalars["train/loss"]] == [LOGGING_STEPS]  # the Trainer's own log, kept
     # Nothing printed, nor given to the other callbacks, but the Trainer's own logs (PrinterCallback: one line each)
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("{")]

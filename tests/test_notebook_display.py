@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import interpreto_anisotropy as ia
+from interpreto_anisotropy.sweeps.verdict import adjusted_p_values
 
 CRAFTED = "<script>alert('x')</script> & <b>bold</b>"
 HEADLINE = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|[^,;()\s]+)")
@@ -182,6 +183,13 @@ def test_a_sweep_results_html_is_a_bounded_table_that_escapes_its_strings(tmp_pa
     width = len(header)
     body = [page.cells[i : i + width] for i in range(width, len(page.cells), width)]
     first, last = body[0], body[-1]
+    adjusted = adjusted_p_values(rows, {})
+    derived = {  # the verdict's p-value, and the approximate one under its label
+        "p (exact, adjusted)": lambda index: adjusted[index],
+        "approximate p (normal controls; anti-conservative)": lambda index: rows[index].get("p_value"),
+    }
+    for index in (0, -1):
+        rows[index] = {**rows[index], **{name: value(index) for name, value in derived.items()}}
     for cells, row in ((first, rows[0]), (last, rows[-1])):
         for name, cell in zip(header, cells, strict=True):
             assert (

@@ -35,6 +35,7 @@ STEPS = [0, 1, 2, 8, 20]
 TANGENTS = ["early", "each"]
 SPLITS = ["gpt_neox.layers.0", "gpt_neox.layers.1"]
 D, K, R = 64, 8, 20
+R_EXACT = 499  # R', the random subspaces behind p_value_exact: its floor 1/(R'+1) = 0.002
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -65,6 +66,9 @@ def make_rows(*, steps=STEPS, splits=SPLITS, tangents=TANGENTS, seed: int = 0) -
                         "analytic_null": (1 - energy) * K / (D - K),
                         "energy_ratio": energy / control_mean,
                         "p_value": 1 / (R + 1) if i < 4 else 0.19,
+                        # exact p disagrees with the approximate one: above it at steps 0 and 1, below it at step 20
+                        "p_value_exact": (0.3, 0.3, 0.004, 0.004, 1 / (R_EXACT + 1))[min(i, 4)],
+                        "random_energy_shares": [0.06] * R_EXACT,
                         "ci_low": energy - 0.03,
                         "ci_high": energy + 0.02,
                         "oracle_energy_share": energy + 0.1,
@@ -169,7 +173,7 @@ def test_plot_sweep_returns_every_figure(result, figures):
     for name, figure in figures.items():
         assert isinstance(figure, Figure), name
         assert figure.get_suptitle(), name
-        assert figure.legends, f"{name} has no legend"
+        assert figure.legends or all(ax.get_legend() for ax in figure.axes), f"{name} has no legend"
         for ax in figure.axes:
             assert ax.get_xscale() == "symlog"
             assert ax.get_xlim()[0] < 0 <= ax.get_xlim()[1], "step 0 must be visible"
@@ -232,121 +236,134 @@ def test_energy_figure_matches_rows(result, figures):
             chance = by_gid(ax, "chance")
             np.testing.assert_allclose(chance.get_ydata(), [K / D, K / D])
             assert "k/d" in chance.get_label()
-    labels = [text.get_text() for legend in figure.legends for text in legend.get_texts()]
-    assert len(labels) == len(set(labels)) <= 6, f"a legible legend: {labels}"
+    for ax in figure.axes:  # a legend per panel, in its own colours
+        labels = [text.get_text() for text in ax.get_legend().get_texts()]
+        assert len(labels) == len(set(labels)) <= 6, f"a legible legend: {labels}"
     assert "step" in figure.axes[0].get_xlabel()
     assert "energy" in figure.axes[0].get_ylabel()
 
 
-def test_energy_ratio_figure_marks_p_values(result, figures):
+def _markers(figure: Figure, split: str, tangent: str, gid: str) -> set[tuple[int, float]]:
+    """(step, ratio) of the energy-ratio figure's markers with this gid, read back from the artists."""
+    found = [c for c in panel(figure, split).collections if c.get_gid() == f"{gid}:{tangent}"]
+    assert all(isinstance(collection, PathCollection) for collection in found)
+    return {(int(x), round(float(y), 9)) for collection in found for x, y in collection.get_offsets()}
+
+
+def _judged(rows, significant):
+    return {(row["step"], round(row["energy_ratio"], 9)) for row, sig in zip(rows, significant, strict=True) if sig}
+
+
+@pytest.mark.parametrize(
+    "config", [{}, {"family": "all", "correction": "holm"}, {"family": "tangent", "correction": "bh", "level": 0.1}]
+)
+def test_the_energy_ratio_figure_fills_exactly_the_rows_the_verdict_calls_significant(result, config):
+    """Filled markers are the rows whose exact p, adjusted within the declared family, is at or below the level (the
+    verdict's count, curve by curve), hollow ones the others; the approximate p disagrees with it on these rows."""
+    from interpreto_anisotropy.sweeps.multiple_testing import adjust
+    from interpreto_anisotropy.sweeps.verdict import sweep_verdict
+
+    table = SweepResult(result.rows, config)
+    verdict = sweep_verdict(table.rows, table.config)
+    adjusted = adjust(
+        table.rows,
+        column="p_value_exact",
+        correction=config.get("correction", "holm"),
+        family=config.get("family", "split_point_and_tangent"),
+    )
+    level = config.get("level", 0.05)
+    significant = [p is not None and p <= level for p in adjusted]
+    approximate = [row["p_value"] <= level for row in table.rows]
+    assert significant != approximate, "the crafted rows must make the two p-values disagree"
+    figure = plotting.plot_energy_ratio(table)
+    for curve in verdict.curves:
+        rows = [r for r in table.rows if (r["split_point"], r["tangent"]) == (curve.split_point, curve.tangent)]
+        flags = [sig for r, sig in zip(table.rows, significant, strict=True) if r in rows]
+        ratio_rows = [(r, sig) for r, sig in zip(rows, flags, strict=True) if r.get("energy_ratio") is not None]
+        filled = _markers(figure, curve.split_point, curve.tangent, "significant")
+        hollow = _markers(figure, curve.split_point, curve.tangent, "not_significant")
+        assert filled == _judged([r for r, _ in ratio_rows], [sig for _, sig in ratio_rows])
+        assert hollow == _judged([r for r, _ in ratio_rows], [not sig for _, sig in ratio_rows])
+        assert len(filled) == curve.n_significant  # every row of these curves has a ratio
+    # a selection keeps the sweep's families: the same markers as in the whole figure
+    split, tangent = SPLITS[1], TANGENTS[0]
+    selected = plotting.plot_energy_ratio(table, split_point=split, tangent=tangent)
+    assert _markers(selected, split, tangent, "significant") == _markers(figure, split, tangent, "significant")
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    family = {"all": "over all rows", "tangent": "within each tangent kind"}.get(
+        config.get("family"), "within each curve"
+    )
+    method = "Benjamini-Hochberg" if config.get("correction") == "bh" else "Holm"
+    assert f"filled: significant: exact p, {method} {family}, level {level:g}" in labels
+    assert "hollow: not significant" in labels
+    assert "1/(R'+1) = 0.002 (R'=499)" in figure.get_suptitle()
+
+
+def test_energy_ratio_figure_draws_the_ratio_of_every_row(result, figures):
     figure = figures["energy_ratio"]
-    assert "1/(R+1) = 0.048" in figure.get_suptitle()
     for split in SPLITS:
         ax = panel(figure, split)
         for tangent in TANGENTS:
-            rows = rows_of(result, split, tangent)
-            steps, ratios = finite(rows, "energy_ratio")
+            steps, ratios = finite(rows_of(result, split, tangent), "energy_ratio")
             line = by_gid(ax, f"ratio:{tangent}")
             np.testing.assert_array_equal(line.get_xdata(), steps)
             np.testing.assert_allclose(line.get_ydata(), ratios)
-            filled = by_gid(ax, f"significant:{tangent}")
-            hollow = by_gid(ax, f"not_significant:{tangent}")
-            assert isinstance(filled, PathCollection)
-            np.testing.assert_array_equal(
-                filled.get_offsets()[:, 0], [r["step"] for r in rows if r["p_value"] <= 0.05]
-            )
-            np.testing.assert_array_equal(hollow.get_offsets()[:, 0], [r["step"] for r in rows if r["p_value"] > 0.05])
-    labels = [text.get_text() for text in figure.legends[0].get_texts()]
-    assert any("filled" in label for label in labels) and any("hollow" in label for label in labels)
 
 
-def test_delta_isoscore_figure_matches_rows(result, figures):
-    figure = figures["delta_isoscore"]
-    for split in SPLITS:
-        ax = panel(figure, split)
-        for tangent in TANGENTS:
-            rows = rows_of(result, split, tangent)
-            steps, delta = finite(rows, "delta_isoscore_star")
-            line = by_gid(ax, f"delta:{tangent}")
-            np.testing.assert_array_equal(line.get_xdata(), steps)
-            np.testing.assert_allclose(line.get_ydata(), delta)
-            controls = [row["delta_isoscore_star_controls"] for row in rows]
-            np.testing.assert_allclose(
-                by_gid(ax, f"delta_control_min:{tangent}").get_ydata(), [min(c) for c in controls]
-            )
-            np.testing.assert_allclose(
-                by_gid(ax, f"delta_control_max:{tangent}").get_ydata(), [max(c) for c in controls]
-            )
-            np.testing.assert_allclose(
-                by_gid(ax, f"delta_control_mean:{tangent}").get_ydata(), [np.mean(c) for c in controls]
-            )
+def test_every_energy_panel_has_its_ticks_labels_and_legend_in_its_own_colours(result):
+    """The "each" panel of a shared-y row had no tick labels, and the figure's one legend the "early" colour."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = plotting.plot_energy(result)
+    FigureCanvasAgg(figure).draw()  # as savefig draws it: the constrained layout runs then
+    box = figure.bbox
+    for ax in figure.axes:
+        shown = [label.get_text() for label in ax.get_yticklabels() if label.get_visible() and label.get_text()]
+        assert len(shown) >= 2, f"{ax.get_title()}: y tick labels {shown}"
+        assert [label.get_text() for label in ax.get_xticklabels() if label.get_visible() and label.get_text()]
+        for text in (ax.yaxis.label, ax.xaxis.label, ax.title):
+            extent = text.get_window_extent()
+            assert text.get_text() and box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
+            assert box.y0 <= extent.y0 and extent.y1 <= box.y1, text.get_text()
+        legend = ax.get_legend()
+        assert legend is not None, ax.get_title()
+        extent = legend.get_window_extent()
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0, ax.get_title()
+        lines = {
+            line.get_label(): line for line in [*ax.lines, *ax.collections] if not line.get_label().startswith("_")
+        }
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            drawn = lines.get(text.get_text())
+            if drawn is None:  # the error bars: a container, whose lines carry the kind's gid
+                drawn = next(c for c in ax.collections if (c.get_gid() or "").startswith("ci:"))
+            colour = _colour(handle)
+            assert np.allclose(colour[:3], _colour(drawn)[:3]), (ax.get_title(), text.get_text(), colour)
+    kinds = {ax.get_title().split(" ")[0] for ax in figure.axes}
+    assert kinds == set(TANGENTS)
 
 
-def test_isotropy_figure_one_point_per_checkpoint(result, figures):
-    figure = figures["isotropy"]
-    for ax, (_, column, secondary, _) in zip(figure.axes, plotting.ISOTROPY_PANELS, strict=True):
-        for split in SPLITS:
-            # the activation metrics repeat across tangent kinds: one point per step
-            rows = rows_of(result, split, "early")
-            line = by_gid(ax, f"isotropy:{column}:{split}")
-            np.testing.assert_array_equal(line.get_xdata(), STEPS)
-            np.testing.assert_allclose(line.get_ydata(), [row[column] for row in rows])
-            if secondary is not None:
-                np.testing.assert_allclose(
-                    by_gid(ax, f"isotropy:{secondary}:{split}").get_ydata(), [row[secondary] for row in rows]
-                )
-    titles = " ".join(ax.get_title() for ax in figure.axes)
-    for word in ("cosine", "IsoScore", "IsoScore*", "Partition", "Effective rank", "Rogue"):
-        assert word in titles
+def _colour(artist):
+    """The RGBA an artist is drawn in: a line's colour, a patch's or collection's face (or edge, without a face)."""
+    from matplotlib.colors import to_rgba_array
+    from matplotlib.lines import Line2D
 
-
-def test_drift_figure_in_radians_as_the_columns(result, figures):
-    figure = figures["drift"]
-    for split in SPLITS:
-        ax = panel(figure, split)
-        rows = rows_of(result, split, "early")
-        for against in ("reference", "previous"):
-            for statistic in ("mean", "max"):
-                steps, angles = finite(rows, f"drift_{against}_{statistic}_angle")
-                line = by_gid(ax, f"drift:{against}_{statistic}")
-                np.testing.assert_array_equal(line.get_xdata(), steps)
-                np.testing.assert_allclose(line.get_ydata(), angles)
-        assert 0 not in by_gid(ax, "drift:previous_mean").get_xdata()  # no previous checkpoint at step 0
-        assert "radians" in ax.get_ylabel()
-        assert "degrees" in ax.child_axes[0].get_ylabel()  # the same angles, read in degrees on the right
-
-
-def test_loss_figure_one_point_per_checkpoint(result, figures):
-    ax = figures["loss"].axes[0]
-    for split in SPLITS:
-        rows = rows_of(result, split, "early")
-        line = by_gid(ax, f"loss:{split}")
-        np.testing.assert_array_equal(line.get_xdata(), [row["step"] for row in rows])
-        np.testing.assert_allclose(line.get_ydata(), [row["loss"] for row in rows])
-    assert "nats" in ax.get_ylabel()
-
-
-def test_selection_and_missing_columns(result):
-    figure = plotting.plot_energy(result, tangent="each", split_point=SPLITS[1])
-    assert len(figure.axes) == 1
-    gids = {artist.get_gid() for artist in figure.axes[0].get_children()}
-    assert "energy:each" in gids and "energy:early" not in gids
-    with pytest.raises(EmptyInputError, match="split_point"):
-        plotting.plot_energy(result, split_point="nowhere")
-    with pytest.raises(EmptyInputError, match="no finished checkpoint"):
-        plotting.plot_sweep(SweepResult([], {}))
-
-    # a bare partial sweep: one checkpoint, no activation metrics, no drift, no controls
-    bare = [
-        {"step": 4, "split_point": "layer", "tangent": "given", "energy_share": 0.3, "chance": 0.1, "p_value": None}
-    ]
-    figures = plotting.plot_sweep(SweepResult(bare, {}))
-    np.testing.assert_allclose(by_gid(figures["energy"].axes[0], "energy:given").get_ydata(), [0.3])
-    assert any("not recorded" in text.get_text() for text in figures["drift"].axes[0].texts)
-    assert "no control energies" in figures["energy_ratio"].get_suptitle()
+    if isinstance(artist, Line2D):
+        return tuple(to_rgba_array(artist.get_color())[0])
+    faces = to_rgba_array(artist.get_facecolor())
+    return tuple((faces if len(faces) else to_rgba_array(artist.get_edgecolor()))[0])
 
 
 # ---------------------------------------------------------------------------------------------------- report
+def headers_of(table: str) -> list[str]:
+    """The column names of the rows table (a p-value column's label follows its name, after a line break)."""
+    return re.findall(r"<th(?:\s[^>]*)?>([^<]*)", table)
+
+
+def labels_of(table: str) -> dict[str, str]:
+    """The label under each labelled column's name."""
+    return dict(re.findall(r'<th(?:\s[^>]*)?>([^<]*)<br><span class="label">([^<]*)</span></th>', table))
+
+
 def rows_table(page: str) -> str:
     start = page.index('<table class="rows">')
     return page[start : page.index("</table>", start)]
@@ -386,11 +403,11 @@ def test_report_page(result, report):
     assert "<title>Toy sweep &lt;b&gt;report&lt;/b&gt;</title>" in page
     for phrase in ("What this shows", "matched-rank normal", "Chance", "analytic null", "(R + 1)", "descriptive"):
         assert phrase in page, phrase
-    assert "0.048 with R = 20" in page
+    assert "0.002 with R' = 499" in html.unescape(page)
     # table: one row per result row, every step, key columns first, 4 significant digits
     table = rows_table(page)
     assert table.count("<tr>") == len(result.rows) + 1
-    headers = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    headers = headers_of(table)
     assert headers[:5] == ["step", "split_point", "tangent", "energy_share", "ci"]
     assert "delta_isoscore_star_controls_mean" in headers and "activation_isoscore" in headers
     assert "control_energy_shares" not in headers  # per-control lists are summarised, not dumped
@@ -476,51 +493,73 @@ def test_loading_crafted_rows_with_a_null_step_names_the_file_and_line(tmp_path)
     assert SweepResult.load(sweep).split_points == ["gpt_neox.layers.0", "layers.$1"]
 
 
-def test_the_report_adjusts_p_values_curve_by_curve_and_counts_what_survives(result, report):
+def test_the_report_s_first_p_column_is_the_exact_p_adjusted_within_the_family(result, report):
+    """The p-value columns: the verdict's (exact, Holm within each curve) first, labelled; the approximate p after
+    the exact ones, labelled as such, and never adjusted; the counts are those of the adjusted exact p."""
     from interpreto_anisotropy.sweeps.multiple_testing import holm
 
     _, page = report
     table = rows_table(page)
-    headers = re.findall(r"<th[^>]*>([^<]*)</th>", table)
-    assert headers.index("p_value_holm") == headers.index("p_value") + 1 and "p_value_bh" in headers
-    tested = [row for row in result.rows if row.get("p_value") is not None]
-    survivors = 0
+    headers = headers_of(table)
+    p_columns = [name for name in headers if "p_value" in name]
+    assert p_columns[:3] == ["p_value_exact_holm", "p_value_exact_bh", "p_value_exact"]
+    assert p_columns.index("p_value") > p_columns.index("p_value_exact")  # secondary, after the exact ones
+    assert "p_value_holm" not in headers and "p_value_bh" not in headers  # no Holm or BH of the approximate p
+    labels = labels_of(table)
+    assert labels["p_value_exact_holm"].startswith("the p-value: exact, Holm within each curve")
+    assert labels["p_value"] == "approximate p (normal controls; anti-conservative)"
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
+    survivors, adjusted = 0, {}
     for split_point in result.split_points:
         for tangent in result.tangents:
-            curve = [
-                row["p_value"] for row in tested if (row["split_point"], row["tangent"]) == (split_point, tangent)
-            ]
-            survivors += int(sum(value <= 0.05 for value in holm(curve))) if curve else 0
+            curve = [row for row in result.rows if (row["split_point"], row["tangent"]) == (split_point, tangent)]
+            values = holm([row["p_value_exact"] for row in curve])
+            adjusted.update({id(row): value for row, value in zip(curve, values, strict=True)})
+            survivors += int(sum(values <= 0.05))
+    shown = [float(row[headers.index("p_value_exact_holm")]) for row in cells]
+    np.testing.assert_allclose(shown, [adjusted[id(row)] for row in result.rows], rtol=1e-3)
     section = page[page.index("<h2>Multiple testing</h2>") :]
-    raw = sum(row["p_value"] <= 0.05 for row in tested)
-    assert f"Of {len(tested)} rows, {raw} have p_value &le; 0.05, {survivors} stay there after Holm" in section
+    raw = sum(row["p_value_exact"] <= 0.05 for row in result.rows)
+    assert (
+        f"Of {len(result.rows)} rows, {raw} have p_value_exact &le; 0.05, {survivors} stay there after Holm" in section
+    )
+    explainer = page[page.index("<h2>What this shows</h2>") : page.index("<h2>Model</h2>")]
+    assert (
+        "<b>The p-value</b> of this report" in explainer
+        and "<b>exact</b> one, <code>p_value_exact</code>" in explainer
+    )
+    assert "0.31 (d = 32, k = 15), 0.23 (d = 48, k = 20) and 0.11 (d = 96, k = 24)" in explainer
 
 
 def test_the_multiple_testing_paragraph_and_the_finding_count_over_the_declared_family(tmp_path):
     from interpreto_anisotropy.sweeps.multiple_testing import benjamini_hochberg, holm
 
-    rows = [{**row, "p_value": (i % 9) / 40} for i, row in enumerate(make_rows())]  # some pass, some do not
+    rows = [{**row, "p_value_exact": (i % 9) / 40} for i, row in enumerate(make_rows())]  # some pass, some do not
     config = {"family": "all", "correction": "bh", "level": 0.1}
     page = write_report(SweepResult(rows, config), tmp_path / "report", dpi=20).read_text()
-    p = [row["p_value"] for row in rows]  # one family: every row
+    p = [row["p_value_exact"] for row in rows]  # one family: every row
     survivors = {
         name: int(sum(adjusted <= 0.1)) for name, adjusted in (("holm", holm(p)), ("bh", benjamini_hochberg(p)))
     }
     assert survivors["holm"] < survivors["bh"] < sum(value <= 0.1 for value in p)  # the three counts differ
     section = page[page.index("<h2>Multiple testing</h2>") : page.index("<h2>Settings</h2>")]
-    assert "fall below 0.1 by chance alone. Over every row of the sweep, <code>p_value</code> is adjusted" in section
+    assert "fall below 0.1 by chance alone. Over every row of the sweep, <code>p_value_exact</code> is adjusted" in (
+        section
+    )
     raw = sum(value <= 0.1 for value in p)
     assert (
-        f"Of {len(rows)} rows, {raw} have p_value &le; 0.1, {survivors['holm']} stay there after Holm and "
+        f"Of {len(rows)} rows, {raw} have p_value_exact &le; 0.1, {survivors['holm']} stay there after Holm and "
         f"{survivors['bh']} after Benjamini-Hochberg." in section
     )
     finding = page[page.index('<section id="finding"') : page.index("</section>")]
     significant = [int(count) for count in re.findall(r"(\d+) of \d+ checkpoints significant", finding)]
     assert sum(significant) == survivors["bh"], "the finding counts the declared correction over the same family"
-    table = rows_table(page)  # the table's adjusted columns are over the same family
-    headers = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    table = rows_table(page)  # the table's adjusted columns are over the same family, the declared correction first
+    headers = headers_of(table)
+    assert [name for name in headers if "p_value" in name][:2] == ["p_value_exact_bh", "p_value_exact_holm"]
+    assert labels_of(table)["p_value_exact_bh"] == "the p-value: exact, Benjamini-Hochberg over every row of the sweep"
     cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
-    shown = [float(row[headers.index("p_value_bh")]) for row in cells]
+    shown = [float(row[headers.index("p_value_exact_bh")]) for row in cells]
     np.testing.assert_allclose(shown, benjamini_hochberg(p), rtol=1e-3)
 
 
@@ -548,11 +587,11 @@ def test_buckets_figure_matches_rows(result, figures):
 
 
 def test_the_report_says_when_the_p_value_floor_is_too_coarse_for_holm(tmp_path):
-    rows = [{**row, "p_value": 1 / (R + 1)} for row in make_rows()]
+    rows = [{**row, "p_value_exact": 1 / (R + 1), "random_energy_shares": [0.06] * R} for row in make_rows()]
     page = write_report(SweepResult(rows), tmp_path / "report", dpi=30).read_text()
     curve = len([row for row in rows if (row["split_point"], row["tangent"]) == (SPLITS[0], TANGENTS[0])])
-    if curve / (R + 1) > 0.05:
-        assert f"ask for n_controls={math.ceil(curve / 0.05) - 1} or more" in page
+    assert curve / (R + 1) > 0.05
+    assert f"ask for n_random={math.ceil(curve / 0.05) - 1} or more" in page
 
 
 # ---------------------------------------------------------------------------------------------------- live rows

@@ -213,6 +213,33 @@ def test_summary_is_the_verdict_and_summary_table_is_unchanged():
         SweepResult([]).summary()
 
 
+def test_summary_table_and_notebook_table_show_the_verdict_s_p_value_first():
+    """``p_adj`` (summary_table) and "p (exact, adjusted)" (the notebook table) are p_value_exact adjusted within the
+    declared family by the declared correction, before every other p column; the approximate p comes last, labelled."""
+    from interpreto_anisotropy.sweeps.multiple_testing import adjust
+
+    config = {"family": "tangent", "correction": "bh", "level": 0.1}
+    table = SweepResult(make_rows(), config)
+    expected = adjust(table.rows, column="p_value_exact", correction="bh", family="tangent")
+    lines = table.summary_table().splitlines()
+    header = lines[0].split()
+    p_columns = [name for name in header if name.startswith("p_")]
+    assert p_columns == ["p_adj", "p_exact", "p_aniso", "p_approx"]
+    column = header.index("p_adj") - 1  # "split point" is two words in the header, one cell in the rows
+    for line, row, value in zip(lines[2:], table.rows, expected, strict=False):
+        cell = line.split()[column]
+        assert cell == "-" if value is None else float(cell) == pytest.approx(value, abs=5e-5), (row, cell)
+    assert lines[-1].startswith("p_adj: p_value_exact adjusted by Benjamini-Hochberg within each tangent kind")
+    assert "p_approx: approximate p (normal controls; anti-conservative)" in lines[-1]
+    page = table._repr_html_()
+    headers = [cell for cell in page.split("<th>")[1:]]
+    names = [cell[: cell.index("</th>")] for cell in headers]
+    approximate = "approximate p (normal controls; anti-conservative)"
+    assert names.index("energy_ratio") + 1 == names.index("p (exact, adjusted)") < names.index("p_value_exact")
+    assert names[-1] == approximate and "p_value" not in names
+    assert "p (exact, adjusted): p_value_exact adjusted by Benjamini-Hochberg within each tangent kind" in page
+
+
 class _Sections(html.parser.HTMLParser):
     """The page's h2 headings and its first table, in document order."""
 

@@ -192,7 +192,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("energy_ratio", _K.NUMBER, "Tangent energy over the controls' mean", _U.RATIO, "E_T / mean E_N",
            "matched-rank-normal-controls"),
     Column("p_value", _K.NUMBER, "p-value of E_T against the normal controls (the paper's comparison, as reconstructed here); "
-           "approximate (anti-conservative when k/d is not small: the controls are not exchangeable with the "
+           "approximate (anti-conservative, by how much depending on the gradients' anisotropy: the controls are not "
+           "exchangeable with the "
            "tangent); its floor is 1/(R + 1)",
            _U.PROBABILITY, "(1 + #{controls with E_N >= E_T}) / (R + 1)", "p-values"),
     Column("p_value_exact", _K.NUMBER, "Exact p-value of E_T against R' uniformly random k-subspaces of R^d, exchangeable with "
@@ -225,7 +226,7 @@ COLUMNS: tuple[Column, ...] = (
            "is projected out: the headline of the IsoScore* side", _U.ISOSCORE_DELTA,
            "Delta IsoScore*_T - mean Delta IsoScore*_N", _ISOSCORE),
     Column("anisotropy_share_p_value", _K.NUMBER, "The paper's approximate p-value of the anisotropy share: rank of the "
-           "tangent's Delta IsoScore* among the normal controls' (anti-conservative when k/d is not small, like "
+           "tangent's Delta IsoScore* among the normal controls' (anti-conservative, like "
            "p_value)", _U.PROBABILITY, "(1 + #{controls with Delta_N >= Delta_T}) / (R + 1)", _ISOSCORE),
     Column("delta_isoscore_star_random", _K.NUMBERS, "Delta IsoScore* of each uniformly random k-subspace of R^d of "
            "p_value_exact, in the same convention (a list, in rows.jsonl only)", _U.ISOSCORE_DELTA,
@@ -265,7 +266,8 @@ COLUMNS: tuple[Column, ...] = (
            "draws what an uninterrupted run draws", _U.INTEGER, "first 4 bytes of SHA-256([seed, step, "
            "split point, tangent kind])", "p-values"),
     Column("n_random", _K.INTEGER, "R', the uniformly random k-subspaces behind p_value_exact; by default enough for Holm over "
-           "the curve's m checkpoints: the smallest R' >= R with 1/(R' + 1) < 0.05/m", _U.COUNT, concept="p-values"),
+           "the m rows of the sweep's declared family (a curve's checkpoints by default): the smallest R' >= R with "
+           "1/(R' + 1) < level/m", _U.COUNT, concept="p-values"),
     Column("n_skipped_batches", _K.INTEGER, "Probe batches dropped for non-finite gradients", _U.COUNT),
     Column("n_skipped_sequences", _K.INTEGER, "Probe texts dropped: too short for the objective, or in a dropped batch", _U.COUNT),
     Column("extra", _K.MAPPING, "Extra fields of a custom objective (a mapping, in rows.jsonl only)", _U.TEXT),
@@ -362,8 +364,10 @@ _BY_NAME = {column.name: column for column in COLUMNS}
 
 #: Suffixes of the p-value columns adjusted for multiple testing, and how.
 ADJUSTED_SUFFIXES: dict[str, str] = {
-    "_holm": "adjusted by Holm's method over the rows of its split point and tangent kind (family-wise error rate)",
-    "_bh": "adjusted by Benjamini-Hochberg over the rows of its split point and tangent kind (false discovery rate)",
+    "_holm": "adjusted by Holm's method within the sweep's declared family (family-wise error rate; by default the rows "
+    "of its split point and tangent kind)",
+    "_bh": "adjusted by Benjamini-Hochberg within the sweep's declared family (false discovery rate; by default the "
+    "rows of its split point and tangent kind)",
 }
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "NONNEGATIVE_INT",
     "SEED",
     "FRACTION",
+    "LEVEL",
     "UNIT_INTERVAL",
     "POSITIVE_NUMBER",
 ]
@@ -215,6 +216,8 @@ check_nonnegative_int = NONNEGATIVE_INT.check
 check_seed = SEED.check
 #: A fraction in (0, 1].
 FRACTION = Bound(float, "a number in (0, 1]", lambda number: 0 < number <= 1)
+#: A significance level: a number in (0, 1).
+LEVEL = Bound(float, "a number in (0, 1) (a significance level)", lambda number: 0 < number < 1)
 #: A number in [0, 1].
 UNIT_INTERVAL = Bound(float, "a number in [0, 1]", lambda number: 0 <= number <= 1)
 #: A finite number above 0.

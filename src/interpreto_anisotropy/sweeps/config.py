@@ -23,6 +23,7 @@ from typing import Any, ForwardRef, Literal
 
 from ..commons.options import (
     FRACTION,
+    LEVEL,
     NONNEGATIVE_INT,
     POSITIVE_INT,
     POSITIVE_NUMBER,
@@ -53,6 +54,8 @@ Call = Literal["first", "last"]
 Parallelism = Literal["data", "checkpoints"]
 Autocast = Literal["bf16", "fp16", "bfloat16", "float16"]
 DeviceMap = Literal["auto", "balanced", "balanced_low_0", "sequential"]
+Family = Literal["split_point_and_tangent", "split_point", "tangent", "all"]
+Correction = Literal["holm", "bh"]
 
 
 def option(
@@ -132,11 +135,32 @@ class SweepConfig:
     n_random: int | None = option(
         None,
         doc="Uniformly random k-subspaces R' of R^d for the exact `p_value_exact` and `anisotropy_p_value_exact`. "
-        "None: enough for Holm over the curve, the smallest R' >= `n_controls` with 1 / (R' + 1) < 0.05 / m for "
-        "the m checkpoints of the results directory (320 for 16); an explicit value that cannot pass is warned "
-        "about. Each row draws its own, from its own seed.",
+        "None: enough for the smallest attainable p-value to pass the correction over the declared `family`, the "
+        "smallest R' >= `n_controls` with 1 / (R' + 1) < `level` / m for the m rows of the family's largest member "
+        "in the results directory (320 for a curve of 16 checkpoints; 960 for `family='all'` over 3 split points "
+        "x 16 checkpoints); an explicit value that cannot pass is warned about. Each row draws its own, from its "
+        "own seed.",
         unit="subspaces",
         bound=POSITIVE_INT,
+    )
+    family: Family = option(
+        "split_point_and_tangent",
+        doc="The rows whose exact p-values are adjusted together, in the finding, the report, the figures and the "
+        'command line: "split_point_and_tangent" (each curve over training), "split_point" (every tangent kind of '
+        'a split point), "tangent" (every split point of a tangent kind) or "all" (every row). The default `n_random` '
+        "is sized on it.",
+    )
+    correction: Correction = option(
+        "holm",
+        doc='How p-values are adjusted within the family: "holm" (family-wise error rate) or "bh" '
+        "(Benjamini-Hochberg, false discovery rate).",
+    )
+    level: float = option(
+        0.05,
+        doc="The significance level a row's adjusted exact p-value is compared with (filled markers, the finding's "
+        "counts); the default `n_random` is sized on it.",
+        unit="probability",
+        bound=LEVEL,
     )
     isoscore_convention: IsoScoreConvention = option(
         "complement",

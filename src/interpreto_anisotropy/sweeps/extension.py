@@ -18,10 +18,13 @@ from typing import Any
 
 from ..errors import ConfigMismatchError
 
-__all__ = ["EXTENDABLE", "merge_configs"]
+__all__ = ["EXTENDABLE", "READING", "merge_configs", "tangent_kinds"]
 
-#: Config keys a run may extend; every other key must be equal.
-EXTENDABLE = ("checkpoints", "split_points", "reference", "given_reference", "early_steps", "early_fraction")
+#: How the rows are judged (`SweepConfig.family`, `.correction`, `.level`): each run declares its own, which
+#: config.json keeps (absent: the default), and rows drawn too few for it are recomputed.
+READING = ("family", "correction", "level")
+#: Config keys a run may extend or change; every other key must be equal.
+EXTENDABLE = ("checkpoints", "split_points", "reference", "given_reference", "early_steps", "early_fraction", *READING)
 
 _KINDS = {"early": {"early"}, "each": {"each"}, "both": {"early", "each"}, "given": {"given"}}
 
@@ -53,7 +56,8 @@ def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) ->
         _refuse(where, f"{', '.join(fixed)} differ")
     kinds = _merged_kinds(stored, new, where)
     return {
-        **stored,
+        **{key: value for key, value in stored.items() if key not in READING},
+        **{key: new[key] for key in READING if key in new},
         "checkpoints": _merged_checkpoints(stored["checkpoints"], new["checkpoints"], where),
         "split_points": stored["split_points"] + [p for p in new["split_points"] if p not in stored["split_points"]],
         "reference": kinds,
@@ -76,6 +80,11 @@ def _merged_checkpoints(stored: list[dict], new: list[dict], where: str) -> list
         if known != checkpoint:
             _refuse(where, f"step {checkpoint['step']} is {known} there, {checkpoint} here")
     return [by_step[step] for step in sorted(by_step)]
+
+
+def tangent_kinds(reference: str) -> set[str]:
+    """The tangent kinds of a config's `reference` ("both": early and each)."""
+    return _KINDS[reference]
 
 
 def _merged_kinds(stored: dict[str, Any], new: dict[str, Any], where: str) -> str:

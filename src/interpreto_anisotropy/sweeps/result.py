@@ -211,29 +211,41 @@ class SweepResult:
         return None
 
     def summary_table(self) -> str:
-        """A short plain-text table: step, split point, tangent, E_T, controls mean, ratio, both p-values, the
-        tangent's and the controls' Delta IsoScore* and the anisotropy share; then the skipped checkpoints."""
+        """A short plain-text table: step, split point, tangent, E_T, controls mean, ratio, the p-value the verdict
+        judges (exact, adjusted within its family: ``p_adj``) and before adjustment, the tangent's and the controls'
+        Delta IsoScore*, the anisotropy share and its exact p, then the approximate p (secondary); then the skipped
+        checkpoints and what the p columns are."""
+        from .verdict import FAMILY_NAMES, adjusted_p_values, p_value_column, verdict_settings
+
         if not self.rows:
             raise EmptyInputError("The sweep has no finished checkpoint yet.")
         header = (
-            f"{'step':>8}  {'split point':<22} {'tangent':<7} {'E_T':>7} {'E_N':>7} {'ratio':>7} {'p':>6} "
-            f"{'p_exact':>7}  {'dIso*_T':>8} {'dIso*_N':>8} {'aniso':>7}"
+            f"{'step':>8}  {'split point':<22} {'tangent':<7} {'E_T':>7} {'E_N':>7} {'ratio':>7} {'p_adj':>7} "
+            f"{'p_exact':>7}  {'dIso*_T':>8} {'dIso*_N':>8} {'aniso':>7} {'p_aniso':>7}  {'p_approx':>8}"
         )
         lines = [header, "-" * len(header)]
-        for row in self.rows:
+        for row, adjusted in zip(self.rows, adjusted_p_values(self.rows, self.config), strict=True):
             controls = row.get("delta_isoscore_star_controls") or []
             delta_controls = sum(controls) / len(controls) if controls else math.nan
             lines.append(
                 f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} "
                 f"{_f(row.get('energy_share'))} {_f(row.get('control_mean'))} {_f(row.get('energy_ratio'), 2)} "
-                f"{_f(row.get('p_value'), 3, 6)} {_f(row.get('p_value_exact'), 3, 7)}  "
+                f"{_f(adjusted, 4, 7)} {_f(row.get('p_value_exact'), 4, 7)}  "
                 f"{_f(row.get('delta_isoscore_star'), 4, 8)} {_f(delta_controls, 4, 8)} "
-                f"{_f(row.get('anisotropy_share'), 4, 7)}"
+                f"{_f(row.get('anisotropy_share'), 4, 7)} {_f(row.get('anisotropy_p_value_exact'), 4, 7)}  "
+                f"{_f(row.get('p_value'), 4, 8)}"
             )
         for row in self.skipped:
             lines.append(
                 f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} skipped: {row['skipped'][:200]}"
             )
+        correction, family, level = verdict_settings(self.config)
+        method = "Holm" if correction == "holm" else "Benjamini-Hochberg"
+        lines.append(
+            f"p_adj: {p_value_column(self.rows)} adjusted by {method} {FAMILY_NAMES[family]}, significant at <= "
+            f"{level:g}; "
+            "p_aniso: anisotropy_p_value_exact; p_approx: approximate p (normal controls; anti-conservative)."
+        )
         return "\n".join(lines)
 
     def summary(self, *, correction: str | None = None, family: str | None = None, level: float | None = None) -> str:
@@ -285,9 +297,14 @@ class SweepResult:
             + (f" (steps {steps[0]} to {steps[-1]})" if steps else "")
             + (f", in {self.results_dir}" if self.results_dir is not None else "")
         )
+        from .verdict import adjusted_p_values
+
+        cells = [
+            {**row, _ADJUSTED: adjusted, _APPROXIMATE: row.get("p_value")}
+            for row, adjusted in zip(self.rows, adjusted_p_values(self.rows, self.config), strict=True)
+        ]
         rows = [
-            [row.get(name) if name in _IDENTITY else number(row.get(name)) for name in _HTML_COLUMNS]
-            for row in self.rows
+            [row.get(name) if name in _IDENTITY else number(row.get(name)) for name in _HTML_COLUMNS] for row in cells
         ]
         if len(rows) > _HTML_ROWS:
             half = _HTML_ROWS // 2
@@ -299,7 +316,7 @@ class SweepResult:
         skipped = [
             f"step {row['step']} ({row.get('checkpoint')}) skipped: {row['skipped'][:200]}" for row in self.skipped
         ]
-        return html_table(title, _HTML_COLUMNS, rows, notes=skipped)
+        return html_table(title, _HTML_COLUMNS, rows, notes=[_adjusted_note(self), *skipped])
 
     def _last_rows(self) -> list[dict[str, Any]]:
         """The row of each (split point, tangent) curve at its last step, in order of appearance."""
@@ -315,6 +332,9 @@ class SweepResult:
 _CURVE_HEADLINE = ("energy_share", "control_mean", "p_value_exact", "anisotropy_share")
 _CURVES_SHOWN = 3
 _IDENTITY = ("step", "checkpoint", "split_point", "tangent")
+#: The notebook table's headers of the verdict's p-value (exact, adjusted within its family) and of the approximate p.
+_ADJUSTED = "p (exact, adjusted)"
+_APPROXIMATE = "approximate p (normal controls; anti-conservative)"
 _HTML_COLUMNS = (
     *_IDENTITY,
     "rank",
@@ -322,12 +342,25 @@ _HTML_COLUMNS = (
     "energy_share",
     "control_mean",
     "energy_ratio",
-    "p_value",
+    _ADJUSTED,
     "p_value_exact",
     "anisotropy_share",
     "anisotropy_p_value_exact",
+    _APPROXIMATE,
 )
 _HTML_ROWS = 40
+
+
+def _adjusted_note(table: SweepResult) -> str:
+    """What the notebook table's adjusted p-value is: the verdict's p-value, correction, family and level."""
+    from .verdict import FAMILY_NAMES, p_value_column, verdict_settings
+
+    correction, family, level = verdict_settings(table.config)
+    method = "Holm" if correction == "holm" else "Benjamini-Hochberg"
+    return (
+        f"{_ADJUSTED}: {p_value_column(table.rows)} adjusted by {method} {FAMILY_NAMES[family]}; a row is significant "
+        f"at or below {level:g}."
+    )
 
 
 def _f(value: Any, digits: int = 4, width: int = 7) -> str:

@@ -21,6 +21,7 @@ from ..errors import (
 from . import draws
 from .checkpoints import Checkpoint
 from .drift import PreviousDrift
+from .extension import tangent_kinds
 from .freshness import TakenFingerprints, changed_early_steps, changed_steps
 from .references import saved_reference
 from .rows_file import is_skipped
@@ -36,21 +37,25 @@ _ERRORS_BY_NAME = {
 }
 
 
-def resolved_n_random(settings: SweepSettings, family_size: int, *, warn: bool) -> int:
-    """R' of a run's rows: the given `n_random`, or the default for the family (`draws.default_n_random`).
+def resolved_n_random(settings: SweepSettings, *, checkpoints: int, split_points: int, kinds: int, warn: bool) -> int:
+    """R' of a run's rows: the given `n_random`, or the smallest whose floor 1 / (R' + 1) passes the correction at
+    the sweep's `level` over the rows of its declared `family` (`draws.family_size`, `draws.default_n_random`).
 
     Args:
-        settings: The sweep's settings (its `n_random` and `n_controls`).
-        family_size: How many checkpoints the Holm family holds.
-        warn: Warn when a given `n_random` cannot let Holm pass over `family_size` rows.
+        settings: The sweep's settings (its `n_random`, `n_controls`, `family` and `level`).
+        checkpoints: The checkpoints of the results directory.
+        split_points: Its split points.
+        kinds: Its tangent kinds per split point.
+        warn: Warn when a given `n_random` cannot let Holm pass over the family.
 
     Returns:
         The number of random subspaces each row draws.
     """
+    size = draws.family_size(settings.family, checkpoints=checkpoints, split_points=split_points, kinds=kinds)
     if settings.n_random is None:
-        return draws.default_n_random(family_size, n_controls=settings.n_controls)
+        return draws.default_n_random(size, n_controls=settings.n_controls, level=settings.level)
     if warn:
-        draws.warn_if_cannot_pass(settings.n_random, family_size)
+        draws.warn_if_cannot_pass(settings.n_random, size, settings.level)
     return settings.n_random
 
 
@@ -114,7 +119,13 @@ class ResultsDirCheck:
         stored = self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
         self.drift.checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
         self._forget_changed_checkpoints()
-        n_random = resolved_n_random(self.settings, len(self.drift.checkpoints), warn=True)
+        n_random = resolved_n_random(
+            self.settings,
+            checkpoints=len(self.drift.checkpoints),
+            split_points=len(stored["split_points"]),
+            kinds=len(tangent_kinds(stored["reference"])),
+            warn=True,
+        )
         self._forget_underdrawn_rows(n_random)
         return n_random
 
@@ -130,7 +141,8 @@ class ResultsDirCheck:
         if steps:
             self.announce(
                 f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {n_random} random subspaces "
-                f"that Holm needs over {len(self.drift.checkpoints)} checkpoints"
+                f"that the correction needs over the {self.settings.family} family of {len(self.drift.checkpoints)} "
+                "checkpoints"
             )
             self.store.drop_steps(steps)
 

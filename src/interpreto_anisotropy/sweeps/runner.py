@@ -105,7 +105,13 @@ class CheckpointSweep:
         self._references = ReferenceTangents(self)
         self.announce: Callable[[str], None] | None = None
         self._pipeline: CheckpointPipeline | None = None  # while a run loads checkpoints
-        self._n_random = resolved_n_random(self.settings, len(self.settings.checkpoints), warn=False)
+        self._n_random = resolved_n_random(
+            self.settings,
+            checkpoints=len(self.settings.checkpoints),
+            split_points=len(self.settings.layers),
+            kinds=len(self.settings.tangent_kinds),
+            warn=False,
+        )
 
     @property
     def checkpoints(self) -> list[Checkpoint]:

@@ -295,6 +295,9 @@ class SweepSettings:
         ):
             if value != default:
                 config[key] = value
+        for key, default in (("family", "split_point_and_tangent"), ("correction", "holm"), ("level", 0.05)):
+            if getattr(self.options, key) != default:  # how the rows are judged (`extension.READING`)
+                config[key] = getattr(self.options, key)
         if self.total_steps is not None:
             config["total_steps"] = self.total_steps
         if self.early_without_init:

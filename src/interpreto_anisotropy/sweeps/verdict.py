@@ -27,6 +27,7 @@ from ..probing.finding import fmt as _fmt
 from ..probing.finding import number as _number
 from ..probing.finding import sign_meaning as _sign_meaning
 from .multiple_testing import Correction, Family, adjust
+from .multiple_testing import _enum as _choice
 
 __all__ = [
     "ANISOTROPY_P_EXACT_COLUMN",
@@ -35,13 +36,16 @@ __all__ = [
     "CurveVerdict",
     "FAMILY_NAMES",
     "Verdict",
+    "adjusted_p_values",
     "anisotropy_p_value",
     "curve_sentences",
+    "marker_legend",
     "method_sentence",
     "probe_lines",
     "resolution_note",
     "sweep_verdict",
     "verdict_lines",
+    "verdict_settings",
     "verdict_text",
 ]
 
@@ -57,6 +61,14 @@ FAMILY_NAMES = {
     "split_point": "within each split point (every tangent kind)",
     "tangent": "within each tangent kind (every split point)",
     "all": "over every row of the sweep",
+}
+
+#: Each `Family` value in a few words, as a figure's legend names it.
+_FAMILY_SHORT = {
+    "split_point_and_tangent": "within each curve",
+    "split_point": "within each split point",
+    "tangent": "within each tangent kind",
+    "all": "over all rows",
 }
 
 
@@ -168,6 +180,68 @@ def resolution_note(
     )
 
 
+def verdict_settings(
+    config: Mapping[str, Any] | None = None,
+    *,
+    correction: str | None = None,
+    family: str | None = None,
+    level: float | None = None,
+) -> tuple[str, str, float]:
+    """(correction, family, level) of a verdict: those given, else the config's, else Holm within each curve at 0.05.
+
+    Args:
+        config: A sweep's settings (``config.json``); its ``correction``, ``family`` and ``level`` (or ``alpha``).
+        correction: "holm" or "bh".
+        family: A `Family` value.
+        level: The significance level.
+
+    Returns:
+        The three, checked.
+
+    Raises:
+        InvalidInputError: An unknown correction or family.
+    """
+    config = config or {}
+    correction = _choice(Correction, correction or config.get("correction") or DEFAULT_CORRECTION, "correction").value
+    family = _choice(Family, family or config.get("family") or DEFAULT_FAMILY, "family").value
+    level = float(level if level is not None else (config.get("level") or config.get("alpha") or DEFAULT_LEVEL))
+    return correction, family, level
+
+
+def adjusted_p_values(
+    rows: Sequence[Mapping[str, Any]],
+    config: Mapping[str, Any] | None = None,
+    *,
+    correction: str | None = None,
+    family: str | None = None,
+    level: float | None = None,
+) -> list[float | None]:
+    """The p-value each row is judged by: `p_value_column`'s, adjusted as the verdict adjusts it (`verdict_settings`).
+
+    A row is significant, in the verdict, in the figures and in the tables, when this is at or below the level.
+
+    Args:
+        rows: Every row of the sweep (the families are made of them: a selection would shrink them).
+        config: The sweep's settings.
+        correction: "holm" or "bh" (default: the config's, else "holm").
+        family: A `Family` value (default: the config's, else one curve).
+        level: Unused here; accepted so that the verdict's options pass through unchanged.
+
+    Returns:
+        One adjusted p-value per row, in row order; None where a row has no p-value.
+    """
+    correction, family, _ = verdict_settings(config, correction=correction, family=family, level=level)
+    return adjust(rows, column=p_value_column(rows), correction=correction, family=family)
+
+
+def marker_legend(rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None = None) -> str:
+    """What a filled marker means, as a figure's legend says it: "significant: exact p, Holm within each curve, ..."."""
+    correction, family, level = verdict_settings(config)
+    kind = "exact p" if p_value_column(rows) == "p_value_exact" else "approximate p (rows without an exact p)"
+    method = "Holm" if correction == Correction.HOLM.value else "Benjamini-Hochberg"
+    return f"significant: {kind}, {method} {_FAMILY_SHORT[family]}, level {level:g}"
+
+
 def sweep_verdict(
     rows: Sequence[Mapping[str, Any]],
     config: Mapping[str, Any] | None = None,
@@ -189,10 +263,7 @@ def sweep_verdict(
     Returns:
         The `Verdict`.
     """
-    config = config or {}
-    correction = Correction(correction or config.get("correction") or DEFAULT_CORRECTION).value
-    family = Family(family or config.get("family") or DEFAULT_FAMILY).value
-    level = float(level if level is not None else (config.get("level") or config.get("alpha") or DEFAULT_LEVEL))
+    correction, family, level = verdict_settings(config, correction=correction, family=family, level=level)
     column = p_value_column(rows)
     adjusted = {method.value: adjust(rows, column=column, correction=method, family=family) for method in Correction}
     groups: dict[tuple[str, str], list[int]] = {}

@@ -227,21 +227,26 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
         figsize=(max(_PANEL_WIDTH * n_columns, 7.0), _PANEL_HEIGHT * len(splits) + 1.4), layout="constrained"
     )
     grid = figure.subplots(len(splits), n_columns, squeeze=False, sharey="row")
-    axes = []
     for row_axes, (split, split_rows) in zip(grid, splits.items(), strict=True):
         for unused in row_axes[len(kinds_of[split]) :]:
             unused.set_visible(False)
         for index, (ax, (kind, kind_rows)) in enumerate(zip(row_axes, kinds_of[split].items(), strict=False)):
-            axes.append(ax)
             _draw_energy_panel(ax, kind, kind_rows, _tangent_color(kind, index))
             _draw_chance(ax, kind_rows)
             step_axis(ax, _all_steps(split_rows))
             ax.set_ylim(bottom=0.0)
-            ax.set_ylabel("gradient energy share (fraction of ||G||_F^2)", fontsize="small")
+            ax.tick_params(labelleft=True)  # a shared y axis hides the other panels' tick labels otherwise
+            ax.set_ylabel("gradient energy share\n(fraction of ||G||_F^2)", fontsize="small")
             _kind_panel_title(ax, split, kind)
+            _panel_legend(ax)
     figure.suptitle("Gradient energy in the tangent subspace vs matched-rank normal controls")
-    _figure_legend(figure, axes)
     return figure
+
+
+def _panel_legend(ax: Axes) -> None:
+    """A panel's own legend, below it: its entries in the colours of its own lines (a figure's legend would show the
+    first panel's colour for an entry every panel shares)."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="x-small", frameon=False)
 
 
 def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
@@ -340,15 +345,19 @@ def _draw_chance(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def plot_energy_ratio(
-    result: SweepResult, *, split_point: str | None = None, tangent: str | None = None, alpha: float = 0.05
+    result: SweepResult, *, split_point: str | None = None, tangent: str | None = None, alpha: float | None = None
 ) -> Figure:
-    """Energy ratio E_T / mean(E_N) over training, with the permutation p-value of each point marked.
+    """Energy ratio E_T / mean(E_N) over training, its points filled where the verdict calls them significant.
+
+    A point is filled when its exact p-value (`p_value_exact`), adjusted within the sweep's family by its correction
+    (`SweepConfig.family`, `.correction`: Holm within each curve by default), is at or below the level: the
+    verdict's own decision (`sweeps.verdict.adjusted_p_values`), whatever part of the sweep is drawn.
 
     Args:
         result: The sweep.
         split_point: Plot only this split point (default: every split point, one panel each).
         tangent: Plot only this tangent kind (default: every kind present).
-        alpha: Significance level for filled markers.
+        alpha: The significance level (default: the sweep's `level`, else 0.05).
 
     Returns:
         The figure.
@@ -357,58 +366,62 @@ def plot_energy_ratio(
         EmptyInputError: If the sweep, or its selection, has no row.
 
     Examples:
-        >>> plot_energy_ratio(table, alpha=0.05).savefig("ratio.png")
+        >>> plot_energy_ratio(table).savefig("ratio.png")
     """
+    from ..sweeps.verdict import adjusted_p_values, marker_legend, p_value_column, verdict_settings
+
     rows = _rows(result, split_point, tangent)
+    config = {**result.config, **({"level": alpha} if alpha is not None else {})}
+    level = verdict_settings(config)[2]
+    judged = dict(zip(map(_row_key, result.rows), adjusted_p_values(result.rows, config), strict=True))
     panels = _groups(rows, "split_point")
     figure, axes = _new_figure(len(panels))
-    n_controls = sorted({len(row["control_energy_shares"]) for row in rows if row.get("control_energy_shares")})
     for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
         kinds = _groups(split_rows, "tangent", "early")
         for index, (kind, kind_rows) in enumerate(kinds.items()):
-            _draw_ratio(ax, kind, kind_rows, _tangent_color(kind, index), len(kinds), alpha)
+            significant = [(p := judged.get(_row_key(row))) is not None and p <= level for row in kind_rows]
+            _draw_ratio(ax, kind, kind_rows, significant, _tangent_color(kind, index), len(kinds))
         ax.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0, label="ratio 1 (as a control)", gid="one")
         step_axis(ax, _all_steps(split_rows))
         ax.set_ylim(bottom=0.0)
         ax.set_ylabel("energy ratio E_T / mean E_N (times)", fontsize="small")
         _panel_title(ax, split, len(panels))
-    figure.suptitle(f"Tangent energy over mean control energy\n{_p_value_floors(n_controls)}")
-    _figure_legend(figure, axes, _significance_markers(alpha))
+    draws = "random_energy_shares" if p_value_column(result.rows) == "p_value_exact" else "control_energy_shares"
+    n_draws = sorted({len(row[draws]) for row in rows if row.get(draws)})
+    figure.suptitle(f"Tangent energy over mean control energy\n{_p_value_floors(n_draws)}")
+    _figure_legend(figure, axes, _significance_markers(marker_legend(result.rows, config)))
     return figure
 
 
+def _row_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """A row's identity in a sweep: its step, split point and tangent kind."""
+    return str(row.get("step")), str(row.get("split_point")), str(row.get("tangent"))
+
+
 def _draw_ratio(
-    ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str, n_kinds: int, alpha: float
+    ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], significant: Sequence[bool], color: str, n_kinds: int
 ) -> None:
-    """One tangent kind's E_T / mean(E_N) line, its points filled where p <= `alpha`, hollow elsewhere."""
+    """One tangent kind's E_T / mean(E_N) line, its points filled where `significant`, hollow elsewhere."""
     points = [
-        (int(row["step"]), ratio, _finite(row.get("p_value")))
-        for row in kind_rows
+        (int(row["step"]), ratio, sig)
+        for row, sig in zip(kind_rows, significant, strict=True)
         if (ratio := _finite(row.get("energy_ratio"))) is not None
     ]
     if not points:
         return
-    x = [step for step, _, _ in points]
-    y = [ratio for _, ratio, _ in points]
     ax.plot(
-        x,
-        y,
+        [step for step, _, _ in points],
+        [ratio for _, ratio, _ in points],
         color=color,
         linewidth=1.6,
         label=_kind_label(kind, n_kinds, "E_T / mean E_N"),
         gid=f"ratio:{kind}",
     )
-    significant = [p is not None and p <= alpha for _, _, p in points]
-    filled = [(s, r) for (s, r, _), sig in zip(points, significant, strict=True) if sig]
-    hollow = [(s, r) for (s, r, _), sig in zip(points, significant, strict=True) if not sig]
+    filled = [(step, ratio) for step, ratio, sig in points if sig]
+    hollow = [(step, ratio) for step, ratio, sig in points if not sig]
     if filled:
         ax.scatter(
-            *zip(*filled, strict=True),
-            s=30,
-            color=color,
-            edgecolors=color,
-            zorder=3,
-            gid=f"significant:{kind}",
+            *zip(*filled, strict=True), s=30, color=color, edgecolors=color, zorder=3, gid=f"significant:{kind}"
         )
     if hollow:
         ax.scatter(
@@ -421,21 +434,21 @@ def _draw_ratio(
         )
 
 
-def _p_value_floors(n_controls: Sequence[int]) -> str:
-    """The smallest attainable permutation p-value 1/(R + 1) of each number R of controls in the rows."""
-    if not n_controls:
-        return "no control energies recorded"
-    floors = ", ".join(f"{1 / (r + 1):.3f} (R={r})" for r in n_controls)
-    return f"smallest attainable p = 1/(R+1) = {floors}"
+def _p_value_floors(n_draws: Sequence[int]) -> str:
+    """The smallest attainable p-value 1/(R' + 1) of each number R' of draws behind the tested p-value."""
+    if not n_draws:
+        return "no draws recorded"
+    floors = ", ".join(f"{1 / (r + 1):.3g} (R'={r})" for r in n_draws)
+    return f"smallest attainable p = 1/(R'+1) = {floors}"
 
 
-def _significance_markers(alpha: float) -> list[tuple[Line2D, str]]:
-    """Legend entries of the filled (p <= alpha) and hollow (p > alpha) markers."""
+def _significance_markers(meaning: str) -> list[tuple[Line2D, str]]:
+    """Legend entries of the filled (significant, as the verdict decides) and hollow markers."""
     return [
-        (Line2D([], [], linestyle="none", marker="o", color="0.3"), f"p <= {alpha:g} (filled marker)"),
+        (Line2D([], [], linestyle="none", marker="o", color="0.3"), f"filled: {meaning}"),
         (
             Line2D([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="0.3"),
-            f"p > {alpha:g} (hollow marker)",
+            "hollow: not significant",
         ),
     ]
 

@@ -47,8 +47,10 @@ FIGURES_DIR = "figures"
 #: The CSV file of the rows' scalar columns, in the report folder.
 CSV_FILE = "rows.csv"
 
-#: Table columns shown first, in this order (then every other scalar column, in first-seen order).
-#: "ci" and "delta_isoscore_star_controls_mean" are derived: [ci_low, ci_high] and the mean of the per-control deltas.
+#: Table columns shown first, in this order (then every other scalar column, in first-seen order); the p-value
+#: columns (`_p_columns`: the verdict's, adjusted within its family, first) come after "energy_ratio", and the
+#: approximate p-values, secondary, after the exact ones. "ci" and "delta_isoscore_star_controls_mean" are derived:
+#: [ci_low, ci_high] and the mean of the per-control deltas.
 KEY_COLUMNS: tuple[str, ...] = (
     "step",
     "split_point",
@@ -59,20 +61,15 @@ KEY_COLUMNS: tuple[str, ...] = (
     "analytic_null",
     "chance",
     "energy_ratio",
-    "p_value",
-    "p_value_holm",
-    "p_value_bh",
-    "p_value_exact",
-    "p_value_exact_holm",
-    "p_value_exact_bh",
     "z_score",
     "oracle_energy_share",
     "anisotropy_capture",
     "anisotropy_share",
-    "anisotropy_share_p_value",
     "anisotropy_p_value_exact",
     "delta_isoscore_star",
     "delta_isoscore_star_controls_mean",
+    "p_value",
+    "anisotropy_share_p_value",
     "delta_isoscore_star_p_value",
     "loss",
     "activation_isoscore",
@@ -80,6 +77,16 @@ KEY_COLUMNS: tuple[str, ...] = (
     "activation_mean_cosine",
     "activation_effective_rank",
 )
+
+#: What the header of a p-value column says under its name (the approximate ones are secondary).
+APPROXIMATE_LABEL = "approximate p (normal controls; anti-conservative)"
+_P_LABELS = {
+    "p_value": APPROXIMATE_LABEL,
+    "anisotropy_share_p_value": APPROXIMATE_LABEL,
+    "delta_isoscore_star_p_value": APPROXIMATE_LABEL,
+    "p_value_exact": "exact p, before adjustment",
+    "anisotropy_p_value_exact": "exact p of the anisotropy share, before adjustment",
+}
 
 _FIGURE_CAPTIONS = {
     "energy": (
@@ -94,8 +101,9 @@ _FIGURE_CAPTIONS = {
         "being equal: other texts, and a live tangent fitted on the training steps' activations."
     ),
     "energy_ratio": (
-        "Tangent energy over the controls' mean energy. Filled markers: p-value at or below 0.05; the smallest "
-        "attainable p-value is 1/(R+1)."
+        "Tangent energy over the controls' mean energy. Filled markers: the rows the finding calls significant, "
+        "their exact p-value (p_value_exact) adjusted within the declared family at the declared level; the "
+        "smallest attainable exact p-value is 1/(R'+1)."
     ),
     "change": (
         "What training added: each checkpoint's change from the first checkpoint of its curve, in energy ratio, "
@@ -171,10 +179,8 @@ def write_report(
     check_positive_int("dpi", dpi)
     out_dir = _report_folder(Path(out_dir))
     verdict = sweep_verdict(result.rows, result.config)
-    for column in ("p_value", "p_value_exact"):
-        if any(column in row for row in result.rows):
-            for correction in Correction:
-                result = result.adjusted(correction.value, family=verdict.family, column=column)
+    for correction in Correction:  # the tested p-value only: Holm or BH of the approximate one would mislead
+        result = result.adjusted(correction.value, family=verdict.family, column=verdict.p_column)
     if title is None:
         title = _default_title(result)
 
@@ -262,16 +268,36 @@ def _cell(row: dict[str, Any], column: str) -> Any:
     return row.get(column)
 
 
-def _columns(result: SweepResult) -> list[str]:
-    """Key columns first (those present), then the other scalar columns in first-seen order."""
+def _columns(result: SweepResult, verdict: Verdict) -> list[str]:
+    """Key columns first (those present; the verdict's adjusted p-value first of the p-values), then the other
+    scalar columns in first-seen order."""
     present = set(result.scalar_columns())
     derived = {
         "ci": "ci_low" in present or "ci_high" in present,
         "delta_isoscore_star_controls_mean": any(row.get("delta_isoscore_star_controls") for row in result.rows),
     }
-    columns = [column for column in KEY_COLUMNS if derived.get(column, column in present)]
+    ratio = KEY_COLUMNS.index("energy_ratio") + 1
+    ordered = [*KEY_COLUMNS[:ratio], *_p_columns(verdict), *KEY_COLUMNS[ratio:]]
+    columns = [column for column in dict.fromkeys(ordered) if derived.get(column, column in present)]
     shown = set(columns) | {"ci_low", "ci_high"}
     return columns + [column for column in result.scalar_columns() if column not in shown]
+
+
+def _p_columns(verdict: Verdict) -> list[str]:
+    """The tested p-value adjusted by the verdict's correction (the p-value of the finding), by the other, then raw."""
+    corrections = sorted((c.value for c in Correction), key=lambda name: name != verdict.correction)
+    return [*(f"{verdict.p_column}_{name}" for name in corrections), verdict.p_column]
+
+
+def _column_label(column: str, verdict: Verdict) -> str:
+    """What a column's header says under its name: which p-value it is ("" for the other columns)."""
+    family = FAMILY_NAMES.get(verdict.family, verdict.family)
+    kind = "exact" if verdict.p_column == "p_value_exact" else "approximate (no exact p in these rows)"
+    for correction, method in ((Correction.HOLM, "Holm"), (Correction.BENJAMINI_HOCHBERG, "Benjamini-Hochberg")):
+        if column == f"{verdict.p_column}_{correction.value}":
+            first = "the p-value: " if correction.value == verdict.correction else ""
+            return f"{first}{kind}, {method} {family}"
+    return _P_LABELS.get(column, "")
 
 
 def _is_text(column: str, rows: Sequence[dict[str, Any]]) -> bool:
@@ -283,7 +309,7 @@ def _context(
     result: SweepResult, verdict: Verdict, *, title: str, figures: Sequence[dict[str, str]]
 ) -> dict[str, Any]:
     """What ``templates/report.html.j2`` shows, as plain strings, lists and dicts (the template escapes them all)."""
-    columns = _columns(result)
+    columns = _columns(result, verdict)
     text_columns = {column for column in columns if _is_text(column, result.rows)}
     return {
         "title": title,
@@ -301,7 +327,13 @@ def _context(
         "csv_file": CSV_FILE,
         "columns_csv_file": COLUMNS_CSV_FILE,
         "columns": [
-            {"name": column, "tooltip": _tooltip(column), "text": column in text_columns} for column in columns
+            {
+                "name": column,
+                "label": _column_label(column, verdict),
+                "tooltip": _tooltip(column),
+                "text": column in text_columns,
+            }
+            for column in columns
         ],
         "rows": [{column: _format(_cell(row, column)) for column in columns} for row in result.rows],
         "definitions": [_definition(column) for column in columns],
@@ -332,9 +364,9 @@ def _meta(result: SweepResult) -> str:
 
 
 def _floor(result: SweepResult) -> str:
-    """The smallest attainable p-value 1/(R + 1), for each number R of controls of the rows."""
-    controls = sorted({len(row["control_energy_shares"]) for row in result.rows if row.get("control_energy_shares")})
-    return ", ".join(f"{1 / (r + 1):.3f} with R = {r}" for r in controls) or "1/(R + 1)"
+    """The smallest attainable exact p-value 1/(R' + 1), for each number R' of random subspaces of the rows."""
+    draws = sorted({len(row["random_energy_shares"]) for row in result.rows if row.get("random_energy_shares")})
+    return ", ".join(f"{1 / (r + 1):.3g} with R' = {r}" for r in draws) or "1/(R' + 1)"
 
 
 def _finding(verdict: Verdict) -> dict[str, Any]:
