@@ -126,3 +126,123 @@ def test_probe_gradients_on_the_device_equal_the_cpu(request, texts, objective):
     for name in ("gradients", "activations", "sequence_ids", "positions", "token_ids"):
         if hasattr(cpu, name):
             np.testing.assert_array_equal(_host(getattr(raw, name)), _host(getattr(cpu, name)), err_msg=name)
+
+
+# --------------------------------------------------------------------- activations, a tangent's fit
+def test_token_activations_and_a_tangent_fit_on_the_device_equal_the_cpu(gpt_neox_model, texts):
+    with cpu_reference():
+        cpu_mwsp = _mwsp(gpt_neox_model, "cpu")
+        rows, ids = ia.token_activations(cpu_mwsp, texts[:6], batch_size=2)
+        cpu_basis = ia.PCATangent(cpu_mwsp, nb_concepts=4).fit(rows).subspace.basis
+    with EmulatedDevice():
+        mwsp = _mwsp(gpt_neox_model, EMU)
+        device_rows, device_ids = ia.token_activations(mwsp, texts[:6], batch_size=2)
+        assert device_rows.device.type == EMU.type
+        basis = ia.PCATangent(mwsp, nb_concepts=4).fit(device_rows).subspace.basis
+    np.testing.assert_array_equal(_host(device_rows), _host(rows))
+    np.testing.assert_array_equal(_host(device_ids), _host(ids))
+    np.testing.assert_allclose(np.abs(_host(basis)), np.abs(_host(cpu_basis)), rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------- a sweep and its report
+SWEEP = {"split_point": 1, "nb_concepts": 4, "n_controls": 3, "seed": 3, "reference": "each", "progress": False}
+SWEEP_FIELDS = ("n_tokens", "energy_share", "control_energy_shares", "oracle_energy_share", "isoscore_star")
+
+
+def test_a_sweep_and_its_report_on_the_device_equal_the_cpu_sweep(toy_checkpoints, sweep_texts, tmp_path):
+    checkpoints = ia.checkpoints.local(toy_checkpoints.out_dir / "checkpoint-*")[:2]
+    options = {"max_metric_tokens": 200, **sweep_texts, **SWEEP}
+    with cpu_reference():
+        cpu = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / "cpu", device="cpu", **options).run()
+    with EmulatedDevice():
+        on_device = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / "emu", device=str(EMU), **options).run()
+        report = ia.write_report(on_device, tmp_path / "report")
+    assert on_device.steps == cpu.steps and len(on_device) == 2
+    for row, expected in zip(on_device.rows, cpu.rows, strict=True):
+        for name in SWEEP_FIELDS:
+            np.testing.assert_allclose(row[name], expected[name], rtol=1e-12, atol=0, err_msg=f"{name} at {row['step']}")
+    assert report.name == "index.html" and report.stat().st_size > 10_000
+
+
+# --------------------------------------------------------------------- the live probe and its Trainer callback
+LIVE_FIELDS = ("n_tokens", "n_sequences", "energy_share", "control_energy_shares", "oracle_energy_share")
+
+
+def _training_copy(pair, device):
+    model, tokenizer = pair
+    return copy.deepcopy(model).train().requires_grad_(True).to(device), tokenizer
+
+
+def _steps(tokenizer, texts, n_steps: int, n_micro: int, masked: bool) -> list[list[dict]]:
+    return [
+        [micro_batch(tokenizer, texts[3 * (s * n_micro + m) : 3 * (s * n_micro + m) + 3], start=3 * m, masked=masked)
+         for m in range(n_micro)]
+        for s in range(n_steps)
+    ]
+
+
+def live_rows(pair, texts, device, *, n_steps: int, n_micro: int, objective: str, mode=None) -> list[dict]:
+    """Train a copy of the model with SGD on `device` under a `TrainingProbe`; the rows (syncs counted in `mode`)."""
+    model, tokenizer = _training_copy(pair, device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, foreach=False)
+    steps = _steps(tokenizer, texts, n_steps, n_micro, objective == "masked_lm")
+    tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=3)
+    rows = []
+    with ia.TrainingProbe(model, 1, tokenizer=tokenizer, tangent=tangent, objective=objective, n_controls=3) as probe:
+        if mode is not None:
+            mode.syncs.clear()
+        for batches in steps:
+            on_device = [{key: value.to(device) for key, value in batch.items()} for batch in batches]
+            rows.extend(train_step(model, probe, on_device, optimizer))
+    return rows
+
+
+TRAINING = {"causal_lm": "gpt_neox_training_model", "masked_lm": "eurobert_model"}
+
+
+@pytest.mark.parametrize("objective", sorted(TRAINING))
+def test_the_live_probe_on_the_device_equals_the_cpu_and_syncs_a_fixed_number_of_times_per_window(
+    request, texts, objective
+):
+    pair = request.getfixturevalue(TRAINING[objective])
+    with cpu_reference():
+        cpu = live_rows(pair, texts, "cpu", n_steps=2, n_micro=2, objective=objective)
+    with EmulatedDevice() as mode:
+        rows = live_rows(pair, texts, EMU, n_steps=2, n_micro=2, objective=objective, mode=mode)
+        two_micro = mode.ours()
+        live_rows(pair, texts, EMU, n_steps=2, n_micro=4, objective=objective, mode=mode)
+        four_micro = mode.ours()
+    assert four_micro == two_micro, f"synchronisations that grow with the micro-batches: {four_micro - two_micro}"
+    assert [row["step"] for row in rows] == [0, 1]
+    assert [(row["n_tokens"], row["n_sequences"]) for row in rows] == [(row["n_tokens"], row["n_sequences"]) for row in cpu]
+    # The first window's weights are the same; after an update they differ in float32 rounding (torch picks some
+    # backward kernels by device type), so the first row is compared.
+    for name in LIVE_FIELDS:
+        np.testing.assert_allclose(rows[0][name], cpu[0][name], rtol=1e-12, atol=0, err_msg=name)
+
+
+def test_the_trainer_callback_on_the_device_writes_rows_and_a_report(gpt_neox_training_model, texts, tmp_path):
+    """The callback's hooks as a Trainer calls them (a Trainer places its model on CPU, CUDA, MPS or XPU only)."""
+    from transformers import TrainerControl, TrainerState
+
+    with EmulatedDevice():
+        model, tokenizer = _training_copy(gpt_neox_training_model, EMU)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, foreach=False)
+        callback = ia.AnisotropyCallback(
+            1, results_dir=tmp_path / "live", tangent=ia.Subspace.random(64, 4, seed=0), n_controls=3
+        )
+        state, control = TrainerState(max_steps=3), TrainerControl()
+        callback.on_train_begin(None, state, control, model=model, processing_class=tokenizer)
+        for batches in _steps(tokenizer, texts, 3, 1, False):
+            for batch in batches:
+                batch = {key: value.to(EMU) for key, value in batch.items()}
+                model(**batch).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            state.global_step += 1
+            callback.on_step_end(None, state, control)
+        callback.on_train_end(None, state, control)
+    table = ia.SweepResult.load(tmp_path / "live")
+    assert table.steps == [0, 1, 2]
+    assert all(0 < share < 1 for share in table.column("energy_share"))
+    assert (tmp_path / "live" / "report" / "index.html").exists()
