@@ -15,17 +15,20 @@ each blocking host-to-device copy by the line of our package that asked for it.
 from __future__ import annotations
 
 import copy
+from collections import Counter
 
 import numpy as np
 import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from helpers.emulated_device import EMU, EmulatedDevice
+from helpers.emulated_device import ELSEWHERE, EMU, DeviceMixError, EmulatedDevice
 from helpers.live_kit import micro_batch, train_step
 from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
+from interpreto_anisotropy.probing import breakdown
 from interpreto_anisotropy.probing.probe import GradientProbe
+from interpreto_anisotropy.reading import batching
 
 pytestmark = pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
 
@@ -246,3 +249,53 @@ def test_the_trainer_callback_on_the_device_writes_rows_and_a_report(gpt_neox_tr
     assert table.steps == [0, 1, 2]
     assert all(0 < share < 1 for share in table.column("energy_share"))
     assert (tmp_path / "live" / "report" / "index.html").exists()
+
+
+# --------------------------------------------------------------------- the guard fails on the bugs it guards against
+def _old_frequency_buckets(counts, *, edges=breakdown.FREQUENCY_EDGES):
+    """`frequency_bucket_of_ids` as it was at 9e18bb9: its boundaries made on the CPU."""
+    counts = torch.as_tensor(counts).double().reshape(-1)
+    order = torch.argsort(counts, descending=True, stable=True)
+    before = (torch.cumsum(counts[order], 0) - counts[order]) / counts.sum()
+    buckets = torch.empty_like(order)
+    buckets[order] = torch.bucketize(before, torch.tensor(edges, dtype=torch.float64), right=True)
+    return buckets
+
+
+def test_the_guard_refuses_frequency_edges_made_on_the_cpu(gpt_neox_model, texts, monkeypatch):
+    monkeypatch.setattr(breakdown, "frequency_bucket_of_ids", _old_frequency_buckets)
+    with EmulatedDevice(), pytest.raises(DeviceMixError, match="bucketize"):
+        probe_run(_mwsp(gpt_neox_model, EMU), texts[:4], "causal_lm")
+
+
+def test_the_guard_refuses_a_device_mask_into_cpu_sequence_ids(gpt_neox_model, texts, monkeypatch):
+    """At 9e18bb9 tokenised inputs stayed on the device: `sequence_ids[usable]` took a device mask."""
+    new_encoder = batching.TokenBatcher._tensor_encoder
+
+    def old_encoder(self, inputs):
+        encode, n_sequences = new_encoder(self, inputs)
+        return (lambda start, stop: {key: value.to(EMU) for key, value in encode(start, stop).items()}), n_sequences
+
+    monkeypatch.setattr(batching.TokenBatcher, "_tensor_encoder", old_encoder)
+    tokenised = gpt_neox_model[1](texts[:4], padding=True, return_tensors="pt")
+    with EmulatedDevice(), pytest.raises(DeviceMixError, match="indices on emu into a CPU tensor"):
+        probe = GradientProbe(_mwsp(gpt_neox_model, EMU), batch_size=2, seed=0)
+        probe.run(dict(tokenised), ia.Subspace.random(64, 4, seed=0), n_controls=3, progress=False)
+
+
+def test_the_guard_counts_a_read_in_every_batch(gpt_neox_model, texts, monkeypatch):
+    new_add = breakdown.EnergyByBucket.add
+
+    def add_and_read(self, bucket, token_energy, token_total, probed):
+        new_add(self, bucket, token_energy, token_total, probed)
+        return int(probed.sum())  # a per-batch read put back
+
+    monkeypatch.setattr(breakdown.EnergyByBucket, "add", add_and_read)
+    with EmulatedDevice() as mode:
+        mwsp = _mwsp(gpt_neox_model, EMU)
+        probe_run(mwsp, texts[:4], "causal_lm", mode)
+        few = Counter(mode.syncs)  # all of them: the patched line is in this file, not in our package
+        probe_run(mwsp, texts[:8], "causal_lm", mode)
+        many = Counter(mode.syncs)
+    grown = many - few
+    assert set(grown) == {ELSEWHERE} and grown[ELSEWHERE] > 0 and grown[ELSEWHERE] % 2 == 0  # the same in each batch
