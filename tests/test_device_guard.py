@@ -20,10 +20,10 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from helpers.emulated_device import ELSEWHERE, EMU, DeviceMixError, EmulatedDevice
 from helpers.live_kit import micro_batch, train_step
 from interpreto import ModelWithSplitPoints
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.probing import breakdown
@@ -163,7 +163,9 @@ def test_a_sweep_and_its_report_on_the_device_equal_the_cpu_sweep(toy_checkpoint
     assert on_device.steps == cpu.steps and len(on_device) == 2
     for row, expected in zip(on_device.rows, cpu.rows, strict=True):
         for name in SWEEP_FIELDS:
-            np.testing.assert_allclose(row[name], expected[name], rtol=1e-12, atol=0, err_msg=f"{name} at {row['step']}")
+            np.testing.assert_allclose(
+                row[name], expected[name], rtol=1e-12, atol=0, err_msg=f"{name} at {row['step']}"
+            )
     assert report.name == "index.html" and report.stat().st_size > 10_000
 
 
@@ -178,8 +180,12 @@ def _training_copy(pair, device):
 
 def _steps(tokenizer, texts, n_steps: int, n_micro: int, masked: bool) -> list[list[dict]]:
     return [
-        [micro_batch(tokenizer, texts[3 * (s * n_micro + m) : 3 * (s * n_micro + m) + 3], start=3 * m, masked=masked)
-         for m in range(n_micro)]
+        [
+            micro_batch(
+                tokenizer, texts[3 * (s * n_micro + m) : 3 * (s * n_micro + m) + 3], start=3 * m, masked=masked
+            )
+            for m in range(n_micro)
+        ]
         for s in range(n_steps)
     ]
 
@@ -217,7 +223,9 @@ def test_the_live_probe_on_the_device_equals_the_cpu_and_syncs_a_fixed_number_of
         four_micro = mode.ours()
     assert four_micro == two_micro, f"synchronisations that grow with the micro-batches: {four_micro - two_micro}"
     assert [row["step"] for row in rows] == [0, 1]
-    assert [(row["n_tokens"], row["n_sequences"]) for row in rows] == [(row["n_tokens"], row["n_sequences"]) for row in cpu]
+    assert [(row["n_tokens"], row["n_sequences"]) for row in rows] == [
+        (row["n_tokens"], row["n_sequences"]) for row in cpu
+    ]
     # The first window's weights are the same; after an update they differ in float32 rounding (torch picks some
     # backward kernels by device type), so the first row is compared.
     for name in LIVE_FIELDS:

@@ -237,7 +237,9 @@ class TrainingProbe:
         gradient = read.gradient
         if point.start(gradient.shape[-1], gradient.device, self.window_start):
             self._check_pending_room(point)
-        inputs = read.inputs or {"attention_mask": torch.ones(gradient.shape[:2], dtype=torch.long, device=gradient.device)}
+        inputs = read.inputs or {
+            "attention_mask": torch.ones(gradient.shape[:2], dtype=torch.long, device=gradient.device)
+        }
         inputs = {key: value.to(gradient.device) for key, value in inputs.items()}
         if "input_ids" not in inputs:
             inputs["input_ids"] = torch.zeros_like(inputs["attention_mask"])
@@ -262,7 +264,10 @@ class TrainingProbe:
         terms = loss_terms(inputs, self.objective).double()
         loss = read.output_loss
         if loss is None:
-            loss_sum, loss_finite = torch.full((), math.nan, device=gradient.device), torch.ones((), dtype=torch.bool, device=gradient.device)
+            loss_sum, loss_finite = (
+                torch.full((), math.nan, device=gradient.device),
+                torch.ones((), dtype=torch.bool, device=gradient.device),
+            )
         else:
             loss = loss.to(gradient.device)  # the model's output device, not the split point's, when dispatched
             loss_sum, loss_finite = loss.double() * terms, torch.isfinite(loss)

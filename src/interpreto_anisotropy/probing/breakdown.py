@@ -56,7 +56,9 @@ def frequency_bucket_of_ids(
     order = torch.argsort(counts, descending=True, stable=True)
     before = (torch.cumsum(counts[order], 0) - counts[order]) / counts.sum()  # share of the more frequent types
     buckets = torch.empty_like(order)
-    buckets[order] = torch.bucketize(before, torch.tensor(edges, dtype=torch.float64, device=before.device), right=True)
+    buckets[order] = torch.bucketize(
+        before, torch.tensor(edges, dtype=torch.float64, device=before.device), right=True
+    )
     buckets[counts == 0] = len(edges)
     return buckets
 
