@@ -11,7 +11,7 @@ __all__ = ["LaggedRead", "to_device"]
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    """Copy a batch to `device`; CPU tensors go to CUDA through pinned memory without blocking the host.
+    """Copy a batch to `device` without blocking the host (CPU tensors go to CUDA through pinned memory).
 
     Args:
         batch: Name -> tensor.
@@ -24,10 +24,11 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
         >>> to_device({"input_ids": torch.ones(2, 3, dtype=torch.long)}, torch.device("cpu"))["input_ids"].device
         device(type='cpu')
     """
-    if device.type != "cuda":
+    if device.type == "cpu":
         return {key: value.to(device) for key, value in batch.items()}
+    pin = device.type == "cuda"
     return {
-        key: value.pin_memory().to(device, non_blocking=True) if value.device.type == "cpu" else value.to(device)
+        key: (value.pin_memory() if pin and value.device.type == "cpu" else value).to(device, non_blocking=True)
         for key, value in batch.items()
     }
 

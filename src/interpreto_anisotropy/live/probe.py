@@ -123,6 +123,7 @@ class TrainingProbe:
                 f"or None (every token is a row), got {type(tokenizer).__name__}."
             )
         self.special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
+        self._special_ids_by_device: dict[torch.device, torch.Tensor] = {}
         self.statistics = Statistics(
             settings.n_controls,
             settings.seed,
@@ -256,14 +257,16 @@ class TrainingProbe:
         gradient = read.gradient
         if point.start(gradient.shape[-1], gradient.device, self.window_start):
             self._check_pending_room(point.dim)  # a width that neither its module nor the config gave
-        inputs = read.inputs or {"attention_mask": torch.ones(gradient.shape[:2], dtype=torch.long)}
+        inputs = read.inputs or {
+            "attention_mask": torch.ones(gradient.shape[:2], dtype=torch.long, device=gradient.device)
+        }
         inputs = {key: value.to(gradient.device) for key, value in inputs.items()}
         if "input_ids" not in inputs:
             inputs["input_ids"] = torch.zeros_like(inputs["attention_mask"])
         rows = loss_rows(
             inputs,
             self.objective,
-            self.special_ids.to(gradient.device),
+            self._special_ids_on(gradient.device),
             include_special=self.settings.include_special or "input_ids" not in read.inputs,
         )
         weight = gradient_weight(
@@ -281,11 +284,20 @@ class TrainingProbe:
         terms = loss_terms(inputs, self.objective).double()
         loss = read.output_loss
         if loss is None:
-            loss_sum, loss_finite = torch.full((), math.nan, device=gradient.device), torch.ones((), dtype=torch.bool)
+            loss_sum, loss_finite = (
+                torch.full((), math.nan, device=gradient.device),
+                torch.ones((), dtype=torch.bool, device=gradient.device),
+            )
         else:
             loss = loss.to(gradient.device)  # the model's output device, not the split point's, when dispatched
             loss_sum, loss_finite = loss.double() * terms, torch.isfinite(loss)
         point.add(read.hidden, gradient, rows, loss_finite.to(gradient.device), loss_sum, terms)
+
+    def _special_ids_on(self, device: torch.device) -> torch.Tensor:
+        """The special ids on `device`, copied there once (not in every micro-batch)."""
+        if device not in self._special_ids_by_device:
+            self._special_ids_by_device[device] = self.special_ids.to(device)
+        return self._special_ids_by_device[device]
 
     def step(self, updates: int | None = None) -> list[dict[str, Any]]:
         """Record that an optimizer step was made; close the window when it holds `every` steps.

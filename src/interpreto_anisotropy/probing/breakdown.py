@@ -56,14 +56,26 @@ def frequency_bucket_of_ids(
     order = torch.argsort(counts, descending=True, stable=True)
     before = (torch.cumsum(counts[order], 0) - counts[order]) / counts.sum()  # share of the more frequent types
     buckets = torch.empty_like(order)
-    buckets[order] = torch.bucketize(before, torch.tensor(edges, dtype=torch.float64), right=True)
+    buckets[order] = torch.bucketize(
+        before, torch.tensor(edges, dtype=torch.float64, device=before.device), right=True
+    )
     buckets[counts == 0] = len(edges)
     return buckets
 
 
 def position_buckets(positions: Int[torch.Tensor, "..."], *, edges: Sequence[int] = POSITION_EDGES) -> torch.Tensor:
-    """The bucket of each position (from 0): the number of `edges` at or below it."""
-    return torch.bucketize(positions, torch.tensor(list(edges), device=positions.device), right=True)
+    """The bucket of each position (from 0): the number of `edges` at or below it.
+
+    Compared with each edge in turn: no tensor of edges to copy to the device in every batch.
+
+    Examples:
+        >>> position_buckets(torch.tensor([0, 1, 3, 4, 300])).tolist()
+        [0, 1, 1, 2, 5]
+    """
+    buckets = torch.zeros_like(positions, dtype=torch.long)
+    for edge in edges:
+        buckets += positions >= edge
+    return buckets
 
 
 def frequency_labels(edges: Sequence[float] = FREQUENCY_EDGES) -> list[str]:
@@ -176,7 +188,7 @@ class Breakdown:
         """Add a batch's flattened tokens (energies (N, S) in every column); rows not `probed` count for nothing."""
         energy = torch.cat(
             [
-                token_energy[:, self.tangent_columns],
+                *(token_energy[:, column, None] for column in self.tangent_columns),  # no index tensor to copy
                 torch.stack([token_energy[:, columns].mean(1) for columns in self.control_columns], dim=1),
             ],
             dim=1,

@@ -186,7 +186,7 @@ class TokenBatcher:
         if n_sequences == 0:
             raise EmptyInputError("No texts given: pass a non-empty list of strings.")
         if labels is not None:
-            labels = torch.as_tensor(labels)
+            labels = torch.as_tensor(labels).cpu()
             if labels.shape[0] != n_sequences:
                 raise InvalidInputError(f"Got {labels.shape[0]} labels for {n_sequences} sequences.")
         self.skipped_sequences = self.truncated_sequences = 0
@@ -205,12 +205,12 @@ class TokenBatcher:
     def _tensor_encoder(self, inputs: Mapping) -> tuple[Any, int]:
         if "input_ids" not in inputs:
             raise InvalidInputError("Tokenised inputs must hold 'input_ids' (and preferably 'attention_mask').")
-        input_ids = torch.as_tensor(inputs["input_ids"])
+        input_ids = torch.as_tensor(inputs["input_ids"]).cpu()  # tokens on a device: read back once, batched here
         if input_ids.dim() != 2:
             raise InvalidInputError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
         self._check_ids(input_ids)  # once for all the inputs
         mask = inputs.get("attention_mask")
-        attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long()
+        attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long().cpu()
 
         def encode(start: int, stop: int) -> Batch:
             return {"input_ids": input_ids[start:stop], "attention_mask": attention_mask[start:stop]}
