@@ -309,8 +309,17 @@ def _wrap(value: Any, inputs: dict[int, torch.Tensor]) -> Any:
     if not isinstance(value, torch.Tensor):
         return value
     if id(value) in inputs:  # an in-place operation returns its input
-        return inputs[id(value)]
+        return _with_value_layout(inputs[id(value)])
     return EmulatedTensor(value)
+
+
+def _with_value_layout(tensor: EmulatedTensor) -> EmulatedTensor:
+    """The wrapper's sizes and strides set to its value's after an in-place view (`squeeze_` in `vector @ matrix`)."""
+    value = tensor.value
+    if tensor.shape != value.shape or tensor.stride() != value.stride():
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Python)):
+            torch.ops.aten.as_strided_.default(tensor, value.shape, value.stride(), value.storage_offset())
+    return tensor
 
 
 def _our_caller() -> str | None:
