@@ -34,14 +34,32 @@ class MomentAccumulator:
         self.dim = dim
         self.device = torch.device(device)
         self.shift = None if shift is None else shift.detach().to(device=self.device, dtype=torch.float64)
+        self._host_count: int | None = 0
         self.n = torch.zeros((), dtype=torch.float64, device=self.device)
         self.s1 = torch.zeros(dim, dtype=torch.float64, device=self.device)
         self.s2 = torch.zeros(dim, dim, dtype=torch.float64, device=self.device)
 
     @property
+    def n(self) -> Float[torch.Tensor, ""]:
+        """Number of rows accumulated, a float64 0-dim tensor on the accumulator's device."""
+        return self._n
+
+    @n.setter
+    def n(self, value: torch.Tensor) -> None:
+        self._n, self._host_count = value, None  # `n += ...` also comes through here: the host copy is stale
+
+    @property
     def count(self) -> int:
-        """Number of rows accumulated (reads the device)."""
-        return int(self.n.item())
+        """Number of rows accumulated (reads the device once after each change, then keeps the number)."""
+        if self._host_count is None:
+            self._host_count = int(self._n.item())
+        return self._host_count
+
+    def known_count(self, count: int) -> MomentAccumulator:
+        """Record `count`, already read on the host with other numbers (it must equal `n`), so `count` reads nothing.
+        Returns self."""
+        self._host_count = int(count)
+        return self
 
     @count.setter
     def count(self, value: int | torch.Tensor) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["LaggedRead", "to_device"]
+__all__ = ["LaggedRead", "copied_to", "to_device"]
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
@@ -24,13 +24,21 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
         >>> to_device({"input_ids": torch.ones(2, 3, dtype=torch.long)}, torch.device("cpu"))["input_ids"].device
         device(type='cpu')
     """
+    return {key: copied_to(value, device) for key, value in batch.items()}
+
+
+def copied_to(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
+    """`tensor` on `device`, copied without blocking the host (a CPU tensor goes to CUDA through pinned memory).
+
+    Examples:
+        >>> copied_to(torch.ones(2), "cpu").device
+        device(type='cpu')
+    """
+    device = torch.device(device)
     if device.type == "cpu":
-        return {key: value.to(device) for key, value in batch.items()}
-    pin = device.type == "cuda"
-    return {
-        key: (value.pin_memory() if pin and value.device.type == "cpu" else value).to(device, non_blocking=True)
-        for key, value in batch.items()
-    }
+        return tensor.to(device)
+    pinned = tensor.pin_memory() if device.type == "cuda" and tensor.device.type == "cpu" else tensor
+    return pinned.to(device, non_blocking=True)
 
 
 class LaggedRead:

@@ -163,26 +163,29 @@ class WindowSums:
         self.kept.append(_KeptBatch(flat_rows, finite, shape))
         self.kept_bytes += size
 
-    def skipped_batches(self) -> int:
-        """Micro-batches with non-finite values (reads the device)."""
-        return int((~torch.stack(self.finite)).sum()) if self.finite else 0
-
-    def _with_rows(self) -> torch.Tensor:
-        """Which of the window's sequences have gradient rows (reads the device)."""
-        return torch.cat(self.has_rows) if self.has_rows else torch.zeros(0, dtype=torch.bool, device=self.device)
+    def _flags_on_host(self) -> tuple[torch.Tensor, int]:
+        """Which of the window's sequences have gradient rows (on the host) and how many micro-batches had
+        non-finite values, read from the device in one copy."""
+        if not self.finite:
+            return torch.zeros(0, dtype=torch.bool), 0
+        flags = torch.cat([*self.has_rows, ~torch.stack(self.finite)]).cpu()
+        n_with_rows = flags.shape[0] - len(self.finite)
+        return flags[:n_with_rows], int(flags[n_with_rows:].sum())
 
     def probe_sums(self) -> ProbeSums:
         """This process's `ProbeSums` of the window, its per-sequence energies in the tangents only ((n_seq, 0)
-        without a tangent: see `retrospective_sums`; the other subspaces' come from `scored_sums`)."""
-        keep = self._with_rows()
+        without a tangent: see `retrospective_sums`; the other subspaces' come from `scored_sums`). Reads the device
+        once (which sequences have rows)."""
+        keep, skipped = self._flags_on_host()
+        sequence_id = torch.arange(keep.shape[0])[keep]
+        index = sequence_id.to(self.device, non_blocking=True)
         total = (
-            torch.cat(self.totals)[keep] if self.totals else torch.zeros(0, dtype=torch.float64, device=self.device)
+            torch.cat(self.totals)[index] if self.totals else torch.zeros(0, dtype=torch.float64, device=self.device)
         )
         n_tangents = self.tangents.n_tangents if self.tangents is not None else 0
-        energy = torch.cat(self.energies)[keep] if self.energies else total.new_zeros(total.shape[0], n_tangents)
-        sequence_id = torch.arange(keep.shape[0])[keep.cpu()]
-        tally = Tally(usable_sequences=self.n_sequences, skipped_batches=self.skipped_batches())
-        n_sequences = int(keep.sum())
+        energy = torch.cat(self.energies)[index] if self.energies else total.new_zeros(total.shape[0], n_tangents)
+        tally = Tally(usable_sequences=self.n_sequences, skipped_batches=skipped)
+        n_sequences = int(sequence_id.shape[0])
         return ProbeSums(energy, total, sequence_id, self.moments, self.loss_sum, self.loss_count, tally, n_sequences)
 
     def kept_rows(self) -> KeptRows | None:
@@ -203,7 +206,9 @@ def scored_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
     """A window's reduced sums with its energy in every subspace (`ProbeSums.column_energy`): the tangents' summed
     from their per-sequence energies, the controls' and the random subspaces' read from the window's scatter."""
     energy = columns.energies_of_scatter(_scatter(sums))
-    energy[_tangent_columns(columns)] = sums.sequence_energy.sum(0).to(energy)
+    tangent_energy = sums.sequence_energy.sum(0).to(energy)
+    for position, column in enumerate(_tangent_columns(columns)):  # integer indices: no index copied to the device
+        energy[column] = tangent_energy[position]
     return dataclasses.replace(sums, column_energy=energy)
 
 
@@ -249,25 +254,31 @@ def merged_sums(first: ProbeSums, later: ProbeSums, *, sharded: bool) -> ProbeSu
 
 def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
     """Every rank's sums of a window (all-reduced when `sharded`: all ranks must call it), identical on every rank,
-    with the counters (loss sums and counts as floats) read as Python numbers."""
+    with the counters (loss sums and counts as floats) read as Python numbers, in one read of the device."""
     device = sums.moments.device
     tally = sums.tally
-    counts = (sums.loss_sum, sums.loss_count, sums.n_sequences, tally.usable_sequences, tally.skipped_batches)
-    counters = torch.stack(
-        [torch.as_tensor(count, dtype=torch.float64, device=device).reshape(()) for count in counts]
-    )
+    losses = torch.stack([_device_scalar(sums.loss_sum, device), _device_scalar(sums.loss_count, device)])
+    counts = [sums.n_sequences, tally.usable_sequences, tally.skipped_batches]
     moments, energy, total, ids = sums.moments, sums.sequence_energy, sums.sequence_total, sums.sequence_id
     if sharded:
-        counters = distributed.all_reduce_sum(counters)
+        counters = torch.cat([losses, torch.tensor(counts, dtype=torch.float64).to(device)])
+        losses, counts = distributed.all_reduce_sum(counters), []
         moments = distributed.all_reduce_moments(moments)
         parts = distributed.all_gather_objects((energy.cpu(), total.cpu()))  # rank 0's sequences first, then 1's...
         energy = torch.cat([part[0] for part in parts]).to(device)
         total = torch.cat([part[1] for part in parts]).to(device)
         ids = torch.arange(total.shape[0])
-    loss_sum, loss_count, n_sequences, usable, skipped = counters.tolist()
+    *read, n_rows = torch.cat([losses, moments.n.reshape(1)]).tolist()
+    moments.known_count(n_rows)
+    loss_sum, loss_count, n_sequences, usable, skipped = [*read, *counts]
     return ProbeSums(
         energy, total, ids, moments, loss_sum, loss_count, Tally(int(usable), 0, int(skipped)), int(n_sequences)
     )
+
+
+def _device_scalar(value: torch.Tensor | float, device: torch.device) -> torch.Tensor:
+    """A float64 0-dim tensor on `device` (a Python number is copied there; a tensor is already there)."""
+    return torch.as_tensor(value, dtype=torch.float64).to(device).reshape(())
 
 
 def gather_sequence_energy(energy: torch.Tensor, *, sharded: bool) -> torch.Tensor:

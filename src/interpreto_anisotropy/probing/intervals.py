@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from ..commons.host_reads import copied_to
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 
 __all__ = ["MIN_BOOTSTRAP_SEQUENCES", "share_intervals"]
@@ -84,14 +85,12 @@ def share_intervals(
         return nan, nan.copy()
     ones = torch.ones(1, n_sequences, dtype=torch.float64, device=total.device)
     share, error = (value[0] for value in _share_and_error(ones, energy, total))
-    studentized = torch.cat(
-        [
-            _studentized(counts, energy, total, share)
-            for counts in _resample_counts(n_sequences, n_resamples, generator)
-        ]
-    )
-    below, above = _multipliers(studentized.numpy(), confidence)
-    return _clipped(share.cpu().numpy(), error.cpu().numpy(), below, above)
+    studentized = [
+        _studentized(counts, energy, total, share) for counts in _resample_counts(n_sequences, n_resamples, generator)
+    ]
+    *studentized, share, error = torch.cat([*studentized, share[None], error[None]]).cpu().numpy()  # one read
+    below, above = _multipliers(np.stack(studentized), confidence)
+    return _clipped(share, error, below, above)
 
 
 def _check(energy: torch.Tensor, total: torch.Tensor, n_resamples: int, confidence: float) -> None:
@@ -160,16 +159,16 @@ def _studentized(
     share: Float[torch.Tensor, " S"],
     max_elements: int = 2**22,
 ) -> Float[torch.Tensor, "B S"]:
-    """(R_b - share) / se_b of each resample, on the CPU: 0 within `_TIE` (0 / 0 included), infinite for a zero se.
+    """(R_b - share) / se_b of each resample, on the energies' device: 0 within `_TIE` (0 / 0 included), infinite for a zero se.
 
     Resamples are taken a few at a time, so that the (rows, n, S) left-out shares stay under `max_elements`.
     """
     rows = max(1, max_elements // (energy.shape[0] * max(energy.shape[1], 1)))
     parts = []
     for start in range(0, counts.shape[0], rows):
-        resampled, error = _share_and_error(counts[start : start + rows].to(total.device), energy, total)
+        resampled, error = _share_and_error(copied_to(counts[start : start + rows], total.device), energy, total)
         distance = resampled - share
-        parts.append(torch.where(distance.abs() <= _TIE, torch.zeros_like(distance), distance / error).cpu())
+        parts.append(torch.where(distance.abs() <= _TIE, torch.zeros_like(distance), distance / error))
     return torch.cat(parts)
 
 

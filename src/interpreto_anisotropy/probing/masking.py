@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from jaxtyping import Bool, Int
 
+from ..commons.host_reads import copied_to
 from ..errors import InvalidInputError
 
 __all__ = ["MaskedLM", "resolve_masking", "special_tokens_mask"]
@@ -120,7 +121,7 @@ class MaskedLM:
             >>> MaskedLM(rate=0.01).select(torch.ones(5, dtype=torch.bool), generator, at_least_one=True).sum().item()
             1
         """
-        draws = torch.rand(candidates.shape, generator=generator)
+        draws = _drawn_for(torch.rand(candidates.shape, generator=generator, device=generator.device), candidates)
         selected = (draws < self.rate) & candidates
         if at_least_one and not selected.any() and candidates.any():
             first = torch.where(candidates, draws, torch.inf).argmin()
@@ -146,8 +147,9 @@ class MaskedLM:
             ...     ids, torch.tensor([True, True, False, True]), generator, vocab_size=9, mask_token_id=0).tolist()
             [0, 0, 7, 0]
         """
-        draw = torch.rand(input_ids.shape, generator=generator)
-        random_tokens = torch.randint(vocab_size, input_ids.shape, generator=generator)
+        draw = _drawn_for(torch.rand(input_ids.shape, generator=generator, device=generator.device), input_ids)
+        random_tokens = torch.randint(vocab_size, input_ids.shape, generator=generator, device=generator.device)
+        random_tokens = _drawn_for(random_tokens, input_ids)
         corrupted = input_ids.clone()
         corrupted[selected & (draw < self.mask)] = mask_token_id
         randomised = selected & (draw >= self.mask) & (draw < self.mask + self.random)
@@ -199,4 +201,10 @@ def special_tokens_mask(input_ids: Int[torch.Tensor, "..."], special_ids: list[i
         >>> special_tokens_mask(torch.tensor([0, 5, 2]), [0, 2]).tolist()
         [True, False, True]
     """
-    return torch.isin(input_ids, torch.tensor(sorted(set(special_ids)), dtype=input_ids.dtype))
+    special = torch.tensor(sorted(set(special_ids)), dtype=input_ids.dtype)
+    return torch.isin(input_ids, copied_to(special, input_ids.device))
+
+
+def _drawn_for(draws: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """Draws made with the caller's generator (the CPU's keeps CPU numbers on every device), on `like`'s device."""
+    return copied_to(draws, like.device)

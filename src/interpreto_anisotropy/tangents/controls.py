@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from ..commons.host_reads import copied_to
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from .subspace import Subspace
 
@@ -138,7 +139,7 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
     _check_memory(n, d, k, "n_controls", f"rank-{k} controls in R^{d}", "Use fewer controls (the paper uses 20).")
     check_control_room(k, d)
     basis = subspace.basis.detach().double()
-    draws = _gaussian_draws(seed, _CONTROL_STREAM, (n, d, k)).to(basis.device)
+    draws = copied_to(_gaussian_draws(seed, _CONTROL_STREAM, (n, d, k)), basis.device)
     for _ in range(2):
         draws = draws - basis @ (basis.T @ draws)
     return _orthonormal(draws).to(subspace.basis.dtype)
@@ -208,7 +209,7 @@ def random_subspace_chunks(
     generator = _generator(seed, _RANDOM_STREAM)
     for size in sizes:
         draws = torch.randn(size, d, k, generator=generator, dtype=torch.float64)
-        yield _orthonormal(draws.to(device))
+        yield _orthonormal(copied_to(draws, device))
 
 
 def random_subspace_bases(
