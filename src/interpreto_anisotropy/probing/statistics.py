@@ -302,12 +302,10 @@ def build_results(
     isoscore = isoscore or IsoScoreSettings()
     tangents = columns.tangents
     dim = next(iter(tangents.values())).dim
-    shares = (sums.energy_per_column() / sums.sequence_total.sum()).cpu().numpy()
     second_moment = sums.moments.second_moment()
     covariance = isoscore.covariance(sums.moments)
-    max_rank = max(subspace.rank for subspace in tangents.values())
-    top_values = top_eigenvalues(second_moment, max_rank).clamp(min=0)
-    total_energy = float(torch.trace(second_moment))
+    ranks = sorted({subspace.rank for subspace in tangents.values()})
+    shares, total_energy, sum_total, top_sums = _read_once(sums, second_moment, ranks)
     tangent_columns = [columns.tangent_column(name) for name in tangents]
     ci_low, ci_high = share_intervals(
         sums.tangent_sequence_energy(tangent_columns),
@@ -320,8 +318,7 @@ def build_results(
     # one chunked pass per key of `randoms`, shared by the tangents ranked among them
     random_scores = columns.random_scores(sums.moments, covariance, isoscore)
     per_sequence = _per_sequence_fields(sums, columns, tangent_columns)
-    sum_total = float(sums.sequence_total.sum())
-    for k in sorted({tangent.rank for tangent in tangents.values()}):
+    for k in ranks:
         warn_if_anti_conservative(k, dim, stacklevel=3)
     results: dict[str, ProbeResult] = {}
     for tangent_index, (name, tangent) in enumerate(tangents.items()):
@@ -329,7 +326,7 @@ def build_results(
         random_energy, without_random = random_scores[columns.randoms_of(name)]
         energy_share = float(shares[columns.tangent_column(name)])
         control_shares = shares[columns.control_columns(name)].astype(np.float64)
-        oracle = float(top_values[:k].sum()) / total_energy if total_energy > 0 else 0.0
+        oracle = top_sums[k] / total_energy if total_energy > 0 else 0.0
         results[name] = ProbeResult.build(
             name=name,
             method=tangent.method,
@@ -337,7 +334,7 @@ def build_results(
             energy_share=energy_share,
             control_energy_shares=control_shares,
             random_energy_shares=random_energy / sum_total,
-            chance_std=_chance_std(second_moment, k),
+            chance_std=chance_std(second_moment, k) if total_energy > 0 else float("nan"),  # NaN: no gradient
             analytic_null=analytic_null(min(max(energy_share, 0.0), 1.0), dim, k),
             p_value=p_value(energy_share, control_shares),
             ci_low=float(ci_low[tangent_index]),
@@ -351,6 +348,21 @@ def build_results(
             **{key: value[tangent_index] if key != "sequence_ids" else value for key, value in per_sequence.items()},
         )
     return results
+
+
+def _read_once(
+    sums: ProbeSums, second_moment: Float[torch.Tensor, "d d"], ranks: list[int]
+) -> tuple[np.ndarray, float, float, dict[int, float]]:
+    """The column shares (S,), tr(second moment), the summed totals and {k: sum of the top k eigenvalues of the
+    second moment}, read from the device in one copy."""
+    sum_total = sums.sequence_total.sum()
+    shares = sums.energy_per_column() / sum_total
+    top_values = top_eigenvalues(second_moment, max(ranks)).clamp(min=0)
+    scalars = torch.stack([torch.trace(second_moment), sum_total, *(top_values[:k].sum() for k in ranks)])
+    host = torch.cat([shares.double(), scalars.double()]).cpu().numpy()
+    n_columns = shares.shape[0]
+    total_energy, total, *tops = host[n_columns:].tolist()
+    return host[:n_columns], total_energy, total, dict(zip(ranks, tops, strict=True))
 
 
 def _per_sequence_fields(sums: ProbeSums, columns: SubspaceColumns, tangent_columns: list[int]) -> dict[str, Any]:
@@ -393,8 +405,3 @@ def _shared_fields(
         "isoscore_zeta": isoscore.zeta,
         "isoscore_c0": isoscore.target_name,
     }
-
-
-def _chance_std(second_moment: torch.Tensor, k: int) -> float:
-    """`chance_std` of the gradients, NaN when they are all zero (no share is defined then)."""
-    return chance_std(second_moment, k) if bool(torch.trace(second_moment) > 0) else float("nan")
