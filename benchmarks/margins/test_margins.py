@@ -70,13 +70,13 @@ def run_configuration(threads: int, precision: str, pytest_args: list[str], out:
 
 
 def worst_per_comparison(runs: list[dict]) -> list[dict]:
-    """Each call site: its worst fraction over the tests and configurations, with the test and configuration that
-    gave it and the number of tests that reached it."""
-    worst: dict[str, dict] = {}
-    tests: dict[str, set] = {}
+    """Each call site and field: its worst fraction over the tests and configurations, with the test and
+    configuration that gave it and the number of tests that reached it."""
+    worst: dict[tuple, dict] = {}
+    tests: dict[tuple, set] = {}
     for run in runs:
         for record in run["records"]:
-            site = record["site"]
+            site = (record["site"], record.get("field", ""))
             tests.setdefault(site, set()).add(record["test"])
             if site not in worst or record["fraction"] > worst[site]["fraction"]:
                 worst[site] = {**record, "config": f"{run['threads']} thr, {run['precision']}"}
@@ -100,15 +100,15 @@ def report(runs: list[dict], pytest_args: list[str], smallest: int = 10) -> str:
         "|---|---|---|---|",
         *(f"| {r['threads']} | {r['precision']} | {r['summary']} | {r['seconds']:.0f} |" for r in runs),
         "",
-        f"{len(rows)} call sites; {sum(1 / r['fraction'] < WANTED for r in rows if r['fraction'])}"
+        f"{len(rows)} call sites and fields; {sum(1 / r['fraction'] < WANTED for r in rows if r['fraction'])}"
         f" with a margin under {WANTED:g}. The {smallest} smallest margins (tolerance / worst error):",
         "",
-        "| margin | call site | worst in (of n tests) | comparison | tolerance | worst under |",
-        "|---|---|---|---|---|---|",
+        "| margin | call site | field | worst in (of n tests) | comparison | tolerance | worst under |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows[:smallest]:
         lines.append(
-            f"| {margin(r['fraction'])} | {r['site']} | {r['test']} ({r['n_tests']}) | {r['kind']} "
+            f"| {margin(r['fraction'])} | {r['site']} | {r.get('field', '')} | {r['test']} ({r['n_tests']}) | {r['kind']} "
             f"| {r.get('tolerance', '')} "
             f"| {r['config']} |"
         )

@@ -14,8 +14,11 @@ errors) and the golden files' rules (tests/helpers/golden.py reports its own rat
 For each call it computes the worst error as a fraction of its tolerance, elementwise
 ``max(|a - b| / (atol + rtol * |b|))`` (``max(rel * |b|, abs)`` for pytest.approx, ``max(rel * max(|a|, |b|),
 abs)`` for math.isclose, as each defines it), and keeps the largest per call site (the innermost frame in tests/)
-and test. Comparisons with no tolerance (exact ones) are not recorded. The boolean ones (``allclose``, ``isclose``,
-``approx``) are recorded only when they hold, so that ``assert not np.allclose(...)`` is not read as a near miss.
+and field (``err_msg``/``msg`` when the call names one) and test; the call site is the first frame outside this
+plugin and tests/helpers/tolerances.py, so a difference shows at its caller's line. Comparisons with no tolerance
+(exact ones) are not recorded. The boolean ones (``allclose``, ``isclose``, ``approx``) are recorded only when they
+hold, so that ``assert not np.allclose(...)`` is not read as a near miss; a failed assertion is recorded only when
+its test fails, so that one a test expects to fail (``pytest.raises``) is not either.
 
 Options: ``--margins-out PATH`` (JSON written at the end of the session) and ``--matmul-precision`` ("highest",
 "high" or "medium": torch.set_float32_matmul_precision for the session).
@@ -38,9 +41,10 @@ import torch
 ApproxScalar = type(pytest.approx(1.0))
 
 TESTS = Path(__file__).resolve().parents[1]
-_HERE = Path(__file__).resolve()
+_SKIPPED = {Path(__file__).resolve(), TESTS / "helpers" / "tolerances.py"}  # helpers whose caller is the site
 _state = threading.local()
-_records: dict[tuple[str, str], dict] = {}
+_records: dict[tuple[str, str, str], dict] = {}
+_failures: list[tuple] = []  # this test's failed assertions: recorded only if the test fails
 _current = {"test": "<collection>"}
 
 
@@ -59,10 +63,17 @@ def pytest_configure(config):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     _current["test"] = item.nodeid
+    _failures.clear()
     try:
-        return (yield)
+        result = yield
+    except BaseException:
+        for failure in _failures:
+            _keep(*failure)
+        raise
     finally:
+        _failures.clear()
         _current["test"] = "<fixture>"
+    return result
 
 
 def pytest_sessionfinish(session):
@@ -73,24 +84,31 @@ def pytest_sessionfinish(session):
 
 # ------------------------------------------------------------------------------------------------ recording
 def _call_site() -> str:
-    """The innermost caller in tests/ (or in any test_*.py file): "tests/file.py:line"."""
+    """The innermost caller in tests/ (or in any test_*.py file) outside `_SKIPPED`: "tests/file.py:line"."""
     frame = sys._getframe(2)
     while frame is not None:
         path = Path(frame.f_code.co_filename)
-        if path != _HERE and (TESTS in path.parents or path.name.startswith("test_")):
+        if path not in _SKIPPED and (TESTS in path.parents or path.name.startswith("test_")):
             where = path.relative_to(TESTS.parent) if TESTS in path.parents else path.name
             return f"{where}:{frame.f_lineno}"
         frame = frame.f_back
     return "<outside tests>"
 
 
-def _record(kind: str, fraction: float, tolerance: str) -> None:
-    if not math.isfinite(fraction) and not math.isinf(fraction):
+def _record(kind: str, fraction: float, tolerance: str, field: object = "", *, passed: bool = True) -> None:
+    if math.isnan(fraction):
         return
-    site = _call_site()
-    key = (site, _current["test"])
+    entry = (_call_site(), field if isinstance(field, str) else "", kind, fraction, tolerance)
+    if passed:
+        _keep(*entry)
+    else:
+        _failures.append(entry)
+
+
+def _keep(site: str, field: str, kind: str, fraction: float, tolerance: str) -> None:
+    key = (site, field, _current["test"])
     record = _records.setdefault(
-        key, {"site": site, "test": _current["test"], "kind": kind, "fraction": 0.0, "calls": 0}
+        key, {"site": site, "field": field, "test": _current["test"], "kind": kind, "fraction": 0.0, "calls": 0}
     )
     record["calls"] += 1
     if fraction >= record["fraction"]:
@@ -168,8 +186,11 @@ def _torch_defaults(a, b) -> tuple[float, float]:
 
 def _wrap_assert_close(original):
     def assert_close(actual, expected, *args, rtol=None, atol=None, **kwargs):
+        passed = False
         try:
-            return original(actual, expected, *args, rtol=rtol, atol=atol, **kwargs)
+            result = original(actual, expected, *args, rtol=rtol, atol=atol, **kwargs)
+            passed = True
+            return result
         finally:
             worst = None
             for a, b in _leaves(actual, expected):
@@ -177,9 +198,8 @@ def _wrap_assert_close(original):
                 fraction = _fraction(a, b, r, t)
                 worst = fraction if worst is None or (fraction is not None and fraction > worst) else worst
             if worst is not None:
-                _record(
-                    "torch.testing.assert_close", worst, f"rtol={rtol} atol={atol}" if rtol is not None else "default"
-                )
+                tolerance = f"rtol={rtol} atol={atol}" if rtol is not None else "default"
+                _record("torch.testing.assert_close", worst, tolerance, kwargs.get("msg", ""), passed=passed)
 
     assert_close.__wrapped_original__ = original
     return _guarded(functools.wraps(original)(assert_close))
@@ -187,12 +207,17 @@ def _wrap_assert_close(original):
 
 def _wrap_assert_allclose(original):
     def assert_allclose(actual, desired, rtol=1e-7, atol=0, *args, **kwargs):
+        passed = False
         try:
-            return original(actual, desired, rtol, atol, *args, **kwargs)
+            result = original(actual, desired, rtol, atol, *args, **kwargs)
+            passed = True
+            return result
         finally:
             fraction = _fraction(actual, desired, rtol, atol)
             if fraction is not None:
-                _record("numpy.testing.assert_allclose", fraction, f"rtol={rtol:g} atol={atol:g}")
+                field = kwargs.get("err_msg", args[1] if len(args) > 1 else "")  # (equal_nan, err_msg, ...)
+                tolerance = f"rtol={rtol:g} atol={atol:g}"
+                _record("numpy.testing.assert_allclose", fraction, tolerance, field, passed=passed)
 
     assert_allclose.__wrapped_original__ = original
     return _guarded(functools.wraps(original)(assert_allclose))
