@@ -61,11 +61,15 @@ class DeviceMixError(RuntimeError):
 
 
 class _Backend:
-    """`torch.emu`: what torch asks of a device module (autocast, seeding, availability)."""
+    """`torch.emu`: what torch asks of a device module (autocast, seeding, availability).
+
+    Available only inside an `EmulatedDevice` block: outside it, libraries that probe every backend (a Trainer saving
+    RNG states, accelerate's memory checks) must see no such device, as on a machine without one.
+    """
 
     @staticmethod
     def is_available() -> bool:
-        return True
+        return bool(_ACTIVE)
 
     @staticmethod
     def is_initialized() -> bool:
