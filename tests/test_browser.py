@@ -105,7 +105,7 @@ REPORT_PROBE = (
   const columns = [];
   for (const table of document.querySelectorAll("table:not(.definitions)")) {
     for (const header of table.querySelectorAll("thead th")) {
-      const name = header.textContent.trim();
+      const name = header.firstChild.textContent.trim();  // the column's name, without its label below
       columns.push({table: table.className, name, tooltip: header.title, definition: definitions[name] || ""});
     }
   }

@@ -51,13 +51,19 @@ ISOSCORE_DIFFERENCES = (
     "delta_isoscore_star_random",
     "anisotropy_share",
 )
+#: Bootstrap-t interval bounds (the probe's and the change's from the first checkpoint).
+INTERVAL_BOUNDS = (
+    "ci_low",
+    "ci_high",
+    *(f"{name}_change_{end}" for name in ("energy_share", "energy_ratio") for end in ("low", "high")),
+)
 
 
 def _assert_close(mine, theirs, path=""):
     if isinstance(mine, dict):
         assert mine.keys() == theirs.keys(), path
         for key in mine:
-            if key in ("ci_low", "ci_high") and mine.get("n_sequences", 10) < 10 and mine[key] is not None:
+            if key in INTERVAL_BOUNDS and mine.get("n_sequences", 10) < 10 and mine[key] is not None:
                 # below 10 sequences the bootstrap-t amplifies the ranks' reduction rounding (tests/test_intervals.py)
                 assert mine[key] == pytest.approx(theirs[key], rel=1e-3), f"{path}.{key}"
             elif key in ISOSCORE_DIFFERENCES and isinstance(theirs.get("isoscore_star"), float):

@@ -50,7 +50,7 @@ def sweep_arguments(toy_checkpoints, fit_texts, texts, tmp_path_factory):
         ({"split_point": 1.5}, "split_point must be an integer, a string or a list of them, got 1.5"),
         ({"method": "xyz"}, "method must be 'pca', .* or a class, got 'xyz'"),
         ({"results_dir": None}, "results_dir must be a folder path, got None"),
-        ({"device": "quantum"}, "device must be a torch device such as 'cpu' or 'cuda:0', got 'quantum'"),
+        ({"device": "quantum"}, "device must be a torch device such as 'cpu', 'cuda' or 'cuda:0', got 'quantum'"),
         ({"method_kwargs": 5}, "method_kwargs must be a dict or None, got 5"),
         (
             {"method": "ica", "method_kwargs": {"bogus": 1}},
@@ -166,7 +166,7 @@ TRAINING_PROBE_BAD_OPTIONS = [
         for name in ("overwrite", "include_special")
         for value in ("no", 0, None)
     ],
-    ("results_dir", 3, "results_dir must be a folder path or None"),
+    ("results_dir", 3, "results_dir must be a folder: a non-empty str or path"),
     ("seed", NAN, "seed must be an integer"),
     *[
         (name, value, f"{name} must be a positive integer")

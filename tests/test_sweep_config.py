@@ -55,6 +55,8 @@ def _other_value(spec: dataclasses.Field) -> tuple[list[str], object]:
         return [flag, value], value
     if spec.name == "max_memory":  # a GPU index comes as a string from JSON, and is taken as the index
         return [flag, '{"0": "1GiB"}'], {0: "1GiB"}
+    if spec.name == "device":  # checked to be a torch device
+        return [flag, "cpu"], "cpu"
     if dict in members:
         return [flag, '{"max_iter": 50}'], {"max_iter": 50}
     if Path in members:

@@ -20,6 +20,7 @@ from interpreto_anisotropy.errors import NonFiniteError
 from interpreto_anisotropy.reading.batching import TokenBatcher
 from interpreto_anisotropy.reading.token_cache import TokenCache, tokenizer_key
 from interpreto_anisotropy.sweeps import checkpoints as checkpoint_tools
+from interpreto_anisotropy.sweeps.change import CHANGE_FIELDS
 from interpreto_anisotropy.sweeps.fit_read import FitReader
 from interpreto_anisotropy.sweeps.runner import CheckpointSweep
 from interpreto_anisotropy.sweeps.store import SweepStore
@@ -179,7 +180,8 @@ def test_a_sweep_over_checkpoints_with_different_tokenizers_reads_each_with_its_
     assert [checkpoint.step for checkpoint in mixed] == [8, 20, 30]
     together = CheckpointSweep(mixed, results_dir=tmp_path / "together", **settings).run().rows
     alone = CheckpointSweep(mixed[-1:], results_dir=tmp_path / "alone", **settings).run().rows
-    drift = ("drift_previous_mean_angle", "drift_previous_max_angle", "drift_previous_step")
+    # the drift and the change from the first checkpoint compare step 30 with the steps before it
+    drift = ("drift_previous_mean_angle", "drift_previous_max_angle", "drift_previous_step", *CHANGE_FIELDS)
     row, expected = (
         {key: value for key, value in rows[-1].items() if key not in ("wall_seconds", *drift)}
         for rows in (together, alone)

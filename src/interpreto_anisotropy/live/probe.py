@@ -137,13 +137,12 @@ class TrainingProbe:
             "n_controls": settings.n_controls,
             "seed": settings.seed,
             "fit_until": fit_until,
-            "call": settings.call,
         }
         self.points = {
             path: LivePoint(
                 layer,
                 path,
-                TangentSchedule(self.kind, path, given=given.get(path), **schedule),
+                TangentSchedule(self.kind, path, given=given.get(path), call=settings.call, **schedule),
                 self.statistics,
                 max_pending_bytes=settings.max_pending_bytes // len(self.layers),
                 every=self.every,

@@ -86,10 +86,11 @@ def sequences_with_rows(
 
 def gather_sequences(
     ids: torch.Tensor, energy: torch.Tensor, total: torch.Tensor, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every rank's per-sequence energies (n_seq, S) and totals (n_seq,), in sequence order."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every rank's per-sequence energies (n_seq, S), totals (n_seq,) and ids (n_seq,), in sequence order."""
     parts = distributed.all_gather_objects((ids.cpu(), energy.cpu(), total.cpu()))
-    order = torch.argsort(torch.cat([part[0] for part in parts]))
+    every_id = torch.cat([part[0] for part in parts])
+    order = torch.argsort(every_id)
     energy = torch.cat([part[1] for part in parts])[order]
     total = torch.cat([part[2] for part in parts])[order]
-    return energy.to(device), total.to(device)
+    return energy.to(device), total.to(device), every_id[order]

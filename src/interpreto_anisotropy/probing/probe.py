@@ -375,13 +375,13 @@ class GradientProbe:
         self.steps.check_usable(totals)
         if moments.count == 0:
             raise EmptyInputError("No token was probed: every batch was skipped or empty.")
-        sequence_energy, sequence_total = sums.sequence_energy, sums.sequence_total
+        sequence_energy, sequence_total, sequence_id = sums.sequence_energy, sums.sequence_total, sums.sequence_id
         if sharded:
-            sequence_energy, sequence_total = gather_sequences(
-                sums.sequence_id, sequence_energy, sequence_total, device
+            sequence_energy, sequence_total, sequence_id = gather_sequences(
+                sequence_id, sequence_energy, sequence_total, device
             )
         return ProbeSums(
-            sequence_energy, sequence_total, sums.sequence_id, moments, loss_sum, loss_count, totals, int(n_sequences)
+            sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, totals, int(n_sequences)
         )
 
 

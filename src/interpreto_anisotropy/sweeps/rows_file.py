@@ -189,7 +189,7 @@ def _int(value: Any) -> bool:
 _CONFIG_SHAPES: dict[str, Any] = {
     "checkpoints": lambda v: isinstance(v, list) and all(isinstance(c, dict) and _int(c.get("step")) for c in v),
     "split_points": lambda v: isinstance(v, list) and all(_int(p) or isinstance(p, str) for p in v),
-    "reference": lambda v: v in ("early", "each", "both", "given"),
+    "reference": lambda v: v in ("early", "each", "both", "given", "refit"),  # refit: a live probe's
     "given_reference": lambda v: v is None or isinstance(v, dict),
     "early_steps": lambda v: isinstance(v, list) and all(_int(step) for step in v),
     "early_fraction": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
