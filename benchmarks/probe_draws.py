@@ -3,8 +3,9 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The probe's cost with the sweep's new draws: R' enough for Holm over 16 rows, read from the scatter G^T G.
 
-Three settings of the same `GradientProbe.run` on the same model, texts and two rank-k tangents (a sweep with
-``reference="both"`` probes two at once), timed in one run, interleaved repeat by repeat, on one thread:
+Settings of the same `GradientProbe.run` on the same model, texts and two rank-k tangents (a sweep with
+``reference="both"`` probes two at once; ``--tangents 1``: one, the default ``reference="early"``), timed in one
+run, interleaved repeat by repeat, on one thread:
 
 * old: the former defaults, R = 20 controls and R' = 20 random subspaces, every row projected on every basis;
 * new: R = 20 and the default R' for a family of 16 rows (`sweeps.draws.default_n_random`: 320), a seed per
@@ -50,9 +51,9 @@ def build(hidden: int, seed: int = 0):
     return ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=64), config.vocab_size
 
 
-def settings(n_random_new: int):
+def settings(n_random_new: int, kinds: tuple[str, ...] = ("early", "each")):
     """{label: (run options, projected?)}."""
-    seeds = {"early": 11, "each": 12}
+    seeds = dict(zip(kinds, (11, 12), strict=False))
     return {
         "old: R'=20, projected": ({"n_random": 20}, True),
         f"new: R'={n_random_new}, scatter": ({"n_random": n_random_new, "draw_seeds": seeds}, False),
@@ -66,11 +67,12 @@ def measure(hidden: int, rank: int, args: argparse.Namespace, n_random_new: int)
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(vocab, (args.batch * args.batches, args.length), generator=generator)
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    tangents = {"early": ia.Subspace.random(hidden, rank, seed=0), "each": ia.Subspace.random(hidden, rank, seed=1)}
+    kinds = ("early", "each")[: args.tangents]
+    tangents = {kind: ia.Subspace.random(hidden, rank, seed=seed) for seed, kind in enumerate(kinds)}
     probe = ia.GradientProbe(mwsp, batch_size=args.batch)
-    times: dict[str, list[float]] = {label: [] for label in settings(n_random_new)}
+    times: dict[str, list[float]] = {label: [] for label in settings(n_random_new, kinds)}
     for repeat in range(args.repeats + 1):  # the first round warms up
-        for label, (options, _) in settings(n_random_new).items():
+        for label, (options, _) in settings(n_random_new, kinds).items():
             start = time.perf_counter()
             probe.run(inputs, tangents, n_controls=20, progress=False, **options)
             elapsed = time.perf_counter() - start
@@ -87,6 +89,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--tangents", type=int, choices=(1, 2), default=2, help='1: reference "early" (the default)')
     args = parser.parse_args()
     torch.set_num_threads(1)
     from interpreto_anisotropy.sweeps.draws import default_n_random
@@ -96,7 +99,9 @@ def main() -> None:
     print(
         f"# Probe cost, old vs new draws ({platform.processor() or platform.machine()}, 1 thread, {os.cpu_count()} cores)"
     )
-    print(f"# torch {torch.__version__}; 2 tangents of rank {args.rank}; {tokens} tokens; {args.repeats} repeats")
+    print(
+        f"# torch {torch.__version__}; {args.tangents} tangent(s) of rank {args.rank}; {tokens} tokens; {args.repeats} repeats"
+    )
     print("| d | setting | probe.run (s) | / old |")
     print("|---|---|---|---|")
     for hidden in args.dims:
