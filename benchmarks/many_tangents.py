@@ -23,8 +23,9 @@ import torch
 
 
 def case(args: argparse.Namespace, count: int) -> dict:
-    import interpreto_anisotropy as ia
     from probe_draws import build
+
+    import interpreto_anisotropy as ia
 
     torch.set_num_threads(1)
     mwsp, vocab = build(args.dim)

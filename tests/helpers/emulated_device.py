@@ -77,7 +77,7 @@ class _Backend:
 
     @staticmethod
     def device_count() -> int:
-        return 1
+        return 1 if _ACTIVE else 0
 
     @staticmethod
     def current_device() -> int:
@@ -89,6 +89,14 @@ class _Backend:
 
     @staticmethod
     def manual_seed_all(seed: int) -> None:
+        pass
+
+    @staticmethod
+    def get_rng_state(device: Any = None) -> torch.Tensor:
+        return torch.empty(0, dtype=torch.uint8)
+
+    @staticmethod
+    def set_rng_state(state: torch.Tensor, device: Any = None) -> None:
         pass
 
     @staticmethod
