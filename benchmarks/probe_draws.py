@@ -29,7 +29,7 @@ import torch
 FAMILY = 16  # rows of a curve: the demo's checkpoints
 
 
-def build(hidden: int, seed: int = 0):
+def build(hidden: int, seed: int = 0, layers: int = 2):
     from interpreto import ModelWithSplitPoints
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
@@ -39,8 +39,8 @@ def build(hidden: int, seed: int = 0):
     config = GPTNeoXConfig(
         vocab_size=4096,
         hidden_size=hidden,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        num_hidden_layers=layers,
+        num_attention_heads=max(4, hidden // 64),
         intermediate_size=4 * hidden,
         max_position_embeddings=512,
     )
@@ -48,7 +48,7 @@ def build(hidden: int, seed: int = 0):
     tokenizer = train_tokenizer(
         ["a tiny tokenizer for the benchmark, only its pad token is used"] * 4, arch="gpt_neox"
     )
-    return ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=64), config.vocab_size
+    return ModelWithSplitPoints(model, split_point=layers // 2, tokenizer=tokenizer, batch_size=64), config.vocab_size
 
 
 def settings(n_random_new: int, kinds: tuple[str, ...] = ("early", "each")):
@@ -63,7 +63,7 @@ def settings(n_random_new: int, kinds: tuple[str, ...] = ("early", "each")):
 def measure(hidden: int, rank: int, args: argparse.Namespace, n_random_new: int) -> dict[str, float]:
     import interpreto_anisotropy as ia
 
-    mwsp, vocab = build(hidden)
+    mwsp, vocab = build(hidden, layers=args.layers)
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(vocab, (args.batch * args.batches, args.length), generator=generator)
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
@@ -88,6 +88,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=4)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=2, help="12: the Pythia-160m shape (split point layers.6)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tangents", type=int, choices=(1, 2), default=2, help='1: reference "early" (the default)')
     args = parser.parse_args()
@@ -100,7 +101,7 @@ def main() -> None:
         f"# Probe cost, old vs new draws ({platform.processor() or platform.machine()}, 1 thread, {os.cpu_count()} cores)"
     )
     print(
-        f"# torch {torch.__version__}; {args.tangents} tangent(s) of rank {args.rank}; {tokens} tokens; {args.repeats} repeats"
+        f"# torch {torch.__version__}; {args.layers} layers; {args.tangents} tangent(s) of rank {args.rank}; {tokens} tokens; {args.repeats} repeats"
     )
     print("| d | setting | probe.run (s) | / old |")
     print("|---|---|---|---|")

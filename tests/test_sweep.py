@@ -263,7 +263,7 @@ N_KILLS = 10
 class _KillPoints:
     """Random kill points over a whole sweep and its report, chosen from what the results directory shows: 2 during
     the reference fit (the lock is held, no reference yet), 5 after random numbers of rows, the rest during the
-    report."""
+    report. A kill is filed under the phase the directory shows when it lands (a toy sweep can outrun a delay)."""
 
     def __init__(self, results_dir, n_rows, seed=0):
         self.results_dir, self.n_rows = results_dir, n_rows
@@ -274,25 +274,34 @@ class _KillPoints:
         path = self.results_dir / "rows.jsonl"
         return len(path.read_text().splitlines()) if path.exists() else 0
 
+    def phase(self):
+        """The phase the results directory shows now."""
+        if not (self.results_dir / "reference").exists():
+            return "reference fit"
+        return "checkpoints" if self.rows() < self.n_rows else "report"
+
     def next(self):
-        """(phase, condition to wait for, seconds to wait after it) of the next kill."""
+        """(condition to wait for, seconds to wait after it, condition that cuts the wait short) of the next kill."""
         lock = self.results_dir / ".sweep.lock.json"
-        if self.planned["reference fit"] and not (self.results_dir / "reference").exists():
+        if self.planned["reference fit"] and self.phase() == "reference fit":
             self.planned["reference fit"] -= 1
-            return "reference fit", lock.exists, self.random.uniform(0, 1.0)
+            return lock.exists, self.random.uniform(0, 0.1), (self.results_dir / "reference").exists
         written = self.rows()
         if self.planned["checkpoints"] and written < self.n_rows - 1:
             self.planned["checkpoints"] -= 1
             target = int(self.random.integers(written, self.n_rows - 1))
-            return "checkpoints", lambda: self.rows() > target, self.random.uniform(0, 0.3)
-        return "report", (self.results_dir / "report").exists, self.random.uniform(0, 0.3)
+            return (lambda: self.rows() > target), 0.0, None
+        return (self.results_dir / "report").exists, self.random.uniform(0, 0.3), None
 
 
-def _kill_at(process, condition, delay, deadline):
-    """SIGKILL `process` `delay` seconds after `condition()` holds; False if it exited first."""
+def _kill_at(process, condition, delay, deadline, cut_short=None):
+    """SIGKILL `process` `delay` seconds after `condition()` holds, or as soon as `cut_short()` does; False if it
+    exited first."""
     while process.poll() is None and time.time() < deadline and not condition():
         time.sleep(0.01)
-    time.sleep(delay)
+    end = time.time() + delay
+    while process.poll() is None and time.time() < end and not (cut_short and cut_short()):
+        time.sleep(0.005)
     if process.poll() is not None:
         return False
     process.send_signal(signal.SIGKILL)
@@ -319,10 +328,10 @@ def test_a_sweep_killed_at_ten_random_moments_resumes_to_the_uninterrupted_table
     kills: list[tuple[str, int]] = []
     deadline = time.time() + 900
     while len(kills) < N_KILLS and time.time() < deadline:
-        phase, condition, delay = points.next()
+        condition, delay, cut_short = points.next()
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if _kill_at(process, condition, delay, deadline):
-            kills.append((phase, points.rows()))
+        if _kill_at(process, condition, delay, deadline, cut_short):
+            kills.append((points.phase(), points.rows()))
         else:
             assert process.returncode == 0, process.stderr.read().decode()[-2000:]
         for line in (results_dir / "rows.jsonl").read_text().splitlines() if points.rows() else []:
