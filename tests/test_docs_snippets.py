@@ -81,12 +81,16 @@ def test_no_snippet_fits_a_tangent_on_get_activations_output(name, source):
 
 
 def _runnable_blocks() -> list[tuple[str, str]]:
-    """Blocks that wrap a model of the reader's own (`ModelWithSplitPoints(model, ...)`) and fit a tangent."""
+    """Blocks that wrap a model of the reader's own (`ModelWithSplitPoints(model, ...)`) and fit a tangent.
+
+    The set-up blocks of the how-to pages, which build a toy model of their own (`ia.demo.build_model`), are left to
+    tests/test_docs_run.py, which runs every page's blocks in order.
+    """
     return [
         (f"{path.relative_to(ROOT)}[{index}]", block)
         for path in MARKDOWN
         for index, block in enumerate(_python_blocks(path))
-        if "ModelWithSplitPoints(model" in block and ".fit(" in block
+        if "ModelWithSplitPoints(model" in block and ".fit(" in block and "ia.demo.build_model(" not in block
     ]
 
 

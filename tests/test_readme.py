@@ -7,7 +7,8 @@ leaves behind (``helpers.readme_run`` stands in for ``make demo`` with the sessi
 * Every command line of the README is accounted for: set-up (``make``, ``pip install``), a command run here, or a
   command that needs the Hub, which is parsed by the command line's own parser (its options exist as written).
 * The Python blocks run in order in one interpreter, as the README says to run them, and print and write what
-  they say they do.
+  they say they do: tests/test_docs_run.py runs them (``test_page_runs_as_written[README.md]``), with every page of
+  the docs.
 * The files a reader creates next to the README (a texts file) are ignored by git.
 """
 
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
 
 import pytest
 from helpers.readme import (
@@ -27,14 +26,11 @@ from helpers.readme import (
     command_lines,
     fenced_blocks,
     needs_the_hub,
-    offline_env,
 )
 
 from interpreto_anisotropy.cli import build_parser, sweep_config
 
 pytest_plugins = ["helpers.readme_run"]
-
-SNIPPETS_TIMEOUT_S = 600
 
 
 def _readme() -> str:
@@ -72,28 +68,6 @@ def test_readme_command_lines_run_as_written(readme_cli):
     outputs = "".join(completed.stdout for completed in readme_cli.commands.values())
     assert "runs/demo/cli-sweep/report/index.html" in outputs
     assert (sweep_out / "report" / "index.html").is_file()
-
-
-@pytest.mark.slow
-def test_readme_python_snippets_run_in_order(demo_folder):
-    blocks = fenced_blocks(_readme(), "python")
-    assert len(blocks) >= 2, "the README lost its Python snippets"
-    script = demo_folder / "readme_snippets.py"
-    script.write_text("\n".join(blocks), encoding="utf-8")
-    completed = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=SNIPPETS_TIMEOUT_S,
-        env=offline_env(),
-        cwd=demo_folder,
-    )
-    assert completed.returncode == 0, f"the README's snippets failed:\n{completed.stderr[-4000:]}"
-    assert "energy share E_T" in completed.stdout and "p-value" in completed.stdout  # print(result)
-    for written in ("runs/demo/py-sweep/rows.jsonl", "runs/demo/py-report/index.html", "runs/live/rows.jsonl"):
-        assert (demo_folder / written).is_file(), f"the README's snippets did not write {written}"
-    live_rows = (demo_folder / "runs" / "live" / "rows.jsonl").read_text().splitlines()
-    assert live_rows and all(json.loads(row)["source"] == "live" for row in live_rows)
 
 
 def test_the_snippets_and_commands_read_what_make_demo_writes():

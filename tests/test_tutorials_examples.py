@@ -2,9 +2,9 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The documentation runs: every tutorial (as the notebook the site publishes), every example's offline mode, the
-getting-started snippet, the site.
+site (the Markdown pages' snippets: tests/test_docs_run.py).
 
-The slow tests run the examples and the snippet the way a reader would (``python SCRIPT ARGS``, offline, on the
+The slow tests run the examples the way a reader would (``python SCRIPT ARGS``, offline, on the
 CPU), in one subprocess (``tests/script_runner.py``) so that the heavy imports are paid once, each script with its
 own working directory and time limit. Each tutorial is executed once, as the notebook the docs site publishes
 (``docs/hooks/tutorials.py`` makes it from the script), in a fresh Jupyter kernel (nbclient, ipykernel): the same
@@ -133,15 +133,12 @@ def test_tutorial_notebook_has_the_script_cells(tutorial):
 # --------------------------------------------------------------------------------------------------- slow: run them
 @pytest.fixture(scope="module")
 def script_results(tmp_path_factory):
-    """Run the examples' offline modes and the getting-started snippet; {name: result}."""
+    """Run the examples' offline modes; {name: result}."""
     from interpreto_anisotropy.demo import load_corpus
 
     load_corpus("train", max_texts=1, progress=False)  # harvest the corpus cache once, outside the timed scripts
     base = tmp_path_factory.mktemp("scripts")
-    snippet = base / "getting_started.py"
-    snippet.write_text(getting_started_snippet(), encoding="utf-8")
-    specs = [{"name": "getting_started", "path": str(snippet), "args": [], "cwd": str(base / "getting_started")}]
-    specs += [
+    specs = [
         {"name": path.name, "path": str(path), "args": OFFLINE_ARGS[path.name], "cwd": str(base / path.stem)}
         for path in EXAMPLES
     ]
@@ -168,12 +165,6 @@ def _check(results: dict, name: str) -> dict:
     result = results[name]
     assert result["ok"], f"{name} failed after {result['seconds']:.0f} s:\n{result['error']}\n{result['output']}"
     return result
-
-
-@pytest.mark.slow
-def test_getting_started_snippet_runs(script_results):
-    output = _check(script_results, "getting_started")["output"]
-    assert "energy share E_T" in output and "p-value" in output
 
 
 @pytest.mark.slow
