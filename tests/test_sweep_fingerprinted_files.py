@@ -124,3 +124,16 @@ def test_an_altered_top_tokens_file_of_a_finished_sweep_is_refused_when_read_the
     _assert_same_table(again, table)
     assert path.read_bytes() == original
     assert again.top_tokens(1)["n_rows"] == content["n_rows"]
+
+
+def test_an_altered_file_of_a_checkpoint_whose_rows_were_lost_is_written_again_without_a_warning(
+    uninterrupted, tmp_path
+):
+    folder = _interrupted(uninterrupted, tmp_path / "sweep")  # step 8's files were written, its rows lost
+    original = (folder / "tangents/1/step-8.safetensors").read_bytes()
+    shutil.copy(folder / "tangents/1/step-0.safetensors", folder / "tangents/1/step-8.safetensors")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AlteredFileWarning)
+        resumed = _resume(uninterrupted, folder)
+    _assert_same_table(resumed, uninterrupted[2])
+    assert (folder / "tangents/1/step-8.safetensors").read_bytes() == original

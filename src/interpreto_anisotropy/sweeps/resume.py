@@ -160,11 +160,16 @@ class ResultsDirCheck:
         if not altered:
             return
         references = [path for path in altered if path.parent == self.store.reference_path(0).parent]
+        ours = {checkpoint.step for checkpoint in self.settings.checkpoints}
+        computed = {row["step"] for row in self.store.rows() if not is_skipped(row)}
         by_step: dict[int, list[Path]] = {}
         for path in altered:
-            if path not in references:
-                by_step.setdefault(step_of(path), []).append(path)
-        ours = {checkpoint.step for checkpoint in self.settings.checkpoints}
+            step = None if path in references else step_of(path)
+            if step is not None and (step in computed or step not in ours):  # else: written again before it is read
+                by_step.setdefault(step, []).append(path)
+        altered = references + [path for paths in by_step.values() for path in paths]
+        if not altered:
+            return
         foreign = [path for step, paths in sorted(by_step.items()) if step not in ours for path in paths]
         if foreign:
             raise ResultsStoreError(
