@@ -848,6 +848,90 @@ add("checkpoints: Checkpoint", "revision 5", lambda: ia.checkpoints.Checkpoint(s
 
 # ------------------------------------------------------------------ command line
 # ------------------------------------------------------------------ issue 40: the doors of sharing, duplicates
+
+
+# ------------------------------------------------------------------ issue 40: what a resume reads back is fingerprinted
+def _fingerprinted(name: str, tamper: Callable[[Path], Any], *, resume_steps: tuple[int, ...] = (0, 4)) -> Any:
+    """A finished sweep of two checkpoints (steps 0 and 4), copied with the rows of step 4 lost (interrupted),
+    `tamper`ed, then resumed over `resume_steps`. Holds (warning again the `AlteredFileWarning` it saw) when the
+    resume fitted the altered file again and its rows equal the finished sweep's; our error when it refuses."""
+    from interpreto_anisotropy.errors import AlteredFileWarning
+
+    fix = fixtures()
+    run = ROOT / "fingerprinted" / name
+    shutil.rmtree(run, ignore_errors=True)
+    for step in (0, 4):
+        shutil.copytree(fix["checkpoint"], run / f"checkpoint-{step}")
+    checkpoints = ia.checkpoints.local(str(run / "checkpoint-*"))
+    arguments = {"split_point": 1, "texts": fix["texts"][:6], "probe_texts": fix["texts"][6:], "nb_concepts": 2}
+    arguments.update(reference="both", progress=False)
+    with warnings.catch_warnings(record=True) as caught:  # only the resume's AlteredFileWarning is shown again
+        warnings.simplefilter("always")
+        whole = ia.CheckpointSweep(checkpoints, results_dir=run / "whole", **arguments).run()
+        folder = run / "resumed"
+        shutil.copytree(run / "whole", folder)
+        lines = (folder / "rows.jsonl").read_text().splitlines(keepends=True)
+        (folder / "rows.jsonl").write_text("".join(line for line in lines if json.loads(line)["step"] != 4))
+        tamper(folder)
+        ours = [c for c in checkpoints if c.step in resume_steps]
+        resumed = ia.CheckpointSweep(ours, results_dir=folder, **arguments).run()
+    altered = [w.message for w in caught if issubclass(w.category, AlteredFileWarning)]
+    same = [_timeless(row) for row in resumed.rows] == [_timeless(row) for row in whole.rows]
+    if not altered or not same:
+        raise AssertionError(f"resumed past an altered file: warned {bool(altered)}, rows equal {same}")
+    warnings.warn(altered[0], stacklevel=1)
+    return resumed
+
+
+def _timeless(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in row.items() if key != "wall_seconds"}
+
+
+def _swap(target: str, source: str) -> Callable[[Path], Any]:
+    return lambda folder: shutil.copy(folder / source, folder / target)
+
+
+def _more_rows(name: str) -> Callable[[Path], Any]:
+    def tamper(folder: Path) -> None:
+        content = json.loads((folder / name).read_text())
+        (folder / name).write_text(json.dumps({**content, "n_rows": content["n_rows"] + 1}))
+
+    return tamper
+
+
+def _read_altered_top_tokens() -> Any:
+    folder = fresh("fingerprinted-read")
+    finished = sweep(results_dir=folder).run()
+    _more_rows("top_tokens/1/step-0.json")(folder)
+    return finished.top_tokens(1)
+
+
+FINGERPRINTED = {
+    "reference tangent swapped for another valid tangent": _swap(
+        "reference/1.safetensors", "tangents/1/step-0.safetensors"
+    ),
+    "per-checkpoint tangent swapped for another valid tangent": _swap(
+        "tangents/1/step-0.safetensors", "reference/1.safetensors"
+    ),
+    "top-tokens file altered (still valid)": _more_rows("top_tokens/1/step-0.json"),
+}
+for _name, _tamper in FINGERPRINTED.items():
+    add(
+        "results: fingerprinted files",
+        _name,
+        lambda tamper=_tamper, name=_name: _fingerprinted(str(abs(hash(name))), tamper),
+        warn_ok=True,
+    )
+add(
+    "results: fingerprinted files",
+    "tangent of a checkpoint the resume lacks altered",
+    lambda: _fingerprinted(
+        "lacks", _swap("tangents/1/step-4.safetensors", "reference/1.safetensors"), resume_steps=(0,)
+    ),
+)
+add("results: fingerprinted files", "top-tokens file altered, then read", _read_altered_top_tokens)
+
+
 def _unfitted() -> Any:
     return ia.PCATangent(fixtures()["mwsp"], nb_concepts=2)
 

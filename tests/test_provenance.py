@@ -91,4 +91,4 @@ def test_a_line_cut_short_is_ignored_and_a_bad_line_refused(finished, tmp_path):
     path.write_text(whole + "[1, 2]\n")
     with pytest.raises(ResultsStoreError, match=r"Line \d+ of .*provenance.jsonl is not a provenance record"):
         read_provenance(path)
-    assert json.loads(whole.splitlines()[0])["rows"]
+    assert any(json.loads(line)["rows"] for line in whole.splitlines())  # the first line: the reference's files

@@ -19,7 +19,7 @@ import torch
 from test_sweep import SETTINGS as SWEEP_SETTINGS
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import ResultsStoreError, SweepLockedError
+from interpreto_anisotropy.errors import AlteredFileWarning, ResultsStoreError, SweepLockedError
 from interpreto_anisotropy.sweeps.store import HOLDER_FILE, LOCK_FILE
 
 SETTINGS = {**SWEEP_SETTINGS, "reference": "both"}
@@ -163,12 +163,25 @@ def test_rows_written_twice_or_with_mixed_settings_are_refused_on_load(finished,
         ia.SweepResult.load(copy)
 
 
-def test_a_saved_reference_of_another_rank_is_refused(arguments, copy):
+def test_a_saved_reference_of_another_rank_is_refitted_or_refused_when_its_digest_is_unknown(arguments, copy):
     reference = ia.Subspace.load(copy / "reference" / "1.safetensors")
+    original = (copy / "reference" / "1.safetensors").read_bytes()
     reference.replace(basis=reference.basis[:, :3]).save(copy / "reference" / "1.safetensors")
     (copy / "rows.jsonl").write_text("\n".join(_lines(copy)[:-1]) + "\n")  # something left to compute
+    provenance = (copy / "provenance.jsonl").read_text()
+    # written before provenance.jsonl recorded the files' digests: nothing says it was altered, its rank refuses it
+    (copy / "provenance.jsonl").write_text(
+        "".join(
+            json.dumps({key: value for key, value in json.loads(line).items() if key != "files"}) + "\n"
+            for line in provenance.splitlines()
+        )
+    )
     with pytest.raises(ResultsStoreError, match=r"1.safetensors holds a rank-3 reference .* nb_concepts=4"):
         _sweep(arguments, copy).run()
+    (copy / "provenance.jsonl").write_text(provenance)  # its digest recorded: fitted again
+    with pytest.warns(AlteredFileWarning, match=r"reference/1\.safetensors does not hold the bytes"):
+        _sweep(arguments, copy).run()
+    assert (copy / "reference" / "1.safetensors").read_bytes() == original
 
 
 def test_a_finished_sweep_run_again_writes_nothing(arguments, finished, copy):

@@ -165,6 +165,7 @@ def test_tokens_from_the_files_are_escaped(causal, tmp_path):
     copy = tmp_path / "sweep"
     shutil.copytree(results_dir, copy)
     hostile = TokenInContext('<script>alert("x")</script>', "a & b <", "\n>", 1.5, 0, 1)
+    (copy / "provenance.jsonl").unlink()  # a crafted file the sweep did not record (else refused when read)
     SweepStore(copy).save_top_tokens(
         1,
         checkpoints[-1].step,

@@ -52,6 +52,7 @@ __all__ = [
     "CacheWarning",
     "IncompleteRowWarning",
     "MissingDriftWarning",
+    "AlteredFileWarning",
     "LiveResumeWarning",
     "EmptyWindowWarning",
     "PendingRowsWarning",
@@ -221,6 +222,11 @@ class IncompleteRowWarning(AnisotropyWarning):
 
 class MissingDriftWarning(AnisotropyWarning):
     """A row's drift from the previous checkpoint is None: that checkpoint's tangent is missing (yet)."""
+
+
+class AlteredFileWarning(AnisotropyWarning):
+    """A tangent or top-tokens file of a sweep's results directory does not hold the bytes the sweep wrote there
+    (provenance.jsonl records their sha256): it is fitted again, with the rows it belongs to."""
 
 
 class LiveResumeWarning(AnisotropyWarning):

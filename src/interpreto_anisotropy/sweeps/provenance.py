@@ -1,7 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Which software computed a sweep's rows: ``provenance.jsonl``, one line per write of rows.
+"""Which software computed a sweep's rows, and what its tangent and top-tokens files held: ``provenance.jsonl``,
+one line per write of rows (and of a reference tangent), naming the files written with them by their sha256.
 
 Examples:
     >>> versions_of_rows("runs/toy/sweep", table.rows)  # doctest: +SKIP
@@ -10,6 +11,7 @@ Examples:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 from collections.abc import Iterable, Sequence
@@ -26,7 +28,9 @@ __all__ = [
     "VERSIONED",
     "software_versions",
     "provenance_line",
+    "file_digest",
     "read_provenance",
+    "recorded_digests",
     "versions_of_rows",
 ]
 
@@ -63,21 +67,58 @@ def software_versions() -> dict[str, str]:
     return versions
 
 
-def provenance_line(keys: Iterable[Key]) -> str:
+def provenance_line(keys: Iterable[Key], files: dict[str, str] | None = None) -> str:
     """The line recording that this process computed the rows of `keys` (with a newline).
 
     Args:
         keys: (step, split point as given, tangent kind) of the rows about to be written.
+        files: The files written with them: path relative to the results directory (``/``-separated) -> its
+            `file_digest`; a resume checks them (`recorded_digests`).
 
     Returns:
-        One JSON object: the time (UTC), the versions and the keys.
+        One JSON object: the time (UTC), the versions, the keys and (when given) the files.
     """
-    record = {
+    record: dict[str, Any] = {
         "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "versions": software_versions(),
         "rows": [list(key) for key in keys],
     }
+    if files:
+        record["files"] = files
     return json.dumps(record) + "\n"
+
+
+def file_digest(data: bytes | Path) -> str:
+    """``"sha256:<hex>"`` of some bytes, or of a file's bytes.
+
+    Examples:
+        >>> file_digest(b"") == "sha256:" + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        True
+    """
+    digest = hashlib.sha256()
+    if isinstance(data, bytes):
+        digest.update(data)
+    else:
+        with open(data, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def recorded_digests(results_dir: str | Path) -> dict[str, str]:
+    """The digest each file of a results directory was last written with, as provenance.jsonl records it.
+
+    Returns:
+        Path relative to the results directory (``/``-separated) -> `file_digest`; empty for results written
+        before files were recorded.
+
+    Raises:
+        ResultsStoreError: An unreadable provenance file.
+    """
+    recorded: dict[str, str] = {}
+    for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
+        recorded.update(record.get("files", {}))
+    return recorded
 
 
 def read_provenance(path: str | Path) -> list[dict[str, Any]]:
@@ -116,6 +157,9 @@ def _record_problem(record: Any) -> str | None:
     rows = record.get("rows", [])
     if not isinstance(rows, list) or not all(_is_key(key) for key in rows):
         return "its rows are not [step, split point, tangent kind] triples"
+    files = record.get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(value, str) for value in files.values()):
+        return "its files are not an object of digests"
     return None
 
 

@@ -86,7 +86,7 @@ class ReferenceTangents:
             fitted = self._fit(missing)
             if distributed.is_main_process():
                 for layer, subspace in fitted.items():
-                    subspace.save(paths[layer])
+                    self.store.save_reference(layer, subspace)
         if missing and not self.settings.streams:
             distributed.barrier()  # rank 0 fits and saves; the others read its files
             saved = paths

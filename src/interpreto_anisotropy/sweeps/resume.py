@@ -6,11 +6,14 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from ..commons import distributed
 from ..errors import (
+    AlteredFileWarning,
     AnisotropyError,
     ConfigMismatchError,
     InvalidInputError,
@@ -27,6 +30,7 @@ from .references import saved_reference
 from .rows_file import is_skipped
 from .settings import SweepSettings
 from .store import SweepStore
+from .token_files import step_of
 
 __all__ = ["ResultsDirCheck", "resolved_n_random"]
 
@@ -94,6 +98,8 @@ class ResultsDirCheck:
 
         Raises:
             ConfigMismatchError: The directory holds a sweep with other settings (and not `overwrite`).
+            ResultsStoreError: A tangent or top-tokens file altered since it was written, of a checkpoint this run
+                does not have (so it cannot be computed again), naming the files.
             StaleResultsError: Rows computed on changed content, without `recompute_changed`.
             SweepLockedError: Another run holds the directory.
         """
@@ -118,6 +124,7 @@ class ResultsDirCheck:
         """Prepare the directory, drop what must be recomputed, and return R' (rank 0, under the lock)."""
         stored = self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
         self.drift.checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
+        self._refit_altered_files()
         self._forget_changed_checkpoints()
         n_random = resolved_n_random(
             self.settings,
@@ -145,6 +152,39 @@ class ResultsDirCheck:
                 "checkpoints"
             )
             self.store.drop_steps(steps)
+
+    def _refit_altered_files(self) -> None:
+        """Drop the reference tangents, tangents and top tokens whose bytes are not those provenance.jsonl records
+        (with the rows of the checkpoints they belong to), to fit them again; refuse those this run cannot."""
+        altered = self.store.altered_files(self.settings.layers)
+        if not altered:
+            return
+        references = [path for path in altered if path.parent == self.store.reference_path(0).parent]
+        ours = {checkpoint.step for checkpoint in self.settings.checkpoints}
+        computed = {row["step"] for row in self.store.rows() if not is_skipped(row)}
+        by_step: dict[int, list[Path]] = {}
+        for path in altered:
+            step = None if path in references else step_of(path)
+            if step is not None and (step in computed or step not in ours):  # else: written again before it is read
+                by_step.setdefault(step, []).append(path)
+        altered = references + [path for paths in by_step.values() for path in paths]
+        if not altered:
+            return
+        foreign = [path for step, paths in sorted(by_step.items()) if step not in ours for path in paths]
+        if foreign:
+            raise ResultsStoreError(
+                f"{_not_written(foreign)}, and this run does not have their checkpoints, so it cannot compute them "
+                "again. Rerun with those checkpoints among this sweep's to recompute them, restore the files, or "
+                "rerun with overwrite=True."
+            )
+        again = ["the reference tangent is fitted again on the early checkpoints"] if references else []
+        again += [f"the rows of steps {sorted(by_step)} are computed again"] if by_step else []
+        warnings.warn(f"{_not_written(altered)}: {'; '.join(again)}.", AlteredFileWarning, stacklevel=2)
+        for path in references:
+            path.unlink()
+        if by_step:
+            self.store.drop_steps(set(by_step))
+            self.drift.forget_after(sorted(by_step))
 
     def _forget_changed_checkpoints(self) -> None:
         """Refuse, or drop with `recompute_changed`, rows and references computed on content that has changed."""
@@ -178,3 +218,12 @@ class ResultsDirCheck:
             steps = sorted(written)
         self.store.drop_steps(set(steps))
         self.drift.forget_after(steps)  # the drift of the checkpoints after them is measured again at the end
+
+
+def _not_written(paths: list[Path]) -> str:
+    """ "<files> do(es) not hold the bytes the sweep wrote there ..." (the start of a sentence)."""
+    verb, their = ("does", "its") if len(paths) == 1 else ("do", "their")
+    return (
+        f"{', '.join(map(str, paths))} {verb} not hold the bytes the sweep wrote there ({their} sha256 is not the "
+        "one provenance.jsonl records)"
+    )

@@ -26,7 +26,7 @@ from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import DirectionTokens
 from .extension import merge_configs
 from .hub_cache import BEFORE_FILE
-from .provenance import PROVENANCE_FILE, provenance_line
+from .provenance import PROVENANCE_FILE, file_digest, provenance_line, recorded_digests
 from .rows_file import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
 from .token_files import (
     TOP_TOKENS_DIR,
@@ -222,15 +222,54 @@ class SweepStore:
         fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
         if fresh:
             keys = {row_key(row) for row in fresh}
-            self._record_provenance([row_key(row) for row in fresh])  # before the rows: never rows without a line
+            # before the rows: never rows without a line; it names the files written with them by their digest
+            self._record_provenance([row_key(row) for row in fresh], self._files_of(fresh))
             self._rewrite([row for row in written if row_key(row) not in keys], fresh)
 
-    def _record_provenance(self, keys: list[tuple[int, str, str]]) -> None:
-        """Append to provenance.jsonl the line saying which software computes the rows of `keys`."""
+    def _files_of(self, rows: list[dict[str, Any]]) -> dict[str, str]:
+        """{path relative to the folder: digest} of the tangents and top tokens saved with `rows`."""
+        paths = {
+            path
+            for row in rows
+            if not is_skipped(row)
+            for path in (self.tangent_path(row["layer"], row["step"]), self.top_tokens_path(row["layer"], row["step"]))
+        }
+        return {self._relative(path): file_digest(path) for path in sorted(paths) if path.is_file()}
+
+    def _relative(self, path: Path) -> str:
+        return path.relative_to(self.results_dir).as_posix()
+
+    def _record_provenance(self, keys: list[tuple[int, str, str]], files: dict[str, str] | None = None) -> None:
+        """Append to provenance.jsonl the line saying which software computes the rows of `keys`, and the digests
+        of the `files` written with them."""
         path = self.results_dir / PROVENANCE_FILE
         # a line cut short by a kill is dropped
         existing = read_whole_lines(path, advice=_PROVENANCE_ADVICE)[0] if path.exists() else ""
-        write_atomically(path, existing + provenance_line(keys))
+        write_atomically(path, existing + provenance_line(keys, files))
+
+    def altered_files(self, layers: list[int | str]) -> list[Path]:
+        """The reference tangents (of `layers`), tangents and top-tokens files whose bytes are not those
+        provenance.jsonl records they were written with (files it does not name are not checked: written before
+        files were recorded).
+
+        Raises:
+            ResultsStoreError: An unreadable provenance file.
+        """
+        recorded = recorded_digests(self.results_dir)
+        if not recorded:
+            return []
+        candidates = [
+            *(self.reference_path(layer) for layer in layers),
+            *sorted((self.results_dir / "tangents").glob("*/step-*.safetensors")),
+            *sorted((self.results_dir / TOP_TOKENS_DIR).glob("*/step-*.json")),
+        ]
+        return [
+            path
+            for path in candidates
+            if self._relative(path) in recorded
+            and path.is_file()
+            and file_digest(path) != recorded[self._relative(path)]
+        ]
 
     def update_rows(self, update: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         """Replace every row by `update(row)` (same key), in one atomic write if any row changed."""
@@ -270,6 +309,14 @@ class SweepStore:
     def reference_path(self, layer: int | str) -> Path:
         """Where the reference tangent of a split point goes."""
         return self.results_dir / "reference" / f"{folder_name(layer)}.safetensors"
+
+    def save_reference(self, layer: int | str, subspace: Subspace) -> Path:
+        """Save the reference tangent of a split point, its digest recorded in provenance.jsonl first (a kill in
+        between leaves a recorded file missing, which is fitted again)."""
+        path = self.reference_path(layer)
+        data = subspace.file_bytes()
+        self._record_provenance([], {self._relative(path): file_digest(data)})
+        return write_atomically(path, data)
 
     def tangent_path(self, layer: int | str, step: int) -> Path:
         """Where the tangent refitted on a checkpoint goes."""

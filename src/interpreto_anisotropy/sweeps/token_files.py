@@ -18,6 +18,7 @@ from ..commons.files import write_atomically
 from ..commons.json_files import load_json
 from ..errors import ResultsStoreError
 from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens
+from .provenance import file_digest, recorded_digests
 
 __all__ = [
     "TOP_TOKENS_DIR",
@@ -83,13 +84,19 @@ def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dic
         The file's content, with each tangent kind's entries as `DirectionTokens`.
 
     Raises:
-        ResultsStoreError: A file that is not such JSON (unreadable, nested too deep, fields of other types), naming
-            it and what is wrong.
+        ResultsStoreError: A file that is not such JSON (unreadable, nested too deep, fields of other types), or
+            not the bytes the sweep wrote there (`provenance.recorded_digests`), naming it and what is wrong.
     """
     path = top_tokens_path(results_dir, layer, step)
     if not path.exists():
         return None
     advice = "Delete it (it is written again when its checkpoint is recomputed)."
+    recorded = recorded_digests(results_dir).get(path.relative_to(results_dir).as_posix())
+    if recorded is not None and path.is_file() and file_digest(path) != recorded:
+        raise ResultsStoreError(
+            f"{path} does not hold the top tokens the sweep wrote there (its sha256 is not the one provenance.jsonl "
+            "records). Rerun the sweep: it computes that checkpoint again."
+        )
     content = load_json(path, advice=advice)
     problem = _content_problem(content)
     if problem is None and content["step"] != step:

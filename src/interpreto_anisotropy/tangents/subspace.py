@@ -299,10 +299,14 @@ class Subspace:
         path = Path(path)
         if path.suffix != ".safetensors":
             path = path.with_suffix(".safetensors")
+        return write_atomically(path, self.file_bytes())
+
+    def file_bytes(self) -> bytes:
+        """The bytes `save` writes: the `.safetensors` file of the basis, the mean (if any) and the JSON metadata."""
         tensors = {"basis": self.basis.detach().contiguous().cpu()}
         if self.mean is not None:
             tensors["mean"] = self.mean.detach().contiguous().cpu()
-        return write_atomically(path, save(tensors, metadata={"interpreto_anisotropy": json.dumps(self.metadata())}))
+        return save(tensors, metadata={"interpreto_anisotropy": json.dumps(self.metadata())})
 
     @classmethod
     def load(cls, path: str | Path, *, device: torch.device | str = "cpu") -> Subspace:
