@@ -130,6 +130,10 @@ def test_a_sweep_extended_with_checkpoints_split_points_and_tangents_equals_a_fr
     _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2, 8}, reference="early").run()  # early: 0, 1, 2
     with pytest.raises(ConfigMismatchError, match=r"early_fraction=0\.125 keeps the same ones"):
         _sweep(run, results_dir, texts_for_sweep, reference="early").run()
+    with pytest.raises(ConfigMismatchError, match="early_fraction=1 keeps the same ones"):
+        _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2}, reference="early", early_fraction=0.5).run()
+    with pytest.raises(ConfigMismatchError, match="include the checkpoints up to step 2 again"):
+        _sweep(run, results_dir, texts_for_sweep, steps={0, 1}, reference="early").run()
     with pytest.raises(ConfigMismatchError, match="nb_concepts differ"):
         _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2, 8}, nb_concepts=3).run()
     # step 4 between old ones, step 20 after them, split point 0 and the "each" tangent, all at once

@@ -107,12 +107,17 @@ def _merged_early(stored: dict[str, Any], new: dict[str, Any], where: str) -> di
     """The early steps (and the fraction that chose them) of the merged sweep: the stored ones when it has a reference."""
     uses_early = {name: "early" in _KINDS[config["reference"]] for name, config in (("stored", stored), ("new", new))}
     if uses_early["stored"] and uses_early["new"] and stored["early_steps"] != new["early_steps"]:
-        last = max(checkpoint["step"] for checkpoint in new["checkpoints"])
-        keeping = (max(stored["early_steps"]) + 0.5) / last if last else 1.0
+        last, latest_early = max(checkpoint["step"] for checkpoint in new["checkpoints"]), max(stored["early_steps"])
+        keeping = min(1.0, (latest_early + 0.5) / last) if last else 1.0
+        advice = (
+            f"early_fraction={keeping:.6g} keeps the same ones"
+            if latest_early <= last
+            else f"include the checkpoints up to step {latest_early} again"
+        )
         _refuse(
             where,
             f"the early checkpoints, which the reference tangent pools, would be steps {new['early_steps']} instead "
-            f"of {stored['early_steps']}; early_fraction={keeping:.6g} keeps the same ones",
+            f"of {stored['early_steps']}; {advice}",
         )
     chosen = new if uses_early["new"] and not uses_early["stored"] else stored
     return {"early_steps": chosen["early_steps"], "early_fraction": chosen["early_fraction"]}
