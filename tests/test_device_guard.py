@@ -15,6 +15,7 @@ each blocking host-to-device copy by the line of our package that asked for it.
 from __future__ import annotations
 
 import copy
+import warnings
 from collections import Counter
 
 import numpy as np
@@ -199,7 +200,9 @@ def live_rows(pair, texts, device, *, n_steps: int, n_micro: int, objective: str
     steps = _steps(tokenizer, texts, n_steps, n_micro, objective == "masked_lm")
     tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=3)
     rows = []
-    with ia.TrainingProbe(model, 1, tokenizer=tokenizer, tangent=tangent, objective=objective, n_controls=3) as probe:
+    probe = ia.TrainingProbe(model, 1, tokenizer=tokenizer, tangent=tangent, objective=objective, n_controls=3)
+    with warnings.catch_warnings(), probe:
+        warnings.simplefilter("ignore", ia.errors.LossScaleWarning)  # the model's mean loss, declared summed
         if mode is not None:
             mode.syncs.clear()
         for batches in steps:

@@ -141,12 +141,13 @@ def test_mean_losses_need_the_rescaling(gpt_neox_training_model, texts, tangent)
     # The control of the test above: micro-batches of unequal token counts, a mean loss declared as a sum, differ.
     model, tokenizer = float64_copy(gpt_neox_training_model)
     steps = _steps(tokenizer, texts, per_step=3, micro=3, n_steps=1)
-    rows, snapshots = run_windows(
-        model,
-        tokenizer,
-        steps,
-        lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, tangent=tangent, reduction="sum"),
-    )
+    with pytest.warns(ia.errors.LossScaleWarning, match="reduction='mean'"):  # and the probe says so
+        rows, snapshots = run_windows(
+            model,
+            tokenizer,
+            steps,
+            lambda m: ia.TrainingProbe(m, 1, tokenizer=tokenizer, tangent=tangent, reduction="sum"),
+        )
     reference = post_hoc(
         snapshots[0], tokenizer, steps[0], tangent, objective="causal_lm", draw_seed=rows[0]["draw_seed"]
     )

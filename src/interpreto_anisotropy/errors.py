@@ -56,6 +56,7 @@ __all__ = [
     "LiveResumeWarning",
     "EmptyWindowWarning",
     "PendingRowsWarning",
+    "LossScaleWarning",
 ]
 
 
@@ -240,3 +241,8 @@ class EmptyWindowWarning(AnisotropyWarning):
 class PendingRowsWarning(AnisotropyWarning):
     """Windows awaiting a live tangent outgrew `max_pending_bytes`: they keep their moments only, and their rows
     will have no bootstrap interval."""
+
+
+class LossScaleWarning(AnisotropyWarning):
+    """The gradients a live probe captures scale as the other `reduction` says (a mean loss declared "sum", or a
+    summed one declared "mean"), so that a window weighs its micro-batches' tokens unevenly (said once per attach)."""

@@ -32,6 +32,7 @@ from ..errors import (
 )
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
 from ..reading.batching import special_token_ids
+from ..reading.sourceless import tolerate_sourceless_backward
 from ..reading.split_point import (
     TrainingCapture,
     TrainingRead,
@@ -44,6 +45,7 @@ from ..sweeps.rows_file import sort_rows
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent
 from .point import LivePoint, Statistics, moments_bytes, pending_capacity
+from .scale import ScaleCheck
 from .store import LiveStore, saved_tangents
 from .tangents import TangentSchedule
 from .tokens import gradient_weight, loss_rows, loss_terms, scaling
@@ -166,6 +168,7 @@ class TrainingProbe:
         self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
         self.rows: list[dict[str, Any]] = []
         self._capture: TrainingCapture | None = None
+        self._scale: ScaleCheck | None = None
         self._store: LiveStore | None = None
         self._counters: dict[str, tuple[int, int]] = {}
 
@@ -203,7 +206,15 @@ class TrainingProbe:
         resuming = self.steps_done and not self.overwrite and self.kind is not LiveTangent.GIVEN
         if self.results_dir is not None and resuming:
             self._resume_tangents()
-        self._capture = TrainingCapture(self.model, list(self.layers), self._on_read, call=self.settings.call).attach()
+        tolerate_sourceless_backward()  # `loss.backward()` typed into `python -` (nnsight's tracer reads the source)
+        self._scale = ScaleCheck(self.objective, self.reduction, self._weight)
+        self._capture = TrainingCapture(
+            self.model,
+            list(self.layers),
+            self._on_read,
+            call=self.settings.call,
+            on_logits=lambda inputs, logits: self._scale.watch(inputs, logits, self.window_start),
+        ).attach()
         self._counters = self._snapshot()
         return self
 
@@ -238,6 +249,8 @@ class TrainingProbe:
             raise TrainingProbeError("This TrainingProbe is not attached: nothing to detach. Call attach() first.")
         self._capture.detach()
         self._capture = None
+        if not self._scale.done:
+            self._scale.verdict(stacklevel=2)
         if self._store is not None:
             store, self._store = self._store, None
             store.close()
@@ -247,6 +260,9 @@ class TrainingProbe:
 
     def __exit__(self, *exc_info: Any) -> None:
         if self.attached:
+            if exc_info[0] is None and not self._scale.done:
+                self._scale.verdict(stacklevel=2)  # said at the `with` block
+            self._scale.done = True  # nothing read while an error propagates
             self.detach()
 
     # ------------------------------------------------------------------ training
@@ -268,14 +284,7 @@ class TrainingProbe:
             self._special_ids_on(gradient.device),
             include_special=self.settings.include_special or "input_ids" not in read.inputs,
         )
-        weight = gradient_weight(
-            inputs,
-            objective=self.objective,
-            reduction=self.reduction,
-            loss_scale=self.settings.loss_scale,
-            scaler=self.grad_scaler,
-            device=gradient.device,
-        )
+        weight = self._weight(inputs)
         if gradient.element_size() < 4:  # half-precision gradients are pooled in float32 products
             gradient = gradient.float()
         if weight is not None:
@@ -291,6 +300,17 @@ class TrainingProbe:
             loss = loss.to(gradient.device)  # the model's output device, not the split point's, when dispatched
             loss_sum, loss_finite = loss.double() * terms, torch.isfinite(loss)
         point.add(read.hidden, gradient, rows, loss_finite.to(gradient.device), loss_sum, terms)
+
+    def _weight(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor | None:
+        """The factor 1 / c_j of a micro-batch's gradients (`gradient_weight`), on its inputs' device."""
+        return gradient_weight(
+            inputs,
+            objective=self.objective,
+            reduction=self.reduction,
+            loss_scale=self.settings.loss_scale,
+            scaler=self.grad_scaler,
+            device=inputs["attention_mask"].device,
+        )
 
     def _special_ids_on(self, device: torch.device) -> torch.Tensor:
         """The special ids on `device`, copied there once (not in every micro-batch)."""
@@ -317,6 +337,8 @@ class TrainingProbe:
         self.steps_done = self.steps_done + 1 if updates is None else int(updates)
         if self.steps_done - self.window_start < self.every:
             return []
+        if self._scale.ready:
+            self._scale.verdict(stacklevel=2)
         return self._close_window()
 
     def _close_window(self) -> list[dict[str, Any]]:

@@ -609,6 +609,9 @@ class TrainingCapture:
         paths: The split points' module paths (`resolve_split_point`).
         on_read: Called as `on_read(read)` with a `TrainingRead`, inside the backward.
         call: Which call of a module run several times per forward (`check_call`); None: it must run once.
+        on_logits: Called as `on_logits(inputs, logits)` when a training forward ends with logits that need a
+            gradient (its `TrainingRead.inputs`, the logits detached); what it returns, unless None, is called with
+            dL/dlogits (detached) inside the backward.
 
     Raises:
         InvalidInputError: A `call` of another type.
@@ -628,9 +631,12 @@ class TrainingCapture:
         on_read: Callable[[TrainingRead], None],
         *,
         call: str | int | None = None,
+        on_logits: Callable[[dict[str, torch.Tensor], torch.Tensor], Callable[[torch.Tensor], None] | None]
+        | None = None,
     ):
         self.model = model
         self.call = check_call(call)
+        self.on_logits = on_logits
         self.paths = list(paths)
         self.modules = {path: split_point_module(model, path) for path in self.paths}
         self.on_read = on_read
@@ -682,10 +688,23 @@ class TrainingCapture:
         loss = getattr(output, "loss", None) if forward is not None else None
         if forward is not None and isinstance(loss, torch.Tensor):
             forward.output_loss = loss.detach()
+        if forward is not None and self.on_logits is not None:
+            self._hook_logits(forward, getattr(output, "logits", None))
         if forward is not None:
             outputs, forward.outputs = forward.outputs, {}
             for path, calls in outputs.items():
                 self._hook_call(path, calls, forward)
+
+    def _hook_logits(self, forward: _Forward, logits: Any) -> None:
+        if not isinstance(logits, torch.Tensor) or not logits.requires_grad:
+            return
+        on_gradient = self.on_logits(forward.inputs, logits.detach())
+        if on_gradient is not None:
+
+            def hook(gradient: torch.Tensor) -> None:
+                on_gradient(gradient.detach())
+
+            logits.register_hook(hook)
 
     def _hook_call(self, path: str, calls: list[torch.Tensor], forward: _Forward) -> None:
         """Hook the gradient of the chosen call's output (or await its recompute in a reentrant checkpoint)."""
