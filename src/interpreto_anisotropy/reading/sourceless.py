@@ -33,9 +33,7 @@ def plain_interpreter() -> bool:
 
 
 def _no_ipython_shell() -> bool:
-    from IPython import get_ipython
-
-    return get_ipython() is None
+    return sys.modules["IPython"].get_ipython() is None  # imported by whoever runs a shell; never by us
 
 
 def import_as_a_script() -> None:
