@@ -267,7 +267,8 @@ COLUMNS: tuple[Column, ...] = (
            "split point, tangent kind])", "p-values"),
     Column("n_random", _K.INTEGER, "R', the uniformly random k-subspaces behind p_value_exact; by default enough for Holm over "
            "the m rows of the sweep's declared family (a curve's checkpoints by default): the smallest R' >= R with "
-           "1/(R' + 1) < level/m", _U.COUNT, concept="p-values"),
+           "1/(R' + 1) < level/m; a live row: the same over a split point's windows when total_steps is known (at most "
+           "10,000), else R", _U.COUNT, concept="p-values"),
     Column("n_skipped_batches", _K.INTEGER, "Probe batches dropped for non-finite gradients", _U.COUNT),
     Column("n_skipped_sequences", _K.INTEGER, "Probe texts dropped: too short for the objective, or in a dropped batch", _U.COUNT),
     Column("extra", _K.MAPPING, "Extra fields of a custom objective (a mapping, in rows.jsonl only)", _U.TEXT),

@@ -43,7 +43,7 @@ from ..reading.split_point import (
 from ..sweeps.result import SweepResult
 from ..sweeps.rows_file import sort_rows
 from ..tangents.subspace import Subspace
-from .options import LiveConfig, LiveTangent
+from .options import LiveConfig, LiveTangent, window_n_random
 from .point import LivePoint, Statistics, moments_bytes, pending_capacity
 from .scale import ScaleCheck
 from .store import LiveStore, saved_tangents
@@ -140,11 +140,14 @@ class TrainingProbe:
             "seed": settings.seed,
             "fit_until": fit_until,
         }
+        self.n_random = n_random = window_n_random(settings)  # R' of every window, recorded in each row
         self.points = {
             path: LivePoint(
                 layer,
                 path,
-                TangentSchedule(self.kind, path, given=given.get(path), call=settings.call, **schedule),
+                TangentSchedule(
+                    self.kind, path, given=given.get(path), call=settings.call, n_random=n_random, **schedule
+                ),
                 self.statistics,
                 max_pending_bytes=settings.max_pending_bytes // len(self.layers),
                 every=self.every,
@@ -164,6 +167,7 @@ class TrainingProbe:
             "confidence": settings.confidence,
             "include_special": settings.include_special,
             **({} if settings.call is None else {"call": settings.call}),  # results written before `call` resume
+            **({} if n_random == settings.n_controls else {"n_random": n_random}),  # and those before `n_random`
         }
         self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
         self.rows: list[dict[str, Any]] = []
