@@ -44,6 +44,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.reading.batching",
     "interpreto_anisotropy.reading.modes",
     "interpreto_anisotropy.reading.positions",
+    "interpreto_anisotropy.sweeps.change",
     "interpreto_anisotropy.sweeps.checkpoints",
     "interpreto_anisotropy.sweeps.draws",
     "interpreto_anisotropy.sweeps.early_pool",

@@ -79,6 +79,7 @@ def test_a_resumed_run_gives_the_rows_of_the_run_never_stopped(
     resumed = _stopped_and_resumed(gpt_neox_training_model, steps, tmp_path / "resumed", restart, **options)
     assert [row["step"] for row in expected] == list(range(N_STEPS))
     assert json.dumps(resumed) == json.dumps(expected)
+    assert {row["change_reference_step"] for row in resumed} == {0}  # the stopped run's first window, read back
     assert not [warning for warning in recwarn if "resumes at step" in str(warning.message)]
 
 

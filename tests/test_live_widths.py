@@ -15,9 +15,10 @@ from helpers.live_kit import pending_bytes
 from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, Trainer, TrainerCallback, TrainingArguments
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import InvalidInputError
+from interpreto_anisotropy.errors import DegenerateStatisticsWarning, InvalidInputError
 from interpreto_anisotropy.live.callback import AnisotropyCallback
-from interpreto_anisotropy.live.options import MAX_PENDING_BYTES
+from interpreto_anisotropy.live.options import MAX_LIVE_N_RANDOM, MAX_PENDING_BYTES
+from interpreto_anisotropy.sweeps.draws import floor_passes
 
 PYTHIA_STEPS = 143_000
 VOCAB, LENGTH, BATCH = 64, 8, 2
@@ -49,7 +50,13 @@ def test_a_training_probe_with_its_defaults_holds_its_waiting_windows_within_the
     model = _wide_model(width)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     window = width * width * 8
-    with ia.TrainingProbe(model, 0, total_steps=PYTHIA_STEPS) as probe:  # early phase: 42,900 steps, every=1
+    with pytest.warns(DegenerateStatisticsWarning, match=f"each window draws {MAX_LIVE_N_RANDOM} .* Use every=286"):
+        probe = ia.TrainingProbe(model, 0, total_steps=PYTHIA_STEPS)  # early phase: 42,900 steps, every=1
+    # R' is capped: Holm over 143,000 windows would need 2.86 million a window; the cap passes over 500 windows,
+    # which every=286 gives (143,000 / 286 = 500; every=285 gives 502)
+    assert probe.n_random == MAX_LIVE_N_RANDOM and floor_passes(MAX_LIVE_N_RANDOM, PYTHIA_STEPS // 286)
+    assert not floor_passes(MAX_LIVE_N_RANDOM, -(-PYTHIA_STEPS // 285))
+    with probe:
         point = probe.points["gpt_neox.layers.0"]
         for step in range(3):
             ids = _ids(step)
@@ -90,6 +97,7 @@ def _train(width: int, tmp_path, **options) -> AnisotropyCallback:
 
 
 @pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.PendingRowsWarning")
+@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # R' capped: above
 @pytest.mark.parametrize("width", [768, 2048])
 def test_a_trainer_of_pythias_length_with_its_defaults_is_accepted(width, tmp_path):
     callback = _train(width, tmp_path)

@@ -170,7 +170,7 @@ TRAINING_PROBE_BAD_OPTIONS = [
     ("seed", NAN, "seed must be an integer"),
     *[
         (name, value, f"{name} must be a positive integer")
-        for name in ("early_steps", "total_steps", "refit_every")
+        for name in ("early_steps", "total_steps", "refit_every", "n_random")
         for value in ("4", 0, 1.5, NAN)
     ],
     *[("call", value, "call must be 'first', 'last' or the index") for value in ("middle", 1.5, True)],

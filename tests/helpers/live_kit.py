@@ -113,9 +113,11 @@ def post_hoc(
     draw_seed: int,
     split_point: int | str = 1,
     call: str | int | None = None,
+    n_random: int | None = None,
 ) -> ia.ProbeResult:
     """`GradientProbe.run` of the same batches on a weight snapshot (the weights of the window's step), with the
-    controls and random subspaces of the window's row (its ``draw_seed``), at `split_point` and its `call`."""
+    controls and random subspaces of the window's row (its ``draw_seed``; R' = `n_random`, default `N_CONTROLS`), at
+    `split_point` and its `call`."""
     mwsp = ModelWithSplitPoints(
         snapshot.eval(), split_point=split_point, tokenizer=tokenizer, batch_size=batches[0]["input_ids"].shape[0]
     )
@@ -126,6 +128,7 @@ def post_hoc(
             probe_inputs(batches),
             tangent,
             n_controls=N_CONTROLS,
+            n_random=n_random,
             seed=0,
             draw_seeds={"tangent": draw_seed},
             progress=False,

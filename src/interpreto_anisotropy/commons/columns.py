@@ -141,14 +141,16 @@ def _change_columns(name: str, label: str, unit: Unit) -> tuple[Column, ...]:
     where = "(0 at the first checkpoint itself)"
     return (
         Column(f"{name}_change", Kind.NUMBER, f"Change of the {label} from the first checkpoint of the curve {where}",
-               unit, f"{name} - {name} at change_reference_step, over the sequences probed at both", _CHANGE),
+               unit, f"{name} - {name} at change_reference_step, over the sequences probed at both (a live window: the "
+               "difference from the curve's first window, of other sequences)", _CHANGE),
         Column(f"{name}_change_low", Kind.NUMBER, f"Lower bound of the paired bootstrap interval of {name}_change "
-               "(level: confidence; [0, 0] at the first checkpoint)", unit, concept=_CHANGE),
+               "(level: confidence; [0, 0] at the first checkpoint; empty for a live window: nothing pairs two windows' "
+               "sequences)", unit, concept=_CHANGE),
         Column(f"{name}_change_high", Kind.NUMBER, f"Upper bound of the paired bootstrap interval of {name}_change",
                unit, concept=_CHANGE),
         Column(f"{name}_change_p_value", Kind.NUMBER, f"p-value of no change of the {label} from the first checkpoint "
                "(ours, not the paper's): paired bootstrap-t over the same probe sequences; empty at the first "
-               "checkpoint", _U.PROBABILITY, "(1 + #{|t*_b| >= |change / se|}) / (B + 1)", _CHANGE),
+               "checkpoint and for a live window", _U.PROBABILITY, "(1 + #{|t*_b| >= |change / se|}) / (B + 1)", _CHANGE),
     )  # fmt: skip
 
 
@@ -267,7 +269,8 @@ COLUMNS: tuple[Column, ...] = (
            "split point, tangent kind])", "p-values"),
     Column("n_random", _K.INTEGER, "R', the uniformly random k-subspaces behind p_value_exact; by default enough for Holm over "
            "the m rows of the sweep's declared family (a curve's checkpoints by default): the smallest R' >= R with "
-           "1/(R' + 1) < level/m", _U.COUNT, concept="p-values"),
+           "1/(R' + 1) < level/m; a live row: the same over a split point's windows when total_steps is known (at most "
+           "10,000), else R", _U.COUNT, concept="p-values"),
     Column("n_skipped_batches", _K.INTEGER, "Probe batches dropped for non-finite gradients", _U.COUNT),
     Column("n_skipped_sequences", _K.INTEGER, "Probe texts dropped: too short for the objective, or in a dropped batch", _U.COUNT),
     Column("extra", _K.MAPPING, "Extra fields of a custom objective (a mapping, in rows.jsonl only)", _U.TEXT),
@@ -331,10 +334,10 @@ COLUMNS: tuple[Column, ...] = (
            "(a list, in rows.jsonl only)", _U.ENERGY, "mean_r ‖G_i Q_N^(r)‖_F²", _CHANGE),
     Column("sequence_totals", _K.NUMBERS, "Each probed sequence's squared gradient norm (a list, in rows.jsonl only)",
            _U.ENERGY, "‖G_i‖_F²", _CHANGE),
-    Column("change_reference_step", _K.INTEGER, "Step of the first checkpoint of the row's curve (same split point and "
+    Column("change_reference_step", _K.INTEGER, "Step of the first checkpoint (live: window) of the row's curve (same split point and "
            "tangent kind), which the *_change columns compare with", _U.STEP, concept=_CHANGE),
     Column("change_n_sequences", _K.INTEGER, "Probe sequences probed at both this checkpoint and the first, which the "
-           "change's paired bootstrap resamples", _U.COUNT, concept=_CHANGE),
+           "change's paired bootstrap resamples (empty for a live window)", _U.COUNT, concept=_CHANGE),
     *_change_columns("energy_share", "energy share E_T", _U.FRACTION),
     *_change_columns("energy_ratio", "energy ratio E_T / mean E_N", _U.RATIO),
     Column("anisotropy_share_change", _K.NUMBER, "Change of the anisotropy share from the first checkpoint of the curve "

@@ -6,22 +6,32 @@ checked once (`LiveConfig`)."""
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
 from ..commons.options import check_bool, check_number, check_positive_int, check_seed, config_of
-from ..errors import InvalidInputError
+from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from ..reading.split_point import check_call
+from ..sweeps.draws import HOLM_LEVEL, default_n_random, floor_passes, warn_if_cannot_pass
 
-__all__ = ["LiveConfig", "LiveTangent", "MAX_PENDING_BYTES", "ROW_SOURCE"]
+__all__ = ["LiveConfig", "LiveTangent", "MAX_LIVE_N_RANDOM", "MAX_PENDING_BYTES", "ROW_SOURCE", "window_n_random"]
 
 #: The ``source`` of every row the live probe writes (a sweep's rows name their checkpoints' source).
 ROW_SOURCE = "live"
 
 #: Default bound on the memory of windows awaiting a tangent (their float64 G^T G, and gradient rows): 1 GiB.
 MAX_PENDING_BYTES = 2**30
+
+#: The most random subspaces R' a window draws when `n_random` is None: enough for Holm over 500 windows; scoring
+#: them takes about 24 s a window and split point at d=768 on one CPU thread (`_SECONDS` each).
+MAX_LIVE_N_RANDOM = 10_000
+
+#: Seconds to score one random subspace at d=768, k=32, on one CPU thread (docs/performance.md: 2.2-2.5 s per 1000).
+_SECONDS = 2.4e-3
 
 _OBJECTIVES = ("auto", "causal_lm", "masked_lm", "sequence_classification")
 
@@ -58,6 +68,10 @@ class LiveConfig:
         total_steps: The run's length in optimizer steps (for `early_fraction`); None: unknown.
         refit_every: "refit": optimizer steps between fits, a multiple of `every`.
         n_controls: Matched-rank normal controls per tangent (seeded as in `GradientProbe.run`).
+        n_random: Random k-subspaces R' per window for `p_value_exact` (its floor is 1 / (R' + 1)); None: enough for
+            Holm at 0.05 over a split point's ceil(`total_steps` / `every`) windows (`window_n_random`, at most
+            `MAX_LIVE_N_RANDOM`), or `n_controls` when `total_steps` is unknown (the verdict then says what it
+            needs). A value that cannot let Holm pass over the windows is warned about.
         seed: Seed of the controls and of the bootstrap, in [0, 2**32).
         n_bootstrap: Bootstrap resamples of sequences per window.
         confidence: Level of the bootstrap interval, in (0, 1).
@@ -98,6 +112,7 @@ class LiveConfig:
     total_steps: int | None = None
     refit_every: int | None = None
     n_controls: int = 20
+    n_random: int | None = None
     seed: int = 0
     n_bootstrap: int = 1000
     confidence: float = 0.95
@@ -113,7 +128,7 @@ class LiveConfig:
     def __post_init__(self) -> None:
         for name in ("nb_concepts", "every", "n_controls", "n_bootstrap", "max_pending_bytes"):
             check_positive_int(name, getattr(self, name))
-        for name in ("early_steps", "total_steps", "refit_every"):
+        for name in ("early_steps", "total_steps", "refit_every", "n_random"):
             if getattr(self, name) is not None:
                 check_positive_int(name, getattr(self, name))
         check_number("early_fraction", self.early_fraction, above=0, at_most=1)
@@ -140,6 +155,47 @@ class LiveConfig:
             (2, 3)
         """
         return config_of(cls, config, options, owner="live probe")
+
+
+def window_n_random(settings: LiveConfig) -> int:
+    """R' of every window of a live run: `settings.n_random`, else the smallest that lets Holm at 0.05 pass over the
+    ceil(total_steps / every) windows of a split point (`sweeps.draws.default_n_random`), capped at
+    `MAX_LIVE_N_RANDOM`, else (`total_steps` unknown) `n_controls`.
+
+    Warns (`DegenerateStatisticsWarning`) when the R' chosen cannot let Holm pass over the windows: an explicit
+    `n_random` too small, or a run of more windows than `MAX_LIVE_N_RANDOM` resolves (naming the `every` that would).
+
+    Examples:
+        >>> window_n_random(LiveConfig(total_steps=300, every=10))
+        600
+        >>> window_n_random(LiveConfig()), window_n_random(LiveConfig(n_random=100, total_steps=3))
+        (20, 100)
+    """
+    windows = None if settings.total_steps is None else math.ceil(settings.total_steps / settings.every)
+    if settings.n_random is not None:
+        if windows is not None:
+            warn_if_cannot_pass(settings.n_random, windows)
+        return settings.n_random
+    if windows is None:
+        return settings.n_controls
+    needed = default_n_random(windows, n_controls=settings.n_controls)
+    if needed <= MAX_LIVE_N_RANDOM:
+        return needed
+    n_random = max(MAX_LIVE_N_RANDOM, settings.n_controls)
+    resolved = math.ceil((n_random + 1) * HOLM_LEVEL) - 1  # the most windows Holm can pass over with R'
+    while not floor_passes(n_random, resolved):
+        resolved -= 1
+    warnings.warn(
+        f"Holm at {HOLM_LEVEL} over the {windows} windows of a split point (total_steps={settings.total_steps}, "
+        f"every={settings.every}) needs R' = {needed} random subspaces a window (about {needed * _SECONDS:.0f} s a "
+        f"window at d=768, k=32, on one CPU thread); each window draws {n_random} (about {n_random * _SECONDS:.0f} "
+        f"s), enough for Holm over {resolved} windows, so no p_value_exact_holm of this run can reach {HOLM_LEVEL}. "
+        f"Use every={math.ceil(settings.total_steps / resolved)} or more for a verdict over the whole run, or give "
+        "n_random explicitly.",
+        DegenerateStatisticsWarning,
+        stacklevel=3,
+    )
+    return n_random
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:

@@ -40,13 +40,14 @@ from ..reading.split_point import (
     split_point_module,
     splitter_model,
 )
+from ..sweeps.change import unpaired_change
 from ..sweeps.result import SweepResult
 from ..sweeps.rows_file import sort_rows
 from ..tangents.subspace import Subspace
-from .options import LiveConfig, LiveTangent
+from .options import LiveConfig, LiveTangent, window_n_random
 from .point import LivePoint, Statistics, moments_bytes, pending_capacity
 from .scale import ScaleCheck
-from .store import LiveStore, saved_tangents
+from .store import LiveStore, first_windows, saved_tangents
 from .tangents import TangentSchedule
 from .tokens import gradient_weight, loss_rows, loss_terms, scaling
 
@@ -140,11 +141,14 @@ class TrainingProbe:
             "seed": settings.seed,
             "fit_until": fit_until,
         }
+        self.n_random = n_random = window_n_random(settings)  # R' of every window, recorded in each row
         self.points = {
             path: LivePoint(
                 layer,
                 path,
-                TangentSchedule(self.kind, path, given=given.get(path), call=settings.call, **schedule),
+                TangentSchedule(
+                    self.kind, path, given=given.get(path), call=settings.call, n_random=n_random, **schedule
+                ),
                 self.statistics,
                 max_pending_bytes=settings.max_pending_bytes // len(self.layers),
                 every=self.every,
@@ -164,6 +168,7 @@ class TrainingProbe:
             "confidence": settings.confidence,
             "include_special": settings.include_special,
             **({} if settings.call is None else {"call": settings.call}),  # results written before `call` resume
+            **({} if n_random == settings.n_controls else {"n_random": n_random}),  # and those before `n_random`
         }
         self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
         self.rows: list[dict[str, Any]] = []
@@ -171,6 +176,7 @@ class TrainingProbe:
         self._scale: ScaleCheck | None = None
         self._store: LiveStore | None = None
         self._counters: dict[str, tuple[int, int]] = {}
+        self._firsts: dict[tuple[str, str], dict[str, Any]] = {}  # each curve's first row, the changes' reference
 
     # ------------------------------------------------------------------ attaching
     @property
@@ -206,6 +212,8 @@ class TrainingProbe:
         resuming = self.steps_done and not self.overwrite and self.kind is not LiveTangent.GIVEN
         if self.results_dir is not None and resuming:
             self._resume_tangents()
+        if self.results_dir is not None and self.steps_done and not self.overwrite:
+            self._firsts = first_windows(self.results_dir, self.steps_done)
         tolerate_sourceless_backward()  # `loss.backward()` typed into `python -` (nnsight's tracer reads the source)
         self._scale = ScaleCheck(self.objective, self.reduction, self._weight)
         self._capture = TrainingCapture(
@@ -357,6 +365,8 @@ class TrainingProbe:
         self.window_start = self.steps_done
         self._counters = self._snapshot()
         rows = sort_rows(rows)
+        for row in rows:  # the change from the first window of the row's curve: a difference, without an interval
+            row.update(unpaired_change(self._firsts.setdefault((row["split_point"], row["tangent"]), row), row))
         self.rows.extend(rows)
         if self._store is not None and distributed.is_main_process() and rows:
             self._store.add(rows)

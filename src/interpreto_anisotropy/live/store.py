@@ -30,12 +30,13 @@ from ..errors import (
     ResultsStoreError,
     TrainingProbeError,
 )
+from ..sweeps.change import UNPAIRED_CHANGES
 from ..sweeps.rows_file import CONFIG_FILE, ROWS_FILE, read_config
 from ..sweeps.store import SweepStore
 from ..tangents.subspace import Subspace
 from .options import LiveTangent
 
-__all__ = ["LiveStore", "saved_tangents"]
+__all__ = ["LiveStore", "first_windows", "saved_tangents"]
 
 _STEP_FILE = re.compile(r"step-(\d+)\.safetensors")
 
@@ -128,6 +129,19 @@ class LiveStore:
             self.flush(force=True)
         finally:
             self._exit.close()
+
+
+def first_windows(results_dir: Path, start_step: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """The first row of each curve (split point, tangent kind) a stopped run wrote before `start_step`, the reference
+    of the resumed run's changes (`sweeps.change.unpaired_change`); read by the main process and sent to every rank.
+    """
+    firsts: dict[tuple[str, str], dict[str, Any]] = {}
+    if distributed.is_main_process():
+        for row in SweepStore(results_dir).rows():
+            key = (str(row["split_point"]), str(row["tangent"]))
+            if row["step"] < start_step and (key not in firsts or row["step"] < firsts[key]["step"]):
+                firsts[key] = {name: row.get(name) for name in ("step", *UNPAIRED_CHANGES)}
+    return distributed.broadcast_object(firsts)
 
 
 def saved_tangents(

@@ -32,7 +32,8 @@ class TangentSchedule:
     Args:
         kind: `LiveTangent.EARLY`, `GIVEN` or `REFIT`; `given` is the GIVEN subspace.
         path: The split point's module path (for messages and the fitted subspaces).
-        nb_concepts: Rank k of a fitted tangent; `n_controls` and `seed` those of its controls.
+        nb_concepts: Rank k of a fitted tangent; `n_controls` and `seed` those of its controls, `n_random` (default:
+            `n_controls`) its random subspaces' R' (`options.window_n_random`).
         fit_until: EARLY: the step count after which the tangent is fitted; REFIT: the refit period in steps.
         call: The call of the split-point module the probe reads (`LiveConfig.call`), recorded in fitted tangents.
 
@@ -51,9 +52,11 @@ class TangentSchedule:
         fit_until: int | None = None,
         given: Subspace | None = None,
         call: str | int | None = None,
+        n_random: int | None = None,
     ):
         self.kind, self.path = kind, path
         self.nb_concepts, self.n_controls, self.seed = nb_concepts, n_controls, seed
+        self.n_random = n_controls if n_random is None else n_random
         self.fit_until, self.call = fit_until, call
         self.activations: MomentAccumulator | None = None
         self.tangent: Subspace | None = None
@@ -135,5 +138,5 @@ class TangentSchedule:
         tangent = subspace.to(device=device, dtype=torch.float32)
         self.tangent = tangent
         self.bases = SubspaceColumns.draw(
-            {self.kind.value: tangent}, n_controls=self.n_controls, n_random=self.n_controls, seed=self.seed
+            {self.kind.value: tangent}, n_controls=self.n_controls, n_random=self.n_random, seed=self.seed
         )

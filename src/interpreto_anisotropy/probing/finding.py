@@ -99,7 +99,7 @@ def _changed(name: str, label: str, first: Mapping[str, Any], last: Mapping[str,
     interval = (
         f"{level}paired bootstrap interval [{low:+.{digits}f}, {high:+.{digits}f}], p of no change {fmt(p_change, 3)}"
         if low is not None and high is not None
-        else "no interval"
+        else "no interval" + (": windows of different sequences" if last.get("source") == "live" else "")
     )
     return (
         f"{label} {before:.{digits}f} at step {first['step']} → {after:.{digits}f} at step {last['step']}: "

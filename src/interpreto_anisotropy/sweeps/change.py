@@ -23,7 +23,14 @@ from ..probing.change import paired_change
 from .rows_file import is_skipped, row_key
 from .store import SweepStore
 
-__all__ = ["CHANGE_FIELDS", "CHANGE_RESAMPLES", "change_fields", "refresh_changes"]
+__all__ = [
+    "CHANGE_FIELDS",
+    "CHANGE_RESAMPLES",
+    "UNPAIRED_CHANGES",
+    "change_fields",
+    "refresh_changes",
+    "unpaired_change",
+]
 
 #: Paired bootstrap resamples behind each row's change interval and p-value (as the energy share's interval).
 CHANGE_RESAMPLES = 1000
@@ -94,6 +101,27 @@ def row_change(
         values = (found.change[0], found.low[0], found.high[0], found.p_value[0])
         for suffix, value in zip(("", "_low", "_high", "_p_value"), values, strict=True):
             fields[f"{name}_change{suffix}"] = _finite_or_none(value)
+    return fields
+
+
+#: The statistics whose change `unpaired_change` gives (a difference, without an interval).
+UNPAIRED_CHANGES = ("energy_share", "energy_ratio", "anisotropy_share")
+
+
+def unpaired_change(first: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """The change fields of `row` against `first` when the two probed different sequences (a live probe's windows,
+    each of its own training batches): the differences of `UNPAIRED_CHANGES` only, with no interval, no p-value and
+    no paired sequences (None), since nothing pairs one window's sequences with another's.
+
+    Examples:
+        >>> found = unpaired_change({"step": 0, "energy_share": 0.25}, {"step": 9, "energy_share": 0.75})
+        >>> found["change_reference_step"], found["energy_share_change"], found["energy_share_change_low"]
+        (0, 0.5, None)
+    """
+    fields: dict[str, Any] = dict.fromkeys(CHANGE_FIELDS)
+    fields["change_reference_step"] = first["step"]
+    for name in UNPAIRED_CHANGES:
+        fields[f"{name}_change"] = _difference(row.get(name), first.get(name))
     return fields
 
 
