@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import importlib
 import logging
-import sys
 from typing import TYPE_CHECKING, Any
 
 # What is information (estimates, checkpoints loaded, downloads, evictions) goes to this logger's children; an
 # application chooses where it goes (`logging.basicConfig(level=logging.INFO)`), as with any library.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-if not sys.argv[:1] or not sys.argv[0]:  # a REPL or a piped program: nnsight imported now, without its own console
-    from .reading.sourceless import import_as_a_script
+# In a REPL or a piped program (`plain_interpreter`), nnsight is imported now, without a console of its own.
+from .reading.sourceless import import_as_a_script  # noqa: E402 (after the logger's handler)
 
-    import_as_a_script()
+import_as_a_script()
 
 # Where each public name lives (`__all__` lists the same names; tests/test_layout.py keeps them equal). They are imported when
 # first used (PEP 562), so that `interpreto-anisotropy --help` and `--version` answer without importing torch,
