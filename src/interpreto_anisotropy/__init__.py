@@ -28,6 +28,10 @@ from .reading.sourceless import import_as_a_script  # noqa: E402 (after the logg
 
 import_as_a_script()
 
+from ._moved import install as _install_moved_modules  # noqa: E402
+
+_install_moved_modules()  # former module names (0.1) still import, with a FutureWarning
+
 # Where each public name lives (`__all__` lists the same names; tests/test_layout.py keeps them equal). They are imported when
 # first used (PEP 562), so that `interpreto-anisotropy --help` and `--version` answer without importing torch,
 # Interpreto or matplotlib. Enums, option types and helpers stay in their modules (`ia.objectives.MaskedLM`,
