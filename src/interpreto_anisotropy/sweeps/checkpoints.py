@@ -581,7 +581,6 @@ def load_checkpoint(
         )
     device = _checked_device(device)
     model_dtype = _dtype(dtype)
-    hub_timeout = hub_access.check_hub_timeout(hub_timeout)
     source, shown = _resolve_source(checkpoint, cache_dir, snapshot=snapshot, timeout=hub_timeout)
     check_config_file(source, label=checkpoint.name)  # sizes no model has, before transformers reads
     config = _load_config(source, shown)
@@ -665,7 +664,7 @@ def _load_tokenizer(
     tokenizer_source: str | os.PathLike | Checkpoint | None,
     resolved: tuple[Any, str],
     cache_dir: str | os.PathLike | None,
-    hub_timeout: float,
+    hub_timeout: float | None,
 ) -> Any:
     """The checkpoint's tokenizer (from `tokenizer_source` if given; `resolved`: the checkpoint's (folder, name)),
     with a pad token (`load_checkpoint`'s Args and Raises)."""

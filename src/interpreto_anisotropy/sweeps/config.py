@@ -38,6 +38,7 @@ from ..errors import EmptyInputError, InvalidInputError
 
 __all__ = [
     "FORMAT_VERSION",
+    "KINDS_OF",
     "EarlyCentering",
     "Parallelism",
     "ReferenceKind",
@@ -844,7 +845,7 @@ class SweepPlan:
             None if isinstance(given, str) else dict(given) if isinstance(given, dict) else {self.layers[0]: given}
         )
         self.reference = ReferenceKind.EARLY if self.given_reference else ReferenceKind(given)
-        self.tangent_kinds = ["given"] if self.given_reference else _KINDS[self.reference]
+        self.tangent_kinds = list(KINDS_OF["given" if self.given_reference else self.reference.value])
         self.total_steps = options.total_steps or getattr(preset, "total_steps", None)
         if self.total_steps is not None and self.total_steps < self.checkpoints[-1].step:
             raise InvalidInputError(
@@ -910,7 +911,8 @@ class SweepPlan:
         return record
 
 
-_KINDS = {ReferenceKind.EARLY: ["early"], ReferenceKind.EACH: ["each"], ReferenceKind.BOTH: ["early", "each"]}
+#: The tangent kinds of each recorded `reference` (config.json's: a `ReferenceKind`, or "given").
+KINDS_OF = {"early": ("early",), "each": ("each",), "both": ("early", "each"), "given": ("given",)}
 _ALWAYS_RECORDED = (
     "n_controls",
     "seed",

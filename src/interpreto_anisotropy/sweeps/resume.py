@@ -48,7 +48,7 @@ from ..tangents.explainers import TangentExplainer, _numerical_rank, _warn_if_ra
 from ..tangents.subspace import Subspace
 from . import draws
 from .checkpoints import Checkpoint
-from .config import EarlyCentering, ReferenceKind, SweepPlan
+from .config import KINDS_OF, EarlyCentering, ReferenceKind, SweepPlan
 from .fingerprints import fingerprint
 from .rows_file import is_skipped
 from .token_files import step_of
@@ -72,7 +72,6 @@ __all__ = [
     "merge_configs",
     "resolved_n_random",
     "saved_reference",
-    "tangent_kinds",
 ]
 
 # Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
@@ -171,7 +170,7 @@ class ResultsDirCheck:
             self.plan,
             checkpoints=len(self.drift.checkpoints),
             split_points=len(stored["split_points"]),
-            kinds=len(tangent_kinds(stored["reference"])),
+            kinds=len(KINDS_OF[stored["reference"]]),
             warn=True,
         )
         self._forget_underdrawn_rows(n_random)
@@ -401,8 +400,6 @@ READING = ("family", "correction", "level")
 #: Config keys a run may extend or change; every other key must be equal.
 EXTENDABLE = ("checkpoints", "split_points", "reference", "given_reference", "early_steps", "early_fraction", *READING)
 
-_KINDS = {"early": {"early"}, "each": {"each"}, "both": {"early", "each"}, "given": {"given"}}
-
 
 def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) -> dict[str, Any]:
     """The stored config extended by a run's config.
@@ -457,16 +454,11 @@ def _merged_checkpoints(stored: list[dict], new: list[dict], where: str) -> list
     return [by_step[step] for step in sorted(by_step)]
 
 
-def tangent_kinds(reference: str) -> set[str]:
-    """The tangent kinds of a config's `reference` ("both": early and each)."""
-    return _KINDS[reference]
-
-
 def _merged_kinds(stored: dict[str, Any], new: dict[str, Any], where: str) -> str:
-    kinds = _KINDS[stored["reference"]] | _KINDS[new["reference"]]
+    kinds = set(KINDS_OF[stored["reference"]]) | set(KINDS_OF[new["reference"]])
     if "given" in kinds and len(kinds) > 1:
         _refuse(where, f"reference is {stored['reference']!r} there, {new['reference']!r} here")
-    return next(name for name, members in _KINDS.items() if members == kinds)
+    return next(name for name, members in KINDS_OF.items() if set(members) == kinds)
 
 
 def _merged_given(stored: dict | None, new: dict | None, where: str) -> dict | None:
@@ -480,7 +472,9 @@ def _merged_given(stored: dict | None, new: dict | None, where: str) -> dict | N
 
 def _merged_early(stored: dict[str, Any], new: dict[str, Any], where: str) -> dict[str, Any]:
     """The early steps (and the fraction that chose them) of the merged sweep: the stored ones when it has a reference."""
-    uses_early = {name: "early" in _KINDS[config["reference"]] for name, config in (("stored", stored), ("new", new))}
+    uses_early = {
+        name: "early" in KINDS_OF[config["reference"]] for name, config in (("stored", stored), ("new", new))
+    }
     if uses_early["stored"] and uses_early["new"] and stored["early_steps"] != new["early_steps"]:
         last, latest_early = max(checkpoint["step"] for checkpoint in new["checkpoints"]), max(stored["early_steps"])
         keeping = min(1.0, (latest_early + 0.5) / last) if last else 1.0
