@@ -405,7 +405,11 @@ class CheckpointSweep:
                     for kind, subspace in {**subspaces, "each": own}.items()
                 },
             )
-        seeds = {kind: _row_seed(self.plan.options.seed, checkpoint, splitter.split_point, kind) for kind in subspaces}
+        seed = self.plan.options.seed  # a row's draws: from its step, never its place or its source (`draws.row_seed`)
+        seeds = {
+            kind: draws.row_seed(seed, step=checkpoint.step, split_point=splitter.split_point, kind=kind)
+            for kind in subspaces
+        }
         counts = self._counts(splitter.tokenizer)
         results = _probe(
             self.plan,
@@ -578,11 +582,6 @@ def _identity(checkpoint: Checkpoint, layer: int | str, split_point: str, kind: 
         "split_point": split_point,
         "tangent": kind,
     }
-
-
-def _row_seed(seed: int, checkpoint: Checkpoint, split_point: str, kind: str) -> int:
-    """The seed of a row's draws (`draws.row_seed`), from its checkpoint's step, never its place or its source."""
-    return draws.row_seed(seed, step=checkpoint.step, split_point=split_point, kind=kind)
 
 
 def _finite_or_none(value: float) -> float | None:
