@@ -806,7 +806,7 @@ class SweepPlan:
         probe_texts: The texts the gradients are probed on.
         layers: The split points.
         given_reference: The user's reference subspaces by split point, or None.
-        reference: The `ReferenceKind` (EARLY for a given reference).
+        reference: config.json's reference: a `ReferenceKind`'s value, or "given".
         tangent_kinds: The tangent kinds each checkpoint and split point gets a row for.
         total_steps: The training run's length (the option, else a preset's), or None.
         early: The checkpoints whose activations are pooled for the reference tangent.
@@ -844,8 +844,8 @@ class SweepPlan:
         self.given_reference = (
             None if isinstance(given, str) else dict(given) if isinstance(given, dict) else {self.layers[0]: given}
         )
-        self.reference = ReferenceKind.EARLY if self.given_reference else ReferenceKind(given)
-        self.tangent_kinds = list(KINDS_OF["given" if self.given_reference else self.reference.value])
+        self.reference = "given" if self.given_reference else given
+        self.tangent_kinds = list(KINDS_OF[self.reference])
         self.total_steps = options.total_steps or getattr(preset, "total_steps", None)
         if self.total_steps is not None and self.total_steps < self.checkpoints[-1].step:
             raise InvalidInputError(
@@ -889,7 +889,7 @@ class SweepPlan:
             "method": options.method if isinstance(options.method, str) else getattr(options.method, "__name__", "?"),
             "method_kwargs": {key: repr(value) for key, value in sorted(self.method_kwargs.items())},
             "nb_concepts": options.nb_concepts,
-            "reference": self.reference.value if given is None else "given",
+            "reference": self.reference,
             "given_reference": given,
             "early_fraction": options.early_fraction,
             "early_steps": [checkpoint.step for checkpoint in self.early],

@@ -48,7 +48,7 @@ from ..tangents.explainers import TangentExplainer, _numerical_rank, _warn_if_ra
 from ..tangents.subspace import Subspace
 from . import draws
 from .checkpoints import Checkpoint
-from .config import KINDS_OF, EarlyCentering, ReferenceKind, SweepPlan
+from .config import KINDS_OF, EarlyCentering, SweepPlan
 from .fingerprints import fingerprint
 from .rows_file import is_skipped
 from .token_files import step_of
@@ -529,7 +529,7 @@ class ReferenceTangents:
 
     def missing(self) -> list[int | str]:
         """The split points whose reference tangent is fitted on the early checkpoints and not saved yet."""
-        if self.plan.given_reference or self.plan.reference is ReferenceKind.EACH:
+        if "early" not in self.plan.tangent_kinds:
             return []
         return [layer for layer in self.plan.layers if not self.store.reference_path(layer).exists()]
 
@@ -547,7 +547,7 @@ class ReferenceTangents:
         (only for the split points without a saved one); empty when every checkpoint takes its own."""
         if self.plan.given_reference:
             return self.plan.given_reference
-        if self.plan.reference is ReferenceKind.EACH:
+        if "early" not in self.plan.tangent_kinds:
             return {}
         paths = {layer: self.store.reference_path(layer) for layer in self.plan.layers}
         saved = {layer: path for layer, path in paths.items() if path.exists()}
@@ -622,7 +622,7 @@ class EarlyPool:
 
     def __init__(self, *, streamed: bool, centering: EarlyCentering):
         self.streamed = streamed
-        self.centering = EarlyCentering(centering)
+        self.centering = centering
         self.new_tangent: Callable[[], TangentExplainer] | None = None
         self.tangent: TangentExplainer | None = None  # streamed and pooled: one PCA fed every row
         self.dim: int | None = None

@@ -392,7 +392,7 @@ class CheckpointSweep:
         subspaces: dict[str, Subspace] = {}
         if reference is not None:
             subspaces["given" if self.plan.given_reference else "early"] = reference
-        if self.plan.reference in (ReferenceKind.EACH, ReferenceKind.BOTH):
+        if "each" in self.plan.tangent_kinds:
             subspaces["each"] = own
         if writer:
             self.store.save_top_tokens(
