@@ -791,37 +791,8 @@ def _sha(items: Sequence[str]) -> str:
 
 
 class SweepPlan:
-    """A `SweepConfig` resolved once, at the sweep's door, against its data: what the runner reads.
-
-    Args:
-        options: The sweep's options, checked.
-        checkpoints: `Checkpoint`s or a glob of local checkpoint folders.
-        texts: Texts that fit the tangents (and, without `probe_texts`, every other one probes).
-        probe_texts: Held-out probe texts.
-
-    Attributes:
-        options: The `SweepConfig` (its values as given).
-        checkpoints: Sorted by step, a glob listed, duplicates dropped.
-        fit_texts: The texts the tangents are fitted on.
-        probe_texts: The texts the gradients are probed on.
-        layers: The split points.
-        given_reference: The user's reference subspaces by split point, or None.
-        reference: config.json's reference: a `ReferenceKind`'s value, or "given".
-        tangent_kinds: The tangent kinds each checkpoint and split point gets a row for.
-        total_steps: The training run's length (the option, else a preset's), or None.
-        early: The checkpoints whose activations are pooled for the reference tangent.
-        objective: The objective, a preset's own masking when the option is "auto".
-        device: The device name (None: cuda when available, else cpu).
-        autocast_dtype: The torch dtype of `autocast_dtype`, or None.
-        isoscore: The `IsoScoreSettings`.
-        method_kwargs: The tangent method's options (checked against the method).
-        streams: Whether the tangents are fitted batch by batch (`partial_fit`).
-
-    Raises:
-        EmptyInputError: No checkpoints, or no texts.
-        InvalidInputError: Checkpoints or texts of the wrong kind, a `total_steps` before the last checkpoint, or
-            `method_kwargs` the method does not take.
-    """
+    """A `SweepConfig` resolved once, at the sweep's door, against its checkpoints and texts: what the runner reads
+    (`options` as given; checkpoints sorted, texts split, early checkpoints, device, dtype, ... resolved)."""
 
     def __init__(self, options: SweepConfig, checkpoints: Any, *, texts: Sequence[str], probe_texts=None):
         import torch
