@@ -21,7 +21,7 @@ import torch
 from interpreto_anisotropy import checkpoints as ck
 from interpreto_anisotropy.demo import build_model, train_tokenizer
 from interpreto_anisotropy.errors import CheckpointError, RandomWeightsWarning, UnusedWeightsWarning
-from interpreto_anisotropy.sweeps import weight_check
+from interpreto_anisotropy.sweeps import checkpoints as weight_check
 
 CORPUS = ["the cat sat on the mat", "a dog ran to the big red mat", "small blue cats and dogs"] * 20
 #: The bound a refusal must meet on this loaded machine (the real figure, printed, is far below: see the report).

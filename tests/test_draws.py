@@ -21,9 +21,8 @@ import interpreto_anisotropy as ia
 from interpreto_anisotropy.sweeps import draws
 from interpreto_anisotropy.sweeps.checkpoints import Checkpoint
 from interpreto_anisotropy.sweeps.draws import default_n_random, floor_passes, row_seed, warn_if_cannot_pass
-from interpreto_anisotropy.sweeps.extension import merge_configs
 from interpreto_anisotropy.sweeps.multiple_testing import Family, adjust, holm
-from interpreto_anisotropy.sweeps.resume import ResultsDirCheck
+from interpreto_anisotropy.sweeps.resume import ResultsDirCheck, merge_configs
 
 IDENTITY = {"step": 100, "split_point": "gpt_neox.layers.1", "kind": "early"}
 
@@ -131,7 +130,7 @@ def test_the_sweep_config_s_family_and_level_size_the_default_r_prime_of_a_run_a
 
     def resolved(folder, **declared):
         sweep = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / folder, **options, **declared)
-        check = ResultsDirCheck(sweep.settings, sweep.store, sweep._fingerprints, sweep._drift, lambda line: None)
+        check = ResultsDirCheck(sweep.plan, sweep.store, sweep._fingerprints, sweep._drift, lambda line: None)
         with check.held() as n_random:
             return sweep._n_random, n_random, json.loads((tmp_path / folder / "config.json").read_text())
 

@@ -21,8 +21,7 @@ from interpreto_anisotropy.commons.accumulators import top_eigenvectors
 from interpreto_anisotropy.errors import InvalidInputError
 from interpreto_anisotropy.reading.activations import token_activations
 from interpreto_anisotropy.sweeps.checkpoints import Checkpoint, CheckpointList
-from interpreto_anisotropy.sweeps.config import SweepConfig
-from interpreto_anisotropy.sweeps.settings import SweepSettings, early_checkpoints
+from interpreto_anisotropy.sweeps.config import SweepConfig, SweepPlan, early_checkpoints
 
 STEPS = (0, 1, 2, 4, 8, 20)
 SETTINGS = {"split_point": 1, "nb_concepts": 3, "n_controls": 3, "seed": 0, "max_fit_tokens": 400, "progress": False}
@@ -69,12 +68,12 @@ def test_presets_know_the_training_length_and_settings_use_it(tmp_path):
     assert isinstance(pythia, CheckpointList) and pythia.total_steps == 143_000
     texts = ["one text here", "another text there"]
     config = SweepConfig(results_dir=tmp_path, split_point=1)
-    settings = SweepSettings(dataclasses.replace(config, early_without_init=True), pythia, texts=texts)
+    settings = SweepPlan(dataclasses.replace(config, early_without_init=True), pythia, texts=texts)
     assert [c.step for c in settings.early] == [1000]  # 0.3 x 143000 = 42900, step 0 left out
-    assert settings.config()["total_steps"] == 143_000 and settings.config()["early_without_init"] is True
-    shorter = SweepSettings(dataclasses.replace(config, total_steps=200_000), pythia, texts=texts)
+    assert settings.record()["total_steps"] == 143_000 and settings.record()["early_without_init"] is True
+    shorter = SweepPlan(dataclasses.replace(config, total_steps=200_000), pythia, texts=texts)
     assert [c.step for c in shorter.early] == [0, 1000, 60_000]
-    default = SweepSettings(config, _run(), texts=texts).config()
+    default = SweepPlan(config, _run(), texts=texts).record()
     assert not {"total_steps", "early_without_init", "early_centering"} & set(default)  # older sweeps resume
 
 
@@ -89,7 +88,7 @@ def test_presets_know_the_training_length_and_settings_use_it(tmp_path):
 )
 def test_bad_early_window_options_are_refused_naming_them(options, named, tmp_path):
     with pytest.raises(InvalidInputError, match=named):
-        SweepSettings(SweepConfig(results_dir=tmp_path, split_point=1, **options), _run(), texts=["a b", "c d"])
+        SweepPlan(SweepConfig(results_dir=tmp_path, split_point=1, **options), _run(), texts=["a b", "c d"])
 
 
 # ---------------------------------------------------------------------------------------------- centring

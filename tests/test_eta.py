@@ -14,8 +14,8 @@ import pytest
 from test_top_tokens import SETTINGS
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.sweeps import eta
-from interpreto_anisotropy.sweeps.eta import CheckpointTimer, estimate_line, seconds_per_checkpoint_of_rows
+from interpreto_anisotropy.sweeps import runner as eta
+from interpreto_anisotropy.sweeps.runner import CheckpointTimer, estimate_line, seconds_per_checkpoint_of_rows
 
 _LINE = re.compile(
     r"about (?P<per>[\d.]+) s per checkpoint(?: \([^)]*\))?, (?P<left>[\d.]+) (?P<unit>min|s) for the "
@@ -82,7 +82,7 @@ def test_a_sweep_says_what_it_will_do_then_the_estimate(toy_checkpoints, fit_tex
     sweep.run()
     n = len(checkpoints)
     assert said[0] == (
-        f"{n} checkpoints to compute, after the reference tangent is fitted on {len(sweep.settings.early)} early "
+        f"{n} checkpoints to compute, after the reference tangent is fitted on {len(sweep.plan.early)} early "
         "checkpoints; the time per checkpoint is measured on the first one"
     )
     assert _parsed(said[1]) == (11.0, 11.0 * (n - 1), n - 1)

@@ -334,8 +334,8 @@ def test_the_deadline_is_an_option_of_the_sweep_and_the_cli(tmp_path):
     from interpreto_anisotropy.cli import build_parser
 
     local = [ck.Checkpoint(0, str(tmp_path))]
-    assert _sweep(local, tmp_path / "s").settings.hub_timeout == hub_access.DEFAULT_HUB_TIMEOUT == 10.0
-    assert _sweep(local, tmp_path / "s", hub_timeout=2).settings.hub_timeout == 2.0
+    assert _sweep(local, tmp_path / "s").plan.options.hub_timeout == hub_access.DEFAULT_HUB_TIMEOUT == 10.0
+    assert _sweep(local, tmp_path / "s", hub_timeout=2).plan.options.hub_timeout == 2.0
     for bad in (0, -1, "3", float("inf"), True):
         with pytest.raises(InvalidInputError, match="hub_timeout must be a positive number of seconds"):
             _sweep(local, tmp_path / "s", hub_timeout=bad)

@@ -242,7 +242,7 @@ def _module_file(dotted: str) -> Path | None:
 
 
 def _dotted_problem(span: str, members: dict[str, set[str]]) -> str | None:
-    """Why `sweeps.fit_read.FitReader.kept` (a module, then a name in it, then a member of that class) does not
+    """Why `sweeps.runner.FitReader.kept` (a module, then a name in it, then a member of that class) does not
     exist, or None."""
     parts = span.split(".")
     for cut in range(len(parts), 0, -1):

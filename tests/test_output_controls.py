@@ -32,7 +32,7 @@ from interpreto_anisotropy.commons import progress
 from interpreto_anisotropy.reading.batching import ensure_pad_token
 from interpreto_anisotropy.sweeps import hub_access
 from interpreto_anisotropy.sweeps.checkpoints import Checkpoint
-from interpreto_anisotropy.sweeps.drift import PreviousDrift
+from interpreto_anisotropy.sweeps.resume import PreviousDrift
 from interpreto_anisotropy.tangents.controls import warn_if_anti_conservative
 
 ROOT = Path(__file__).resolve().parents[1]

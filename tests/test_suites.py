@@ -18,8 +18,7 @@ from interpreto_anisotropy.probing.masking import MaskedLM
 from interpreto_anisotropy.probing.objectives import ObjectiveName, objective_from_config
 from interpreto_anisotropy.sweeps import checkpoints as ck
 from interpreto_anisotropy.sweeps import suites
-from interpreto_anisotropy.sweeps.config import SweepConfig
-from interpreto_anisotropy.sweeps.settings import SweepSettings
+from interpreto_anisotropy.sweeps.config import SweepConfig, SweepPlan
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "suites.md"
 PAPER_MODELS = {
@@ -206,7 +205,7 @@ def test_preset_revision_names_carry_their_step(name):
 def test_a_sweep_takes_the_training_length_of_a_preset(tmp_path):
     checkpoints = ck.suite("olmo-1b", revisions=["step1000-tokens4B", "step20000-tokens84B"])
     config = SweepConfig(split_point=8, results_dir=tmp_path, progress=False)
-    settings = SweepSettings(config, checkpoints, texts=["one text here", "another text"])
+    settings = SweepPlan(config, checkpoints, texts=["one text here", "another text"])
     assert settings.total_steps == 738020
     assert [c.step for c in settings.early] == [1000, 20000]  # both before 0.3 x 738020
 
@@ -219,18 +218,16 @@ def test_a_sweep_left_to_auto_probes_with_the_preset_s_own_masking_and_records_i
     texts = ["one text here", "another text there"]
     config = SweepConfig(results_dir=tmp_path, split_point=1)
     camembert = ia.checkpoints.suite("moderncamembert-base", revisions={0: "first", 10: "second"})
-    settings = SweepSettings(config, camembert, texts=texts)
+    settings = SweepPlan(config, camembert, texts=texts)
     assert settings.objective == ia.objectives.MaskedLM(rate=0.3)
-    assert settings.config()["objective"] == {
+    assert settings.record()["objective"] == {
         "objective": "masked_lm",
         "rate": 0.3,
         "mask": 0.8,
         "random": 0.1,
         "keep": 0.1,
     }
-    chosen = SweepSettings(
-        SweepConfig(results_dir=tmp_path, split_point=1, objective="masked_lm"), camembert, texts=texts
-    )
-    assert chosen.config()["objective"] == "masked_lm"  # what the user chose wins
-    pythia = SweepSettings(config, ia.checkpoints.pythia("160m", [0, 1000]), texts=texts)
-    assert pythia.config()["objective"] == "auto"  # configs written before presets knew objectives still match
+    chosen = SweepPlan(SweepConfig(results_dir=tmp_path, split_point=1, objective="masked_lm"), camembert, texts=texts)
+    assert chosen.record()["objective"] == "masked_lm"  # what the user chose wins
+    pythia = SweepPlan(config, ia.checkpoints.pythia("160m", [0, 1000]), texts=texts)
+    assert pythia.record()["objective"] == "auto"  # configs written before presets knew objectives still match

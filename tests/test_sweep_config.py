@@ -24,9 +24,15 @@ from interpreto_anisotropy.cli import build_parser, sweep_config
 from interpreto_anisotropy.errors import InvalidInputError
 from interpreto_anisotropy.probing.anisotropy import IsoScoreConvention, IsoScoreTarget
 from interpreto_anisotropy.sweeps import config as config_module
-from interpreto_anisotropy.sweeps.config import SweepConfig, option_flag, options_markdown, type_members
-from interpreto_anisotropy.sweeps.early_pool import EarlyCentering
-from interpreto_anisotropy.sweeps.settings import Parallelism, ReferenceKind
+from interpreto_anisotropy.sweeps.config import (
+    EarlyCentering,
+    Parallelism,
+    ReferenceKind,
+    SweepConfig,
+    option_flag,
+    options_markdown,
+    type_members,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = dataclasses.fields(SweepConfig)
@@ -137,10 +143,10 @@ def test_the_choices_are_the_library_s_own():
     literal = typing.get_args
     assert list(literal(config_module.Method)) == tangent_method_names()
     assert literal(config_module.Reference) == values(ReferenceKind)
-    assert literal(config_module.EarlyCentering) == values(EarlyCentering)
+    assert literal(config_module.Centering) == values(EarlyCentering)
     assert literal(config_module.IsoScoreConvention) == values(IsoScoreConvention)
     assert literal(config_module.IsoScoreTarget) == values(IsoScoreTarget)
-    assert literal(config_module.Parallelism) == values(Parallelism)
+    assert literal(config_module.Parallel) == values(Parallelism)
     assert literal(config_module.Objective) == (
         AUTO,
         ia.objectives.ObjectiveName.CAUSAL_LM.value,
@@ -230,9 +236,9 @@ def test_a_config_and_keyword_options_make_the_same_sweep(toy_checkpoints, fit_t
     by_keywords = ia.CheckpointSweep(glob, texts=fit_texts[:8], **options)
     config = ia.SweepConfig(**options)
     by_config = ia.CheckpointSweep(glob, config, texts=fit_texts[:8])
-    assert by_config.config() == by_keywords.config() and by_config.settings.options is config
+    assert by_config.config() == by_keywords.config() and by_config.plan.options is config
     changed = ia.CheckpointSweep(glob, config, texts=fit_texts[:8], seed=3, call="last")
-    assert changed.settings.seed == 3 and config.seed == 0  # the given config is left as it is
+    assert changed.plan.options.seed == 3 and config.seed == 0  # the given config is left as it is
     assert changed.config()["call"] == "last" and "call" not in by_config.config()  # absent at its default
     assert "tokenizer_source" not in by_config.config()
 

@@ -228,7 +228,7 @@ def test_the_statistics_options_reach_every_row_and_are_recorded_when_not_the_de
         assert (row["isoscore_convention"], row["isoscore_zeta"], row["isoscore_c0"]) == ("ambient", 0.75, "pooled")
     config = json.loads((tmp_path / "sweep" / "config.json").read_text())
     assert {key: config[key] for key in options} == options
-    plain = _sweep(run, tmp_path / "plain", texts_for_sweep, steps={0, 1}, reference="early").settings.config()
+    plain = _sweep(run, tmp_path / "plain", texts_for_sweep, steps={0, 1}, reference="early").plan.record()
     assert not set(options) & set(plain)  # defaults leave older results directories resumable
     assert "p_exact" in table.summary_table() and "aniso" in table.summary_table()
     with pytest.raises(

@@ -21,8 +21,7 @@ from interpreto_anisotropy.reading.batching import TokenBatcher
 from interpreto_anisotropy.reading.token_cache import TokenCache, tokenizer_key
 from interpreto_anisotropy.sweeps import checkpoints as checkpoint_tools
 from interpreto_anisotropy.sweeps.change import CHANGE_FIELDS
-from interpreto_anisotropy.sweeps.fit_read import FitReader
-from interpreto_anisotropy.sweeps.runner import CheckpointSweep
+from interpreto_anisotropy.sweeps.runner import CheckpointSweep, FitReader
 from interpreto_anisotropy.sweeps.store import SweepStore
 
 
@@ -58,7 +57,7 @@ def test_early_rows_take_the_reference_read_and_equal_rows_read_again(
         **SETTINGS,
     )
     first = _without_timings(sweep.run().rows)
-    early = [checkpoint.step for checkpoint in sweep.settings.early]
+    early = [checkpoint.step for checkpoint in sweep.plan.early]
     assert early == [0, 1, 2, 4]
     # one read per checkpoint: the early ones' in the reference pass, feeding both the reference and their rows
     assert sorted(reads) == sorted(str(path) for path in toy_checkpoints.checkpoints)

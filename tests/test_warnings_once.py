@@ -12,7 +12,7 @@ import warnings
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.cli import main
 from interpreto_anisotropy.errors import DegenerateStatisticsWarning
-from interpreto_anisotropy.sweeps.said_once import SaidOnce
+from interpreto_anisotropy.sweeps.runner import SaidOnce
 
 SETTINGS = {"split_point": 1, "nb_concepts": 3, "n_controls": 3, "seed": 0, "max_fit_tokens": 400, "progress": False}
 SAID_FOR = re.compile(r" \[said once for: (.*)\]$")

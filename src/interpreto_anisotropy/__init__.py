@@ -35,7 +35,7 @@ _install_moved_modules()  # former module names (0.1) still import, with a Futur
 # Where each public name lives (`__all__` lists the same names; tests/test_layout.py keeps them equal). They are imported when
 # first used (PEP 562), so that `interpreto-anisotropy --help` and `--version` answer without importing torch,
 # Interpreto or matplotlib. Enums, option types and helpers stay in their modules (`ia.objectives.MaskedLM`,
-# `ia.controls.normal_controls`, `interpreto_anisotropy.sweeps.settings.ReferenceKind`, ...).
+# `ia.controls.normal_controls`, `interpreto_anisotropy.sweeps.config.ReferenceKind`, ...).
 _SUBMODULES = {
     "checkpoints": ".sweeps.checkpoints",
     "controls": ".tangents.controls",

@@ -12,7 +12,18 @@ import sys
 import warnings
 
 #: {former module: module that now holds its names}, both relative to the package.
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    "sweeps.settings": "sweeps.config",
+    "sweeps.early_pool": "sweeps.resume",
+    "sweeps.drift": "sweeps.resume",
+    "sweeps.extension": "sweeps.resume",
+    "sweeps.freshness": "sweeps.resume",
+    "sweeps.references": "sweeps.resume",
+    "sweeps.eta": "sweeps.runner",
+    "sweeps.fit_read": "sweeps.runner",
+    "sweeps.said_once": "sweeps.runner",
+    "sweeps.weight_check": "sweeps.checkpoints",
+}
 
 
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .commons.json_files import parse_json, read_text
-from .commons.options import FRACTION, NONNEGATIVE_INT, POSITIVE_INT, POSITIVE_NUMBER, SEED, Bound
+from .commons.options import FRACTION, POSITIVE_INT, SEED, Bound
 from .errors import AnisotropyError, EmptyInputError, InvalidInputError
 from .sweeps.config import SweepConfig, option_flag, type_members
 from .version import __version__
@@ -196,16 +196,6 @@ def parse_seed(value: str) -> int:
 def parse_fraction(value: str) -> float:
     """A number in (0, 1]: `parse_fraction("0.3")` is 0.3."""
     return FRACTION.parse(value)
-
-
-def parse_nonnegative_int(value: str) -> int:
-    """An integer of at least 0 (a look-ahead): `parse_nonnegative_int("0")` is 0."""
-    return NONNEGATIVE_INT.parse(value)
-
-
-def parse_positive_number(value: str) -> float:
-    """A finite number above 0 (a size in GB): `parse_positive_number("20")` is 20.0."""
-    return POSITIVE_NUMBER.parse(value)
 
 
 def parse_split_point(value: str) -> int | str:

@@ -134,23 +134,16 @@ def check_number(
         >>> check_number("flush_seconds", 10, at_least=0)
         10.0
     """
-    bounds = [
-        f"{sign} {bound}"
-        for sign, bound in ((">", above), (">=", at_least), ("<=", at_most), ("<", below))
-        if bound is not None
-    ]
-    wanted = f"{name} must be a finite number" + (f" {' and '.join(bounds)}" if bounds else "")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInputError(f"{wanted}, got {value!r}.")
-    inside = (
-        (above is None or value > above)
-        and (at_least is None or value >= at_least)
-        and (at_most is None or value <= at_most)
-        and (below is None or value < below)
-    )
-    if not inside:
-        raise InvalidInputError(f"{wanted}, got {value!r}.")
-    return float(value)
+    limits = ((">", above, float.__gt__), (">=", at_least, float.__ge__), ("<=", at_most, float.__le__))
+    limits += (("<", below, float.__lt__),)
+    given = [(sign, limit, holds) for sign, limit, holds in limits if limit is not None]
+    wanted = " and ".join(f"{sign} {limit}" for sign, limit, _ in given)
+    expected = "a finite number" + (f" {wanted}" if wanted else "")
+
+    def accepts(number: float) -> bool:
+        return all(holds(float(number), float(limit)) for _, limit, holds in given)
+
+    return float(Bound(float, expected, accepts).check(name, value))
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,14 @@ Examples:
 # No `from __future__ import annotations`: the fields' types are objects the command line and the checks read.
 import dataclasses
 import difflib
+import hashlib
 import os
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import MISSING, dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, ForwardRef, Literal
 
@@ -32,26 +34,101 @@ from ..commons.options import (
     Bound,
     check_device,
 )
-from ..errors import InvalidInputError
+from ..errors import EmptyInputError, InvalidInputError
 
-__all__ = ["SweepConfig", "option_flag", "describe_type", "type_members", "options_markdown"]
+__all__ = [
+    "FORMAT_VERSION",
+    "KINDS_OF",
+    "EarlyCentering",
+    "Parallelism",
+    "ReferenceKind",
+    "SweepConfig",
+    "SweepPlan",
+    "describe_type",
+    "early_checkpoints",
+    "option_flag",
+    "options_markdown",
+    "type_members",
+]
+
+# 2: right-aligned batches with per-family position ids, one token policy. 3: rows with the exact p-value, z-score,
+# anisotropy share, IsoScore* settings, energy by token bucket, fingerprint and drift_previous_step. 4: each row
+# draws its controls and random subspaces from its own seed (draw_seed), R' by default enough for Holm (n_random).
+FORMAT_VERSION = 4
 
 #: IsoScore*'s default shrinkage (`metrics.isotropy.DEFAULT_ZETA`; a test keeps them equal).
 DEFAULT_ZETA = 0.2
 #: Seconds a Hub request waits by default (`sweeps.hub_access.DEFAULT_HUB_TIMEOUT`; a test keeps them equal).
 DEFAULT_HUB_TIMEOUT = 10.0
 
-# The choices, as the enums of the modules that use them spell them (ReferenceKind, the tangents, ...; a test keeps
-# each equal to its enum): those modules import torch, this one must not.
+
+class ReferenceKind(str, Enum):
+    """Which tangent each checkpoint is probed with.
+
+    Attributes:
+        EARLY: One tangent fitted on the early checkpoints, reused everywhere (the paper's protocol).
+        EACH: A tangent refitted on every checkpoint.
+        BOTH: Both, side by side (two rows per checkpoint and split point).
+
+    Examples:
+        >>> ReferenceKind("both") is ReferenceKind.BOTH
+        True
+    """
+
+    EARLY = "early"
+    EACH = "each"
+    BOTH = "both"
+
+
+class Parallelism(str, Enum):
+    """How a sweep under torchrun shares its work among the ranks.
+
+    Attributes:
+        DATA: Each checkpoint's probe and reference-fit texts are sharded over the ranks; the sums are all-reduced.
+        CHECKPOINTS: Each rank takes whole checkpoints in turn.
+
+    Examples:
+        >>> Parallelism("checkpoints") is Parallelism.CHECKPOINTS
+        True
+    """
+
+    DATA = "data"
+    CHECKPOINTS = "checkpoints"
+
+
+class EarlyCentering(str, Enum):
+    """How the early checkpoints' activations are centred before the reference tangent is fitted on them.
+
+    Attributes:
+        POOLED: Once, on the mean of all the pooled rows (the paper's reading).
+        PER_CHECKPOINT: Each checkpoint's rows on their own mean (the drift of the mean between checkpoints is left
+            out of the tangent).
+
+    Examples:
+        >>> EarlyCentering("per_checkpoint") is EarlyCentering.PER_CHECKPOINT
+        True
+    """
+
+    POOLED = "pooled"
+    PER_CHECKPOINT = "per_checkpoint"
+
+
+def _choices(kind: type[Enum]) -> Any:
+    """The `Literal` of an enum's values."""
+    return Literal[tuple(member.value for member in kind)]
+
+
+# The choices, as the enums spell them (those of other modules import torch, this one must not: a test keeps each
+# equal to its enum).
 Objective = Literal["auto", "causal_lm", "masked_lm"]
 Method = Literal["pca", "pca_sklearn", "semi_nmf", "nmf", "ica", "svd", "topk_sae"]
-Reference = Literal["early", "each", "both"]
-EarlyCentering = Literal["pooled", "per_checkpoint"]
+Reference = _choices(ReferenceKind)
+Centering = _choices(EarlyCentering)
 IsoScoreConvention = Literal["complement", "ambient"]
 IsoScoreTarget = Literal["scaled_identity", "identity", "pooled"]
 Automodel = Literal["causal_lm", "masked_lm"]
 Call = Literal["first", "last"]
-Parallelism = Literal["data", "checkpoints"]
+Parallel = _choices(Parallelism)
 Autocast = Literal["bf16", "fp16", "bfloat16", "float16"]
 DeviceMap = Literal["auto", "balanced", "balanced_low_0", "sequential"]
 Family = Literal["split_point_and_tangent", "split_point", "tangent", "all"]
@@ -120,7 +197,7 @@ class SweepConfig:
         bound=POSITIVE_INT,
     )
     early_without_init: bool = option(False, doc="Leave step 0 (the random initialisation) out of the early window.")
-    early_centering: EarlyCentering = option(
+    early_centering: Centering = option(
         "pooled",
         doc='"pooled" (the pooled rows are centred once, on their mean) or "per_checkpoint" (each early '
         "checkpoint's rows on their own mean, so the drift of the mean is not a direction of the reference); see "
@@ -237,7 +314,7 @@ class SweepConfig:
     )
     overwrite: bool = option(False, doc="Start afresh when `results_dir` holds a sweep with other settings.")
     progress: bool = option(True, doc="Show progress bars.")
-    parallel: Parallelism = option(
+    parallel: Parallel = option(
         "data",
         doc='Under `torchrun`: "data" shards each checkpoint\'s probe and reference-fit texts over the ranks and '
         'all-reduces the sums; "checkpoints" gives each rank whole checkpoints in turn. Without a process group: '
@@ -636,6 +713,203 @@ def options_markdown() -> str:
         cells = [f"`{spec.name}`", f"`{option_flag(spec)}`", describe_type(spec), default, spec.metadata["unit"]]
         lines.append("| " + " | ".join([*cells, spec.metadata["doc"]]).replace("\n", " ") + " |")
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ resolving a config
+def early_checkpoints(
+    checkpoints: Sequence[Any], fraction: float, *, total_steps: int | None = None, without_init: bool = False
+) -> list[Any]:
+    """The checkpoints in the first `fraction` of training; at least the first one.
+
+    Args:
+        checkpoints: The sweep's checkpoints.
+        fraction: Fraction of training, in (0, 1].
+        total_steps: The training run's length; None: the last checkpoint's step (the run as swept).
+        without_init: Leave step 0 (the random initialisation) out, when another checkpoint is there.
+
+    Returns:
+        The early checkpoints (step <= fraction x total_steps), in the given order.
+
+    Examples:
+        >>> from interpreto_anisotropy.sweeps.checkpoints import Checkpoint
+        >>> [c.step for c in early_checkpoints([Checkpoint(s, f"/c/{s}") for s in (0, 10, 100)], 0.3)]
+        [0, 10]
+        >>> [c.step for c in early_checkpoints([Checkpoint(s, f"/c/{s}") for s in (0, 10, 100)], 0.3,
+        ...                                    total_steps=200, without_init=True)]
+        [10]
+    """
+    candidates = [c for c in checkpoints if not (without_init and c.step == 0)] or list(checkpoints)
+    length = max(checkpoint.step for checkpoint in checkpoints) if total_steps is None else total_steps
+    early = [checkpoint for checkpoint in candidates if checkpoint.step <= fraction * length]
+    return early or [min(candidates, key=lambda checkpoint: checkpoint.step)]
+
+
+def _split_texts(texts: Sequence[str], probe_texts: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """(fit texts, probe texts), blank texts dropped; without `probe_texts`, even texts fit and odd texts probe."""
+    for name, given in (("texts", texts), ("probe_texts", probe_texts)):
+        if isinstance(given, str):
+            raise InvalidInputError(
+                f"{name} must be a list of texts, not a single string (it would be split into characters)."
+            )
+    texts = [text for text in texts if isinstance(text, str) and text.strip()] if texts is not None else []
+    if probe_texts is None:
+        fit, probe = texts[0::2], texts[1::2]
+    else:
+        fit, probe = texts, [text for text in probe_texts if isinstance(text, str) and text.strip()]
+    if not fit or not probe:
+        raise EmptyInputError(
+            "The sweep needs non-empty fit and probe texts (give at least 2 non-blank texts, or probe_texts)."
+        )
+    return fit, probe
+
+
+def _sorted_checkpoints(checkpoints: Any) -> list[Any]:
+    """The checkpoints sorted by step, a glob listed, the same one given twice kept once; two of one step refused."""
+    from . import checkpoints as listing
+
+    if isinstance(checkpoints, (str, os.PathLike)):
+        checkpoints = listing.local(checkpoints)
+    kinds = "checkpoints must be ia.checkpoints.Checkpoint objects or a glob of checkpoint folders"
+    if not isinstance(checkpoints, Iterable):
+        raise InvalidInputError(f"{kinds}, got {type(checkpoints).__name__}.")
+    ordered = sorted(checkpoints)
+    if not ordered:
+        raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
+    if not all(isinstance(checkpoint, listing.Checkpoint) for checkpoint in ordered):
+        raise InvalidInputError(f"{kinds}.")
+    ordered = [c for i, c in enumerate(ordered) if i == 0 or c != ordered[i - 1]]
+    listing._check_unique_steps(ordered, InvalidInputError)
+    return ordered
+
+
+def _sha(items: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for item in items:
+        digest.update(item.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+class SweepPlan:
+    """A `SweepConfig` resolved once, at the sweep's door, against its checkpoints and texts: what the runner reads
+    (`options` as given; checkpoints sorted, texts split, early checkpoints, device, dtype, ... resolved)."""
+
+    def __init__(self, options: SweepConfig, checkpoints: Any, *, texts: Sequence[str], probe_texts=None):
+        import torch
+
+        from ..probing.anisotropy import IsoScoreSettings
+        from ..probing.objectives import MaskedLM
+        from ..reading.batching import autocast_dtype
+        from ..tangents.explainers import check_method_kwargs, method_streams
+
+        self.options = options
+        self.autocast_dtype = autocast_dtype(options.autocast_dtype)
+        preset = checkpoints  # a preset's CheckpointList knows its run's length and masking
+        self.checkpoints = _sorted_checkpoints(checkpoints)
+        masking = getattr(preset, "objective", None)
+        given_masking = options.objective == "auto" and isinstance(masking, MaskedLM) and masking != MaskedLM()
+        self.objective = masking if given_masking else options.objective
+        self.layers: list[int | str] = list(options.split_point)
+        self.fit_texts, self.probe_texts = _split_texts(texts, probe_texts)
+        given = options.reference
+        self.given_reference = (
+            None if isinstance(given, str) else dict(given) if isinstance(given, dict) else {self.layers[0]: given}
+        )
+        self.reference = "given" if self.given_reference else given
+        self.tangent_kinds = list(KINDS_OF[self.reference])
+        self.total_steps = options.total_steps or getattr(preset, "total_steps", None)
+        if self.total_steps is not None and self.total_steps < self.checkpoints[-1].step:
+            raise InvalidInputError(
+                f"total_steps={self.total_steps} is before the last checkpoint (step {self.checkpoints[-1].step}): "
+                "give the training run's length, or None to take the last checkpoint's step."
+            )
+        self.early = early_checkpoints(
+            self.checkpoints,
+            options.early_fraction,
+            total_steps=self.total_steps,
+            without_init=options.early_without_init,
+        )
+        self.early_centering = EarlyCentering(options.early_centering)
+        self.isoscore = IsoScoreSettings.make(
+            convention=options.isoscore_convention, zeta=options.isoscore_zeta, c0=options.isoscore_c0
+        )
+        self.device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.method_kwargs = dict(options.method_kwargs or {})
+        check_method_kwargs(options.method, self.method_kwargs)
+        self.streams = method_streams(options.method)
+
+    def record(self) -> dict[str, Any]:
+        """The settings that determine the results (what a resume must match), JSON-ready."""
+        from ..probing.objectives import describe_objective
+
+        options, given = self.options, None
+        if self.given_reference:
+            given = {
+                str(layer): _sha([str(subspace.basis.double().sum().item()), str(subspace.basis.shape)])
+                for layer, subspace in self.given_reference.items()
+            }
+        record = {
+            "format_version": FORMAT_VERSION,
+            "checkpoints": [checkpoint.to_dict() for checkpoint in self.checkpoints],
+            "split_points": [layer if isinstance(layer, int) else str(layer) for layer in self.layers],
+            "n_fit_texts": len(self.fit_texts),
+            "n_probe_texts": len(self.probe_texts),
+            "fit_texts_sha": _sha(self.fit_texts),
+            "probe_texts_sha": _sha(self.probe_texts),
+            "objective": describe_objective(self.objective),
+            "method": options.method if isinstance(options.method, str) else getattr(options.method, "__name__", "?"),
+            "method_kwargs": {key: repr(value) for key, value in sorted(self.method_kwargs.items())},
+            "nb_concepts": options.nb_concepts,
+            "reference": self.reference,
+            "given_reference": given,
+            "early_fraction": options.early_fraction,
+            "early_steps": [checkpoint.step for checkpoint in self.early],
+            **{key: getattr(options, key) for key in _ALWAYS_RECORDED},
+        }
+        # Options added after sweeps were first written are recorded when they differ from the defaults, so that
+        # older results directories still resume; "call" and "tokenizer_source" when given.
+        resolved = {
+            "isoscore_convention": self.isoscore.convention.value,
+            "isoscore_zeta": self.isoscore.zeta,
+            "isoscore_c0": self.isoscore.target_name,
+            "total_steps": self.total_steps,
+            "autocast_dtype": None if self.autocast_dtype is None else str(self.autocast_dtype).removeprefix("torch."),
+        }
+        for key in _RECORDED_OFF_DEFAULT:
+            value = resolved[key] if key in resolved else getattr(options, key)
+            if value != _FIELDS[key].default:
+                record[key] = value
+        return record
+
+
+#: The tangent kinds of each recorded `reference` (config.json's: a `ReferenceKind`, or "given").
+KINDS_OF = {"early": ("early",), "each": ("each",), "both": ("early", "each"), "given": ("given",)}
+_ALWAYS_RECORDED = (
+    "n_controls",
+    "seed",
+    "max_tokens",
+    "max_fit_tokens",
+    "max_metric_tokens",
+    "batch_size",
+    "include_special",
+)
+# Options added after sweeps were first written: recorded when off their default, in config.json's order.
+_RECORDED_OFF_DEFAULT = (
+    "n_random",
+    "isoscore_convention",
+    "isoscore_zeta",
+    "isoscore_c0",
+    "family",
+    "correction",
+    "level",
+    "total_steps",
+    "early_without_init",
+    "early_centering",
+    "autocast_dtype",
+    "call",
+    "tokenizer_source",
+)
+_FIELDS = {spec.name: spec for spec in dataclasses.fields(SweepConfig)}
 
 
 def _attributes_section() -> str:

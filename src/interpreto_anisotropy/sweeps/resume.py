@@ -1,38 +1,78 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What a sweep checks in its results directory before it computes anything, so that a resume is one run."""
+"""What a sweep finds in its results directory and carries over: the resume check (`ResultsDirCheck`), whether
+rows still describe their checkpoints (`changed_steps`), the drift between tangents (`PreviousDrift`), a sweep
+extended by another run (`merge_configs`) and the reference tangents fitted on the early checkpoints
+(`ReferenceTangents`, `EarlyPool`).
+
+Examples:
+    >>> changed_steps([{"step": 0, "fingerprint": "sha256:a"}], {0: "sha256:b"})
+    [0]
+    >>> stored = {"checkpoints": [{"step": 0, "source": "a", "revision": None}], "split_points": [1],
+    ...           "reference": "early", "given_reference": None, "early_steps": [0], "early_fraction": 0.3}
+    >>> merged = merge_configs(stored, {**stored, "split_points": [2], "reference": "each"}, where="sweep")
+    >>> merged["split_points"], merged["reference"]
+    ([1, 2], 'both')
+"""
 
 from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from jaxtyping import Float
 
 from ..commons import distributed
+from ..commons.accumulators import MomentAccumulator, top_eigenvectors
+from ..commons.progress import progress_bar
 from ..errors import (
     AlteredFileWarning,
     AnisotropyError,
     ConfigMismatchError,
+    DimensionMismatchError,
+    EmptyInputError,
     InvalidInputError,
+    MissingDriftWarning,
     ResultsStoreError,
     StaleResultsError,
     SweepLockedError,
 )
+from ..tangents.explainers import TangentExplainer, _numerical_rank, _warn_if_rank_below
+from ..tangents.subspace import Subspace
 from . import draws
 from .checkpoints import Checkpoint
-from .drift import PreviousDrift
-from .extension import tangent_kinds
-from .freshness import TakenFingerprints, changed_early_steps, changed_steps
-from .references import saved_reference
+from .config import KINDS_OF, EarlyCentering, SweepPlan
+from .fingerprints import fingerprint
 from .rows_file import is_skipped
-from .settings import SweepSettings
-from .store import SweepStore
 from .token_files import step_of
 
-__all__ = ["ResultsDirCheck", "resolved_n_random"]
+if TYPE_CHECKING:
+    from .runner import CheckpointSweep
+    from .store import SweepStore
+
+__all__ = [
+    "EXTENDABLE",
+    "EarlyPool",
+    "PreviousDrift",
+    "READING",
+    "ReferenceTangents",
+    "ResultsDirCheck",
+    "TakenFingerprints",
+    "changed_early_steps",
+    "changed_steps",
+    "check_rank",
+    "drift",
+    "merge_configs",
+    "resolved_n_random",
+    "saved_reference",
+]
 
 # Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
 _ERRORS_BY_NAME = {
@@ -41,12 +81,12 @@ _ERRORS_BY_NAME = {
 }
 
 
-def resolved_n_random(settings: SweepSettings, *, checkpoints: int, split_points: int, kinds: int, warn: bool) -> int:
+def resolved_n_random(plan: SweepPlan, *, checkpoints: int, split_points: int, kinds: int, warn: bool) -> int:
     """R' of a run's rows: the given `n_random`, or the smallest whose floor 1 / (R' + 1) passes the correction at
     the sweep's `level` over the rows of its declared `family` (`draws.family_size`, `draws.default_n_random`).
 
     Args:
-        settings: The sweep's settings (its `n_random`, `n_controls`, `family` and `level`).
+        plan: The sweep's plan (its `n_random`, `n_controls`, `family` and `level`).
         checkpoints: The checkpoints of the results directory.
         split_points: Its split points.
         kinds: Its tangent kinds per split point.
@@ -55,19 +95,19 @@ def resolved_n_random(settings: SweepSettings, *, checkpoints: int, split_points
     Returns:
         The number of random subspaces each row draws.
     """
-    size = draws.family_size(settings.family, checkpoints=checkpoints, split_points=split_points, kinds=kinds)
-    if settings.n_random is None:
-        return draws.default_n_random(size, n_controls=settings.n_controls, level=settings.level)
+    size = draws.family_size(plan.options.family, checkpoints=checkpoints, split_points=split_points, kinds=kinds)
+    if plan.options.n_random is None:
+        return draws.default_n_random(size, n_controls=plan.options.n_controls, level=plan.options.level)
     if warn:
-        draws.warn_if_cannot_pass(settings.n_random, size, settings.level)
-    return settings.n_random
+        draws.warn_if_cannot_pass(plan.options.n_random, size, plan.options.level)
+    return plan.options.n_random
 
 
 class ResultsDirCheck:
     """Lock and check a sweep's results directory on rank 0, then share what it holds with every rank.
 
     Args:
-        settings: The sweep's settings.
+        plan: The sweep's settings.
         store: Its results directory.
         fingerprints: The checkpoints' fingerprints, taken once per run.
         drift: The drift from the previous checkpoint; its `checkpoints` become every checkpoint the directory has
@@ -77,13 +117,13 @@ class ResultsDirCheck:
 
     def __init__(
         self,
-        settings: SweepSettings,
+        plan: SweepPlan,
         store: SweepStore,
         fingerprints: TakenFingerprints,
         drift: PreviousDrift,
         announce: Callable[[str], None],
     ):
-        self.settings = settings
+        self.plan = plan
         self.store = store
         self.fingerprints = fingerprints
         self.drift = drift
@@ -122,15 +162,15 @@ class ResultsDirCheck:
 
     def _check(self) -> int:
         """Prepare the directory, drop what must be recomputed, and return R' (rank 0, under the lock)."""
-        stored = self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
+        stored = self.store.prepare(self.plan.record(), overwrite=self.plan.options.overwrite)
         self.drift.checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
         self._refit_altered_files()
         self._forget_changed_checkpoints()
         n_random = resolved_n_random(
-            self.settings,
+            self.plan,
             checkpoints=len(self.drift.checkpoints),
             split_points=len(stored["split_points"]),
-            kinds=len(tangent_kinds(stored["reference"])),
+            kinds=len(KINDS_OF[stored["reference"]]),
             warn=True,
         )
         self._forget_underdrawn_rows(n_random)
@@ -138,7 +178,7 @@ class ResultsDirCheck:
 
     def _forget_underdrawn_rows(self, n_random: int) -> None:
         """Drop the rows drawn with fewer random subspaces than the default R' of the (grown) family, to recompute."""
-        if self.settings.n_random is not None:
+        if self.plan.options.n_random is not None:
             return
         steps = {
             row["step"]
@@ -148,7 +188,7 @@ class ResultsDirCheck:
         if steps:
             self.announce(
                 f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {n_random} random subspaces "
-                f"that the correction needs over the {self.settings.family} family of {len(self.drift.checkpoints)} "
+                f"that the correction needs over the {self.plan.options.family} family of {len(self.drift.checkpoints)} "
                 "checkpoints"
             )
             self.store.drop_steps(steps)
@@ -156,11 +196,11 @@ class ResultsDirCheck:
     def _refit_altered_files(self) -> None:
         """Drop the reference tangents, tangents and top tokens whose bytes are not those provenance.jsonl records
         (with the rows of the checkpoints they belong to), to fit them again; refuse those this run cannot."""
-        altered = self.store.altered_files(self.settings.layers)
+        altered = self.store.altered_files(self.plan.layers)
         if not altered:
             return
         references = [path for path in altered if path.parent == self.store.reference_path(0).parent]
-        ours = {checkpoint.step for checkpoint in self.settings.checkpoints}
+        ours = {checkpoint.step for checkpoint in self.plan.checkpoints}
         computed = {row["step"] for row in self.store.rows() if not is_skipped(row)}
         by_step: dict[int, list[Path]] = {}
         for path in altered:
@@ -190,22 +230,22 @@ class ResultsDirCheck:
         """Refuse, or drop with `recompute_changed`, rows and references computed on content that has changed."""
         rows = [row for row in self.store.rows() if not is_skipped(row)]  # skipped rows are retried anyway
         written = {row["step"] for row in rows}
-        current = self.fingerprints.by_step(c for c in self.settings.checkpoints if c.step in written)
+        current = self.fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
         steps = changed_steps(rows, current)
         early = sorted(
             {
                 step
-                for layer in self.settings.layers
+                for layer in self.plan.layers
                 if self.store.reference_path(layer).exists()
                 for step in changed_early_steps(
-                    saved_reference(self.store.reference_path(layer), self.settings).info,
-                    self.fingerprints.by_step(self.settings.early),
+                    saved_reference(self.store.reference_path(layer), self.plan).info,
+                    self.fingerprints.by_step(self.plan.early),
                 )
             }
         )
         if not steps and not early:
             return
-        if not self.settings.recompute_changed:
+        if not self.plan.options.recompute_changed:
             raise StaleResultsError(
                 f"{self.store.results_dir} holds results of checkpoints whose content has changed since (steps "
                 f"{sorted(set(steps) | set(early))}"
@@ -227,3 +267,442 @@ def _not_written(paths: list[Path]) -> str:
         f"{', '.join(map(str, paths))} {verb} not hold the bytes the sweep wrote there ({their} sha256 is not the "
         "one provenance.jsonl records)"
     )
+
+
+class TakenFingerprints:
+    """Each checkpoint's fingerprint, taken once per run (a Hub checkpoint's again once it is downloaded)."""
+
+    def __init__(self) -> None:
+        self._taken: dict[Checkpoint, str] = {}
+
+    def of(self, checkpoint: Checkpoint) -> str | None:
+        """The checkpoint's fingerprint, or None while it cannot be taken."""
+        if checkpoint not in self._taken:
+            taken = fingerprint(checkpoint)
+            if taken is None:
+                return None
+            self._taken[checkpoint] = taken
+        return self._taken[checkpoint]
+
+    def by_step(self, checkpoints: Iterable[Checkpoint]) -> dict[int, str | None]:
+        """{step: fingerprint or None} of some checkpoints."""
+        return {checkpoint.step: self.of(checkpoint) for checkpoint in checkpoints}
+
+
+def changed_steps(rows: Iterable[Mapping[str, Any]], current: Mapping[int, str | None]) -> list[int]:
+    """The steps whose rows were computed on content other than the checkpoint's current content, sorted."""
+    return sorted(
+        {
+            row["step"]
+            for row in rows
+            if row.get("fingerprint") and current.get(row["step"]) and row["fingerprint"] != current[row["step"]]
+        }
+    )
+
+
+def changed_early_steps(info: Mapping[str, Any], current: Mapping[int, str | None]) -> list[int]:
+    """The early steps a reference tangent pooled whose content has changed since, sorted (from its `info`)."""
+    pooled = info.get("early_fingerprints") or {}
+    return sorted(
+        int(step) for step, taken in pooled.items() if taken and current.get(int(step)) and taken != current[int(step)]
+    )
+
+
+def drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:
+    """The mean and max principal angle between two tangents, as `drift_{label}_*` row fields (None without one).
+
+    Args:
+        label: The fields' infix ("reference", "previous").
+        own: The checkpoint's tangent.
+        other: The tangent compared with; None (or one of another dimension): the fields are None.
+
+    Returns:
+        {"drift_{label}_mean_angle": float | None, "drift_{label}_max_angle": float | None}.
+    """
+    if other is None or other.dim != own.dim:
+        return {f"drift_{label}_mean_angle": None, f"drift_{label}_max_angle": None}
+    angles = own.principal_angles(other)
+    return {f"drift_{label}_mean_angle": float(np.mean(angles)), f"drift_{label}_max_angle": float(np.max(angles))}
+
+
+class PreviousDrift:
+    """The drift of each row's tangent from the previous checkpoint's, read from the results directory.
+
+    Args:
+        store: The sweep's results directory.
+        checkpoints: Every checkpoint the results directory has been asked for (those of earlier runs too), sorted
+            by step; the attribute is replaced once the results directory has been read.
+    """
+
+    def __init__(self, store: SweepStore, checkpoints: list[Checkpoint]):
+        self.store = store
+        self.checkpoints = checkpoints
+
+    def previous_step(self, step: int) -> int | None:
+        """The step before `step` among `checkpoints`, or None for the first."""
+        earlier = [other.step for other in self.checkpoints if other.step < step]
+        return earlier[-1] if earlier else None
+
+    def added_to(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows with their tangent's drift from the previous checkpoint's (skipped rows as they are)."""
+        for row in sorted(rows, key=lambda row: row["step"]):
+            if not is_skipped(row):
+                row.update(self.of(row, warn=True))
+        return rows
+
+    def of(self, row: dict[str, Any], *, warn: bool) -> dict[str, Any]:
+        """The `drift_previous_*` fields of a row; `warn`: say why they are None when the previous tangent is missing."""
+        previous_step = self.previous_step(row["step"])
+        previous = self.store.tangent(row["layer"], previous_step) if previous_step is not None else None
+        if previous_step is not None and previous is None and warn:
+            warnings.warn(
+                f"The drift from the previous checkpoint of step {row['step']} (split point {row['layer']!r}) is None: "
+                f"{self.store.tangent_path(row['layer'], previous_step)} is missing (the previous checkpoint was "
+                "skipped, or its tangent deleted). It is filled in once that checkpoint's rows are computed.",
+                MissingDriftWarning,
+                stacklevel=4,
+            )
+        own = self.store.tangent(row["layer"], row["step"])
+        return {
+            **drift("previous", own, previous),
+            "drift_previous_step": previous_step if own is not None and previous is not None else None,
+        }
+
+    def refresh(self) -> None:
+        """Recompute the drift of rows measured from another previous checkpoint than today's, or from none whose
+        tangent now exists; rewrite rows.jsonl if any."""
+
+        def refreshed(row: dict[str, Any]) -> dict[str, Any]:
+            expected = self.previous_step(row["step"])
+            if is_skipped(row) or row.get("drift_previous_step", -1) == expected:
+                return row
+            if expected is not None and not self.store.tangent_path(row["layer"], expected).exists():
+                return row
+            return {**row, **self.of(row, warn=False)}
+
+        self.store.update_rows(refreshed)
+
+    def forget_after(self, steps: set[int] | list[int]) -> None:
+        """Drop the drift fields of the rows whose previous checkpoint is one of `steps` (measured again at the end
+        of the run)."""
+        self.store.update_rows(
+            lambda row: (
+                {key: value for key, value in row.items() if key != "drift_previous_step"}
+                if self.previous_step(row["step"]) in steps
+                else row
+            )
+        )
+
+
+#: How the rows are judged (`SweepConfig.family`, `.correction`, `.level`): each run declares its own, which
+#: config.json keeps (absent: the default), and rows drawn too few for it are recomputed.
+READING = ("family", "correction", "level")
+#: Config keys a run may extend or change; every other key must be equal.
+EXTENDABLE = ("checkpoints", "split_points", "reference", "given_reference", "early_steps", "early_fraction", *READING)
+
+
+def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) -> dict[str, Any]:
+    """The stored config extended by a run's config.
+
+    Args:
+        stored: The results directory's ``config.json``.
+        new: The config of the run that wants to write there.
+        where: The results directory, for messages.
+
+    Returns:
+        The merged config (equal to `stored` when the run adds nothing).
+
+    Raises:
+        ConfigMismatchError: A setting that determines the numbers differs, a step names another checkpoint, or the
+            early checkpoints would change; the message names them.
+    """
+    if stored.get("format_version") != new.get("format_version"):
+        _refuse(
+            where,
+            f"its rows are of format {stored.get('format_version')}, written by another version of "
+            f"interpreto-anisotropy; this one writes format {new.get('format_version')}, whose rows hold other fields, "
+            "so the two are not mixed",
+        )
+    fixed = sorted(key for key in set(stored) | set(new) if key not in EXTENDABLE and stored.get(key) != new.get(key))
+    if fixed:
+        _refuse(where, f"{', '.join(fixed)} differ")
+    kinds = _merged_kinds(stored, new, where)
+    return {
+        **{key: value for key, value in stored.items() if key not in READING},
+        **{key: new[key] for key in READING if key in new},
+        "checkpoints": _merged_checkpoints(stored["checkpoints"], new["checkpoints"], where),
+        "split_points": stored["split_points"] + [p for p in new["split_points"] if p not in stored["split_points"]],
+        "reference": kinds,
+        "given_reference": _merged_given(stored.get("given_reference"), new.get("given_reference"), where),
+        **_merged_early(stored, new, where),
+    }
+
+
+def _refuse(where: str, why: str) -> None:
+    raise ConfigMismatchError(
+        f"{where} holds a sweep with other settings ({why}). Use another results_dir, or overwrite=True "
+        "(--overwrite) to start afresh."
+    )
+
+
+def _merged_checkpoints(stored: list[dict], new: list[dict], where: str) -> list[dict]:
+    by_step = {checkpoint["step"]: checkpoint for checkpoint in stored}
+    for checkpoint in new:
+        known = by_step.setdefault(checkpoint["step"], checkpoint)
+        if known != checkpoint:
+            _refuse(where, f"step {checkpoint['step']} is {known} there, {checkpoint} here")
+    return [by_step[step] for step in sorted(by_step)]
+
+
+def _merged_kinds(stored: dict[str, Any], new: dict[str, Any], where: str) -> str:
+    kinds = set(KINDS_OF[stored["reference"]]) | set(KINDS_OF[new["reference"]])
+    if "given" in kinds and len(kinds) > 1:
+        _refuse(where, f"reference is {stored['reference']!r} there, {new['reference']!r} here")
+    return next(name for name, members in KINDS_OF.items() if set(members) == kinds)
+
+
+def _merged_given(stored: dict | None, new: dict | None, where: str) -> dict | None:
+    if stored is None or new is None:
+        return stored if new is None else new
+    clashes = sorted(layer for layer in set(stored) & set(new) if stored[layer] != new[layer])
+    if clashes:
+        _refuse(where, f"the given reference of split point {', '.join(clashes)} is another subspace")
+    return {**stored, **new}
+
+
+def _merged_early(stored: dict[str, Any], new: dict[str, Any], where: str) -> dict[str, Any]:
+    """The early steps (and the fraction that chose them) of the merged sweep: the stored ones when it has a reference."""
+    uses_early = {
+        name: "early" in KINDS_OF[config["reference"]] for name, config in (("stored", stored), ("new", new))
+    }
+    if uses_early["stored"] and uses_early["new"] and stored["early_steps"] != new["early_steps"]:
+        last, latest_early = max(checkpoint["step"] for checkpoint in new["checkpoints"]), max(stored["early_steps"])
+        keeping = min(1.0, (latest_early + 0.5) / last) if last else 1.0
+        advice = (
+            f"early_fraction={keeping:.6g} keeps the same ones"
+            if latest_early <= last
+            else f"include the checkpoints up to step {latest_early} again"
+        )
+        _refuse(
+            where,
+            f"the early checkpoints, which the reference tangent pools, would be steps {new['early_steps']} instead "
+            f"of {stored['early_steps']}; {advice}",
+        )
+    chosen = new if uses_early["new"] and not uses_early["stored"] else stored
+    return {"early_steps": chosen["early_steps"], "early_fraction": chosen["early_fraction"]}
+
+
+def saved_reference(path: Path, plan: SweepPlan) -> Subspace:
+    """A reference tangent saved by an earlier run, checked against the settings' rank.
+
+    Args:
+        path: Its safetensors file (`SweepStore.reference_path`).
+        plan: The sweep's plan (its `nb_concepts`, `streams` and `device`).
+
+    Returns:
+        The saved `Subspace`, on `plan.device`.
+
+    Raises:
+        ResultsStoreError: It was fitted with another rank than the sweep asks for.
+    """
+    reference = Subspace.load(path, device=plan.device)
+    if reference.rank > plan.options.nb_concepts or (plan.streams and reference.rank != plan.options.nb_concepts):
+        raise ResultsStoreError(
+            f"{path} holds a rank-{reference.rank} reference but the sweep asks for nb_concepts="
+            f"{plan.options.nb_concepts}: it was fitted with other settings. Delete it to refit, or rerun with "
+            "overwrite=True."
+        )
+    return reference
+
+
+class ReferenceTangents:
+    """The reference tangents of a sweep's split points, fitted on its early checkpoints where none is saved.
+
+    Args:
+        sweep: The sweep whose checkpoints are loaded and read (its pipeline, splitters and fit-text reads).
+    """
+
+    def __init__(self, sweep: CheckpointSweep):
+        self.sweep = sweep
+        self.plan = sweep.plan
+        self.store = sweep.store
+
+    def missing(self) -> list[int | str]:
+        """The split points whose reference tangent is fitted on the early checkpoints and not saved yet."""
+        if "early" not in self.plan.tangent_kinds:
+            return []
+        return [layer for layer in self.plan.layers if not self.store.reference_path(layer).exists()]
+
+    def fits_here(self) -> bool:
+        """Whether this rank reads the early checkpoints when references are fitted (all ranks when the method
+        streams; rank 0 otherwise)."""
+        return self.plan.streams or distributed.is_main_process()
+
+    def early_to_load(self) -> list[Checkpoint]:
+        """The early checkpoints this rank loads to fit the missing references, in order (none if none is missing)."""
+        return self.plan.early if self.missing() and self.fits_here() else []
+
+    def by_layer(self) -> dict[int | str, Subspace]:
+        """The reference tangent of each split point: given, loaded from results_dir, or fitted on early checkpoints
+        (only for the split points without a saved one); empty when every checkpoint takes its own."""
+        if self.plan.given_reference:
+            return self.plan.given_reference
+        if "early" not in self.plan.tangent_kinds:
+            return {}
+        paths = {layer: self.store.reference_path(layer) for layer in self.plan.layers}
+        saved = {layer: path for layer, path in paths.items() if path.exists()}
+        missing = self.missing()
+        if missing and self.fits_here():
+            fitted = self._fit(missing)
+            if distributed.is_main_process():
+                for layer, subspace in fitted.items():
+                    self.store.save_reference(layer, subspace)
+        if missing and not self.plan.streams:
+            distributed.barrier()  # rank 0 fits and saves; the others read its files
+            saved = paths
+        references = {layer: saved_reference(path, self.plan) for layer, path in saved.items()}
+        if missing and self.plan.streams:
+            references.update(fitted)
+        return {layer: references[layer] for layer in self.plan.layers}
+
+    def _fit(self, layers: list[int | str]) -> dict[int | str, Subspace]:
+        """Fit the reference tangent of some split points on the activations pooled over the early checkpoints; in
+        one process, keep each early checkpoint's fit read for its own rows."""
+        sweep, early = self.sweep, self.plan.early
+        streamed = self.plan.streams
+        pools = {layer: EarlyPool(streamed=streamed, centering=self.plan.early_centering) for layer in layers}
+        references: dict[int | str, Subspace] = {}
+        bar = progress_bar(early, progress=sweep._shows(), desc="Reference tangent (early checkpoints)", unit="ckpt")
+        for index, checkpoint in enumerate(bar):
+            with sweep._load(checkpoint) as (model, tokenizer, _):
+                sweep._fingerprints.of(checkpoint)  # taken while its files are cached (a budget evicts them after)
+                for layer in layers:
+                    splitter = sweep._splitter(model, tokenizer, layer, checkpoint)
+                    pool = pools[layer]
+                    pool.start_checkpoint(lambda splitter=splitter: sweep._new_tangent(splitter))
+                    if pool.dim != model.config.hidden_size and index > 0:
+                        raise DimensionMismatchError(
+                            f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
+                            f"earlier checkpoints have {pool.dim}."
+                        )
+                    own = sweep._fit_reader(splitter) if checkpoint.step in sweep._kept_steps else None
+                    for rows, ids, locations in sweep._activation_batches(splitter, sharded=streamed):
+                        pool.add(rows)
+                        if own is not None:
+                            own.add_or_defer(rows, ids, locations)
+                    pool.end_checkpoint()
+                    if own is not None:  # its rows, in the main loop, take this read
+                        sweep._kept_reads[(checkpoint.step, layer)] = own.kept()
+                    if index == len(early) - 1:
+                        references[layer] = self._named(pool.fit(), early)
+            sweep._pipeline.done(checkpoint)
+        return references
+
+    def _named(self, subspace: Subspace, early: list[Checkpoint]) -> Subspace:
+        """A fitted reference named "early", its info saying which early checkpoints (and content) it pools."""
+        info = {
+            "early_steps": [c.step for c in early],
+            "early_fingerprints": {str(c.step): self.sweep._fingerprints.of(c) for c in early},
+        }
+        return subspace.replace(name="early", call=self.plan.options.call, info={**subspace.info, **info})
+
+
+def check_rank(nb_concepts: int, n_rows: int, values: Float[torch.Tensor, " k"]) -> None:
+    """Warn, as a streamed PCA does, when the within-checkpoint rows span fewer than `nb_concepts` dimensions."""
+    _warn_if_rank_below(nb_concepts, n_rows, min(n_rows - 1, _numerical_rank(values)), centred=True)
+
+
+class EarlyPool:
+    """Rows of the early checkpoints, added checkpoint by checkpoint, and the reference tangent fitted on them.
+
+    Args:
+        streamed: Whether the method streams (PCA: moments, memory flat in the number of rows) or pools rows.
+        centering: Where the rows are centred.
+    """
+
+    def __init__(self, *, streamed: bool, centering: EarlyCentering):
+        self.streamed = streamed
+        self.centering = centering
+        self.new_tangent: Callable[[], TangentExplainer] | None = None
+        self.tangent: TangentExplainer | None = None  # streamed and pooled: one PCA fed every row
+        self.dim: int | None = None
+        self.rows: list[torch.Tensor] = []  # pooled methods: every row so far (centred per checkpoint if asked)
+        self.checkpoint_rows: list[torch.Tensor] = []
+        self.checkpoint_moments: MomentAccumulator | None = None
+        self.within: torch.Tensor | None = None  # streamed, per checkpoint: summed within-checkpoint scatter (d, d)
+        self.sums: torch.Tensor | None = None  # per checkpoint: the sum of every row (d,)
+        self.count = 0
+
+    def start_checkpoint(self, new_tangent: Callable[[], TangentExplainer]) -> None:
+        """Start the rows of the next early checkpoint.
+
+        Args:
+            new_tangent: Makes an unfitted `TangentExplainer` on this checkpoint's split point.
+        """
+        self.new_tangent = new_tangent
+        if self.tangent is None and self.dim is None:
+            first = new_tangent()
+            self.dim = first.input_size
+            if self.streamed and self.centering is EarlyCentering.POOLED:
+                self.tangent = first
+        self.checkpoint_rows, self.checkpoint_moments = [], None
+
+    def add(self, rows: Float[torch.Tensor, "n d"]) -> None:
+        """Add a batch of the current checkpoint's rows."""
+        if self.tangent is not None:
+            self.tangent.partial_fit(rows)
+        elif self.streamed:
+            if self.checkpoint_moments is None:
+                self.checkpoint_moments = MomentAccumulator(rows.shape[1], device=rows.device)
+            self.checkpoint_moments.update(rows)
+        else:
+            self.checkpoint_rows.append(rows.float().cpu())
+
+    def end_checkpoint(self) -> None:
+        """Close the current checkpoint: pool its rows, centred on their own mean when asked."""
+        if self.tangent is not None:
+            return
+        if self.streamed:
+            self._pool_moments()
+        elif self.checkpoint_rows:
+            rows = torch.cat(self.checkpoint_rows)
+            if self.centering is EarlyCentering.PER_CHECKPOINT:
+                self.sums = rows.double().sum(0) if self.sums is None else self.sums + rows.double().sum(0)
+                self.count += rows.shape[0]
+                rows = rows - rows.mean(0)
+            self.rows.append(rows)
+
+    def _pool_moments(self) -> None:
+        moments = self.checkpoint_moments or MomentAccumulator(self.dim)  # every rank takes part, even with no rows
+        moments = distributed.all_reduce_moments(moments)
+        if moments.count == 0:
+            return
+        scatter = moments.covariance() * moments.count
+        row_sum = moments.mean * moments.count
+        self.within = scatter if self.within is None else self.within + scatter.to(self.within)
+        self.sums = row_sum if self.sums is None else self.sums + row_sum.to(self.sums)
+        self.count += moments.count
+
+    def fit(self) -> Subspace:
+        """The reference tangent fitted on every early checkpoint's rows.
+
+        Raises:
+            EmptyInputError: No rows were read.
+        """
+        if self.tangent is not None:
+            return self.tangent.merge_across_ranks().finalize().subspace
+        if self.streamed:
+            if not self.count:
+                raise EmptyInputError("The early checkpoints gave no activation rows to fit the reference on.")
+            tangent = self.new_tangent()
+            values, vectors = top_eigenvectors(self.within / self.count, tangent.nb_concepts)
+            check_rank(tangent.nb_concepts, self.count, values)
+            mean = (self.sums / self.count).float()
+            basis = vectors.float().contiguous()
+            return Subspace(basis, mean=mean, method="pca", split_point=tangent.splitter.split_point)
+        if not self.rows:
+            raise EmptyInputError("The early checkpoints gave no activation rows to fit the reference on.")
+        subspace = self.new_tangent().fit(self.rows).subspace
+        if self.centering is EarlyCentering.PER_CHECKPOINT:
+            subspace = subspace.replace(mean=(self.sums / self.count).to(subspace.basis))
+        return subspace

@@ -1,22 +1,33 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Checkpoint sweeps: the paper's protocol end to end, resumable."""
+"""Checkpoint sweeps: the paper's protocol end to end, resumable; one read of a checkpoint's fit texts
+(`FitReader`), the time estimates (`CheckpointTimer`) and the warnings said once (`SaidOnce`).
+
+Examples:
+    >>> timer = CheckpointTimer(10, clock=iter([0.0, 12.0]).__next__)
+    >>> timer.start_round()
+    >>> timer.end_round(1)
+    'about 12 s per checkpoint, 1.8 min for the 9 checkpoints left'
+"""
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from interpreto import ModelWithSplitPoints
+from jaxtyping import Float, Int
 
 from .. import metrics
 from ..commons import distributed
@@ -25,6 +36,7 @@ from ..errors import (
     AnisotropyError,
     CheckpointError,
     DimensionMismatchError,
+    EmptyInputError,
     InvalidInputError,
     NonFiniteError,
     SkippedCheckpointWarning,
@@ -40,23 +52,29 @@ from . import checkpoints as checkpoint_tools
 from . import draws, hub_access, hub_cache
 from .change import refresh_changes
 from .checkpoints import Checkpoint
-from .config import SweepConfig
-from .drift import PreviousDrift, drift
-from .eta import CheckpointTimer, opening_line
-from .fit_read import FitRead, FitReader
-from .freshness import TakenFingerprints
+from .config import ReferenceKind, SweepConfig, SweepPlan, early_checkpoints
 from .prefetch import CheckpointPipeline, Fetched
-from .references import ReferenceTangents
 from .result import SweepResult
-from .resume import ResultsDirCheck, resolved_n_random
-from .said_once import SaidOnce
-from .settings import ReferenceKind, SweepSettings, early_checkpoints
+from .resume import PreviousDrift, ReferenceTangents, ResultsDirCheck, TakenFingerprints, drift, resolved_n_random
+from .rows_file import is_skipped
 from .store import SweepStore
+
+__all__ = [
+    "CheckpointSweep",
+    "CheckpointTimer",
+    "FitRead",
+    "FitReader",
+    "ReferenceKind",
+    "SaidOnce",
+    "early_checkpoints",
+    "estimate_line",
+    "opening_line",
+    "seconds_per_checkpoint_of_rows",
+]
 
 # A checkpoint that fails with one of these is skipped (and its rows say why) under skip_bad_checkpoints.
 _BAD_CHECKPOINT = (CheckpointError, NonFiniteError)
 
-__all__ = ["CheckpointSweep", "ReferenceKind", "early_checkpoints"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +93,7 @@ class CheckpointSweep:
             the config's options, or those of `config` changed.
 
     Attributes:
-        announce: A callable taking the sweep's time estimates, lines of text (`sweeps.eta`); None (default): the
+        announce: A callable taking the sweep's time estimates, lines of text (`CheckpointTimer`); None (default): the
             logger "interpreto_anisotropy.sweeps.runner", at level INFO.
 
     Raises:
@@ -98,44 +116,44 @@ class CheckpointSweep:
         **options: Any,
     ):
         config = SweepConfig.make(config, **options)
-        self.settings = SweepSettings(config, checkpoints, texts=texts, probe_texts=probe_texts)
-        self.store = SweepStore(self.settings.results_dir)
+        self.plan = SweepPlan(config, checkpoints, texts=texts, probe_texts=probe_texts)
+        self.store = SweepStore(self.plan.options.results_dir)
         self._fingerprints = TakenFingerprints()
-        self._drift = PreviousDrift(self.store, self.settings.checkpoints)  # with earlier runs' checkpoints, once read
+        self._drift = PreviousDrift(self.store, self.plan.checkpoints)  # with earlier runs' checkpoints, once read
         self._references = ReferenceTangents(self)
         self.announce: Callable[[str], None] | None = None
         self._pipeline: CheckpointPipeline | None = None  # while a run loads checkpoints
         self._n_random = resolved_n_random(
-            self.settings,
-            checkpoints=len(self.settings.checkpoints),
-            split_points=len(self.settings.layers),
-            kinds=len(self.settings.tangent_kinds),
+            self.plan,
+            checkpoints=len(self.plan.checkpoints),
+            split_points=len(self.plan.layers),
+            kinds=len(self.plan.tangent_kinds),
             warn=False,
         )
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
         """The sweep's checkpoints, sorted by step."""
-        return self.settings.checkpoints
+        return self.plan.checkpoints
 
     @property
     def fit_texts(self) -> list[str]:
         """The texts the tangents are fitted on."""
-        return self.settings.fit_texts
+        return self.plan.fit_texts
 
     @property
     def probe_texts(self) -> list[str]:
         """The held-out texts the gradients are probed on."""
-        return self.settings.probe_texts
+        return self.plan.probe_texts
 
     @property
     def results_dir(self) -> Path:
         """Where the sweep's files go."""
-        return self.settings.results_dir
+        return self.plan.options.results_dir
 
     def config(self) -> dict[str, Any]:
         """The settings that determine the results (what a resume must match), JSON-ready."""
-        return self.settings.config()
+        return self.plan.record()
 
     # ------------------------------------------------------------------ run
     def run(self) -> SweepResult:
@@ -151,21 +169,21 @@ class CheckpointSweep:
             CheckpointError: A checkpoint that cannot be loaded; before the first checkpoint, every Hub revision
                 that does not exist (offline: is not cached), named at once.
         """
-        check = ResultsDirCheck(self.settings, self.store, self._fingerprints, self._drift, self._announce)
+        check = ResultsDirCheck(self.plan, self.store, self._fingerprints, self._drift, self._announce)
         with check.held() as self._n_random:
             self._run_missing()
-        return SweepResult.load(self.settings.results_dir)
+        return SweepResult.load(self.plan.options.results_dir)
 
     def _run_missing(self) -> None:
         """Process every checkpoint with a (split point, tangent kind) row missing, and append its missing rows."""
-        todo = _unfinished(self.settings, self.store.done())
+        todo = _unfinished(self.plan, self.store.done())
         if todo:
             # every missing Hub revision named before the first checkpoint
-            checkpoint_tools.check_revisions(todo, hub_timeout=self.settings.hub_timeout)
-            by_checkpoint = self.settings.parallel == "checkpoints" and distributed.is_distributed()
+            checkpoint_tools.check_revisions(todo, hub_timeout=self.plan.options.hub_timeout)
+            by_checkpoint = self.plan.options.parallel == "checkpoints" and distributed.is_distributed()
             group = distributed.world_size() if by_checkpoint else 1
             if distributed.is_main_process():  # the only rank that speaks reads the rows
-                early = len(self.settings.early) if self._references.missing() else 0
+                early = len(self.plan.early) if self._references.missing() else 0
                 self._announce(opening_line(len(todo), self.store.rows(), per_round=group, early=early))
             rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
             rank = distributed.rank() if by_checkpoint else 0
@@ -181,7 +199,7 @@ class CheckpointSweep:
                 self._kept_reads.clear()
         if distributed.is_main_process():
             self._drift.refresh()
-            refresh_changes(self.store, seed=self.settings.seed)
+            refresh_changes(self.store, seed=self.plan.options.seed)
 
     def _run_rounds(
         self, rounds: list[list[Checkpoint]], mine: list[Checkpoint | None], *, by_checkpoint: bool, per_round: int
@@ -228,7 +246,7 @@ class CheckpointSweep:
             self._announce(timer.end_round(len(batch_of_checkpoints)))
 
     def _shows(self) -> bool:
-        return self.settings.progress and distributed.is_main_process()
+        return self.plan.options.progress and distributed.is_main_process()
 
     def _announce(self, line: str | None) -> None:
         """Say `line` (a time estimate) through `announce`, else to the module's logger (INFO)."""
@@ -246,21 +264,21 @@ class CheckpointSweep:
         try:
             return self._process(checkpoint, references, writer=writer)
         except _BAD_CHECKPOINT as error:
-            if not self.settings.skip_bad_checkpoints:
+            if not self.plan.options.skip_bad_checkpoints:
                 raise
             warnings.warn(f"Skipped checkpoint {checkpoint.name}: {error}", SkippedCheckpointWarning, stacklevel=3)
             skipped = {"skipped": f"{type(error).__name__}: {error}", "fingerprint": self._fingerprints.of(checkpoint)}
             return [
                 {**_identity(checkpoint, layer, str(layer), kind), **skipped}
-                for layer in self.settings.layers
-                for kind in self.settings.tangent_kinds
+                for layer in self.plan.layers
+                for kind in self.plan.tangent_kinds
             ]
 
     @contextmanager
     def _fetching(self, uses: list[Checkpoint]) -> Iterator[None]:
         """Fetch the Hub checkpoints of `uses` (the checkpoints in the order this run loads them) ahead of their
         turn, within the disk budget, while the block runs."""
-        self._pipeline = _pipeline(uses, self.settings, self.store, progress=self._shows())
+        self._pipeline = _pipeline(uses, self.plan, self.store, progress=self._shows())
         try:
             with self._pipeline:
                 yield
@@ -274,13 +292,13 @@ class CheckpointSweep:
         fetched = self._pipeline.take(checkpoint)
         with checkpoint_tools.loaded(
             checkpoint,
-            automodel=self.settings.automodel,
-            device=self.settings.device,
-            device_map=self.settings.device_map,
-            max_memory=self.settings.max_memory,
-            offload_folder=self.settings.offload_folder,
+            automodel=self.plan.options.automodel,
+            device=self.plan.device,
+            device_map=self.plan.options.device_map,
+            max_memory=self.plan.options.max_memory,
+            offload_folder=self.plan.options.offload_folder,
             snapshot=fetched.folder,
-            tokenizer_source=self.settings.tokenizer_source,
+            tokenizer_source=self.plan.options.tokenizer_source,
         ) as (model, tokenizer):
             yield model, tokenizer, fetched
 
@@ -288,7 +306,7 @@ class CheckpointSweep:
         try:
             tokenizer.padding_side = "right"  # the sweep's own tokenizer; the package's reads never depend on it
             return ModelWithSplitPoints(
-                model, split_point=layer, tokenizer=tokenizer, batch_size=self.settings.batch_size
+                model, split_point=layer, tokenizer=tokenizer, batch_size=self.plan.options.batch_size
             )
         except AnisotropyError:
             raise
@@ -300,18 +318,18 @@ class CheckpointSweep:
     def _activation_batches(self, splitter: ModelWithSplitPoints, *, sharded: bool = False):
         """(rows, token ids, locations) of the fit texts, batch by batch (`iter_located_token_activations`)."""
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
-        cap = self.settings.max_fit_tokens
+        cap = self.plan.options.max_fit_tokens
         if cap is not None and shard[1] > 1:
             cap = -(-cap // shard[1])  # a per-rank cap
         return iter_located_token_activations(
             splitter,
-            self.settings.fit_texts,
-            batch_size=self.settings.batch_size,
+            self.plan.fit_texts,
+            batch_size=self.plan.options.batch_size,
             max_tokens=cap,
             shard=shard,
-            autocast_dtype=self.settings.autocast_dtype,
-            include_special=self.settings.include_special,
-            call=self.settings.call,
+            autocast_dtype=self.plan.autocast_dtype,
+            include_special=self.plan.options.include_special,
+            call=self.plan.options.call,
             token_cache=self._token_cache,
         )
 
@@ -319,10 +337,10 @@ class CheckpointSweep:
     def _new_tangent(self, splitter: ModelWithSplitPoints) -> TangentExplainer:
         return TangentExplainer(
             splitter,
-            nb_concepts=self.settings.nb_concepts,
-            method=self.settings.method,
-            device=self.settings.device,
-            **{"seed": self.settings.seed, **self.settings.method_kwargs},
+            nb_concepts=self.plan.options.nb_concepts,
+            method=self.plan.options.method,
+            device=self.plan.device,
+            **{"seed": self.plan.options.seed, **self.plan.method_kwargs},
         )
 
     # ------------------------------------------------------------------ one checkpoint
@@ -334,7 +352,7 @@ class CheckpointSweep:
         with self._load(checkpoint) as (model, tokenizer, fetched):
             fingerprint = self._fingerprints.of(checkpoint)
             downloaded = {} if fetched.seconds is None else {"download_seconds": fetched.seconds}
-            for layer in self.settings.layers:
+            for layer in self.plan.layers:
                 start = time.perf_counter()
                 splitter = self._splitter(model, tokenizer, layer, checkpoint)
                 try:
@@ -367,14 +385,14 @@ class CheckpointSweep:
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
-        own = read.subspace().replace(name="each", step=checkpoint.step, call=self.settings.call)
+        own = read.subspace().replace(name="each", step=checkpoint.step, call=self.plan.options.call)
         if writer:
             own.save(self.store.tangent_path(layer, checkpoint.step))
 
         subspaces: dict[str, Subspace] = {}
         if reference is not None:
-            subspaces["given" if self.settings.given_reference else "early"] = reference
-        if self.settings.reference in (ReferenceKind.EACH, ReferenceKind.BOTH):
+            subspaces["given" if self.plan.given_reference else "early"] = reference
+        if "each" in self.plan.tangent_kinds:
             subspaces["each"] = own
         if writer:
             self.store.save_top_tokens(
@@ -387,10 +405,14 @@ class CheckpointSweep:
                     for kind, subspace in {**subspaces, "each": own}.items()
                 },
             )
-        seeds = {kind: _row_seed(self.settings.seed, checkpoint, splitter.split_point, kind) for kind in subspaces}
+        seed = self.plan.options.seed  # a row's draws: from its step, never its place or its source (`draws.row_seed`)
+        seeds = {
+            kind: draws.row_seed(seed, step=checkpoint.step, split_point=splitter.split_point, kind=kind)
+            for kind in subspaces
+        }
         counts = self._counts(splitter.tokenizer)
         results = _probe(
-            self.settings,
+            self.plan,
             splitter,
             subspaces,
             seeds,
@@ -412,7 +434,7 @@ class CheckpointSweep:
     def _fit_reader(self, splitter: ModelWithSplitPoints) -> FitReader:
         """A reader feeding a new own tangent at `splitter` and keeping the first `max_metric_tokens` rows."""
         return FitReader(
-            self._new_tangent(splitter), streamed=self.settings.streams, max_sample=self.settings.max_metric_tokens
+            self._new_tangent(splitter), streamed=self.plan.streams, max_sample=self.plan.options.max_metric_tokens
         )
 
     def _fit_read(self, checkpoint: Checkpoint, splitter: ModelWithSplitPoints, layer: int | str) -> FitRead:
@@ -433,12 +455,12 @@ class CheckpointSweep:
 
     def _counts(self, tokenizer: Any) -> torch.Tensor:
         """How often each token id occurs in the fit and probe texts, by this checkpoint's tokenizer (V,)."""
-        texts = self.settings.fit_texts + self.settings.probe_texts
+        texts = self.plan.fit_texts + self.plan.probe_texts
         return self._token_cache.counts(tokenizer, texts, lambda: metrics.count_token_frequencies(texts, tokenizer))
 
 
 def _probe(
-    settings: SweepSettings,
+    plan: SweepPlan,
     splitter: ModelWithSplitPoints,
     subspaces: dict[str, Subspace],
     seeds: dict[str, int],
@@ -451,27 +473,27 @@ def _probe(
     its draws seeded by `seeds`, with R' = `n_random` and the texts' token `counts` (V,)."""
     probe = GradientProbe(
         splitter,
-        objective=settings.objective,
-        seed=settings.seed,
-        batch_size=settings.batch_size,
-        distributed=settings.parallel == "data" and distributed.is_distributed(),
-        autocast_dtype=settings.autocast_dtype,
-        include_special=settings.include_special,
-        call=settings.call,
+        objective=plan.objective,
+        seed=plan.options.seed,
+        batch_size=plan.options.batch_size,
+        distributed=plan.options.parallel == "data" and distributed.is_distributed(),
+        autocast_dtype=plan.autocast_dtype,
+        include_special=plan.options.include_special,
+        call=plan.options.call,
         token_cache=token_cache,
     )
     return probe.run(
-        settings.probe_texts,
+        plan.probe_texts,
         subspaces,
-        n_controls=settings.n_controls,
+        n_controls=plan.options.n_controls,
         n_random=n_random,
-        seed=settings.seed,
+        seed=plan.options.seed,
         draw_seeds=seeds,
-        isoscore_convention=settings.isoscore.convention,
-        isoscore_zeta=settings.isoscore.zeta,
-        isoscore_c0=settings.isoscore.target_name,
+        isoscore_convention=plan.isoscore.convention,
+        isoscore_zeta=plan.isoscore.zeta,
+        isoscore_c0=plan.isoscore.target_name,
         token_counts=counts,
-        max_tokens=settings.max_tokens,
+        max_tokens=plan.options.max_tokens,
         progress=False,
     )
 
@@ -490,27 +512,21 @@ def _activation_metrics(
     return row
 
 
-def _unfinished(settings: SweepSettings, done: set[tuple[int, str, str]]) -> list[Checkpoint]:
+def _unfinished(plan: SweepPlan, done: set[tuple[int, str, str]]) -> list[Checkpoint]:
     """The checkpoints with a (split point, tangent kind) row not in `done` ((step, layer, kind) keys), in order."""
     return [
         checkpoint
-        for checkpoint in settings.checkpoints
-        if any(
-            (checkpoint.step, str(layer), kind) not in done
-            for layer in settings.layers
-            for kind in settings.tangent_kinds
-        )
+        for checkpoint in plan.checkpoints
+        if any((checkpoint.step, str(layer), kind) not in done for layer in plan.layers for kind in plan.tangent_kinds)
     ]
 
 
-def _pipeline(
-    uses: list[Checkpoint], settings: SweepSettings, store: SweepStore, *, progress: bool
-) -> CheckpointPipeline:
+def _pipeline(uses: list[Checkpoint], plan: SweepPlan, store: SweepStore, *, progress: bool) -> CheckpointPipeline:
     """The pipeline fetching the Hub checkpoints of `uses` ahead of their turn, within the settings' disk budget.
 
     Args:
         uses: The checkpoints in the order the run loads them.
-        settings: The sweep's settings (prefetch, downloads, cache budget, Hub timeout).
+        plan: The sweep's plan (prefetch, downloads, cache budget, Hub timeout).
         store: Its results directory (which records what the Hub cache held before the sweep).
         progress: Show the downloads' progress.
 
@@ -520,7 +536,7 @@ def _pipeline(
     Raises:
         InvalidInputError: `max_cache_gb` under torchrun.
     """
-    if settings.max_cache_gb is not None and distributed.is_distributed():
+    if plan.options.max_cache_gb is not None and distributed.is_distributed():
         raise InvalidInputError(
             "max_cache_gb is not supported under torchrun: the ranks share the Hugging Face cache, and one could "
             "evict a revision another still reads. Leave max_cache_gb out, or sweep in a single process."
@@ -529,15 +545,15 @@ def _pipeline(
     before = None
     if repos and distributed.is_main_process() and not hub_access.is_offline():
         before = hub_cache.cached_before(store.hub_cache_record, hub_access.cache_location(None), repos)
-    budget = None if settings.max_cache_gb is None else round(settings.max_cache_gb * 1e9)
+    budget = None if plan.options.max_cache_gb is None else round(plan.options.max_cache_gb * 1e9)
     return CheckpointPipeline(
         uses,
-        prefetch=settings.prefetch,
-        max_concurrent_downloads=settings.max_concurrent_downloads,
+        prefetch=plan.options.prefetch,
+        max_concurrent_downloads=plan.options.max_concurrent_downloads,
         max_cache_bytes=budget,
         before=before,
         progress=progress,
-        hub_timeout=settings.hub_timeout,
+        hub_timeout=plan.options.hub_timeout,
     )
 
 
@@ -568,11 +584,242 @@ def _identity(checkpoint: Checkpoint, layer: int | str, split_point: str, kind: 
     }
 
 
-def _row_seed(seed: int, checkpoint: Checkpoint, split_point: str, kind: str) -> int:
-    """The seed of a row's draws (`draws.row_seed`), from its checkpoint's step, never its place or its source."""
-    return draws.row_seed(seed, step=checkpoint.step, split_point=split_point, kind=kind)
-
-
 def _finite_or_none(value: float) -> float | None:
     value = float(value)
     return value if np.isfinite(value) else None
+
+
+_now = time.perf_counter  # the default clock (a test replaces it)
+
+
+def estimate_line(seconds_per_round: float, remaining: int, *, per_round: int = 1, source: str = "") -> str:
+    """ "about N s per checkpoint, M min for the K checkpoints left" (the time left counts rounds of `per_round`).
+
+    Args:
+        seconds_per_round: Seconds one round of `per_round` checkpoints takes (one checkpoint, without ranks).
+        remaining: Checkpoints left.
+        per_round: Checkpoints computed at once (one per rank under ``--parallel checkpoints``).
+        source: Where the time comes from, said in parentheses after the time per checkpoint.
+
+    Returns:
+        The line.
+
+    Examples:
+        >>> estimate_line(30.0, 4)
+        'about 30 s per checkpoint, 2.0 min for the 4 checkpoints left'
+    """
+    left = math.ceil(remaining / per_round) * seconds_per_round
+    each = seconds_per_round / per_round
+    per = f"{each:.1f}" if each < 10 else f"{each:.0f}"
+    total = f"{left / 60:.1f} min" if left >= 60 or left == 0 else f"{left:.0f} s"
+    noun = "checkpoint" if remaining == 1 else "checkpoints"
+    return f"about {per} s per checkpoint{f' ({source})' if source else ''}, {total} for the {remaining} {noun} left"
+
+
+def seconds_per_checkpoint_of_rows(rows: Sequence[dict[str, Any]]) -> float | None:
+    """The mean time a checkpoint took in earlier rows: per step, the sum of its split points' ``wall_seconds``.
+
+    Args:
+        rows: Rows already written.
+
+    Returns:
+        Seconds per checkpoint, or None when no computed row has a time.
+    """
+    per_point: dict[tuple[int, str], float] = {}
+    for row in rows:
+        seconds = row.get("wall_seconds")
+        if not is_skipped(row) and isinstance(seconds, (int, float)) and math.isfinite(seconds):
+            per_point[(row["step"], str(row.get("layer")))] = float(seconds)
+    steps = {step for step, _ in per_point}
+    return sum(per_point.values()) / len(steps) if steps else None
+
+
+def opening_line(todo: int, rows: Sequence[dict[str, Any]], *, per_round: int = 1, early: int = 0) -> str:
+    """What a sweep says before its first checkpoint: how many, and the time per checkpoint if its rows tell it.
+
+    Args:
+        todo: Checkpoints to compute.
+        rows: The rows already computed (their ``wall_seconds``).
+        per_round: Checkpoints computed at once.
+        early: Early checkpoints read first to fit the reference tangent (0: none).
+
+    Returns:
+        One line of text.
+    """
+    after = f", after the reference tangent is fitted on {early} early checkpoints" if early else ""
+    seconds = seconds_per_checkpoint_of_rows(rows)
+    if seconds is None:
+        return (
+            f"{todo} checkpoint{'s' if todo != 1 else ''} to compute{after}; the time per checkpoint is "
+            "measured on the first one"
+        )
+    return (
+        estimate_line(seconds, todo, per_round=per_round, source="the wall_seconds of the rows already computed")
+        + after
+    )
+
+
+class CheckpointTimer:
+    """Measures the sweep's rounds of checkpoints and says how long the rest will take.
+
+    Args:
+        total: Checkpoints to compute.
+        per_round: Checkpoints computed at once (one per rank under ``--parallel checkpoints``).
+        clock: Seconds, as `time.perf_counter` gives them (the default; a test injects its own).
+
+    Examples:
+        >>> timer = CheckpointTimer(3, clock=iter([0.0, 5.0]).__next__)
+        >>> timer.start_round()
+        >>> timer.end_round(1)
+        'about 5.0 s per checkpoint, 10 s for the 2 checkpoints left'
+    """
+
+    def __init__(self, total: int, *, per_round: int = 1, clock: Callable[[], float] | None = None):
+        self.total = total
+        self.per_round = per_round
+        self.clock = clock or _now
+        self.done = 0
+        self.rounds: list[float] = []
+        self._started: float | None = None
+
+    def start_round(self) -> None:
+        """Mark the start of a round."""
+        self._started = self.clock()
+
+    def end_round(self, checkpoints: int) -> str | None:
+        """Mark the end of a round of `checkpoints`; the estimate of what is left after the first round, else None."""
+        if self._started is not None:
+            self.rounds.append(self.clock() - self._started)
+        self.done += checkpoints
+        remaining = self.total - self.done
+        if len(self.rounds) != 1 or remaining <= 0:
+            return None
+        return estimate_line(self.rounds[0], remaining, per_round=self.per_round)
+
+
+class SaidOnce:
+    """Collects the warnings raised about each checkpoint; `say` warns each distinct one once, naming them."""
+
+    def __init__(self) -> None:
+        self._said: dict[tuple[type[Warning], str], tuple[warnings.WarningMessage, list[str]]] = {}
+
+    @contextmanager
+    def about(self, name: str) -> Iterator[None]:
+        """Record the warnings raised inside (the filters in force decide which) as concerning `name`."""
+        caught: list[warnings.WarningMessage] = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                yield
+        finally:
+            for record in caught:
+                _, names = self._said.setdefault((record.category, str(record.message)), (record, []))
+                if name not in names:
+                    names.append(name)
+
+    def say(self) -> None:
+        """Warn each distinct warning recorded once, at its first place, with the checkpoints it concerns."""
+        said, self._said = self._said, {}
+        for (category, text), (record, names) in said.items():
+            warnings.warn_explicit(
+                f"{text} [said once for: {', '.join(names)}]", category, record.filename, record.lineno
+            )
+
+
+@dataclass
+class FitRead:
+    """A checkpoint's fit texts, read at a split point: its own tangent and its metric sample.
+
+    Attributes:
+        sample: The first `max_sample` rows, (n, d), on `device` or (kept for later) on the host.
+        ids: Their token ids, (n,).
+        locations: Their (text index, token index), (n, 2), on the host.
+        device: Where the reader gave the rows (where `on_device` puts them back).
+        tangent: The fitted explainer (its subspace taken when asked); None once kept.
+        own: The fitted subspace, once taken.
+    """
+
+    sample: Float[torch.Tensor, "n d"]
+    ids: Int[torch.Tensor, " n"]
+    locations: Int[torch.Tensor, "n 2"]
+    device: torch.device
+    tangent: TangentExplainer | None = None
+    own: Subspace | None = None
+
+    def subspace(self) -> Subspace:
+        """The checkpoint's own tangent subspace."""
+        return self.own if self.own is not None else self.tangent.subspace
+
+    def on_device(self) -> tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]:
+        """(sample, ids, locations), the first two where the reader gave them (a copy: the same values)."""
+        return self.sample.to(self.device), self.ids.to(self.device), self.locations
+
+
+class FitReader:
+    """Feeds a read's batches to a checkpoint's own tangent and keeps its first rows for the metrics.
+
+    Args:
+        tangent: The checkpoint's unfitted `TangentExplainer` at the split point.
+        streamed: Whether the method streams (`partial_fit` per batch) or fits once on the pooled rows.
+        max_sample: Rows kept for the activation metrics (`max_metric_tokens`).
+    """
+
+    def __init__(self, tangent: TangentExplainer, *, streamed: bool, max_sample: int):
+        self.tangent = tangent
+        self.streamed = streamed
+        self.max_sample = max_sample
+        self.pooled: list[torch.Tensor] = []
+        self.sample: list[torch.Tensor] = []
+        self.ids: list[torch.Tensor] = []
+        self.locations: list[torch.Tensor] = []
+        self.n_sample = 0
+        self.error: AnisotropyError | None = None  # what `kept` hands on instead of a read
+
+    def add(self, rows: Float[torch.Tensor, "n d"], ids: Int[torch.Tensor, " n"], locations: Int[torch.Tensor, "n 2"]):
+        """Add one batch of rows (n, d), their token ids (n,) and locations (n, 2)."""
+        rows = rows.float()
+        if self.n_sample < self.max_sample:
+            take = self.max_sample - self.n_sample
+            self.sample.append(rows[:take])
+            self.ids.append(ids[:take])
+            self.locations.append(locations[:take])
+            self.n_sample += self.sample[-1].shape[0]
+        if self.streamed:
+            self.tangent.partial_fit(rows)
+        else:
+            self.pooled.append(rows)
+
+    def finish(self) -> FitRead:
+        """The read: the tangent fitted (pooled methods; PCA's basis is computed when its subspace is asked for).
+
+        Raises:
+            EmptyInputError: No row was read.
+        """
+        if not self.sample:
+            raise EmptyInputError(
+                "No token activations were read: the fit texts are empty or hold only special tokens."
+            )
+        if not self.streamed:
+            self.tangent.fit(torch.cat(self.pooled))
+        sample = torch.cat(self.sample)
+        return FitRead(sample, torch.cat(self.ids), torch.cat(self.locations), sample.device, tangent=self.tangent)
+
+    def add_or_defer(self, rows: torch.Tensor, ids: torch.Tensor, locations: torch.Tensor) -> None:
+        """`add`, keeping our error (for `kept`) instead of raising it; after one, the batches are ignored."""
+        if self.error is not None:
+            return
+        try:
+            self.add(rows, ids, locations)
+        except AnisotropyError as error:
+            self.error = error
+
+    def kept(self) -> FitRead | AnisotropyError:
+        """The read for a later turn (its subspace taken, the explainer and with it the model let go, the sample on
+        the host), or the error its rows would raise there."""
+        if self.error is not None:
+            return self.error
+        try:
+            read = self.finish()
+            own = read.subspace()
+        except AnisotropyError as error:
+            return error
+        return FitRead(read.sample.cpu(), read.ids.cpu(), read.locations, read.device, own=own)

@@ -24,9 +24,9 @@ from ..commons.json_files import load_json, read_text, read_whole_lines
 from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import DirectionTokens
-from .extension import merge_configs
 from .hub_cache import BEFORE_FILE
 from .provenance import PROVENANCE_FILE, file_digest, provenance_line, recorded_digests
+from .resume import merge_configs
 from .rows_file import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
 from .token_files import (
     TOP_TOKENS_DIR,
