@@ -30,13 +30,11 @@ from ..reading.token_cache import TokenCache
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from .breakdown import FREQUENCY_EDGES, Breakdown
-from .energies import gather_sequences
 from .masking import MaskedLM
 from .objectives import Objective, make_objective
 from .result import ProbeResult
-from .shard_sums import ShardSums
 from .statistics import ProbeSums, SubspaceColumns, Tally, build_results
-from .steps import NONFINITE_ADVICE, GradientSteps
+from .steps import NONFINITE_ADVICE, GradientSteps, ShardSums, gather_sequences
 
 __all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
 
