@@ -41,7 +41,7 @@ PURE_MODULES = [
     "interpreto_anisotropy.probing.result",
     "interpreto_anisotropy.probing.statistics",
     "interpreto_anisotropy.reading.batching",
-    "interpreto_anisotropy.reading.modes",
+    "interpreto_anisotropy.reading.split_point",
     "interpreto_anisotropy.reading.positions",
     "interpreto_anisotropy.sweeps.change",
     "interpreto_anisotropy.sweeps.checkpoints",

@@ -25,8 +25,8 @@ from ..errors import (
     SplitPointError,
 )
 from ..metrics.isotropy import DEFAULT_ZETA
+from ..reading.batching import TokenCache
 from ..reading.split_point import SplitPoint, refuse_ignored_aux_loss, refuse_other_call
-from ..reading.token_cache import TokenCache
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from .breakdown import FREQUENCY_EDGES, Breakdown

@@ -5,6 +5,13 @@
 
 `SplitPoint.read` (forward only, stopping at the split point), `SplitPoint.forward_backward` (h and dL/dh, parameters
 frozen) and `TrainingCapture` (h and dL/dh of the user's own training steps) are the three reads.
+
+Every read runs the model in eval mode (`eval_mode`: a model built from a config starts in `train()` mode, dropout
+on, which would make every read random) and gives the caller's modes back afterwards.
+
+Where a module runs, for a model on one device or dispatched by accelerate: a dispatched block runs on its
+accelerate hook's `execution_device`, whatever device (meta, when offloaded) its parameters are on: the split
+point's h and dL/dh live there, and the inputs go where the input embedding runs.
 """
 
 from __future__ import annotations
@@ -20,12 +27,9 @@ from interpreto.concepts.splitters.splitting_utils import get_layer_by_idx, walk
 from jaxtyping import Bool, Float
 
 from ..errors import InvalidInputError, ObjectiveError, SplitPointError
-from .batching import TokenBatcher, autocast, special_token_ids, token_rows
+from .batching import TokenBatcher, TokenCache, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
-from .modes import eval_mode
-from .placement import execution_device, input_device, is_dispatched
 from .positions import PositionConvention, PositionScheme
-from .token_cache import TokenCache
 
 __all__ = [
     "SplitPoint",
@@ -43,9 +47,104 @@ __all__ = [
     "embedding_rows",
     "splitter_model",
     "split_point_module",
+    "eval_mode",
+    "execution_device",
+    "input_device",
+    "is_dispatched",
+    "module_device",
 ]
 
 Batch = dict[str, torch.Tensor]
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Run the body with `model` in eval mode, then restore the `training` flag of each of its modules.
+
+    Each module gets back its own flag, even when the body raises.
+
+    Yields:
+        The model, in eval mode.
+
+    Examples:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5)).train()
+        >>> with eval_mode(model):
+        ...     model.training, model[1].training
+        (False, False)
+        >>> model.training, model[1].training
+        (True, True)
+    """
+    flags = [(module, module.training) for module in model.modules()]
+    if not any(flag for _, flag in flags):
+        yield model
+        return
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, flag in flags:
+            module.training = flag
+
+
+def _hook_device(module: torch.nn.Module) -> torch.device | None:
+    """The execution device of accelerate's hook on `module` (one of a `SequentialHook`'s), or None."""
+    hook: Any = getattr(module, "_hf_hook", None)
+    for candidate in [hook, *getattr(hook, "hooks", ())]:
+        device = getattr(candidate, "execution_device", None)
+        if device is not None:
+            return torch.device(device)
+    return None
+
+
+def is_dispatched(model: torch.nn.Module) -> bool:
+    """Whether accelerate dispatched the model: a `hf_device_map`, or a hook of accelerate on one of its modules."""
+    return getattr(model, "hf_device_map", None) is not None or any(
+        hasattr(module, "_hf_hook") for module in model.modules()
+    )
+
+
+def module_device(module: torch.nn.Module) -> torch.device | None:
+    """The device of a module's first parameter or buffer not on the meta device (None: it has none)."""
+    for tensor in [*module.parameters(), *module.buffers()]:
+        if tensor.device.type != "meta":
+            return tensor.device
+    return None
+
+
+def execution_device(model: torch.nn.Module, path: str) -> torch.device:
+    """The device that runs the module at `path`, where its outputs and their gradients live.
+
+    The hook's device on the module (`path`, "" for the model), its nearest ancestor or first descendant; else its
+    own weights', else the model's first parameter's.
+
+    Examples:
+        >>> execution_device(torch.nn.Sequential(torch.nn.Linear(2, 2)), "0")
+        device(type='cpu')
+    """
+    parts = path.split(".") if path else []
+    module = model.get_submodule(path)
+    ancestors = [model.get_submodule(".".join(parts[:depth])) for depth in range(len(parts) - 1, -1, -1)]
+    for candidate in [module, *ancestors, *module.modules()]:  # `cpu_offload` hooks only the modules with weights
+        device = _hook_device(candidate)
+        if device is not None:
+            return device
+    own = module_device(module)
+    return own if own is not None else next(model.parameters()).device
+
+
+def input_device(model: torch.nn.Module) -> torch.device:
+    """Where a model's inputs go: the device that runs its input embedding (its first parameter's without one).
+
+    Examples:
+        >>> input_device(torch.nn.Sequential(torch.nn.Linear(2, 2)))
+        device(type='cpu')
+    """
+    try:
+        embedding = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        embedding = None
+    path = next((name for name, module in model.named_modules() if module is embedding), None)
+    return next(model.parameters()).device if path is None else execution_device(model, path)
 
 
 def splitter_model(splitter: Any) -> torch.nn.Module:
