@@ -321,7 +321,10 @@ class GradientProbe:
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
         tally = Tally()
-        shard_sums = ShardSums(columns, self._vocab_size(), self.device)
+        vocab_size = self.point.vocab_size or len(
+            self.splitter.tokenizer
+        )  # the embedding's rows, else the tokenizer's
+        shard_sums = ShardSums(columns, vocab_size, self.device)
         for step in self.steps(
             inputs,
             labels,
@@ -342,10 +345,6 @@ class GradientProbe:
                 )
             shard_sums.add(step)
         return shard_sums.finish(tally)
-
-    def _vocab_size(self) -> int:
-        """Rows of the model's input embedding (or the tokenizer's size when the model has none to read)."""
-        return self.point.vocab_size or len(self.splitter.tokenizer)
 
     def _reduce(self, sums: ProbeSums, sharded: bool) -> ProbeSums:
         """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""

@@ -176,7 +176,8 @@ class ProbeSums:
         None when the sums hold the tangents' per-sequence energies only (a live window's)."""
         if self.sequence_control_energy is not None or self.column_energy is not None:
             return self.sequence_control_energy
-        return _control_means(self.sequence_energy, columns)
+        means = [self.sequence_energy[:, columns.control_columns(name)].mean(1) for name in columns.tangents]
+        return torch.stack(means, dim=1)
 
 
 @dataclass
@@ -302,12 +303,6 @@ class TangentBlock:
     def n_tangents(self) -> int:
         """T, the number of tangents (energy columns)."""
         return len(self.widths)
-
-
-def _control_means(sequence_energy: torch.Tensor, columns: SubspaceColumns) -> torch.Tensor:
-    """Each sequence's mean energy over each tangent's controls, (n_seq, T), from its energy in every column."""
-    means = [sequence_energy[:, columns.control_columns(name)].mean(1) for name in columns.tangents]
-    return torch.stack(means, dim=1)
 
 
 def _seeds_of(tangents: dict[str, Subspace], seed: int | Mapping[str, int]) -> dict[str, int]:

@@ -361,28 +361,22 @@ class HiddenStateCapture:
             return None
         index = _hidden_index(output)
         if index is None:
-            raise self._no_hidden_state()
+            raise SplitPointError(
+                f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
+                "choose a transformer block or a layer norm as split point."
+            )
         hidden = output if index < 0 else output[index]
         if self.call is None:
             self.outputs.append(hidden.detach())
             return None
-        self.hidden = self._keep(hidden)
-        replaced = self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :])
-        return self._finish(replaced if self.as_leaf else None)
-
-    def _no_hidden_state(self) -> SplitPointError:
-        return SplitPointError(
-            f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
-            "choose a transformer block or a layer norm as split point."
-        )
-
-    def _finish(self, replacement: Any) -> Any:
+        self.hidden = hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
         if self.stop:
             raise StopForward
-        return replacement
-
-    def _keep(self, hidden: torch.Tensor) -> torch.Tensor:
-        return hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
+        return (
+            (self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :]))
+            if self.as_leaf
+            else None
+        )
 
 
 class SplitPoint:
@@ -653,12 +647,6 @@ def _hidden_index(output: Any) -> int | None:
     return None
 
 
-def _hidden_of(output: Any) -> torch.Tensor | None:
-    """The (batch, length, d) hidden state in a module's output (a tensor, or the first 3-dim one of a tuple)."""
-    index = _hidden_index(output)
-    return None if index is None else output if index < 0 else output[index]
-
-
 def _in_backward() -> bool:
     """Whether autograd is running a backward pass now (a checkpointed layer being recomputed)."""
     return torch._C._current_graph_task_id() != -1
@@ -826,7 +814,8 @@ class TrainingCapture:
         def hook(module: torch.nn.Module, args: Any, output: Any) -> None:
             recomputed = _in_backward()  # a checkpointed module: hooked again only if its first forward could not be
             forward = self._last if recomputed else self._current
-            hidden = _hidden_of(output)
+            index = _hidden_index(output)
+            hidden = None if index is None else output if index < 0 else output[index]
             if forward is None or hidden is None:
                 return
             if recomputed:

@@ -669,7 +669,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         _check_pooled_rows(
             pooled, self.nb_concepts, centred=self._fits_centred(), sklearn=self.concept_class is PCAConcepts
         )
-        self._fit_interpreto(pooled, **fit_kwargs)
+        mean = pooled.mean(0)  # a new Interpreto explainer of the method's class, fitted on the pooled rows
+        inner = _fitted_explainer(self, pooled - mean if self._fits_centred() else pooled, **fit_kwargs)
+        self._adopt(inner, inner.get_dictionary().detach(), mean if self.center else None)
         return self
 
     def _fits_centred(self) -> bool:
@@ -706,12 +708,6 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             self.concept_model.moments, self.concept_model._stale = None, False  # stay unfitted, not half-fitted
             raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         return self
-
-    def _fit_interpreto(self, pooled: torch.Tensor, **fit_kwargs: Any) -> None:
-        """Fit a new Interpreto explainer of the method's class on the pooled rows (n, d) and adopt its span."""
-        mean = pooled.mean(0)
-        inner = _fitted_explainer(self, pooled - mean if self._fits_centred() else pooled, **fit_kwargs)
-        self._adopt(inner, inner.get_dictionary().detach(), mean if self.center else None)
 
     def _adopt(self, explainer: ConceptAutoEncoderExplainer, dictionary: torch.Tensor, mean: Any) -> None:
         """Take the span of a fitted explainer's (k, d) dictionary, orthonormalised, as the basis; keep the explainer."""
