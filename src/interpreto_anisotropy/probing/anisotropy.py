@@ -102,7 +102,16 @@ class IsoScoreSettings:
         Returns:
             The settings.
         """
-        return cls(_convention(convention), _zeta(zeta), _target(c0))
+        try:
+            convention = IsoScoreConvention(convention)
+        except ValueError:
+            names = ", ".join(repr(member.value) for member in IsoScoreConvention)
+            raise InvalidInputError(f"isoscore_convention must be one of {names}, got {convention!r}.") from None
+        if isinstance(zeta, bool) or not isinstance(zeta, int | float) or not 0.0 <= float(zeta) <= 1.0:
+            raise InvalidInputError(
+                f"isoscore_zeta must be a number in [0, 1] (the IsoScore* shrinkage; 0 gives plain IsoScore), got {zeta!r}."
+            )
+        return cls(convention, float(zeta), _target(c0))
 
     @property
     def target_name(self) -> str:
@@ -192,22 +201,6 @@ def _shrunk_toward_identity(
     shrunk_traces = (1 - zeta) * traces + zeta * dim
     shrunk_norms = (1 - zeta) ** 2 * norms + 2 * zeta * (1 - zeta) * traces + zeta**2 * dim
     return shrunk_traces, shrunk_norms
-
-
-def _convention(value: Any) -> IsoScoreConvention:
-    try:
-        return IsoScoreConvention(value)
-    except ValueError:
-        names = ", ".join(repr(member.value) for member in IsoScoreConvention)
-        raise InvalidInputError(f"isoscore_convention must be one of {names}, got {value!r}.") from None
-
-
-def _zeta(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
-        raise InvalidInputError(
-            f"isoscore_zeta must be a number in [0, 1] (the IsoScore* shrinkage; 0 gives plain IsoScore), got {value!r}."
-        )
-    return float(value)
 
 
 def _target(value: Any) -> IsoScoreTarget | torch.Tensor:

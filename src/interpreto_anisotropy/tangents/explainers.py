@@ -336,9 +336,12 @@ def _check_splitter(splitter: Any) -> None:
 
 def _latent_dim(splitter: BaseSplitter) -> int:
     """The split point's width d: a 2-token forward (ms), else nnsight's `get_latent_shape` (~1 s), else `hidden_size`."""
-    width = _width_from_a_short_forward(splitter)
-    if width is not None:
-        return width
+    # other splitters (e.g. SplitterForClassification) define their own latent space
+    if isinstance(splitter, ModelWithSplitPoints) and isinstance(getattr(splitter, "split_point", None), str):
+        try:
+            return SplitPoint(splitter).width()
+        except SplitPointError:
+            pass
     try:
         return int(splitter.get_latent_shape()[-1])
     except Exception:  # noqa: BLE001  (nnsight's scan fails on some architectures; the config knows d)
@@ -346,15 +349,6 @@ def _latent_dim(splitter: BaseSplitter) -> int:
         if config is not None and getattr(config, "hidden_size", None):
             return int(config.hidden_size)
         raise
-
-
-def _width_from_a_short_forward(splitter: BaseSplitter) -> int | None:
-    if not isinstance(splitter, ModelWithSplitPoints) or not isinstance(getattr(splitter, "split_point", None), str):
-        return None  # other splitters (e.g. SplitterForClassification) define their own latent space
-    try:
-        return SplitPoint(splitter).width()
-    except SplitPointError:
-        return None
 
 
 def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
