@@ -1,21 +1,22 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The confidence interval of an energy share: a bootstrap-t over sequences, studentized by the jackknife (ours).
+"""The confidence interval of an energy share, and of what training added to it: a bootstrap-t over sequences,
+studentized by the jackknife (ours).
 
 With E = sum_i e_i / sum_i t_i the share, R a multinomial resample's share, se its jackknife standard error and
 t = (R - E) / se, the interval is [E - max(t_hi, |t|_c) se, E + max(-t_lo, |t|_c) se] clipped to [0, 1]: the
 smallest holding the equal-tailed and the symmetric bootstrap-t intervals. Every interval of the package comes from
 here; docs/statistics.md#the-interval-of-the-energy-share defines it and gives its measured coverage.
 
-`paired_change`: What training added: the change of a ratio of sums between two probes of the same sequences, with a paired
-bootstrap-t interval and a p-value of "no change" (ours, not the paper's; docs/statistics.md#what-training-added).
+What training added (`paired_change`): the change of a ratio of sums between two probes of the same sequences, with
+a paired bootstrap-t interval and a p-value of "no change" (ours, not the paper's; docs/statistics.md#what-training-added).
 
 Both the energy share (sum_i e_i / sum_i t_i) and the energy ratio (sum_i e_i / sum_i n_i, n_i a sequence's mean
 energy in the normal controls) are ratios of per-sequence sums. With the same probe sequences at a checkpoint (1)
 and at the reference (0), D = A1/B1 - A0/B0; a resample draws sequence indices once and applies them at both
-checkpoints (the pairing), and each resample is studentized by its own jackknife error, as `intervals` does for a
-share. The interval is the smallest holding the equal-tailed and the symmetric bootstrap-t intervals; the p-value
+checkpoints (the pairing), and each resample is studentized by its own jackknife error, as `share_intervals` does
+for a share. The interval is the smallest holding the equal-tailed and the symmetric bootstrap-t intervals; the p-value
 of "no change" is the symmetric bootstrap-t test's, (1 + #{|t*_b| >= |D / se|}) / (B + 1).
 """
 

@@ -120,10 +120,6 @@ class GradientProbe:
         call: str | int | None = None,
         token_cache: TokenCache | None = None,
     ):
-        if not isinstance(splitter, BaseSplitter):
-            raise InvalidInputError(
-                f"GradientProbe needs an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}."
-            )
         if on_nonfinite not in ("raise", "skip"):
             raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
         check_bool("include_special", include_special)
@@ -277,7 +273,11 @@ class GradientProbe:
         named = self._check_split_points(_as_named_subspaces(subspaces))
         iso = {"convention": isoscore_convention, "zeta": isoscore_zeta, "c0": isoscore_c0}
         columns, iso = _checked_columns(named, self.device, confidence, n_controls, n_random, seed, draw_seeds, iso)
-        sums, breakdown = self._every_rank_sums(inputs, labels, named, columns, max_tokens, progress)
+        sharded = distributed.is_distributed() if self.distributed is None else self.distributed
+        sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
+        sums = self._reduce(sums, sharded)  # every rank's sums (this process's alone when not sharded)
+        if sharded:
+            breakdown.reduce(distributed.all_reduce_sum)
         built = build_results(
             sums, columns, seed, n_bootstrap, confidence, objective=self.objective, split_point=self.splitter.split_point,
             isoscore=iso,
@@ -287,23 +287,6 @@ class GradientProbe:
             for index, (name, result) in enumerate(built.items())
         }
         return results if isinstance(subspaces, Mapping) else next(iter(results.values()))
-
-    def _every_rank_sums(
-        self,
-        inputs: Any,
-        labels: Any,
-        named: dict[str, Subspace],
-        columns: SubspaceColumns,
-        max_tokens: int | None,
-        progress: bool | None,
-    ) -> tuple[ProbeSums, Breakdown]:
-        """The sums and breakdown of every shard of the pass (this process's alone when not sharded)."""
-        sharded = distributed.is_distributed() if self.distributed is None else self.distributed
-        sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
-        sums = self._reduce(sums, sharded)
-        if sharded:
-            breakdown.reduce(distributed.all_reduce_sum)
-        return sums, breakdown
 
     def _accumulate(
         self,

@@ -4,9 +4,8 @@
 """Token batches shared by the gradient probe and the activation reader: tokenised lazily, right-aligned, trimmed,
 too-short sequences dropped and counted; and the one token policy (`token_rows`).
 
-`TokenCache`: Token ids kept across reads by the same tokenizer: a sweep tokenises its texts once, not at every checkpoint.
-
-A tokenizer is recognised by `tokenizer_key` (a slow tokenizer only as the same object); another one empties it.
+`TokenCache` keeps token ids across reads by the same tokenizer: a sweep tokenises its texts once, not at every
+checkpoint. A tokenizer is recognised by `tokenizer_key` (a slow tokenizer only as the same object); another one empties it.
 
 Examples:
     >>> cache = TokenCache()  # doctest: +SKIP
