@@ -277,7 +277,12 @@ def paired_change(
         (0.3947, True)
     """
     a0, a1, b0, b1 = (np.asarray(value, dtype=np.float64) for value in (*numerators, *denominators))
-    _check_paired(a0, a1, b0, b1, n_resamples, confidence)
+    _check_resampling(n_resamples, confidence)
+    if a0.ndim != 2 or a0.shape[0] == 0 or any(value.shape != a0.shape for value in (a1, b0, b1)):
+        raise InvalidInputError(
+            "The numerators and denominators at both probes must be (n_seq, S) arrays of the same n_seq > 0 paired "
+            f"sequences, got shapes {[value.shape for value in (a0, a1, b0, b1)]}."
+        )
     n = a0.shape[0]
     ones = np.ones((1, n))
     change, error = (value[0] for value in _change_and_error(ones, a0, a1, b0, b1))
@@ -293,17 +298,6 @@ def paired_change(
     below, above = _multipliers(studentized, confidence)
     low, high = change - _paired_reach(below, error), change + _paired_reach(above, error)
     return PairedChange(change, low, high, _p_value(studentized, change, error), n)
-
-
-def _check_paired(
-    a0: np.ndarray, a1: np.ndarray, b0: np.ndarray, b1: np.ndarray, n_resamples: int, confidence: float
-) -> None:
-    _check_resampling(n_resamples, confidence)
-    if a0.ndim != 2 or a0.shape[0] == 0 or any(value.shape != a0.shape for value in (a1, b0, b1)):
-        raise InvalidInputError(
-            "The numerators and denominators at both probes must be (n_seq, S) arrays of the same n_seq > 0 paired "
-            f"sequences, got shapes {[value.shape for value in (a0, a1, b0, b1)]}."
-        )
 
 
 def _change_and_error(

@@ -218,7 +218,15 @@ class SubspaceColumns:
     ) -> SubspaceColumns:
         """Draw R = `n_controls` normal controls per tangent and R' = `n_random` random subspaces per rank (one
         `seed` for both draws, each its own stream) or per tangent (`seed` = {tangent name: seed})."""
-        seeds = _seeds_of(tangents, seed)
+        if isinstance(seed, Mapping):
+            missing = [name for name in tangents if name not in seed]
+            if missing:
+                raise InvalidInputError(f"The draw seeds name no seed for tangent(s) {missing}: give one for each.")
+        seeds = (
+            {name: int(seed[name]) for name in tangents}
+            if isinstance(seed, Mapping)
+            else dict.fromkeys(tangents, seed)
+        )
         controls = {
             name: normal_control_bases(tangent, n_controls, seed=seeds[name]) for name, tangent in tangents.items()
         }
@@ -303,16 +311,6 @@ class TangentBlock:
     def n_tangents(self) -> int:
         """T, the number of tangents (energy columns)."""
         return len(self.widths)
-
-
-def _seeds_of(tangents: dict[str, Subspace], seed: int | Mapping[str, int]) -> dict[str, int]:
-    """{tangent name: the seed of its draws}, from one seed or a mapping that covers every tangent."""
-    if isinstance(seed, Mapping):
-        missing = [name for name in tangents if name not in seed]
-        if missing:
-            raise InvalidInputError(f"The draw seeds name no seed for tangent(s) {missing}: give one for each.")
-        return {name: int(seed[name]) for name in tangents}
-    return dict.fromkeys(tangents, seed)
 
 
 def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], tuple[int, ...]]:

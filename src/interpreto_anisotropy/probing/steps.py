@@ -40,7 +40,6 @@ __all__ = [
     "Step",
     "batch_energies",
     "gather_sequences",
-    "sequences_with_rows",
 ]
 
 #: What to try when a batch gives NaN or infinity.
@@ -260,22 +259,6 @@ class BatchEnergies:
     token_total: Float[torch.Tensor, " n"]
 
 
-def sequences_with_rows(
-    energies: list[torch.Tensor],
-    totals: list[torch.Tensor],
-    has_rows: list[torch.Tensor],
-    ids: list[torch.Tensor],
-    n_subspaces: int,
-    device: torch.device,
-) -> tuple[Float[torch.Tensor, "n S"], Float[torch.Tensor, " n"], Int[torch.Tensor, " n"]]:
-    """Per-sequence energies (n_seq, S), totals (n_seq,) and ids (n_seq,) of the sequences with probed tokens."""
-    if not energies:
-        empty = torch.zeros(0, dtype=torch.float64, device=device)
-        return empty.view(0, 1).expand(0, n_subspaces), empty, torch.zeros(0, dtype=torch.long)
-    keep = torch.cat(has_rows)
-    return torch.cat(energies)[keep], torch.cat(totals)[keep], torch.cat(ids)[keep.cpu()]
-
-
 def gather_sequences(
     ids: torch.Tensor, energy: torch.Tensor, total: torch.Tensor, device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -337,15 +320,12 @@ class ShardSums:
 
     def finish(self, tally: Tally) -> tuple[ProbeSums, Breakdown]:
         """This shard's `ProbeSums` (its sequences with probed rows only, with the pass's `tally`) and breakdown."""
-        sequence_energy, sequence_total, sequence_id = sequences_with_rows(
-            self.per_sequence_energy,
-            self.per_sequence_total,
-            self.per_sequence_has_rows,
-            self.per_sequence_id,
-            self.columns.n_columns,
-            self.device,
-        )
-        sums = ProbeSums(
-            sequence_energy, sequence_total, sequence_id, self.moments, self.loss_sum, self.loss_count, tally
-        )
+        if self.per_sequence_energy:
+            keep = torch.cat(self.per_sequence_has_rows)
+            energy, total = torch.cat(self.per_sequence_energy)[keep], torch.cat(self.per_sequence_total)[keep]
+            ids = torch.cat(self.per_sequence_id)[keep.cpu()]
+        else:
+            total = torch.zeros(0, dtype=torch.float64, device=self.device)
+            energy, ids = total.view(0, 1).expand(0, self.columns.n_columns), torch.zeros(0, dtype=torch.long)
+        sums = ProbeSums(energy, total, ids, self.moments, self.loss_sum, self.loss_count, tally)
         return sums, self.breakdown

@@ -51,7 +51,6 @@ __all__ = [
     "execution_device",
     "input_device",
     "is_dispatched",
-    "module_device",
 ]
 
 Batch = dict[str, torch.Tensor]
@@ -86,29 +85,11 @@ def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
             module.training = flag
 
 
-def _hook_device(module: torch.nn.Module) -> torch.device | None:
-    """The execution device of accelerate's hook on `module` (one of a `SequentialHook`'s), or None."""
-    hook: Any = getattr(module, "_hf_hook", None)
-    for candidate in [hook, *getattr(hook, "hooks", ())]:
-        device = getattr(candidate, "execution_device", None)
-        if device is not None:
-            return torch.device(device)
-    return None
-
-
 def is_dispatched(model: torch.nn.Module) -> bool:
     """Whether accelerate dispatched the model: a `hf_device_map`, or a hook of accelerate on one of its modules."""
     return getattr(model, "hf_device_map", None) is not None or any(
         hasattr(module, "_hf_hook") for module in model.modules()
     )
-
-
-def module_device(module: torch.nn.Module) -> torch.device | None:
-    """The device of a module's first parameter or buffer not on the meta device (None: it has none)."""
-    for tensor in [*module.parameters(), *module.buffers()]:
-        if tensor.device.type != "meta":
-            return tensor.device
-    return None
 
 
 def execution_device(model: torch.nn.Module, path: str) -> torch.device:
@@ -125,10 +106,13 @@ def execution_device(model: torch.nn.Module, path: str) -> torch.device:
     module = model.get_submodule(path)
     ancestors = [model.get_submodule(".".join(parts[:depth])) for depth in range(len(parts) - 1, -1, -1)]
     for candidate in [module, *ancestors, *module.modules()]:  # `cpu_offload` hooks only the modules with weights
-        device = _hook_device(candidate)
-        if device is not None:
-            return device
-    own = module_device(module)
+        hook: Any = getattr(candidate, "_hf_hook", None)
+        for inner in [hook, *getattr(hook, "hooks", ())]:  # accelerate's hook, or one of a `SequentialHook`'s
+            device = getattr(inner, "execution_device", None)
+            if device is not None:
+                return torch.device(device)
+    weights = [*module.parameters(), *module.buffers()]  # else its own weights' device, else the model's
+    own = next((tensor.device for tensor in weights if tensor.device.type != "meta"), None)
     return own if own is not None else next(model.parameters()).device
 
 
