@@ -5,7 +5,7 @@
 
 `sweeps.change` compares a row with its curve's first row over the same probe sequences: the change of the
 energy share (sum e / sum t) and of the energy ratio (sum e / sum n, n a sequence's mean energy in the normal
-controls), a paired bootstrap-t interval and a p-value of "no change" (`probing.change.paired_change`). This
+controls), a paired bootstrap-t interval and a p-value of "no change" (`probing.intervals.paired_change`). This
 measures both on known processes of paired sequences.
 
 Each synthetic sequence is L tokens of d = 16 gradient coordinates, AR(1) along the sequence (rho = 0.7), times a
@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 import scipy.signal  # noqa: E402
 import torch  # noqa: E402
 
-from interpreto_anisotropy.probing.change import paired_change  # noqa: E402
+from interpreto_anisotropy.probing.intervals import paired_change  # noqa: E402
 from interpreto_anisotropy.sweeps.change import CHANGE_RESAMPLES  # noqa: E402
 
 DIM, RANK, RHO, PAIRING, N_CONTROLS, LENGTHS = 16, 4, 0.7, 0.6, 5, (8, 32)

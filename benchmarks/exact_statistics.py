@@ -23,7 +23,7 @@ import torch
 def case(dim: int, rank: int, tokens: int, count: int) -> dict:
     from interpreto_anisotropy.commons.accumulators import MomentAccumulator
     from interpreto_anisotropy.probing.anisotropy import IsoScoreSettings
-    from interpreto_anisotropy.probing.random_subspaces import RandomSubspaces
+    from interpreto_anisotropy.probing.statistics import RandomSubspaces
 
     torch.set_num_threads(1)
     generator = torch.Generator().manual_seed(0)

@@ -10,7 +10,7 @@ run, interleaved repeat by repeat, on one thread:
 * old: the former defaults, R = 20 controls and R' = 20 random subspaces, every row projected on every basis;
 * new: R = 20 and the default R' for a family of 16 rows (`sweeps.draws.default_n_random`: 320), a seed per
   tangent, the random block read from the scatter (its width R' k > d);
-* (the random subspaces are no longer projected row by row at any R': `probing/random_subspaces.py`).
+* (the random subspaces are no longer projected row by row at any R': `probing/statistics.py`).
 
 Ratios are new / old, medians of the repeats. Usage:
     python benchmarks/probe_draws.py [--dims 64 256] [--rank 16] [--batches 4 --batch 8 --length 128]

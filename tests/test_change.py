@@ -20,7 +20,7 @@ import scipy.stats
 import torch
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.probing.change import paired_change
+from interpreto_anisotropy.probing.intervals import paired_change
 from interpreto_anisotropy.sweeps.change import CHANGE_FIELDS, change_fields
 from interpreto_anisotropy.sweeps.verdict import sweep_verdict, verdict_text
 

@@ -210,7 +210,7 @@ def test_the_execution_device_is_the_hooks_not_the_first_parameters():
 
     from accelerate.hooks import SequentialHook
 
-    from interpreto_anisotropy.reading.placement import execution_device, input_device, is_dispatched
+    from interpreto_anisotropy.reading.split_point import execution_device, input_device, is_dispatched
 
     model = torch.nn.Sequential(torch.nn.Embedding(4, 2), torch.nn.Sequential(torch.nn.Linear(2, 2)))
     model.get_input_embeddings = lambda: model[0]

@@ -19,7 +19,7 @@ from transformers import GPTNeoXForCausalLM
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.demo import build_model
-from interpreto_anisotropy.reading.modes import eval_mode
+from interpreto_anisotropy.reading.split_point import eval_mode
 
 DROPOUT = 0.5
 K = 4

@@ -18,7 +18,7 @@ import torch
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.commons.accumulators import MomentAccumulator
 from interpreto_anisotropy.probing.anisotropy import IsoScoreSettings
-from interpreto_anisotropy.probing.random_subspaces import RandomSubspaces
+from interpreto_anisotropy.probing.statistics import RandomSubspaces
 from interpreto_anisotropy.tangents import controls
 
 ARCHITECTURES = ["gpt_neox_mwsp", "llama_mwsp", "eurobert_mwsp"]

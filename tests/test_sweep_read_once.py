@@ -17,8 +17,7 @@ from test_sweep import SETTINGS
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.demo import train_tokenizer
 from interpreto_anisotropy.errors import NonFiniteError
-from interpreto_anisotropy.reading.batching import TokenBatcher
-from interpreto_anisotropy.reading.token_cache import TokenCache, tokenizer_key
+from interpreto_anisotropy.reading.batching import TokenBatcher, TokenCache, tokenizer_key
 from interpreto_anisotropy.sweeps import checkpoints as checkpoint_tools
 from interpreto_anisotropy.sweeps.change import CHANGE_FIELDS
 from interpreto_anisotropy.sweeps.runner import CheckpointSweep, FitReader

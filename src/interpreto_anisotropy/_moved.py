@@ -23,6 +23,7 @@ MOVED: dict[str, str] = {
     "sweeps.fit_read": "sweeps.runner",
     "sweeps.said_once": "sweeps.runner",
     "sweeps.weight_check": "sweeps.checkpoints",
+    "probing.finding": "probing.result",
 }
 
 

@@ -137,12 +137,12 @@ def post_hoc(
 
 def _field_rtol(name: str, result: ia.ProbeResult, tolerance: float) -> float:
     if name == "control_energy_shares":
-        # The controls' shares rest on float32 products (probing/energies.py), so the two paths' shares of a control
+        # The controls' shares rest on float32 products (probing/steps.py), so the two paths' shares of a control
         # can be about 1e-6 apart relatively (ALBERT's shared layer under transformers 4.57: 1.2e-6): the
         # conformance matrix's ENERGY_RTOL for them.
         return max(tolerance, 1e-5)
     if name == "random_energy_shares":
-        # The random subspaces' energies are tr(Q^T S2 Q) of the float32 moment sums S2 (probing/random_subspaces.py):
+        # The random subspaces' energies are tr(Q^T S2 Q) of the float32 moment sums S2 (probing/statistics.py):
         # a signed sum over the d^2 entries of S2, each rounded in float32 and grouped differently by the live window
         # and the post-hoc batches, so they are known to rounding_rtol(float32, n=d^2) = eps32 * d relatively
         # (tests/helpers/tolerances.py): 3.8e-6 at d = 32, where 1.4e-7 was measured (benchmarks/margins/report.md).

@@ -21,8 +21,8 @@ from jaxtyping import Bool, Float
 
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
-from ..probing.energies import batch_energies
 from ..probing.statistics import ProbeSums, SubspaceColumns, Tally, TangentBlock
+from ..probing.steps import batch_energies
 
 __all__ = [
     "WindowSums",

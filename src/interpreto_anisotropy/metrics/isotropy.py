@@ -250,7 +250,12 @@ def isoscore_star_from_covariance(
     """
     matrix = _as_covariance(cov)
     _check_sample_size(n)
-    shrinkage = _resolve_zeta(zeta, matrix, n)
+    if isinstance(zeta, str) and zeta.lower() == "oas":
+        shrinkage = _oas_of_symmetric(matrix.detach(), n)
+    elif isinstance(zeta, bool | str) or not isinstance(zeta, int | float) or not 0.0 <= float(zeta) <= 1.0:
+        raise InvalidInputError(f'zeta must be a float in [0, 1] or "oas", got {zeta!r}.')
+    else:
+        shrinkage = float(zeta)
     if C0 is None:
         trace = torch.diagonal(matrix).sum()
         return isoscore_star_from_trace_and_norm(trace, (matrix * matrix).sum(), matrix.shape[0], zeta=shrinkage)
@@ -294,14 +299,6 @@ def isoscore_star_from_trace_and_norm(
         raise InvalidInputError(f"dim must be >= 1, got {dim}.")
     shrunk = (1 - zeta) ** 2 * frobenius_squared + (2 * zeta * (1 - zeta) + zeta**2) * trace**2 / dim
     return _isoscore_of_trace_and_norm(trace, shrunk, dim)
-
-
-def _resolve_zeta(zeta: float | str, matrix: Float[torch.Tensor, "d d"], n: int) -> float | torch.Tensor:
-    if isinstance(zeta, str) and zeta.lower() == "oas":
-        return _oas_of_symmetric(matrix.detach(), n)
-    if isinstance(zeta, bool | str) or not isinstance(zeta, int | float) or not 0.0 <= float(zeta) <= 1.0:
-        raise InvalidInputError(f'zeta must be a float in [0, 1] or "oas", got {zeta!r}.')
-    return float(zeta)
 
 
 def isoscore_star(

@@ -102,7 +102,16 @@ class IsoScoreSettings:
         Returns:
             The settings.
         """
-        return cls(_convention(convention), _zeta(zeta), _target(c0))
+        try:
+            convention = IsoScoreConvention(convention)
+        except ValueError:
+            names = ", ".join(repr(member.value) for member in IsoScoreConvention)
+            raise InvalidInputError(f"isoscore_convention must be one of {names}, got {convention!r}.") from None
+        if isinstance(zeta, bool) or not isinstance(zeta, int | float) or not 0.0 <= float(zeta) <= 1.0:
+            raise InvalidInputError(
+                f"isoscore_zeta must be a number in [0, 1] (the IsoScore* shrinkage; 0 gives plain IsoScore), got {zeta!r}."
+            )
+        return cls(convention, float(zeta), _target(c0))
 
     @property
     def target_name(self) -> str:
@@ -157,7 +166,11 @@ class IsoScoreSettings:
         target = self._data_target(covariance)
         if target is None:  # the identity of the scored space: c I_dim
             traces, norms = _projected_trace_and_norm(covariance, bases, products)
-            traces, norms = _shrunk_toward_identity(traces, norms, dim, self.zeta)
+            zeta = self.zeta  # (1 - zeta) C + zeta I_dim, from the trace and squared norm of C
+            traces, norms = (
+                (1 - zeta) * traces + zeta * dim,
+                (1 - zeta) ** 2 * norms + 2 * zeta * (1 - zeta) * traces + zeta**2 * dim,
+            )
         else:  # a covariance of the same gradients, projected like them
             mixture = (1 - self.zeta) * covariance + self.zeta * target
             target_products = products if self.target is IsoScoreTarget.POOLED else target @ bases
@@ -183,31 +196,6 @@ def _projected_trace_and_norm(
     traces = torch.trace(matrix) - torch.diagonal(inner, dim1=-2, dim2=-1).sum(-1)
     norms = matrix.square().sum() - 2 * a_q.square().sum((-2, -1)) + inner.square().sum((-2, -1))
     return traces, norms
-
-
-def _shrunk_toward_identity(
-    traces: torch.Tensor, norms: torch.Tensor, dim: int, zeta: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Trace and squared Frobenius norm of (1 - zeta) C + zeta I_dim from those of C."""
-    shrunk_traces = (1 - zeta) * traces + zeta * dim
-    shrunk_norms = (1 - zeta) ** 2 * norms + 2 * zeta * (1 - zeta) * traces + zeta**2 * dim
-    return shrunk_traces, shrunk_norms
-
-
-def _convention(value: Any) -> IsoScoreConvention:
-    try:
-        return IsoScoreConvention(value)
-    except ValueError:
-        names = ", ".join(repr(member.value) for member in IsoScoreConvention)
-        raise InvalidInputError(f"isoscore_convention must be one of {names}, got {value!r}.") from None
-
-
-def _zeta(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
-        raise InvalidInputError(
-            f"isoscore_zeta must be a number in [0, 1] (the IsoScore* shrinkage; 0 gives plain IsoScore), got {value!r}."
-        )
-    return float(value)
 
 
 def _target(value: Any) -> IsoScoreTarget | torch.Tensor:

@@ -49,7 +49,9 @@ def frequency_bucket_of_ids(
 
     Raises `InvalidInputError` for edges not increasing in (0, 1), or counts negative or all zero.
     """
-    edges = _checked_edges(edges)
+    edges = tuple(float(edge) for edge in edges)
+    if not all(0 < edge < 1 for edge in edges) or list(edges) != sorted(set(edges)):
+        raise InvalidInputError(f"Frequency edges must be increasing shares in (0, 1), got {edges}.")
     counts = torch.as_tensor(counts).double().reshape(-1)
     if bool((counts < 0).any()) or float(counts.sum()) <= 0:
         raise InvalidInputError("Token counts must be non-negative with at least one occurrence.")
@@ -91,13 +93,6 @@ def position_labels(edges: Sequence[int] = POSITION_EDGES) -> list[str]:
         str(low) if high - low == 1 else f"{low}-{high - 1}" for low, high in zip(bounds, bounds[1:], strict=False)
     ]
     return [*labels, f"{bounds[-1]}+"]
-
-
-def _checked_edges(edges: Sequence[float]) -> tuple[float, ...]:
-    edges = tuple(float(edge) for edge in edges)
-    if not all(0 < edge < 1 for edge in edges) or list(edges) != sorted(set(edges)):
-        raise InvalidInputError(f"Frequency edges must be increasing shares in (0, 1), got {edges}.")
-    return edges
 
 
 @dataclass

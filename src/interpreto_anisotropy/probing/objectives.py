@@ -468,14 +468,6 @@ def objective_from_config(config: Any) -> ObjectiveName | None:
     return None
 
 
-def _is_headless(model: torch.nn.Module) -> bool:
-    """Whether `model` is its family's base model (e.g. `BertModel`), which returns hidden states and no logits."""
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-
-    base = MODEL_MAPPING_NAMES.get(getattr(getattr(model, "config", None), "model_type", None))
-    return type(model).__name__ in (base if isinstance(base, tuple) else (base,))
-
-
 def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
     """The built-in objective a model was trained with (`"auto"`): from its head class, else `objective_from_config`.
 
@@ -491,7 +483,10 @@ def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
     for suffixes, objective in _HEADS:
         if name.endswith(suffixes):
             return objective
-    if _is_headless(model):
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    base = MODEL_MAPPING_NAMES.get(getattr(getattr(model, "config", None), "model_type", None))
+    if name in (base if isinstance(base, tuple) else (base,)):  # its family's base model (e.g. BertModel): no head
         raise ObjectiveError(
             f"{name} has no output head (it returns hidden states, no logits), so no built-in objective applies: "
             "load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM, ...) or pass a callable "

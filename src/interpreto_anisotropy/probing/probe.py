@@ -25,18 +25,16 @@ from ..errors import (
     SplitPointError,
 )
 from ..metrics.isotropy import DEFAULT_ZETA
+from ..reading.batching import TokenCache
 from ..reading.split_point import SplitPoint, refuse_ignored_aux_loss, refuse_other_call
-from ..reading.token_cache import TokenCache
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreConvention, IsoScoreSettings, IsoScoreTarget
 from .breakdown import FREQUENCY_EDGES, Breakdown
-from .energies import gather_sequences
 from .masking import MaskedLM
 from .objectives import Objective, make_objective
 from .result import ProbeResult
-from .shard_sums import ShardSums
 from .statistics import ProbeSums, SubspaceColumns, Tally, build_results
-from .steps import NONFINITE_ADVICE, GradientSteps
+from .steps import NONFINITE_ADVICE, GradientSteps, ShardSums, gather_sequences
 
 __all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
 
@@ -122,10 +120,6 @@ class GradientProbe:
         call: str | int | None = None,
         token_cache: TokenCache | None = None,
     ):
-        if not isinstance(splitter, BaseSplitter):
-            raise InvalidInputError(
-                f"GradientProbe needs an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}."
-            )
         if on_nonfinite not in ("raise", "skip"):
             raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
         check_bool("include_special", include_special)
@@ -279,7 +273,11 @@ class GradientProbe:
         named = self._check_split_points(_as_named_subspaces(subspaces))
         iso = {"convention": isoscore_convention, "zeta": isoscore_zeta, "c0": isoscore_c0}
         columns, iso = _checked_columns(named, self.device, confidence, n_controls, n_random, seed, draw_seeds, iso)
-        sums, breakdown = self._every_rank_sums(inputs, labels, named, columns, max_tokens, progress)
+        sharded = distributed.is_distributed() if self.distributed is None else self.distributed
+        sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
+        sums = self._reduce(sums, sharded)  # every rank's sums (this process's alone when not sharded)
+        if sharded:
+            breakdown.reduce(distributed.all_reduce_sum)
         built = build_results(
             sums, columns, seed, n_bootstrap, confidence, objective=self.objective, split_point=self.splitter.split_point,
             isoscore=iso,
@@ -289,23 +287,6 @@ class GradientProbe:
             for index, (name, result) in enumerate(built.items())
         }
         return results if isinstance(subspaces, Mapping) else next(iter(results.values()))
-
-    def _every_rank_sums(
-        self,
-        inputs: Any,
-        labels: Any,
-        named: dict[str, Subspace],
-        columns: SubspaceColumns,
-        max_tokens: int | None,
-        progress: bool | None,
-    ) -> tuple[ProbeSums, Breakdown]:
-        """The sums and breakdown of every shard of the pass (this process's alone when not sharded)."""
-        sharded = distributed.is_distributed() if self.distributed is None else self.distributed
-        sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
-        sums = self._reduce(sums, sharded)
-        if sharded:
-            breakdown.reduce(distributed.all_reduce_sum)
-        return sums, breakdown
 
     def _accumulate(
         self,
@@ -323,7 +304,10 @@ class GradientProbe:
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
         tally = Tally()
-        shard_sums = ShardSums(columns, self._vocab_size(), self.device)
+        vocab_size = self.point.vocab_size or len(
+            self.splitter.tokenizer
+        )  # the embedding's rows, else the tokenizer's
+        shard_sums = ShardSums(columns, vocab_size, self.device)
         for step in self.steps(
             inputs,
             labels,
@@ -344,10 +328,6 @@ class GradientProbe:
                 )
             shard_sums.add(step)
         return shard_sums.finish(tally)
-
-    def _vocab_size(self) -> int:
-        """Rows of the model's input embedding (or the tokenizer's size when the model has none to read)."""
-        return self.point.vocab_size or len(self.splitter.tokenizer)
 
     def _reduce(self, sums: ProbeSums, sharded: bool) -> ProbeSums:
         """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""

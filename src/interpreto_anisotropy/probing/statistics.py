@@ -6,12 +6,20 @@
 `GradientProbe.run` draws the subspaces it scores (`SubspaceColumns`), accumulates `ProbeSums` batch by batch,
 reduces them across ranks and hands them to `build_results`; `sums_from_gradients` makes the same sums from
 gradients in hand, so the statistics can be checked without a model (docs/architecture.md: the data flow).
+
+`RandomSubspaces`: the exact p-values' R' random k-subspaces, scored from the gradient moments a chunk at a time.
+
+Their energies are only ever needed summed over every token, ||G Q||_F^2 = tr(Q^T G^T G Q), and their ΔIsoScore*
+from the covariance Sigma, Sigma Q and Q^T Sigma Q (`IsoScoreSettings.score_without`). With G^T G = a Sigma + n mu mu^T
+(a = n or n - 1, as the covariance divides), one product Sigma Q per subspace gives both:
+tr(Q^T G^T G Q) = a tr(Q^T Sigma Q) + n ||Q^T mu||^2. The subspaces are drawn, scored and dropped chunk by chunk
+(`controls.random_subspace_chunks`): time linear in R', memory one chunk whatever R' (docs/statistics.md#the-scatter-path).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,16 +34,83 @@ from ..tangents.controls import (
     chance_std,
     normal_control_bases,
     p_value,
+    random_chunk_sizes,
+    random_subspace_chunks,
     warn_if_anti_conservative,
 )
 from ..tangents.subspace import Subspace
 from .anisotropy import IsoScoreSettings
 from .intervals import share_intervals
 from .objectives import Objective
-from .random_subspaces import RandomSubspaces
 from .result import ProbeResult
 
-__all__ = ["ProbeSums", "Tally", "SubspaceColumns", "TangentBlock", "build_results", "sums_from_gradients"]
+__all__ = [
+    "ProbeSums",
+    "RandomSubspaces",
+    "Tally",
+    "SubspaceColumns",
+    "TangentBlock",
+    "build_results",
+    "sums_from_gradients",
+]
+
+
+@dataclass(frozen=True)
+class RandomSubspaces:
+    """R' = `count` uniformly random k-subspaces of R^d drawn from `seed` (`ia.controls.random_subspace_bases`'s),
+    never all in memory.
+
+    Attributes:
+        dim: d.
+        rank: k.
+        count: R'.
+        seed: The seed of their stream.
+
+    Examples:
+        >>> randoms = RandomSubspaces(64, 8, 20, seed=0)
+        >>> torch.equal(randoms.bases(), ia.controls.random_subspace_bases(64, 8, 20, seed=0, dtype=torch.float64))
+        True
+    """
+
+    dim: int
+    rank: int
+    count: int
+    seed: int
+
+    def __post_init__(self) -> None:
+        random_chunk_sizes(self.dim, self.rank, self.count)  # refuses a bad count or rank now, not at the end
+
+    def chunks(self, device: torch.device | str = "cpu") -> Iterator[Float[torch.Tensor, "c d k"]]:
+        """Their float64 bases (c, d, k), a chunk at a time on `device`."""
+        return random_subspace_chunks(self.dim, self.rank, self.count, seed=self.seed, device=device)
+
+    def bases(self, device: torch.device | str = "cpu") -> Float[torch.Tensor, "R d k"]:
+        """Every float64 basis at once, (R', d, k) (checks and small R')."""
+        return torch.cat(list(self.chunks(device)))
+
+    def scores(
+        self, moments: MomentAccumulator, covariance: Float[torch.Tensor, "d d"], isoscore: IsoScoreSettings
+    ) -> tuple[Float[np.ndarray, " R"], Float[np.ndarray, " R"]]:
+        """Each subspace's energy tr(Q^T G^T G Q) in the rows of `moments`, and IsoScore* of the cloud without it.
+
+        Args:
+            moments: The probed gradient rows' moments.
+            covariance: Their covariance as `isoscore.covariance(moments)` gives it, float64 (d, d).
+            isoscore: The IsoScore* settings.
+
+        Returns:
+            (energies (R',), IsoScore* without each subspace (R',)), float64, read back once.
+        """
+        count = moments.count
+        scale = count - 1 if isoscore.unbiased(count) else count
+        mean = moments.mean.to(covariance)
+        energies, without = [], []
+        for bases in self.chunks(covariance.device):
+            products = covariance @ bases  # Sigma Q: the one d^2 k product of each subspace
+            inside = (bases * products).sum((-2, -1))
+            energies.append(scale * inside + count * (mean @ bases).square().sum(-1))
+            without.append(isoscore.scores_without(covariance, bases, products))
+        return torch.cat(energies).cpu().numpy(), torch.cat(without).cpu().numpy()
 
 
 @dataclass
@@ -101,7 +176,8 @@ class ProbeSums:
         None when the sums hold the tangents' per-sequence energies only (a live window's)."""
         if self.sequence_control_energy is not None or self.column_energy is not None:
             return self.sequence_control_energy
-        return _control_means(self.sequence_energy, columns)
+        means = [self.sequence_energy[:, columns.control_columns(name)].mean(1) for name in columns.tangents]
+        return torch.stack(means, dim=1)
 
 
 @dataclass
@@ -142,7 +218,15 @@ class SubspaceColumns:
     ) -> SubspaceColumns:
         """Draw R = `n_controls` normal controls per tangent and R' = `n_random` random subspaces per rank (one
         `seed` for both draws, each its own stream) or per tangent (`seed` = {tangent name: seed})."""
-        seeds = _seeds_of(tangents, seed)
+        if isinstance(seed, Mapping):
+            missing = [name for name in tangents if name not in seed]
+            if missing:
+                raise InvalidInputError(f"The draw seeds name no seed for tangent(s) {missing}: give one for each.")
+        seeds = (
+            {name: int(seed[name]) for name in tangents}
+            if isinstance(seed, Mapping)
+            else dict.fromkeys(tangents, seed)
+        )
         controls = {
             name: normal_control_bases(tangent, n_controls, seed=seeds[name]) for name, tangent in tangents.items()
         }
@@ -227,22 +311,6 @@ class TangentBlock:
     def n_tangents(self) -> int:
         """T, the number of tangents (energy columns)."""
         return len(self.widths)
-
-
-def _control_means(sequence_energy: torch.Tensor, columns: SubspaceColumns) -> torch.Tensor:
-    """Each sequence's mean energy over each tangent's controls, (n_seq, T), from its energy in every column."""
-    means = [sequence_energy[:, columns.control_columns(name)].mean(1) for name in columns.tangents]
-    return torch.stack(means, dim=1)
-
-
-def _seeds_of(tangents: dict[str, Subspace], seed: int | Mapping[str, int]) -> dict[str, int]:
-    """{tangent name: the seed of its draws}, from one seed or a mapping that covers every tangent."""
-    if isinstance(seed, Mapping):
-        missing = [name for name in tangents if name not in seed]
-        if missing:
-            raise InvalidInputError(f"The draw seeds name no seed for tangent(s) {missing}: give one for each.")
-        return {name: int(seed[name]) for name in tangents}
-    return dict.fromkeys(tangents, seed)
 
 
 def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], tuple[int, ...]]:
@@ -367,7 +435,7 @@ def _read_once(
 
 def _per_sequence_fields(sums: ProbeSums, columns: SubspaceColumns, tangent_columns: list[int]) -> dict[str, Any]:
     """The per-sequence `ProbeResult` fields: the ids, and by tangent (lists of T) its energies, its controls' mean
-    energies and the totals, as lists (what `probing.change` pairs between two probes)."""
+    energies and the totals, as lists (what `probing.intervals.paired_change` pairs between two probes)."""
     n_tangents = len(tangent_columns)
     totals = sums.sequence_total.cpu().tolist()
     controls = sums.control_sequence_energy(columns)

@@ -1,7 +1,14 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The gradient probe's pass over its inputs: one forward and one backward per batch, queued on the device."""
+"""The gradient probe's pass over its inputs: one forward and one backward per batch, queued on the device, and what
+a shard keeps of each batch: its gradient energies in stacked subspaces, summed on the device.
+
+The energies (`batch_energies`) are the one computation `GradientProbe` and the live `TrainingProbe` share, so that
+their energy shares agree to the last bit on the same gradients. A batch's gradient rows (b * l, d) are projected
+onto every subspace (`statistics.SubspaceColumns.energies`: the bases side by side, one product per block); the
+squared coordinates are summed per subspace and per sequence, in float32 products and float64 sums.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +20,27 @@ from typing import Any
 import torch
 from jaxtyping import Bool, Float, Int
 
+from ..commons import distributed
+from ..commons.accumulators import MomentAccumulator
 from ..commons.host_reads import LaggedRead, to_device
 from ..commons.options import check_positive_int
 from ..commons.progress import progress_bar
 from ..errors import EmptyInputError, NonFiniteError, ShortSequencesWarning, SkippedBatchesWarning
 from ..reading.batching import TokenBatcher
 from ..reading.split_point import SplitPoint
+from .breakdown import Breakdown
 from .objectives import Objective
-from .statistics import Tally
+from .statistics import ProbeSums, SubspaceColumns, Tally
 
-__all__ = ["NONFINITE_ADVICE", "GradientSteps", "Step"]
+__all__ = [
+    "NONFINITE_ADVICE",
+    "BatchEnergies",
+    "GradientSteps",
+    "ShardSums",
+    "Step",
+    "batch_energies",
+    "gather_sequences",
+]
 
 #: What to try when a batch gives NaN or infinity.
 NONFINITE_ADVICE = (
@@ -193,3 +211,121 @@ class GradientSteps:
                 SkippedBatchesWarning,
                 stacklevel=3,
             )
+
+
+def batch_energies(
+    gradient: Float[torch.Tensor, "b l d"], probed: Bool[torch.Tensor, "b l"], columns: Any | None
+) -> BatchEnergies:
+    """Energies of a batch's probed gradient rows in every subspace, per token and per sequence, and its rows.
+
+    Every position is a row, zero where not probed: fixed shapes and masks instead of boolean indexing keep this
+    free of host synchronisation, and a non-finite value outside `probed` adds nothing.
+
+    Args:
+        gradient: dL/dh, (b, l, d).
+        probed: The rows that count, (b, l).
+        columns: The subspaces (`statistics.SubspaceColumns`, whose `energies` projects rows); None: totals and
+            rows only.
+
+    Returns:
+        The `BatchEnergies`.
+    """
+    batch_size, length, width = gradient.shape
+    with torch.autocast(gradient.device.type, enabled=False):  # float32 products, even under a caller's autocast
+        rows = torch.where(probed.reshape(-1)[:, None], gradient.reshape(-1, width), 0).float()
+        token_energy = columns.energies(rows) if columns is not None else None
+        token_total = rows.square().sum(1)
+        energy = None if token_energy is None else token_energy.view(batch_size, length, -1).double().sum(1)
+        total = token_total.view(batch_size, length).double().sum(1)
+    return BatchEnergies(energy, total, rows, token_energy, token_total)
+
+
+@dataclass
+class BatchEnergies:
+    """The energies of one batch.
+
+    Attributes:
+        energy: Energy of each sequence in each subspace, (b, S) float64, or None without subspaces.
+        total: Squared gradient norm of each sequence, (b,) float64.
+        rows: The gradient rows, (b * l, d) float32, zero where not probed.
+        token_energy: Each row's energy in each subspace, (b * l, S) float32, or None.
+        token_total: Each row's squared norm, (b * l,) float32.
+    """
+
+    energy: Float[torch.Tensor, "b S"] | None
+    total: Float[torch.Tensor, " b"]
+    rows: Float[torch.Tensor, "n d"]
+    token_energy: Float[torch.Tensor, "n S"] | None
+    token_total: Float[torch.Tensor, " n"]
+
+
+def gather_sequences(
+    ids: torch.Tensor, energy: torch.Tensor, total: torch.Tensor, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every rank's per-sequence energies (n_seq, S), totals (n_seq,) and ids (n_seq,), in sequence order."""
+    parts = distributed.all_gather_objects((ids.cpu(), energy.cpu(), total.cpu()))
+    every_id = torch.cat([part[0] for part in parts])
+    order = torch.argsort(every_id)
+    energy = torch.cat([part[1] for part in parts])[order]
+    total = torch.cat([part[2] for part in parts])[order]
+    return energy.to(device), total.to(device), every_id[order]
+
+
+class ShardSums:
+    """The sums of one shard's probed batches, step by step.
+
+    Args:
+        columns: The tangents, controls and random subspaces the gradients are projected on.
+        vocab_size: Token ids the breakdown by token counts (V).
+        device: Where the sums live (the model's device).
+    """
+
+    def __init__(self, columns: SubspaceColumns, vocab_size: int, device: torch.device):
+        self.columns = columns
+        self.device = device
+        dim = next(iter(columns.tangents.values())).dim
+        self.per_sequence_energy: list[torch.Tensor] = []
+        self.per_sequence_total: list[torch.Tensor] = []
+        self.per_sequence_has_rows: list[torch.Tensor] = []
+        self.per_sequence_id: list[torch.Tensor] = []
+        self.moments = MomentAccumulator(dim, device=device)
+        self.loss_sum = self.loss_count = torch.zeros((), dtype=torch.float64, device=device)
+        self.breakdown = Breakdown(
+            vocab_size,
+            [columns.tangent_column(name) for name in columns.tangents],
+            [columns.control_columns(name) for name in columns.tangents],
+            device,
+        )
+
+    def add(self, step: Step) -> None:
+        """Add one batch's energies, moments, breakdown and loss (no host synchronisation)."""
+        # Zero rows where not probed (padding, past the cap, a non-finite batch).
+        energies = batch_energies(step.gradient, step.probed, self.columns)
+        self.per_sequence_energy.append(energies.energy)
+        self.per_sequence_total.append(energies.total)
+        self.per_sequence_has_rows.append(step.probed.any(1))
+        self.per_sequence_id.append(step.sequence_ids)
+        probed = step.probed.reshape(-1)
+        self.moments.update(energies.rows, mask=probed)
+        batch = step.batch
+        self.breakdown.add(
+            batch.get("original_input_ids", batch["input_ids"]).reshape(-1),
+            (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0).reshape(-1),
+            energies.token_energy,
+            energies.token_total,
+            probed,
+        )
+        self.loss_sum = self.loss_sum + step.loss_sum
+        self.loss_count = self.loss_count + step.loss_count
+
+    def finish(self, tally: Tally) -> tuple[ProbeSums, Breakdown]:
+        """This shard's `ProbeSums` (its sequences with probed rows only, with the pass's `tally`) and breakdown."""
+        if self.per_sequence_energy:
+            keep = torch.cat(self.per_sequence_has_rows)
+            energy, total = torch.cat(self.per_sequence_energy)[keep], torch.cat(self.per_sequence_total)[keep]
+            ids = torch.cat(self.per_sequence_id)[keep.cpu()]
+        else:
+            total = torch.zeros(0, dtype=torch.float64, device=self.device)
+            energy, ids = total.view(0, 1).expand(0, self.columns.n_columns), torch.zeros(0, dtype=torch.long)
+        sums = ProbeSums(energy, total, ids, self.moments, self.loss_sum, self.loss_count, tally)
+        return sums, self.breakdown

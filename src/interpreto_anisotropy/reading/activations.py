@@ -21,8 +21,8 @@ from ..commons.host_reads import to_device
 from ..commons.options import check_bool
 from ..commons.progress import progress_bar
 from ..errors import EmptyInputError, InvalidInputError, NonFiniteError
+from .batching import TokenCache
 from .split_point import SplitPoint
-from .token_cache import TokenCache
 
 __all__ = [
     "NONFINITE_READ_ADVICE",

@@ -29,11 +29,8 @@ def plain_interpreter() -> bool:
     and nnsight is not imported yet: where nnsight would open its own console when imported."""
     if "nnsight" in sys.modules or sys.flags.interactive or not sys.argv or sys.argv[0]:
         return False
-    return "IPython" not in sys.modules or _no_ipython_shell()
-
-
-def _no_ipython_shell() -> bool:
-    return sys.modules["IPython"].get_ipython() is None  # imported by whoever runs a shell; never by us
+    # IPython is imported by whoever runs a shell; never by us
+    return "IPython" not in sys.modules or sys.modules["IPython"].get_ipython() is None
 
 
 def import_as_a_script() -> None:

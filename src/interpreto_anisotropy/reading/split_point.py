@@ -5,6 +5,13 @@
 
 `SplitPoint.read` (forward only, stopping at the split point), `SplitPoint.forward_backward` (h and dL/dh, parameters
 frozen) and `TrainingCapture` (h and dL/dh of the user's own training steps) are the three reads.
+
+Every read runs the model in eval mode (`eval_mode`: a model built from a config starts in `train()` mode, dropout
+on, which would make every read random) and gives the caller's modes back afterwards.
+
+Where a module runs, for a model on one device or dispatched by accelerate: a dispatched block runs on its
+accelerate hook's `execution_device`, whatever device (meta, when offloaded) its parameters are on: the split
+point's h and dL/dh live there, and the inputs go where the input embedding runs.
 """
 
 from __future__ import annotations
@@ -20,12 +27,9 @@ from interpreto.concepts.splitters.splitting_utils import get_layer_by_idx, walk
 from jaxtyping import Bool, Float
 
 from ..errors import InvalidInputError, ObjectiveError, SplitPointError
-from .batching import TokenBatcher, autocast, special_token_ids, token_rows
+from .batching import TokenBatcher, TokenCache, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
-from .modes import eval_mode
-from .placement import execution_device, input_device, is_dispatched
 from .positions import PositionConvention, PositionScheme
-from .token_cache import TokenCache
 
 __all__ = [
     "SplitPoint",
@@ -43,9 +47,88 @@ __all__ = [
     "embedding_rows",
     "splitter_model",
     "split_point_module",
+    "eval_mode",
+    "execution_device",
+    "input_device",
+    "is_dispatched",
 ]
 
 Batch = dict[str, torch.Tensor]
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Run the body with `model` in eval mode, then restore the `training` flag of each of its modules.
+
+    Each module gets back its own flag, even when the body raises.
+
+    Yields:
+        The model, in eval mode.
+
+    Examples:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5)).train()
+        >>> with eval_mode(model):
+        ...     model.training, model[1].training
+        (False, False)
+        >>> model.training, model[1].training
+        (True, True)
+    """
+    flags = [(module, module.training) for module in model.modules()]
+    if not any(flag for _, flag in flags):
+        yield model
+        return
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, flag in flags:
+            module.training = flag
+
+
+def is_dispatched(model: torch.nn.Module) -> bool:
+    """Whether accelerate dispatched the model: a `hf_device_map`, or a hook of accelerate on one of its modules."""
+    return getattr(model, "hf_device_map", None) is not None or any(
+        hasattr(module, "_hf_hook") for module in model.modules()
+    )
+
+
+def execution_device(model: torch.nn.Module, path: str) -> torch.device:
+    """The device that runs the module at `path`, where its outputs and their gradients live.
+
+    The hook's device on the module (`path`, "" for the model), its nearest ancestor or first descendant; else its
+    own weights', else the model's first parameter's.
+
+    Examples:
+        >>> execution_device(torch.nn.Sequential(torch.nn.Linear(2, 2)), "0")
+        device(type='cpu')
+    """
+    parts = path.split(".") if path else []
+    module = model.get_submodule(path)
+    ancestors = [model.get_submodule(".".join(parts[:depth])) for depth in range(len(parts) - 1, -1, -1)]
+    for candidate in [module, *ancestors, *module.modules()]:  # `cpu_offload` hooks only the modules with weights
+        hook: Any = getattr(candidate, "_hf_hook", None)
+        for inner in [hook, *getattr(hook, "hooks", ())]:  # accelerate's hook, or one of a `SequentialHook`'s
+            device = getattr(inner, "execution_device", None)
+            if device is not None:
+                return torch.device(device)
+    weights = [*module.parameters(), *module.buffers()]  # else its own weights' device, else the model's
+    own = next((tensor.device for tensor in weights if tensor.device.type != "meta"), None)
+    return own if own is not None else next(model.parameters()).device
+
+
+def input_device(model: torch.nn.Module) -> torch.device:
+    """Where a model's inputs go: the device that runs its input embedding (its first parameter's without one).
+
+    Examples:
+        >>> input_device(torch.nn.Sequential(torch.nn.Linear(2, 2)))
+        device(type='cpu')
+    """
+    try:
+        embedding = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        embedding = None
+    path = next((name for name, module in model.named_modules() if module is embedding), None)
+    return next(model.parameters()).device if path is None else execution_device(model, path)
 
 
 def splitter_model(splitter: Any) -> torch.nn.Module:
@@ -262,28 +345,22 @@ class HiddenStateCapture:
             return None
         index = _hidden_index(output)
         if index is None:
-            raise self._no_hidden_state()
+            raise SplitPointError(
+                f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
+                "choose a transformer block or a layer norm as split point."
+            )
         hidden = output if index < 0 else output[index]
         if self.call is None:
             self.outputs.append(hidden.detach())
             return None
-        self.hidden = self._keep(hidden)
-        replaced = self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :])
-        return self._finish(replaced if self.as_leaf else None)
-
-    def _no_hidden_state(self) -> SplitPointError:
-        return SplitPointError(
-            f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
-            "choose a transformer block or a layer norm as split point."
-        )
-
-    def _finish(self, replacement: Any) -> Any:
+        self.hidden = hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
         if self.stop:
             raise StopForward
-        return replacement
-
-    def _keep(self, hidden: torch.Tensor) -> torch.Tensor:
-        return hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
+        return (
+            (self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :]))
+            if self.as_leaf
+            else None
+        )
 
 
 class SplitPoint:
@@ -554,12 +631,6 @@ def _hidden_index(output: Any) -> int | None:
     return None
 
 
-def _hidden_of(output: Any) -> torch.Tensor | None:
-    """The (batch, length, d) hidden state in a module's output (a tensor, or the first 3-dim one of a tuple)."""
-    index = _hidden_index(output)
-    return None if index is None else output if index < 0 else output[index]
-
-
 def _in_backward() -> bool:
     """Whether autograd is running a backward pass now (a checkpointed layer being recomputed)."""
     return torch._C._current_graph_task_id() != -1
@@ -727,7 +798,8 @@ class TrainingCapture:
         def hook(module: torch.nn.Module, args: Any, output: Any) -> None:
             recomputed = _in_backward()  # a checkpointed module: hooked again only if its first forward could not be
             forward = self._last if recomputed else self._current
-            hidden = _hidden_of(output)
+            index = _hidden_index(output)
+            hidden = None if index is None else output if index < 0 else output[index]
             if forward is None or hidden is None:
                 return
             if recomputed:

@@ -3,7 +3,7 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """What training added: each sweep row's change from the first checkpoint of its curve (same split point and
 tangent kind), in energy share, energy ratio and anisotropy share, with a paired bootstrap interval and a p-value
-of "no change" (`probing.change`; docs/statistics.md#what-training-added).
+of "no change" (`probing.intervals`; docs/statistics.md#what-training-added).
 
 The pairs are the probe sequences both rows probed (their `sequence_ids`): the same texts at both checkpoints, one
 resample of their indices applied at both. The first checkpoint's own change is 0 with the interval [0, 0] and no
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..probing.change import paired_change
+from ..probing.intervals import paired_change
 from .rows_file import is_skipped, row_key
 from .store import SweepStore
 

@@ -44,7 +44,7 @@ from ..errors import (
 )
 from ..probing.probe import GradientProbe
 from ..reading.activations import iter_located_token_activations
-from ..reading.token_cache import TokenCache
+from ..reading.batching import TokenCache
 from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens

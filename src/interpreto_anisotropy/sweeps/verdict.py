@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..probing.finding import (
+from ..probing.result import (
     ANISOTROPY_P_APPROXIMATE_COLUMN,
     ANISOTROPY_P_EXACT_COLUMN,
     CAVEAT,
@@ -23,9 +23,9 @@ from ..probing.finding import (
     change_sentence,
     probe_lines,
 )
-from ..probing.finding import fmt as _fmt
-from ..probing.finding import number as _number
-from ..probing.finding import sign_meaning as _sign_meaning
+from ..probing.result import fmt as _fmt
+from ..probing.result import number as _number
+from ..probing.result import sign_meaning as _sign_meaning
 from .multiple_testing import Correction, Family, adjust
 from .multiple_testing import _enum as _choice
 

@@ -116,11 +116,6 @@ def _generator(seed: int, stream: int) -> torch.Generator:
     return torch.Generator().manual_seed(derived)
 
 
-def _gaussian_draws(seed: int, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """Float64 Gaussians on the CPU from `_generator(seed, stream)`."""
-    return torch.randn(*shape, generator=_generator(seed, stream), dtype=torch.float64)
-
-
 def _orthonormal(draws: Float[torch.Tensor, "n d k"]) -> Float[torch.Tensor, "n d k"]:
     """QR of each draw with the sign fix that makes a Gaussian draw's basis Haar-uniform."""
     bases, triangular = torch.linalg.qr(draws)
@@ -139,7 +134,8 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
     _check_memory(n, d, k, "n_controls", f"rank-{k} controls in R^{d}", "Use fewer controls (the paper uses 20).")
     check_control_room(k, d)
     basis = subspace.basis.detach().double()
-    draws = copied_to(_gaussian_draws(seed, _CONTROL_STREAM, (n, d, k)), basis.device)
+    gaussians = torch.randn(n, d, k, generator=_generator(seed, _CONTROL_STREAM), dtype=torch.float64)  # on the CPU
+    draws = copied_to(gaussians, basis.device)
     for _ in range(2):
         draws = draws - basis @ (basis.T @ draws)
     return _orthonormal(draws).to(subspace.basis.dtype)

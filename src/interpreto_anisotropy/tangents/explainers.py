@@ -336,9 +336,12 @@ def _check_splitter(splitter: Any) -> None:
 
 def _latent_dim(splitter: BaseSplitter) -> int:
     """The split point's width d: a 2-token forward (ms), else nnsight's `get_latent_shape` (~1 s), else `hidden_size`."""
-    width = _width_from_a_short_forward(splitter)
-    if width is not None:
-        return width
+    # other splitters (e.g. SplitterForClassification) define their own latent space
+    if isinstance(splitter, ModelWithSplitPoints) and isinstance(getattr(splitter, "split_point", None), str):
+        try:
+            return SplitPoint(splitter).width()
+        except SplitPointError:
+            pass
     try:
         return int(splitter.get_latent_shape()[-1])
     except Exception:  # noqa: BLE001  (nnsight's scan fails on some architectures; the config knows d)
@@ -346,15 +349,6 @@ def _latent_dim(splitter: BaseSplitter) -> int:
         if config is not None and getattr(config, "hidden_size", None):
             return int(config.hidden_size)
         raise
-
-
-def _width_from_a_short_forward(splitter: BaseSplitter) -> int | None:
-    if not isinstance(splitter, ModelWithSplitPoints) or not isinstance(getattr(splitter, "split_point", None), str):
-        return None  # other splitters (e.g. SplitterForClassification) define their own latent space
-    try:
-        return SplitPoint(splitter).width()
-    except SplitPointError:
-        return None
 
 
 def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
@@ -669,7 +663,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         _check_pooled_rows(
             pooled, self.nb_concepts, centred=self._fits_centred(), sklearn=self.concept_class is PCAConcepts
         )
-        self._fit_interpreto(pooled, **fit_kwargs)
+        mean = pooled.mean(0)  # a new Interpreto explainer of the method's class, fitted on the pooled rows
+        inner = _fitted_explainer(self, pooled - mean if self._fits_centred() else pooled, **fit_kwargs)
+        self._adopt(inner, inner.get_dictionary().detach(), mean if self.center else None)
         return self
 
     def _fits_centred(self) -> bool:
@@ -706,12 +702,6 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             self.concept_model.moments, self.concept_model._stale = None, False  # stay unfitted, not half-fitted
             raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         return self
-
-    def _fit_interpreto(self, pooled: torch.Tensor, **fit_kwargs: Any) -> None:
-        """Fit a new Interpreto explainer of the method's class on the pooled rows (n, d) and adopt its span."""
-        mean = pooled.mean(0)
-        inner = _fitted_explainer(self, pooled - mean if self._fits_centred() else pooled, **fit_kwargs)
-        self._adopt(inner, inner.get_dictionary().detach(), mean if self.center else None)
 
     def _adopt(self, explainer: ConceptAutoEncoderExplainer, dictionary: torch.Tensor, mean: Any) -> None:
         """Take the span of a fitted explainer's (k, d) dictionary, orthonormalised, as the basis; keep the explainer."""

@@ -81,7 +81,8 @@ class Subspace:
         if self.check:
             gram = self.basis.T.double() @ self.basis.double()
             error = (gram - torch.eye(k, dtype=torch.float64, device=gram.device)).abs().max().item()
-            if error > _orthonormality_tolerance(self.basis.dtype):
+            # 1e-4, or 2 eps for half precision: rounding an orthonormal basis moves each |Q^T Q - I| entry by <= eps
+            if error > max(_ORTHONORMALITY_TOLERANCE, 2 * torch.finfo(self.basis.dtype).eps):
                 raise InvalidInputError(
                     f"basis columns are not orthonormal (max |Q^T Q - I| = {error:.2e}). "
                     "Use Subspace.from_dictionary(D) to orthonormalise a (k, d) dictionary."
@@ -336,11 +337,6 @@ class Subspace:
         method = f", method={self.method!r}" if self.method else ""
         mean = ", centred" if self.mean is not None else ""
         return f"Subspace({label}d={self.dim}, k={self.rank}{method}{mean})"
-
-
-def _orthonormality_tolerance(dtype: torch.dtype) -> float:
-    """1e-4, or 2 eps for half precision: rounding an orthonormal basis moves each |Q^T Q - I| entry by <= eps."""
-    return max(_ORTHONORMALITY_TOLERANCE, 2 * torch.finfo(dtype).eps)
 
 
 def _read_subspace_file(path: Path, device: torch.device | str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..errors import EmptyInputError
-from ..probing.finding import number as _finite
+from ..probing.result import number as _finite
 from .steps import step_axis
 
 if TYPE_CHECKING:  # pragma: no cover

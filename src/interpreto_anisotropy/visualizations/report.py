@@ -25,7 +25,7 @@ from ..commons.columns import TANGENT_KINDS, describe
 from ..commons.files import write_atomically
 from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError
-from ..probing.finding import number as _number
+from ..probing.result import number as _number
 from ..sweeps.multiple_testing import Correction, Family
 from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
 from ..sweeps.verdict import FAMILY_NAMES, Verdict, curve_sentences, method_sentence, sweep_verdict
