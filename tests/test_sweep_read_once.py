@@ -19,11 +19,11 @@ from interpreto_anisotropy.demo import train_tokenizer
 from interpreto_anisotropy.errors import NonFiniteError
 from interpreto_anisotropy.reading.batching import TokenBatcher
 from interpreto_anisotropy.reading.token_cache import TokenCache, tokenizer_key
+from interpreto_anisotropy.results.change import CHANGE_FIELDS
+from interpreto_anisotropy.results.store import SweepStore
 from interpreto_anisotropy.sweeps import checkpoints as checkpoint_tools
-from interpreto_anisotropy.sweeps.change import CHANGE_FIELDS
 from interpreto_anisotropy.sweeps.fit_read import FitReader
 from interpreto_anisotropy.sweeps.runner import CheckpointSweep
-from interpreto_anisotropy.sweeps.store import SweepStore
 
 
 def _without_timings(rows):

@@ -15,8 +15,8 @@ from markupsafe import escape
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
 import interpreto_anisotropy as ia
+from interpreto_anisotropy.results.store import SweepStore
 from interpreto_anisotropy.sweeps import runner
-from interpreto_anisotropy.sweeps.store import SweepStore
 from interpreto_anisotropy.tangents.top_tokens import CONTEXT_BEFORE, TOP_TOKENS, DirectionTokens, TokenInContext
 from interpreto_anisotropy.visualizations.top_tokens import top_tokens_section
 

@@ -12,7 +12,11 @@ import sys
 import warnings
 
 #: {former module: module that now holds its names}, both relative to the package.
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    "commons.columns": "results.schema",
+    "sweeps.multiple_testing": "results.verdict",
+    "sweeps.verdict": "results.verdict",
+}
 
 
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -2,7 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """One probe's finding in words (what ``print(ProbeResult)`` opens with), and the words a sweep's verdict shares
-with it (`interpreto_anisotropy.sweeps.verdict`): the anisotropy share's p-value and sign, the caveat.
+with it (`interpreto_anisotropy.results.verdict`): the anisotropy share's p-value and sign, the caveat.
 
 Examples:
     >>> sign_meaning(0.1).startswith("positive")
@@ -112,7 +112,7 @@ def change_sentence(first: Mapping[str, Any], last: Mapping[str, Any]) -> str | 
 
     Args:
         first: The curve's first row (the change's reference, `change_reference_step`).
-        last: Its last row, with the change columns of `sweeps.change`.
+        last: Its last row, with the change columns of `results.change`.
 
     Returns:
         E.g. "What training added: energy ratio 1.82 at step 0 → 16.30 at step 60: +14.48 (95 % paired bootstrap

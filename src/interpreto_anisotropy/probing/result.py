@@ -27,7 +27,7 @@ PER_SEQUENCE_FIELDS = ("sequence_ids", "sequence_energies", "sequence_control_en
 class ProbeResult:
     """Gradient energy and anisotropy held by a tangent subspace, against matched-rank normal controls.
 
-    Each field is a column of the row schema: its meaning, unit and formula are in `commons.columns` and
+    Each field is a column of the row schema: its meaning, unit and formula are in `results.schema` and
     docs/columns.md (G (n, d) the probed gradients, Q_T (d, k) the tangent, R controls, R' random subspaces).
 
     Attributes:

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingDriftWarning
+from ..results.schema import is_skipped
+from ..results.store import SweepStore
 from ..tangents.subspace import Subspace
 from .checkpoints import Checkpoint
-from .rows_file import is_skipped
-from .store import SweepStore
 
 __all__ = ["PreviousDrift", "drift"]
 

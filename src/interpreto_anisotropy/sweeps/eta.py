@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .rows_file import is_skipped
+from ..results.schema import is_skipped
 
 __all__ = ["CheckpointTimer", "estimate_line", "opening_line", "seconds_per_checkpoint_of_rows"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..results.records import fingerprint
 from .checkpoints import Checkpoint
-from .fingerprints import fingerprint
 
 __all__ = ["TakenFingerprints", "changed_early_steps", "changed_steps"]
 

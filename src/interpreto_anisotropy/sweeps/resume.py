@@ -21,16 +21,16 @@ from ..errors import (
     StaleResultsError,
     SweepLockedError,
 )
-from . import draws
+from ..results import verdict as draws
+from ..results.records import step_of
+from ..results.schema import is_skipped
+from ..results.store import SweepStore
 from .checkpoints import Checkpoint
 from .drift import PreviousDrift
-from .extension import tangent_kinds
+from .extension import merge_configs, tangent_kinds
 from .freshness import TakenFingerprints, changed_early_steps, changed_steps
 from .references import saved_reference
-from .rows_file import is_skipped
 from .settings import SweepSettings
-from .store import SweepStore
-from .token_files import step_of
 
 __all__ = ["ResultsDirCheck", "resolved_n_random"]
 
@@ -122,7 +122,7 @@ class ResultsDirCheck:
 
     def _check(self) -> int:
         """Prepare the directory, drop what must be recomputed, and return R' (rank 0, under the lock)."""
-        stored = self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite)
+        stored = self.store.prepare(self.settings.config(), overwrite=self.settings.overwrite, merge=merge_configs)
         self.drift.checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
         self._refit_altered_files()
         self._forget_changed_checkpoints()

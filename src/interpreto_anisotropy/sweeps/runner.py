@@ -33,12 +33,15 @@ from ..errors import (
 from ..probing.probe import GradientProbe
 from ..reading.activations import iter_located_token_activations
 from ..reading.token_cache import TokenCache
+from ..results import verdict as draws
+from ..results.change import refresh_changes
+from ..results.store import SweepStore
+from ..results.table import SweepResult
 from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
-from . import draws, hub_access, hub_cache
-from .change import refresh_changes
+from . import hub_access, hub_cache
 from .checkpoints import Checkpoint
 from .config import SweepConfig
 from .drift import PreviousDrift, drift
@@ -47,11 +50,9 @@ from .fit_read import FitRead, FitReader
 from .freshness import TakenFingerprints
 from .prefetch import CheckpointPipeline, Fetched
 from .references import ReferenceTangents
-from .result import SweepResult
 from .resume import ResultsDirCheck, resolved_n_random
 from .said_once import SaidOnce
 from .settings import ReferenceKind, SweepSettings, early_checkpoints
-from .store import SweepStore
 
 # A checkpoint that fails with one of these is skipped (and its rows say why) under skip_bad_checkpoints.
 _BAD_CHECKPOINT = (CheckpointError, NonFiniteError)
@@ -528,7 +529,9 @@ def _pipeline(
     repos = sorted({c.source for c in uses if not c.is_local})
     before = None
     if repos and distributed.is_main_process() and not hub_access.is_offline():
-        before = hub_cache.cached_before(store.hub_cache_record, hub_access.cache_location(None), repos)
+        before = hub_cache.cached_before(
+            store.results_dir / hub_cache.BEFORE_FILE, hub_access.cache_location(None), repos
+        )
     budget = None if settings.max_cache_gb is None else round(settings.max_cache_gb * 1e9)
     return CheckpointPipeline(
         uses,

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..probing.change import paired_change
-from .rows_file import is_skipped, row_key
+from .schema import is_skipped, row_key
 from .store import SweepStore
 
 __all__ = [
@@ -58,7 +58,7 @@ def change_fields(
         n_resamples: Bootstrap resamples B.
 
     Returns:
-        {`rows_file.row_key`: {field: value}}: the fields of `CHANGE_FIELDS`, None where not computable (rows
+        {`schema.row_key`: {field: value}}: the fields of `CHANGE_FIELDS`, None where not computable (rows
         without per-sequence energies, written before they existed; no sequence probed at both).
     """
     curves: dict[tuple[str, str], list[Mapping[str, Any]]] = {}

@@ -1,20 +1,44 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The verdict of a sweep: what its rows found, curve by curve, in numbers and in words.
+"""The verdict of a sweep: what its rows found, curve by curve, in numbers and in words; the multiple-testing control
+it rests on (Holm's and Benjamini-Hochberg's adjusted p-values); and the draws behind its p-values (a seed of their
+own for every row, and enough random subspaces for Holm to pass).
 
 Examples:
     >>> verdict = sweep_verdict(table.rows, table.config)  # doctest: +SKIP
     >>> print(verdict_text(verdict))  # doctest: +SKIP
+    >>> holm([0.01, 0.04, 0.03]).round(2).tolist()
+    [0.03, 0.06, 0.06]
+    >>> benjamini_hochberg([0.01, 0.04, 0.03]).round(2).tolist()
+    [0.03, 0.04, 0.04]
+    >>> default_n_random(16, n_controls=20)
+    320
+    >>> 1 / (320 + 1) < 0.05 / 16
+    True
+    >>> default_n_random(family_size("all", checkpoints=16, split_points=3, kinds=1), n_controls=20)
+    960
+    >>> row_seed(0, step=100, split_point="gpt_neox.layers.1", kind="early") < 2**32
+    True
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
+import numpy as np
+import pandas as pd
+from scipy.stats import false_discovery_control
+
+from ..commons.options import MAX_SEED
+from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from ..probing.finding import (
     ANISOTROPY_P_APPROXIMATE_COLUMN,
     ANISOTROPY_P_EXACT_COLUMN,
@@ -26,8 +50,6 @@ from ..probing.finding import (
 from ..probing.finding import fmt as _fmt
 from ..probing.finding import number as _number
 from ..probing.finding import sign_meaning as _sign_meaning
-from .multiple_testing import Correction, Family, adjust
-from .multiple_testing import _enum as _choice
 
 __all__ = [
     "ANISOTROPY_P_EXACT_COLUMN",
@@ -47,8 +69,245 @@ __all__ = [
     "verdict_lines",
     "verdict_settings",
     "verdict_text",
+    "Correction",
+    "Family",
+    "adjust",
+    "benjamini_hochberg",
+    "holm",
+    "HOLM_LEVEL",
+    "default_n_random",
+    "family_size",
+    "floor_passes",
+    "row_seed",
+    "warn_if_cannot_pass",
 ]
 
+
+# ---------------------------------------------------------------------------------------------------- multiple testing
+class Correction(str, Enum):
+    """How p-values of a family of rows are adjusted.
+
+    Attributes:
+        HOLM: Holm's step-down method (family-wise error rate, any dependence).
+        BENJAMINI_HOCHBERG: Benjamini-Hochberg (false discovery rate, independent or positively dependent tests).
+
+    Examples:
+        >>> Correction("bh") is Correction.BENJAMINI_HOCHBERG
+        True
+    """
+
+    HOLM = "holm"
+    BENJAMINI_HOCHBERG = "bh"
+
+
+class Family(str, Enum):
+    """Which rows of a sweep are adjusted together.
+
+    Attributes:
+        SPLIT_POINT_AND_TANGENT: The rows of one split point and tangent kind (one curve over training).
+        SPLIT_POINT: The rows of one split point (every tangent kind).
+        TANGENT: The rows of one tangent kind (every split point).
+        ALL: Every row of the sweep.
+
+    Examples:
+        >>> Family("all") is Family.ALL
+        True
+    """
+
+    SPLIT_POINT_AND_TANGENT = "split_point_and_tangent"
+    SPLIT_POINT = "split_point"
+    TANGENT = "tangent"
+    ALL = "all"
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The row fields whose values name a row's family (none: one family)."""
+        return {
+            Family.SPLIT_POINT_AND_TANGENT: ("split_point", "tangent"),
+            Family.SPLIT_POINT: ("split_point",),
+            Family.TANGENT: ("tangent",),
+            Family.ALL: (),
+        }[self]
+
+    def key(self, row: Mapping[str, Any]) -> tuple[str, ...]:
+        """The family a row belongs to."""
+        return tuple(str(row.get(name)) for name in self.columns)
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's adjusted p-values: the i-th smallest is max over j <= i of min(1, (m - j + 1) p_(j)).
+
+    Args:
+        p_values: m p-values in [0, 1].
+
+    Returns:
+        (m,) adjusted p-values, in the order given.
+    """
+    p = _checked(p_values)
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    stepped = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.maximum.accumulate(stepped)
+    return adjusted
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
+    """Benjamini-Hochberg's adjusted p-values (`scipy.stats.false_discovery_control`, method "bh").
+
+    Args:
+        p_values: m p-values in [0, 1].
+
+    Returns:
+        (m,) adjusted p-values, in the order given.
+    """
+    p = _checked(p_values)
+    return false_discovery_control(p, method="bh") if p.size else p
+
+
+def _checked(p_values: Sequence[float]) -> np.ndarray:
+    p = np.asarray(p_values, dtype=np.float64).reshape(-1)
+    if not np.all((p >= 0) & (p <= 1)):
+        raise InvalidInputError(f"p-values must lie in [0, 1] (and not be NaN), got {p[~((p >= 0) & (p <= 1))][:5]}.")
+    return p
+
+
+def adjust(
+    rows: Sequence[Mapping[str, Any]] | pd.DataFrame,
+    *,
+    column: str,
+    correction: Correction | str,
+    family: Family | str,
+) -> list[float | None]:
+    """Adjusted p-values of some rows, family by family (a pandas groupby over the family's columns).
+
+    Args:
+        rows: Sweep rows, or their DataFrame (`SweepResult.to_frame`).
+        column: The p-value field to adjust ("p_value", "p_value_exact", ...).
+        correction: `Correction` or its value.
+        family: `Family` or its value.
+
+    Returns:
+        One adjusted p-value per row, in row order; None where the row has no p-value in `column` (rows without
+        one are left out of their family).
+
+    Raises:
+        InvalidInputError: An unknown correction or family.
+    """
+    correction, family = _enum(Correction, correction, "correction"), _enum(Family, family, "family")
+    method = holm if correction is Correction.HOLM else benjamini_hochberg
+    frame = rows.reset_index(drop=True) if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if column not in frame:
+        return [None] * len(frame)
+    p = frame[column].map(_finite_or_nan).astype(np.float64).dropna()
+    cells = [frame[name] if name in frame else pd.Series(None, index=frame.index) for name in family.columns]
+    members = [cell.loc[p.index].map(_family_name) for cell in cells] or [np.zeros(len(p))]
+    adjusted = p.groupby(members, sort=False).transform(method) if len(p) else p
+    values: list[float | None] = [None] * len(frame)
+    for index, value in adjusted.items():
+        values[index] = float(value)
+    return values
+
+
+def _finite_or_nan(value: Any) -> float:
+    """A p-value cell as a float: NaN for what holds no finite number (None, text, NaN, inf)."""
+    return float(value) if isinstance(value, (int, float)) and np.isfinite(value) else np.nan
+
+
+def _family_name(value: Any) -> str:
+    """A family column's cell as `Family.key` names it (a missing cell reads "None", as `row.get` gives)."""
+    return "None" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+
+def _enum(kind: type[Enum], value: Any, name: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(repr(member.value) for member in kind)
+        raise InvalidInputError(f"{name} must be one of {choices}, got {value!r}.") from None
+
+
+# --------------------------------------------------------------------------------------------------------------- draws
+#: The level at which a sweep's default number of random subspaces lets Holm's correction pass.
+HOLM_LEVEL = 0.05
+
+
+def row_seed(seed: int, *, step: int, split_point: str, kind: str) -> int:
+    """The seed of one row's controls and random subspaces, in [0, 2**32).
+
+    Args:
+        seed: The sweep's seed.
+        step: The checkpoint's training step.
+        split_point: The split point's module path.
+        kind: The tangent kind ("early", "each" or "given").
+
+    Returns:
+        The first 4 bytes of the SHA-256 of these, as an integer (the same in every process and Python run).
+    """
+    identity = json.dumps([int(seed), int(step), str(split_point), str(kind)])
+    digest = hashlib.sha256(identity.encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") % MAX_SEED
+
+
+def family_size(family: str, *, checkpoints: int, split_points: int, kinds: int) -> int:
+    """m, the rows of the largest family a sweep's verdict adjusts together (`Family`).
+
+    Args:
+        family: "split_point_and_tangent" (a curve: one row per checkpoint), "split_point" (every tangent kind),
+            "tangent" (every split point) or "all".
+        checkpoints: The checkpoints of the results directory.
+        split_points: Its split points.
+        kinds: Its tangent kinds per split point (2 for reference "both").
+
+    Returns:
+        checkpoints, times the split points and tangent kinds the family spans.
+    """
+    spans = {
+        "split_point_and_tangent": 1,
+        "split_point": kinds,
+        "tangent": split_points,
+        "all": split_points * kinds,
+    }
+    return checkpoints * spans[family]
+
+
+def floor_passes(n_random: int, family_size: int, level: float = HOLM_LEVEL) -> bool:
+    """Whether the floor 1 / (R' + 1) of `p_value_exact` lies below level / m, so Holm over m rows can pass."""
+    return (n_random + 1) * level > family_size
+
+
+def default_n_random(family_size: int, *, n_controls: int, level: float = HOLM_LEVEL) -> int:
+    """The smallest R' >= n_controls whose floor 1 / (R' + 1) lies below level / m.
+
+    Args:
+        family_size: m, the rows of the largest family (`family_size`; of the default family: the checkpoints).
+        n_controls: R; R' is never below it (both p-values keep at least the same resolution).
+        level: The family-wise level alpha.
+
+    Returns:
+        R' = max(R, floor(m / alpha)), checked against `floor_passes` (float rounding included).
+    """
+    n_random = max(n_controls, math.floor(family_size / level))
+    while not floor_passes(n_random, family_size, level):
+        n_random += 1
+    return n_random
+
+
+def warn_if_cannot_pass(n_random: int, family_size: int, level: float = HOLM_LEVEL) -> None:
+    """Warn (`DegenerateStatisticsWarning`) when an explicit R' cannot let Holm pass over m rows at `level`."""
+    if floor_passes(n_random, family_size, level):
+        return
+    warnings.warn(
+        f"n_random={n_random}: the smallest p_value_exact is 1/{n_random + 1} = {1 / (n_random + 1):.4g}, not below "
+        f"alpha/m = {level}/{family_size} = {level / family_size:.4g} for the {family_size} rows of the family, so "
+        f"p_value_exact_holm can never reach {level}. Leave n_random unset (None) or give "
+        f"n_random={default_n_random(family_size, n_controls=1, level=level)} or more.",
+        DegenerateStatisticsWarning,
+        stacklevel=3,
+    )
+
+
+# --------------------------------------------------------------------------------------------------------- the verdict
 #: Default level, correction and family when the sweep declares none.
 DEFAULT_LEVEL = 0.05
 DEFAULT_CORRECTION = Correction.HOLM.value
@@ -202,8 +461,8 @@ def verdict_settings(
         InvalidInputError: An unknown correction or family.
     """
     config = config or {}
-    correction = _choice(Correction, correction or config.get("correction") or DEFAULT_CORRECTION, "correction").value
-    family = _choice(Family, family or config.get("family") or DEFAULT_FAMILY, "family").value
+    correction = _enum(Correction, correction or config.get("correction") or DEFAULT_CORRECTION, "correction").value
+    family = _enum(Family, family or config.get("family") or DEFAULT_FAMILY, "family").value
     level = float(level if level is not None else (config.get("level") or config.get("alpha") or DEFAULT_LEVEL))
     return correction, family, level
 

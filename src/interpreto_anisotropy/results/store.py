@@ -1,16 +1,22 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A sweep's results directory: its config, its rows and its tangents; what is done, and where each file goes."""
+"""A results directory (a sweep's, or a live probe's in a sweep's layout): its config, its rows and its tangents;
+what is done, and where each file goes. `SweepStore` rewrites rows.jsonl atomically; `LiveStore` appends a live
+probe's rows to it and resumes a stopped run at its step (docs/how-to/live-probe.md, "Resuming").
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import shutil
 import socket
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,27 +24,33 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from ..commons.columns import row_line
-from ..commons.files import write_atomically
+from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
 from ..commons.json_files import load_json, read_text, read_whole_lines
-from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
+from ..errors import (
+    ConfigMismatchError,
+    IncompleteRowWarning,
+    InvalidInputError,
+    ResultsStoreError,
+    SweepLockedError,
+)
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import DirectionTokens
-from .extension import merge_configs
-from .hub_cache import BEFORE_FILE
-from .provenance import PROVENANCE_FILE, file_digest, provenance_line, recorded_digests
-from .rows_file import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
-from .token_files import (
+from .records import (
+    PROVENANCE_FILE,
     TOP_TOKENS_DIR,
+    file_digest,
     folder_name,
+    provenance_line,
     read_top_tokens,
+    recorded_digests,
     saved_steps,
     step_of,
     top_tokens_path,
     write_top_tokens,
 )
+from .schema import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key, row_line
 
-__all__ = ["SweepStore"]
+__all__ = ["SweepStore", "LiveStore"]
 
 LOCK_FILE = ".sweep.lock"
 HOLDER_FILE = ".sweep.lock.json"
@@ -49,6 +61,17 @@ LIBRARY_FILES = (CONFIG_FILE, ROWS_FILE, PROVENANCE_FILE, "reference", "tangents
 #: The prefix of the hidden folder an overwrite moves the old artefacts into before deleting them.
 TRASH_PREFIX = ".overwritten-"
 _PROVENANCE_ADVICE = "Delete it (the rows stay valid, their versions are then unknown)."
+
+
+def _same_config(stored: dict[str, Any], config: dict[str, Any], *, where: str) -> dict[str, Any]:
+    """`config`, when it equals the `stored` settings; else `ConfigMismatchError` naming the keys that differ."""
+    if stored != config:
+        changed = sorted(key for key in set(stored) | set(config) if stored.get(key) != config.get(key))
+        raise ConfigMismatchError(
+            f"{where} holds results with other settings ({', '.join(changed)} differ). Use another results_dir, or "
+            "overwrite=True to start afresh."
+        )
+    return config
 
 
 def _computed_keys(rows: list[dict[str, Any]]) -> set[tuple[int, str, str]]:
@@ -133,14 +156,26 @@ class SweepStore:
             raise InvalidInputError(f"Cannot create results_dir {self.results_dir}: {error}") from error
 
     # ------------------------------------------------------------------ settings
-    def prepare(self, config: dict[str, Any], *, overwrite: bool) -> dict[str, Any]:
+    def prepare(
+        self,
+        config: dict[str, Any],
+        *,
+        overwrite: bool,
+        merge: Callable[..., dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """Check `config` against config.json and record it (call it holding the lock).
+
+        Args:
+            config: The settings of this run.
+            overwrite: Remove what the library wrote in the folder first.
+            merge: ``merge(stored, config, where=...)`` gives the settings both runs share, or raises (a sweep's
+                `extension.merge_configs`); None: the stored settings must equal `config`.
 
         Returns:
             The config now in config.json: the union of what every run asked for.
 
         Raises:
-            ConfigMismatchError: The folder holds a sweep with other settings (and not `overwrite`).
+            ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
             ResultsStoreError: Results without a config, or an unreadable config (and not `overwrite`).
             InvalidInputError: The folder cannot be created.
         """
@@ -155,7 +190,7 @@ class SweepStore:
             write_atomically(path, json.dumps(config, indent=1))
             return config
         stored = read_config(path)
-        merged = merge_configs(stored, config, where=str(self.results_dir))
+        merged = (merge or _same_config)(stored, config, where=str(self.results_dir))
         if merged != stored:
             write_atomically(path, json.dumps(merged, indent=1))
         return merged
@@ -299,12 +334,6 @@ class SweepStore:
         if text != existing:
             write_atomically(path, text)
 
-    @property
-    def hub_cache_record(self) -> Path:
-        """Where the snapshots the sweep's Hub repositories had in the Hugging Face cache before its first run are
-        recorded (`hub_cache.cached_before`): those are never evicted."""
-        return self.results_dir / BEFORE_FILE
-
     # ------------------------------------------------------------------ tangents
     def reference_path(self, layer: int | str) -> Path:
         """Where the reference tangent of a split point goes."""
@@ -346,9 +375,88 @@ class SweepStore:
         write_top_tokens(path, step=step, layer=layer, split_point=split_point, n_rows=n_rows, directions=directions)
 
     def top_tokens(self, layer: int | str, step: int) -> dict[str, Any] | None:
-        """The top tokens saved for a checkpoint and split point (`token_files.read_top_tokens`), None when absent."""
+        """The top tokens saved for a checkpoint and split point (`records.read_top_tokens`), None when absent."""
         return read_top_tokens(self.results_dir, layer, step)
 
     def top_tokens_steps(self, layer: int | str) -> list[int]:
         """The steps whose top tokens are saved for a split point, in order."""
         return saved_steps(self.results_dir, layer)
+
+
+class LiveStore:
+    """Rows of a live probe appended to `results_dir`'s rows.jsonl, resumed or started afresh (`overwrite`: what
+    the library wrote is removed) under `config` (what a resume must match); rows at or after `start_step` from an
+    earlier run are dropped; rows.jsonl is written at most every `flush_seconds` (0: at every window).
+
+    Raises:
+        ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
+        SweepLockedError: Another process writes the folder.
+        ResultsStoreError: Unreadable rows, or results without a config.json (and not `overwrite`).
+    """
+
+    def __init__(
+        self,
+        results_dir: str | Path,
+        config: dict[str, Any],
+        *,
+        overwrite: bool,
+        start_step: int = 0,
+        flush_seconds: float = 10.0,
+    ):
+        self.store = SweepStore(results_dir)
+        self.results_dir = self.store.results_dir
+        self.rows_path = self.results_dir / ROWS_FILE
+        self.flush_seconds = flush_seconds
+        self._exit = contextlib.ExitStack()
+        self._exit.enter_context(self.store.lock())
+        try:
+            self._prepare(config, overwrite=overwrite, start_step=start_step)
+        except BaseException:
+            self._exit.close()
+            raise
+        self._pending = ""
+        self._last_write = -math.inf  # the first window is written at once
+
+    def _prepare(self, config: dict[str, Any], *, overwrite: bool, start_step: int) -> None:
+        """Check and record the settings; keep the rows of an earlier run before `start_step`."""
+        fresh = overwrite or not (self.results_dir / CONFIG_FILE).exists()
+        self.store.prepare(config, overwrite=overwrite)
+        if fresh:
+            write_atomically(self.rows_path, "")
+            return
+        if cut_unterminated_tail(self.rows_path):
+            warnings.warn(
+                f"The last line of {self.rows_path} was unterminated (the previous run was stopped while writing "
+                "it): it was removed; the rows before it are kept.",
+                IncompleteRowWarning,
+                stacklevel=4,
+            )
+        rows = self.store.rows()
+        kept = [row for row in rows if row["step"] < start_step]
+        if len(kept) < len(rows):
+            write_atomically(self.rows_path, "".join(json.dumps(row) + "\n" for row in kept))
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        """Queue rows (a closed window's) and append them if `flush_seconds` have passed since the last write."""
+        self._pending += "".join(map(row_line, rows))
+        self.flush()
+
+    def flush(self, *, force: bool = False) -> None:
+        """Append the queued rows to rows.jsonl (if the period has passed since the last write, unless forced)."""
+        now = time.monotonic()
+        if self._pending and (force or now - self._last_write >= self.flush_seconds):
+            append_whole(self.rows_path, self._pending)
+            self._pending, self._last_write = "", now
+
+    def save_tangent(self, layer: int | str, subspace: Subspace, *, reference: bool) -> Path:
+        """Save a fitted tangent where a sweep keeps its reference (early) or its per-step tangents (refit)."""
+        path = self.store.reference_path(layer) if reference else self.store.tangent_path(layer, subspace.step or 0)
+        subspace.save(path)
+        return path
+
+    def close(self) -> None:
+        """Write what is pending and release the directory's lock."""
+        try:
+            self.flush(force=True)
+        finally:
+            self._exit.close()

@@ -17,13 +17,21 @@ from typing import Any
 
 import pandas as pd
 
-from ..commons.columns import describe
 from ..commons.display import html_table, number, short_repr
 from ..commons.files import write_atomically
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
-from .multiple_testing import Correction, adjust
-from .rows_file import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, sort_rows
-from .token_files import read_top_tokens, saved_steps
+from .records import read_top_tokens, saved_steps
+from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows
+from .verdict import (
+    FAMILY_NAMES,
+    Correction,
+    adjust,
+    adjusted_p_values,
+    p_value_column,
+    sweep_verdict,
+    verdict_settings,
+    verdict_text,
+)
 
 __all__ = ["SweepResult"]
 
@@ -96,7 +104,7 @@ class SweepResult:
 
         Args:
             correction: "holm" (family-wise error rate) or "bh" (Benjamini-Hochberg, false discovery rate); see
-                `interpreto_anisotropy.sweeps.multiple_testing`.
+                `interpreto_anisotropy.results.verdict`.
             family: Which rows are adjusted together (a groupby over their columns): "split_point_and_tangent"
                 (one curve over training), "split_point", "tangent" or "all".
             column: The p-value field; by default "p_value_exact" when the rows have it, else "p_value".
@@ -215,8 +223,6 @@ class SweepResult:
         judges (exact, adjusted within its family: ``p_adj``) and before adjustment, the tangent's and the controls'
         Delta IsoScore*, the anisotropy share and its exact p, then the approximate p (secondary); then the skipped
         checkpoints and what the p columns are."""
-        from .verdict import FAMILY_NAMES, adjusted_p_values, p_value_column, verdict_settings
-
         if not self.rows:
             raise EmptyInputError("The sweep has no finished checkpoint yet.")
         header = (
@@ -249,13 +255,13 @@ class SweepResult:
         return "\n".join(lines)
 
     def summary(self, *, correction: str | None = None, family: str | None = None, level: float | None = None) -> str:
-        """What the sweep found, in words and numbers: the verdict of `interpreto_anisotropy.sweeps.verdict`.
+        """What the sweep found, in words and numbers: the verdict of `interpreto_anisotropy.results.verdict`.
 
         The same text ends the CLI's output and opens the HTML report (docs/how-to/reading-the-report.md).
 
         Args:
             correction: "holm" or "bh"; default: the config's, else "holm".
-            family: The rows adjusted together (`multiple_testing.Family` value); default: the config's, else
+            family: The rows adjusted together (`verdict.Family` value); default: the config's, else
                 each curve.
             level: The significance level; default: the config's, else 0.05.
 
@@ -265,8 +271,6 @@ class SweepResult:
         Examples:
             >>> print(table.summary())  # doctest: +SKIP
         """
-        from .verdict import sweep_verdict, verdict_text
-
         if not self.rows:
             raise EmptyInputError("The sweep has no finished checkpoint yet.")
         return verdict_text(sweep_verdict(self.rows, self.config, correction=correction, family=family, level=level))
@@ -297,8 +301,6 @@ class SweepResult:
             + (f" (steps {steps[0]} to {steps[-1]})" if steps else "")
             + (f", in {self.results_dir}" if self.results_dir is not None else "")
         )
-        from .verdict import adjusted_p_values
-
         cells = [
             {**row, _ADJUSTED: adjusted, _APPROXIMATE: row.get("p_value")}
             for row, adjusted in zip(self.rows, adjusted_p_values(self.rows, self.config), strict=True)
@@ -353,8 +355,6 @@ _HTML_ROWS = 40
 
 def _adjusted_note(table: SweepResult) -> str:
     """What the notebook table's adjusted p-value is: the verdict's p-value, correction, family and level."""
-    from .verdict import FAMILY_NAMES, p_value_column, verdict_settings
-
     correction, family, level = verdict_settings(table.config)
     method = "Holm" if correction == "holm" else "Benjamini-Hochberg"
     return (

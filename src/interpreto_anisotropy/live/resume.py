@@ -1,139 +1,33 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The live probe's results directory, in a sweep's layout (config.json, rows.jsonl, reference/, tangents/), so that
-`SweepResult.load`, its plots, its report and the CLI's ``report`` read it unchanged.
-
-Rows of closed windows are appended (`append_whole`, at most every `flush_seconds`, always at `close`); a folder
-with the same settings resumes at `start_step` (later rows and an unterminated last line dropped), and
-`saved_tangents` reads back the tangent the stopped run scored against. docs/how-to/live-probe.md ("Resuming").
+"""A stopped live run's results read back to resume it: the first window of each curve (the reference of the
+resumed run's changes) and the tangents in use at the resumed step (docs/how-to/live-probe.md, "Resuming"). The
+rows are written through `results.store.LiveStore`, in a sweep's layout, so that `SweepResult.load`, its plots, its
+report and the CLI's ``report`` read them unchanged.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
-import re
-import time
 import warnings
 from pathlib import Path
 from typing import Any
 
 from ..commons import distributed
-from ..commons.columns import row_line
-from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
-from ..errors import (
-    ConfigMismatchError,
-    IncompleteRowWarning,
-    LiveResumeWarning,
-    ResultsStoreError,
-    TrainingProbeError,
-)
-from ..sweeps.change import UNPAIRED_CHANGES
-from ..sweeps.rows_file import CONFIG_FILE, ROWS_FILE, read_config
-from ..sweeps.store import SweepStore
+from ..errors import LiveResumeWarning, ResultsStoreError, TrainingProbeError
+from ..results.change import UNPAIRED_CHANGES
+from ..results.records import step_of
+from ..results.store import SweepStore
 from ..tangents.subspace import Subspace
 from .options import LiveTangent
 
-__all__ = ["LiveStore", "first_windows", "saved_tangents"]
-
-_STEP_FILE = re.compile(r"step-(\d+)\.safetensors")
-
-
-class LiveStore:
-    """Rows of a live probe appended to `results_dir`'s rows.jsonl, resumed or started afresh (`overwrite`: what
-    the library wrote is removed) under `config` (what a resume must match); rows at or after `start_step` from an
-    earlier run are dropped; rows.jsonl is written at most every `flush_seconds` (0: at every window).
-
-    Raises:
-        ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
-        SweepLockedError: Another process writes the folder.
-        ResultsStoreError: Unreadable rows, or results without a config.json (and not `overwrite`).
-    """
-
-    def __init__(
-        self,
-        results_dir: str | Path,
-        config: dict[str, Any],
-        *,
-        overwrite: bool,
-        start_step: int = 0,
-        flush_seconds: float = 10.0,
-    ):
-        self.store = SweepStore(results_dir)
-        self.results_dir = self.store.results_dir
-        self.rows_path = self.results_dir / ROWS_FILE
-        self.flush_seconds = flush_seconds
-        self._exit = contextlib.ExitStack()
-        self._exit.enter_context(self.store.lock())
-        try:
-            self._prepare(config, overwrite=overwrite, start_step=start_step)
-        except BaseException:
-            self._exit.close()
-            raise
-        self._pending = ""
-        self._last_write = -math.inf  # the first window is written at once
-
-    def _prepare(self, config: dict[str, Any], *, overwrite: bool, start_step: int) -> None:
-        """Check and record the settings; keep the rows of an earlier run before `start_step`."""
-        path = self.results_dir / CONFIG_FILE
-        if overwrite:
-            self.store.clear()
-        stored = read_config(path) if path.exists() else None
-        if stored is not None and stored != config:
-            changed = sorted(key for key in set(stored) | set(config) if stored.get(key) != config.get(key))
-            raise ConfigMismatchError(
-                f"{self.results_dir} holds results with other settings ({', '.join(changed)} differ). Use another "
-                "results_dir, or overwrite=True to start afresh."
-            )
-        if stored is None:
-            self.store.refuse_leftovers()
-        write_atomically(path, json.dumps(config, indent=1))
-        if stored is None:
-            write_atomically(self.rows_path, "")
-            return
-        if cut_unterminated_tail(self.rows_path):
-            warnings.warn(
-                f"The last line of {self.rows_path} was unterminated (the previous run was stopped while writing "
-                "it): it was removed; the rows before it are kept.",
-                IncompleteRowWarning,
-                stacklevel=4,
-            )
-        rows = self.store.rows()
-        kept = [row for row in rows if row["step"] < start_step]
-        if len(kept) < len(rows):
-            write_atomically(self.rows_path, "".join(json.dumps(row) + "\n" for row in kept))
-
-    def add(self, rows: list[dict[str, Any]]) -> None:
-        """Queue rows (a closed window's) and append them if `flush_seconds` have passed since the last write."""
-        self._pending += "".join(map(row_line, rows))
-        self.flush()
-
-    def flush(self, *, force: bool = False) -> None:
-        """Append the queued rows to rows.jsonl (if the period has passed since the last write, unless forced)."""
-        now = time.monotonic()
-        if self._pending and (force or now - self._last_write >= self.flush_seconds):
-            append_whole(self.rows_path, self._pending)
-            self._pending, self._last_write = "", now
-
-    def save_tangent(self, layer: int | str, subspace: Subspace, *, reference: bool) -> Path:
-        """Save a fitted tangent where a sweep keeps its reference (early) or its per-step tangents (refit)."""
-        path = self.store.reference_path(layer) if reference else self.store.tangent_path(layer, subspace.step or 0)
-        subspace.save(path)
-        return path
-
-    def close(self) -> None:
-        """Write what is pending and release the directory's lock."""
-        try:
-            self.flush(force=True)
-        finally:
-            self._exit.close()
+__all__ = ["first_windows", "saved_tangents"]
 
 
 def first_windows(results_dir: Path, start_step: int) -> dict[tuple[str, str], dict[str, Any]]:
     """The first row of each curve (split point, tangent kind) a stopped run wrote before `start_step`, the reference
-    of the resumed run's changes (`sweeps.change.unpaired_change`); read by the main process and sent to every rank.
+    of the resumed run's changes (`results.change.unpaired_change`); read by the main process and sent to every rank.
     """
     firsts: dict[tuple[str, str], dict[str, Any]] = {}
     if distributed.is_main_process():
@@ -227,8 +121,7 @@ def _read(
 def _last_refit(store: SweepStore, layer: int | str, start_step: int) -> tuple[Path | None, Subspace | None]:
     """The tangent refitted last at or before `start_step` and its file, (None, None) when none was saved."""
     folder = store.tangent_path(layer, 0).parent
-    steps = [int(match[1]) for file in folder.glob("step-*.safetensors") if (match := _STEP_FILE.fullmatch(file.name))]
-    steps = [step for step in steps if step <= start_step]
+    steps = [step for file in folder.glob("step-*.safetensors") if (step := step_of(file)) <= start_step]
     if not steps:
         return None, None
     file = store.tangent_path(layer, max(steps))

@@ -1,0 +1,462 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The records beside a results directory's rows: which software computed them and what its tangent and top-tokens
+files held (``provenance.jsonl``, one line per write of rows, and of a reference tangent, naming the files written
+with them by their sha256); the top-tokens files ``top_tokens/<split point>/step-<step>.json``; and a checkpoint's
+content fingerprint, cheap enough to take on every resume, sharp enough to see a retrained folder.
+
+Examples:
+    >>> versions_of_rows("runs/toy/sweep", table.rows)  # doctest: +SKIP
+    [({'interpreto-anisotropy': '0.4.0', 'interpreto': '0.5.2', ...}, 32)]
+    >>> read_top_tokens("runs/toy/sweep", 1, 300)["tangents"]["early"][0].high  # doctest: +SKIP
+    >>> fingerprint(Checkpoint(0, "runs/toy/checkpoint-0"))  # doctest: +SKIP
+    'sha256:5f0c2e9a41d7b3c8'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from fnmatch import fnmatch
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ..commons.files import write_atomically
+from ..commons.json_files import load_json, parse_json, read_whole_lines
+from ..errors import ResultsStoreError
+from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens
+from .schema import row_key
+
+__all__ = [
+    "PROVENANCE_FILE",
+    "VERSIONED",
+    "software_versions",
+    "provenance_line",
+    "file_digest",
+    "read_provenance",
+    "recorded_digests",
+    "versions_of_rows",
+    "TOP_TOKENS_DIR",
+    "folder_name",
+    "top_tokens_path",
+    "write_top_tokens",
+    "read_top_tokens",
+    "saved_steps",
+    "step_of",
+    "MODEL_FILES",
+    "SAMPLED_BLOCKS",
+    "WHOLE_FILE_BYTES",
+    "fingerprint",
+    "folder_fingerprint",
+]
+
+#: The provenance of a sweep's rows, one JSON object a line, in its results directory.
+PROVENANCE_FILE = "provenance.jsonl"
+#: The libraries whose versions are recorded (Python's is added).
+VERSIONED = ("interpreto-anisotropy", "interpreto", "torch", "transformers")
+
+Key = tuple[int, str, str]
+
+
+def software_versions() -> dict[str, str]:
+    """The installed versions of the libraries behind the numbers, and Python's.
+
+    Returns:
+        Library name -> version ("not installed" when absent), then "python".
+
+    Examples:
+        >>> sorted(software_versions())
+        ['interpreto', 'interpreto-anisotropy', 'python', 'torch', 'transformers']
+    """
+    versions = {}
+    for name in VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    versions["python"] = platform.python_version()
+    return versions
+
+
+def provenance_line(keys: Iterable[Key], files: dict[str, str] | None = None) -> str:
+    """The line recording that this process computed the rows of `keys` (with a newline).
+
+    Args:
+        keys: (step, split point as given, tangent kind) of the rows about to be written.
+        files: The files written with them: path relative to the results directory (``/``-separated) -> its
+            `file_digest`; a resume checks them (`recorded_digests`).
+
+    Returns:
+        One JSON object: the time (UTC), the versions, the keys and (when given) the files.
+    """
+    record: dict[str, Any] = {
+        "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "versions": software_versions(),
+        "rows": [list(key) for key in keys],
+    }
+    if files:
+        record["files"] = files
+    return json.dumps(record) + "\n"
+
+
+def file_digest(data: bytes | Path) -> str:
+    """``"sha256:<hex>"`` of some bytes, or of a file's bytes.
+
+    Examples:
+        >>> file_digest(b"") == "sha256:" + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        True
+    """
+    digest = hashlib.sha256()
+    if isinstance(data, bytes):
+        digest.update(data)
+    else:
+        with open(data, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def recorded_digests(results_dir: str | Path) -> dict[str, str]:
+    """The digest each file of a results directory was last written with, as provenance.jsonl records it.
+
+    Returns:
+        Path relative to the results directory (``/``-separated) -> `file_digest`; empty for results written
+        before files were recorded.
+
+    Raises:
+        ResultsStoreError: An unreadable provenance file.
+    """
+    recorded: dict[str, str] = {}
+    for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
+        recorded.update(record.get("files", {}))
+    return recorded
+
+
+def read_provenance(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a ``provenance.jsonl`` (none when the file is absent: results written before it existed).
+
+    Raises:
+        ResultsStoreError: A complete line that is not a provenance record.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    advice = "Delete the file (the rows stay valid, their versions are then unknown)."
+    complete, _ = read_whole_lines(path, advice=advice)  # the part after the last newline: empty, or a line cut short
+    records = []
+    for number, line in enumerate(complete.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = parse_json(line, path, line=number, advice=advice)
+        except ResultsStoreError as error:
+            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record: {error}") from None
+        problem = _record_problem(record)
+        if problem is not None:
+            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record ({problem}). {advice}")
+        records.append(record)
+    return records
+
+
+def _record_problem(record: Any) -> str | None:
+    """What makes `record` no provenance record (None when it is one)."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    versions = record.get("versions")
+    if not isinstance(versions, dict) or not all(isinstance(value, str) for value in versions.values()):
+        return "its versions are not an object of strings"
+    rows = record.get("rows", [])
+    if not isinstance(rows, list) or not all(_is_key(key) for key in rows):
+        return "its rows are not [step, split point, tangent kind] triples"
+    files = record.get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(value, str) for value in files.values()):
+        return "its files are not an object of digests"
+    return None
+
+
+def _is_key(key: Any) -> bool:
+    if not isinstance(key, list) or len(key) != 3:
+        return False
+    step, layer, kind = key
+    return _integer(step) and (_integer(layer) or isinstance(layer, str)) and isinstance(kind, str)
+
+
+def versions_of_rows(
+    results_dir: str | Path | None, rows: Sequence[dict[str, Any]]
+) -> list[tuple[dict[str, str] | None, int]]:
+    """The versions that computed `rows`, with how many rows each, in order of first appearance.
+
+    Args:
+        results_dir: The sweep's folder (None: rows that were never stored).
+        rows: The rows (their step, layer and tangent name them).
+
+    Returns:
+        (versions, number of rows) pairs; versions is None for rows no record names (written before provenance was
+        recorded, or not stored).
+
+    Raises:
+        ResultsStoreError: An unreadable provenance file.
+    """
+    by_key: dict[Key, dict[str, str]] = {}
+    if results_dir is not None:
+        for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
+            for step, layer, kind in record.get("rows", []):
+                by_key[(int(step), str(layer), str(kind))] = record["versions"]
+    groups: dict[str, tuple[dict[str, str] | None, int]] = {}
+    for row in rows:
+        versions = by_key.get(row_key(row)) if "layer" in row else None  # rows never stored may lack the key
+        label = json.dumps(versions, sort_keys=True)
+        known, count = groups.get(label, (versions, 0))
+        groups[label] = (known, count + 1)
+    return list(groups.values())
+
+
+# ---------------------------------------------------------------------------------------------------- top-tokens files
+#: The folder of the top tokens, in a results directory.
+TOP_TOKENS_DIR = "top_tokens"
+_STEP_FILE = re.compile(r"step-(\d{1,15})\.(?:json|safetensors)")
+
+
+def folder_name(layer: int | str) -> str:
+    """A split point as a file or folder name (characters other than letters, digits, ``_.-`` become ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(layer))
+
+
+def top_tokens_path(results_dir: str | Path, layer: int | str, step: int) -> Path:
+    """Where the top tokens of a checkpoint and split point go."""
+    return Path(results_dir) / TOP_TOKENS_DIR / folder_name(layer) / f"step-{step}.json"
+
+
+def write_top_tokens(
+    path: Path,
+    *,
+    step: int,
+    layer: int | str,
+    split_point: str,
+    n_rows: int,
+    directions: dict[str, list[DirectionTokens]],
+) -> None:
+    """Write a top-tokens file atomically, unless it already holds the same content.
+
+    Args:
+        path: The file (`top_tokens_path`).
+        step: The checkpoint's step.
+        layer: The split point as given to the sweep.
+        split_point: Its module path.
+        n_rows: How many rows were ranked.
+        directions: Tangent kind -> one `DirectionTokens` per direction.
+    """
+    content = {
+        "step": step,
+        "layer": layer if isinstance(layer, int) else str(layer),
+        "split_point": split_point,
+        "n_rows": n_rows,
+        "token_fields": list(TOKEN_FIELDS),
+        "tangents": {kind: [direction.to_dict() for direction in found] for kind, found in directions.items()},
+    }
+    text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+    if not path.exists() or path.read_bytes() != text.encode("utf-8"):
+        write_atomically(path, text.encode("utf-8"))
+
+
+def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dict[str, Any] | None:
+    """The top tokens of a checkpoint and split point, None when none are saved.
+
+    Returns:
+        The file's content, with each tangent kind's entries as `DirectionTokens`.
+
+    Raises:
+        ResultsStoreError: A file that is not such JSON (unreadable, nested too deep, fields of other types), or
+            not the bytes the sweep wrote there (`provenance.recorded_digests`), naming it and what is wrong.
+    """
+    path = top_tokens_path(results_dir, layer, step)
+    if not path.exists():
+        return None
+    advice = "Delete it (it is written again when its checkpoint is recomputed)."
+    recorded = recorded_digests(results_dir).get(path.relative_to(results_dir).as_posix())
+    if recorded is not None and path.is_file() and file_digest(path) != recorded:
+        raise ResultsStoreError(
+            f"{path} does not hold the top tokens the sweep wrote there (its sha256 is not the one provenance.jsonl "
+            "records). Rerun the sweep: it computes that checkpoint again."
+        )
+    content = load_json(path, advice=advice)
+    problem = _content_problem(content)
+    if problem is None and content["step"] != step:
+        problem = f"its step is {content['step']}, but its name says {step}"
+    if problem is not None:
+        raise ResultsStoreError(f"{path} holds no top tokens ({problem}). {advice}")
+    content["tangents"] = {
+        kind: [DirectionTokens.from_dict(entry) for entry in found] for kind, found in content["tangents"].items()
+    }
+    return content
+
+
+def _content_problem(content: Any) -> str | None:
+    """What makes `content` no top-tokens file (None when it is one)."""
+    if not isinstance(content, dict):
+        return "not a JSON object"
+    for name, kinds in (("step", int), ("n_rows", int), ("split_point", str), ("layer", (int, str))):
+        if not isinstance(content.get(name), kinds) or isinstance(content.get(name), bool):
+            return f"its {name} is {type(content.get(name)).__name__}"
+    if content["step"] < 0 or content["n_rows"] < 0:
+        return "a negative step or n_rows"
+    if not isinstance(content.get("tangents"), dict):
+        return "its tangents are not a JSON object"
+    for kind, found in content["tangents"].items():
+        if not isinstance(found, list) or not all(_direction_problem(entry) is None for entry in found):
+            problems = [_direction_problem(entry) for entry in found] if isinstance(found, list) else ["not a list"]
+            return f"tangent {kind!r}: {next(problem for problem in problems if problem)}"
+    return None
+
+
+def _direction_problem(entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return "a direction that is not a JSON object"
+    if not _integer(entry.get("direction")) or not _real(entry.get("variance_share")):
+        return "a direction without an integer direction and a number variance_share"
+    for end in ("high", "low"):
+        tokens = entry.get(end)
+        if not isinstance(tokens, list) or not all(_token_problem(token) is None for token in tokens):
+            return f"its {end} tokens are not lists of {', '.join(TOKEN_FIELDS)}"
+    return None
+
+
+def _token_problem(token: Any) -> str | None:
+    if not isinstance(token, list) or len(token) != len(TOKEN_FIELDS):
+        return "not a list"
+    name, before, after, score, text, position = token
+    if not all(isinstance(value, str) for value in (name, before, after)):
+        return "texts that are not strings"
+    if not _real(score) or not _integer(text) or not _integer(position):
+        return "numbers that are not numbers"
+    return None
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _real(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def step_of(path: Path) -> int:
+    """The step of a ``step-<step>.json`` or ``.safetensors`` file of a results directory.
+
+    Raises:
+        ResultsStoreError: A name of another form (``step-abc.json``), naming the file.
+    """
+    match = _STEP_FILE.fullmatch(path.name)
+    if match is None:
+        raise ResultsStoreError(
+            f"{path} is not named step-<step>{path.suffix} with <step> an integer: the package did not write it. "
+            "Delete or rename it, or rerun with overwrite=True."
+        )
+    return int(match[1])
+
+
+def saved_steps(results_dir: str | Path, layer: int | str) -> list[int]:
+    """The steps whose top tokens are saved for a split point, in order.
+
+    Raises:
+        ResultsStoreError: A file ``step-*.json`` whose step is not an integer, naming it.
+    """
+    folder = top_tokens_path(results_dir, layer, 0).parent
+    return sorted(step_of(path) for path in folder.glob("step-*.json"))
+
+
+# --------------------------------------------------------------------------------------------- checkpoint fingerprints
+#: Files of a checkpoint folder that determine the model and its tokenizer (glob patterns on the file name).
+MODEL_FILES: tuple[str, ...] = (
+    "config.json",
+    "*.safetensors",
+    "pytorch_model*.bin",
+    "model*.bin",
+    "*.index.json",
+    "tokenizer*",
+    "vocab*",
+    "merges.txt",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "*.model",
+    "*.tiktoken",
+)
+#: Files up to this size are hashed whole.
+WHOLE_FILE_BYTES = 64 * 2**20
+#: Blocks of 64 KiB sampled evenly from a larger file (besides its header and its first and last MiB).
+SAMPLED_BLOCKS = 32
+
+_BLOCK = 64 * 2**10
+_EDGE = 2**20
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def fingerprint(checkpoint: Any, *, cache_dir: str | os.PathLike | None = None) -> str | None:
+    """The checkpoint's content fingerprint, or None when it cannot be taken without downloading.
+
+    Args:
+        checkpoint: A local folder or a Hub checkpoint (a `sweeps.checkpoints.Checkpoint`: its `is_local`,
+            `source` and `revision`).
+        cache_dir: The Hugging Face cache to resolve a Hub revision in (None: the default cache).
+
+    Returns:
+        ``"sha256:<16 hex>"`` for a local folder, ``"commit:<40 hex>"`` for a Hub checkpoint, or None.
+    """
+    if checkpoint.is_local:
+        return folder_fingerprint(Path(checkpoint.source).expanduser())
+    return _hub_commit(checkpoint, cache_dir)
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """The fingerprint of a checkpoint folder's model and tokenizer files (see the module docstring)."""
+    digest = hashlib.sha256()
+    files = sorted(path for path in folder.rglob("*") if path.is_file() and _is_model_file(path.name))
+    for path in files:
+        size = path.stat().st_size
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
+        with path.open("rb") as handle:
+            for chunk in _content(handle, size, safetensors=path.suffix == ".safetensors"):
+                digest.update(chunk)
+    return f"sha256:{digest.hexdigest()[:16]}"
+
+
+def _is_model_file(name: str) -> bool:
+    return name != "training_args.bin" and any(fnmatch(name, pattern) for pattern in MODEL_FILES)
+
+
+def _content(handle, size: int, *, safetensors: bool):
+    """The bytes of an open file that enter its fingerprint: all of it, or its header and a sample."""
+    if size <= WHOLE_FILE_BYTES:
+        while chunk := handle.read(_EDGE):
+            yield chunk
+        return
+    if safetensors:
+        header_size = int.from_bytes(handle.read(8), "little")
+        yield handle.read(min(header_size, size - 8))
+    offsets = [0, size - _EDGE] + [(size - _BLOCK) * index // (SAMPLED_BLOCKS - 1) for index in range(SAMPLED_BLOCKS)]
+    for offset, length in zip(offsets, [_EDGE, _EDGE] + [_BLOCK] * SAMPLED_BLOCKS, strict=True):
+        handle.seek(offset)
+        yield handle.read(length)
+
+
+def _hub_commit(checkpoint: Any, cache_dir: str | os.PathLike | None) -> str | None:
+    revision = checkpoint.revision or "main"
+    if _COMMIT.match(revision):
+        return f"commit:{revision}"
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(checkpoint.source, "config.json", cache_dir=cache_dir, revision=revision)
+    except ValueError:  # not a valid repository id: nothing cached under it
+        return None
+    if not isinstance(cached, str):
+        return None
+    commit = Path(cached).parent.name  # <cache>/models--org--name/snapshots/<commit>/config.json
+    return f"commit:{commit}" if _COMMIT.match(commit) else None
