@@ -41,9 +41,7 @@ from .records import (
     file_digest,
     folder_name,
     provenance_line,
-    read_top_tokens,
     recorded_digests,
-    saved_steps,
     step_of,
     top_tokens_path,
     write_top_tokens,
@@ -267,7 +265,10 @@ class SweepStore:
             path
             for row in rows
             if not is_skipped(row)
-            for path in (self.tangent_path(row["layer"], row["step"]), self.top_tokens_path(row["layer"], row["step"]))
+            for path in (
+                self.tangent_path(row["layer"], row["step"]),
+                top_tokens_path(self.results_dir, row["layer"], row["step"]),
+            )
         }
         return {self._relative(path): file_digest(path) for path in sorted(paths) if path.is_file()}
 
@@ -293,11 +294,7 @@ class SweepStore:
         recorded = recorded_digests(self.results_dir)
         if not recorded:
             return []
-        candidates = [
-            *(self.reference_path(layer) for layer in layers),
-            *sorted((self.results_dir / "tangents").glob("*/step-*.safetensors")),
-            *sorted((self.results_dir / TOP_TOKENS_DIR).glob("*/step-*.json")),
-        ]
+        candidates = [*(self.reference_path(layer) for layer in layers), *self._step_files()]
         return [
             path
             for path in candidates
@@ -315,12 +312,14 @@ class SweepStore:
         """Remove the rows and saved tangents of some checkpoints (their content changed), in one atomic write."""
         kept = [row for row in self.rows() if row["step"] not in steps]
         self._rewrite(kept, [])
-        for path in [
-            *(self.results_dir / "tangents").glob("*/step-*.safetensors"),
-            *(self.results_dir / TOP_TOKENS_DIR).glob("*/step-*.json"),
-        ]:
+        for path in self._step_files():
             if step_of(path) in steps:
                 path.unlink()
+
+    def _step_files(self) -> list[Path]:
+        """The tangents and top-tokens files saved per checkpoint, in order."""
+        tangents = (self.results_dir / "tangents").glob("*/step-*.safetensors")
+        return sorted(tangents) + sorted((self.results_dir / TOP_TOKENS_DIR).glob("*/step-*.json"))
 
     def drop_references(self) -> None:
         """Remove the saved reference tangents (their early checkpoints changed)."""
@@ -357,10 +356,6 @@ class SweepStore:
         return Subspace.load(path, device=device) if path.exists() else None
 
     # ------------------------------------------------------------------ top tokens
-    def top_tokens_path(self, layer: int | str, step: int) -> Path:
-        """Where the top tokens of a checkpoint's tangent directions go."""
-        return top_tokens_path(self.results_dir, layer, step)
-
     def save_top_tokens(
         self,
         layer: int | str,
@@ -371,22 +366,15 @@ class SweepStore:
         directions: dict[str, list[DirectionTokens]],
     ) -> None:
         """Write the top tokens of a checkpoint's tangents (tangent kind -> one entry per direction), atomically."""
-        path = self.top_tokens_path(layer, step)
+        path = top_tokens_path(self.results_dir, layer, step)
         write_top_tokens(path, step=step, layer=layer, split_point=split_point, n_rows=n_rows, directions=directions)
 
-    def top_tokens(self, layer: int | str, step: int) -> dict[str, Any] | None:
-        """The top tokens saved for a checkpoint and split point (`records.read_top_tokens`), None when absent."""
-        return read_top_tokens(self.results_dir, layer, step)
 
-    def top_tokens_steps(self, layer: int | str) -> list[int]:
-        """The steps whose top tokens are saved for a split point, in order."""
-        return saved_steps(self.results_dir, layer)
-
-
-class LiveStore:
+class LiveStore(SweepStore):
     """Rows of a live probe appended to `results_dir`'s rows.jsonl, resumed or started afresh (`overwrite`: what
     the library wrote is removed) under `config` (what a resume must match); rows at or after `start_step` from an
-    earlier run are dropped; rows.jsonl is written at most every `flush_seconds` (0: at every window).
+    earlier run are dropped; rows.jsonl is written at most every `flush_seconds` (0: at every window). It holds the
+    folder's lock until `close`.
 
     Raises:
         ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
@@ -403,24 +391,23 @@ class LiveStore:
         start_step: int = 0,
         flush_seconds: float = 10.0,
     ):
-        self.store = SweepStore(results_dir)
-        self.results_dir = self.store.results_dir
+        super().__init__(results_dir)
         self.rows_path = self.results_dir / ROWS_FILE
         self.flush_seconds = flush_seconds
         self._exit = contextlib.ExitStack()
-        self._exit.enter_context(self.store.lock())
+        self._exit.enter_context(self.lock())
         try:
-            self._prepare(config, overwrite=overwrite, start_step=start_step)
+            self._resume(config, overwrite=overwrite, start_step=start_step)
         except BaseException:
             self._exit.close()
             raise
         self._pending = ""
         self._last_write = -math.inf  # the first window is written at once
 
-    def _prepare(self, config: dict[str, Any], *, overwrite: bool, start_step: int) -> None:
+    def _resume(self, config: dict[str, Any], *, overwrite: bool, start_step: int) -> None:
         """Check and record the settings; keep the rows of an earlier run before `start_step`."""
         fresh = overwrite or not (self.results_dir / CONFIG_FILE).exists()
-        self.store.prepare(config, overwrite=overwrite)
+        self.prepare(config, overwrite=overwrite)
         if fresh:
             write_atomically(self.rows_path, "")
             return
@@ -431,10 +418,7 @@ class LiveStore:
                 IncompleteRowWarning,
                 stacklevel=4,
             )
-        rows = self.store.rows()
-        kept = [row for row in rows if row["step"] < start_step]
-        if len(kept) < len(rows):
-            write_atomically(self.rows_path, "".join(json.dumps(row) + "\n" for row in kept))
+        self._rewrite([row for row in self.rows() if row["step"] < start_step], [])
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         """Queue rows (a closed window's) and append them if `flush_seconds` have passed since the last write."""
@@ -450,7 +434,7 @@ class LiveStore:
 
     def save_tangent(self, layer: int | str, subspace: Subspace, *, reference: bool) -> Path:
         """Save a fitted tangent where a sweep keeps its reference (early) or its per-step tangents (refit)."""
-        path = self.store.reference_path(layer) if reference else self.store.tangent_path(layer, subspace.step or 0)
+        path = self.reference_path(layer) if reference else self.tangent_path(layer, subspace.step or 0)
         subspace.save(path)
         return path
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,11 @@ from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from .records import read_top_tokens, saved_steps
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows
 from .verdict import (
-    FAMILY_NAMES,
     Correction,
     adjust,
+    adjusted_by,
     adjusted_p_values,
-    p_value_column,
     sweep_verdict,
-    verdict_settings,
     verdict_text,
 )
 
@@ -143,7 +140,8 @@ class SweepResult:
     # ------------------------------------------------------------------ export
     def scalar_columns(self) -> list[str]:
         """Fields whose values are scalars in every row (the CSV columns), in first-seen order."""
-        return _scalar_columns(self.rows)
+        scalar = (key for row in self.rows for key, value in row.items() if not isinstance(value, (list, dict)))
+        return list(dict.fromkeys(scalar))
 
     def to_csv(self, path: str | Path) -> Path:
         """Write the scalar columns to a CSV file, atomically (per-control arrays are left to `to_json`).
@@ -245,12 +243,10 @@ class SweepResult:
             lines.append(
                 f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} skipped: {row['skipped'][:200]}"
             )
-        correction, family, level = verdict_settings(self.config)
-        method = "Holm" if correction == "holm" else "Benjamini-Hochberg"
+        adjusted, level = adjusted_by(self.rows, self.config)
         lines.append(
-            f"p_adj: {p_value_column(self.rows)} adjusted by {method} {FAMILY_NAMES[family]}, significant at <= "
-            f"{level:g}; "
-            "p_aniso: anisotropy_p_value_exact; p_approx: approximate p (normal controls; anti-conservative)."
+            f"p_adj: {adjusted}, significant at <= {level:g}; p_aniso: anisotropy_p_value_exact; p_approx: "
+            "approximate p (normal controls; anti-conservative)."
         )
         return "\n".join(lines)
 
@@ -355,27 +351,14 @@ _HTML_ROWS = 40
 
 def _adjusted_note(table: SweepResult) -> str:
     """What the notebook table's adjusted p-value is: the verdict's p-value, correction, family and level."""
-    correction, family, level = verdict_settings(table.config)
-    method = "Holm" if correction == "holm" else "Benjamini-Hochberg"
-    return (
-        f"{_ADJUSTED}: {p_value_column(table.rows)} adjusted by {method} {FAMILY_NAMES[family]}; a row is significant "
-        f"at or below {level:g}."
-    )
+    adjusted, level = adjusted_by(table.rows, table.config)
+    return f"{_ADJUSTED}: {adjusted}; a row is significant at or below {level:g}."
 
 
 def _f(value: Any, digits: int = 4, width: int = 7) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return f"{'-':>{width}}"
     return f"{value:>{width}.{digits}f}"
-
-
-def _scalar_columns(rows: Iterable[dict[str, Any]]) -> list[str]:
-    names: dict[str, None] = {}
-    for row in rows:
-        for key, value in row.items():
-            if not isinstance(value, (list, dict)):
-                names.setdefault(key, None)
-    return list(names)
 
 
 def _json_default(value: Any) -> Any:

@@ -58,6 +58,7 @@ __all__ = [
     "CurveVerdict",
     "FAMILY_NAMES",
     "Verdict",
+    "adjusted_by",
     "adjusted_p_values",
     "anisotropy_p_value",
     "curve_sentences",
@@ -314,6 +315,7 @@ DEFAULT_CORRECTION = Correction.HOLM.value
 DEFAULT_FAMILY = Family.SPLIT_POINT_AND_TANGENT.value
 
 _CORRECTION_NAMES = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini-Hochberg (false discovery rate)"}
+_METHODS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 #: Each `Family` value in words, as a sentence says which rows were adjusted together.
 FAMILY_NAMES = {
     "split_point_and_tangent": "within each curve (one split point and tangent kind)",
@@ -493,12 +495,17 @@ def adjusted_p_values(
     return adjust(rows, column=p_value_column(rows), correction=correction, family=family)
 
 
+def adjusted_by(rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None = None) -> tuple[str, float]:
+    """What the verdict judges a row by ("p_value_exact adjusted by Holm within each curve (...)"), and its level."""
+    correction, family, level = verdict_settings(config)
+    return f"{p_value_column(rows)} adjusted by {_METHODS[correction]} {FAMILY_NAMES[family]}", level
+
+
 def marker_legend(rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None = None) -> str:
     """What a filled marker means, as a figure's legend says it: "significant: exact p, Holm within each curve, ..."."""
     correction, family, level = verdict_settings(config)
     kind = "exact p" if p_value_column(rows) == "p_value_exact" else "approximate p (rows without an exact p)"
-    method = "Holm" if correction == Correction.HOLM.value else "Benjamini-Hochberg"
-    return f"significant: {kind}, {method} {_FAMILY_SHORT[family]}, level {level:g}"
+    return f"significant: {kind}, {_METHODS[correction]} {_FAMILY_SHORT[family]}, level {level:g}"
 
 
 def sweep_verdict(
@@ -608,9 +615,9 @@ def _ratio_sentence(curve: CurveVerdict) -> str:
 
 
 def _significance_sentence(curve: CurveVerdict, verdict: Verdict) -> str:
-    method = "Holm" if verdict.correction == "holm" else "Benjamini-Hochberg"
     text = (
-        f"{curve.n_significant} of {curve.n_tested} checkpoints significant ({curve.p_column} adjusted by {method}, "
+        f"{curve.n_significant} of {curve.n_tested} checkpoints significant ({curve.p_column} adjusted by "
+        f"{_METHODS[verdict.correction]}, "
         f"level {verdict.level:g}; {curve.n_raw} before correction)."
     )
     return f"{text} {curve.resolution}" if curve.resolution else text
