@@ -228,7 +228,7 @@ class TrainingProbe:
         return self
 
     def _resume_tangents(self) -> None:
-        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `store.saved_tangents`)."""
+        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `resume.saved_tangents`)."""
         fit_until = next(iter(self.points.values())).schedule.fit_until  # the same at every split point
         try:
             saved = saved_tangents(

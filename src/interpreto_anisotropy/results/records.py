@@ -274,7 +274,7 @@ def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dic
 
     Raises:
         ResultsStoreError: A file that is not such JSON (unreadable, nested too deep, fields of other types), or
-            not the bytes the sweep wrote there (`provenance.recorded_digests`), naming it and what is wrong.
+            not the bytes the sweep wrote there (`recorded_digests`), naming it and what is wrong.
     """
     path = top_tokens_path(results_dir, layer, step)
     if not path.exists():
