@@ -161,20 +161,9 @@ def test_no_import_cycle_between_subpackages():
     assert cycle is None, f"import cycle between subpackages: {' -> '.join(cycle)}"
 
 
-def test_the_sweeps_do_not_import_the_visualizations():
-    reached = {
-        f"{module} -> {target}"
-        for module, targets in internal_import_graph(typing_too=True).items()
-        if module.startswith("interpreto_anisotropy.sweeps.")
-        for target in targets
-        if target.startswith("interpreto_anisotropy.visualizations")
-    }
-    assert not reached, f"the figures and the report take a SweepResult; nothing in sweeps/ imports them: {reached}"
-    assert "interpreto_anisotropy.results" in subpackage_graph()["interpreto_anisotropy.visualizations"]
-
-
 #: Subpackage -> the subpackages it never imports: the sweeps and the live probe write through results/, which
-#: imports neither; the figures and the report read results/ only (a live probe may draw its figures).
+#: imports neither; the figures and the report take its table (a live probe may draw its figures); nothing in
+#: sweeps/ imports the figures.
 APART = {
     "sweeps": {"live", "visualizations"},
     "live": {"sweeps"},
@@ -192,9 +181,8 @@ def test_the_sweeps_and_the_live_probe_share_only_results():
         if target.removeprefix("interpreto_anisotropy.") in apart
     }
     assert not crossed, f"imports across subpackages kept apart: {crossed}"
-    assert {"interpreto_anisotropy.results"} <= graph["interpreto_anisotropy.sweeps"] & graph[
-        "interpreto_anisotropy.live"
-    ]
+    readers = ("sweeps", "live", "visualizations")
+    assert all("interpreto_anisotropy.results" in graph[f"interpreto_anisotropy.{layer}"] for layer in readers)
 
 
 def test_the_top_level_names_are_declared_alike_and_short():
