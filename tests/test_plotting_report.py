@@ -672,7 +672,7 @@ def _crafted_folder(folder, crafted: str) -> SweepResult:
     """A results folder whose every string the report shows is `crafted`: rows (names, paths, an extra column),
     settings (model id, a key and its value, checkpoint sources and revisions), top tokens, provenance, skipped
     checkpoints; the folder's own path ends with it."""
-    from interpreto_anisotropy.results.records import top_tokens_path, write_top_tokens
+    from interpreto_anisotropy.results.store import SweepStore
     from interpreto_anisotropy.tangents.top_tokens import DirectionTokens, TokenInContext
 
     folder.mkdir(parents=True)
@@ -682,8 +682,7 @@ def _crafted_folder(folder, crafted: str) -> SweepResult:
         row.update(note=crafted, **{crafted: crafted})
     token = TokenInContext(crafted, crafted, crafted, 0.2074, 3, 1)
     directions = {kind: [DirectionTokens(0, 0.5, [token], [token])] for kind in ("early", crafted)}
-    path = top_tokens_path(folder, crafted, 1)
-    write_top_tokens(path, step=1, layer=crafted, split_point=crafted, n_rows=1, directions=directions)
+    SweepStore(folder).save_top_tokens(crafted, 1, split_point=crafted, n_rows=1, directions=directions)
     keys = [[row["step"], crafted, row["tangent"]] for row in rows]
     provenance = [
         {"versions": {"torch": crafted}, "rows": keys[:2]},

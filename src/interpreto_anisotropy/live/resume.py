@@ -75,15 +75,6 @@ def saved_tangents(
     return found
 
 
-def _check_rank(file: Path, saved: Subspace, nb_concepts: int | None) -> None:
-    """Refuse a saved tangent whose rank is not `nb_concepts` (another run's, left in the folder)."""
-    if nb_concepts is not None and saved.rank != nb_concepts:
-        raise ResultsStoreError(
-            f"{file} holds a tangent of rank {saved.rank}, but this run's nb_concepts is {nb_concepts}: another run "
-            "wrote it. Resume into the results_dir the stopped run wrote, or start afresh with overwrite=True."
-        )
-
-
 def _read(
     store: SweepStore,
     layers: dict[str, int | str],
@@ -100,32 +91,28 @@ def _read(
             file = store.reference_path(layer)
             saved = Subspace.load(file) if file.exists() else None
             saved = saved if saved is not None and (saved.step or 0) <= start_step else None
-        else:
+        else:  # the tangent refitted last at or before `start_step`
             fitted_at = start_step - start_step % fit_every
-            file, saved = _last_refit(store, layer, start_step)
-            file = file or store.tangent_path(layer, fitted_at)
+            folder = store.tangent_path(layer, 0).parent
+            steps = [step for file in folder.glob("step-*.safetensors") if (step := step_of(file)) <= start_step]
+            file = store.tangent_path(layer, max(steps) if steps else fitted_at)
+            saved = Subspace.load(file) if steps else None
         if saved is None and 0 < fitted_at <= start_step:
             raise TrainingProbeError(
                 f"The live run resumed at step {start_step} scores its windows at split point {layer!r} against the "
                 f"{kind.value} tangent fitted at step {fitted_at}, but {file} is missing. Resume into the results_dir "
                 "the stopped run wrote, pass that tangent as tangent=Subspace.load(...), or restart from step 0."
             )
+        if saved is not None and nb_concepts is not None and saved.rank != nb_concepts:
+            raise ResultsStoreError(
+                f"{file} holds a tangent of rank {saved.rank}, but this run's nb_concepts is {nb_concepts}: another "
+                "run wrote it. Resume into the results_dir the stopped run wrote, or start afresh with overwrite=True."
+            )
         if saved is not None:
-            _check_rank(file, saved, nb_concepts)
             found[path] = saved
         if saved is None or (kind is LiveTangent.REFIT and saved.step != start_step):
             _warn_partial_fit(path, kind, fitted_at if kind is LiveTangent.EARLY else fit_every, start_step, saved)
     return found
-
-
-def _last_refit(store: SweepStore, layer: int | str, start_step: int) -> tuple[Path | None, Subspace | None]:
-    """The tangent refitted last at or before `start_step` and its file, (None, None) when none was saved."""
-    folder = store.tangent_path(layer, 0).parent
-    steps = [step for file in folder.glob("step-*.safetensors") if (step := step_of(file)) <= start_step]
-    if not steps:
-        return None, None
-    file = store.tangent_path(layer, max(steps))
-    return file, Subspace.load(file)
 
 
 def _warn_partial_fit(path: str, kind: LiveTangent, fit_at: int, start_step: int, tangent: Subspace | None) -> None:

@@ -28,11 +28,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..commons.files import write_atomically
 from ..commons.json_files import load_json, parse_json, read_whole_lines
 from ..errors import ResultsStoreError
-from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens
-from .schema import row_key
+from ..tangents.top_tokens import DirectionTokens
+from .schema import fits, row_key
 
 __all__ = [
     "PROVENANCE_FILE",
@@ -46,7 +45,6 @@ __all__ = [
     "TOP_TOKENS_DIR",
     "folder_name",
     "top_tokens_path",
-    "write_top_tokens",
     "read_top_tokens",
     "saved_steps",
     "step_of",
@@ -63,6 +61,12 @@ PROVENANCE_FILE = "provenance.jsonl"
 VERSIONED = ("interpreto-anisotropy", "interpreto", "torch", "transformers")
 
 Key = tuple[int, str, str]
+_REAL = (int, float, type(None))
+#: The shape of a provenance record (`schema.fits`), and of a top-tokens file: its tokens as `TOKEN_FIELDS` lists.
+_RECORD = {"versions": {str: str}, "rows?": [[int, (int, str), str]], "files?": {str: str}}
+_TOKENS = [[str, str, str, _REAL, int, int]]
+_DIRECTIONS = [{"direction": int, "variance_share": _REAL, "high": _TOKENS, "low": _TOKENS}]
+_TOP_TOKENS = {"step": int, "n_rows": int, "split_point": str, "layer": (int, str), "tangents": {str: _DIRECTIONS}}
 
 
 def software_versions() -> dict[str, str]:
@@ -158,34 +162,10 @@ def read_provenance(path: str | Path) -> list[dict[str, Any]]:
             record = parse_json(line, path, line=number, advice=advice)
         except ResultsStoreError as error:
             raise ResultsStoreError(f"Line {number} of {path} is not a provenance record: {error}") from None
-        problem = _record_problem(record)
-        if problem is not None:
-            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record ({problem}). {advice}")
+        if not fits(record, _RECORD):
+            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record. {advice}")
         records.append(record)
     return records
-
-
-def _record_problem(record: Any) -> str | None:
-    """What makes `record` no provenance record (None when it is one)."""
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    versions = record.get("versions")
-    if not isinstance(versions, dict) or not all(isinstance(value, str) for value in versions.values()):
-        return "its versions are not an object of strings"
-    rows = record.get("rows", [])
-    if not isinstance(rows, list) or not all(_is_key(key) for key in rows):
-        return "its rows are not [step, split point, tangent kind] triples"
-    files = record.get("files", {})
-    if not isinstance(files, dict) or not all(isinstance(value, str) for value in files.values()):
-        return "its files are not an object of digests"
-    return None
-
-
-def _is_key(key: Any) -> bool:
-    if not isinstance(key, list) or len(key) != 3:
-        return False
-    step, layer, kind = key
-    return _integer(step) and (_integer(layer) or isinstance(layer, str)) and isinstance(kind, str)
 
 
 def versions_of_rows(
@@ -234,38 +214,6 @@ def top_tokens_path(results_dir: str | Path, layer: int | str, step: int) -> Pat
     return Path(results_dir) / TOP_TOKENS_DIR / folder_name(layer) / f"step-{step}.json"
 
 
-def write_top_tokens(
-    path: Path,
-    *,
-    step: int,
-    layer: int | str,
-    split_point: str,
-    n_rows: int,
-    directions: dict[str, list[DirectionTokens]],
-) -> None:
-    """Write a top-tokens file atomically, unless it already holds the same content.
-
-    Args:
-        path: The file (`top_tokens_path`).
-        step: The checkpoint's step.
-        layer: The split point as given to the sweep.
-        split_point: Its module path.
-        n_rows: How many rows were ranked.
-        directions: Tangent kind -> one `DirectionTokens` per direction.
-    """
-    content = {
-        "step": step,
-        "layer": layer if isinstance(layer, int) else str(layer),
-        "split_point": split_point,
-        "n_rows": n_rows,
-        "token_fields": list(TOKEN_FIELDS),
-        "tangents": {kind: [direction.to_dict() for direction in found] for kind, found in directions.items()},
-    }
-    text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
-    if not path.exists() or path.read_bytes() != text.encode("utf-8"):
-        write_atomically(path, text.encode("utf-8"))
-
-
 def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dict[str, Any] | None:
     """The top tokens of a checkpoint and split point, None when none are saved.
 
@@ -287,64 +235,12 @@ def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dic
             "records). Rerun the sweep: it computes that checkpoint again."
         )
     content = load_json(path, advice=advice)
-    problem = _content_problem(content)
-    if problem is None and content["step"] != step:
-        problem = f"its step is {content['step']}, but its name says {step}"
-    if problem is not None:
-        raise ResultsStoreError(f"{path} holds no top tokens ({problem}). {advice}")
+    if not fits(content, _TOP_TOKENS) or min(content["step"], content["n_rows"]) < 0 or content["step"] != step:
+        raise ResultsStoreError(f"{path} holds no top tokens of step {step}. {advice}")
     content["tangents"] = {
         kind: [DirectionTokens.from_dict(entry) for entry in found] for kind, found in content["tangents"].items()
     }
     return content
-
-
-def _content_problem(content: Any) -> str | None:
-    """What makes `content` no top-tokens file (None when it is one)."""
-    if not isinstance(content, dict):
-        return "not a JSON object"
-    for name, kinds in (("step", int), ("n_rows", int), ("split_point", str), ("layer", (int, str))):
-        if not isinstance(content.get(name), kinds) or isinstance(content.get(name), bool):
-            return f"its {name} is {type(content.get(name)).__name__}"
-    if content["step"] < 0 or content["n_rows"] < 0:
-        return "a negative step or n_rows"
-    if not isinstance(content.get("tangents"), dict):
-        return "its tangents are not a JSON object"
-    for kind, found in content["tangents"].items():
-        if not isinstance(found, list) or not all(_direction_problem(entry) is None for entry in found):
-            problems = [_direction_problem(entry) for entry in found] if isinstance(found, list) else ["not a list"]
-            return f"tangent {kind!r}: {next(problem for problem in problems if problem)}"
-    return None
-
-
-def _direction_problem(entry: Any) -> str | None:
-    if not isinstance(entry, dict):
-        return "a direction that is not a JSON object"
-    if not _integer(entry.get("direction")) or not _real(entry.get("variance_share")):
-        return "a direction without an integer direction and a number variance_share"
-    for end in ("high", "low"):
-        tokens = entry.get(end)
-        if not isinstance(tokens, list) or not all(_token_problem(token) is None for token in tokens):
-            return f"its {end} tokens are not lists of {', '.join(TOKEN_FIELDS)}"
-    return None
-
-
-def _token_problem(token: Any) -> str | None:
-    if not isinstance(token, list) or len(token) != len(TOKEN_FIELDS):
-        return "not a list"
-    name, before, after, score, text, position = token
-    if not all(isinstance(value, str) for value in (name, before, after)):
-        return "texts that are not strings"
-    if not _real(score) or not _integer(text) or not _integer(position):
-        return "numbers that are not numbers"
-    return None
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _real(value: Any) -> bool:
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def step_of(path: Path) -> int:

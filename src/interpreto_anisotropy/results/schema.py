@@ -67,22 +67,45 @@ class Kind(str, Enum):
 
     def accepts(self, value: Any) -> bool:
         """Whether `value` (as `json.loads` gives it) is a value of this kind."""
-        if value is None:
-            return self is not Kind.REPORT
-        if self in (Kind.NUMBERS, Kind.TEXTS):
-            item = Kind.NUMBER if self is Kind.NUMBERS else Kind.TEXT
-            return isinstance(value, list) and all(map(item.accepts, value))
-        return isinstance(value, _TYPES[self]) and (self is Kind.FLAG or not isinstance(value, bool))
+        return self is not Kind.REPORT and (value is None or fits(value, _SHAPES[self]))
 
 
-_TYPES: dict[Kind, tuple[type, ...]] = {
-    Kind.INTEGER: (int,),
-    Kind.NUMBER: (int, float),
-    Kind.TEXT: (str,),
+def fits(value: Any, shape: Any) -> bool:
+    """Whether a JSON value has `shape`: a type or a tuple of types (an int is no bool), a frozenset of the texts
+    allowed, ``[shape]`` (a list of such items), ``[shape, shape, ...]`` (a list of exactly those), ``{str: shape}``
+    (an object of such values) or ``{"key": shape, "other?": shape}`` (an object with those keys, "?": optional).
+
+    Examples:
+        >>> fits([0, "1", "early"], [int, (int, str), str]), fits({"step": True}, {"step": int})
+        (True, False)
+    """
+    if isinstance(shape, frozenset):
+        return isinstance(value, str) and value in shape
+    if isinstance(shape, list):
+        if not isinstance(value, list) or (len(shape) > 1 and len(value) != len(shape)):
+            return False
+        return all(map(fits, value, shape)) if len(shape) > 1 else all(fits(item, shape[0]) for item in value)
+    if isinstance(shape, dict):
+        if not isinstance(value, dict) or str in shape:
+            return isinstance(value, dict) and all(fits(item, shape[str]) for item in value.values())
+        return all(
+            fits(value[key.rstrip("?")], each) if key.rstrip("?") in value else key.endswith("?")
+            for key, each in shape.items()
+        )
+    types = shape if isinstance(shape, tuple) else (shape,)
+    return isinstance(value, types) and (bool in types or not isinstance(value, bool))
+
+
+_NUMBER = (int, float)
+_SHAPES: dict[Kind, Any] = {
+    Kind.INTEGER: int,
+    Kind.NUMBER: _NUMBER,
+    Kind.TEXT: str,
     Kind.LABEL: (int, str),
-    Kind.FLAG: (bool,),
-    Kind.MAPPING: (dict,),
-    Kind.REPORT: (),
+    Kind.FLAG: bool,
+    Kind.NUMBERS: [(*_NUMBER, type(None))],
+    Kind.TEXTS: [(str, type(None))],
+    Kind.MAPPING: dict,
 }
 
 
@@ -454,19 +477,9 @@ def _finite_or_none(value: Any) -> Any:
     return value
 
 
-def _documented() -> list[Column]:
-    """Every column the reference lists: `COLUMNS`, each p-value column followed by its adjusted forms."""
-    adjusted = {"p_value", "p_value_exact"}
-    listed: list[Column] = []
-    for column in COLUMNS:
-        listed.append(column)
-        if column.name in adjusted:
-            listed += [describe(column.name + suffix) for suffix in ADJUSTED_SUFFIXES]  # type: ignore[misc]
-    return listed
-
-
 def reference_markdown() -> str:
-    """The documentation's column reference page (docs/columns.md), generated from `COLUMNS`."""
+    """The documentation's column reference page (docs/columns.md), generated from `COLUMNS`, each p-value column
+    followed by its adjusted forms."""
     lines = [
         "# Columns of a sweep",
         "",
@@ -483,18 +496,15 @@ def reference_markdown() -> str:
         "| column | type | meaning | unit | formula |",
         "|---|---|---|---|---|",
     ]
-    for column in _documented():
-        meaning = _cell(column.meaning)
-        if column.concept:
-            meaning += f" ([more](concepts.md#{column.concept}))"
-        formula = f"`{_cell(column.formula)}`" if column.formula else ""
-        lines.append(f"| `{column.name}` | {column.kind.value} | {meaning} | {column.unit.value} | {formula} |")
+    for base in COLUMNS:
+        adjusted = ADJUSTED_SUFFIXES if base.name in ("p_value", "p_value_exact") else ()
+        for column in (base, *(describe(base.name + suffix) for suffix in adjusted)):
+            meaning = column.meaning.replace("|", "\\|") + (
+                f" ([more](concepts.md#{column.concept}))" if column.concept else ""
+            )
+            formula = "`{}`".format(column.formula.replace("|", "\\|")) if column.formula else ""
+            lines.append(f"| `{column.name}` | {column.kind.value} | {meaning} | {column.unit.value} | {formula} |")
     return "\n".join(lines) + "\n"
-
-
-def _cell(text: str) -> str:
-    """`text` inside a Markdown table cell (a "|" would end the cell)."""
-    return text.replace("|", "\\|")
 
 
 # ------------------------------------------------------------------------------------- rows.jsonl and config.json
@@ -520,42 +530,34 @@ def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
     """
     if not path.exists():
         return []
-    text = _whole_lines(path) if appended else read_text(path)
-    lines = text.split("\n")
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        torn = number == len(lines) and not text.endswith("\n")
-        cut = " (an interrupted or edited last line)" if torn else ""
-        fix = "delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
-        try:
-            row = parse_json(line, path, line=number)
-        except ResultsStoreError:
-            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{cut}: {fix}") from None
-        problem = row_problem(row)
-        if problem is not None:
-            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{cut}: {fix} Found: {problem}.")
-        rows.append(row)
-    return rows
-
-
-def _whole_lines(path: Path) -> str:
-    """The file's text up to its last newline; warns when an unterminated tail was left out."""
-    whole, cut = read_whole_lines(path)
+    text, cut = read_whole_lines(path) if appended else (read_text(path), False)
     if cut:
         warnings.warn(
             f"The last line of {path} is unterminated: a live probe is appending it, or was stopped while writing "
             "it (the next live run into this folder removes it). The rows before it are read; it is left out.",
             IncompleteRowWarning,
-            stacklevel=4,
+            stacklevel=3,
         )
-    return whole
+    lines = text.split("\n")
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        torn = " (an interrupted or edited last line)" if number == len(lines) and not text.endswith("\n") else ""
+        fix = "delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
+        try:
+            row = parse_json(line, path, line=number)
+        except ResultsStoreError:
+            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{torn}: {fix}") from None
+        problem = row_problem(row)
+        if problem is not None:
+            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{torn}: {fix} Found: {problem}.")
+        rows.append(row)
+    return rows
 
 
 #: Steps are below this (a crafted step of 10**30 is refused, not carried into file names and tensors).
 MAX_STEP = 10**15
-_NAME_FIELDS = ("split_point", "tangent", "checkpoint")
 _MARKUP = set("<>") | {chr(code) for code in range(32)}
 _LAYER = _MARKUP | set("\"'&`/\\")  # a layer also names files and folders
 
@@ -564,38 +566,24 @@ def row_problem(row: Any) -> str | None:
     """What makes `row` no sweep row, None when it is one."""
     if not isinstance(row, dict):
         return "not a JSON object"
-    if not _is_step(row.get("step")):
-        return f"step {_shown(row.get('step'))} is not an integer in [0, 10**15)"
+    step = row.get("step")
+    if not fits(step, int) or not 0 <= step < MAX_STEP:
+        return f"step {_shown(step)} is not an integer in [0, 10**15)"
     if "layer" not in row:
         return "no layer"
-    problem = _name_problem(row["layer"], allow_int=True, forbidden=_LAYER)
-    if problem:
-        return f"layer {_shown(row['layer'])} {problem}"
-    for name in _NAME_FIELDS:
-        problem = _name_problem(row.get(name), allow_int=False, forbidden=_MARKUP) if name in row else None
-        if problem and row[name] is not None:
-            return f"{name} {_shown(row[name])} {problem}"
+    for name in ("layer", "split_point", "tangent", "checkpoint"):
+        value = row.get(name)
+        if fits(value, int) if name == "layer" else value is None:
+            continue
+        forbidden = _LAYER if name == "layer" else _MARKUP
+        if not isinstance(value, str) or not value.strip() or value in (".", "..") or forbidden & set(value):
+            return f"{name} {_shown(value)} is not a name: empty, a path, not a string, or holding markup"
     return type_problem(row)
-
-
-def _name_problem(value: Any, *, allow_int: bool, forbidden: set[str]) -> str | None:
-    """Why `value` cannot name a split point, a tangent kind or a checkpoint (None when it can)."""
-    if allow_int and isinstance(value, int) and not isinstance(value, bool):
-        return None
-    if not isinstance(value, str):
-        return "is not a string" + (" or an integer" if allow_int else "")
-    if not value.strip() or value in (".", "..") or forbidden & set(value):
-        return "is empty, a path, or holds markup or control characters"
-    return None
 
 
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _is_step(value: Any) -> bool:
-    return _int(value) and 0 <= value < MAX_STEP
 
 
 def is_skipped(row: dict[str, Any]) -> bool:
@@ -631,6 +619,17 @@ def check_rows(rows: list[dict[str, Any]], path: Path) -> None:
         )
 
 
+#: The shape (`fits`) of the config keys a resumed run reads to merge itself in (`extension.merge_configs`).
+_CONFIG_SHAPES: dict[str, Any] = {
+    "checkpoints": [{"step": int}],
+    "split_points": [(int, str)],
+    "reference": frozenset({"early", "each", "both", "given", "refit"}),  # refit: a live probe's
+    "given_reference": (dict, type(None)),
+    "early_steps": [int],
+    "early_fraction": _NUMBER,
+}
+
+
 def read_config(path: Path) -> dict[str, Any]:
     """A sweep's ``config.json``.
 
@@ -643,29 +642,13 @@ def read_config(path: Path) -> dict[str, Any]:
     except ResultsStoreError as error:
         raise ResultsStoreError(f"{path} is not a readable sweep config: {error}") from None
     if not isinstance(config, dict):
-        raise ResultsStoreError(f"{path} is not a sweep config. Rerun the sweep with overwrite=True to start afresh.")
-    wrong = [key for key, fits in _CONFIG_SHAPES.items() if key in config and not fits(config[key])]
+        raise ResultsStoreError(f"{path} is not a sweep config. {advice}")
+    wrong = [key for key, shape in _CONFIG_SHAPES.items() if key in config and not fits(config[key], shape)]
     if wrong:
         raise ResultsStoreError(
-            f"{path} has {', '.join(wrong)} of a wrong type: it was not written by a sweep (or was edited). Rerun "
-            "the sweep with overwrite=True to start afresh."
+            f"{path} has {', '.join(wrong)} of a wrong type: it was not written by a sweep (or was edited). {advice}"
         )
     return config
-
-
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-#: The shape of the config keys a resumed run reads to merge itself in (`extension.merge_configs`).
-_CONFIG_SHAPES: dict[str, Any] = {
-    "checkpoints": lambda v: isinstance(v, list) and all(isinstance(c, dict) and _int(c.get("step")) for c in v),
-    "split_points": lambda v: isinstance(v, list) and all(_int(p) or isinstance(p, str) for p in v),
-    "reference": lambda v: v in ("early", "each", "both", "given", "refit"),  # refit: a live probe's
-    "given_reference": lambda v: v is None or isinstance(v, dict),
-    "early_steps": lambda v: isinstance(v, list) and all(_int(step) for step in v),
-    "early_fraction": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-}
 
 
 def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

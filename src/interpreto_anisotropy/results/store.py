@@ -34,7 +34,7 @@ from ..errors import (
     SweepLockedError,
 )
 from ..tangents.subspace import Subspace
-from ..tangents.top_tokens import DirectionTokens
+from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens
 from .records import (
     PROVENANCE_FILE,
     TOP_TOKENS_DIR,
@@ -44,7 +44,6 @@ from .records import (
     recorded_digests,
     step_of,
     top_tokens_path,
-    write_top_tokens,
 )
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key, row_line
 
@@ -59,22 +58,6 @@ LIBRARY_FILES = (CONFIG_FILE, ROWS_FILE, PROVENANCE_FILE, "reference", "tangents
 #: The prefix of the hidden folder an overwrite moves the old artefacts into before deleting them.
 TRASH_PREFIX = ".overwritten-"
 _PROVENANCE_ADVICE = "Delete it (the rows stay valid, their versions are then unknown)."
-
-
-def _same_config(stored: dict[str, Any], config: dict[str, Any], *, where: str) -> dict[str, Any]:
-    """`config`, when it equals the `stored` settings; else `ConfigMismatchError` naming the keys that differ."""
-    if stored != config:
-        changed = sorted(key for key in set(stored) | set(config) if stored.get(key) != config.get(key))
-        raise ConfigMismatchError(
-            f"{where} holds results with other settings ({', '.join(changed)} differ). Use another results_dir, or "
-            "overwrite=True to start afresh."
-        )
-    return config
-
-
-def _computed_keys(rows: list[dict[str, Any]]) -> set[tuple[int, str, str]]:
-    """The keys of the rows that hold numbers (a skipped row is retried, so it does not count as done)."""
-    return {row_key(row) for row in rows if not is_skipped(row)}
 
 
 class SweepStore:
@@ -103,55 +86,40 @@ class SweepStore:
             SweepLockedError: Another process holds it (named by pid, host and start time).
             InvalidInputError: The folder cannot be created.
         """
-        self._create_folder()
-        lock = FileLock(str(self.results_dir / LOCK_FILE), timeout=0)
-        try:
-            lock.acquire()
-        except Timeout:
-            raise SweepLockedError(
-                f"{self.results_dir} is being written by another sweep ({self._holder()}). Wait for it to finish, "
-                "or give this sweep another results_dir."
-            ) from None
-        holder = self.results_dir / HOLDER_FILE
-        try:
-            write_atomically(
-                holder,
-                json.dumps(
-                    {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
-                ),
-            )
-            self._remove_temporary_files()
-            yield
-        finally:
-            holder.unlink(missing_ok=True)
-            lock.release()
-
-    def _remove_temporary_files(self) -> None:
-        """Remove the temporary files of writes a killed sweep left behind (only a lock holder may)."""
-        folders = (
-            self.results_dir,
-            self.results_dir / "reference",
-            *self.results_dir.glob("tangents/*"),
-            *self.results_dir.glob(f"{TOP_TOKENS_DIR}/*"),
-        )
-        for folder in folders:
-            for leftover in folder.glob(".*.tmp"):
-                leftover.unlink(missing_ok=True)
-        for trash in self.results_dir.glob(f"{TRASH_PREFIX}*"):
-            shutil.rmtree(trash, ignore_errors=True)  # an overwrite killed before it deleted the old artefacts
-
-    def _holder(self) -> str:
-        try:
-            info = load_json(self.results_dir / HOLDER_FILE)
-            return f"pid {info['pid']} on host {info['host']}, since {info['since']}"
-        except (ResultsStoreError, KeyError, TypeError):
-            return "a process that has not written its name yet"
-
-    def _create_folder(self) -> None:
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise InvalidInputError(f"Cannot create results_dir {self.results_dir}: {error}") from error
+        lock = FileLock(str(self.results_dir / LOCK_FILE), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            try:
+                info = load_json(self.results_dir / HOLDER_FILE)
+                holder = f"pid {info['pid']} on host {info['host']}, since {info['since']}"
+            except (ResultsStoreError, KeyError, TypeError):
+                holder = "a process that has not written its name yet"
+            raise SweepLockedError(
+                f"{self.results_dir} is being written by another sweep ({holder}). Wait for it to finish, "
+                "or give this sweep another results_dir."
+            ) from None
+        since = time.strftime("%Y-%m-%d %H:%M:%S")
+        try:
+            write_atomically(
+                self.results_dir / HOLDER_FILE,
+                json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since}),
+            )
+            # the temporary files of writes a killed run left behind, and the old artefacts of a killed overwrite
+            folders = (self.results_dir, self.results_dir / "reference", *self.results_dir.glob("tangents/*"))
+            for folder in (*folders, *self.results_dir.glob(f"{TOP_TOKENS_DIR}/*")):
+                for leftover in folder.glob(".*.tmp"):
+                    leftover.unlink(missing_ok=True)
+            for trash in self.results_dir.glob(f"{TRASH_PREFIX}*"):
+                shutil.rmtree(trash, ignore_errors=True)
+            yield
+        finally:
+            (self.results_dir / HOLDER_FILE).unlink(missing_ok=True)
+            lock.release()
 
     # ------------------------------------------------------------------ settings
     def prepare(
@@ -175,20 +143,30 @@ class SweepStore:
         Raises:
             ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
             ResultsStoreError: Results without a config, or an unreadable config (and not `overwrite`).
-            InvalidInputError: The folder cannot be created.
         """
-        self._create_folder()
         path = self.results_dir / CONFIG_FILE
         if overwrite:
             self.clear()
-            write_atomically(path, json.dumps(config, indent=1))
-            return config
-        if not path.exists():
-            self.refuse_leftovers()
+        if overwrite or not path.exists():
+            leftovers = self.leftovers()
+            if leftovers:
+                raise ResultsStoreError(
+                    f"{self.results_dir} holds {', '.join(leftovers)} but no {CONFIG_FILE}: their settings are "
+                    "unknown, so they are not reused. Rerun with overwrite=True to start afresh."
+                )
             write_atomically(path, json.dumps(config, indent=1))
             return config
         stored = read_config(path)
-        merged = (merge or _same_config)(stored, config, where=str(self.results_dir))
+        if merge is not None:
+            merged = merge(stored, config, where=str(self.results_dir))
+        elif stored != config:
+            changed = sorted(key for key in set(stored) | set(config) if stored.get(key) != config.get(key))
+            raise ConfigMismatchError(
+                f"{self.results_dir} holds results with other settings ({', '.join(changed)} differ). Use another "
+                "results_dir, or overwrite=True to start afresh."
+            )
+        else:
+            merged = config
         if merged != stored:
             write_atomically(path, json.dumps(merged, indent=1))
         return merged
@@ -196,19 +174,6 @@ class SweepStore:
     def leftovers(self) -> list[str]:
         """The names of `LIBRARY_FILES` present in the folder."""
         return [name for name in LIBRARY_FILES if (self.results_dir / name).exists()]
-
-    def refuse_leftovers(self) -> None:
-        """Refuse results whose settings are unknown (call it when config.json is missing).
-
-        Raises:
-            ResultsStoreError: The folder holds some of `LIBRARY_FILES`, naming them.
-        """
-        leftovers = self.leftovers()
-        if leftovers:
-            raise ResultsStoreError(
-                f"{self.results_dir} holds {', '.join(leftovers)} but no {CONFIG_FILE}: their settings are unknown, "
-                "so they are not reused. Rerun with overwrite=True to start afresh."
-            )
 
     def clear(self) -> None:
         """Remove every file the library wrote in the folder (`LIBRARY_FILES`), reading none (call it holding the
@@ -242,7 +207,7 @@ class SweepStore:
 
     def done(self) -> set[tuple[int, str, str]]:
         """The (step, split point as given, tangent kind) keys with a computed row (skipped rows are retried)."""
-        return _computed_keys(self.rows())
+        return {row_key(row) for row in self.rows() if not is_skipped(row)}
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         """Add complete rows to rows.jsonl in one atomic write, in step order, skipping keys already computed.
@@ -251,26 +216,23 @@ class SweepStore:
             ResultsStoreError: An unreadable rows file.
         """
         written = self.rows()  # reads and checks every line first
-        done = _computed_keys(written)
+        done = {row_key(row) for row in written if not is_skipped(row)}
         fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
         if fresh:
             keys = {row_key(row) for row in fresh}
+            paths = {
+                path
+                for row in fresh
+                if not is_skipped(row)
+                for path in (
+                    self.tangent_path(row["layer"], row["step"]),
+                    top_tokens_path(self.results_dir, row["layer"], row["step"]),
+                )
+            }
             # before the rows: never rows without a line; it names the files written with them by their digest
-            self._record_provenance([row_key(row) for row in fresh], self._files_of(fresh))
+            files = {self._relative(path): file_digest(path) for path in sorted(paths) if path.is_file()}
+            self._record_provenance([row_key(row) for row in fresh], files)
             self._rewrite([row for row in written if row_key(row) not in keys], fresh)
-
-    def _files_of(self, rows: list[dict[str, Any]]) -> dict[str, str]:
-        """{path relative to the folder: digest} of the tangents and top tokens saved with `rows`."""
-        paths = {
-            path
-            for row in rows
-            if not is_skipped(row)
-            for path in (
-                self.tangent_path(row["layer"], row["step"]),
-                top_tokens_path(self.results_dir, row["layer"], row["step"]),
-            )
-        }
-        return {self._relative(path): file_digest(path) for path in sorted(paths) if path.is_file()}
 
     def _relative(self, path: Path) -> str:
         return path.relative_to(self.results_dir).as_posix()
@@ -365,9 +327,27 @@ class SweepStore:
         n_rows: int,
         directions: dict[str, list[DirectionTokens]],
     ) -> None:
-        """Write the top tokens of a checkpoint's tangents (tangent kind -> one entry per direction), atomically."""
+        """Write the top tokens of a checkpoint's tangents atomically, unless the file already holds them.
+
+        Args:
+            layer: The split point as given to the sweep.
+            step: The checkpoint's step.
+            split_point: Its module path.
+            n_rows: How many rows were ranked.
+            directions: Tangent kind -> one `DirectionTokens` per direction.
+        """
         path = top_tokens_path(self.results_dir, layer, step)
-        write_top_tokens(path, step=step, layer=layer, split_point=split_point, n_rows=n_rows, directions=directions)
+        content = {
+            "step": step,
+            "layer": layer if isinstance(layer, int) else str(layer),
+            "split_point": split_point,
+            "n_rows": n_rows,
+            "token_fields": list(TOKEN_FIELDS),
+            "tangents": {kind: [direction.to_dict() for direction in found] for kind, found in directions.items()},
+        }
+        data = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if not path.exists() or path.read_bytes() != data:
+            write_atomically(path, data)
 
 
 class LiveStore(SweepStore):
@@ -396,29 +376,25 @@ class LiveStore(SweepStore):
         self.flush_seconds = flush_seconds
         self._exit = contextlib.ExitStack()
         self._exit.enter_context(self.lock())
-        try:
-            self._resume(config, overwrite=overwrite, start_step=start_step)
+        try:  # the settings checked and recorded; the rows of an earlier run before `start_step` kept
+            fresh = overwrite or not (self.results_dir / CONFIG_FILE).exists()
+            self.prepare(config, overwrite=overwrite)
+            if fresh:
+                write_atomically(self.rows_path, "")
+            elif cut_unterminated_tail(self.rows_path):
+                warnings.warn(
+                    f"The last line of {self.rows_path} was unterminated (the previous run was stopped while writing "
+                    "it): it was removed; the rows before it are kept.",
+                    IncompleteRowWarning,
+                    stacklevel=3,
+                )
+            if not fresh:
+                self._rewrite([row for row in self.rows() if row["step"] < start_step], [])
         except BaseException:
             self._exit.close()
             raise
         self._pending = ""
         self._last_write = -math.inf  # the first window is written at once
-
-    def _resume(self, config: dict[str, Any], *, overwrite: bool, start_step: int) -> None:
-        """Check and record the settings; keep the rows of an earlier run before `start_step`."""
-        fresh = overwrite or not (self.results_dir / CONFIG_FILE).exists()
-        self.prepare(config, overwrite=overwrite)
-        if fresh:
-            write_atomically(self.rows_path, "")
-            return
-        if cut_unterminated_tail(self.rows_path):
-            warnings.warn(
-                f"The last line of {self.rows_path} was unterminated (the previous run was stopped while writing "
-                "it): it was removed; the rows before it are kept.",
-                IncompleteRowWarning,
-                stacklevel=4,
-            )
-        self._rewrite([row for row in self.rows() if row["step"] < start_step], [])
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         """Queue rows (a closed window's) and append them if `flush_seconds` have passed since the last write."""

@@ -154,8 +154,9 @@ class SweepResult:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The rows and config as JSON; also written to `path` when given."""
+        content = {"config": self.config, "rows": self.rows, "skipped": self.skipped}
         text = json.dumps(
-            {"config": self.config, "rows": self.rows, "skipped": self.skipped}, indent=1, default=_json_default
+            content, indent=1, default=lambda value: value.tolist() if hasattr(value, "tolist") else str(value)
         )
         if path is not None:
             write_atomically(path, text)
@@ -281,12 +282,17 @@ class SweepResult:
             ("skipped", len(self.skipped)),
             ("results_dir", None if self.results_dir is None else str(self.results_dir)),
         ]
+        last_rows: dict[tuple[Any, Any], dict[str, Any]] = {}  # each curve's row at its last step
+        for row in self.rows:
+            key = row.get("split_point"), row.get("tangent")
+            if key not in last_rows or row["step"] >= last_rows[key]["step"]:
+                last_rows[key] = row
         last = [
             f"last of {row.get('split_point')}/{row.get('tangent')}: step={row['step']}, "
             + ", ".join(f"{name}={number(row.get(name))}" for name in _CURVE_HEADLINE)
-            for row in self._last_rows()[:_CURVES_SHOWN]
+            for row in list(last_rows.values())[:_CURVES_SHOWN]
         ]
-        more = len(self._last_rows()) - _CURVES_SHOWN
+        more = len(last_rows) - _CURVES_SHOWN
         return short_repr("SweepResult", shown, tail=last + ([f"{more} more curves"] if more > 0 else []))
 
     def _repr_html_(self) -> str:
@@ -314,16 +320,9 @@ class SweepResult:
         skipped = [
             f"step {row['step']} ({row.get('checkpoint')}) skipped: {row['skipped'][:200]}" for row in self.skipped
         ]
-        return html_table(title, _HTML_COLUMNS, rows, notes=[_adjusted_note(self), *skipped])
-
-    def _last_rows(self) -> list[dict[str, Any]]:
-        """The row of each (split point, tangent) curve at its last step, in order of appearance."""
-        last: dict[tuple[Any, Any], dict[str, Any]] = {}
-        for row in self.rows:
-            key = row.get("split_point"), row.get("tangent")
-            if key not in last or row["step"] >= last[key]["step"]:
-                last[key] = row
-        return list(last.values())
+        adjusted, level = adjusted_by(self.rows, self.config)
+        note = f"{_ADJUSTED}: {adjusted}; a row is significant at or below {level:g}."
+        return html_table(title, _HTML_COLUMNS, rows, notes=[note, *skipped])
 
 
 #: What the repr says of each curve's last row, how many curves it names, and the notebook table's columns and rows.
@@ -349,19 +348,7 @@ _HTML_COLUMNS = (
 _HTML_ROWS = 40
 
 
-def _adjusted_note(table: SweepResult) -> str:
-    """What the notebook table's adjusted p-value is: the verdict's p-value, correction, family and level."""
-    adjusted, level = adjusted_by(table.rows, table.config)
-    return f"{_ADJUSTED}: {adjusted}; a row is significant at or below {level:g}."
-
-
 def _f(value: Any, digits: int = 4, width: int = 7) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return f"{'-':>{width}}"
     return f"{value:>{width}.{digits}f}"
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)

@@ -67,7 +67,6 @@ __all__ = [
     "probe_lines",
     "resolution_note",
     "sweep_verdict",
-    "verdict_lines",
     "verdict_settings",
     "verdict_text",
     "Correction",
@@ -309,11 +308,6 @@ def warn_if_cannot_pass(n_random: int, family_size: int, level: float = HOLM_LEV
 
 
 # --------------------------------------------------------------------------------------------------------- the verdict
-#: Default level, correction and family when the sweep declares none.
-DEFAULT_LEVEL = 0.05
-DEFAULT_CORRECTION = Correction.HOLM.value
-DEFAULT_FAMILY = Family.SPLIT_POINT_AND_TANGENT.value
-
 _CORRECTION_NAMES = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini-Hochberg (false discovery rate)"}
 _METHODS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 #: Each `Family` value in words, as a sentence says which rows were adjusted together.
@@ -404,9 +398,7 @@ def p_value_column(rows: Sequence[Mapping[str, Any]]) -> str:
     return "p_value_exact" if any(_number(row.get("p_value_exact")) is not None for row in rows) else "p_value"
 
 
-def resolution_note(
-    tested: Sequence[Mapping[str, Any]], column: str, level: float, correction: str = DEFAULT_CORRECTION
-) -> str:
+def resolution_note(tested: Sequence[Mapping[str, Any]], column: str, level: float, correction: str = "holm") -> str:
     """Why no row of the largest family can pass `level`, when the p-values' floor 1/(R + 1) forbids it ("" else).
 
     Args:
@@ -463,9 +455,9 @@ def verdict_settings(
         InvalidInputError: An unknown correction or family.
     """
     config = config or {}
-    correction = _enum(Correction, correction or config.get("correction") or DEFAULT_CORRECTION, "correction").value
-    family = _enum(Family, family or config.get("family") or DEFAULT_FAMILY, "family").value
-    level = float(level if level is not None else (config.get("level") or config.get("alpha") or DEFAULT_LEVEL))
+    correction = _enum(Correction, correction or config.get("correction") or "holm", "correction").value
+    family = _enum(Family, family or config.get("family") or "split_point_and_tangent", "family").value
+    level = float(level if level is not None else (config.get("level") or config.get("alpha") or 0.05))
     return correction, family, level
 
 
@@ -535,116 +527,81 @@ def sweep_verdict(
     groups: dict[tuple[str, str], list[int]] = {}
     for index, row in enumerate(rows):
         groups.setdefault((str(row.get("split_point")), str(row.get("tangent"))), []).append(index)
-    curves = tuple(
-        _curve(
-            key,
-            [rows[i] for i in indices],
-            {method: [values[i] for i in indices] for method, values in adjusted.items()},
-            rows,
-            column,
-            correction,
-            family,
-            level,
+    curves = []
+    for (split_point, tangent), indices in groups.items():
+        curve = [rows[i] for i in indices]
+        ratios = [
+            (value, int(row["step"])) for row in curve if (value := _number(row.get("energy_ratio"))) is not None
+        ]
+        peak = max(ratios, key=lambda item: item[0], default=(None, None))
+        last, first = max(curve, key=lambda row: int(row["step"])), min(curve, key=lambda row: int(row["step"]))
+        tested = [row for row in curve if _number(row.get(column)) is not None]
+        surviving = {
+            method: sum(values[i] is not None and values[i] <= level for i in indices)
+            for method, values in adjusted.items()
+        }
+        note = ""
+        if surviving[correction] == 0:  # the rows of the curve's family, as one curve: resolution_note counts them
+            members = Family(family).key
+            relatives = [
+                row for row in rows if members(row) == members(curve[0]) and _number(row.get(column)) is not None
+            ]
+            note = resolution_note(
+                [{**row, "split_point": "", "tangent": ""} for row in relatives], column, level, correction
+            )
+        shares = [value for row in curve if (value := _number(row.get("anisotropy_share"))) is not None]
+        p_aniso, exact = anisotropy_p_value(last)
+        curves.append(
+            CurveVerdict(
+                split_point=split_point,
+                tangent=tangent,
+                n_rows=len(curve),
+                peak_ratio=peak[0],
+                peak_step=peak[1],
+                last_ratio=_number(last.get("energy_ratio")),
+                last_step=int(last["step"]),
+                p_column=column,
+                n_tested=len(tested),
+                n_raw=sum(row[column] <= level for row in tested),
+                n_significant=surviving[correction],
+                n_surviving=surviving,
+                resolution=note.strip(),
+                anisotropy_share=_number(last.get("anisotropy_share")),
+                anisotropy_p=p_aniso,
+                anisotropy_p_exact=exact,
+                n_positive_anisotropy=sum(value > 0 for value in shares),
+                n_anisotropy=len(shares),
+                change=change_sentence(first, last) or "",
+            )
         )
-        for key, indices in groups.items()
-    )
-    return Verdict(curves, correction, family, level, column)
-
-
-def _curve(
-    key: tuple[str, str],
-    rows: Sequence[Mapping[str, Any]],
-    adjusted: Mapping[str, Sequence[float | None]],
-    every_row: Sequence[Mapping[str, Any]],
-    column: str,
-    correction: str,
-    family: str,
-    level: float,
-) -> CurveVerdict:
-    """One curve's verdict, from its rows' adjusted p-values by correction and its family's rows (`every_row`)."""
-    ratios = [(value, int(row["step"])) for row in rows if (value := _number(row.get("energy_ratio"))) is not None]
-    peak = max(ratios, key=lambda item: item[0], default=(None, None))
-    last = max(rows, key=lambda row: int(row["step"]))
-    first = min(rows, key=lambda row: int(row["step"]))
-    tested = [row for row in rows if _number(row.get(column)) is not None]
-    surviving = {
-        method: sum(value is not None and value <= level for value in values) for method, values in adjusted.items()
-    }
-    significant = surviving[correction]
-    members = Family(family).key
-    relatives = [row for row in every_row if members(row) == members(rows[0]) and _number(row.get(column)) is not None]
-    note = resolution_note(_as_one_curve(relatives), column, level, correction) if significant == 0 else ""
-    shares = [value for row in rows if (value := _number(row.get("anisotropy_share"))) is not None]
-    p_aniso, exact = anisotropy_p_value(last)
-    return CurveVerdict(
-        split_point=key[0],
-        tangent=key[1],
-        n_rows=len(rows),
-        peak_ratio=peak[0],
-        peak_step=peak[1],
-        last_ratio=_number(last.get("energy_ratio")),
-        last_step=int(last["step"]),
-        p_column=column,
-        n_tested=len(tested),
-        n_raw=sum(row[column] <= level for row in tested),
-        n_significant=significant,
-        n_surviving=surviving,
-        resolution=note.strip(),
-        anisotropy_share=_number(last.get("anisotropy_share")),
-        anisotropy_p=p_aniso,
-        anisotropy_p_exact=exact,
-        n_positive_anisotropy=sum(value > 0 for value in shares),
-        n_anisotropy=len(shares),
-        change=change_sentence(first, last) or "",
-    )
-
-
-def _as_one_curve(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The rows of one family labelled as one curve, so that `resolution_note` counts the family's size."""
-    return [{**row, "split_point": "family", "tangent": "family"} for row in rows]
+    return Verdict(tuple(curves), correction, family, level, column)
 
 
 # ---------------------------------------------------------------------------------------------------- words
-def _ratio_sentence(curve: CurveVerdict) -> str:
-    if curve.peak_ratio is None:
-        return "No energy ratio was computed."
-    return (
-        f"The energy ratio (tangent share / mean normal-control share) peaks at {_fmt(curve.peak_ratio)} "
-        f"(step {curve.peak_step}) and is {_fmt(curve.last_ratio)} at the last checkpoint (step {curve.last_step})."
-    )
-
-
-def _significance_sentence(curve: CurveVerdict, verdict: Verdict) -> str:
-    text = (
-        f"{curve.n_significant} of {curve.n_tested} checkpoints significant ({curve.p_column} adjusted by "
-        f"{_METHODS[verdict.correction]}, "
-        f"level {verdict.level:g}; {curve.n_raw} before correction)."
-    )
-    return f"{text} {curve.resolution}" if curve.resolution else text
-
-
-def _anisotropy_sentence(curve: CurveVerdict) -> str:
-    if curve.anisotropy_share is None:
-        return "No anisotropy share was computed."
-    kind = "exact" if curve.anisotropy_p_exact else "approximate: the paper's normal-control p"
-    return (
-        f"Anisotropy share at step {curve.last_step}: {curve.anisotropy_share:+.3f} "
-        f"(p = {_fmt(curve.anisotropy_p, 3)}, {kind}), {_sign_meaning(curve.anisotropy_share)}; positive at "
-        f"{curve.n_positive_anisotropy} of {curve.n_anisotropy} checkpoints."
-    )
-
-
 def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, ...]:
     """A curve's verdict in words: (heading, ratio sentence, significance sentence, anisotropy sentence), then what
     training added when the rows have their change from the first checkpoint."""
-    heading = f"Split point {curve.split_point}, {curve.tangent} tangent ({curve.n_rows} checkpoints):"
-    return (
-        heading,
-        _ratio_sentence(curve),
-        _significance_sentence(curve, verdict),
-        _anisotropy_sentence(curve),
-        *((curve.change,) if curve.change else ()),
+    ratio = (
+        f"The energy ratio (tangent share / mean normal-control share) peaks at {_fmt(curve.peak_ratio)} "
+        f"(step {curve.peak_step}) and is {_fmt(curve.last_ratio)} at the last checkpoint (step {curve.last_step})."
+        if curve.peak_ratio is not None
+        else "No energy ratio was computed."
     )
+    significance = (
+        f"{curve.n_significant} of {curve.n_tested} checkpoints significant ({curve.p_column} adjusted by "
+        f"{_METHODS[verdict.correction]}, level {verdict.level:g}; {curve.n_raw} before correction)."
+        + (f" {curve.resolution}" if curve.resolution else "")
+    )
+    anisotropy = "No anisotropy share was computed."
+    if curve.anisotropy_share is not None:
+        kind = "exact" if curve.anisotropy_p_exact else "approximate: the paper's normal-control p"
+        anisotropy = (
+            f"Anisotropy share at step {curve.last_step}: {curve.anisotropy_share:+.3f} "
+            f"(p = {_fmt(curve.anisotropy_p, 3)}, {kind}), {_sign_meaning(curve.anisotropy_share)}; positive at "
+            f"{curve.n_positive_anisotropy} of {curve.n_anisotropy} checkpoints."
+        )
+    heading = f"Split point {curve.split_point}, {curve.tangent} tangent ({curve.n_rows} checkpoints):"
+    return (heading, ratio, significance, anisotropy, *((curve.change,) if curve.change else ()))
 
 
 def method_sentence(verdict: Verdict) -> str:
@@ -659,15 +616,11 @@ def method_sentence(verdict: Verdict) -> str:
     return f"Significance: {tested} adjusted by {correction} {family}, at level {verdict.level:g}."
 
 
-def verdict_lines(verdict: Verdict) -> list[str]:
-    """The verdict as plain lines: one block per curve, then the method and the caveat."""
+def verdict_text(verdict: Verdict) -> str:
+    """The verdict as one plain-text block (what `SweepResult.summary()` returns and the CLI prints last): one block
+    per curve, then the method and the caveat."""
     lines = ["Finding"]
     for curve in verdict.curves:
         heading, *sentences = curve_sentences(curve, verdict)
         lines += [heading, *(f"  {sentence}" for sentence in sentences)]
-    return [*lines, method_sentence(verdict), verdict.caveat]
-
-
-def verdict_text(verdict: Verdict) -> str:
-    """The verdict as one plain-text block (what `SweepResult.summary()` returns and the CLI prints last)."""
-    return "\n".join(verdict_lines(verdict))
+    return "\n".join([*lines, method_sentence(verdict), verdict.caveat])
