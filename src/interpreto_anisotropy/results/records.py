@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..commons.json_files import load_json, parse_json, read_whole_lines
+from ..commons.json_files import json_lines, load_json, read_whole_lines
 from ..errors import ResultsStoreError
 from ..tangents.top_tokens import DirectionTokens
 from .schema import fits, row_key
@@ -154,18 +154,11 @@ def read_provenance(path: str | Path) -> list[dict[str, Any]]:
         return []
     advice = "Delete the file (the rows stay valid, their versions are then unknown)."
     complete, _ = read_whole_lines(path, advice=advice)  # the part after the last newline: empty, or a line cut short
-    records = []
-    for number, line in enumerate(complete.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = parse_json(line, path, line=number, advice=advice)
-        except ResultsStoreError as error:
-            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record: {error}") from None
+    records = list(json_lines(complete, path, advice=advice))
+    for number, record in records:
         if not fits(record, _RECORD):
             raise ResultsStoreError(f"Line {number} of {path} is not a provenance record. {advice}")
-        records.append(record)
-    return records
+    return [record for _, record in records]
 
 
 def versions_of_rows(
@@ -307,42 +300,6 @@ def fingerprint(checkpoint: Any, *, cache_dir: str | os.PathLike | None = None) 
     """
     if checkpoint.is_local:
         return folder_fingerprint(Path(checkpoint.source).expanduser())
-    return _hub_commit(checkpoint, cache_dir)
-
-
-def folder_fingerprint(folder: Path) -> str:
-    """The fingerprint of a checkpoint folder's model and tokenizer files (see the module docstring)."""
-    digest = hashlib.sha256()
-    files = sorted(path for path in folder.rglob("*") if path.is_file() and _is_model_file(path.name))
-    for path in files:
-        size = path.stat().st_size
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
-        with path.open("rb") as handle:
-            for chunk in _content(handle, size, safetensors=path.suffix == ".safetensors"):
-                digest.update(chunk)
-    return f"sha256:{digest.hexdigest()[:16]}"
-
-
-def _is_model_file(name: str) -> bool:
-    return name != "training_args.bin" and any(fnmatch(name, pattern) for pattern in MODEL_FILES)
-
-
-def _content(handle, size: int, *, safetensors: bool):
-    """The bytes of an open file that enter its fingerprint: all of it, or its header and a sample."""
-    if size <= WHOLE_FILE_BYTES:
-        while chunk := handle.read(_EDGE):
-            yield chunk
-        return
-    if safetensors:
-        header_size = int.from_bytes(handle.read(8), "little")
-        yield handle.read(min(header_size, size - 8))
-    offsets = [0, size - _EDGE] + [(size - _BLOCK) * index // (SAMPLED_BLOCKS - 1) for index in range(SAMPLED_BLOCKS)]
-    for offset, length in zip(offsets, [_EDGE, _EDGE] + [_BLOCK] * SAMPLED_BLOCKS, strict=True):
-        handle.seek(offset)
-        yield handle.read(length)
-
-
-def _hub_commit(checkpoint: Any, cache_dir: str | os.PathLike | None) -> str | None:
     revision = checkpoint.revision or "main"
     if _COMMIT.match(revision):
         return f"commit:{revision}"
@@ -352,7 +309,34 @@ def _hub_commit(checkpoint: Any, cache_dir: str | os.PathLike | None) -> str | N
         cached = try_to_load_from_cache(checkpoint.source, "config.json", cache_dir=cache_dir, revision=revision)
     except ValueError:  # not a valid repository id: nothing cached under it
         return None
-    if not isinstance(cached, str):
-        return None
-    commit = Path(cached).parent.name  # <cache>/models--org--name/snapshots/<commit>/config.json
+    commit = Path(cached).parent.name if isinstance(cached, str) else ""  # <cache>/.../snapshots/<commit>/config.json
     return f"commit:{commit}" if _COMMIT.match(commit) else None
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """The fingerprint of a checkpoint folder's model and tokenizer files (see the module docstring): each file's
+    path, size and bytes, all of them up to `WHOLE_FILE_BYTES`, else a safetensors header and a sample."""
+    digest = hashlib.sha256()
+    files = sorted(
+        path
+        for path in folder.rglob("*")
+        if path.is_file()
+        and path.name != "training_args.bin"
+        and any(fnmatch(path.name, pattern) for pattern in MODEL_FILES)
+    )
+    for path in files:
+        size = path.stat().st_size
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
+        with path.open("rb") as handle:
+            if size <= WHOLE_FILE_BYTES:
+                while chunk := handle.read(_EDGE):
+                    digest.update(chunk)
+                continue
+            if path.suffix == ".safetensors":
+                header_size = int.from_bytes(handle.read(8), "little")
+                digest.update(handle.read(min(header_size, size - 8)))
+            offsets = [0, size - _EDGE] + [(size - _BLOCK) * i // (SAMPLED_BLOCKS - 1) for i in range(SAMPLED_BLOCKS)]
+            for offset, length in zip(offsets, [_EDGE, _EDGE] + [_BLOCK] * SAMPLED_BLOCKS, strict=True):
+                handle.seek(offset)
+                digest.update(handle.read(length))
+    return f"sha256:{digest.hexdigest()[:16]}"

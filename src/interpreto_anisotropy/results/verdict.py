@@ -121,13 +121,8 @@ class Family(str, Enum):
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """The row fields whose values name a row's family (none: one family)."""
-        return {
-            Family.SPLIT_POINT_AND_TANGENT: ("split_point", "tangent"),
-            Family.SPLIT_POINT: ("split_point",),
-            Family.TANGENT: ("tangent",),
-            Family.ALL: (),
-        }[self]
+        """The row fields whose values name a row's family (none: one family), as the value names them."""
+        return () if self is Family.ALL else tuple(self.value.split("_and_"))
 
     def key(self, row: Mapping[str, Any]) -> tuple[str, ...]:
         """The family a row belongs to."""
@@ -199,24 +194,17 @@ def adjust(
     frame = rows.reset_index(drop=True) if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     if column not in frame:
         return [None] * len(frame)
-    p = frame[column].map(_finite_or_nan).astype(np.float64).dropna()
+    # a cell without a finite number is no p-value; a missing family cell reads "None", as `Family.key` names it
+    p = frame[column].map(lambda v: float(v) if isinstance(v, (int, float)) and np.isfinite(v) else np.nan)
+    p = p.astype(np.float64).dropna()
     cells = [frame[name] if name in frame else pd.Series(None, index=frame.index) for name in family.columns]
-    members = [cell.loc[p.index].map(_family_name) for cell in cells] or [np.zeros(len(p))]
+    members = [cell.loc[p.index].map(lambda v: "None" if pd.isna(v) else str(v)) for cell in cells]
+    members = members or [np.zeros(len(p))]
     adjusted = p.groupby(members, sort=False).transform(method) if len(p) else p
     values: list[float | None] = [None] * len(frame)
     for index, value in adjusted.items():
         values[index] = float(value)
     return values
-
-
-def _finite_or_nan(value: Any) -> float:
-    """A p-value cell as a float: NaN for what holds no finite number (None, text, NaN, inf)."""
-    return float(value) if isinstance(value, (int, float)) and np.isfinite(value) else np.nan
-
-
-def _family_name(value: Any) -> str:
-    """A family column's cell as `Family.key` names it (a missing cell reads "None", as `row.get` gives)."""
-    return "None" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
 def _enum(kind: type[Enum], value: Any, name: str) -> Any:
@@ -462,12 +450,7 @@ def verdict_settings(
 
 
 def adjusted_p_values(
-    rows: Sequence[Mapping[str, Any]],
-    config: Mapping[str, Any] | None = None,
-    *,
-    correction: str | None = None,
-    family: str | None = None,
-    level: float | None = None,
+    rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None = None
 ) -> list[float | None]:
     """The p-value each row is judged by: `p_value_column`'s, adjusted as the verdict adjusts it (`verdict_settings`).
 
@@ -475,15 +458,12 @@ def adjusted_p_values(
 
     Args:
         rows: Every row of the sweep (the families are made of them: a selection would shrink them).
-        config: The sweep's settings.
-        correction: "holm" or "bh" (default: the config's, else "holm").
-        family: A `Family` value (default: the config's, else one curve).
-        level: Unused here; accepted so that the verdict's options pass through unchanged.
+        config: The sweep's settings (their correction and family; default: Holm within each curve).
 
     Returns:
         One adjusted p-value per row, in row order; None where a row has no p-value.
     """
-    correction, family, _ = verdict_settings(config, correction=correction, family=family, level=level)
+    correction, family, _ = verdict_settings(config)
     return adjust(rows, column=p_value_column(rows), correction=correction, family=family)
 
 
