@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..commons.files import write_atomically
 from ..commons.json_files import json_lines, load_json, read_whole_lines
 from ..errors import ResultsStoreError
 from ..tangents.top_tokens import DirectionTokens
@@ -37,7 +38,7 @@ __all__ = [
     "PROVENANCE_FILE",
     "VERSIONED",
     "software_versions",
-    "provenance_line",
+    "record_provenance",
     "file_digest",
     "read_provenance",
     "recorded_digests",
@@ -57,6 +58,7 @@ __all__ = [
 
 #: The provenance of a sweep's rows, one JSON object a line, in its results directory.
 PROVENANCE_FILE = "provenance.jsonl"
+_ADVICE = "Delete the file (the rows stay valid, their versions are then unknown)."
 #: The libraries whose versions are recorded (Python's is added).
 VERSIONED = ("interpreto-anisotropy", "interpreto", "torch", "transformers")
 
@@ -89,16 +91,15 @@ def software_versions() -> dict[str, str]:
     return versions
 
 
-def provenance_line(keys: Iterable[Key], files: dict[str, str] | None = None) -> str:
-    """The line recording that this process computed the rows of `keys` (with a newline).
+def record_provenance(results_dir: Path, keys: Iterable[Key], files: dict[str, str] | None = None) -> None:
+    """Append to provenance.jsonl the line recording that this process computes the rows of `keys` (a line cut
+    short by a kill is dropped first).
 
     Args:
+        results_dir: The results directory.
         keys: (step, split point as given, tangent kind) of the rows about to be written.
         files: The files written with them: path relative to the results directory (``/``-separated) -> its
             `file_digest`; a resume checks them (`recorded_digests`).
-
-    Returns:
-        One JSON object: the time (UTC), the versions, the keys and (when given) the files.
     """
     record: dict[str, Any] = {
         "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -107,7 +108,9 @@ def provenance_line(keys: Iterable[Key], files: dict[str, str] | None = None) ->
     }
     if files:
         record["files"] = files
-    return json.dumps(record) + "\n"
+    path = results_dir / PROVENANCE_FILE
+    existing = read_whole_lines(path, advice=_ADVICE)[0] if path.exists() else ""
+    write_atomically(path, existing + json.dumps(record) + "\n")
 
 
 def file_digest(data: bytes | Path) -> str:
@@ -152,7 +155,7 @@ def read_provenance(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
-    advice = "Delete the file (the rows stay valid, their versions are then unknown)."
+    advice = _ADVICE
     complete, _ = read_whole_lines(path, advice=advice)  # the part after the last newline: empty, or a line cut short
     records = list(json_lines(complete, path, advice=advice))
     for number, record in records:

@@ -25,7 +25,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
-from ..commons.json_files import load_json, read_text, read_whole_lines
+from ..commons.json_files import load_json, read_text
 from ..errors import (
     ConfigMismatchError,
     IncompleteRowWarning,
@@ -40,7 +40,7 @@ from .records import (
     TOP_TOKENS_DIR,
     file_digest,
     folder_name,
-    provenance_line,
+    record_provenance,
     recorded_digests,
     step_of,
     top_tokens_path,
@@ -57,7 +57,6 @@ HOLDER_FILE = ".sweep.lock.json"
 LIBRARY_FILES = (CONFIG_FILE, ROWS_FILE, PROVENANCE_FILE, "reference", "tangents", TOP_TOKENS_DIR, "report")
 #: The prefix of the hidden folder an overwrite moves the old artefacts into before deleting them.
 TRASH_PREFIX = ".overwritten-"
-_PROVENANCE_ADVICE = "Delete it (the rows stay valid, their versions are then unknown)."
 
 
 class SweepStore:
@@ -231,19 +230,11 @@ class SweepStore:
             }
             # before the rows: never rows without a line; it names the files written with them by their digest
             files = {self._relative(path): file_digest(path) for path in sorted(paths) if path.is_file()}
-            self._record_provenance([row_key(row) for row in fresh], files)
+            record_provenance(self.results_dir, [row_key(row) for row in fresh], files)
             self._rewrite([row for row in written if row_key(row) not in keys], fresh)
 
     def _relative(self, path: Path) -> str:
         return path.relative_to(self.results_dir).as_posix()
-
-    def _record_provenance(self, keys: list[tuple[int, str, str]], files: dict[str, str] | None = None) -> None:
-        """Append to provenance.jsonl the line saying which software computes the rows of `keys`, and the digests
-        of the `files` written with them."""
-        path = self.results_dir / PROVENANCE_FILE
-        # a line cut short by a kill is dropped
-        existing = read_whole_lines(path, advice=_PROVENANCE_ADVICE)[0] if path.exists() else ""
-        write_atomically(path, existing + provenance_line(keys, files))
 
     def altered_files(self, layers: list[int | str]) -> list[Path]:
         """The reference tangents (of `layers`), tangents and top-tokens files whose bytes are not those
@@ -305,7 +296,7 @@ class SweepStore:
         between leaves a recorded file missing, which is fitted again)."""
         path = self.reference_path(layer)
         data = subspace.file_bytes()
-        self._record_provenance([], {self._relative(path): file_digest(data)})
+        record_provenance(self.results_dir, [], {self._relative(path): file_digest(data)})
         return write_atomically(path, data)
 
     def tangent_path(self, layer: int | str, step: int) -> Path:

@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -400,10 +401,7 @@ def resolution_note(tested: Sequence[Mapping[str, Any]], column: str, level: flo
     """
     draws = "random_energy_shares" if column == "p_value_exact" else "control_energy_shares"
     counts = [len(row[draws]) for row in tested if isinstance(row.get(draws), list) and row[draws]]
-    curves: dict[tuple[str, str], int] = {}
-    for row in tested:
-        key = (str(row.get("split_point")), str(row.get("tangent")))
-        curves[key] = curves.get(key, 0) + 1
+    curves = Counter((str(row.get("split_point")), str(row.get("tangent"))) for row in tested)
     if not counts or not curves:
         return ""
     holm = Correction(correction) is Correction.HOLM
