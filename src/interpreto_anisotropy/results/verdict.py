@@ -251,13 +251,8 @@ def family_size(family: str, *, checkpoints: int, split_points: int, kinds: int)
     Returns:
         checkpoints, times the split points and tangent kinds the family spans.
     """
-    spans = {
-        "split_point_and_tangent": 1,
-        "split_point": kinds,
-        "tangent": split_points,
-        "all": split_points * kinds,
-    }
-    return checkpoints * spans[family]
+    sizes = {"split_point": split_points, "tangent": kinds}  # a family spans the columns that do not name it
+    return checkpoints * math.prod(size for name, size in sizes.items() if name not in Family(family).columns)
 
 
 def floor_passes(n_random: int, family_size: int, level: float = HOLM_LEVEL) -> bool:
