@@ -3,7 +3,7 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Coverage of the change-from-the-first-checkpoint interval, and the rejection rate of its test of no change.
 
-`sweeps.change` compares a row with its curve's first row over the same probe sequences: the change of the
+`results.change` compares a row with its curve's first row over the same probe sequences: the change of the
 energy share (sum e / sum t) and of the energy ratio (sum e / sum n, n a sequence's mean energy in the normal
 controls), a paired bootstrap-t interval and a p-value of "no change" (`probing.intervals.paired_change`). This
 measures both on known processes of paired sequences.
@@ -42,7 +42,7 @@ import scipy.signal  # noqa: E402
 import torch  # noqa: E402
 
 from interpreto_anisotropy.probing.intervals import paired_change  # noqa: E402
-from interpreto_anisotropy.sweeps.change import CHANGE_RESAMPLES  # noqa: E402
+from interpreto_anisotropy.results.change import CHANGE_RESAMPLES  # noqa: E402
 
 DIM, RANK, RHO, PAIRING, N_CONTROLS, LENGTHS = 16, 4, 0.7, 0.6, 5, (8, 32)
 POOL, CONFIDENCE, LEVEL = 20_000, 0.95, 0.05

@@ -319,7 +319,7 @@ CRAFTED_PROVENANCE = {
 for _name, _content in CRAFTED_PROVENANCE.items():
 
     def _provenance(content=_content):
-        from interpreto_anisotropy.sweeps.provenance import versions_of_rows
+        from interpreto_anisotropy.results.records import versions_of_rows
 
         folder = results_folder("prov-" + str(abs(hash(content))))
         (folder / "provenance.jsonl").write_bytes(content)

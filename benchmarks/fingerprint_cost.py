@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from interpreto_anisotropy.sweeps.fingerprints import folder_fingerprint
+from interpreto_anisotropy.results.records import folder_fingerprint
 
 
 def best_of(function, repeats: int = 3) -> float:

@@ -269,7 +269,7 @@ def rows_write(args: argparse.Namespace) -> dict:
     The rows are those of a real window (d=64 toy run), with their step changed; the median over each block of
     windows is given, so a cost that grows with the file shows as a rising series.
     """
-    from interpreto_anisotropy.live.store import LiveStore
+    from interpreto_anisotropy.results.store import LiveStore
 
     model = build(64, 2, 512)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)

@@ -8,7 +8,7 @@ Settings of the same `GradientProbe.run` on the same model, texts and two rank-k
 run, interleaved repeat by repeat, on one thread:
 
 * old: the former defaults, R = 20 controls and R' = 20 random subspaces, every row projected on every basis;
-* new: R = 20 and the default R' for a family of 16 rows (`sweeps.draws.default_n_random`: 320), a seed per
+* new: R = 20 and the default R' for a family of 16 rows (`results.verdict.default_n_random`: 320), a seed per
   tangent, the random block read from the scatter (its width R' k > d);
 * (the random subspaces are no longer projected row by row at any R': `probing/statistics.py`).
 
@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--tangents", type=int, choices=(1, 2), default=2, help='1: reference "early" (the default)')
     args = parser.parse_args()
     torch.set_num_threads(1)
-    from interpreto_anisotropy.sweeps.draws import default_n_random
+    from interpreto_anisotropy.results.verdict import default_n_random
 
     n_random_new = default_n_random(FAMILY, n_controls=20)
     tokens = args.batches * args.batch * args.length

@@ -21,8 +21,8 @@ import torch
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.probing.intervals import paired_change
-from interpreto_anisotropy.sweeps.change import CHANGE_FIELDS, change_fields
-from interpreto_anisotropy.sweeps.verdict import sweep_verdict, verdict_text
+from interpreto_anisotropy.results.change import CHANGE_FIELDS, change_fields
+from interpreto_anisotropy.results.verdict import sweep_verdict, verdict_text
 
 LEVEL = 0.05
 
@@ -217,7 +217,7 @@ def test_the_verdict_states_what_training_added():
 
 
 def test_the_change_figure_draws_each_rows_change_and_interval():
-    from interpreto_anisotropy.sweeps.result import SweepResult
+    from interpreto_anisotropy.results.table import SweepResult
     from interpreto_anisotropy.visualizations.change import plot_change
 
     energy, total, control = _synthetic(np.random.default_rng(14), 25, boost=(1.0, 3.0))

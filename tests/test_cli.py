@@ -11,7 +11,7 @@ import pytest
 
 from interpreto_anisotropy.cli import build_parser, main, read_texts
 from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError
-from interpreto_anisotropy.sweeps.result import SweepResult
+from interpreto_anisotropy.results.table import SweepResult
 
 
 @pytest.mark.parametrize("command", [[], ["demo"], ["sweep"], ["report"]])

@@ -20,10 +20,8 @@ import interpreto_anisotropy as ia
 from interpreto_anisotropy.cli import main, read_texts
 from interpreto_anisotropy.commons.json_files import load_json
 from interpreto_anisotropy.errors import CheckpointError, IncompleteRowWarning, InvalidInputError, ResultsStoreError
-from interpreto_anisotropy.live.store import LiveStore
-from interpreto_anisotropy.sweeps.provenance import read_provenance, versions_of_rows
-from interpreto_anisotropy.sweeps.store import SweepStore
-from interpreto_anisotropy.sweeps.token_files import read_top_tokens, saved_steps
+from interpreto_anisotropy.results.records import read_provenance, read_top_tokens, saved_steps, versions_of_rows
+from interpreto_anisotropy.results.store import LiveStore, SweepStore
 from interpreto_anisotropy.visualizations.model_card import _read_json
 
 DEEP = b"[" * 50_000 + b"]" * 50_000

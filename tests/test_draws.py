@@ -18,10 +18,17 @@ import numpy as np
 import pytest
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.sweeps import draws
+from interpreto_anisotropy.results import verdict as draws
+from interpreto_anisotropy.results.verdict import (
+    Family,
+    adjust,
+    default_n_random,
+    floor_passes,
+    holm,
+    row_seed,
+    warn_if_cannot_pass,
+)
 from interpreto_anisotropy.sweeps.checkpoints import Checkpoint
-from interpreto_anisotropy.sweeps.draws import default_n_random, floor_passes, row_seed, warn_if_cannot_pass
-from interpreto_anisotropy.sweeps.multiple_testing import Family, adjust, holm
 from interpreto_anisotropy.sweeps.resume import ResultsDirCheck, merge_configs
 
 IDENTITY = {"step": 100, "split_point": "gpt_neox.layers.1", "kind": "early"}
@@ -41,7 +48,7 @@ def test_every_identity_field_changes_the_seed(field):
 
 
 def test_the_row_seed_is_the_same_in_another_process_with_another_hash_salt():
-    code = f"from interpreto_anisotropy.sweeps.draws import row_seed; print(row_seed(7, **{IDENTITY!r}))"
+    code = f"from interpreto_anisotropy.results.verdict import row_seed; print(row_seed(7, **{IDENTITY!r}))"
     environment = {**os.environ, "PYTHONHASHSEED": "12345"}
     output = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
     assert int(output.stdout) == row_seed(7, **IDENTITY)
@@ -89,7 +96,7 @@ def _rows(split_points: int, kinds: int, checkpoints: int) -> list[dict]:
 @pytest.mark.parametrize("family", [member.value for member in Family])
 @pytest.mark.parametrize(("split_points", "kinds", "checkpoints"), [(3, 1, 16), (2, 2, 5), (1, 2, 7)])
 def test_the_family_size_is_the_largest_family_the_verdict_adjusts_over(family, split_points, kinds, checkpoints):
-    """Recomputed another way: the rows of the largest group `multiple_testing.Family` makes of such a sweep."""
+    """Recomputed another way: the rows of the largest group `verdict.Family` makes of such a sweep."""
     rows = _rows(split_points, kinds, checkpoints)
     members = Family(family).key
     largest = max(sum(members(other) == members(row) for other in rows) for row in rows)

@@ -23,8 +23,8 @@ import torch
 import interpreto_anisotropy as ia
 from interpreto_anisotropy import checkpoints as ck
 from interpreto_anisotropy.errors import CheckpointError, InvalidInputError, SkippedCheckpointWarning
+from interpreto_anisotropy.results.records import fingerprint
 from interpreto_anisotropy.sweeps import hub_access
-from interpreto_anisotropy.sweeps.fingerprints import fingerprint
 
 pytest_plugins = ["helpers.hub_fixtures"]
 pytestmark = pytest.mark.filterwarnings(

@@ -7,7 +7,9 @@
   through `SplitPoint` (the RoBERTa position-id bug lived in duplicated model plumbing).
 * The graph of imports between the package's modules (at import time, and inside functions) has no cycle, nor has
   the graph of imports between its subpackages (``sweeps`` -> ``probing`` -> ``sweeps`` would be one even without a
-  cycle of modules); the sweeps never import the visualizations, which take the sweep's table.
+  cycle of modules); the sweeps never import the visualizations, which take the sweep's table; the sweeps and the
+  live probe never import each other, and write through ``results`` (the row schema, the store, the table), which
+  the visualizations read.
 """
 
 from __future__ import annotations
@@ -159,16 +161,28 @@ def test_no_import_cycle_between_subpackages():
     assert cycle is None, f"import cycle between subpackages: {' -> '.join(cycle)}"
 
 
-def test_the_sweeps_do_not_import_the_visualizations():
-    reached = {
-        f"{module} -> {target}"
-        for module, targets in internal_import_graph(typing_too=True).items()
-        if module.startswith("interpreto_anisotropy.sweeps.")
-        for target in targets
-        if target.startswith("interpreto_anisotropy.visualizations")
+#: Subpackage -> the subpackages it never imports: the sweeps and the live probe write through results/, which
+#: imports neither; the figures and the report take its table (a live probe may draw its figures); nothing in
+#: sweeps/ imports the figures.
+APART = {
+    "sweeps": {"live", "visualizations"},
+    "live": {"sweeps"},
+    "visualizations": {"sweeps", "live"},
+    "results": {"sweeps", "live", "visualizations"},
+}
+
+
+def test_the_sweeps_and_the_live_probe_share_only_results():
+    graph = subpackage_graph(typing_too=True)
+    crossed = {
+        f"{layer} -> {target}"
+        for layer, apart in APART.items()
+        for target in graph[f"interpreto_anisotropy.{layer}"]
+        if target.removeprefix("interpreto_anisotropy.") in apart
     }
-    assert not reached, f"the figures and the report take a SweepResult; nothing in sweeps/ imports them: {reached}"
-    assert "interpreto_anisotropy.sweeps" in subpackage_graph()["interpreto_anisotropy.visualizations"]
+    assert not crossed, f"imports across subpackages kept apart: {crossed}"
+    readers = ("sweeps", "live", "visualizations")
+    assert all("interpreto_anisotropy.results" in graph[f"interpreto_anisotropy.{layer}"] for layer in readers)
 
 
 def test_the_top_level_names_are_declared_alike_and_short():

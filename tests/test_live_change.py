@@ -1,7 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What training added, live: each window's change from the first window of its curve (`sweeps.change.
+"""What training added, live: each window's change from the first window of its curve (`results.change.
 unpaired_change`), a difference without an interval, since two windows probe different training batches.
 
 Recomputed another way: the post-hoc probe of each window's batches on the weights of its step gives the two
@@ -15,8 +15,8 @@ import pytest
 from helpers.live_kit import float64_copy, micro_batch, post_hoc, run_windows
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.sweeps.change import CHANGE_FIELDS, UNPAIRED_CHANGES
-from interpreto_anisotropy.sweeps.verdict import sweep_verdict
+from interpreto_anisotropy.results.change import CHANGE_FIELDS, UNPAIRED_CHANGES
+from interpreto_anisotropy.results.verdict import sweep_verdict
 
 D, K, WINDOWS = 64, 4, 3
 

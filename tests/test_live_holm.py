@@ -23,8 +23,7 @@ from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import DegenerateStatisticsWarning
-from interpreto_anisotropy.sweeps.draws import floor_passes
-from interpreto_anisotropy.sweeps.verdict import sweep_verdict
+from interpreto_anisotropy.results.verdict import floor_passes, sweep_verdict
 
 WINDOWS, K, LEVEL = 30, 4, 0.05
 

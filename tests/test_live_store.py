@@ -21,9 +21,8 @@ import pytest
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.commons import files
 from interpreto_anisotropy.errors import IncompleteRowWarning, ResultsStoreError
-from interpreto_anisotropy.live.store import LiveStore
-from interpreto_anisotropy.sweeps.rows_file import ROWS_FILE
-from interpreto_anisotropy.sweeps.store import SweepStore
+from interpreto_anisotropy.results.schema import ROWS_FILE
+from interpreto_anisotropy.results.store import LiveStore, SweepStore
 
 CONFIG = {"live": True, "n_controls": 3}
 

@@ -18,7 +18,7 @@ import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import DegenerateStatisticsWarning, InvalidInputError
 from interpreto_anisotropy.live.callback import AnisotropyCallback
 from interpreto_anisotropy.live.options import MAX_LIVE_N_RANDOM, MAX_PENDING_BYTES
-from interpreto_anisotropy.sweeps.draws import floor_passes
+from interpreto_anisotropy.results.verdict import floor_passes
 
 PYTHIA_STEPS = 143_000
 VOCAB, LENGTH, BATCH = 64, 8, 2

@@ -14,7 +14,7 @@ from scipy.stats import false_discovery_control
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import InvalidInputError
-from interpreto_anisotropy.sweeps.multiple_testing import adjust, benjamini_hochberg, holm
+from interpreto_anisotropy.results.verdict import adjust, benjamini_hochberg, holm
 
 P_VALUES = st.lists(st.floats(0, 1), min_size=1, max_size=40)
 

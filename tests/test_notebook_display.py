@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.sweeps.verdict import adjusted_p_values
+from interpreto_anisotropy.results.verdict import adjusted_p_values
 
 CRAFTED = "<script>alert('x')</script> & <b>bold</b>"
 HEADLINE = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|[^,;()\s]+)")

@@ -27,8 +27,8 @@ from matplotlib.text import Text
 from interpreto_anisotropy import plotting
 from interpreto_anisotropy.cli import main
 from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError, ResultsStoreError
-from interpreto_anisotropy.sweeps.result import SweepResult
-from interpreto_anisotropy.sweeps.rows_file import sort_rows
+from interpreto_anisotropy.results.schema import sort_rows
+from interpreto_anisotropy.results.table import SweepResult
 from interpreto_anisotropy.visualizations.report import write_report
 
 STEPS = [0, 1, 2, 8, 20]
@@ -260,8 +260,7 @@ def _judged(rows, significant):
 def test_the_energy_ratio_figure_fills_exactly_the_rows_the_verdict_calls_significant(result, config):
     """Filled markers are the rows whose exact p, adjusted within the declared family, is at or below the level (the
     verdict's count, curve by curve), hollow ones the others; the approximate p disagrees with it on these rows."""
-    from interpreto_anisotropy.sweeps.multiple_testing import adjust
-    from interpreto_anisotropy.sweeps.verdict import sweep_verdict
+    from interpreto_anisotropy.results.verdict import adjust, sweep_verdict
 
     table = SweepResult(result.rows, config)
     verdict = sweep_verdict(table.rows, table.config)
@@ -496,7 +495,7 @@ def test_loading_crafted_rows_with_a_null_step_names_the_file_and_line(tmp_path)
 def test_the_report_s_first_p_column_is_the_exact_p_adjusted_within_the_family(result, report):
     """The p-value columns: the verdict's (exact, Holm within each curve) first, labelled; the approximate p after
     the exact ones, labelled as such, and never adjusted; the counts are those of the adjusted exact p."""
-    from interpreto_anisotropy.sweeps.multiple_testing import holm
+    from interpreto_anisotropy.results.verdict import holm
 
     _, page = report
     table = rows_table(page)
@@ -532,7 +531,7 @@ def test_the_report_s_first_p_column_is_the_exact_p_adjusted_within_the_family(r
 
 
 def test_the_multiple_testing_paragraph_and_the_finding_count_over_the_declared_family(tmp_path):
-    from interpreto_anisotropy.sweeps.multiple_testing import benjamini_hochberg, holm
+    from interpreto_anisotropy.results.verdict import benjamini_hochberg, holm
 
     rows = [{**row, "p_value_exact": (i % 9) / 40} for i, row in enumerate(make_rows())]  # some pass, some do not
     config = {"family": "all", "correction": "bh", "level": 0.1}
@@ -673,7 +672,7 @@ def _crafted_folder(folder, crafted: str) -> SweepResult:
     """A results folder whose every string the report shows is `crafted`: rows (names, paths, an extra column),
     settings (model id, a key and its value, checkpoint sources and revisions), top tokens, provenance, skipped
     checkpoints; the folder's own path ends with it."""
-    from interpreto_anisotropy.sweeps.token_files import top_tokens_path, write_top_tokens
+    from interpreto_anisotropy.results.store import SweepStore
     from interpreto_anisotropy.tangents.top_tokens import DirectionTokens, TokenInContext
 
     folder.mkdir(parents=True)
@@ -683,8 +682,7 @@ def _crafted_folder(folder, crafted: str) -> SweepResult:
         row.update(note=crafted, **{crafted: crafted})
     token = TokenInContext(crafted, crafted, crafted, 0.2074, 3, 1)
     directions = {kind: [DirectionTokens(0, 0.5, [token], [token])] for kind in ("early", crafted)}
-    path = top_tokens_path(folder, crafted, 1)
-    write_top_tokens(path, step=1, layer=crafted, split_point=crafted, n_rows=1, directions=directions)
+    SweepStore(folder).save_top_tokens(crafted, 1, split_point=crafted, n_rows=1, directions=directions)
     keys = [[row["step"], crafted, row["tangent"]] for row in rows]
     provenance = [
         {"versions": {"torch": crafted}, "rows": keys[:2]},

@@ -17,9 +17,9 @@ from test_top_tokens import SETTINGS
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import ResultsStoreError
-from interpreto_anisotropy.sweeps import provenance
-from interpreto_anisotropy.sweeps.provenance import PROVENANCE_FILE, read_provenance, versions_of_rows
-from interpreto_anisotropy.sweeps.rows_file import row_key
+from interpreto_anisotropy.results import records as provenance
+from interpreto_anisotropy.results.records import PROVENANCE_FILE, read_provenance, versions_of_rows
+from interpreto_anisotropy.results.schema import row_key
 from interpreto_anisotropy.visualizations import report
 
 pytestmark = pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")

@@ -1,7 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The report explains itself: every column defined from one table (`commons.columns.COLUMNS`), tangent
+"""The report explains itself: every column defined from one table (`results.schema.COLUMNS`), tangent
 kinds defined, a title from the model's name, a model card, compact settings and the software versions.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from test_plotting_report import make_rows, rows_table
 
-from interpreto_anisotropy.commons import columns
-from interpreto_anisotropy.sweeps.result import SweepResult
+from interpreto_anisotropy.results import schema as columns
+from interpreto_anisotropy.results.table import SweepResult
 from interpreto_anisotropy.visualizations import model_card
 from interpreto_anisotropy.visualizations.report import COLUMNS_CSV_FILE, write_report
 
@@ -40,7 +40,7 @@ SWEEP_FIELDS = (
 @pytest.mark.parametrize("name", SWEEP_FIELDS)
 def test_every_field_has_a_real_description(name):
     column = columns.describe(name)
-    assert column is not None, f"add {name!r} to COLUMNS in commons/columns.py"
+    assert column is not None, f"add {name!r} to COLUMNS in results/schema.py"
     assert len(column.meaning) > 20 and column.meaning.lower() != name.replace("_", " ")
     assert isinstance(column.unit, columns.Unit)
 
@@ -75,7 +75,7 @@ def test_every_concept_link_names_a_heading_of_the_concepts_page():
 def test_docs_column_reference_is_generated_from_columns():
     page = (ROOT / "docs" / "columns.md").read_text()
     assert page == columns.reference_markdown(), (
-        "docs/columns.md is out of date: python -m interpreto_anisotropy.commons.columns > docs/columns.md"
+        "docs/columns.md is out of date: python -m interpreto_anisotropy.results.schema > docs/columns.md"
     )
     assert "columns.md" in (ROOT / "mkdocs.yml").read_text()
 

@@ -1,7 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The row schema (`commons.columns.COLUMNS`): every field a probe, a sweep or a live probe writes is declared once,
+"""The row schema (`results.schema.COLUMNS`): every field a probe, a sweep or a live probe writes is declared once,
 with a kind its values have; the rows written are the JSON lines they always were; the checks refuse what is not.
 
 Recomputed another way: the committed golden rows (a real sweep's, `tests/golden/sweep_rows_*.json`) and a real
@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from interpreto_anisotropy.commons.columns import COLUMNS, Kind, describe, row_line, type_problem
 from interpreto_anisotropy.errors import ResultsStoreError
 from interpreto_anisotropy.live.rows import live_row
 from interpreto_anisotropy.probing.result import ProbeResult
-from interpreto_anisotropy.sweeps.rows_file import read_rows
+from interpreto_anisotropy.results.schema import COLUMNS, Kind, describe, read_rows, row_line, type_problem
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SWEEP_ROWS = [row for name in ("pca", "svd") for row in json.loads((GOLDEN / f"sweep_rows_{name}.json").read_text())]
@@ -85,7 +84,7 @@ def test_kinds_accept_their_json_values_only(kind, good, bad):
 
 def test_writing_an_undeclared_or_mistyped_field_is_refused():
     row = dict(SWEEP_ROWS[0])
-    with pytest.raises(ResultsStoreError, match=r"undeclared fields \['my_new_column'\].*commons/columns.py"):
+    with pytest.raises(ResultsStoreError, match=r"undeclared fields \['my_new_column'\].*results/schema.py"):
         row_line({**row, "my_new_column": 1.0})
     with pytest.raises(ResultsStoreError, match=r"energy_share '0.5' is not a number"):
         row_line({**row, "energy_share": "0.5"})

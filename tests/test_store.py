@@ -20,7 +20,7 @@ from test_sweep import SETTINGS as SWEEP_SETTINGS
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import AlteredFileWarning, ResultsStoreError, SweepLockedError
-from interpreto_anisotropy.sweeps.store import HOLDER_FILE, LOCK_FILE
+from interpreto_anisotropy.results.store import HOLDER_FILE, LOCK_FILE
 
 SETTINGS = {**SWEEP_SETTINGS, "reference": "both"}
 

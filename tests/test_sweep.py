@@ -441,7 +441,7 @@ def test_a_split_point_is_selected_by_its_label_or_its_module_path(decoder_sweep
 
 
 def test_rows_change_from_their_curves_first_checkpoint(decoder_sweep):
-    """Each row's change (sweeps.change) against its curve's first row, recomputed from the two rows' own values."""
+    """Each row's change (results.change) against its curve's first row, recomputed from the two rows' own values."""
     _, table = decoder_sweep
     for tangent in ("early", "each"):
         rows = sorted(table.select(tangent=tangent).rows, key=lambda row: row["step"])

@@ -18,7 +18,7 @@ from test_sweep_lifecycle import SETTINGS, _assert_same_table
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import AlteredFileWarning, ResultsStoreError
-from interpreto_anisotropy.sweeps.provenance import recorded_digests
+from interpreto_anisotropy.results.records import recorded_digests
 
 pytestmark = pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
 

@@ -23,7 +23,7 @@ from interpreto_anisotropy.errors import (
     NonFiniteWeightsWarning,
     StaleResultsError,
 )
-from interpreto_anisotropy.sweeps.fingerprints import folder_fingerprint
+from interpreto_anisotropy.results.records import folder_fingerprint
 
 SETTINGS = {**SWEEP_SETTINGS, "reference": "both"}
 
@@ -80,7 +80,7 @@ def test_a_fingerprint_sees_new_weights_and_ignores_the_trainer_state(run):
 
 
 def test_a_large_file_is_fingerprinted_from_a_sample_that_sees_retraining(tmp_path, monkeypatch):
-    from interpreto_anisotropy.sweeps import fingerprints
+    from interpreto_anisotropy.results import records as fingerprints
 
     monkeypatch.setattr(fingerprints, "WHOLE_FILE_BYTES", 2**20)  # a 4 MiB file is then "large"
     weights = {"w": torch.randn(2**20)}

@@ -18,10 +18,10 @@ import interpreto_anisotropy as ia
 from interpreto_anisotropy.demo import train_tokenizer
 from interpreto_anisotropy.errors import NonFiniteError
 from interpreto_anisotropy.reading.batching import TokenBatcher, TokenCache, tokenizer_key
+from interpreto_anisotropy.results.change import CHANGE_FIELDS
+from interpreto_anisotropy.results.store import SweepStore
 from interpreto_anisotropy.sweeps import checkpoints as checkpoint_tools
-from interpreto_anisotropy.sweeps.change import CHANGE_FIELDS
 from interpreto_anisotropy.sweeps.runner import CheckpointSweep, FitReader
-from interpreto_anisotropy.sweeps.store import SweepStore
 
 
 def _without_timings(rows):

@@ -21,7 +21,7 @@ from scipy.stats import false_discovery_control
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import InvalidInputError
-from interpreto_anisotropy.sweeps.multiple_testing import holm
+from interpreto_anisotropy.results.verdict import holm
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

@@ -15,8 +15,9 @@ from markupsafe import escape
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
 import interpreto_anisotropy as ia
+from interpreto_anisotropy.results.records import saved_steps
+from interpreto_anisotropy.results.store import SweepStore
 from interpreto_anisotropy.sweeps import runner
-from interpreto_anisotropy.sweeps.store import SweepStore
 from interpreto_anisotropy.tangents.top_tokens import CONTEXT_BEFORE, TOP_TOKENS, DirectionTokens, TokenInContext
 from interpreto_anisotropy.visualizations.top_tokens import top_tokens_section
 
@@ -203,6 +204,6 @@ def test_dropped_and_overwritten_checkpoints_lose_their_top_tokens(causal, tmp_p
     shutil.copytree(results_dir, copy)
     store = SweepStore(copy)
     store.drop_steps({checkpoints[-1].step})
-    assert store.top_tokens_steps(1) == [c.step for c in checkpoints[:-1]]
+    assert saved_steps(copy, 1) == [c.step for c in checkpoints[:-1]]
     store.prepare({"format_version": -1}, overwrite=True)
     assert not (copy / "top_tokens").exists() and not (copy / "provenance.jsonl").exists()

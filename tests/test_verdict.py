@@ -1,7 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The sweep's verdict (`sweeps.verdict`): its numbers recomputed from the rows here, its words, and where it is shown
+"""The sweep's verdict (`results.verdict`): its numbers recomputed from the rows here, its words, and where it is shown
 (the report's first section, `SweepResult.summary()`, the end of the CLI's output, ``print(ProbeResult)``).
 
 Rows are built by hand, so these tests need no model.
@@ -20,8 +20,8 @@ from scipy.stats import false_discovery_control
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.cli import main
-from interpreto_anisotropy.sweeps.result import SweepResult
-from interpreto_anisotropy.sweeps.verdict import (
+from interpreto_anisotropy.results.table import SweepResult
+from interpreto_anisotropy.results.verdict import (
     ANISOTROPY_P_APPROXIMATE_COLUMN,
     ANISOTROPY_P_EXACT_COLUMN,
     CAVEAT,
@@ -216,7 +216,7 @@ def test_summary_is_the_verdict_and_summary_table_is_unchanged():
 def test_summary_table_and_notebook_table_show_the_verdict_s_p_value_first():
     """``p_adj`` (summary_table) and "p (exact, adjusted)" (the notebook table) are p_value_exact adjusted within the
     declared family by the declared correction, before every other p column; the approximate p comes last, labelled."""
-    from interpreto_anisotropy.sweeps.multiple_testing import adjust
+    from interpreto_anisotropy.results.verdict import adjust
 
     config = {"family": "tangent", "correction": "bh", "level": 0.1}
     table = SweepResult(make_rows(), config)

@@ -55,7 +55,7 @@ _NAMES = {
     ".probing.result": ["ProbeResult"],
     ".reading.activations": ["token_activations"],
     ".sweeps.config": ["SweepConfig"],
-    ".sweeps.result": ["SweepResult"],
+    ".results.table": ["SweepResult"],
     ".sweeps.runner": ["CheckpointSweep"],
     ".tangents.explainers": [
         "ICATangent",
@@ -129,9 +129,9 @@ if TYPE_CHECKING:  # the same names as static tools see them (tests/test_layout.
     from .probing.probe import GradientProbe
     from .probing.result import ProbeResult
     from .reading.activations import token_activations
+    from .results.table import SweepResult
     from .sweeps import checkpoints, suites
     from .sweeps.config import SweepConfig
-    from .sweeps.result import SweepResult
     from .sweeps.runner import CheckpointSweep
     from .tangents import controls
     from .tangents.explainers import (

@@ -24,6 +24,9 @@ MOVED: dict[str, str] = {
     "sweeps.said_once": "sweeps.runner",
     "sweeps.weight_check": "sweeps.checkpoints",
     "probing.finding": "probing.result",
+    "commons.columns": "results.schema",
+    "sweeps.multiple_testing": "results.verdict",
+    "sweeps.verdict": "results.verdict",
 }
 
 

@@ -539,7 +539,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 def _run_demo(args: argparse.Namespace) -> int:
     from .demo import train_toy
-    from .sweeps.result import SweepResult
+    from .results.table import SweepResult
     from .sweeps.runner import CheckpointSweep
     from .tangents.controls import check_control_room
     from .visualizations.report import write_report
@@ -603,7 +603,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from .sweeps.result import SweepResult
+    from .results.table import SweepResult
     from .visualizations.report import write_report
 
     table = SweepResult.load(args.dir)

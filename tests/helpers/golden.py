@@ -169,7 +169,7 @@ class RankCorrelation:
 
 @dataclass(frozen=True)
 class Change:
-    """A change X - X_0 from the curve's first checkpoint, or a bound of its interval (`sweeps.change`).
+    """A change X - X_0 from the curve's first checkpoint, or a bound of its interval (`results.change`).
 
     Its operands X and X_0 each move by rtol of themselves, so the change by rtol (|X| + |X_0|) whatever it is (it
     may cancel); a bound D +- m se moves with D and with se, whose rounding is rtol of the bound's distance m se

@@ -25,7 +25,7 @@ from transformers import TrainerCallback
 
 from ..commons import distributed
 from ..errors import InvalidInputError
-from ..sweeps.result import SweepResult
+from ..results.table import SweepResult
 from ..visualizations.report import write_report
 from .options import LiveConfig
 from .probe import TrainingProbe, split_point_list, tangent_kind

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from ..commons.options import check_bool, check_number, check_positive_int, check_seed, config_of
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from ..reading.split_point import check_call
-from ..sweeps.draws import HOLM_LEVEL, default_n_random, floor_passes, warn_if_cannot_pass
+from ..results.verdict import HOLM_LEVEL, default_n_random, floor_passes, warn_if_cannot_pass
 
 __all__ = ["LiveConfig", "LiveTangent", "MAX_LIVE_N_RANDOM", "MAX_PENDING_BYTES", "ROW_SOURCE", "window_n_random"]
 
@@ -159,7 +159,7 @@ class LiveConfig:
 
 def window_n_random(settings: LiveConfig) -> int:
     """R' of every window of a live run: `settings.n_random`, else the smallest that lets Holm at 0.05 pass over the
-    ceil(total_steps / every) windows of a split point (`sweeps.draws.default_n_random`), capped at
+    ceil(total_steps / every) windows of a split point (`results.verdict.default_n_random`), capped at
     `MAX_LIVE_N_RANDOM`, else (`total_steps` unknown) `n_controls`.
 
     Warns (`DegenerateStatisticsWarning`) when the R' chosen cannot let Holm pass over the windows: an explicit

@@ -23,7 +23,7 @@ import torch
 from ..errors import DegenerateStatisticsWarning, DimensionMismatchError, PendingRowsWarning
 from ..probing.objectives import Objective
 from ..probing.statistics import ProbeSums, SubspaceColumns, build_results
-from ..sweeps.draws import row_seed
+from ..results.verdict import row_seed
 from ..tangents.subspace import Subspace
 from .rows import live_row
 from .tangents import TangentSchedule
@@ -230,7 +230,7 @@ class LivePoint:
 
     def _drawn(self, bases: SubspaceColumns, step: int) -> SubspaceColumns:
         """The window's tangent with its own controls and random subspaces, drawn from the seed of (seed, step,
-        split point, tangent kind) (`sweeps.draws.row_seed`, as a sweep row's): no two windows share a draw."""
+        split point, tangent kind) (`results.verdict.row_seed`, as a sweep row's): no two windows share a draw."""
         seed = {self.schedule.kind.value: self._draw_seed(step)}
         return SubspaceColumns.draw(bases.tangents, n_controls=bases.n_controls, n_random=bases.n_random, seed=seed)
 

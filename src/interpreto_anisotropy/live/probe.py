@@ -40,14 +40,15 @@ from ..reading.split_point import (
     split_point_module,
     splitter_model,
 )
-from ..sweeps.change import unpaired_change
-from ..sweeps.result import SweepResult
-from ..sweeps.rows_file import sort_rows
+from ..results.change import unpaired_change
+from ..results.schema import sort_rows
+from ..results.store import LiveStore
+from ..results.table import SweepResult
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent, window_n_random
 from .point import LivePoint, Statistics, moments_bytes, pending_capacity
+from .resume import first_windows, saved_tangents
 from .scale import ScaleCheck
-from .store import LiveStore, first_windows, saved_tangents
 from .tangents import TangentSchedule
 from .tokens import gradient_weight, loss_rows, loss_terms, scaling
 
@@ -227,7 +228,7 @@ class TrainingProbe:
         return self
 
     def _resume_tangents(self) -> None:
-        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `store.saved_tangents`)."""
+        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `resume.saved_tangents`)."""
         fit_until = next(iter(self.points.values())).schedule.fit_until  # the same at every split point
         try:
             saved = saved_tangents(

@@ -4,7 +4,7 @@
 """A closed window as a sweep row: a sweep row's identity fields (``checkpoint`` "live-{step}", ``source`` "live"),
 every `ProbeResult` field but the per-sequence lists (a window's sequences are its own: nothing pairs them with
 another window's), and the window's (``window_*``, ``retrospective``, ``tangent_fitted_at``); each column's
-meaning is in `commons.columns` (docs/columns.md).
+meaning is in `results.schema` (docs/columns.md).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def live_row(
     retrospective: bool,
     fitted_at: int | None,
 ) -> dict[str, Any]:
-    """The sweep row of one window at one split point (`commons.columns` has each column's meaning)."""
+    """The sweep row of one window at one split point (`results.schema` has each column's meaning)."""
     return {
         "step": step,
         "checkpoint": f"live-{step}",

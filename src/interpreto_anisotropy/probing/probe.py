@@ -244,7 +244,7 @@ class GradientProbe:
             n_controls: Number R of matched-rank normal controls per tangent.
             n_random: Number R' of random subspaces for the exact p-values; None (default): `n_controls`.
             seed: Seed of the controls, of the random subspaces and of the bootstrap.
-            draw_seeds: {tangent name: seed} of each tangent's draws (`sweeps.draws.row_seed`); None: `seed` for all.
+            draw_seeds: {tangent name: seed} of each tangent's draws (`results.verdict.row_seed`); None: `seed` for all.
             max_tokens: Stop after this many probed tokens.
             n_bootstrap: Bootstrap resamples of sequences for the confidence interval of the energy share.
             confidence: Confidence level of the interval.

@@ -3,7 +3,7 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """`ProbeResult`: what the gradient probe reports for one tangent subspace, as plain JSON-ready numbers, and its
 finding in words (what ``print(ProbeResult)`` opens with), with the words a sweep's verdict shares
-with it (`interpreto_anisotropy.sweeps.verdict`): the anisotropy share's p-value and sign, the caveat.
+with it (`interpreto_anisotropy.results.verdict`): the anisotropy share's p-value and sign, the caveat.
 
 Examples:
     >>> sign_meaning(0.1).startswith("positive")
@@ -46,7 +46,7 @@ PER_SEQUENCE_FIELDS = ("sequence_ids", "sequence_energies", "sequence_control_en
 class ProbeResult:
     """Gradient energy and anisotropy held by a tangent subspace, against matched-rank normal controls.
 
-    Each field is a column of the row schema: its meaning, unit and formula are in `commons.columns` and
+    Each field is a column of the row schema: its meaning, unit and formula are in `results.schema` and
     docs/columns.md (G (n, d) the probed gradients, Q_T (d, k) the tangent, R controls, R' random subspaces).
 
     Attributes:
@@ -363,7 +363,7 @@ def change_sentence(first: Mapping[str, Any], last: Mapping[str, Any]) -> str | 
 
     Args:
         first: The curve's first row (the change's reference, `change_reference_step`).
-        last: Its last row, with the change columns of `sweeps.change`.
+        last: Its last row, with the change columns of `results.change`.
 
     Returns:
         E.g. "What training added: energy ratio 1.82 at step 0 → 16.30 at step 60: +14.48 (95 % paired bootstrap

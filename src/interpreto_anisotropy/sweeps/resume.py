@@ -44,18 +44,17 @@ from ..errors import (
     StaleResultsError,
     SweepLockedError,
 )
+from ..results import verdict as draws
+from ..results.records import fingerprint, step_of
+from ..results.schema import is_skipped
+from ..results.store import SweepStore
 from ..tangents.explainers import TangentExplainer, _numerical_rank, _warn_if_rank_below
 from ..tangents.subspace import Subspace
-from . import draws
 from .checkpoints import Checkpoint
 from .config import KINDS_OF, EarlyCentering, SweepPlan
-from .fingerprints import fingerprint
-from .rows_file import is_skipped
-from .token_files import step_of
 
 if TYPE_CHECKING:
     from .runner import CheckpointSweep
-    from .store import SweepStore
 
 __all__ = [
     "EXTENDABLE",
@@ -162,7 +161,7 @@ class ResultsDirCheck:
 
     def _check(self) -> int:
         """Prepare the directory, drop what must be recomputed, and return R' (rank 0, under the lock)."""
-        stored = self.store.prepare(self.plan.record(), overwrite=self.plan.options.overwrite)
+        stored = self.store.prepare(self.plan.record(), overwrite=self.plan.options.overwrite, merge=merge_configs)
         self.drift.checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
         self._refit_altered_files()
         self._forget_changed_checkpoints()

@@ -45,19 +45,20 @@ from ..errors import (
 from ..probing.probe import GradientProbe
 from ..reading.activations import iter_located_token_activations
 from ..reading.batching import TokenCache
+from ..results import verdict as draws
+from ..results.change import refresh_changes
+from ..results.schema import is_skipped
+from ..results.store import SweepStore
+from ..results.table import SweepResult
 from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
-from . import draws, hub_access, hub_cache
-from .change import refresh_changes
+from . import hub_access, hub_cache
 from .checkpoints import Checkpoint
 from .config import ReferenceKind, SweepConfig, SweepPlan, early_checkpoints
 from .prefetch import CheckpointPipeline, Fetched
-from .result import SweepResult
 from .resume import PreviousDrift, ReferenceTangents, ResultsDirCheck, TakenFingerprints, drift, resolved_n_random
-from .rows_file import is_skipped
-from .store import SweepStore
 
 __all__ = [
     "CheckpointSweep",
@@ -544,7 +545,9 @@ def _pipeline(uses: list[Checkpoint], plan: SweepPlan, store: SweepStore, *, pro
     repos = sorted({c.source for c in uses if not c.is_local})
     before = None
     if repos and distributed.is_main_process() and not hub_access.is_offline():
-        before = hub_cache.cached_before(store.hub_cache_record, hub_access.cache_location(None), repos)
+        before = hub_cache.cached_before(
+            store.results_dir / hub_cache.BEFORE_FILE, hub_access.cache_location(None), repos
+        )
     budget = None if plan.options.max_cache_gb is None else round(plan.options.max_cache_gb * 1e9)
     return CheckpointPipeline(
         uses,

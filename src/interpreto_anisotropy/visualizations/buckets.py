@@ -15,7 +15,7 @@ from ..errors import EmptyInputError
 from .steps import step_axis
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..sweeps.result import SweepResult
+    from ..results.table import SweepResult
 
 __all__ = ["plot_energy_by_bucket"]
 

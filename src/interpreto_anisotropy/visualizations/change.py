@@ -2,7 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """What training added: each checkpoint's change from the first checkpoint of its curve, with its paired bootstrap
-interval (`sweeps.change`), in energy ratio, energy share and anisotropy share."""
+interval (`results.change`), in energy ratio, energy share and anisotropy share."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..errors import EmptyInputError
 from .steps import step_axis
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..sweeps.result import SweepResult
+    from ..results.table import SweepResult
 
 __all__ = ["plot_change"]
 

@@ -14,8 +14,8 @@ import io
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..commons.columns import describe
 from ..commons.files import write_atomically
+from ..results.schema import describe
 
 __all__ = ["write_column_notes", "COLUMNS_CSV_FILE"]
 

@@ -22,7 +22,7 @@ from .steps import step_axis
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-    from ..sweeps.result import SweepResult
+    from ..results.table import SweepResult
 
 __all__ = ["plot_live_vs_sweep"]
 

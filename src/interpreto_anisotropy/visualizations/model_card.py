@@ -102,8 +102,8 @@ def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> d
 
 
 def software_versions() -> dict[str, str]:
-    """Versions of the libraries behind the numbers and Python's, as installed here (`sweeps.provenance`)."""
-    from ..sweeps.provenance import software_versions as installed
+    """Versions of the libraries behind the numbers and Python's, as installed here (`results.records`)."""
+    from ..results.records import software_versions as installed
 
     return installed()
 

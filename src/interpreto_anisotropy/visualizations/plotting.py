@@ -27,7 +27,7 @@ from .steps import STEP_LABEL, step_axis
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-    from ..sweeps.result import SweepResult
+    from ..results.table import SweepResult
 
 __all__ = [
     "plot_sweep",
@@ -351,7 +351,7 @@ def plot_energy_ratio(
 
     A point is filled when its exact p-value (`p_value_exact`), adjusted within the sweep's family by its correction
     (`SweepConfig.family`, `.correction`: Holm within each curve by default), is at or below the level: the
-    verdict's own decision (`sweeps.verdict.adjusted_p_values`), whatever part of the sweep is drawn.
+    verdict's own decision (`results.verdict.adjusted_p_values`), whatever part of the sweep is drawn.
 
     Args:
         result: The sweep.
@@ -368,7 +368,7 @@ def plot_energy_ratio(
     Examples:
         >>> plot_energy_ratio(table).savefig("ratio.png")
     """
-    from ..sweeps.verdict import adjusted_p_values, marker_legend, p_value_column, verdict_settings
+    from ..results.verdict import adjusted_p_values, marker_legend, p_value_column, verdict_settings
 
     rows = _rows(result, split_point, tangent)
     config = {**result.config, **({"level": alpha} if alpha is not None else {})}

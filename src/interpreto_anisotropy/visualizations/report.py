@@ -21,14 +21,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..commons.columns import TANGENT_KINDS, describe
 from ..commons.files import write_atomically
 from ..commons.options import check_positive_int
 from ..errors import EmptyInputError, InvalidInputError
 from ..probing.result import number as _number
-from ..sweeps.multiple_testing import Correction, Family
-from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
-from ..sweeps.verdict import FAMILY_NAMES, Verdict, curve_sentences, method_sentence, sweep_verdict
+from ..results.records import PROVENANCE_FILE, software_versions, versions_of_rows
+from ..results.schema import TANGENT_KINDS, describe
+from ..results.verdict import (
+    FAMILY_NAMES,
+    Correction,
+    Family,
+    Verdict,
+    curve_sentences,
+    method_sentence,
+    sweep_verdict,
+)
 from ..version import __version__
 from .columns import COLUMNS_CSV_FILE, write_column_notes
 from .model_card import model_card, model_name
@@ -36,7 +43,7 @@ from .pages import render
 from .top_tokens import top_tokens_context
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..sweeps.result import SweepResult
+    from ..results.table import SweepResult
 
 __all__ = ["write_report", "KEY_COLUMNS", "REPORT_FILE", "FIGURES_DIR", "CSV_FILE", "COLUMNS_CSV_FILE"]
 
@@ -370,7 +377,7 @@ def _floor(result: SweepResult) -> str:
 
 
 def _finding(verdict: Verdict) -> dict[str, Any]:
-    """The sweep's verdict (`interpreto_anisotropy.sweeps.verdict`), the page's first section: one item per curve."""
+    """The sweep's verdict (`interpreto_anisotropy.results.verdict`), the page's first section: one item per curve."""
     curves = []
     for curve in verdict.curves:
         heading, *sentences = curve_sentences(curve, verdict)
@@ -445,7 +452,7 @@ def _checkpoints_summary(checkpoints: Sequence[Any]) -> str:
 def _tooltip(column: str) -> str:
     description = describe(column)
     if description is None:
-        return f"{column}: no description yet (add it to COLUMNS in interpreto_anisotropy/commons/columns.py)"
+        return f"{column}: no description yet (add it to COLUMNS in interpreto_anisotropy/results/schema.py)"
     return description.tooltip()
 
 

@@ -12,7 +12,7 @@ from ..tangents.top_tokens import DirectionTokens, TokenInContext
 from .pages import render
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..sweeps.result import SweepResult
+    from ..results.table import SweepResult
 
 __all__ = ["top_tokens_section", "top_tokens_context", "top_tokens_tables", "TOKEN_HEADERS"]
 

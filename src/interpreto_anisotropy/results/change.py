@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..probing.intervals import paired_change
-from .rows_file import is_skipped, row_key
+from .schema import is_skipped, row_key
 from .store import SweepStore
 
 __all__ = [
@@ -58,7 +58,7 @@ def change_fields(
         n_resamples: Bootstrap resamples B.
 
     Returns:
-        {`rows_file.row_key`: {field: value}}: the fields of `CHANGE_FIELDS`, None where not computable (rows
+        {`schema.row_key`: {field: value}}: the fields of `CHANGE_FIELDS`, None where not computable (rows
         without per-sequence energies, written before they existed; no sequence probed at both).
     """
     curves: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
@@ -83,14 +83,24 @@ def row_change(
     if row is first or row_key(row) == row_key(first):
         zero = {f"{name}_change{suffix}": 0.0 for name, _ in _PAIRED for suffix in ("", "_low", "_high")}
         return {**fields, **zero, "change_n_sequences": len(row.get("sequence_ids") or [])}
-    pairs = _pairs(first, row)
-    if pairs is None:
+    # the sequences both probed, by increasing id, and their positions in each row's per-sequence lists
+    where = [
+        {sequence: index for index, sequence in enumerate(source.get("sequence_ids") or [])} for source in (first, row)
+    ]
+    common = sorted(set(where[0]) & set(where[1]))
+    if not common:
         return fields
-    fields["change_n_sequences"] = len(pairs[0])
+    fields["change_n_sequences"] = len(common)
     confidence = float(row.get("confidence") or 0.95)
     for name, denominator in _PAIRED:
-        arrays = [_column(source, key, indices) for source, indices in zip((first, row), pairs, strict=True)
-                  for key in ("sequence_energies", denominator)]  # fmt: skip
+        arrays = []  # the (n, 1) columns of the per-sequence energies at `common`: none with a short list or a hole
+        for source, positions in zip((first, row), where, strict=True):
+            for key in ("sequence_energies", denominator):
+                values = source.get(key) or []
+                picked = [
+                    values[positions[sequence]] if positions[sequence] < len(values) else None for sequence in common
+                ]
+                arrays.append(None if None in picked else np.asarray(picked, dtype=np.float64)[:, None])
         if any(array is None for array in arrays):
             continue
         a0, b0, a1, b1 = arrays
@@ -100,7 +110,7 @@ def row_change(
         )  # fmt: skip
         values = (found.change[0], found.low[0], found.high[0], found.p_value[0])
         for suffix, value in zip(("", "_low", "_high", "_p_value"), values, strict=True):
-            fields[f"{name}_change{suffix}"] = _finite_or_none(value)
+            fields[f"{name}_change{suffix}"] = _difference(float(value), 0)
     return fields
 
 
@@ -132,36 +142,9 @@ def refresh_changes(store: SweepStore, *, seed: int) -> None:
     store.update_rows(lambda row: {**row, **fields[row_key(row)]} if row_key(row) in fields else row)
 
 
-def _pairs(first: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[list[int], list[int]] | None:
-    """The positions in `first`'s and `row`'s per-sequence lists of the sequences both probed, by increasing id."""
-    ids_first, ids_row = first.get("sequence_ids"), row.get("sequence_ids")
-    if not ids_first or not ids_row:
-        return None
-    where_first = {sequence: index for index, sequence in enumerate(ids_first)}
-    where_row = {sequence: index for index, sequence in enumerate(ids_row)}
-    common = sorted(set(where_first) & set(where_row))
-    if not common:
-        return None
-    return [where_first[sequence] for sequence in common], [where_row[sequence] for sequence in common]
-
-
-def _column(row: Mapping[str, Any], key: str, indices: list[int]) -> np.ndarray | None:
-    """The (n, 1) column of `row[key]` at `indices`; None when the row has no such list (or a hole in it)."""
-    values = row.get(key)
-    if not values or len(values) <= max(indices):
-        return None
-    picked = [values[index] for index in indices]
-    if any(value is None for value in picked):
-        return None
-    return np.asarray(picked, dtype=np.float64)[:, None]
-
-
 def _difference(value: Any, reference: Any) -> float | None:
+    """`value - reference` as a float, None when either is no number or the difference is not finite."""
     if not isinstance(value, (int, float)) or not isinstance(reference, (int, float)):
         return None
-    return _finite_or_none(float(value) - float(reference))
-
-
-def _finite_or_none(value: Any) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
+    difference = float(value) - float(reference)
+    return difference if math.isfinite(difference) else None

@@ -1,7 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The row schema: every column of a sweep's (and a live probe's) rows, declared once in `COLUMNS`.
+"""The row schema: every column of a sweep's (and a live probe's) rows, declared once in `COLUMNS`; the rows file
+``rows.jsonl`` and ``config.json`` of a results directory, read and checked line by line.
 
 Examples:
     >>> describe("on_manifold_entropy").unit
@@ -17,12 +18,15 @@ from __future__ import annotations
 import json
 import math
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
-from ..errors import ResultsStoreError
+from ..commons.json_files import load_json, parse_json, read_text, read_whole_lines
+from ..errors import IncompleteRowWarning, ResultsStoreError
 
 __all__ = [
     "Column",
@@ -35,6 +39,15 @@ __all__ = [
     "reference_markdown",
     "row_line",
     "type_problem",
+    "ROWS_FILE",
+    "CONFIG_FILE",
+    "read_rows",
+    "fits",
+    "is_skipped",
+    "row_key",
+    "check_rows",
+    "read_config",
+    "sort_rows",
 ]
 
 
@@ -53,22 +66,45 @@ class Kind(str, Enum):
 
     def accepts(self, value: Any) -> bool:
         """Whether `value` (as `json.loads` gives it) is a value of this kind."""
-        if value is None:
-            return self is not Kind.REPORT
-        if self in (Kind.NUMBERS, Kind.TEXTS):
-            item = Kind.NUMBER if self is Kind.NUMBERS else Kind.TEXT
-            return isinstance(value, list) and all(map(item.accepts, value))
-        return isinstance(value, _TYPES[self]) and (self is Kind.FLAG or not isinstance(value, bool))
+        return self is not Kind.REPORT and (value is None or fits(value, _SHAPES[self]))
 
 
-_TYPES: dict[Kind, tuple[type, ...]] = {
-    Kind.INTEGER: (int,),
-    Kind.NUMBER: (int, float),
-    Kind.TEXT: (str,),
+def fits(value: Any, shape: Any) -> bool:
+    """Whether a JSON value has `shape`: a type or a tuple of types (an int is no bool), a frozenset of the texts
+    allowed, ``[shape]`` (a list of such items), ``[shape, shape, ...]`` (a list of exactly those), ``{str: shape}``
+    (an object of such values) or ``{"key": shape, "other?": shape}`` (an object with those keys, "?": optional).
+
+    Examples:
+        >>> fits([0, "1", "early"], [int, (int, str), str]), fits({"step": True}, {"step": int})
+        (True, False)
+    """
+    if isinstance(shape, frozenset):
+        return isinstance(value, str) and value in shape
+    if isinstance(shape, list):
+        if not isinstance(value, list) or (len(shape) > 1 and len(value) != len(shape)):
+            return False
+        return all(map(fits, value, shape)) if len(shape) > 1 else all(fits(item, shape[0]) for item in value)
+    if isinstance(shape, dict):
+        if not isinstance(value, dict) or str in shape:
+            return isinstance(value, dict) and all(fits(item, shape[str]) for item in value.values())
+        return all(
+            fits(value[key.rstrip("?")], each) if key.rstrip("?") in value else key.endswith("?")
+            for key, each in shape.items()
+        )
+    types = shape if isinstance(shape, tuple) else (shape,)
+    return isinstance(value, types) and (bool in types or not isinstance(value, bool))
+
+
+_NUMBER = (int, float)
+_SHAPES: dict[Kind, Any] = {
+    Kind.INTEGER: int,
+    Kind.NUMBER: _NUMBER,
+    Kind.TEXT: str,
     Kind.LABEL: (int, str),
-    Kind.FLAG: (bool,),
-    Kind.MAPPING: (dict,),
-    Kind.REPORT: (),
+    Kind.FLAG: bool,
+    Kind.NUMBERS: [(*_NUMBER, type(None))],
+    Kind.TEXTS: [(str, type(None))],
+    Kind.MAPPING: dict,
 }
 
 
@@ -325,7 +361,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("drift_previous_max_angle", _K.NUMBER, "Largest principal angle between this checkpoint's own tangent and the "
            "previous checkpoint's (empty at the first)", _U.RADIANS, concept="other-measurements-of-a-sweep"),
     Column("drift_previous_step", _K.INTEGER, "Step of the previous checkpoint that drift_previous_* compare with", _U.STEP),
-    # what training added (sweeps.change): the change from the curve's first checkpoint
+    # what training added (results.change): the change from the curve's first checkpoint
     Column("sequence_ids", _K.NUMBERS, "Index in the probe texts of each probed sequence (a list, in rows.jsonl only; "
            "not in a live probe's rows)", _U.INTEGER, concept=_CHANGE),
     Column("sequence_energies", _K.NUMBERS, "Each probed sequence's gradient energy in the tangent (a list, in rows.jsonl "
@@ -358,7 +394,7 @@ COLUMNS: tuple[Column, ...] = (
            "background while earlier checkpoints were computed, with prefetch; near 0 when they were already cached); "
            "absent for local folders", _U.SECONDS),
     Column("fingerprint", _K.TEXT, "Content fingerprint of the checkpoint's files, which a resumed sweep checks "
-           "(sweeps.fingerprints)", _U.TEXT),
+           "(results.records.fingerprint)", _U.TEXT),
     Column("skipped", _K.TEXT, "Why the sweep skipped this checkpoint (skip_bad_checkpoints); such rows have no numbers",
            _U.TEXT),
 )
@@ -406,8 +442,7 @@ def type_problem(row: Mapping[str, Any]) -> str | None:
             continue
         if column.kind is Kind.REPORT:
             return f"{name} is computed by the report, not a row field"
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        return f"{name} {shown} is not {'an' if column.kind.value[0] in 'aeiou' else 'a'} {column.kind.value}"
+        return f"{name} {_shown(value)} is not {'an' if column.kind.value[0] in 'aeiou' else 'a'} {column.kind.value}"
     return None
 
 
@@ -428,7 +463,7 @@ def row_line(row: Mapping[str, Any]) -> str:
     if problem is not None:
         raise ResultsStoreError(
             f"A row of step {row.get('step')!r} cannot be written: {problem}. Declare each row field once, with its "
-            "kind, in interpreto_anisotropy/commons/columns.py (COLUMNS)."
+            "kind, in interpreto_anisotropy/results/schema.py (COLUMNS)."
         )
     return json.dumps({name: _finite_or_none(value) for name, value in row.items()}) + "\n"
 
@@ -441,24 +476,14 @@ def _finite_or_none(value: Any) -> Any:
     return value
 
 
-def _documented() -> list[Column]:
-    """Every column the reference lists: `COLUMNS`, each p-value column followed by its adjusted forms."""
-    adjusted = {"p_value", "p_value_exact"}
-    listed: list[Column] = []
-    for column in COLUMNS:
-        listed.append(column)
-        if column.name in adjusted:
-            listed += [describe(column.name + suffix) for suffix in ADJUSTED_SUFFIXES]  # type: ignore[misc]
-    return listed
-
-
 def reference_markdown() -> str:
-    """The documentation's column reference page (docs/columns.md), generated from `COLUMNS`."""
+    """The documentation's column reference page (docs/columns.md), generated from `COLUMNS`, each p-value column
+    followed by its adjusted forms."""
     lines = [
         "# Columns of a sweep",
         "",
-        "<!-- Generated from interpreto_anisotropy/commons/columns.py: edit COLUMNS there, then run",
-        "     python -m interpreto_anisotropy.commons.columns > docs/columns.md -->",
+        "<!-- Generated from interpreto_anisotropy/results/schema.py: edit COLUMNS there, then run",
+        "     python -m interpreto_anisotropy.results.schema > docs/columns.md -->",
         "",
         "Every row of `rows.jsonl`, `rows.csv` and the report's table is one (checkpoint, split point, tangent).",
         "The report's header tooltips, its definitions block and `rows.columns.csv` say the same as this page.",
@@ -470,18 +495,165 @@ def reference_markdown() -> str:
         "| column | type | meaning | unit | formula |",
         "|---|---|---|---|---|",
     ]
-    for column in _documented():
-        meaning = _cell(column.meaning)
-        if column.concept:
-            meaning += f" ([more](concepts.md#{column.concept}))"
-        formula = f"`{_cell(column.formula)}`" if column.formula else ""
-        lines.append(f"| `{column.name}` | {column.kind.value} | {meaning} | {column.unit.value} | {formula} |")
+    for base in COLUMNS:
+        adjusted = ADJUSTED_SUFFIXES if base.name in ("p_value", "p_value_exact") else ()
+        for column in (base, *(describe(base.name + suffix) for suffix in adjusted)):
+            meaning = column.meaning.replace("|", "\\|") + (
+                f" ([more](concepts.md#{column.concept}))" if column.concept else ""
+            )
+            formula = "`{}`".format(column.formula.replace("|", "\\|")) if column.formula else ""
+            lines.append(f"| `{column.name}` | {column.kind.value} | {meaning} | {column.unit.value} | {formula} |")
     return "\n".join(lines) + "\n"
 
 
-def _cell(text: str) -> str:
-    """`text` inside a Markdown table cell (a "|" would end the cell)."""
-    return text.replace("|", "\\|")
+# ------------------------------------------------------------------------------------- rows.jsonl and config.json
+#: The rows of a sweep, one JSON object a line, in its results directory.
+ROWS_FILE = "rows.jsonl"
+#: The settings of a sweep (what a resume must match), in its results directory.
+CONFIG_FILE = "config.json"
+
+
+def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
+    """Rows of a ``rows.jsonl`` file (empty when it does not exist), each checked (`row_problem`).
+
+    Args:
+        path: The file.
+        appended: The file grows by appends while it is read (a live probe's): an unterminated last line is a row
+            still being written, or one its writer was killed writing (the next live run cuts it). It is left out,
+            with a warning, instead of refused.
+
+    Raises:
+        ResultsStoreError: A file too large or not UTF-8, or a line that is not a sweep row (not JSON, nested too
+            deep, a `step` that is not an integer in [0, 10**15), a `layer` naming a path or holding markup,
+            a number field holding something else), naming the file and the line.
+    """
+    if not path.exists():
+        return []
+    text, cut = read_whole_lines(path) if appended else (read_text(path), False)
+    if cut:
+        warnings.warn(
+            f"The last line of {path} is unterminated: a live probe is appending it, or was stopped while writing "
+            "it (the next live run into this folder removes it). The rows before it are read; it is left out.",
+            IncompleteRowWarning,
+            stacklevel=3,
+        )
+    lines = text.split("\n")
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        torn = " (an interrupted or edited last line)" if number == len(lines) and not text.endswith("\n") else ""
+        fix = "delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
+        try:
+            row = parse_json(line, path, line=number)
+        except ResultsStoreError:
+            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{torn}: {fix}") from None
+        problem = row_problem(row)
+        if problem is not None:
+            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{torn}: {fix} Found: {problem}.")
+        rows.append(row)
+    return rows
+
+
+#: Steps are below this (a crafted step of 10**30 is refused, not carried into file names and tensors).
+MAX_STEP = 10**15
+_MARKUP = set("<>") | {chr(code) for code in range(32)}
+_LAYER = _MARKUP | set("\"'&`/\\")  # a layer also names files and folders
+
+
+def row_problem(row: Any) -> str | None:
+    """What makes `row` no sweep row, None when it is one."""
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    step = row.get("step")
+    if not fits(step, int) or not 0 <= step < MAX_STEP:
+        return f"step {_shown(step)} is not an integer in [0, 10**15)"
+    if "layer" not in row:
+        return "no layer"
+    for name in ("layer", "split_point", "tangent", "checkpoint"):
+        value = row.get(name)
+        if fits(value, int) if name == "layer" else value is None:
+            continue
+        forbidden = _LAYER if name == "layer" else _MARKUP
+        if not isinstance(value, str) or not value.strip() or value in (".", "..") or forbidden & set(value):
+            return f"{name} {_shown(value)} is not a name: empty, a path, not a string, or holding markup"
+    return type_problem(row)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def is_skipped(row: dict[str, Any]) -> bool:
+    """Whether a row records a checkpoint the sweep skipped (it holds why, not numbers)."""
+    return bool(row.get("skipped"))
+
+
+def row_key(row: dict[str, Any]) -> tuple[int, str, str]:
+    """A row's identity in its sweep: (step, split point as given, tangent kind)."""
+    return row["step"], str(row["layer"]), str(row.get("tangent", "early"))
+
+
+def check_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    """Refuse rows that a sweep cannot have written together: one key twice, or different numbers of controls.
+
+    Raises:
+        ResultsStoreError: Naming the file and the rows.
+    """
+    seen: set[tuple[int, str, str]] = set()
+    duplicates = sorted({row_key(row) for row in rows if row_key(row) in seen or seen.add(row_key(row))})
+    if duplicates:
+        raise ResultsStoreError(
+            f"{path} holds rows twice for (step, split point, tangent) {duplicates[:5]}: two runs wrote it at once. "
+            "Delete the duplicated lines, or rerun with overwrite=True."
+        )
+    controls = {
+        len(row["control_energy_shares"]) for row in rows if isinstance(row.get("control_energy_shares"), list)
+    }
+    if len(controls) > 1:
+        raise ResultsStoreError(
+            f"{path} mixes rows with {sorted(controls)} normal controls: they come from sweeps with other settings. "
+            "Rerun with overwrite=True."
+        )
+
+
+#: The shape (`fits`) of the config keys a resumed run reads to merge itself in (`extension.merge_configs`).
+_CONFIG_SHAPES: dict[str, Any] = {
+    "checkpoints": [{"step": int}],
+    "split_points": [(int, str)],
+    "reference": frozenset({"early", "each", "both", "given", "refit"}),  # refit: a live probe's
+    "given_reference": (dict, type(None)),
+    "early_steps": [int],
+    "early_fraction": _NUMBER,
+}
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A sweep's ``config.json``.
+
+    Raises:
+        ResultsStoreError: An unreadable or malformed file, naming it.
+    """
+    advice = "Rerun the sweep with overwrite=True to start afresh."
+    try:
+        config = load_json(path, advice=advice)
+    except ResultsStoreError as error:
+        raise ResultsStoreError(f"{path} is not a readable sweep config: {error}") from None
+    if not isinstance(config, dict):
+        raise ResultsStoreError(f"{path} is not a sweep config. {advice}")
+    wrong = [key for key, shape in _CONFIG_SHAPES.items() if key in config and not fits(config[key], shape)]
+    if wrong:
+        raise ResultsStoreError(
+            f"{path} has {', '.join(wrong)} of a wrong type: it was not written by a sweep (or was edited). {advice}"
+        )
+    return config
+
+
+def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows sorted by step, then split point, then tangent kind."""
+    order = {"early": 0, "given": 1, "each": 2}
+    return sorted(rows, key=lambda row: (row["step"], str(row.get("split_point")), order.get(row.get("tangent"), 3)))
 
 
 if __name__ == "__main__":  # pragma: no cover

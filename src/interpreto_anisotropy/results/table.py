@@ -10,20 +10,25 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..commons.columns import describe
 from ..commons.display import html_table, number, short_repr
 from ..commons.files import write_atomically
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
-from .multiple_testing import Correction, adjust
-from .rows_file import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, sort_rows
-from .token_files import read_top_tokens, saved_steps
+from .records import read_top_tokens, saved_steps
+from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows
+from .verdict import (
+    Correction,
+    adjust,
+    adjusted_by,
+    adjusted_p_values,
+    sweep_verdict,
+    verdict_text,
+)
 
 __all__ = ["SweepResult"]
 
@@ -96,7 +101,7 @@ class SweepResult:
 
         Args:
             correction: "holm" (family-wise error rate) or "bh" (Benjamini-Hochberg, false discovery rate); see
-                `interpreto_anisotropy.sweeps.multiple_testing`.
+                `interpreto_anisotropy.results.verdict`.
             family: Which rows are adjusted together (a groupby over their columns): "split_point_and_tangent"
                 (one curve over training), "split_point", "tangent" or "all".
             column: The p-value field; by default "p_value_exact" when the rows have it, else "p_value".
@@ -135,7 +140,8 @@ class SweepResult:
     # ------------------------------------------------------------------ export
     def scalar_columns(self) -> list[str]:
         """Fields whose values are scalars in every row (the CSV columns), in first-seen order."""
-        return _scalar_columns(self.rows)
+        scalar = (key for row in self.rows for key, value in row.items() if not isinstance(value, (list, dict)))
+        return list(dict.fromkeys(scalar))
 
     def to_csv(self, path: str | Path) -> Path:
         """Write the scalar columns to a CSV file, atomically (per-control arrays are left to `to_json`).
@@ -148,8 +154,9 @@ class SweepResult:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The rows and config as JSON; also written to `path` when given."""
+        content = {"config": self.config, "rows": self.rows, "skipped": self.skipped}
         text = json.dumps(
-            {"config": self.config, "rows": self.rows, "skipped": self.skipped}, indent=1, default=_json_default
+            content, indent=1, default=lambda value: value.tolist() if hasattr(value, "tolist") else str(value)
         )
         if path is not None:
             write_atomically(path, text)
@@ -215,8 +222,6 @@ class SweepResult:
         judges (exact, adjusted within its family: ``p_adj``) and before adjustment, the tangent's and the controls'
         Delta IsoScore*, the anisotropy share and its exact p, then the approximate p (secondary); then the skipped
         checkpoints and what the p columns are."""
-        from .verdict import FAMILY_NAMES, adjusted_p_values, p_value_column, verdict_settings
-
         if not self.rows:
             raise EmptyInputError("The sweep has no finished checkpoint yet.")
         header = (
@@ -239,23 +244,21 @@ class SweepResult:
             lines.append(
                 f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} skipped: {row['skipped'][:200]}"
             )
-        correction, family, level = verdict_settings(self.config)
-        method = "Holm" if correction == "holm" else "Benjamini-Hochberg"
+        adjusted, level = adjusted_by(self.rows, self.config)
         lines.append(
-            f"p_adj: {p_value_column(self.rows)} adjusted by {method} {FAMILY_NAMES[family]}, significant at <= "
-            f"{level:g}; "
-            "p_aniso: anisotropy_p_value_exact; p_approx: approximate p (normal controls; anti-conservative)."
+            f"p_adj: {adjusted}, significant at <= {level:g}; p_aniso: anisotropy_p_value_exact; p_approx: "
+            "approximate p (normal controls; anti-conservative)."
         )
         return "\n".join(lines)
 
     def summary(self, *, correction: str | None = None, family: str | None = None, level: float | None = None) -> str:
-        """What the sweep found, in words and numbers: the verdict of `interpreto_anisotropy.sweeps.verdict`.
+        """What the sweep found, in words and numbers: the verdict of `interpreto_anisotropy.results.verdict`.
 
         The same text ends the CLI's output and opens the HTML report (docs/how-to/reading-the-report.md).
 
         Args:
             correction: "holm" or "bh"; default: the config's, else "holm".
-            family: The rows adjusted together (`multiple_testing.Family` value); default: the config's, else
+            family: The rows adjusted together (`verdict.Family` value); default: the config's, else
                 each curve.
             level: The significance level; default: the config's, else 0.05.
 
@@ -265,8 +268,6 @@ class SweepResult:
         Examples:
             >>> print(table.summary())  # doctest: +SKIP
         """
-        from .verdict import sweep_verdict, verdict_text
-
         if not self.rows:
             raise EmptyInputError("The sweep has no finished checkpoint yet.")
         return verdict_text(sweep_verdict(self.rows, self.config, correction=correction, family=family, level=level))
@@ -281,12 +282,17 @@ class SweepResult:
             ("skipped", len(self.skipped)),
             ("results_dir", None if self.results_dir is None else str(self.results_dir)),
         ]
+        last_rows: dict[tuple[Any, Any], dict[str, Any]] = {}  # each curve's row at its last step
+        for row in self.rows:
+            key = row.get("split_point"), row.get("tangent")
+            if key not in last_rows or row["step"] >= last_rows[key]["step"]:
+                last_rows[key] = row
         last = [
             f"last of {row.get('split_point')}/{row.get('tangent')}: step={row['step']}, "
             + ", ".join(f"{name}={number(row.get(name))}" for name in _CURVE_HEADLINE)
-            for row in self._last_rows()[:_CURVES_SHOWN]
+            for row in list(last_rows.values())[:_CURVES_SHOWN]
         ]
-        more = len(self._last_rows()) - _CURVES_SHOWN
+        more = len(last_rows) - _CURVES_SHOWN
         return short_repr("SweepResult", shown, tail=last + ([f"{more} more curves"] if more > 0 else []))
 
     def _repr_html_(self) -> str:
@@ -297,8 +303,6 @@ class SweepResult:
             + (f" (steps {steps[0]} to {steps[-1]})" if steps else "")
             + (f", in {self.results_dir}" if self.results_dir is not None else "")
         )
-        from .verdict import adjusted_p_values
-
         cells = [
             {**row, _ADJUSTED: adjusted, _APPROXIMATE: row.get("p_value")}
             for row, adjusted in zip(self.rows, adjusted_p_values(self.rows, self.config), strict=True)
@@ -316,16 +320,9 @@ class SweepResult:
         skipped = [
             f"step {row['step']} ({row.get('checkpoint')}) skipped: {row['skipped'][:200]}" for row in self.skipped
         ]
-        return html_table(title, _HTML_COLUMNS, rows, notes=[_adjusted_note(self), *skipped])
-
-    def _last_rows(self) -> list[dict[str, Any]]:
-        """The row of each (split point, tangent) curve at its last step, in order of appearance."""
-        last: dict[tuple[Any, Any], dict[str, Any]] = {}
-        for row in self.rows:
-            key = row.get("split_point"), row.get("tangent")
-            if key not in last or row["step"] >= last[key]["step"]:
-                last[key] = row
-        return list(last.values())
+        adjusted, level = adjusted_by(self.rows, self.config)
+        note = f"{_ADJUSTED}: {adjusted}; a row is significant at or below {level:g}."
+        return html_table(title, _HTML_COLUMNS, rows, notes=[note, *skipped])
 
 
 #: What the repr says of each curve's last row, how many curves it names, and the notebook table's columns and rows.
@@ -351,34 +348,7 @@ _HTML_COLUMNS = (
 _HTML_ROWS = 40
 
 
-def _adjusted_note(table: SweepResult) -> str:
-    """What the notebook table's adjusted p-value is: the verdict's p-value, correction, family and level."""
-    from .verdict import FAMILY_NAMES, p_value_column, verdict_settings
-
-    correction, family, level = verdict_settings(table.config)
-    method = "Holm" if correction == "holm" else "Benjamini-Hochberg"
-    return (
-        f"{_ADJUSTED}: {p_value_column(table.rows)} adjusted by {method} {FAMILY_NAMES[family]}; a row is significant "
-        f"at or below {level:g}."
-    )
-
-
 def _f(value: Any, digits: int = 4, width: int = 7) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return f"{'-':>{width}}"
     return f"{value:>{width}.{digits}f}"
-
-
-def _scalar_columns(rows: Iterable[dict[str, Any]]) -> list[str]:
-    names: dict[str, None] = {}
-    for row in rows:
-        for key, value in row.items():
-            if not isinstance(value, (list, dict)):
-                names.setdefault(key, None)
-    return list(names)
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)

@@ -1,0 +1,345 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The records beside a results directory's rows: which software computed them and what its tangent and top-tokens
+files held (``provenance.jsonl``, one line per write of rows, and of a reference tangent, naming the files written
+with them by their sha256); the top-tokens files ``top_tokens/<split point>/step-<step>.json``; and a checkpoint's
+content fingerprint, cheap enough to take on every resume, sharp enough to see a retrained folder.
+
+Examples:
+    >>> versions_of_rows("runs/toy/sweep", table.rows)  # doctest: +SKIP
+    [({'interpreto-anisotropy': '0.4.0', 'interpreto': '0.5.2', ...}, 32)]
+    >>> read_top_tokens("runs/toy/sweep", 1, 300)["tangents"]["early"][0].high  # doctest: +SKIP
+    >>> fingerprint(Checkpoint(0, "runs/toy/checkpoint-0"))  # doctest: +SKIP
+    'sha256:5f0c2e9a41d7b3c8'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from fnmatch import fnmatch
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ..commons.files import write_atomically
+from ..commons.json_files import json_lines, load_json, read_whole_lines
+from ..errors import ResultsStoreError
+from ..tangents.top_tokens import DirectionTokens
+from .schema import fits, row_key
+
+__all__ = [
+    "PROVENANCE_FILE",
+    "VERSIONED",
+    "software_versions",
+    "record_provenance",
+    "file_digest",
+    "read_provenance",
+    "recorded_digests",
+    "versions_of_rows",
+    "TOP_TOKENS_DIR",
+    "folder_name",
+    "top_tokens_path",
+    "read_top_tokens",
+    "saved_steps",
+    "step_of",
+    "MODEL_FILES",
+    "SAMPLED_BLOCKS",
+    "WHOLE_FILE_BYTES",
+    "fingerprint",
+    "folder_fingerprint",
+]
+
+#: The provenance of a sweep's rows, one JSON object a line, in its results directory.
+PROVENANCE_FILE = "provenance.jsonl"
+_ADVICE = "Delete the file (the rows stay valid, their versions are then unknown)."
+#: The libraries whose versions are recorded (Python's is added).
+VERSIONED = ("interpreto-anisotropy", "interpreto", "torch", "transformers")
+
+Key = tuple[int, str, str]
+_REAL = (int, float, type(None))
+#: The shape of a provenance record (`schema.fits`), and of a top-tokens file: its tokens as `TOKEN_FIELDS` lists.
+_RECORD = {"versions": {str: str}, "rows?": [[int, (int, str), str]], "files?": {str: str}}
+_TOKENS = [[str, str, str, _REAL, int, int]]
+_DIRECTIONS = [{"direction": int, "variance_share": _REAL, "high": _TOKENS, "low": _TOKENS}]
+_TOP_TOKENS = {"step": int, "n_rows": int, "split_point": str, "layer": (int, str), "tangents": {str: _DIRECTIONS}}
+
+
+def software_versions() -> dict[str, str]:
+    """The installed versions of the libraries behind the numbers, and Python's.
+
+    Returns:
+        Library name -> version ("not installed" when absent), then "python".
+
+    Examples:
+        >>> sorted(software_versions())
+        ['interpreto', 'interpreto-anisotropy', 'python', 'torch', 'transformers']
+    """
+    versions = {}
+    for name in VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    versions["python"] = platform.python_version()
+    return versions
+
+
+def record_provenance(results_dir: Path, keys: Iterable[Key], files: dict[str, str] | None = None) -> None:
+    """Append to provenance.jsonl the line recording that this process computes the rows of `keys` (a line cut
+    short by a kill is dropped first).
+
+    Args:
+        results_dir: The results directory.
+        keys: (step, split point as given, tangent kind) of the rows about to be written.
+        files: The files written with them: path relative to the results directory (``/``-separated) -> its
+            `file_digest`; a resume checks them (`recorded_digests`).
+    """
+    record: dict[str, Any] = {
+        "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "versions": software_versions(),
+        "rows": [list(key) for key in keys],
+    }
+    if files:
+        record["files"] = files
+    path = results_dir / PROVENANCE_FILE
+    existing = read_whole_lines(path, advice=_ADVICE)[0] if path.exists() else ""
+    write_atomically(path, existing + json.dumps(record) + "\n")
+
+
+def file_digest(data: bytes | Path) -> str:
+    """``"sha256:<hex>"`` of some bytes, or of a file's bytes.
+
+    Examples:
+        >>> file_digest(b"") == "sha256:" + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        True
+    """
+    digest = hashlib.sha256()
+    if isinstance(data, bytes):
+        digest.update(data)
+    else:
+        with open(data, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def recorded_digests(results_dir: str | Path) -> dict[str, str]:
+    """The digest each file of a results directory was last written with, as provenance.jsonl records it.
+
+    Returns:
+        Path relative to the results directory (``/``-separated) -> `file_digest`; empty for results written
+        before files were recorded.
+
+    Raises:
+        ResultsStoreError: An unreadable provenance file.
+    """
+    recorded: dict[str, str] = {}
+    for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
+        recorded.update(record.get("files", {}))
+    return recorded
+
+
+def read_provenance(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a ``provenance.jsonl`` (none when the file is absent: results written before it existed).
+
+    Raises:
+        ResultsStoreError: A complete line that is not a provenance record.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    advice = _ADVICE
+    complete, _ = read_whole_lines(path, advice=advice)  # the part after the last newline: empty, or a line cut short
+    records = list(json_lines(complete, path, advice=advice))
+    for number, record in records:
+        if not fits(record, _RECORD):
+            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record. {advice}")
+    return [record for _, record in records]
+
+
+def versions_of_rows(
+    results_dir: str | Path | None, rows: Sequence[dict[str, Any]]
+) -> list[tuple[dict[str, str] | None, int]]:
+    """The versions that computed `rows`, with how many rows each, in order of first appearance.
+
+    Args:
+        results_dir: The sweep's folder (None: rows that were never stored).
+        rows: The rows (their step, layer and tangent name them).
+
+    Returns:
+        (versions, number of rows) pairs; versions is None for rows no record names (written before provenance was
+        recorded, or not stored).
+
+    Raises:
+        ResultsStoreError: An unreadable provenance file.
+    """
+    by_key: dict[Key, dict[str, str]] = {}
+    if results_dir is not None:
+        for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
+            for step, layer, kind in record.get("rows", []):
+                by_key[(int(step), str(layer), str(kind))] = record["versions"]
+    groups: dict[str, tuple[dict[str, str] | None, int]] = {}
+    for row in rows:
+        versions = by_key.get(row_key(row)) if "layer" in row else None  # rows never stored may lack the key
+        label = json.dumps(versions, sort_keys=True)
+        known, count = groups.get(label, (versions, 0))
+        groups[label] = (known, count + 1)
+    return list(groups.values())
+
+
+# ---------------------------------------------------------------------------------------------------- top-tokens files
+#: The folder of the top tokens, in a results directory.
+TOP_TOKENS_DIR = "top_tokens"
+_STEP_FILE = re.compile(r"step-(\d{1,15})\.(?:json|safetensors)")
+
+
+def folder_name(layer: int | str) -> str:
+    """A split point as a file or folder name (characters other than letters, digits, ``_.-`` become ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(layer))
+
+
+def top_tokens_path(results_dir: str | Path, layer: int | str, step: int) -> Path:
+    """Where the top tokens of a checkpoint and split point go."""
+    return Path(results_dir) / TOP_TOKENS_DIR / folder_name(layer) / f"step-{step}.json"
+
+
+def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dict[str, Any] | None:
+    """The top tokens of a checkpoint and split point, None when none are saved.
+
+    Returns:
+        The file's content, with each tangent kind's entries as `DirectionTokens`.
+
+    Raises:
+        ResultsStoreError: A file that is not such JSON (unreadable, nested too deep, fields of other types), or
+            not the bytes the sweep wrote there (`recorded_digests`), naming it and what is wrong.
+    """
+    path = top_tokens_path(results_dir, layer, step)
+    if not path.exists():
+        return None
+    advice = "Delete it (it is written again when its checkpoint is recomputed)."
+    recorded = recorded_digests(results_dir).get(path.relative_to(results_dir).as_posix())
+    if recorded is not None and path.is_file() and file_digest(path) != recorded:
+        raise ResultsStoreError(
+            f"{path} does not hold the top tokens the sweep wrote there (its sha256 is not the one provenance.jsonl "
+            "records). Rerun the sweep: it computes that checkpoint again."
+        )
+    content = load_json(path, advice=advice)
+    if not fits(content, _TOP_TOKENS) or min(content["step"], content["n_rows"]) < 0 or content["step"] != step:
+        raise ResultsStoreError(f"{path} holds no top tokens of step {step}. {advice}")
+    content["tangents"] = {
+        kind: [DirectionTokens.from_dict(entry) for entry in found] for kind, found in content["tangents"].items()
+    }
+    return content
+
+
+def step_of(path: Path) -> int:
+    """The step of a ``step-<step>.json`` or ``.safetensors`` file of a results directory.
+
+    Raises:
+        ResultsStoreError: A name of another form (``step-abc.json``), naming the file.
+    """
+    match = _STEP_FILE.fullmatch(path.name)
+    if match is None:
+        raise ResultsStoreError(
+            f"{path} is not named step-<step>{path.suffix} with <step> an integer: the package did not write it. "
+            "Delete or rename it, or rerun with overwrite=True."
+        )
+    return int(match[1])
+
+
+def saved_steps(results_dir: str | Path, layer: int | str) -> list[int]:
+    """The steps whose top tokens are saved for a split point, in order.
+
+    Raises:
+        ResultsStoreError: A file ``step-*.json`` whose step is not an integer, naming it.
+    """
+    folder = top_tokens_path(results_dir, layer, 0).parent
+    return sorted(step_of(path) for path in folder.glob("step-*.json"))
+
+
+# --------------------------------------------------------------------------------------------- checkpoint fingerprints
+#: Files of a checkpoint folder that determine the model and its tokenizer (glob patterns on the file name).
+MODEL_FILES: tuple[str, ...] = (
+    "config.json",
+    "*.safetensors",
+    "pytorch_model*.bin",
+    "model*.bin",
+    "*.index.json",
+    "tokenizer*",
+    "vocab*",
+    "merges.txt",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "*.model",
+    "*.tiktoken",
+)
+#: Files up to this size are hashed whole.
+WHOLE_FILE_BYTES = 64 * 2**20
+#: Blocks of 64 KiB sampled evenly from a larger file (besides its header and its first and last MiB).
+SAMPLED_BLOCKS = 32
+
+_BLOCK = 64 * 2**10
+_EDGE = 2**20
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def fingerprint(checkpoint: Any, *, cache_dir: str | os.PathLike | None = None) -> str | None:
+    """The checkpoint's content fingerprint, or None when it cannot be taken without downloading.
+
+    Args:
+        checkpoint: A local folder or a Hub checkpoint (a `sweeps.checkpoints.Checkpoint`: its `is_local`,
+            `source` and `revision`).
+        cache_dir: The Hugging Face cache to resolve a Hub revision in (None: the default cache).
+
+    Returns:
+        ``"sha256:<16 hex>"`` for a local folder, ``"commit:<40 hex>"`` for a Hub checkpoint, or None.
+    """
+    if checkpoint.is_local:
+        return folder_fingerprint(Path(checkpoint.source).expanduser())
+    revision = checkpoint.revision or "main"
+    if _COMMIT.match(revision):
+        return f"commit:{revision}"
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(checkpoint.source, "config.json", cache_dir=cache_dir, revision=revision)
+    except ValueError:  # not a valid repository id: nothing cached under it
+        return None
+    commit = Path(cached).parent.name if isinstance(cached, str) else ""  # <cache>/.../snapshots/<commit>/config.json
+    return f"commit:{commit}" if _COMMIT.match(commit) else None
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """The fingerprint of a checkpoint folder's model and tokenizer files (see the module docstring): each file's
+    path, size and bytes, all of them up to `WHOLE_FILE_BYTES`, else a safetensors header and a sample."""
+    digest = hashlib.sha256()
+    files = sorted(
+        path
+        for path in folder.rglob("*")
+        if path.is_file()
+        and path.name != "training_args.bin"
+        and any(fnmatch(path.name, pattern) for pattern in MODEL_FILES)
+    )
+    for path in files:
+        size = path.stat().st_size
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
+        with path.open("rb") as handle:
+            if size <= WHOLE_FILE_BYTES:
+                while chunk := handle.read(_EDGE):
+                    digest.update(chunk)
+                continue
+            if path.suffix == ".safetensors":
+                header_size = int.from_bytes(handle.read(8), "little")
+                digest.update(handle.read(min(header_size, size - 8)))
+            offsets = [0, size - _EDGE] + [(size - _BLOCK) * i // (SAMPLED_BLOCKS - 1) for i in range(SAMPLED_BLOCKS)]
+            for offset, length in zip(offsets, [_EDGE, _EDGE] + [_BLOCK] * SAMPLED_BLOCKS, strict=True):
+                handle.seek(offset)
+                digest.update(handle.read(length))
+    return f"sha256:{digest.hexdigest()[:16]}"
