@@ -398,34 +398,18 @@ def _sweep_texts(args: argparse.Namespace) -> tuple[list[str], list[str] | None]
     return fit, read_texts(args.probe_texts) if args.probe_texts else probe
 
 
-def _check_split_points(split_points: Sequence[int | str], folder: Any) -> None:
-    """Layer indices within the first local checkpoint's layers, checked before any checkpoint loads."""
-    from .visualizations.model_card import layer_count
-
-    layers = layer_count(folder) if folder is not None else None
-    for split_point in split_points if layers is not None else ():
-        if isinstance(split_point, int) and not -layers <= split_point < layers:
-            raise InvalidInputError(
-                f"--split-point {split_point} but the model has {layers} layers (0-{layers - 1}): give a layer "
-                f"index from 0 to {layers - 1} (or a module path)."
-            )
-
-
 def _estimate(n: int, folder: Any, fit: Sequence[str], probe: Sequence[str] | None, config: SweepConfig) -> str:
     """A line saying how many tokens each of the `n` checkpoints will read, from the first local checkpoint's
     tokenizer (in `folder`; None: a hub revision)."""
     from .visualizations.model_card import count_tokens
 
     probed = probe if probe is not None else list(fit)[1::2]
-    fit_tokens, probe_tokens = (
-        (None, None) if folder is None else (count_tokens(folder, fit), count_tokens(folder, probed))
-    )
-    if fit_tokens is None or probe_tokens is None:
+    counts = [count_tokens(folder, texts) for texts in (fit, probed)] if folder is not None else [None]
+    if None in counts:
         return f"{n} checkpoints, {len(fit)} fit texts, {len(probed)} probe texts (tokens counted when loaded)"
-    fit_used, probe_used = (
-        min(fit_tokens, config.max_fit_tokens or fit_tokens),
-        min(probe_tokens, config.max_tokens or probe_tokens),
-    )
+    fit_tokens, probe_tokens = counts
+    fit_used = min(fit_tokens, config.max_fit_tokens or fit_tokens)
+    probe_used = min(probe_tokens, config.max_tokens or probe_tokens)
     return (
         f"{n} checkpoints; per checkpoint about {probe_used:,} probed tokens (one forward and backward pass each; "
         f"--max-tokens caps them) and {fit_used:,} fit activations (of {fit_tokens:,}; --max-fit-tokens)"
@@ -455,6 +439,7 @@ def sweep_config(args: argparse.Namespace) -> SweepConfig:
 def _run_sweep(args: argparse.Namespace) -> int:
     from .commons import distributed
     from .sweeps.runner import CheckpointSweep
+    from .visualizations.model_card import layer_count
     from .visualizations.report import write_report
 
     distributed.init_from_environment()  # a no-op unless launched by torchrun with several processes
@@ -463,7 +448,13 @@ def _run_sweep(args: argparse.Namespace) -> int:
     checkpoints = _checkpoints(args)
     first = next(iter(checkpoints), None)
     folder = first.source if first is not None and not first.revision else None  # a local checkpoint's, to read
-    _check_split_points(args.split_point, folder)
+    layers = layer_count(folder) if folder is not None else None  # split points checked before any checkpoint loads
+    for split_point in args.split_point if layers is not None else ():
+        if isinstance(split_point, int) and not -layers <= split_point < layers:
+            raise InvalidInputError(
+                f"--split-point {split_point} but the model has {layers} layers (0-{layers - 1}): give a layer "
+                f"index from 0 to {layers - 1} (or a module path)."
+            )
     fit_texts, probe_texts = _sweep_texts(args)
     if distributed.is_main_process():
         print(f"sweep: {_estimate(len(list(checkpoints)), folder, fit_texts, probe_texts, config)}", flush=True)
@@ -488,37 +479,26 @@ def _run_demo(args: argparse.Namespace) -> int:
     check_control_room(args.nb_concepts, DEMO_HIDDEN_SIZE, option="--nb-concepts")  # before training, not after
     start = time.perf_counter()
     out = Path(args.out)
+    toy = out / "toy"
     progress = not args.no_progress
     every = max(1, args.steps // DEMO_LIVE_WINDOWS)
     print(
-        f"[1/3] training a toy GPT-NeoX for {args.steps} steps with log-spaced checkpoints -> {out / 'toy'}, and a "
+        f"[1/3] training a toy GPT-NeoX for {args.steps} steps with log-spaced checkpoints -> {toy}, and a "
         f"live probe of its gradients every {every} step(s) -> {out / 'live'}"
     )
     shared = {"nb_concepts": args.nb_concepts, "n_controls": args.n_controls, "seed": args.seed}
     run_options = {"device": args.device, "overwrite": True, "progress": progress}
     live = {"split_points": 1, "results_dir": out / "live", "every": every, **shared}
-    run = train_toy(
-        out / "toy", steps=args.steps, hidden_size=DEMO_HIDDEN_SIZE, seed=args.seed, live=live, **run_options
-    )
+    run = train_toy(toy, steps=args.steps, hidden_size=DEMO_HIDDEN_SIZE, seed=args.seed, live=live, **run_options)
     live_rows = SweepResult.load(run.live_results)
     print(
         f"      loss {run.losses[0]:.3f} -> {run.losses[-1]:.3f}, {len(run.checkpoints)} checkpoints, "
         f"{len(live_rows.rows)} live windows"
     )
-    fit_texts, probe_texts = corpus_texts(Corpus.STDLIB, progress=progress)
+    fit, probe = corpus_texts(Corpus.STDLIB, progress=progress)
     print(f"[2/3] sweeping: k={args.nb_concepts}, {args.n_controls} controls, reference tangent on early checkpoints")
-    sweep = CheckpointSweep(
-        str(out / "toy" / "checkpoint-*"),
-        split_point=1,
-        texts=fit_texts,
-        probe_texts=probe_texts,
-        objective="causal_lm",
-        reference="both",
-        results_dir=out / "sweep",
-        **shared,
-        **run_options,
-    )
-    table = sweep.run()
+    sweep = {"split_point": 1, "objective": "causal_lm", "reference": "both", "results_dir": out / "sweep", **shared}
+    table = CheckpointSweep(str(toy / "checkpoint-*"), texts=fit, probe_texts=probe, **sweep, **run_options).run()
     print("[3/3] writing the report (the sweep, and the live curve next to it)")
     report = write_report(table, out / "report", live=live_rows if live_rows.rows else None)
     print(table.summary_table())
@@ -555,18 +535,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"demo": _run_demo, "sweep": _run_sweep, "report": _run_report}
     with warnings.catch_warnings():
-        warnings.showwarning = functools.partial(_one_line_warning, args.command)
+        warnings.showwarning = lambda message, category, *_, **__: print(  # one line: its category and message
+            f"interpreto-anisotropy {args.command}: warning: {category.__name__}: {' '.join(str(message).split())}",
+            file=sys.stderr,
+        )
         try:
             return handlers[args.command](args)
         except AnisotropyError as error:
             print(f"interpreto-anisotropy {args.command}: error: {error}", file=sys.stderr)
             return 2
-
-
-def _one_line_warning(command: str, message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
-    """`warnings.showwarning` for the command: one line on stderr, its category and message, no source line."""
-    text = " ".join(str(message).split())
-    print(f"interpreto-anisotropy {command}: warning: {category.__name__}: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover
