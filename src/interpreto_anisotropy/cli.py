@@ -176,12 +176,19 @@ def parse_int_list(value: str) -> list[int]:
 
 # argparse `type=` parsers of one option's text; argparse prefixes their error with the option
 # ("argument --max-fit-tokens: must be a positive integer"). Their ranges are `commons.options`' bounds.
-#: An integer of at least 1 (a size, a rank, a cap): `parse_positive_int("8")` is 8.
-parse_positive_int = POSITIVE_INT.parse
-#: A seed, an integer in [0, 2**32): `parse_seed("0")` is 0.
-parse_seed = SEED.parse
-#: A number in (0, 1]: `parse_fraction("0.3")` is 0.3.
-parse_fraction = FRACTION.parse
+def parse_positive_int(value: str) -> int:
+    """An integer of at least 1 (a size, a rank, a cap): `parse_positive_int("8")` is 8."""
+    return POSITIVE_INT.parse(value)
+
+
+def parse_seed(value: str) -> int:
+    """A seed, an integer in [0, 2**32): `parse_seed("0")` is 0."""
+    return SEED.parse(value)
+
+
+def parse_fraction(value: str) -> float:
+    """A number in (0, 1]: `parse_fraction("0.3")` is 0.3."""
+    return FRACTION.parse(value)
 
 
 def parse_split_point(value: str) -> int | str:
@@ -309,7 +316,7 @@ def _argparse_form(spec: dataclasses.Field) -> dict[str, Any]:
         form["metavar"] = "{" + ",".join([*choices, "INT"]) + "}"
     number = next((member for member in members if member in (int, float)), None)
     plain = number and Bound(number, "an integer" if number is int else "a number", lambda _: True)
-    takes_none = len(members) < len(type_members(spec)) and spec.default is not None  # `none` turns it off
+    takes_none = type(None) in type_members(spec) and spec.default is not None  # `none` turns it off
     parse = functools.partial(_parse_option, choices, takes_none, dict in members, spec.metadata["bound"] or plain)
     return {**form, "type": parse}
 
