@@ -18,12 +18,11 @@ import dataclasses
 import functools
 import sys
 import time
-import typing
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from .commons.json_files import parse_json, read_text
 from .commons.options import FRACTION, POSITIVE_INT, SEED, Bound
@@ -105,48 +104,42 @@ def read_texts(path: str | Path) -> list[str]:
         raise InvalidInputError(f"Texts file {path} does not exist.")
     advice = "Give a UTF-8 text file, one text a line, or a .jsonl / .json file."
     content = read_text(path, error=InvalidInputError, advice=advice, encoding="utf-8-sig")
-    if path.suffix == ".jsonl":
-        texts = _jsonl_texts(content, path)
-    elif path.suffix == ".json":
-        texts = _json_texts(content, path)
-    else:
-        texts = content.splitlines()
+    texts = _json_texts(content, path) if path.suffix in _FORMATS else content.splitlines()
     texts = [text for text in texts if text.strip()]
     if not texts:
         raise EmptyInputError(f"Texts file {path} is empty: give one text per line (or a .jsonl / .json file).")
     return texts
 
 
-_JSONL_FORMAT = 'each line of a .jsonl texts file must be a JSON object such as {"text": "some text"}'
-_JSON_FORMAT = 'a .json texts file must hold a JSON list of strings, such as ["first text", "second text"]'
-
-
-def _capitalized(text: str) -> str:
-    return text[0].upper() + text[1:] + "."
-
-
-def _jsonl_texts(content: str, path: Path) -> list[str]:
-    texts = []
-    for number, line in enumerate(content.split("\n"), start=1):  # JSON strings may hold U+2028, not "\n"
-        if not line.strip():
-            continue
-        record = parse_json(line, path, line=number, error=InvalidInputError, advice=_capitalized(_JSONL_FORMAT))
-        if not isinstance(record, dict) or "text" not in record:
-            raise InvalidInputError(f'Line {number} of {path} has no "text" field: {_JSONL_FORMAT}.')
-        if not isinstance(record["text"], str):
-            kind = _json_kind(record["text"])
-            raise InvalidInputError(f'Line {number} of {path} has a "text" that is {kind}: {_JSONL_FORMAT}.')
-        texts.append(record["text"])
-    return texts
+#: What a .jsonl / .json texts file must hold, as its errors say it.
+_FORMATS = {
+    ".jsonl": 'each line of a .jsonl texts file must be a JSON object such as {"text": "some text"}',
+    ".json": 'a .json texts file must hold a JSON list of strings, such as ["first text", "second text"]',
+}
 
 
 def _json_texts(content: str, path: Path) -> list[str]:
-    texts = parse_json(content, path, error=InvalidInputError, advice=_capitalized(_JSON_FORMAT))
-    if not isinstance(texts, list):
-        raise InvalidInputError(f"{path} holds {_json_kind(texts)}, not a list: {_JSON_FORMAT}.")
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InvalidInputError(f"Item {index} of {path} is {_json_kind(text)}, not a string: {_JSON_FORMAT}.")
+    """The texts of a .jsonl file (a {"text": ...} object a line) or a .json one (a list of strings)."""
+    form = _FORMATS[path.suffix]
+    load = functools.partial(parse_json, error=InvalidInputError, advice=form[0].upper() + form[1:] + ".")
+    if path.suffix == ".json":
+        texts = load(content, path)
+        if not isinstance(texts, list):
+            raise InvalidInputError(f"{path} holds {_json_kind(texts)}, not a list: {form}.")
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InvalidInputError(f"Item {index} of {path} is {_json_kind(text)}, not a string: {form}.")
+        return texts
+    texts = []
+    for number, line in enumerate(content.split("\n"), start=1):  # JSON strings may hold U+2028, not "\n"
+        record = load(line, path, line=number) if line.strip() else {"text": ""}  # a blank line: no text
+        if not isinstance(record, dict) or "text" not in record:
+            raise InvalidInputError(f'Line {number} of {path} has no "text" field: {form}.')
+        if not isinstance(record["text"], str):
+            raise InvalidInputError(
+                f'Line {number} of {path} has a "text" that is {_json_kind(record["text"])}: {form}.'
+            )
+        texts.append(record["text"])
     return texts
 
 
@@ -232,16 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_demo_command(commands)
-    _add_sweep_command(commands)
-    _add_report_command(commands)
-    return parser
-
-
-def _add_demo_command(commands: Any) -> None:
-    demo = commands.add_parser(
+    add = functools.partial(commands.add_parser, formatter_class=_HelpFormatter)
+    demo = add(
         "demo",
-        formatter_class=_HelpFormatter,
         help="train a toy GPT-NeoX with checkpoints and a live probe on stdlib docstrings, sweep it, write the report",
         description="Trains a tiny GPT-NeoX (a Pythia miniature) on docstrings of the Python standard library, "
         f"saving Pythia-like log-spaced checkpoints, with a live probe measuring the training gradients in "
@@ -251,27 +237,33 @@ def _add_demo_command(commands: Any) -> None:
     demo.add_argument("--out", default="runs/demo", help="output folder")
     demo.add_argument("--steps", type=parse_positive_int, default=300, help="training steps")
     demo.add_argument("--device", default="cpu", help="cpu or cuda")
-    demo.add_argument(
-        "--nb-concepts",
-        type=parse_positive_int,
-        default=8,
-        help=f"tangent rank k (d is {DEMO_HIDDEN_SIZE}: k < {DEMO_HIDDEN_SIZE // 2})",
-    )
+    rank = f"tangent rank k (d is {DEMO_HIDDEN_SIZE}: k < {DEMO_HIDDEN_SIZE // 2})"
+    demo.add_argument("--nb-concepts", type=parse_positive_int, default=8, help=rank)
     demo.add_argument("--n-controls", type=parse_positive_int, default=20, help="matched-rank normal controls R")
     demo.add_argument(
         "--seed", type=parse_seed, default=0, help="seed of the training, the controls and the bootstrap"
     )
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _add_sweep_command(add)
+    report = add(
+        "report",
+        help="rebuild the HTML report of a finished or partial sweep",
+        description="Reads DIR/config.json and DIR/rows.jsonl and writes DIR/report/index.html.",
+    )
+    report.add_argument("dir", help="the sweep's results folder")
+    report.add_argument("--out", help="report folder (default: DIR/report)")
+    drawn = "results folder of a live probe of the same training: its curve is drawn next to the sweep"
+    report.add_argument("--live", help=drawn)
+    return parser
 
 
-def _add_sweep_command(commands: Any) -> None:
-    sweep = commands.add_parser(
+def _add_sweep_command(add: Any) -> None:
+    sweep = add(
         "sweep",
         help="run the protocol over a model's checkpoints (local folders or hub revisions)",
         description="Fits the reference tangent on the early checkpoints, then probes every checkpoint's training-"
         "loss gradients against it and matched-rank normal controls. Results go to --out as each checkpoint "
         "finishes; rerunning the same command resumes.",
-        formatter_class=_HelpFormatter,
         epilog="Checkpoints come from one of:\n"
         "  --model DIR             folders DIR/checkpoint-N (or step-N, stepN) written by save_pretrained\n"
         "  --model 'GLOB'          a glob of such folders\n"
@@ -314,83 +306,50 @@ def _argparse_form(spec: dataclasses.Field) -> dict[str, Any]:
     members = [member for member in type_members(spec) if member is not type(None)]
     if bool in members:
         return {**form, "action": "store_false" if spec.default is True else "store_true"}
-    if spec.default is dataclasses.MISSING:
-        form["required"] = True
-    else:
-        form["default"] = spec.default
-    choices = [
-        choice for member in members if typing.get_origin(member) is Literal for choice in typing.get_args(member)
-    ]
-    if any(typing.get_origin(member) is tuple for member in members):
+    form.update({"required": True} if spec.default is dataclasses.MISSING else {"default": spec.default})
+    choices = [choice for member in members if get_origin(member) is Literal for choice in get_args(member)]
+    if any(get_origin(member) is tuple for member in members):
         return {**form, "nargs": "+", "type": parse_split_point}
     if choices and not {int, float, str, dict} & set(members):
         return {**form, "choices": choices}
     if choices:
         form["metavar"] = "{" + ",".join([*choices, "INT"]) + "}"
-    return {**form, "type": _option_parser(spec, members, choices)}
-
-
-def _option_parser(spec: dataclasses.Field, members: list[Any], choices: list[str]) -> Callable[[str], Any]:
-    """The argparse `type=` of a field that is not a plain choice: a number in its bound, a JSON object, a text;
-    a choice among the numbers; `none` for an option that may be None but is not by default."""
-    bound = spec.metadata["bound"]
     number = next((member for member in members if member in (int, float)), None)
-    if number is not None and bound is None:
-        bound = Bound(number, "an integer" if number is int else "a number", lambda _: True)
-    takes_none = type(None) in type_members(spec) and spec.default is not None
+    plain = number and Bound(number, "an integer" if number is int else "a number", lambda _: True)
+    takes_none = type(None) in type_members(spec) and spec.default is not None  # `none` turns it off
+    parse = functools.partial(_parse_option, choices, takes_none, dict in members, spec.metadata["bound"] or plain)
+    return {**form, "type": parse}
 
-    def parse(text: str) -> Any:
-        if text in choices:
-            return text
-        if takes_none and text.lower() == "none":
-            return None
-        if dict in members:
-            return _json_object(text)
-        if bound is not None:
-            try:
-                return bound.parse(text)
-            except argparse.ArgumentTypeError as error:
-                if not choices:
-                    raise
-                raise argparse.ArgumentTypeError(
-                    f"must be {', '.join(map(repr, choices))} or {bound.expected}, got {text!r}"
-                ) from error
+
+def _parse_option(choices: list[str], takes_none: bool, json: bool, bound: Bound | None, text: str) -> Any:
+    """A flag's text as its field's value: one of its choices, `none`, a JSON object, a number in its bound, or the
+    text itself; else the `argparse.ArgumentTypeError` that says what the flag takes."""
+    if text in choices:
         return text
-
-    return parse
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:  # the safe loader: nesting bounded, no NaN (a RecursionError or a NaN never gets through)
-        value = parse_json(text, "the option's value", error=InvalidInputError)
-    except InvalidInputError:
-        value = None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(
-            f"must be a JSON object such as '{{\"max_iter\": 200}}', got {_shortened(text)}"
-        )
-    return value
-
-
-def _shortened(text: str, limit: int = 80) -> str:
-    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
-
-
-def _add_report_command(commands: Any) -> None:
-    report = commands.add_parser(
-        "report",
-        help="rebuild the HTML report of a finished or partial sweep",
-        description="Reads DIR/config.json and DIR/rows.jsonl and writes DIR/report/index.html.",
-        formatter_class=_HelpFormatter,
-    )
-    report.add_argument("dir", help="the sweep's results folder")
-    report.add_argument("--out", help="report folder (default: DIR/report)")
-    report.add_argument(
-        "--live", help="results folder of a live probe of the same training: its curve is drawn next to the sweep"
-    )
+    if takes_none and text.lower() == "none":
+        return None
+    if json:
+        try:  # the safe loader: nesting bounded, no NaN (a RecursionError or a NaN never gets through)
+            value = parse_json(text, "the option's value", error=InvalidInputError)
+        except InvalidInputError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        shown = repr(text) if len(text) <= 80 else f"{text[:80]!r}... ({len(text)} characters)"
+        raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"max_iter\": 200}}', got {shown}")
+    if bound is None:
+        return text
+    try:
+        return bound.parse(text)
+    except argparse.ArgumentTypeError as error:
+        if not choices:
+            raise
+        expected = f"{', '.join(map(repr, choices))} or {bound.expected}"
+        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from error
 
 
 def _checkpoints(args: argparse.Namespace):
+    """The checkpoints that --model (a folder, a glob, a hub id with --revisions), --pythia or --smollm2 name."""
     from .sweeps import checkpoints
 
     if args.pythia or args.smollm2:
@@ -403,21 +362,15 @@ def _checkpoints(args: argparse.Namespace):
         return checkpoints.hub(args.model, [item for item in args.revisions.split(",") if item.strip()])
     model = Path(args.model)
     if model.is_dir():
-        pattern = next(
-            (str(model / glob) for glob in ("checkpoint-*", "step*") if any(model.glob(glob))),
-            str(model / "checkpoint-*"),
-        )
-        return checkpoints.local(pattern)
+        globs = [str(model / glob) for glob in ("checkpoint-*", "step*") if any(model.glob(glob))]
+        return checkpoints.local([*globs, str(model / "checkpoint-*")][0])
     if any(char in args.model for char in "*?["):
         return checkpoints.local(args.model)
-    if model.exists():
-        raise InvalidInputError(
-            f"--model {args.model} is a file: give a folder of checkpoint folders (checkpoint-N, step-N), a glob of "
-            "them, or a hub model id with --revisions."
-        )
+    problem = "is a file" if model.exists() else "does not exist"
+    folders = "(checkpoint-N, step-N)" if model.exists() else "(after `make demo`: runs/demo/toy)"
     raise InvalidInputError(
-        f"--model {args.model} does not exist: give a folder of checkpoint folders (after `make demo`: "
-        "runs/demo/toy), a glob of them, or a hub model id with --revisions."
+        f"--model {args.model} {problem}: give a folder of checkpoint folders {folders}, a glob of them, or a hub "
+        "model id with --revisions."
     )
 
 
@@ -452,41 +405,18 @@ def _sweep_texts(args: argparse.Namespace) -> tuple[list[str], list[str] | None]
     return fit, read_texts(args.probe_texts) if args.probe_texts else probe
 
 
-def _first_local(checkpoints: Any) -> Any:
-    """The folder of the first checkpoint when it is local (not a hub revision), else None."""
-    first = next(iter(checkpoints), None)
-    return first.source if first is not None and not first.revision else None
-
-
-def _check_split_points(args: argparse.Namespace, checkpoints: Any) -> None:
-    """Layer indices within the first local checkpoint's layers, checked before any checkpoint loads."""
-    from .visualizations.model_card import layer_count
-
-    first = _first_local(checkpoints)
-    layers = layer_count(first) if first is not None else None
-    if layers is None:
-        return
-    for split_point in args.split_point:
-        if isinstance(split_point, int) and not -layers <= split_point < layers:
-            raise InvalidInputError(
-                f"--split-point {split_point} but the model has {layers} layers ({0}-{layers - 1}): give a layer "
-                f"index from 0 to {layers - 1} (or a module path)."
-            )
-
-
-def _estimate(checkpoints: Any, fit: Sequence[str], probe: Sequence[str] | None, config: SweepConfig) -> str:
-    """A line saying how many tokens each checkpoint will read, from the first local checkpoint's tokenizer."""
+def _estimate(n: int, folder: Any, fit: Sequence[str], probe: Sequence[str] | None, config: SweepConfig) -> str:
+    """A line saying how many tokens each of the `n` checkpoints will read, from the first local checkpoint's
+    tokenizer (in `folder`; None: a hub revision)."""
     from .visualizations.model_card import count_tokens
 
-    first = _first_local(checkpoints)
     probed = probe if probe is not None else list(fit)[1::2]
-    fit_tokens = count_tokens(first, fit) if first is not None else None
-    probe_tokens = count_tokens(first, probed) if first is not None else None
-    n = len(list(checkpoints))
-    if fit_tokens is None or probe_tokens is None:
+    counts = [count_tokens(folder, texts) for texts in (fit, probed)] if folder is not None else [None]
+    if None in counts:
         return f"{n} checkpoints, {len(fit)} fit texts, {len(probed)} probe texts (tokens counted when loaded)"
-    fit_used = min(fit_tokens, config.max_fit_tokens) if config.max_fit_tokens else fit_tokens
-    probe_used = min(probe_tokens, config.max_tokens) if config.max_tokens else probe_tokens
+    fit_tokens, probe_tokens = counts
+    fit_used = min(fit_tokens, config.max_fit_tokens or fit_tokens)
+    probe_used = min(probe_tokens, config.max_tokens or probe_tokens)
     return (
         f"{n} checkpoints; per checkpoint about {probe_used:,} probed tokens (one forward and backward pass each; "
         f"--max-tokens caps them) and {fit_used:,} fit activations (of {fit_tokens:,}; --max-fit-tokens)"
@@ -516,16 +446,25 @@ def sweep_config(args: argparse.Namespace) -> SweepConfig:
 def _run_sweep(args: argparse.Namespace) -> int:
     from .commons import distributed
     from .sweeps.runner import CheckpointSweep
+    from .visualizations.model_card import layer_count
     from .visualizations.report import write_report
 
     distributed.init_from_environment()  # a no-op unless launched by torchrun with several processes
 
     config = sweep_config(args)
     checkpoints = _checkpoints(args)
-    _check_split_points(args, checkpoints)
+    first = next(iter(checkpoints), None)
+    folder = first.source if first is not None and not first.revision else None  # a local checkpoint's, to read
+    layers = layer_count(folder) if folder is not None else None  # split points checked before any checkpoint loads
+    for split_point in args.split_point if layers is not None else ():
+        if isinstance(split_point, int) and not -layers <= split_point < layers:
+            raise InvalidInputError(
+                f"--split-point {split_point} but the model has {layers} layers (0-{layers - 1}): give a layer "
+                f"index from 0 to {layers - 1} (or a module path)."
+            )
     fit_texts, probe_texts = _sweep_texts(args)
     if distributed.is_main_process():
-        print(f"sweep: {_estimate(checkpoints, fit_texts, probe_texts, config)}", flush=True)
+        print(f"sweep: {_estimate(len(list(checkpoints)), folder, fit_texts, probe_texts, config)}", flush=True)
     sweep = CheckpointSweep(checkpoints, config, texts=fit_texts, probe_texts=probe_texts)
     sweep.announce = lambda line: print(f"sweep: {line}", flush=True)  # the time estimates, progress bar or not
     table = sweep.run()
@@ -547,53 +486,26 @@ def _run_demo(args: argparse.Namespace) -> int:
     check_control_room(args.nb_concepts, DEMO_HIDDEN_SIZE, option="--nb-concepts")  # before training, not after
     start = time.perf_counter()
     out = Path(args.out)
+    toy = out / "toy"
     progress = not args.no_progress
     every = max(1, args.steps // DEMO_LIVE_WINDOWS)
     print(
-        f"[1/3] training a toy GPT-NeoX for {args.steps} steps with log-spaced checkpoints -> {out / 'toy'}, and a "
+        f"[1/3] training a toy GPT-NeoX for {args.steps} steps with log-spaced checkpoints -> {toy}, and a "
         f"live probe of its gradients every {every} step(s) -> {out / 'live'}"
     )
-    live = {
-        "split_points": 1,
-        "results_dir": out / "live",
-        "every": every,
-        "nb_concepts": args.nb_concepts,
-        "n_controls": args.n_controls,
-        "seed": args.seed,
-    }
-    run = train_toy(
-        out / "toy",
-        steps=args.steps,
-        hidden_size=DEMO_HIDDEN_SIZE,
-        seed=args.seed,
-        device=args.device,
-        overwrite=True,
-        progress=progress,
-        live=live,
-    )
+    shared = {"nb_concepts": args.nb_concepts, "n_controls": args.n_controls, "seed": args.seed}
+    run_options = {"device": args.device, "overwrite": True, "progress": progress}
+    live = {"split_points": 1, "results_dir": out / "live", "every": every, **shared}
+    run = train_toy(toy, steps=args.steps, hidden_size=DEMO_HIDDEN_SIZE, seed=args.seed, live=live, **run_options)
     live_rows = SweepResult.load(run.live_results)
     print(
         f"      loss {run.losses[0]:.3f} -> {run.losses[-1]:.3f}, {len(run.checkpoints)} checkpoints, "
         f"{len(live_rows.rows)} live windows"
     )
-    fit_texts, probe_texts = corpus_texts(Corpus.STDLIB, progress=progress)
+    fit, probe = corpus_texts(Corpus.STDLIB, progress=progress)
     print(f"[2/3] sweeping: k={args.nb_concepts}, {args.n_controls} controls, reference tangent on early checkpoints")
-    sweep = CheckpointSweep(
-        str(out / "toy" / "checkpoint-*"),
-        split_point=1,
-        texts=fit_texts,
-        probe_texts=probe_texts,
-        objective="causal_lm",
-        nb_concepts=args.nb_concepts,
-        reference="both",
-        n_controls=args.n_controls,
-        seed=args.seed,
-        results_dir=out / "sweep",
-        device=args.device,
-        overwrite=True,
-        progress=progress,
-    )
-    table = sweep.run()
+    sweep = {"split_point": 1, "objective": "causal_lm", "reference": "both", "results_dir": out / "sweep", **shared}
+    table = CheckpointSweep(str(toy / "checkpoint-*"), texts=fit, probe_texts=probe, **sweep, **run_options).run()
     print("[3/3] writing the report (the sweep, and the live curve next to it)")
     report = write_report(table, out / "report", live=live_rows if live_rows.rows else None)
     print(table.summary_table())
@@ -630,18 +542,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"demo": _run_demo, "sweep": _run_sweep, "report": _run_report}
     with warnings.catch_warnings():
-        warnings.showwarning = functools.partial(_one_line_warning, args.command)
+        warnings.showwarning = lambda message, category, *_, **__: print(  # one line: its category and message
+            f"interpreto-anisotropy {args.command}: warning: {category.__name__}: {' '.join(str(message).split())}",
+            file=sys.stderr,
+        )
         try:
             return handlers[args.command](args)
         except AnisotropyError as error:
             print(f"interpreto-anisotropy {args.command}: error: {error}", file=sys.stderr)
             return 2
-
-
-def _one_line_warning(command: str, message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
-    """`warnings.showwarning` for the command: one line on stderr, its category and message, no source line."""
-    text = " ".join(str(message).split())
-    print(f"interpreto-anisotropy {command}: warning: {category.__name__}: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover
