@@ -12,7 +12,9 @@ import sys
 import warnings
 
 #: {former module: module that now holds its names}, both relative to the package.
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    "visualizations.columns": "visualizations.report",
+}
 
 
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):

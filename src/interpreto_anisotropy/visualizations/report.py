@@ -12,14 +12,18 @@ Examples:
 from __future__ import annotations
 
 import base64
+import csv
 import io
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import jinja2
 
 from ..commons.columns import TANGENT_KINDS, describe
 from ..commons.files import write_atomically
@@ -29,16 +33,27 @@ from ..probing.finding import number as _number
 from ..sweeps.multiple_testing import Correction, Family
 from ..sweeps.provenance import PROVENANCE_FILE, software_versions, versions_of_rows
 from ..sweeps.verdict import FAMILY_NAMES, Verdict, curve_sentences, method_sentence, sweep_verdict
+from ..tangents.top_tokens import DirectionTokens, TokenInContext
 from ..version import __version__
-from .columns import COLUMNS_CSV_FILE, write_column_notes
 from .model_card import model_card, model_name
-from .pages import render
-from .top_tokens import top_tokens_context
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sweeps.result import SweepResult
 
-__all__ = ["write_report", "KEY_COLUMNS", "REPORT_FILE", "FIGURES_DIR", "CSV_FILE", "COLUMNS_CSV_FILE"]
+__all__ = [
+    "write_report",
+    "KEY_COLUMNS",
+    "REPORT_FILE",
+    "FIGURES_DIR",
+    "CSV_FILE",
+    "COLUMNS_CSV_FILE",
+    "render",
+    "top_tokens_section",
+    "top_tokens_context",
+    "top_tokens_tables",
+    "TOKEN_HEADERS",
+    "write_column_notes",
+]
 
 #: The report's HTML page, in the report folder.
 REPORT_FILE = "index.html"
@@ -204,8 +219,7 @@ def write_report(
 
 def _figures(result: SweepResult, live: SweepResult | None) -> dict[str, Any]:
     """The sweep's figures, and the live curve next to its energy figure when live rows are given."""
-    from .live import plot_live_vs_sweep
-    from .plotting import plot_sweep
+    from .plotting import plot_live_vs_sweep, plot_sweep
 
     figures = plot_sweep(result)
     if live is None:
@@ -492,3 +506,163 @@ def _versions(result: SweepResult) -> dict[str, Any]:
 
 def _listed(versions: dict[str, str]) -> str:
     return ", ".join(f"{name} {version}" for name, version in versions.items())
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("interpreto_anisotropy.visualizations", "templates"),
+        autoescape=True,  # every template is HTML (".html.j2", which select_autoescape(["html"]) would not match)
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render(template: str, **context: Any) -> str:
+    """A template of ``visualizations/templates`` rendered with `context`, every value HTML-escaped.
+
+    Args:
+        template: The template's file name (``"report.html.j2"``).
+        **context: The values it shows: strings, numbers, and lists and dicts of them.
+
+    Returns:
+        The HTML text.
+    """
+    return _environment().get_template(template).render(**context)
+
+
+#: The token tables' columns: name, and meaning (their headers' tooltips and the section's definitions).
+TOKEN_HEADERS = (
+    ("direction", "Index j of the direction: column j of the tangent's orthonormal basis Q."),
+    (
+        "variance",
+        "Share of the sampled activations' variance along the direction: mean of s^2 over the tokens, over the mean "
+        "squared distance of the activations to their mean. Unit: fraction of 1.",
+    ),
+    (
+        "+ end: largest scores",
+        "The distinct tokens with the largest score s = (h - mean) . q_j, most extreme first, each at its most "
+        "extreme occurrence and shown in its text (highlighted). Hover for the score.",
+    ),
+    (
+        "- end: smallest scores",
+        "The distinct tokens with the smallest score s = (h - mean) . q_j (the other end of the direction, whose "
+        "sign is arbitrary), most extreme first. Hover for the score.",
+    ),
+)
+
+_KIND_TITLES = {
+    "early": "early tangent (the reference fitted on the early checkpoints)",
+    "each": "each tangent (refitted on this checkpoint)",
+    "given": "given tangent (the user's subspace)",
+}
+
+
+def top_tokens_section(result: SweepResult) -> str:
+    """The section's HTML: an explanation, then per split point one table per tangent kind (or why there is none).
+
+    Args:
+        result: The sweep (loaded from its results folder: the top tokens are read from there).
+
+    Returns:
+        HTML, every text from the files escaped.
+
+    Raises:
+        ResultsStoreError: A top-tokens file that cannot be read.
+    """
+    return render("top_tokens.html.j2", **top_tokens_context(result))
+
+
+def top_tokens_context(result: SweepResult) -> dict[str, Any]:
+    """What ``top_tokens.html.j2`` shows: the tables (`top_tokens_tables`) and their columns (`TOKEN_HEADERS`)."""
+    headers = [{"name": name, "meaning": meaning} for name, meaning in TOKEN_HEADERS]
+    return {"top_tokens": top_tokens_tables(result), "token_headers": headers}
+
+
+def top_tokens_tables(result: SweepResult) -> list[dict[str, Any]]:
+    """The token tables as plain data, texts unescaped (the template escapes them).
+
+    Args:
+        result: The sweep (loaded from its results folder).
+
+    Returns:
+        One dict per split point with saved top tokens: ``split_point``, ``step``, ``n_rows`` (texts) and ``kinds``,
+        one per tangent kind: ``title`` and ``directions``, each ``direction``, ``variance`` (texts), ``high`` and
+        ``low``: its tokens, each ``title`` (the tooltip), ``before``, ``token`` and ``after`` (line breaks shown as
+        arrows). Empty when the folder holds none.
+
+    Raises:
+        ResultsStoreError: A top-tokens file that cannot be read.
+    """
+    layers = list(dict.fromkeys(row.get("layer", row.get("split_point")) for row in result.rows))
+    found = [result.top_tokens(layer) for layer in layers]
+    return [
+        {
+            "split_point": str(content["split_point"]),
+            "step": str(content["step"]),
+            "n_rows": _thousands(content["n_rows"]),
+            "kinds": [
+                {"title": _KIND_TITLES.get(kind, f"{kind} tangent"), "directions": list(map(_direction, directions))}
+                for kind, directions in content["tangents"].items()
+            ],
+        }
+        for content in found
+        if content is not None
+    ]
+
+
+def _direction(direction: DirectionTokens) -> dict[str, Any]:
+    return {
+        "direction": str(direction.direction),
+        "variance": format(direction.variance_share, ".3f"),
+        "high": list(map(_token, direction.high)),
+        "low": list(map(_token, direction.low)),
+    }
+
+
+def _token(token: TokenInContext) -> dict[str, str]:
+    """A token in its context, and its tooltip: its score, its text and its position."""
+    return {
+        "title": f"score {token.score:.4g}, text {token.text}, token {token.position}",
+        "before": _visible(token.before),
+        "token": _visible(token.token),
+        "after": _visible(token.after),
+    }
+
+
+def _thousands(count: Any) -> str:
+    return f"{count:,}" if isinstance(count, int) else str(count)
+
+
+def _visible(text: str) -> str:
+    """The text with line breaks and tabs shown as arrows (the context stays on one line)."""
+    return text.replace("\r\n", "\u21b5").replace("\n", "\u21b5").replace("\r", "\u21b5").replace("\t", "\u2192")
+
+
+#: The file of column notes written next to a report's ``rows.csv``.
+COLUMNS_CSV_FILE = "rows.columns.csv"
+
+
+def write_column_notes(path: str | Path, names: Iterable[str]) -> Path:
+    """Write a CSV with one line per column of `names`: name, meaning, unit, formula, concept section.
+
+    Args:
+        path: The file to write (atomically).
+        names: The columns, in the order of the CSV they describe.
+
+    Returns:
+        The path written.
+    """
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(["column", "meaning", "unit", "formula", "defined_in"])
+    for name in names:
+        column = describe(name)
+        if column is None:
+            writer.writerow([name, "", "", "", ""])
+        else:
+            where = f"docs/concepts.md#{column.concept}" if column.concept else ""
+            writer.writerow([name, column.meaning, column.unit.value, column.formula, where])
+    return write_atomically(path, text.getvalue())
