@@ -45,11 +45,9 @@ from ..sweeps.result import SweepResult
 from ..sweeps.rows_file import sort_rows
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent, window_n_random
-from .point import LivePoint, Statistics, moments_bytes, pending_capacity
-from .scale import ScaleCheck
+from .point import LivePoint, Statistics, TangentSchedule, moments_bytes, pending_capacity
 from .store import LiveStore, first_windows, saved_tangents
-from .tangents import TangentSchedule
-from .tokens import gradient_weight, loss_rows, loss_terms, scaling
+from .tokens import ScaleCheck, gradient_weight, loss_rows, loss_terms, scaling
 
 __all__ = ["TrainingProbe"]
 
