@@ -213,11 +213,6 @@ def _panel_title(ax: Axes, split_point: Any, n_panels: int) -> None:
         ax.set_title(f"split point {_short(split_point)}", fontsize="medium")
 
 
-def _kind_panel_title(ax: Axes, split_point: Any, tangent: Any) -> None:
-    """A panel's title: its tangent kind and its split point (last, so that it can be found by its end)."""
-    ax.set_title(f"{_plain(tangent)} tangent, split point {_short(split_point)}", fontsize="medium")
-
-
 def _kind_label(tangent: Any, n_tangents: int, text: str) -> str:
     return f"{text} ({_plain(tangent)})" if n_tangents > 1 else text
 
@@ -262,16 +257,12 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
             ax.set_ylim(bottom=0.0)
             ax.tick_params(labelleft=True)  # a shared y axis hides the other panels' tick labels otherwise
             ax.set_ylabel("gradient energy share\n(fraction of ||G||_F^2)", fontsize="small")
-            _kind_panel_title(ax, split, kind)
-            _panel_legend(ax)
+            ax.set_title(f"{_plain(kind)} tangent, split point {_short(split)}", fontsize="medium")
+            # its own legend, below it, in the colours of its own lines (a figure's legend would show the first
+            # panel's colour for an entry every panel shares)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="x-small", frameon=False)
     figure.suptitle("Gradient energy in the tangent subspace vs matched-rank normal controls")
     return figure
-
-
-def _panel_legend(ax: Axes) -> None:
-    """A panel's own legend, below it: its entries in the colours of its own lines (a figure's legend would show the
-    first panel's colour for an entry every panel shares)."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="x-small", frameon=False)
 
 
 def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:

@@ -314,17 +314,14 @@ def _column_label(column: str, verdict: Verdict) -> str:
     return _P_LABELS.get(column, "")
 
 
-def _is_text(column: str, rows: Sequence[dict[str, Any]]) -> bool:
-    return any(isinstance(row.get(column), str) for row in rows)
-
-
 # ---------------------------------------------------------------------------------------------------- page
 def _context(
     result: SweepResult, verdict: Verdict, *, title: str, figures: Sequence[dict[str, str]]
 ) -> dict[str, Any]:
     """What ``templates/report.html.j2`` shows, as plain strings, lists and dicts (the template escapes them all)."""
     columns = _columns(result, verdict)
-    text_columns = {column for column in columns if _is_text(column, result.rows)}
+    draws = sorted({len(row["random_energy_shares"]) for row in result.rows if row.get("random_energy_shares")})
+    text_columns = {column for column in columns if any(isinstance(row.get(column), str) for row in result.rows)}
     return {
         "title": title,
         "finding": _finding(verdict),
@@ -333,7 +330,7 @@ def _context(
             {"name": str(kind), "definition": TANGENT_KINDS.get(str(kind), "a tangent kind of this sweep")}
             for kind in result.tangents
         ],
-        "floor": _floor(result),
+        "floor": ", ".join(f"{1 / (r + 1):.3g} with R' = {r}" for r in draws) or "1/(R' + 1)",
         "card": _model_card(result),
         "figures": figures,
         "figures_dir": FIGURES_DIR,
@@ -375,12 +372,6 @@ def _meta(result: SweepResult) -> str:
     if result.results_dir is not None:
         meta += f" from {result.results_dir}"
     return meta + "."
-
-
-def _floor(result: SweepResult) -> str:
-    """The smallest attainable exact p-value 1/(R' + 1), for each number R' of random subspaces of the rows."""
-    draws = sorted({len(row["random_energy_shares"]) for row in result.rows if row.get("random_energy_shares")})
-    return ", ".join(f"{1 / (r + 1):.3g} with R' = {r}" for r in draws) or "1/(R' + 1)"
 
 
 def _finding(verdict: Verdict) -> dict[str, Any]:
@@ -602,7 +593,7 @@ def top_tokens_tables(result: SweepResult) -> list[dict[str, Any]]:
         {
             "split_point": str(content["split_point"]),
             "step": str(content["step"]),
-            "n_rows": _thousands(content["n_rows"]),
+            "n_rows": f"{content['n_rows']:,}" if isinstance(content["n_rows"], int) else str(content["n_rows"]),
             "kinds": [
                 {"title": _KIND_TITLES.get(kind, f"{kind} tangent"), "directions": list(map(_direction, directions))}
                 for kind, directions in content["tangents"].items()
@@ -630,10 +621,6 @@ def _token(token: TokenInContext) -> dict[str, str]:
         "token": _visible(token.token),
         "after": _visible(token.after),
     }
-
-
-def _thousands(count: Any) -> str:
-    return f"{count:,}" if isinstance(count, int) else str(count)
 
 
 def _visible(text: str) -> str:
