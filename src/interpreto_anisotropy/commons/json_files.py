@@ -22,13 +22,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import AnisotropyError, ResultsStoreError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "read_text", "read_whole_lines", "parse_json", "load_json", "json_lines"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "read_text", "read_whole_lines", "parse_json", "load_json"]
 
 #: The largest file read (1 GiB): a results folder's rows of a very long sweep are a few hundred MiB at most.
 MAX_BYTES = 2**30
@@ -153,15 +152,6 @@ def load_json(
     """The JSON value of a whole file (`read_text` then `parse_json`)."""
     text = read_text(path, error=error, advice=advice, encoding=encoding)
     return parse_json(text, path, error=error, advice=advice, finite=finite)
-
-
-def json_lines(
-    text: str, path: str | os.PathLike, *, error: type[AnisotropyError] = ResultsStoreError, advice: str = _ADVICE
-) -> Iterator[tuple[int, Any]]:
-    """(line number, JSON value) of each non-blank line of a JSON-lines text (lines end at "\\n" only)."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            yield number, parse_json(line, path, line=number, error=error, advice=advice)
 
 
 class _NonFiniteConstant(ValueError):

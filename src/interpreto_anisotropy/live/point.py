@@ -185,7 +185,9 @@ class LivePoint:
     ) -> None:
         """Pool one micro-batch: its rescaled dL/dh and, for a tangent being fitted, its activations at the rows."""
         finite = self.window.add(gradient, rows, loss_finite, loss_sum, loss_count)
-        self.schedule.add_activations(hidden, rows & finite)
+        schedule = self.schedule
+        if schedule.fitting and schedule.activations is not None:  # pooled for the next fit
+            schedule.activations.update(hidden.reshape(-1, hidden.shape[-1]).float(), mask=(rows & finite).reshape(-1))
 
     def close(self, step: int, *, sharded: bool) -> tuple[list[dict[str, Any]], ProbeSums | None, Subspace | None]:
         """Close the window whose last weights are those of `step`; fit the tangent if due.
@@ -222,20 +224,17 @@ class LivePoint:
                 PendingRowsWarning,
                 stacklevel=5,
             )
-        closed = _Pending(sums, window.kept_rows() if kept else None, step, window.first_step, window.reads)
+        kept_rows = KeptRows(window.kept, window.has_rows, window.device) if kept else None
+        closed = _Pending(sums, kept_rows, step, window.first_step, window.reads)
         if self.pending and len(self.pending) >= self.capacity and self.pending[-1].windows >= self.span:
-            self._merge_pairs(sharded=sharded)
+            for first, later in zip(self.pending[::2], self.pending[1::2], strict=False):  # halve them: pairs merge
+                first.absorb(later, sharded=sharded)
+            self.pending = self.pending[::2]
+            self.span *= 2
         if self.pending and self.pending[-1].windows < self.span:
             self.pending[-1].absorb(closed, sharded=sharded)
         else:
             self.pending.append(closed)
-
-    def _merge_pairs(self, *, sharded: bool) -> None:
-        """Halve the windows awaiting a tangent: each pair of consecutive ones becomes one."""
-        for first, later in zip(self.pending[::2], self.pending[1::2], strict=False):
-            first.absorb(later, sharded=sharded)
-        self.pending = self.pending[::2]
-        self.span *= 2
 
     def _score_pending(self, *, sharded: bool) -> list[dict[str, Any]]:
         rows = []
@@ -431,20 +430,15 @@ class WindowSums:
         self.kept.append(_KeptBatch(flat_rows, finite, shape))
         self.kept_bytes += size
 
-    def _flags_on_host(self) -> tuple[torch.Tensor, int]:
-        """Which of the window's sequences have gradient rows (on the host) and how many micro-batches had
-        non-finite values, read from the device in one copy."""
-        if not self.finite:
-            return torch.zeros(0, dtype=torch.bool), 0
-        flags = torch.cat([*self.has_rows, ~torch.stack(self.finite)]).cpu()
-        n_with_rows = flags.shape[0] - len(self.finite)
-        return flags[:n_with_rows], int(flags[n_with_rows:].sum())
-
     def probe_sums(self) -> ProbeSums:
         """This process's `ProbeSums` of the window, its per-sequence energies in the tangents only ((n_seq, 0)
         without a tangent: see `retrospective_sums`; the other subspaces' come from `scored_sums`). Reads the device
         once (which sequences have rows)."""
-        keep, skipped = self._flags_on_host()
+        keep, skipped = torch.zeros(0, dtype=torch.bool), 0  # which sequences have rows; micro-batches skipped
+        if self.finite:  # one copy from the device
+            flags = torch.cat([*self.has_rows, ~torch.stack(self.finite)]).cpu()
+            n_with_rows = flags.shape[0] - len(self.finite)
+            keep, skipped = flags[:n_with_rows], int(flags[n_with_rows:].sum())
         sequence_id = torch.arange(keep.shape[0])[keep]
         index = sequence_id.to(self.device, non_blocking=True)
         total = (
@@ -455,10 +449,6 @@ class WindowSums:
         tally = Tally(usable_sequences=self.n_sequences, skipped_batches=skipped)
         n_sequences = int(sequence_id.shape[0])
         return ProbeSums(energy, total, sequence_id, self.moments, self.loss_sum, self.loss_count, tally, n_sequences)
-
-    def kept_rows(self) -> KeptRows | None:
-        """The gradient rows this window kept for a tangent that does not exist yet; None when it kept none."""
-        return None if self.kept is None else KeptRows(self.kept, self.has_rows, self.device)
 
 
 def _tangent_columns(columns: SubspaceColumns) -> list[int]:
@@ -637,11 +627,6 @@ class TangentSchedule:
     def fitting(self) -> bool:
         """Whether training activations are being pooled for a fit now."""
         return self.kind is LiveTangent.REFIT or (self.kind is LiveTangent.EARLY and self.tangent is None)
-
-    def add_activations(self, hidden: Float[torch.Tensor, "b l d"], rows: Bool[torch.Tensor, "b l"]) -> None:
-        """Pool the activation rows of one micro-batch for the next fit."""
-        if self.fitting and self.activations is not None:
-            self.activations.update(hidden.reshape(-1, hidden.shape[-1]).float(), mask=rows.reshape(-1))
 
     def due(self, steps_done: int) -> bool:
         """Whether a fit is due once `steps_done` optimizer steps are done."""
