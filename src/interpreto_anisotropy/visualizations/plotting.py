@@ -807,13 +807,7 @@ def plot_change(result: SweepResult, *, split_point: str | None = None, tangent:
     Examples:
         >>> plot_change(table).savefig("change.png")  # doctest: +SKIP
     """
-    selected = split_point is not None or tangent is not None
-    rows = result.select(split_point=split_point, tangent=tangent).rows if selected else result.rows
-    if not rows:
-        raise EmptyInputError(f"No row of the sweep to plot (split_point={split_point!r}, tangent={tangent!r}).")
-    splits: dict[Any, list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda row: int(row["step"])):
-        splits.setdefault(row.get("split_point"), []).append(row)
+    splits = _groups(_rows(result, split_point, tangent), "split_point")
     figure = Figure(
         figsize=(_CHANGE_WIDTH * len(_CHANGE_PANELS), _CHANGE_HEIGHT * len(splits) + 1.4), layout="constrained"
     )
@@ -834,11 +828,8 @@ def plot_change(result: SweepResult, *, split_point: str | None = None, tangent:
 
 def _draw_panel(ax: Any, name: str, rows: list[dict[str, Any]]) -> None:
     """One statistic's change over the steps, a line per tangent kind, its interval as error bars."""
-    kinds: dict[Any, list[dict[str, Any]]] = {}
-    for row in rows:
-        kinds.setdefault(row.get("tangent", "early"), []).append(row)
     drawn = False
-    for index, (kind, kind_rows) in enumerate(kinds.items()):
+    for index, (kind, kind_rows) in enumerate(_groups(rows, "tangent", "early").items()):
         points = [row for row in kind_rows if _number(row.get(f"{name}_change")) is not None]
         if not points:
             continue

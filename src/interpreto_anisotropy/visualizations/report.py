@@ -1,7 +1,9 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A self-contained HTML report of a checkpoint sweep.
+"""A self-contained HTML report of a checkpoint sweep: the page (Jinja2 templates of ``templates/``, autoescape on,
+through `render`, the one path from data to HTML), its section on the tangent directions' top tokens, and the
+``rows.columns.csv`` that says what each column of ``rows.csv`` means (`write_column_notes`).
 
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
