@@ -60,7 +60,10 @@ def shows(progress: bool | None) -> bool:
     """Whether a bar asked for with `progress` (True, False, or None: when interactive) shows now."""
     if are_progress_bars_disabled() or _env_flag("TQDM_DISABLE"):
         return False
-    return _interactive() if progress is None else bool(progress)
+    if progress is not None:
+        return bool(progress)
+    isatty = getattr(sys.stderr, "isatty", None)  # a terminal, or a Jupyter kernel (no terminal, yet tqdm's bars show)
+    return bool(isatty and isatty()) or "ipykernel" in sys.modules
 
 
 def progress_bar(iterable: Any = None, *, progress: bool | None, **options: Any) -> tqdm:
@@ -72,12 +75,6 @@ def progress_bar(iterable: Any = None, *, progress: bool | None, **options: Any)
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _interactive() -> bool:
-    """A terminal on stderr, or a Jupyter kernel (whose stderr is no terminal, yet shows tqdm's notebook bars)."""
-    isatty = getattr(sys.stderr, "isatty", None)
-    return bool(isatty and isatty()) or "ipykernel" in sys.modules
 
 
 @contextlib.contextmanager
