@@ -339,7 +339,7 @@ class TrainingProbe:
         rows: list[dict[str, Any]] = []
         sharded = distributed.is_distributed()
         for point in self.points.values():
-            with one_thread():  # small linear algebra between the step's big products (see commons.threads)
+            with one_thread():  # small linear algebra between the step's big products (see commons.host_reads)
                 window_rows, sums, fitted = point.close(step, sharded=sharded)
             skipped = 0 if sums is None else sums.tally.skipped_batches
             if skipped and self.settings.on_nonfinite == "raise" and not scaling(self.grad_scaler):
