@@ -218,7 +218,7 @@ def test_the_verdict_states_what_training_added():
 
 def test_the_change_figure_draws_each_rows_change_and_interval():
     from interpreto_anisotropy.results.table import SweepResult
-    from interpreto_anisotropy.visualizations.change import plot_change
+    from interpreto_anisotropy.visualizations.plotting import plot_change
 
     energy, total, control = _synthetic(np.random.default_rng(14), 25, boost=(1.0, 3.0))
     rows = [

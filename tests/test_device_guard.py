@@ -237,7 +237,7 @@ def test_the_live_probe_on_the_device_equals_the_cpu_and_syncs_a_fixed_number_of
         np.testing.assert_allclose(rows[0][name], cpu[0][name], rtol=1e-12, atol=0, err_msg=name)
 
 
-#: Host reads at each live window's close, for one split point: the window's flags and counters (2, live/window.py),
+#: Host reads at each live window's close, for one split point: the window's flags and counters (2, live/point.py),
 #: then the statistics `GradientProbe.run` reads once per run (build_results: IsoScore* checks, one read of the shares
 #: and scalars, the interval, chance std, the per-sequence lists). Measured: 19; 53 before (28 to 56 in issue 38).
 MAX_SYNCS_PER_WINDOW_CLOSE = 20

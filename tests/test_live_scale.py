@@ -19,7 +19,7 @@ from helpers.live_kit import float64_copy, micro_batch, summed_causal_loss, trai
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import LossScaleWarning
-from interpreto_anisotropy.live import scale
+from interpreto_anisotropy.live import tokens
 
 pytestmark = pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
 
@@ -54,9 +54,9 @@ def _terms(batch: dict) -> int:
 
 def _largest_ratio(steps, every: int) -> float:
     """The largest ratio of two checked micro-batches' loss terms within a window of `every` steps (the first
-    `scale.MICRO_BATCHES` micro-batches are checked)."""
-    window_of = [i // every for i, batches in enumerate(steps) for _ in batches][: scale.MICRO_BATCHES]
-    checked = [batch for batches in steps for batch in batches][: scale.MICRO_BATCHES]
+    `tokens.MICRO_BATCHES` micro-batches are checked)."""
+    window_of = [i // every for i, batches in enumerate(steps) for _ in batches][: tokens.MICRO_BATCHES]
+    checked = [batch for batches in steps for batch in batches][: tokens.MICRO_BATCHES]
     windows = [[b for b, w in zip(checked, window_of, strict=True) if w == window] for window in set(window_of)]
     return max(max(map(_terms, window)) / min(map(_terms, window)) for window in windows if len(window) > 1)
 
@@ -108,7 +108,7 @@ def test_one_micro_batch_per_window_weighs_nothing_unevenly(gpt_neox_training_mo
 def test_the_scale_read_from_the_logits_is_one_over_the_terms_of_a_mean_loss(gpt_neox_training_model, texts):
     model, tokenizer = float64_copy(gpt_neox_training_model)
     batches = _steps(tokenizer, texts, n_steps=1, per_step=3)[0]
-    check = scale.ScaleCheck(ia.objectives.ObjectiveName.CAUSAL_LM, ia.objectives.Reduction.SUM, lambda _: None)
+    check = tokens.ScaleCheck(ia.objectives.ObjectiveName.CAUSAL_LM, ia.objectives.Reduction.SUM, lambda _: None)
     for batch in batches:
         output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
         output.logits.register_hook(check.watch(batch, output.logits.detach(), window=0))

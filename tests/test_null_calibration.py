@@ -23,7 +23,7 @@ import torch
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import DegenerateStatisticsWarning, InvalidInputError
 from interpreto_anisotropy.live.options import LiveTangent
-from interpreto_anisotropy.live.tangents import TangentSchedule
+from interpreto_anisotropy.live.point import TangentSchedule
 from interpreto_anisotropy.probing.anisotropy import IsoScoreSettings
 from interpreto_anisotropy.probing.objectives import make_objective
 from interpreto_anisotropy.probing.probe import GradientProbe

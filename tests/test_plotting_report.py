@@ -595,7 +595,7 @@ def test_the_report_says_when_the_p_value_floor_is_too_coarse_for_holm(tmp_path)
 
 # ---------------------------------------------------------------------------------------------------- live rows
 def test_live_figure_draws_the_live_rows_next_to_the_sweep_and_the_report_shows_it(result, tmp_path, capsys):
-    from interpreto_anisotropy.visualizations.live import plot_live_vs_sweep
+    from interpreto_anisotropy.visualizations.plotting import plot_live_vs_sweep
 
     live_rows = [
         {**row, "source": "live", "checkpoint": f"live-{row['step']}"}
@@ -737,10 +737,9 @@ def test_every_string_the_report_shows_reaches_it_as_text_never_as_markup(tmp_pa
 @pytest.mark.parametrize("crafted", CRAFTED, ids=["script", "attribute"])
 def test_a_token_tooltip_holds_a_crafted_text_literally(crafted):
     from interpreto_anisotropy.tangents.top_tokens import TokenInContext
-    from interpreto_anisotropy.visualizations import top_tokens
-    from interpreto_anisotropy.visualizations.pages import render
+    from interpreto_anisotropy.visualizations.report import _token, render
 
-    token = top_tokens._token(TokenInContext("a\nb", "c", "d", 0.2074, crafted, crafted))  # fields no file can hold
+    token = _token(TokenInContext("a\nb", "c", "d", 0.2074, crafted, crafted))  # fields no file can hold
     table = {"split_point": crafted, "step": "1", "n_rows": "1", "kinds": [{"title": crafted, "directions": []}]}
     direction = {"direction": crafted, "variance": crafted, "high": [token], "low": [token]}
     table["kinds"][0]["directions"].append(direction)

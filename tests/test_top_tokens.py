@@ -19,7 +19,7 @@ from interpreto_anisotropy.results.records import saved_steps
 from interpreto_anisotropy.results.store import SweepStore
 from interpreto_anisotropy.sweeps import runner
 from interpreto_anisotropy.tangents.top_tokens import CONTEXT_BEFORE, TOP_TOKENS, DirectionTokens, TokenInContext
-from interpreto_anisotropy.visualizations.top_tokens import top_tokens_section
+from interpreto_anisotropy.visualizations.report import top_tokens_section
 
 SETTINGS = {
     "split_point": 1,

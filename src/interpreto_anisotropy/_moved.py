@@ -27,6 +27,7 @@ MOVED: dict[str, str] = {
     "commons.columns": "results.schema",
     "sweeps.multiple_testing": "results.verdict",
     "sweeps.verdict": "results.verdict",
+    "visualizations.columns": "visualizations.report",
 }
 
 

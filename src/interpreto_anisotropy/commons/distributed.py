@@ -68,15 +68,12 @@ def init_from_environment() -> bool:
     return is_distributed()
 
 
-def _collective_device(tensor: torch.Tensor) -> torch.device:
-    return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
-
-
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
     """Sum of `tensor` over ranks (a new tensor on `tensor`'s device; `tensor` itself when not distributed)."""
     if not is_distributed():
         return tensor
-    buffer = tensor.detach().to(_collective_device(tensor), copy=True)
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    buffer = tensor.detach().to(device, copy=True)
     dist.all_reduce(buffer, op=dist.ReduceOp.SUM)
     return buffer.to(tensor.device)
 

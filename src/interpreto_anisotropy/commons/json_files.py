@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import AnisotropyError, ResultsStoreError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "read_text", "read_whole_lines", "parse_json", "load_json", "json_lines"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "read_text", "read_whole_lines", "parse_json", "json_lines", "load_json"]
 
 #: The largest file read (1 GiB): a results folder's rows of a very long sweep are a few hundred MiB at most.
 MAX_BYTES = 2**30

@@ -1,7 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The package's progress bars: tqdm's, shown when asked, unless `TQDM_DISABLE` or the package's switch hides them.
+"""The package's progress bars: tqdm's, shown when asked, unless `TQDM_DISABLE` or the package's switch hides them;
+and quiet calls into transformers (`quiet_transformers`: no "Loading weights" bar, no warning meant for its own users).
 
 Examples:
     >>> from interpreto_anisotropy.commons import progress
@@ -9,12 +10,16 @@ Examples:
     >>> progress.are_progress_bars_disabled(), progress.shows(True)
     (True, False)
     >>> progress.enable_progress_bars()
+    >>> with progress.quiet_transformers():
+    ...     pass  # AutoModel.from_pretrained(...) here shows no progress bar
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -26,6 +31,7 @@ __all__ = [
     "enable_progress_bars",
     "progress_bar",
     "shows",
+    "quiet_transformers",
 ]
 
 #: Set to 1 (true, yes, on) to hide every bar of the package.
@@ -54,7 +60,10 @@ def shows(progress: bool | None) -> bool:
     """Whether a bar asked for with `progress` (True, False, or None: when interactive) shows now."""
     if are_progress_bars_disabled() or _env_flag("TQDM_DISABLE"):
         return False
-    return _interactive() if progress is None else bool(progress)
+    if progress is not None:
+        return bool(progress)
+    isatty = getattr(sys.stderr, "isatty", None)  # a terminal, or a Jupyter kernel (no terminal, yet tqdm's bars show)
+    return bool(isatty and isatty()) or "ipykernel" in sys.modules
 
 
 def progress_bar(iterable: Any = None, *, progress: bool | None, **options: Any) -> tqdm:
@@ -68,7 +77,18 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _interactive() -> bool:
-    """A terminal on stderr, or a Jupyter kernel (whose stderr is no terminal, yet shows tqdm's notebook bars)."""
-    isatty = getattr(sys.stderr, "isatty", None)
-    return bool(isatty and isatty()) or "ipykernel" in sys.modules
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Silence transformers' progress bars and its warnings (errors still show) inside the block; restore after."""
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()

@@ -209,10 +209,6 @@ def _harvest(root: Path, *, include_comments: bool, progress: bool) -> list[str]
     return texts
 
 
-def _hash_key(text: str) -> bytes:
-    return hashlib.sha1(text.encode("utf-8")).digest()
-
-
 def _split_of(key: bytes) -> str:
     bucket = int.from_bytes(key[:4], "big") % 100
     for name, share in _SPLIT_SHARES:
@@ -323,7 +319,7 @@ def load_corpus(
             raise InvalidInputError(f"{name} must be a non-negative integer; got {value!r}.")
 
     texts = _all_texts(include_comments=include_comments, cache_dir=cache_dir, progress=progress)
-    keyed = sorted((_hash_key(text), text) for text in texts if len(text) >= min_chars)
+    keyed = sorted((hashlib.sha1(text.encode("utf-8")).digest(), text) for text in texts if len(text) >= min_chars)
     if split is not Split.ALL:
         keyed = [(key, text) for key, text in keyed if _split_of(key) == split.value]
     selected = [text for _, text in keyed]

@@ -27,7 +27,6 @@ from ..errors import EmptyInputError, InvalidInputError, TokenizerError
 __all__ = [
     "Arch",
     "Task",
-    "DECODER_ARCHS",
     "ENCODER_ARCHS",
     "train_tokenizer",
     "build_model",
@@ -51,7 +50,6 @@ class Task(str, Enum):
     SEQUENCE_CLASSIFICATION = "sequence_classification"
 
 
-DECODER_ARCHS = frozenset({Arch.GPT_NEOX, Arch.LLAMA})
 ENCODER_ARCHS = frozenset({Arch.EUROBERT})
 
 # Special tokens, in the order they take the first vocabulary ids.

@@ -26,7 +26,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from ..commons.files import give_default_modes, write_atomically
-from ..commons.progress import progress_bar
+from ..commons.progress import progress_bar, quiet_transformers
 from ..errors import CheckpointError, EmptyInputError, InvalidInputError
 from ..probing.masking import MaskedLM, special_tokens_mask
 from .corpus import load_corpus
@@ -167,29 +167,6 @@ def _torch_threads(num_threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-@contextlib.contextmanager
-def _transformers_progress_bars(enabled: bool) -> Iterator[None]:
-    """Silences the progress bars of ``transformers`` (e.g. "Writing model shards") unless ``enabled``."""
-    from transformers.utils import logging as hf_logging
-
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    if not enabled and was_enabled:
-        hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled and not hf_logging.is_progress_bar_enabled():
-            hf_logging.enable_progress_bar()
-
-
-def _save_checkpoint(folder: Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, state: dict) -> None:
-    with _transformers_progress_bars(False):
-        model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-    give_default_modes(folder)
-    write_atomically(folder / TRAINER_STATE_NAME, json.dumps(state, indent=2))
 
 
 def train_toy(
@@ -397,7 +374,11 @@ class _Run:
             self.pending.pop(0)
             folder = self.path / f"checkpoint-{step}"
             self.model.eval()
-            _save_checkpoint(folder, self.model, self.tokenizer, self.state(step))
+            with quiet_transformers():  # no "Writing model shards" bar
+                self.model.save_pretrained(folder)
+                self.tokenizer.save_pretrained(folder)
+            give_default_modes(folder)
+            write_atomically(folder / TRAINER_STATE_NAME, json.dumps(self.state(step), indent=2))
             self.checkpoints.append(folder)
 
 

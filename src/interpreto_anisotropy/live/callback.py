@@ -17,7 +17,6 @@ import copy
 import dataclasses
 import inspect
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +138,10 @@ class AnisotropyCallback(TrainerCallback):
         """Close the windows that are due; report each one's figures at its step."""
         if self.probe is None:
             return
-        for step, logs in _window_figures(self.probe.step(updates=state.global_step)).items():
+        by_step: dict[int, dict[str, float]] = {}  # each window's logged figures (one row per split point)
+        for row in self.probe.step(updates=state.global_step):
+            by_step.setdefault(row["step"], {}).update(figures(row))
+        for step, logs in by_step.items():
             state.log_history.append({**logs, "step": step})
             if self.trainer is not None:
                 _report(self.trainer.callback_handler, args, state, control, step=step, logs=logs)
@@ -156,14 +158,6 @@ class AnisotropyCallback(TrainerCallback):
         self.probe.detach()
         if self.report_dir is not False and self.probe.rows and distributed.is_main_process():
             write_report(SweepResult.load(self.results_dir), self.report_dir)
-
-
-def _window_figures(rows: Iterable[dict[str, Any]]) -> dict[int, dict[str, float]]:
-    """The logged figures of each window's rows (one row per split point), by the window's step."""
-    by_step: dict[int, dict[str, float]] = {}
-    for row in rows:
-        by_step.setdefault(row["step"], {}).update(figures(row))
-    return by_step
 
 
 def _report(handler: Any, args: Any, state: Any, control: Any, *, step: int, logs: dict[str, float]) -> None:

@@ -20,8 +20,8 @@ import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 
 from ..commons import distributed
+from ..commons.host_reads import one_thread
 from ..commons.options import byte_size, check_bool, check_folder, check_nonnegative_int
-from ..commons.threads import one_thread
 from ..errors import (
     EmptyWindowWarning,
     InvalidInputError,
@@ -46,11 +46,9 @@ from ..results.store import LiveStore
 from ..results.table import SweepResult
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent, window_n_random
-from .point import LivePoint, Statistics, moments_bytes, pending_capacity
+from .point import LivePoint, Statistics, TangentSchedule, moments_bytes, pending_capacity
 from .resume import first_windows, saved_tangents
-from .scale import ScaleCheck
-from .tangents import TangentSchedule
-from .tokens import gradient_weight, loss_rows, loss_terms, scaling
+from .tokens import ScaleCheck, gradient_weight, loss_rows, loss_terms, scaling
 
 __all__ = ["TrainingProbe"]
 
@@ -107,7 +105,7 @@ class TrainingProbe:
         **options: Any,
     ):
         self.settings = settings = LiveConfig.of(config, options)
-        self.model, layers, tokenizer = _unwrap(model, split_points, tokenizer)
+        self.model, layers, tokenizer = _unwrap(model, split_points, tokenizer, grad_scaler)
         self.layers = {resolve_split_point(self.model, layer): layer for layer in layers}
         self.every = settings.every
         self.objective = _objective(settings.objective, self.model)
@@ -115,19 +113,9 @@ class TrainingProbe:
         if results_dir is not None:
             check_folder("results_dir", results_dir)
         self.results_dir, self.overwrite = results_dir, check_bool("overwrite", overwrite)
-        if grad_scaler is not None and not all(callable(getattr(grad_scaler, m, None)) for m in _SCALER_METHODS):
-            raise InvalidInputError(
-                f"grad_scaler must be the torch.amp.GradScaler whose scaled loss is differentiated (or None), got "
-                f"{grad_scaler!r}."
-            )
         self.grad_scaler = grad_scaler
-        if tokenizer is not None and not hasattr(tokenizer, "all_special_ids"):
-            raise InvalidInputError(
-                f"tokenizer must be the model's Hugging Face tokenizer (its special tokens are left out of the rows) "
-                f"or None (every token is a row), got {type(tokenizer).__name__}."
-            )
-        self.special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
-        self._special_ids_by_device: dict[torch.device, torch.Tensor] = {}
+        special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
+        self._special_ids = {special_ids.device: special_ids}  # copied to each gradient device once
         self.statistics = Statistics(
             settings.n_controls,
             settings.seed,
@@ -287,10 +275,12 @@ class TrainingProbe:
         inputs = {key: value.to(gradient.device) for key, value in inputs.items()}
         if "input_ids" not in inputs:
             inputs["input_ids"] = torch.zeros_like(inputs["attention_mask"])
+        if gradient.device not in self._special_ids:
+            self._special_ids[gradient.device] = next(iter(self._special_ids.values())).to(gradient.device)
         rows = loss_rows(
             inputs,
             self.objective,
-            self._special_ids_on(gradient.device),
+            self._special_ids[gradient.device],
             include_special=self.settings.include_special or "input_ids" not in read.inputs,
         )
         weight = self._weight(inputs)
@@ -321,12 +311,6 @@ class TrainingProbe:
             device=inputs["attention_mask"].device,
         )
 
-    def _special_ids_on(self, device: torch.device) -> torch.Tensor:
-        """The special ids on `device`, copied there once (not in every micro-batch)."""
-        if device not in self._special_ids_by_device:
-            self._special_ids_by_device[device] = self.special_ids.to(device)
-        return self._special_ids_by_device[device]
-
     def step(self, updates: int | None = None) -> list[dict[str, Any]]:
         """Record that an optimizer step was made; close the window when it holds `every` steps.
 
@@ -352,13 +336,18 @@ class TrainingProbe:
 
     def _close_window(self) -> list[dict[str, Any]]:
         step, first = self.steps_done - 1, self.window_start
-        self._check_reads(first, step)
+        _check_reads(self.points, self._snapshot(), self._counters, first, step)
         rows: list[dict[str, Any]] = []
         sharded = distributed.is_distributed()
         for point in self.points.values():
-            with one_thread():  # small linear algebra between the step's big products (see commons.threads)
+            with one_thread():  # small linear algebra between the step's big products (see commons.host_reads)
                 window_rows, sums, fitted = point.close(step, sharded=sharded)
-            self._check_finite(point, sums, first, step)
+            skipped = 0 if sums is None else sums.tally.skipped_batches
+            if skipped and self.settings.on_nonfinite == "raise" and not scaling(self.grad_scaler):
+                raise NonFiniteError(
+                    f"Non-finite loss or dL/dh at split point '{point.path}' in {skipped} micro-batch(es) of steps "
+                    f"{first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
+                )
             if fitted is not None and self._store is not None and distributed.is_main_process():
                 self._store.save_tangent(point.layer, fitted, reference=self.kind is LiveTangent.EARLY)
             rows.extend(window_rows)
@@ -387,43 +376,6 @@ class TrainingProbe:
         capture = self._capture
         return {path: (capture.forwards, capture.runs[path]) for path in self.layers}
 
-    def _check_reads(self, first: int, step: int) -> None:
-        """Our errors for a window whose training forwards never reached a split point's backward."""
-        for path, point in self.points.items():
-            forwards, runs = (
-                now - before for now, before in zip(self._snapshot()[path], self._counters[path], strict=True)
-            )
-            if point.window is not None and point.window.reads:
-                continue
-            if forwards == 0:
-                warnings.warn(
-                    f"No training forward ran during the window of steps {first} to {step} (forwards under no_grad "
-                    "are ignored): it has no row. Attach the probe before training, and call step() after each "
-                    "optimizer step.",
-                    EmptyWindowWarning,
-                    stacklevel=4,
-                )
-            elif runs == 0:
-                raise SplitPointError(
-                    f"Split point '{path}' was not run by the {forwards} training forward(s) of steps {first} to "
-                    f"{step}: choose a layer the model's forward runs."
-                )
-            else:
-                raise SplitPointError(
-                    f"The backward never reached split point '{path}' during steps {first} to {step} ({runs} training "
-                    "forward(s) ran it): the loss does not depend on it, its output needs no gradient (every layer "
-                    "below it frozen, and the embeddings too), or backward() was not called before step(). Call "
-                    "loss.backward() in each step, or choose a split point the loss depends on."
-                )
-
-    def _check_finite(self, point: LivePoint, sums: Any, first: int, step: int) -> None:
-        skipped = 0 if sums is None else sums.tally.skipped_batches
-        if skipped and self.settings.on_nonfinite == "raise" and not scaling(self.grad_scaler):
-            raise NonFiniteError(
-                f"Non-finite loss or dL/dh at split point '{point.path}' in {skipped} micro-batch(es) of steps "
-                f"{first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
-            )
-
     def _check_pending_room(self, dim: int) -> None:
         """Refuse a `max_pending_bytes` whose share per split point (of width up to `dim`) holds no waiting window."""
         if self.kind is LiveTangent.GIVEN:
@@ -438,6 +390,40 @@ class TrainingProbe:
             f"{budget} ({byte_size(budget)}). Set max_pending_bytes to at least {needed}, or give a fitted tangent "
             "(tangent=<Subspace>)."
         )
+
+
+def _check_reads(
+    points: dict[str, LivePoint],
+    now: dict[str, tuple[int, int]],
+    before: dict[str, tuple[int, int]],
+    first: int,
+    step: int,
+) -> None:
+    """Our errors for a window whose training forwards never reached a split point's backward."""
+    for path, point in points.items():
+        forwards, runs = (after - start for after, start in zip(now[path], before[path], strict=True))
+        if point.window is not None and point.window.reads:
+            continue
+        if forwards == 0:
+            warnings.warn(
+                f"No training forward ran during the window of steps {first} to {step} (forwards under no_grad "
+                "are ignored): it has no row. Attach the probe before training, and call step() after each "
+                "optimizer step.",
+                EmptyWindowWarning,
+                stacklevel=4,
+            )
+        elif runs == 0:
+            raise SplitPointError(
+                f"Split point '{path}' was not run by the {forwards} training forward(s) of steps {first} to "
+                f"{step}: choose a layer the model's forward runs."
+            )
+        else:
+            raise SplitPointError(
+                f"The backward never reached split point '{path}' during steps {first} to {step} ({runs} training "
+                "forward(s) ran it): the loss does not depend on it, its output needs no gradient (every layer "
+                "below it frozen, and the embeddings too), or backward() was not called before step(). Call "
+                "loss.backward() in each step, or choose a split point the loss depends on."
+            )
 
 
 def split_point_width(model: torch.nn.Module, path: str) -> int | None:
@@ -463,8 +449,11 @@ def _objective(objective: str, model: torch.nn.Module) -> ObjectiveName:
         raise InvalidInputError(f"objective must name a built-in objective, got {objective!r}.") from None
 
 
-def _unwrap(model: Any, split_points: Any, tokenizer: Any) -> tuple[torch.nn.Module, list[int | str], Any]:
-    """The torch model, the split points as given, and the tokenizer, from a model or an Interpreto splitter."""
+def _unwrap(
+    model: Any, split_points: Any, tokenizer: Any, grad_scaler: Any
+) -> tuple[torch.nn.Module, list[int | str], Any]:
+    """The torch model, the split points as given, and the tokenizer, from a model or an Interpreto splitter (the
+    arguments that are no `LiveConfig` field, checked)."""
     if isinstance(model, BaseSplitter):
         tokenizer = tokenizer if tokenizer is not None else model.tokenizer
         split_points = model.split_point if split_points is None else split_points
@@ -480,6 +469,16 @@ def _unwrap(model: Any, split_points: Any, tokenizer: Any) -> tuple[torch.nn.Mod
     if not isinstance(model, torch.nn.Module):
         raise InvalidInputError(
             f"TrainingProbe needs a torch model or a ModelWithSplitPoints, got {type(model).__name__}."
+        )
+    if grad_scaler is not None and not all(callable(getattr(grad_scaler, m, None)) for m in _SCALER_METHODS):
+        raise InvalidInputError(
+            f"grad_scaler must be the torch.amp.GradScaler whose scaled loss is differentiated (or None), got "
+            f"{grad_scaler!r}."
+        )
+    if tokenizer is not None and not hasattr(tokenizer, "all_special_ids"):
+        raise InvalidInputError(
+            f"tokenizer must be the model's Hugging Face tokenizer (its special tokens are left out of the rows) "
+            f"or None (every token is a row), got {type(tokenizer).__name__}."
         )
     return model, split_point_list(split_points), tokenizer
 

@@ -8,28 +8,43 @@ tokens weigh as in the probe's summed loss.
 The rules are the probe's (`Objective.probed_tokens`, `batching.token_rows`); for a masked LM, special tokens are
 read from the original tokens (the labels where set). docs/how-to/live-probe.md ("Which tokens are rows", "How
 tokens are weighted") says them in full.
+
+Whether the gradients captured scale as `reduction` says (`ScaleCheck`): a cross-entropy term's gradient in its logits
+is p - onehot(target), p_t - 1 at the target. The gradient the backward hands a micro-batch's logits, read at the
+targets of its first `TERMS` loss terms, gives the factor c_j its summed loss was multiplied by, sum g_t / sum (p_t -
+1); times the probe's weight (`gradient_weight`), it is one when `reduction`, `loss_scale` and the scaler are right. A
+factor common to the micro-batches of a window changes no figure; one that follows 1 / n_j (a mean over n_j terms
+declared "sum") or n_j (a sum declared "mean") within a window weighs their tokens unevenly. The first
+`MICRO_BATCHES` training micro-batches are checked on the device; the verdict reads them once, at the first window
+close after they ran (or when the probe detaches).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from jaxtyping import Bool, Int
 
+from ..errors import LossScaleWarning
 from ..probing.objectives import ObjectiveName, Reduction
 from ..reading.batching import token_rows
 
-__all__ = ["loss_rows", "loss_terms", "gradient_weight", "scaler_scale", "scaling"]
+__all__ = [
+    "loss_rows",
+    "loss_terms",
+    "gradient_weight",
+    "scaler_scale",
+    "scaling",
+    "ScaleCheck",
+    "MICRO_BATCHES",
+    "TERMS",
+]
 
 IGNORED = -100
-
-
-def _original_ids(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> Int[torch.Tensor, "b l"]:
-    labels = inputs.get("labels")
-    if objective is ObjectiveName.MASKED_LM and labels is not None and labels.shape == inputs["input_ids"].shape:
-        return torch.where(labels != IGNORED, labels, inputs["input_ids"])
-    return inputs["input_ids"]
 
 
 def loss_rows(
@@ -38,11 +53,12 @@ def loss_rows(
     """Which positions of a training batch (`input_ids`, `attention_mask`, optional `labels`: (b, l) each) are
     gradient rows, as (b, l) booleans on the inputs' device; `special_ids` (empty: none) are not, unless
     `include_special`."""
-    mask = inputs["attention_mask"].bool()
-    rows = token_rows(_original_ids(inputs, objective), mask, special_ids, include_special=include_special)
+    mask, labels, ids = inputs["attention_mask"].bool(), inputs.get("labels"), inputs["input_ids"]
+    if objective is ObjectiveName.MASKED_LM and labels is not None and labels.shape == ids.shape:
+        ids = torch.where(labels != IGNORED, labels, ids)  # the original tokens, for the special ones
+    rows = token_rows(ids, mask, special_ids, include_special=include_special)
     if objective is ObjectiveName.CAUSAL_LM:
         target = mask.clone()
-        labels = inputs.get("labels")
         if labels is not None and labels.shape == mask.shape:
             target &= labels != IGNORED
         has_target = torch.zeros_like(mask)
@@ -63,9 +79,14 @@ def loss_terms(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> Int
         return torch.tensor(mask.shape[0], device=mask.device)
     if objective is ObjectiveName.MASKED_LM:
         return (labels != IGNORED).sum() if labels is not None else mask.sum()
+    return _causal_terms(labels, mask).sum()
+
+
+def _causal_terms(labels: torch.Tensor | None, mask: torch.Tensor) -> Bool[torch.Tensor, "b l-1"]:
+    """Whether the logits at position i of a causal LM predict a loss term (token i + 1)."""
     if labels is not None and labels.shape == mask.shape:
-        return (labels[:, 1:] != IGNORED).sum()
-    return (mask[:, :-1] & mask[:, 1:]).sum()
+        return labels[:, 1:] != IGNORED
+    return mask[:, :-1] & mask[:, 1:]
 
 
 def scaling(scaler: Any) -> bool:
@@ -103,3 +124,141 @@ def gradient_weight(
     if reduction is Reduction.MEAN:
         weight = weight * loss_terms(inputs, objective).to(device=device, dtype=torch.float64)
     return weight / scaler_scale(scaler, device)
+
+
+#: Training micro-batches whose gradient scale is checked (the first ones after attaching).
+MICRO_BATCHES = 8
+#: Loss terms of each checked micro-batch read (their logits' rows).
+TERMS = 64
+#: Weights within a window that differ by less than this factor change the figures too little to warn; the other
+#: reduction's must agree within it (the logits' rounding, a loss other than the cross-entropy: no warning).
+MIN_SPREAD = 1.01
+
+
+class ScaleCheck:
+    """Checks the first training micro-batches' gradient scale against the declared `reduction`, and warns once.
+
+    Args:
+        objective: The probe's objective (which logits are loss terms, and their targets).
+        reduction: The declared reduction.
+        weight: The probe's factor 1 / c_j of a micro-batch's inputs (`gradient_weight`; None: one).
+    """
+
+    def __init__(
+        self,
+        objective: ObjectiveName,
+        reduction: Reduction,
+        weight: Callable[[dict[str, torch.Tensor]], torch.Tensor | None],
+    ):
+        self.objective, self.reduction, self.weight = objective, reduction, weight
+        self.watched = 0
+        self.samples: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (window, scale x weight, loss terms)
+        self.done = False
+
+    @property
+    def ready(self) -> bool:
+        """Whether every micro-batch to check has been checked (and no verdict given yet)."""
+        return not self.done and len(self.samples) >= MICRO_BATCHES
+
+    def watch(
+        self, inputs: dict[str, torch.Tensor], logits: torch.Tensor, window: int
+    ) -> Callable[[torch.Tensor], None] | None:
+        """What to do with the gradient of a training forward's `logits` (detached; of the window starting at
+        `window`): record its scale, while micro-batches remain to check; else None."""
+        if self.done or self.watched >= MICRO_BATCHES or "input_ids" not in inputs:
+            return None
+        inputs = {key: value.to(logits.device) for key, value in inputs.items()}
+        picked = _picked_terms(logits, inputs, self.objective)
+        if picked is None:
+            return None
+        self.watched += 1
+        rows, targets, valid, probability = picked
+
+        def on_gradient(gradient: torch.Tensor) -> None:
+            flat = gradient.reshape(-1, gradient.shape[-1])[rows].double()
+            at_target = flat.gather(1, targets[:, None])[:, 0]
+            scale = (at_target * valid).sum() / ((probability - 1) * valid).sum()
+            weight = self.weight(inputs)
+            if weight is not None:
+                scale = scale * weight.to(scale)
+            self.samples.append((window, scale, loss_terms(inputs, self.objective)))
+
+        return on_gradient
+
+    def verdict(self, *, stacklevel: int) -> None:
+        """Read the checked micro-batches (one read of the device) and warn if their scale follows the other
+        reduction within a window; no later micro-batch is checked."""
+        self.done = True
+        samples, self.samples = self.samples, []
+        if not samples:
+            return
+        device = samples[0][1].device
+        read = torch.stack([torch.stack([scale, terms.to(scale)]).to(device) for _, scale, terms in samples]).tolist()
+        by_window: dict[int, list[tuple[float, float]]] = {}
+        for (window, _, _), (scale, terms) in zip(samples, read, strict=True):
+            if math.isfinite(scale) and scale > 0 and terms > 0:
+                by_window.setdefault(window, []).append((scale, terms))
+        power = 1 if self.reduction is Reduction.SUM else -1  # the other reduction: scale x n_j^power is constant
+        declared = _spread([[scale for scale, _ in group] for group in by_window.values()])
+        other = _spread([[scale * terms**power for scale, terms in group] for group in by_window.values()])
+        if declared > math.log(MIN_SPREAD) and other < min(declared / 4, math.log(MIN_SPREAD)):
+            warnings.warn(_message(self.reduction, math.exp(declared)), LossScaleWarning, stacklevel=stacklevel + 1)
+
+
+def _spread(groups: list[list[float]]) -> float:
+    """The largest log ratio between two values of one group (0 without a group of two)."""
+    return max((math.log(max(group) / min(group)) for group in groups if len(group) > 1), default=0.0)
+
+
+def _message(reduction: Reduction, ratio: float) -> str:
+    if reduction is Reduction.SUM:
+        return (
+            "The gradients the live probe captured scale as those of a loss averaged over each micro-batch's loss "
+            "terms (a Hugging Face model's `loss`), not of a summed loss as reduction='sum' says: the micro-batches of "
+            f"a window weigh their tokens up to {ratio:.3g} times differently. Pass reduction='mean', or "
+            "differentiate the summed loss."
+        )
+    return (
+        "The gradients the live probe captured scale as those of a summed loss, not of a loss averaged over each "
+        "micro-batch's loss terms as reduction='mean' says: multiplied by their numbers of terms, the micro-batches of "
+        f"a window weigh their tokens up to {ratio:.3g} times differently. Pass reduction='sum', or differentiate the "
+        "model's mean loss."
+    )
+
+
+def _picked_terms(
+    logits: torch.Tensor, inputs: dict[str, torch.Tensor], objective: ObjectiveName
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """Up to `TERMS` loss terms of a forward: (their rows of the logits flattened to (rows, classes), their targets,
+    whether each is a loss term (float64), their target's probability (float64)); None when the logits or labels are
+    not a cross-entropy's this check reads. Picked on the device, without reading it."""
+    terms = _term_targets(logits, inputs, objective)
+    if terms is None:
+        return None
+    targets, valid = terms
+    flat = logits.reshape(-1, logits.shape[-1])
+    rows = torch.topk(valid.to(torch.float32), min(TERMS, valid.numel())).indices  # loss terms first
+    targets = targets[rows].clamp(0, flat.shape[-1] - 1)
+    log_probability = torch.log_softmax(flat[rows].double(), -1).gather(1, targets[:, None])[:, 0]
+    return rows, targets, valid[rows].double(), log_probability.exp()
+
+
+def _term_targets(
+    logits: torch.Tensor, inputs: dict[str, torch.Tensor], objective: ObjectiveName
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Each row of the flattened logits' target and whether it is a loss term (`loss_terms`' rules), or None."""
+    labels, mask = inputs.get("labels"), inputs["attention_mask"].bool()
+    if objective is ObjectiveName.SEQUENCE_CLASSIFICATION:
+        usable = labels is not None and labels.dim() == 1 and not labels.is_floating_point()
+        if not usable or logits.dim() != 2 or logits.shape[-1] < 2:
+            return None  # a regression or a multi-label loss: not a cross-entropy over classes
+        return labels, labels != IGNORED
+    if logits.dim() != 3 or logits.shape[:2] != mask.shape:
+        return None
+    with_labels = labels is not None and labels.shape == mask.shape
+    if objective is ObjectiveName.MASKED_LM:  # without labels: terms `loss_terms` counts, but no targets to read
+        return (labels.reshape(-1), (labels != IGNORED).reshape(-1)) if with_labels else None
+    following = labels[:, 1:] if with_labels else inputs["input_ids"][:, 1:]  # position i predicts token i + 1
+    targets = torch.nn.functional.pad(following, (0, 1), value=0)
+    valid = torch.nn.functional.pad(_causal_terms(labels, mask), (0, 1), value=False)
+    return targets.reshape(-1), valid.reshape(-1)

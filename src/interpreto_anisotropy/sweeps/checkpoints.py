@@ -718,7 +718,7 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     """
     import torch
 
-    from ..commons.quiet import quiet_transformers
+    from ..commons.progress import quiet_transformers
 
     with quiet_transformers():  # no "Loading weights" bar per checkpoint: a sweep shows one progress bar
         model, tokenizer = load_checkpoint(checkpoint, **kwargs)

@@ -122,7 +122,7 @@ def count_tokens(source: str | Path, texts: Sequence[str]) -> int | None:
         return None
     from transformers import AutoTokenizer
 
-    from ..commons.quiet import quiet_transformers
+    from ..commons.progress import quiet_transformers
 
     try:
         with quiet_transformers():

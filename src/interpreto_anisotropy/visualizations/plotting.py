@@ -16,13 +16,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
 
 from ..errors import EmptyInputError
-from .buckets import plot_energy_by_bucket
-from .change import plot_change
-from .steps import STEP_LABEL, step_axis
+from ..probing.result import number as _number
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -38,6 +39,8 @@ __all__ = [
     "plot_isotropy",
     "plot_drift",
     "plot_loss",
+    "plot_energy_by_bucket",
+    "plot_live_vs_sweep",
     "FIGURES",
     "STEP_LABEL",
     "ISOTROPY_PANELS",
@@ -67,6 +70,30 @@ _TANGENT_COLORS = {"early": "C0", "each": "C1", "given": "C2"}
 _SPLIT_COLORS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9")
 _PANEL_WIDTH = 5.2
 _PANEL_HEIGHT = 3.9
+
+STEP_LABEL = "training step (symlog scale: linear on [0, 1], log above)"
+
+
+def format_step(value: float, _position: Any = None) -> str:
+    """Tick label of a step: 0, 1, 10, 100, 1k, 10k, 100k, 1M."""
+    if value < 0:
+        return ""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+def step_axis(ax: Axes, steps: Sequence[int], *, label: bool = True) -> None:
+    """Symlog x axis on the steps (linear on [0, 1], log above), with a little room at both ends."""
+    ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
+    if steps:
+        low, high = min(steps), max(steps)
+        ax.set_xlim(low - 0.15 if low <= 1 else low / 1.25, high * 1.25 if high >= 1 else high + 0.15)
+    ax.xaxis.set_major_formatter(FuncFormatter(format_step))
+    if label:
+        ax.set_xlabel(STEP_LABEL, fontsize="small")
+    ax.grid(True, which="major", alpha=0.3)
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -188,11 +215,6 @@ def _panel_title(ax: Axes, split_point: Any, n_panels: int) -> None:
         ax.set_title(f"split point {_short(split_point)}", fontsize="medium")
 
 
-def _kind_panel_title(ax: Axes, split_point: Any, tangent: Any) -> None:
-    """A panel's title: its tangent kind and its split point (last, so that it can be found by its end)."""
-    ax.set_title(f"{_plain(tangent)} tangent, split point {_short(split_point)}", fontsize="medium")
-
-
 def _kind_label(tangent: Any, n_tangents: int, text: str) -> str:
     return f"{text} ({_plain(tangent)})" if n_tangents > 1 else text
 
@@ -237,16 +259,12 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
             ax.set_ylim(bottom=0.0)
             ax.tick_params(labelleft=True)  # a shared y axis hides the other panels' tick labels otherwise
             ax.set_ylabel("gradient energy share\n(fraction of ||G||_F^2)", fontsize="small")
-            _kind_panel_title(ax, split, kind)
-            _panel_legend(ax)
+            ax.set_title(f"{_plain(kind)} tangent, split point {_short(split)}", fontsize="medium")
+            # its own legend, below it, in the colours of its own lines (a figure's legend would show the first
+            # panel's colour for an entry every panel shares)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="x-small", frameon=False)
     figure.suptitle("Gradient energy in the tangent subspace vs matched-rank normal controls")
     return figure
-
-
-def _panel_legend(ax: Axes) -> None:
-    """A panel's own legend, below it: its entries in the colours of its own lines (a figure's legend would show the
-    first panel's colour for an entry every panel shares)."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="x-small", frameon=False)
 
 
 def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
@@ -677,6 +695,297 @@ def plot_loss(result: SweepResult, *, split_point: str | None = None, tangent: s
     return figure
 
 
+_BREAKDOWNS = (("frequency", "by token frequency (types ranked by count)"), ("position", "by position in the text"))
+
+
+def plot_energy_by_bucket(
+    result: SweepResult, *, split_point: str | None = None, tangent: str | None = None
+) -> Figure:
+    """Energy share of the tangent within each token frequency bucket and position bucket, checkpoint by checkpoint.
+
+    Args:
+        result: The sweep.
+        split_point: Plot only this split point (default: every split point, one row each).
+        tangent: The tangent kind to show.
+
+    Returns:
+        The figure ("not recorded" panels for rows written before the breakdown existed).
+
+    Raises:
+        EmptyInputError: If the sweep, or its selection, has no row.
+
+    Examples:
+        >>> plot_energy_by_bucket(table).savefig("buckets.png")  # doctest: +SKIP
+    """
+    rows = result.select(split_point=split_point).rows
+    if not rows:
+        raise EmptyInputError("The sweep has no row to plot (for this split point).")
+    kinds = list(dict.fromkeys(row.get("tangent") for row in rows))
+    kind = tangent or ("early" if "early" in kinds else kinds[0])
+    rows = [row for row in rows if row.get("tangent") == kind]
+    if not rows:
+        raise EmptyInputError(f"The sweep has no row of tangent kind {kind!r}.")
+    splits = list(dict.fromkeys(row.get("split_point") for row in rows))
+    figure = Figure(figsize=(11, 3.3 * len(splits) + 0.8), layout="constrained")
+    axes = figure.subplots(len(splits), 2, squeeze=False)
+    for line, split in enumerate(splits):
+        split_rows = sorted((row for row in rows if row.get("split_point") == split), key=lambda row: row["step"])
+        for column, (prefix, title) in enumerate(_BREAKDOWNS):
+            _draw_buckets(axes[line][column], split_rows, prefix)
+            shown = str(split).replace("$", r"\$")  # a $ would start matplotlib's mathtext
+            axes[line][column].set_title(
+                f"split point {shown}: {title}" if len(splits) > 1 else title, fontsize="medium"
+            )
+    shown_kind = str(kind).replace("$", r"\$")
+    figure.suptitle(f"Energy share of the {shown_kind} tangent within token buckets (dashed: its controls' mean)")
+    figure.legend(
+        handles=[Line2D([], [], color="0.3", linestyle=style) for style in ("-", "--")],
+        labels=["tangent", "controls' mean"],
+        loc="outside lower center",
+        ncols=2,
+        fontsize="small",
+    )
+    return figure
+
+
+def _draw_buckets(ax: Any, rows: list[dict[str, Any]], prefix: str) -> None:
+    labels = next((row.get(f"{prefix}_buckets") for row in rows if row.get(f"{prefix}_buckets")), None)
+    if not labels:
+        ax.text(0.5, 0.5, "not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
+        step_axis(ax, sorted({row["step"] for row in rows}))
+        ax.set_ylabel("energy share", fontsize="small")
+        return
+    colors = colormaps["viridis"].resampled(max(len(labels), 2))
+    for index, label in enumerate(labels):
+        for field, style, name in ((f"{prefix}_energy_share", "-", label), (f"{prefix}_control_share", "--", None)):
+            points = [
+                (row["step"], values[index])
+                for row in rows
+                if (values := row.get(field)) and index < len(values) and values[index] is not None
+            ]
+            if points:
+                steps, shares = zip(*points, strict=True)
+                ax.plot(
+                    steps,
+                    shares,
+                    style,
+                    color=colors(index),
+                    marker="o" if style == "-" else None,
+                    markersize=3,
+                    linewidth=1.4 if style == "-" else 0.9,
+                    label=name,
+                    gid=f"{field}:{index}",
+                )
+    step_axis(ax, sorted({row["step"] for row in rows}))
+    ax.set_ylabel("energy share", fontsize="small")
+    ax.legend(fontsize="x-small", title="bucket", title_fontsize="x-small")
+
+
+#: The panels: (statistic, y label); the anisotropy share's change has no interval.
+_CHANGE_PANELS = (
+    ("energy_ratio", "change of the energy ratio (E_T / mean E_N)"),
+    ("energy_share", "change of the energy share E_T (fraction)"),
+    ("anisotropy_share", "change of the anisotropy share (no interval)"),
+)
+_CHANGE_COLORS = {"early": "C0", "each": "C1", "given": "C2", "refit": "C4"}
+_CHANGE_WIDTH, _CHANGE_HEIGHT = 4.6, 3.4
+
+
+def plot_change(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
+    """The change of each checkpoint from the first of its curve, with its paired bootstrap interval.
+
+    Args:
+        result: The sweep.
+        split_point: Plot only this split point (default: every split point, one row of panels each).
+        tangent: Plot only this tangent kind (default: every kind, one line each).
+
+    Returns:
+        The figure: energy ratio, energy share and anisotropy share changes ("not recorded" for rows written
+        before the change columns existed).
+
+    Raises:
+        EmptyInputError: If the sweep, or its selection, has no row.
+
+    Examples:
+        >>> plot_change(table).savefig("change.png")  # doctest: +SKIP
+    """
+    splits = _groups(_rows(result, split_point, tangent), "split_point")
+    figure = Figure(
+        figsize=(_CHANGE_WIDTH * len(_CHANGE_PANELS), _CHANGE_HEIGHT * len(splits) + 1.4), layout="constrained"
+    )
+    grid = figure.subplots(len(splits), len(_CHANGE_PANELS), squeeze=False)
+    for axes, (split, split_rows) in zip(grid, splits.items(), strict=True):
+        steps = sorted({int(row["step"]) for row in split_rows})
+        for ax, (name, label) in zip(axes, _CHANGE_PANELS, strict=True):
+            _draw_panel(ax, name, split_rows)
+            step_axis(ax, steps)
+            ax.set_ylabel(label, fontsize="small")
+            ax.set_title(f"split point {str(split)[-40:]}".replace("$", r"\$"), fontsize="medium")
+    figure.suptitle("What training added: change from the first checkpoint (95 % paired bootstrap intervals)")
+    handles = {text: handle for ax in grid.flat for handle, text in zip(*ax.get_legend_handles_labels(), strict=True)}
+    if handles:
+        figure.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=len(handles))
+    return figure
+
+
+def _draw_panel(ax: Any, name: str, rows: list[dict[str, Any]]) -> None:
+    """One statistic's change over the steps, a line per tangent kind, its interval as error bars."""
+    drawn = False
+    for index, (kind, kind_rows) in enumerate(_groups(rows, "tangent", "early").items()):
+        points = [row for row in kind_rows if _number(row.get(f"{name}_change")) is not None]
+        if not points:
+            continue
+        x = [int(row["step"]) for row in points]
+        y = [float(row[f"{name}_change"]) for row in points]
+        low = [_number(row.get(f"{name}_change_low")) for row in points]
+        high = [_number(row.get(f"{name}_change_high")) for row in points]
+        below = [value - bound if bound is not None else 0.0 for value, bound in zip(y, low, strict=True)]
+        above = [bound - value if bound is not None else 0.0 for value, bound in zip(y, high, strict=True)]
+        color = _CHANGE_COLORS.get(kind, f"C{(index + 5) % 10}")
+        ax.errorbar(
+            x, y, yerr=[below, above], color=color, marker="o", markersize=3.5, linewidth=1.5, capsize=3,
+            label=f"{kind} tangent".replace("$", r"\$"), gid=f"change:{name}:{kind}",
+        )  # fmt: skip
+        drawn = True
+    ax.axhline(0.0, color="0.5", linestyle="--", linewidth=1.0, label="no change")
+    if not drawn:
+        ax.text(0.5, 0.5, "change not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
+
+
+_LIVE, _SWEEP = "C0", "C3"
+
+
+def _live_series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    """The steps and finite values of one column (rows without a finite value left out)."""
+    points = [(int(row["step"]), value) for row in rows if (value := _number(row.get(key))) is not None]
+    return [step for step, _ in points], [value for _, value in points]
+
+
+def _by(rows: list[dict[str, Any]], *keys: str) -> dict[tuple, list[dict[str, Any]]]:
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda row: int(row["step"])):
+        groups.setdefault(tuple(str(row.get(key)) for key in keys), []).append(row)
+    return groups
+
+
+def _panels(live: SweepResult, sweep: SweepResult) -> list[tuple[str, str, list[dict], str, list[dict]]]:
+    """(split point, live kind, live rows, sweep kind, sweep rows) for each live split point the sweep also has."""
+    sweep_groups = _by(sweep.rows, "split_point", "tangent")
+    panels = []
+    for (split, kind), rows in _by(live.rows, "split_point", "tangent").items():
+        kinds = [sweep_kind for sweep_split, sweep_kind in sweep_groups if sweep_split == split]
+        if kinds:
+            chosen = kind if kind in kinds else kinds[0]
+            panels.append((split, kind, rows, chosen, sweep_groups[(split, chosen)]))
+    if not panels:
+        raise EmptyInputError(
+            f"The live rows (split points {live.split_points}) and the sweep's ({sweep.split_points}) share no split "
+            "point: sweep the checkpoints of the live run at one of its split points."
+        )
+    return panels
+
+
+def _draw_live(ax: Axes, rows: list[dict[str, Any]], kind: str) -> None:
+    band = [
+        (int(row["step"]), min(values), max(values))
+        for row in rows
+        if (values := [value for value in row.get("control_energy_shares") or [] if _number(value) is not None])
+    ]
+    if band:
+        steps, low, high = zip(*band, strict=True)
+        ax.fill_between(
+            steps,
+            low,
+            high,
+            color=_LIVE,
+            alpha=0.18,
+            linewidth=0,
+            gid=f"live_band:{kind}",
+            label="live: controls E_N min-max",
+        )
+    steps, values = _live_series(rows, "energy_share")
+    if steps:
+        ax.plot(
+            steps,
+            values,
+            color=_LIVE,
+            linewidth=1.5,
+            marker=".",
+            markersize=3,
+            gid=f"live_energy:{kind}",
+            label=f"live: {kind} tangent E_T (training batches, each window)",
+        )
+
+
+def _draw_sweep(ax: Axes, rows: list[dict[str, Any]], kind: str) -> None:
+    points = [
+        (int(row["step"]), value, _number(row.get("ci_low")), _number(row.get("ci_high")))
+        for row in rows
+        if (value := _number(row.get("energy_share"))) is not None
+    ]
+    if points:
+        steps = [point[0] for point in points]
+        values = [point[1] for point in points]
+        below = [value - low if low is not None else 0.0 for _, value, low, _ in points]
+        above = [high - value if high is not None else 0.0 for _, value, _, high in points]
+        container = ax.errorbar(
+            steps,
+            values,
+            yerr=[np.maximum(below, 0), np.maximum(above, 0)],
+            fmt="o",
+            markersize=4,
+            color=_SWEEP,
+            capsize=2.5,
+            label=f"post hoc: {kind} tangent E_T (probe texts, saved checkpoints)",
+        )
+        container.lines[0].set_gid(f"sweep_energy:{kind}")
+    steps, values = _live_series(rows, "control_mean")
+    if steps:
+        ax.plot(
+            steps,
+            values,
+            color=_SWEEP,
+            linestyle="--",
+            linewidth=1.0,
+            gid=f"sweep_control_mean:{kind}",
+            label="post hoc: controls E_N mean",
+        )
+
+
+def plot_live_vs_sweep(live: SweepResult, sweep: SweepResult) -> Figure:
+    """The live probe's energy share at every window next to the post-hoc sweep's at each checkpoint.
+
+    Args:
+        live: The rows of a `TrainingProbe` (its results directory, `SweepResult.load`).
+        sweep: The sweep of checkpoints of the same training.
+
+    Returns:
+        The figure, one panel per split point and tangent kind of the live run that the sweep also probed.
+
+    Raises:
+        EmptyInputError: No split point in common, or no rows.
+    """
+    if not live.rows or not sweep.rows:
+        raise EmptyInputError("Both the live rows and the sweep need rows to be drawn side by side.")
+    panels = _panels(live, sweep)
+    figure = Figure(figsize=(max(5.2 * len(panels), 7.0), 5.0), layout="constrained")
+    axes = figure.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (split, kind, live_rows, sweep_kind, sweep_rows) in zip(axes, panels, strict=True):
+        _draw_live(ax, live_rows, kind)
+        _draw_sweep(ax, sweep_rows, sweep_kind)
+        chance = {row["rank"] / row["dim"] for row in live_rows if row.get("rank") and row.get("dim")}
+        if len(chance) == 1:
+            ax.axhline(chance.pop(), color="grey", linestyle="--", linewidth=0.8, label="chance k/d")
+        step_axis(ax, sorted({int(row["step"]) for row in [*live_rows, *sweep_rows]}))
+        ax.set_ylim(bottom=0.0)
+        ax.set_ylabel("gradient energy share (fraction of ||G||_F^2)", fontsize="small")
+        ax.set_title(f"split point {split}", fontsize="medium")
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(2, len(panels)), fontsize="small")
+    figure.suptitle("Live probe during training vs post-hoc sweep of the saved checkpoints")
+    return figure
+
+
 FIGURES: dict[str, Callable[..., Figure]] = {
     "energy": plot_energy,
     "energy_ratio": plot_energy_ratio,
@@ -714,3 +1023,6 @@ def plot_sweep(
     """
     _rows(result, split_point, tangent)  # fail early, once, on an empty selection
     return {name: plot(result, split_point=split_point, tangent=tangent) for name, plot in FIGURES.items()}
+
+
+#: The x-axis label of every figure over training.

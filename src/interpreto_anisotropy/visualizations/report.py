@@ -1,7 +1,9 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A self-contained HTML report of a checkpoint sweep.
+"""A self-contained HTML report of a checkpoint sweep: the page (Jinja2 templates of ``templates/``, autoescape on,
+through `render`, the one path from data to HTML), its section on the tangent directions' top tokens, and the
+``rows.columns.csv`` that says what each column of ``rows.csv`` means (`write_column_notes`).
 
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
@@ -12,14 +14,18 @@ Examples:
 from __future__ import annotations
 
 import base64
+import csv
 import io
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import jinja2
 
 from ..commons.files import write_atomically
 from ..commons.options import check_positive_int
@@ -36,16 +42,27 @@ from ..results.verdict import (
     method_sentence,
     sweep_verdict,
 )
+from ..tangents.top_tokens import DirectionTokens, TokenInContext
 from ..version import __version__
-from .columns import COLUMNS_CSV_FILE, write_column_notes
 from .model_card import model_card, model_name
-from .pages import render
-from .top_tokens import top_tokens_context
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..results.table import SweepResult
 
-__all__ = ["write_report", "KEY_COLUMNS", "REPORT_FILE", "FIGURES_DIR", "CSV_FILE", "COLUMNS_CSV_FILE"]
+__all__ = [
+    "write_report",
+    "KEY_COLUMNS",
+    "REPORT_FILE",
+    "FIGURES_DIR",
+    "CSV_FILE",
+    "COLUMNS_CSV_FILE",
+    "render",
+    "top_tokens_section",
+    "top_tokens_context",
+    "top_tokens_tables",
+    "TOKEN_HEADERS",
+    "write_column_notes",
+]
 
 #: The report's HTML page, in the report folder.
 REPORT_FILE = "index.html"
@@ -157,7 +174,7 @@ def write_report(
             holds the local checkpoints).
         dpi: Resolution of the PNG figures.
         live: The rows of a live probe of the same training (`TrainingProbe`'s results directory): a figure draws
-            its curve next to the sweep's (`visualizations.live.plot_live_vs_sweep`).
+            its curve next to the sweep's (`visualizations.plotting.plot_live_vs_sweep`).
 
     Returns:
         The path of ``index.html``.
@@ -211,8 +228,7 @@ def write_report(
 
 def _figures(result: SweepResult, live: SweepResult | None) -> dict[str, Any]:
     """The sweep's figures, and the live curve next to its energy figure when live rows are given."""
-    from .live import plot_live_vs_sweep
-    from .plotting import plot_sweep
+    from .plotting import plot_live_vs_sweep, plot_sweep
 
     figures = plot_sweep(result)
     if live is None:
@@ -307,17 +323,14 @@ def _column_label(column: str, verdict: Verdict) -> str:
     return _P_LABELS.get(column, "")
 
 
-def _is_text(column: str, rows: Sequence[dict[str, Any]]) -> bool:
-    return any(isinstance(row.get(column), str) for row in rows)
-
-
 # ---------------------------------------------------------------------------------------------------- page
 def _context(
     result: SweepResult, verdict: Verdict, *, title: str, figures: Sequence[dict[str, str]]
 ) -> dict[str, Any]:
     """What ``templates/report.html.j2`` shows, as plain strings, lists and dicts (the template escapes them all)."""
     columns = _columns(result, verdict)
-    text_columns = {column for column in columns if _is_text(column, result.rows)}
+    draws = sorted({len(row["random_energy_shares"]) for row in result.rows if row.get("random_energy_shares")})
+    text_columns = {column for column in columns if any(isinstance(row.get(column), str) for row in result.rows)}
     return {
         "title": title,
         "finding": _finding(verdict),
@@ -326,7 +339,7 @@ def _context(
             {"name": str(kind), "definition": TANGENT_KINDS.get(str(kind), "a tangent kind of this sweep")}
             for kind in result.tangents
         ],
-        "floor": _floor(result),
+        "floor": ", ".join(f"{1 / (r + 1):.3g} with R' = {r}" for r in draws) or "1/(R' + 1)",
         "card": _model_card(result),
         "figures": figures,
         "figures_dir": FIGURES_DIR,
@@ -368,12 +381,6 @@ def _meta(result: SweepResult) -> str:
     if result.results_dir is not None:
         meta += f" from {result.results_dir}"
     return meta + "."
-
-
-def _floor(result: SweepResult) -> str:
-    """The smallest attainable exact p-value 1/(R' + 1), for each number R' of random subspaces of the rows."""
-    draws = sorted({len(row["random_energy_shares"]) for row in result.rows if row.get("random_energy_shares")})
-    return ", ".join(f"{1 / (r + 1):.3g} with R' = {r}" for r in draws) or "1/(R' + 1)"
 
 
 def _finding(verdict: Verdict) -> dict[str, Any]:
@@ -499,3 +506,159 @@ def _versions(result: SweepResult) -> dict[str, Any]:
 
 def _listed(versions: dict[str, str]) -> str:
     return ", ".join(f"{name} {version}" for name, version in versions.items())
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("interpreto_anisotropy.visualizations", "templates"),
+        autoescape=True,  # every template is HTML (".html.j2", which select_autoescape(["html"]) would not match)
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render(template: str, **context: Any) -> str:
+    """A template of ``visualizations/templates`` rendered with `context`, every value HTML-escaped.
+
+    Args:
+        template: The template's file name (``"report.html.j2"``).
+        **context: The values it shows: strings, numbers, and lists and dicts of them.
+
+    Returns:
+        The HTML text.
+    """
+    return _environment().get_template(template).render(**context)
+
+
+#: The token tables' columns: name, and meaning (their headers' tooltips and the section's definitions).
+TOKEN_HEADERS = (
+    ("direction", "Index j of the direction: column j of the tangent's orthonormal basis Q."),
+    (
+        "variance",
+        "Share of the sampled activations' variance along the direction: mean of s^2 over the tokens, over the mean "
+        "squared distance of the activations to their mean. Unit: fraction of 1.",
+    ),
+    (
+        "+ end: largest scores",
+        "The distinct tokens with the largest score s = (h - mean) . q_j, most extreme first, each at its most "
+        "extreme occurrence and shown in its text (highlighted). Hover for the score.",
+    ),
+    (
+        "- end: smallest scores",
+        "The distinct tokens with the smallest score s = (h - mean) . q_j (the other end of the direction, whose "
+        "sign is arbitrary), most extreme first. Hover for the score.",
+    ),
+)
+
+_KIND_TITLES = {
+    "early": "early tangent (the reference fitted on the early checkpoints)",
+    "each": "each tangent (refitted on this checkpoint)",
+    "given": "given tangent (the user's subspace)",
+}
+
+
+def top_tokens_section(result: SweepResult) -> str:
+    """The section's HTML: an explanation, then per split point one table per tangent kind (or why there is none).
+
+    Args:
+        result: The sweep (loaded from its results folder: the top tokens are read from there).
+
+    Returns:
+        HTML, every text from the files escaped.
+
+    Raises:
+        ResultsStoreError: A top-tokens file that cannot be read.
+    """
+    return render("top_tokens.html.j2", **top_tokens_context(result))
+
+
+def top_tokens_context(result: SweepResult) -> dict[str, Any]:
+    """What ``top_tokens.html.j2`` shows: the tables (`top_tokens_tables`) and their columns (`TOKEN_HEADERS`)."""
+    headers = [{"name": name, "meaning": meaning} for name, meaning in TOKEN_HEADERS]
+    return {"top_tokens": top_tokens_tables(result), "token_headers": headers}
+
+
+def top_tokens_tables(result: SweepResult) -> list[dict[str, Any]]:
+    """The token tables as plain data, texts unescaped (the template escapes them).
+
+    Args:
+        result: The sweep (loaded from its results folder).
+
+    Returns:
+        One dict per split point with saved top tokens: ``split_point``, ``step``, ``n_rows`` (texts) and ``kinds``,
+        one per tangent kind: ``title`` and ``directions``, each ``direction``, ``variance`` (texts), ``high`` and
+        ``low``: its tokens, each ``title`` (the tooltip), ``before``, ``token`` and ``after`` (line breaks shown as
+        arrows). Empty when the folder holds none.
+
+    Raises:
+        ResultsStoreError: A top-tokens file that cannot be read.
+    """
+    layers = list(dict.fromkeys(row.get("layer", row.get("split_point")) for row in result.rows))
+    found = [result.top_tokens(layer) for layer in layers]
+    return [
+        {
+            "split_point": str(content["split_point"]),
+            "step": str(content["step"]),
+            "n_rows": f"{content['n_rows']:,}" if isinstance(content["n_rows"], int) else str(content["n_rows"]),
+            "kinds": [
+                {"title": _KIND_TITLES.get(kind, f"{kind} tangent"), "directions": list(map(_direction, directions))}
+                for kind, directions in content["tangents"].items()
+            ],
+        }
+        for content in found
+        if content is not None
+    ]
+
+
+def _direction(direction: DirectionTokens) -> dict[str, Any]:
+    return {
+        "direction": str(direction.direction),
+        "variance": format(direction.variance_share, ".3f"),
+        "high": list(map(_token, direction.high)),
+        "low": list(map(_token, direction.low)),
+    }
+
+
+def _token(token: TokenInContext) -> dict[str, str]:
+    """A token in its context, and its tooltip: its score, its text and its position."""
+    return {
+        "title": f"score {token.score:.4g}, text {token.text}, token {token.position}",
+        "before": _visible(token.before),
+        "token": _visible(token.token),
+        "after": _visible(token.after),
+    }
+
+
+def _visible(text: str) -> str:
+    """The text with line breaks and tabs shown as arrows (the context stays on one line)."""
+    return text.replace("\r\n", "\u21b5").replace("\n", "\u21b5").replace("\r", "\u21b5").replace("\t", "\u2192")
+
+
+#: The file of column notes written next to a report's ``rows.csv``.
+COLUMNS_CSV_FILE = "rows.columns.csv"
+
+
+def write_column_notes(path: str | Path, names: Iterable[str]) -> Path:
+    """Write a CSV with one line per column of `names`: name, meaning, unit, formula, concept section.
+
+    Args:
+        path: The file to write (atomically).
+        names: The columns, in the order of the CSV they describe.
+
+    Returns:
+        The path written.
+    """
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(["column", "meaning", "unit", "formula", "defined_in"])
+    for name in names:
+        column = describe(name)
+        if column is None:
+            writer.writerow([name, "", "", "", ""])
+        else:
+            where = f"docs/concepts.md#{column.concept}" if column.concept else ""
+            writer.writerow([name, column.meaning, column.unit.value, column.formula, where])
+    return write_atomically(path, text.getvalue())
