@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..commons import hub as hub_access
 from ..errors import (
     CheckpointError,
     EmptyInputError,
@@ -44,8 +45,8 @@ from ..errors import (
 )
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
-from . import hub_access, weight_check
 from . import suites as suite_registry
+from . import weight_check
 
 __all__ = [
     "Checkpoint",
@@ -551,7 +552,7 @@ def load_checkpoint(
             `False` loads anyway, with a warning.
         snapshot: For a Hub checkpoint, the folder its files were already fetched to (`hub_access.fetch`).
         hub_timeout: Seconds each Hub request may wait to connect or for its next bytes, before the fetch fails
-            (`hub_deadline.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
+            (`commons.hub.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
         device_map: Dispatch the model with accelerate instead of moving it to `device`: `SweepConfig.device_map`.
         max_memory: `SweepConfig.max_memory`.
         offload_folder: `SweepConfig.offload_folder`.
@@ -854,7 +855,7 @@ def check_revisions(
         checkpoints: The checkpoints.
         cache_dir: The Hugging Face cache (None: the default).
         hub_timeout: Seconds the refs listing may wait to connect or for its next bytes, before it fails
-            (`hub_deadline.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
+            (`commons.hub.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
 
     Raises:
         CheckpointError: Naming every missing revision (or the first local problem, or a Hub that did not answer

@@ -38,7 +38,7 @@ __all__ = ["SweepConfig", "option_flag", "describe_type", "type_members", "optio
 
 #: IsoScore*'s default shrinkage (`metrics.isotropy.DEFAULT_ZETA`; a test keeps them equal).
 DEFAULT_ZETA = 0.2
-#: Seconds a Hub request waits by default (`sweeps.hub_access.DEFAULT_HUB_TIMEOUT`; a test keeps them equal).
+#: Seconds a Hub request waits by default (`commons.hub.DEFAULT_HUB_TIMEOUT`; a test keeps them equal).
 DEFAULT_HUB_TIMEOUT = 10.0
 
 # The choices, as the enums of the modules that use them spell them (ReferenceKind, the tangents, ...; a test keeps

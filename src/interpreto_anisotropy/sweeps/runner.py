@@ -19,7 +19,7 @@ import torch
 from interpreto import ModelWithSplitPoints
 
 from .. import metrics
-from ..commons import distributed
+from ..commons import distributed, hub
 from ..commons.progress import progress_bar
 from ..errors import (
     AnisotropyError,
@@ -37,7 +37,7 @@ from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
-from . import draws, hub_access, hub_cache
+from . import draws
 from .change import refresh_changes
 from .checkpoints import Checkpoint
 from .config import SweepConfig
@@ -527,8 +527,8 @@ def _pipeline(
         )
     repos = sorted({c.source for c in uses if not c.is_local})
     before = None
-    if repos and distributed.is_main_process() and not hub_access.is_offline():
-        before = hub_cache.cached_before(store.hub_cache_record, hub_access.cache_location(None), repos)
+    if repos and distributed.is_main_process() and not hub.is_offline():
+        before = hub.cached_before(store.hub_cache_record, hub.cache_location(None), repos)
     budget = None if settings.max_cache_gb is None else round(settings.max_cache_gb * 1e9)
     return CheckpointPipeline(
         uses,

@@ -20,12 +20,12 @@ from filelock import FileLock, Timeout
 
 from ..commons.columns import row_line
 from ..commons.files import write_atomically
+from ..commons.hub import BEFORE_FILE
 from ..commons.json_files import load_json, read_text, read_whole_lines
 from ..errors import InvalidInputError, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import DirectionTokens
 from .extension import merge_configs
-from .hub_cache import BEFORE_FILE
 from .provenance import PROVENANCE_FILE, file_digest, provenance_line, recorded_digests
 from .rows_file import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key
 from .token_files import (
@@ -302,7 +302,7 @@ class SweepStore:
     @property
     def hub_cache_record(self) -> Path:
         """Where the snapshots the sweep's Hub repositories had in the Hugging Face cache before its first run are
-        recorded (`hub_cache.cached_before`): those are never evicted."""
+        recorded (`commons.hub.cached_before`): those are never evicted."""
         return self.results_dir / BEFORE_FILE
 
     # ------------------------------------------------------------------ tangents
