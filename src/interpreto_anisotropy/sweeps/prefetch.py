@@ -11,7 +11,7 @@ if no thread has started it, is fetched on the sweep's own thread). A use's file
 comes, as a download at that moment would have.
 
 With a budget (`max_cache_bytes`), a revision the sweep fetched itself (its snapshot was not in the cache before the
-sweep's first run, `hub.cached_before`) is evicted once its last use is done, or as soon as its use is done
+sweep's first run, `commons.hub.cached_before`) is evicted once its last use is done, or as soon as its use is done
 when keeping it for a later use would crowd out the look-ahead; it is then fetched again for that use. A download
 ahead of the turn waits (on a `threading.Condition`) until the revisions held plus the downloads running plus this
 one fit in the budget (a revision's size is taken as the largest fetched so far; the first download goes alone); the
@@ -179,7 +179,7 @@ class CheckpointPipeline:
             Its files (`Fetched.folder` None for a local checkpoint).
 
         Raises:
-            CheckpointError: Its download failed (as `hub.fetch` says); the use counts as taken.
+            CheckpointError: Its download failed (as `commons.hub.fetch` says); the use counts as taken.
             RuntimeError: `checkpoint` is not the next use (a bug of the caller).
         """
         with self._room:
