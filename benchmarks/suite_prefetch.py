@@ -12,7 +12,7 @@ revisions of a random-init GPT-NeoX (each with its own weights). The benchmark m
 2. then throttles the server so that downloading the suite takes about as long as computing it (bytes per second =
    the suite's bytes / the compute time, corrected after fetching one revision; `--bandwidth-ratio` scales the
    time aimed at), and measures pure download: every revision fetched in turn into an empty cache
-   (`hub_access.fetch`, as a sweep does), nothing computed;
+   (`commons.hub.fetch`, as a sweep does), nothing computed;
 3. the prefetched sweep from the Hub into an empty cache, with a disk budget of `--budget-revisions` revisions,
    the cache folder's size polled every few milliseconds;
 4. the sequential sweep (`prefetch=0`, no budget), each checkpoint fetched when its turn comes.
@@ -154,15 +154,15 @@ def main() -> None:
     import torch
 
     import interpreto_anisotropy as ia
-    from interpreto_anisotropy.sweeps import hub_access, hub_cache
+    from interpreto_anisotropy.commons.hub import fetch, revision_bytes
 
     torch.set_num_threads(args.torch_threads)
 
     folders = save_suite(work / "repo", args.revisions, args.hidden, args.layers)
     for step, folder in folders.items():
         server.ask("add", REPO, f"step{step}", str(folder))
-    one = max(hub_cache.revision_bytes(folder) for folder in folders.values())
-    suite_bytes = sum(hub_cache.revision_bytes(folder) for folder in folders.values())
+    one = max(revision_bytes(folder) for folder in folders.values())
+    suite_bytes = sum(revision_bytes(folder) for folder in folders.values())
     hub = ia.checkpoints.hub(REPO, [f"step{step}" for step in folders])
     local = [ia.checkpoints.Checkpoint(step, str(folder), kind="local") for step, folder in folders.items()]
     options = {
@@ -184,13 +184,13 @@ def main() -> None:
     aimed = compute * args.bandwidth_ratio  # the download time aimed at
     server.throttle(suite_bytes / aimed)
     start = time.perf_counter()  # one revision, to correct the rate for the per-request overheads
-    hub_access.fetch(hub[0].source, hub[0].revision, quiet=True)
+    fetch(hub[0].source, hub[0].revision, quiet=True)
     server.throttle(server.bandwidth * len(hub) * (time.perf_counter() - start) / aimed)
     empty(cache)
 
     start = time.perf_counter()
     for checkpoint in hub:
-        hub_access.fetch(checkpoint.source, checkpoint.revision, quiet=True)
+        fetch(checkpoint.source, checkpoint.revision, quiet=True)
     download = time.perf_counter() - start
     empty(cache)
 

@@ -87,8 +87,8 @@ def _declared() -> set[str]:
     return {_normalized(re.match(r"[A-Za-z0-9._-]+", spec).group()) for spec in pyproject["project"]["dependencies"]}
 
 
-# Imported only on the path of huggingface_hub 0.x, whose HTTP client they are (sweeps/hub_deadline_requests.py, and
-# hub_access's error classes): huggingface_hub 0.x depends on them; 1.x, on httpx, needs neither.
+# Imported only on the path of huggingface_hub 0.x, whose HTTP client they are (commons/hub.py's guard of
+# its sessions and error classes): huggingface_hub 0.x depends on them; 1.x, on httpx, needs neither.
 BROUGHT_BY_HUGGINGFACE_HUB_0 = {"requests", "urllib3"}
 
 

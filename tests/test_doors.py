@@ -202,9 +202,9 @@ def test_each_wrong_argument_is_our_error_naming_it_before_any_write(
 
 
 def test_a_truncated_tangent_download_is_our_error(fitted, gpt_neox_mwsp, online, monkeypatch):
-    from interpreto_anisotropy.sweeps import hub_access
+    from interpreto_anisotropy.commons import hub
 
-    monkeypatch.setattr(hub_access, "HUB_RETRY_WAITS", (0.01,) * hub_access.HUB_RETRIES)
+    monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * hub.HUB_RETRIES)
     fitted.push_to_hub("me/tangent", token="hf_test")
     online.fail(r"/subspace\.safetensors$", "drop", method="GET", after_bytes=50)
     with pytest.raises(SavedTangentError, match=r"me/tangent.*network failed.*tried 4 times"):

@@ -1,7 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""One bounded path for every Hub call (issue 40, item 1): `hub_access.hub_call`.
+"""One bounded path for every Hub call (issue 40, item 1): `commons.hub.hub_call`.
 
 Against a Hub that stalls (accepting and silent, or headers then silence), every entry point (the sweep's revision
 check, checkpoint loading, `TangentExplainer.from_pretrained`, `push_to_hub`) ends with our error naming the
@@ -21,8 +21,8 @@ import torch
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy import checkpoints as ck
+from interpreto_anisotropy.commons import hub
 from interpreto_anisotropy.errors import AnisotropyError, CheckpointError, SavedTangentError
-from interpreto_anisotropy.sweeps import hub_access
 
 pytest_plugins = ["helpers.hub_fixtures"]
 pytestmark = [
@@ -45,7 +45,7 @@ def fitted(gpt_neox_mwsp, fit_texts):
 @pytest.fixture
 def quick_retries(monkeypatch):
     """The retries' waits shortened (their number kept): the tests count tries, not seconds."""
-    monkeypatch.setattr(hub_access, "HUB_RETRY_WAITS", (0.01,) * len(hub_access.HUB_RETRY_WAITS))
+    monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * len(hub.HUB_RETRY_WAITS))
 
 
 def _stalled_hub(monkeypatch, headers: bool):
@@ -159,10 +159,10 @@ def test_one_server_error_on_any_request_of_a_tangent_push_or_load_is_retried(
 
 def test_a_lasting_server_error_ends_after_the_stated_tries_and_a_4xx_is_not_retried(online, quick_retries):
     online.fail(r"/api/models/org/tiny-neox/revision/step8$", 500)
-    with pytest.raises(CheckpointError, match=rf"server error.*tried {hub_access.HUB_RETRIES + 1} times") as info:
+    with pytest.raises(CheckpointError, match=rf"server error.*tried {hub.HUB_RETRIES + 1} times") as info:
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
     assert "'org/tiny-neox' at revision 'step8'" in str(info.value) and online.url in str(info.value)
-    assert online.count("/revision/step8$") == hub_access.HUB_RETRIES + 1
+    assert online.count("/revision/step8$") == hub.HUB_RETRIES + 1
     online.faults.clear()
     online.fail(r"/api/models/org/tiny-neox/revision/step16$", 403)
     with pytest.raises(AnisotropyError, match="refused access"):

@@ -22,9 +22,9 @@ import torch
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy import checkpoints as ck
+from interpreto_anisotropy.commons import hub
 from interpreto_anisotropy.errors import CheckpointError, InvalidInputError, SkippedCheckpointWarning
 from interpreto_anisotropy.results.records import fingerprint
-from interpreto_anisotropy.sweeps import hub_access
 
 pytest_plugins = ["helpers.hub_fixtures"]
 pytestmark = pytest.mark.filterwarnings(
@@ -190,16 +190,16 @@ def test_a_missing_revision_at_load_time_names_the_endpoint(online):
 
 
 def test_a_server_error_says_so_after_our_retries(online, monkeypatch):
-    monkeypatch.setattr(hub_access, "HUB_RETRY_WAITS", (0.01,) * hub_access.HUB_RETRIES)
+    monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * hub.HUB_RETRIES)
     online.fail(r"/api/models/org/tiny-neox/revision/step8", 500)
     with pytest.raises(CheckpointError, match=r"step-8 .*server error.*may well exist") as info:
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
     assert "does not exist" not in str(info.value)
-    assert online.count("/revision/step8") == hub_access.HUB_RETRIES + 1  # huggingface_hub does not retry it; we do
+    assert online.count("/revision/step8") == hub.HUB_RETRIES + 1  # huggingface_hub does not retry it; we do
 
 
 def test_a_connection_reset_says_network(online, monkeypatch):
-    monkeypatch.setattr(hub_access, "HUB_RETRY_WAITS", (0.01,) * hub_access.HUB_RETRIES)
+    monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * hub.HUB_RETRIES)
     online.fail(r"/api/models/org/tiny-neox/revision/step8", "reset", after_bytes=0)
     with pytest.raises(CheckpointError, match=r"step-8 .*the network failed while talking to http://127\.0\.0\.1"):
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
@@ -212,11 +212,11 @@ def test_a_gated_repository_says_log_in(online):
 
 
 def test_the_command_named_in_messages_is_shipped_by_the_installed_huggingface_hub():
-    command = hub_access.hub_command()
+    command = hub.hub_command()
     scripts = {e.name for e in distribution("huggingface_hub").entry_points if e.group == "console_scripts"}
     assert command in scripts
     assert shutil.which(command) or (Path(sys.executable).parent / command).exists()
-    assert hub_access.download_command("org/m", "step8") == f"{command} download org/m --revision step8"
+    assert hub.download_command("org/m", "step8") == f"{command} download org/m --revision step8"
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ def test_transient_failures_are_retried_by_huggingface_hub_then_succeed(online, 
 
 
 def test_a_sweep_skips_a_checkpoint_whose_download_fails_and_says_why(online, tmp_path, monkeypatch):
-    monkeypatch.setattr(hub_access, "HUB_RETRY_WAITS", (0.01,) * hub_access.HUB_RETRIES)
+    monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * hub.HUB_RETRIES)
     online.fail(r"/revision/step16", 500)  # the revision's file listing
     sweep = _sweep(ck.hub("org/tiny-neox", ["step0", "step8", "step16"]), tmp_path / "s", skip_bad_checkpoints=True)
     with pytest.warns(SkippedCheckpointWarning, match="Skipped checkpoint step-16"):
@@ -245,7 +245,7 @@ def test_a_sweep_skips_a_checkpoint_whose_download_fails_and_says_why(online, tm
     assert "server error" in result.skipped[0]["skipped"] and "org/tiny-neox" in result.skipped[0]["skipped"]
 
 
-FETCH = "from interpreto_anisotropy.sweeps.hub_access import fetch; fetch('org/tiny-neox', 'step8')"
+FETCH = "from interpreto_anisotropy.commons.hub import fetch; fetch('org/tiny-neox', 'step8')"
 
 
 @pytest.mark.slow  # a child process that imports the package
@@ -334,20 +334,20 @@ def test_the_deadline_is_an_option_of_the_sweep_and_the_cli(tmp_path):
     from interpreto_anisotropy.cli import build_parser
 
     local = [ck.Checkpoint(0, str(tmp_path))]
-    assert _sweep(local, tmp_path / "s").plan.options.hub_timeout == hub_access.DEFAULT_HUB_TIMEOUT == 10.0
+    assert _sweep(local, tmp_path / "s").plan.options.hub_timeout == hub.DEFAULT_HUB_TIMEOUT == 10.0
     assert _sweep(local, tmp_path / "s", hub_timeout=2).plan.options.hub_timeout == 2.0
     for bad in (0, -1, "3", float("inf"), True):
         with pytest.raises(InvalidInputError, match="hub_timeout must be a positive number of seconds"):
             _sweep(local, tmp_path / "s", hub_timeout=bad)
     base = ["sweep", "--model", "m", "--texts", "t", "--split-point", "1", "--out", "o"]
-    assert build_parser().parse_args(base).hub_timeout == hub_access.DEFAULT_HUB_TIMEOUT
+    assert build_parser().parse_args(base).hub_timeout == hub.DEFAULT_HUB_TIMEOUT
     assert build_parser().parse_args([*base, "--hub-timeout", "2.5"]).hub_timeout == 2.5
     with pytest.raises(SystemExit):
         build_parser().parse_args([*base, "--hub-timeout", "0"])
 
 
 #: Seconds huggingface_hub sleeps before it resumes a download (GET) that timed out; it retries a file's metadata
-#: (HEAD) at once. The repeat is refused (`hub_deadline.HubStalled`): before, a GET was tried 6 times with 1 s between
+#: (HEAD) at once. The repeat is refused (`commons.hub.HubStalled`): before, a GET was tried 6 times with 1 s between
 #: tries, a HEAD 7 times with 1 to 8 s between (30 s with a 1 s deadline, 93 s with 3 s).
 MID_STALL_WAITS = {"GET": 1.0, "HEAD": 0.0}
 

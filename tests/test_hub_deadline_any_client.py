@@ -2,7 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The Hub deadline holds on whichever HTTP library the installed huggingface_hub uses (httpx, httpx2, or requests
-before 1.0: `sweeps.hub_deadline_requests`); `make test-compat` runs this on huggingface_hub 0.36 and 2.x.
+before 1.0: `commons.hub`); `make test-compat` runs this on huggingface_hub 0.36 and 2.x.
 
 The other stalled-Hub tests (tests/test_hub_checkpoints.py) need the local test Hub server, whose fixtures serve
 huggingface_hub 1.x and later only; this one needs just a server that accepts connections and never answers.
@@ -16,8 +16,8 @@ import pytest
 from helpers.stalled_server import StalledServer
 
 import interpreto_anisotropy.sweeps.checkpoints as ck
+from interpreto_anisotropy.commons import hub
 from interpreto_anisotropy.errors import CheckpointError
-from interpreto_anisotropy.sweeps import hub_deadline
 
 DEADLINE = 2.0
 
@@ -46,7 +46,7 @@ def test_listing_the_revisions_of_a_stalled_hub_fails_within_the_deadline(online
         with pytest.raises(CheckpointError) as info:
             ck.check_revisions(ck.hub("org/tiny-neox", ["step0"]), hub_timeout=DEADLINE)
         elapsed = time.perf_counter() - start
-    client = "requests" if hub_deadline.httpx is None else hub_deadline.httpx.__name__
+    client = "requests" if hub.httpx is None else hub.httpx.__name__
     print(f"check_revisions against a stalled Hub, huggingface_hub on {client}: {elapsed:.2f} s")
     assert DEADLINE * 0.9 <= elapsed < 3 * DEADLINE  # huggingface_hub sets no timeout on this listing: forever
     assert server.accepted >= 1

@@ -69,7 +69,7 @@ def test_a_prefetched_sweep_equals_the_sequential_one_and_local_folders(online, 
     ahead = _sweep(checkpoints, tmp_path / "ahead", prefetch=2, max_concurrent_downloads=2, progress=True).run()
     bars = capfd.readouterr().err
     assert "Downloads" in bars and "GB fetched" in bars and "Checkpoints" in bars  # two bars: download, compute
-    said = sorted(r.getMessage() for r in caplog.records if r.name == "interpreto_anisotropy.commons.hub_access")
+    said = sorted(r.getMessage() for r in caplog.records if r.name == "interpreto_anisotropy.commons.hub")
     # each revision's download is information, logged once (from the pool's threads too), naming its snapshot
     assert [line.split(" into ")[0] for line in said] == sorted(
         f"Fetched checkpoint step-{ck.parse_step(r)} ('{REPO}' at revision '{r}')" for r in REVISIONS

@@ -28,9 +28,8 @@ import torch
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy import errors
-from interpreto_anisotropy.commons import progress
+from interpreto_anisotropy.commons import hub, progress
 from interpreto_anisotropy.reading.batching import ensure_pad_token
-from interpreto_anisotropy.sweeps import hub_access
 from interpreto_anisotropy.sweeps.checkpoints import Checkpoint
 from interpreto_anisotropy.sweeps.resume import PreviousDrift
 from interpreto_anisotropy.tangents.controls import warn_if_anti_conservative
@@ -108,7 +107,7 @@ def test_a_hub_that_cannot_list_revisions_is_a_hub_access_warning(monkeypatch):
 
     monkeypatch.setattr(HfApi, "list_repo_refs", failing)
     with pytest.warns(errors.HubAccessWarning, match="Could not list the revisions of org/model"):
-        assert hub_access._refs("org/model", timeout=5.0) is None
+        assert hub._refs("org/model", timeout=5.0) is None
 
 
 def test_a_missing_previous_tangent_is_a_missing_drift_warning(tmp_path):

@@ -131,10 +131,10 @@ def test_every_field_has_help_and_the_class_docstring_lists_them():
 
 # ------------------------------------------------------------------------------------------------ the choices
 def test_the_choices_are_the_library_s_own():
+    from interpreto_anisotropy.commons.hub import DEFAULT_HUB_TIMEOUT
     from interpreto_anisotropy.metrics.isotropy import DEFAULT_ZETA
     from interpreto_anisotropy.probing.objectives import AUTO
     from interpreto_anisotropy.reading.batching import _AUTOCAST_NAMES
-    from interpreto_anisotropy.sweeps.hub_access import DEFAULT_HUB_TIMEOUT
     from interpreto_anisotropy.tangents.explainers import tangent_method_names
 
     def values(enum) -> tuple[str, ...]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..commons import hub as hub_access
 from ..commons.json_files import load_json
 from ..errors import (
     CheckpointError,
@@ -46,7 +47,6 @@ from ..errors import (
 )
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
-from . import hub_access
 from . import suites as suite_registry
 
 __all__ = [
@@ -535,7 +535,7 @@ def load_checkpoint(
 ) -> tuple[Any, Any]:
     """Loads a checkpoint's model and tokenizer, ready for Interpreto.
 
-    A Hub checkpoint is fetched into the Hugging Face cache first (`hub_access.fetch`). A tokenizer without a pad
+    A Hub checkpoint is fetched into the Hugging Face cache first (`commons.hub.fetch`). A tokenizer without a pad
     token gets its eos token as pad token, with a warning.
 
     Args:
@@ -551,9 +551,9 @@ def load_checkpoint(
         cache_dir: The Hugging Face cache folder; `None`: `HF_HUB_CACHE`, or `$HF_HOME/hub`.
         strict: Refuse missing weights, which transformers would initialise at random (unused weights only warn);
             `False` loads anyway, with a warning.
-        snapshot: For a Hub checkpoint, the folder its files were already fetched to (`hub_access.fetch`).
+        snapshot: For a Hub checkpoint, the folder its files were already fetched to (`commons.hub.fetch`).
         hub_timeout: Seconds each Hub request may wait to connect or for its next bytes, before the fetch fails
-            (`hub_deadline.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
+            (`commons.hub.bounded`); None: `commons.hub.DEFAULT_HUB_TIMEOUT` (10 s).
         device_map: Dispatch the model with accelerate instead of moving it to `device`: `SweepConfig.device_map`.
         max_memory: `SweepConfig.max_memory`.
         offload_folder: `SweepConfig.offload_folder`.
@@ -855,7 +855,7 @@ def check_revisions(
         checkpoints: The checkpoints.
         cache_dir: The Hugging Face cache (None: the default).
         hub_timeout: Seconds the refs listing may wait to connect or for its next bytes, before it fails
-            (`hub_deadline.bounded`); None: `hub_access.DEFAULT_HUB_TIMEOUT` (10 s).
+            (`commons.hub.bounded`); None: `commons.hub.DEFAULT_HUB_TIMEOUT` (10 s).
 
     Raises:
         CheckpointError: Naming every missing revision (or the first local problem, or a Hub that did not answer

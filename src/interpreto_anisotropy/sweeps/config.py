@@ -58,7 +58,7 @@ FORMAT_VERSION = 4
 
 #: IsoScore*'s default shrinkage (`metrics.isotropy.DEFAULT_ZETA`; a test keeps them equal).
 DEFAULT_ZETA = 0.2
-#: Seconds a Hub request waits by default (`sweeps.hub_access.DEFAULT_HUB_TIMEOUT`; a test keeps them equal).
+#: Seconds a Hub request waits by default (`commons.hub.DEFAULT_HUB_TIMEOUT`; a test keeps them equal).
 DEFAULT_HUB_TIMEOUT = 10.0
 
 

@@ -11,7 +11,7 @@ if no thread has started it, is fetched on the sweep's own thread). A use's file
 comes, as a download at that moment would have.
 
 With a budget (`max_cache_bytes`), a revision the sweep fetched itself (its snapshot was not in the cache before the
-sweep's first run, `hub_cache.cached_before`) is evicted once its last use is done, or as soon as its use is done
+sweep's first run, `commons.hub.cached_before`) is evicted once its last use is done, or as soon as its use is done
 when keeping it for a later use would crowd out the look-ahead; it is then fetched again for that use. A download
 ahead of the turn waits (on a `threading.Condition`) until the revisions held plus the downloads running plus this
 one fit in the budget (a revision's size is taken as the largest fetched so far; the first download goes alone); the
@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..commons import hub
 from ..commons.options import check_nonnegative_int, check_positive_int
 from ..commons.progress import progress_bar
 from ..errors import CacheWarning
-from . import hub_access, hub_cache
 from .checkpoints import Checkpoint
 
 __all__ = ["CheckpointPipeline", "Fetched"]
@@ -102,7 +102,7 @@ class CheckpointPipeline:
         before: repository -> commits cached before the sweep (never evicted); None: everything counts as cached
             before (nothing is evicted).
         progress: Show a "Downloads" progress bar.
-        hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (`hub_deadline.bounded`).
+        hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (`commons.hub.bounded`).
 
     Raises:
         InvalidInputError: A bad option.
@@ -118,14 +118,14 @@ class CheckpointPipeline:
         cache_dir: Any = None,
         before: Mapping[str, set[str]] | None = None,
         progress: bool = False,
-        hub_timeout: float = hub_access.DEFAULT_HUB_TIMEOUT,
+        hub_timeout: float = hub.DEFAULT_HUB_TIMEOUT,
     ):
         self.uses = list(uses)
-        self.hub_timeout = hub_access.check_hub_timeout(hub_timeout)
+        self.hub_timeout = hub.check_hub_timeout(hub_timeout)
         self.prefetch = check_nonnegative_int("prefetch", prefetch)
         max_concurrent = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
         self.budget = max_cache_bytes
-        self.cache = hub_access.cache_location(cache_dir)
+        self.cache = hub.cache_location(cache_dir)
         self.before = {repo: set(commits) for repo, commits in (before or {}).items()}
         self.evicts = before is not None and max_cache_bytes is not None
         self._executor = ThreadPoolExecutor(max_concurrent, thread_name_prefix="fetch")
@@ -179,7 +179,7 @@ class CheckpointPipeline:
             Its files (`Fetched.folder` None for a local checkpoint).
 
         Raises:
-            CheckpointError: Its download failed (as `hub_access.fetch` says); the use counts as taken.
+            CheckpointError: Its download failed (as `commons.hub.fetch` says); the use counts as taken.
             RuntimeError: `checkpoint` is not the next use (a bug of the caller).
         """
         with self._room:
@@ -277,11 +277,11 @@ class CheckpointPipeline:
         if not commits:
             return
         try:
-            evicted = hub_cache.evict(self.cache, commits)
+            evicted = hub.evict(self.cache, commits)
         except Exception as error:  # noqa: BLE001  (a cache that cannot be scanned: warn, never stop the sweep)
             self._notes.append(
                 f"Could not evict {', '.join(r.checkpoint.name for r in ready)} from {self.cache}: "
-                f"{error}. Delete them with `{hub_access.hub_command()} cache delete`."
+                f"{error}. Delete them with `{hub.hub_command()} cache delete`."
             )
         else:
             self.evicted_bytes += evicted
@@ -301,7 +301,7 @@ class CheckpointPipeline:
         start = time.perf_counter()
         fetched = None
         try:
-            folder = hub_access.fetch(
+            folder = hub.fetch(
                 checkpoint.source,
                 checkpoint.revision,
                 cache_dir=self.cache,
@@ -309,7 +309,7 @@ class CheckpointPipeline:
                 quiet=True,
                 timeout=self.hub_timeout,
             )
-            fetched = Fetched(folder, time.perf_counter() - start, hub_cache.revision_bytes(folder))
+            fetched = Fetched(folder, time.perf_counter() - start, hub.revision_bytes(folder))
             return fetched
         finally:
             with self._room:

@@ -30,7 +30,7 @@ from interpreto import ModelWithSplitPoints
 from jaxtyping import Float, Int
 
 from .. import metrics
-from ..commons import distributed
+from ..commons import distributed, hub
 from ..commons.progress import progress_bar
 from ..errors import (
     AnisotropyError,
@@ -54,7 +54,6 @@ from ..tangents.explainers import TangentExplainer
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
-from . import hub_access, hub_cache
 from .checkpoints import Checkpoint
 from .config import ReferenceKind, SweepConfig, SweepPlan, early_checkpoints
 from .prefetch import CheckpointPipeline, Fetched
@@ -544,10 +543,8 @@ def _pipeline(uses: list[Checkpoint], plan: SweepPlan, store: SweepStore, *, pro
         )
     repos = sorted({c.source for c in uses if not c.is_local})
     before = None
-    if repos and distributed.is_main_process() and not hub_access.is_offline():
-        before = hub_cache.cached_before(
-            store.results_dir / hub_cache.BEFORE_FILE, hub_access.cache_location(None), repos
-        )
+    if repos and distributed.is_main_process() and not hub.is_offline():
+        before = hub.cached_before(store.results_dir / hub.BEFORE_FILE, hub.cache_location(None), repos)
     budget = None if plan.options.max_cache_gb is None else round(plan.options.max_cache_gb * 1e9)
     return CheckpointPipeline(
         uses,

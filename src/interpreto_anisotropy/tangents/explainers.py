@@ -760,7 +760,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             local_files_only: Only the Hub cache, no download.
             device: Device of the basis.
             hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (None: the sweep's
-                default, 10 s); server errors and dropped connections are retried (`hub_access.hub_call`).
+                default, 10 s); server errors and dropped connections are retried (`commons.hub.hub_call`).
 
         Returns:
             The fitted tangent, with its `fit_record`.

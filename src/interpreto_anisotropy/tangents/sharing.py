@@ -321,13 +321,13 @@ def _first_line(error: BaseException) -> str:
 
 def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **download: Any) -> Path:
     """The folder `source`, or the Hub repository `source` downloaded (`**download`: `snapshot_download`'s options)
-    through `hub_access.hub_call` (every wait bounded by `hub_timeout`, transient errors retried).
+    through `hub.hub_call` (every wait bounded by `hub_timeout`, transient errors retried).
 
     Raises:
         InvalidInputError: A `source` that is neither a str nor a path.
         SavedTangentError: No such folder and no repository id, or a download that failed.
     """
-    from ..commons import hub_access
+    from ..commons import hub
 
     path = check_folder("source", source)
     try:
@@ -346,7 +346,7 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
             "wrote or a repository id such as 'user/name'."
         ) from None
     revision = download.get("revision")
-    folder = hub_access.hub_call(
+    folder = hub.hub_call(
         lambda: snapshot_download(str(source), allow_patterns=[TANGENT_FILE, SUBSPACE_FILE, CARD_FILE], **download),
         str(source),
         revision,
@@ -505,7 +505,7 @@ class SharedTangent:
             model_id: See `save_pretrained`.
             model_revision: See `save_pretrained`.
             hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (None: the sweep's
-                default, `hub_access.DEFAULT_HUB_TIMEOUT`); server errors are retried (`hub_access.hub_call`).
+                default, `hub.DEFAULT_HUB_TIMEOUT`); server errors are retried (`hub.hub_call`).
 
         Returns:
             The commit (`huggingface_hub.CommitInfo`).
@@ -514,10 +514,10 @@ class SharedTangent:
             InvalidInputError: An option of a wrong type or value (checked before anything is written or sent).
             SavedTangentError: The Hub refused the repository or the commit, failed, or did not answer in time.
         """
-        from ..commons import hub_access
+        from ..commons import hub
 
         check_repo_id(repo_id)
-        hub_timeout = hub_access.check_hub_timeout(hub_timeout)
+        hub_timeout = hub.check_hub_timeout(hub_timeout)
         for name, value in (("private", private), ("create_pr", create_pr)):
             if value is not None and not isinstance(value, bool):
                 raise InvalidInputError(f"push_to_hub's {name} must be True, False or None, got {value!r}.")
@@ -537,7 +537,7 @@ class SharedTangent:
                     repo_id=repo_id, folder_path=folder, revision=branch, commit_message=message, create_pr=create_pr
                 )
 
-            return hub_access.hub_call(
+            return hub.hub_call(
                 push, repo_id, branch, timeout=hub_timeout, error=SavedTangentError, verb="push the tangent to"
             )
 

@@ -1,0 +1,740 @@
+# MIT License
+#
+# Copyright (c) 2026 interpreto-anisotropy contributors
+"""The Hugging Face Hub, as every part of the package talks to it: fetching checkpoints, checking a sweep's revisions
+before it starts, pushing and loading tangents, the cache a sweep fetches into, and saying what went wrong.
+
+Everything goes through `huggingface_hub`'s own calls (`snapshot_download`, `HfApi.list_repo_refs`,
+`try_to_load_from_cache`, `scan_cache_dir`), so its cache, its resumable downloads (``.incomplete`` files) and its
+retries apply, and `HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME` and `HF_HUB_CACHE` are honoured. Added to them:
+
+* `hub_call`, the one path of every Hub call of the package (a sweep's fetches and refs listing, checkpoint loading,
+  `TangentExplainer.from_pretrained` and `push_to_hub`): the call runs under the deadline `hub_timeout` (`bounded`),
+  a server error (5xx, 408, 429) or a dropped connection is retried `HUB_RETRIES` times (1 s, 2 s, 4 s apart), a 4xx
+  error and a timeout are not, and the end is our error naming the repository, the revision and the server
+  (`failure_message`: a missing repository or revision, an authentication failure, a server error, a timeout, a
+  network failure, an offline cache, with the endpoint in use and the `hf download` command that fetches it).
+* `bounded`: every request huggingface_hub sends while it runs (in any thread: the download threads of
+  `snapshot_download` too) waits at most the deadline to connect, for its answer, and between two reads of its body,
+  so a long download goes on as long as bytes flow. A request that waited the deadline out (the same method and URL,
+  its query aside: a download redirected to a signed URL gets a new signature each time) is not sent again while the
+  blocks running then still run: huggingface_hub would retry it (a file's metadata 6 more times, 1 s to 8 s apart; a
+  download resumed 5 times, 1 s apart), and the repeat fails at once with `HubStalled` instead. A Hub that stalls
+  thus fails a call in about one deadline per distinct request, while huggingface_hub's own retries of server errors
+  and dropped connections stay as they are. It wraps the transports of the clients huggingface_hub's client factory
+  makes (`set_client_factory`; httpx2 from 2.0, httpx in 1.x), or before 1.0, on `requests`, the adapters of the
+  sessions its backend factory makes (`configure_http_backend`); the factory in place is kept and wrapped. Files that
+  `hf_xet` downloads do not go through them: their transfers keep hf_xet's own timeouts and retries
+  (`HF_HUB_DISABLE_XET=1` downloads them over HTTP, under the deadline); their metadata requests have the deadline.
+* `fetch` downloads (or, offline, finds in the cache) the files a checkpoint needs, the config, tokenizer and weight
+  files (safetensors, else PyTorch `.bin`), and returns the snapshot folder `from_pretrained` then reads;
+  `check_revisions` lists each repository's refs once and fails naming every missing revision at once (offline, it
+  looks for every revision in the local cache).
+* The cache as a sweep sees it: which revisions it held before the sweep (`cached_before`), how much a revision weighs
+  (`revision_bytes`), and evicting the revisions the sweep fetched (`evict`, with `scan_cache_dir`'s
+  `delete_revisions`, which keeps every file another revision still links to).
+
+Examples:
+    >>> download_command("EleutherAI/pythia-70m", "step1000")
+    'hf download EleutherAI/pythia-70m --revision step1000'
+    >>> with bounded(3.0):  # doctest: +SKIP
+    ...     huggingface_hub.snapshot_download("EleutherAI/pythia-70m", revision="step1000")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import math
+import os
+import re
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from huggingface_hub.utils import _http as _hub_http
+
+from ..errors import AnisotropyError, CheckpointError, HubAccessWarning, InvalidInputError, ResultsStoreError
+from .files import write_atomically
+from .json_files import load_json
+
+__all__ = [
+    "BEFORE_FILE",
+    "CONFIG_PATTERNS",
+    "DEFAULT_HUB_TIMEOUT",
+    "HUB_RETRIES",
+    "HUB_RETRY_WAITS",
+    "WEIGHT_PATTERNS",
+    "HubStalled",
+    "bounded",
+    "cache_location",
+    "cached_before",
+    "check_hub_timeout",
+    "check_revisions",
+    "download_command",
+    "endpoint",
+    "evict",
+    "failure_message",
+    "fetch",
+    "hub_call",
+    "hub_command",
+    "is_offline",
+    "revision_bytes",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Files fetched with every checkpoint: config, generation config, tokenizer files, weight indexes.
+CONFIG_PATTERNS: tuple[str, ...] = ("*.json", "*.txt", "*.model", "*.tiktoken")
+#: Weight files, in order of preference: safetensors, else PyTorch pickles (never optimizer or trainer state).
+WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_model*.bin", "model*.bin"))
+#: Seconds every Hub request may wait to connect, or for its next bytes (the sweep option `hub_timeout`, the CLI's
+#: `--hub-timeout`): a per-read deadline, not a whole-download one, and a request that waited it out is not retried
+#: (`bounded`). huggingface_hub's own default is 10 s for metadata and downloads, but none for listings (refs,
+#: repository info), and it retries a stalled file's metadata 6 times: a stalled Hub could hold a sweep for hours.
+DEFAULT_HUB_TIMEOUT = 10.0
+#: Seconds `hub_call` waits before each new try after a server error (5xx, 408, 429) or a dropped connection: a
+#: failing Hub fails a call after at most 4 tries and 7 s of waits (plus each try's own time, every wait of which is
+#: bounded by the deadline). Timeouts are not retried: the request already waited the deadline (`bounded`).
+HUB_RETRY_WAITS: tuple[float, ...] = (1.0, 2.0, 4.0)
+#: How many times `hub_call` tries a call again (one per `HUB_RETRY_WAITS`).
+HUB_RETRIES = len(HUB_RETRY_WAITS)
+#: The file of a results directory recording the snapshots its Hub repositories had before its first run.
+BEFORE_FILE = "hub_cache_before.json"
+#: The HTTP library huggingface_hub sends its requests with: httpx2 (2.x), httpx (1.x), None (0.x: requests).
+httpx = getattr(_hub_http, "httpx2", None) or getattr(_hub_http, "httpx", None)
+
+_T = TypeVar("_T")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def hub_command() -> str:
+    """The command line of huggingface_hub: `hf`, which every version transformers 4.57 and later accepts ships."""
+    return "hf"
+
+
+def download_command(repo_id: str, revision: str | None) -> str:
+    """The shell command that downloads one revision of a repository with the installed `huggingface_hub`."""
+    return f"{hub_command()} download {repo_id}" + (f" --revision {revision}" if revision else "")
+
+
+def endpoint() -> str:
+    """The Hub endpoint in use (`HF_ENDPOINT`, default https://huggingface.co)."""
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def is_offline() -> bool:
+    """Whether the Hub is offline (`HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`)."""
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_OFFLINE or any(
+        os.environ.get(v, "").upper() in {"1", "ON", "YES", "TRUE"} for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def cache_location(cache_dir: str | os.PathLike | None) -> str:
+    """The Hugging Face cache folder in use."""
+    from huggingface_hub import constants
+
+    return os.fspath(cache_dir) if cache_dir is not None else str(constants.HF_HUB_CACHE)
+
+
+def check_hub_timeout(value: Any, name: str = "hub_timeout") -> float:
+    """A Hub deadline in seconds: a positive finite number; None means `DEFAULT_HUB_TIMEOUT`.
+
+    Raises:
+        InvalidInputError: Not a positive finite number.
+
+    Examples:
+        >>> check_hub_timeout(None), check_hub_timeout(3)
+        (10.0, 3.0)
+    """
+    if value is None:
+        return DEFAULT_HUB_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise InvalidInputError(
+            f"{name} must be a positive number of seconds (the wait for the Hub to connect or send its next bytes), "
+            f"got {value!r}; the default is {DEFAULT_HUB_TIMEOUT:g}."
+        )
+    return float(value)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# calls
+
+
+def hub_call(
+    action: Callable[[], _T],
+    repo_id: str,
+    revision: str | None,
+    *,
+    timeout: float | None = None,
+    error: type[AnisotropyError] = CheckpointError,
+    label: str = "",
+    verb: str = "fetch",
+    cache_dir: str | os.PathLike | None = None,
+) -> _T:
+    """Runs one Hub call (`action`, which sends huggingface_hub requests) the way every Hub call of the package runs.
+
+    Every request waits at most `timeout` to connect or for its next bytes (`bounded`; a stalled request is not sent
+    again); a server error (5xx, 408, 429) or a dropped connection (reset, closed, truncated) is retried
+    `HUB_RETRIES` times, `HUB_RETRY_WAITS` apart (1 s, 2 s then 4 s; not offline); a 4xx error, a timeout or another
+    failure ends the call at once.
+
+    Args:
+        action: The call, without arguments (a `functools.partial` or a lambda).
+        repo_id: The repository it talks to, for messages.
+        revision: Its revision (None: the default branch), for messages.
+        timeout: The deadline in seconds (None: `DEFAULT_HUB_TIMEOUT`).
+        error: The error class of ours raised at the end.
+        label: The checkpoint's or tangent's name, for messages.
+        verb: What the call does, for messages ("fetch", "list the revisions of", "push to").
+        cache_dir: The Hugging Face cache, for offline messages.
+
+    Returns:
+        What `action` returned.
+
+    Raises:
+        AnisotropyError: Of class `error`, naming the repository, the revision, the server and what went wrong.
+    """
+    seconds = check_hub_timeout(timeout)
+    waits = () if is_offline() else HUB_RETRY_WAITS
+    with bounded(seconds):
+        for attempt in range(len(waits) + 1):
+            try:
+                return action()
+            except AnisotropyError:
+                raise
+            except Exception as failure:  # noqa: BLE001  (huggingface_hub's and httpx's errors, sorted by _kind)
+                kind = _kind(failure)
+                if kind in ("server", "network") and attempt < len(waits):
+                    logger.info("%s on %s, try %d: %s", kind, repo_id, attempt + 1, _first_line(failure))
+                    time.sleep(waits[attempt])
+                    continue
+                if kind is None and not isinstance(failure, (OSError, ValueError)):
+                    raise
+                message = failure_message(
+                    failure, repo_id, revision, label=label, cache_dir=cache_dir, timeout=seconds
+                )
+                if kind in ("server", "network") and waits:
+                    message += f" (tried {len(waits) + 1} times)"
+                raise error(message.replace("Cannot fetch", f"Cannot {verb}", 1)) from failure
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def fetch(
+    repo_id: str,
+    revision: str | None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    label: str = "",
+    quiet: bool = False,
+    timeout: float | None = None,
+) -> str:
+    """Downloads a checkpoint's files into the Hugging Face cache (offline: finds them there) and returns the folder.
+
+    `snapshot_download` returns once every file is complete, so the folder is never read half-downloaded. It runs
+    through `hub_call` (a server error or a dropped connection is tried again, the files already complete kept).
+
+    Args:
+        repo_id: The Hub repository.
+        revision: Its branch, tag or commit (None: the default branch).
+        cache_dir: The Hugging Face cache (None: the default).
+        label: The checkpoint's name, for messages.
+        quiet: No huggingface_hub progress bars (a sweep shows its own).
+        timeout: Seconds each request may wait to connect or for its next bytes (see `bounded`); None:
+            `DEFAULT_HUB_TIMEOUT`.
+
+    Returns:
+        The snapshot folder holding the config, tokenizer and weight files of that revision.
+
+    Raises:
+        CheckpointError: The repository or revision does not exist, access is refused, the server or the network
+            failed, the Hub did not answer within `timeout` (no byte for that long), or (offline) the revision is not
+            cached; the message says which and what to do.
+    """
+    from huggingface_hub import snapshot_download
+
+    offline, seconds = is_offline(), check_hub_timeout(timeout)
+    options: dict[str, Any] = {
+        "revision": revision,
+        "cache_dir": cache_dir,
+        "local_files_only": offline,
+        "etag_timeout": seconds,
+        **({"tqdm_class": _silent_bar()} if quiet else {}),
+    }
+
+    def snapshot() -> str:
+        if offline:
+            return snapshot_download(repo_id, **options)
+        folder = snapshot_download(repo_id, allow_patterns=[*CONFIG_PATTERNS, *WEIGHT_PATTERNS[0]], **options)
+        if not any(Path(folder).glob(WEIGHT_PATTERNS[0][0])):  # no safetensors: PyTorch weights
+            folder = snapshot_download(repo_id, allow_patterns=list(WEIGHT_PATTERNS[1]), **options)
+        return folder
+
+    folder = hub_call(snapshot, repo_id, revision, timeout=seconds, label=label, cache_dir=cache_dir)
+    if not (Path(folder) / "config.json").is_file():
+        raise CheckpointError(
+            f"{_shown(repo_id, revision, label)} has no config.json in {folder}: it is not a saved transformers model"
+            + (", or its cached copy is incomplete" if offline else "")
+            + f". Check the repository's files, or fetch it again with `{download_command(repo_id, revision)}`."
+        )
+    logger.info("%s %s into %s.", "Found" if offline else "Fetched", _shown(repo_id, revision, label), folder)
+    return folder
+
+
+def check_revisions(
+    checkpoints: Iterable[Any], *, cache_dir: str | os.PathLike | None = None, timeout: float | None = None
+) -> None:
+    """Checks, before any is loaded, that every Hub revision of some checkpoints exists (offline: is cached).
+
+    Online, each repository's refs are listed once (`huggingface_hub.HfApi.list_repo_refs`); a revision that is
+    neither a branch nor a tag is missing (a 40-hex commit is taken as is). A server or network failure of the listing
+    only warns: each revision is then checked when it is loaded. A listing that gets no answer within `timeout`
+    fails (every checkpoint would wait as long). Offline, each revision's config must be in the cache.
+
+    Args:
+        checkpoints: `(repo_id, revision, label)` triples of the checkpoints that load from the Hub.
+        cache_dir: The Hugging Face cache (None: the default).
+        timeout: Seconds the listing may wait to connect or for its next bytes (see `bounded`); None:
+            `DEFAULT_HUB_TIMEOUT`.
+
+    Raises:
+        CheckpointError: Naming every missing revision (or the missing or refused repository, or the Hub that did not
+            answer in time) and what to do.
+    """
+    seconds = check_hub_timeout(timeout)
+    by_repo: dict[str, list[tuple[str | None, str]]] = {}
+    for repo_id, revision, label in checkpoints:
+        by_repo.setdefault(repo_id, []).append((revision, label))
+    if is_offline():
+        missing = [
+            (repo_id, revision, label)
+            for repo_id, wanted in by_repo.items()
+            for revision, label in wanted
+            if not _cached(repo_id, revision, cache_dir)
+        ]
+        if missing:
+            raise CheckpointError(
+                f"{len(missing)} checkpoint(s) are not in the local Hugging Face cache ({cache_location(cache_dir)}) "
+                f"and the Hub is offline (HF_HUB_OFFLINE=1): {_listed(missing)}. Fetch them on a machine with network "
+                f"({_commands(missing)}) and copy the cache here, set HF_HOME / HF_HUB_CACHE to a cache that holds "
+                "them, or unset HF_HUB_OFFLINE."
+            )
+        return
+    missing = []
+    for repo_id, wanted in by_repo.items():
+        names = _refs(repo_id, seconds)
+        missing += [
+            (repo_id, revision, label)
+            for revision, label in wanted
+            if names is not None and revision is not None and not _COMMIT.match(revision) and revision not in names
+        ]
+    if missing:
+        repos = sorted({repo_id for repo_id, _, _ in missing})
+        raise CheckpointError(
+            f"{len(missing)} revision(s) do not exist on {endpoint()}: {_listed(missing)}. Nothing was computed. "
+            "Check the steps against the repository's branches ("
+            + ", ".join(f"huggingface_hub.list_repo_refs({repo!r})" for repo in repos)
+            + "), or leave these checkpoints out."
+        )
+
+
+def _refs(repo_id: str, timeout: float = DEFAULT_HUB_TIMEOUT) -> set[str] | None:
+    """The repository's branch and tag names; None (with a warning) when the server or network failed."""
+    from huggingface_hub import HfApi
+
+    try:
+        refs = hub_call(
+            lambda: HfApi().list_repo_refs(repo_id), repo_id, None, timeout=timeout, verb="list the revisions of"
+        )
+    except CheckpointError as error:  # sorted by _kind: a missing or refused repository ends the sweep
+        if _kind(error) in ("repo", "gated", "auth", "timeout"):
+            raise
+        cause = error.__cause__ or error
+        warnings.warn(
+            f"Could not list the revisions of {repo_id} on {endpoint()} ({type(cause).__name__}: "
+            f"{_first_line(cause)}, tried {HUB_RETRIES + 1} times); each revision is checked when it is loaded.",
+            HubAccessWarning,
+            stacklevel=4,
+        )
+        return None
+    return {ref.name for ref in [*refs.branches, *refs.tags]}
+
+
+def _cached(repo_id: str, revision: str | None, cache_dir: str | os.PathLike | None) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir, revision=revision), str)
+    except ValueError:  # not a valid repository id: nothing is cached under it
+        return False
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# what went wrong
+
+#: What `failure_message` says for each kind of failure (`_kind`; "offline": any other failure while offline).
+_MESSAGES: dict[str | None, str] = {
+    "revision": "Cannot fetch {shown}: revision {revision!r} does not exist in {repo_id} on {where}. List its revisions "
+    "with huggingface_hub.list_repo_refs({repo_id!r}) (or {where}/{repo_id}/tree/main), and check the step.",
+    "gated": "Cannot fetch {shown}: {repo_id} on {where} is gated. Accept its conditions at {where}/{repo_id}, then log "
+    "in with `{cli} auth login` (or set HF_TOKEN).{original}",
+    "auth": "Cannot fetch {shown}: {where} refused access (authentication). Log in with `{cli} auth login` or set "
+    "HF_TOKEN to a token that can read {repo_id}.{original}",
+    "repo": "Cannot fetch {shown}: repository {repo_id} does not exist on {where} (or is private: log in with `{cli} "
+    "auth login`). Check the model id.{original}",
+    "server": "Cannot fetch {shown}: the Hub server {where} answered with a server error{original}. The repository and "
+    "revision may well exist: retry later (or fetch it with `{command}`).",
+    "timeout": "Cannot fetch {shown}: the Hub server {where} did not answer within hub_timeout = {seconds:g} s (no byte "
+    "for that long){original}. Check the connection and HF_ENDPOINT; on a slow network or proxy raise hub_timeout "
+    "(CLI: --hub-timeout), the seconds each request may wait to connect or for its next bytes. Or fetch it with "
+    "`{command}`.",
+    "network": "Cannot fetch {shown}: the network failed while talking to {where}{original}. Check the connection (and "
+    "HF_ENDPOINT), then retry: files already complete are not fetched again. Or fetch it with `{command}`.",
+    "offline": "Cannot load {shown}: the Hugging Face Hub is offline (HF_HUB_OFFLINE=1) and this revision is not in the "
+    "local cache ({cache}). Fetch it on a machine with network with `{command}` and copy the cache here, or set HF_HOME "
+    "/ HF_HUB_CACHE to a cache that holds it.{original}",
+    None: "Cannot fetch {shown} from {where}{original}. Fetch it with `{command}` to see the details.",
+}
+
+
+def failure_message(
+    error: BaseException,
+    repo_id: str,
+    revision: str | None,
+    *,
+    label: str = "",
+    cache_dir: str | os.PathLike | None = None,
+    timeout: float | None = None,
+) -> str:
+    """What went wrong fetching a revision (missing repository or revision, authentication, server, timeout,
+    network, offline cache) and what to do, naming the endpoint in use and the installed download command.
+
+    `timeout` is the deadline the requests had (`hub_timeout`; None: `DEFAULT_HUB_TIMEOUT`), named by a timeout's
+    message."""
+    kind = _kind(error)
+    if kind in ("timeout", "network", None) and is_offline():
+        kind = "offline"
+    return _MESSAGES[kind].format(
+        shown=_shown(repo_id, revision, label),
+        repo_id=repo_id,
+        revision=revision,
+        where=endpoint(),
+        cli=hub_command(),
+        command=download_command(repo_id, revision),
+        original=f" ({type(error).__name__}: {_first_line(error)})",
+        seconds=check_hub_timeout(timeout),
+        cache=cache_location(cache_dir),
+    )
+
+
+def _kind(error: BaseException) -> str | None:
+    """The failure behind an error of huggingface_hub, its HTTP library (httpx, httpx2 or, before 1.0, requests) or
+    transformers: its first recognised cause."""
+    from huggingface_hub import errors as hub_errors
+
+    if httpx is not None:
+        timeouts, failures = httpx.TimeoutException, httpx.TransportError
+    else:
+        import requests
+
+        timeouts, failures = requests.exceptions.Timeout, requests.exceptions.ConnectionError
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, hub_errors.RevisionNotFoundError):
+            return "revision"
+        if isinstance(cause, hub_errors.GatedRepoError):
+            return "gated"
+        if isinstance(cause, hub_errors.RepositoryNotFoundError):
+            return "repo"
+        response = cause.response if isinstance(cause, hub_errors.HfHubHTTPError) else None
+        status = response.status_code if response is not None else 0  # a requests.Response of a 4xx is falsy
+        if status in (401, 403):
+            return "auth"
+        if status >= 500 or status in (408, 429):
+            return "server"
+        if isinstance(cause, (timeouts, TimeoutError)):
+            return "timeout"
+        if isinstance(cause, (failures, hub_errors.OfflineModeIsEnabled, ConnectionError)):
+            return "network"
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _silent_bar() -> type:
+    """A tqdm class that shows nothing, for `snapshot_download`'s bars."""
+    from tqdm.auto import tqdm
+
+    class SilentBar(tqdm):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.pop("name", None)  # huggingface_hub's own bars take a name; tqdm's do not
+            super().__init__(*args, **{**kwargs, "disable": True})
+
+    return SilentBar
+
+
+def _shown(repo_id: str, revision: str | None, label: str) -> str:
+    at = f"{repo_id!r}" + (f" at revision {revision!r}" if revision is not None else "")
+    return f"checkpoint {label} ({at})" if label else at
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else "no message"
+
+
+def _listed(missing: list[tuple[str, str | None, str]]) -> str:
+    return ", ".join(f"{label} ({repo_id} @ {revision or 'main'})" for repo_id, revision, label in missing)
+
+
+def _commands(missing: list[tuple[str, str | None, str]]) -> str:
+    commands = [f"`{download_command(repo_id, revision)}`" for repo_id, revision, _ in missing]
+    return ", ".join(commands[:3]) + (f" and {len(commands) - 3} more" if len(commands) > 3 else "")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the deadline
+
+
+class HubStalled(TimeoutError):
+    """A request that already waited out the deadline, refused instead of sent again (not an error of the HTTP
+    library, so that huggingface_hub does not retry it)."""
+
+
+_LOCK = threading.Lock()
+_BLOCKS: dict[int, float] = {}  # the `bounded` blocks running, in any thread: id -> deadline in seconds
+_STALLED: dict[tuple[str, str], frozenset[int]] = {}  # (method, url) that waited out the deadline -> blocks then
+_IDS = itertools.count()
+
+
+@contextlib.contextmanager
+def bounded(seconds: float) -> Iterator[float]:
+    """Gives every request huggingface_hub sends while the block runs the deadline `seconds` (see the module).
+
+    The deadline caps the time to connect, each read, each write and the wait for a pooled connection, and sets
+    them where huggingface_hub gives none (its refs and repository listings); a shorter timeout of its own stays
+    (`HF_HUB_DOWNLOAD_TIMEOUT`, 10 s, for a download's reads; 3 s for its agent-registry fetch). When blocks overlap
+    (a sweep's background downloads), the smallest deadline applies. Requests sent outside any block keep
+    huggingface_hub's own timeouts and retries.
+
+    Args:
+        seconds: The deadline, a positive number of seconds.
+
+    Yields:
+        The deadline in seconds.
+    """
+    _guard_factory()
+    with _LOCK:
+        block = next(_IDS)
+        _BLOCKS[block] = seconds
+    try:
+        yield seconds
+    finally:
+        with _LOCK:
+            del _BLOCKS[block]
+            for key in [key for key, blocks in _STALLED.items() if not blocks & _BLOCKS.keys()]:
+                del _STALLED[key]  # the calls that saw it stall are over: a later call may send it again
+
+
+def _start(method: str | None, url: Any) -> tuple[tuple[str, str], float | None]:
+    """The request's key (method, URL without its query) and the deadline of the `bounded` blocks running (the
+    smallest; None outside any); refuses a request that stalled."""
+    key = (method or "GET", urlsplit(str(url))._replace(query="", fragment="").geturl())
+    with _LOCK:
+        seconds = min(_BLOCKS.values(), default=None)
+        stalled = key in _STALLED
+    if stalled:
+        raise HubStalled(f"{key[0]} {key[1]} already waited {seconds:g} s for an answer; not sent again")
+    return key, seconds
+
+
+@contextlib.contextmanager
+def _watching(key: tuple[str, str], timeouts: type[BaseException] | tuple[type[BaseException], ...]) -> Iterator[None]:
+    """Records a stall of the request `key` (a timeout in the block) for the `bounded` blocks running."""
+    try:
+        yield
+    except timeouts:
+        with _LOCK:
+            if _BLOCKS:
+                _STALLED[key] = frozenset(_BLOCKS)
+        raise
+
+
+def _cap(given: float | None, seconds: float) -> float:
+    return seconds if given is None else min(given, seconds)
+
+
+def _guard_factory() -> None:
+    """Wraps huggingface_hub's client (or, before 1.0, session) factory once, so that what it makes is guarded."""
+    if httpx is None:
+        from huggingface_hub import configure_http_backend as configure
+
+        attribute, guard = "_GLOBAL_BACKEND_FACTORY", _guard_session
+    else:
+        from huggingface_hub import set_client_factory as configure
+
+        attribute, guard = "_GLOBAL_CLIENT_FACTORY", _guard_client
+    with _LOCK:
+        factory = getattr(_hub_http, attribute)
+        if getattr(factory, "guarded", False):
+            return
+
+        def guarded() -> Any:
+            return guard(factory())
+
+        guarded.guarded = True
+        configure(guarded)  # also drops the client (sessions) made before: the next is guarded
+
+
+if httpx is not None:
+
+    class _Guard(httpx.BaseTransport):
+        """An httpx transport that applies the deadline to the requests it carries and refuses a stalled request."""
+
+        def __init__(self, inner: httpx.BaseTransport) -> None:
+            self.inner = inner
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            key, seconds = _start(request.method, request.url)
+            if seconds is None:
+                return self.inner.handle_request(request)
+            given = request.extensions.get("timeout") or {}
+            timeout = {kind: _cap(given.get(kind), seconds) for kind in ("connect", "read", "write", "pool")}
+            request.extensions = {**request.extensions, "timeout": timeout}
+            with _watching(key, httpx.TimeoutException):
+                response = self.inner.handle_request(request)
+            response.stream = _GuardedBody(response.stream, key)
+            return response
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class _GuardedBody(httpx.SyncByteStream):
+        """A response body whose reads record a stall of its request."""
+
+        def __init__(self, inner: Any, key: tuple[str, str]) -> None:
+            self.inner, self.key = inner, key
+
+        def __iter__(self) -> Iterator[bytes]:
+            with _watching(self.key, httpx.TimeoutException):
+                yield from self.inner
+
+        def close(self) -> None:
+            self.inner.close()
+
+    def _guard_client(client: Any) -> Any:
+        """The client, its transports wrapped in `_Guard` (httpx keeps them in `_transport` and `_mounts`)."""
+        client._transport = _Guard(client._transport)
+        client._mounts = {pattern: t and _Guard(t) for pattern, t in client._mounts.items()}
+        return client
+
+else:  # huggingface_hub < 1.0 sends its requests with `requests`, one session per thread
+    import requests
+    from urllib3.exceptions import ReadTimeoutError
+
+    class _Guard(requests.adapters.BaseAdapter):
+        """A `requests` adapter that applies the deadline to the requests it sends and refuses a stalled request;
+        huggingface_hub's retries of timeouts (`http_backoff`, a download's resume) catch `requests` errors only."""
+
+        def __init__(self, inner: requests.adapters.BaseAdapter) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def send(self, request: requests.PreparedRequest, timeout: Any = None, **kwargs: Any) -> requests.Response:
+            key, seconds = _start(request.method, request.url)
+            if seconds is None:
+                return self.inner.send(request, timeout=timeout, **kwargs)
+            connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+            with _watching(key, requests.exceptions.Timeout):
+                response = self.inner.send(request, timeout=(_cap(connect, seconds), _cap(read, seconds)), **kwargs)
+            stream = response.raw.stream
+
+            def guarded_stream(*args: Any, **options: Any) -> Iterator[bytes]:
+                with _watching(key, ReadTimeoutError):
+                    yield from stream(*args, **options)
+
+            response.raw.stream = guarded_stream  # what `Response.iter_content` reads the body with
+            return response
+
+        def close(self) -> None:
+            self.inner.close()
+
+    def _guard_session(session: requests.Session) -> requests.Session:
+        """The session, its adapters wrapped in `_Guard`."""
+        for prefix, adapter in list(session.adapters.items()):
+            session.mount(prefix, _Guard(adapter))
+        return session
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the cache
+
+
+def _snapshot_commits(cache: str | os.PathLike, repo_id: str) -> set[str]:
+    """The commits of a model repository that have a snapshot folder in the cache (complete or not)."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    snapshots = Path(cache).expanduser() / repo_folder_name(repo_id=repo_id, repo_type="model") / "snapshots"
+    try:
+        return {entry.name for entry in snapshots.iterdir() if entry.is_dir()}
+    except OSError:  # no such folder: nothing of this repository is cached
+        return set()
+
+
+def cached_before(record: str | os.PathLike, cache: str | os.PathLike, repos: Iterable[str]) -> dict[str, set[str]]:
+    """The commits each repository had in the cache before the sweep's first run; records the new repositories.
+
+    Args:
+        record: The results directory's `BEFORE_FILE`.
+        cache: The Hugging Face cache folder.
+        repos: The repositories the sweep fetches from.
+
+    Returns:
+        repository -> commits that were cached before (as recorded by an earlier run of the sweep on the same cache;
+        listed now for a repository or a cache the record does not know).
+    """
+    record, cache = Path(record), str(Path(cache).expanduser().resolve())
+    try:
+        stored = load_json(record) if record.exists() else {}
+    except ResultsStoreError:
+        stored = {}  # a damaged record is listed again
+    known = stored.get("snapshots", {}) if isinstance(stored, dict) and stored.get("cache") == cache else {}
+    before = {repo: set(known[repo]) if repo in known else _snapshot_commits(cache, repo) for repo in repos}
+    if set(before) - set(known):
+        merged = {**known, **{repo: sorted(commits) for repo, commits in before.items()}}
+        write_atomically(record, json.dumps({"cache": cache, "snapshots": merged}, indent=1, sort_keys=True))
+    return before
+
+
+def revision_bytes(folder: str | os.PathLike) -> int:
+    """Bytes of the files a snapshot folder holds, each blob counted once (what evicting it frees at most)."""
+    blobs = {os.path.realpath(path) for path in Path(folder).rglob("*") if path.is_file()}
+    return sum(os.path.getsize(blob) for blob in blobs)
+
+
+def evict(cache: str | os.PathLike, commits: Iterable[str]) -> int:
+    """Deletes revisions (by commit) from the cache, keeping the blobs other revisions still link to.
+
+    Args:
+        cache: The Hugging Face cache folder.
+        commits: The revisions' commits.
+
+    Returns:
+        The bytes freed, as huggingface_hub reckons them.
+    """
+    from huggingface_hub import scan_cache_dir
+
+    strategy = scan_cache_dir(cache).delete_revisions(*commits)
+    strategy.execute()
+    return strategy.expected_freed_size
