@@ -853,9 +853,9 @@ add("checkpoints: Checkpoint", "revision 5", lambda: ia.checkpoints.Checkpoint(s
 # ------------------------------------------------------------------ issue 40: what a resume reads back is fingerprinted
 def _fingerprinted(name: str, tamper: Callable[[Path], Any], *, resume_steps: tuple[int, ...] = (0, 4)) -> Any:
     """A finished sweep of two checkpoints (steps 0 and 4), copied with the rows of step 4 lost (interrupted),
-    `tamper`ed, then resumed over `resume_steps`. Holds (warning again the `AlteredFileWarning` it saw) when the
+    `tamper`ed, then resumed over `resume_steps`. Holds (warning again the `ResultsFileWarning` it saw) when the
     resume fitted the altered file again and its rows equal the finished sweep's; our error when it refuses."""
-    from interpreto_anisotropy.errors import AlteredFileWarning
+    from interpreto_anisotropy.errors import ResultsFileWarning
 
     fix = fixtures()
     run = ROOT / "fingerprinted" / name
@@ -865,7 +865,7 @@ def _fingerprinted(name: str, tamper: Callable[[Path], Any], *, resume_steps: tu
     checkpoints = ia.checkpoints.local(str(run / "checkpoint-*"))
     arguments = {"split_point": 1, "texts": fix["texts"][:6], "probe_texts": fix["texts"][6:], "nb_concepts": 2}
     arguments.update(reference="both", progress=False)
-    with warnings.catch_warnings(record=True) as caught:  # only the resume's AlteredFileWarning is shown again
+    with warnings.catch_warnings(record=True) as caught:  # only the resume's ResultsFileWarning is shown again
         warnings.simplefilter("always")
         whole = ia.CheckpointSweep(checkpoints, results_dir=run / "whole", **arguments).run()
         folder = run / "resumed"
@@ -875,7 +875,7 @@ def _fingerprinted(name: str, tamper: Callable[[Path], Any], *, resume_steps: tu
         tamper(folder)
         ours = [c for c in checkpoints if c.step in resume_steps]
         resumed = ia.CheckpointSweep(ours, results_dir=folder, **arguments).run()
-    altered = [w.message for w in caught if issubclass(w.category, AlteredFileWarning)]
+    altered = [w.message for w in caught if issubclass(w.category, ResultsFileWarning)]
     same = [_timeless(row) for row in resumed.rows] == [_timeless(row) for row in whole.rows]
     if not altered or not same:
         raise AssertionError(f"resumed past an altered file: warned {bool(altered)}, rows equal {same}")

@@ -243,7 +243,7 @@ def pending(args: argparse.Namespace) -> dict:
     data = [ids.to(args.device) for ids in batches(args.vocab, args.batch, args.length, 8)]
     before, held, counts = resident_mib(), [], []
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ia.errors.PendingRowsWarning)  # no room for rows beside the moments
+        warnings.simplefilter("ignore", ia.errors.LiveProbeWarning)  # no room for rows beside the moments
         with ia.TrainingProbe(model, 0, total_steps=143_000) as probe:
             point = next(iter(probe.points.values()))
             for index in range(args.pending_steps):

@@ -12,7 +12,7 @@ import warnings
 import pytest
 import torch
 
-from interpreto_anisotropy.errors import TokenizerError, TruncationWarning
+from interpreto_anisotropy.errors import InvalidInputError, ReadingWarning
 from interpreto_anisotropy.probing.probe import GradientProbe
 from interpreto_anisotropy.reading.activations import iter_token_activations, token_activations
 from interpreto_anisotropy.tangents.subspace import Subspace
@@ -99,9 +99,9 @@ def too_small_model(gpt_neox_model):
 
 
 def test_a_tokenizer_larger_than_the_embedding_is_our_error(too_small_model, texts):
-    with pytest.raises(TokenizerError, match=r"has 64 rows \(ids 0 to 63\), while the tokenizer has 512 tokens"):
+    with pytest.raises(InvalidInputError, match=r"has 64 rows \(ids 0 to 63\), while the tokenizer has 512 tokens"):
         token_activations(too_small_model, texts[:4])
-    with pytest.raises(TokenizerError, match="does not belong to this model"):
+    with pytest.raises(InvalidInputError, match="does not belong to this model"):
         GradientProbe(too_small_model, objective="causal_lm").run(texts[:4], Subspace.random(16, 2))
 
 
@@ -109,7 +109,7 @@ def test_a_tokenizer_larger_than_the_embedding_is_our_error(too_small_model, tex
 def test_token_ids_outside_the_embedding_are_refused_before_any_forward(too_small_model, bad_id):
     ids = torch.tensor([[1, 2, 3], [4, bad_id, 5]])
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    with pytest.raises(TokenizerError, match=f"Token id {bad_id} is outside the model's input embedding"):
+    with pytest.raises(InvalidInputError, match=f"Token id {bad_id} is outside the model's input embedding"):
         token_activations(too_small_model, inputs)
     inputs["input_ids"] = ids.clamp(0, 63)
     assert token_activations(too_small_model, inputs, include_special=True)[0].shape == (6, 16)
@@ -124,7 +124,7 @@ def test_the_reader_names_the_truncated_texts_once(gpt_neox_mwsp, texts):
         warnings.simplefilter("always")
         rows, _ = token_activations(gpt_neox_mwsp, texts[:6], max_length=limit, batch_size=2)
     notes = [str(item.message) for item in caught if "truncated to" in str(item.message)]
-    assert [item.category for item in caught if "truncated to" in str(item.message)] == [TruncationWarning]
+    assert [item.category for item in caught if "truncated to" in str(item.message)] == [ReadingWarning]
     assert 0 < cut < 6 and notes == [
         f"{cut} text(s) were longer than max_length={limit} tokens and were truncated to {limit} tokens (their "
         "later tokens are not read). Pass a larger max_length (up to the model's positions and its tokenizer's "

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from interpreto_anisotropy.cli import build_parser, main, read_texts
-from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError
+from interpreto_anisotropy.errors import InvalidInputError
 from interpreto_anisotropy.results.table import SweepResult
 
 
@@ -30,7 +30,7 @@ def test_read_texts_formats(tmp_path):
     assert read_texts(tmp_path / "b.jsonl") == ["one", "two"]
     assert read_texts(tmp_path / "c.json") == ["x", "y"]
     (tmp_path / "empty.txt").write_text("\n  \n")
-    with pytest.raises(EmptyInputError, match="empty"):
+    with pytest.raises(InvalidInputError, match="empty"):
         read_texts(tmp_path / "empty.txt")
     with pytest.raises(InvalidInputError, match="does not exist"):
         read_texts(tmp_path / "missing.txt")

@@ -20,7 +20,7 @@ import torch
 
 from interpreto_anisotropy import checkpoints as ck
 from interpreto_anisotropy.demo import build_model, train_tokenizer
-from interpreto_anisotropy.errors import CheckpointError, RandomWeightsWarning, UnusedWeightsWarning
+from interpreto_anisotropy.errors import CheckpointError, CheckpointWarning
 from interpreto_anisotropy.sweeps import checkpoints as weight_check
 
 CORPUS = ["the cat sat on the mat", "a dog ran to the big red mat", "small blue cats and dogs"] * 20
@@ -110,15 +110,13 @@ def test_fewer_layers_than_the_weights_and_a_correct_checkpoint_still_load(saved
     ids = torch.tensor([[1, 2, 3, 4]])
     with torch.no_grad():
         assert torch.equal(model(ids).logits, AutoModelForCausalLM.from_pretrained(saved).eval()(ids).logits)
-    with pytest.warns(UnusedWeightsWarning, match="weights the model does not use"):
+    with pytest.warns(CheckpointWarning, match="weights the model does not use"):
         ck.load_checkpoint(ck.Checkpoint(4, str(_copy(saved, tmp_path, num_hidden_layers=1))), device="cpu")
 
 
 def test_strict_false_lets_missing_layers_through_with_a_warning(saved, tmp_path):
     folder = _copy(saved, tmp_path, num_hidden_layers=3)
-    with pytest.warns(
-        RandomWeightsWarning, match=r"num_hidden_layers = 3, but its weights hold 2 layer.*strict=False"
-    ):
+    with pytest.warns(CheckpointWarning, match=r"num_hidden_layers = 3, but its weights hold 2 layer.*strict=False"):
         model, _ = ck.load_checkpoint(ck.Checkpoint(4, str(folder)), device="cpu", strict=False)
     assert len(model.gpt_neox.layers) == 3
 

@@ -12,7 +12,7 @@ import pytest
 
 from interpreto_anisotropy.demo import corpus
 from interpreto_anisotropy.demo.corpus import CACHE_ENV_VAR, corpus_cache_path, default_cache_dir, load_corpus
-from interpreto_anisotropy.errors import CacheWarning, InvalidInputError
+from interpreto_anisotropy.errors import EnvironmentWarning, InvalidInputError
 
 LONG = "This sentence is long enough to pass the minimum length filter of the corpus. "
 
@@ -90,7 +90,7 @@ def test_corrupted_cache_is_harvested_again(fake_stdlib, monkeypatch):
 def test_unwritable_cache_only_warns(fake_stdlib, tmp_path):
     a_file = tmp_path / "a_file"
     a_file.write_text("")
-    with pytest.warns(CacheWarning, match="corpus cache"):
+    with pytest.warns(EnvironmentWarning, match="corpus cache"):
         texts = load_corpus("all", min_chars=0, cache_dir=a_file / "cache", progress=False)
     assert len(texts) == 5
 

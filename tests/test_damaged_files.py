@@ -19,7 +19,7 @@ import pytest
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.cli import main, read_texts
 from interpreto_anisotropy.commons.json_files import load_json
-from interpreto_anisotropy.errors import CheckpointError, IncompleteRowWarning, InvalidInputError, ResultsStoreError
+from interpreto_anisotropy.errors import CheckpointError, InvalidInputError, ResultsFileWarning, ResultsStoreError
 from interpreto_anisotropy.results.records import read_provenance, read_top_tokens, saved_steps, versions_of_rows
 from interpreto_anisotropy.results.store import LiveStore, SweepStore
 from interpreto_anisotropy.visualizations.model_card import _read_json
@@ -217,7 +217,7 @@ def test_a_tail_cut_inside_a_multibyte_character_leaves_the_whole_lines_readable
     folder = _folder(tmp_path, config=json.dumps(CONFIG).encode())
     with (folder / "rows.jsonl").open("ab") as handle:
         handle.write(torn[: torn.index("é".encode()) + 1])
-    with pytest.warns(IncompleteRowWarning, match="unterminated"):
+    with pytest.warns(ResultsFileWarning, match="unterminated"):
         assert ia.SweepResult.load(folder).steps == [0]  # a live folder: the torn tail is left out
     line = json.dumps({"versions": {"torch": "é"}, "rows": []}, ensure_ascii=False).encode()
     (folder / "provenance.jsonl").write_bytes(line + b"\n" + line[: line.index("é".encode()) + 1])

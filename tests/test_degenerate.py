@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import DegenerateStatisticsWarning, EmptyInputError, InvalidInputError
+from interpreto_anisotropy.errors import DegenerateStatisticsWarning, InvalidInputError
 from interpreto_anisotropy.probing.intervals import MIN_BOOTSTRAP_SEQUENCES
 
 D = 64
@@ -50,7 +50,7 @@ def splitter(gpt_neox_mwsp):
 # ------------------------------------------------------------------------------------------------ tangents
 @pytest.mark.parametrize("method", ["pca", "svd", "ica", "semi_nmf"])
 def test_a_centred_tangent_from_one_row_is_refused(splitter, method):
-    with pytest.raises(EmptyInputError, match="at least 2 activation rows, got 1"):
+    with pytest.raises(InvalidInputError, match="at least 2 activation rows, got 1"):
         ia.TangentExplainer(splitter, nb_concepts=2, method=method).fit(rows(1))
 
 
@@ -102,7 +102,11 @@ def test_fewer_rows_than_the_rank_needs_warn_naming_nb_concepts(splitter, method
     message = _degenerate_warnings(caught.list)[0]
     assert "span only 2 dimension(s) once centred" in message
     assert "more fit texts" in message and "max_fit_tokens" in message and "nb_concepts <= 2" in message
-    assert all(item.filename == __file__ for item in caught.list if item.category is DegenerateStatisticsWarning)
+    assert all(
+        item.filename == __file__
+        for item in caught.list
+        if item.category is DegenerateStatisticsWarning and "nb_concepts=" in str(item.message)
+    )
 
 
 def test_nmf_counts_its_rows_uncentred(splitter):
@@ -141,7 +145,7 @@ def test_the_streamed_pca_checks_once_every_shard_is_in(splitter):
 def test_a_streamed_pca_of_one_row_is_refused_at_finalize_and_can_take_more_rows(splitter):
     tangent = ia.PCATangent(splitter, nb_concepts=2).partial_fit(rows(1))
     assert "unfitted" in repr(tangent)
-    with pytest.raises(EmptyInputError, match="at least 2 activation rows"):
+    with pytest.raises(InvalidInputError, match="at least 2 activation rows"):
         tangent.finalize()
     with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=2 but the 2 activation rows"):
         tangent.partial_fit(rows(1, seed=1)).finalize()
@@ -153,7 +157,7 @@ def test_a_streamed_pca_of_one_row_is_refused_at_finalize_and_can_take_more_rows
 
 def test_a_refused_fit_leaves_the_tangent_unfitted(splitter):
     tangent = ia.PCATangent(splitter, nb_concepts=2)
-    with pytest.raises(EmptyInputError):
+    with pytest.raises(InvalidInputError):
         tangent.fit(rows(1))
     assert not tangent.is_fitted and "unfitted" in repr(tangent)
 

@@ -202,7 +202,7 @@ def live_rows(pair, texts, device, *, n_steps: int, n_micro: int, objective: str
     rows = []
     probe = ia.TrainingProbe(model, 1, tokenizer=tokenizer, tangent=tangent, objective=objective, n_controls=3)
     with warnings.catch_warnings(), probe:
-        warnings.simplefilter("ignore", ia.errors.LossScaleWarning)  # the model's mean loss, declared summed
+        warnings.simplefilter("ignore", ia.errors.LiveProbeWarning)  # the model's mean loss, declared summed
         if mode is not None:
             mode.syncs.clear()
         for batches in steps:

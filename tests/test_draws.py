@@ -164,7 +164,7 @@ def test_a_resume_may_judge_the_rows_otherwise_but_not_compute_them_otherwise():
     merged = merge_configs(stored, {**stored, "family": "tangent", "level": 0.01}, where="sweep")
     assert (merged["family"], merged["level"]) == ("tangent", 0.01)
     assert "family" not in merge_configs(stored, {k: v for k, v in stored.items() if k != "family"}, where="sweep")
-    with pytest.raises(ia.errors.ConfigMismatchError, match="seed differ"):
+    with pytest.raises(ia.errors.InvalidInputError, match="seed differ"):
         merge_configs(stored, {**stored, "seed": 1}, where="sweep")
 
 

@@ -22,7 +22,7 @@ import torch
 import interpreto_anisotropy as ia
 from interpreto_anisotropy import checkpoints as ck
 from interpreto_anisotropy.commons import hub
-from interpreto_anisotropy.errors import AnisotropyError, CheckpointError, SavedTangentError
+from interpreto_anisotropy.errors import AnisotropyError, CheckpointError, ResultsStoreError
 
 pytest_plugins = ["helpers.hub_fixtures"]
 pytestmark = [
@@ -84,7 +84,7 @@ def test_every_hub_entry_point_ends_within_the_deadline_on_a_stalled_hub(
     url = server.url
     with server:
         start = time.perf_counter()
-        with pytest.raises((CheckpointError, SavedTangentError)) as info:
+        with pytest.raises((CheckpointError, ResultsStoreError)) as info:
             ENTRY_POINTS[entry](fitted, gpt_neox_mwsp)
         elapsed = time.perf_counter() - start
     print(f"{entry} against a stalled Hub ({'headers' if headers else 'silent'}): {elapsed:.2f} s")

@@ -23,7 +23,7 @@ import torch
 import interpreto_anisotropy as ia
 from interpreto_anisotropy import checkpoints as ck
 from interpreto_anisotropy.commons import hub
-from interpreto_anisotropy.errors import CheckpointError, InvalidInputError, SkippedCheckpointWarning
+from interpreto_anisotropy.errors import CheckpointError, CheckpointWarning, InvalidInputError
 from interpreto_anisotropy.results.records import fingerprint
 
 pytest_plugins = ["helpers.hub_fixtures"]
@@ -238,7 +238,7 @@ def test_a_sweep_skips_a_checkpoint_whose_download_fails_and_says_why(online, tm
     monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * hub.HUB_RETRIES)
     online.fail(r"/revision/step16", 500)  # the revision's file listing
     sweep = _sweep(ck.hub("org/tiny-neox", ["step0", "step8", "step16"]), tmp_path / "s", skip_bad_checkpoints=True)
-    with pytest.warns(SkippedCheckpointWarning, match="Skipped checkpoint step-16"):
+    with pytest.warns(CheckpointWarning, match="Skipped checkpoint step-16"):
         result = sweep.run()
     assert [row["step"] for row in result.rows] == [0, 8]
     assert [row["step"] for row in result.skipped] == [16]

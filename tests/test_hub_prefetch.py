@@ -20,7 +20,7 @@ from helpers.cache_size import CacheSize  # noqa: E402
 import interpreto_anisotropy as ia
 from interpreto_anisotropy import checkpoints as ck
 from interpreto_anisotropy.cli import build_parser
-from interpreto_anisotropy.errors import CheckpointError, InvalidInputError, SkippedCheckpointWarning
+from interpreto_anisotropy.errors import CheckpointError, CheckpointWarning, InvalidInputError
 from interpreto_anisotropy.sweeps.prefetch import CheckpointPipeline
 
 pytest_plugins = ["helpers.hub_fixtures"]
@@ -134,7 +134,7 @@ def test_a_background_download_that_fails_stops_the_sweep_at_its_turn(online, tm
 def test_a_background_download_that_fails_is_skipped_and_recorded(online, tmp_path):
     online.fail(r"/revision/step8", 500)
     sweep = _sweep(ck.hub(REPO, REVISIONS), tmp_path / "s", prefetch=2, skip_bad_checkpoints=True)
-    with pytest.warns(SkippedCheckpointWarning, match="Skipped checkpoint step-8"):
+    with pytest.warns(CheckpointWarning, match="Skipped checkpoint step-8"):
         result = sweep.run()
     assert [row["step"] for row in result.rows] == [0, 16]
     (skipped,) = result.skipped

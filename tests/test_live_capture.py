@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from interpreto_anisotropy.errors import SplitPointError
+from interpreto_anisotropy.errors import InvalidInputError
 from interpreto_anisotropy.reading.split_point import TrainingCapture, resolve_split_point
 
 
@@ -70,7 +70,7 @@ def test_one_read_per_forward_with_autograds_gradient(reentrant):
 def test_resolve_split_point_refuses_unknown_layers():
     model = _Tiny(None)
     assert resolve_split_point(model, "layers.2") == "layers.2"
-    with pytest.raises(SplitPointError, match="matches no single layer"):
+    with pytest.raises(InvalidInputError, match="matches no single layer"):
         resolve_split_point(model, 9)
-    with pytest.raises(SplitPointError, match="layer index or a module path"):
+    with pytest.raises(InvalidInputError, match="layer index or a module path"):
         resolve_split_point(model, 1.5)

@@ -141,7 +141,7 @@ def test_mean_losses_need_the_rescaling(gpt_neox_training_model, texts, tangent)
     # The control of the test above: micro-batches of unequal token counts, a mean loss declared as a sum, differ.
     model, tokenizer = float64_copy(gpt_neox_training_model)
     steps = _steps(tokenizer, texts, per_step=3, micro=3, n_steps=1)
-    with pytest.warns(ia.errors.LossScaleWarning, match="reduction='mean'"):  # and the probe says so
+    with pytest.warns(ia.errors.LiveProbeWarning, match="reduction='mean'"):  # and the probe says so
         rows, snapshots = run_windows(
             model,
             tokenizer,
@@ -204,5 +204,5 @@ def test_a_shared_layer_without_call_is_our_error(albert_training_model, texts):
     model, tokenizer = float64_copy(albert_training_model)
     steps = _steps(tokenizer, texts, per_step=1, micro=2, masked=True, n_steps=1)
     tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=3)
-    with pytest.raises(ia.errors.SplitPointError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
+    with pytest.raises(ia.errors.InvalidInputError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
         run_windows(model, tokenizer, steps, lambda m: ia.TrainingProbe(m, ALBERT_LAYER, tangent=tangent))

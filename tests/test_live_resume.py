@@ -19,7 +19,7 @@ import torch
 from helpers.live_kit import float64_copy, micro_batch, train_step
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import LiveResumeWarning, ResultsStoreError, TrainingProbeError
+from interpreto_anisotropy.errors import LiveProbeWarning, ResultsStoreError
 
 K = 4
 N_STEPS = 6
@@ -89,7 +89,7 @@ def test_a_refit_run_resumed_between_fits_warns_and_differs_from_the_next_refit_
     options = {"tangent": "refit", "refit_every": 2}
     expected = _uninterrupted(gpt_neox_training_model, steps, tmp_path / "whole", **options)
     with pytest.warns(
-        LiveResumeWarning, match=r"resumes at step 3 .*next refit, at step 4, pools the steps from 3 only"
+        LiveProbeWarning, match=r"resumes at step 3 .*next refit, at step 4, pools the steps from 3 only"
     ):
         resumed = _stopped_and_resumed(gpt_neox_training_model, steps, tmp_path / "resumed", 3, **options)
     assert json.dumps(resumed[:4]) == json.dumps(expected[:4])  # up to step 3: the tangent fitted at step 2
@@ -99,7 +99,7 @@ def test_a_refit_run_resumed_between_fits_warns_and_differs_from_the_next_refit_
 def test_an_early_run_resumed_before_its_fit_warns_that_the_windows_before_have_no_rows(
     gpt_neox_training_model, steps, tmp_path
 ):
-    with pytest.warns(LiveResumeWarning, match=r"fitted on the steps from 1 to 2 only.*steps 0 to 0.*no rows"):
+    with pytest.warns(LiveProbeWarning, match=r"fitted on the steps from 1 to 2 only.*steps 0 to 0.*no rows"):
         resumed = _stopped_and_resumed(gpt_neox_training_model, steps, tmp_path, 1, early_steps=3)
     assert [row["step"] for row in resumed] == list(range(1, N_STEPS))
 
@@ -109,7 +109,7 @@ def test_a_resume_whose_tangent_file_is_missing_is_refused_naming_it(gpt_neox_tr
     _train(model, _probe(model, tokenizer, tmp_path), steps[:3])
     reference = tmp_path / "reference" / "1.safetensors"
     reference.unlink()
-    with pytest.raises(TrainingProbeError, match=rf"fitted at step 2, but {reference} is missing"):
+    with pytest.raises(ResultsStoreError, match=rf"fitted at step 2, but {reference} is missing"):
         _probe(model, tokenizer, tmp_path, start_step=3).attach()
     _probe(model, tokenizer, tmp_path, start_step=3, tangent="refit", refit_every=3, overwrite=True).attach().detach()
 
@@ -132,7 +132,7 @@ def test_an_overwrite_leaves_no_tangent_of_the_earlier_run_for_a_resume(gpt_neox
     _train(model, _ranked_probe(model, tokenizer, tmp_path, 4, early_steps=2), steps[:3])  # reference of rank 4
     _train(model, _ranked_probe(model, tokenizer, tmp_path, 2, early_steps=5, overwrite=True), steps[:2])
     assert not (tmp_path / "reference").exists()
-    with pytest.warns(LiveResumeWarning, match="fitted on the steps from 2"):
+    with pytest.warns(LiveProbeWarning, match="fitted on the steps from 2"):
         _train(model, _ranked_probe(model, tokenizer, tmp_path, 2, early_steps=5, start_step=2), steps[2:])
     rows = ia.SweepResult.load(tmp_path).rows
     assert rows and {row["rank"] for row in rows} == {2}

@@ -18,7 +18,7 @@ import torch
 from helpers.live_kit import float64_copy, micro_batch, summed_causal_loss, train_step
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import LossScaleWarning
+from interpreto_anisotropy.errors import LiveProbeWarning
 from interpreto_anisotropy.live import tokens
 
 pytestmark = pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
@@ -37,14 +37,14 @@ def _train(pair, steps, *, summed: bool = False, scaler=None, loss_scale: float 
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     tangent = ia.Subspace.random(model.config.hidden_size, 4, seed=3)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", LossScaleWarning)
+        warnings.simplefilter("always", LiveProbeWarning)
         probe = ia.TrainingProbe(
             model, 1, tokenizer=tokenizer, tangent=tangent, n_controls=3, n_bootstrap=20, grad_scaler=scaler, **options
         )
         with probe:
             for batches in steps:
                 train_step(model, probe, batches, optimizer, summed=summed, scaler=scaler, loss_scale=loss_scale)
-    return [warning for warning in caught if issubclass(warning.category, LossScaleWarning)]
+    return [warning for warning in caught if issubclass(warning.category, LiveProbeWarning)]
 
 
 def _terms(batch: dict) -> int:
@@ -135,13 +135,13 @@ def test_a_classifier_mean_loss_over_uneven_batches_declared_summed_warns(gpt_ne
         trained = float64_copy((model, tokenizer))[0]
         tangent = ia.Subspace.random(trained.config.hidden_size, 4, seed=3)
         with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", LossScaleWarning)
+            warnings.simplefilter("always", LiveProbeWarning)
             with ia.TrainingProbe(trained, 1, tokenizer=tokenizer, tangent=tangent, reduction=reduction) as probe:
                 for batch in batches:
                     labels = torch.arange(batch["input_ids"].shape[0]) % 2
                     trained(**batch, labels=labels).loss.backward()
                 probe.step()
-        return [warning for warning in caught if issubclass(warning.category, LossScaleWarning)]
+        return [warning for warning in caught if issubclass(warning.category, LiveProbeWarning)]
 
     caught = train("sum")
     assert len(caught) == 1

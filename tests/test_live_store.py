@@ -20,7 +20,7 @@ import pytest
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.commons import files
-from interpreto_anisotropy.errors import IncompleteRowWarning, ResultsStoreError
+from interpreto_anisotropy.errors import ResultsFileWarning, ResultsStoreError
 from interpreto_anisotropy.results.schema import ROWS_FILE
 from interpreto_anisotropy.results.store import LiveStore, SweepStore
 
@@ -78,9 +78,9 @@ def test_a_torn_last_line_is_cut_and_a_resume_keeps_the_rows_before_its_start(tm
     store.close()
     with open(tmp_path / ROWS_FILE, "a") as handle:
         handle.write(json.dumps(_row(4))[:20])  # a writer killed while appending
-    with pytest.warns(IncompleteRowWarning, match="unterminated: a live probe is appending it"):
+    with pytest.warns(ResultsFileWarning, match="unterminated: a live probe is appending it"):
         assert ia.SweepResult.load(tmp_path).steps == [0, 1, 2, 3]  # a reader sees the whole rows only
-    with pytest.warns(IncompleteRowWarning, match="unterminated"):
+    with pytest.warns(ResultsFileWarning, match="unterminated"):
         resumed = LiveStore(tmp_path, CONFIG, overwrite=False, start_step=2, flush_seconds=0)
     assert ia.SweepResult.load(tmp_path).steps == [0, 1]
     resumed.add([_row(2)])

@@ -44,7 +44,7 @@ def _ids(step: int) -> torch.Tensor:
 
 
 # At d=2048 the default share holds 32 windows' moments and no gradient rows: the warning says so, as intended.
-@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.PendingRowsWarning")
+@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.LiveProbeWarning")
 @pytest.mark.parametrize("width", [768, 2048])
 def test_a_training_probe_with_its_defaults_holds_its_waiting_windows_within_the_bound(width):
     model = _wide_model(width)
@@ -96,7 +96,7 @@ def _train(width: int, tmp_path, **options) -> AnisotropyCallback:
     return callback
 
 
-@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.PendingRowsWarning")
+@pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.LiveProbeWarning")
 @pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")  # R' capped: above
 @pytest.mark.parametrize("width", [768, 2048])
 def test_a_trainer_of_pythias_length_with_its_defaults_is_accepted(width, tmp_path):

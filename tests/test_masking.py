@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import InvalidInputError, ObjectiveError
+from interpreto_anisotropy.errors import InvalidInputError
 from interpreto_anisotropy.probing.masking import MaskedLM, resolve_masking, special_tokens_mask
 from interpreto_anisotropy.probing.objectives import MaskedLMObjective, make_objective
 
@@ -236,7 +236,7 @@ def test_the_rate_is_given_once():
 
 def test_masked_lm_settings_are_checked_against_the_model_head(gpt_neox_model):
     model, _ = gpt_neox_model
-    with pytest.raises(ObjectiveError, match="causal_lm"):
+    with pytest.raises(InvalidInputError, match="causal_lm"):
         make_objective(MaskedLM(rate=0.3), model=model)
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import interpreto_anisotropy.metrics as metrics
 from interpreto_anisotropy.commons.tensors import scaled_by_power_of_two
-from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError, NonFiniteError
+from interpreto_anisotropy.errors import InvalidInputError, NonFiniteError
 
 FAST = settings(max_examples=25, deadline=None)
 
@@ -311,7 +311,7 @@ def test_numpy_and_torch_inputs_agree():
 
 
 def test_degenerate_inputs_raise_our_errors():
-    with pytest.raises(EmptyInputError):
+    with pytest.raises(InvalidInputError):
         metrics.isoscore(np.zeros((0, 4)))
     with pytest.raises(InvalidInputError):
         metrics.isoscore(np.ones((1, 4)))  # one point

@@ -61,6 +61,8 @@ def test_every_warning_of_the_package_names_a_category_of_its_own():
     used = set()
     for where, line, category in calls:
         assert isinstance(category, ast.Name), f"{where}:{line} warns without a category of ours"
+        if category.id == "FutureWarning":  # a former name of errors.py or a moved module (_moved.py): deprecated
+            continue
         assert category.id in WARNINGS, f"{where}:{line} warns with {category.id}, not a class of errors.py"
         used.add(category.id)
     assert set(WARNINGS) - used == {"AnisotropyWarning"}  # the base class only filters; every kind is warned
@@ -84,7 +86,7 @@ def _three_kinds() -> list[type[Warning]]:
 
 
 def test_each_category_is_warned_where_it_should_be_and_filtered_alone():
-    kinds = [errors.PadTokenWarning, errors.DegenerateStatisticsWarning, errors.DroppedAtomsWarning]
+    kinds = [errors.ReadingWarning, errors.DegenerateStatisticsWarning, errors.DegenerateStatisticsWarning]
     assert _three_kinds() == kinds
     for silenced in kinds:
         with warnings.catch_warnings():
@@ -94,8 +96,8 @@ def test_each_category_is_warned_where_it_should_be_and_filtered_alone():
         warnings.filterwarnings("ignore", category=errors.AnisotropyWarning)
         assert _three_kinds() == []
     with warnings.catch_warnings():
-        warnings.simplefilter("error", errors.DroppedAtomsWarning)
-        with pytest.raises(errors.DroppedAtomsWarning, match="span only 4 dimensions"):
+        warnings.simplefilter("error", errors.DegenerateStatisticsWarning)
+        with pytest.raises(errors.DegenerateStatisticsWarning, match="span only 4 dimensions"):
             ia.Subspace.from_dictionary(torch.eye(4, 6).repeat(2, 1))
 
 
@@ -106,14 +108,14 @@ def test_a_hub_that_cannot_list_revisions_is_a_hub_access_warning(monkeypatch):
         raise ValueError("the server sent nonsense")
 
     monkeypatch.setattr(HfApi, "list_repo_refs", failing)
-    with pytest.warns(errors.HubAccessWarning, match="Could not list the revisions of org/model"):
+    with pytest.warns(errors.EnvironmentWarning, match="Could not list the revisions of org/model"):
         assert hub._refs("org/model", timeout=5.0) is None
 
 
 def test_a_missing_previous_tangent_is_a_missing_drift_warning(tmp_path):
     store = SimpleNamespace(tangent=lambda layer, step: None, tangent_path=lambda layer, step: tmp_path / f"{step}")
     drift = PreviousDrift(store, [Checkpoint(0, "a"), Checkpoint(5, "b")])
-    with pytest.warns(errors.MissingDriftWarning, match="previous checkpoint of step 5"):
+    with pytest.warns(errors.ResultsFileWarning, match="previous checkpoint of step 5"):
         fields = drift.of({"step": 5, "layer": 1}, warn=True)
     assert fields == {"drift_previous_mean_angle": None, "drift_previous_max_angle": None, "drift_previous_step": None}
     with warnings.catch_warnings():

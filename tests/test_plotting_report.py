@@ -26,7 +26,7 @@ from matplotlib.text import Text
 
 from interpreto_anisotropy import plotting
 from interpreto_anisotropy.cli import main
-from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError, ResultsStoreError
+from interpreto_anisotropy.errors import InvalidInputError, ResultsStoreError
 from interpreto_anisotropy.results.schema import sort_rows
 from interpreto_anisotropy.results.table import SweepResult
 from interpreto_anisotropy.visualizations.report import write_report
@@ -435,7 +435,7 @@ def test_report_partial_overwrite_and_empty(tmp_path):
     assert "Checkpoint sweep report" in page  # default title
     assert not [entry.name for entry in out_dir.iterdir() if entry.name.startswith(".")], "temporary files left"
 
-    with pytest.raises(EmptyInputError, match="no finished checkpoint"):
+    with pytest.raises(InvalidInputError, match="no finished checkpoint"):
         write_report(SweepResult([], {"n_controls": R}), tmp_path / "empty")
     assert not (tmp_path / "empty" / "index.html").exists()
 
@@ -620,7 +620,7 @@ def test_live_figure_draws_the_live_rows_next_to_the_sweep_and_the_report_shows_
     np.testing.assert_allclose(
         by_gid(ax, "sweep_control_mean:early").get_ydata(), finite(sweep_rows, "control_mean")[1]
     )
-    with pytest.raises(EmptyInputError, match="share no split point"):
+    with pytest.raises(InvalidInputError, match="share no split point"):
         plot_live_vs_sweep(SweepResult([{**row, "split_point": "elsewhere"} for row in live_rows], {}), result)
     # The report (and the CLI's `report --live`) adds the figure after the energy figure.
     sweep_dir = _results_dir(tmp_path / "sweep", result.rows)

@@ -6,12 +6,12 @@
 
 The reference values of ALBERT's calls are in the conformance matrix (`albert_first`, `albert_last`); here:
 
-* without `call`, the reader and the probe raise our `SplitPointError` naming the module, its calls and the option
+* without `call`, the reader and the probe raise our `InvalidInputError` naming the module, its calls and the option
   (before, the reader read the first call and the probe the last, silently);
 * with `call`, the reader's rows are the probe's activations (the same call), and the two calls differ;
 * a `call` of another type or beyond the calls is our error;
 * a sweep at such a split point stops with the same error without `call`, and fits and probes the call it is given;
-* Longformer and BigBird with block-sparse attention raise our `SplitPointError` saying why and what to do (before,
+* Longformer and BigBird with block-sparse attention raise our `InvalidInputError` saying why and what to do (before,
   a raw `IndexError` / `RuntimeError`); BigBird switched to full attention reads each text as it is read alone.
 """
 
@@ -25,7 +25,7 @@ from interpreto import ModelWithSplitPoints
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.demo import train_tokenizer
-from interpreto_anisotropy.errors import InvalidInputError, SplitPointError
+from interpreto_anisotropy.errors import InvalidInputError
 
 ALBERT_LAYER = "albert.encoder.albert_layer_groups.0.albert_layers.0"
 
@@ -42,11 +42,11 @@ def albert(tokenizer):
 
 
 def test_a_shared_layer_without_call_is_our_error_in_the_reader_and_the_probe(albert, texts):
-    with pytest.raises(SplitPointError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
+    with pytest.raises(InvalidInputError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
         ia.token_activations(albert, texts[:2])
-    with pytest.raises(SplitPointError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
+    with pytest.raises(InvalidInputError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
         ia.GradientProbe(albert).gradients(texts[:2])
-    with pytest.raises(SplitPointError, match="runs 3 times"):
+    with pytest.raises(InvalidInputError, match="runs 3 times"):
         ia.PCATangent(albert, nb_concepts=2).fit(texts[:4])
 
 
@@ -75,9 +75,9 @@ def test_the_calls_differ_and_an_index_names_the_same_call(albert, texts):
 
 @pytest.mark.parametrize("call", [3, -4])
 def test_a_call_beyond_the_calls_is_our_error(albert, texts, call):
-    with pytest.raises(SplitPointError, match=rf"call={call}.*3 time"):
+    with pytest.raises(InvalidInputError, match=rf"call={call}.*3 time"):
         ia.token_activations(albert, texts[:2], call=call)
-    with pytest.raises(SplitPointError, match=rf"call={call}.*3 time"):
+    with pytest.raises(InvalidInputError, match=rf"call={call}.*3 time"):
         ia.GradientProbe(albert, call=call).gradients(texts[:2])
 
 
@@ -93,7 +93,7 @@ def test_a_module_that_runs_once_takes_any_call_naming_its_call(gpt_neox_mwsp, t
     plain, _ = ia.token_activations(gpt_neox_mwsp, texts[:2])
     for call in ("first", "last", 0, -1):
         torch.testing.assert_close(ia.token_activations(gpt_neox_mwsp, texts[:2], call=call)[0], plain)
-    with pytest.raises(SplitPointError, match="call=1"):
+    with pytest.raises(InvalidInputError, match="call=1"):
         ia.token_activations(gpt_neox_mwsp, texts[:2], call=1)
 
 
@@ -143,9 +143,9 @@ def _big_bird(tokenizer, attention_type: str) -> ModelWithSplitPoints:
 )
 def test_a_model_that_pads_inside_is_our_error_saying_why(build, message, tokenizer, texts):
     mwsp = build(tokenizer)
-    with pytest.raises(SplitPointError, match=message):
+    with pytest.raises(InvalidInputError, match=message):
         ia.token_activations(mwsp, texts[:4])
-    with pytest.raises(SplitPointError, match=message):
+    with pytest.raises(InvalidInputError, match=message):
         ia.GradientProbe(mwsp).gradients(texts[:4])
 
 
@@ -195,7 +195,7 @@ def _albert_sweep(tokenizer, texts, folder, **options):
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_a_sweep_at_a_shared_layer_without_call_stops_with_the_same_error(tokenizer, texts, tmp_path):
-    with pytest.raises(SplitPointError, match="runs 3 times.*call='last'"):
+    with pytest.raises(InvalidInputError, match="runs 3 times.*call='last'"):
         _albert_sweep(tokenizer, texts, tmp_path).run()
 
 
@@ -242,9 +242,9 @@ def test_a_split_point_that_changes_the_length_is_our_error(corpus_texts, texts)
         return (padded, *output[1:]) if isinstance(output, tuple) else padded
 
     mwsp._model.get_submodule("gpt_neox.layers.1").register_forward_hook(pad)
-    with pytest.raises(SplitPointError, match="pads or pools its inputs"):
+    with pytest.raises(InvalidInputError, match="pads or pools its inputs"):
         ia.token_activations(mwsp, texts[:2])
-    with pytest.raises(SplitPointError, match="pads or pools its inputs"):
+    with pytest.raises(InvalidInputError, match="pads or pools its inputs"):
         ia.GradientProbe(mwsp).gradients(texts[:2])
 
 
@@ -254,7 +254,7 @@ def test_a_tangent_fitted_at_one_call_is_refused_by_a_probe_of_another_naming_bo
     against 0.123 with the same call). It records its call, and the probe refuses another."""
     tangent = ia.PCATangent(albert, nb_concepts=2).fit(texts[:8], call="first")
     assert tangent.subspace.call == "first"
-    with pytest.raises(SplitPointError, match=r"call='first'.*call='last'"):
+    with pytest.raises(InvalidInputError, match=r"call='first'.*call='last'"):
         ia.GradientProbe(albert, call="last").run(texts[:4], tangent, n_controls=2)
     for same in ("first", 0):  # call 0 is the first call
         result = ia.GradientProbe(albert, call=same, seed=1).run(texts[:4], tangent, n_controls=2)
@@ -277,7 +277,7 @@ def test_the_call_is_saved_with_the_tangent_and_an_old_file_without_it_is_unknow
     assert ia.Subspace.load(folder / "subspace.safetensors").call == "first"
     loaded = ia.TangentExplainer.from_pretrained(folder, albert)
     assert loaded.subspace.call == "first"
-    with pytest.raises(SplitPointError, match=r"call='first'.*call='last'"):
+    with pytest.raises(InvalidInputError, match=r"call='first'.*call='last'"):
         ia.GradientProbe(albert, call="last").run(texts[:4], loaded, n_controls=2)
     # a folder saved before the call was recorded: no "call" in tangent.json nor in the subspace's metadata
     record = json.loads((folder / "tangent.json").read_text())
@@ -298,7 +298,7 @@ def test_a_subspace_call_of_another_kind_is_our_error():
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_a_sweep_refuses_a_given_reference_fitted_at_another_call(albert, tokenizer, texts, tmp_path):
     reference = ia.PCATangent(albert, nb_concepts=2).fit(texts[:8], call="first").subspace
-    with pytest.raises(SplitPointError, match=r"call='first'.*call='last'"):
+    with pytest.raises(InvalidInputError, match=r"call='first'.*call='last'"):
         _albert_sweep(tokenizer, texts, tmp_path, call="last", reference=reference).run()
     table = _albert_sweep(tokenizer, texts, tmp_path / "same", call="first", reference=reference).run()
     assert len(table.rows) == 2
@@ -306,6 +306,6 @@ def test_a_sweep_refuses_a_given_reference_fitted_at_another_call(albert, tokeni
 
 def test_a_live_probe_refuses_a_given_tangent_fitted_at_another_call(albert, texts):
     reference = ia.PCATangent(albert, nb_concepts=2).fit(texts[:8], call="first").subspace
-    with pytest.raises(SplitPointError, match=r"call='first'.*call='last'"):
+    with pytest.raises(InvalidInputError, match=r"call='first'.*call='last'"):
         ia.TrainingProbe(albert._model, ALBERT_LAYER, tangent=reference, call="last")
     assert ia.TrainingProbe(albert._model, ALBERT_LAYER, tangent=reference, call="first").settings.call == "first"

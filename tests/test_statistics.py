@@ -21,7 +21,7 @@ import torch
 from helpers.tolerances import assert_difference_close
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import DimensionMismatchError, InvalidInputError, NonFiniteError
+from interpreto_anisotropy.errors import InvalidInputError, NonFiniteError
 from interpreto_anisotropy.metrics import isoscore_from_covariance
 from interpreto_anisotropy.probing.anisotropy import IsoScoreSettings
 from interpreto_anisotropy.probing.objectives import make_objective
@@ -323,5 +323,5 @@ def test_isoscore_options_are_refused_naming_them(options, error, message):
 
 
 def test_a_given_c0_of_another_size_is_refused():
-    with pytest.raises(DimensionMismatchError, match="isoscore_c0 is a 3 x 3 matrix but the gradients live in R"):
+    with pytest.raises(InvalidInputError, match="isoscore_c0 is a 3 x 3 matrix but the gradients live in R"):
         IsoScoreSettings.make(c0=torch.eye(3)).check_dim(8)

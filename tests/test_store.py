@@ -19,7 +19,7 @@ import torch
 from test_sweep import SETTINGS as SWEEP_SETTINGS
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import AlteredFileWarning, ResultsStoreError, SweepLockedError
+from interpreto_anisotropy.errors import ResultsFileWarning, ResultsStoreError, SweepLockedError
 from interpreto_anisotropy.results.store import HOLDER_FILE, LOCK_FILE
 
 SETTINGS = {**SWEEP_SETTINGS, "reference": "both"}
@@ -179,7 +179,7 @@ def test_a_saved_reference_of_another_rank_is_refitted_or_refused_when_its_diges
     with pytest.raises(ResultsStoreError, match=r"1.safetensors holds a rank-3 reference .* nb_concepts=4"):
         _sweep(arguments, copy).run()
     (copy / "provenance.jsonl").write_text(provenance)  # its digest recorded: fitted again
-    with pytest.warns(AlteredFileWarning, match=r"reference/1\.safetensors does not hold the bytes"):
+    with pytest.warns(ResultsFileWarning, match=r"reference/1\.safetensors does not hold the bytes"):
         _sweep(arguments, copy).run()
     assert (copy / "reference" / "1.safetensors").read_bytes() == original
 
@@ -218,6 +218,6 @@ def test_rows_of_another_format_are_not_mixed_with_new_ones_and_overwrite_recove
     config = json.loads((copy / "config.json").read_text())
     older = config["format_version"] - 1
     (copy / "config.json").write_text(json.dumps({**config, "format_version": older}))
-    with pytest.raises(ia.errors.ConfigMismatchError, match=f"rows are of format {older}, written by another version"):
+    with pytest.raises(ia.errors.InvalidInputError, match=f"rows are of format {older}, written by another version"):
         _sweep(arguments, copy).run()
     assert len(_sweep(arguments, copy, overwrite=True).run()) == len(_lines(copy))

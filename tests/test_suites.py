@@ -13,7 +13,7 @@ import pytest
 from transformers import AutoConfig
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import EmptyInputError, InvalidInputError
+from interpreto_anisotropy.errors import InvalidInputError
 from interpreto_anisotropy.probing.masking import MaskedLM
 from interpreto_anisotropy.probing.objectives import ObjectiveName, objective_from_config
 from interpreto_anisotropy.sweeps import checkpoints as ck
@@ -177,9 +177,9 @@ def test_steps_or_revisions_exactly_once():
         ck.suite("pythia-160m")
     with pytest.raises(InvalidInputError, match="not both"):
         ck.suite("pythia-160m", [0], revisions=["step0"])
-    with pytest.raises(EmptyInputError):
+    with pytest.raises(InvalidInputError):
         ck.suite("pythia-160m", [])
-    with pytest.raises(EmptyInputError):
+    with pytest.raises(InvalidInputError):
         ck.suite("eurobert-210m", revisions={})
     with pytest.raises(InvalidInputError, match="integers >= 0"):
         ck.suite("smollm2-360m", [-1])

@@ -17,7 +17,7 @@ import pytest
 from test_sweep_lifecycle import SETTINGS, _assert_same_table
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.errors import AlteredFileWarning, ResultsStoreError
+from interpreto_anisotropy.errors import ResultsFileWarning, ResultsStoreError
 from interpreto_anisotropy.results.records import recorded_digests
 
 pytestmark = pytest.mark.filterwarnings("ignore::interpreto_anisotropy.errors.DegenerateStatisticsWarning")
@@ -67,7 +67,7 @@ def test_every_tangent_and_top_tokens_file_is_recorded_with_the_sha256_of_its_by
 def test_unaltered_files_resume_to_the_uninterrupted_rows(uninterrupted, tmp_path):
     folder = _interrupted(uninterrupted, tmp_path / "sweep")
     with warnings.catch_warnings():
-        warnings.simplefilter("error", AlteredFileWarning)
+        warnings.simplefilter("error", ResultsFileWarning)
         resumed = _resume(uninterrupted, folder)
     _assert_same_table(resumed, uninterrupted[2])
 
@@ -91,7 +91,7 @@ def test_a_swapped_or_altered_file_is_fitted_again_and_the_rows_equal_the_uninte
         content = json.loads(original)
         (folder / altered).write_text(json.dumps({**content, "n_rows": content["n_rows"] + 1}))
     assert (folder / altered).read_bytes() != original
-    with pytest.warns(AlteredFileWarning, match=rf"{altered}.* not hold the bytes the sweep wrote"):
+    with pytest.warns(ResultsFileWarning, match=rf"{altered}.* not hold the bytes the sweep wrote"):
         resumed = _resume(uninterrupted, folder)
     _assert_same_table(resumed, uninterrupted[2])
     assert (folder / altered).read_bytes() == original  # fitted again: the uninterrupted run's file
@@ -119,7 +119,7 @@ def test_an_altered_top_tokens_file_of_a_finished_sweep_is_refused_when_read_the
     path.write_text(json.dumps({**content, "n_rows": content["n_rows"] + 1}))
     with pytest.raises(ResultsStoreError, match=r"step-8\.json does not hold the top tokens .* Rerun the sweep"):
         ia.SweepResult.load(folder).top_tokens(1)
-    with pytest.warns(AlteredFileWarning, match=r"rows of steps \[8\] are computed again"):
+    with pytest.warns(ResultsFileWarning, match=r"rows of steps \[8\] are computed again"):
         again = _resume(uninterrupted, folder)
     _assert_same_table(again, table)
     assert path.read_bytes() == original
@@ -133,7 +133,7 @@ def test_an_altered_file_of_a_checkpoint_whose_rows_were_lost_is_written_again_w
     original = (folder / "tangents/1/step-8.safetensors").read_bytes()
     shutil.copy(folder / "tangents/1/step-0.safetensors", folder / "tangents/1/step-8.safetensors")
     with warnings.catch_warnings():
-        warnings.simplefilter("error", AlteredFileWarning)
+        warnings.simplefilter("error", ResultsFileWarning)
         resumed = _resume(uninterrupted, folder)
     _assert_same_table(resumed, uninterrupted[2])
     assert (folder / "tangents/1/step-8.safetensors").read_bytes() == original

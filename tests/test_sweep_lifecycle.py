@@ -19,9 +19,9 @@ from test_sweep import SETTINGS as SWEEP_SETTINGS
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.errors import (
     CheckpointError,
-    ConfigMismatchError,
-    NonFiniteWeightsWarning,
-    StaleResultsError,
+    CheckpointWarning,
+    InvalidInputError,
+    ResultsStoreError,
 )
 from interpreto_anisotropy.results.records import folder_fingerprint
 
@@ -98,7 +98,7 @@ def test_a_checkpoint_retrained_into_the_same_folder_is_refused_then_recomputed(
     assert all(row["fingerprint"].startswith("sha256:") for row in first.rows)
     written = (results_dir / "rows.jsonl").read_bytes()
     _retrain(run, 8, like=20)
-    with pytest.raises(StaleResultsError, match=r"steps \[8\].*recompute_changed=True"):
+    with pytest.raises(ResultsStoreError, match=r"steps \[8\].*recompute_changed=True"):
         _sweep(run, results_dir, texts_for_sweep).run()
     assert (results_dir / "rows.jsonl").read_bytes() == written  # refused, and nothing lost
     recomputed = _sweep(run, results_dir, texts_for_sweep, recompute_changed=True).run()
@@ -114,7 +114,7 @@ def test_a_retrained_early_checkpoint_makes_every_row_stale(run, texts_for_sweep
     results_dir = tmp_path / "sweep"
     _sweep(run, results_dir, texts_for_sweep, reference="early").run()
     _retrain(run, 1, like=20)
-    with pytest.raises(StaleResultsError, match="early checkpoints of the reference"):
+    with pytest.raises(ResultsStoreError, match="early checkpoints of the reference"):
         _sweep(run, results_dir, texts_for_sweep, reference="early").run()
     recomputed = _sweep(run, results_dir, texts_for_sweep, reference="early", recompute_changed=True).run()
     fresh = _sweep(run, tmp_path / "fresh", texts_for_sweep, reference="early").run()
@@ -128,13 +128,13 @@ def test_a_sweep_extended_with_checkpoints_split_points_and_tangents_equals_a_fr
 ):
     results_dir = tmp_path / "sweep"
     _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2, 8}, reference="early").run()  # early: 0, 1, 2
-    with pytest.raises(ConfigMismatchError, match=r"early_fraction=0\.125 keeps the same ones"):
+    with pytest.raises(InvalidInputError, match=r"early_fraction=0\.125 keeps the same ones"):
         _sweep(run, results_dir, texts_for_sweep, reference="early").run()
-    with pytest.raises(ConfigMismatchError, match="early_fraction=1 keeps the same ones"):
+    with pytest.raises(InvalidInputError, match="early_fraction=1 keeps the same ones"):
         _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2}, reference="early", early_fraction=0.5).run()
-    with pytest.raises(ConfigMismatchError, match="include the checkpoints up to step 2 again"):
+    with pytest.raises(InvalidInputError, match="include the checkpoints up to step 2 again"):
         _sweep(run, results_dir, texts_for_sweep, steps={0, 1}, reference="early").run()
-    with pytest.raises(ConfigMismatchError, match="nb_concepts differ"):
+    with pytest.raises(InvalidInputError, match="nb_concepts differ"):
         _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2, 8}, nb_concepts=3).run()
     # step 4 between old ones, step 20 after them, split point 0 and the "each" tangent, all at once
     extended = _sweep(run, results_dir, texts_for_sweep, early_fraction=0.125, split_point=[1, 0]).run()
@@ -188,7 +188,7 @@ def test_non_finite_weights_are_refused_at_load_naming_the_checkpoint_and_weight
     checkpoint = ia.checkpoints.local(str(run / "checkpoint-4"))[0]
     with pytest.raises(CheckpointError, match=r"step-4 .*non-finite weights \(NaN or infinity\) in [\w.]+weight"):
         ia.checkpoints.load_checkpoint(checkpoint, device="cpu")
-    with pytest.warns(NonFiniteWeightsWarning, match="non-finite weights"):
+    with pytest.warns(CheckpointWarning, match="non-finite weights"):
         ia.checkpoints.load_checkpoint(checkpoint, device="cpu", strict=False)
 
 

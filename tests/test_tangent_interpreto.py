@@ -19,7 +19,7 @@ import torch
 from interpreto import ModelWithSplitPoints, Occlusion
 from interpreto.concepts import TopKInputs
 
-from interpreto_anisotropy.errors import DimensionMismatchError
+from interpreto_anisotropy.errors import InvalidInputError
 from interpreto_anisotropy.tangents.explainers import PCATangent, TangentExplainer
 from interpreto_anisotropy.tangents.subspace import Subspace
 
@@ -107,7 +107,7 @@ def test_pca_tangent_conforms_on_every_architecture(arch, token_activations, tex
 
 def test_activations_of_another_model_width_are_refused(token_activations):
     mwsp, activations = token_activations("gpt_neox")
-    with pytest.raises(DimensionMismatchError):
+    with pytest.raises(InvalidInputError):
         PCATangent(mwsp, nb_concepts=K).fit(activations[:, :48])
 
 

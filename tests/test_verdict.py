@@ -209,7 +209,7 @@ def test_summary_is_the_verdict_and_summary_table_is_unchanged():
     table = SweepResult(make_rows(), {"correction": "holm"})
     assert table.summary() == verdict_text(sweep_verdict(table.rows, table.config))
     assert table.summary_table().splitlines()[0].split()[:3] == ["step", "split", "point"]
-    with pytest.raises(ia.errors.EmptyInputError):
+    with pytest.raises(ia.errors.InvalidInputError):
         SweepResult([]).summary()
 
 

@@ -154,7 +154,7 @@ print("report:", report)
 #
 # Each finished checkpoint's rows are written atomically to `rows.jsonl`. Running the same sweep again (same
 # settings and texts) finds every checkpoint done and returns at once; after a crash it resumes at the first
-# unfinished checkpoint. Changing a setting with the same `results_dir` raises a `ConfigMismatchError` unless
+# unfinished checkpoint. Changing a setting with the same `results_dir` raises an `InvalidInputError` unless
 # `overwrite=True`.
 
 # %%

@@ -26,7 +26,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from .commons.json_files import parse_json, read_text
 from .commons.options import FRACTION, POSITIVE_INT, SEED, Bound
-from .errors import AnisotropyError, EmptyInputError, InvalidInputError
+from .errors import AnisotropyError, InvalidInputError
 from .sweeps.config import SweepConfig, option_flag, type_members
 from .version import __version__
 
@@ -90,7 +90,7 @@ def read_texts(path: str | Path) -> list[str]:
     Raises:
         InvalidInputError: A missing, unreadable or non-UTF-8 file, or one not in its suffix's format (the message
             names the file, the line or item, and the format expected).
-        EmptyInputError: A file with no non-blank text.
+        InvalidInputError: A file with no non-blank text.
 
     Examples:
         >>> texts = read_texts("texts.jsonl")  # doctest: +SKIP
@@ -107,7 +107,7 @@ def read_texts(path: str | Path) -> list[str]:
     texts = _json_texts(content, path) if path.suffix in _FORMATS else content.splitlines()
     texts = [text for text in texts if text.strip()]
     if not texts:
-        raise EmptyInputError(f"Texts file {path} is empty: give one text per line (or a .jsonl / .json file).")
+        raise InvalidInputError(f"Texts file {path} is empty: give one text per line (or a .jsonl / .json file).")
     return texts
 
 

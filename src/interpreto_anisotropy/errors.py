@@ -3,8 +3,11 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Errors (`AnisotropyError` and its subclasses) and warning categories (`AnisotropyWarning` ...) of ours.
 
-Each error also derives from the built-in exception it refines, so code catching `ValueError` keeps working;
-docs/api/errors.md says how to filter the warnings and where information goes instead (the logger).
+There is one error class per way a caller would handle it, and one warning category per kind a user would filter;
+the message names the option, file or checkpoint and what to do. Each error also derives from the built-in
+exception it refines, so code catching `ValueError` or `OSError` keeps working; docs/api/errors.md says how to
+filter the warnings and where information goes instead (the logger). The 0.1 names (`EmptyInputError`,
+`TruncationWarning`, ...) still import from here, with a `FutureWarning` naming the class that replaced them.
 
 Examples:
     >>> import interpreto_anisotropy as ia
@@ -17,47 +20,68 @@ Examples:
 
 from __future__ import annotations
 
+import warnings
+
 __all__ = [
     "AnisotropyError",
     "InvalidInputError",
-    "EmptyInputError",
-    "DimensionMismatchError",
-    "NotFittedError",
-    "SplitPointError",
-    "TokenizerError",
     "NonFiniteError",
-    "ObjectiveError",
-    "ConfigMismatchError",
+    "OutOfOrderError",
     "CheckpointError",
     "ResultsStoreError",
     "SweepLockedError",
-    "StaleResultsError",
-    "TrainingProbeError",
-    "SavedTangentError",
-    "TangentMismatchError",
     "AnisotropyWarning",
+    "ReadingWarning",
     "DegenerateStatisticsWarning",
-    "ShortSequencesWarning",
-    "SkippedBatchesWarning",
-    "TruncationWarning",
-    "PadTokenWarning",
-    "DroppedAtomsWarning",
-    "LeftPaddingWarning",
-    "SkippedFoldersWarning",
-    "SkippedCheckpointWarning",
-    "UnusedWeightsWarning",
-    "RandomWeightsWarning",
-    "NonFiniteWeightsWarning",
-    "HubAccessWarning",
-    "CacheWarning",
-    "IncompleteRowWarning",
-    "MissingDriftWarning",
-    "AlteredFileWarning",
-    "LiveResumeWarning",
-    "EmptyWindowWarning",
-    "PendingRowsWarning",
-    "LossScaleWarning",
+    "CheckpointWarning",
+    "ResultsFileWarning",
+    "LiveProbeWarning",
+    "EnvironmentWarning",
 ]
+
+#: {0.1 name: the class that replaced it}: each still imports from this module, with a `FutureWarning`.
+FORMER_NAMES: dict[str, str] = {
+    "EmptyInputError": "InvalidInputError",
+    "DimensionMismatchError": "InvalidInputError",
+    "ObjectiveError": "InvalidInputError",
+    "SplitPointError": "InvalidInputError",
+    "TokenizerError": "InvalidInputError",
+    "ConfigMismatchError": "InvalidInputError",
+    "TangentMismatchError": "InvalidInputError",
+    "NotFittedError": "OutOfOrderError",
+    "TrainingProbeError": "OutOfOrderError",
+    "StaleResultsError": "ResultsStoreError",
+    "SavedTangentError": "ResultsStoreError",
+    "ShortSequencesWarning": "ReadingWarning",
+    "SkippedBatchesWarning": "ReadingWarning",
+    "TruncationWarning": "ReadingWarning",
+    "PadTokenWarning": "ReadingWarning",
+    "LeftPaddingWarning": "ReadingWarning",
+    "DroppedAtomsWarning": "DegenerateStatisticsWarning",
+    "SkippedFoldersWarning": "CheckpointWarning",
+    "SkippedCheckpointWarning": "CheckpointWarning",
+    "UnusedWeightsWarning": "CheckpointWarning",
+    "RandomWeightsWarning": "CheckpointWarning",
+    "NonFiniteWeightsWarning": "CheckpointWarning",
+    "IncompleteRowWarning": "ResultsFileWarning",
+    "AlteredFileWarning": "ResultsFileWarning",
+    "MissingDriftWarning": "ResultsFileWarning",
+    "LiveResumeWarning": "LiveProbeWarning",
+    "EmptyWindowWarning": "LiveProbeWarning",
+    "PendingRowsWarning": "LiveProbeWarning",
+    "LossScaleWarning": "LiveProbeWarning",
+    "HubAccessWarning": "EnvironmentWarning",
+    "CacheWarning": "EnvironmentWarning",
+}
+
+
+def __getattr__(name: str) -> type:
+    """A 0.1 name: the class that replaced it, with a `FutureWarning` that names that class."""
+    if name not in FORMER_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    new = FORMER_NAMES[name]
+    warnings.warn(f"{__name__}.{name} is now {__name__}.{new}: use that name", FutureWarning, stacklevel=2)
+    return globals()[new]
 
 
 class AnisotropyError(Exception):
@@ -74,67 +98,40 @@ class AnisotropyError(Exception):
 
 
 class InvalidInputError(AnisotropyError, ValueError):
-    """An argument has a wrong type, shape, range or value."""
+    """An argument, its data or a results directory's settings do not fit: fix the call.
 
-
-class EmptyInputError(InvalidInputError):
-    """No texts, no tokens, or no activations were given where some are needed."""
-
-
-class DimensionMismatchError(InvalidInputError):
-    """Two objects disagree on the hidden size d (e.g. a checkpoint and a subspace)."""
-
-
-class NotFittedError(AnisotropyError, RuntimeError):
-    """An estimator was used before `fit`."""
-
-
-class ObjectiveError(InvalidInputError):
-    """A training objective does not fit the model: no logits, logits of another shape, or another head."""
-
-
-class SplitPointError(AnisotropyError, ValueError):
-    """A split point is absent from a model, or its output is not a hidden state."""
-
-
-class TokenizerError(AnisotropyError, ValueError):
-    """A tokenizer cannot be used as it is (no pad token, no mask token, ...)."""
+    A wrong type, shape, range or value; no texts, tokens or activations where some are needed; two objects that
+    disagree on the width d; a training objective that does not fit the model; a split point the model lacks or
+    whose output is not a hidden state; a tokenizer that cannot be used as it is; a saved tangent loaded onto
+    another split point or width; a results directory written with another configuration. The message names the
+    option (or the file) and what to give instead.
+    """
 
 
 class NonFiniteError(AnisotropyError, FloatingPointError):
     """Activations or gradients contain NaN or infinity."""
 
 
-class ConfigMismatchError(AnisotropyError, ValueError):
-    """A results directory was written with another configuration."""
+class OutOfOrderError(AnisotropyError, RuntimeError):
+    """An object was used out of order: an estimator before `fit`, a live `TrainingProbe` attached twice, detached
+    when not attached, or stepped when detached. The message says what to call first."""
 
 
 class CheckpointError(AnisotropyError, OSError):
-    """A checkpoint cannot be found, listed or loaded."""
+    """A checkpoint cannot be found, listed, downloaded or loaded (the message names it); a sweep given
+    `skip_bad_checkpoints` records it as skipped and goes on."""
 
 
 class ResultsStoreError(AnisotropyError, OSError):
-    """A sweep's results directory is unreadable, inconsistent, or holds results without their settings."""
+    """A file the package wrote or reads back cannot be used: a sweep's or a live probe's results directory
+    (unreadable, inconsistent, holding results without their settings, or rows of a checkpoint whose content has
+    changed since), a saved subspace, or a saved tangent (`TangentExplainer.from_pretrained`: not found, damaged or
+    foreign). The message names the file and what to do (often: rerun with overwrite=True)."""
 
 
 class SweepLockedError(ResultsStoreError):
-    """Another sweep is writing the same results directory (the message names its process and host)."""
-
-
-class StaleResultsError(ResultsStoreError):
-    """Results computed on a checkpoint whose content has changed since (the message names the checkpoints)."""
-
-
-class TrainingProbeError(AnisotropyError, RuntimeError):
-    """A live `TrainingProbe` used out of order: attached twice, detached when not attached, stepped when detached."""
-
-
-class SavedTangentError(AnisotropyError, OSError):
-    """A saved tangent (`TangentExplainer.from_pretrained`) cannot be found, or its folder is damaged or foreign."""
-
-
-class TangentMismatchError(InvalidInputError):
-    """A saved tangent is loaded onto another split point or width d than the one it was fitted at."""
+    """Another sweep is writing the same results directory (the message names its process and host): retry when it
+    has finished."""
 
 
 class AnisotropyWarning(UserWarning):
@@ -146,103 +143,45 @@ class AnisotropyWarning(UserWarning):
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("error", ia.errors.AnisotropyWarning)  # any warning of ours now raises
         ...     try:
-        ...         warnings.warn("texts were cut", ia.errors.TruncationWarning)
+        ...         warnings.warn("texts were cut", ia.errors.ReadingWarning)
         ...     except ia.errors.AnisotropyWarning as caught:
         ...         print(type(caught).__name__)
-        TruncationWarning
+        ReadingWarning
     """
+
+
+class ReadingWarning(AnisotropyWarning):
+    """Texts or activations were not read quite as given: texts longer than `max_length` truncated (said once per
+    read), sequences too short for the objective skipped, batches with a non-finite loss or gradients dropped
+    (`on_nonfinite="skip"`, their texts with them), a tokenizer's eos token used as its pad token (padding is masked
+    out of every loss and row), or activations of a left-padding tokenizer for a model with learned absolute
+    positions (they may sit at shifted positions)."""
 
 
 class DegenerateStatisticsWarning(AnisotropyWarning):
     """A statistic rests on too little data to be trusted (a tangent's rows span fewer than `nb_concepts`
-    dimensions, a probe's interval rests on fewer than 20 sequences, or k / d >= 0.1 makes the normal-control
-    p-values anti-conservative); the message says what to add."""
+    dimensions, a dictionary's dead or dependent atoms were dropped, a probe's interval rests on fewer than 20
+    sequences, or k / d >= 0.1 makes the normal-control p-values anti-conservative); the message says what to add."""
 
 
-class ShortSequencesWarning(AnisotropyWarning):
-    """Probe sequences shorter than the objective needs (a causal LM needs two tokens) were skipped."""
+class CheckpointWarning(AnisotropyWarning):
+    """A checkpoint was read with a caveat: folders without a step left out of a glob, a bad checkpoint skipped
+    (`skip_bad_checkpoints`; a later run retries it), weights the model does not use, or, with `strict=False`,
+    missing, mismatched or non-finite weights (the missing ones are random)."""
 
 
-class SkippedBatchesWarning(AnisotropyWarning):
-    """Probe batches with a non-finite loss or gradients were dropped (`on_nonfinite="skip"`), their texts with them;
-    the message says how many."""
+class ResultsFileWarning(AnisotropyWarning):
+    """A results file is incomplete or altered: a rows file's unterminated last line (left out when read, removed
+    when a live run resumes), a tangent or top-tokens file whose bytes are not those the sweep wrote (fitted again,
+    with its rows), or a previous checkpoint's tangent missing (yet), so that a row's drift from it is None."""
 
 
-class TruncationWarning(AnisotropyWarning):
-    """Texts longer than `max_length` tokens were truncated: their later tokens are not read (said once per read)."""
+class LiveProbeWarning(AnisotropyWarning):
+    """A live probe's caveat: a resumed run lost the activations pooled for its next fit, a window saw no training
+    forward (it has no row), windows awaiting a tangent outgrew `max_pending_bytes` (their rows have no bootstrap
+    interval), or the gradients scale as the other `reduction` says (said once per attach)."""
 
 
-class PadTokenWarning(AnisotropyWarning):
-    """A tokenizer without a pad token was given its eos token as one (padding is masked out of every loss and row)."""
-
-
-class DroppedAtomsWarning(AnisotropyWarning):
-    """A dictionary's dead or nearly dependent atoms were dropped: the subspace has a lower rank than asked."""
-
-
-class LeftPaddingWarning(AnisotropyWarning):
-    """Activations (not texts) given for a model with learned absolute positions whose tokenizer pads on the left,
-    as Interpreto 0.5.2's `get_activations` leaves it: they may sit at shifted positions."""
-
-
-class SkippedFoldersWarning(AnisotropyWarning):
-    """Folders matching a checkpoint glob whose names carry no step were left out."""
-
-
-class SkippedCheckpointWarning(AnisotropyWarning):
-    """A bad checkpoint was recorded as skipped (`skip_bad_checkpoints`); a later run retries it."""
-
-
-class UnusedWeightsWarning(AnisotropyWarning):
-    """A checkpoint holds weights the model does not use (nothing is random)."""
-
-
-class RandomWeightsWarning(AnisotropyWarning):
-    """A checkpoint was loaded with `strict=False` although some of the model's weights are missing or mismatched
-    (or its config names more layers than its weights hold): those are random."""
-
-
-class NonFiniteWeightsWarning(AnisotropyWarning):
-    """A checkpoint with NaN or infinite weights was loaded with `strict=False`."""
-
-
-class HubAccessWarning(AnisotropyWarning):
-    """The Hub could not be asked something it is not needed for now (a repository's revisions; each is checked
-    when it is loaded)."""
-
-
-class CacheWarning(AnisotropyWarning):
-    """A cache could not be written or cleaned (the demo corpus's, a sweep's evictions from the Hub cache);
-    nothing computed is affected."""
-
-
-class IncompleteRowWarning(AnisotropyWarning):
-    """A rows file's last line was unterminated (a live probe appending it, or stopped while writing it): it is
-    left out when read, removed when a live run resumes."""
-
-
-class MissingDriftWarning(AnisotropyWarning):
-    """A row's drift from the previous checkpoint is None: that checkpoint's tangent is missing (yet)."""
-
-
-class AlteredFileWarning(AnisotropyWarning):
-    """A tangent or top-tokens file of a sweep's results directory does not hold the bytes the sweep wrote there
-    (provenance.jsonl records their sha256): it is fitted again, with the rows it belongs to."""
-
-
-class LiveResumeWarning(AnisotropyWarning):
-    """A resumed live probe lost the activations the stopped run had pooled for its next tangent fit."""
-
-
-class EmptyWindowWarning(AnisotropyWarning):
-    """A live probe's window saw no training forward: it has no row."""
-
-
-class PendingRowsWarning(AnisotropyWarning):
-    """Windows awaiting a live tangent outgrew `max_pending_bytes`: they keep their moments only, and their rows
-    will have no bootstrap interval."""
-
-
-class LossScaleWarning(AnisotropyWarning):
-    """The gradients a live probe captures scale as the other `reduction` says (a mean loss declared "sum", or a
-    summed one declared "mean"), so that a window weighs its micro-batches' tokens unevenly (said once per attach)."""
+class EnvironmentWarning(AnisotropyWarning):
+    """The Hub or a cache on disk failed where it is not needed now (a repository's revisions not listed, each
+    being checked when loaded; a cache not written or cleaned): nothing computed is affected."""

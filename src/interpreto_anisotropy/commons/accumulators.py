@@ -9,7 +9,7 @@ import scipy.linalg
 import torch
 from jaxtyping import Bool, Float
 
-from ..errors import DimensionMismatchError, EmptyInputError, InvalidInputError
+from ..errors import InvalidInputError
 
 __all__ = ["MomentAccumulator", "top_eigenvalues", "top_eigenvectors"]
 
@@ -71,9 +71,9 @@ class MomentAccumulator:
     def update(self, x: Float[torch.Tensor, "n d"], mask: Bool[torch.Tensor, " n"] | None = None) -> MomentAccumulator:
         """Add a batch of rows (n, d), or only the rows where `mask` (n,) is True. Returns self."""
         if x.dim() != 2 or x.shape[1] != self.dim:
-            raise DimensionMismatchError(f"Expected a batch of shape (n, {self.dim}), got {tuple(x.shape)}.")
+            raise InvalidInputError(f"Expected a batch of shape (n, {self.dim}), got {tuple(x.shape)}.")
         if mask is not None and mask.shape != x.shape[:1]:
-            raise DimensionMismatchError(f"Expected a mask of shape ({x.shape[0]},), got {tuple(mask.shape)}.")
+            raise InvalidInputError(f"Expected a mask of shape ({x.shape[0]},), got {tuple(mask.shape)}.")
         if x.shape[0] == 0:
             return self
         x = x.detach().to(self.device)
@@ -108,7 +108,7 @@ class MomentAccumulator:
     def merge(self, other: MomentAccumulator) -> MomentAccumulator:
         """Add another accumulator's sums into this one (exact). Returns self."""
         if other.dim != self.dim:
-            raise DimensionMismatchError(f"Cannot merge moments of R^{self.dim} and R^{other.dim}.")
+            raise InvalidInputError(f"Cannot merge moments of R^{self.dim} and R^{other.dim}.")
         if other.shift is None:
             return self
         if self.shift is None:
@@ -123,7 +123,7 @@ class MomentAccumulator:
 
     def _require_rows(self) -> None:
         if self.count == 0:
-            raise EmptyInputError("No rows were accumulated: give at least one non-empty batch of activations.")
+            raise InvalidInputError("No rows were accumulated: give at least one non-empty batch of activations.")
 
     @property
     def mean(self) -> Float[torch.Tensor, " d"]:
@@ -144,7 +144,7 @@ class MomentAccumulator:
         scatter = self.s2 - self.n * torch.outer(mean_shifted, mean_shifted)
         denominator = self.count - 1 if unbiased else self.count
         if denominator < 1:
-            raise EmptyInputError("An unbiased covariance needs at least two rows.")
+            raise InvalidInputError("An unbiased covariance needs at least two rows.")
         return (scatter + scatter.T) / (2 * denominator)
 
 

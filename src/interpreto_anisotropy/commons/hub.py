@@ -60,7 +60,7 @@ from urllib.parse import urlsplit
 
 from huggingface_hub.utils import _http as _hub_http
 
-from ..errors import AnisotropyError, CheckpointError, HubAccessWarning, InvalidInputError, ResultsStoreError
+from ..errors import AnisotropyError, CheckpointError, EnvironmentWarning, InvalidInputError, ResultsStoreError
 from .files import write_atomically
 from .json_files import load_json
 
@@ -363,7 +363,7 @@ def _refs(repo_id: str, timeout: float = DEFAULT_HUB_TIMEOUT) -> set[str] | None
         warnings.warn(
             f"Could not list the revisions of {repo_id} on {endpoint()} ({type(cause).__name__}: "
             f"{_first_line(cause)}, tried {HUB_RETRIES + 1} times); each revision is checked when it is loaded.",
-            HubAccessWarning,
+            EnvironmentWarning,
             stacklevel=4,
         )
         return None

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..commons.files import write_atomically
 from ..commons.progress import progress_bar
-from ..errors import CacheWarning, InvalidInputError
+from ..errors import EnvironmentWarning, InvalidInputError
 
 __all__ = ["Split", "load_corpus", "corpus_cache_path", "default_cache_dir", "CACHE_ENV_VAR"]
 
@@ -262,7 +262,7 @@ def _all_texts(*, include_comments: bool, cache_dir: str | os.PathLike | None, p
             warnings.warn(
                 f"Could not write the corpus cache {path} ({error}); the harvest will be redone next time. "
                 f"Set {CACHE_ENV_VAR} to a writable directory to avoid this.",
-                CacheWarning,
+                EnvironmentWarning,
                 stacklevel=3,
             )
     _MEMORY[key] = texts

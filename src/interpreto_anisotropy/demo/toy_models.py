@@ -22,7 +22,7 @@ import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerFast
 
-from ..errors import EmptyInputError, InvalidInputError, TokenizerError
+from ..errors import InvalidInputError
 
 __all__ = [
     "Arch",
@@ -126,7 +126,7 @@ def train_tokenizer(
 
     Raises:
         InvalidInputError: If ``arch`` is unknown or ``vocab_size`` is too small.
-        EmptyInputError: If ``texts`` holds no non-empty string.
+        InvalidInputError: If ``texts`` holds no non-empty string.
 
     Examples:
         >>> tok = train_tokenizer(["def f(x):\\n    return x"] * 10, arch="gpt_neox", vocab_size=300)
@@ -138,7 +138,7 @@ def train_tokenizer(
         raise InvalidInputError(f"vocab_size must be an integer >= {MIN_VOCAB_SIZE}; got {vocab_size!r}.")
     texts = [t for t in texts if isinstance(t, str) and t]
     if not texts:
-        raise EmptyInputError("train_tokenizer needs at least one non-empty text.")
+        raise InvalidInputError("train_tokenizer needs at least one non-empty text.")
 
     specials = _ENCODER_SPECIALS if arch in ENCODER_ARCHS else _DECODER_SPECIALS
     tokenizer = Tokenizer(models.BPE())
@@ -185,11 +185,11 @@ def _special_ids(arch: Arch, tokenizer: PreTrainedTokenizerFast | None, vocab_si
         order = list(_ENCODER_SPECIALS if arch in ENCODER_ARCHS else _DECODER_SPECIALS)
         return {name: order.index(name if name in order else "eos") for name in names}
     if tokenizer.pad_token_id is None:
-        raise TokenizerError(
+        raise InvalidInputError(
             "The tokenizer has no pad token; set one (e.g. tokenizer.pad_token = tokenizer.eos_token)."
         )
     if arch in ENCODER_ARCHS and tokenizer.mask_token_id is None:
-        raise TokenizerError("A masked-LM encoder needs a tokenizer with a mask token.")
+        raise InvalidInputError("A masked-LM encoder needs a tokenizer with a mask token.")
     if len(tokenizer) > vocab_size:
         raise InvalidInputError(f"vocab_size={vocab_size} is smaller than the tokenizer's {len(tokenizer)} tokens.")
     ids = {
@@ -350,7 +350,7 @@ def build_model(
         InvalidInputError: If ``arch`` or ``task`` is unknown, or a size is not a positive integer, or
             ``hidden_size`` is not a multiple of ``num_heads``, or ``vocab_size`` is below the tokenizer's size, or
             ``arch`` is ``"eurobert"`` under transformers 4.x (EuroBERT comes with transformers 5).
-        TokenizerError: If the tokenizer has no pad token (or no mask token, for the encoder).
+        InvalidInputError: If the tokenizer has no pad token (or no mask token, for the encoder).
 
     Examples:
         >>> tok = train_tokenizer(["Return the sum of x and y."] * 20, arch="llama", vocab_size=300)

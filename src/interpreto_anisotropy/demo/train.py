@@ -27,7 +27,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from ..commons.files import give_default_modes, write_atomically
 from ..commons.progress import progress_bar, quiet_transformers
-from ..errors import CheckpointError, EmptyInputError, InvalidInputError
+from ..errors import CheckpointError, InvalidInputError
 from ..probing.masking import MaskedLM, special_tokens_mask
 from .corpus import load_corpus
 from .options import ToyConfig, log_spaced_steps
@@ -127,7 +127,7 @@ def _token_blocks(texts: list[str], tokenizer: PreTrainedTokenizerFast, *, arch:
         stream = [token for ids in encoded for token in [*ids, tokenizer.eos_token_id]]
     n_blocks = len(stream) // seq_len
     if n_blocks == 0:
-        raise EmptyInputError(f"The training texts hold fewer than seq_len={seq_len} tokens; add texts.")
+        raise InvalidInputError(f"The training texts hold fewer than seq_len={seq_len} tokens; add texts.")
     return torch.tensor(stream[: n_blocks * seq_len], dtype=torch.long).view(n_blocks, seq_len)
 
 
@@ -201,7 +201,7 @@ def train_toy(
         InvalidInputError: If an option is no `ToyConfig` field or a bad value (see `ToyConfig`), or ``texts`` is a
             single string.
         CheckpointError: If ``out_dir`` is not writable, or already holds a run and ``overwrite`` is false.
-        EmptyInputError: If the training texts hold fewer than ``seq_len`` tokens.
+        InvalidInputError: If the training texts hold fewer than ``seq_len`` tokens.
 
     Examples:
         >>> run = train_toy("runs/toy", steps=300, progress=False)  # about 20 s on 2 CPU cores
@@ -342,7 +342,7 @@ def _training_texts(texts: Sequence[str] | None, *, max_train_texts: int | None,
             raise InvalidInputError("texts must be a list of strings, not a single string.")
         train_texts = [t for t in texts if isinstance(t, str) and t][:max_train_texts]
     if not train_texts:
-        raise EmptyInputError("No training texts.")
+        raise InvalidInputError("No training texts.")
     return train_texts
 
 

@@ -78,7 +78,7 @@ class LiveConfig:
         objective: "auto" (from the model's head), "causal_lm", "masked_lm" or "sequence_classification": which
             positions carry loss and what a mean divides by.
         reduction: "sum", or "mean" over a micro-batch's loss terms (Hugging Face models' `loss`; undone). The
-            first micro-batches' gradients are checked against it (`LossScaleWarning`).
+            first micro-batches' gradients are checked against it (`LiveProbeWarning`).
         loss_scale: A constant (> 0) the differentiated loss was multiplied by (e.g. 1 / accumulation steps); undone.
         on_nonfinite: "raise" or "skip" a micro-batch with non-finite dL/dh (always skipped with a gradient scaler).
         include_special: Special tokens are gradient rows too.

@@ -37,7 +37,7 @@ from jaxtyping import Bool, Float
 
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
-from ..errors import DegenerateStatisticsWarning, DimensionMismatchError, PendingRowsWarning, SplitPointError
+from ..errors import DegenerateStatisticsWarning, InvalidInputError, LiveProbeWarning
 from ..probing.objectives import Objective
 from ..probing.statistics import ProbeSums, SubspaceColumns, Tally, TangentBlock, build_results
 from ..probing.steps import batch_energies
@@ -143,11 +143,11 @@ class LivePoint:
             True the first time (the width was just learned).
 
         Raises:
-            DimensionMismatchError: A width that changed, or a given tangent of another width.
+            InvalidInputError: A width that changed, or a given tangent of another width.
         """
         fresh = self.dim is None
         if not fresh and dim != self.dim:
-            raise DimensionMismatchError(f"Split point '{self.path}' changed width from {self.dim} to {dim}.")
+            raise InvalidInputError(f"Split point '{self.path}' changed width from {self.dim} to {dim}.")
         if fresh:
             self.dim, self.device = dim, device
             self.capacity = pending_capacity(self.max_pending_bytes, dim)
@@ -221,7 +221,7 @@ class LivePoint:
                 f"max_pending_bytes leaves them ({self._room_for_rows() / 2**20:.0f} MiB besides the moments): from "
                 f"step {window.first_step} on they keep their moments only, and their rows will have no bootstrap "
                 "interval. Raise max_pending_bytes, use a larger `every` or fewer early steps to keep them.",
-                PendingRowsWarning,
+                LiveProbeWarning,
                 stacklevel=5,
             )
         kept_rows = KeptRows(window.kept, window.has_rows, window.device) if kept else None
@@ -567,7 +567,7 @@ class TangentSchedule:
         call: The call of the split-point module the probe reads (`LiveConfig.call`), recorded in fitted tangents.
 
     Raises:
-        SplitPointError: A given subspace fitted at another split point, or at another call of it.
+        InvalidInputError: A given subspace fitted at another split point, or at another call of it.
     """
 
     def __init__(
@@ -593,7 +593,7 @@ class TangentSchedule:
         self.fitted_at: int | None = None
         self._given = given
         if given is not None and given.split_point is not None and given.split_point != path:
-            raise SplitPointError(
+            raise InvalidInputError(
                 f"The given tangent was fitted at split point '{given.split_point}' but the live probe reads '{path}'. "
                 f"Give a tangent fitted at '{path}', or attach the probe at '{given.split_point}'."
             )
@@ -604,13 +604,13 @@ class TangentSchedule:
         """Prepare for a split point of width d on `device` (the first gradient's); checks a given tangent's width.
 
         Raises:
-            DimensionMismatchError: A given tangent whose width is not d.
+            InvalidInputError: A given tangent whose width is not d.
             InvalidInputError: A tangent to fit with 2 nb_concepts >= d (no room for normal controls), said at the
                 first micro-batch rather than when the tangent is fitted.
         """
         if self._given is not None and self.tangent is None:
             if self._given.dim != dim:
-                raise DimensionMismatchError(
+                raise InvalidInputError(
                     f"The {self.kind.value} tangent lives in R^{self._given.dim} but split point '{self.path}' has "
                     f"d={dim}: it was fitted on another layer or model. Fit it at this split point of this model."
                 )

@@ -22,14 +22,7 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from ..commons import distributed
 from ..commons.host_reads import one_thread
 from ..commons.options import byte_size, check_bool, check_folder, check_nonnegative_int
-from ..errors import (
-    EmptyWindowWarning,
-    InvalidInputError,
-    NonFiniteError,
-    ResultsStoreError,
-    SplitPointError,
-    TrainingProbeError,
-)
+from ..errors import InvalidInputError, LiveProbeWarning, NonFiniteError, OutOfOrderError, ResultsStoreError
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
 from ..reading.batching import special_token_ids
 from ..reading.sourceless import tolerate_sourceless_backward
@@ -77,8 +70,8 @@ class TrainingProbe:
 
     Raises:
         InvalidInputError: A bad option, or an "early" tangent without `early_steps` nor `total_steps`.
-        SplitPointError: An unknown split point.
-        ObjectiveError: An objective that does not fit the model's head.
+        InvalidInputError: An unknown split point.
+        InvalidInputError: An objective that does not fit the model's head.
 
     Examples:
         >>> with ia.TrainingProbe(model, split_points=[2], tokenizer=tok, results_dir="runs/live",
@@ -177,14 +170,14 @@ class TrainingProbe:
         """Start watching the model's training forwards and backwards (and lock `results_dir`). Returns self.
 
         Raises:
-            TrainingProbeError: Already attached.
+            OutOfOrderError: Already attached.
             InvalidInputError: `max_pending_bytes` cannot hold one window awaiting the tangent at each split point (of
                 the width its module or the model's config gives).
-            ConfigMismatchError: `results_dir` holds results with other settings.
+            InvalidInputError: `results_dir` holds results with other settings.
             SweepLockedError: Another process writes `results_dir`.
         """
         if self.attached:
-            raise TrainingProbeError(
+            raise OutOfOrderError(
                 "This TrainingProbe is already attached; detach() it first (or use one `with probe:` block)."
             )
         widths = [width for path in self.points if (width := split_point_width(self.model, path)) is not None]
@@ -228,7 +221,7 @@ class TrainingProbe:
                 self.steps_done,
                 nb_concepts=self.config["nb_concepts"],
             )
-        except (TrainingProbeError, ResultsStoreError):
+        except (OutOfOrderError, ResultsStoreError):
             if self._store is not None:
                 store, self._store = self._store, None
                 store.close()
@@ -240,10 +233,10 @@ class TrainingProbe:
         """Stop watching; write the rows of the closed windows (the open window is dropped) and release the folder.
 
         Raises:
-            TrainingProbeError: Not attached.
+            OutOfOrderError: Not attached.
         """
         if not self.attached:
-            raise TrainingProbeError("This TrainingProbe is not attached: nothing to detach. Call attach() first.")
+            raise OutOfOrderError("This TrainingProbe is not attached: nothing to detach. Call attach() first.")
         self._capture.detach()
         self._capture = None
         if not self._scale.done:
@@ -321,12 +314,12 @@ class TrainingProbe:
             The rows completed now (empty unless a window closed, or the tangent was fitted).
 
         Raises:
-            TrainingProbeError: Not attached.
-            SplitPointError: Training forwards ran but no backward reached a split point, or none ran it.
+            OutOfOrderError: Not attached.
+            InvalidInputError: Training forwards ran but no backward reached a split point, or none ran it.
             NonFiniteError: Non-finite dL/dh in the window (with `on_nonfinite="raise"` and no gradient scaler).
         """
         if not self.attached:
-            raise TrainingProbeError("step() needs an attached TrainingProbe: call attach() (or use `with probe:`).")
+            raise OutOfOrderError("step() needs an attached TrainingProbe: call attach() (or use `with probe:`).")
         self.steps_done = self.steps_done + 1 if updates is None else int(updates)
         if self.steps_done - self.window_start < self.every:
             return []
@@ -409,16 +402,16 @@ def _check_reads(
                 f"No training forward ran during the window of steps {first} to {step} (forwards under no_grad "
                 "are ignored): it has no row. Attach the probe before training, and call step() after each "
                 "optimizer step.",
-                EmptyWindowWarning,
+                LiveProbeWarning,
                 stacklevel=4,
             )
         elif runs == 0:
-            raise SplitPointError(
+            raise InvalidInputError(
                 f"Split point '{path}' was not run by the {forwards} training forward(s) of steps {first} to "
                 f"{step}: choose a layer the model's forward runs."
             )
         else:
-            raise SplitPointError(
+            raise InvalidInputError(
                 f"The backward never reached split point '{path}' during steps {first} to {step} ({runs} training "
                 "forward(s) ran it): the loss does not depend on it, its output needs no gradient (every layer "
                 "below it frozen, and the embeddings too), or backward() was not called before step(). Call "
@@ -459,7 +452,7 @@ def _unwrap(
         split_points = model.split_point if split_points is None else split_points
         model = splitter_model(model)
     if type(model).__name__ == "OptimizedModule":
-        raise TrainingProbeError(
+        raise InvalidInputError(
             "The live probe cannot watch a torch.compile'd model (its hooks would break the compiled graph). Attach "
             "it to the model before compiling and train that model eagerly, or probe saved checkpoints with "
             "CheckpointSweep."

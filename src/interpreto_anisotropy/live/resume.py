@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commons import distributed
-from ..errors import LiveResumeWarning, ResultsStoreError, TrainingProbeError
+from ..errors import LiveProbeWarning, OutOfOrderError, ResultsStoreError
 from ..results.change import UNPAIRED_CHANGES
 from ..results.records import step_of
 from ..results.store import SweepStore
@@ -60,14 +60,14 @@ def saved_tangents(
         The tangent of each split point whose tangent was fitted at or before `start_step` (the others fit afresh).
 
     Raises:
-        TrainingProbeError: A tangent fitted before `start_step` whose file is missing, naming it.
+        ResultsStoreError: A tangent fitted before `start_step` whose file is missing, naming it.
         ResultsStoreError: A saved tangent of another rank than `nb_concepts`, naming its file.
     """
     found: dict[str, Subspace] | tuple[type, str] = {}
     if distributed.is_main_process():
         try:
             found = _read(SweepStore(results_dir), layers, kind, fit_every, every, start_step, nb_concepts)
-        except (TrainingProbeError, ResultsStoreError) as error:
+        except (OutOfOrderError, ResultsStoreError) as error:
             found = (type(error), str(error))
     found = distributed.broadcast_object(found)
     if isinstance(found, tuple):
@@ -98,7 +98,7 @@ def _read(
             file = store.tangent_path(layer, max(steps) if steps else fitted_at)
             saved = Subspace.load(file) if steps else None
         if saved is None and 0 < fitted_at <= start_step:
-            raise TrainingProbeError(
+            raise ResultsStoreError(
                 f"The live run resumed at step {start_step} scores its windows at split point {layer!r} against the "
                 f"{kind.value} tangent fitted at step {fitted_at}, but {file} is missing. Resume into the results_dir "
                 "the stopped run wrote, pass that tangent as tangent=Subspace.load(...), or restart from step 0."
@@ -129,6 +129,6 @@ def _warn_partial_fit(path: str, kind: LiveTangent, fit_at: int, start_step: int
     warnings.warn(
         f"The live run resumes at step {start_step} at split point '{path}': {what}; {lost} (the stopped run pooled "
         "them, and they are not saved). Resume from a checkpoint saved when a tangent was fitted to avoid this.",
-        LiveResumeWarning,
+        LiveProbeWarning,
         stacklevel=4,
     )

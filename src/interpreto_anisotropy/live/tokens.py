@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from jaxtyping import Bool, Int
 
-from ..errors import LossScaleWarning
+from ..errors import LiveProbeWarning
 from ..probing.objectives import ObjectiveName, Reduction
 from ..reading.batching import token_rows
 
@@ -202,7 +202,7 @@ class ScaleCheck:
         declared = _spread([[scale for scale, _ in group] for group in by_window.values()])
         other = _spread([[scale * terms**power for scale, terms in group] for group in by_window.values()])
         if declared > math.log(MIN_SPREAD) and other < min(declared / 4, math.log(MIN_SPREAD)):
-            warnings.warn(_message(self.reduction, math.exp(declared)), LossScaleWarning, stacklevel=stacklevel + 1)
+            warnings.warn(_message(self.reduction, math.exp(declared)), LiveProbeWarning, stacklevel=stacklevel + 1)
 
 
 def _spread(groups: list[list[float]]) -> float:

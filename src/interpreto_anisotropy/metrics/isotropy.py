@@ -5,7 +5,7 @@
 
 Inputs are (n, d) torch tensors or NumPy arrays (rows are points), computed in float64 on their device; results are
 floats, NumPy arrays or frozen dataclasses (`*_from_covariance`: 0-d float64 tensors, differentiable). Degenerate
-input raises an error of `interpreto_anisotropy.errors`, never a silent NaN: `EmptyInputError` for an empty input,
+input raises an error of `interpreto_anisotropy.errors`, never a silent NaN: `InvalidInputError` for an empty input,
 `NonFiniteError` for NaN or infinity, `InvalidInputError` for a wrong shape, too few points, a zero row where a
 cosine is needed, or no variance where a ratio of variances is. Definitions and our choices: docs/api/metrics.md.
 """
@@ -21,7 +21,7 @@ from jaxtyping import Float
 
 from ..commons.options import check_positive_int
 from ..commons.tensors import as_real_tensor, check_finite, scaled_by_power_of_two
-from ..errors import EmptyInputError, InvalidInputError
+from ..errors import InvalidInputError
 
 __all__ = [
     "mean_cosine_similarity",
@@ -65,7 +65,7 @@ def _as_points(x: Any, *, name: str = "X", min_points: int = 1) -> Float[torch.T
         )
     n, d = points.shape
     if n == 0 or d == 0:
-        raise EmptyInputError(f"{name} is empty (shape {(n, d)}); pass at least {max(min_points, 1)} point(s).")
+        raise InvalidInputError(f"{name} is empty (shape {(n, d)}); pass at least {max(min_points, 1)} point(s).")
     if n < min_points:
         raise InvalidInputError(f"{name} has {n} point(s) but this measure needs at least {min_points}.")
     check_finite(points, name=name)
@@ -78,7 +78,7 @@ def _as_covariance(cov: Any, *, name: str = "cov") -> Float[torch.Tensor, "d d"]
     if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
         raise InvalidInputError(f"{name} must be a square (d, d) matrix, got shape {tuple(matrix.shape)}.")
     if matrix.shape[0] == 0:
-        raise EmptyInputError(f"{name} is empty (shape {tuple(matrix.shape)}).")
+        raise InvalidInputError(f"{name} is empty (shape {tuple(matrix.shape)}).")
     check_finite(matrix, name=name)
     return (matrix + matrix.T) / 2
 

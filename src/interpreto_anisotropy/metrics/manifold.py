@@ -23,7 +23,7 @@ from scipy.spatial import cKDTree
 from scipy.special import digamma
 
 from ..commons.options import check_positive_int
-from ..errors import EmptyInputError, InvalidInputError, TokenizerError
+from ..errors import InvalidInputError
 from .isotropy import _as_points, _JsonReady
 
 __all__ = [
@@ -296,7 +296,7 @@ def curvature_visibility(
         A `CurvatureVisibility`.
 
     Raises:
-        EmptyInputError: Every row's token has count 0.
+        InvalidInputError: Every row's token has count 0.
 
     Examples:
         >>> import math
@@ -316,7 +316,7 @@ def curvature_visibility(
     frequencies = _counts_of(ids, counts)
     kept = np.flatnonzero(frequencies > 0)
     if kept.size == 0:
-        raise EmptyInputError("every row's token has count 0: there is no frequency to stratify by.")
+        raise InvalidInputError("every row's token has count 0: there is no frequency to stratify by.")
     order = kept[np.lexsort((ids[kept], frequencies[kept]))]
     strata = np.array_split(order, n_strata)
     rng = np.random.default_rng(seed)
@@ -433,7 +433,7 @@ def count_token_frequencies(
         An int64 CPU tensor (vocab,), entry i the occurrences of token id i.
 
     Raises:
-        EmptyInputError: No text.
+        InvalidInputError: No text.
         InvalidInputError: A text not a string, `batch_size` < 1, or an id beyond an explicit `vocab_size`.
 
     Examples:
@@ -447,7 +447,7 @@ def count_token_frequencies(
     """
     batch = [texts] if isinstance(texts, str) else list(texts)
     if not batch:
-        raise EmptyInputError("texts is empty: pass at least one text to count tokens in.")
+        raise InvalidInputError("texts is empty: pass at least one text to count tokens in.")
     if not all(isinstance(text, str) for text in batch):
         raise InvalidInputError("texts must be strings.")
     check_positive_int("batch_size", batch_size)
@@ -479,5 +479,5 @@ def _token_ids_of(tokenizer: Any, texts: list[str], add_special_tokens: bool) ->
     try:
         sequences = encoded["input_ids"]
     except (KeyError, TypeError, IndexError) as error:
-        raise TokenizerError("the tokenizer did not return 'input_ids' for a batch of texts.") from error
+        raise InvalidInputError("the tokenizer did not return 'input_ids' for a batch of texts.") from error
     return torch.from_numpy(np.fromiter(chain.from_iterable(sequences), dtype=np.int64))

@@ -22,7 +22,7 @@ from jaxtyping import Float
 
 from ..commons.accumulators import MomentAccumulator
 from ..commons.tensors import as_real_tensor
-from ..errors import DimensionMismatchError, InvalidInputError, NonFiniteError
+from ..errors import InvalidInputError, NonFiniteError
 from ..metrics.isotropy import DEFAULT_ZETA, isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
 
 __all__ = ["IsoScoreConvention", "IsoScoreTarget", "IsoScoreSettings"]
@@ -119,9 +119,9 @@ class IsoScoreSettings:
         return self.target.value if isinstance(self.target, IsoScoreTarget) else GIVEN_TARGET
 
     def check_dim(self, dim: int) -> None:
-        """Refuse (`DimensionMismatchError`) a given C0 whose size is not the gradients' d."""
+        """Refuse (`InvalidInputError`) a given C0 whose size is not the gradients' d."""
         if isinstance(self.target, torch.Tensor) and self.target.shape[0] != dim:
-            raise DimensionMismatchError(
+            raise InvalidInputError(
                 f"isoscore_c0 is a {self.target.shape[0]} x {self.target.shape[0]} matrix but the gradients live in "
                 f"R^{dim}: pass the covariance of gradients taken at this split point, or a target name."
             )

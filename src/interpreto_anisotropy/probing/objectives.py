@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from jaxtyping import Bool, Float, Int
 
 from ..commons.options import check_bool
-from ..errors import InvalidInputError, ObjectiveError, TokenizerError
+from ..errors import InvalidInputError
 from .masking import MaskedLM, resolve_masking, special_tokens_mask
 
 __all__ = [
@@ -129,7 +129,7 @@ def _logits(output: Any, objective: str) -> torch.Tensor:
     if isinstance(logits, torch.Tensor):
         return logits
     fields = ", ".join(output.keys()) if hasattr(output, "keys") else type(output).__name__
-    raise ObjectiveError(
+    raise InvalidInputError(
         f"The {objective} objective needs logits, but the model returned {type(output).__name__} ({fields}) without "
         "them: a model without an output head. Load it with its head (AutoModelForCausalLM, AutoModelForMaskedLM) "
         "or pass a callable objective fn(output, batch) that computes a loss from these fields."
@@ -140,7 +140,7 @@ def _token_logits(output: Any, batch: dict[str, torch.Tensor], objective: str) -
     """Per-token (b, l, vocab) logits of a language-model output, checked against the batch's shape."""
     logits = _logits(output, objective)
     if logits.dim() != 3 or logits.shape[:2] != batch["input_ids"].shape:
-        raise ObjectiveError(
+        raise InvalidInputError(
             f"The {objective} objective needs per-token logits (batch, length, vocab) = "
             f"({', '.join(map(str, batch['input_ids'].shape))}, vocab), but the model returned logits of shape "
             f"{tuple(logits.shape)}. A sequence classifier takes objective='sequence_classification' (or 'auto')."
@@ -207,7 +207,7 @@ class CausalLMObjective(Objective):
 
     Raises:
         InvalidInputError: `include_aux_loss` not a bool, or an unknown reduction.
-        ObjectiveError: `include_aux_loss=True` on a model without a router load-balancing loss (from the probe).
+        InvalidInputError: `include_aux_loss=True` on a model without a router load-balancing loss (from the probe).
 
     Examples:
         >>> objective = make_objective("causal_lm")
@@ -227,12 +227,12 @@ class CausalLMObjective(Objective):
         self.aux_loss_coef: float | None = None
 
     def for_model(self, model: torch.nn.Module) -> dict[str, Any]:
-        """With `include_aux_loss`, read `router_aux_loss_coef` (else an `ObjectiveError`) and ask for router logits."""
+        """With `include_aux_loss`, read `router_aux_loss_coef` (else an `InvalidInputError`) and ask for router logits."""
         if not self.include_aux_loss:
             return {}
         coef = getattr(getattr(model, "config", None), "router_aux_loss_coef", None)
         if not isinstance(coef, (int, float)) or isinstance(coef, bool):
-            raise ObjectiveError(
+            raise InvalidInputError(
                 f"include_aux_loss=True needs a mixture-of-experts model whose config has router_aux_loss_coef "
                 f"(Mixtral, Qwen2-MoE, OLMoE, ...); {type(model).__name__} has none. Drop include_aux_loss."
             )
@@ -251,7 +251,7 @@ class CausalLMObjective(Objective):
         """`terms` plus the weighted load-balancing loss: once in a mean, once per predicted token in a sum."""
         aux_loss = getattr(output, "aux_loss", None)
         if not isinstance(aux_loss, torch.Tensor) or self.aux_loss_coef is None:
-            raise ObjectiveError(
+            raise InvalidInputError(
                 f"include_aux_loss=True, but the model returned {type(output).__name__} without an aux_loss tensor: "
                 "probe it through GradientProbe (which asks for router logits) and a mixture-of-experts model."
             )
@@ -321,7 +321,7 @@ class MaskedLMObjective(Objective):
     ) -> dict[str, torch.Tensor]:
         """Mask the batch: adds `labels` (-100 where not selected) and keeps the `original_input_ids`."""
         if getattr(tokenizer, "mask_token_id", None) is None:
-            raise TokenizerError(
+            raise InvalidInputError(
                 "The masked_lm objective needs a tokenizer with a mask token (tokenizer.mask_token is None). "
                 "Use the model's own tokenizer, or pass a callable objective."
             )
@@ -384,7 +384,7 @@ class SequenceClassificationObjective(Objective):
             raise InvalidInputError("The sequence_classification objective needs labels: probe.run(..., labels=...).")
         logits = _logits(output, self.name)
         if logits.dim() != 2:
-            raise ObjectiveError(
+            raise InvalidInputError(
                 f"The sequence_classification objective needs (batch, classes) logits, but the model returned logits "
                 f"of shape {tuple(logits.shape)}: a language model. Use objective='auto' (or 'causal_lm' / "
                 "'masked_lm'), or load the model with AutoModelForSequenceClassification."
@@ -472,7 +472,7 @@ def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
     """The built-in objective a model was trained with (`"auto"`): from its head class, else `objective_from_config`.
 
     Raises:
-        ObjectiveError: A model without an output head, or one whose head and config say nothing.
+        InvalidInputError: A model without an output head, or one whose head and config say nothing.
 
     Examples:
         >>> from transformers import GPT2Config, GPT2LMHeadModel
@@ -487,14 +487,14 @@ def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
 
     base = MODEL_MAPPING_NAMES.get(getattr(getattr(model, "config", None), "model_type", None))
     if name in (base if isinstance(base, tuple) else (base,)):  # its family's base model (e.g. BertModel): no head
-        raise ObjectiveError(
+        raise InvalidInputError(
             f"{name} has no output head (it returns hidden states, no logits), so no built-in objective applies: "
             "load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM, ...) or pass a callable "
             "objective fn(output, batch)."
         )
     objective = objective_from_config(getattr(model, "config", None))
     if objective is None:
-        raise ObjectiveError(
+        raise InvalidInputError(
             f"Cannot tell which objective {name} was trained with; pass objective='causal_lm', 'masked_lm', "
             "'sequence_classification' or a callable fn(output, batch)."
         )
@@ -507,7 +507,7 @@ def _check_fits(objective: ObjectiveName, model: torch.nn.Module) -> None:
     if expected is not objective:
         classes = {"causal_lm": "CausalLMObjective()", "masked_lm": "MaskedLMObjective()"}
         force = classes.get(objective.value, "SequenceClassificationObjective()")
-        raise ObjectiveError(
+        raise InvalidInputError(
             f"The {objective.value} objective does not fit {type(model).__name__}, a {expected.value} model: pass "
             f"objective='{expected.value}' (or 'auto'). To use {objective.value} all the same, pass the objective "
             f"instance {force}."
@@ -537,7 +537,7 @@ def make_objective(
 
     Raises:
         InvalidInputError: An unknown name, "auto" without a model, or a bad `mlm_probability`.
-        ObjectiveError: A name (or a `MaskedLM`) that does not fit the model's head.
+        InvalidInputError: A name (or a `MaskedLM`) that does not fit the model's head.
 
     Examples:
         >>> type(make_objective("masked_lm", mlm_probability=0.2)).__name__

@@ -17,13 +17,7 @@ from jaxtyping import Bool, Float, Int
 
 from ..commons import distributed
 from ..commons.options import check_bool, check_number, check_positive_int, check_seed
-from ..errors import (
-    DimensionMismatchError,
-    EmptyInputError,
-    InvalidInputError,
-    NonFiniteError,
-    SplitPointError,
-)
+from ..errors import InvalidInputError, NonFiniteError
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..reading.batching import TokenCache
 from ..reading.split_point import SplitPoint, refuse_ignored_aux_loss, refuse_other_call
@@ -93,9 +87,9 @@ class GradientProbe:
 
     Raises:
         InvalidInputError: An unknown objective, reduction, `on_nonfinite` or autocast dtype.
-        ObjectiveError: An objective that does not fit the model's head.
-        TokenizerError: A tokenizer without a pad token and without an eos token to pad with.
-        SplitPointError: A model that pads its inputs inside its forward (Longformer, block-sparse BigBird).
+        InvalidInputError: An objective that does not fit the model's head.
+        InvalidInputError: A tokenizer without a pad token and without an eos token to pad with.
+        InvalidInputError: A model that pads its inputs inside its forward (Longformer, block-sparse BigBird).
 
     Examples:
         >>> probe = ia.GradientProbe(mwsp, objective="causal_lm")
@@ -154,7 +148,7 @@ class GradientProbe:
         here = self.splitter.split_point
         for name, subspace in named.items():
             if subspace.split_point is not None and subspace.split_point != here:
-                raise SplitPointError(
+                raise InvalidInputError(
                     f"Subspace {name!r} was fitted at split point '{subspace.split_point}' but this probe reads "
                     f"'{here}'. Probe at '{subspace.split_point}' (ModelWithSplitPoints(..., "
                     f"split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
@@ -177,7 +171,7 @@ class GradientProbe:
             `TokenGradients` with (n, d) activations and gradients, on the model's device.
 
         Raises:
-            EmptyInputError: No texts, or every sequence too short for the objective.
+            InvalidInputError: No texts, or every sequence too short for the objective.
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`).
         """
         parts: dict[str, list[torch.Tensor]] = {key: [] for key in ("h", "g", "seq", "pos", "ids", "masked")}
@@ -201,7 +195,7 @@ class GradientProbe:
             loss_count = loss_count + step.loss_count
         self.steps.check_usable(tally)
         if sum(part.shape[0] for part in parts["g"]) == 0:
-            raise EmptyInputError("No token was probed: every batch was skipped or empty.")
+            raise InvalidInputError("No token was probed: every batch was skipped or empty.")
         return TokenGradients(
             activations=torch.cat(parts["h"]),
             gradients=torch.cat(parts["g"]),
@@ -259,16 +253,16 @@ class GradientProbe:
             A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict.
 
         Raises:
-            EmptyInputError: No texts, or every sequence too short for the objective.
-            DimensionMismatchError: A subspace, or an `isoscore_c0` matrix, whose d differs from the split point's.
+            InvalidInputError: No texts, or every sequence too short for the objective.
+            InvalidInputError: A subspace, or an `isoscore_c0` matrix, whose d differs from the split point's.
             InvalidInputError: 2k >= d, n_controls or n_random < 1, bad `max_tokens`, labels or IsoScore* options.
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
-            SplitPointError: A subspace fitted at another split point, or at another `call` of it.
+            InvalidInputError: A subspace fitted at another split point, or at another `call` of it.
 
         Warns:
             DegenerateStatisticsWarning: Fewer than 20 probed sequences: the interval covers less than it says.
-            ShortSequencesWarning: Sequences too short for the objective were skipped.
-            TruncationWarning: Texts over `max_length` were truncated.
+            ReadingWarning: Sequences too short for the objective were skipped.
+            ReadingWarning: Texts over `max_length` were truncated.
         """
         named = self._check_split_points(_as_named_subspaces(subspaces))
         iso = {"convention": isoscore_convention, "zeta": isoscore_zeta, "c0": isoscore_c0}
@@ -321,7 +315,7 @@ class GradientProbe:
             width = step.gradient.shape[-1]
             if width != dim:
                 fitted_at = sorted({subspace.split_point or "an unknown split point" for subspace in named.values()})
-                raise DimensionMismatchError(
+                raise InvalidInputError(
                     f"The split point '{self.splitter.split_point}' has d={width} but the subspaces live in R^{dim} "
                     f"(fitted at {', '.join(repr(point) for point in fitted_at)}): they come from another layer or "
                     "model. Fit them on this model at this split point."
@@ -354,7 +348,7 @@ class GradientProbe:
         )
         self.steps.check_usable(totals)
         if moments.count == 0:
-            raise EmptyInputError("No token was probed: every batch was skipped or empty.")
+            raise InvalidInputError("No token was probed: every batch was skipped or empty.")
         sequence_energy, sequence_total, sequence_id = sums.sequence_energy, sums.sequence_total, sums.sequence_id
         if sharded:
             sequence_energy, sequence_total, sequence_id = gather_sequences(
@@ -407,8 +401,8 @@ def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:
             )
         named[str(name)] = subspace
     if not named:
-        raise EmptyInputError("No subspace to probe: pass a TangentExplainer, a Subspace or a non-empty dict.")
+        raise InvalidInputError("No subspace to probe: pass a TangentExplainer, a Subspace or a non-empty dict.")
     dims = {subspace.dim for subspace in named.values()}
     if len(dims) > 1:
-        raise DimensionMismatchError(f"The subspaces live in spaces of different dimensions: {sorted(dims)}.")
+        raise InvalidInputError(f"The subspaces live in spaces of different dimensions: {sorted(dims)}.")
     return named

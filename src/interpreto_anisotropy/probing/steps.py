@@ -25,7 +25,7 @@ from ..commons.accumulators import MomentAccumulator
 from ..commons.host_reads import LaggedRead, to_device
 from ..commons.options import check_positive_int
 from ..commons.progress import progress_bar
-from ..errors import EmptyInputError, NonFiniteError, ShortSequencesWarning, SkippedBatchesWarning
+from ..errors import InvalidInputError, NonFiniteError, ReadingWarning
 from ..reading.batching import TokenBatcher
 from ..reading.split_point import SplitPoint
 from .breakdown import Breakdown
@@ -190,17 +190,17 @@ class GradientSteps:
                     raise self.nonfinite_error(batch_index, sequence_ids)
 
     def check_usable(self, tally: Tally) -> None:
-        """Refuse (`EmptyInputError`) a pass where no sequence was long enough; warn about the skipped ones (too
+        """Refuse (`InvalidInputError`) a pass where no sequence was long enough; warn about the skipped ones (too
         short, or in a batch dropped for non-finite values) with how many."""
         if tally.usable_sequences == 0:
-            raise EmptyInputError(
+            raise InvalidInputError(
                 f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
                 "objective needs; give longer texts."
             )
         if tally.skipped_sequences:
             warnings.warn(
                 f"{tally.skipped_sequences} sequence(s) shorter than {self.objective.min_tokens} tokens were skipped.",
-                ShortSequencesWarning,
+                ReadingWarning,
                 stacklevel=3,
             )
         if tally.skipped_batches:
@@ -208,7 +208,7 @@ class GradientSteps:
                 f"{tally.nonfinite_sequences} sequence(s) in {tally.skipped_batches} batch(es) with a non-finite loss "
                 "or gradients were skipped (on_nonfinite='skip'): the results rest on the other sequences. "
                 "on_nonfinite='raise' names the first such batch.",
-                SkippedBatchesWarning,
+                ReadingWarning,
                 stacklevel=3,
             )
 

@@ -20,7 +20,7 @@ from jaxtyping import Float, Int
 from ..commons.host_reads import to_device
 from ..commons.options import check_bool
 from ..commons.progress import progress_bar
-from ..errors import EmptyInputError, InvalidInputError, NonFiniteError
+from ..errors import InvalidInputError, NonFiniteError
 from .batching import TokenCache
 from .split_point import SplitPoint
 
@@ -71,8 +71,8 @@ def iter_token_activations(
 
     Raises:
         InvalidInputError: Bad inputs or `max_tokens`.
-        EmptyInputError: No texts.
-        SplitPointError: A split point not in the model, without hidden states, or run several times without `call`.
+        InvalidInputError: No texts.
+        InvalidInputError: A split point not in the model, without hidden states, or run several times without `call`.
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16)  # doctest: +SKIP
@@ -203,7 +203,7 @@ def token_activations(
         (activations (n, d), token ids (n,)), on the model's device.
 
     Raises:
-        EmptyInputError: When no token is read.
+        InvalidInputError: When no token is read.
         NonFiniteError: Rows that hold NaN or infinity (with `fit`'s advice, `NONFINITE_READ_ADVICE`).
 
     Examples:
@@ -213,7 +213,7 @@ def token_activations(
     """
     parts = list(iter_token_activations(splitter, texts, **kwargs))
     if not parts:
-        raise EmptyInputError("No token activations were read: the texts are empty or hold only special tokens.")
+        raise InvalidInputError("No token activations were read: the texts are empty or hold only special tokens.")
     rows = torch.cat([rows for rows, _ in parts])
     if not torch.isfinite(rows).all():  # one host read, after every batch
         bad = int((~torch.isfinite(rows)).any(dim=1).sum())

@@ -26,7 +26,7 @@ import torch
 from jaxtyping import Bool, Int
 
 from ..commons.options import check_positive_int
-from ..errors import EmptyInputError, InvalidInputError, PadTokenWarning, TokenizerError, TruncationWarning
+from ..errors import InvalidInputError, ReadingWarning
 from .positions import right_align
 
 __all__ = [
@@ -119,14 +119,14 @@ def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: i
     `source` names the tokenizer's checkpoint in the messages.
 
     Raises:
-        TokenizerError: If the tokenizer has neither a pad nor an eos token.
+        InvalidInputError: If the tokenizer has neither a pad nor an eos token.
     """
     if getattr(tokenizer, "pad_token", None) is not None:
         return
     owner = "The tokenizer" if source is None else f"The tokenizer of {source!r}"
     eos = getattr(tokenizer, "eos_token", None)
     if eos is None:
-        raise TokenizerError(
+        raise InvalidInputError(
             f"{owner} has no pad token and no eos token to pad with; set one first, e.g. "
             "tokenizer.add_special_tokens({'pad_token': '[PAD]'}) and resize the model's embeddings "
             "(Interpreto's get_activations needs a pad token too)."
@@ -134,7 +134,7 @@ def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: i
     warnings.warn(
         f"{owner} has no pad token: padding with its eos token {eos!r} (padding is masked out of every loss and "
         "row). Interpreto's get_activations needs tokenizer.pad_token set too.",
-        PadTokenWarning,
+        ReadingWarning,
         stacklevel=stacklevel,
     )
     tokenizer.pad_token = eos
@@ -220,7 +220,7 @@ class TokenBatcher:
 
     Raises:
         InvalidInputError: A batch size or maximum length that is not a positive integer.
-        TokenizerError: A tokenizer with neither pad nor eos token.
+        InvalidInputError: A tokenizer with neither pad nor eos token.
 
     Examples:
         >>> batcher = TokenBatcher(tokenizer, batch_size=8, max_length=512)  # doctest: +SKIP
@@ -252,8 +252,8 @@ class TokenBatcher:
 
         Raises:
             InvalidInputError: Inputs that are neither texts nor tokenised tensors; labels of the wrong length.
-            EmptyInputError: No texts.
-            TokenizerError: A token id outside `vocab_size` (here for tensors, by the iterator for texts).
+            InvalidInputError: No texts.
+            InvalidInputError: A token id outside `vocab_size` (here for tensors, by the iterator for texts).
         """
         if isinstance(inputs, str):
             inputs = [inputs]
@@ -264,7 +264,7 @@ class TokenBatcher:
         else:
             raise InvalidInputError("inputs must be a list of strings or a dict/BatchEncoding of tensors.")
         if n_sequences == 0:
-            raise EmptyInputError("No texts given: pass a non-empty list of strings.")
+            raise InvalidInputError("No texts given: pass a non-empty list of strings.")
         if labels is not None:
             labels = torch.as_tensor(labels).cpu()
             if labels.shape[0] != n_sequences:
@@ -330,7 +330,7 @@ class TokenBatcher:
         return sum(len(ids) > self.max_length for ids in longer)
 
     def note_truncation(self, *, stacklevel: int = 2) -> None:
-        """Say once per batcher (a `TruncationWarning`) how many texts were cut to `max_length` tokens."""
+        """Say once per batcher (a `ReadingWarning`) how many texts were cut to `max_length` tokens."""
         if not self.truncated_sequences or self._truncation_noted:
             return
         self._truncation_noted = True
@@ -338,7 +338,7 @@ class TokenBatcher:
             f"{self.truncated_sequences} text(s) were longer than max_length={self.max_length} tokens and were "
             f"truncated to {self.max_length} tokens (their later tokens are not read). Pass a larger max_length (up "
             "to the model's positions and its tokenizer's model_max_length), or split the texts.",
-            TruncationWarning,
+            ReadingWarning,
             stacklevel=stacklevel,
         )
 
@@ -353,7 +353,7 @@ class TokenBatcher:
             tokens = f"{len(self.tokenizer)} tokens"
         except TypeError:
             tokens = "its vocabulary"
-        raise TokenizerError(
+        raise InvalidInputError(
             f"Token id {high if high >= self.vocab_size else low} is outside the model's input embedding, which has "
             f"{self.vocab_size} rows (ids 0 to {self.vocab_size - 1}), while the tokenizer has {tokens}: the tokenizer "
             "(or the token ids given) does not belong to this model. Use the model's own tokenizer; after adding "

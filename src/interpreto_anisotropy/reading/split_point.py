@@ -26,7 +26,7 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from interpreto.concepts.splitters.splitting_utils import get_layer_by_idx, walk_modules
 from jaxtyping import Bool, Float
 
-from ..errors import InvalidInputError, ObjectiveError, SplitPointError
+from ..errors import InvalidInputError
 from .batching import TokenBatcher, TokenCache, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
 from .positions import PositionConvention, PositionScheme
@@ -139,11 +139,11 @@ def splitter_model(splitter: Any) -> torch.nn.Module:
 
 
 def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Module:
-    """The module at a dotted split point path (e.g. "gpt_neox.layers.3"), else a `SplitPointError`."""
+    """The module at a dotted split point path (e.g. "gpt_neox.layers.3"), else an `InvalidInputError`."""
     try:
         return model.get_submodule(split_point)
     except AttributeError as error:
-        raise SplitPointError(
+        raise InvalidInputError(
             f"Split point '{split_point}' is not a module of this {type(model).__name__}; "
             "give a layer index or a path such as 'gpt_neox.layers.3'."
         ) from error
@@ -153,20 +153,20 @@ def resolve_split_point(model: torch.nn.Module, split_point: int | str) -> str:
     """The module path of a layer index (3 -> "gpt_neox.layers.3") or path, as Interpreto resolves it.
 
     Raises:
-        SplitPointError: An index that matches no module or several, or a path that names no module.
+        InvalidInputError: An index that matches no module or several, or a path that names no module.
     """
     if isinstance(split_point, int) and not isinstance(split_point, bool):
         try:
             path = get_layer_by_idx(split_point, model_paths=list(walk_modules(model)))
         except Exception as error:  # noqa: BLE001  (Interpreto's ModelPathError, a ValueError or not)
-            raise SplitPointError(
+            raise InvalidInputError(
                 f"Split point {split_point} matches no single layer of this {type(model).__name__} ({error}); give a "
                 "module path such as 'gpt_neox.layers.3'."
             ) from error
     elif isinstance(split_point, str):
         path = split_point
     else:
-        raise SplitPointError(f"A split point is a layer index or a module path, got {type(split_point).__name__}.")
+        raise InvalidInputError(f"A split point is a layer index or a module path, got {type(split_point).__name__}.")
     split_point_module(model, path)
     return path
 
@@ -197,7 +197,7 @@ def check_call(call: Any) -> str | int | None:
 
 
 def refuse_other_call(fitted: str | int | None, probed: str | int | None, what: str, advice: str) -> None:
-    """Refuse (`SplitPointError`) a subspace fitted at another call of the split-point module than the one read now.
+    """Refuse (`InvalidInputError`) a subspace fitted at another call of the split-point module than the one read now.
 
     "first" is call 0 and "last" call -1; an unknown call (None, e.g. a subspace saved before calls were recorded, or
     fitted on given activations) is accepted, as an unknown split point is.
@@ -213,12 +213,12 @@ def refuse_other_call(fitted: str | int | None, probed: str | int | None, what: 
         >>> refuse_other_call("first", "last", "Subspace 'tangent'", "GradientProbe(..., call=...)")
         Traceback (most recent call last):
         ...
-        interpreto_anisotropy.errors.SplitPointError: Subspace 'tangent' was fitted at call='first' of its split ...
+        interpreto_anisotropy.errors.InvalidInputError: Subspace 'tangent' was fitted at call='first' of its split ...
     """
     aliases = {"first": 0, "last": -1}
     if fitted is None or probed is None or aliases.get(fitted, fitted) == aliases.get(probed, probed):
         return
-    raise SplitPointError(
+    raise InvalidInputError(
         f"{what} was fitted at call={fitted!r} of its split point but this probe reads call={probed!r}: a module "
         f"run several times per forward (ALBERT's shared layer) has another hidden state at each call. Probe with "
         f"call={fitted!r} ({advice}) or fit the tangent at call={probed!r}."
@@ -229,14 +229,14 @@ def call_index(call: str | int | None, calls: int, path: str, model_name: str) -
     """The 0-based index in [0, calls) of the chosen call among the module's `calls` calls in one forward.
 
     Raises:
-        SplitPointError: The module did not run, ran several times with `call` None, or `call` is beyond the calls.
+        InvalidInputError: The module did not run, ran several times with `call` None, or `call` is beyond the calls.
 
     Examples:
         >>> call_index("last", 4, "albert.encoder.albert_layer_groups.0.albert_layers.0", "AlbertModel")
         3
     """
     if calls == 0:
-        raise SplitPointError(f"Split point '{path}' was not run by the forward pass.")
+        raise InvalidInputError(f"Split point '{path}' was not run by the forward pass.")
     choose = (
         f"Say which call to read and probe with call='first', call='last' or call=i (0 <= i < {calls}), the same "
         "for the activation reader (ia.token_activations(..., call=...), tangent.fit(texts, call=...)) and for "
@@ -244,7 +244,7 @@ def call_index(call: str | int | None, calls: int, path: str, model_name: str) -
     )
     if call is None:
         if calls > 1:
-            raise SplitPointError(
+            raise InvalidInputError(
                 f"Split point '{path}' runs {calls} times in one forward of {model_name} (a module shared by "
                 f"several layers, as ALBERT's): its hidden state differs from one call to the next. {choose}"
             )
@@ -254,7 +254,7 @@ def call_index(call: str | int | None, calls: int, path: str, model_name: str) -
     else:
         index = call + calls if call < 0 else call
     if not 0 <= index < calls:
-        raise SplitPointError(
+        raise InvalidInputError(
             f"call={call!r} names no call of split point '{path}', which runs {calls} time(s) in one forward of "
             f"{model_name}. {choose}"
         )
@@ -262,11 +262,11 @@ def call_index(call: str | int | None, calls: int, path: str, model_name: str) -
 
 
 def refuse_internal_padding(model: torch.nn.Module) -> None:
-    """Refuse (`SplitPointError`) models that pad inside their forward: Longformer, LED, block-sparse BigBird."""
+    """Refuse (`InvalidInputError`) models that pad inside their forward: Longformer, LED, block-sparse BigBird."""
     config = getattr(model, "config", None)
     kind, name = getattr(config, "model_type", None), type(model).__name__
     if kind in ("longformer", "led"):
-        raise SplitPointError(
+        raise InvalidInputError(
             f"{name} pads its inputs to a multiple of its attention window (attention_window="
             f"{getattr(config, 'attention_window', '?')}) inside its forward, so its hidden states have more "
             "positions than the batch has tokens and a padded text is not read as it is alone. The package does "
@@ -274,7 +274,7 @@ def refuse_internal_padding(model: torch.nn.Module) -> None:
         )
     sparse = [module for module in model.modules() if getattr(module, "attention_type", None) == "block_sparse"]
     if kind in ("big_bird", "bigbird_pegasus") and sparse:
-        raise SplitPointError(
+        raise InvalidInputError(
             f"{name} has block-sparse attention, which pads its inputs to a multiple of its block size inside its "
             "forward and attends to the last, padded block as a global block: a text in a padded batch is not "
             "read as it is alone. Switch to full attention: model.set_attention_type('original_full') on the "
@@ -299,14 +299,14 @@ def refuse_unsupported_kernels(model: torch.nn.Module) -> None:
 
 
 def refuse_ignored_aux_loss(model: torch.nn.Module) -> None:
-    """Refuse (`ObjectiveError`) a mixture-of-experts model set to train with its router's auxiliary loss
+    """Refuse (`InvalidInputError`) a mixture-of-experts model set to train with its router's auxiliary loss
     (`output_router_logits=True` and a non-zero `router_aux_loss_coef`): the probe's objective is the task loss
     alone, computed from the logits, so it would leave that part of the training loss out without a word."""
     config = getattr(model, "config", None)
     coefficient = getattr(config, "router_aux_loss_coef", 0) or 0
     if not getattr(config, "output_router_logits", False) or not coefficient:
         return
-    raise ObjectiveError(
+    raise InvalidInputError(
         f"{type(model).__name__} is set to train with its router's auxiliary load-balancing loss "
         f"(output_router_logits=True, router_aux_loss_coef={coefficient}), which the probe's objective (the task "
         "loss, from the logits) leaves out. Set model.config.output_router_logits = False to probe the task loss "
@@ -345,7 +345,7 @@ class HiddenStateCapture:
             return None
         index = _hidden_index(output)
         if index is None:
-            raise SplitPointError(
+            raise InvalidInputError(
                 f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
                 "choose a transformer block or a layer norm as split point."
             )
@@ -375,7 +375,7 @@ class SplitPoint:
 
     Raises:
         InvalidInputError: Not an Interpreto splitter, an unknown autocast dtype, or a `call` of another type.
-        SplitPointError: A split point that names no module, or a model that pads inside its forward.
+        InvalidInputError: A split point that names no module, or a model that pads inside its forward.
 
     Examples:
         >>> point = SplitPoint(mwsp)  # doctest: +SKIP
@@ -498,7 +498,7 @@ class SplitPoint:
         the module's calls, stopping before the output head).
 
         Raises:
-            SplitPointError: The forward pass did not run the split point, ran it several times without `call`,
+            InvalidInputError: The forward pass did not run the split point, ran it several times without `call`,
                 or changed the sequence length.
         """
         if self.calls is None:
@@ -551,9 +551,9 @@ class SplitPoint:
     def _checked(self, hidden: torch.Tensor | None, batch: Batch) -> torch.Tensor:
         """`hidden`, once it is known to hold one (b, l, d) row per token of the batch."""
         if hidden is None:
-            raise SplitPointError(f"Split point '{self.path}' was not run by the forward pass.")
+            raise InvalidInputError(f"Split point '{self.path}' was not run by the forward pass.")
         if tuple(hidden.shape[:2]) != tuple(batch["input_ids"].shape):
-            raise SplitPointError(
+            raise InvalidInputError(
                 f"Split point '{self.path}' gives hidden states of {tuple(hidden.shape[:2])} positions for a batch "
                 f"of {tuple(batch['input_ids'].shape)} tokens: {type(self.model).__name__} pads or pools its inputs "
                 "inside its forward, so its rows cannot be lined up with the tokens. Choose a split point that keeps "
@@ -571,7 +571,7 @@ class SplitPoint:
         `loss(output).total` is differentiated; `forward_kwargs` go to the model's forward.
 
         Raises:
-            SplitPointError: The split point did not run as `read` needs, or the loss does not depend on it.
+            InvalidInputError: The split point did not run as `read` needs, or the loss does not depend on it.
         """
         if self.calls is None and (self.call == "last" or (isinstance(self.call, int) and self.call < 0)):
             self._counting_forward(batch)
@@ -593,13 +593,13 @@ class SplitPoint:
                         output = send_to_device(output, self.device)
                     terms = loss(output)
                     if not terms.total.requires_grad:
-                        raise SplitPointError(f"The loss does not depend on split point '{self.path}'.")
+                        raise InvalidInputError(f"The loss does not depend on split point '{self.path}'.")
                     (gradient,) = torch.autograd.grad(terms.total, hidden, allow_unused=True)
             finally:
                 for parameter, flag in flags:
                     parameter.requires_grad_(flag)
         if gradient is None:
-            raise SplitPointError(f"The loss does not depend on split point '{self.path}'.")
+            raise InvalidInputError(f"The loss does not depend on split point '{self.path}'.")
         return hidden.detach(), gradient, terms
 
     def width(self) -> int | None:
@@ -686,7 +686,7 @@ class TrainingCapture:
 
     Raises:
         InvalidInputError: A `call` of another type.
-        SplitPointError: Raised by a training forward that ran a split point several times without `call`, fewer
+        InvalidInputError: Raised by a training forward that ran a split point several times without `call`, fewer
             times than `call` names, or several times inside a reentrant checkpoint.
 
     Examples:
@@ -784,7 +784,7 @@ class TrainingCapture:
             self._hook_gradient(path, hidden, forward)
             return
         if len(calls) > 1:
-            raise SplitPointError(
+            raise InvalidInputError(
                 f"Split point '{path}' runs {len(calls)} times in one forward, and the output of the call read "
                 f"(call={self.call!r}) needs no gradient: it runs inside a reentrant gradient checkpoint, whose "
                 "recomputed calls cannot be told apart, or every layer below it is frozen. Use non-reentrant "

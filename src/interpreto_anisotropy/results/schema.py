@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commons.json_files import load_json, parse_json, read_text, read_whole_lines
-from ..errors import IncompleteRowWarning, ResultsStoreError
+from ..errors import ResultsFileWarning, ResultsStoreError
 
 __all__ = [
     "Column",
@@ -534,7 +534,7 @@ def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
         warnings.warn(
             f"The last line of {path} is unterminated: a live probe is appending it, or was stopped while writing "
             "it (the next live run into this folder removes it). The rows before it are read; it is left out.",
-            IncompleteRowWarning,
+            ResultsFileWarning,
             stacklevel=3,
         )
     lines = text.split("\n")

@@ -26,13 +26,7 @@ from filelock import FileLock, Timeout
 
 from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
 from ..commons.json_files import load_json, read_text
-from ..errors import (
-    ConfigMismatchError,
-    IncompleteRowWarning,
-    InvalidInputError,
-    ResultsStoreError,
-    SweepLockedError,
-)
+from ..errors import InvalidInputError, ResultsFileWarning, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens
 from .records import (
@@ -140,7 +134,7 @@ class SweepStore:
             The config now in config.json: the union of what every run asked for.
 
         Raises:
-            ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
+            InvalidInputError: The folder holds results with other settings (and not `overwrite`).
             ResultsStoreError: Results without a config, or an unreadable config (and not `overwrite`).
         """
         path = self.results_dir / CONFIG_FILE
@@ -160,7 +154,7 @@ class SweepStore:
             merged = merge(stored, config, where=str(self.results_dir))
         elif stored != config:
             changed = sorted(key for key in set(stored) | set(config) if stored.get(key) != config.get(key))
-            raise ConfigMismatchError(
+            raise InvalidInputError(
                 f"{self.results_dir} holds results with other settings ({', '.join(changed)} differ). Use another "
                 "results_dir, or overwrite=True to start afresh."
             )
@@ -348,7 +342,7 @@ class LiveStore(SweepStore):
     folder's lock until `close`.
 
     Raises:
-        ConfigMismatchError: The folder holds results with other settings (and not `overwrite`).
+        InvalidInputError: The folder holds results with other settings (and not `overwrite`).
         SweepLockedError: Another process writes the folder.
         ResultsStoreError: Unreadable rows, or results without a config.json (and not `overwrite`).
     """
@@ -376,7 +370,7 @@ class LiveStore(SweepStore):
                 warnings.warn(
                     f"The last line of {self.rows_path} was unterminated (the previous run was stopped while writing "
                     "it): it was removed; the rows before it are kept.",
-                    IncompleteRowWarning,
+                    ResultsFileWarning,
                     stacklevel=3,
                 )
             if not fresh:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..commons.display import html_table, number, short_repr
 from ..commons.files import write_atomically
-from ..errors import CheckpointError, EmptyInputError, InvalidInputError
+from ..errors import CheckpointError, InvalidInputError
 from .records import read_top_tokens, saved_steps
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows
 from .verdict import (
@@ -223,7 +223,7 @@ class SweepResult:
         Delta IsoScore*, the anisotropy share and its exact p, then the approximate p (secondary); then the skipped
         checkpoints and what the p columns are."""
         if not self.rows:
-            raise EmptyInputError("The sweep has no finished checkpoint yet.")
+            raise InvalidInputError("The sweep has no finished checkpoint yet.")
         header = (
             f"{'step':>8}  {'split point':<22} {'tangent':<7} {'E_T':>7} {'E_N':>7} {'ratio':>7} {'p_adj':>7} "
             f"{'p_exact':>7}  {'dIso*_T':>8} {'dIso*_N':>8} {'aniso':>7} {'p_aniso':>7}  {'p_approx':>8}"
@@ -263,13 +263,13 @@ class SweepResult:
             level: The significance level; default: the config's, else 0.05.
 
         Raises:
-            EmptyInputError: The sweep has no finished checkpoint yet.
+            InvalidInputError: The sweep has no finished checkpoint yet.
 
         Examples:
             >>> print(table.summary())  # doctest: +SKIP
         """
         if not self.rows:
-            raise EmptyInputError("The sweep has no finished checkpoint yet.")
+            raise InvalidInputError("The sweep has no finished checkpoint yet.")
         return verdict_text(sweep_verdict(self.rows, self.config, correction=correction, family=family, level=level))
 
     def __repr__(self) -> str:

@@ -36,15 +36,7 @@ from typing import Any
 
 from ..commons import hub as hub_access
 from ..commons.json_files import load_json
-from ..errors import (
-    CheckpointError,
-    EmptyInputError,
-    InvalidInputError,
-    NonFiniteWeightsWarning,
-    RandomWeightsWarning,
-    SkippedFoldersWarning,
-    UnusedWeightsWarning,
-)
+from ..errors import CheckpointError, CheckpointWarning, InvalidInputError
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
 from . import suites as suite_registry
@@ -244,7 +236,7 @@ def local(pattern: str | os.PathLike) -> list[Checkpoint]:
         The checkpoints, sorted by step, each with `source` set to the folder's absolute path and no revision.
 
     Raises:
-        EmptyInputError: If the pattern matches no folder, or no matched folder name carries a step.
+        InvalidInputError: If the pattern matches no folder, or no matched folder name carries a step.
         CheckpointError: If a matched folder has no `config.json`, or two folders carry the same step.
 
     Examples:
@@ -257,7 +249,7 @@ def local(pattern: str | os.PathLike) -> list[Checkpoint]:
     expanded = os.path.expanduser(os.fspath(pattern))
     folders = sorted(Path(p) for p in glob.glob(expanded, recursive=True) if Path(p).is_dir())
     if not folders:
-        raise EmptyInputError(
+        raise InvalidInputError(
             f"No checkpoint folder matches {expanded!r} (searched from {os.getcwd()!r}). "
             "Give a glob of folders such as 'runs/toy/checkpoint-*'."
         )
@@ -278,11 +270,11 @@ def local(pattern: str | os.PathLike) -> list[Checkpoint]:
         warnings.warn(
             f"Skipped {len(skipped)} folder(s) matching {expanded!r} whose name carries no step: {skipped}. "
             "Name checkpoint folders checkpoint-N, stepN, step-N or step_N.",
-            SkippedFoldersWarning,
+            CheckpointWarning,
             stacklevel=2,
         )
     if not checkpoints:
-        raise EmptyInputError(
+        raise InvalidInputError(
             f"None of the {len(folders)} folder(s) matching {expanded!r} carries a step in its name. "
             "Name checkpoint folders checkpoint-N, stepN, step-N or step_N."
         )
@@ -308,7 +300,7 @@ def hub(
         The checkpoints, sorted by step.
 
     Raises:
-        EmptyInputError: If `revisions` is empty.
+        InvalidInputError: If `revisions` is empty.
         InvalidInputError: If `model_id` is empty, a revision carries no step (outside a mapping), or two revisions
             have the same step.
 
@@ -342,7 +334,7 @@ def hub(
                 Checkpoint(step=step, source=model_id, revision=rev, kind="hub", prefer_local=prefer_local)
             )
     if not checkpoints:
-        raise EmptyInputError(f"No revision given for {model_id!r}.")
+        raise InvalidInputError(f"No revision given for {model_id!r}.")
     checkpoints.sort()
     _check_unique_steps(checkpoints, InvalidInputError)
     return checkpoints
@@ -365,7 +357,7 @@ def pythia(
 
     Raises:
         InvalidInputError: If `size` is not a Pythia size, or a step was not published.
-        EmptyInputError: If `steps` is empty.
+        InvalidInputError: If `steps` is empty.
 
     Examples:
         >>> [(c.source, c.revision) for c in pythia("160m", 1000, deduped=True)]
@@ -403,7 +395,7 @@ def smollm2(size: str, steps: int | Iterable[int], *, prefer_local: bool = False
 
     Raises:
         InvalidInputError: If `size` is not a SmolLM2 size, or a step is not an integer >= 0.
-        EmptyInputError: If `steps` is empty.
+        InvalidInputError: If `steps` is empty.
 
     Examples:
         >>> [(c.source, c.revision) for c in smollm2("360m", [160000])]
@@ -448,7 +440,7 @@ def suite(
         InvalidInputError: An unknown preset or size (the message lists them), neither or both of `steps` and
             `revisions`, `steps` for a suite whose revisions cannot be built from the step, a step that was not
             published or lies after the end of training, or a revision name without a step.
-        EmptyInputError: If `steps` or `revisions` is empty.
+        InvalidInputError: If `steps` or `revisions` is empty.
 
     Examples:
         >>> [c.revision for c in suite("pythia-160m", [0, 143000])]
@@ -569,7 +561,7 @@ def load_checkpoint(
             refused, the Hub fails or does not answer within `hub_timeout`, the config contradicts the weights
             (`check_config`), the files cannot be read, or (`strict`) weights are missing or non-finite; the
             message names the checkpoint, the failure and what to do.
-        TokenizerError: If the tokenizer has neither a pad token nor an eos token to use as one.
+        InvalidInputError: If the tokenizer has neither a pad token nor an eos token to use as one.
 
     Examples:
         >>> model, tokenizer = load_checkpoint(pythia("70m", 1000)[0], device="cpu")  # doctest: +SKIP
@@ -709,7 +701,7 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     Raises:
         CheckpointError: As `load_checkpoint`: a missing folder, revision or repository, or unreadable files.
         InvalidInputError: As `load_checkpoint`: a bad `automodel`, `dtype` or `device`.
-        TokenizerError: As `load_checkpoint`: a tokenizer with neither a pad token nor an eos token.
+        InvalidInputError: As `load_checkpoint`: a tokenizer with neither a pad token nor an eos token.
 
     Examples:
         >>> for ckpt in local("runs/toy/checkpoint-*"):  # doctest: +SKIP
@@ -785,7 +777,7 @@ def _steps(steps: int | Iterable[int], family: str) -> list[int]:
         raise InvalidInputError(f"{family} steps must be an integer or a list of integers, got {steps!r}.")
     values = list(steps)
     if not values:
-        raise EmptyInputError(f"No step given to {family}().")
+        raise InvalidInputError(f"No step given to {family}().")
     for s in values:
         if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
             raise InvalidInputError(f"{family} steps must be integers >= 0, got {s!r}.")
@@ -930,7 +922,7 @@ def _load_weights(
     if found and not (problems["missing"] or problems["mismatched"]):  # unused weights: nothing is random
         warnings.warn(
             f"Checkpoint {checkpoint.name} ({source}) has weights the model does not use ({found}).",
-            UnusedWeightsWarning,
+            CheckpointWarning,
             stacklevel=4,
         )
     elif found:
@@ -943,7 +935,7 @@ def _load_weights(
                 f"{message} Check the checkpoint's files and the model class (automodel=), or pass strict=False to "
                 "load it anyway."
             )
-        warnings.warn(message, RandomWeightsWarning, stacklevel=4)
+        warnings.warn(message, CheckpointWarning, stacklevel=4)
     _check_finite_weights(model, checkpoint, source, strict)
     return model
 
@@ -970,7 +962,7 @@ def _check_finite_weights(model: Any, checkpoint: Checkpoint, source: str, stric
             f"{message} Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True "
             "to record it as skipped."
         )
-    warnings.warn(message, NonFiniteWeightsWarning, stacklevel=5)
+    warnings.warn(message, CheckpointWarning, stacklevel=5)
 
 
 def _model_class(automodel: Any, config: Any) -> Any:
@@ -1204,7 +1196,7 @@ def _check_layers(config: Any, shapes: dict[str, tuple[int, ...]], where: str, s
         )
     warnings.warn(
         f"{message} Building all {claimed} layers, the missing ones random (strict=False).",
-        RandomWeightsWarning,
+        CheckpointWarning,
         stacklevel=5,
     )
     return False

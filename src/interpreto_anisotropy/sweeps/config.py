@@ -34,7 +34,7 @@ from ..commons.options import (
     Bound,
     check_device,
 )
-from ..errors import EmptyInputError, InvalidInputError
+from ..errors import InvalidInputError
 
 __all__ = [
     "FORMAT_VERSION",
@@ -333,7 +333,7 @@ class SweepConfig:
         False,
         doc="When a checkpoint's content changed since its rows were written, drop its rows (all rows, when an "
         "early checkpoint of the reference changed) and recompute them; otherwise the run stops with "
-        "`StaleResultsError`.",
+        "`ResultsStoreError`.",
     )
     skip_bad_checkpoints: bool = option(
         False,
@@ -757,7 +757,7 @@ def _split_texts(texts: Sequence[str], probe_texts: Sequence[str] | None) -> tup
     else:
         fit, probe = texts, [text for text in probe_texts if isinstance(text, str) and text.strip()]
     if not fit or not probe:
-        raise EmptyInputError(
+        raise InvalidInputError(
             "The sweep needs non-empty fit and probe texts (give at least 2 non-blank texts, or probe_texts)."
         )
     return fit, probe
@@ -774,7 +774,7 @@ def _sorted_checkpoints(checkpoints: Any) -> list[Any]:
         raise InvalidInputError(f"{kinds}, got {type(checkpoints).__name__}.")
     ordered = sorted(checkpoints)
     if not ordered:
-        raise EmptyInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
+        raise InvalidInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
     if not all(isinstance(checkpoint, listing.Checkpoint) for checkpoint in ordered):
         raise InvalidInputError(f"{kinds}.")
     ordered = [c for i, c in enumerate(ordered) if i == 0 or c != ordered[i - 1]]

@@ -44,7 +44,7 @@ from typing import Any
 from ..commons import hub
 from ..commons.options import check_nonnegative_int, check_positive_int
 from ..commons.progress import progress_bar
-from ..errors import CacheWarning
+from ..errors import EnvironmentWarning
 from .checkpoints import Checkpoint
 
 __all__ = ["CheckpointPipeline", "Fetched"]
@@ -343,7 +343,7 @@ class CheckpointPipeline:
         with self._room:
             notes, self._notes = self._notes, []
         for note in notes:
-            warnings.warn(note, CacheWarning, stacklevel=3)
+            warnings.warn(note, EnvironmentWarning, stacklevel=3)
 
 
 def _key(checkpoint: Checkpoint) -> tuple[str, str | None]:

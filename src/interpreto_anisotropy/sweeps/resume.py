@@ -32,18 +32,7 @@ from jaxtyping import Float
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
 from ..commons.progress import progress_bar
-from ..errors import (
-    AlteredFileWarning,
-    AnisotropyError,
-    ConfigMismatchError,
-    DimensionMismatchError,
-    EmptyInputError,
-    InvalidInputError,
-    MissingDriftWarning,
-    ResultsStoreError,
-    StaleResultsError,
-    SweepLockedError,
-)
+from ..errors import AnisotropyError, InvalidInputError, ResultsFileWarning, ResultsStoreError, SweepLockedError
 from ..results import verdict as draws
 from ..results.records import fingerprint, step_of
 from ..results.schema import is_skipped
@@ -74,10 +63,7 @@ __all__ = [
 ]
 
 # Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
-_ERRORS_BY_NAME = {
-    error.__name__: error
-    for error in (ConfigMismatchError, ResultsStoreError, SweepLockedError, StaleResultsError, InvalidInputError)
-}
+_ERRORS_BY_NAME = {error.__name__: error for error in (InvalidInputError, ResultsStoreError, SweepLockedError)}
 
 
 def resolved_n_random(plan: SweepPlan, *, checkpoints: int, split_points: int, kinds: int, warn: bool) -> int:
@@ -136,10 +122,10 @@ class ResultsDirCheck:
             R' of this run's rows (`resolved_n_random` over every checkpoint asked for).
 
         Raises:
-            ConfigMismatchError: The directory holds a sweep with other settings (and not `overwrite`).
+            InvalidInputError: The directory holds a sweep with other settings (and not `overwrite`).
             ResultsStoreError: A tangent or top-tokens file altered since it was written, of a checkpoint this run
                 does not have (so it cannot be computed again), naming the files.
-            StaleResultsError: Rows computed on changed content, without `recompute_changed`.
+            ResultsStoreError: Rows computed on changed content, without `recompute_changed`.
             SweepLockedError: Another run holds the directory.
         """
         with contextlib.ExitStack() as stack:
@@ -218,7 +204,7 @@ class ResultsDirCheck:
             )
         again = ["the reference tangent is fitted again on the early checkpoints"] if references else []
         again += [f"the rows of steps {sorted(by_step)} are computed again"] if by_step else []
-        warnings.warn(f"{_not_written(altered)}: {'; '.join(again)}.", AlteredFileWarning, stacklevel=2)
+        warnings.warn(f"{_not_written(altered)}: {'; '.join(again)}.", ResultsFileWarning, stacklevel=2)
         for path in references:
             path.unlink()
         if by_step:
@@ -245,7 +231,7 @@ class ResultsDirCheck:
         if not steps and not early:
             return
         if not self.plan.options.recompute_changed:
-            raise StaleResultsError(
+            raise ResultsStoreError(
                 f"{self.store.results_dir} holds results of checkpoints whose content has changed since (steps "
                 f"{sorted(set(steps) | set(early))}"
                 + (", early checkpoints of the reference tangent" if early else "")
@@ -358,7 +344,7 @@ class PreviousDrift:
                 f"The drift from the previous checkpoint of step {row['step']} (split point {row['layer']!r}) is None: "
                 f"{self.store.tangent_path(row['layer'], previous_step)} is missing (the previous checkpoint was "
                 "skipped, or its tangent deleted). It is filled in once that checkpoint's rows are computed.",
-                MissingDriftWarning,
+                ResultsFileWarning,
                 stacklevel=4,
             )
         own = self.store.tangent(row["layer"], row["step"])
@@ -412,7 +398,7 @@ def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) ->
         The merged config (equal to `stored` when the run adds nothing).
 
     Raises:
-        ConfigMismatchError: A setting that determines the numbers differs, a step names another checkpoint, or the
+        InvalidInputError: A setting that determines the numbers differs, a step names another checkpoint, or the
             early checkpoints would change; the message names them.
     """
     if stored.get("format_version") != new.get("format_version"):
@@ -438,7 +424,7 @@ def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) ->
 
 
 def _refuse(where: str, why: str) -> None:
-    raise ConfigMismatchError(
+    raise InvalidInputError(
         f"{where} holds a sweep with other settings ({why}). Use another results_dir, or overwrite=True "
         "(--overwrite) to start afresh."
     )
@@ -580,7 +566,7 @@ class ReferenceTangents:
                     pool = pools[layer]
                     pool.start_checkpoint(lambda splitter=splitter: sweep._new_tangent(splitter))
                     if pool.dim != model.config.hidden_size and index > 0:
-                        raise DimensionMismatchError(
+                        raise InvalidInputError(
                             f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
                             f"earlier checkpoints have {pool.dim}."
                         )
@@ -686,13 +672,13 @@ class EarlyPool:
         """The reference tangent fitted on every early checkpoint's rows.
 
         Raises:
-            EmptyInputError: No rows were read.
+            InvalidInputError: No rows were read.
         """
         if self.tangent is not None:
             return self.tangent.merge_across_ranks().finalize().subspace
         if self.streamed:
             if not self.count:
-                raise EmptyInputError("The early checkpoints gave no activation rows to fit the reference on.")
+                raise InvalidInputError("The early checkpoints gave no activation rows to fit the reference on.")
             tangent = self.new_tangent()
             values, vectors = top_eigenvectors(self.within / self.count, tangent.nb_concepts)
             check_rank(tangent.nb_concepts, self.count, values)
@@ -700,7 +686,7 @@ class EarlyPool:
             basis = vectors.float().contiguous()
             return Subspace(basis, mean=mean, method="pca", split_point=tangent.splitter.split_point)
         if not self.rows:
-            raise EmptyInputError("The early checkpoints gave no activation rows to fit the reference on.")
+            raise InvalidInputError("The early checkpoints gave no activation rows to fit the reference on.")
         subspace = self.new_tangent().fit(self.rows).subspace
         if self.centering is EarlyCentering.PER_CHECKPOINT:
             subspace = subspace.replace(mean=(self.sums / self.count).to(subspace.basis))

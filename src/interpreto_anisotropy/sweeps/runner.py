@@ -32,16 +32,7 @@ from jaxtyping import Float, Int
 from .. import metrics
 from ..commons import distributed, hub
 from ..commons.progress import progress_bar
-from ..errors import (
-    AnisotropyError,
-    CheckpointError,
-    DimensionMismatchError,
-    EmptyInputError,
-    InvalidInputError,
-    NonFiniteError,
-    SkippedCheckpointWarning,
-    SplitPointError,
-)
+from ..errors import AnisotropyError, CheckpointError, CheckpointWarning, InvalidInputError, NonFiniteError
 from ..probing.probe import GradientProbe
 from ..reading.activations import iter_located_token_activations
 from ..reading.batching import TokenCache
@@ -97,7 +88,7 @@ class CheckpointSweep:
             logger "interpreto_anisotropy.sweeps.runner", at level INFO.
 
     Raises:
-        EmptyInputError: No checkpoints, or no texts.
+        InvalidInputError: No checkpoints, or no texts.
         InvalidInputError: A bad option.
 
     Examples:
@@ -163,9 +154,9 @@ class CheckpointSweep:
             The `SweepResult` of every finished checkpoint (also in `results_dir`).
 
         Raises:
-            ConfigMismatchError: `results_dir` holds a sweep with other settings (and not `overwrite`).
-            DimensionMismatchError: A checkpoint whose hidden size differs from the reference subspace's.
-            SplitPointError: A split point absent from a checkpoint.
+            InvalidInputError: `results_dir` holds a sweep with other settings (and not `overwrite`).
+            InvalidInputError: A checkpoint whose hidden size differs from the reference subspace's.
+            InvalidInputError: A split point absent from a checkpoint.
             CheckpointError: A checkpoint that cannot be loaded; before the first checkpoint, every Hub revision
                 that does not exist (offline: is not cached), named at once.
         """
@@ -266,7 +257,7 @@ class CheckpointSweep:
         except _BAD_CHECKPOINT as error:
             if not self.plan.options.skip_bad_checkpoints:
                 raise
-            warnings.warn(f"Skipped checkpoint {checkpoint.name}: {error}", SkippedCheckpointWarning, stacklevel=3)
+            warnings.warn(f"Skipped checkpoint {checkpoint.name}: {error}", CheckpointWarning, stacklevel=3)
             skipped = {"skipped": f"{type(error).__name__}: {error}", "fingerprint": self._fingerprints.of(checkpoint)}
             return [
                 {**_identity(checkpoint, layer, str(layer), kind), **skipped}
@@ -311,7 +302,7 @@ class CheckpointSweep:
         except AnisotropyError:
             raise
         except (ValueError, AttributeError, KeyError) as error:
-            raise SplitPointError(
+            raise InvalidInputError(
                 f"Split point {layer!r} is not in checkpoint {checkpoint.name} ({type(model).__name__}): {error}"
             ) from error
 
@@ -381,7 +372,7 @@ class CheckpointSweep:
         sample, sample_ids, sample_locations = read.on_device()
         d = sample.shape[1]
         if reference is not None and reference.dim != d:
-            raise DimensionMismatchError(
+            raise InvalidInputError(
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
@@ -792,10 +783,10 @@ class FitReader:
         """The read: the tangent fitted (pooled methods; PCA's basis is computed when its subspace is asked for).
 
         Raises:
-            EmptyInputError: No row was read.
+            InvalidInputError: No row was read.
         """
         if not self.sample:
-            raise EmptyInputError(
+            raise InvalidInputError(
                 "No token activations were read: the fit texts are empty or hold only special tokens."
             )
         if not self.streamed:

@@ -35,17 +35,14 @@ from ..commons.tensors import as_float_tensor
 from ..errors import (
     AnisotropyError,
     DegenerateStatisticsWarning,
-    DimensionMismatchError,
-    EmptyInputError,
     InvalidInputError,
-    LeftPaddingWarning,
     NonFiniteError,
-    NotFittedError,
-    SplitPointError,
+    OutOfOrderError,
+    ReadingWarning,
 )
 from ..reading.activations import NONFINITE_READ_ADVICE, iter_token_activations
 from ..reading.positions import uses_absolute_positions
-from ..reading.split_point import SplitPoint, splitter_model
+from ..reading.split_point import SplitPoint, refuse_unsupported_kernels, splitter_model
 from . import sharing
 from .controls import check_control_room
 from .sharing import FitRecord
@@ -84,7 +81,7 @@ def _refuse_undefined_subspace(n_rows: int, spread: float, scale: float, *, cent
     `spread` is the rows' total variance when centred, else their mean squared norm `scale`.
     """
     if centred and n_rows < 2:
-        raise EmptyInputError(
+        raise InvalidInputError(
             f"A centred tangent needs at least 2 activation rows, got {n_rows}: one row has no variance to fit. "
             f"Give {_MORE_ROWS}."
         )
@@ -193,7 +190,7 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
         """The fitted Subspace (refreshed from the moments if new batches came in)."""
         self._refresh()
         if self.subspace is None:
-            raise NotFittedError("This tangent is not fitted yet: call fit(activations) first.")
+            raise OutOfOrderError("This tangent is not fitted yet: call fit(activations) first.")
         return self.subspace
 
     def fit(self, x: Float[torch.Tensor, "n d"]) -> OrthonormalConceptModel:
@@ -338,10 +335,13 @@ def _latent_dim(splitter: BaseSplitter) -> int:
     """The split point's width d: a 2-token forward (ms), else nnsight's `get_latent_shape` (~1 s), else `hidden_size`."""
     # other splitters (e.g. SplitterForClassification) define their own latent space
     if isinstance(splitter, ModelWithSplitPoints) and isinstance(getattr(splitter, "split_point", None), str):
+        refuse_unsupported_kernels(splitter_model(splitter))  # a refusal, not a width to look up elsewhere
         try:
-            return SplitPoint(splitter).width()
-        except SplitPointError:
-            pass
+            width = SplitPoint(splitter).width()
+        except InvalidInputError:  # no such module, or a model that pads inside its forward
+            width = None
+        if width is not None:
+            return width
     try:
         return int(splitter.get_latent_shape()[-1])
     except Exception:  # noqa: BLE001  (nnsight's scan fails on some architectures; the config knows d)
@@ -360,7 +360,7 @@ def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
         )
     name = type(explainer).__name__
     if not explainer.is_fitted:
-        raise NotFittedError(f"This {name} is not fitted: call its fit(activations) first.")
+        raise OutOfOrderError(f"This {name} is not fitted: call its fit(activations) first.")
     dictionary = as_float_tensor(explainer.get_dictionary().detach(), name=f"{name}.get_dictionary()")
     check_control_room(dictionary.shape[0], dictionary.shape[1], option=f"{name}'s nb_concepts")
     return dictionary
@@ -379,7 +379,7 @@ def _check_batch(activations: Any, name: str, input_size: int, splitter: BaseSpl
     """`activations` as a finite float (n, d) tensor, refused when d is not the split point's `input_size`."""
     batch = as_float_tensor(activations, name=name)
     if batch.shape[1] != input_size:
-        raise DimensionMismatchError(
+        raise InvalidInputError(
             f"{name} have d={batch.shape[1]} but the split point '{splitter.split_point}' has "
             f"d={input_size}. Were they taken from another layer or model?"
         )
@@ -419,7 +419,7 @@ def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
         "0.5.2's get_activations leaves it: activations read that way sit at shifted positions whenever a batch is "
         "padded, and give a wrong tangent. Fit on the texts instead (tangent.fit(texts)), which reads them "
         "correctly; ia.token_activations(splitter, texts) gives the same rows as a tensor.",
-        LeftPaddingWarning,
+        ReadingWarning,
         stacklevel=4,
     )
 
@@ -541,8 +541,8 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         Raises:
             InvalidInputError: Not an Interpreto `ConceptAutoEncoderExplainer`, a dictionary that is not (k, d),
                 or 2k >= d (no room for normal controls).
-            NotFittedError: An explainer not fitted yet.
-            DimensionMismatchError: A dictionary or a mean whose d differs from the split point's.
+            OutOfOrderError: An explainer not fitted yet.
+            InvalidInputError: A dictionary or a mean whose d differs from the split point's.
             NonFiniteError: A dictionary holding NaN or infinity.
 
         Examples:
@@ -584,12 +584,12 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         """Compute the streamed PCA's basis from the moments so far (as reading `.subspace` does); returns self.
 
         Raises:
-            NotFittedError: Before any `partial_fit`.
-            EmptyInputError: A single row when centred (the moments are kept: `partial_fit` more, then retry).
+            OutOfOrderError: Before any `partial_fit`.
+            InvalidInputError: A single row when centred (the moments are kept: `partial_fit` more, then retry).
             InvalidInputError: Identical rows when centred, all-zero rows when not.
         """
         if self.streams and self.concept_model.moments is None:
-            raise NotFittedError(f"{type(self).__name__} has no moments yet: call partial_fit(...) first.")
+            raise OutOfOrderError(f"{type(self).__name__} has no moments yet: call partial_fit(...) first.")
         self.concept_model.get_subspace()
         return self
 
@@ -597,7 +597,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         parts = enumerate(_activation_parts(activations))
         batches = [_check_batch(part, f"activations[{i}]", self.input_size, self.splitter) for i, part in parts]
         if not batches or sum(batch.shape[0] for batch in batches) == 0:
-            raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
+            raise InvalidInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         return batches
 
     def fit(
@@ -632,12 +632,12 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             InvalidInputError: Activations that are not 2-D, identical rows when centred, all-zero rows when not, or
                 fewer rows than `nb_concepts` for "pca_sklearn".
             NonFiniteError: NaN or infinite activations.
-            DimensionMismatchError: Activations whose d differs from the split point's.
-            EmptyInputError: No rows at all, or a single row when centred.
+            InvalidInputError: Activations whose d differs from the split point's.
+            InvalidInputError: No rows at all, or a single row when centred.
 
         Warns:
             DegenerateStatisticsWarning: Fewer than k + 1 rows, or rows spanning fewer than `nb_concepts` dimensions.
-            LeftPaddingWarning: Activations (not texts) on an absolute-position model whose tokenizer pads left.
+            ReadingWarning: Activations (not texts) on an absolute-position model whose tokenizer pads left.
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
         reader.update(max_length=max_length, call=call, progress=progress)
@@ -700,7 +700,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         moments = self.concept_model.moments
         if moments is None or moments.count == 0:
             self.concept_model.moments, self.concept_model._stale = None, False  # stay unfitted, not half-fitted
-            raise EmptyInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
+            raise InvalidInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         return self
 
     def _adopt(self, explainer: ConceptAutoEncoderExplainer, dictionary: torch.Tensor, mean: Any) -> None:
@@ -714,15 +714,15 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         """The fitted tangent `Subspace` (basis (d, k), mean (d,) or None).
 
         Raises:
-            NotFittedError: Before `fit`.
-            EmptyInputError: A streamed PCA of a single row, when centred.
+            OutOfOrderError: Before `fit`.
+            InvalidInputError: A streamed PCA of a single row, when centred.
             InvalidInputError: A streamed PCA of identical rows when centred, of all-zero rows when not.
 
         Warns:
             DegenerateStatisticsWarning: Rows spanning fewer than `nb_concepts` dimensions.
         """
         if not self.is_fitted and self.concept_model.moments is None:
-            raise NotFittedError(f"{type(self).__name__} is not fitted yet: call .fit(activations) first.")
+            raise OutOfOrderError(f"{type(self).__name__} is not fitted yet: call .fit(activations) first.")
         fitted = self.concept_model.get_subspace()
         return fitted.replace(
             name=fitted.name or "tangent",
@@ -767,9 +767,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
 
         Raises:
             InvalidInputError: A splitter that is not an Interpreto splitter, or a `source` that is no str or path.
-            SavedTangentError: No such folder or repository, a failed download (or none within `hub_timeout`), or a
+            ResultsStoreError: No such folder or repository, a failed download (or none within `hub_timeout`), or a
                 damaged folder.
-            TangentMismatchError: A splitter of another split point or width d, or a class not the saved method's.
+            InvalidInputError: A splitter of another split point or width d, or a class not the saved method's.
         """
         _check_splitter(splitter)
         download = {"revision": revision, "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}

@@ -26,7 +26,7 @@ from huggingface_hub.utils import validate_repo_id
 from ..commons.files import write_atomically
 from ..commons.json_files import parse_json
 from ..commons.options import check_folder
-from ..errors import InvalidInputError, ResultsStoreError, SavedTangentError, TangentMismatchError
+from ..errors import InvalidInputError, ResultsStoreError
 from ..reading.split_point import splitter_model
 from ..version import __version__
 from .subspace import Subspace
@@ -117,11 +117,11 @@ class FitRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], path: Path) -> FitRecord:
-        """The record `to_dict` wrote in the file `path` (a `SavedTangentError` when fields are missing)."""
+        """The record `to_dict` wrote in the file `path` (a `ResultsStoreError` when fields are missing)."""
         try:
             return cls(**{name: data[name] for name in cls().to_dict()})
         except KeyError as missing:
-            raise SavedTangentError(f"{path} has a 'fit' record without {missing}: {_SAVE_AGAIN}.") from None
+            raise ResultsStoreError(f"{path} has a 'fit' record without {missing}: {_SAVE_AGAIN}.") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready record."""
@@ -171,20 +171,20 @@ class SavedTangent:
 
     @classmethod
     def read(cls, folder: Path) -> SavedTangent:
-        """The record in `folder`'s ``tangent.json``, checked (else a `SavedTangentError` naming the file)."""
+        """The record in `folder`'s ``tangent.json``, checked (else a `ResultsStoreError` naming the file)."""
         path = folder / TANGENT_FILE
         if not path.is_file():
-            raise SavedTangentError(
+            raise ResultsStoreError(
                 f"{folder} holds no {TANGENT_FILE}: it is not a folder written by TangentExplainer.save_pretrained. "
                 f"Give such a folder (or Hub repository), or {_SAVE_AGAIN}."
             )
         data = parse_json(
-            path.read_bytes(), path, error=SavedTangentError, advice=f"The folder is damaged: {_SAVE_AGAIN}."
+            path.read_bytes(), path, error=ResultsStoreError, advice=f"The folder is damaged: {_SAVE_AGAIN}."
         )
         if not isinstance(data, dict):
-            raise SavedTangentError(f"{path} is not a JSON object: the folder is damaged; {_SAVE_AGAIN}.")
+            raise ResultsStoreError(f"{path} is not a JSON object: the folder is damaged; {_SAVE_AGAIN}.")
         if isinstance(data.get("format"), int) and data["format"] > FORMAT:
-            raise SavedTangentError(
+            raise ResultsStoreError(
                 f"{path} has format {data['format']}, written by a later interpreto-anisotropy "
                 f"({data.get('package_version')}); this one ({__version__}) reads format {FORMAT}: upgrade it."
             )
@@ -194,7 +194,7 @@ class SavedTangent:
         problems = [f"missing {', '.join(missing)}"] if missing else []
         problems += [f"of a wrong type: {', '.join(wrong)}"] if wrong else []
         if problems:
-            raise SavedTangentError(f"{path} has fields {'; '.join(problems)}: the folder is damaged; {_SAVE_AGAIN}.")
+            raise ResultsStoreError(f"{path} has fields {'; '.join(problems)}: the folder is damaged; {_SAVE_AGAIN}.")
         return cls(**{name: data[name] for name in hints if name in data})
 
 
@@ -325,7 +325,7 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
 
     Raises:
         InvalidInputError: A `source` that is neither a str nor a path.
-        SavedTangentError: No such folder and no repository id, or a download that failed.
+        ResultsStoreError: No such folder and no repository id, or a download that failed.
     """
     from ..commons import hub
 
@@ -337,11 +337,11 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
     if is_dir:
         return path
     if exists:
-        raise SavedTangentError(f"{path} is a file: give the folder save_pretrained wrote (it holds {TANGENT_FILE}).")
+        raise ResultsStoreError(f"{path} is a file: give the folder save_pretrained wrote (it holds {TANGENT_FILE}).")
     try:
         validate_repo_id(str(source))
     except HFValidationError:
-        raise SavedTangentError(
+        raise ResultsStoreError(
             f"No folder at {str(path)[:200]!r}, and it is no Hub repository id: give the folder save_pretrained "
             "wrote or a repository id such as 'user/name'."
         ) from None
@@ -351,7 +351,7 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
         str(source),
         revision,
         timeout=hub_timeout,
-        error=SavedTangentError,
+        error=ResultsStoreError,
         verb="download the tangent",
         cache_dir=download.get("cache_dir"),
     )
@@ -363,9 +363,9 @@ def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
     try:
         subspace = Subspace.load(path, device=device)
     except ResultsStoreError as error:
-        raise SavedTangentError(f"{error} The folder {folder} is damaged: {_SAVE_AGAIN}.") from error
+        raise ResultsStoreError(f"{error} The folder {folder} is damaged: {_SAVE_AGAIN}.") from error
     if (subspace.dim, subspace.rank) != (record.dim, record.rank):
-        raise SavedTangentError(
+        raise ResultsStoreError(
             f"{path} holds a basis of d={subspace.dim}, k={subspace.rank} but {folder / TANGENT_FILE} says "
             f"d={record.dim}, rank={record.rank}: the two files come from different tangents; {_SAVE_AGAIN}."
         )
@@ -373,17 +373,17 @@ def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
 
 
 def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: Callable[[Any], int]) -> None:
-    """Refuse (`TangentMismatchError`) a splitter of another split point or width d (`width_of(splitter)`)."""
+    """Refuse (`InvalidInputError`) a splitter of another split point or width d (`width_of(splitter)`)."""
     split_point = getattr(splitter, "split_point", None)
     if split_point != record.split_point:
-        raise TangentMismatchError(
+        raise InvalidInputError(
             f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, but the splitter reads "
             f"{split_point!r}: its directions live in another space. Load it onto ModelWithSplitPoints(..., "
             f"split_point={record.split_point!r}), or fit a new tangent at {split_point!r}."
         )
     width = width_of(splitter)
     if width != record.dim:
-        raise TangentMismatchError(
+        raise InvalidInputError(
             f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but "
             f"split point {split_point!r} of this model has d={width}: it was fitted on another model. Load it onto "
             "the model it came from, or fit a new tangent on this one."
@@ -398,15 +398,15 @@ def tangent_class(
     Nothing named in the file is imported: a method that is not one of ours comes from `allowed_concept_classes`.
 
     Raises:
-        SavedTangentError: A method that is neither ours nor one of Interpreto's concept classes.
-        TangentMismatchError: A named `cls` that is not the saved method's class.
+        ResultsStoreError: A method that is neither ours nor one of Interpreto's concept classes.
+        InvalidInputError: A named `cls` that is not the saved method's class.
     """
     if record.method in named:
         found, method = named[record.method], record.method
     else:
         allowed = allowed_concept_classes(named)
         if record.concept_class not in allowed:
-            raise SavedTangentError(
+            raise ResultsStoreError(
                 f"{folder / TANGENT_FILE} names method {record.method!r}, fitted with {str(record.concept_class)[:200]!r}"
                 ", which is neither a method of ours nor one of Interpreto's concept classes; nothing was imported. "
                 f"Methods read back: {sorted(named)} and Interpreto's {sorted(c.__name__ for c in allowed.values())}."
@@ -416,7 +416,7 @@ def tangent_class(
         return found, method
     if issubclass(cls, found):
         return cls, method
-    raise TangentMismatchError(
+    raise InvalidInputError(
         f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with "
         f"ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
     )
@@ -442,7 +442,7 @@ def read_saved(
     """The folder of a saved tangent (see `tangent_folder`), its `SavedTangent` and its `Subspace`, checked.
 
     Raises:
-        SavedTangentError: A missing or damaged file, or files that disagree on d or k.
+        ResultsStoreError: A missing or damaged file, or files that disagree on d or k.
     """
     folder = tangent_folder(source, hub_timeout=hub_timeout, **download)
     record = SavedTangent.read(folder)
@@ -467,7 +467,7 @@ class SharedTangent:
             The folder.
 
         Raises:
-            NotFittedError: Before `fit`.
+            OutOfOrderError: Before `fit`.
             InvalidInputError: A `save_directory` that is not a non-empty str or path, model_id or model_revision
                 not a str, or method keywords that are not JSON values.
 
@@ -512,7 +512,7 @@ class SharedTangent:
 
         Raises:
             InvalidInputError: An option of a wrong type or value (checked before anything is written or sent).
-            SavedTangentError: The Hub refused the repository or the commit, failed, or did not answer in time.
+            ResultsStoreError: The Hub refused the repository or the commit, failed, or did not answer in time.
         """
         from ..commons import hub
 
@@ -538,7 +538,7 @@ class SharedTangent:
                 )
 
             return hub.hub_call(
-                push, repo_id, branch, timeout=hub_timeout, error=SavedTangentError, verb="push the tangent to"
+                push, repo_id, branch, timeout=hub_timeout, error=ResultsStoreError, verb="push the tangent to"
             )
 
 

@@ -21,7 +21,7 @@ from safetensors.torch import save
 from ..commons.files import write_atomically
 from ..commons.json_files import parse_json
 from ..commons.tensors import as_float_tensor, scaled_by_power_of_two
-from ..errors import AnisotropyError, DimensionMismatchError, DroppedAtomsWarning, InvalidInputError, ResultsStoreError
+from ..errors import AnisotropyError, DegenerateStatisticsWarning, InvalidInputError, ResultsStoreError
 from ..reading.split_point import check_call
 
 __all__ = ["Subspace"]
@@ -48,7 +48,7 @@ class Subspace:
     Raises:
         InvalidInputError: If the basis is not 2-D, has k = 0 or k > d, or is not orthonormal, or `call` is another
             kind of value.
-        DimensionMismatchError: If the mean's size differs from d.
+        InvalidInputError: If the mean's size differs from d.
         NonFiniteError: If the basis or mean holds NaN or infinity.
 
     Examples:
@@ -77,7 +77,7 @@ class Subspace:
         if self.mean is not None:
             self.mean = as_float_tensor(self.mean, name="mean", ndim=1).to(self.basis.device)
             if self.mean.shape[0] != d:
-                raise DimensionMismatchError(f"mean has size {self.mean.shape[0]} but the basis lives in R^{d}.")
+                raise InvalidInputError(f"mean has size {self.mean.shape[0]} but the basis lives in R^{d}.")
         if self.check:
             gram = self.basis.T.double() @ self.basis.double()
             error = (gram - torch.eye(k, dtype=torch.float64, device=gram.device)).abs().max().item()
@@ -132,7 +132,7 @@ class Subspace:
     def _check_input(self, x: Any, name: str) -> torch.Tensor:
         x = as_float_tensor(x, name=name, ndim=None)
         if x.dim() == 0 or x.shape[-1] != self.dim:
-            raise DimensionMismatchError(
+            raise InvalidInputError(
                 f"{name} has last dimension {tuple(x.shape)[-1:] or '()'} but this subspace lives in R^{self.dim}; "
                 "the split point or checkpoint probably differs from the one the subspace was fitted on."
             )
@@ -200,7 +200,7 @@ class Subspace:
         From cosines (svd of Q1^T Q2) and, for small angles, sines, as `scipy.linalg.subspace_angles` does.
         """
         if other.dim != self.dim:
-            raise DimensionMismatchError(f"Cannot compare subspaces of R^{self.dim} and R^{other.dim}.")
+            raise InvalidInputError(f"Cannot compare subspaces of R^{self.dim} and R^{other.dim}.")
         a = self.basis.double().cpu()
         b = other.basis.double().cpu()
         if a.shape[1] < b.shape[1]:
@@ -214,7 +214,7 @@ class Subspace:
     def overlap(self, other: Subspace) -> float:
         """Normalised overlap ||Q1^T Q2||_F^2 / min(k1, k2): 1 when one contains the other, 0 when orthogonal."""
         if other.dim != self.dim:
-            raise DimensionMismatchError(f"Cannot compare subspaces of R^{self.dim} and R^{other.dim}.")
+            raise InvalidInputError(f"Cannot compare subspaces of R^{self.dim} and R^{other.dim}.")
         product = self.basis.double().cpu().T @ other.basis.double().cpu()
         return float(product.pow(2).sum() / min(self.rank, other.rank))
 
@@ -248,7 +248,7 @@ class Subspace:
         """Orthonormal basis of the span of a (k, d) dictionary, with rank detection.
 
         Unit-norm atoms (zero ones dropped), then the left singular vectors above `rtol` times the largest singular
-        value; dropped directions give a `DroppedAtomsWarning` and `info["dropped_rank"]`.
+        value; dropped directions give a `DegenerateStatisticsWarning` and `info["dropped_rank"]`.
 
         Args:
             dictionary: Atoms as rows, shape (k, d) (Interpreto's `get_dictionary()` layout).
@@ -280,7 +280,7 @@ class Subspace:
             warnings.warn(
                 f"The dictionary's {requested} atoms span only {rank} dimensions (relative tolerance {rtol}): "
                 f"{requested - rank} dead or nearly dependent atoms were dropped.",
-                DroppedAtomsWarning,
+                DegenerateStatisticsWarning,
                 stacklevel=2,
             )
         info = {"dictionary_size": requested, "dropped_rank": requested - rank, **metadata.pop("info", {})}

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from jaxtyping import Float, Int
 
-from ..errors import DimensionMismatchError, EmptyInputError
+from ..errors import InvalidInputError
 from .subspace import Subspace
 
 __all__ = [
@@ -109,9 +109,9 @@ def direction_scores(
     rows: Float[torch.Tensor, "n d"], subspace: Subspace
 ) -> tuple[Float[torch.Tensor, "n k"], Float[torch.Tensor, " k"]]:
     """Scores s_ij (n, k) of rows (n, d) along each direction (column) of `subspace`, and each direction's variance
-    share (k,), float64 on CPU; `DimensionMismatchError` for rows of another width."""
+    share (k,), float64 on CPU; `InvalidInputError` for rows of another width."""
     if rows.dim() != 2 or rows.shape[1] != subspace.dim:
-        raise DimensionMismatchError(f"Rows of shape {tuple(rows.shape)} for a subspace of R^{subspace.dim}.")
+        raise InvalidInputError(f"Rows of shape {tuple(rows.shape)} for a subspace of R^{subspace.dim}.")
     centred = rows.detach().double().cpu()
     centred = centred - centred.mean(0)
     scores = centred @ subspace.basis.detach().double().cpu()
@@ -143,8 +143,8 @@ def top_tokens(
         One `DirectionTokens` per direction, in the basis' order.
 
     Raises:
-        EmptyInputError: No rows.
-        DimensionMismatchError: Ids and locations of another length than the rows.
+        InvalidInputError: No rows.
+        InvalidInputError: Ids and locations of another length than the rows.
 
     Examples:
         >>> found = top_tokens(rows, ids, where, tangent, tokenizer)  # doctest: +SKIP
@@ -152,9 +152,9 @@ def top_tokens(
         [' return', ' self', ...]
     """
     if rows.shape[0] == 0:
-        raise EmptyInputError("No activation rows to rank tokens on.")
+        raise InvalidInputError("No activation rows to rank tokens on.")
     if token_ids.shape[0] != rows.shape[0] or locations.shape[0] != rows.shape[0]:
-        raise DimensionMismatchError(
+        raise InvalidInputError(
             f"{rows.shape[0]} rows but {token_ids.shape[0]} token ids and {locations.shape[0]} locations."
         )
     scores, shares = direction_scores(rows, subspace)

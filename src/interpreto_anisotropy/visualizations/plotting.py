@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from ..errors import EmptyInputError
+from ..errors import InvalidInputError
 from ..probing.result import number as _number
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,8 +141,8 @@ def _rows(result: SweepResult, split_point: str | None, tangent: str | None) -> 
     rows = [row for row in rows if row.get("step") is not None]
     if not rows:
         if not result.rows:
-            raise EmptyInputError("The sweep has no finished checkpoint yet: nothing to plot.")
-        raise EmptyInputError(
+            raise InvalidInputError("The sweep has no finished checkpoint yet: nothing to plot.")
+        raise InvalidInputError(
             f"No row of the sweep matches split_point={split_point!r} and tangent={tangent!r}; "
             f"the sweep has split points {result.split_points} and tangents {result.tangents}."
         )
@@ -236,7 +236,7 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
         The figure.
 
     Raises:
-        EmptyInputError: If the sweep, or its selection, has no row.
+        InvalidInputError: If the sweep, or its selection, has no row.
 
     Examples:
         >>> plot_energy(table, tangent="early").savefig("energy.png")
@@ -381,7 +381,7 @@ def plot_energy_ratio(
         The figure.
 
     Raises:
-        EmptyInputError: If the sweep, or its selection, has no row.
+        InvalidInputError: If the sweep, or its selection, has no row.
 
     Examples:
         >>> plot_energy_ratio(table).savefig("ratio.png")
@@ -483,7 +483,7 @@ def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, 
         The figure.
 
     Raises:
-        EmptyInputError: If the sweep, or its selection, has no row.
+        InvalidInputError: If the sweep, or its selection, has no row.
 
     Examples:
         >>> plot_delta_isoscore(table).savefig("delta_isoscore.png")
@@ -549,7 +549,7 @@ def plot_isotropy(result: SweepResult, *, split_point: str | None = None, tangen
         The figure.
 
     Raises:
-        EmptyInputError: If the sweep, or its selection, has no row.
+        InvalidInputError: If the sweep, or its selection, has no row.
 
     Examples:
         >>> plot_isotropy(table).savefig("isotropy.png")
@@ -609,7 +609,7 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
         The figure.
 
     Raises:
-        EmptyInputError: If the sweep, or its selection, has no row.
+        InvalidInputError: If the sweep, or its selection, has no row.
 
     Examples:
         >>> plot_drift(table).savefig("drift.png")
@@ -666,7 +666,7 @@ def plot_loss(result: SweepResult, *, split_point: str | None = None, tangent: s
         The figure.
 
     Raises:
-        EmptyInputError: If the sweep, or its selection, has no row.
+        InvalidInputError: If the sweep, or its selection, has no row.
 
     Examples:
         >>> plot_loss(table).savefig("loss.png")
@@ -712,19 +712,19 @@ def plot_energy_by_bucket(
         The figure ("not recorded" panels for rows written before the breakdown existed).
 
     Raises:
-        EmptyInputError: If the sweep, or its selection, has no row.
+        InvalidInputError: If the sweep, or its selection, has no row.
 
     Examples:
         >>> plot_energy_by_bucket(table).savefig("buckets.png")  # doctest: +SKIP
     """
     rows = result.select(split_point=split_point).rows
     if not rows:
-        raise EmptyInputError("The sweep has no row to plot (for this split point).")
+        raise InvalidInputError("The sweep has no row to plot (for this split point).")
     kinds = list(dict.fromkeys(row.get("tangent") for row in rows))
     kind = tangent or ("early" if "early" in kinds else kinds[0])
     rows = [row for row in rows if row.get("tangent") == kind]
     if not rows:
-        raise EmptyInputError(f"The sweep has no row of tangent kind {kind!r}.")
+        raise InvalidInputError(f"The sweep has no row of tangent kind {kind!r}.")
     splits = list(dict.fromkeys(row.get("split_point") for row in rows))
     figure = Figure(figsize=(11, 3.3 * len(splits) + 0.8), layout="constrained")
     axes = figure.subplots(len(splits), 2, squeeze=False)
@@ -804,7 +804,7 @@ def plot_change(result: SweepResult, *, split_point: str | None = None, tangent:
         before the change columns existed).
 
     Raises:
-        EmptyInputError: If the sweep, or its selection, has no row.
+        InvalidInputError: If the sweep, or its selection, has no row.
 
     Examples:
         >>> plot_change(table).savefig("change.png")  # doctest: +SKIP
@@ -878,7 +878,7 @@ def _panels(live: SweepResult, sweep: SweepResult) -> list[tuple[str, str, list[
             chosen = kind if kind in kinds else kinds[0]
             panels.append((split, kind, rows, chosen, sweep_groups[(split, chosen)]))
     if not panels:
-        raise EmptyInputError(
+        raise InvalidInputError(
             f"The live rows (split points {live.split_points}) and the sweep's ({sweep.split_points}) share no split "
             "point: sweep the checkpoints of the live run at one of its split points."
         )
@@ -963,10 +963,10 @@ def plot_live_vs_sweep(live: SweepResult, sweep: SweepResult) -> Figure:
         The figure, one panel per split point and tangent kind of the live run that the sweep also probed.
 
     Raises:
-        EmptyInputError: No split point in common, or no rows.
+        InvalidInputError: No split point in common, or no rows.
     """
     if not live.rows or not sweep.rows:
-        raise EmptyInputError("Both the live rows and the sweep need rows to be drawn side by side.")
+        raise InvalidInputError("Both the live rows and the sweep need rows to be drawn side by side.")
     panels = _panels(live, sweep)
     figure = Figure(figsize=(max(5.2 * len(panels), 7.0), 5.0), layout="constrained")
     axes = figure.subplots(1, len(panels), squeeze=False)[0]
@@ -1014,7 +1014,7 @@ def plot_sweep(
         each a `matplotlib.figure.Figure` (see the functions of the same names, ``plot_<name>``).
 
     Raises:
-        EmptyInputError: If the sweep, or its selection, has no row.
+        InvalidInputError: If the sweep, or its selection, has no row.
 
     Examples:
         >>> figures = plot_sweep(ia.SweepResult.load("runs/toy/sweep"))

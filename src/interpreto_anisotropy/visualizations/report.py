@@ -29,7 +29,7 @@ import jinja2
 
 from ..commons.files import write_atomically
 from ..commons.options import check_positive_int
-from ..errors import EmptyInputError, InvalidInputError
+from ..errors import InvalidInputError
 from ..probing.result import number as _number
 from ..results.records import PROVENANCE_FILE, software_versions, versions_of_rows
 from ..results.schema import TANGENT_KINDS, describe
@@ -180,7 +180,7 @@ def write_report(
         The path of ``index.html``.
 
     Raises:
-        EmptyInputError: If the sweep has no row yet (no finished checkpoint).
+        InvalidInputError: If the sweep has no row yet (no finished checkpoint).
         InvalidInputError: If `out_dir` is not a path, or it or a folder above it is an existing file; a `title`
             that is not a string, or a `dpi` that is not a positive integer.
         ResultsStoreError: If a file of the report cannot be written (a read-only folder, a full disk).
@@ -192,7 +192,7 @@ def write_report(
         'index.html'
     """
     if not result.rows:
-        raise EmptyInputError(
+        raise InvalidInputError(
             "The sweep has no finished checkpoint yet: there is nothing to report. Run (or resume) the sweep, "
             "then write the report again."
         )
