@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -58,6 +60,16 @@ PURE_MODULES = [
 ]
 
 
+#: Modules an API page renders whole (`::: module` in docs/api/*.md): their examples are the reader's, so each of
+#: the pure ones must have one. Elsewhere docstrings are one-line summaries (docs/architecture.md says where the
+#: explanations went), so a module may have none.
+DOCUMENTED = {
+    match.group(1)
+    for page in (Path(__file__).resolve().parents[1] / "docs" / "api").glob("*.md")
+    for match in re.finditer(r"^:::\s+(\S+)", page.read_text(encoding="utf-8"), re.M)
+}
+
+
 @pytest.mark.parametrize("name", PURE_MODULES)
 def test_docstring_examples_run(name):
     module = importlib.import_module(name)
@@ -67,5 +79,5 @@ def test_docstring_examples_run(name):
     for test in doctest.DocTestFinder().find(module, globs={"torch": torch, "ia": ia, **vars(module)}):
         result = runner.run(test, out=report.append)
         attempted += result.attempted
-    assert attempted > 0, f"{name} has no runnable example"
+    assert attempted > 0 or name not in DOCUMENTED, f"{name} has no runnable example"
     assert not runner.failures, "".join(report)

@@ -1,17 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""interpreto-anisotropy: the geometry of language-model learning dynamics, as an Interpreto plugin.
-
-Fit low-rank tangent subspaces of the activation manifold with Interpreto's concept methods, probe the
-model's true training-loss gradients at the same split point, and compare the gradient energy and
-anisotropy held by the tangent subspace with matched-rank normal controls, checkpoint after checkpoint.
-
-Examples:
-    >>> import interpreto_anisotropy as ia
-    >>> tangent = ia.PCATangent(mwsp, nb_concepts=16).fit(fit_texts)
-    >>> result = ia.GradientProbe(mwsp).run(texts, tangent, n_controls=20)
-"""
+"""interpreto-anisotropy: the geometry of language-model learning dynamics, as an Interpreto plugin."""
 
 from __future__ import annotations
 

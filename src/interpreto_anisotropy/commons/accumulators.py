@@ -15,20 +15,7 @@ __all__ = ["MomentAccumulator", "top_eigenvalues", "top_eigenvectors"]
 
 
 class MomentAccumulator:
-    """Running count, first and second moments of rows x in R^d, shifted for numerical stability.
-
-    Args:
-        dim: The dimension d.
-        device: Where the sums live (the activations' device).
-        shift: Optional fixed shift c (d,); by default the first batch's mean. Give the same shift to
-            accumulators that will be all-reduced across processes.
-
-    Examples:
-        >>> acc = MomentAccumulator(8)
-        >>> _ = acc.update(torch.randn(100, 8)).update(torch.randn(50, 8))
-        >>> acc.count
-        150
-    """
+    """Running count, first and second moments of rows x in R^d, shifted for numerical stability."""
 
     def __init__(self, dim: int, device: torch.device | str = "cpu", shift: torch.Tensor | None = None):
         self.dim = dim
@@ -149,23 +136,7 @@ class MomentAccumulator:
 
 
 def top_eigenvectors(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-k eigenpairs of a symmetric matrix, largest first, with a deterministic sign.
-
-    Args:
-        matrix: Symmetric (d, d).
-        k: Number of eigenpairs, 1 <= k <= d.
-
-    Returns:
-        (eigenvalues (k,), eigenvectors (d, k)), float64.
-
-    Raises:
-        InvalidInputError: Unless 1 <= k <= d.
-
-    Examples:
-        >>> values, vectors = top_eigenvectors(torch.diag(torch.tensor([1.0, 3.0, 2.0])), 2)
-        >>> values.tolist()
-        [3.0, 2.0]
-    """
+    """Top-k eigenpairs of a symmetric matrix, largest first, with a deterministic sign."""
     matrix, d = _symmetric_float64(matrix, k)
     if matrix.device.type == "cpu":
         # LAPACK's subset solver computes only the k pairs needed; torch's CPU eigh (MKL) is 10-50x slower on
@@ -182,19 +153,7 @@ def top_eigenvectors(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[torch.
 
 
 def top_eigenvalues(matrix: Float[torch.Tensor, "d d"], k: int) -> Float[torch.Tensor, " k"]:
-    """Top-k eigenvalues of a symmetric matrix, largest first, float64 (no eigenvectors: about half the time).
-
-    Args:
-        matrix: Symmetric (d, d).
-        k: Number of eigenvalues, 1 <= k <= d.
-
-    Raises:
-        InvalidInputError: Unless 1 <= k <= d.
-
-    Examples:
-        >>> top_eigenvalues(torch.diag(torch.tensor([1.0, 3.0, 2.0])), 2).tolist()
-        [3.0, 2.0]
-    """
+    """Top-k eigenvalues of a symmetric matrix, largest first, float64 (no eigenvectors: about half the time)."""
     matrix, d = _symmetric_float64(matrix, k)
     if matrix.device.type == "cpu":
         values = scipy.linalg.eigh(matrix.numpy(), eigvals_only=True, subset_by_index=[d - k, d - 1], driver="evr")
@@ -203,11 +162,7 @@ def top_eigenvalues(matrix: Float[torch.Tensor, "d d"], k: int) -> Float[torch.T
 
 
 def _symmetric_float64(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[Float[torch.Tensor, "d d"], int]:
-    """The matrix detached in float64, and d, for a top-k eigen-solve.
-
-    Raises:
-        InvalidInputError: Unless 1 <= k <= d.
-    """
+    """The matrix detached in float64, and d, for a top-k eigen-solve."""
     d = matrix.shape[0]
     if not 1 <= k <= d:
         raise InvalidInputError(f"Need 1 <= k <= d, got k={k}, d={d}.")

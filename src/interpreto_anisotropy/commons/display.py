@@ -1,15 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""How results show in a notebook: a short `repr` of named values, and an HTML table with every string escaped.
-
-Examples:
-    >>> from interpreto_anisotropy.commons.display import html_table, short_repr
-    >>> short_repr("Result", [("name", "x"), ("share", 0.123456)])
-    "Result(name='x', share=0.1235)"
-    >>> "&lt;b&gt;" in html_table("<b>", ["a"], [["1"]])
-    True
-"""
+"""How results show in a notebook: a short `repr` of named values, and an HTML table with every string escaped."""
 
 from __future__ import annotations
 
@@ -39,17 +31,7 @@ def short_repr(kind: str, fields: Sequence[tuple[str, Any]], *, tail: Sequence[s
 def html_table(
     title: str, header: Sequence[str] | None, rows: Sequence[Sequence[Any]], *, notes: Sequence[str] = ()
 ) -> str:
-    """A titled HTML table (a header row when `header`), then `notes` as paragraphs; every cell is escaped.
-
-    Args:
-        title: The caption.
-        header: Column names, or None for a table of (label, value) rows.
-        rows: The cells, row by row (any value; shown as `str`).
-        notes: Lines said under the caption.
-
-    Returns:
-        HTML for `_repr_html_`.
-    """
+    """A titled HTML table (a header row when `header`), then `notes` as paragraphs; every cell is escaped."""
     head = "" if header is None else "<tr>" + "".join(f"<th>{escape(str(cell))}</th>" for cell in header) + "</tr>"
     body = "".join("<tr>" + "".join(f"<td>{escape(str(cell))}</td>" for cell in row) + "</tr>" for row in rows)
     said = "".join(f"<p>{escape(line)}</p>" for line in notes)

@@ -1,12 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""torch.distributed helpers: sharding, exact all-reduce of streamed sums, gathering of Python objects.
-
-Examples:
-    >>> world_size(), rank()  # outside torchrun
-    (1, 0)
-"""
+"""torch.distributed helpers: sharding, exact all-reduce of streamed sums, gathering of Python objects."""
 
 from __future__ import annotations
 
@@ -53,11 +48,7 @@ def is_main_process() -> bool:
 
 
 def init_from_environment() -> bool:
-    """Initialise the default process group when launched by `torchrun` (WORLD_SIZE > 1) and not yet initialised.
-
-    Returns:
-        True when a process group with several ranks is running afterwards.
-    """
+    """Initialise the default process group when launched by `torchrun` (WORLD_SIZE > 1) and not yet initialised."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or not dist.is_available():
         return False
     if not dist.is_initialized():

@@ -19,26 +19,7 @@ __all__ = ["write_atomically", "append_whole", "cut_unterminated_tail", "default
 
 
 def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
-    """Write `data` to a temporary file next to `path`, flush it to disk, then rename it over `path`.
-
-    Args:
-        path: The file to (re)write; its folder is created if needed.
-        data: Bytes, or text written as UTF-8.
-
-    Returns:
-        The path written.
-
-    Raises:
-        ResultsStoreError: The folder cannot be created or written (read-only, full disk, a file in the way, `path`
-            a folder), naming the path. The temporary file is removed and the old file, if any, is left as it was.
-            It is an `OSError` (with the original `errno`), so callers catching `OSError` keep working.
-
-    Examples:
-        >>> import tempfile, pathlib
-        >>> target = pathlib.Path(tempfile.mkdtemp()) / "rows.jsonl"
-        >>> write_atomically(target, '{"step": 0}\\n').read_text()
-        '{"step": 0}\\n'
-    """
+    """Write `data` to a temporary file next to `path`, flush it to disk, then rename it over `path`."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
@@ -63,24 +44,7 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
 
 
 def append_whole(path: str | os.PathLike, data: str) -> Path:
-    """Append `data` (whole lines) to `path` and flush it to disk; on a failed write, cut the file back to its size.
-
-    Args:
-        path: The file (created with `default_file_mode` if missing).
-        data: Text ending with a newline, written as UTF-8.
-
-    Returns:
-        The path written.
-
-    Raises:
-        ResultsStoreError: The file cannot be written, naming it; the file is left as it was.
-
-    Examples:
-        >>> import tempfile, pathlib
-        >>> target = pathlib.Path(tempfile.mkdtemp()) / "rows.jsonl"
-        >>> _ = append_whole(target, '{"step": 0}\\n'); append_whole(target, '{"step": 1}\\n').read_text()
-        '{"step": 0}\\n{"step": 1}\\n'
-    """
+    """Append `data` (whole lines) to `path` and flush it to disk; on a failed write, cut the file back to its size."""
     path = Path(path)
     payload = data.encode("utf-8")
     try:
@@ -106,14 +70,7 @@ def append_whole(path: str | os.PathLike, data: str) -> Path:
 
 
 def cut_unterminated_tail(path: str | os.PathLike) -> bool:
-    """Remove an unterminated last line from a file written with `append_whole` (a write its writer did not finish).
-
-    Returns:
-        Whether a tail was cut.
-
-    Raises:
-        ResultsStoreError: The file cannot be read or cut.
-    """
+    """Remove an unterminated last line from a file written with `append_whole` (a write its writer did not finish)."""
     path = Path(path)
     try:
         with open(path, "rb+") as handle:

@@ -2,13 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Moving batches to the device and reading device values back without stalling the device's queue; small dense
-linear algebra on one CPU thread (`one_thread`).
-
-Examples:
-    >>> with one_thread():
-    ...     torch.get_num_threads()
-    1
-"""
+linear algebra on one CPU thread (`one_thread`)."""
 
 from __future__ import annotations
 
@@ -23,29 +17,12 @@ __all__ = ["LaggedRead", "copied_to", "to_device", "one_thread"]
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    """Copy a batch to `device` without blocking the host (CPU tensors go to CUDA through pinned memory).
-
-    Args:
-        batch: Name -> tensor.
-        device: The model's device.
-
-    Returns:
-        Name -> tensor on `device`.
-
-    Examples:
-        >>> to_device({"input_ids": torch.ones(2, 3, dtype=torch.long)}, torch.device("cpu"))["input_ids"].device
-        device(type='cpu')
-    """
+    """Copy a batch to `device` without blocking the host (CPU tensors go to CUDA through pinned memory)."""
     return {key: copied_to(value, device) for key, value in batch.items()}
 
 
 def copied_to(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
-    """`tensor` on `device`, copied without blocking the host (a CPU tensor goes to CUDA through pinned memory).
-
-    Examples:
-        >>> copied_to(torch.ones(2), "cpu").device
-        device(type='cpu')
-    """
+    """`tensor` on `device`, copied without blocking the host (a CPU tensor goes to CUDA through pinned memory)."""
     device = torch.device(device)
     if device.type == "cpu":
         return tensor.to(device)
@@ -54,26 +31,13 @@ def copied_to(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
 
 
 class LaggedRead:
-    """Read a device scalar on the host one step late, so that the read does not wait for queued work.
-
-    Examples:
-        >>> reader = LaggedRead()
-        >>> int(reader.push(torch.tensor(3)))  # on the CPU: no lag
-        3
-    """
+    """Read a device scalar on the host one step late, so that the read does not wait for queued work."""
 
     def __init__(self) -> None:
         self._pending: tuple[torch.Tensor, torch.cuda.Event] | None = None
 
     def push(self, value: torch.Tensor) -> torch.Tensor | None:
-        """Start reading `value`; return the latest value whose read has completed (None before any has).
-
-        Args:
-            value: A tensor on any device.
-
-        Returns:
-            A CPU tensor: `value` itself off CUDA, else the value of the previous push (None at the first).
-        """
+        """Start reading `value`; return the latest value whose read has completed (None before any has)."""
         if value.device.type != "cuda":
             return value.cpu()
         host = torch.empty(value.shape, dtype=value.dtype, pin_memory=True)

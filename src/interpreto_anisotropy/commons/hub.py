@@ -2,44 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The Hugging Face Hub, as every part of the package talks to it: fetching checkpoints, checking a sweep's revisions
-before it starts, pushing and loading tangents, the cache a sweep fetches into, and saying what went wrong.
-
-Everything goes through `huggingface_hub`'s own calls (`snapshot_download`, `HfApi.list_repo_refs`,
-`try_to_load_from_cache`, `scan_cache_dir`), so its cache, its resumable downloads (``.incomplete`` files) and its
-retries apply, and `HF_ENDPOINT`, `HF_HUB_OFFLINE`, `HF_HOME` and `HF_HUB_CACHE` are honoured. Added to them:
-
-* `hub_call`, the one path of every Hub call of the package (a sweep's fetches and refs listing, checkpoint loading,
-  `TangentExplainer.from_pretrained` and `push_to_hub`): the call runs under the deadline `hub_timeout` (`bounded`),
-  a server error (5xx, 408, 429) or a dropped connection is retried `HUB_RETRIES` times (1 s, 2 s, 4 s apart), a 4xx
-  error and a timeout are not, and the end is our error naming the repository, the revision and the server
-  (`failure_message`: a missing repository or revision, an authentication failure, a server error, a timeout, a
-  network failure, an offline cache, with the endpoint in use and the `hf download` command that fetches it).
-* `bounded`: every request huggingface_hub sends while it runs (in any thread: the download threads of
-  `snapshot_download` too) waits at most the deadline to connect, for its answer, and between two reads of its body,
-  so a long download goes on as long as bytes flow. A request that waited the deadline out (the same method and URL,
-  its query aside: a download redirected to a signed URL gets a new signature each time) is not sent again while the
-  blocks running then still run: huggingface_hub would retry it (a file's metadata 6 more times, 1 s to 8 s apart; a
-  download resumed 5 times, 1 s apart), and the repeat fails at once with `HubStalled` instead. A Hub that stalls
-  thus fails a call in about one deadline per distinct request, while huggingface_hub's own retries of server errors
-  and dropped connections stay as they are. It wraps the transports of the clients huggingface_hub's client factory
-  makes (`set_client_factory`; httpx2 from 2.0, httpx in 1.x), or before 1.0, on `requests`, the adapters of the
-  sessions its backend factory makes (`configure_http_backend`); the factory in place is kept and wrapped. Files that
-  `hf_xet` downloads do not go through them: their transfers keep hf_xet's own timeouts and retries
-  (`HF_HUB_DISABLE_XET=1` downloads them over HTTP, under the deadline); their metadata requests have the deadline.
-* `fetch` downloads (or, offline, finds in the cache) the files a checkpoint needs, the config, tokenizer and weight
-  files (safetensors, else PyTorch `.bin`), and returns the snapshot folder `from_pretrained` then reads;
-  `check_revisions` lists each repository's refs once and fails naming every missing revision at once (offline, it
-  looks for every revision in the local cache).
-* The cache as a sweep sees it: which revisions it held before the sweep (`cached_before`), how much a revision weighs
-  (`revision_bytes`), and evicting the revisions the sweep fetched (`evict`, with `scan_cache_dir`'s
-  `delete_revisions`, which keeps every file another revision still links to).
-
-Examples:
-    >>> download_command("EleutherAI/pythia-70m", "step1000")
-    'hf download EleutherAI/pythia-70m --revision step1000'
-    >>> with bounded(3.0):  # doctest: +SKIP
-    ...     huggingface_hub.snapshot_download("EleutherAI/pythia-70m", revision="step1000")
-"""
+before it starts, pushing and loading tangents, the cache a sweep fetches into, and saying what went wrong."""
 
 from __future__ import annotations
 
@@ -148,15 +111,7 @@ def cache_location(cache_dir: str | os.PathLike | None) -> str:
 
 
 def check_hub_timeout(value: Any, name: str = "hub_timeout") -> float:
-    """A Hub deadline in seconds: a positive finite number; None means `DEFAULT_HUB_TIMEOUT`.
-
-    Raises:
-        InvalidInputError: Not a positive finite number.
-
-    Examples:
-        >>> check_hub_timeout(None), check_hub_timeout(3)
-        (10.0, 3.0)
-    """
+    """A Hub deadline in seconds: a positive finite number; None means `DEFAULT_HUB_TIMEOUT`."""
     if value is None:
         return DEFAULT_HUB_TIMEOUT
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
@@ -182,29 +137,7 @@ def hub_call(
     verb: str = "fetch",
     cache_dir: str | os.PathLike | None = None,
 ) -> _T:
-    """Runs one Hub call (`action`, which sends huggingface_hub requests) the way every Hub call of the package runs.
-
-    Every request waits at most `timeout` to connect or for its next bytes (`bounded`; a stalled request is not sent
-    again); a server error (5xx, 408, 429) or a dropped connection (reset, closed, truncated) is retried
-    `HUB_RETRIES` times, `HUB_RETRY_WAITS` apart (1 s, 2 s then 4 s; not offline); a 4xx error, a timeout or another
-    failure ends the call at once.
-
-    Args:
-        action: The call, without arguments (a `functools.partial` or a lambda).
-        repo_id: The repository it talks to, for messages.
-        revision: Its revision (None: the default branch), for messages.
-        timeout: The deadline in seconds (None: `DEFAULT_HUB_TIMEOUT`).
-        error: The error class of ours raised at the end.
-        label: The checkpoint's or tangent's name, for messages.
-        verb: What the call does, for messages ("fetch", "list the revisions of", "push to").
-        cache_dir: The Hugging Face cache, for offline messages.
-
-    Returns:
-        What `action` returned.
-
-    Raises:
-        AnisotropyError: Of class `error`, naming the repository, the revision, the server and what went wrong.
-    """
+    """Runs one Hub call (`action`, which sends huggingface_hub requests) the way every Hub call of the package runs."""
     seconds = check_hub_timeout(timeout)
     waits = () if is_offline() else HUB_RETRY_WAITS
     with bounded(seconds):
@@ -239,28 +172,7 @@ def fetch(
     quiet: bool = False,
     timeout: float | None = None,
 ) -> str:
-    """Downloads a checkpoint's files into the Hugging Face cache (offline: finds them there) and returns the folder.
-
-    `snapshot_download` returns once every file is complete, so the folder is never read half-downloaded. It runs
-    through `hub_call` (a server error or a dropped connection is tried again, the files already complete kept).
-
-    Args:
-        repo_id: The Hub repository.
-        revision: Its branch, tag or commit (None: the default branch).
-        cache_dir: The Hugging Face cache (None: the default).
-        label: The checkpoint's name, for messages.
-        quiet: No huggingface_hub progress bars (a sweep shows its own).
-        timeout: Seconds each request may wait to connect or for its next bytes (see `bounded`); None:
-            `DEFAULT_HUB_TIMEOUT`.
-
-    Returns:
-        The snapshot folder holding the config, tokenizer and weight files of that revision.
-
-    Raises:
-        CheckpointError: The repository or revision does not exist, access is refused, the server or the network
-            failed, the Hub did not answer within `timeout` (no byte for that long), or (offline) the revision is not
-            cached; the message says which and what to do.
-    """
+    """Downloads a checkpoint's files into the Hugging Face cache (offline: finds them there) and returns the folder."""
     from huggingface_hub import snapshot_download
 
     offline, seconds = is_offline(), check_hub_timeout(timeout)
@@ -294,23 +206,7 @@ def fetch(
 def check_revisions(
     checkpoints: Iterable[Any], *, cache_dir: str | os.PathLike | None = None, timeout: float | None = None
 ) -> None:
-    """Checks, before any is loaded, that every Hub revision of some checkpoints exists (offline: is cached).
-
-    Online, each repository's refs are listed once (`huggingface_hub.HfApi.list_repo_refs`); a revision that is
-    neither a branch nor a tag is missing (a 40-hex commit is taken as is). A server or network failure of the listing
-    only warns: each revision is then checked when it is loaded. A listing that gets no answer within `timeout`
-    fails (every checkpoint would wait as long). Offline, each revision's config must be in the cache.
-
-    Args:
-        checkpoints: `(repo_id, revision, label)` triples of the checkpoints that load from the Hub.
-        cache_dir: The Hugging Face cache (None: the default).
-        timeout: Seconds the listing may wait to connect or for its next bytes (see `bounded`); None:
-            `DEFAULT_HUB_TIMEOUT`.
-
-    Raises:
-        CheckpointError: Naming every missing revision (or the missing or refused repository, or the Hub that did not
-            answer in time) and what to do.
-    """
+    """Checks, before any is loaded, that every Hub revision of some checkpoints exists (offline: is cached)."""
     seconds = check_hub_timeout(timeout)
     by_repo: dict[str, list[tuple[str | None, str]]] = {}
     for repo_id, revision, label in checkpoints:
@@ -417,10 +313,7 @@ def failure_message(
     timeout: float | None = None,
 ) -> str:
     """What went wrong fetching a revision (missing repository or revision, authentication, server, timeout,
-    network, offline cache) and what to do, naming the endpoint in use and the installed download command.
-
-    `timeout` is the deadline the requests had (`hub_timeout`; None: `DEFAULT_HUB_TIMEOUT`), named by a timeout's
-    message."""
+    network, offline cache) and what to do, naming the endpoint in use and the installed download command."""
     kind = _kind(error)
     if kind in ("timeout", "network", None) and is_offline():
         kind = "offline"
@@ -520,20 +413,7 @@ _IDS = itertools.count()
 
 @contextlib.contextmanager
 def bounded(seconds: float) -> Iterator[float]:
-    """Gives every request huggingface_hub sends while the block runs the deadline `seconds` (see the module).
-
-    The deadline caps the time to connect, each read, each write and the wait for a pooled connection, and sets
-    them where huggingface_hub gives none (its refs and repository listings); a shorter timeout of its own stays
-    (`HF_HUB_DOWNLOAD_TIMEOUT`, 10 s, for a download's reads; 3 s for its agent-registry fetch). When blocks overlap
-    (a sweep's background downloads), the smallest deadline applies. Requests sent outside any block keep
-    huggingface_hub's own timeouts and retries.
-
-    Args:
-        seconds: The deadline, a positive number of seconds.
-
-    Yields:
-        The deadline in seconds.
-    """
+    """Gives every request huggingface_hub sends while the block runs the deadline `seconds` (see the module)."""
     _guard_factory()
     with _LOCK:
         block = next(_IDS)
@@ -693,17 +573,7 @@ def _snapshot_commits(cache: str | os.PathLike, repo_id: str) -> set[str]:
 
 
 def cached_before(record: str | os.PathLike, cache: str | os.PathLike, repos: Iterable[str]) -> dict[str, set[str]]:
-    """The commits each repository had in the cache before the sweep's first run; records the new repositories.
-
-    Args:
-        record: The results directory's `BEFORE_FILE`.
-        cache: The Hugging Face cache folder.
-        repos: The repositories the sweep fetches from.
-
-    Returns:
-        repository -> commits that were cached before (as recorded by an earlier run of the sweep on the same cache;
-        listed now for a repository or a cache the record does not know).
-    """
+    """The commits each repository had in the cache before the sweep's first run; records the new repositories."""
     record, cache = Path(record), str(Path(cache).expanduser().resolve())
     try:
         stored = load_json(record) if record.exists() else {}
@@ -724,15 +594,7 @@ def revision_bytes(folder: str | os.PathLike) -> int:
 
 
 def evict(cache: str | os.PathLike, commits: Iterable[str]) -> int:
-    """Deletes revisions (by commit) from the cache, keeping the blobs other revisions still link to.
-
-    Args:
-        cache: The Hugging Face cache folder.
-        commits: The revisions' commits.
-
-    Returns:
-        The bytes freed, as huggingface_hub reckons them.
-    """
+    """Deletes revisions (by commit) from the cache, keeping the blobs other revisions still link to."""
     from huggingface_hub import scan_cache_dir
 
     strategy = scan_cache_dir(cache).delete_revisions(*commits)

@@ -2,20 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The one way the package reads the JSON files it is given or finds: results folders (config.json, rows.jsonl,
-provenance.jsonl, top tokens), texts files and checkpoint configs.
-
-Examples:
-    >>> import pathlib, tempfile
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "config.json"
-    >>> _ = path.write_text('{"nb_concepts": 4}')
-    >>> load_json(path)
-    {'nb_concepts': 4}
-    >>> _ = path.write_text("[" * 50_000)
-    >>> load_json(path)
-    Traceback (most recent call last):
-    ...
-    interpreto_anisotropy.errors.ResultsStoreError: ...config.json is not JSON that can be read (nested deeper than 64 levels)...
-"""
+provenance.jsonl, top tokens), texts files and checkpoint configs."""
 
 from __future__ import annotations
 
@@ -46,29 +33,14 @@ def read_text(
     encoding: str = "utf-8",
     max_bytes: int = MAX_BYTES,
 ) -> str:
-    """The text of a file, decoded strictly, refused when larger than `max_bytes`.
-
-    Args:
-        path: The file.
-        error: The error class raised (ours).
-        advice: What to do, appended to the message.
-        encoding: "utf-8", or "utf-8-sig" to drop a byte-order mark.
-        max_bytes: The largest size read.
-
-    Raises:
-        error: The file cannot be read, is too large, or is not UTF-8 (naming the line of the first bad byte).
-    """
+    """The text of a file, decoded strictly, refused when larger than `max_bytes`."""
     return _decoded(Path(path), _read_bytes(Path(path), error, advice, max_bytes), error, advice, encoding)
 
 
 def read_whole_lines(
     path: str | os.PathLike, *, error: type[AnisotropyError] = ResultsStoreError, advice: str = _ADVICE
 ) -> tuple[str, bool]:
-    """The text of a file that grows by appends, up to its last newline: (text, whether a tail was left out).
-
-    Raises:
-        error: As `read_text`, for the whole lines.
-    """
+    """The text of a file that grows by appends, up to its last newline: (text, whether a tail was left out)."""
     data = _read_bytes(Path(path), error, advice, MAX_BYTES)
     whole = data[: data.rfind(b"\n") + 1]
     return _decoded(Path(path), whole, error, advice, "utf-8"), len(whole) < len(data)
@@ -102,21 +74,7 @@ def parse_json(
     max_depth: int = MAX_DEPTH,
     finite: bool = True,
 ) -> Any:
-    """The JSON value of `text` (a file's content, or one of its lines), nested at most `max_depth` deep.
-
-    Args:
-        text: The JSON text.
-        path: The file it comes from, for messages.
-        line: Its line number in the file, when it is one line of a JSON-lines file.
-        error: The error class raised (ours).
-        advice: What to do, appended to the message.
-        max_depth: The deepest nesting accepted.
-        finite: Refuse `NaN`, `Infinity`, `-Infinity` and numbers beyond a float's range.
-
-    Raises:
-        error: Malformed JSON, too deep, a number Python refuses, a NaN / Infinity constant or a number beyond a
-            float's range, naming the file (and the line).
-    """
+    """The JSON value of `text` (a file's content, or one of its lines), nested at most `max_depth` deep."""
     where = f"Line {line} of {path}" if line is not None else str(path)
     try:
         value = json.loads(text, parse_constant=_refuse_constant if finite else None)

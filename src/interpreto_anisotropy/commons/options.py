@@ -1,14 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Checks of the plain options users pass (sizes, seeds), each raising our error that names the option.
-
-Examples:
-    >>> check_positive_int("batch_size", 8)
-    8
-    >>> check_seed("seed", 3)
-    3
-"""
+"""Checks of the plain options users pass (sizes, seeds), each raising our error that names the option."""
 
 from __future__ import annotations
 
@@ -49,22 +42,7 @@ MAX_SEED = 2**32  # scikit-learn's random_state bound; torch accepts it too
 
 
 def check_folder(name: str, value: Any) -> Path:
-    """A folder option: a non-empty `str` or `os.PathLike` without NUL bytes (never "": the working directory).
-
-    Args:
-        name: The option, as the user spells it.
-        value: What the user gave.
-
-    Returns:
-        The folder as a `Path`.
-
-    Raises:
-        InvalidInputError: Naming the option.
-
-    Examples:
-        >>> check_folder("results_dir", "runs/live")
-        PosixPath('runs/live')
-    """
+    """A folder option: a non-empty `str` or `os.PathLike` without NUL bytes (never "": the working directory)."""
     text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
     if not isinstance(text, str) or not text.strip() or "\x00" in text:
         shown = repr(value) if len(repr(value)) <= 80 else f"a {type(value).__name__}"
@@ -76,22 +54,7 @@ def check_folder(name: str, value: Any) -> Path:
 
 
 def check_device(name: str, device: Any) -> Any:
-    """A device torch parses that can hold data (a name, an index or a `torch.device`; not "meta"), else our error.
-
-    Args:
-        name: The option, as the user spells it.
-        device: What the user gave.
-
-    Returns:
-        `device`, unchanged.
-
-    Raises:
-        InvalidInputError: Naming the option, with the devices it takes.
-
-    Examples:
-        >>> check_device("device", "cuda:1")
-        'cuda:1'
-    """
+    """A device torch parses that can hold data (a name, an index or a `torch.device`; not "meta"), else our error."""
     import torch
 
     try:
@@ -117,23 +80,7 @@ def check_number(
     at_most: float | None = None,
     below: float | None = None,
 ) -> float:
-    """`value` as a float if it is a finite real number (not a bool, not NaN nor infinity) within the bounds given.
-
-    Args:
-        name: The option, as the user spells it.
-        value: What the user gave.
-        above: `value` must be > this.
-        at_least: `value` must be >= this.
-        at_most: `value` must be <= this.
-        below: `value` must be < this.
-
-    Raises:
-        InvalidInputError: Naming the option, its bounds and the value.
-
-    Examples:
-        >>> check_number("flush_seconds", 10, at_least=0)
-        10.0
-    """
+    """`value` as a float if it is a finite real number (not a bool, not NaN nor infinity) within the bounds given."""
     limits = ((">", above, float.__gt__), (">=", at_least, float.__ge__), ("<=", at_most, float.__le__))
     limits += (("<", below, float.__lt__),)
     given = [(sign, limit, holds) for sign, limit, holds in limits if limit is not None]
@@ -148,17 +95,7 @@ def check_number(
 
 @dataclass(frozen=True)
 class Bound:
-    """The values a number option takes, said once for Python (`check`) and for the command line (`parse`).
-
-    Attributes:
-        kind: `int` or `float`: an int option refuses floats and bools, a float option bools, NaN and infinity.
-        expected: What the option must be, as the error says it ("a positive integer").
-        accepts: Whether a number of that kind is inside.
-
-    Examples:
-        >>> POSITIVE_INT.check("batch_size", 8), POSITIVE_INT.parse("8")
-        (8, 8)
-    """
+    """The values a number option takes, said once for Python (`check`) and for the command line (`parse`)."""
 
     kind: type
     expected: str
@@ -171,21 +108,13 @@ class Bound:
         return (self.kind is int or math.isfinite(value)) and self.accepts(value)
 
     def check(self, name: str, value: Any) -> Any:
-        """`value` as given, if the bound holds it.
-
-        Raises:
-            InvalidInputError: "<name> must be <expected>, got <value>".
-        """
+        """`value` as given, if the bound holds it."""
         if not self.holds(value):
             raise InvalidInputError(f"{name} must be {self.expected}, got {value!r}.")
         return value
 
     def parse(self, text: str) -> Any:
-        """A command line's `text` as a number of the bound's kind inside it, for argparse `type=`.
-
-        Raises:
-            argparse.ArgumentTypeError: "must be <expected>, got <text>" (argparse names the flag).
-        """
+        """A command line's `text` as a number of the bound's kind inside it, for argparse `type=`."""
         try:
             number = self.kind(text)
         except ValueError:
@@ -218,23 +147,14 @@ POSITIVE_NUMBER = Bound(float, "a number above 0", lambda number: number > 0)
 
 
 def check_bool(name: str, value: Any) -> bool:
-    """`value` if it is True or False.
-
-    Raises:
-        InvalidInputError: Naming the option.
-    """
+    """`value` if it is True or False."""
     if not isinstance(value, bool):
         raise InvalidInputError(f"{name} must be True or False, got {value!r}.")
     return value
 
 
 def byte_size(count: int) -> str:
-    """A number of bytes as a person reads it: bytes, KiB, MiB or GiB, three significant digits.
-
-    Examples:
-        >>> byte_size(1000), byte_size(3 * 2**20), byte_size(2**30)
-        ('1000 bytes', '3 MiB', '1 GiB')
-    """
+    """A number of bytes as a person reads it: bytes, KiB, MiB or GiB, three significant digits."""
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if count >= scale:
             return f"{count / scale:.3g} {unit}"
@@ -242,28 +162,7 @@ def byte_size(count: int) -> str:
 
 
 def config_of(cls: type, config: Any, options: Mapping[str, Any], *, owner: str, besides: str = "") -> Any:
-    """A settings dataclass `cls` from `config` (None: the defaults) with `options` replacing its fields.
-
-    Args:
-        cls: A dataclass whose `__post_init__` checks its values (`LiveConfig`, `ToyConfig`, ...).
-        config: An instance of `cls`, or None.
-        options: Fields given as keyword arguments, by name.
-        owner: What takes the options, for the message ("live probe", "train_toy").
-        besides: Text naming the arguments that are not fields, appended to the list of options.
-
-    Returns:
-        The checked settings.
-
-    Raises:
-        InvalidInputError: `config` is not a `cls`, or an option that is no field (the message lists the fields).
-
-    Examples:
-        >>> @dataclasses.dataclass(frozen=True)
-        ... class Settings:
-        ...     every: int = 1
-        >>> config_of(Settings, Settings(every=2), {}, owner="example").every
-        2
-    """
+    """A settings dataclass `cls` from `config` (None: the defaults) with `options` replacing its fields."""
     if config is not None and not isinstance(config, cls):
         raise InvalidInputError(f"config must be a {cls.__name__} or None, got {type(config).__name__}.")
     names = {field.name for field in dataclasses.fields(cls)}

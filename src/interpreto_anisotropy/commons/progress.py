@@ -2,17 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The package's progress bars: tqdm's, shown when asked, unless `TQDM_DISABLE` or the package's switch hides them;
-and quiet calls into transformers (`quiet_transformers`: no "Loading weights" bar, no warning meant for its own users).
-
-Examples:
-    >>> from interpreto_anisotropy.commons import progress
-    >>> progress.disable_progress_bars()
-    >>> progress.are_progress_bars_disabled(), progress.shows(True)
-    (True, False)
-    >>> progress.enable_progress_bars()
-    >>> with progress.quiet_transformers():
-    ...     pass  # AutoModel.from_pretrained(...) here shows no progress bar
-"""
+and quiet calls into transformers (`quiet_transformers`: no "Loading weights" bar, no warning meant for its own users)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The one validator of tensors that users hand in: array-likes to real torch tensors, with our errors.
-
-Examples:
-    >>> as_real_tensor([[1, 2], [3, 4]], name="X", ndim=2).dtype
-    torch.float32
-    >>> as_real_tensor([1.0, 2.0], name="x", dtype=torch.float64).dtype
-    torch.float64
-"""
+"""The one validator of tensors that users hand in: array-likes to real torch tensors, with our errors."""
 
 from __future__ import annotations
 
@@ -24,20 +17,7 @@ __all__ = ["as_real_tensor", "check_finite", "as_float_tensor", "scaled_by_power
 
 
 def as_real_tensor(x: Any, *, name: str, ndim: int | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """A torch tensor, NumPy array or nested list as a real floating tensor (a tensor keeps its device and graph).
-
-    Args:
-        x: The input.
-        name: What to call it in error messages.
-        ndim: The required number of dimensions, or None for any.
-        dtype: The dtype to convert to; None keeps a floating dtype and makes integers float32.
-
-    Returns:
-        The tensor.
-
-    Raises:
-        InvalidInputError: Not array-like, complex, or of the wrong number of dimensions.
-    """
+    """A torch tensor, NumPy array or nested list as a real floating tensor (a tensor keeps its device and graph)."""
     if isinstance(x, np.ndarray):
         if x.dtype.kind not in "biufc":
             raise InvalidInputError(f"{name} must be an array of numbers, got dtype {x.dtype}.")
@@ -59,11 +39,7 @@ def as_real_tensor(x: Any, *, name: str, ndim: int | None = None, dtype: torch.d
 
 
 def check_finite(x: torch.Tensor, *, name: str) -> None:
-    """Raise `NonFiniteError` if `x` holds NaN or infinity.
-
-    Raises:
-        NonFiniteError: NaN or infinite values.
-    """
+    """Raise `NonFiniteError` if `x` holds NaN or infinity."""
     if bool(torch.isfinite(x.detach().sum())):
         return
     if not bool(torch.isfinite(x).all()):
@@ -71,42 +47,14 @@ def check_finite(x: torch.Tensor, *, name: str) -> None:
 
 
 def as_float_tensor(x: Any, *, name: str = "input", ndim: int | None = 2) -> torch.Tensor:
-    """`as_real_tensor` (float32 for integers, floating dtypes kept) and `check_finite` in one call.
-
-    Args:
-        x: A torch tensor, numpy array or nested list.
-        name: What to call the input in error messages.
-        ndim: The required number of dimensions, or None for any.
-
-    Returns:
-        A floating-point tensor.
-
-    Raises:
-        InvalidInputError: If `x` is not array-like, is complex, or has the wrong number of dimensions.
-        NonFiniteError: If `x` holds NaN or infinity.
-    """
+    """`as_real_tensor` (float32 for integers, floating dtypes kept) and `check_finite` in one call."""
     x = as_real_tensor(x, name=name, ndim=ndim)
     check_finite(x, name=name)
     return x
 
 
 def scaled_by_power_of_two(x: torch.Tensor, *, dim: int | None = None) -> torch.Tensor:
-    """`x` divided by a power of two that brings its largest magnitude (over all of `x`, or along `dim`) into [0.5, 2).
-
-    Args:
-        x: A floating tensor (float64 for the metrics), shape (...).
-        dim: The dimension to take each maximum along (kept as size 1 to broadcast), or None for one maximum.
-
-    Returns:
-        The scaled tensor, shape of `x`; differentiable, the powers of two count as constants.
-
-    Examples:
-        >>> scaled_by_power_of_two(torch.tensor([3e200, -4e200], dtype=torch.float64)) * 2.0**667
-        tensor([ 3.0000e+200, -4.0000e+200], dtype=torch.float64)
-        >>> scaled_by_power_of_two(torch.tensor([[3.0, 4.0], [0.0, 0.0]]), dim=1)
-        tensor([[0.3750, 0.5000],
-                [0.0000, 0.0000]])
-    """
+    """`x` divided by a power of two that brings its largest magnitude (over all of `x`, or along `dim`) into [0.5, 2)."""
     if x.numel() == 0:
         return x
     peak = x.detach().abs()

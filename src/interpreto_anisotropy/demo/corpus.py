@@ -1,17 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A toy corpus of real English text available offline: the docstrings of the installed Python standard library.
-
-The standard library is harvested with `ast` (no module is imported), files in sorted order, skipping tests,
-site-packages, IDLE and other non-prose folders. Texts are cleaned with `inspect.cleandoc`, deduplicated,
-and cut to a size cap. Each text is assigned to a split (``"train"`` 80 %, ``"fit"`` 10 %, ``"probe"`` 10 %)
-by a hash of its content, and ordered within its split by that hash, so the result is the same on every machine
-with the same Python version and does not depend on the order in which files are found.
-
-The harvest takes tens of seconds; its result is cached as JSON in ``$INTERPRETO_ANISOTROPY_CACHE``
-(default ``~/.cache/interpreto_anisotropy``), written atomically, and kept in memory for the process.
-"""
+"""A toy corpus of real English text available offline: the docstrings of the installed Python standard library."""
 
 from __future__ import annotations
 
@@ -78,15 +68,7 @@ class Split(str, Enum):
 
 
 def default_cache_dir() -> Path:
-    """The cache directory: ``$INTERPRETO_ANISOTROPY_CACHE`` if set, else ``~/.cache/interpreto_anisotropy``.
-
-    Returns:
-        The directory (it may not exist yet).
-
-    Examples:
-        >>> default_cache_dir().name in {"interpreto_anisotropy"} or "INTERPRETO_ANISOTROPY_CACHE" in os.environ
-        True
-    """
+    """The cache directory: ``$INTERPRETO_ANISOTROPY_CACHE`` if set, else ``~/.cache/interpreto_anisotropy``."""
     override = os.environ.get(CACHE_ENV_VAR)
     if override:
         return Path(override).expanduser()
@@ -102,19 +84,7 @@ def _python_tag() -> str:
 
 
 def corpus_cache_path(*, include_comments: bool = False, cache_dir: str | os.PathLike | None = None) -> Path:
-    """Path of the cache file of the harvest for this Python version.
-
-    Args:
-        include_comments: Whether the harvest includes comment blocks.
-        cache_dir: Cache directory; defaults to `default_cache_dir()`.
-
-    Returns:
-        The path of the JSON cache file (it may not exist yet).
-
-    Examples:
-        >>> corpus_cache_path(cache_dir="/tmp/c").name.startswith("stdlib-docstrings")
-        True
-    """
+    """Path of the cache file of the harvest for this Python version."""
     directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     kind = "docstrings+comments" if include_comments else "docstrings"
     return directory / f"stdlib-{kind}-{_python_tag()}-v{_FORMAT_VERSION}.json"

@@ -1,13 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The options of a toy training run (`train_toy`), declared once and checked once: `ToyConfig`.
-
-Examples:
-    >>> config = ToyConfig(arch="llama", steps=40, hidden_size=32)
-    >>> config.arch, config.checkpoint_step_list, config.effective_warmup_steps
-    (<Arch.LLAMA: 'llama'>, [0, 1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40], 2)
-"""
+"""The options of a toy training run (`train_toy`), declared once and checked once: `ToyConfig`."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Tiny tokenizers and models that mimic the paper's model families, for demos and tests.
-
-Three architectures are offered, each a miniature of a family studied in the paper:
-
-* ``"gpt_neox"``: a Pythia-like decoder (GPT-NeoX, parallel residual, partial rotary, untied embeddings);
-* ``"llama"``: a SmolLM2-like decoder (Llama, tied embeddings);
-* ``"eurobert"``: a EuroBERT-like bidirectional encoder trained with masked language modelling.
-
-Everything is built locally: nothing touches the Hugging Face Hub.
-"""
+"""Tiny tokenizers and models that mimic the paper's model families, for demos and tests."""
 
 from __future__ import annotations
 
@@ -66,21 +57,7 @@ MIN_VOCAB_SIZE = 256 + len(_ENCODER_SPECIALS) + 1
 
 
 def parse_arch(arch: str | Arch) -> Arch:
-    """Turns a string into an `Arch`, with an error of ours for an unknown name.
-
-    Args:
-        arch: ``"gpt_neox"``, ``"llama"`` or ``"eurobert"`` (or an `Arch`).
-
-    Returns:
-        The matching `Arch`.
-
-    Raises:
-        InvalidInputError: If ``arch`` names no toy architecture.
-
-    Examples:
-        >>> parse_arch("llama")
-        <Arch.LLAMA: 'llama'>
-    """
+    """Turns a string into an `Arch`, with an error of ours for an unknown name."""
     try:
         return Arch(arch)
     except ValueError:
@@ -280,19 +257,7 @@ def _transformers_class(arch: Arch, name: str) -> type:
 
 
 def check_model_sizes(**sizes: object) -> None:
-    """Checks the sizes given to `build_model` (each a positive integer, heads dividing the width evenly).
-
-    Args:
-        **sizes: Any of ``vocab_size``, ``hidden_size``, ``num_layers``, ``num_heads``, ``intermediate_size``,
-            ``max_position``, ``num_labels``; ``None`` values are skipped.
-
-    Raises:
-        InvalidInputError: If a size is not a positive integer, ``hidden_size`` is not a multiple of
-            ``num_heads``, or the head size is odd (rotary embeddings need an even one).
-
-    Examples:
-        >>> check_model_sizes(hidden_size=64, num_heads=4)
-    """
+    """Checks the sizes given to `build_model` (each a positive integer, heads dividing the width evenly)."""
     for name, value in sizes.items():
         if value is None:
             continue
@@ -391,18 +356,7 @@ def build_model(
 
 
 def lm_automodel(arch: str | Arch) -> type:
-    """The ``transformers`` auto class that reloads a toy LM checkpoint of ``arch``.
-
-    Args:
-        arch: A toy architecture.
-
-    Returns:
-        ``AutoModelForMaskedLM`` for the encoder, ``AutoModelForCausalLM`` for the decoders.
-
-    Examples:
-        >>> lm_automodel("eurobert").__name__
-        'AutoModelForMaskedLM'
-    """
+    """The ``transformers`` auto class that reloads a toy LM checkpoint of ``arch``."""
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
     return AutoModelForMaskedLM if parse_arch(arch) in ENCODER_ARCHS else AutoModelForCausalLM

@@ -1,12 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Toy training runs with Pythia-like checkpoints, for demos and tests, on the CPU in well under a minute.
-
-`train_toy` trains a tiny tokenizer and a tiny model (GPT-NeoX, Llama or EuroBERT) on the toy corpus's
-``train`` split and saves ``checkpoint-{step}`` folders that ``from_pretrained`` (and so Interpreto's
-`ModelWithSplitPoints`) reloads offline, plus a ``trainer_state.json`` with the loss of every step.
-"""
+"""Toy training runs with Pythia-like checkpoints, for demos and tests, on the CPU in well under a minute."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""`AnisotropyCallback`: the live probe inside a Hugging Face `Trainer`.
-
-`on_train_begin` attaches a `TrainingProbe` (the Trainer's tokenizer, `max_steps` as `total_steps`, `global_step`
-as `start_step`); `on_step_end` closes the due windows and sends each one's ``anisotropy/<split point>/<field>`` to
-the `report_to` integrations (their own `on_log`, at the window's step; not `Trainer.log`, which would print them,
-stamp them with the current step and cancel a loss log due then) and to `state.log_history`; `on_save` flushes the
-rows; `on_train_end` detaches and writes the report. The probe's `reduction` follows the Trainer's loss: "sum" for
-a model that accepts loss kwargs, else "mean". docs/how-to/live-probe.md has the details.
-"""
+"""`AnisotropyCallback`: the live probe inside a Hugging Face `Trainer`."""
 
 from __future__ import annotations
 

@@ -160,17 +160,7 @@ class LiveConfig:
 def window_n_random(settings: LiveConfig) -> int:
     """R' of every window of a live run: `settings.n_random`, else the smallest that lets Holm at 0.05 pass over the
     ceil(total_steps / every) windows of a split point (`results.verdict.default_n_random`), capped at
-    `MAX_LIVE_N_RANDOM`, else (`total_steps` unknown) `n_controls`.
-
-    Warns (`DegenerateStatisticsWarning`) when the R' chosen cannot let Holm pass over the windows: an explicit
-    `n_random` too small, or a run of more windows than `MAX_LIVE_N_RANDOM` resolves (naming the `every` that would).
-
-    Examples:
-        >>> window_n_random(LiveConfig(total_steps=300, every=10))
-        600
-        >>> window_n_random(LiveConfig()), window_n_random(LiveConfig(n_random=100, total_steps=3))
-        (20, 100)
-    """
+    `MAX_LIVE_N_RANDOM`, else (`total_steps` unknown) `n_controls`."""
     windows = None if settings.total_steps is None else math.ceil(settings.total_steps / settings.every)
     if settings.n_random is not None:
         if windows is not None:

@@ -3,26 +3,7 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """One split point of a live probe (`LivePoint`): its open window, its tangent schedule, and the windows awaiting a
 tangent, turned into rows with `GradientProbe`'s statistics (`build_results`) at once or, retrospectively, once the
-tangent is fitted (docs/how-to/live-probe.md).
-
-The windows awaiting a tangent hold float64 d x d moments each, so at most `pending_capacity` of them are held:
-when one more closes, consecutive ones are merged two by two (`_Pending.absorb`), and each later one joins the last
-until it spans as many windows as the others. Their rows then span 2, 4, ... x `every` steps, each equal to the row
-of one window of those steps; runs whose windows all fit are not merged at all.
-
-A window's sums (`WindowSums`): the tangents' energies are projected per row as `GradientProbe` does; the controls'
-and random subspaces' come from the window's G^T G once it closes, tr(Q^T G^T G Q) (`scored_sums`), within float32
-rounding of the post-hoc probe (at most 7e-7 relative in the tests). A window without a tangent yet keeps its moments
-and, within `max_kept_bytes`, its float32 gradient rows (`KeptRows`), to be scored exactly once the tangent exists;
-consecutive such windows merge into one (`merged_sums`) as a window of their steps would have summed them. Over
-data-parallel ranks, one all-reduce of counters and moments and one gather of the per-sequence energies (rank 0's
-first). docs/how-to/live-probe.md ("How the live figures are computed", "Real training setups") has the details.
-
-The tangent (`TangentSchedule`): given, fitted on the early steps, or refitted. A fitted tangent is
-`TangentExplainer(method="pca")`'s streamed PCA (`OrthonormalConceptModel`) of the training forwards' activations at
-the gradient rows. Each window draws its own controls (`LivePoint._drawn`), so a post-hoc probe with
-`draw_seeds={name: row["draw_seed"]}` uses the same ones.
-"""
+tangent is fitted (docs/how-to/live-probe.md)."""
 
 from __future__ import annotations
 
@@ -137,14 +118,7 @@ class LivePoint:
         self.keep_rows = True  # until the rows of the windows awaiting a tangent outgrow max_pending_bytes
 
     def start(self, dim: int, device: torch.device, first_step: int) -> bool:
-        """Learn the split point's width and device from a gradient, and open a window if none is open.
-
-        Returns:
-            True the first time (the width was just learned).
-
-        Raises:
-            InvalidInputError: A width that changed, or a given tangent of another width.
-        """
+        """Learn the split point's width and device from a gradient, and open a window if none is open."""
         fresh = self.dim is None
         if not fresh and dim != self.dim:
             raise InvalidInputError(f"Split point '{self.path}' changed width from {self.dim} to {dim}.")
@@ -190,11 +164,7 @@ class LivePoint:
             schedule.activations.update(hidden.reshape(-1, hidden.shape[-1]).float(), mask=(rows & finite).reshape(-1))
 
     def close(self, step: int, *, sharded: bool) -> tuple[list[dict[str, Any]], ProbeSums | None, Subspace | None]:
-        """Close the window whose last weights are those of `step`; fit the tangent if due.
-
-        Returns:
-            (the rows now complete, the window's reduced sums (None without reads), the tangent fitted now or None).
-        """
+        """Close the window whose last weights are those of `step`; fit the tangent if due."""
         window, self.window = self.window, None
         rows: list[dict[str, Any]] = []
         sums = None
@@ -347,19 +317,7 @@ class KeptRows:
 
 
 class WindowSums:
-    """The sums of one window at one split point of width `dim`, on the gradients' `device`.
-
-    `bases` are the window's tangent, controls and random subspaces, or None while no tangent exists (then the
-    window keeps its moments, and its gradient rows up to `max_kept_bytes`); `first_step` is the optimizer step of
-    its first weights.
-
-    Examples:
-        >>> window = WindowSums(8, "cpu", None, first_step=0)
-        >>> _ = window.add(torch.randn(2, 3, 8), torch.ones(2, 3, dtype=torch.bool), torch.tensor(True),
-        ...            torch.tensor(1.0), torch.tensor(4))
-        >>> window.probe_sums().moments.count
-        6
-    """
+    """The sums of one window at one split point of width `dim`, on the gradients' `device`."""
 
     def __init__(
         self,
@@ -556,19 +514,7 @@ def on_every_rank(flag: bool, *, sharded: bool) -> bool:
 
 
 class TangentSchedule:
-    """When the tangent of one split point exists, what it is, and the activation moments it is fitted on.
-
-    Args:
-        kind: `LiveTangent.EARLY`, `GIVEN` or `REFIT`; `given` is the GIVEN subspace.
-        path: The split point's module path (for messages and the fitted subspaces).
-        nb_concepts: Rank k of a fitted tangent; `n_controls` and `seed` those of its controls, `n_random` (default:
-            `n_controls`) its random subspaces' R' (`options.window_n_random`).
-        fit_until: EARLY: the step count after which the tangent is fitted; REFIT: the refit period in steps.
-        call: The call of the split-point module the probe reads (`LiveConfig.call`), recorded in fitted tangents.
-
-    Raises:
-        InvalidInputError: A given subspace fitted at another split point, or at another call of it.
-    """
+    """When the tangent of one split point exists, what it is, and the activation moments it is fitted on."""
 
     def __init__(
         self,
@@ -601,13 +547,7 @@ class TangentSchedule:
             refuse_other_call(given.call, call, "The given tangent", "TrainingProbe(..., call=...)")
 
     def start(self, dim: int, device: torch.device) -> None:
-        """Prepare for a split point of width d on `device` (the first gradient's); checks a given tangent's width.
-
-        Raises:
-            InvalidInputError: A given tangent whose width is not d.
-            InvalidInputError: A tangent to fit with 2 nb_concepts >= d (no room for normal controls), said at the
-                first micro-batch rather than when the tangent is fitted.
-        """
+        """Prepare for a split point of width d on `device` (the first gradient's); checks a given tangent's width."""
         if self._given is not None and self.tangent is None:
             if self._given.dim != dim:
                 raise InvalidInputError(
@@ -636,10 +576,7 @@ class TangentSchedule:
         return steps_done >= self.fit_until if self.kind is LiveTangent.EARLY else since >= self.fit_until
 
     def fit(self, steps_done: int, device: torch.device, *, sharded: bool) -> Subspace | None:
-        """Fit the tangent on the rows pooled (over every rank when `sharded`); None when no row was pooled yet.
-
-        A refit starts pooling afresh; an early tangent stops pooling.
-        """
+        """Fit the tangent on the rows pooled (over every rank when `sharded`); None when no row was pooled yet."""
         moments = distributed.all_reduce_moments(self.activations) if sharded else self.activations
         if moments.count == 0:
             return None

@@ -1,12 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""`TrainingProbe`: the gradient probe run on the training step's own gradients, window after window.
-
-The user's forward and `loss.backward()` hand the split points' activations and dL/dh to the probe
-(`reading.split_point.TrainingCapture`); it pools them per window of `every` optimizer steps and, when a window
-closes (`step()`), scores it with `GradientProbe`'s statistics into a sweep row.
-"""
+"""`TrainingProbe`: the gradient probe run on the training step's own gradients, window after window."""
 
 from __future__ import annotations
 
@@ -477,11 +472,7 @@ def _unwrap(
 
 
 def split_point_list(split_points: Any) -> list[int | str]:
-    """The split points as a list, each a layer index or a module path (checked without the model).
-
-    Raises:
-        InvalidInputError: None, an empty list, or an item that is neither an integer nor a string.
-    """
+    """The split points as a list, each a layer index or a module path (checked without the model)."""
     if split_points is None:
         raise InvalidInputError("Give split_points: a layer index, a module path, or a list of them.")
     layers = list(split_points) if isinstance(split_points, (list, tuple)) else [split_points]
@@ -496,11 +487,7 @@ def split_point_list(split_points: Any) -> list[int | str]:
 
 
 def tangent_kind(tangent: Any) -> LiveTangent:
-    """The kind of tangent the `tangent` option asks for, its form checked without the model.
-
-    Raises:
-        InvalidInputError: A string other than "early" and "refit", or neither a subspace nor a dict of them.
-    """
+    """The kind of tangent the `tangent` option asks for, its form checked without the model."""
     if isinstance(tangent, str):
         if tangent not in ("early", "refit"):
             hint = " (pass the subspace itself: tangent=<Subspace>)" if tangent == "given" else ""

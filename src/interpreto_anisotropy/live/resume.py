@@ -48,21 +48,7 @@ def saved_tangents(
     *,
     nb_concepts: int | None = None,
 ) -> dict[str, Subspace]:
-    """The tangents in use at `start_step` (> 0) per module path, read by the main process and sent to every rank.
-
-    Args:
-        results_dir: The live run's results directory.
-        layers: Module path -> the split point as given (the name of its files).
-        kind: EARLY or REFIT; `fit_every` the steps of the early fit, or the refit period (a multiple of `every`).
-        nb_concepts: The rank the run's tangents have (None: not checked).
-
-    Returns:
-        The tangent of each split point whose tangent was fitted at or before `start_step` (the others fit afresh).
-
-    Raises:
-        ResultsStoreError: A tangent fitted before `start_step` whose file is missing, naming it.
-        ResultsStoreError: A saved tangent of another rank than `nb_concepts`, naming its file.
-    """
+    """The tangents in use at `start_step` (> 0) per module path, read by the main process and sent to every rank."""
     found: dict[str, Subspace] | tuple[type, str] = {}
     if distributed.is_main_process():
         try:

@@ -1,14 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Isotropy measures of a point cloud: cosine, IsoScore, IsoScore*, partition I(W), effective rank, rogue dimensions.
-
-Inputs are (n, d) torch tensors or NumPy arrays (rows are points), computed in float64 on their device; results are
-floats, NumPy arrays or frozen dataclasses (`*_from_covariance`: 0-d float64 tensors, differentiable). Degenerate
-input raises an error of `interpreto_anisotropy.errors`, never a silent NaN: `InvalidInputError` for an empty input,
-`NonFiniteError` for NaN or infinity, `InvalidInputError` for a wrong shape, too few points, a zero row where a
-cosine is needed, or no variance where a ratio of variances is. Definitions and our choices: docs/api/metrics.md.
-"""
+"""Isotropy measures of a point cloud: cosine, IsoScore, IsoScore*, partition I(W), effective rank, rogue dimensions."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Manifold analyses behind the paper's theory: on-manifold entropy, frequency vs. distance, curvature visibility.
-
-Activations are (n, d) tensors or arrays, one row per token occurrence, `token_ids` (n,) the token of each row and
-`counts` the corpus frequency of every token id (`count_token_frequencies`). Errors as in `metrics.isotropy`;
-definitions and our choices: docs/api/metrics.md.
-"""
+"""Manifold analyses behind the paper's theory: on-manifold entropy, frequency vs. distance, curvature visibility."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""ΔIsoScore* of the gradient cloud when a subspace is removed: where it is computed and what it shrinks toward.
-
-`IsoScoreSettings` holds `GradientProbe.run`'s `isoscore_convention`, `isoscore_zeta` and `isoscore_c0`
-(docs/statistics.md#isoscore-settings explains each). Every value comes from traces and Frobenius inner products
-of Sigma, C0, Sigma Q and C0 Q (with R = I - Q Q^T: ⟨R A R, R B R⟩ = ⟨A, B⟩ - 2 ⟨A Q, B Q⟩ + ⟨Q^T A Q, Q^T B Q⟩),
-so no d x d matrix is formed per subspace.
-"""
+"""ΔIsoScore* of the gradient cloud when a subspace is removed: where it is computed and what it shrinks toward."""
 
 from __future__ import annotations
 
@@ -68,17 +62,7 @@ GIVEN_TARGET = "given"
 
 @dataclass(frozen=True, eq=False)
 class IsoScoreSettings:
-    """The validated IsoScore* options of a probe.
-
-    Attributes:
-        convention: Where the clouds with a subspace removed are scored.
-        zeta: Shrinkage in [0, 1].
-        target: An `IsoScoreTarget`, or a float64 (d, d) symmetric covariance (a given C0).
-
-    Examples:
-        >>> IsoScoreSettings.make(convention="ambient", zeta=0.75, c0="identity").target_name
-        'identity'
-    """
+    """The validated IsoScore* options of a probe."""
 
     convention: IsoScoreConvention = IsoScoreConvention.COMPLEMENT
     zeta: float = DEFAULT_ZETA
@@ -92,16 +76,7 @@ class IsoScoreSettings:
         zeta: float = DEFAULT_ZETA,
         c0: str | IsoScoreTarget | torch.Tensor | np.ndarray = IsoScoreTarget.SCALED_IDENTITY,
     ) -> IsoScoreSettings:
-        """Check the options a user gave (`GradientProbe.run`'s `isoscore_*`), with errors naming them.
-
-        Args:
-            convention: "complement" or "ambient".
-            zeta: Shrinkage in [0, 1].
-            c0: "scaled_identity", "identity", "pooled", or a (d, d) covariance (tensor or array).
-
-        Returns:
-            The settings.
-        """
+        """Check the options a user gave (`GradientProbe.run`'s `isoscore_*`), with errors naming them."""
         try:
             convention = IsoScoreConvention(convention)
         except ValueError:

@@ -1,19 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The energy share broken down by token frequency and by position: which tokens carry the tangent's energy.
-
-Each probed token falls in one frequency bucket and one position bucket, each with its own energy share (the
-columns `frequency_*` and `position_*` of docs/columns.md). Token types ranked by count (ties by id) go in the bucket
-of the `FREQUENCY_EDGES` that the types *before* them reach, so bucket 0 ("0-50 % of occurrences") holds at least
-half of the occurrences and the last the rare tail and unseen types; positions are cut at `POSITION_EDGES`.
-
-Examples:
-    >>> frequency_bucket_of_ids(torch.tensor([50, 30, 15, 5, 0]), edges=(0.5, 0.75, 0.9)).tolist()
-    [0, 1, 2, 3, 3]
-    >>> position_buckets(torch.tensor([0, 1, 3, 4, 300])).tolist()
-    [0, 1, 1, 2, 5]
-"""
+"""The energy share broken down by token frequency and by position: which tokens carry the tangent's energy."""
 
 from __future__ import annotations
 
@@ -45,10 +33,7 @@ POSITION_EDGES: tuple[int, ...] = (1, 4, 16, 64, 256)
 def frequency_bucket_of_ids(
     counts: Int[torch.Tensor, " V"], *, edges: Sequence[float] = FREQUENCY_EDGES
 ) -> torch.Tensor:
-    """The frequency bucket of every token id, (V,) in [0, len(edges)], from its counts (V,); count 0: the last.
-
-    Raises `InvalidInputError` for edges not increasing in (0, 1), or counts negative or all zero.
-    """
+    """The frequency bucket of every token id, (V,) in [0, len(edges)], from its counts (V,); count 0: the last."""
     edges = tuple(float(edge) for edge in edges)
     if not all(0 < edge < 1 for edge in edges) or list(edges) != sorted(set(edges)):
         raise InvalidInputError(f"Frequency edges must be increasing shares in (0, 1), got {edges}.")
@@ -66,14 +51,7 @@ def frequency_bucket_of_ids(
 
 
 def position_buckets(positions: Int[torch.Tensor, "..."], *, edges: Sequence[int] = POSITION_EDGES) -> torch.Tensor:
-    """The bucket of each position (from 0): the number of `edges` at or below it.
-
-    Compared with each edge in turn: no tensor of edges to copy to the device in every batch.
-
-    Examples:
-        >>> position_buckets(torch.tensor([0, 1, 3, 4, 300])).tolist()
-        [0, 1, 1, 2, 5]
-    """
+    """The bucket of each position (from 0): the number of `edges` at or below it."""
     buckets = torch.zeros_like(positions, dtype=torch.long)
     for edge in edges:
         buckets += positions >= edge
@@ -145,17 +123,7 @@ class EnergyByBucket:
 
 
 class Breakdown:
-    """Each tangent's and its controls' mean energy by token id and by position bucket, over a probe run.
-
-    Kept per token id, so the frequency buckets can be cut afterwards from any count table.
-
-    Args:
-        vocab_size: V, the model's input embedding rows (ids beyond it are not counted by id).
-        tangent_columns: The energy column of each tangent, in order (T of them).
-        control_columns: The energy columns of each tangent's controls, in the same order.
-        device: Where the sums live.
-        position_edges: Where positions are cut.
-    """
+    """Each tangent's and its controls' mean energy by token id and by position bucket, over a probe run."""
 
     def __init__(
         self,

@@ -2,23 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The confidence interval of an energy share, and of what training added to it: a bootstrap-t over sequences,
-studentized by the jackknife (ours).
-
-With E = sum_i e_i / sum_i t_i the share, R a multinomial resample's share, se its jackknife standard error and
-t = (R - E) / se, the interval is [E - max(t_hi, |t|_c) se, E + max(-t_lo, |t|_c) se] clipped to [0, 1]: the
-smallest holding the equal-tailed and the symmetric bootstrap-t intervals. Every interval of the package comes from
-here; docs/statistics.md#the-interval-of-the-energy-share defines it and gives its measured coverage.
-
-What training added (`paired_change`): the change of a ratio of sums between two probes of the same sequences, with
-a paired bootstrap-t interval and a p-value of "no change" (ours, not the paper's; docs/statistics.md#what-training-added).
-
-Both the energy share (sum_i e_i / sum_i t_i) and the energy ratio (sum_i e_i / sum_i n_i, n_i a sequence's mean
-energy in the normal controls) are ratios of per-sequence sums. With the same probe sequences at a checkpoint (1)
-and at the reference (0), D = A1/B1 - A0/B0; a resample draws sequence indices once and applies them at both
-checkpoints (the pairing), and each resample is studentized by its own jackknife error, as `share_intervals` does
-for a share. The interval is the smallest holding the equal-tailed and the symmetric bootstrap-t intervals; the p-value
-of "no change" is the symmetric bootstrap-t test's, (1 + #{|t*_b| >= |D / se|}) / (B + 1).
-"""
+studentized by the jackknife (ours)."""
 
 from __future__ import annotations
 
@@ -60,34 +44,7 @@ def share_intervals(
     confidence: float,
     generator: torch.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Bootstrap-t interval of each column's energy share sum(energy) / sum(total), resampling sequences.
-
-    Args:
-        energy: Each sequence's energy in each subspace, (n_seq, S), float64 (any device).
-        total: Each sequence's squared gradient norm, (n_seq,), float64 (same device).
-        n_resamples: Multinomial resamples of the sequences.
-        confidence: Level of the interval, in (0, 1).
-        generator: CPU generator of the resamples (the same intervals on every device).
-
-    Returns:
-        (low, high), each (S,) float64 in [0, 1]; NaN with one sequence or every total zero; [0, 0] for zero energy.
-
-    Raises:
-        InvalidInputError: n_resamples not positive, confidence outside (0, 1), or shapes that disagree.
-
-    Warns:
-        DegenerateStatisticsWarning: Fewer than `MIN_BOOTSTRAP_SEQUENCES` sequences.
-
-    Examples:
-        >>> energy = torch.tensor([[1.0], [2.0], [1.5], [3.0]], dtype=torch.float64)
-        >>> total = torch.tensor([4.0, 5.0, 4.0, 6.0], dtype=torch.float64)
-        >>> with warnings.catch_warnings():
-        ...     warnings.simplefilter("ignore")  # 4 sequences: too few for a reliable interval
-        ...     low, high = share_intervals(energy, total, n_resamples=500, confidence=0.9,
-        ...                                 generator=torch.Generator().manual_seed(0))
-        >>> bool(low[0] < 7.5 / 19 < high[0])
-        True
-    """
+    """Bootstrap-t interval of each column's energy share sum(energy) / sum(total), resampling sequences."""
     _check(energy, total, n_resamples, confidence)
     n_sequences = total.shape[0]
     if n_sequences < MIN_BOOTSTRAP_SEQUENCES:
@@ -151,11 +108,7 @@ def _resample_counts(n_sequences: int, n_resamples: int, generator: torch.Genera
 def _share_and_error(
     counts: Float[torch.Tensor, "B n"], energy: Float[torch.Tensor, "n S"], total: Float[torch.Tensor, " n"]
 ) -> tuple[Float[torch.Tensor, "B S"], Float[torch.Tensor, "B S"]]:
-    """Share and jackknife standard error of each resample (sequence i drawn counts[b, i] times): ((B, S), (B, S)).
-
-    Leaving out a draw of sequence i gives (energy_b - energy_i) / (total_b - total_i), counts[b, i] times;
-    se^2 = (m - 1) / m * the squared deviations of these m = sum(counts[b]) shares from their mean, summed.
-    """
+    """Share and jackknife standard error of each resample (sequence i drawn counts[b, i] times): ((B, S), (B, S))."""
     energy_sum, total_sum = counts @ energy, counts @ total
     share = energy_sum / total_sum[:, None]
     left_out = (energy_sum[:, None, :] - energy) / (total_sum[:, None] - total)[:, :, None]  # (B, n, S)
@@ -175,10 +128,7 @@ def _studentized(
     share: Float[torch.Tensor, " S"],
     max_elements: int = 2**22,
 ) -> Float[torch.Tensor, "B S"]:
-    """(R_b - share) / se_b of each resample, on the energies' device: 0 within `_TIE` (0 / 0 included), infinite for a zero se.
-
-    Resamples are taken a few at a time, so that the (rows, n, S) left-out shares stay under `max_elements`.
-    """
+    """(R_b - share) / se_b of each resample, on the energies' device: 0 within `_TIE` (0 / 0 included), infinite for a zero se."""
     rows = max(1, max_elements // (energy.shape[0] * max(energy.shape[1], 1)))
     parts = []
     for start in range(0, counts.shape[0], rows):
@@ -200,10 +150,7 @@ def _multipliers(
 
 
 def _order_statistic(values: Float[np.ndarray, "B S"], level: float) -> Float[np.ndarray, " S"]:
-    """The smallest of each column's non-NaN values with a fraction `level` at or below it, (S,); NaN if none.
-
-    The rank ceil(level * m) forgives 1e-9 of rounding ((1 - 0.95) / 2 is 0.025000000000000022).
-    """
+    """The smallest of each column's non-NaN values with a fraction `level` at or below it, (S,); NaN if none."""
     present = (~np.isnan(values)).sum(0)
     rank = np.clip(np.ceil(level * present - 1e-9).astype(int), 1, None) - 1
     ordered = np.sort(values, axis=0)  # NaN last
@@ -228,15 +175,7 @@ def _clipped(
 
 @dataclass(frozen=True)
 class PairedChange:
-    """The change D of each statistic from the reference probe, (S,) each (NaN where not defined).
-
-    Attributes:
-        change: D = A1/B1 - A0/B0.
-        low: Lower bound of the paired bootstrap-t interval.
-        high: Upper bound.
-        p_value: p-value of "no change" (D = 0 in the population), symmetric bootstrap-t.
-        n_sequences: Paired sequences the change rests on.
-    """
+    """The change D of each statistic from the reference probe, (S,) each (NaN where not defined)."""
 
     change: np.ndarray
     low: np.ndarray
@@ -253,29 +192,7 @@ def paired_change(
     confidence: float,
     generator: torch.Generator,
 ) -> PairedChange:
-    """Change of S ratios of sums sum(a) / sum(b) from a reference probe (0) to another (1) of the same sequences.
-
-    Args:
-        numerators: (a0, a1): each sequence's numerator at the reference and at the checkpoint, (n, S) each, rows
-            in the same sequence order.
-        denominators: (b0, b1): likewise for the denominators.
-        n_resamples: Multinomial resamples B of the sequences (the same draw at both probes).
-        confidence: Level of the interval, in (0, 1).
-        generator: CPU generator of the resamples.
-
-    Returns:
-        The `PairedChange`: NaN interval and p-value with fewer than two sequences or a zero denominator sum.
-
-    Raises:
-        InvalidInputError: n_resamples not positive, confidence outside (0, 1), or shapes that disagree.
-
-    Examples:
-        >>> a0 = np.array([[1.0], [2.0], [1.5], [3.0]]); b = np.array([[4.0], [5.0], [4.0], [6.0]])
-        >>> found = paired_change((a0, 2 * a0), (b, b), n_resamples=200, confidence=0.9,
-        ...                       generator=torch.Generator().manual_seed(0))
-        >>> round(float(found.change[0]), 4), bool(found.low[0] <= found.change[0] <= found.high[0])
-        (0.3947, True)
-    """
+    """Change of S ratios of sums sum(a) / sum(b) from a reference probe (0) to another (1) of the same sequences."""
     a0, a1, b0, b1 = (np.asarray(value, dtype=np.float64) for value in (*numerators, *denominators))
     _check_resampling(n_resamples, confidence)
     if a0.ndim != 2 or a0.shape[0] == 0 or any(value.shape != a0.shape for value in (a1, b0, b1)):
@@ -303,11 +220,7 @@ def paired_change(
 def _change_and_error(
     counts: Float[np.ndarray, "B n"], a0: np.ndarray, a1: np.ndarray, b0: np.ndarray, b1: np.ndarray
 ) -> tuple[Float[np.ndarray, "B S"], Float[np.ndarray, "B S"]]:
-    """D of each resample (sequence i drawn counts[b, i] times) and its jackknife standard error, (B, S) each.
-
-    Leaving out one draw of sequence i at both probes gives D_(i), counts[b, i] times; se^2 = (m - 1) / m times the
-    squared deviations of these m = sum(counts[b]) values from their mean, summed.
-    """
+    """D of each resample (sequence i drawn counts[b, i] times) and its jackknife standard error, (B, S) each."""
     with np.errstate(invalid="ignore", divide="ignore"):
         sums = [counts @ value for value in (a0, a1, b0, b1)]  # (B, S) each
         change = sums[1] / sums[3] - sums[0] / sums[2]

@@ -1,20 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""From the probe's sums to its results: energy shares, controls, p-values, confidence intervals, IsoScore*.
-
-`GradientProbe.run` draws the subspaces it scores (`SubspaceColumns`), accumulates `ProbeSums` batch by batch,
-reduces them across ranks and hands them to `build_results`; `sums_from_gradients` makes the same sums from
-gradients in hand, so the statistics can be checked without a model (docs/architecture.md: the data flow).
-
-`RandomSubspaces`: the exact p-values' R' random k-subspaces, scored from the gradient moments a chunk at a time.
-
-Their energies are only ever needed summed over every token, ||G Q||_F^2 = tr(Q^T G^T G Q), and their ΔIsoScore*
-from the covariance Sigma, Sigma Q and Q^T Sigma Q (`IsoScoreSettings.score_without`). With G^T G = a Sigma + n mu mu^T
-(a = n or n - 1, as the covariance divides), one product Sigma Q per subspace gives both:
-tr(Q^T G^T G Q) = a tr(Q^T Sigma Q) + n ||Q^T mu||^2. The subspaces are drawn, scored and dropped chunk by chunk
-(`controls.random_subspace_chunks`): time linear in R', memory one chunk whatever R' (docs/statistics.md#the-scatter-path).
-"""
+"""From the probe's sums to its results: energy shares, controls, p-values, confidence intervals, IsoScore*."""
 
 from __future__ import annotations
 
@@ -58,19 +45,7 @@ __all__ = [
 @dataclass(frozen=True)
 class RandomSubspaces:
     """R' = `count` uniformly random k-subspaces of R^d drawn from `seed` (`ia.controls.random_subspace_bases`'s),
-    never all in memory.
-
-    Attributes:
-        dim: d.
-        rank: k.
-        count: R'.
-        seed: The seed of their stream.
-
-    Examples:
-        >>> randoms = RandomSubspaces(64, 8, 20, seed=0)
-        >>> torch.equal(randoms.bases(), ia.controls.random_subspace_bases(64, 8, 20, seed=0, dtype=torch.float64))
-        True
-    """
+    never all in memory."""
 
     dim: int
     rank: int
@@ -91,16 +66,7 @@ class RandomSubspaces:
     def scores(
         self, moments: MomentAccumulator, covariance: Float[torch.Tensor, "d d"], isoscore: IsoScoreSettings
     ) -> tuple[Float[np.ndarray, " R"], Float[np.ndarray, " R"]]:
-        """Each subspace's energy tr(Q^T G^T G Q) in the rows of `moments`, and IsoScore* of the cloud without it.
-
-        Args:
-            moments: The probed gradient rows' moments.
-            covariance: Their covariance as `isoscore.covariance(moments)` gives it, float64 (d, d).
-            isoscore: The IsoScore* settings.
-
-        Returns:
-            (energies (R',), IsoScore* without each subspace (R',)), float64, read back once.
-        """
+        """Each subspace's energy tr(Q^T G^T G Q) in the rows of `moments`, and IsoScore* of the cloud without it."""
         count = moments.count
         scale = count - 1 if isoscore.unbiased(count) else count
         mean = moments.mean.to(covariance)
@@ -115,15 +81,7 @@ class RandomSubspaces:
 
 @dataclass
 class Tally:
-    """What one pass over the inputs counted on this shard (filled by `GradientSteps`).
-
-    Attributes:
-        usable_sequences: Sequences long enough for the objective.
-        skipped_sequences: Sequences too short for it.
-        skipped_batches: Batches with non-finite values.
-        nonfinite_sequences: Sequences in those batches (dropped with them).
-        first_nonfinite: (batch index, sequence ids) of the first non-finite batch, if any.
-    """
+    """What one pass over the inputs counted on this shard (filled by `GradientSteps`)."""
 
     usable_sequences: int = 0
     skipped_sequences: int = 0
@@ -134,23 +92,7 @@ class Tally:
 
 @dataclass
 class ProbeSums:
-    """The sums `GradientProbe.run` accumulates, reduces across ranks and builds results from (float64).
-
-    Attributes:
-        sequence_energy: Each probed sequence's energy in each tangent and control, (n_seq, S); with
-            `column_energy`, in each tangent only, (n_seq, T).
-        sequence_total: Each probed sequence's squared gradient norm, (n_seq,).
-        sequence_id: Index of each probed sequence in the inputs, (n_seq,).
-        moments: Moments of the probed gradient rows.
-        loss_sum: Sum of the loss terms (a 0-dim tensor before the reduction, a float after).
-        loss_count: Number of loss terms (likewise).
-        tally: The pass's counts (this shard's, then every rank's).
-        n_sequences: Probed sequences over every rank (after the reduction).
-        column_energy: Every row's energy in each tangent and control, (S,), when read from G^T G (the live probe's
-            windows); None: `sequence_energy`'s sum.
-        sequence_control_energy: With `column_energy`, each sequence's mean energy in each tangent's normal
-            controls, (n_seq, T); None: read from `sequence_energy`.
-    """
+    """The sums `GradientProbe.run` accumulates, reduces across ranks and builds results from (float64)."""
 
     sequence_energy: Float[torch.Tensor, "n S"]
     sequence_total: Float[torch.Tensor, " n"]
@@ -183,27 +125,7 @@ class ProbeSums:
 @dataclass
 class SubspaceColumns:
     """Every subspace a probe scores: the tangents and their controls side by side for one projection per batch, and
-    the random subspaces of the exact p-values, scored from the moments at the end.
-
-    The energy columns a batch's rows are projected on: each tangent then its R normal controls, in order (`n_columns`
-    of them). The R' random k-subspaces of R^d, one draw per key of `randoms` (per distinct rank with one seed, per
-    tangent with a seed each), are never projected row by row: `random_scores` reads them from the gradient moments
-    a chunk at a time (docs/statistics.md#the-scatter-path).
-
-    Attributes:
-        tangents: {name: Subspace}, as probed.
-        controls: {name: (R, d, k) normal controls of that tangent}.
-        randoms: {k or tangent name: its R' random subspaces of R^d}.
-        bases: The tangents' and controls' bases side by side, float32 (d, K).
-        widths: The rank of each energy column's subspace, in order (K = their sum).
-        random_key: {tangent name: its key in `randoms`}; empty: the tangent's rank.
-
-    Examples:
-        >>> tangent = ia.Subspace.random(64, 8, seed=0)
-        >>> columns = SubspaceColumns.draw({"tangent": tangent}, n_controls=20, n_random=20, seed=0)
-        >>> columns.n_columns, columns.n_random  # the tangent and 20 controls; 20 random subspaces
-        (21, 20)
-    """
+    the random subspaces of the exact p-values, scored from the moments at the end."""
 
     tangents: dict[str, Subspace]
     controls: dict[str, torch.Tensor]
@@ -293,12 +215,7 @@ class SubspaceColumns:
 
 @dataclass(frozen=True)
 class TangentBlock:
-    """The tangents of a `SubspaceColumns` without their controls: each row's energy in each tangent, in one product.
-
-    Attributes:
-        bases: The tangents' bases side by side, float32 (d, K).
-        widths: The rank of each tangent, in order (K = their sum).
-    """
+    """The tangents of a `SubspaceColumns` without their controls: each row's energy in each tangent, in one product."""
 
     bases: Float[torch.Tensor, "d K"]
     widths: tuple[int, ...]
@@ -362,11 +279,7 @@ def build_results(
     split_point: str | None,
     isoscore: IsoScoreSettings | None = None,
 ) -> dict[str, ProbeResult]:
-    """{name: ProbeResult} of each tangent from the `sums` reduced over every rank, scored on `columns`.
-
-    `seed` seeds the interval's bootstrap (and is recorded as the draws'); `isoscore` None takes the defaults. Warns
-    as `share_intervals` and `warn_if_anti_conservative`.
-    """
+    """{name: ProbeResult} of each tangent from the `sums` reduced over every rank, scored on `columns`."""
     isoscore = isoscore or IsoScoreSettings()
     tangents = columns.tangents
     dim = next(iter(tangents.values())).dim

@@ -2,13 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The gradient probe's pass over its inputs: one forward and one backward per batch, queued on the device, and what
-a shard keeps of each batch: its gradient energies in stacked subspaces, summed on the device.
-
-The energies (`batch_energies`) are the one computation `GradientProbe` and the live `TrainingProbe` share, so that
-their energy shares agree to the last bit on the same gradients. A batch's gradient rows (b * l, d) are projected
-onto every subspace (`statistics.SubspaceColumns.energies`: the bases side by side, one product per block); the
-squared coordinates are summed per subspace and per sequence, in float32 products and float64 sums.
-"""
+a shard keeps of each batch: its gradient energies in stacked subspaces, summed on the device."""
 
 from __future__ import annotations
 
@@ -53,17 +47,7 @@ NONFINITE_ADVICE = (
 
 @dataclass
 class Step:
-    """One probed batch, all on the model's device except the sequence ids.
-
-    Attributes:
-        batch: The prepared batch (masked, for masked LM).
-        hidden: Hidden states at the split point, (b, l, d).
-        gradient: dL/dh, (b, l, d); may hold NaN where `probed` is False (a skipped non-finite batch).
-        probed: Tokens that count, (b, l): probed by the objective, finite, within `max_tokens`.
-        sequence_ids: Index of each sequence in the inputs, (b,), on the CPU.
-        loss_sum: Sum of the loss terms, 0-dim float64 (0 for a non-finite batch).
-        loss_count: Number of loss terms, 0-dim float64 (0 for a non-finite batch).
-    """
+    """One probed batch, all on the model's device except the sequence ids."""
 
     batch: dict[str, torch.Tensor]
     hidden: Float[torch.Tensor, "b l d"]
@@ -75,14 +59,7 @@ class Step:
 
 
 class GradientSteps:
-    """One forward and one backward per batch of the inputs, at a split point, for an objective.
-
-    Args:
-        point: The split point whose dL/dh is read.
-        objective: The training loss (it prepares each batch and says which tokens are probed).
-        batcher: Tokenises and batches the inputs.
-        on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
-    """
+    """One forward and one backward per batch of the inputs, at a split point, for an objective."""
 
     def __init__(self, point: SplitPoint, objective: Objective, batcher: TokenBatcher, *, on_nonfinite: str):
         self.point = point
@@ -100,11 +77,7 @@ class GradientSteps:
     def forward_backward(
         self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, Any, torch.Tensor]:
-        """One forward + one backward, queued on the device without waiting for it.
-
-        Returns:
-            (prepared batch on the device, hidden (b, l, d), dL/dh (b, l, d), loss terms, 0-dim "all finite" flag).
-        """
+        """One forward + one backward, queued on the device without waiting for it."""
         batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
         batch = to_device(batch, self.device)
         hidden, gradient, terms = self.point.forward_backward(
@@ -133,12 +106,7 @@ class GradientSteps:
         shard: tuple[int, int] = (0, 1),
         defer_nonfinite: bool = False,
     ) -> Iterator[Step]:
-        """Yield one `Step` per batch of this shard (`shard=(rank, world)`), without waiting for the device.
-
-        Non-finite batches get no probed token; the first batch is checked at once, the others' flags at the end
-        (`defer_nonfinite`: not raised here, `tally.first_nonfinite` set). The `max_tokens` count is read one
-        batch late. `tally` is filled when the iteration ends.
-        """
+        """Yield one `Step` per batch of this shard (`shard=(rank, world)`), without waiting for the device."""
         if max_tokens is not None:
             check_positive_int("max_tokens", max_tokens)
         shard_rank, shard_count = shard
@@ -216,20 +184,7 @@ class GradientSteps:
 def batch_energies(
     gradient: Float[torch.Tensor, "b l d"], probed: Bool[torch.Tensor, "b l"], columns: Any | None
 ) -> BatchEnergies:
-    """Energies of a batch's probed gradient rows in every subspace, per token and per sequence, and its rows.
-
-    Every position is a row, zero where not probed: fixed shapes and masks instead of boolean indexing keep this
-    free of host synchronisation, and a non-finite value outside `probed` adds nothing.
-
-    Args:
-        gradient: dL/dh, (b, l, d).
-        probed: The rows that count, (b, l).
-        columns: The subspaces (`statistics.SubspaceColumns`, whose `energies` projects rows); None: totals and
-            rows only.
-
-    Returns:
-        The `BatchEnergies`.
-    """
+    """Energies of a batch's probed gradient rows in every subspace, per token and per sequence, and its rows."""
     batch_size, length, width = gradient.shape
     with torch.autocast(gradient.device.type, enabled=False):  # float32 products, even under a caller's autocast
         rows = torch.where(probed.reshape(-1)[:, None], gradient.reshape(-1, width), 0).float()
@@ -242,15 +197,7 @@ def batch_energies(
 
 @dataclass
 class BatchEnergies:
-    """The energies of one batch.
-
-    Attributes:
-        energy: Energy of each sequence in each subspace, (b, S) float64, or None without subspaces.
-        total: Squared gradient norm of each sequence, (b,) float64.
-        rows: The gradient rows, (b * l, d) float32, zero where not probed.
-        token_energy: Each row's energy in each subspace, (b * l, S) float32, or None.
-        token_total: Each row's squared norm, (b * l,) float32.
-    """
+    """The energies of one batch."""
 
     energy: Float[torch.Tensor, "b S"] | None
     total: Float[torch.Tensor, " b"]
@@ -272,13 +219,7 @@ def gather_sequences(
 
 
 class ShardSums:
-    """The sums of one shard's probed batches, step by step.
-
-    Args:
-        columns: The tangents, controls and random subspaces the gradients are projected on.
-        vocab_size: Token ids the breakdown by token counts (V).
-        device: Where the sums live (the model's device).
-    """
+    """The sums of one shard's probed batches, step by step."""
 
     def __init__(self, columns: SubspaceColumns, vocab_size: int, device: torch.device):
         self.columns = columns

@@ -1,11 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The activation reader: token activations at a split point, with the token id of each row, batch by batch.
-
-Each text is read exactly as it is read alone, with the probe's token policy (`batching.token_rows`), unlike
-Interpreto 0.5.2's `get_activations` on models with learned absolute positions (docs/architectures.md).
-"""
+"""The activation reader: token activations at a split point, with the token id of each row, batch by batch."""
 
 from __future__ import annotations
 

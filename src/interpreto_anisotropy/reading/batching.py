@@ -2,15 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Token batches shared by the gradient probe and the activation reader: tokenised lazily, right-aligned, trimmed,
-too-short sequences dropped and counted; and the one token policy (`token_rows`).
-
-`TokenCache` keeps token ids across reads by the same tokenizer: a sweep tokenises its texts once, not at every
-checkpoint. A tokenizer is recognised by `tokenizer_key` (a slow tokenizer only as the same object); another one empties it.
-
-Examples:
-    >>> cache = TokenCache()  # doctest: +SKIP
-    >>> reader = ia.reading.activations.iter_located_token_activations(mwsp, texts, token_cache=cache)  # doctest: +SKIP
-"""
+too-short sequences dropped and counted; and the one token policy (`token_rows`)."""
 
 from __future__ import annotations
 
@@ -50,12 +42,7 @@ _SETTINGS = ("pad_token_id", "truncation_side", "add_bos_token", "add_eos_token"
 
 def tokenizer_key(tokenizer: Any) -> str | None:
     """``"sha256:<hex>"`` of a tokenizer's serialised backend pipeline (less its call state), class, size and
-    `_SETTINGS`: what decides its token ids; None without a serialisable backend.
-
-    Examples:
-        >>> tokenizer_key(tokenizer) == tokenizer_key(copy.deepcopy(tokenizer))  # doctest: +SKIP
-        True
-    """
+    `_SETTINGS`: what decides its token ids; None without a serialisable backend."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not hasattr(backend, "to_str"):
         return None
@@ -114,13 +101,7 @@ class TokenCache:
 
 
 def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: int = 3) -> None:
-    """Give a tokenizer without a pad token (changed in place) its eos token as pad token, with a warning.
-
-    `source` names the tokenizer's checkpoint in the messages.
-
-    Raises:
-        InvalidInputError: If the tokenizer has neither a pad nor an eos token.
-    """
+    """Give a tokenizer without a pad token (changed in place) its eos token as pad token, with a warning."""
     if getattr(tokenizer, "pad_token", None) is not None:
         return
     owner = "The tokenizer" if source is None else f"The tokenizer of {source!r}"
@@ -153,12 +134,7 @@ _AUTOCAST_NAMES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": t
 
 
 def autocast_dtype(value: str | torch.dtype | None) -> torch.dtype | None:
-    """The autocast dtype named by None, "bf16" / "bfloat16", "fp16" / "float16" or the dtype, else an `InvalidInputError`.
-
-    Examples:
-        >>> autocast_dtype("bf16")
-        torch.bfloat16
-    """
+    """The autocast dtype named by None, "bf16" / "bfloat16", "fp16" / "float16" or the dtype, else an `InvalidInputError`."""
     if value is None or value in (torch.bfloat16, torch.float16):
         return value
     if isinstance(value, str) and value.lower() in _AUTOCAST_NAMES:
@@ -167,12 +143,7 @@ def autocast_dtype(value: str | torch.dtype | None) -> torch.dtype | None:
 
 
 def autocast(device: torch.device | str, dtype: torch.dtype | None) -> torch.autocast:
-    """`torch.autocast` on `device` with `dtype`, disabled when `dtype` is None.
-
-    Examples:
-        >>> with autocast("cpu", None):
-        ...     pass
-    """
+    """`torch.autocast` on `device` with `dtype`, disabled when `dtype` is None."""
     return torch.autocast(
         device_type=torch.device(device).type, dtype=dtype or torch.bfloat16, enabled=dtype is not None
     )
@@ -192,13 +163,7 @@ def token_rows(
     include_special: bool = False,
 ) -> Bool[torch.Tensor, "b l"]:
     """The token policy, the rows (b, l) of the fit, the metrics and the probe: real tokens, special ones (`special_ids`)
-    left out unless `include_special`; `input_ids` are taken before any masking.
-
-    Examples:
-        >>> ids, mask = torch.tensor([[5, 7, 2, 0]]), torch.tensor([[1, 1, 1, 0]])
-        >>> token_rows(ids, mask, torch.tensor([0, 2])).tolist()
-        [[True, True, False, False]]
-    """
+    left out unless `include_special`; `input_ids` are taken before any masking."""
     rows = attention_mask.bool()
     if include_special:
         return rows
@@ -206,26 +171,7 @@ def token_rows(
 
 
 class TokenBatcher:
-    """Lazy tokenised, right-aligned batches of texts (or of pre-tokenised tensors).
-
-    Built by `SplitPoint.batcher`.
-
-    Args:
-        tokenizer: The model's tokenizer, never changed (`padded_tokenizer`).
-        batch_size: Sequences per batch.
-        max_length: Truncation length in tokens.
-        min_tokens: Sequences with fewer real tokens are dropped and counted in `skipped_sequences`.
-        vocab_size: Rows of the model's input embedding; token ids outside [0, vocab_size) are refused (None: no check).
-        token_cache: A `TokenCache` shared across reads; None: every batch is tokenised.
-
-    Raises:
-        InvalidInputError: A batch size or maximum length that is not a positive integer.
-        InvalidInputError: A tokenizer with neither pad nor eos token.
-
-    Examples:
-        >>> batcher = TokenBatcher(tokenizer, batch_size=8, max_length=512)  # doctest: +SKIP
-        >>> n_batches, batches = batcher.batches(["some text", "more text"])  # doctest: +SKIP
-    """
+    """Lazy tokenised, right-aligned batches of texts (or of pre-tokenised tensors)."""
 
     def __init__(
         self,
@@ -248,13 +194,7 @@ class TokenBatcher:
         self._truncation_noted = False
 
     def batches(self, inputs: Any, labels: Any = None) -> tuple[int, Iterator[tuple[Batch, torch.Tensor]]]:
-        """The number of batches and a lazy iterator of (batch, indices of its sequences), batches maybe empty.
-
-        Raises:
-            InvalidInputError: Inputs that are neither texts nor tokenised tensors; labels of the wrong length.
-            InvalidInputError: No texts.
-            InvalidInputError: A token id outside `vocab_size` (here for tensors, by the iterator for texts).
-        """
+        """The number of batches and a lazy iterator of (batch, indices of its sequences), batches maybe empty."""
         if isinstance(inputs, str):
             inputs = [inputs]
         if isinstance(inputs, Mapping):

@@ -1,19 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""nnsight in code without a source file: a plain Python REPL, `python -`, a script piped to `python`.
-
-nnsight, which Interpreto imports, replaces `torch.Tensor.backward` with a tracer that reads the caller's source to
-tell whether the call opens a ``with loss.backward():`` block of an nnsight trace; when it finds none, it runs the
-plain backward. Code read from standard input has no source to read, and the tracer raises
-``OSError: could not get source code`` instead of running it. `tolerate_sourceless_backward` makes that case what it
-is, no ``with`` block, so that the plain backward runs; code with a source is traced as before, from the same frame.
-
-Imported by a plain interpreter (`python` without a script: a terminal or a pipe), nnsight also runs the last line
-typed again and opens a console of its own, from inside the import: when that line is the first use of a name of
-ours, whose import imports nnsight, it fails with a circular import (and a pipe has no such line). `import_as_a_script`
-imports nnsight as a script does, with the backward made tolerant, when the package is imported there.
-"""
+"""nnsight in code without a source file: a plain Python REPL, `python -`, a script piped to `python`."""
 
 from __future__ import annotations
 
@@ -46,11 +34,7 @@ def import_as_a_script() -> None:
 
 
 def tolerate_sourceless_backward() -> bool:
-    """Let nnsight's `Tensor.backward` run the plain backward for a caller without source (idempotent).
-
-    Returns:
-        Whether nnsight's backward tracer is (now) patched; False when the installed nnsight has none.
-    """
+    """Let nnsight's `Tensor.backward` run the plain backward for a caller without source (idempotent)."""
     try:
         from nnsight.intervention.tracing.backwards import BackwardsTracer
         from nnsight.intervention.tracing.base import WithBlockNotFoundError

@@ -1,18 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The split-point seam, the one place the package touches a model (docs/architecture.md; a test checks it).
-
-`SplitPoint.read` (forward only, stopping at the split point), `SplitPoint.forward_backward` (h and dL/dh, parameters
-frozen) and `TrainingCapture` (h and dL/dh of the user's own training steps) are the three reads.
-
-Every read runs the model in eval mode (`eval_mode`: a model built from a config starts in `train()` mode, dropout
-on, which would make every read random) and gives the caller's modes back afterwards.
-
-Where a module runs, for a model on one device or dispatched by accelerate: a dispatched block runs on its
-accelerate hook's `execution_device`, whatever device (meta, when offloaded) its parameters are on: the split
-point's h and dL/dh live there, and the inputs go where the input embedding runs.
-"""
+"""The split-point seam, the one place the package touches a model (docs/architecture.md; a test checks it)."""
 
 from __future__ import annotations
 
@@ -58,21 +47,7 @@ Batch = dict[str, torch.Tensor]
 
 @contextmanager
 def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
-    """Run the body with `model` in eval mode, then restore the `training` flag of each of its modules.
-
-    Each module gets back its own flag, even when the body raises.
-
-    Yields:
-        The model, in eval mode.
-
-    Examples:
-        >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5)).train()
-        >>> with eval_mode(model):
-        ...     model.training, model[1].training
-        (False, False)
-        >>> model.training, model[1].training
-        (True, True)
-    """
+    """Run the body with `model` in eval mode, then restore the `training` flag of each of its modules."""
     flags = [(module, module.training) for module in model.modules()]
     if not any(flag for _, flag in flags):
         yield model
@@ -93,15 +68,7 @@ def is_dispatched(model: torch.nn.Module) -> bool:
 
 
 def execution_device(model: torch.nn.Module, path: str) -> torch.device:
-    """The device that runs the module at `path`, where its outputs and their gradients live.
-
-    The hook's device on the module (`path`, "" for the model), its nearest ancestor or first descendant; else its
-    own weights', else the model's first parameter's.
-
-    Examples:
-        >>> execution_device(torch.nn.Sequential(torch.nn.Linear(2, 2)), "0")
-        device(type='cpu')
-    """
+    """The device that runs the module at `path`, where its outputs and their gradients live."""
     parts = path.split(".") if path else []
     module = model.get_submodule(path)
     ancestors = [model.get_submodule(".".join(parts[:depth])) for depth in range(len(parts) - 1, -1, -1)]
@@ -117,12 +84,7 @@ def execution_device(model: torch.nn.Module, path: str) -> torch.device:
 
 
 def input_device(model: torch.nn.Module) -> torch.device:
-    """Where a model's inputs go: the device that runs its input embedding (its first parameter's without one).
-
-    Examples:
-        >>> input_device(torch.nn.Sequential(torch.nn.Linear(2, 2)))
-        device(type='cpu')
-    """
+    """Where a model's inputs go: the device that runs its input embedding (its first parameter's without one)."""
     try:
         embedding = model.get_input_embeddings()
     except (AttributeError, NotImplementedError):
@@ -150,11 +112,7 @@ def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Mod
 
 
 def resolve_split_point(model: torch.nn.Module, split_point: int | str) -> str:
-    """The module path of a layer index (3 -> "gpt_neox.layers.3") or path, as Interpreto resolves it.
-
-    Raises:
-        InvalidInputError: An index that matches no module or several, or a path that names no module.
-    """
+    """The module path of a layer index (3 -> "gpt_neox.layers.3") or path, as Interpreto resolves it."""
     if isinstance(split_point, int) and not isinstance(split_point, bool):
         try:
             path = get_layer_by_idx(split_point, model_paths=list(walk_modules(model)))
@@ -182,12 +140,7 @@ def embedding_rows(model: torch.nn.Module) -> int | None:
 
 
 def check_call(call: Any) -> str | int | None:
-    """The `call` option (None, "first", "last" or a call index, -1 the last), else an `InvalidInputError`.
-
-    Examples:
-        >>> check_call("last"), check_call(2), check_call(None)
-        ('last', 2, None)
-    """
+    """The `call` option (None, "first", "last" or a call index, -1 the last), else an `InvalidInputError`."""
     if call is None or call in ("first", "last") or (isinstance(call, int) and not isinstance(call, bool)):
         return call
     raise InvalidInputError(
@@ -197,24 +150,7 @@ def check_call(call: Any) -> str | int | None:
 
 
 def refuse_other_call(fitted: str | int | None, probed: str | int | None, what: str, advice: str) -> None:
-    """Refuse (`InvalidInputError`) a subspace fitted at another call of the split-point module than the one read now.
-
-    "first" is call 0 and "last" call -1; an unknown call (None, e.g. a subspace saved before calls were recorded, or
-    fitted on given activations) is accepted, as an unknown split point is.
-
-    Args:
-        fitted: The call the subspace was fitted at (`Subspace.call`).
-        probed: The call read now (the probe's `call`).
-        what: What was fitted, for the message ("Subspace 'tangent'").
-        advice: Where to give the call, for the message.
-
-    Examples:
-        >>> refuse_other_call("first", 0, "Subspace 'tangent'", "GradientProbe(..., call=...)")
-        >>> refuse_other_call("first", "last", "Subspace 'tangent'", "GradientProbe(..., call=...)")
-        Traceback (most recent call last):
-        ...
-        interpreto_anisotropy.errors.InvalidInputError: Subspace 'tangent' was fitted at call='first' of its split ...
-    """
+    """Refuse (`InvalidInputError`) a subspace fitted at another call of the split-point module than the one read now."""
     aliases = {"first": 0, "last": -1}
     if fitted is None or probed is None or aliases.get(fitted, fitted) == aliases.get(probed, probed):
         return
@@ -226,15 +162,7 @@ def refuse_other_call(fitted: str | int | None, probed: str | int | None, what: 
 
 
 def call_index(call: str | int | None, calls: int, path: str, model_name: str) -> int:
-    """The 0-based index in [0, calls) of the chosen call among the module's `calls` calls in one forward.
-
-    Raises:
-        InvalidInputError: The module did not run, ran several times with `call` None, or `call` is beyond the calls.
-
-    Examples:
-        >>> call_index("last", 4, "albert.encoder.albert_layer_groups.0.albert_layers.0", "AlbertModel")
-        3
-    """
+    """The 0-based index in [0, calls) of the chosen call among the module's `calls` calls in one forward."""
     if calls == 0:
         raise InvalidInputError(f"Split point '{path}' was not run by the forward pass.")
     choose = (
@@ -319,16 +247,7 @@ class StopForward(Exception):
 
 
 class HiddenStateCapture:
-    """Forward hook that records the split point's (batch, length, d) hidden state at one call of the module.
-
-    It counts the calls (`calls`); with `call=None` it keeps every call's output (`outputs`) instead.
-
-    Args:
-        split_point: The split point's path, for error messages.
-        as_leaf: Swap the output for a detached leaf requiring grad, so autograd gives dL/dh only.
-        stop: Raise `StopForward` once the hidden state is recorded (the layers above are skipped).
-        call: Which call of the module to record (0-based), or None for every call (neither swapped nor stopped).
-    """
+    """Forward hook that records the split point's (batch, length, d) hidden state at one call of the module."""
 
     def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False, call: int | None = 0):
         self.split_point = split_point
@@ -364,24 +283,7 @@ class HiddenStateCapture:
 
 
 class SplitPoint:
-    """One split point of one model: model inputs, token policy, and the reads at the split point.
-
-    Args:
-        splitter: Interpreto `ModelWithSplitPoints` (or another `BaseSplitter` with a `split_point` path).
-        autocast_dtype: "bf16" / "fp16" (or the torch dtype): run forwards and backwards under `torch.autocast`.
-        include_special: Keep special tokens (BOS, CLS, SEP, ...) as rows (`rows`).
-        call: Which call of a module that runs several times per forward (ALBERT): "first", "last" or an index;
-            None: it must run once (the first read counts the calls, `calls`).
-
-    Raises:
-        InvalidInputError: Not an Interpreto splitter, an unknown autocast dtype, or a `call` of another type.
-        InvalidInputError: A split point that names no module, or a model that pads inside its forward.
-
-    Examples:
-        >>> point = SplitPoint(mwsp)  # doctest: +SKIP
-        >>> n_batches, batches = point.batcher(batch_size=8).batches(texts)  # doctest: +SKIP
-        >>> hidden = point.read(next(batches)[0])  # (b, l, d)  # doctest: +SKIP
-    """
+    """One split point of one model: model inputs, token policy, and the reads at the split point."""
 
     def __init__(
         self,
@@ -444,11 +346,7 @@ class SplitPoint:
         min_tokens: int = 1,
         token_cache: TokenCache | None = None,
     ) -> TokenBatcher:
-        """Right-aligned token batches for this model (`batch_size` defaults to the splitter's, else 8).
-
-        Raises:
-            InvalidInputError: A batch size or maximum length that is not a positive integer or beyond the model's.
-        """
+        """Right-aligned token batches for this model (`batch_size` defaults to the splitter's, else 8)."""
         limit = self.max_length
         if isinstance(max_length, int) and not isinstance(max_length, bool) and max_length > limit:
             raise InvalidInputError(
@@ -495,12 +393,7 @@ class SplitPoint:
 
     def read(self, batch: Batch) -> Float[torch.Tensor, "b l d"]:
         """The split point's hidden states (b, l, d), forward only in eval mode, stopping there (the first read counts
-        the module's calls, stopping before the output head).
-
-        Raises:
-            InvalidInputError: The forward pass did not run the split point, ran it several times without `call`,
-                or changed the sequence length.
-        """
+        the module's calls, stopping before the output head)."""
         if self.calls is None:
             capture = self._counting_forward(batch)
             return self._checked(capture.outputs[self._index()], batch)
@@ -564,15 +457,7 @@ class SplitPoint:
     def forward_backward(
         self, batch: Batch, loss: Callable[[Any], Any], **forward_kwargs: Any
     ) -> tuple[Float[torch.Tensor, "b l d"], Float[torch.Tensor, "b l d"], Any]:
-        """One forward and one backward: hidden states h, dL/dh, and what `loss(output)` returned.
-
-        Parameters frozen, eval mode, and the chosen call's hidden state swapped for a leaf: autograd computes dL/dh only.
-
-        `loss(output).total` is differentiated; `forward_kwargs` go to the model's forward.
-
-        Raises:
-            InvalidInputError: The split point did not run as `read` needs, or the loss does not depend on it.
-        """
+        """One forward and one backward: hidden states h, dL/dh, and what `loss(output)` returned."""
         if self.calls is None and (self.call == "last" or (isinstance(self.call, int) and self.call < 0)):
             self._counting_forward(batch)
         flags = [(parameter, parameter.requires_grad) for parameter in self.model.parameters()]
@@ -638,16 +523,7 @@ def _in_backward() -> bool:
 
 @dataclass
 class TrainingRead:
-    """What one training forward and backward gave at one split point.
-
-    Attributes:
-        path: The split point's module path.
-        hidden: Its hidden states h, (b, l, d), detached.
-        gradient: dL/dh as the backward computed it, (b, l, d) (scaled like the loss that was differentiated).
-        inputs: The forward's `input_ids`, `attention_mask` (ones when not given) and `labels` (when given), (b, l).
-        output_loss: The `loss` the model's output carried, detached (None without one).
-        forward_index: Which training forward this is (0, 1, ... since attached).
-    """
+    """What one training forward and backward gave at one split point."""
 
     path: str
     hidden: Float[torch.Tensor, "b l d"]
@@ -670,30 +546,7 @@ class _Forward:
 
 
 class TrainingCapture:
-    """Watches a model's training forwards and backwards and reports (h, dL/dh) at split points to a callback.
-
-    Forwards under grad mode only; each is reported once per backward, gradient checkpointing (reentrant or not)
-    included. A module run several times per forward is read at `call`, as `SplitPoint` reads it.
-
-    Args:
-        model: The Hugging Face model being trained.
-        paths: The split points' module paths (`resolve_split_point`).
-        on_read: Called as `on_read(read)` with a `TrainingRead`, inside the backward.
-        call: Which call of a module run several times per forward (`check_call`); None: it must run once.
-        on_logits: Called as `on_logits(inputs, logits)` when a training forward ends with logits that need a
-            gradient (its `TrainingRead.inputs`, the logits detached); what it returns, unless None, is called with
-            dL/dlogits (detached) inside the backward.
-
-    Raises:
-        InvalidInputError: A `call` of another type.
-        InvalidInputError: Raised by a training forward that ran a split point several times without `call`, fewer
-            times than `call` names, or several times inside a reentrant checkpoint.
-
-    Examples:
-        >>> capture = TrainingCapture(model, ["gpt_neox.layers.1"], reads.append).attach()  # doctest: +SKIP
-        >>> model(**batch).loss.backward()  # doctest: +SKIP
-        >>> capture.detach()  # doctest: +SKIP
-    """
+    """Watches a model's training forwards and backwards and reports (h, dL/dh) at split points to a callback."""
 
     def __init__(
         self,

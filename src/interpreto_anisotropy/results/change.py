@@ -3,12 +3,7 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """What training added: each sweep row's change from the first checkpoint of its curve (same split point and
 tangent kind), in energy share, energy ratio and anisotropy share, with a paired bootstrap interval and a p-value
-of "no change" (`probing.intervals`; docs/statistics.md#what-training-added).
-
-The pairs are the probe sequences both rows probed (their `sequence_ids`): the same texts at both checkpoints, one
-resample of their indices applied at both. The first checkpoint's own change is 0 with the interval [0, 0] and no
-p-value (it is not compared with itself).
-"""
+of "no change" (`probing.intervals`; docs/statistics.md#what-training-added)."""
 
 from __future__ import annotations
 
@@ -50,17 +45,7 @@ CHANGE_FIELDS = (
 def change_fields(
     rows: Sequence[Mapping[str, Any]], *, seed: int, n_resamples: int = CHANGE_RESAMPLES
 ) -> dict[tuple[int, str, str], dict[str, Any]]:
-    """{row key: its change fields} for every computed row, against the first checkpoint of its curve.
-
-    Args:
-        rows: A sweep's rows (skipped ones are left out).
-        seed: Seed of the resamples (the same indices for every row: `torch.Generator().manual_seed(seed)`).
-        n_resamples: Bootstrap resamples B.
-
-    Returns:
-        {`schema.row_key`: {field: value}}: the fields of `CHANGE_FIELDS`, None where not computable (rows
-        without per-sequence energies, written before they existed; no sequence probed at both).
-    """
+    """{row key: its change fields} for every computed row, against the first checkpoint of its curve."""
     curves: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for row in rows:
         if not is_skipped(row):
@@ -121,13 +106,7 @@ UNPAIRED_CHANGES = ("energy_share", "energy_ratio", "anisotropy_share")
 def unpaired_change(first: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """The change fields of `row` against `first` when the two probed different sequences (a live probe's windows,
     each of its own training batches): the differences of `UNPAIRED_CHANGES` only, with no interval, no p-value and
-    no paired sequences (None), since nothing pairs one window's sequences with another's.
-
-    Examples:
-        >>> found = unpaired_change({"step": 0, "energy_share": 0.25}, {"step": 9, "energy_share": 0.75})
-        >>> found["change_reference_step"], found["energy_share_change"], found["energy_share_change_low"]
-        (0, 0.5, None)
-    """
+    no paired sequences (None), since nothing pairs one window's sequences with another's."""
     fields: dict[str, Any] = dict.fromkeys(CHANGE_FIELDS)
     fields["change_reference_step"] = first["step"]
     for name in UNPAIRED_CHANGES:

@@ -4,15 +4,7 @@
 """The records beside a results directory's rows: which software computed them and what its tangent and top-tokens
 files held (``provenance.jsonl``, one line per write of rows, and of a reference tangent, naming the files written
 with them by their sha256); the top-tokens files ``top_tokens/<split point>/step-<step>.json``; and a checkpoint's
-content fingerprint, cheap enough to take on every resume, sharp enough to see a retrained folder.
-
-Examples:
-    >>> versions_of_rows("runs/toy/sweep", table.rows)  # doctest: +SKIP
-    [({'interpreto-anisotropy': '0.4.0', 'interpreto': '0.5.2', ...}, 32)]
-    >>> read_top_tokens("runs/toy/sweep", 1, 300)["tangents"]["early"][0].high  # doctest: +SKIP
-    >>> fingerprint(Checkpoint(0, "runs/toy/checkpoint-0"))  # doctest: +SKIP
-    'sha256:5f0c2e9a41d7b3c8'
-"""
+content fingerprint, cheap enough to take on every resume, sharp enough to see a retrained folder."""
 
 from __future__ import annotations
 
@@ -72,15 +64,7 @@ _TOP_TOKENS = {"step": int, "n_rows": int, "split_point": str, "layer": (int, st
 
 
 def software_versions() -> dict[str, str]:
-    """The installed versions of the libraries behind the numbers, and Python's.
-
-    Returns:
-        Library name -> version ("not installed" when absent), then "python".
-
-    Examples:
-        >>> sorted(software_versions())
-        ['interpreto', 'interpreto-anisotropy', 'python', 'torch', 'transformers']
-    """
+    """The installed versions of the libraries behind the numbers, and Python's."""
     versions = {}
     for name in VERSIONED:
         try:
@@ -93,14 +77,7 @@ def software_versions() -> dict[str, str]:
 
 def record_provenance(results_dir: Path, keys: Iterable[Key], files: dict[str, str] | None = None) -> None:
     """Append to provenance.jsonl the line recording that this process computes the rows of `keys` (a line cut
-    short by a kill is dropped first).
-
-    Args:
-        results_dir: The results directory.
-        keys: (step, split point as given, tangent kind) of the rows about to be written.
-        files: The files written with them: path relative to the results directory (``/``-separated) -> its
-            `file_digest`; a resume checks them (`recorded_digests`).
-    """
+    short by a kill is dropped first)."""
     record: dict[str, Any] = {
         "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "versions": software_versions(),
@@ -114,12 +91,7 @@ def record_provenance(results_dir: Path, keys: Iterable[Key], files: dict[str, s
 
 
 def file_digest(data: bytes | Path) -> str:
-    """``"sha256:<hex>"`` of some bytes, or of a file's bytes.
-
-    Examples:
-        >>> file_digest(b"") == "sha256:" + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        True
-    """
+    """``"sha256:<hex>"`` of some bytes, or of a file's bytes."""
     digest = hashlib.sha256()
     if isinstance(data, bytes):
         digest.update(data)
@@ -131,15 +103,7 @@ def file_digest(data: bytes | Path) -> str:
 
 
 def recorded_digests(results_dir: str | Path) -> dict[str, str]:
-    """The digest each file of a results directory was last written with, as provenance.jsonl records it.
-
-    Returns:
-        Path relative to the results directory (``/``-separated) -> `file_digest`; empty for results written
-        before files were recorded.
-
-    Raises:
-        ResultsStoreError: An unreadable provenance file.
-    """
+    """The digest each file of a results directory was last written with, as provenance.jsonl records it."""
     recorded: dict[str, str] = {}
     for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
         recorded.update(record.get("files", {}))
@@ -147,11 +111,7 @@ def recorded_digests(results_dir: str | Path) -> dict[str, str]:
 
 
 def read_provenance(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a ``provenance.jsonl`` (none when the file is absent: results written before it existed).
-
-    Raises:
-        ResultsStoreError: A complete line that is not a provenance record.
-    """
+    """The records of a ``provenance.jsonl`` (none when the file is absent: results written before it existed)."""
     path = Path(path)
     if not path.exists():
         return []
@@ -167,19 +127,7 @@ def read_provenance(path: str | Path) -> list[dict[str, Any]]:
 def versions_of_rows(
     results_dir: str | Path | None, rows: Sequence[dict[str, Any]]
 ) -> list[tuple[dict[str, str] | None, int]]:
-    """The versions that computed `rows`, with how many rows each, in order of first appearance.
-
-    Args:
-        results_dir: The sweep's folder (None: rows that were never stored).
-        rows: The rows (their step, layer and tangent name them).
-
-    Returns:
-        (versions, number of rows) pairs; versions is None for rows no record names (written before provenance was
-        recorded, or not stored).
-
-    Raises:
-        ResultsStoreError: An unreadable provenance file.
-    """
+    """The versions that computed `rows`, with how many rows each, in order of first appearance."""
     by_key: dict[Key, dict[str, str]] = {}
     if results_dir is not None:
         for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
@@ -211,15 +159,7 @@ def top_tokens_path(results_dir: str | Path, layer: int | str, step: int) -> Pat
 
 
 def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dict[str, Any] | None:
-    """The top tokens of a checkpoint and split point, None when none are saved.
-
-    Returns:
-        The file's content, with each tangent kind's entries as `DirectionTokens`.
-
-    Raises:
-        ResultsStoreError: A file that is not such JSON (unreadable, nested too deep, fields of other types), or
-            not the bytes the sweep wrote there (`recorded_digests`), naming it and what is wrong.
-    """
+    """The top tokens of a checkpoint and split point, None when none are saved."""
     path = top_tokens_path(results_dir, layer, step)
     if not path.exists():
         return None
@@ -240,11 +180,7 @@ def read_top_tokens(results_dir: str | Path, layer: int | str, step: int) -> dic
 
 
 def step_of(path: Path) -> int:
-    """The step of a ``step-<step>.json`` or ``.safetensors`` file of a results directory.
-
-    Raises:
-        ResultsStoreError: A name of another form (``step-abc.json``), naming the file.
-    """
+    """The step of a ``step-<step>.json`` or ``.safetensors`` file of a results directory."""
     match = _STEP_FILE.fullmatch(path.name)
     if match is None:
         raise ResultsStoreError(
@@ -255,11 +191,7 @@ def step_of(path: Path) -> int:
 
 
 def saved_steps(results_dir: str | Path, layer: int | str) -> list[int]:
-    """The steps whose top tokens are saved for a split point, in order.
-
-    Raises:
-        ResultsStoreError: A file ``step-*.json`` whose step is not an integer, naming it.
-    """
+    """The steps whose top tokens are saved for a split point, in order."""
     folder = top_tokens_path(results_dir, layer, 0).parent
     return sorted(step_of(path) for path in folder.glob("step-*.json"))
 
@@ -291,16 +223,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def fingerprint(checkpoint: Any, *, cache_dir: str | os.PathLike | None = None) -> str | None:
-    """The checkpoint's content fingerprint, or None when it cannot be taken without downloading.
-
-    Args:
-        checkpoint: A local folder or a Hub checkpoint (a `sweeps.checkpoints.Checkpoint`: its `is_local`,
-            `source` and `revision`).
-        cache_dir: The Hugging Face cache to resolve a Hub revision in (None: the default cache).
-
-    Returns:
-        ``"sha256:<16 hex>"`` for a local folder, ``"commit:<40 hex>"`` for a Hub checkpoint, or None.
-    """
+    """The checkpoint's content fingerprint, or None when it cannot be taken without downloading."""
     if checkpoint.is_local:
         return folder_fingerprint(Path(checkpoint.source).expanduser())
     revision = checkpoint.revision or "main"

@@ -54,18 +54,7 @@ TRASH_PREFIX = ".overwritten-"
 
 
 class SweepStore:
-    """The files of one sweep under `results_dir`: config.json, rows.jsonl, reference/ and tangents/.
-
-    Args:
-        results_dir: The sweep's folder.
-
-    Examples:
-        >>> store = SweepStore("runs/toy/sweep")  # doctest: +SKIP
-        >>> with store.lock():  # doctest: +SKIP
-        ...     store.prepare(config, overwrite=False)
-        ...     store.done()
-        {(0, '1', 'early'), (1, '1', 'early')}
-    """
+    """The files of one sweep under `results_dir`: config.json, rows.jsonl, reference/ and tangents/."""
 
     def __init__(self, results_dir: str | Path):
         self.results_dir = Path(results_dir)
@@ -73,12 +62,7 @@ class SweepStore:
     # ------------------------------------------------------------------ one writer
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold the directory's exclusive lock while the block runs.
-
-        Raises:
-            SweepLockedError: Another process holds it (named by pid, host and start time).
-            InvalidInputError: The folder cannot be created.
-        """
+        """Hold the directory's exclusive lock while the block runs."""
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -122,21 +106,7 @@ class SweepStore:
         overwrite: bool,
         merge: Callable[..., dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """Check `config` against config.json and record it (call it holding the lock).
-
-        Args:
-            config: The settings of this run.
-            overwrite: Remove what the library wrote in the folder first.
-            merge: ``merge(stored, config, where=...)`` gives the settings both runs share, or raises (a sweep's
-                `extension.merge_configs`); None: the stored settings must equal `config`.
-
-        Returns:
-            The config now in config.json: the union of what every run asked for.
-
-        Raises:
-            InvalidInputError: The folder holds results with other settings (and not `overwrite`).
-            ResultsStoreError: Results without a config, or an unreadable config (and not `overwrite`).
-        """
+        """Check `config` against config.json and record it (call it holding the lock)."""
         path = self.results_dir / CONFIG_FILE
         if overwrite:
             self.clear()
@@ -171,11 +141,7 @@ class SweepStore:
     def clear(self) -> None:
         """Remove every file the library wrote in the folder (`LIBRARY_FILES`), reading none (call it holding the
         lock). They are moved into one hidden folder first (config.json first), which is then deleted: a kill in
-        between leaves artefacts without a config, or a hidden folder the next lock holder deletes.
-
-        Raises:
-            ResultsStoreError: A file that cannot be moved or deleted, naming it.
-        """
+        between leaves artefacts without a config, or a hidden folder the next lock holder deletes."""
         present = self.leftovers()
         if not present:
             return
@@ -203,11 +169,7 @@ class SweepStore:
         return {row_key(row) for row in self.rows() if not is_skipped(row)}
 
     def append(self, rows: list[dict[str, Any]]) -> None:
-        """Add complete rows to rows.jsonl in one atomic write, in step order, skipping keys already computed.
-
-        Raises:
-            ResultsStoreError: An unreadable rows file.
-        """
+        """Add complete rows to rows.jsonl in one atomic write, in step order, skipping keys already computed."""
         written = self.rows()  # reads and checks every line first
         done = {row_key(row) for row in written if not is_skipped(row)}
         fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
@@ -233,11 +195,7 @@ class SweepStore:
     def altered_files(self, layers: list[int | str]) -> list[Path]:
         """The reference tangents (of `layers`), tangents and top-tokens files whose bytes are not those
         provenance.jsonl records they were written with (files it does not name are not checked: written before
-        files were recorded).
-
-        Raises:
-            ResultsStoreError: An unreadable provenance file.
-        """
+        files were recorded)."""
         recorded = recorded_digests(self.results_dir)
         if not recorded:
             return []
@@ -312,15 +270,7 @@ class SweepStore:
         n_rows: int,
         directions: dict[str, list[DirectionTokens]],
     ) -> None:
-        """Write the top tokens of a checkpoint's tangents atomically, unless the file already holds them.
-
-        Args:
-            layer: The split point as given to the sweep.
-            step: The checkpoint's step.
-            split_point: Its module path.
-            n_rows: How many rows were ranked.
-            directions: Tangent kind -> one `DirectionTokens` per direction.
-        """
+        """Write the top tokens of a checkpoint's tangents atomically, unless the file already holds them."""
         path = top_tokens_path(self.results_dir, layer, step)
         content = {
             "step": step,
@@ -339,13 +289,7 @@ class LiveStore(SweepStore):
     """Rows of a live probe appended to `results_dir`'s rows.jsonl, resumed or started afresh (`overwrite`: what
     the library wrote is removed) under `config` (what a resume must match); rows at or after `start_step` from an
     earlier run are dropped; rows.jsonl is written at most every `flush_seconds` (0: at every window). It holds the
-    folder's lock until `close`.
-
-    Raises:
-        InvalidInputError: The folder holds results with other settings (and not `overwrite`).
-        SweepLockedError: Another process writes the folder.
-        ResultsStoreError: Unreadable rows, or results without a config.json (and not `overwrite`).
-    """
+    folder's lock until `close`."""
 
     def __init__(
         self,

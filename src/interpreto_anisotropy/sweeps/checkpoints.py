@@ -1044,15 +1044,7 @@ _SIZES = {
 
 
 def check_config_file(folder: str | Path, *, label: str) -> None:
-    """Refuses a config.json whose sizes cannot describe a model, before transformers reads it.
-
-    Args:
-        folder: The checkpoint's folder.
-        label: The checkpoint's name, for messages.
-
-    Raises:
-        CheckpointError: Naming the folder, the key and its value.
-    """
+    """Refuses a config.json whose sizes cannot describe a model, before transformers reads it."""
     path = Path(folder) / "config.json"
     if not path.is_file():
         return
@@ -1092,21 +1084,7 @@ def _check_divides(
 
 
 def check_config(folder: str | Path, config: Any, model_class: Any, *, label: str, strict: bool = True) -> None:
-    """Refuses a config that contradicts its checkpoint's weights, before the model is built.
-
-    Args:
-        folder: The checkpoint's folder (its weight files are read there).
-        config: Its loaded `PretrainedConfig`.
-        model_class: The class that will load it (an `AutoModel*` or a model class).
-        label: The checkpoint's name, for messages.
-        strict: As `load_checkpoint`'s: a config naming layers the weights lack is refused (False: a warning, and
-            every layer is built, the missing ones random).
-
-    Raises:
-        CheckpointError: More layers than the weights hold (`strict`), an embedding of another width than the
-            hidden size, a config the model class cannot build, or a weight whose shape is not the config's; the
-            message names the folder, the config key and what the weights say.
-    """
+    """Refuses a config that contradicts its checkpoint's weights, before the model is built."""
     where = f"Checkpoint {label} ({folder})"
     shapes = weight_shapes(folder)
     if not shapes:

@@ -1,13 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A sweep's options, declared once: `SweepConfig`.
-
-Examples:
-    >>> config = SweepConfig(split_point=1, results_dir="runs/toy/sweep", nb_concepts=8)
-    >>> config.nb_concepts, config.split_point
-    (8, (1,))
-"""
+"""A sweep's options, declared once: `SweepConfig`."""
 
 # No `from __future__ import annotations`: the fields' types are objects the command line and the checks read.
 import dataclasses
@@ -434,19 +428,7 @@ def _required(spec: dataclasses.Field) -> bool:
 
 # ------------------------------------------------------------------------------------------------ checking a field
 def type_members(spec: dataclasses.Field) -> tuple[Any, ...]:
-    """The members of a field's type: a union's, or the type itself.
-
-    Args:
-        spec: A field of `SweepConfig`.
-
-    Returns:
-        The types a value of the field may have (`Literal`s, `int`, `type(None)`, forward references, ...).
-
-    Examples:
-        >>> fields = {spec.name: spec for spec in dataclasses.fields(SweepConfig)}
-        >>> type_members(fields["total_steps"])
-        (<class 'int'>, <class 'NoneType'>)
-    """
+    """The members of a field's type: a union's, or the type itself."""
     if typing.get_origin(spec.type) in (typing.Union, types.UnionType):
         return typing.get_args(spec.type)
     return (spec.type,)
@@ -616,19 +598,7 @@ def _check_placement(config: "SweepConfig") -> None:
 
 # ------------------------------------------------------------------------------------------------ describing a field
 def describe_type(spec: dataclasses.Field) -> str:
-    """What a field takes, in words ("a positive integer or None", "'early', 'each' or 'both', a Subspace or a dict").
-
-    Args:
-        spec: A field of `SweepConfig` (`dataclasses.fields(SweepConfig)`).
-
-    Returns:
-        The description.
-
-    Examples:
-        >>> fields = {spec.name: spec for spec in dataclasses.fields(SweepConfig)}
-        >>> describe_type(fields["max_tokens"])
-        'a positive integer or None'
-    """
+    """What a field takes, in words ("a positive integer or None", "'early', 'each' or 'both', a Subspace or a dict")."""
     bound = spec.metadata["bound"]
     words = []
     members = type_members(spec)
@@ -665,18 +635,7 @@ def _either(words: list[str], separator: str) -> str:
 
 def option_flag(spec: dataclasses.Field) -> str:
     """The command line's flag of a field: its own (`--out`), `--no-NAME` for an option on by default, else
-    `--NAME` with dashes.
-
-    Args:
-        spec: A field of `SweepConfig`.
-
-    Returns:
-        The flag.
-
-    Examples:
-        >>> [option_flag(spec) for spec in dataclasses.fields(SweepConfig)][:2]
-        ['--split-point', '--objective']
-    """
+    `--NAME` with dashes."""
     if spec.metadata["flag"]:
         return spec.metadata["flag"]
     dashed = spec.name.replace("_", "-")
@@ -684,16 +643,7 @@ def option_flag(spec: dataclasses.Field) -> str:
 
 
 def options_markdown() -> str:
-    """The docs' page of the sweep's options (docs/options.md), made from `SweepConfig`'s fields.
-
-    Returns:
-        The page's markdown: one table row per option, with its command-line flag, what it takes, its default, its
-        unit and its help.
-
-    Examples:
-        >>> options_markdown().splitlines()[0]
-        '# Options of a sweep'
-    """
+    """The docs' page of the sweep's options (docs/options.md), made from `SweepConfig`'s fields."""
     lines = [
         "# Options of a sweep",
         "",
@@ -719,25 +669,7 @@ def options_markdown() -> str:
 def early_checkpoints(
     checkpoints: Sequence[Any], fraction: float, *, total_steps: int | None = None, without_init: bool = False
 ) -> list[Any]:
-    """The checkpoints in the first `fraction` of training; at least the first one.
-
-    Args:
-        checkpoints: The sweep's checkpoints.
-        fraction: Fraction of training, in (0, 1].
-        total_steps: The training run's length; None: the last checkpoint's step (the run as swept).
-        without_init: Leave step 0 (the random initialisation) out, when another checkpoint is there.
-
-    Returns:
-        The early checkpoints (step <= fraction x total_steps), in the given order.
-
-    Examples:
-        >>> from interpreto_anisotropy.sweeps.checkpoints import Checkpoint
-        >>> [c.step for c in early_checkpoints([Checkpoint(s, f"/c/{s}") for s in (0, 10, 100)], 0.3)]
-        [0, 10]
-        >>> [c.step for c in early_checkpoints([Checkpoint(s, f"/c/{s}") for s in (0, 10, 100)], 0.3,
-        ...                                    total_steps=200, without_init=True)]
-        [10]
-    """
+    """The checkpoints in the first `fraction` of training; at least the first one."""
     candidates = [c for c in checkpoints if not (without_init and c.step == 0)] or list(checkpoints)
     length = max(checkpoint.step for checkpoint in checkpoints) if total_steps is None else total_steps
     early = [checkpoint for checkpoint in candidates if checkpoint.step <= fraction * length]

@@ -4,17 +4,7 @@
 """What a sweep finds in its results directory and carries over: the resume check (`ResultsDirCheck`), whether
 rows still describe their checkpoints (`changed_steps`), the drift between tangents (`PreviousDrift`), a sweep
 extended by another run (`merge_configs`) and the reference tangents fitted on the early checkpoints
-(`ReferenceTangents`, `EarlyPool`).
-
-Examples:
-    >>> changed_steps([{"step": 0, "fingerprint": "sha256:a"}], {0: "sha256:b"})
-    [0]
-    >>> stored = {"checkpoints": [{"step": 0, "source": "a", "revision": None}], "split_points": [1],
-    ...           "reference": "early", "given_reference": None, "early_steps": [0], "early_fraction": 0.3}
-    >>> merged = merge_configs(stored, {**stored, "split_points": [2], "reference": "each"}, where="sweep")
-    >>> merged["split_points"], merged["reference"]
-    ([1, 2], 'both')
-"""
+(`ReferenceTangents`, `EarlyPool`)."""
 
 from __future__ import annotations
 
@@ -68,18 +58,7 @@ _ERRORS_BY_NAME = {error.__name__: error for error in (InvalidInputError, Result
 
 def resolved_n_random(plan: SweepPlan, *, checkpoints: int, split_points: int, kinds: int, warn: bool) -> int:
     """R' of a run's rows: the given `n_random`, or the smallest whose floor 1 / (R' + 1) passes the correction at
-    the sweep's `level` over the rows of its declared `family` (`draws.family_size`, `draws.default_n_random`).
-
-    Args:
-        plan: The sweep's plan (its `n_random`, `n_controls`, `family` and `level`).
-        checkpoints: The checkpoints of the results directory.
-        split_points: Its split points.
-        kinds: Its tangent kinds per split point.
-        warn: Warn when a given `n_random` cannot let Holm pass over the family.
-
-    Returns:
-        The number of random subspaces each row draws.
-    """
+    the sweep's `level` over the rows of its declared `family` (`draws.family_size`, `draws.default_n_random`)."""
     size = draws.family_size(plan.options.family, checkpoints=checkpoints, split_points=split_points, kinds=kinds)
     if plan.options.n_random is None:
         return draws.default_n_random(size, n_controls=plan.options.n_controls, level=plan.options.level)
@@ -89,16 +68,7 @@ def resolved_n_random(plan: SweepPlan, *, checkpoints: int, split_points: int, k
 
 
 class ResultsDirCheck:
-    """Lock and check a sweep's results directory on rank 0, then share what it holds with every rank.
-
-    Args:
-        plan: The sweep's settings.
-        store: Its results directory.
-        fingerprints: The checkpoints' fingerprints, taken once per run.
-        drift: The drift from the previous checkpoint; its `checkpoints` become every checkpoint the directory has
-            been asked for.
-        announce: Where to say which rows are recomputed.
-    """
+    """Lock and check a sweep's results directory on rank 0, then share what it holds with every rank."""
 
     def __init__(
         self,
@@ -116,18 +86,7 @@ class ResultsDirCheck:
 
     @contextmanager
     def held(self) -> Iterator[int]:
-        """Hold the lock (rank 0) while the block runs, every rank raising the same error.
-
-        Yields:
-            R' of this run's rows (`resolved_n_random` over every checkpoint asked for).
-
-        Raises:
-            InvalidInputError: The directory holds a sweep with other settings (and not `overwrite`).
-            ResultsStoreError: A tangent or top-tokens file altered since it was written, of a checkpoint this run
-                does not have (so it cannot be computed again), naming the files.
-            ResultsStoreError: Rows computed on changed content, without `recompute_changed`.
-            SweepLockedError: Another run holds the directory.
-        """
+        """Hold the lock (rank 0) while the block runs, every rank raising the same error."""
         with contextlib.ExitStack() as stack:
             message = None
             n_random = None
@@ -294,16 +253,7 @@ def changed_early_steps(info: Mapping[str, Any], current: Mapping[int, str | Non
 
 
 def drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:
-    """The mean and max principal angle between two tangents, as `drift_{label}_*` row fields (None without one).
-
-    Args:
-        label: The fields' infix ("reference", "previous").
-        own: The checkpoint's tangent.
-        other: The tangent compared with; None (or one of another dimension): the fields are None.
-
-    Returns:
-        {"drift_{label}_mean_angle": float | None, "drift_{label}_max_angle": float | None}.
-    """
+    """The mean and max principal angle between two tangents, as `drift_{label}_*` row fields (None without one)."""
     if other is None or other.dim != own.dim:
         return {f"drift_{label}_mean_angle": None, f"drift_{label}_max_angle": None}
     angles = own.principal_angles(other)
@@ -311,13 +261,7 @@ def drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:
 
 
 class PreviousDrift:
-    """The drift of each row's tangent from the previous checkpoint's, read from the results directory.
-
-    Args:
-        store: The sweep's results directory.
-        checkpoints: Every checkpoint the results directory has been asked for (those of earlier runs too), sorted
-            by step; the attribute is replaced once the results directory has been read.
-    """
+    """The drift of each row's tangent from the previous checkpoint's, read from the results directory."""
 
     def __init__(self, store: SweepStore, checkpoints: list[Checkpoint]):
         self.store = store
@@ -387,20 +331,7 @@ EXTENDABLE = ("checkpoints", "split_points", "reference", "given_reference", "ea
 
 
 def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) -> dict[str, Any]:
-    """The stored config extended by a run's config.
-
-    Args:
-        stored: The results directory's ``config.json``.
-        new: The config of the run that wants to write there.
-        where: The results directory, for messages.
-
-    Returns:
-        The merged config (equal to `stored` when the run adds nothing).
-
-    Raises:
-        InvalidInputError: A setting that determines the numbers differs, a step names another checkpoint, or the
-            early checkpoints would change; the message names them.
-    """
+    """The stored config extended by a run's config."""
     if stored.get("format_version") != new.get("format_version"):
         _refuse(
             where,
@@ -478,18 +409,7 @@ def _merged_early(stored: dict[str, Any], new: dict[str, Any], where: str) -> di
 
 
 def saved_reference(path: Path, plan: SweepPlan) -> Subspace:
-    """A reference tangent saved by an earlier run, checked against the settings' rank.
-
-    Args:
-        path: Its safetensors file (`SweepStore.reference_path`).
-        plan: The sweep's plan (its `nb_concepts`, `streams` and `device`).
-
-    Returns:
-        The saved `Subspace`, on `plan.device`.
-
-    Raises:
-        ResultsStoreError: It was fitted with another rank than the sweep asks for.
-    """
+    """A reference tangent saved by an earlier run, checked against the settings' rank."""
     reference = Subspace.load(path, device=plan.device)
     if reference.rank > plan.options.nb_concepts or (plan.streams and reference.rank != plan.options.nb_concepts):
         raise ResultsStoreError(
@@ -501,11 +421,7 @@ def saved_reference(path: Path, plan: SweepPlan) -> Subspace:
 
 
 class ReferenceTangents:
-    """The reference tangents of a sweep's split points, fitted on its early checkpoints where none is saved.
-
-    Args:
-        sweep: The sweep whose checkpoints are loaded and read (its pipeline, splitters and fit-text reads).
-    """
+    """The reference tangents of a sweep's split points, fitted on its early checkpoints where none is saved."""
 
     def __init__(self, sweep: CheckpointSweep):
         self.sweep = sweep
@@ -598,12 +514,7 @@ def check_rank(nb_concepts: int, n_rows: int, values: Float[torch.Tensor, " k"])
 
 
 class EarlyPool:
-    """Rows of the early checkpoints, added checkpoint by checkpoint, and the reference tangent fitted on them.
-
-    Args:
-        streamed: Whether the method streams (PCA: moments, memory flat in the number of rows) or pools rows.
-        centering: Where the rows are centred.
-    """
+    """Rows of the early checkpoints, added checkpoint by checkpoint, and the reference tangent fitted on them."""
 
     def __init__(self, *, streamed: bool, centering: EarlyCentering):
         self.streamed = streamed
@@ -619,11 +530,7 @@ class EarlyPool:
         self.count = 0
 
     def start_checkpoint(self, new_tangent: Callable[[], TangentExplainer]) -> None:
-        """Start the rows of the next early checkpoint.
-
-        Args:
-            new_tangent: Makes an unfitted `TangentExplainer` on this checkpoint's split point.
-        """
+        """Start the rows of the next early checkpoint."""
         self.new_tangent = new_tangent
         if self.tangent is None and self.dim is None:
             first = new_tangent()
@@ -669,11 +576,7 @@ class EarlyPool:
         self.count += moments.count
 
     def fit(self) -> Subspace:
-        """The reference tangent fitted on every early checkpoint's rows.
-
-        Raises:
-            InvalidInputError: No rows were read.
-        """
+        """The reference tangent fitted on every early checkpoint's rows."""
         if self.tangent is not None:
             return self.tangent.merge_across_ranks().finalize().subspace
         if self.streamed:

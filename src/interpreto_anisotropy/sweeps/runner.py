@@ -2,14 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Checkpoint sweeps: the paper's protocol end to end, resumable; one read of a checkpoint's fit texts
-(`FitReader`), the time estimates (`CheckpointTimer`) and the warnings said once (`SaidOnce`).
-
-Examples:
-    >>> timer = CheckpointTimer(10, clock=iter([0.0, 12.0]).__next__)
-    >>> timer.start_round()
-    >>> timer.end_round(1)
-    'about 12 s per checkpoint, 1.8 min for the 9 checkpoints left'
-"""
+(`FitReader`), the time estimates (`CheckpointTimer`) and the warnings said once (`SaidOnce`)."""
 
 from __future__ import annotations
 
@@ -429,11 +422,7 @@ class CheckpointSweep:
         )
 
     def _fit_read(self, checkpoint: Checkpoint, splitter: ModelWithSplitPoints, layer: int | str) -> FitRead:
-        """The checkpoint's fit read at `layer`: kept from the reference pass, else read now.
-
-        Raises:
-            AnisotropyError: What the read raises (kept from the reference pass, raised at the checkpoint's turn).
-        """
+        """The checkpoint's fit read at `layer`: kept from the reference pass, else read now."""
         kept = self._kept_reads.pop((checkpoint.step, layer), None)
         if isinstance(kept, AnisotropyError):
             raise kept
@@ -513,20 +502,7 @@ def _unfinished(plan: SweepPlan, done: set[tuple[int, str, str]]) -> list[Checkp
 
 
 def _pipeline(uses: list[Checkpoint], plan: SweepPlan, store: SweepStore, *, progress: bool) -> CheckpointPipeline:
-    """The pipeline fetching the Hub checkpoints of `uses` ahead of their turn, within the settings' disk budget.
-
-    Args:
-        uses: The checkpoints in the order the run loads them.
-        plan: The sweep's plan (prefetch, downloads, cache budget, Hub timeout).
-        store: Its results directory (which records what the Hub cache held before the sweep).
-        progress: Show the downloads' progress.
-
-    Returns:
-        The `CheckpointPipeline`, not started.
-
-    Raises:
-        InvalidInputError: `max_cache_gb` under torchrun.
-    """
+    """The pipeline fetching the Hub checkpoints of `uses` ahead of their turn, within the settings' disk budget."""
     if plan.options.max_cache_gb is not None and distributed.is_distributed():
         raise InvalidInputError(
             "max_cache_gb is not supported under torchrun: the ranks share the Hugging Face cache, and one could "
@@ -584,21 +560,7 @@ _now = time.perf_counter  # the default clock (a test replaces it)
 
 
 def estimate_line(seconds_per_round: float, remaining: int, *, per_round: int = 1, source: str = "") -> str:
-    """ "about N s per checkpoint, M min for the K checkpoints left" (the time left counts rounds of `per_round`).
-
-    Args:
-        seconds_per_round: Seconds one round of `per_round` checkpoints takes (one checkpoint, without ranks).
-        remaining: Checkpoints left.
-        per_round: Checkpoints computed at once (one per rank under ``--parallel checkpoints``).
-        source: Where the time comes from, said in parentheses after the time per checkpoint.
-
-    Returns:
-        The line.
-
-    Examples:
-        >>> estimate_line(30.0, 4)
-        'about 30 s per checkpoint, 2.0 min for the 4 checkpoints left'
-    """
+    """ "about N s per checkpoint, M min for the K checkpoints left" (the time left counts rounds of `per_round`)."""
     left = math.ceil(remaining / per_round) * seconds_per_round
     each = seconds_per_round / per_round
     per = f"{each:.1f}" if each < 10 else f"{each:.0f}"
@@ -608,14 +570,7 @@ def estimate_line(seconds_per_round: float, remaining: int, *, per_round: int = 
 
 
 def seconds_per_checkpoint_of_rows(rows: Sequence[dict[str, Any]]) -> float | None:
-    """The mean time a checkpoint took in earlier rows: per step, the sum of its split points' ``wall_seconds``.
-
-    Args:
-        rows: Rows already written.
-
-    Returns:
-        Seconds per checkpoint, or None when no computed row has a time.
-    """
+    """The mean time a checkpoint took in earlier rows: per step, the sum of its split points' ``wall_seconds``."""
     per_point: dict[tuple[int, str], float] = {}
     for row in rows:
         seconds = row.get("wall_seconds")
@@ -626,17 +581,7 @@ def seconds_per_checkpoint_of_rows(rows: Sequence[dict[str, Any]]) -> float | No
 
 
 def opening_line(todo: int, rows: Sequence[dict[str, Any]], *, per_round: int = 1, early: int = 0) -> str:
-    """What a sweep says before its first checkpoint: how many, and the time per checkpoint if its rows tell it.
-
-    Args:
-        todo: Checkpoints to compute.
-        rows: The rows already computed (their ``wall_seconds``).
-        per_round: Checkpoints computed at once.
-        early: Early checkpoints read first to fit the reference tangent (0: none).
-
-    Returns:
-        One line of text.
-    """
+    """What a sweep says before its first checkpoint: how many, and the time per checkpoint if its rows tell it."""
     after = f", after the reference tangent is fitted on {early} early checkpoints" if early else ""
     seconds = seconds_per_checkpoint_of_rows(rows)
     if seconds is None:
@@ -651,19 +596,7 @@ def opening_line(todo: int, rows: Sequence[dict[str, Any]], *, per_round: int = 
 
 
 class CheckpointTimer:
-    """Measures the sweep's rounds of checkpoints and says how long the rest will take.
-
-    Args:
-        total: Checkpoints to compute.
-        per_round: Checkpoints computed at once (one per rank under ``--parallel checkpoints``).
-        clock: Seconds, as `time.perf_counter` gives them (the default; a test injects its own).
-
-    Examples:
-        >>> timer = CheckpointTimer(3, clock=iter([0.0, 5.0]).__next__)
-        >>> timer.start_round()
-        >>> timer.end_round(1)
-        'about 5.0 s per checkpoint, 10 s for the 2 checkpoints left'
-    """
+    """Measures the sweep's rounds of checkpoints and says how long the rest will take."""
 
     def __init__(self, total: int, *, per_round: int = 1, clock: Callable[[], float] | None = None):
         self.total = total
@@ -718,16 +651,7 @@ class SaidOnce:
 
 @dataclass
 class FitRead:
-    """A checkpoint's fit texts, read at a split point: its own tangent and its metric sample.
-
-    Attributes:
-        sample: The first `max_sample` rows, (n, d), on `device` or (kept for later) on the host.
-        ids: Their token ids, (n,).
-        locations: Their (text index, token index), (n, 2), on the host.
-        device: Where the reader gave the rows (where `on_device` puts them back).
-        tangent: The fitted explainer (its subspace taken when asked); None once kept.
-        own: The fitted subspace, once taken.
-    """
+    """A checkpoint's fit texts, read at a split point: its own tangent and its metric sample."""
 
     sample: Float[torch.Tensor, "n d"]
     ids: Int[torch.Tensor, " n"]
@@ -746,13 +670,7 @@ class FitRead:
 
 
 class FitReader:
-    """Feeds a read's batches to a checkpoint's own tangent and keeps its first rows for the metrics.
-
-    Args:
-        tangent: The checkpoint's unfitted `TangentExplainer` at the split point.
-        streamed: Whether the method streams (`partial_fit` per batch) or fits once on the pooled rows.
-        max_sample: Rows kept for the activation metrics (`max_metric_tokens`).
-    """
+    """Feeds a read's batches to a checkpoint's own tangent and keeps its first rows for the metrics."""
 
     def __init__(self, tangent: TangentExplainer, *, streamed: bool, max_sample: int):
         self.tangent = tangent
@@ -780,11 +698,7 @@ class FitReader:
             self.pooled.append(rows)
 
     def finish(self) -> FitRead:
-        """The read: the tangent fitted (pooled methods; PCA's basis is computed when its subspace is asked for).
-
-        Raises:
-            InvalidInputError: No row was read.
-        """
+        """The read: the tangent fitted (pooled methods; PCA's basis is computed when its subspace is asked for)."""
         if not self.sample:
             raise InvalidInputError(
                 "No token activations were read: the fit texts are empty or hold only special tokens."

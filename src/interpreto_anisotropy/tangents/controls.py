@@ -107,11 +107,7 @@ def warn_if_anti_conservative(k: int, d: int, *, stacklevel: int = 2) -> None:
 
 
 def _generator(seed: int, stream: int) -> torch.Generator:
-    """A CPU generator seeded from `seed` and a stream tag.
-
-    The streams differ from each other and from `seed`: drawing controls from `Subspace.random(d, k, seed=s)`'s own
-    stream would put the first control's draw inside the tangent (and the first random subspace would be it).
-    """
+    """A CPU generator seeded from `seed` and a stream tag."""
     derived = int(np.random.SeedSequence([int(seed) & 0xFFFF_FFFF_FFFF_FFFF, stream]).generate_state(1)[0])
     return torch.Generator().manual_seed(derived)
 

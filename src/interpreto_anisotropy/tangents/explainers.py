@@ -76,10 +76,7 @@ _MORE_ROWS = "more fit texts (a larger max_tokens in fit, max_fit_tokens in a sw
 
 
 def _refuse_undefined_subspace(n_rows: int, spread: float, scale: float, *, centred: bool) -> None:
-    """Refuse rows that define no direction: fewer than 2 or identical rows when centred, all-zero rows when not.
-
-    `spread` is the rows' total variance when centred, else their mean squared norm `scale`.
-    """
+    """Refuse rows that define no direction: fewer than 2 or identical rows when centred, all-zero rows when not."""
     if centred and n_rows < 2:
         raise InvalidInputError(
             f"A centred tangent needs at least 2 activation rows, got {n_rows}: one row has no variance to fit. "

@@ -246,11 +246,7 @@ def _default_title(result: SweepResult) -> str:
 
 
 def _report_folder(out_dir: Path) -> Path:
-    """`out_dir`, once checked to be a folder or to be creatable as one (no file at it or above it).
-
-    Raises:
-        InvalidInputError: Naming the file in the way.
-    """
+    """`out_dir`, once checked to be a folder or to be creatable as one (no file at it or above it)."""
     blocking = next((folder for folder in (out_dir, *out_dir.parents) if folder.exists()), None)
     if blocking is not None and not blocking.is_dir():
         where = "is a file" if blocking == out_dir else f"lies in {blocking}, which is a file"
