@@ -103,6 +103,7 @@ class TrainingProbe:
         self.results_dir, self.overwrite = results_dir, check_bool("overwrite", overwrite)
         self.grad_scaler = grad_scaler
         special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
+        self.special_ids = special_ids  # the token ids that are not rows
         self._special_ids = {special_ids.device: special_ids}  # copied to each gradient device once
         self.statistics = Statistics(
             settings.n_controls,
