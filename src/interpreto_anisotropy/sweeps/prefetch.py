@@ -83,7 +83,8 @@ class _Revision:
 
     @property
     def key(self) -> tuple[str, str | None]:
-        return _key(self.checkpoint)
+        """What a download fetches: a repository's revision (two checkpoints may name the same one)."""
+        return self.checkpoint.source, self.checkpoint.revision
 
     @property
     def commit(self) -> str | None:
@@ -139,15 +140,9 @@ class CheckpointPipeline:
         self._estimate: int | None = None  # bytes of a revision: the largest fetched so far
         self._notes: list[str] = []  # warnings from the download threads, given on the sweep's thread
         self._closed = False
-        self.fetched_bytes = 0
-        self.evicted_bytes = 0
-        self.downloads = 0
-        self._bar = progress_bar(
-            progress=progress and any(not c.is_local for c in self.uses),
-            total=len({c for c in self.uses if not c.is_local}),
-            desc="Downloads",
-            unit="ckpt",
-        )
+        self.fetched_bytes = self.evicted_bytes = self.downloads = 0
+        on_hub = {c for c in self.uses if not c.is_local}
+        self._bar = progress_bar(progress=progress and bool(on_hub), total=len(on_hub), desc="Downloads", unit="ckpt")
 
     # ------------------------------------------------------------------ the sweep's side
     def __enter__(self) -> CheckpointPipeline:
@@ -235,9 +230,9 @@ class CheckpointPipeline:
             self._submitted += 1
             if checkpoint.is_local:
                 continue
-            revision = self._revisions.get(_key(checkpoint))
-            if revision is None:
-                revision = self._revisions[_key(checkpoint)] = _Revision(checkpoint)
+            key = (checkpoint.source, checkpoint.revision)
+            if (revision := self._revisions.get(key)) is None:
+                revision = self._revisions[key] = _Revision(checkpoint)
                 revision.future = self._executor.submit(self._fetch, revision)
             revision.users += 1
             revision.evicting = False
@@ -251,20 +246,17 @@ class CheckpointPipeline:
             return running == 0  # the first download goes alone: its size is unknown
         return self._held() + (running + 1) * self._estimate <= self.budget
 
-    def _held(self) -> int:
-        return sum(r.fetched.nbytes for r in self._revisions.values() if r.ours and r.fetched is not None)
+    def _held(self, idle: bool = False) -> int:
+        """Bytes of this sweep's revisions in the cache (`idle`: only those no use holds nor is evicting)."""
+        mine = [r for r in self._revisions.values() if r.ours and r.fetched is not None]
+        return sum(r.fetched.nbytes for r in mine if not (idle and (r.users or r.evicting)))
 
     def _should_evict(self, revision: _Revision, index: int) -> bool:
         if not (self.evicts and revision.ours):
             return False
-        if not any(_key(self.uses[i]) == revision.key for i in range(index + 1, len(self.uses))):
+        if not any((c.source, c.revision) == revision.key for c in self.uses[index + 1 :]):
             return True
-        kept = sum(
-            r.fetched.nbytes
-            for r in self._revisions.values()
-            if r.ours and r.fetched is not None and not r.users and not r.evicting
-        )
-        return kept + (self.prefetch + 1) * (self._estimate or 0) > self.budget
+        return self._held(idle=True) + (self.prefetch + 1) * (self._estimate or 0) > self.budget
 
     def _evict_ready(self) -> None:
         """Evict the revisions marked for it, unless a download from their repository is running (a commit that
@@ -276,38 +268,31 @@ class CheckpointPipeline:
         commits = {r.commit for r in ready} - {r.commit for r in self._revisions.values()}
         if not commits:
             return
+        names = ", ".join(r.checkpoint.name for r in ready)
         try:
             evicted = hub.evict(self.cache, commits)
         except Exception as error:  # noqa: BLE001  (a cache that cannot be scanned: warn, never stop the sweep)
             self._notes.append(
-                f"Could not evict {', '.join(r.checkpoint.name for r in ready)} from {self.cache}: "
-                f"{error}. Delete them with `{hub.hub_command()} cache delete`."
+                f"Could not evict {names} from {self.cache}: {error}. Delete them with `{hub.hub_command()} cache delete`."
             )
         else:
             self.evicted_bytes += evicted
-            logger.info(
-                "Evicted %s from %s (%.2f GB).", ", ".join(r.checkpoint.name for r in ready), self.cache, evicted / _GB
-            )
+            logger.info("Evicted %s from %s (%.2f GB).", names, self.cache, evicted / _GB)
         self._show()
 
     # ------------------------------------------------------------------ a download (a pool thread, or the sweep's)
     def _fetch(self, revision: _Revision) -> Fetched:
-        checkpoint = revision.checkpoint
+        c = revision.checkpoint
         with self._room:
             self._room.wait_for(lambda: self._closed or self._may_start(revision))
             if self._closed and revision is not self._urgent:
-                raise RuntimeError(f"CheckpointPipeline closed before {checkpoint.name} was fetched.")
+                raise RuntimeError(f"CheckpointPipeline closed before {c.name} was fetched.")
             revision.running = True
         start = time.perf_counter()
         fetched = None
         try:
             folder = hub.fetch(
-                checkpoint.source,
-                checkpoint.revision,
-                cache_dir=self.cache,
-                label=checkpoint.name,
-                quiet=True,
-                timeout=self.hub_timeout,
+                c.source, c.revision, cache_dir=self.cache, label=c.name, quiet=True, timeout=self.hub_timeout
             )
             fetched = Fetched(folder, time.perf_counter() - start, hub.revision_bytes(folder))
             return fetched
@@ -317,22 +302,17 @@ class CheckpointPipeline:
                 if fetched is None:
                     if self._revisions.get(revision.key) is revision:
                         del self._revisions[revision.key]  # a later use fetches it afresh
-                else:
-                    self._count(revision, fetched)
+                else:  # whose it is, its size, the progress bar
+                    revision.fetched = fetched
+                    revision.ours = self.evicts and revision.commit not in self.before.get(c.source, set())
+                    self._estimate = max(self._estimate or 0, fetched.nbytes)
+                    self.fetched_bytes += fetched.nbytes
+                    self.downloads += 1
+                    self._bar.total = max(self._bar.total, self.downloads)
+                    self._bar.update(1)
+                    self._show()
                 self._evict_ready()
                 self._room.notify_all()
-
-    def _count(self, revision: _Revision, fetched: Fetched) -> None:
-        """Record a completed download: whose it is, its size, the progress bar."""
-        revision.fetched = fetched
-        revision.ours = self.evicts and revision.commit not in self.before.get(revision.checkpoint.source, set())
-        self._estimate = max(self._estimate or 0, fetched.nbytes)
-        self.fetched_bytes += fetched.nbytes
-        self.downloads += 1
-        if self.downloads > self._bar.total:
-            self._bar.total = self.downloads
-        self._bar.update(1)
-        self._show()
 
     def _show(self) -> None:
         self._bar.set_postfix_str(
@@ -344,8 +324,3 @@ class CheckpointPipeline:
             notes, self._notes = self._notes, []
         for note in notes:
             warnings.warn(note, EnvironmentWarning, stacklevel=3)
-
-
-def _key(checkpoint: Checkpoint) -> tuple[str, str | None]:
-    """What a download fetches: a repository's revision (two checkpoints may name the same one)."""
-    return checkpoint.source, checkpoint.revision
