@@ -517,11 +517,8 @@ def load_checkpoint(
     device, model_dtype = _device_and_dtype(device, dtype)
     source, shown = _resolve_source(checkpoint, cache_dir, snapshot=snapshot, timeout=hub_timeout)
     check_config_file(source, label=checkpoint.name)  # sizes no model has, before transformers reads
-    other = (
-        f"Cannot load the config of {shown}: config.json does not describe a valid model (",
-        "). Fix config.json.",
-    )
-    config = _from_folder(transformers.AutoConfig.from_pretrained, source, f"the config of {shown}", other)
+    advice = "config.json does not describe a valid model: fix config.json."
+    config = _from_folder(transformers.AutoConfig.from_pretrained, source, f"the config of {shown}", advice)
     tokenizer = _load_tokenizer(checkpoint, tokenizer_source, (source, shown), cache_dir, hub_timeout)
     model_class = _model_class(automodel, config)
     check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
@@ -597,11 +594,8 @@ def _load_tokenizer(
     source, shown = (
         resolved if tokenizer_source is None else _resolve_source(tokenizer_source, cache_dir, timeout=hub_timeout)
     )
-    hint = (
-        " If this checkpoint was saved without its tokenizer, pass tokenizer_source= (a folder or a Hub model id holding the tokenizer)."
-        if tokenizer_source is None
-        else ""
-    )
+    advice = " If this checkpoint was saved without its tokenizer, pass tokenizer_source= (a folder or a Hub model id holding the tokenizer)."
+    hint = advice if tokenizer_source is None else ""
     try:
         tokenizer = _from_folder(transformers.AutoTokenizer.from_pretrained, source, f"the tokenizer of {shown}")
     except CheckpointError as err:
@@ -764,9 +758,8 @@ def check_revisions(
     hub_access.check_revisions(on_hub, cache_dir=cache_dir, timeout=hub_timeout)
 
 
-def _from_folder(function: Any, folder: str, what: str, other: tuple[str, str] | None = None, **kwargs: Any) -> Any:
-    """`function(folder)` (a `from_pretrained`), its failures (missing or unreadable files; any, given `other`'s
-    message ends) as CheckpointError."""
+def _from_folder(function: Any, folder: str, what: str, advice: str | None = None, **kwargs: Any) -> Any:
+    """`function(folder)` (a `from_pretrained`); missing or unreadable files (any failure, given `advice`) raise CheckpointError."""
     try:
         return function(folder, **kwargs)
     except CheckpointError:
@@ -774,9 +767,9 @@ def _from_folder(function: Any, folder: str, what: str, other: tuple[str, str] |
     except (OSError, ValueError, RecursionError) as err:  # RecursionError: a config.json nested too deep
         raise CheckpointError(f"Cannot load {what}: {err}") from err
     except Exception as err:  # noqa: BLE001  (config validators', safetensors' and transformers' own errors)
-        if other is None:
+        if advice is None:
             raise
-        raise CheckpointError(f"{other[0]}{type(err).__name__}: {str(err)[:300]}{other[1]}") from err
+        raise CheckpointError(f"Cannot load {what}: {type(err).__name__}: {str(err)[:300]}. {advice}") from err
 
 
 def _load_weights(
@@ -785,13 +778,11 @@ def _load_weights(
     """The model, its weights checked against its class (missing, unexpected, mis-shaped, unreadable, non-finite)."""
     import torch
 
-    name, what = checkpoint.name, f"Checkpoint {checkpoint.name} ({source})"
-    other = (
-        f"Cannot load the weights of checkpoint {name} ({source}): ",
-        ". The weight files are truncated, or their tensors do not have this architecture's shapes.",
-    )
+    what = f"Checkpoint {checkpoint.name} ({source})"
+    advice = "The weight files are truncated, or their tensors do not have this architecture's shapes."
+    weights = f"the weights of checkpoint {checkpoint.name} ({shown})"
     model, info = _from_folder(
-        model_class.from_pretrained, source, f"the model weights of {shown}", other, **kwargs, output_loading_info=True
+        model_class.from_pretrained, source, weights, advice, output_loading_info=True, **kwargs
     )
     problems = {kind: sorted(info.get(f"{kind}_keys") or []) for kind in ("missing", "unexpected", "mismatched")}
     found = "; ".join(f"{kind}: {_some(keys)}" for kind, keys in problems.items() if keys)

@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 from ..commons import hub
-from ..commons.options import check_nonnegative_int, check_positive_int
 from ..commons.progress import progress_bar
 from ..errors import EnvironmentWarning
 from .checkpoints import Checkpoint
@@ -104,9 +103,6 @@ class CheckpointPipeline:
             before (nothing is evicted).
         progress: Show a "Downloads" progress bar.
         hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (`commons.hub.bounded`).
-
-    Raises:
-        InvalidInputError: A bad option.
     """
 
     def __init__(
@@ -123,18 +119,16 @@ class CheckpointPipeline:
     ):
         self.uses = list(uses)
         self.hub_timeout = hub.check_hub_timeout(hub_timeout)
-        self.prefetch = check_nonnegative_int("prefetch", prefetch)
-        max_concurrent = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
+        self.prefetch = prefetch  # the options come checked by SweepConfig
         self.budget = max_cache_bytes
         self.cache = hub.cache_location(cache_dir)
         self.before = {repo: set(commits) for repo, commits in (before or {}).items()}
         self.evicts = before is not None and max_cache_bytes is not None
-        self._executor = ThreadPoolExecutor(max_concurrent, thread_name_prefix="fetch")
+        self._executor = ThreadPoolExecutor(max_concurrent_downloads, thread_name_prefix="fetch")
         self._room = threading.Condition()  # guards the state below; downloads ahead wait on it for room
         self._revisions: dict[tuple[str, str | None], _Revision] = {}  # in the cache or on their way
         self._attached: dict[int, _Revision] = {}  # use -> its revision, for the uses submitted and not done
-        self._submitted = 0  # uses before this one are attached (or local)
-        self._turn = 0  # the next use to take
+        self._submitted = self._turn = 0  # uses before _submitted are attached (or local); _turn: the next to take
         self._urgent: _Revision | None = None  # the revision the sweep waits for: it never waits for room
         self._taken: list[int] = []  # uses taken and not done
         self._estimate: int | None = None  # bytes of a revision: the largest fetched so far
@@ -184,8 +178,7 @@ class CheckpointPipeline:
             self._turn += 1
             self._taken.append(index)
             self._submit_through(index + self.prefetch)
-            revision = self._attached.get(index)
-            self._urgent = revision
+            revision = self._urgent = self._attached.get(index)
             self._room.notify_all()
         self._warn_notes()
         if revision is None:
