@@ -522,46 +522,41 @@ def load_checkpoint(
     tokenizer = _load_tokenizer(checkpoint, tokenizer_source, (source, shown), cache_dir, hub_timeout)
     model_class = _model_class(automodel, config)
     check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
-    placement = {}
-    if device_map is not None:
-        if isinstance(device_map, dict) and hasattr(model_class, "from_config"):
-            _check_device_map(model_class, config, device_map, checkpoint.name)
-        placement = {"device_map": device_map, "max_memory": max_memory, "offload_folder": offload_folder}
-    model = _load_weights(
-        checkpoint, model_class, source, shown, {"config": config, "dtype": model_dtype, **placement}, strict
-    )
-    if device_map is None:
-        try:
-            model.to(device)
-        except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
-            raise InvalidInputError(
-                f"Cannot move checkpoint {checkpoint.name} to device {str(device)!r}: {err}"
-            ) from err
+    placement = _placement(model_class, config, checkpoint.name, device_map, max_memory, offload_folder)
+    options = {"config": config, "dtype": model_dtype, **placement}
+    model = _load_weights(checkpoint, model_class, source, shown, options, strict, device)
     model.eval()
     logger.info("Loaded checkpoint %s (%s on %s) from %s.", checkpoint.name, type(model).__name__, device, shown)
     return model, tokenizer
 
 
-def _check_device_map(model_class: Any, config: Any, device_map: dict[str, Any], name: str) -> None:
-    """Refuse a dict `device_map` that names modules the model lacks or leaves weights without a device."""
-    from accelerate import init_empty_weights
-    from accelerate.utils import check_device_map
+def _placement(
+    model_class: Any, config: Any, name: str, device_map: Any, max_memory: Any, offload_folder: Any
+) -> dict[str, Any]:
+    """`from_pretrained`'s dispatch keywords (none without a `device_map`); a dict map naming modules the model lacks
+    or leaving weights without a device is refused, checked on an empty model."""
+    if device_map is None:
+        return {}
+    if isinstance(device_map, dict) and hasattr(model_class, "from_config"):
+        from accelerate import init_empty_weights
+        from accelerate.utils import check_device_map
 
-    with init_empty_weights():
-        empty = model_class.from_config(config)
-    modules = dict(empty.named_modules(remove_duplicate=False))
-    unknown = [path for path in device_map if path and path not in modules]
-    problem = f"names modules {type(empty).__name__} does not have: {', '.join(unknown[:5])}" if unknown else ""
-    if not problem:
-        try:
-            check_device_map(empty, device_map)
-        except ValueError as err:
-            problem = str(err).removeprefix("The device_map provided ")
-    if problem:
-        example = next(iter(name for name, _ in empty.named_children()), "model")
-        raise InvalidInputError(
-            f"device_map {problem} (checkpoint {name}). Map every module to a device (e.g. {{'{example}': 0}}), or give device_map=\"auto\"."
-        )
+        with init_empty_weights():
+            empty = model_class.from_config(config)
+        modules = dict(empty.named_modules(remove_duplicate=False))
+        unknown = [path for path in device_map if path and path not in modules]
+        problem = f"names modules {type(empty).__name__} does not have: {', '.join(unknown[:5])}" if unknown else ""
+        if not problem:
+            try:
+                check_device_map(empty, device_map)
+            except ValueError as err:
+                problem = str(err).removeprefix("The device_map provided ")
+        if problem:
+            example = next(iter(name for name, _ in empty.named_children()), "model")
+            raise InvalidInputError(
+                f"device_map {problem} (checkpoint {name}). Map every module to a device (e.g. {{'{example}': 0}}), or give device_map=\"auto\"."
+            )
+    return {"device_map": device_map, "max_memory": max_memory, "offload_folder": offload_folder}
 
 
 def _device_and_dtype(device: Any, dtype: Any) -> tuple[Any, Any]:
@@ -773,9 +768,16 @@ def _from_folder(function: Any, folder: str, what: str, advice: str | None = Non
 
 
 def _load_weights(
-    checkpoint: Checkpoint, model_class: Any, source: str, shown: str, kwargs: dict[str, Any], strict: bool
+    checkpoint: Checkpoint,
+    model_class: Any,
+    source: str,
+    shown: str,
+    kwargs: dict[str, Any],
+    strict: bool,
+    device: Any,
 ) -> Any:
-    """The model, its weights checked against its class (missing, unexpected, mis-shaped, unreadable, non-finite)."""
+    """The model, its weights checked against its class (missing, unexpected, mis-shaped, unreadable, non-finite), on
+    `device` unless dispatched by a `device_map`."""
     import torch
 
     what = f"Checkpoint {checkpoint.name} ({source})"
@@ -808,6 +810,11 @@ def _load_weights(
                 f"{message} Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped."
             )
         warnings.warn(message, CheckpointWarning, stacklevel=4)
+    if "device_map" not in kwargs:
+        try:
+            model.to(device)
+        except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
+            raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device '{device}': {err}") from err
     return model
 
 
