@@ -41,23 +41,8 @@ from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
 from . import suites as suite_registry
 
-__all__ = [
-    "Checkpoint",
-    "CheckpointList",
-    "PYTHIA_SIZES",
-    "check_revisions",
-    "PYTHIA_STEPS",
-    "SMOLLM2_SIZES",
-    "hub",
-    "infer_objective",
-    "load_checkpoint",
-    "loaded",
-    "local",
-    "parse_step",
-    "pythia",
-    "smollm2",
-    "suite",
-]
+__all__ = ["Checkpoint", "CheckpointList", "check_revisions", "hub", "infer_objective", "load_checkpoint", "loaded"]
+__all__ += ["local", "parse_step", "PYTHIA_SIZES", "PYTHIA_STEPS", "pythia", "SMOLLM2_SIZES", "smollm2", "suite"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +59,11 @@ SMOLLM2_SIZES: tuple[str, ...] = ("135M", "360M", "1.7B")
 # Revisions may carry a suffix after the step (OLMo's `step1000-tokens4B`, FineWeb's `step-001000-2BT`).
 _FOLDER_STEP = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)$", re.IGNORECASE)
 _REVISION_STEP = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)(?:[-_.].*)?$", re.IGNORECASE)
-_SIZE_FORMAT = re.compile(r"^\d+(?:\.\d+)?[mb]$", re.IGNORECASE)
 _KINDS = ("auto", "local", "hub")
+
+
+def _is_step(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= 0
 
 
 @dataclass(frozen=True, order=True)
@@ -116,18 +104,13 @@ class Checkpoint:
     prefer_local: bool = field(default=False, compare=False, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
-        step = self.step
-        if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
-            raise InvalidInputError(f"Checkpoint step must be an integer >= 0, got {step!r}.")
-        object.__setattr__(self, "step", int(step))
-        source = self.source
-        if isinstance(source, os.PathLike):
-            source = os.fspath(source)
+        if not _is_step(self.step):
+            raise InvalidInputError(f"Checkpoint step must be an integer >= 0, got {self.step!r}.")
+        source = os.fspath(self.source) if isinstance(self.source, os.PathLike) else self.source
         if not isinstance(source, str) or not source.strip():
             raise InvalidInputError(
                 f"Checkpoint source must be a local folder or a Hugging Face Hub model id, got {self.source!r}."
             )
-        object.__setattr__(self, "source", source)
         if self.revision is not None and (not isinstance(self.revision, str) or not self.revision.strip()):
             raise InvalidInputError(
                 f"Checkpoint revision must be a non-empty string (a branch, tag or commit) or None, got {self.revision!r}."
@@ -136,9 +119,10 @@ class Checkpoint:
             raise InvalidInputError(f"Checkpoint kind must be one of {list(_KINDS)}, got {self.kind!r}.")
         if self.kind == "local" and self.revision is not None:
             raise InvalidInputError(
-                f"Checkpoint {self.name} is a local folder ({source!r}) but was given revision {self.revision!r}: a "
-                "folder has no revisions. Drop the revision, or use kind='hub' to load the Hub repository."
+                f"Checkpoint {self.name} is a local folder ({source!r}) but was given revision {self.revision!r}: a folder has no revisions; drop the revision, or use kind='hub' to load the Hub repository."
             )
+        object.__setattr__(self, "step", int(self.step))
+        object.__setattr__(self, "source", source)
 
     @property
     def name(self) -> str:
@@ -149,9 +133,7 @@ class Checkpoint:
     def is_local(self) -> bool:
         """Whether this checkpoint loads a local folder (otherwise it loads a Hub repository), following `kind`."""
         exists = Path(self.source).expanduser().is_dir()
-        if self.kind == "hub":
-            return self.prefer_local and exists
-        return self.kind == "local" or exists
+        return self.prefer_local and exists if self.kind == "hub" else self.kind == "local" or exists
 
     def to_dict(self) -> dict[str, Any]:
         """Returns a JSON-ready dict with keys `step`, `source` and `revision` (not `kind`: see the class)."""
@@ -172,12 +154,10 @@ class Checkpoint:
         """
         if not isinstance(data, Mapping):
             raise InvalidInputError(f"Checkpoint.from_dict expects a dict, got {type(data).__name__}.")
-        missing = {"step", "source"} - set(data)
-        unknown = set(data) - {"step", "source", "revision"}
+        missing, unknown = {"step", "source"} - set(data), set(data) - {"step", "source", "revision"}
         if missing or unknown:
             raise InvalidInputError(
-                f"Checkpoint.from_dict expects keys 'step', 'source' and optionally 'revision'; "
-                f"missing {sorted(missing)}, unknown {sorted(unknown)}."
+                f"Checkpoint.from_dict expects keys 'step', 'source' and optionally 'revision'; missing {sorted(missing)}, unknown {sorted(unknown)}."
             )
         return cls(step=data["step"], source=data["source"], revision=data.get("revision"))
 
@@ -200,8 +180,7 @@ class CheckpointList(list):
         self, checkpoints: Iterable[Checkpoint] = (), *, total_steps: int | None = None, objective: Any = None
     ):
         super().__init__(checkpoints)
-        self.total_steps = total_steps
-        self.objective = objective
+        self.total_steps, self.objective = total_steps, objective
 
 
 def parse_step(name: str) -> int | None:
@@ -250,35 +229,26 @@ def local(pattern: str | os.PathLike) -> list[Checkpoint]:
     folders = sorted(Path(p) for p in glob.glob(expanded, recursive=True) if Path(p).is_dir())
     if not folders:
         raise InvalidInputError(
-            f"No checkpoint folder matches {expanded!r} (searched from {os.getcwd()!r}). "
-            "Give a glob of folders such as 'runs/toy/checkpoint-*'."
+            f"No checkpoint folder matches {expanded!r} (searched from {os.getcwd()!r}): give a glob of folders such as 'runs/toy/checkpoint-*'."
         )
-    checkpoints: list[Checkpoint] = []
-    skipped: list[str] = []
-    for folder in folders:
-        match = _FOLDER_STEP.match(folder.name)
-        if match is None:
-            skipped.append(folder.name)
-            continue
-        if not (folder / "config.json").is_file():
+    steps = {folder: _FOLDER_STEP.match(folder.name) for folder in folders}
+    for folder, match in steps.items():
+        if match and not (folder / "config.json").is_file():
             raise CheckpointError(
-                f"Checkpoint folder {str(folder)!r} has no config.json: it is not a saved transformers model. "
-                "Save checkpoints with model.save_pretrained(folder), or narrow the glob to exclude this folder."
+                f"Checkpoint folder {str(folder)!r} has no config.json, so it is not a saved transformers model: save checkpoints with model.save_pretrained(folder), or narrow the glob to exclude this folder."
             )
-        checkpoints.append(Checkpoint(step=int(match.group(1)), source=str(folder.resolve()), kind="local"))
-    if skipped:
+    naming = "Name checkpoint folders checkpoint-N, stepN, step-N or step_N."
+    if skipped := [folder.name for folder, match in steps.items() if match is None]:
         warnings.warn(
-            f"Skipped {len(skipped)} folder(s) matching {expanded!r} whose name carries no step: {skipped}. "
-            "Name checkpoint folders checkpoint-N, stepN, step-N or step_N.",
+            f"Skipped {len(skipped)} folder(s) matching {expanded!r} whose name carries no step: {skipped}. {naming}",
             CheckpointWarning,
             stacklevel=2,
         )
-    if not checkpoints:
+    if len(skipped) == len(folders):
         raise InvalidInputError(
-            f"None of the {len(folders)} folder(s) matching {expanded!r} carries a step in its name. "
-            "Name checkpoint folders checkpoint-N, stepN, step-N or step_N."
+            f"None of the {len(folders)} folder(s) matching {expanded!r} carries a step in its name. {naming}"
         )
-    checkpoints.sort()
+    checkpoints = sorted(Checkpoint(int(m.group(1)), str(f.resolve()), kind="local") for f, m in steps.items() if m)
     _check_unique_steps(checkpoints, CheckpointError)
     return checkpoints
 
@@ -313,29 +283,20 @@ def hub(
     if not isinstance(model_id, str) or not model_id.strip():
         raise InvalidInputError(f"hub() expects a Hugging Face Hub model id such as 'org/name', got {model_id!r}.")
     if isinstance(revisions, Mapping):
-        checkpoints = [
-            Checkpoint(step=step, source=model_id, revision=rev, kind="hub", prefer_local=prefer_local)
-            for step, rev in revisions.items()
-        ]
+        pairs = list(revisions.items())
     else:
-        if isinstance(revisions, str):
-            revisions = [revisions]
-        checkpoints = []
-        for rev in revisions:
+        pairs = []
+        for rev in [revisions] if isinstance(revisions, str) else revisions:
             if not isinstance(rev, str):
                 raise InvalidInputError(f"Revisions must be strings such as 'step1000', got {rev!r}.")
-            step = parse_step(rev)
-            if step is None:
+            if parse_step(rev) is None:
                 raise InvalidInputError(
-                    f"Revision {rev!r} of {model_id!r} carries no training step. Pass a mapping {{step: revision}} "
-                    f"instead, e.g. hub({model_id!r}, {{143000: {rev!r}}})."
+                    f"Revision {rev!r} of {model_id!r} carries no training step: pass a mapping {{step: revision}} instead, e.g. hub({model_id!r}, {{143000: {rev!r}}})."
                 )
-            checkpoints.append(
-                Checkpoint(step=step, source=model_id, revision=rev, kind="hub", prefer_local=prefer_local)
-            )
-    if not checkpoints:
+            pairs.append((parse_step(rev), rev))
+    if not pairs:
         raise InvalidInputError(f"No revision given for {model_id!r}.")
-    checkpoints.sort()
+    checkpoints = sorted(Checkpoint(s, model_id, rev, kind="hub", prefer_local=prefer_local) for s, rev in pairs)
     _check_unique_steps(checkpoints, InvalidInputError)
     return checkpoints
 
@@ -364,19 +325,8 @@ def pythia(
         [('EleutherAI/pythia-160m-deduped', 'step1000')]
     """
     size = _normalise_size(size, PYTHIA_SIZES, "pythia")
-    steps = _steps(steps, "pythia")
-    published = set(PYTHIA_STEPS)
-    bad = [s for s in steps if s not in published]
-    if bad:
-        raise InvalidInputError(
-            f"Pythia has no checkpoint at step(s) {bad}. Published steps are 0, 1, 2, 4, 8, ..., 512 "
-            "(powers of two), then every 1000 steps from 1000 to 143000 (see ia.checkpoints.PYTHIA_STEPS)."
-        )
     model_id = f"EleutherAI/pythia-{size}" + ("-deduped" if deduped else "")
-    checkpoints = (
-        Checkpoint(step=s, source=model_id, revision=f"step{s}", kind="hub", prefer_local=prefer_local) for s in steps
-    )
-    return CheckpointList(checkpoints, total_steps=PYTHIA_STEPS[-1], objective="causal_lm")
+    return _listed(suite_registry.SUITES["pythia"], model_id, _steps(steps, "pythia"), None, prefer_local)
 
 
 def smollm2(size: str, steps: int | Iterable[int], *, prefer_local: bool = False) -> list[Checkpoint]:
@@ -403,11 +353,7 @@ def smollm2(size: str, steps: int | Iterable[int], *, prefer_local: bool = False
     """
     size = _normalise_size(size, SMOLLM2_SIZES, "smollm2")
     model_id = f"HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints"
-    checkpoints = (
-        Checkpoint(step=s, source=model_id, revision=f"step-{s}", kind="hub", prefer_local=prefer_local)
-        for s in _steps(steps, "smollm2")
-    )
-    return CheckpointList(checkpoints, objective="causal_lm")
+    return _listed(suite_registry.SUITES["smollm2"], model_id, _steps(steps, "smollm2"), None, prefer_local)
 
 
 def suite(
@@ -453,32 +399,30 @@ def suite(
     """
     family, size = suite_registry.find(name)
     preset = f"{family.id}-{size.size}"
-    if model_id is None:
-        model_id = size.model_id
     if (steps is None) == (revisions is None):
         raise InvalidInputError(
-            f"suite({preset!r}) needs steps= or revisions=, not {'both' if steps is not None else 'neither'}. "
-            f"Revisions of {family.title}: {family.revision_naming}"
+            f"suite({preset!r}) needs steps= or revisions=, not {'both' if steps is not None else 'neither'}. Revisions of {family.title}: {family.revision_naming}"
         )
-    if steps is not None:
-        checkpoints = [
-            Checkpoint(step=s, source=model_id, revision=family.revision(s), kind="hub", prefer_local=prefer_local)
-            for s in _steps(steps, preset)
-        ]
-    else:
+    steps = None if steps is None else _steps(steps, preset)
+    return _listed(family, size.model_id if model_id is None else model_id, steps, revisions, prefer_local)
+
+
+def _listed(family: Any, model_id: str, steps: list[int] | None, revisions: Any, prefer_local: bool) -> CheckpointList:
+    """A suite's checkpoints at `steps` (else `revisions`), checked against its schedule and training length."""
+    if steps is None:
         checkpoints = hub(model_id, revisions, prefer_local=prefer_local)
+    else:
+        checkpoints = [
+            Checkpoint(s, model_id, family.revision(s), kind="hub", prefer_local=prefer_local) for s in steps
+        ]
     found = [c.step for c in checkpoints]
-    if family.published_steps is not None:
-        unpublished = sorted(set(found) - set(family.published_steps))
-        if unpublished:
-            raise InvalidInputError(
-                f"{family.title} has no checkpoint at step(s) {unpublished}. {family.revision_naming} "
-                f"(see ia.suites.SUITES[{family.id!r}].published_steps)"
-            )
+    if family.published_steps is not None and (unpublished := sorted(set(found) - set(family.published_steps))):
+        raise InvalidInputError(
+            f"{family.title} has no checkpoint at step(s) {unpublished}. {family.revision_naming} (see ia.suites.SUITES[{family.id!r}].published_steps)"
+        )
     if family.total_steps is not None and found[-1] > family.total_steps:
         raise InvalidInputError(
-            f"Step {found[-1]} is after the end of {family.title}'s training ({family.total_steps} steps). "
-            "Check the steps or revisions."
+            f"Step {found[-1]} is after the end of {family.title}'s training ({family.total_steps} steps): check the steps or revisions."
         )
     return CheckpointList(checkpoints, total_steps=family.total_steps, objective=family.probe_objective)
 
@@ -501,13 +445,11 @@ def infer_objective(config: Any) -> str:
         ('causal_lm', 'masked_lm')
     """
     objective = objective_from_config(config)
-    if objective is not None:
-        return objective.value
-    model_type = getattr(config, "model_type", None)
-    raise CheckpointError(
-        f"Cannot tell whether model type {model_type!r} (architectures {getattr(config, 'architectures', None)}) is a "
-        "decoder or an encoder. Pass automodel='causal_lm', automodel='masked_lm' or an AutoModel class."
-    )
+    if objective is None:
+        raise CheckpointError(
+            f"Cannot tell whether model type {getattr(config, 'model_type', None)!r} (architectures {getattr(config, 'architectures', None)}) is a decoder or an encoder: pass automodel='causal_lm', automodel='masked_lm' or an AutoModel class."
+        )
+    return objective.value
 
 
 def load_checkpoint(
@@ -566,25 +508,23 @@ def load_checkpoint(
     Examples:
         >>> model, tokenizer = load_checkpoint(pythia("70m", 1000)[0], device="cpu")  # doctest: +SKIP
     """
+    import transformers
+
     if not isinstance(checkpoint, Checkpoint):
         raise InvalidInputError(
-            f"load_checkpoint expects a Checkpoint, got {type(checkpoint).__name__}; "
-            "build one with ia.checkpoints.local/hub/pythia/smollm2 or Checkpoint(step, source, revision)."
+            f"load_checkpoint expects a Checkpoint, got {type(checkpoint).__name__}; build one with ia.checkpoints.local/hub/pythia/smollm2 or Checkpoint(step, source, revision)."
         )
-    device = _checked_device(device)
-    model_dtype = _dtype(dtype)
+    device, model_dtype = _device_and_dtype(device, dtype)
     source, shown = _resolve_source(checkpoint, cache_dir, snapshot=snapshot, timeout=hub_timeout)
     check_config_file(source, label=checkpoint.name)  # sizes no model has, before transformers reads
-    config = _load_config(source, shown)
+    advice = "config.json does not describe a valid model: fix config.json."
+    config = _from_folder(transformers.AutoConfig.from_pretrained, source, f"the config of {shown}", advice)
     tokenizer = _load_tokenizer(checkpoint, tokenizer_source, (source, shown), cache_dir, hub_timeout)
-
     model_class = _model_class(automodel, config)
     check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
     placement = _placement(model_class, config, checkpoint.name, device_map, max_memory, offload_folder)
     options = {"config": config, "dtype": model_dtype, **placement}
-    model = _load_weights(checkpoint, model_class, source, shown, options, strict)
-    if device_map is None:
-        _move(model, device, checkpoint.name)
+    model = _load_weights(checkpoint, model_class, source, shown, options, strict, device)
     model.eval()
     logger.info("Loaded checkpoint %s (%s on %s) from %s.", checkpoint.name, type(model).__name__, device, shown)
     return model, tokenizer
@@ -593,93 +533,77 @@ def load_checkpoint(
 def _placement(
     model_class: Any, config: Any, name: str, device_map: Any, max_memory: Any, offload_folder: Any
 ) -> dict[str, Any]:
-    """`from_pretrained`'s dispatch keywords: none without a `device_map`; a dict map is checked first."""
+    """`from_pretrained`'s dispatch keywords (none without a `device_map`); a dict map naming modules the model lacks
+    or leaving weights without a device is refused, checked on an empty model."""
     if device_map is None:
         return {}
     if isinstance(device_map, dict) and hasattr(model_class, "from_config"):
-        _check_device_map(model_class, config, device_map, name)
+        from accelerate import init_empty_weights
+        from accelerate.utils import check_device_map
+
+        with init_empty_weights():
+            empty = model_class.from_config(config)
+        modules = dict(empty.named_modules(remove_duplicate=False))
+        unknown = [path for path in device_map if path and path not in modules]
+        problem = f"names modules {type(empty).__name__} does not have: {', '.join(unknown[:5])}" if unknown else ""
+        if not problem:
+            try:
+                check_device_map(empty, device_map)
+            except ValueError as err:
+                problem = str(err).removeprefix("The device_map provided ")
+        if problem:
+            example = next(iter(name for name, _ in empty.named_children()), "model")
+            raise InvalidInputError(
+                f"device_map {problem} (checkpoint {name}). Map every module to a device (e.g. {{'{example}': 0}}), or give device_map=\"auto\"."
+            )
     return {"device_map": device_map, "max_memory": max_memory, "offload_folder": offload_folder}
 
 
-def _move(model: Any, device: Any, name: str) -> None:
-    try:
-        model.to(device)
-    except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
-        raise InvalidInputError(f"Cannot move checkpoint {name} to device {str(device)!r}: {err}") from err
-
-
-def _check_device_map(model_class: Any, config: Any, device_map: dict[str, Any], name: str) -> None:
-    """Refuse a dict `device_map` that names modules the model lacks or leaves weights without a device (checked
-    on an empty model, before any weight is read)."""
-    from accelerate import init_empty_weights
-    from accelerate.utils import check_device_map
-
-    with init_empty_weights():
-        empty = model_class.from_config(config)
-    unknown = [path for path in device_map if path and not _has_module(empty, path)]
-    problem = f"names modules {type(empty).__name__} does not have: {', '.join(unknown[:5])}" if unknown else ""
-    if not problem:
-        try:
-            check_device_map(empty, device_map)
-        except ValueError as err:
-            problem = str(err).removeprefix("The device_map provided ")
-    if problem:
-        example = next(iter(name for name, _ in empty.named_children()), "model")
-        raise InvalidInputError(
-            f"device_map {problem} (checkpoint {name}). Map every module to a device (e.g. {{'{example}': 0}}), or "
-            'give device_map="auto".'
-        )
-
-
-def _has_module(model: Any, path: str) -> bool:
-    try:
-        model.get_submodule(path)
-    except AttributeError:
-        return False
-    return True
-
-
-def _checked_device(device: Any) -> Any:
-    """`device` as a `torch.device`; None: "cuda" when available, else "cpu"."""
+def _device_and_dtype(device: Any, dtype: Any) -> tuple[Any, Any]:
+    """`device` as a `torch.device` (None: "cuda" when available, else "cpu") and `dtype` (None: float32)."""
     import torch
 
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
-        return torch.device(device)
+        device = torch.device(device)
     except (RuntimeError, TypeError) as err:
         raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from err
+    named = isinstance(dtype, str) and dtype != "auto"
+    value = torch.float32 if dtype is None else getattr(torch, dtype.removeprefix("torch."), None) if named else dtype
+    if not (isinstance(value, torch.dtype) or value == "auto"):
+        raise InvalidInputError(
+            f"dtype must be None, 'auto', a torch.dtype or its name such as 'bfloat16', got {dtype!r}."
+        )
+    return device, value
 
 
 def _load_tokenizer(
-    checkpoint: Checkpoint,
-    tokenizer_source: str | os.PathLike | Checkpoint | None,
-    resolved: tuple[Any, str],
-    cache_dir: str | os.PathLike | None,
-    hub_timeout: float | None,
+    checkpoint: Checkpoint, tokenizer_source: Any, resolved: tuple[str, str], cache_dir: Any, hub_timeout: Any
 ) -> Any:
-    """The checkpoint's tokenizer (from `tokenizer_source` if given; `resolved`: the checkpoint's (folder, name)),
-    with a pad token (`load_checkpoint`'s Args and Raises)."""
+    """The checkpoint's tokenizer (from `tokenizer_source` if given), with a pad token."""
     import transformers
 
-    if tokenizer_source is None:
-        tok_source, tok_shown = resolved
-    elif isinstance(tokenizer_source, Checkpoint):
-        tok_source, tok_shown = _resolve_source(tokenizer_source, cache_dir, timeout=hub_timeout)
-    else:
-        tok_checkpoint = Checkpoint(checkpoint.step, os.fspath(tokenizer_source))
-        tok_source, tok_shown = _resolve_source(tok_checkpoint, cache_dir, timeout=hub_timeout)
+    if tokenizer_source is not None and not isinstance(tokenizer_source, Checkpoint):
+        tokenizer_source = Checkpoint(checkpoint.step, os.fspath(tokenizer_source))
+    source, shown = (
+        resolved if tokenizer_source is None else _resolve_source(tokenizer_source, cache_dir, timeout=hub_timeout)
+    )
+    advice = " If this checkpoint was saved without its tokenizer, pass tokenizer_source= (a folder or a Hub model id holding the tokenizer)."
+    hint = advice if tokenizer_source is None else ""
     try:
-        tokenizer = _from_folder(transformers.AutoTokenizer.from_pretrained, tok_source, tok_shown, {}, "tokenizer")
+        tokenizer = _from_folder(transformers.AutoTokenizer.from_pretrained, source, f"the tokenizer of {shown}")
     except CheckpointError as err:
-        if tokenizer_source is None:
-            raise CheckpointError(
-                f"{err} If this checkpoint was saved without its tokenizer, pass tokenizer_source= (a folder or a Hub "
-                "model id holding the tokenizer)."
-            ) from err.__cause__
-        raise
-    _check_tokenizer_not_empty(tokenizer, tok_source, hint=tokenizer_source is None)
-    ensure_pad_token(tokenizer, source=str(tok_source), stacklevel=5)
+        raise (CheckpointError(f"{err}{hint}") if hint else err) from err.__cause__
+    try:  # transformers 5 builds an empty tokenizer, without error, from a folder without tokenizer files
+        ids = tokenizer("Hello world, 123.", add_special_tokens=False)["input_ids"]
+    except Exception as err:  # a tokenizer that cannot even encode text
+        raise CheckpointError(f"The tokenizer loaded from {source!r} cannot encode text: {err}") from err
+    if len(ids) == 0:
+        raise CheckpointError(
+            f"The tokenizer loaded from {source!r} encodes text to no tokens: its tokenizer files are probably missing (transformers then builds an empty tokenizer).{hint}"
+        )
+    ensure_pad_token(tokenizer, source=str(source), stacklevel=5)
     return tokenizer
 
 
@@ -718,125 +642,83 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     try:
         yield model, tokenizer
     finally:
-        with contextlib.suppress(Exception):
-            _release(model)
+        with contextlib.suppress(Exception):  # the weights to the meta device
+            if getattr(model, "hf_device_map", None) is None:
+                model.to("meta")
+            else:  # accelerate's hooks hold offloaded weights, and its `to` refuses to move offloaded modules
+                from accelerate.hooks import remove_hook_from_submodules
+
+                remove_hook_from_submodules(model)
+                torch.nn.Module.to(model, "meta")
         del model, tokenizer
         if on_cuda and torch.cuda.is_available():
             torch.cuda.empty_cache()
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# helpers
-
-
-def _release(model: Any) -> None:
-    """Move a model's weights to the meta device; a model dispatched by accelerate loses its hooks first (they hold
-    its offloaded weights, and its `to` refuses to move offloaded modules)."""
-    import torch
-
-    if getattr(model, "hf_device_map", None) is None:
-        model.to("meta")
-        return
-    from accelerate.hooks import remove_hook_from_submodules
-
-    remove_hook_from_submodules(model)
-    torch.nn.Module.to(model, "meta")
-
-
 def _check_unique_steps(checkpoints: list[Checkpoint], error: type[Exception]) -> None:
     for previous, current in zip(checkpoints[:-1], checkpoints[1:], strict=True):
         if previous.step == current.step:
-            first = previous.revision or previous.source
-            second = current.revision or current.source
             raise error(
-                f"Two checkpoints have step {current.step}: {first!r} and {second!r}. "
-                "Keep one checkpoint per step (narrow the glob or drop a revision)."
+                f"Two checkpoints have step {current.step}: {previous.revision or previous.source!r} and {current.revision or current.source!r}; keep one checkpoint per step (narrow the glob or drop a revision)."
             )
 
 
 def _normalise_size(size: str, known: tuple[str, ...], family: str) -> str:
-    if not isinstance(size, str) or not _SIZE_FORMAT.match(size.strip()):
-        raise InvalidInputError(
-            f"Unknown {family} size format {size!r}: write a number and a unit, m or b, such as {known[0]!r}. "
-            f"Known sizes: {list(known)}."
-        )
     by_lower = {k.lower(): k for k in known}
-    normalised = by_lower.get(size.strip().lower())
-    if normalised is None:
+    if not isinstance(size, str) or size.strip().lower() not in by_lower:
         raise InvalidInputError(
-            f"{family} has no size {size!r}. Known sizes: {list(known)}. "
-            "For other models use ia.checkpoints.hub(model_id, revisions)."
+            f"{family} has no size {size!r}: known sizes are {list(known)}; for other models use ia.checkpoints.hub(model_id, revisions)."
         )
-    return normalised
+    return by_lower[size.strip().lower()]
 
 
 def _steps(steps: int | Iterable[int], family: str) -> list[int]:
-    if isinstance(steps, numbers.Integral) and not isinstance(steps, bool):
-        steps = [steps]
-    if isinstance(steps, (str, bytes)) or not isinstance(steps, Iterable):
-        raise InvalidInputError(f"{family} steps must be an integer or a list of integers, got {steps!r}.")
-    values = list(steps)
-    if not values:
+    values = [steps] if isinstance(steps, numbers.Integral) else steps
+    values = list(values) if isinstance(values, Iterable) and not isinstance(values, (str, bytes)) else None
+    if values == []:
         raise InvalidInputError(f"No step given to {family}().")
-    for s in values:
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
-            raise InvalidInputError(f"{family} steps must be integers >= 0, got {s!r}.")
+    if values is None or not all(map(_is_step, values)):
+        raise InvalidInputError(f"{family} steps must be integers >= 0 (one, or a list), got {steps!r}.")
     return sorted({int(s) for s in values})
-
-
-def _looks_like_path(source: str) -> bool:
-    return source.startswith((".", "/", "~", "\\")) or source.count("/") > 1 or os.sep in source.replace("/", "")
 
 
 def _loads_from_hub(checkpoint: Checkpoint) -> bool:
     """Whether a checkpoint loads from the Hub (else from its folder), following its kind; contradictions raise."""
-    path = Path(checkpoint.source).expanduser()
-    if checkpoint.kind == "hub":
-        return not (checkpoint.prefer_local and path.is_dir())
-    if path.is_dir():
-        if checkpoint.revision is not None:
-            raise CheckpointError(
-                f"Checkpoint {checkpoint.name}: {checkpoint.source!r} is a local folder, yet revision "
-                f"{checkpoint.revision!r} was given, and a folder has no revisions (it would stand in for every "
-                "revision). Drop the revision to load the folder, or build the checkpoint with ia.checkpoints.hub(...) "
-                "(or Checkpoint(..., kind='hub')) to load the Hub repository."
-            )
-        return False
-    if checkpoint.kind == "local" or _looks_like_path(checkpoint.source):
+    source, kind = checkpoint.source, checkpoint.kind
+    exists = Path(source).expanduser().is_dir()
+    looks_like_path = (
+        source.startswith((".", "/", "~", "\\")) or source.count("/") > 1 or os.sep in source.replace("/", "")
+    )
+    if kind == "hub" or not (exists or kind == "local" or looks_like_path):
+        return not (kind == "hub" and checkpoint.prefer_local and exists)
+    if not exists:
         raise CheckpointError(
-            f"Checkpoint folder {checkpoint.source!r} does not exist. Check the path, or list folders with "
-            "ia.checkpoints.local('path/to/run/checkpoint-*')."
+            f"Checkpoint folder {source!r} does not exist: check the path, or list folders with ia.checkpoints.local('path/to/run/checkpoint-*')."
         )
-    return True
+    if checkpoint.revision is not None:
+        raise CheckpointError(
+            f"Checkpoint {checkpoint.name}: {source!r} is a local folder, yet revision {checkpoint.revision!r} was given, and a folder has no revisions (it would stand in for every revision); drop the revision to load the folder, or build the checkpoint with ia.checkpoints.hub(...) (or Checkpoint(..., kind='hub')) to load the Hub repository."
+        )
+    return False
 
 
 def _resolve_source(
-    checkpoint: Checkpoint,
-    cache_dir: str | os.PathLike | None = None,
-    *,
-    snapshot: str | os.PathLike | None = None,
-    timeout: float | None = None,
+    checkpoint: Checkpoint, cache_dir: Any = None, *, snapshot: Any = None, timeout: float | None = None
 ) -> tuple[str, str]:
-    """The folder to load a checkpoint from (its own, or its Hub revision's snapshot, fetched unless `snapshot`
-    gives it) and its label."""
+    """The folder to load a checkpoint from (its own, or its Hub revision's snapshot, fetched unless given) and its label."""
     if not _loads_from_hub(checkpoint):
         folder = str(Path(checkpoint.source).expanduser())
         return folder, f"local checkpoint {folder!r}"
-    if snapshot is not None:
-        folder = os.fspath(snapshot)
-    else:
-        folder = hub_access.fetch(
+    if snapshot is None:
+        snapshot = hub_access.fetch(
             checkpoint.source, checkpoint.revision, cache_dir=cache_dir, label=checkpoint.name, timeout=timeout
         )
     revision = f" at revision {checkpoint.revision!r}" if checkpoint.revision is not None else ""
-    return folder, f"{checkpoint.source!r}{revision} (files in {folder})"
+    return os.fspath(snapshot), f"{checkpoint.source!r}{revision} (files in {os.fspath(snapshot)})"
 
 
 def check_revisions(
-    checkpoints: Iterable[Checkpoint],
-    *,
-    cache_dir: str | os.PathLike | None = None,
-    hub_timeout: float | None = None,
+    checkpoints: Iterable[Checkpoint], *, cache_dir: str | os.PathLike | None = None, hub_timeout: float | None = None
 ) -> None:
     """Checks, before any is loaded, that some checkpoints can be loaded from where their kind says.
 
@@ -866,103 +748,79 @@ def check_revisions(
         other = folders.setdefault(folder, checkpoint)
         if other is not checkpoint and "hub" in (other.kind, checkpoint.kind):
             raise CheckpointError(
-                f"Checkpoints {other.name} and {checkpoint.name} both load the local folder {folder!r} "
-                f"(prefer_local=True), so one model would stand in for revisions {other.revision!r} and "
-                f"{checkpoint.revision!r}. Leave prefer_local off to load each revision from the Hub."
+                f"Checkpoints {other.name} and {checkpoint.name} both load the local folder {folder!r} (prefer_local=True), so one model would stand in for revisions {other.revision!r} and {checkpoint.revision!r}: leave prefer_local off to load each revision from the Hub."
             )
     hub_access.check_revisions(on_hub, cache_dir=cache_dir, timeout=hub_timeout)
 
 
-def _from_folder(function: Any, folder: str, shown: str, kwargs: dict[str, Any], what: str) -> Any:
-    """Calls a `from_pretrained` on a folder, turning its failures (missing or unreadable files) into CheckpointError."""
+def _from_folder(function: Any, folder: str, what: str, advice: str | None = None, **kwargs: Any) -> Any:
+    """`function(folder)` (a `from_pretrained`); missing or unreadable files (any failure, given `advice`) raise CheckpointError."""
     try:
         return function(folder, **kwargs)
-    except (OSError, ValueError, RecursionError) as err:  # RecursionError: a config.json nested too deep
-        if isinstance(err, CheckpointError):
-            raise
-        raise CheckpointError(f"Cannot load the {what} of {shown}: {err}") from err
-
-
-def _load_config(folder: str, shown: str) -> Any:
-    """The folder's config; transformers' own validation errors (strict dataclasses) become CheckpointError too."""
-    import transformers
-
-    try:
-        return _from_folder(transformers.AutoConfig.from_pretrained, folder, shown, {}, what="config")
     except CheckpointError:
         raise
-    except Exception as err:  # noqa: BLE001  (a config class's validators raise their own errors)
-        raise CheckpointError(
-            f"Cannot load the config of {shown}: config.json does not describe a valid model ({type(err).__name__}: "
-            f"{str(err)[:300]}). Fix config.json."
-        ) from err
+    except (OSError, ValueError, RecursionError) as err:  # RecursionError: a config.json nested too deep
+        raise CheckpointError(f"Cannot load {what}: {err}") from err
+    except Exception as err:  # noqa: BLE001  (config validators', safetensors' and transformers' own errors)
+        if advice is None:
+            raise
+        raise CheckpointError(f"Cannot load {what}: {type(err).__name__}: {str(err)[:300]}. {advice}") from err
 
 
 def _load_weights(
-    checkpoint: Checkpoint, model_class: Any, source: str, shown: str, kwargs: dict[str, Any], strict: bool
+    checkpoint: Checkpoint,
+    model_class: Any,
+    source: str,
+    shown: str,
+    kwargs: dict[str, Any],
+    strict: bool,
+    device: Any,
 ) -> Any:
-    """The model, its weights checked against its class (missing, unexpected, mis-shaped, unreadable)."""
-    try:
-        model, info = _from_folder(
-            model_class.from_pretrained, source, shown, {**kwargs, "output_loading_info": True}, what="model weights"
-        )
-    except CheckpointError:
-        raise
-    except Exception as err:  # noqa: BLE001  (safetensors' and transformers' own errors for bad weight files)
-        raise CheckpointError(
-            f"Cannot load the weights of checkpoint {checkpoint.name} ({source}): {type(err).__name__}: "
-            f"{str(err)[:300]}. The weight files are truncated, or their tensors do not have this architecture's shapes."
-        ) from err
-    problems = {kind: sorted(info.get(f"{kind}_keys") or []) for kind in ("missing", "unexpected", "mismatched")}
-    found = "; ".join(
-        f"{kind}: {', '.join(map(str, keys[:5]))}" + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-        for kind, keys in problems.items()
-        if keys
+    """The model, its weights checked against its class (missing, unexpected, mis-shaped, unreadable, non-finite), on
+    `device` unless dispatched by a `device_map`."""
+    import torch
+
+    what = f"Checkpoint {checkpoint.name} ({source})"
+    advice = "The weight files are truncated, or their tensors do not have this architecture's shapes."
+    weights = f"the weights of checkpoint {checkpoint.name} ({shown})"
+    model, info = _from_folder(
+        model_class.from_pretrained, source, weights, advice, output_loading_info=True, **kwargs
     )
+    problems = {kind: sorted(info.get(f"{kind}_keys") or []) for kind in ("missing", "unexpected", "mismatched")}
+    found = "; ".join(f"{kind}: {_some(keys)}" for kind, keys in problems.items() if keys)
     if found and not (problems["missing"] or problems["mismatched"]):  # unused weights: nothing is random
-        warnings.warn(
-            f"Checkpoint {checkpoint.name} ({source}) has weights the model does not use ({found}).",
-            CheckpointWarning,
-            stacklevel=4,
-        )
+        warnings.warn(f"{what} has weights the model does not use ({found}).", CheckpointWarning, stacklevel=4)
     elif found:
-        message = (
-            f"Checkpoint {checkpoint.name} ({source}) does not match {getattr(model_class, '__name__', model_class)}'s "
-            f"weights ({found}); transformers initialises missing weights at random."
-        )
+        message = f"{what} does not match {getattr(model_class, '__name__', model_class)}'s weights ({found}); transformers initialises missing weights at random."
         if strict:
             raise CheckpointError(
-                f"{message} Check the checkpoint's files and the model class (automodel=), or pass strict=False to "
-                "load it anyway."
+                f"{message} Check the checkpoint's files and the model class (automodel=), or pass strict=False to load it anyway."
             )
         warnings.warn(message, CheckpointWarning, stacklevel=4)
-    _check_finite_weights(model, checkpoint, source, strict)
+    # NaN or infinity: a diverged run's checkpoint (weights offloaded by a device_map are not read here)
+    bad = [
+        key
+        for key, tensor in model.state_dict().items()
+        if tensor.is_floating_point() and tensor.device.type != "meta" and not torch.isfinite(tensor).all()
+    ]
+    if bad:
+        message = f"{what} has non-finite weights (NaN or infinity) in {_some(bad)}: training diverged before it was saved, or the file is corrupt."
+        if strict:
+            raise CheckpointError(
+                f"{message} Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped."
+            )
+        warnings.warn(message, CheckpointWarning, stacklevel=4)
+    if "device_map" not in kwargs:
+        try:
+            model.to(device)
+        except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
+            raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device '{device}': {err}") from err
     return model
 
 
-def _check_finite_weights(model: Any, checkpoint: Checkpoint, source: str, strict: bool) -> None:
-    """Refuse (or, not `strict`, warn about) weights holding NaN or infinity: a diverged run's checkpoint (weights
-    offloaded by a `device_map` are not read here: they give non-finite gradients, `NonFiniteError`)."""
-    import torch
-
-    bad = [
-        name
-        for name, tensor in model.state_dict().items()
-        if tensor.is_floating_point() and tensor.device.type != "meta" and not torch.isfinite(tensor).all()
-    ]
-    if not bad:
-        return
-    message = (
-        f"Checkpoint {checkpoint.name} ({source}) has non-finite weights (NaN or infinity) in "
-        f"{', '.join(bad[:5])}" + (f" and {len(bad) - 5} more" if len(bad) > 5 else "") + ": training diverged "
-        "before it was saved, or the file is corrupt."
-    )
-    if strict:
-        raise CheckpointError(
-            f"{message} Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True "
-            "to record it as skipped."
-        )
-    warnings.warn(message, CheckpointWarning, stacklevel=5)
+def _some(names: list[str]) -> str:
+    """The first five names, and how many more."""
+    return ", ".join(map(str, names[:5])) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _model_class(automodel: Any, config: Any) -> Any:
@@ -971,52 +829,13 @@ def _model_class(automodel: Any, config: Any) -> Any:
     choices = {"causal_lm": transformers.AutoModelForCausalLM, "masked_lm": transformers.AutoModelForMaskedLM}
     if automodel is None:
         return choices[infer_objective(config)]
-    if isinstance(automodel, str):
-        if automodel not in choices:
-            raise InvalidInputError(
-                f"automodel must be None, 'causal_lm', 'masked_lm' or an AutoModel class, got {automodel!r}."
-            )
+    if isinstance(automodel, str) and automodel in choices:
         return choices[automodel]
-    if not hasattr(automodel, "from_pretrained"):
+    if isinstance(automodel, str) or not hasattr(automodel, "from_pretrained"):
         raise InvalidInputError(
-            f"automodel must be None, 'causal_lm', 'masked_lm' or a class with from_pretrained, got {automodel!r}."
+            f"automodel must be None, 'causal_lm', 'masked_lm' or an AutoModel class (one with from_pretrained), got {automodel!r}."
         )
     return automodel
-
-
-def _dtype(dtype: Any) -> Any:
-    import torch
-
-    if dtype is None:
-        return torch.float32
-    if isinstance(dtype, torch.dtype) or dtype == "auto":
-        return dtype
-    if isinstance(dtype, str):
-        value = getattr(torch, dtype.removeprefix("torch."), None)
-        if isinstance(value, torch.dtype):
-            return value
-    raise InvalidInputError(
-        f"dtype must be None, 'auto', a torch.dtype or its name such as 'bfloat16', got {dtype!r}."
-    )
-
-
-def _check_tokenizer_not_empty(tokenizer: Any, source: str, *, hint: bool) -> None:
-    """Transformers 5 builds an empty tokenizer, without error, from a folder that has no tokenizer files."""
-    try:
-        ids = tokenizer("Hello world, 123.", add_special_tokens=False)["input_ids"]
-    except Exception as err:  # a tokenizer that cannot even encode text
-        raise CheckpointError(f"The tokenizer loaded from {source!r} cannot encode text: {err}") from err
-    if len(ids) == 0:
-        more = (
-            " If this checkpoint was saved without its tokenizer, pass tokenizer_source= (a folder or a Hub model id "
-            "holding the tokenizer)."
-            if hint
-            else ""
-        )
-        raise CheckpointError(
-            f"The tokenizer loaded from {source!r} encodes text to no tokens: its tokenizer files are probably missing "
-            f"(transformers then builds an empty tokenizer).{more}"
-        )
 
 
 # ---------------------------------------------------------------------------------------- the config against the weights
@@ -1031,8 +850,6 @@ _EMBEDDINGS = (
     "word_embeddings.weight",
     "tok_embeddings.weight",
 )
-
-
 #: config.json's spellings of the sizes checked (GPT-2's, T5's and others' next to the usual one).
 _SIZES = {
     "layers": ("num_hidden_layers", "n_layer", "num_layers"),
@@ -1046,11 +863,8 @@ _SIZES = {
 def check_config_file(folder: str | Path, *, label: str) -> None:
     """Refuses a config.json whose sizes cannot describe a model, before transformers reads it."""
     path = Path(folder) / "config.json"
-    if not path.is_file():
-        return
-    values = load_json(
-        path, error=CheckpointError, advice=f"Fix or replace the config.json of checkpoint {label}.", finite=False
-    )
+    advice = f"Fix or replace the config.json of checkpoint {label}."
+    values = load_json(path, error=CheckpointError, advice=advice, finite=False) if path.is_file() else None
     if not isinstance(values, dict):
         return
     where = f"Checkpoint {label} ({folder})"
@@ -1058,16 +872,14 @@ def check_config_file(folder: str | Path, *, label: str) -> None:
     for key, value in filter(None, found.values()):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise CheckpointError(
-                f"{where}: config.json gives {key} = {value!r}, which must be a positive integer. Fix config.json "
-                "(compare it with the config of the run that wrote the weights)."
+                f"{where}: config.json gives {key} = {value!r}, which must be a positive integer. Fix config.json (compare it with the config of the run that wrote the weights)."
             )
     architectures = values.get("architectures")
-    if architectures is not None and (
-        not isinstance(architectures, list) or not all(isinstance(name, str) for name in architectures)
+    if architectures is not None and not (
+        isinstance(architectures, list) and all(isinstance(n, str) for n in architectures)
     ):
         raise CheckpointError(
-            f"{where}: config.json gives architectures = {architectures!r}, which must be a list of class names "
-            '(e.g. ["GPTNeoXForCausalLM"]). Fix config.json.'
+            f'{where}: config.json gives architectures = {architectures!r}, which must be a list of class names (e.g. ["GPTNeoXForCausalLM"]). Fix config.json.'
         )
     _check_divides(found["heads"], found["hidden"], where, only_if=values.get("head_dim") is None)
     _check_divides(found["kv_heads"], found["heads"], where)
@@ -1078,8 +890,7 @@ def _check_divides(
 ) -> None:
     if part is not None and whole is not None and only_if and whole[1] % part[1]:
         raise CheckpointError(
-            f"{where}: config.json gives {whole[0]} = {whole[1]}, which {part[0]} = {part[1]} does not divide. "
-            "Fix config.json."
+            f"{where}: config.json gives {whole[0]} = {whole[1]}, which {part[0]} = {part[1]} does not divide. Fix config.json."
         )
 
 
@@ -1089,7 +900,17 @@ def check_config(folder: str | Path, config: Any, model_class: Any, *, label: st
     shapes = weight_shapes(folder)
     if not shapes:
         return
-    _check_embedding(config, shapes, where)
+    # the input embedding's width is the config's hidden size (or its `embedding_size`, for factorised ones)
+    width = getattr(config, "embedding_size", None) or getattr(config, "hidden_size", None)
+    embeddings = [(name, shape) for name, shape in shapes.items() if name.endswith(_EMBEDDINGS) and len(shape) == 2]
+    if width is not None and len(embeddings) == 1 and embeddings[0][1][1] != width:
+        (name, shape), key = (
+            embeddings[0],
+            "embedding_size" if getattr(config, "embedding_size", None) else _key(config, "hidden_size"),
+        )
+        raise CheckpointError(
+            f"{where}: config.json gives {key} = {width}, but the weights' embedding {name} has shape {list(shape)} (width {shape[1]}): the config does not belong to these weights. Fix config.json."
+        )
     if _check_layers(config, shapes, where, strict):  # else (strict=False) the build is as long as the config says
         _check_meta_build(config, model_class, shapes, where)
 
@@ -1097,50 +918,35 @@ def check_config(folder: str | Path, config: Any, model_class: Any, *, label: st
 def weight_shapes(folder: str | Path) -> dict[str, tuple[int, ...]] | None:
     """The name and shape of every weight of a checkpoint folder, read without the tensors' data."""
     root = Path(folder)
-    for suffix, reader in ((".safetensors", _safetensors_shapes), (".bin", _bin_shapes)):
-        files = _weight_files(root, suffix)
+    for suffix, stem in ((".safetensors", "model"), (".bin", "pytorch_model")):
+        index = root / f"{stem}{suffix}.index.json"
+        if index.is_file():  # a sharded checkpoint: its shards, from its index
+            try:
+                shards = sorted(set(load_json(index, error=CheckpointError, finite=False)["weight_map"].values()))
+            except (KeyError, AttributeError, TypeError):
+                shards = []
+            files = [root / shard for shard in shards if (root / shard).is_file()]
+        else:
+            files = [path for path in (root / f"{stem}{suffix}", root / f"model{suffix}") if path.is_file()][:1]
         if files:
             try:
-                return {name: shape for file in files for name, shape in reader(file).items()}
+                return {name: shape for file in files for name, shape in _shapes(file).items()}
             except Exception:  # noqa: BLE001  (unreadable files: from_pretrained names the failure)
                 return None
     return None
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# reading the weights
-
-
-def _weight_files(root: Path, suffix: str) -> list[Path]:
-    """The weight files of one format: a sharded checkpoint's from its index, else the unsharded file."""
-    stem = "model" if suffix == ".safetensors" else "pytorch_model"
-    index = root / f"{stem}{suffix}.index.json"
-    if index.is_file():
-        try:
-            shards = sorted(set(load_json(index, error=CheckpointError, finite=False)["weight_map"].values()))
-        except (KeyError, AttributeError, TypeError):
-            return []
-        return [root / shard for shard in shards if (root / shard).is_file()]
-    single = [root / f"{stem}{suffix}", root / f"model{suffix}"]
-    return [path for path in single if path.is_file()][:1]
-
-
-def _safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as handle:
-        return {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}  # noqa: SIM118
-
-
-def _bin_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+def _shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """One weight file's names and shapes (safetensors' header, or a pickle on the meta device)."""
     import torch
 
+    if path.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as handle:
+            return {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}  # noqa: SIM118
     state = torch.load(path, map_location="meta", weights_only=True, mmap=True)
     return {name: tuple(value.shape) for name, value in state.items() if isinstance(value, torch.Tensor)}
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# the checks
 
 
 def _key(config: Any, attribute: str) -> str:
@@ -1150,8 +956,7 @@ def _key(config: Any, attribute: str) -> str:
 
 
 def _check_layers(config: Any, shapes: dict[str, tuple[int, ...]], where: str, strict: bool) -> bool:
-    """No more layers in the config than the weights hold (counted in their one container of numbered blocks);
-    False when there are more and `strict` is off (a warning)."""
+    """No more layers in the config than the weights hold; False when there are more and `strict` is off."""
     claimed = getattr(config, "num_hidden_layers", None)
     blocks: dict[str, set[int]] = {}
     for name in shapes:
@@ -1162,15 +967,10 @@ def _check_layers(config: Any, shapes: dict[str, tuple[int, ...]], where: str, s
     container, indices = next(iter(blocks.items()))
     if claimed <= len(indices):
         return True
-    message = (
-        f"{where}: config.json gives {_key(config, 'num_hidden_layers')} = {claimed}, but its weights hold "
-        f"{len(indices)} layer(s) ({container}.{min(indices)} to {container}.{max(indices)}): the config does not "
-        "belong to these weights."
-    )
+    message = f"{where}: config.json gives {_key(config, 'num_hidden_layers')} = {claimed}, but its weights hold {len(indices)} layer(s) ({container}.{min(indices)} to {container}.{max(indices)}): the config does not belong to these weights."
     if strict:
         raise CheckpointError(
-            f"{message} Fix config.json, or pass strict=False to build every layer it names anyway (the missing "
-            "ones random)."
+            f"{message} Fix config.json, or pass strict=False to build every layer it names anyway (the missing ones random)."
         )
     warnings.warn(
         f"{message} Building all {claimed} layers, the missing ones random (strict=False).",
@@ -1180,49 +980,25 @@ def _check_layers(config: Any, shapes: dict[str, tuple[int, ...]], where: str, s
     return False
 
 
-def _check_embedding(config: Any, shapes: dict[str, tuple[int, ...]], where: str) -> None:
-    """The input embedding's width is the config's hidden size (or its `embedding_size`, for factorised ones)."""
-    width = getattr(config, "embedding_size", None) or getattr(config, "hidden_size", None)
-    found = [(name, shape) for name, shape in shapes.items() if name.endswith(_EMBEDDINGS) and len(shape) == 2]
-    if width is None or len(found) != 1 or found[0][1][1] == width:
-        return
-    name, shape = found[0]
-    key = "embedding_size" if getattr(config, "embedding_size", None) else _key(config, "hidden_size")
-    raise CheckpointError(
-        f"{where}: config.json gives {key} = {width}, but the weights' embedding {name} has shape {list(shape)} "
-        f"(width {shape[1]}): the config does not belong to these weights. Fix config.json."
-    )
-
-
 def _check_meta_build(config: Any, model_class: Any, shapes: dict[str, tuple[int, ...]], where: str) -> None:
-    """The model built on the meta device has the weights' shapes wherever their names agree."""
-    model = _meta_model(config, model_class, where)
-    if model is None:
+    """The model built on the meta device (no memory) has the weights' shapes wherever their names agree."""
+    import torch
+
+    build = getattr(model_class, "from_config", None) or getattr(model_class, "_from_config", None)
+    if build is None:  # a class that cannot build from a config
         return
+    try:
+        with torch.device("meta"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = build(config)
+    except Exception as err:  # noqa: BLE001  (whatever the architecture raises for a config it cannot build)
+        raise CheckpointError(
+            f"{where}: its config.json does not describe a model {getattr(model_class, '__name__', model_class)} can build ({type(err).__name__}: {str(err)[:200]}). Fix config.json."
+        ) from err
     prefix = f"{getattr(model, 'base_model_prefix', '')}."
     for name, parameter in model.state_dict().items():
         saved = next((shapes[key] for key in (name, prefix + name, name.removeprefix(prefix)) if key in shapes), None)
         if saved is not None and tuple(parameter.shape) != saved:
             raise CheckpointError(
-                f"The weights of {where[0].lower()}{where[1:]} do not have the shapes its config.json gives: {name} "
-                f"is {list(saved)} in the weights and {list(parameter.shape)} for the config. Fix config.json, or "
-                "check that the weight files belong to it (their tensors do not have this architecture's shapes)."
+                f"The weights of {where[0].lower()}{where[1:]} do not have the shapes its config.json gives: {name} is {list(saved)} in the weights and {list(parameter.shape)} for the config. Fix config.json, or check that the weight files belong to it (their tensors do not have this architecture's shapes)."
             )
-
-
-def _meta_model(config: Any, model_class: Any, where: str) -> Any:
-    """The model of `config`, on the meta device (no memory); None for a class that cannot build from a config."""
-    import torch
-
-    build = getattr(model_class, "from_config", None) or getattr(model_class, "_from_config", None)
-    if build is None:
-        return None
-    try:
-        with torch.device("meta"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return build(config)
-    except Exception as err:  # noqa: BLE001  (whatever the architecture raises for a config it cannot build)
-        raise CheckpointError(
-            f"{where}: its config.json does not describe a model {getattr(model_class, '__name__', model_class)} can "
-            f"build ({type(err).__name__}: {str(err)[:200]}). Fix config.json."
-        ) from err

@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 from ..commons import hub
-from ..commons.options import check_nonnegative_int, check_positive_int
 from ..commons.progress import progress_bar
 from ..errors import EnvironmentWarning
 from .checkpoints import Checkpoint
@@ -83,7 +82,8 @@ class _Revision:
 
     @property
     def key(self) -> tuple[str, str | None]:
-        return _key(self.checkpoint)
+        """What a download fetches: a repository's revision (two checkpoints may name the same one)."""
+        return self.checkpoint.source, self.checkpoint.revision
 
     @property
     def commit(self) -> str | None:
@@ -103,9 +103,6 @@ class CheckpointPipeline:
             before (nothing is evicted).
         progress: Show a "Downloads" progress bar.
         hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (`commons.hub.bounded`).
-
-    Raises:
-        InvalidInputError: A bad option.
     """
 
     def __init__(
@@ -122,32 +119,24 @@ class CheckpointPipeline:
     ):
         self.uses = list(uses)
         self.hub_timeout = hub.check_hub_timeout(hub_timeout)
-        self.prefetch = check_nonnegative_int("prefetch", prefetch)
-        max_concurrent = check_positive_int("max_concurrent_downloads", max_concurrent_downloads)
+        self.prefetch = prefetch  # the options come checked by SweepConfig
         self.budget = max_cache_bytes
         self.cache = hub.cache_location(cache_dir)
         self.before = {repo: set(commits) for repo, commits in (before or {}).items()}
         self.evicts = before is not None and max_cache_bytes is not None
-        self._executor = ThreadPoolExecutor(max_concurrent, thread_name_prefix="fetch")
+        self._executor = ThreadPoolExecutor(max_concurrent_downloads, thread_name_prefix="fetch")
         self._room = threading.Condition()  # guards the state below; downloads ahead wait on it for room
         self._revisions: dict[tuple[str, str | None], _Revision] = {}  # in the cache or on their way
         self._attached: dict[int, _Revision] = {}  # use -> its revision, for the uses submitted and not done
-        self._submitted = 0  # uses before this one are attached (or local)
-        self._turn = 0  # the next use to take
+        self._submitted = self._turn = 0  # uses before _submitted are attached (or local); _turn: the next to take
         self._urgent: _Revision | None = None  # the revision the sweep waits for: it never waits for room
         self._taken: list[int] = []  # uses taken and not done
         self._estimate: int | None = None  # bytes of a revision: the largest fetched so far
         self._notes: list[str] = []  # warnings from the download threads, given on the sweep's thread
         self._closed = False
-        self.fetched_bytes = 0
-        self.evicted_bytes = 0
-        self.downloads = 0
-        self._bar = progress_bar(
-            progress=progress and any(not c.is_local for c in self.uses),
-            total=len({c for c in self.uses if not c.is_local}),
-            desc="Downloads",
-            unit="ckpt",
-        )
+        self.fetched_bytes = self.evicted_bytes = self.downloads = 0
+        on_hub = {c for c in self.uses if not c.is_local}
+        self._bar = progress_bar(progress=progress and bool(on_hub), total=len(on_hub), desc="Downloads", unit="ckpt")
 
     # ------------------------------------------------------------------ the sweep's side
     def __enter__(self) -> CheckpointPipeline:
@@ -189,8 +178,7 @@ class CheckpointPipeline:
             self._turn += 1
             self._taken.append(index)
             self._submit_through(index + self.prefetch)
-            revision = self._attached.get(index)
-            self._urgent = revision
+            revision = self._urgent = self._attached.get(index)
             self._room.notify_all()
         self._warn_notes()
         if revision is None:
@@ -235,9 +223,9 @@ class CheckpointPipeline:
             self._submitted += 1
             if checkpoint.is_local:
                 continue
-            revision = self._revisions.get(_key(checkpoint))
-            if revision is None:
-                revision = self._revisions[_key(checkpoint)] = _Revision(checkpoint)
+            key = (checkpoint.source, checkpoint.revision)
+            if (revision := self._revisions.get(key)) is None:
+                revision = self._revisions[key] = _Revision(checkpoint)
                 revision.future = self._executor.submit(self._fetch, revision)
             revision.users += 1
             revision.evicting = False
@@ -251,20 +239,17 @@ class CheckpointPipeline:
             return running == 0  # the first download goes alone: its size is unknown
         return self._held() + (running + 1) * self._estimate <= self.budget
 
-    def _held(self) -> int:
-        return sum(r.fetched.nbytes for r in self._revisions.values() if r.ours and r.fetched is not None)
+    def _held(self, idle: bool = False) -> int:
+        """Bytes of this sweep's revisions in the cache (`idle`: only those no use holds nor is evicting)."""
+        mine = [r for r in self._revisions.values() if r.ours and r.fetched is not None]
+        return sum(r.fetched.nbytes for r in mine if not (idle and (r.users or r.evicting)))
 
     def _should_evict(self, revision: _Revision, index: int) -> bool:
         if not (self.evicts and revision.ours):
             return False
-        if not any(_key(self.uses[i]) == revision.key for i in range(index + 1, len(self.uses))):
+        if not any((c.source, c.revision) == revision.key for c in self.uses[index + 1 :]):
             return True
-        kept = sum(
-            r.fetched.nbytes
-            for r in self._revisions.values()
-            if r.ours and r.fetched is not None and not r.users and not r.evicting
-        )
-        return kept + (self.prefetch + 1) * (self._estimate or 0) > self.budget
+        return self._held(idle=True) + (self.prefetch + 1) * (self._estimate or 0) > self.budget
 
     def _evict_ready(self) -> None:
         """Evict the revisions marked for it, unless a download from their repository is running (a commit that
@@ -276,38 +261,31 @@ class CheckpointPipeline:
         commits = {r.commit for r in ready} - {r.commit for r in self._revisions.values()}
         if not commits:
             return
+        names = ", ".join(r.checkpoint.name for r in ready)
         try:
             evicted = hub.evict(self.cache, commits)
         except Exception as error:  # noqa: BLE001  (a cache that cannot be scanned: warn, never stop the sweep)
             self._notes.append(
-                f"Could not evict {', '.join(r.checkpoint.name for r in ready)} from {self.cache}: "
-                f"{error}. Delete them with `{hub.hub_command()} cache delete`."
+                f"Could not evict {names} from {self.cache}: {error}. Delete them with `{hub.hub_command()} cache delete`."
             )
         else:
             self.evicted_bytes += evicted
-            logger.info(
-                "Evicted %s from %s (%.2f GB).", ", ".join(r.checkpoint.name for r in ready), self.cache, evicted / _GB
-            )
+            logger.info("Evicted %s from %s (%.2f GB).", names, self.cache, evicted / _GB)
         self._show()
 
     # ------------------------------------------------------------------ a download (a pool thread, or the sweep's)
     def _fetch(self, revision: _Revision) -> Fetched:
-        checkpoint = revision.checkpoint
+        c = revision.checkpoint
         with self._room:
             self._room.wait_for(lambda: self._closed or self._may_start(revision))
             if self._closed and revision is not self._urgent:
-                raise RuntimeError(f"CheckpointPipeline closed before {checkpoint.name} was fetched.")
+                raise RuntimeError(f"CheckpointPipeline closed before {c.name} was fetched.")
             revision.running = True
         start = time.perf_counter()
         fetched = None
         try:
             folder = hub.fetch(
-                checkpoint.source,
-                checkpoint.revision,
-                cache_dir=self.cache,
-                label=checkpoint.name,
-                quiet=True,
-                timeout=self.hub_timeout,
+                c.source, c.revision, cache_dir=self.cache, label=c.name, quiet=True, timeout=self.hub_timeout
             )
             fetched = Fetched(folder, time.perf_counter() - start, hub.revision_bytes(folder))
             return fetched
@@ -317,22 +295,17 @@ class CheckpointPipeline:
                 if fetched is None:
                     if self._revisions.get(revision.key) is revision:
                         del self._revisions[revision.key]  # a later use fetches it afresh
-                else:
-                    self._count(revision, fetched)
+                else:  # whose it is, its size, the progress bar
+                    revision.fetched = fetched
+                    revision.ours = self.evicts and revision.commit not in self.before.get(c.source, set())
+                    self._estimate = max(self._estimate or 0, fetched.nbytes)
+                    self.fetched_bytes += fetched.nbytes
+                    self.downloads += 1
+                    self._bar.total = max(self._bar.total, self.downloads)
+                    self._bar.update(1)
+                    self._show()
                 self._evict_ready()
                 self._room.notify_all()
-
-    def _count(self, revision: _Revision, fetched: Fetched) -> None:
-        """Record a completed download: whose it is, its size, the progress bar."""
-        revision.fetched = fetched
-        revision.ours = self.evicts and revision.commit not in self.before.get(revision.checkpoint.source, set())
-        self._estimate = max(self._estimate or 0, fetched.nbytes)
-        self.fetched_bytes += fetched.nbytes
-        self.downloads += 1
-        if self.downloads > self._bar.total:
-            self._bar.total = self.downloads
-        self._bar.update(1)
-        self._show()
 
     def _show(self) -> None:
         self._bar.set_postfix_str(
@@ -344,8 +317,3 @@ class CheckpointPipeline:
             notes, self._notes = self._notes, []
         for note in notes:
             warnings.warn(note, EnvironmentWarning, stacklevel=3)
-
-
-def _key(checkpoint: Checkpoint) -> tuple[str, str | None]:
-    """What a download fetches: a repository's revision (two checkpoints may name the same one)."""
-    return checkpoint.source, checkpoint.revision

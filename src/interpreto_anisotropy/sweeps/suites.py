@@ -24,15 +24,7 @@ from ..errors import InvalidInputError
 from ..probing.masking import MaskedLM
 from ..probing.objectives import ObjectiveName
 
-__all__ = [
-    "Architecture",
-    "PRESETS",
-    "PYTHIA_STEPS",
-    "SUITES",
-    "Suite",
-    "SuiteSize",
-    "find",
-]
+__all__ = ["Architecture", "PRESETS", "PYTHIA_STEPS", "SUITES", "Suite", "SuiteSize", "find"]
 
 #: Steps at which EleutherAI published Pythia checkpoints: 0, the powers of two up to 512, then every 1000 steps.
 PYTHIA_STEPS: tuple[int, ...] = (0, *(2**i for i in range(10)), *range(1000, 143001, 1000))
@@ -149,13 +141,12 @@ class Suite:
         Raises:
             InvalidInputError: If the suite has no such size; the message lists its sizes.
         """
-        for candidate in self.sizes:
-            if isinstance(size, str) and candidate.size == size.strip().lower():
-                return candidate
-        raise InvalidInputError(
-            f"{self.title} has no preset size {size!r}; preset sizes: {[s.size for s in self.sizes]}. For another "
-            "repository, list its revisions with ia.checkpoints.hub(model_id, revisions)."
-        )
+        found = {s.size: s for s in self.sizes}.get(size.strip().lower() if isinstance(size, str) else None)
+        if found is None:
+            raise InvalidInputError(
+                f"{self.title} has no preset size {size!r}; preset sizes: {[s.size for s in self.sizes]}. For another repository, list its revisions with ia.checkpoints.hub(model_id, revisions)."
+            )
+        return found
 
     def revision(self, step: int) -> str:
         """The revision of the checkpoint at `step`.
@@ -174,8 +165,7 @@ class Suite:
             raise InvalidInputError(f"{self.title} steps must be integers >= 0, got {step!r}.")
         if self.revision_format is None:
             raise InvalidInputError(
-                f"{self.title}'s revisions cannot be built from a step: {self.revision_naming} Pass revision names "
-                "carrying the step (revisions=['step1000-...']) or a map revisions={step: revision}."
+                f"{self.title}'s revisions cannot be built from a step: {self.revision_naming} Pass revision names carrying the step (revisions=['step1000-...']) or a map revisions={{step: revision}}."
             )
         return self.revision_format.format(step=int(step))
 
@@ -302,19 +292,9 @@ _SMOLLM2 = Suite(
     id="smollm2",
     title="SmolLM2",
     sizes=(
+        SuiteSize("360m", "HuggingFaceTB/SmolLM2-360M-intermediate-checkpoints", 32, 960, checkpoint_interval=160_000),
         SuiteSize(
-            "360m",
-            "HuggingFaceTB/SmolLM2-360M-intermediate-checkpoints",
-            num_layers=32,
-            hidden_size=960,
-            checkpoint_interval=160_000,
-        ),
-        SuiteSize(
-            "1.7b",
-            "HuggingFaceTB/SmolLM2-1.7B-intermediate-checkpoints",
-            num_layers=24,
-            hidden_size=2048,
-            checkpoint_interval=125_000,
+            "1.7b", "HuggingFaceTB/SmolLM2-1.7B-intermediate-checkpoints", 24, 2048, checkpoint_interval=125_000
         ),
     ),
     objective=ObjectiveName.CAUSAL_LM,
@@ -363,8 +343,7 @@ def find(name: str) -> tuple[Suite, SuiteSize]:
     family, _, size = name.strip().lower().rpartition("-") if isinstance(name, str) else ("", "", "")
     if family not in SUITES:
         raise InvalidInputError(
-            f"Unknown suite preset {name!r}; presets: {list(PRESETS)}. For another repository, list its revisions "
-            "with ia.checkpoints.hub(model_id, revisions)."
+            f"Unknown suite preset {name!r}; presets: {list(PRESETS)}. For another repository, list its revisions with ia.checkpoints.hub(model_id, revisions)."
         )
     suite = SUITES[family]
     return suite, suite.size(size)
