@@ -70,12 +70,9 @@ class AnisotropyCallback(TrainerCallback):
         LiveConfig(**{name: value for name, value in probe_options.items() if name in settings})  # checks values
         split_point_list(split_points)  # their forms; the model, known at on_train_begin, resolves them
         tangent_kind(probe_options.get("tangent", "early"))
-        self.split_points = split_points
-        self.results_dir = Path(results_dir)
+        self.split_points, self.probe_options, self.results_dir = split_points, probe_options, Path(results_dir)
         self.report_dir = self.results_dir / "report" if report_dir is None else report_dir
-        self.probe_options = probe_options
-        self.trainer: Any = None
-        self.probe: TrainingProbe | None = None
+        self.trainer = self.probe = None  # the Trainer (bound or found at on_train_begin), the attached TrainingProbe
 
     @classmethod
     def add_to(cls, trainer: Any, split_points: int | str | list[int | str], **options: Any) -> AnisotropyCallback:

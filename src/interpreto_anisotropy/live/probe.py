@@ -40,9 +40,6 @@ from .tokens import ScaleCheck, gradient_weight, loss_rows, loss_terms, scaling
 
 __all__ = ["TrainingProbe"]
 
-#: What a grad_scaler must offer (`torch.amp.GradScaler`'s methods the probe calls).
-_SCALER_METHODS = ("is_enabled", "get_scale")
-
 
 class TrainingProbe:
     """Gradient energy of a tangent subspace vs matched-rank normal controls, measured on the training gradients.
@@ -401,7 +398,8 @@ def split_point_list(split_points: Any) -> list[int | str]:
     """The split points as a list, each a layer index or a module path (checked without the model)."""
     layers = list(split_points) if isinstance(split_points, (list, tuple)) else [split_points]
     if split_points is None or not layers:
-        raise InvalidInputError("Give split_points: a layer index, a module path, or a list of them.")
+        what = "Give split_points:" if split_points is None else "split_points is empty: give"
+        raise InvalidInputError(f"{what} a layer index, a module path, or a list of them.")
     for layer in layers:
         if isinstance(layer, bool) or not isinstance(layer, (int, str)):
             raise InvalidInputError(

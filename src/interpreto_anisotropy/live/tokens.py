@@ -65,8 +65,7 @@ def loss_terms(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> Int
     Causal LM: targets of the shifted labels (or real tokens followed by a real token, without labels); masked LM:
     labels other than -100; sequence classification: sequences.
     """
-    mask = inputs["attention_mask"].bool()
-    labels = inputs.get("labels")
+    mask, labels = inputs["attention_mask"].bool(), inputs.get("labels")
     if objective is ObjectiveName.SEQUENCE_CLASSIFICATION:
         return torch.tensor(mask.shape[0], device=mask.device)
     if objective is ObjectiveName.MASKED_LM:
@@ -136,11 +135,15 @@ class ScaleCheck:
         weight: The probe's factor 1 / c_j of a micro-batch's inputs (`gradient_weight`; None: one).
     """
 
-    def __init__(self, objective: ObjectiveName, reduction: Reduction, weight: Callable[..., torch.Tensor | None]):
+    def __init__(
+        self,
+        objective: ObjectiveName,
+        reduction: Reduction,
+        weight: Callable[[dict[str, torch.Tensor]], torch.Tensor | None],
+    ):
         self.objective, self.reduction, self.weight = objective, reduction, weight
-        self.watched = 0
+        self.watched, self.done = 0, False
         self.samples: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (window, scale x weight, loss terms)
-        self.done = False
 
     @property
     def ready(self) -> bool:
