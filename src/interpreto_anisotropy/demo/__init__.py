@@ -22,13 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["load_corpus", "train_toy", "ToyRun", "train_tokenizer", "build_model"]
 
-_SOURCES = {
-    "load_corpus": ".corpus",
-    "train_toy": ".train",
-    "ToyRun": ".train",
-    "train_tokenizer": ".toy_models",
-    "build_model": ".toy_models",
-}
+_SOURCES = {"load_corpus": ".corpus", "train_toy": ".train", "ToyRun": ".train"}
+_SOURCES.update(train_tokenizer=".toy_models", build_model=".toy_models")
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,7 @@ import ast
 import hashlib
 import inspect
 import io
+import itertools
 import json
 import logging
 import os
@@ -39,22 +40,8 @@ _SPLIT_SHARES = (("fit", 10), ("probe", 10), ("train", 80))  # out of 100 hash b
 
 # Folders of the standard library that hold no prose worth learning from (tests, generated code, bundles).
 _SKIPPED_DIRS = frozenset(
-    {
-        "test",
-        "tests",
-        "idle_test",
-        "idlelib",
-        "site-packages",
-        "dist-packages",
-        "lib2to3",
-        "turtledemo",
-        "ensurepip",
-        "encodings",
-        "pydoc_data",
-        "lib-dynload",
-        "__pycache__",
-        "__phello__",
-    }
+    "test tests idle_test idlelib site-packages dist-packages lib2to3 turtledemo ensurepip encodings pydoc_data "
+    "lib-dynload __pycache__ __phello__".split()
 )
 
 
@@ -69,10 +56,7 @@ class Split(str, Enum):
 
 def default_cache_dir() -> Path:
     """The cache directory: ``$INTERPRETO_ANISOTROPY_CACHE`` if set, else ``~/.cache/interpreto_anisotropy``."""
-    override = os.environ.get(CACHE_ENV_VAR)
-    if override:
-        return Path(override).expanduser()
-    return Path("~/.cache/interpreto_anisotropy").expanduser()
+    return Path(os.environ.get(CACHE_ENV_VAR) or "~/.cache/interpreto_anisotropy").expanduser()
 
 
 def _stdlib_dir() -> Path:
@@ -127,27 +111,17 @@ def _docstrings(tree: ast.AST) -> list[str]:
 
 def _comment_blocks(source: str) -> list[str]:
     """Runs of comment lines on consecutive lines, joined into one text each (shebangs, licences and pragmas dropped)."""
-    blocks: list[str] = []
-    current: list[str] = []
-    last_line = -2
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        return blocks
-    for token in tokens:
-        if token.type != tokenize.COMMENT:
-            continue
-        line = token.start[0]
-        body = token.string.lstrip("#").strip()
-        if line != last_line + 1 and current:
-            blocks.append(" ".join(current))
-            current = []
-        last_line = line
-        if body and not body.startswith(("!", "-*-", "type:", "noqa", "pragma", "fmt:")):
-            current.append(body)
-    if current:
-        blocks.append(" ".join(current))
-    return [b for b in blocks if "copyright" not in b.lower() and "license" not in b.lower()]
+        return []
+    comments = [token for token in tokens if token.type == tokenize.COMMENT]
+    blocks = []
+    for _, run in itertools.groupby(enumerate(comments), key=lambda pair: pair[1].start[0] - pair[0]):
+        bodies = [token.string.lstrip("#").strip() for _, token in run]
+        skipped = ("!", "-*-", "type:", "noqa", "pragma", "fmt:")
+        blocks.append(" ".join(body for body in bodies if body and not body.startswith(skipped)))
+    return [b for b in blocks if b and "copyright" not in b.lower() and "license" not in b.lower()]
 
 
 def _harvest(root: Path, *, include_comments: bool, progress: bool) -> list[str]:
@@ -194,15 +168,15 @@ def _read_cache(path: Path, stdlib: Path) -> list[str] | None:
             payload = json.load(stream)
     except (OSError, ValueError):
         return None
-    if (
-        not isinstance(payload, dict)
-        or payload.get("format_version") != _FORMAT_VERSION
-        or payload.get("python") != _python_tag()
-        or payload.get("stdlib") != str(stdlib)
-        or not isinstance(payload.get("texts"), list)
-    ):
+    header = _header(stdlib)
+    if not isinstance(payload, dict) or any(payload.get(key) != value for key, value in header.items()):
         return None
-    return payload["texts"]
+    return payload["texts"] if isinstance(payload.get("texts"), list) else None
+
+
+def _header(stdlib: Path) -> dict[str, object]:
+    """What a cache file must say to be read back (format, Python version, standard library)."""
+    return {"format_version": _FORMAT_VERSION, "python": _python_tag(), "stdlib": str(stdlib)}
 
 
 _MEMORY: dict[tuple[str, str], list[str]] = {}
@@ -219,22 +193,12 @@ def _all_texts(*, include_comments: bool, cache_dir: str | os.PathLike | None, p
     if texts is None:
         logger.info("Harvesting the docstrings of %s (once: the corpus is then cached in %s).", stdlib, path)
         texts = _harvest(stdlib, include_comments=include_comments, progress=progress)
-        payload = {
-            "format_version": _FORMAT_VERSION,
-            "python": _python_tag(),
-            "stdlib": str(stdlib),
-            "include_comments": include_comments,
-            "texts": texts,
-        }
+        payload = {**_header(stdlib), "include_comments": include_comments, "texts": texts}
         try:
             write_atomically(path, json.dumps(payload, ensure_ascii=False))
         except OSError as error:
-            warnings.warn(
-                f"Could not write the corpus cache {path} ({error}); the harvest will be redone next time. "
-                f"Set {CACHE_ENV_VAR} to a writable directory to avoid this.",
-                EnvironmentWarning,
-                stacklevel=3,
-            )
+            message = f"Could not write the corpus cache {path} ({error}); the harvest will be redone next time. Set {CACHE_ENV_VAR} to a writable directory to avoid this."
+            warnings.warn(message, EnvironmentWarning, stacklevel=3)
     _MEMORY[key] = texts
     return texts
 
@@ -282,9 +246,7 @@ def load_corpus(
     except ValueError:
         known = ", ".join(repr(s.value) for s in Split)
         raise InvalidInputError(f"Unknown corpus split {split!r}; choose one of {known}.") from None
-    for name, value in (("max_texts", max_texts), ("min_chars", min_chars)):
-        if value is None and name == "max_texts":
-            continue
+    for name, value in (("max_texts", 0 if max_texts is None else max_texts), ("min_chars", min_chars)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidInputError(f"{name} must be a non-negative integer; got {value!r}.")
 

@@ -194,13 +194,8 @@ def log_spaced_steps(steps: int, *, n_even: int = 10) -> list[int]:
     _check_positive_int("steps", steps)
     _check_positive_int("n_even", n_even)
     interval = max(1, steps // n_even)
-    found = {0, steps}
-    power = 1
-    while power < interval:
-        found.add(power)
-        power *= 2
-    found.update(range(interval, steps + 1, interval))
-    return sorted(found)
+    powers = {1 << exponent for exponent in range((interval - 1).bit_length())}  # 1, 2, 4, ... below the interval
+    return sorted({0, steps, *powers, *range(interval, steps + 1, interval)})
 
 
 def _check_positive_int(name: str, value: object, *, minimum: int = 1) -> None:
@@ -209,16 +204,14 @@ def _check_positive_int(name: str, value: object, *, minimum: int = 1) -> None:
 
 
 def _resolve_checkpoint_steps(checkpoint_steps: str | Sequence[int], steps: int) -> list[int]:
-    if isinstance(checkpoint_steps, str):
-        if checkpoint_steps != "log":
-            raise InvalidInputError(f"checkpoint_steps must be 'log' or a list of steps; got {checkpoint_steps!r}.")
+    if isinstance(checkpoint_steps, str) and checkpoint_steps == "log":
         return log_spaced_steps(steps)
     try:
-        chosen = list(checkpoint_steps)
+        chosen = list(checkpoint_steps) if not isinstance(checkpoint_steps, str) else None
     except TypeError:
-        raise InvalidInputError(
-            f"checkpoint_steps must be 'log' or a list of steps; got {checkpoint_steps!r}."
-        ) from None
+        chosen = None
+    if chosen is None:
+        raise InvalidInputError(f"checkpoint_steps must be 'log' or a list of steps; got {checkpoint_steps!r}.")
     if not chosen:
         raise InvalidInputError("checkpoint_steps is empty; give at least one step, or 'log'.")
     for step in chosen:

@@ -15,15 +15,7 @@ from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerF
 
 from ..errors import InvalidInputError
 
-__all__ = [
-    "Arch",
-    "Task",
-    "ENCODER_ARCHS",
-    "train_tokenizer",
-    "build_model",
-    "parse_arch",
-    "lm_automodel",
-]
+__all__ = ["Arch", "Task", "ENCODER_ARCHS", "train_tokenizer", "build_model", "parse_arch"]
 
 
 class Arch(str, Enum):
@@ -56,29 +48,17 @@ _ENCODER_SPECIALS = {
 MIN_VOCAB_SIZE = 256 + len(_ENCODER_SPECIALS) + 1
 
 
-def parse_arch(arch: str | Arch) -> Arch:
-    """Turns a string into an `Arch`, with an error of ours for an unknown name."""
+def parse_arch(arch: str | Arch, kind: type[Enum] = Arch, what: str = "toy architecture") -> Arch:
+    """Turns a string into an `Arch` (or another `kind` of choice), with an error of ours for an unknown name."""
     try:
-        return Arch(arch)
+        return kind(arch)
     except ValueError:
-        known = ", ".join(repr(a.value) for a in Arch)
-        raise InvalidInputError(f"Unknown toy architecture {arch!r}; choose one of {known}.") from None
-
-
-def _parse_task(task: str | Task) -> Task:
-    try:
-        return Task(task)
-    except ValueError:
-        known = ", ".join(repr(t.value) for t in Task)
-        raise InvalidInputError(f"Unknown task {task!r}; choose one of {known}.") from None
+        known = ", ".join(repr(a.value) for a in kind)
+        raise InvalidInputError(f"Unknown {what} {arch!r}; choose one of {known}.") from None
 
 
 def train_tokenizer(
-    texts: Iterable[str],
-    *,
-    arch: str | Arch = "gpt_neox",
-    vocab_size: int = 512,
-    model_max_length: int = 512,
+    texts: Iterable[str], *, arch: str | Arch = "gpt_neox", vocab_size: int = 512, model_max_length: int = 512
 ) -> PreTrainedTokenizerFast:
     """Trains a tiny byte-level BPE tokenizer on ``texts``, with the special tokens of ``arch``'s family.
 
@@ -121,28 +101,19 @@ def train_tokenizer(
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=list(specials.values()),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
+        vocab_size=vocab_size, special_tokens=list(specials.values()), initial_alphabet=alphabet, show_progress=False
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
-
-    return _wrapped(tokenizer, specials, encoder=arch in ENCODER_ARCHS, model_max_length=model_max_length)
-
-
-def _wrapped(
-    tokenizer: Tokenizer, specials: dict[str, str], *, encoder: bool, model_max_length: int
-) -> PreTrainedTokenizerFast:
-    """The trained tokenizer as a transformers one padding on the right, its special tokens given their roles; an
-    encoder's texts are wrapped as ``bos ... eos``."""
-    if encoder:
+    # As a transformers tokenizer padding on the right, its special tokens given their roles; an encoder's texts are
+    # wrapped as ``bos ... eos``.
+    if arch in ENCODER_ARCHS:
         bos, eos = specials["bos"], specials["eos"]
+        ids = [(bos, tokenizer.token_to_id(bos)), (eos, tokenizer.token_to_id(eos))]
+        pair = f"{bos} $A {eos} $B:1 {eos}:1"
         tokenizer.post_processor = processors.TemplateProcessing(
-            single=f"{bos} $A {eos}",
-            pair=f"{bos} $A {eos} $B:1 {eos}:1",
-            special_tokens=[(bos, tokenizer.token_to_id(bos)), (eos, tokenizer.token_to_id(eos))],
+            single=f"{bos} $A {eos}", pair=pair, special_tokens=ids
         )
         roles = {"bos_token": bos, "eos_token": eos, "cls_token": bos, "sep_token": eos, "pad_token": specials["pad"]}
         roles.update(mask_token=specials["mask"], unk_token=specials["unk"])
@@ -150,9 +121,8 @@ def _wrapped(
         tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
         eos = specials["eos"]
         roles = {"bos_token": eos, "eos_token": eos, "unk_token": eos, "pad_token": specials["pad"]}
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, **roles, padding_side="right", model_max_length=model_max_length
-    )
+    padding = {"padding_side": "right", "model_max_length": model_max_length}
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, **roles, **padding)
 
 
 def _special_ids(arch: Arch, tokenizer: PreTrainedTokenizerFast | None, vocab_size: int) -> dict[str, int]:
@@ -169,79 +139,39 @@ def _special_ids(arch: Arch, tokenizer: PreTrainedTokenizerFast | None, vocab_si
         raise InvalidInputError("A masked-LM encoder needs a tokenizer with a mask token.")
     if len(tokenizer) > vocab_size:
         raise InvalidInputError(f"vocab_size={vocab_size} is smaller than the tokenizer's {len(tokenizer)} tokens.")
-    ids = {
-        "bos": tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id,
-        "eos": tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.pad_token_id,
-        "pad": tokenizer.pad_token_id,
-    }
-    if arch in ENCODER_ARCHS:
-        ids["mask"] = tokenizer.mask_token_id
-    return ids
+    bos, eos, pad = tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id
+    ids = {"bos": bos if bos is not None else eos, "eos": eos if eos is not None else pad, "pad": pad}
+    return {**ids, "mask": tokenizer.mask_token_id} if arch in ENCODER_ARCHS else ids
 
 
-def _build_config(
-    arch: Arch,
-    *,
-    vocab_size: int,
-    hidden_size: int,
-    num_layers: int,
-    num_heads: int,
-    intermediate_size: int,
-    max_position: int,
-    special_ids: dict[str, int],
-    num_labels: int,
-) -> PretrainedConfig:
+def _build_config(arch: Arch, common: dict[str, int], special_ids: dict[str, int]) -> PretrainedConfig:
+    """The model config of `arch` for the `common` sizes (vocab_size, ..., num_labels) and the special ids."""
     common = {
-        "vocab_size": vocab_size,
-        "hidden_size": hidden_size,
-        "num_hidden_layers": num_layers,
-        "num_attention_heads": num_heads,
-        "intermediate_size": intermediate_size,
-        "max_position_embeddings": max_position,
-        "bos_token_id": special_ids["bos"],
-        "eos_token_id": special_ids["eos"],
-        "pad_token_id": special_ids["pad"],
-        "num_labels": num_labels,
+        **common,
+        **{f"{name}_token_id": special_ids[name] for name in ("bos", "eos", "pad")},
         "use_cache": False,
     }
+    hidden_size, num_heads = common["hidden_size"], common["num_attention_heads"]
     if arch is Arch.GPT_NEOX:
         # Pythia: parallel residual, rotary on a quarter of each head, untied input/output embeddings.
-        return _transformers_class(arch, "GPTNeoXConfig")(
-            **common,
-            rotary_pct=0.25,
-            use_parallel_residual=True,
-            tie_word_embeddings=False,
-            hidden_dropout=0.0,
-            attention_dropout=0.0,
-        )
+        dropouts = {"hidden_dropout": 0.0, "attention_dropout": 0.0}
+        config = _transformers_class(arch, "GPTNeoXConfig")
+        return config(**common, rotary_pct=0.25, use_parallel_residual=True, tie_word_embeddings=False, **dropouts)
     if arch is Arch.LLAMA:
         # SmolLM2: pre-norm Llama with tied embeddings and grouped-query attention when heads allow.
         kv_heads = num_heads // 2 if num_heads % 2 == 0 and num_heads > 1 else num_heads
-        return _transformers_class(arch, "LlamaConfig")(
-            **common,
-            num_key_value_heads=kv_heads,
-            head_dim=hidden_size // num_heads,
-            tie_word_embeddings=True,
+        config = _transformers_class(arch, "LlamaConfig")
+        return config(
+            **common, num_key_value_heads=kv_heads, head_dim=hidden_size // num_heads, tie_word_embeddings=True
         )
-    return _transformers_class(arch, "EuroBertConfig")(
-        **common,
-        num_key_value_heads=num_heads,
-        head_dim=hidden_size // num_heads,
-        mask_token_id=special_ids["mask"],
-        tie_word_embeddings=False,
-    )
+    heads = {"num_key_value_heads": num_heads, "head_dim": hidden_size // num_heads}
+    config = _transformers_class(arch, "EuroBertConfig")
+    return config(**common, **heads, mask_token_id=special_ids["mask"], tie_word_embeddings=False)
 
 
 # Names, not classes: they are looked up when a model is built, so that a transformers without EuroBERT (4.x)
 # still builds the decoders.
-_MODEL_CLASSES: dict[tuple[Arch, Task], str] = {
-    (Arch.GPT_NEOX, Task.LM): "GPTNeoXForCausalLM",
-    (Arch.LLAMA, Task.LM): "LlamaForCausalLM",
-    (Arch.EUROBERT, Task.LM): "EuroBertForMaskedLM",
-    (Arch.GPT_NEOX, Task.SEQUENCE_CLASSIFICATION): "GPTNeoXForSequenceClassification",
-    (Arch.LLAMA, Task.SEQUENCE_CLASSIFICATION): "LlamaForSequenceClassification",
-    (Arch.EUROBERT, Task.SEQUENCE_CLASSIFICATION): "EuroBertForSequenceClassification",
-}
+_MODEL_PREFIXES = {Arch.GPT_NEOX: "GPTNeoX", Arch.LLAMA: "Llama", Arch.EUROBERT: "EuroBert"}
 
 
 def _transformers_class(arch: Arch, name: str) -> type:
@@ -250,18 +180,14 @@ def _transformers_class(arch: Arch, name: str) -> type:
         return getattr(transformers, name)
     except AttributeError:
         raise InvalidInputError(
-            f"The toy architecture {arch.value!r} needs transformers.{name}, which transformers "
-            f"{transformers.__version__} does not have (EuroBERT comes with transformers 5): upgrade with "
-            "`pip install 'transformers>=5,<6'`, or choose 'gpt_neox' or 'llama'."
+            f"The toy architecture {arch.value!r} needs transformers.{name}, which transformers {transformers.__version__} does not have (EuroBERT comes with transformers 5): upgrade with `pip install 'transformers>=5,<6'`, or choose 'gpt_neox' or 'llama'."
         ) from None
 
 
 def check_model_sizes(**sizes: object) -> None:
     """Checks the sizes given to `build_model` (each a positive integer, heads dividing the width evenly)."""
     for name, value in sizes.items():
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InvalidInputError(f"{name} must be a positive integer; got {value!r}.")
     hidden_size, num_heads = sizes.get("hidden_size"), sizes.get("num_heads")
     if hidden_size is not None and num_heads is not None:
@@ -323,40 +249,26 @@ def build_model(
         >>> model.config.hidden_size
         32
     """
-    arch = parse_arch(arch)
-    task = _parse_task(task)
+    arch, task = parse_arch(arch), parse_arch(task, Task, "task")
     if intermediate_size is None:
         intermediate_size = 4 * hidden_size if isinstance(hidden_size, int) else hidden_size
-    check_model_sizes(
-        vocab_size=vocab_size,
-        hidden_size=hidden_size,
-        num_layers=num_layers,
-        num_heads=num_heads,
-        intermediate_size=intermediate_size,
-        max_position=max_position,
-        num_labels=num_labels,
+    sizes = {"hidden_size": hidden_size, "num_layers": num_layers, "num_heads": num_heads}
+    sizes.update(intermediate_size=intermediate_size, max_position=max_position, num_labels=num_labels)
+    check_model_sizes(vocab_size=vocab_size, **sizes)
+    common = {"vocab_size": vocab_size, "hidden_size": hidden_size, "num_hidden_layers": num_layers}
+    common.update(
+        num_attention_heads=num_heads, intermediate_size=intermediate_size, max_position_embeddings=max_position
     )
-
-    config = _build_config(
-        arch,
-        vocab_size=vocab_size,
-        hidden_size=hidden_size,
-        num_layers=num_layers,
-        num_heads=num_heads,
-        intermediate_size=intermediate_size,
-        max_position=max_position,
-        special_ids=_special_ids(arch, tokenizer, vocab_size),
-        num_labels=num_labels,
+    config = _build_config(arch, {**common, "num_labels": num_labels}, _special_ids(arch, tokenizer, vocab_size))
+    head = (
+        "ForSequenceClassification"
+        if task is Task.SEQUENCE_CLASSIFICATION
+        else "ForMaskedLM"
+        if arch in ENCODER_ARCHS
+        else "ForCausalLM"
     )
-    model_class = _transformers_class(arch, _MODEL_CLASSES[(arch, task)])
+    model_class = _transformers_class(arch, _MODEL_PREFIXES[arch] + head)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = model_class(config)
     return model.to(dtype=torch.float32).eval()
-
-
-def lm_automodel(arch: str | Arch) -> type:
-    """The ``transformers`` auto class that reloads a toy LM checkpoint of ``arch``."""
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
-
-    return AutoModelForMaskedLM if parse_arch(arch) in ENCODER_ARCHS else AutoModelForCausalLM

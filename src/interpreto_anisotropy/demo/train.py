@@ -74,11 +74,8 @@ class ToyRun:
 
     def to_dict(self) -> dict:
         """The run as JSON-ready plain types (paths as strings)."""
-        data = asdict(self)
-        data["out_dir"] = str(self.out_dir)
-        data["checkpoints"] = [str(p) for p in self.checkpoints]
-        data["live_results"] = None if self.live_results is None else str(self.live_results)
-        return data
+        paths = {"out_dir": str(self.out_dir), "checkpoints": [str(p) for p in self.checkpoints]}
+        return {**asdict(self), **paths, "live_results": None if self.live_results is None else str(self.live_results)}
 
     def __len__(self) -> int:
         return len(self.checkpoints)
@@ -96,8 +93,7 @@ def _prepare_out_dir(out_dir: str | os.PathLike, *, overwrite: bool) -> Path:
         raise CheckpointError(f"out_dir {str(path)!r} exists and is not a folder.")
     try:
         path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
+        tempfile.TemporaryFile(dir=path).close()
     except OSError as error:
         raise CheckpointError(f"out_dir {str(path)!r} is not writable ({error}); choose another folder.") from None
     previous = [p for p in path.iterdir() if _CHECKPOINT_PATTERN.match(p.name)]
@@ -114,12 +110,9 @@ def _prepare_out_dir(out_dir: str | os.PathLike, *, overwrite: bool) -> Path:
 
 def _token_blocks(texts: list[str], tokenizer: PreTrainedTokenizerFast, *, arch: Arch, seq_len: int) -> torch.Tensor:
     """Packs the tokenised texts into one stream (Pythia-style, eos between texts) cut into ``seq_len`` blocks."""
-    if arch in ENCODER_ARCHS:
-        encoded = tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"]  # <bos> text <eos>
-        stream = [token for ids in encoded for token in ids]
-    else:
-        encoded = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]
-        stream = [token for ids in encoded for token in [*ids, tokenizer.eos_token_id]]
+    encoder = arch in ENCODER_ARCHS  # <bos> text <eos>; a decoder's: text <eos>
+    encoded = tokenizer(texts, add_special_tokens=encoder, verbose=False)["input_ids"]
+    stream = [token for ids in encoded for token in (ids if encoder else [*ids, tokenizer.eos_token_id])]
     n_blocks = len(stream) // seq_len
     if n_blocks == 0:
         raise InvalidInputError(f"The training texts hold fewer than seq_len={seq_len} tokens; add texts.")
@@ -127,21 +120,15 @@ def _token_blocks(texts: list[str], tokenizer: PreTrainedTokenizerFast, *, arch:
 
 
 def _mask_tokens(
-    input_ids: torch.Tensor,
-    tokenizer: PreTrainedTokenizerFast,
-    *,
-    masking: MaskedLM,
-    generator: torch.Generator,
+    input_ids: torch.Tensor, tokenizer: PreTrainedTokenizerFast, *, masking: MaskedLM, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Masks a batch as `masking` says (the probe's scheme): the ids the model reads, and the labels (-100 elsewhere)."""
     candidates = ~special_tokens_mask(input_ids, tokenizer.all_special_ids)
     chosen = masking.select(candidates, generator)
     labels = input_ids.clone()
     labels[~chosen] = -100
-    corrupted = masking.corrupt(
-        input_ids, chosen, generator, vocab_size=len(tokenizer), mask_token_id=tokenizer.mask_token_id
-    )
-    return corrupted, labels
+    vocabulary = {"vocab_size": len(tokenizer), "mask_token_id": tokenizer.mask_token_id}
+    return masking.corrupt(input_ids, chosen, generator, **vocabulary), labels
 
 
 def _learning_rate(step: int, *, lr: float, warmup_steps: int, steps: int, min_ratio: float = 0.1) -> float:
@@ -213,58 +200,37 @@ def train_toy(
             train_texts, arch=arch, vocab_size=settings.vocab_size, model_max_length=max_position
         )
         blocks = _token_blocks(train_texts, tokenizer, arch=arch, seq_len=settings.seq_len)
+        sizes = {
+            name: getattr(settings, name)
+            for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "seed")
+        }
         model = build_model(
-            arch,
-            vocab_size=len(tokenizer),
-            hidden_size=settings.hidden_size,
-            num_layers=settings.num_layers,
-            num_heads=settings.num_heads,
-            intermediate_size=settings.intermediate_size,
-            max_position=max_position,
-            seed=settings.seed,
-            tokenizer=tokenizer,
+            arch, vocab_size=len(tokenizer), max_position=max_position, tokenizer=tokenizer, **sizes
         ).to(device)
-        record = _toy_config(settings, model, tokenizer, (len(train_texts), blocks), device)
+        record = _toy_config(settings, model, tokenizer, len(train_texts), blocks, device)
         run = _Run(path, model, tokenizer, record, chosen_steps)
-        batches = _Batches(blocks, batch_size=settings.batch_size, seed=settings.seed)
+        batches = _batches(blocks, batch_size=settings.batch_size, seed=settings.seed)
         probe = _train_steps(run, batches, settings.masked_lm, live=settings.live, progress=settings.progress)
         model.eval()
         write_atomically(path / TRAINER_STATE_NAME, json.dumps(run.state(settings.steps), indent=2))
-    return ToyRun(
-        out_dir=path,
-        arch=arch.value,
-        objective=record["objective"],
-        checkpoints=run.checkpoints,
-        checkpoint_steps=chosen_steps,
-        losses=[entry["loss"] for entry in run.log_history],
-        live_results=None if probe is None else Path(probe.results_dir),
-    )
+    losses = [entry["loss"] for entry in run.log_history]
+    live_results = None if probe is None else Path(probe.results_dir)
+    return ToyRun(path, arch.value, record["objective"], run.checkpoints, chosen_steps, losses, live_results)
 
 
-def _toy_config(
-    settings: ToyConfig,
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerFast,
-    data: tuple[int, torch.Tensor],
-    device: torch.device,
-) -> dict[str, Any]:
+def _toy_config(settings: ToyConfig, model: PreTrainedModel, tokenizer: Any, *data: Any) -> dict[str, Any]:
     """The run's ``toy_config`` (in ``trainer_state.json``): `settings` with the sizes the model, the tokenizer and
-    the `data` (number of texts, (n_blocks, seq_len) blocks) came out with."""
-    n_texts, blocks = data
+    the `data` (number of texts, (n_blocks, seq_len) blocks, device) came out with."""
+    n_texts, blocks, device = data
     objective = "masked_lm" if settings.arch in ENCODER_ARCHS else "causal_lm"
     masking = settings.masked_lm
     config = {
         "arch": settings.arch.value,
         "objective": objective,
-        "steps": settings.steps,
-        "hidden_size": settings.hidden_size,
-        "num_layers": settings.num_layers,
-        "num_heads": settings.num_heads,
+        **{name: getattr(settings, name) for name in ("steps", "hidden_size", "num_layers", "num_heads")},
         "intermediate_size": model.config.intermediate_size,
         "vocab_size": len(tokenizer),
-        "seq_len": settings.seq_len,
-        "batch_size": settings.batch_size,
-        "lr": settings.lr,
+        **{name: getattr(settings, name) for name in ("seq_len", "batch_size", "lr")},
         "warmup_steps": settings.effective_warmup_steps,
         "weight_decay": settings.weight_decay,
         "mlm_probability": masking.rate if objective == "masked_lm" else None,
@@ -279,27 +245,56 @@ def _toy_config(
 
 
 def _train_steps(
-    run: _Run, batches: _Batches, masking: MaskedLM, *, live: dict[str, Any] | None, progress: bool
+    run: _Run, batches: Iterator[torch.Tensor], masking: MaskedLM, *, live: dict[str, Any] | None, progress: bool
 ) -> Any:
     """Save ``checkpoint-0``, then train `run.model` for its configured steps (AdamW, warm-up and cosine decay),
     logging each step's loss and saving the checkpoints due; returns the live probe (None without `live`)."""
     model, tokenizer, config = run.model, run.tokenizer, run.config
     steps, lr, warmup_steps = config["steps"], config["lr"], config["warmup_steps"]
     mask_generator = torch.Generator().manual_seed(config["seed"] + 1)
-    optimizer = _adamw(model, lr=lr, weight_decay=config["weight_decay"])
+    decay, no_decay = [], []  # AdamW with no weight decay on biases and norms
+    for name, parameter in model.named_parameters():
+        (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
+    groups = [{"params": decay, "weight_decay": config["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95))
     run.save_if_due(0)
     model.train()
-    probe = _live_probe(model, tokenizer, live, out_dir=run.path, steps=steps)
+    probe = None
+    if live is not None:
+        from ..live.probe import TrainingProbe
+
+        options = {
+            "results_dir": run.path / "live",
+            "total_steps": steps,
+            "reduction": "mean",
+            "overwrite": True,
+            **live,
+        }
+        probe = TrainingProbe(model, tokenizer=tokenizer, **options).attach()
+    device = next(model.parameters()).device
     try:
         bar = progress_bar(range(1, steps + 1), progress=progress, desc=f"Training toy {config['arch']}")
         for step in bar:
-            batch = batches.next()
+            batch = next(batches)
             if config["objective"] == "masked_lm":
                 input_ids, labels = _mask_tokens(batch, tokenizer, masking=masking, generator=mask_generator)
             else:
                 input_ids, labels = batch, batch
             learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
-            loss_value = _update(model, optimizer, input_ids, labels, learning_rate, step=step, lr=lr)
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate
+            model.train()
+            ids = input_ids.to(device)
+            loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels.to(device)).loss
+            if not torch.isfinite(loss):
+                raise InvalidInputError(f"The training loss became {loss.item()} at step {step}; lower lr (now {lr}).")
+            optimizer.zero_grad(set_to_none=True)
+            # torch.autograd.backward, not loss.backward(): nnsight (imported by Interpreto) patches Tensor.backward
+            # with a tracer that reads the caller's source code at every call, which would double the step time.
+            torch.autograd.backward(loss)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            loss_value = float(loss.detach())
             if probe is not None:
                 probe.step()
             run.log_history.append({"step": step, "loss": loss_value, "learning_rate": learning_rate})
@@ -311,30 +306,13 @@ def _train_steps(
     return probe
 
 
-def _live_probe(
-    model: torch.nn.Module,
-    tokenizer: PreTrainedTokenizerFast,
-    live: dict[str, Any] | None,
-    *,
-    out_dir: Path,
-    steps: int,
-) -> Any:
-    """The attached live probe of `train_toy(live=...)`, or None."""
-    if live is None:
-        return None
-    from ..live.probe import TrainingProbe
-
-    options = {"results_dir": out_dir / "live", "total_steps": steps, "reduction": "mean", "overwrite": True, **live}
-    return TrainingProbe(model, tokenizer=tokenizer, **options).attach()
-
-
 def _training_texts(texts: Sequence[str] | None, *, max_train_texts: int | None, progress: bool) -> list[str]:
     """The given texts (non-empty strings, capped) or the toy corpus's ``train`` split."""
     if texts is None:
         train_texts = load_corpus("train", max_texts=max_train_texts, progress=progress)
+    elif isinstance(texts, str):
+        raise InvalidInputError("texts must be a list of strings, not a single string.")
     else:
-        if isinstance(texts, str):
-            raise InvalidInputError("texts must be a list of strings, not a single string.")
         train_texts = [t for t in texts if isinstance(t, str) and t][:max_train_texts]
     if not train_texts:
         raise InvalidInputError("No training texts.")
@@ -344,14 +322,10 @@ def _training_texts(texts: Sequence[str] | None, *, max_train_texts: int | None,
 class _Run:
     """The run being written: its log, its trainer state, and the checkpoints saved at the chosen steps."""
 
-    def __init__(
-        self, path: Path, model: torch.nn.Module, tokenizer: PreTrainedTokenizerFast, config: dict, steps: list[int]
-    ):
-        self.path, self.model, self.tokenizer, self.config = path, model, tokenizer, config
-        self.checkpoint_steps = steps
-        self.pending = list(steps)
-        self.log_history: list[dict] = []
-        self.checkpoints: list[Path] = []
+    def __init__(self, path: Path, model: torch.nn.Module, tokenizer: Any, config: dict, steps: list[int]):
+        self.path, self.model, self.tokenizer, self.config = (path, model, tokenizer, config)
+        self.checkpoint_steps, self.pending = steps, list(steps)
+        self.log_history, self.checkpoints = [], []
 
     def state(self, step: int) -> dict:
         """The ``trainer_state.json`` content at `step`."""
@@ -377,64 +351,13 @@ class _Run:
             self.checkpoints.append(folder)
 
 
-class _Batches:
-    """Blocks in a seeded random order, reshuffled each time they run out (batches never wrap around)."""
-
-    def __init__(self, blocks: torch.Tensor, *, batch_size: int, seed: int):
-        self.blocks, self.batch_size = blocks, batch_size
-        self.generator = torch.Generator().manual_seed(seed)
-        self.order = torch.randperm(blocks.shape[0], generator=self.generator)
-        self.cursor = 0
-
-    def next(self) -> torch.Tensor:
-        """The next (batch_size, seq_len) batch of token blocks."""
-        if self.cursor + self.batch_size > len(self.order):
-            self.order = torch.randperm(self.blocks.shape[0], generator=self.generator)
-            self.cursor = 0
-        batch = self.blocks[self.order[self.cursor : self.cursor + self.batch_size]]
-        self.cursor += self.batch_size
-        return batch
-
-
-def _adamw(model: torch.nn.Module, *, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW with no weight decay on biases and norms."""
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
-    return torch.optim.AdamW(
-        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=lr,
-        betas=(0.9, 0.95),
-    )
-
-
-def _update(
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    input_ids: torch.Tensor,
-    labels: torch.Tensor,
-    learning_rate: float,
-    *,
-    step: int,
-    lr: float,
-) -> float:
-    """One optimiser update at `learning_rate`; returns the batch's loss."""
-    device = next(model.parameters()).device
-    for group in optimizer.param_groups:
-        group["lr"] = learning_rate
-    model.train()
-    output = model(
-        input_ids=input_ids.to(device),
-        attention_mask=torch.ones_like(input_ids, device=device),
-        labels=labels.to(device),
-    )
-    loss = output.loss
-    if not torch.isfinite(loss):
-        raise InvalidInputError(f"The training loss became {loss.item()} at step {step}; lower lr (now {lr}).")
-    optimizer.zero_grad(set_to_none=True)
-    # torch.autograd.backward, not loss.backward(): nnsight (imported by Interpreto) patches Tensor.backward
-    # with a tracer that reads the caller's source code at every call, which would double the step time.
-    torch.autograd.backward(loss)
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    return float(loss.detach())
+def _batches(blocks: torch.Tensor, *, batch_size: int, seed: int) -> Iterator[torch.Tensor]:
+    """(batch_size, seq_len) batches of blocks in a seeded random order, reshuffled each time they run out (batches
+    never wrap around)."""
+    generator = torch.Generator().manual_seed(seed)
+    order, cursor = torch.randperm(blocks.shape[0], generator=generator), 0
+    while True:
+        if cursor + batch_size > len(order):
+            order, cursor = torch.randperm(blocks.shape[0], generator=generator), 0
+        yield blocks[order[cursor : cursor + batch_size]]
+        cursor += batch_size

@@ -63,21 +63,16 @@ class AnisotropyCallback(TrainerCallback):
             raise InvalidInputError(f"report_dir must be a folder path, False or None, got {report_dir!r}.")
         settings = {field.name for field in dataclasses.fields(LiveConfig)}
         taken = set(inspect.signature(TrainingProbe).parameters) - {"model", "split_points", "options"} | settings
-        unknown = sorted(set(probe_options) - taken)
-        if unknown:
+        if unknown := sorted(set(probe_options) - taken):
             raise InvalidInputError(
-                f"AnisotropyCallback got options TrainingProbe does not take: {', '.join(unknown)}. "
-                f"Its options: {', '.join(sorted(taken))}."
+                f"AnisotropyCallback got options TrainingProbe does not take: {', '.join(unknown)}. Its options: {', '.join(sorted(taken))}."
             )
         LiveConfig(**{name: value for name, value in probe_options.items() if name in settings})  # checks values
         split_point_list(split_points)  # their forms; the model, known at on_train_begin, resolves them
         tangent_kind(probe_options.get("tangent", "early"))
-        self.split_points = split_points
-        self.results_dir = Path(results_dir)
+        self.split_points, self.probe_options, self.results_dir = split_points, probe_options, Path(results_dir)
         self.report_dir = self.results_dir / "report" if report_dir is None else report_dir
-        self.probe_options = probe_options
-        self.trainer: Any = None
-        self.probe: TrainingProbe | None = None
+        self.trainer = self.probe = None  # the Trainer (bound or found at on_train_begin), the attached TrainingProbe
 
     @classmethod
     def add_to(cls, trainer: Any, split_points: int | str | list[int | str], **options: Any) -> AnisotropyCallback:
@@ -91,40 +86,29 @@ class AnisotropyCallback(TrainerCallback):
         self.trainer = trainer
         return self
 
-    def _options(self, model: Any, state: Any, tokenizer: Any) -> dict[str, Any]:
-        """The probe's options: the user's, then what the Trainer says (a `config` given keeps its reduction)."""
-        options = dict(self.probe_options)
-        config = options.get("config")
-        options.setdefault("tokenizer", tokenizer)
-        if state.max_steps and state.max_steps > 0 and getattr(config, "total_steps", None) is None:
-            options.setdefault("total_steps", state.max_steps)
-        if config is None:
-            options.setdefault("reduction", "sum" if self._loss_is_summed_per_step(model) else "mean")
-        scaler = getattr(getattr(self.trainer, "accelerator", None), "scaler", None)
-        if scaler is not None:
-            options.setdefault("grad_scaler", scaler)
-        return options
-
-    def _loss_is_summed_per_step(self, model: Any) -> bool:
-        accepts = getattr(self.trainer, "model_accepts_loss_kwargs", None)
-        if accepts is None:
-            accepts = getattr(model, "accepts_loss_kwargs", None)
-        if accepts is None:
-            parameters = inspect.signature(model.forward).parameters.values()
-            accepts = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters)
-        return bool(accepts)
-
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         """Attach the probe to the Trainer's model."""
         self.trainer = _calling_trainer() or self.trainer  # the Trainer training now, or the one bound
-        tokenizer = kwargs.get("processing_class", kwargs.get("tokenizer"))
-        self.probe = TrainingProbe(
-            model,
-            self.split_points,
-            results_dir=self.results_dir,
-            start_step=state.global_step,
-            **self._options(model, state, tokenizer),
-        ).attach()
+        # the probe's options: the user's, then what the Trainer says (a `config` given keeps its reduction)
+        options = dict(self.probe_options)
+        config = options.get("config")
+        options.setdefault("tokenizer", kwargs.get("processing_class", kwargs.get("tokenizer")))
+        if state.max_steps and state.max_steps > 0 and getattr(config, "total_steps", None) is None:
+            options.setdefault("total_steps", state.max_steps)
+        if config is None:
+            accepts = getattr(self.trainer, "model_accepts_loss_kwargs", None)  # the loss is summed per step
+            accepts = getattr(model, "accepts_loss_kwargs", None) if accepts is None else accepts
+            if accepts is None:
+                parameters = inspect.signature(model.forward).parameters.values()
+                accepts = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters)
+            options.setdefault("reduction", "sum" if accepts else "mean")
+        scaler = getattr(getattr(self.trainer, "accelerator", None), "scaler", None)
+        if scaler is not None:
+            options.setdefault("grad_scaler", scaler)
+        probe = TrainingProbe(
+            model, self.split_points, results_dir=self.results_dir, start_step=state.global_step, **options
+        )
+        self.probe = probe.attach()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Close the windows that are due; report each one's figures at its step."""

@@ -138,9 +138,13 @@ class LiveConfig:
         check_number("flush_seconds", self.flush_seconds, at_least=0)
         check_bool("include_special", self.include_special)
         check_call(self.call)
-        _check_choice("objective", self.objective, _OBJECTIVES)
-        _check_choice("reduction", self.reduction, ("sum", "mean"))
-        _check_choice("on_nonfinite", self.on_nonfinite, ("raise", "skip"))
+        for name, choices in (
+            ("objective", _OBJECTIVES),
+            ("reduction", ("sum", "mean")),
+            ("on_nonfinite", ("raise", "skip")),
+        ):
+            if not isinstance(value := getattr(self, name), str) or value not in choices:
+                raise InvalidInputError(f"{name} must be one of {list(choices)}, got {value!r}.")
 
     @classmethod
     def of(cls, config: LiveConfig | None, options: Mapping[str, Any]) -> LiveConfig:
@@ -176,18 +180,8 @@ def window_n_random(settings: LiveConfig) -> int:
     while not floor_passes(n_random, resolved):
         resolved -= 1
     warnings.warn(
-        f"Holm at {HOLM_LEVEL} over the {windows} windows of a split point (total_steps={settings.total_steps}, "
-        f"every={settings.every}) needs R' = {needed} random subspaces a window (about {needed * _SECONDS:.0f} s a "
-        f"window at d=768, k=32, on one CPU thread); each window draws {n_random} (about {n_random * _SECONDS:.0f} "
-        f"s), enough for Holm over {resolved} windows, so no p_value_exact_holm of this run can reach {HOLM_LEVEL}. "
-        f"Use every={math.ceil(settings.total_steps / resolved)} or more for a verdict over the whole run, or give "
-        "n_random explicitly.",
+        f"Holm at {HOLM_LEVEL} over the {windows} windows of a split point (total_steps={settings.total_steps}, every={settings.every}) needs R' = {needed} random subspaces a window (about {needed * _SECONDS:.0f} s a window at d=768, k=32, on one CPU thread); each window draws {n_random} (about {n_random * _SECONDS:.0f} s), enough for Holm over {resolved} windows, so no p_value_exact_holm of this run can reach {HOLM_LEVEL}. Use every={math.ceil(settings.total_steps / resolved)} or more for a verdict over the whole run, or give n_random explicitly.",
         DegenerateStatisticsWarning,
         stacklevel=3,
     )
     return n_random
-
-
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if not isinstance(value, str) or value not in choices:
-        raise InvalidInputError(f"{name} must be one of {list(choices)}, got {value!r}.")

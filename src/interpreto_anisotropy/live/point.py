@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from jaxtyping import Bool, Float
 
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
@@ -30,21 +29,7 @@ from ..tangents.subspace import Subspace
 from .options import LiveTangent
 from .rows import live_row
 
-__all__ = [
-    "LivePoint",
-    "Statistics",
-    "moments_bytes",
-    "pending_capacity",
-    "WindowSums",
-    "KeptRows",
-    "merged_sums",
-    "scored_sums",
-    "retrospective_sums",
-    "reduce_window",
-    "gather_sequence_energy",
-    "on_every_rank",
-    "TangentSchedule",
-]
+__all__ = ["LivePoint", "Statistics", "TangentSchedule", "moments_bytes", "pending_capacity"]
 
 
 @dataclass(frozen=True)
@@ -97,21 +82,10 @@ class LivePoint:
     """The live state of one split point: `layer` as the user gave it (the rows' `layer`), `path` its module path;
     the windows awaiting a tangent may hold `max_pending_bytes` here (`pending_capacity` windows, merged beyond)."""
 
-    def __init__(
-        self,
-        layer: int | str,
-        path: str,
-        schedule: TangentSchedule,
-        statistics: Statistics,
-        *,
-        max_pending_bytes: int,
-        every: int,
-    ):
+    def __init__(self, layer: int | str, path: str, schedule: TangentSchedule, statistics: Statistics, **bounds: int):
         self.layer, self.path, self.schedule, self.statistics = layer, path, schedule, statistics
-        self.max_pending_bytes, self.every = max_pending_bytes, every
-        self.dim: int | None = None
-        self.device: torch.device | None = None
-        self.window: WindowSums | None = None
+        self.max_pending_bytes, self.every = bounds["max_pending_bytes"], bounds["every"]
+        self.dim = self.device = self.window = None  # the width and device, from the first gradient; the open window
         self.pending: list[_Pending] = []
         self.capacity = 0  # windows awaiting a tangent held at most, once the width is known
         self.span = 1  # windows merged into each of them
@@ -134,9 +108,7 @@ class LivePoint:
         """Open a window scored against the tangent that exists now (moments and rows, within the bound, if none)."""
         if self.dim is not None:
             room = self._room_for_rows() if self.schedule.bases is None and self.keep_rows else 0
-            self.window = WindowSums(
-                self.dim, self.device, self.schedule.bases, first_step=first_step, max_kept_bytes=room
-            )
+            self.window = WindowSums(self.dim, self.device, self.schedule.bases, first_step, room)
 
     def moments_bytes(self) -> int:
         """The memory reserved for the moments of the windows awaiting a tangent (float64 d x d each): those of the
@@ -148,20 +120,12 @@ class LivePoint:
     def _room_for_rows(self) -> int:
         return max(0, self.max_pending_bytes - self.moments_bytes() - sum(pending.bytes for pending in self.pending))
 
-    def add(
-        self,
-        hidden: torch.Tensor,
-        gradient: torch.Tensor,
-        rows: torch.Tensor,
-        loss_finite: torch.Tensor,
-        loss_sum: torch.Tensor,
-        loss_count: torch.Tensor,
-    ) -> None:
+    def add(self, hidden: torch.Tensor, gradient: torch.Tensor, rows: torch.Tensor, *loss: torch.Tensor) -> None:
         """Pool one micro-batch: its rescaled dL/dh and, for a tangent being fitted, its activations at the rows."""
-        finite = self.window.add(gradient, rows, loss_finite, loss_sum, loss_count)
-        schedule = self.schedule
-        if schedule.fitting and schedule.activations is not None:  # pooled for the next fit
-            schedule.activations.update(hidden.reshape(-1, hidden.shape[-1]).float(), mask=(rows & finite).reshape(-1))
+        finite = self.window.add(gradient, rows, *loss)
+        if self.schedule.fitting and self.schedule.activations is not None:  # pooled for the next fit
+            mask = (rows & finite).reshape(-1)
+            self.schedule.activations.update(hidden.reshape(-1, hidden.shape[-1]).float(), mask=mask)
 
     def close(self, step: int, *, sharded: bool) -> tuple[list[dict[str, Any]], ProbeSums | None, Subspace | None]:
         """Close the window whose last weights are those of `step`; fit the tangent if due."""
@@ -172,8 +136,8 @@ class LivePoint:
             sums = reduce_window(window.probe_sums(), sharded=sharded)
             if window.bases is not None and sums.moments.count:
                 columns = self._drawn(window.bases, step)
-                sums = scored_sums(sums, columns)
-                rows.append(self._row(sums, columns, step, window.first_step, window.reads, retrospective=False))
+                scored = scored_sums(sums, columns)
+                rows.append(self._row(scored, columns, step, window.first_step, window.reads, False))
             elif sums.moments.count:
                 self._await_tangent(window, sums, step, sharded=sharded)
         fitted = self.schedule.fit(step + 1, self.device, sharded=sharded) if self.schedule.due(step + 1) else None
@@ -187,10 +151,7 @@ class LivePoint:
         if not kept and self.keep_rows:
             self.keep_rows = False
             warnings.warn(
-                f"The windows awaiting the tangent at split point '{self.path}' hold more gradient rows than "
-                f"max_pending_bytes leaves them ({self._room_for_rows() / 2**20:.0f} MiB besides the moments): from "
-                f"step {window.first_step} on they keep their moments only, and their rows will have no bootstrap "
-                "interval. Raise max_pending_bytes, use a larger `every` or fewer early steps to keep them.",
+                f"The windows awaiting the tangent at split point '{self.path}' hold more gradient rows than max_pending_bytes leaves them ({self._room_for_rows() / 2**20:.0f} MiB besides the moments): from step {window.first_step} on they keep their moments only, and their rows will have no bootstrap interval. Raise max_pending_bytes, use a larger `every` or fewer early steps to keep them.",
                 LiveProbeWarning,
                 stacklevel=5,
             )
@@ -207,19 +168,15 @@ class LivePoint:
             self.pending.append(closed)
 
     def _score_pending(self, *, sharded: bool) -> list[dict[str, Any]]:
-        rows = []
-        bases = self.schedule.bases
+        rows, bases = [], self.schedule.bases
         for pending in self.pending:
             energy = None
             if pending.kept is not None:
                 energy = gather_sequence_energy(pending.kept.tangent_energies(bases.tangent_block), sharded=sharded)
             columns = self._drawn(bases, pending.step)
             sums = retrospective_sums(pending.sums, columns, energy)
-            rows.append(
-                self._row(sums, columns, pending.step, pending.first_step, pending.micro_batches, retrospective=True)
-            )
-        self.pending, self.span = [], 1
-        self.keep_rows = True
+            rows.append(self._row(sums, columns, pending.step, pending.first_step, pending.micro_batches, True))
+        self.pending, self.span, self.keep_rows = [], 1, True
         return rows
 
     def _drawn(self, bases: SubspaceColumns, step: int) -> SubspaceColumns:
@@ -230,55 +187,29 @@ class LivePoint:
 
     def _draw_seed(self, step: int) -> int:
         """The seed of the draws of the window whose last weights are those of `step` (its row's ``draw_seed``)."""
-        kind = self.schedule.kind.value
-        return row_seed(self.statistics.seed, step=step, split_point=self.path, kind=kind)
+        return row_seed(self.statistics.seed, step=step, split_point=self.path, kind=self.schedule.kind.value)
 
-    def _row(
-        self,
-        sums: ProbeSums,
-        columns: SubspaceColumns,
-        step: int,
-        first_step: int,
-        micro_batches: int,
-        *,
-        retrospective: bool,
-    ) -> dict:
-        kind = self.schedule.kind.value
-        settings = self.statistics
+    def _row(self, sums: ProbeSums, columns: SubspaceColumns, *window: Any) -> dict:
+        """The row of a window: (step, first_step, micro_batches, retrospective) are `window`."""
+        step, first_step, micro_batches, retrospective = window
+        kind, s = self.schedule.kind.value, self.statistics
         with warnings.catch_warnings():  # a window of a few sequences: its row's n_sequences says so
             warnings.simplefilter("ignore", DegenerateStatisticsWarning)
-            result = build_results(
-                sums,
-                columns,
-                settings.seed,
-                settings.n_bootstrap,
-                settings.confidence,
-                objective=settings.objective,
-                split_point=self.path,
-            )[kind]
-        return {
-            **live_row(
-                result,
-                step=step,
-                first_step=first_step,
-                micro_batches=micro_batches,
-                layer=self.layer,
-                path=self.path,
-                kind=kind,
-                retrospective=retrospective,
-                fitted_at=self.schedule.fitted_at,
-            ),
-            "draw_seed": self._draw_seed(step),
-            "n_random": columns.n_random,
-        }
+            args = (s.seed, s.n_bootstrap, s.confidence)
+            result = build_results(sums, columns, *args, objective=s.objective, split_point=self.path)[kind]
+        where = {"layer": self.layer, "path": self.path, "kind": kind, "fitted_at": self.schedule.fitted_at}
+        row = live_row(
+            result, step=step, first_step=first_step, micro_batches=micro_batches, retrospective=retrospective, **where
+        )
+        return {**row, "draw_seed": self._draw_seed(step), "n_random": columns.n_random}
 
 
 @dataclasses.dataclass
 class _KeptBatch:
     """A micro-batch's gradient rows, kept for a tangent that does not exist yet."""
 
-    rows: Float[torch.Tensor, "n d"]
-    finite: Bool[torch.Tensor, ""]
+    rows: torch.Tensor
+    finite: torch.Tensor
     shape: tuple[int, int]
 
 
@@ -302,7 +233,7 @@ class KeptRows:
         self.has_rows.extend(later.has_rows)
         return self
 
-    def tangent_energies(self, tangents: TangentBlock) -> Float[torch.Tensor, "n T"]:
+    def tangent_energies(self, tangents: TangentBlock) -> torch.Tensor:
         """The per-sequence energies in `tangents`, computed as `WindowSums.add` computes a live window's (this
         process's sequences with rows, in order)."""
         parts = []
@@ -319,25 +250,11 @@ class KeptRows:
 class WindowSums:
     """The sums of one window at one split point of width `dim`, on the gradients' `device`."""
 
-    def __init__(
-        self,
-        dim: int,
-        device: torch.device | str,
-        bases: SubspaceColumns | None,
-        *,
-        first_step: int,
-        max_kept_bytes: int = 0,
-    ):
-        self.dim = dim
-        self.device = torch.device(device)
-        self.bases = bases
+    def __init__(self, dim: int, device: Any, bases: SubspaceColumns | None, first_step: int, max_kept_bytes: int = 0):
+        self.dim, self.device, self.bases, self.first_step = dim, torch.device(device), bases, first_step
         self.tangents = bases.tangent_block if bases is not None else None
-        self.first_step = first_step
         self.moments = MomentAccumulator(dim, device=self.device)
-        self.energies: list[torch.Tensor] = []
-        self.totals: list[torch.Tensor] = []
-        self.has_rows: list[torch.Tensor] = []
-        self.finite: list[torch.Tensor] = []
+        self.energies, self.totals, self.has_rows, self.finite = [], [], [], []
         self.loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
         self.loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
         self.n_sequences = 0
@@ -350,16 +267,10 @@ class WindowSums:
         """Micro-batches added."""
         return len(self.finite)
 
-    def add(
-        self,
-        gradient: Float[torch.Tensor, "b l d"],
-        rows: Bool[torch.Tensor, "b l"],
-        loss_finite: Bool[torch.Tensor, ""],
-        loss_sum: Float[torch.Tensor, ""],
-        loss_count: torch.Tensor,
-    ) -> Bool[torch.Tensor, ""]:
+    def add(self, gradient: torch.Tensor, rows: torch.Tensor, *loss: torch.Tensor) -> torch.Tensor:
         """Add one micro-batch (its rescaled dL/dh, its gradient rows, whether its loss is finite, its loss and terms);
         return its 0-dim "finite" flag. A non-finite one (read from its rows' squared norms) adds nothing else."""
+        loss_finite, loss_sum, loss_count = loss
         energies = batch_energies(gradient, rows, self.tangents)
         energy, total, flat_rows = energies.energy, energies.total, energies.rows
         finite = loss_finite & torch.isfinite(total.sum())
@@ -374,19 +285,14 @@ class WindowSums:
         self.loss_count = self.loss_count + torch.where(finite, loss_count.double(), zero)
         self.finite.append(finite)
         self.n_sequences += gradient.shape[0]
-        self._keep(flat_rows, finite, (gradient.shape[0], gradient.shape[1]))
+        if self.kept is not None:  # a window without a tangent keeps its rows, or drops them all past the bound
+            size = flat_rows.numel() * flat_rows.element_size()
+            if self.kept_bytes + size > self.max_kept_bytes:
+                self.kept, self.kept_bytes = None, 0
+            else:
+                self.kept.append(_KeptBatch(flat_rows, finite, (gradient.shape[0], gradient.shape[1])))
+                self.kept_bytes += size
         return finite
-
-    def _keep(self, flat_rows: torch.Tensor, finite: torch.Tensor, shape: tuple[int, int]) -> None:
-        """Keep a micro-batch's rows (a window without a tangent), or drop them all once they pass the bound."""
-        if self.kept is None:
-            return
-        size = flat_rows.numel() * flat_rows.element_size()
-        if self.kept_bytes + size > self.max_kept_bytes:
-            self.kept, self.kept_bytes = None, 0
-            return
-        self.kept.append(_KeptBatch(flat_rows, finite, shape))
-        self.kept_bytes += size
 
     def probe_sums(self) -> ProbeSums:
         """This process's `ProbeSums` of the window, its per-sequence energies in the tangents only ((n_seq, 0)
@@ -399,9 +305,8 @@ class WindowSums:
             keep, skipped = flags[:n_with_rows], int(flags[n_with_rows:].sum())
         sequence_id = torch.arange(keep.shape[0])[keep]
         index = sequence_id.to(self.device, non_blocking=True)
-        total = (
-            torch.cat(self.totals)[index] if self.totals else torch.zeros(0, dtype=torch.float64, device=self.device)
-        )
+        empty = torch.zeros(0, dtype=torch.float64, device=self.device)
+        total = torch.cat(self.totals)[index] if self.totals else empty
         n_tangents = self.tangents.n_tangents if self.tangents is not None else 0
         energy = torch.cat(self.energies)[index] if self.energies else total.new_zeros(total.shape[0], n_tangents)
         tally = Tally(usable_sequences=self.n_sequences, skipped_batches=skipped)
@@ -413,7 +318,7 @@ def _tangent_columns(columns: SubspaceColumns) -> list[int]:
     return [columns.tangent_column(name) for name in columns.tangents]
 
 
-def _scatter(sums: ProbeSums) -> Float[torch.Tensor, "d d"]:
+def _scatter(sums: ProbeSums) -> torch.Tensor:
     """The window's G^T G, float64 (from its moments, reduced over every rank)."""
     return sums.moments.second_moment() * sums.moments.count
 
@@ -428,9 +333,7 @@ def scored_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
     return dataclasses.replace(sums, column_energy=energy)
 
 
-def retrospective_sums(
-    sums: ProbeSums, columns: SubspaceColumns, sequence_energy: Float[torch.Tensor, "n T"] | None
-) -> ProbeSums:
+def retrospective_sums(sums: ProbeSums, columns: SubspaceColumns, sequence_energy: torch.Tensor | None) -> ProbeSums:
     """A window that closed before its tangent existed (`sums` reduced over the ranks), scored with it, ready for
     `build_results`: as a live window given each sequence's energy in each tangent (n_seq, T) from the rows it kept;
     else from its moments alone, as one pseudo-sequence of energy tr(Q^T (G^T G) Q) (same shares, NaN interval)."""
@@ -438,12 +341,9 @@ def retrospective_sums(
         return scored_sums(dataclasses.replace(sums, sequence_energy=sequence_energy), columns)
     scatter = _scatter(sums)
     energy = columns.energies_of_scatter(scatter)
+    pseudo = {"sequence_total": torch.trace(scatter)[None], "sequence_id": torch.zeros(1, dtype=torch.long)}
     return dataclasses.replace(
-        sums,
-        sequence_energy=energy[_tangent_columns(columns)][None],
-        sequence_total=torch.trace(scatter)[None],
-        sequence_id=torch.zeros(1, dtype=torch.long),
-        column_energy=energy,
+        sums, sequence_energy=energy[_tangent_columns(columns)][None], column_energy=energy, **pseudo
     )
 
 
@@ -451,11 +351,8 @@ def merged_sums(first: ProbeSums, later: ProbeSums, *, sharded: bool) -> ProbeSu
     """The reduced sums (`reduce_window`'s) of two consecutive windows as those of one window of their steps: their
     sequences end to end, numbered as one window numbers them, and `first`'s moments merged with `later`'s (in place)."""
     offset = first.sequence_id.shape[0] if sharded else first.tally.usable_sequences
-    tally = Tally(
-        first.tally.usable_sequences + later.tally.usable_sequences,
-        0,
-        first.tally.skipped_batches + later.tally.skipped_batches,
-    )
+    usable = first.tally.usable_sequences + later.tally.usable_sequences
+    tally = Tally(usable, 0, first.tally.skipped_batches + later.tally.skipped_batches)
     return ProbeSums(
         torch.cat([first.sequence_energy, later.sequence_energy]),
         torch.cat([first.sequence_total, later.sequence_total]),
@@ -471,9 +368,9 @@ def merged_sums(first: ProbeSums, later: ProbeSums, *, sharded: bool) -> ProbeSu
 def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
     """Every rank's sums of a window (all-reduced when `sharded`: all ranks must call it), identical on every rank,
     with the counters (loss sums and counts as floats) read as Python numbers, in one read of the device."""
-    device = sums.moments.device
-    tally = sums.tally
-    losses = torch.stack([_device_scalar(sums.loss_sum, device), _device_scalar(sums.loss_count, device)])
+    device, tally = sums.moments.device, sums.tally
+    pair = (sums.loss_sum, sums.loss_count)  # Python numbers are copied to the device; tensors are there already
+    losses = torch.stack([torch.as_tensor(value, dtype=torch.float64).to(device).reshape(()) for value in pair])
     counts = [sums.n_sequences, tally.usable_sequences, tally.skipped_batches]
     moments, energy, total, ids = sums.moments, sums.sequence_energy, sums.sequence_total, sums.sequence_id
     if sharded:
@@ -487,22 +384,13 @@ def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
     *read, n_rows = torch.cat([losses, moments.n.reshape(1)]).tolist()
     moments.known_count(n_rows)
     loss_sum, loss_count, n_sequences, usable, skipped = [*read, *counts]
-    return ProbeSums(
-        energy, total, ids, moments, loss_sum, loss_count, Tally(int(usable), 0, int(skipped)), int(n_sequences)
-    )
-
-
-def _device_scalar(value: torch.Tensor | float, device: torch.device) -> torch.Tensor:
-    """A float64 0-dim tensor on `device` (a Python number is copied there; a tensor is already there)."""
-    return torch.as_tensor(value, dtype=torch.float64).to(device).reshape(())
+    tally = Tally(int(usable), 0, int(skipped))
+    return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, tally, int(n_sequences))
 
 
 def gather_sequence_energy(energy: torch.Tensor, *, sharded: bool) -> torch.Tensor:
     """Every rank's per-sequence energies (n_seq, T), rank 0's first (all ranks must call it when `sharded`)."""
-    if not sharded:
-        return energy
-    parts = distributed.all_gather_objects(energy.cpu())
-    return torch.cat(parts).to(energy.device)
+    return torch.cat(distributed.all_gather_objects(energy.cpu())).to(energy.device) if sharded else energy
 
 
 def on_every_rank(flag: bool, *, sharded: bool) -> bool:
@@ -516,43 +404,27 @@ def on_every_rank(flag: bool, *, sharded: bool) -> bool:
 class TangentSchedule:
     """When the tangent of one split point exists, what it is, and the activation moments it is fitted on."""
 
-    def __init__(
-        self,
-        kind: LiveTangent,
-        path: str,
-        *,
-        nb_concepts: int,
-        n_controls: int,
-        seed: int,
-        fit_until: int | None = None,
-        given: Subspace | None = None,
-        call: str | int | None = None,
-        n_random: int | None = None,
-    ):
+    def __init__(self, kind: LiveTangent, path: str, *, nb_concepts: int, n_controls: int, seed: int, **plan: Any):
         self.kind, self.path = kind, path
         self.nb_concepts, self.n_controls, self.seed = nb_concepts, n_controls, seed
-        self.n_random = n_controls if n_random is None else n_random
-        self.fit_until, self.call = fit_until, call
-        self.activations: MomentAccumulator | None = None
-        self.tangent: Subspace | None = None
-        self.bases: SubspaceColumns | None = None  # the tangent, its controls and the random subspaces
-        self.fitted_at: int | None = None
-        self._given = given
+        self.n_random = n_controls if plan.get("n_random") is None else plan["n_random"]
+        self.fit_until, self.call = plan.get("fit_until"), plan.get("call")
+        # the activations pooled, the tangent, its bases (it, its controls and the random subspaces), when fitted
+        self.activations = self.tangent = self.bases = self.fitted_at = None
+        self._given = given = plan.get("given")
         if given is not None and given.split_point is not None and given.split_point != path:
             raise InvalidInputError(
-                f"The given tangent was fitted at split point '{given.split_point}' but the live probe reads '{path}'. "
-                f"Give a tangent fitted at '{path}', or attach the probe at '{given.split_point}'."
+                f"The given tangent was fitted at split point '{given.split_point}' but the live probe reads '{path}'. Give a tangent fitted at '{path}', or attach the probe at '{given.split_point}'."
             )
         if given is not None:
-            refuse_other_call(given.call, call, "The given tangent", "TrainingProbe(..., call=...)")
+            refuse_other_call(given.call, self.call, "The given tangent", "TrainingProbe(..., call=...)")
 
     def start(self, dim: int, device: torch.device) -> None:
         """Prepare for a split point of width d on `device` (the first gradient's); checks a given tangent's width."""
         if self._given is not None and self.tangent is None:
             if self._given.dim != dim:
                 raise InvalidInputError(
-                    f"The {self.kind.value} tangent lives in R^{self._given.dim} but split point '{self.path}' has "
-                    f"d={dim}: it was fitted on another layer or model. Fit it at this split point of this model."
+                    f"The {self.kind.value} tangent lives in R^{self._given.dim} but split point '{self.path}' has d={dim}: it was fitted on another layer or model. Fit it at this split point of this model."
                 )
             self._use(self._given, device)
         if self.fitting and self.activations is None:
@@ -582,13 +454,9 @@ class TangentSchedule:
             return None
         model = OrthonormalConceptModel(self.nb_concepts, moments.dim, center=True, device=str(moments.device))
         model.merge(lambda _: moments)
+        info = {"fitted_on_steps": [self.fitted_at or 0, steps_done], "rows": moments.count}
         subspace = model.get_subspace().replace(
-            name=self.kind.value,
-            method="pca",
-            split_point=self.path,
-            call=self.call,
-            step=steps_done,
-            info={"fitted_on_steps": [self.fitted_at or 0, steps_done], "rows": moments.count},
+            name=self.kind.value, method="pca", split_point=self.path, call=self.call, step=steps_done, info=info
         )
         self.fitted_at = steps_done
         self._use(subspace, device)
@@ -596,8 +464,7 @@ class TangentSchedule:
         return subspace
 
     def _use(self, subspace: Subspace, device: torch.device) -> None:
-        tangent = subspace.to(device=device, dtype=torch.float32)
-        self.tangent = tangent
+        self.tangent = tangent = subspace.to(device=device, dtype=torch.float32)
         self.bases = SubspaceColumns.draw(
             {self.kind.value: tangent}, n_controls=self.n_controls, n_random=self.n_random, seed=self.seed
         )

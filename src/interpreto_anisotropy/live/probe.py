@@ -40,9 +40,6 @@ from .tokens import ScaleCheck, gradient_weight, loss_rows, loss_terms, scaling
 
 __all__ = ["TrainingProbe"]
 
-#: What a grad_scaler must offer (`torch.amp.GradScaler`'s methods the probe calls).
-_SCALER_METHODS = ("is_enabled", "get_scale")
-
 
 class TrainingProbe:
     """Gradient energy of a tangent subspace vs matched-rank normal controls, measured on the training gradients.
@@ -96,7 +93,11 @@ class TrainingProbe:
         self.model, layers, tokenizer = _unwrap(model, split_points, tokenizer, grad_scaler)
         self.layers = {resolve_split_point(self.model, layer): layer for layer in layers}
         self.every = settings.every
-        self.objective = _objective(settings.objective, self.model)
+        name = make_objective(settings.objective, model=self.model).name
+        try:
+            self.objective = ObjectiveName(name)
+        except ValueError:
+            raise InvalidInputError(f"objective must name a built-in objective, got {settings.objective!r}.") from None
         self.reduction = Reduction(settings.reduction)
         if results_dir is not None:
             check_folder("results_dir", results_dir)
@@ -105,32 +106,17 @@ class TrainingProbe:
         special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
         self.special_ids = special_ids  # the token ids that are not rows
         self._special_ids = {special_ids.device: special_ids}  # copied to each gradient device once
-        self.statistics = Statistics(
-            settings.n_controls,
-            settings.seed,
-            settings.n_bootstrap,
-            settings.confidence,
-            make_objective(self.objective.value, reduction="sum"),
-        )
+        numbers = [getattr(settings, name) for name in ("n_controls", "seed", "n_bootstrap", "confidence")]
+        self.statistics = Statistics(*numbers, make_objective(self.objective.value, reduction="sum"))
         self.kind, fit_until, given = _tangent_plan(tangent, self.layers, settings)
-        schedule = {
-            "nb_concepts": settings.nb_concepts,
-            "n_controls": settings.n_controls,
-            "seed": settings.seed,
-            "fit_until": fit_until,
-        }
+        schedule = {name: getattr(settings, name) for name in ("nb_concepts", "n_controls", "seed")}
+        schedule["fit_until"] = fit_until
         self.n_random = n_random = window_n_random(settings)  # R' of every window, recorded in each row
+        bounds = {"max_pending_bytes": settings.max_pending_bytes // len(self.layers), "every": self.every}
+        plan = {"call": settings.call, "n_random": n_random, **schedule}
+        schedules = {path: TangentSchedule(self.kind, path, given=given.get(path), **plan) for path in self.layers}
         self.points = {
-            path: LivePoint(
-                layer,
-                path,
-                TangentSchedule(
-                    self.kind, path, given=given.get(path), call=settings.call, n_random=n_random, **schedule
-                ),
-                self.statistics,
-                max_pending_bytes=settings.max_pending_bytes // len(self.layers),
-                every=self.every,
-            )
+            path: LivePoint(layer, path, schedules[path], self.statistics, **bounds)
             for path, layer in self.layers.items()
         }
         self.config = {  # what config.json records, and what a resumed run must match
@@ -142,17 +128,13 @@ class TrainingProbe:
             "reference": self.kind.value,
             "every": self.every,
             **schedule,
-            "n_bootstrap": settings.n_bootstrap,
-            "confidence": settings.confidence,
-            "include_special": settings.include_special,
+            **{name: getattr(settings, name) for name in ("n_bootstrap", "confidence", "include_special")},
             **({} if settings.call is None else {"call": settings.call}),  # results written before `call` resume
             **({} if n_random == settings.n_controls else {"n_random": n_random}),  # and those before `n_random`
         }
         self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
         self.rows: list[dict[str, Any]] = []
-        self._capture: TrainingCapture | None = None
-        self._scale: ScaleCheck | None = None
-        self._store: LiveStore | None = None
+        self._capture = self._scale = self._store = None  # TrainingCapture, ScaleCheck, LiveStore once attached
         self._counters: dict[str, tuple[int, int]] = {}
         self._firsts: dict[tuple[str, str], dict[str, Any]] = {}  # each curve's first row, the changes' reference
 
@@ -179,51 +161,38 @@ class TrainingProbe:
         widths = [width for path in self.points if (width := split_point_width(self.model, path)) is not None]
         if widths:
             self._check_pending_room(max(widths))
+        resuming = self.results_dir is not None and self.steps_done and not self.overwrite
         if self.results_dir is not None and distributed.is_main_process():
+            options = {"overwrite": self.overwrite, "start_step": self.steps_done}
             self._store = LiveStore(
-                self.results_dir,
-                self.config,
-                overwrite=self.overwrite,
-                start_step=self.steps_done,
-                flush_seconds=self.settings.flush_seconds,
+                self.results_dir, self.config, flush_seconds=self.settings.flush_seconds, **options
             )
-        resuming = self.steps_done and not self.overwrite and self.kind is not LiveTangent.GIVEN
-        if self.results_dir is not None and resuming:
-            self._resume_tangents()
-        if self.results_dir is not None and self.steps_done and not self.overwrite:
+        if resuming and self.kind is not LiveTangent.GIVEN:  # score against the tangents the stopped run fitted
+            schedule = next(iter(self.points.values())).schedule  # fit_until is the same at every split point
+            try:
+                where = (self.results_dir, self.layers, self.kind, schedule.fit_until, self.every, self.steps_done)
+                saved = saved_tangents(*where, nb_concepts=self.config["nb_concepts"])
+            except (OutOfOrderError, ResultsStoreError):
+                self._release()
+                raise
+            for path, subspace in saved.items():
+                self.points[path].schedule.resume(subspace)
+        if resuming:
             self._firsts = first_windows(self.results_dir, self.steps_done)
         tolerate_sourceless_backward()  # `loss.backward()` typed into `python -` (nnsight's tracer reads the source)
         self._scale = ScaleCheck(self.objective, self.reduction, self._weight)
-        self._capture = TrainingCapture(
-            self.model,
-            list(self.layers),
-            self._on_read,
-            call=self.settings.call,
-            on_logits=lambda inputs, logits: self._scale.watch(inputs, logits, self.window_start),
-        ).attach()
+        on_logits = lambda inputs, logits: self._scale.watch(inputs, logits, self.window_start)  # noqa: E731
+        capture = TrainingCapture(
+            self.model, list(self.layers), self._on_read, call=self.settings.call, on_logits=on_logits
+        )
+        self._capture = capture.attach()
         self._counters = self._snapshot()
         return self
 
-    def _resume_tangents(self) -> None:
-        """A resumed run: score against the tangents the stopped run fitted before `start_step` (see `resume.saved_tangents`)."""
-        fit_until = next(iter(self.points.values())).schedule.fit_until  # the same at every split point
-        try:
-            saved = saved_tangents(
-                self.results_dir,
-                self.layers,
-                self.kind,
-                fit_until,
-                self.every,
-                self.steps_done,
-                nb_concepts=self.config["nb_concepts"],
-            )
-        except (OutOfOrderError, ResultsStoreError):
-            if self._store is not None:
-                store, self._store = self._store, None
-                store.close()
-            raise
-        for path, subspace in saved.items():
-            self.points[path].schedule.resume(subspace)
+    def _release(self) -> None:
+        if self._store is not None:
+            store, self._store = self._store, None
+            store.close()
 
     def detach(self) -> None:
         """Stop watching; write the rows of the closed windows (the open window is dropped) and release the folder.
@@ -237,9 +206,7 @@ class TrainingProbe:
         self._capture = None
         if not self._scale.done:
             self._scale.verdict(stacklevel=2)
-        if self._store is not None:
-            store, self._store = self._store, None
-            store.close()
+        self._release()
 
     def __enter__(self) -> TrainingProbe:
         return self.attach()
@@ -254,51 +221,37 @@ class TrainingProbe:
     # ------------------------------------------------------------------ training
     def _on_read(self, read: TrainingRead) -> None:
         """Pool one micro-batch's (h, dL/dh) at one split point (called inside the user's backward)."""
-        point = self.points[read.path]
-        gradient = read.gradient
-        if point.start(gradient.shape[-1], gradient.device, self.window_start):
+        point, gradient = self.points[read.path], read.gradient
+        device = gradient.device
+        if point.start(gradient.shape[-1], device, self.window_start):
             self._check_pending_room(point.dim)  # a width that neither its module nor the config gave
-        inputs = read.inputs or {
-            "attention_mask": torch.ones(gradient.shape[:2], dtype=torch.long, device=gradient.device)
-        }
-        inputs = {key: value.to(gradient.device) for key, value in inputs.items()}
-        if "input_ids" not in inputs:
-            inputs["input_ids"] = torch.zeros_like(inputs["attention_mask"])
-        if gradient.device not in self._special_ids:
-            self._special_ids[gradient.device] = next(iter(self._special_ids.values())).to(gradient.device)
-        rows = loss_rows(
-            inputs,
-            self.objective,
-            self._special_ids[gradient.device],
-            include_special=self.settings.include_special or "input_ids" not in read.inputs,
-        )
+        inputs = read.inputs or {"attention_mask": torch.ones(gradient.shape[:2], dtype=torch.long, device=device)}
+        inputs = {key: value.to(device) for key, value in inputs.items()}
+        inputs.setdefault("input_ids", torch.zeros_like(inputs["attention_mask"]))
+        if device not in self._special_ids:
+            self._special_ids[device] = next(iter(self._special_ids.values())).to(device)
+        include_special = self.settings.include_special or "input_ids" not in read.inputs
+        rows = loss_rows(inputs, self.objective, self._special_ids[device], include_special=include_special)
         weight = self._weight(inputs)
         if gradient.element_size() < 4:  # half-precision gradients are pooled in float32 products
             gradient = gradient.float()
         if weight is not None:
             gradient = gradient * weight.to(gradient.dtype)
         terms = loss_terms(inputs, self.objective).double()
-        loss = read.output_loss
-        if loss is None:
+        if read.output_loss is None:
             loss_sum, loss_finite = (
-                torch.full((), math.nan, device=gradient.device),
-                torch.ones((), dtype=torch.bool, device=gradient.device),
+                torch.full((), math.nan, device=device),
+                torch.ones((), dtype=torch.bool, device=device),
             )
         else:
-            loss = loss.to(gradient.device)  # the model's output device, not the split point's, when dispatched
+            loss = read.output_loss.to(device)  # the model's output device, not the split point's, when dispatched
             loss_sum, loss_finite = loss.double() * terms, torch.isfinite(loss)
-        point.add(read.hidden, gradient, rows, loss_finite.to(gradient.device), loss_sum, terms)
+        point.add(read.hidden, gradient, rows, loss_finite.to(device), loss_sum, terms)
 
     def _weight(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor | None:
         """The factor 1 / c_j of a micro-batch's gradients (`gradient_weight`), on its inputs' device."""
-        return gradient_weight(
-            inputs,
-            objective=self.objective,
-            reduction=self.reduction,
-            loss_scale=self.settings.loss_scale,
-            scaler=self.grad_scaler,
-            device=inputs["attention_mask"].device,
-        )
+        settings = {"objective": self.objective, "reduction": self.reduction, "loss_scale": self.settings.loss_scale}
+        return gradient_weight(inputs, **settings, scaler=self.grad_scaler, device=inputs["attention_mask"].device)
 
     def step(self, updates: int | None = None) -> list[dict[str, Any]]:
         """Record that an optimizer step was made; close the window when it holds `every` steps.
@@ -325,7 +278,7 @@ class TrainingProbe:
 
     def _close_window(self) -> list[dict[str, Any]]:
         step, first = self.steps_done - 1, self.window_start
-        _check_reads(self.points, self._snapshot(), self._counters, first, step)
+        self._check_reads(first, step)
         rows: list[dict[str, Any]] = []
         sharded = distributed.is_distributed()
         for point in self.points.values():
@@ -334,8 +287,7 @@ class TrainingProbe:
             skipped = 0 if sums is None else sums.tally.skipped_batches
             if skipped and self.settings.on_nonfinite == "raise" and not scaling(self.grad_scaler):
                 raise NonFiniteError(
-                    f"Non-finite loss or dL/dh at split point '{point.path}' in {skipped} micro-batch(es) of steps "
-                    f"{first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
+                    f"Non-finite loss or dL/dh at split point '{point.path}' in {skipped} micro-batch(es) of steps {first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
                 )
             if fitted is not None and self._store is not None and distributed.is_main_process():
                 self._store.save_tangent(point.layer, fitted, reference=self.kind is LiveTangent.EARLY)
@@ -362,57 +314,39 @@ class TrainingProbe:
 
     # ------------------------------------------------------------------ checks
     def _snapshot(self) -> dict[str, tuple[int, int]]:
-        capture = self._capture
-        return {path: (capture.forwards, capture.runs[path]) for path in self.layers}
+        return {path: (self._capture.forwards, self._capture.runs[path]) for path in self.layers}
+
+    def _check_reads(self, first: int, step: int) -> None:
+        """Our errors for a window whose training forwards never reached a split point's backward."""
+        now = self._snapshot()
+        for path, point in self.points.items():
+            forwards, runs = (after - start for after, start in zip(now[path], self._counters[path], strict=True))
+            if point.window is not None and point.window.reads:
+                continue
+            if forwards == 0:
+                warnings.warn(
+                    f"No training forward ran during the window of steps {first} to {step} (forwards under no_grad are ignored): it has no row. Attach the probe before training, and call step() after each optimizer step.",
+                    LiveProbeWarning,
+                    stacklevel=4,
+                )
+            elif runs == 0:
+                raise InvalidInputError(
+                    f"Split point '{path}' was not run by the {forwards} training forward(s) of steps {first} to {step}: choose a layer the model's forward runs."
+                )
+            else:
+                raise InvalidInputError(
+                    f"The backward never reached split point '{path}' during steps {first} to {step} ({runs} training forward(s) ran it): the loss does not depend on it, its output needs no gradient (every layer below it frozen, and the embeddings too), or backward() was not called before step(). Call loss.backward() in each step, or choose a split point the loss depends on."
+                )
 
     def _check_pending_room(self, dim: int) -> None:
         """Refuse a `max_pending_bytes` whose share per split point (of width up to `dim`) holds no waiting window."""
-        if self.kind is LiveTangent.GIVEN:
-            return
         budget, count = self.settings.max_pending_bytes, len(self.points)
-        if pending_capacity(budget // count, dim) >= 1:
+        if self.kind is LiveTangent.GIVEN or pending_capacity(budget // count, dim) >= 1:
             return
         needed = moments_bytes(dim) * count
         raise InvalidInputError(
-            f"Until the tangent is fitted, each split point keeps at least one window's float64 gradient moments "
-            f"(d x d x 8 bytes at d={dim}): {byte_size(needed)} for {count} split point(s), above max_pending_bytes="
-            f"{budget} ({byte_size(budget)}). Set max_pending_bytes to at least {needed}, or give a fitted tangent "
-            "(tangent=<Subspace>)."
+            f"Until the tangent is fitted, each split point keeps at least one window's float64 gradient moments (d x d x 8 bytes at d={dim}): {byte_size(needed)} for {count} split point(s), above max_pending_bytes={budget} ({byte_size(budget)}). Set max_pending_bytes to at least {needed}, or give a fitted tangent (tangent=<Subspace>)."
         )
-
-
-def _check_reads(
-    points: dict[str, LivePoint],
-    now: dict[str, tuple[int, int]],
-    before: dict[str, tuple[int, int]],
-    first: int,
-    step: int,
-) -> None:
-    """Our errors for a window whose training forwards never reached a split point's backward."""
-    for path, point in points.items():
-        forwards, runs = (after - start for after, start in zip(now[path], before[path], strict=True))
-        if point.window is not None and point.window.reads:
-            continue
-        if forwards == 0:
-            warnings.warn(
-                f"No training forward ran during the window of steps {first} to {step} (forwards under no_grad "
-                "are ignored): it has no row. Attach the probe before training, and call step() after each "
-                "optimizer step.",
-                LiveProbeWarning,
-                stacklevel=4,
-            )
-        elif runs == 0:
-            raise InvalidInputError(
-                f"Split point '{path}' was not run by the {forwards} training forward(s) of steps {first} to "
-                f"{step}: choose a layer the model's forward runs."
-            )
-        else:
-            raise InvalidInputError(
-                f"The backward never reached split point '{path}' during steps {first} to {step} ({runs} training "
-                "forward(s) ran it): the loss does not depend on it, its output needs no gradient (every layer "
-                "below it frozen, and the embeddings too), or backward() was not called before step(). Call "
-                "loss.backward() in each step, or choose a split point the loss depends on."
-            )
 
 
 def split_point_width(model: torch.nn.Module, path: str) -> int | None:
@@ -429,15 +363,6 @@ def split_point_width(model: torch.nn.Module, path: str) -> int | None:
     return next((width for width in widths if isinstance(width, int) and width > 0), None)
 
 
-def _objective(objective: str, model: torch.nn.Module) -> ObjectiveName:
-    """The built-in objective named (or read from the model's head with "auto")."""
-    name = make_objective(objective, model=model).name
-    try:
-        return ObjectiveName(name)
-    except ValueError:
-        raise InvalidInputError(f"objective must name a built-in objective, got {objective!r}.") from None
-
-
 def _unwrap(
     model: Any, split_points: Any, tokenizer: Any, grad_scaler: Any
 ) -> tuple[torch.nn.Module, list[int | str], Any]:
@@ -449,9 +374,7 @@ def _unwrap(
         model = splitter_model(model)
     if type(model).__name__ == "OptimizedModule":
         raise InvalidInputError(
-            "The live probe cannot watch a torch.compile'd model (its hooks would break the compiled graph). Attach "
-            "it to the model before compiling and train that model eagerly, or probe saved checkpoints with "
-            "CheckpointSweep."
+            "The live probe cannot watch a torch.compile'd model (its hooks would break the compiled graph). Attach it to the model before compiling and train that model eagerly, or probe saved checkpoints with CheckpointSweep."
         )
     if isinstance(model, torch.nn.parallel.DistributedDataParallel):
         model = model.module
@@ -459,32 +382,37 @@ def _unwrap(
         raise InvalidInputError(
             f"TrainingProbe needs a torch model or a ModelWithSplitPoints, got {type(model).__name__}."
         )
-    if grad_scaler is not None and not all(callable(getattr(grad_scaler, m, None)) for m in _SCALER_METHODS):
+    if grad_scaler is not None and not all(
+        callable(getattr(grad_scaler, m, None)) for m in ("is_enabled", "get_scale")
+    ):
         raise InvalidInputError(
-            f"grad_scaler must be the torch.amp.GradScaler whose scaled loss is differentiated (or None), got "
-            f"{grad_scaler!r}."
+            f"grad_scaler must be the torch.amp.GradScaler whose scaled loss is differentiated (or None), got {grad_scaler!r}."
         )
     if tokenizer is not None and not hasattr(tokenizer, "all_special_ids"):
         raise InvalidInputError(
-            f"tokenizer must be the model's Hugging Face tokenizer (its special tokens are left out of the rows) "
-            f"or None (every token is a row), got {type(tokenizer).__name__}."
+            f"tokenizer must be the model's Hugging Face tokenizer (its special tokens are left out of the rows) or None (every token is a row), got {type(tokenizer).__name__}."
         )
     return model, split_point_list(split_points), tokenizer
 
 
 def split_point_list(split_points: Any) -> list[int | str]:
     """The split points as a list, each a layer index or a module path (checked without the model)."""
-    if split_points is None:
-        raise InvalidInputError("Give split_points: a layer index, a module path, or a list of them.")
     layers = list(split_points) if isinstance(split_points, (list, tuple)) else [split_points]
-    if not layers:
-        raise InvalidInputError("split_points is empty: give at least one layer index or module path.")
+    if split_points is None or not layers:
+        what = "Give split_points:" if split_points is None else "split_points is empty: give"
+        raise InvalidInputError(f"{what} a layer index, a module path, or a list of them.")
     for layer in layers:
         if isinstance(layer, bool) or not isinstance(layer, (int, str)):
             raise InvalidInputError(
                 f"A split point is a layer index (an integer) or a module path (a string), got {layer!r}."
             )
     return layers
+
+
+def _subspace(item: Any) -> Subspace | None:
+    """A `Subspace`, or a fitted `TangentExplainer`'s; None for anything else."""
+    subspace = item if isinstance(item, Subspace) else getattr(item, "subspace", None)
+    return subspace if isinstance(subspace, Subspace) else None
 
 
 def tangent_kind(tangent: Any) -> LiveTangent:
@@ -495,10 +423,9 @@ def tangent_kind(tangent: Any) -> LiveTangent:
             raise InvalidInputError(f"tangent must be 'early', 'refit' or a Subspace, got {tangent!r}{hint}.")
         return LiveTangent(tangent)
     for item in tangent.values() if isinstance(tangent, Mapping) else [tangent]:
-        if not isinstance(item if isinstance(item, Subspace) else getattr(item, "subspace", None), Subspace):
+        if _subspace(item) is None:
             raise InvalidInputError(
-                "tangent must be 'early', 'refit', a Subspace, a fitted TangentExplainer, or a dict of them per split "
-                f"point; got {type(item).__name__}."
+                f"tangent must be 'early', 'refit', a Subspace, a fitted TangentExplainer, or a dict of them per split point; got {type(item).__name__}."
             )
     return LiveTangent.GIVEN
 
@@ -508,31 +435,30 @@ def _tangent_plan(
 ) -> tuple[LiveTangent, int | None, dict[str, Subspace]]:
     """(kind, steps of the fit or the refit period, given subspace per module path)."""
     kind = tangent_kind(tangent)
-    if kind is not LiveTangent.GIVEN:
-        if kind is LiveTangent.REFIT:
-            if settings.refit_every is None or settings.refit_every % settings.every:
-                raise InvalidInputError(
-                    f"tangent='refit' needs refit_every, a multiple of every={settings.every} "
-                    f"(got {settings.refit_every!r})."
-                )
-            return kind, settings.refit_every, {}
-        if settings.early_steps is not None:
-            return kind, settings.early_steps, {}
-        if settings.total_steps is None:
+    if kind is LiveTangent.REFIT:
+        if settings.refit_every is None or settings.refit_every % settings.every:
             raise InvalidInputError(
-                "tangent='early' needs early_steps (the steps whose activations fit the tangent), or total_steps "
-                "(early_fraction of it is used)."
+                f"tangent='refit' needs refit_every, a multiple of every={settings.every} (got {settings.refit_every!r})."
             )
-        return kind, max(1, math.ceil(settings.early_fraction * settings.total_steps)), {}
+        return kind, settings.refit_every, {}
+    if kind is LiveTangent.EARLY:
+        if settings.early_steps is None and settings.total_steps is None:
+            raise InvalidInputError(
+                "tangent='early' needs early_steps (the steps whose activations fit the tangent), or total_steps (early_fraction of it is used)."
+            )
+        early = settings.early_steps
+        return (
+            kind,
+            early if early is not None else max(1, math.ceil(settings.early_fraction * settings.total_steps)),
+            {},
+        )
     given = tangent if isinstance(tangent, Mapping) else dict.fromkeys(layers.values(), tangent)
     by_path: dict[str, Subspace] = {}
     for path, layer in layers.items():
         item = given.get(layer, given.get(path))
-        subspace = item if isinstance(item, Subspace) else getattr(item, "subspace", None)
-        if not isinstance(subspace, Subspace):
+        if _subspace(item) is None:
             raise InvalidInputError(
-                f"tangent must be 'early', 'refit', a Subspace, a fitted TangentExplainer, or a dict of them per split "
-                f"point; split point {layer!r} gets {type(item).__name__}."
+                f"tangent must be 'early', 'refit', a Subspace, a fitted TangentExplainer, or a dict of them per split point; split point {layer!r} gets {type(item).__name__}."
             )
-        by_path[path] = subspace
-    return LiveTangent.GIVEN, None, by_path
+        by_path[path] = _subspace(item)
+    return kind, None, by_path

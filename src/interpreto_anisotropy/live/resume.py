@@ -39,20 +39,14 @@ def first_windows(results_dir: Path, start_step: int) -> dict[tuple[str, str], d
 
 
 def saved_tangents(
-    results_dir: Path,
-    layers: dict[str, int | str],
-    kind: LiveTangent,
-    fit_every: int,
-    every: int,
-    start_step: int,
-    *,
-    nb_concepts: int | None = None,
+    results_dir: Path, layers: dict[str, int | str], kind: LiveTangent, *steps: int, nb_concepts: int | None = None
 ) -> dict[str, Subspace]:
-    """The tangents in use at `start_step` (> 0) per module path, read by the main process and sent to every rank."""
+    """The tangents in use at `start_step` (> 0) per module path, read by the main process and sent to every rank;
+    `steps` are (fit_every, every, start_step)."""
     found: dict[str, Subspace] | tuple[type, str] = {}
     if distributed.is_main_process():
         try:
-            found = _read(SweepStore(results_dir), layers, kind, fit_every, every, start_step, nb_concepts)
+            found = _read(SweepStore(results_dir), layers, kind, *steps, nb_concepts)
         except (OutOfOrderError, ResultsStoreError) as error:
             found = (type(error), str(error))
     found = distributed.broadcast_object(found)
@@ -61,15 +55,8 @@ def saved_tangents(
     return found
 
 
-def _read(
-    store: SweepStore,
-    layers: dict[str, int | str],
-    kind: LiveTangent,
-    fit_every: int,
-    every: int,
-    start_step: int,
-    nb_concepts: int | None,
-) -> dict[str, Subspace]:
+def _read(store: SweepStore, layers: dict[str, int | str], kind: LiveTangent, *numbers: Any) -> dict[str, Subspace]:
+    fit_every, every, start_step, nb_concepts = numbers
     found = {}
     for path, layer in layers.items():
         if kind is LiveTangent.EARLY:
@@ -85,14 +72,11 @@ def _read(
             saved = Subspace.load(file) if steps else None
         if saved is None and 0 < fitted_at <= start_step:
             raise ResultsStoreError(
-                f"The live run resumed at step {start_step} scores its windows at split point {layer!r} against the "
-                f"{kind.value} tangent fitted at step {fitted_at}, but {file} is missing. Resume into the results_dir "
-                "the stopped run wrote, pass that tangent as tangent=Subspace.load(...), or restart from step 0."
+                f"The live run resumed at step {start_step} scores its windows at split point {layer!r} against the {kind.value} tangent fitted at step {fitted_at}, but {file} is missing. Resume into the results_dir the stopped run wrote, pass that tangent as tangent=Subspace.load(...), or restart from step 0."
             )
         if saved is not None and nb_concepts is not None and saved.rank != nb_concepts:
             raise ResultsStoreError(
-                f"{file} holds a tangent of rank {saved.rank}, but this run's nb_concepts is {nb_concepts}: another "
-                "run wrote it. Resume into the results_dir the stopped run wrote, or start afresh with overwrite=True."
+                f"{file} holds a tangent of rank {saved.rank}, but this run's nb_concepts is {nb_concepts}: another run wrote it. Resume into the results_dir the stopped run wrote, or start afresh with overwrite=True."
             )
         if saved is not None:
             found[path] = saved
@@ -104,17 +88,16 @@ def _read(
 def _warn_partial_fit(path: str, kind: LiveTangent, fit_at: int, start_step: int, tangent: Subspace | None) -> None:
     """Say that the next fit pools the steps from `start_step` only (the stopped run's pooled activations are lost)."""
     since = 0 if tangent is None else (tangent.step or 0)
+    unscored = f"the windows of steps 0 to {start_step - 1}, which awaited"
     if kind is LiveTangent.EARLY:
         what = f"the early tangent is fitted on the steps from {start_step} to {fit_at - 1} only"
-        lost = f"the windows of steps 0 to {start_step - 1}, which awaited it, will have no rows"
+        lost = f"{unscored} it, will have no rows"
     else:
         what = f"the next refit, at step {since + fit_at}, pools the steps from {start_step} only"
         lost = f"the activations of steps {since} to {start_step - 1} are lost"
-        if tangent is None:
-            lost += f", and the windows of steps 0 to {start_step - 1}, which awaited the first fit, will have no rows"
+        lost += "" if tangent is not None else f", and {unscored} the first fit, will have no rows"
     warnings.warn(
-        f"The live run resumes at step {start_step} at split point '{path}': {what}; {lost} (the stopped run pooled "
-        "them, and they are not saved). Resume from a checkpoint saved when a tangent was fitted to avoid this.",
+        f"The live run resumes at step {start_step} at split point '{path}': {what}; {lost} (the stopped run pooled them, and they are not saved). Resume from a checkpoint saved when a tangent was fitted to avoid this.",
         LiveProbeWarning,
         stacklevel=4,
     )

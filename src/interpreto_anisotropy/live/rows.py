@@ -18,17 +18,9 @@ __all__ = ["live_row", "figures"]
 
 #: The `ProbeResult` fields a `TrainingProbe` logs after each window (`figures`): the exact p-values the finding
 #: uses, with the anisotropy share, and the paper's approximate `p_value` after them.
-LOGGED_FIELDS = (
-    "energy_share",
-    "control_mean",
-    "energy_ratio",
-    "p_value_exact",
-    "anisotropy_share",
-    "anisotropy_p_value_exact",
-    "p_value",
-    "oracle_energy_share",
-    "isoscore_star",
-    "delta_isoscore_star",
+LOGGED_FIELDS = tuple(
+    "energy_share control_mean energy_ratio p_value_exact anisotropy_share anisotropy_p_value_exact p_value "
+    "oracle_energy_share isoscore_star delta_isoscore_star".split()
 )
 
 

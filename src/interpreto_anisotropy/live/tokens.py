@@ -33,16 +33,8 @@ from ..errors import LiveProbeWarning
 from ..probing.objectives import ObjectiveName, Reduction
 from ..reading.batching import token_rows
 
-__all__ = [
-    "loss_rows",
-    "loss_terms",
-    "gradient_weight",
-    "scaler_scale",
-    "scaling",
-    "ScaleCheck",
-    "MICRO_BATCHES",
-    "TERMS",
-]
+__all__ = ["loss_rows", "loss_terms", "gradient_weight", "scaler_scale", "scaling", "ScaleCheck"]
+__all__ += ["MICRO_BATCHES", "TERMS"]
 
 IGNORED = -100
 
@@ -73,8 +65,7 @@ def loss_terms(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> Int
     Causal LM: targets of the shifted labels (or real tokens followed by a real token, without labels); masked LM:
     labels other than -100; sequence classification: sequences.
     """
-    mask = inputs["attention_mask"].bool()
-    labels = inputs.get("labels")
+    mask, labels = inputs["attention_mask"].bool(), inputs.get("labels")
     if objective is ObjectiveName.SEQUENCE_CLASSIFICATION:
         return torch.tensor(mask.shape[0], device=mask.device)
     if objective is ObjectiveName.MASKED_LM:
@@ -151,9 +142,8 @@ class ScaleCheck:
         weight: Callable[[dict[str, torch.Tensor]], torch.Tensor | None],
     ):
         self.objective, self.reduction, self.weight = objective, reduction, weight
-        self.watched = 0
+        self.watched, self.done = 0, False
         self.samples: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (window, scale x weight, loss terms)
-        self.done = False
 
     @property
     def ready(self) -> bool:
@@ -212,23 +202,11 @@ def _spread(groups: list[list[float]]) -> float:
 
 def _message(reduction: Reduction, ratio: float) -> str:
     if reduction is Reduction.SUM:
-        return (
-            "The gradients the live probe captured scale as those of a loss averaged over each micro-batch's loss "
-            "terms (a Hugging Face model's `loss`), not of a summed loss as reduction='sum' says: the micro-batches of "
-            f"a window weigh their tokens up to {ratio:.3g} times differently. Pass reduction='mean', or "
-            "differentiate the summed loss."
-        )
-    return (
-        "The gradients the live probe captured scale as those of a summed loss, not of a loss averaged over each "
-        "micro-batch's loss terms as reduction='mean' says: multiplied by their numbers of terms, the micro-batches of "
-        f"a window weigh their tokens up to {ratio:.3g} times differently. Pass reduction='sum', or differentiate the "
-        "model's mean loss."
-    )
+        return f"The gradients the live probe captured scale as those of a loss averaged over each micro-batch's loss terms (a Hugging Face model's `loss`), not of a summed loss as reduction='sum' says: the micro-batches of a window weigh their tokens up to {ratio:.3g} times differently. Pass reduction='mean', or differentiate the summed loss."
+    return f"The gradients the live probe captured scale as those of a summed loss, not of a loss averaged over each micro-batch's loss terms as reduction='mean' says: multiplied by their numbers of terms, the micro-batches of a window weigh their tokens up to {ratio:.3g} times differently. Pass reduction='sum', or differentiate the model's mean loss."
 
 
-def _picked_terms(
-    logits: torch.Tensor, inputs: dict[str, torch.Tensor], objective: ObjectiveName
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None:
+def _picked_terms(logits: torch.Tensor, inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> tuple | None:
     """Up to `TERMS` loss terms of a forward: (their rows of the logits flattened to (rows, classes), their targets,
     whether each is a loss term (float64), their target's probability (float64)); None when the logits or labels are
     not a cross-entropy's this check reads. Picked on the device, without reading it."""
@@ -243,9 +221,7 @@ def _picked_terms(
     return rows, targets, valid[rows].double(), log_probability.exp()
 
 
-def _term_targets(
-    logits: torch.Tensor, inputs: dict[str, torch.Tensor], objective: ObjectiveName
-) -> tuple[torch.Tensor, torch.Tensor] | None:
+def _term_targets(logits: torch.Tensor, inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> tuple | None:
     """Each row of the flattened logits' target and whether it is a loss term (`loss_terms`' rules), or None."""
     labels, mask = inputs.get("labels"), inputs["attention_mask"].bool()
     if objective is ObjectiveName.SEQUENCE_CLASSIFICATION:
