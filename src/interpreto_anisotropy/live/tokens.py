@@ -33,8 +33,16 @@ from ..errors import LiveProbeWarning
 from ..probing.objectives import ObjectiveName, Reduction
 from ..reading.batching import token_rows
 
-__all__ = ["loss_rows", "loss_terms", "gradient_weight", "scaler_scale", "scaling", "ScaleCheck"]
-__all__ += ["MICRO_BATCHES", "TERMS"]
+__all__ = [
+    "loss_rows",
+    "loss_terms",
+    "gradient_weight",
+    "scaler_scale",
+    "scaling",
+    "ScaleCheck",
+    "MICRO_BATCHES",
+    "TERMS",
+]
 
 IGNORED = -100
 
