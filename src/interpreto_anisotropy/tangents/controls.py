@@ -71,9 +71,7 @@ def check_control_room(k: int, d: int, *, option: str = "nb_concepts") -> None:
         interpreto_anisotropy.errors.InvalidInputError: nb_concepts=16 in R^32 (d=32): ...
     """
     if 2 * k >= d:
-        raise InvalidInputError(
-            f"{option}={k} in R^{d} (d={d}): matched-rank normal controls need 2k < d, so use {option} <= {(d - 1) // 2}."
-        )
+        raise InvalidInputError(f"{option}={k} in R^{d} (d={d}): controls need 2k < d, so {option} <= {(d - 1) // 2}.")
 
 
 #: P(p <= 0.05) in % under the null for the normal-control p-value (`p_value`, R = 20 controls; exact: 4.76 %), as
@@ -90,10 +88,7 @@ def warn_if_anti_conservative(k: int, d: int, *, stacklevel: int = 2) -> None:
     if k / d < ANTI_CONSERVATIVE_FROM:
         return
     ratio, rate = max(row for row in NORMAL_CONTROL_NULL_RATES if row[0] <= k / d)
-    message = (
-        f"At k/d = {k}/{d} = {k / d:.3f} the normal-control p-values are anti-conservative (P(p <= 0.05) = {rate:.1f} %"
-        f" at k/d = {ratio:.3f} under the null): test with p_value_exact (docs/statistics.md), or a smaller nb_concepts."
-    )
+    message = f"At k/d = {k}/{d} = {k / d:.3f} the normal-control p-values are anti-conservative (P(p <= 0.05) = {rate:.1f} % at k/d = {ratio:.3f} under the null): test with p_value_exact (docs/statistics.md), or a smaller nb_concepts."
     warnings.warn(message, DegenerateStatisticsWarning, stacklevel=stacklevel + 1)
 
 
@@ -268,9 +263,7 @@ def p_value(observed: float, controls: Sequence[float] | np.ndarray) -> float:
     """
     values = np.asarray(controls, dtype=np.float64).ravel()
     if values.size == 0 or not (np.isfinite(values).all() and np.isfinite(observed)):
-        raise InvalidInputError(
-            f"p_value needs at least one control and finite statistics, got {values.size} controls."
-        )
+        raise InvalidInputError("p_value needs one control statistic or more, and finite statistics.")
     return float((1 + np.count_nonzero(values >= observed)) / (values.size + 1))
 
 

@@ -13,33 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from interpreto import ModelWithSplitPoints
+from interpreto import ModelWithSplitPoints, concepts
 from interpreto._vendor.overcomplete.base import BaseDictionaryLearning
-from interpreto.concepts import (
-    ICAConcepts,
-    NMFConcepts,
-    PCAConcepts,
-    SemiNMFConcepts,
-    SVDConcepts,
-    TopKSAEConcepts,
-)
 from interpreto.concepts.base import ConceptAutoEncoderExplainer
 from interpreto.concepts.methods.sklearn_wrappers import SkLearnWrapperExplainer
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float
 
+from .. import errors
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
 from ..commons.options import check_device, check_number, check_positive_int, check_seed
 from ..commons.tensors import as_float_tensor
-from ..errors import (
-    AnisotropyError,
-    DegenerateStatisticsWarning,
-    InvalidInputError,
-    NonFiniteError,
-    OutOfOrderError,
-    ReadingWarning,
-)
+from ..errors import AnisotropyError, DegenerateStatisticsWarning, InvalidInputError, NonFiniteError, OutOfOrderError
 from ..reading.activations import NONFINITE_READ_ADVICE, iter_token_activations
 from ..reading.positions import uses_absolute_positions
 from ..reading.split_point import SplitPoint, refuse_unsupported_kernels, splitter_model
@@ -90,9 +76,7 @@ def _warn_if_rank_below(nb_concepts: int, n_rows: int, rank: int, *, centred: bo
         found = f"the {n_rows} activation rows the tangent is fitted on span only {rank} dimension(s)"
         found, lower = found + " once centred" * centred, rank
     elif n_rows <= nb_concepts:
-        found = (
-            f"the tangent is fitted on only {n_rows} activation rows: a rank-{nb_concepts} fit needs {nb_concepts + 1}"
-        )
+        found = f"the tangent is fitted on only {n_rows} activation rows: a rank-{nb_concepts} fit needs more"
         lower = n_rows - 1
     else:
         return
@@ -219,8 +203,13 @@ def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
     """
     if concept_class is None:
         return set()
+    declared = inspect.getattr_static(concept_class, "concept_model_class", None)
+    try:
+        built = declared.fget(None) if isinstance(declared, property) else declared
+    except Exception:  # noqa: BLE001  (a property that needs its instance: the class cannot say)
+        built = None
     accepted: set[str] = set()
-    for signed in (concept_class, _concept_model_class(concept_class)):
+    for signed in (concept_class, built if isinstance(built, type) else None):
         if signed is None:
             return None
         parameters = inspect.signature(signed.__init__).parameters.values()
@@ -228,16 +217,6 @@ def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             return accepted - _PASSED_BY_US
     return None
-
-
-def _concept_model_class(concept_class: type) -> type | None:
-    """The concept model class an Interpreto explainer class builds (a property of its instances), or None."""
-    declared = inspect.getattr_static(concept_class, "concept_model_class", None)
-    try:
-        built = declared.fget(None) if isinstance(declared, property) else declared
-    except Exception:  # noqa: BLE001  (a property that needs its instance: the class cannot say)
-        return None
-    return built if isinstance(built, type) else None
 
 
 def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> None:
@@ -346,7 +325,7 @@ def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
     left = getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") == "left"
     if left and uses_absolute_positions(model := splitter_model(splitter)):
         message = f"{type(model).__name__} has learned absolute positions and pads left: use tangent.fit(texts)."
-        warnings.warn(f"{message} (get_activations reads shifted positions).", ReadingWarning, stacklevel=4)
+        warnings.warn(f"{message} (get_activations reads shifted positions).", errors.ReadingWarning, stacklevel=4)
 
 
 def _check_pooled_rows(pooled: Float[torch.Tensor, "n d"], nb_concepts: int, *, centred: bool, sklearn: bool) -> None:
@@ -579,8 +558,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         if sum(batch.shape[0] for batch in batches) == 0:
             raise InvalidInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         pooled = torch.cat([batch.float() for batch in batches]).to(self.device)
-        centred = self.center and self.concept_class is not NMFConcepts  # NMF needs non-negative inputs
-        _check_pooled_rows(pooled, self.nb_concepts, centred=centred, sklearn=self.concept_class is PCAConcepts)
+        kind = self.concept_class
+        centred = self.center and kind is not concepts.NMFConcepts  # NMF needs non-negative inputs
+        _check_pooled_rows(pooled, self.nb_concepts, centred=centred, sklearn=kind is concepts.PCAConcepts)
         mean = pooled.mean(0)
         inner = _fitted_explainer(self, pooled - mean if centred else pooled, **fit_kwargs)
         self._adopt(inner, inner.get_dictionary().detach(), mean if self.center else None)
@@ -702,7 +682,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
 def _fitted_explainer(tangent: TangentExplainer, training_data: torch.Tensor, **fit_kwargs: Any) -> Any:
     """A new explainer of the tangent's class fitted on `training_data` (n, d) under its seed; NMF with `force_relu`."""
     explainer_class = tangent.concept_class
-    kwargs = {"force_relu": True} if explainer_class is NMFConcepts else {}
+    kwargs = {"force_relu": True} if explainer_class is concepts.NMFConcepts else {}
     if issubclass(explainer_class, SkLearnWrapperExplainer):
         kwargs["random_state"] = tangent.seed
     kwargs |= tangent.method_kwargs
@@ -727,25 +707,25 @@ class PCATangent(TangentExplainer, method="pca"):
     """Tangent from a streamed, exact PCA (top-k eigenvectors of the activation covariance, float64 moments)."""
 
 
-class SklearnPCATangent(TangentExplainer, method="pca_sklearn", concept_class=PCAConcepts):
+class SklearnPCATangent(TangentExplainer, method="pca_sklearn", concept_class=concepts.PCAConcepts):
     """Tangent spanned by the components of Interpreto's scikit-learn PCA (all rows in memory)."""
 
 
-class SemiNMFTangent(TangentExplainer, method="semi_nmf", concept_class=SemiNMFConcepts):
+class SemiNMFTangent(TangentExplainer, method="semi_nmf", concept_class=concepts.SemiNMFConcepts):
     """Tangent spanned by Interpreto's semi-NMF dictionary, orthonormalised."""
 
 
-class NMFTangent(TangentExplainer, method="nmf", concept_class=NMFConcepts):
+class NMFTangent(TangentExplainer, method="nmf", concept_class=concepts.NMFConcepts):
     """Tangent spanned by Interpreto's NMF dictionary (fitted on ReLU'd raw activations), orthonormalised."""
 
 
-class ICATangent(TangentExplainer, method="ica", concept_class=ICAConcepts):
+class ICATangent(TangentExplainer, method="ica", concept_class=concepts.ICAConcepts):
     """Tangent spanned by Interpreto's ICA mixing matrix, orthonormalised."""
 
 
-class SVDTangent(TangentExplainer, method="svd", concept_class=SVDConcepts):
+class SVDTangent(TangentExplainer, method="svd", concept_class=concepts.SVDConcepts):
     """Tangent spanned by Interpreto's truncated-SVD components (centred unless `center=False`)."""
 
 
-class TopKSAETangent(TangentExplainer, method="topk_sae", concept_class=TopKSAEConcepts):
+class TopKSAETangent(TangentExplainer, method="topk_sae", concept_class=concepts.TopKSAEConcepts):
     """Tangent spanned by the decoder atoms of Interpreto's top-k SAE, orthonormalised (dead atoms dropped)."""

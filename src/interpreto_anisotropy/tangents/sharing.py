@@ -305,13 +305,11 @@ def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: 
     split_point = getattr(splitter, "split_point", None)
     if split_point != record.split_point:
         raise InvalidInputError(
-            f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, not {split_point!r}: load "
-            f"it onto ModelWithSplitPoints(..., split_point={record.split_point!r})."
+            f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, not {split_point!r}: load it onto ModelWithSplitPoints(..., split_point={record.split_point!r})."
         )
     if (width := width_of(splitter)) != record.dim:
         raise InvalidInputError(
-            f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but "
-            f"split point {split_point!r} has d={width}: load it onto the model it came from."
+            f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but split point {split_point!r} has d={width}: load it onto the model it came from."
         )
 
 
@@ -332,15 +330,13 @@ def tangent_class(
         allowed = allowed_concept_classes(named)
         if record.concept_class not in allowed:
             raise ResultsStoreError(
-                f"{folder / TANGENT_FILE} names method {record.method!r} ({str(record.concept_class)[:200]!r}), "
-                f"neither a method of ours nor one of Interpreto's concept classes: nothing was imported."
+                f"{folder / TANGENT_FILE} names method {record.method!r} ({str(record.concept_class)[:200]!r}), neither a method of ours nor one of Interpreto's concept classes: nothing was imported."
             )
         method, found = allowed[record.concept_class], base
     if issubclass(found, cls) or issubclass(cls, found):
         return (found if issubclass(found, cls) else cls), method
     raise InvalidInputError(
-        f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with "
-        f"ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
+        f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
     )
 
 

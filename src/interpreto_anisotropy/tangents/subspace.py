@@ -268,9 +268,7 @@ class Subspace:
         rank = int((singular_values > rtol * singular_values[0]).sum())
         requested = int(dictionary.shape[0])
         if rank < requested:
-            message = (
-                f"The dictionary's {requested} atoms span only {rank} dimensions (rtol {rtol}): the rest dropped."
-            )
+            message = f"The dictionary's {requested} atoms span only {rank} dimensions (rtol {rtol})."
             warnings.warn(message, DegenerateStatisticsWarning, stacklevel=2)
         info = {"dictionary_size": requested, "dropped_rank": requested - rank, **metadata.pop("info", {})}
         # Contiguous, as after a save and a load: products then round alike in a run and in its resume.
@@ -311,7 +309,18 @@ class Subspace:
             path = path.with_suffix(".safetensors")
         if not path.is_file():
             raise ResultsStoreError(f"No subspace file at {path}: give a .safetensors file written by Subspace.save.")
-        tensors, meta = _read_subspace_file(path, device)
+        resave = "save the subspace again with Subspace.save"
+        try:
+            with safe_open(str(path), framework="pt", device=str(device)) as handle:
+                raw = (handle.metadata() or {}).get("interpreto_anisotropy", "{}")
+                tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+        except (SafetensorError, OSError) as error:
+            raise ResultsStoreError(f"{path} is not a readable safetensors file ({error}); {resave}.") from error
+        if "basis" not in tensors:
+            raise ResultsStoreError(f"{path} holds no 'basis' tensor (it has {sorted(tensors)}); {resave}.")
+        meta = parse_json(raw, path, advice=f"It has malformed subspace metadata: {resave}.", finite=False)
+        if not isinstance(meta, dict) or not isinstance(meta.get("info", {}), dict):
+            raise ResultsStoreError(f"{path} has subspace metadata that is not a JSON object with an 'info' object.")
         kwargs = {key: meta.get(key) for key in _METADATA_KEYS}
         try:
             return cls(tensors["basis"], mean=tensors.get("mean"), info=meta.get("info", {}), **kwargs)
@@ -321,23 +330,3 @@ class Subspace:
     def __repr__(self) -> str:
         label, method = f"name={self.name!r}, " * bool(self.name), f", method={self.method!r}" * bool(self.method)
         return f"Subspace({label}d={self.dim}, k={self.rank}{method}{', centred' * (self.mean is not None)})"
-
-
-def _read_subspace_file(path: Path, device: torch.device | str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """The tensors and metadata of a file `Subspace.save` wrote, else a `ResultsStoreError` naming the file."""
-    resave = "save the subspace again with Subspace.save"
-    try:
-        with safe_open(str(path), framework="pt", device=str(device)) as handle:
-            raw = (handle.metadata() or {}).get("interpreto_anisotropy", "{}")
-            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
-    except (SafetensorError, OSError) as error:
-        raise ResultsStoreError(f"{path} is not a readable safetensors file ({error}); {resave}.") from error
-    if "basis" not in tensors:
-        raise ResultsStoreError(f"{path} holds no 'basis' tensor (it has {sorted(tensors)}); {resave}.")
-    try:
-        meta = parse_json(raw, path, advice=f"Its subspace metadata is malformed: {resave}.", finite=False)
-    except ResultsStoreError as error:
-        raise ResultsStoreError(f"{path} has malformed subspace metadata ({error}); {resave}.") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("info", {}), dict):
-        raise ResultsStoreError(f"{path} has subspace metadata that is not a JSON object with an 'info' object.")
-    return tensors, meta
