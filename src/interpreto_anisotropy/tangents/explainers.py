@@ -146,7 +146,7 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
         """The fitted Subspace (refreshed from the moments if new batches came in)."""
         self._refresh()
         if self.subspace is None:
-            raise OutOfOrderError("This tangent is not fitted yet: call fit(activations) first.")
+            raise OutOfOrderError("This tangent is not fitted yet: call .fit(activations) first.")
         return self.subspace
 
     def fit(self, x: Float[torch.Tensor, "n d"]) -> OrthonormalConceptModel:
@@ -611,9 +611,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         Warns:
             DegenerateStatisticsWarning: Rows spanning fewer than `nb_concepts` dimensions.
         """
-        if not self.is_fitted and self.concept_model.moments is None:
-            raise OutOfOrderError(f"{type(self).__name__} is not fitted yet: call .fit(activations) first.")
-        fitted = self.concept_model.get_subspace()
+        fitted = self.concept_model.get_subspace()  # refuses an unfitted tangent
         where = {"split_point": self.splitter.split_point, "call": self.fitted_call}
         return fitted.replace(name=fitted.name or "tangent", method=self.method_name, **where)
 

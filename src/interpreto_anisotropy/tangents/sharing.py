@@ -9,6 +9,7 @@ model card; docs/how-to/share-tangents.md describes them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -238,11 +239,9 @@ _CARD = Path(__file__).with_name("model_card.md.j2")  # the README.md card, a Ji
 def _model_card(record: SavedTangent, repo_id: str | None) -> ModelCard:
     data = ModelCardData(library_name="interpreto-anisotropy", tags=["interpreto-anisotropy", "tangent-subspace"])
     if record.model_id and not Path(record.model_id).exists():
-        try:
+        with contextlib.suppress(HFValidationError):
             validate_repo_id(record.model_id)
             data.base_model = record.model_id
-        except HFValidationError:
-            pass
     return ModelCard.from_template(data, template_path=_CARD, r=record, repo_id=repo_id)
 
 

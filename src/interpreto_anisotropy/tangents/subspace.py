@@ -142,8 +142,7 @@ class Subspace:
     def project(self, x: Float[torch.Tensor, "... d"], *, center: bool = True) -> Float[torch.Tensor, "... d"]:
         """Orthogonal projection (..., d): `mean + (x - mean) Q Q^T`, or `x Q Q^T` when `center=False` or no mean."""
         basis = self._basis_for(self._check_input(x, "x"))
-        coordinates = self.coords(x, center=center)
-        projected = coordinates @ basis.T
+        projected = self.coords(x, center=center) @ basis.T
         if center and self.mean is not None:
             projected = projected + self.mean.to(device=projected.device, dtype=projected.dtype)
         return projected
@@ -221,8 +220,7 @@ class Subspace:
         """
         if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
             raise InvalidInputError(f"Need integers 1 <= k <= d, got d={d}, k={k}.")
-        generator = torch.Generator().manual_seed(seed)
-        gaussian = torch.randn(d, k, generator=generator, dtype=torch.float64)
+        gaussian = torch.randn(d, k, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
         basis, triangular = torch.linalg.qr(gaussian)
         basis = basis * torch.sign(torch.diagonal(triangular))  # Haar-uniform, unique for the draw
         return cls(basis.to(device=device, dtype=dtype), method="random", info={"seed": seed}, check=False)
