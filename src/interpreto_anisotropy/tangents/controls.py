@@ -262,8 +262,10 @@ def p_value(observed: float, controls: Sequence[float] | np.ndarray) -> float:
         0.5
     """
     values = np.asarray(controls, dtype=np.float64).ravel()
-    if values.size == 0 or not (np.isfinite(values).all() and np.isfinite(observed)):
-        raise InvalidInputError("p_value needs one control statistic or more, and finite statistics.")
+    if values.size == 0:
+        raise InvalidInputError("A p-value needs at least one control statistic.")
+    if not (np.isfinite(values).all() and np.isfinite(observed)):
+        raise InvalidInputError("p_value got a non-finite statistic.")
     return float((1 + np.count_nonzero(values >= observed)) / (values.size + 1))
 
 

@@ -25,7 +25,7 @@ from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
 from ..commons.options import check_device, check_number, check_positive_int, check_seed
 from ..commons.tensors import as_float_tensor
-from ..errors import AnisotropyError, DegenerateStatisticsWarning, InvalidInputError, NonFiniteError, OutOfOrderError
+from ..errors import AnisotropyError, DegenerateStatisticsWarning, InvalidInputError, OutOfOrderError, ReadingWarning
 from ..reading.activations import NONFINITE_READ_ADVICE, iter_token_activations
 from ..reading.positions import uses_absolute_positions
 from ..reading.split_point import SplitPoint, refuse_unsupported_kernels, splitter_model
@@ -325,7 +325,7 @@ def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
     left = getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") == "left"
     if left and uses_absolute_positions(model := splitter_model(splitter)):
         message = f"{type(model).__name__} has learned absolute positions and pads left: use tangent.fit(texts)."
-        warnings.warn(f"{message} (get_activations reads shifted positions).", errors.ReadingWarning, stacklevel=4)
+        warnings.warn(f"{message} (get_activations reads shifted positions).", ReadingWarning, stacklevel=4)
 
 
 def _check_pooled_rows(pooled: Float[torch.Tensor, "n d"], nb_concepts: int, *, centred: bool, sklearn: bool) -> None:
@@ -352,7 +352,9 @@ def _activation_source(splitter: BaseSplitter, activations: Any, **reader: Any) 
 def _finite_read(rows: torch.Tensor) -> torch.Tensor:
     """Rows read from texts, refused with what to try (not "clean them") when they hold NaN or infinity."""
     if not torch.isfinite(rows).all():
-        raise NonFiniteError(f"The activations read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}")
+        raise errors.NonFiniteError(
+            f"The activations read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}"
+        )
     return rows
 
 
