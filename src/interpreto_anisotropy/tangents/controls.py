@@ -48,10 +48,7 @@ _RANDOM_STREAM = 0x5A4D_0E55
 def _check_memory(n: int, d: int, k: int, option: str, what: str, advice: str) -> None:
     """Refuse `n` (d, k) draws whose float64 values would exceed `MAX_CONTROL_BYTES`."""
     if n * d * k * 8 > MAX_CONTROL_BYTES:
-        raise InvalidInputError(
-            f"{option}={n} {what} need {n * d * k * 8 / 2**30:.1f} GiB (float64 draws); the "
-            f"limit is {MAX_CONTROL_BYTES / 2**30:.0f} GiB. {advice}"
-        )
+        raise InvalidInputError(f"{option}={n} {what} need {n * d * k * 8 / 2**30:.1f} GiB over 2 GiB: {advice}")
 
 
 def largest_control_rank(d: int) -> int:
@@ -74,11 +71,7 @@ def check_control_room(k: int, d: int, *, option: str = "nb_concepts") -> None:
         interpreto_anisotropy.errors.InvalidInputError: nb_concepts=16 in R^32 (d=32): ...
     """
     if 2 * k >= d:
-        raise InvalidInputError(
-            f"{option}={k} in R^{d} (d={d}): matched-rank normal controls need 2k < d, since the {d - k}-dimensional "
-            f"complement of a rank-{k} tangent must hold more than one rank-{k} subspace. Use {option} <= "
-            f"{largest_control_rank(d)} (the largest k with 2k < d)."
-        )
+        raise InvalidInputError(f"{option}={k} in R^{d} (d={d}): controls need 2k < d, so {option} <= {(d - 1) // 2}.")
 
 
 #: P(p <= 0.05) in % under the null for the normal-control p-value (`p_value`, R = 20 controls; exact: 4.76 %), as
@@ -95,15 +88,8 @@ def warn_if_anti_conservative(k: int, d: int, *, stacklevel: int = 2) -> None:
     if k / d < ANTI_CONSERVATIVE_FROM:
         return
     ratio, rate = max(row for row in NORMAL_CONTROL_NULL_RATES if row[0] <= k / d)
-    warnings.warn(
-        f"At k/d = {k}/{d} = {k / d:.3f} the normal-control p-values (p_value, anisotropy_share_p_value: the "
-        f"paper's) are anti-conservative: for a random tangent under the null, P(p <= 0.05) was measured at "
-        f"{rate:.1f} % at k/d = {ratio:.3f}, and more at larger k/d (with 20 controls, where an exact p-value gives "
-        "4.8 %). Test with p_value_exact and anisotropy_p_value_exact (docs/statistics.md), or use a smaller "
-        "nb_concepts.",
-        DegenerateStatisticsWarning,
-        stacklevel=stacklevel + 1,
-    )
+    message = f"At k/d = {k}/{d} = {k / d:.3f} the normal-control p-values are anti-conservative (P(p <= 0.05) = {rate:.1f} % at k/d = {ratio:.3f} under the null): test with p_value_exact (docs/statistics.md), or a smaller nb_concepts."
+    warnings.warn(message, DegenerateStatisticsWarning, stacklevel=stacklevel + 1)
 
 
 def _generator(seed: int, stream: int) -> torch.Generator:
@@ -127,7 +113,7 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
     d, k = subspace.dim, subspace.rank
     if not isinstance(n, int) or n < 1:
         raise InvalidInputError(f"The number of controls must be a positive integer, got {n!r}.")
-    _check_memory(n, d, k, "n_controls", f"rank-{k} controls in R^{d}", "Use fewer controls (the paper uses 20).")
+    _check_memory(n, d, k, "n_controls", f"rank-{k} controls in R^{d}", "use fewer controls (the paper uses 20).")
     check_control_room(k, d)
     basis = subspace.basis.detach().double()
     gaussians = torch.randn(n, d, k, generator=_generator(seed, _CONTROL_STREAM), dtype=torch.float64)  # on the CPU
@@ -145,14 +131,6 @@ RANDOM_CHUNK_BYTES = 64 * 2**20
 _CHUNK_MULTIPLE = 16
 
 
-def _check_random_shape(d: int, k: int, n: int) -> None:
-    """Refuse a count that is not a positive integer, or a rank not in [1, d]."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidInputError(f"n_random (the number of random subspaces) must be a positive integer, got {n!r}.")
-    if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
-        raise InvalidInputError(f"Random subspaces need integers 1 <= k <= d, got d={d}, k={k}.")
-
-
 def random_chunk_sizes(d: int, k: int, n: int, max_bytes: int | None = None) -> list[int]:
     """How `random_subspace_chunks` splits `n` draws of (d, k): multiples of 16 subspaces of at most `max_bytes`
     (default `RANDOM_CHUNK_BYTES`; four float64 (d, k) arrays a subspace: draw, basis, products), the remainder
@@ -167,16 +145,15 @@ def random_chunk_sizes(d: int, k: int, n: int, max_bytes: int | None = None) -> 
         >>> random_chunk_sizes(64, 8, 50)
         [50]
     """
-    _check_random_shape(d, k, n)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidInputError(f"n_random (the number of random subspaces) must be a positive integer, got {n!r}.")
+    if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
+        raise InvalidInputError(f"Random subspaces need integers 1 <= k <= d, got d={d}, k={k}.")
     per_subspace = 4 * d * k * 8
     max_bytes = RANDOM_CHUNK_BYTES if max_bytes is None else max_bytes
     size = max(_CHUNK_MULTIPLE, max_bytes // per_subspace // _CHUNK_MULTIPLE * _CHUNK_MULTIPLE)
-    sizes = [size] * (n // size)
-    remainder = n - size * len(sizes)
-    if remainder and sizes:
-        sizes[-1] += remainder  # a short last chunk would draw its normals another way (fewer than 16 values)
-    elif remainder:
-        sizes = [remainder]
+    sizes = [size] * (n // size) or [0]
+    sizes[-1] += n - size * (n // size)  # a short last chunk would draw its normals another way (fewer than 16 values)
     return sizes
 
 
@@ -197,11 +174,9 @@ def random_subspace_chunks(
         >>> [tuple(chunk.shape) for chunk in chunks]
         [(16, 64, 8), (24, 64, 8)]
     """
-    sizes = random_chunk_sizes(d, k, n, max_bytes)
     generator = _generator(seed, _RANDOM_STREAM)
-    for size in sizes:
-        draws = torch.randn(size, d, k, generator=generator, dtype=torch.float64)
-        yield _orthonormal(copied_to(draws, device))
+    for size in random_chunk_sizes(d, k, n, max_bytes):
+        yield _orthonormal(copied_to(torch.randn(size, d, k, generator=generator, dtype=torch.float64), device))
 
 
 def random_subspace_bases(
@@ -238,8 +213,8 @@ def random_subspace_bases(
         >>> tuple(bases.shape)
         (20, 64, 8)
     """
-    _check_random_shape(d, k, n)
-    _check_memory(n, d, k, "n_random", f"random rank-{k} subspaces of R^{d}", "Use fewer random subspaces.")
+    random_chunk_sizes(d, k, n)  # checks n, d and k
+    _check_memory(n, d, k, "n_random", f"random rank-{k} subspaces of R^{d}", "use fewer random subspaces.")
     chunks = random_subspace_chunks(d, k, n, seed=seed, device=device)
     return torch.cat([chunk.to(dtype) for chunk in chunks])
 
@@ -261,19 +236,9 @@ def normal_controls(subspace: Subspace, n: int = 20, *, seed: int = 0) -> list[S
         >>> len(controls), controls[0].rank
         (20, 4)
     """
-    bases = normal_control_bases(subspace, n, seed=seed)
-    return [
-        Subspace(
-            basis,
-            name=f"control-{index}",
-            method="normal_control",
-            split_point=subspace.split_point,
-            step=subspace.step,
-            info={"seed": seed, "index": index},
-            check=False,
-        )
-        for index, basis in enumerate(bases)
-    ]
+    shared = {"method": "normal_control", "split_point": subspace.split_point, "step": subspace.step, "check": False}
+    bases = enumerate(normal_control_bases(subspace, n, seed=seed))
+    return [Subspace(basis, name=f"control-{i}", info={"seed": seed, "index": i}, **shared) for i, basis in bases]
 
 
 def p_value(observed: float, controls: Sequence[float] | np.ndarray) -> float:
@@ -322,10 +287,8 @@ def analytic_null(energy_share: float, d: int, k: int) -> float:
         >>> analytic_null(0.5, 64, 4)
         0.03333333333333333
     """
-    if not 1 <= k < d:
-        raise InvalidInputError(f"Need 1 <= k < d, got d={d}, k={k}.")
-    if not 0.0 <= energy_share <= 1.0 + 1e-9:
-        raise InvalidInputError(f"An energy share lies in [0, 1], got {energy_share}.")
+    if not (1 <= k < d and 0.0 <= energy_share <= 1.0 + 1e-9):
+        raise InvalidInputError(f"analytic_null needs 1 <= k < d and E in [0, 1], got d={d}, k={k}, E={energy_share}.")
     return (1.0 - energy_share) * k / (d - k)
 
 
@@ -360,10 +323,7 @@ def chance_std(second_moment: Float[torch.Tensor, "d d"] | np.ndarray, k: int) -
         raise InvalidInputError(f"Need an integer rank 1 <= k <= d, got d={d}, k={k!r}.")
     trace = torch.trace(matrix)
     if not bool(trace > 0):
-        raise InvalidInputError(
-            f"second_moment has trace {float(trace):.3g}: the gradients are all zero, so their energy shares are "
-            "undefined. Probe texts whose loss has a gradient at this split point."
-        )
+        raise InvalidInputError(f"second_moment has trace {float(trace):.3g} (all zero gradients): probe other texts.")
     if d == 1:
         return 0.0
     normalised = (matrix + matrix.T) / (2 * trace)

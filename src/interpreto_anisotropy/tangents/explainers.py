@@ -5,41 +5,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
-from interpreto import ModelWithSplitPoints
+from interpreto import ModelWithSplitPoints, concepts
 from interpreto._vendor.overcomplete.base import BaseDictionaryLearning
-from interpreto.concepts import (
-    ICAConcepts,
-    NMFConcepts,
-    PCAConcepts,
-    SemiNMFConcepts,
-    SVDConcepts,
-    TopKSAEConcepts,
-)
 from interpreto.concepts.base import ConceptAutoEncoderExplainer
 from interpreto.concepts.methods.sklearn_wrappers import SkLearnWrapperExplainer
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float
 
+from .. import errors
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
 from ..commons.options import check_device, check_number, check_positive_int, check_seed
 from ..commons.tensors import as_float_tensor
-from ..errors import (
-    AnisotropyError,
-    DegenerateStatisticsWarning,
-    InvalidInputError,
-    NonFiniteError,
-    OutOfOrderError,
-    ReadingWarning,
-)
+from ..errors import AnisotropyError, DegenerateStatisticsWarning, InvalidInputError, OutOfOrderError, ReadingWarning
 from ..reading.activations import NONFINITE_READ_ADVICE, iter_token_activations
 from ..reading.positions import uses_absolute_positions
 from ..reading.split_point import SplitPoint, refuse_unsupported_kernels, splitter_model
@@ -78,37 +64,24 @@ _MORE_ROWS = "more fit texts (a larger max_tokens in fit, max_fit_tokens in a sw
 def _refuse_undefined_subspace(n_rows: int, spread: float, scale: float, *, centred: bool) -> None:
     """Refuse rows that define no direction: fewer than 2 or identical rows when centred, all-zero rows when not."""
     if centred and n_rows < 2:
-        raise InvalidInputError(
-            f"A centred tangent needs at least 2 activation rows, got {n_rows}: one row has no variance to fit. "
-            f"Give {_MORE_ROWS}."
-        )
-    if spread > _ZERO_SPREAD_RTOL * scale:
-        return
-    if centred:
-        raise InvalidInputError(
-            f"The {n_rows} activation rows are identical (zero variance once centred): they define no tangent "
-            f"direction. Fit on texts whose activations differ."
-        )
-    raise InvalidInputError(f"The {n_rows} activation rows are all zero: they define no tangent direction.")
+        raise InvalidInputError(f"Centring needs at least 2 activation rows, got {n_rows}: give {_MORE_ROWS}.")
+    if not spread > _ZERO_SPREAD_RTOL * scale:
+        what = "identical (zero variance once centred)" if centred else "all zero"
+        raise InvalidInputError(f"The {n_rows} activation rows are {what}: fit on texts whose activations differ.")
 
 
 def _warn_if_rank_below(nb_concepts: int, n_rows: int, rank: int, *, centred: bool) -> None:
     """Warn (`DegenerateStatisticsWarning`) when the rows span fewer than k dimensions (`rank`), or number <= k."""
     if rank < nb_concepts:
-        message = (
-            f"nb_concepts={nb_concepts} but the {n_rows} activation rows the tangent is fitted on span only {rank} "
-            f"dimension(s){' once centred' if centred else ''}: its other {nb_concepts - rank} direction(s) are "
-            f"arbitrary. Give {_MORE_ROWS}, or use nb_concepts <= {rank}."
-        )
+        found = f"the {n_rows} activation rows the tangent is fitted on span only {rank} dimension(s)"
+        found, lower = found + " once centred" * centred, rank
     elif n_rows <= nb_concepts:
-        lower = f", or use nb_concepts <= {n_rows - 1}" if n_rows > 1 else ""
-        message = (
-            f"nb_concepts={nb_concepts} but the tangent is fitted on only {n_rows} activation rows: a rank-"
-            f"{nb_concepts} fit needs at least {nb_concepts + 1}, else it is the rows' own span, whatever they are, "
-            f"not an estimate. Give {_MORE_ROWS}{lower}."
-        )
+        found = f"the tangent is fitted on only {n_rows} activation rows: a rank-{nb_concepts} fit needs more"
+        lower = n_rows - 1
     else:
         return
+    advice = f", or use nb_concepts <= {lower}" if lower > 0 else ""
+    message = f"nb_concepts={nb_concepts} but {found}: give {_MORE_ROWS}{advice}."
     warnings.warn(message, DegenerateStatisticsWarning, stacklevel=5)  # the user's call of fit, finalize, .subspace
 
 
@@ -131,35 +104,28 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
 
     def __init__(self, nb_concepts: int, input_size: int, *, center: bool = True, device: str = "cpu"):
         super().__init__(nb_concepts, device=device)
-        self.input_size = input_size
-        self.center = center
+        self.input_size, self.center, self._stale = input_size, center, False
         self.register_buffer("basis", torch.zeros(input_size, nb_concepts, device=device))
         self.register_buffer("mean", torch.zeros(input_size, device=device))
         self.moments: MomentAccumulator | None = None
-        self._stale = False
         self.subspace: Subspace | None = None
 
     def partial_fit(self, x: Float[torch.Tensor, "n d"]) -> OrthonormalConceptModel:
         """Accumulate float64 moments of a batch; the basis is recomputed when next used."""
-        if self.moments is None:
-            self.moments = MomentAccumulator(self.input_size, device=x.device)
-        self.moments.update(x)
-        self._stale = True
+        self.merge(lambda moments: moments.update(x), device=x.device)
         return self
 
-    def merge(self, reduce: Any) -> None:
+    def merge(self, reduce: Any, device: Any = None) -> None:
         """Replace the moments by `reduce(moments)` (e.g. an all-reduce over ranks); an empty shard takes part."""
         if self.moments is None:
-            self.moments = MomentAccumulator(self.input_size, device=self.basis.device)
-        self.moments = reduce(self.moments)
-        self._stale = True
+            self.moments = MomentAccumulator(self.input_size, device=self.basis.device if device is None else device)
+        self.moments, self._stale = reduce(self.moments), True
 
     def _refresh(self) -> None:
         """Recompute the basis from the moments: refuse rows that define no direction, warn when rank < k."""
         if not self._stale:
             return
-        moments = self.moments
-        n_rows = moments.count
+        moments, n_rows = self.moments, self.moments.count
         matrix = moments.covariance() if self.center else moments.second_moment()
         spread = float(torch.trace(matrix))
         scale = spread + float(moments.mean.square().sum()) if self.center else spread
@@ -167,27 +133,20 @@ class OrthonormalConceptModel(BaseDictionaryLearning):
         values, vectors = top_eigenvectors(matrix, self.nb_concepts)
         rank = min(n_rows - int(self.center), _numerical_rank(values))
         _warn_if_rank_below(self.nb_concepts, n_rows, rank, centred=self.center)
-        mean = moments.mean if self.center else None
-        self.set_subspace(Subspace(vectors.float(), mean=None if mean is None else mean.float(), method="pca"))
+        self.set_subspace(Subspace(vectors.float(), mean=moments.mean.float() if self.center else None, method="pca"))
 
     def set_subspace(self, subspace: Subspace) -> None:
         """Use a fitted subspace as the concept basis."""
         self.basis = subspace.basis.detach().to(device=self.basis.device, dtype=torch.float32)
-        self.mean = (
-            torch.zeros_like(self.mean)
-            if subspace.mean is None
-            else subspace.mean.detach().to(device=self.mean.device, dtype=torch.float32)
-        )
-        self.nb_concepts = subspace.rank
-        self.subspace = subspace
-        self._stale = False
-        self.fitted = True
+        mean = torch.zeros_like(self.mean) if subspace.mean is None else subspace.mean.detach()
+        self.mean = mean.to(device=self.mean.device, dtype=torch.float32)
+        self.nb_concepts, self.subspace, self._stale, self.fitted = subspace.rank, subspace, False, True
 
     def get_subspace(self) -> Subspace:
         """The fitted Subspace (refreshed from the moments if new batches came in)."""
         self._refresh()
         if self.subspace is None:
-            raise OutOfOrderError("This tangent is not fitted yet: call fit(activations) first.")
+            raise OutOfOrderError("This tangent is not fitted yet: call .fit(activations) first.")
         return self.subspace
 
     def fit(self, x: Float[torch.Tensor, "n d"]) -> OrthonormalConceptModel:
@@ -219,17 +178,12 @@ _NAMED_TANGENTS: dict[str, type[TangentExplainer]] = {}
 
 def _resolve_method(method: str | type) -> tuple[str, type[ConceptAutoEncoderExplainer] | None]:
     """The method's name and the Interpreto explainer class that fits it (None for the streamed PCA)."""
-    if isinstance(method, type):
-        if not issubclass(method, ConceptAutoEncoderExplainer):
-            raise InvalidInputError(
-                f"method must be a name or an Interpreto ConceptAutoEncoderExplainer class, got {method.__name__}."
-            )
+    if isinstance(method, type) and issubclass(method, ConceptAutoEncoderExplainer):
         return method.__name__, method
-    named = _NAMED_TANGENTS.get(method) if isinstance(method, str) else None
-    if named is None:
-        names = ", ".join(map(repr, _NAMED_TANGENTS))
-        raise InvalidInputError(f"Unknown tangent method {method!r}; choose one of {names} or pass a class.")
-    return method, named.concept_class
+    if isinstance(method, str) and method in _NAMED_TANGENTS:
+        return method, _NAMED_TANGENTS[method].concept_class
+    names = ", ".join(map(repr, _NAMED_TANGENTS))
+    raise InvalidInputError(f"Unknown tangent method {method!r}: give one of {names} or an Interpreto concept class.")
 
 
 #: Arguments the explainer classes pass themselves: never the user's.
@@ -249,8 +203,13 @@ def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
     """
     if concept_class is None:
         return set()
+    declared = inspect.getattr_static(concept_class, "concept_model_class", None)
+    try:
+        built = declared.fget(None) if isinstance(declared, property) else declared
+    except Exception:  # noqa: BLE001  (a property that needs its instance: the class cannot say)
+        built = None
     accepted: set[str] = set()
-    for signed in (concept_class, _concept_model_class(concept_class)):
+    for signed in (concept_class, built if isinstance(built, type) else None):
         if signed is None:
             return None
         parameters = inspect.signature(signed.__init__).parameters.values()
@@ -258,30 +217,6 @@ def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             return accepted - _PASSED_BY_US
     return None
-
-
-def _concept_model_class(concept_class: type) -> type | None:
-    """The concept model class an Interpreto explainer class builds (a property of its instances), or None."""
-    declared = inspect.getattr_static(concept_class, "concept_model_class", None)
-    try:
-        built = declared.fget(None) if isinstance(declared, property) else declared
-    except Exception:  # noqa: BLE001  (a property that needs its instance: the class cannot say)
-        return None
-    return built if isinstance(built, type) else None
-
-
-def _checked_method_kwargs(name: str, concept_class: type | None, method_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """`method_kwargs`, once each is known to `accepted_method_kwargs`, else an `InvalidInputError`."""
-    accepted = accepted_method_kwargs(concept_class)
-    unknown = sorted(set(method_kwargs) - accepted) if accepted is not None else []
-    if unknown:
-        takes = ", ".join(sorted(accepted)) if accepted else "no other keyword"
-        owner = "the streamed PCA" if concept_class is None else concept_class.__name__
-        raise InvalidInputError(
-            f"Tangent method {name!r} does not take {', '.join(map(repr, unknown))}: {owner} takes {takes} (besides "
-            "nb_concepts, method, center, device, rtol and seed)."
-        )
-    return method_kwargs
 
 
 def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> None:
@@ -295,8 +230,15 @@ def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> No
         InvalidInputError: An unknown method, or a keyword neither takes (see `accepted_method_kwargs`).
     """
     name, concept_class = _resolve_method(method)
+    accepted = accepted_method_kwargs(concept_class)
     own = set(inspect.signature(TangentExplainer.__init__).parameters)
-    _checked_method_kwargs(name, concept_class, {key: value for key, value in method_kwargs.items() if key not in own})
+    unknown = sorted(set(method_kwargs) - own - accepted) if accepted is not None else []
+    if unknown:
+        takes = ", ".join(sorted(accepted)) if accepted else "no other keyword"
+        owner = "the streamed PCA" if concept_class is None else concept_class.__name__
+        raise InvalidInputError(
+            f"Tangent method {name!r} does not take {', '.join(map(repr, unknown))}: {owner} takes {takes} (and ours)."
+        )
 
 
 def tangent_method_names() -> list[str]:
@@ -322,10 +264,7 @@ def method_streams(method: str | type) -> bool:
 def _check_splitter(splitter: Any) -> None:
     """Refuse a splitter that is not an Interpreto `BaseSplitter`, saying how to wrap a model."""
     if not isinstance(splitter, BaseSplitter):
-        raise InvalidInputError(
-            f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. "
-            "Wrap your model: ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
-        )
+        raise InvalidInputError(f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}.")
 
 
 def _latent_dim(splitter: BaseSplitter) -> int:
@@ -333,29 +272,22 @@ def _latent_dim(splitter: BaseSplitter) -> int:
     # other splitters (e.g. SplitterForClassification) define their own latent space
     if isinstance(splitter, ModelWithSplitPoints) and isinstance(getattr(splitter, "split_point", None), str):
         refuse_unsupported_kernels(splitter_model(splitter))  # a refusal, not a width to look up elsewhere
-        try:
-            width = SplitPoint(splitter).width()
-        except InvalidInputError:  # no such module, or a model that pads inside its forward
-            width = None
-        if width is not None:
-            return width
+        with contextlib.suppress(InvalidInputError):  # no such module, or a model that pads inside its forward
+            if (width := SplitPoint(splitter).width()) is not None:
+                return width
     try:
         return int(splitter.get_latent_shape()[-1])
     except Exception:  # noqa: BLE001  (nnsight's scan fails on some architectures; the config knows d)
-        config = getattr(splitter_model(splitter), "config", None)
-        if config is not None and getattr(config, "hidden_size", None):
-            return int(config.hidden_size)
+        if getattr(getattr(splitter_model(splitter), "config", None), "hidden_size", None):
+            return int(splitter_model(splitter).config.hidden_size)
         raise
 
 
 def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
     """The (k, d) dictionary of a fitted Interpreto explainer, refused when 2k >= d leaves no room for controls."""
-    if not isinstance(explainer, ConceptAutoEncoderExplainer):
-        raise InvalidInputError(
-            f"from_interpreto takes a fitted Interpreto ConceptAutoEncoderExplainer (e.g. "
-            f"interpreto.concepts.ConvexNMFConcepts), got {type(explainer).__name__}."
-        )
     name = type(explainer).__name__
+    if not isinstance(explainer, ConceptAutoEncoderExplainer):
+        raise InvalidInputError(f"from_interpreto takes a fitted Interpreto ConceptAutoEncoderExplainer, got {name}.")
     if not explainer.is_fitted:
         raise OutOfOrderError(f"This {name} is not fitted: call its fit(activations) first.")
     dictionary = as_float_tensor(explainer.get_dictionary().detach(), name=f"{name}.get_dictionary()")
@@ -363,62 +295,37 @@ def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
     return dictionary
 
 
-def _activation_parts(activations: Any) -> Iterable[Any]:
-    """One (n, d) array as a one-item list (not an iterable of rows); an iterable of them as it is."""
+def _checked_batches(activations: Any, input_size: int, splitter: BaseSplitter) -> Iterator[torch.Tensor]:
+    """Each batch of `activations` (one (n, d) array, not an iterable of rows, or an iterable of them), checked."""
     if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
-        return [activations]
-    if isinstance(activations, Iterable):
-        return activations
-    raise InvalidInputError(f"activations must be an (n, d) tensor or a list of them, got {type(activations)}.")
+        activations = [activations]
+    elif not isinstance(activations, Iterable):
+        raise InvalidInputError(f"activations must be an (n, d) tensor or a list of them, got {type(activations)}.")
+    for index, part in enumerate(activations):
+        yield _check_batch(part, f"activations[{index}]", input_size, splitter)
 
 
 def _check_batch(activations: Any, name: str, input_size: int, splitter: BaseSplitter) -> torch.Tensor:
     """`activations` as a finite float (n, d) tensor, refused when d is not the split point's `input_size`."""
     batch = as_float_tensor(activations, name=name)
     if batch.shape[1] != input_size:
-        raise InvalidInputError(
-            f"{name} have d={batch.shape[1]} but the split point '{splitter.split_point}' has "
-            f"d={input_size}. Were they taken from another layer or model?"
-        )
+        raise InvalidInputError(f"{name} have d={batch.shape[1]} but '{splitter.split_point}' has d={input_size}.")
     return batch
 
 
 def _are_texts(inputs: Any) -> bool:
     """Whether `inputs` is a text or a non-empty list / tuple of texts (rather than activations)."""
-    if isinstance(inputs, str):
-        return True
-    return isinstance(inputs, (list, tuple)) and bool(inputs) and all(isinstance(text, str) for text in inputs)
-
-
-@contextmanager
-def _advice_on_nonfinite_reads(from_texts: bool) -> Iterator[None]:
-    """Turn a `NonFiniteError` of activations read from texts into one that says what to try (not "clean them")."""
-    try:
-        yield
-    except NonFiniteError as error:
-        if not from_texts:
-            raise
-        raise NonFiniteError(
-            f"The activations read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}"
-        ) from error
+    listed = isinstance(inputs, (list, tuple)) and bool(inputs) and all(isinstance(text, str) for text in inputs)
+    return isinstance(inputs, str) or listed
 
 
 def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
     """Warn when activations may come from Interpreto 0.5.2's `get_activations` (left padding, no position ids)
     on a model with learned absolute positions, which then reads padded texts at shifted positions."""
-    if getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") != "left":
-        return
-    model = splitter_model(splitter)
-    if not uses_absolute_positions(model):
-        return
-    warnings.warn(
-        f"{type(model).__name__} has learned absolute positions and its tokenizer pads on the left, as Interpreto "
-        "0.5.2's get_activations leaves it: activations read that way sit at shifted positions whenever a batch is "
-        "padded, and give a wrong tangent. Fit on the texts instead (tangent.fit(texts)), which reads them "
-        "correctly; ia.token_activations(splitter, texts) gives the same rows as a tensor.",
-        ReadingWarning,
-        stacklevel=4,
-    )
+    left = getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") == "left"
+    if left and uses_absolute_positions(model := splitter_model(splitter)):
+        message = f"{type(model).__name__} has learned absolute positions and pads left: use tangent.fit(texts)."
+        warnings.warn(f"{message} (get_activations reads shifted positions).", ReadingWarning, stacklevel=4)
 
 
 def _check_pooled_rows(pooled: Float[torch.Tensor, "n d"], nb_concepts: int, *, centred: bool, sklearn: bool) -> None:
@@ -429,18 +336,26 @@ def _check_pooled_rows(pooled: Float[torch.Tensor, "n d"], nb_concepts: int, *, 
     _refuse_undefined_subspace(n_rows, spread, scale, centred=centred)
     if sklearn and n_rows < nb_concepts:
         raise InvalidInputError(
-            f"scikit-learn's PCA cannot fit nb_concepts={nb_concepts} components from {n_rows} activation "
-            f"rows. Give {_MORE_ROWS}, use a lower nb_concepts, or method='pca'."
+            f"scikit-learn's PCA cannot fit nb_concepts={nb_concepts} components from {n_rows} activation rows: use method='pca'."
         )
     _warn_if_rank_below(nb_concepts, n_rows, n_rows - int(centred), centred=centred)
 
 
 def _activation_source(splitter: BaseSplitter, activations: Any, **reader: Any) -> Any:
     """Texts become a lazy stream of activation batches read at the split point; activations pass through."""
-    if _are_texts(activations):
-        return (rows for rows, _ in iter_token_activations(splitter, activations, **reader))
-    _warn_if_read_with_left_padding(splitter)
-    return activations
+    if not _are_texts(activations):
+        _warn_if_read_with_left_padding(splitter)
+        return activations
+    return (_finite_read(rows) for rows, _ in iter_token_activations(splitter, activations, **reader))
+
+
+def _finite_read(rows: torch.Tensor) -> torch.Tensor:
+    """Rows read from texts, refused with what to try (not "clean them") when they hold NaN or infinity."""
+    if not torch.isfinite(rows).all():
+        raise errors.NonFiniteError(
+            f"The activations read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}"
+        )
+    return rows
 
 
 class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
@@ -478,11 +393,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
     def __init_subclass__(cls, *, method: str | None = None, concept_class: type | None = None, **kwargs: Any):
         """Register a named tangent (`class ICATangent(TangentExplainer, method="ica", concept_class=ICAConcepts)`)."""
         super().__init_subclass__(**kwargs)
-        if method is None:
-            return
-        cls.default_method, cls.concept_class = method, concept_class
-        _NAMED_TANGENTS[method] = cls
-        cls.__doc__ = _named_tangent_docstring(cls, method)
+        if method is not None:
+            cls.default_method, cls.concept_class, _NAMED_TANGENTS[method] = method, concept_class, cls
+            cls.__doc__ = _named_tangent_docstring(cls, method)
 
     def __init__(
         self,
@@ -501,17 +414,16 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         self.input_size = _latent_dim(splitter)
         check_positive_int("nb_concepts", nb_concepts)
         check_control_room(nb_concepts, self.input_size)
-        self.nb_concepts = nb_concepts
-        self.center = center
-        self.rtol = check_number("rtol", rtol, at_least=0)
+        self.nb_concepts, self.center, self.rtol = nb_concepts, center, check_number("rtol", rtol, at_least=0)
         check_device("device", device)
         self.seed = check_seed("seed", seed)
-        self.method_kwargs = _checked_method_kwargs(self.method_name, self.concept_class, method_kwargs)
+        check_method_kwargs(method or self.default_method, method_kwargs)
+        self.method_kwargs = method_kwargs
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
         super().__init__(splitter, concept_model)
         self.inner_explainer: ConceptAutoEncoderExplainer | None = None
-        self.fit_record: FitRecord | None = None  # what fit / partial_fit were given (saved by save_pretrained)
-        self.fitted_call: str | int | None = None  # the `call` its texts were read at (None: unknown, or run once)
+        # what fit / partial_fit were given (saved by save_pretrained), and the `call` its texts were read at
+        self.fit_record, self.fitted_call = None, None
 
     @classmethod
     def from_interpreto(
@@ -548,12 +460,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             >>> ia.TangentExplainer.from_interpreto(explainer).subspace.method  # doctest: +SKIP
             'ConvexNMFConcepts'
         """
-        dictionary = _fitted_dictionary(explainer)
-        size = dictionary.shape[0]
-        kind, center = type(explainer), mean is not None
-        tangent = cls(
-            explainer.splitter, nb_concepts=size, method=kind, center=center, device=dictionary.device, rtol=rtol
-        )
+        dictionary, kind = _fitted_dictionary(explainer), type(explainer)
+        options = {"method": kind, "center": mean is not None, "device": dictionary.device, "rtol": rtol}
+        tangent = cls(explainer.splitter, nb_concepts=dictionary.shape[0], **options)
         _check_batch(dictionary, f"{kind.__name__}'s dictionary atoms", tangent.input_size, tangent.splitter)
         tangent._adopt(explainer, dictionary, mean)
         return tangent
@@ -589,13 +498,6 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             raise OutOfOrderError(f"{type(self).__name__} has no moments yet: call partial_fit(...) first.")
         self.concept_model.get_subspace()
         return self
-
-    def _batches(self, activations: Any) -> list[torch.Tensor]:
-        parts = enumerate(_activation_parts(activations))
-        batches = [_check_batch(part, f"activations[{i}]", self.input_size, self.splitter) for i, part in parts]
-        if not batches or sum(batch.shape[0] for batch in batches) == 0:
-            raise InvalidInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
-        return batches
 
     def fit(
         self,
@@ -638,36 +540,32 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
         reader.update(max_length=max_length, call=call, progress=progress)
-        with _advice_on_nonfinite_reads(_are_texts(activations)):
-            self._fit_activations(_activation_source(self.splitter, activations, **reader), **fit_kwargs)
+        source = _activation_source(self.splitter, activations, **reader)
         if self.streams:
+            self.concept_model.moments = None
             try:
-                self.concept_model.get_subspace()  # the basis now, so that fit itself refuses degenerate rows
+                self._stream(source).concept_model.get_subspace()  # the basis now: fit itself refuses degenerate rows
             except AnisotropyError:
                 self.concept_model.moments, self.concept_model._stale = None, False  # unfitted, not half-fitted
                 raise
+        else:
+            self._fit_pooled(source, **fit_kwargs)
         self.fit_record = FitRecord().add(activations if _are_texts(activations) else None, reader)
         self.fitted_call = call if _are_texts(activations) else None
         return self
 
-    def _fit_activations(self, activations: Any, **fit_kwargs: Any) -> TangentExplainer:
-        """Fit on (n, d) activations or an iterable of them, read by the package's reader or given by the user."""
-        if self.streams:
-            self.concept_model.moments = None
-            return self._stream(activations)
-        batches = self._batches(activations)
+    def _fit_pooled(self, activations: Any, **fit_kwargs: Any) -> None:
+        """Fit a new Interpreto explainer of the method's class on the pooled rows, and adopt its dictionary."""
+        batches = list(_checked_batches(activations, self.input_size, self.splitter))
+        if sum(batch.shape[0] for batch in batches) == 0:
+            raise InvalidInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         pooled = torch.cat([batch.float() for batch in batches]).to(self.device)
-        _check_pooled_rows(
-            pooled, self.nb_concepts, centred=self._fits_centred(), sklearn=self.concept_class is PCAConcepts
-        )
-        mean = pooled.mean(0)  # a new Interpreto explainer of the method's class, fitted on the pooled rows
-        inner = _fitted_explainer(self, pooled - mean if self._fits_centred() else pooled, **fit_kwargs)
+        kind = self.concept_class
+        centred = self.center and kind is not concepts.NMFConcepts  # NMF needs non-negative inputs
+        _check_pooled_rows(pooled, self.nb_concepts, centred=centred, sklearn=kind is concepts.PCAConcepts)
+        mean = pooled.mean(0)
+        inner = _fitted_explainer(self, pooled - mean if centred else pooled, **fit_kwargs)
         self._adopt(inner, inner.get_dictionary().detach(), mean if self.center else None)
-        return self
-
-    def _fits_centred(self) -> bool:
-        """Whether the concept method sees centred rows (NMF never: it needs non-negative inputs)."""
-        return self.center and self.concept_class is not NMFConcepts
 
     def partial_fit(self, activations: Any, **reader: Any) -> TangentExplainer:
         """Add texts or activation batches to the streamed PCA ("pca" only; degenerate rows are checked at `finalize`).
@@ -684,18 +582,15 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         if self.concept_model.moments is None or self.fit_record is None:  # a new stream of moments
             self.fit_record = FitRecord()
             self.fitted_call = reader.get("call") if _are_texts(activations) else None
-        with _advice_on_nonfinite_reads(_are_texts(activations)):
-            self._stream(_activation_source(self.splitter, activations, **reader))
+        self._stream(_activation_source(self.splitter, activations, **reader))
         self.fit_record.add(activations if _are_texts(activations) else None, reader)
         return self
 
     def _stream(self, activations: Any) -> TangentExplainer:
         """Add an (n, d) batch or an iterable of them to the streamed PCA's moments."""
-        for index, part in enumerate(_activation_parts(activations)):
-            batch = _check_batch(part, f"activations[{index}]", self.input_size, self.splitter)
+        for batch in _checked_batches(activations, self.input_size, self.splitter):
             self.concept_model.partial_fit(batch.to(self.device))
-        moments = self.concept_model.moments
-        if moments is None or moments.count == 0:
+        if self.concept_model.moments is None or self.concept_model.moments.count == 0:
             self.concept_model.moments, self.concept_model._stale = None, False  # stay unfitted, not half-fitted
             raise InvalidInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         return self
@@ -718,15 +613,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         Warns:
             DegenerateStatisticsWarning: Rows spanning fewer than `nb_concepts` dimensions.
         """
-        if not self.is_fitted and self.concept_model.moments is None:
-            raise OutOfOrderError(f"{type(self).__name__} is not fitted yet: call .fit(activations) first.")
-        fitted = self.concept_model.get_subspace()
-        return fitted.replace(
-            name=fitted.name or "tangent",
-            method=self.method_name,
-            split_point=self.splitter.split_point,
-            call=self.fitted_call,
-        )
+        fitted = self.concept_model.get_subspace()  # refuses an unfitted tangent
+        where = {"split_point": self.splitter.split_point, "call": self.fitted_call}
+        return fitted.replace(name=fitted.name or "tangent", method=self.method_name, **where)
 
     @property
     def is_fitted(self) -> bool:
@@ -783,24 +672,20 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         return tangent
 
     def __repr__(self) -> str:
-        try:
-            state = f"rank={self.subspace.rank}" if self.is_fitted else "unfitted"
-        except AnisotropyError:  # streamed rows that define no subspace yet
-            state = "unfitted"
-        return (
-            f"{type(self).__name__}(split_point={self.splitter.split_point!r}, nb_concepts={self.nb_concepts}, "
-            f"method={self.method_name!r}, {state})"
-        )
+        state = "unfitted"
+        with contextlib.suppress(AnisotropyError):  # streamed rows that define no subspace yet
+            state = f"rank={self.subspace.rank}" if self.is_fitted else state
+        where = f"split_point={self.splitter.split_point!r}, nb_concepts={self.nb_concepts}"
+        return f"{type(self).__name__}({where}, method={self.method_name!r}, {state})"
 
 
 def _fitted_explainer(tangent: TangentExplainer, training_data: torch.Tensor, **fit_kwargs: Any) -> Any:
     """A new explainer of the tangent's class fitted on `training_data` (n, d) under its seed; NMF with `force_relu`."""
     explainer_class = tangent.concept_class
-    kwargs = dict(tangent.method_kwargs)
-    if explainer_class is NMFConcepts:
-        kwargs.setdefault("force_relu", True)
+    kwargs = {"force_relu": True} if explainer_class is concepts.NMFConcepts else {}
     if issubclass(explainer_class, SkLearnWrapperExplainer):
-        kwargs.setdefault("random_state", tangent.seed)
+        kwargs["random_state"] = tangent.seed
+    kwargs |= tangent.method_kwargs
     inner = explainer_class(tangent.splitter, nb_concepts=tangent.nb_concepts, device=str(tangent.device), **kwargs)
     devices = [training_data.device] if training_data.device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):  # torch-based methods draw from the seed, not the global state
@@ -822,25 +707,25 @@ class PCATangent(TangentExplainer, method="pca"):
     """Tangent from a streamed, exact PCA (top-k eigenvectors of the activation covariance, float64 moments)."""
 
 
-class SklearnPCATangent(TangentExplainer, method="pca_sklearn", concept_class=PCAConcepts):
+class SklearnPCATangent(TangentExplainer, method="pca_sklearn", concept_class=concepts.PCAConcepts):
     """Tangent spanned by the components of Interpreto's scikit-learn PCA (all rows in memory)."""
 
 
-class SemiNMFTangent(TangentExplainer, method="semi_nmf", concept_class=SemiNMFConcepts):
+class SemiNMFTangent(TangentExplainer, method="semi_nmf", concept_class=concepts.SemiNMFConcepts):
     """Tangent spanned by Interpreto's semi-NMF dictionary, orthonormalised."""
 
 
-class NMFTangent(TangentExplainer, method="nmf", concept_class=NMFConcepts):
+class NMFTangent(TangentExplainer, method="nmf", concept_class=concepts.NMFConcepts):
     """Tangent spanned by Interpreto's NMF dictionary (fitted on ReLU'd raw activations), orthonormalised."""
 
 
-class ICATangent(TangentExplainer, method="ica", concept_class=ICAConcepts):
+class ICATangent(TangentExplainer, method="ica", concept_class=concepts.ICAConcepts):
     """Tangent spanned by Interpreto's ICA mixing matrix, orthonormalised."""
 
 
-class SVDTangent(TangentExplainer, method="svd", concept_class=SVDConcepts):
+class SVDTangent(TangentExplainer, method="svd", concept_class=concepts.SVDConcepts):
     """Tangent spanned by Interpreto's truncated-SVD components (centred unless `center=False`)."""
 
 
-class TopKSAETangent(TangentExplainer, method="topk_sae", concept_class=TopKSAEConcepts):
+class TopKSAETangent(TangentExplainer, method="topk_sae", concept_class=concepts.TopKSAEConcepts):
     """Tangent spanned by the decoder atoms of Interpreto's top-k SAE, orthonormalised (dead atoms dropped)."""

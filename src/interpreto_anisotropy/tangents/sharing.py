@@ -9,6 +9,8 @@ model card; docs/how-to/share-tangents.md describes them.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import tempfile
@@ -55,19 +57,15 @@ CARD_FILE = "README.md"
 FORMAT = 1
 
 _SAVE_AGAIN = "save the tangent again with TangentExplainer.save_pretrained"
-
-
 _NO_TEXT = "0" * 64
 
 
-def _chained(digest: str, texts: Iterable[str]) -> tuple[str, int]:
+def _chained(digest: str, texts: str | Iterable[str]) -> tuple[str, int]:
     """The hash chain `digest` extended by each text, sha256(digest + sha256(text)), and the texts' count."""
-    count = 0
+    texts = [texts] if isinstance(texts, str) else list(texts)
     for text in texts:
-        own = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        digest = hashlib.sha256((digest + own).encode("ascii")).hexdigest()
-        count += 1
-    return digest, count
+        digest = hashlib.sha256((digest + hashlib.sha256(text.encode()).hexdigest()).encode("ascii")).hexdigest()
+    return digest, len(texts)
 
 
 def texts_sha256(texts: str | Iterable[str]) -> str:
@@ -81,7 +79,7 @@ def texts_sha256(texts: str | Iterable[str]) -> str:
         >>> texts_sha256(["a cat", "a dog"]) == texts_sha256(["a cat a dog"])
         False
     """
-    return _chained(_NO_TEXT, [texts] if isinstance(texts, str) else texts)[0]
+    return _chained(_NO_TEXT, texts)[0]
 
 
 @dataclass
@@ -105,12 +103,10 @@ class FitRecord:
         if texts is None:
             self.activations = True
             return self
-        self.texts_sha256, count = _chained(
-            self.texts_sha256 or _NO_TEXT, [texts] if isinstance(texts, str) else texts
-        )
+        self.texts_sha256, count = _chained(self.texts_sha256 or _NO_TEXT, texts)
         self.n_texts += count
         policy = {key: reader.get(key) for key in ("max_tokens", "max_length", "call")}
-        policy["include_special"] = bool(reader.get("include_special", False))
+        policy |= {"include_special": bool(reader.get("include_special", False))}
         if policy not in self.token_policies:
             self.token_policies.append(policy)
         return self
@@ -174,31 +170,18 @@ class SavedTangent:
         """The record in `folder`'s ``tangent.json``, checked (else a `ResultsStoreError` naming the file)."""
         path = folder / TANGENT_FILE
         if not path.is_file():
-            raise ResultsStoreError(
-                f"{folder} holds no {TANGENT_FILE}: it is not a folder written by TangentExplainer.save_pretrained. "
-                f"Give such a folder (or Hub repository), or {_SAVE_AGAIN}."
-            )
-        data = parse_json(
-            path.read_bytes(), path, error=ResultsStoreError, advice=f"The folder is damaged: {_SAVE_AGAIN}."
-        )
-        if not isinstance(data, dict):
-            raise ResultsStoreError(f"{path} is not a JSON object: the folder is damaged; {_SAVE_AGAIN}.")
+            raise ResultsStoreError(f"{folder} holds no {TANGENT_FILE}: it is not a folder written by save_pretrained")
+        data = parse_json(path.read_bytes(), path, error=ResultsStoreError, advice=f"Damaged: {_SAVE_AGAIN}.")
+        data = data if isinstance(data, dict) else {}
         if isinstance(data.get("format"), int) and data["format"] > FORMAT:
-            raise ResultsStoreError(
-                f"{path} has format {data['format']}, written by a later interpreto-anisotropy "
-                f"({data.get('package_version')}); this one ({__version__}) reads format {FORMAT}: upgrade it."
-            )
+            raise ResultsStoreError(f"{path} has format {data['format']}: upgrade interpreto-anisotropy to read it.")
         hints = typing.get_type_hints(cls)
-        missing = [name for name in hints if name not in data and name not in _OPTIONAL_FIELDS]
+        missing = [name for name in hints if name not in data and name != "call"]  # call: None in older files
         wrong = [name for name in hints if name in data and not isinstance(data[name], _kinds(hints[name]))]
-        problems = [f"missing {', '.join(missing)}"] if missing else []
-        problems += [f"of a wrong type: {', '.join(wrong)}"] if wrong else []
-        if problems:
-            raise ResultsStoreError(f"{path} has fields {'; '.join(problems)}: the folder is damaged; {_SAVE_AGAIN}.")
+        if missing or wrong:
+            problems = f"missing {', '.join(missing) or 'none'}; of a wrong type: {', '.join(wrong) or 'none'}"
+            raise ResultsStoreError(f"{path} has fields {problems}: the folder is damaged; {_SAVE_AGAIN}.")
         return cls(**{name: data[name] for name in hints if name in data})
-
-
-_OPTIONAL_FIELDS = ("call",)  # absent from files saved before it was recorded: read as None (unknown)
 
 
 def _kinds(hint: Any) -> tuple[type, ...]:
@@ -220,26 +203,13 @@ def save_tangent(
 ) -> Path:
     """`TangentExplainer.save_pretrained` (its Args); `repo_id` is for the model card's loading line."""
     subspace = tangent.subspace
-    record = _record(tangent, subspace, model_id=model_id, model_revision=model_revision)
-    folder = Path(directory)
-    subspace.save(folder / SUBSPACE_FILE)
-    write_atomically(folder / TANGENT_FILE, json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
-    write_atomically(folder / CARD_FILE, str(_model_card(record, repo_id)))
-    return folder
-
-
-def _record(tangent: Any, subspace: Subspace, *, model_id: str | None, model_revision: str | None) -> SavedTangent:
     try:
         json.dumps(tangent.method_kwargs)
     except (TypeError, ValueError) as error:
-        raise InvalidInputError(
-            f"The tangent's method keywords {sorted(tangent.method_kwargs)} cannot be saved as JSON ({error}): save "
-            "a tangent whose keywords are numbers, strings, lists or dicts."
-        ) from None
+        raise InvalidInputError(f"The tangent's method_kwargs are no JSON values ({error}).") from None
     config = getattr(splitter_model(tangent.splitter), "config", None)
-    concept = tangent.concept_class
-    fit_record = getattr(tangent, "fit_record", None)
-    return SavedTangent(
+    concept, fit_record = tangent.concept_class, getattr(tangent, "fit_record", None)
+    record = SavedTangent(
         method=tangent.method_name,
         concept_class=None if concept is None else f"{concept.__module__}:{concept.__qualname__}",
         nb_concepts=int(tangent.nb_concepts),
@@ -256,49 +226,23 @@ def _record(tangent: Any, subspace: Subspace, *, model_id: str | None, model_rev
         package_version=__version__,
         call=subspace.call,
     )
+    folder = Path(directory)
+    subspace.save(folder / SUBSPACE_FILE)
+    write_atomically(folder / TANGENT_FILE, json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
+    write_atomically(folder / CARD_FILE, str(_model_card(record, repo_id)))
+    return folder
 
 
-_CARD = """---
-{{ card_data }}
----
-
-# Tangent subspace of {{ r.model_id or "a model" }} at `{{ r.split_point }}`
-
-A rank-{{ r.rank }} tangent subspace of the activations of `{{ r.model_id or "unknown" }}` at split point
-`{{ r.split_point }}`, fitted with interpreto-anisotropy {{ r.package_version }}.
-
-| | |
-|---|---|
-| model | `{{ r.model_id or "unknown" }}` (revision `{{ r.model_revision or "unknown" }}`) |
-| split point | `{{ r.split_point }}`{% if r.call is not none %} (call `{{ r.call | tojson }}`: probe with the same `call`){% endif %} |
-| method | `{{ r.method }}` (nb_concepts={{ r.nb_concepts }}, seed={{ r.seed }}{% if r.method_kwargs %}, {{ r.method_kwargs }}{% endif %}) |
-| rank k, width d | {{ r.rank }}, {{ r.dim }} ({{ "centred" if r.center else "not centred" }}) |
-| fit texts | {% if r.fit and r.fit.n_texts %}{{ r.fit.n_texts }} texts, `texts_sha256` `{{ r.fit.texts_sha256 }}`{% if r.fit.activations %}, and rows given as activations{% endif %}{% elif r.fit %}rows given as activations (no hash){% else %}fitted elsewhere (unknown){% endif %} |
-| token policy | {% if r.fit %}{% for policy in r.fit.token_policies %}`{{ policy | tojson }}` {% endfor %}{% endif %} |
-
-## Use
-
-```python
-import interpreto_anisotropy as ia
-from interpreto import ModelWithSplitPoints
-
-mwsp = ModelWithSplitPoints(model, split_point="{{ r.split_point }}", tokenizer=tokenizer)  # the model above
-tangent = ia.TangentExplainer.from_pretrained("{{ repo_id or "this-folder" }}", mwsp)
-```
-
-The split point and the width d are checked when it is loaded; `tangent.json` holds the same facts for programs.
-"""
+_CARD = Path(__file__).with_name("model_card.md.j2")  # the README.md card, a Jinja template
 
 
 def _model_card(record: SavedTangent, repo_id: str | None) -> ModelCard:
     data = ModelCardData(library_name="interpreto-anisotropy", tags=["interpreto-anisotropy", "tangent-subspace"])
     if record.model_id and not Path(record.model_id).exists():
-        try:
+        with contextlib.suppress(HFValidationError):
             validate_repo_id(record.model_id)
             data.base_model = record.model_id
-        except HFValidationError:
-            pass
-    return ModelCard.from_template(data, template_str=_CARD, r=record, repo_id=repo_id)
+    return ModelCard.from_template(data, template_path=_CARD, r=record, repo_id=repo_id)
 
 
 def check_repo_id(repo_id: Any, name: str = "repo_id") -> str:
@@ -308,15 +252,9 @@ def check_repo_id(repo_id: Any, name: str = "repo_id") -> str:
             raise HFValidationError(f"not a str: {type(repo_id).__name__}")
         validate_repo_id(repo_id)
     except HFValidationError as error:
-        raise InvalidInputError(
-            f"{name} must be a Hub repository id such as 'user/name' (letters, digits, '-', '_', '.', at most 96 "
-            f"characters), got {repo_id!r} ({_first_line(error)})."
-        ) from None
+        reason = (str(error).strip().splitlines() or ["no message"])[0][:200]
+        raise InvalidInputError(f"{name} must be a Hub repo id 'user/name', got {repo_id!r} ({reason}).") from None
     return repo_id
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or ["no message"])[0][:200]
 
 
 def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **download: Any) -> Path:
@@ -341,21 +279,13 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
     try:
         validate_repo_id(str(source))
     except HFValidationError:
-        raise ResultsStoreError(
-            f"No folder at {str(path)[:200]!r}, and it is no Hub repository id: give the folder save_pretrained "
-            "wrote or a repository id such as 'user/name'."
-        ) from None
-    revision = download.get("revision")
-    folder = hub.hub_call(
-        lambda: snapshot_download(str(source), allow_patterns=[TANGENT_FILE, SUBSPACE_FILE, CARD_FILE], **download),
-        str(source),
-        revision,
-        timeout=hub_timeout,
-        error=ResultsStoreError,
-        verb="download the tangent",
-        cache_dir=download.get("cache_dir"),
+        raise ResultsStoreError(f"No folder at {str(path)[:200]!r}, and it is no Hub repository id.") from None
+    files = [TANGENT_FILE, SUBSPACE_FILE, CARD_FILE]
+    fetch = functools.partial(snapshot_download, str(source), allow_patterns=files, **download)
+    bounded = {"timeout": hub_timeout, "error": ResultsStoreError, "verb": "download the tangent"}
+    return Path(
+        hub.hub_call(fetch, str(source), download.get("revision"), cache_dir=download.get("cache_dir"), **bounded)
     )
-    return Path(folder)
 
 
 def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
@@ -365,10 +295,7 @@ def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
     except ResultsStoreError as error:
         raise ResultsStoreError(f"{error} The folder {folder} is damaged: {_SAVE_AGAIN}.") from error
     if (subspace.dim, subspace.rank) != (record.dim, record.rank):
-        raise ResultsStoreError(
-            f"{path} holds a basis of d={subspace.dim}, k={subspace.rank} but {folder / TANGENT_FILE} says "
-            f"d={record.dim}, rank={record.rank}: the two files come from different tangents; {_SAVE_AGAIN}."
-        )
+        raise ResultsStoreError(f"{path} and {TANGENT_FILE} disagree on d or k: they come from different tangents.")
     return subspace
 
 
@@ -377,16 +304,11 @@ def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: 
     split_point = getattr(splitter, "split_point", None)
     if split_point != record.split_point:
         raise InvalidInputError(
-            f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, but the splitter reads "
-            f"{split_point!r}: its directions live in another space. Load it onto ModelWithSplitPoints(..., "
-            f"split_point={record.split_point!r}), or fit a new tangent at {split_point!r}."
+            f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, not {split_point!r}: load it onto ModelWithSplitPoints(..., split_point={record.split_point!r})."
         )
-    width = width_of(splitter)
-    if width != record.dim:
+    if (width := width_of(splitter)) != record.dim:
         raise InvalidInputError(
-            f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but "
-            f"split point {split_point!r} of this model has d={width}: it was fitted on another model. Load it onto "
-            "the model it came from, or fit a new tangent on this one."
+            f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but split point {split_point!r} has d={width}: load it onto the model it came from."
         )
 
 
@@ -407,18 +329,13 @@ def tangent_class(
         allowed = allowed_concept_classes(named)
         if record.concept_class not in allowed:
             raise ResultsStoreError(
-                f"{folder / TANGENT_FILE} names method {record.method!r}, fitted with {str(record.concept_class)[:200]!r}"
-                ", which is neither a method of ours nor one of Interpreto's concept classes; nothing was imported. "
-                f"Methods read back: {sorted(named)} and Interpreto's {sorted(c.__name__ for c in allowed.values())}."
+                f"{folder / TANGENT_FILE} names method {record.method!r} ({str(record.concept_class)[:200]!r}), neither a method of ours nor one of Interpreto's concept classes: nothing was imported."
             )
         method, found = allowed[record.concept_class], base
-    if issubclass(found, cls):
-        return found, method
-    if issubclass(cls, found):
-        return cls, method
+    if issubclass(found, cls) or issubclass(cls, found):
+        return (found if issubclass(found, cls) else cls), method
     raise InvalidInputError(
-        f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with "
-        f"ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
+        f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
     )
 
 
@@ -427,13 +344,10 @@ def allowed_concept_classes(named: dict[str, type]) -> dict[str, type]:
     explainers (`interpreto.concepts`) and those our named tangents use (`named`: method -> tangent class)."""
     import interpreto.concepts as concepts
 
-    classes = [
-        value
-        for value in vars(concepts).values()
-        if isinstance(value, type) and issubclass(value, concepts.ConceptAutoEncoderExplainer)
-    ]
-    classes += [tangent.concept_class for tangent in named.values() if tangent.concept_class is not None]
-    return {f"{kind.__module__}:{kind.__qualname__}": kind for kind in classes}
+    classes = [*vars(concepts).values(), *(tangent.concept_class for tangent in named.values())]
+    base = concepts.ConceptAutoEncoderExplainer
+    kinds = [kind for kind in classes if isinstance(kind, type) and issubclass(kind, base)]
+    return {f"{kind.__module__}:{kind.__qualname__}": kind for kind in kinds}
 
 
 def read_saved(
@@ -444,8 +358,7 @@ def read_saved(
     Raises:
         ResultsStoreError: A missing or damaged file, or files that disagree on d or k.
     """
-    folder = tangent_folder(source, hub_timeout=hub_timeout, **download)
-    record = SavedTangent.read(folder)
+    record = SavedTangent.read(folder := tangent_folder(source, hub_timeout=hub_timeout, **download))
     return folder, record, _subspace(folder, record, device)
 
 
@@ -518,14 +431,12 @@ class SharedTangent:
 
         check_repo_id(repo_id)
         hub_timeout = hub.check_hub_timeout(hub_timeout)
-        for name, value in (("private", private), ("create_pr", create_pr)):
-            if value is not None and not isinstance(value, bool):
-                raise InvalidInputError(f"push_to_hub's {name} must be True, False or None, got {value!r}.")
+        for name, value in (("private", private), ("create_pr", create_pr), ("token", token)):
+            if value is not None and not isinstance(value, (str, bool) if name == "token" else bool):
+                raise InvalidInputError(f"push_to_hub got {name}={value!r}: give a bool (token: or a str) or None.")
         _check_optional_str(
             branch=branch, commit_message=commit_message, model_id=model_id, model_revision=model_revision
         )
-        if token is not None and not isinstance(token, (str, bool)):
-            raise InvalidInputError(f"push_to_hub's token must be a str (or True / None), got {type(token).__name__}.")
         with tempfile.TemporaryDirectory() as folder:
             save_tangent(self, folder, repo_id=repo_id, model_id=model_id, model_revision=model_revision)
             api = HfApi(token=token)

@@ -78,15 +78,13 @@ class Subspace:
             self.mean = as_float_tensor(self.mean, name="mean", ndim=1).to(self.basis.device)
             if self.mean.shape[0] != d:
                 raise InvalidInputError(f"mean has size {self.mean.shape[0]} but the basis lives in R^{d}.")
-        if self.check:
-            gram = self.basis.T.double() @ self.basis.double()
-            error = (gram - torch.eye(k, dtype=torch.float64, device=gram.device)).abs().max().item()
-            # 1e-4, or 2 eps for half precision: rounding an orthonormal basis moves each |Q^T Q - I| entry by <= eps
-            if error > max(_ORTHONORMALITY_TOLERANCE, 2 * torch.finfo(self.basis.dtype).eps):
-                raise InvalidInputError(
-                    f"basis columns are not orthonormal (max |Q^T Q - I| = {error:.2e}). "
-                    "Use Subspace.from_dictionary(D) to orthonormalise a (k, d) dictionary."
-                )
+        if not self.check:
+            return
+        gram = self.basis.T.double() @ self.basis.double()
+        error = (gram - torch.eye(k, dtype=torch.float64, device=gram.device)).abs().max().item()
+        # 1e-4, or 2 eps for half precision: rounding an orthonormal basis moves each |Q^T Q - I| entry by <= eps
+        if error > max(_ORTHONORMALITY_TOLERANCE, 2 * torch.finfo(self.basis.dtype).eps):
+            raise InvalidInputError(f"basis columns are not orthonormal ({error:.2e}): use Subspace.from_dictionary.")
 
     @property
     def dim(self) -> int:
@@ -111,7 +109,7 @@ class Subspace:
     def to(self, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> Subspace:
         """Return a copy on another device and/or dtype (metadata kept)."""
         mean = None if self.mean is None else self.mean.to(device=device, dtype=dtype)
-        return self._replace(basis=self.basis.to(device=device, dtype=dtype), mean=mean)
+        return self.replace(basis=self.basis.to(device=device, dtype=dtype), mean=mean)
 
     def replace(self, **changes: Any) -> Subspace:
         """A copy with some fields changed (name, method, split_point, step, call, info, basis, mean); self is unchanged.
@@ -121,21 +119,13 @@ class Subspace:
             >>> Q.replace(name="early", step=30).name, Q.name  # Q itself keeps no name
             ('early', None)
         """
-        return self._replace(**changes)
-
-    def _replace(self, **changes: Any) -> Subspace:
         fields = {key: getattr(self, key) for key in ("basis", "mean", *_METADATA_KEYS)}
-        fields["info"] = dict(self.info)
-        fields.update(changes)
-        return Subspace(**fields, check=False)
+        return Subspace(**{**fields, "info": dict(self.info), **changes}, check=False)
 
     def _check_input(self, x: Any, name: str) -> torch.Tensor:
         x = as_float_tensor(x, name=name, ndim=None)
         if x.dim() == 0 or x.shape[-1] != self.dim:
-            raise InvalidInputError(
-                f"{name} has last dimension {tuple(x.shape)[-1:] or '()'} but this subspace lives in R^{self.dim}; "
-                "the split point or checkpoint probably differs from the one the subspace was fitted on."
-            )
+            raise InvalidInputError(f"{name} has shape {tuple(x.shape)} but this subspace lives in R^{self.dim}.")
         return x
 
     def _basis_for(self, x: torch.Tensor) -> torch.Tensor:
@@ -152,8 +142,7 @@ class Subspace:
     def project(self, x: Float[torch.Tensor, "... d"], *, center: bool = True) -> Float[torch.Tensor, "... d"]:
         """Orthogonal projection (..., d): `mean + (x - mean) Q Q^T`, or `x Q Q^T` when `center=False` or no mean."""
         basis = self._basis_for(self._check_input(x, "x"))
-        coordinates = self.coords(x, center=center)
-        projected = coordinates @ basis.T
+        projected = self.coords(x, center=center) @ basis.T
         if center and self.mean is not None:
             projected = projected + self.mean.to(device=projected.device, dtype=projected.dtype)
         return projected
@@ -199,10 +188,7 @@ class Subspace:
 
         From cosines (svd of Q1^T Q2) and, for small angles, sines, as `scipy.linalg.subspace_angles` does.
         """
-        if other.dim != self.dim:
-            raise InvalidInputError(f"Cannot compare subspaces of R^{self.dim} and R^{other.dim}.")
-        a = self.basis.double().cpu()
-        b = other.basis.double().cpu()
+        a, b = self._pair(other)
         if a.shape[1] < b.shape[1]:
             a, b = b, a
         # b has the fewer columns, so both lists have k_b values; sorted this way they pair up.
@@ -213,10 +199,14 @@ class Subspace:
 
     def overlap(self, other: Subspace) -> float:
         """Normalised overlap ||Q1^T Q2||_F^2 / min(k1, k2): 1 when one contains the other, 0 when orthogonal."""
+        a, b = self._pair(other)
+        return float((a.T @ b).pow(2).sum() / min(self.rank, other.rank))
+
+    def _pair(self, other: Subspace) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both bases, float64 on the CPU, once they live in the same R^d."""
         if other.dim != self.dim:
             raise InvalidInputError(f"Cannot compare subspaces of R^{self.dim} and R^{other.dim}.")
-        product = self.basis.double().cpu().T @ other.basis.double().cpu()
-        return float(product.pow(2).sum() / min(self.rank, other.rank))
+        return self.basis.double().cpu(), other.basis.double().cpu()
 
     @classmethod
     def random(
@@ -230,8 +220,7 @@ class Subspace:
         """
         if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
             raise InvalidInputError(f"Need integers 1 <= k <= d, got d={d}, k={k}.")
-        generator = torch.Generator().manual_seed(seed)
-        gaussian = torch.randn(d, k, generator=generator, dtype=torch.float64)
+        gaussian = torch.randn(d, k, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
         basis, triangular = torch.linalg.qr(gaussian)
         basis = basis * torch.sign(torch.diagonal(triangular))  # Haar-uniform, unique for the draw
         return cls(basis.to(device=device, dtype=dtype), method="random", info={"seed": seed}, check=False)
@@ -277,36 +266,29 @@ class Subspace:
         rank = int((singular_values > rtol * singular_values[0]).sum())
         requested = int(dictionary.shape[0])
         if rank < requested:
-            warnings.warn(
-                f"The dictionary's {requested} atoms span only {rank} dimensions (relative tolerance {rtol}): "
-                f"{requested - rank} dead or nearly dependent atoms were dropped.",
-                DegenerateStatisticsWarning,
-                stacklevel=2,
-            )
+            message = f"The dictionary's {requested} atoms span only {rank} dimensions (rtol {rtol})."
+            warnings.warn(message, DegenerateStatisticsWarning, stacklevel=2)
         info = {"dictionary_size": requested, "dropped_rank": requested - rank, **metadata.pop("info", {})}
         # Contiguous, as after a save and a load: products then round alike in a run and in its resume.
         basis = left[:, :rank].to(dtype=torch.float32 if dictionary.dtype != torch.float64 else torch.float64)
-        basis = basis.contiguous()
-        return cls(basis, mean=mean, info=info, check=False, **metadata)
+        return cls(basis.contiguous(), mean=mean, info=info, check=False, **metadata)
 
     def metadata(self) -> dict[str, Any]:
         """JSON-ready metadata: name, method, split point, step, call, d, k and info."""
-        meta = {key: getattr(self, key) for key in _METADATA_KEYS}
-        meta.update(dim=self.dim, rank=self.rank, info=self.info)
-        return meta
+        return {key: getattr(self, key) for key in _METADATA_KEYS} | {
+            "dim": self.dim,
+            "rank": self.rank,
+            "info": self.info,
+        }
 
     def save(self, path: str | Path) -> Path:
         """Write the subspace atomically to a `.safetensors` file (tensors + JSON metadata); returns the path."""
-        path = Path(path)
-        if path.suffix != ".safetensors":
-            path = path.with_suffix(".safetensors")
-        return write_atomically(path, self.file_bytes())
+        return write_atomically(Path(path).with_suffix(".safetensors"), self.file_bytes())
 
     def file_bytes(self) -> bytes:
         """The bytes `save` writes: the `.safetensors` file of the basis, the mean (if any) and the JSON metadata."""
-        tensors = {"basis": self.basis.detach().contiguous().cpu()}
-        if self.mean is not None:
-            tensors["mean"] = self.mean.detach().contiguous().cpu()
+        tensors = {"basis": self.basis, **({} if self.mean is None else {"mean": self.mean})}
+        tensors = {name: tensor.detach().contiguous().cpu() for name, tensor in tensors.items()}
         return save(tensors, metadata={"interpreto_anisotropy": json.dumps(self.metadata())})
 
     @classmethod
@@ -325,7 +307,18 @@ class Subspace:
             path = path.with_suffix(".safetensors")
         if not path.is_file():
             raise ResultsStoreError(f"No subspace file at {path}: give a .safetensors file written by Subspace.save.")
-        tensors, meta = _read_subspace_file(path, device)
+        resave = "save the subspace again with Subspace.save"
+        try:
+            with safe_open(str(path), framework="pt", device=str(device)) as handle:
+                raw = (handle.metadata() or {}).get("interpreto_anisotropy", "{}")
+                tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+        except (SafetensorError, OSError) as error:
+            raise ResultsStoreError(f"{path} is not a readable safetensors file ({error}); {resave}.") from error
+        if "basis" not in tensors:
+            raise ResultsStoreError(f"{path} holds no 'basis' tensor (it has {sorted(tensors)}); {resave}.")
+        meta = parse_json(raw, path, advice=f"It has malformed subspace metadata: {resave}.", finite=False)
+        if not isinstance(meta, dict) or not isinstance(meta.get("info", {}), dict):
+            raise ResultsStoreError(f"{path} has subspace metadata that is not a JSON object with an 'info' object.")
         kwargs = {key: meta.get(key) for key in _METADATA_KEYS}
         try:
             return cls(tensors["basis"], mean=tensors.get("mean"), info=meta.get("info", {}), **kwargs)
@@ -333,29 +326,5 @@ class Subspace:
             raise ResultsStoreError(f"{path} holds no valid subspace: {error}") from error
 
     def __repr__(self) -> str:
-        label = f"name={self.name!r}, " if self.name else ""
-        method = f", method={self.method!r}" if self.method else ""
-        mean = ", centred" if self.mean is not None else ""
-        return f"Subspace({label}d={self.dim}, k={self.rank}{method}{mean})"
-
-
-def _read_subspace_file(path: Path, device: torch.device | str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """The tensors and metadata of a file `Subspace.save` wrote, else a `ResultsStoreError` naming the file."""
-    resave = "save the subspace again with Subspace.save"
-    try:
-        with safe_open(str(path), framework="pt", device=str(device)) as handle:
-            raw = (handle.metadata() or {}).get("interpreto_anisotropy", "{}")
-            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
-    except (SafetensorError, OSError) as error:
-        raise ResultsStoreError(f"{path} is not a readable safetensors file ({error}); {resave}.") from error
-    if "basis" not in tensors:
-        raise ResultsStoreError(f"{path} holds no 'basis' tensor (it has {sorted(tensors)}); {resave}.")
-    try:
-        meta = parse_json(raw, path, advice=f"Its subspace metadata is malformed: {resave}.", finite=False)
-    except ResultsStoreError as error:
-        raise ResultsStoreError(f"{path} has malformed subspace metadata ({error}); {resave}.") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("info", {}), dict):
-        raise ResultsStoreError(
-            f"{path} has subspace metadata that is not a JSON object with an 'info' object; {resave}."
-        )
-    return tensors, meta
+        label, method = f"name={self.name!r}, " * bool(self.name), f", method={self.method!r}" * bool(self.method)
+        return f"Subspace({label}d={self.dim}, k={self.rank}{method}{', centred' * (self.mean is not None)})"

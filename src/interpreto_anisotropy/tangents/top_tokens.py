@@ -87,22 +87,14 @@ class DirectionTokens:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (each token as `TokenInContext.to_list`)."""
-        return {
-            "direction": self.direction,
-            "variance_share": self.variance_share,
-            "high": [token.to_list() for token in self.high],
-            "low": [token.to_list() for token in self.low],
-        }
+        ends = {"high": [token.to_list() for token in self.high], "low": [token.to_list() for token in self.low]}
+        return {"direction": self.direction, "variance_share": self.variance_share, **ends}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DirectionTokens:
         """The direction `to_dict` wrote."""
-        return cls(
-            direction=int(data["direction"]),
-            variance_share=float(data["variance_share"]),
-            high=[TokenInContext.from_list(token) for token in data["high"]],
-            low=[TokenInContext.from_list(token) for token in data["low"]],
-        )
+        high, low = ([TokenInContext.from_list(token) for token in data[end]] for end in ("high", "low"))
+        return cls(int(data["direction"]), float(data["variance_share"]), high, low)
 
 
 def direction_scores(
@@ -151,29 +143,21 @@ def top_tokens(
         >>> [token.token for token in found[0].high]  # doctest: +SKIP
         [' return', ' self', ...]
     """
-    if rows.shape[0] == 0:
-        raise InvalidInputError("No activation rows to rank tokens on.")
-    if token_ids.shape[0] != rows.shape[0] or locations.shape[0] != rows.shape[0]:
+    if rows.shape[0] == 0 or not rows.shape[0] == token_ids.shape[0] == locations.shape[0]:
         raise InvalidInputError(
-            f"{rows.shape[0]} rows but {token_ids.shape[0]} token ids and {locations.shape[0]} locations."
+            f"top_tokens got {rows.shape[0]} rows, {token_ids.shape[0]} ids, {locations.shape[0]} locations."
         )
     scores, shares = direction_scores(rows, subspace)
-    ids = token_ids.detach().cpu().tolist()
-    where = locations.detach().cpu().tolist()
-    texts = [text for text, _ in where]
+    ids, where = token_ids.detach().cpu().tolist(), locations.detach().cpu().tolist()
 
-    def occurrence(index: int, score: float) -> TokenInContext:
-        def decode(offsets: range) -> str:
-            near = [index + offset for offset in offsets if 0 <= index + offset < len(ids)]
-            kept = [ids[i] for i in near if texts[i] == texts[index]]
-            return (
-                tokenizer.decode(kept, skip_special_tokens=False, clean_up_tokenization_spaces=False) if kept else ""
-            )
+    def decode(index: int, offsets: range) -> str:
+        near = [index + offset for offset in offsets if 0 <= index + offset < len(ids)]
+        kept = [ids[i] for i in near if where[i][0] == where[index][0]]
+        return tokenizer.decode(kept, skip_special_tokens=False, clean_up_tokenization_spaces=False) if kept else ""
 
-        text, position = where[index]
-        after = range(1, CONTEXT_AFTER + 1)
-        before = range(-CONTEXT_BEFORE, 0)
-        return TokenInContext(decode(range(1)), decode(before), decode(after), score, int(text), int(position))
+    def occurrence(i: int, score: float) -> TokenInContext:
+        context = decode(i, range(-CONTEXT_BEFORE, 0)), decode(i, range(1, CONTEXT_AFTER + 1))
+        return TokenInContext(decode(i, range(1)), *context, score, int(where[i][0]), int(where[i][1]))
 
     def end(column: torch.Tensor, descending: bool) -> list[TokenInContext]:
         return [occurrence(i, float(column[i])) for i in _distinct_extremes(column, ids, k=k, descending=descending)]
