@@ -12,6 +12,7 @@ import contextlib
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,7 @@ __all__ = [
 _ERRORS_BY_NAME = {error.__name__: error for error in (InvalidInputError, ResultsStoreError, SweepLockedError)}
 
 
-def resolved_n_random(plan: SweepPlan, *, checkpoints: int, split_points: int, kinds: int, warn: bool) -> int:
+def resolved_n_random(plan: SweepPlan, checkpoints: int, split_points: int, kinds: int, *, warn: bool) -> int:
     """R' of a run's rows: the given `n_random`, or the smallest whose floor 1 / (R' + 1) passes the correction at
     the sweep's `level` over the rows of its declared `family` (`draws.family_size`, `draws.default_n_random`)."""
     size = draws.family_size(plan.options.family, checkpoints=checkpoints, split_points=split_points, kinds=kinds)
@@ -67,29 +68,21 @@ def resolved_n_random(plan: SweepPlan, *, checkpoints: int, split_points: int, k
     return plan.options.n_random
 
 
+@dataclass
 class ResultsDirCheck:
     """Lock and check a sweep's results directory on rank 0, then share what it holds with every rank."""
 
-    def __init__(
-        self,
-        plan: SweepPlan,
-        store: SweepStore,
-        fingerprints: TakenFingerprints,
-        drift: PreviousDrift,
-        announce: Callable[[str], None],
-    ):
-        self.plan = plan
-        self.store = store
-        self.fingerprints = fingerprints
-        self.drift = drift
-        self.announce = announce
+    plan: SweepPlan
+    store: SweepStore
+    fingerprints: TakenFingerprints
+    drift: PreviousDrift
+    announce: Callable[[str], None]
 
     @contextmanager
     def held(self) -> Iterator[int]:
         """Hold the lock (rank 0) while the block runs, every rank raising the same error."""
         with contextlib.ExitStack() as stack:
-            message = None
-            n_random = None
+            message = n_random = None
             if distributed.is_main_process():
                 try:
                     stack.enter_context(self.store.lock())
@@ -110,25 +103,16 @@ class ResultsDirCheck:
         self.drift.checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
         self._refit_altered_files()
         self._forget_changed_checkpoints()
-        n_random = resolved_n_random(
-            self.plan,
-            checkpoints=len(self.drift.checkpoints),
-            split_points=len(stored["split_points"]),
-            kinds=len(KINDS_OF[stored["reference"]]),
-            warn=True,
-        )
-        self._forget_underdrawn_rows(n_random)
+        shape = (len(self.drift.checkpoints), len(stored["split_points"]), len(KINDS_OF[stored["reference"]]))
+        n_random = resolved_n_random(self.plan, *shape, warn=True)
+        if self.plan.options.n_random is None:  # rows drawn with fewer than the (grown) family's default: recomputed
+            self._forget_underdrawn_rows(n_random)
         return n_random
 
     def _forget_underdrawn_rows(self, n_random: int) -> None:
         """Drop the rows drawn with fewer random subspaces than the default R' of the (grown) family, to recompute."""
-        if self.plan.options.n_random is not None:
-            return
-        steps = {
-            row["step"]
-            for row in self.store.rows()
-            if not is_skipped(row) and row.get("n_random", n_random) < n_random
-        }
+        rows = self.store.rows()
+        steps = {row["step"] for row in rows if not is_skipped(row) and row.get("n_random", n_random) < n_random}
         if steps:
             self.announce(
                 f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {n_random} random subspaces "
@@ -154,12 +138,10 @@ class ResultsDirCheck:
         altered = references + [path for paths in by_step.values() for path in paths]
         if not altered:
             return
-        foreign = [path for step, paths in sorted(by_step.items()) if step not in ours for path in paths]
-        if foreign:
+        if foreign := [path for step, paths in sorted(by_step.items()) if step not in ours for path in paths]:
             raise ResultsStoreError(
-                f"{_not_written(foreign)}, and this run does not have their checkpoints, so it cannot compute them "
-                "again. Rerun with those checkpoints among this sweep's to recompute them, restore the files, or "
-                "rerun with overwrite=True."
+                f"{_not_written(foreign)}, and this run does not have their checkpoints to compute them again: rerun "
+                "with those checkpoints among this sweep's, restore the files, or rerun with overwrite=True."
             )
         again = ["the reference tangent is fitted again on the early checkpoints"] if references else []
         again += [f"the rows of steps {sorted(by_step)} are computed again"] if by_step else []
@@ -176,26 +158,18 @@ class ResultsDirCheck:
         written = {row["step"] for row in rows}
         current = self.fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
         steps = changed_steps(rows, current)
-        early = sorted(
-            {
-                step
-                for layer in self.plan.layers
-                if self.store.reference_path(layer).exists()
-                for step in changed_early_steps(
-                    saved_reference(self.store.reference_path(layer), self.plan).info,
-                    self.fingerprints.by_step(self.plan.early),
-                )
-            }
-        )
+        paths = [self.store.reference_path(layer) for layer in self.plan.layers]
+        early_now = self.fingerprints.by_step(self.plan.early)
+        infos = [saved_reference(path, self.plan).info for path in paths if path.exists()]
+        early = sorted({step for info in infos for step in changed_early_steps(info, early_now)})
         if not steps and not early:
             return
         if not self.plan.options.recompute_changed:
+            which = ", early checkpoints of the reference tangent" if early else ""
             raise ResultsStoreError(
                 f"{self.store.results_dir} holds results of checkpoints whose content has changed since (steps "
-                f"{sorted(set(steps) | set(early))}"
-                + (", early checkpoints of the reference tangent" if early else "")
-                + "). Rerun with recompute_changed=True (--recompute-changed) to recompute them, use another "
-                "results_dir, or overwrite=True."
+                f"{sorted(set(steps) | set(early))}{which}): rerun with recompute_changed=True (--recompute-changed) "
+                "to recompute them, use another results_dir, or overwrite=True."
             )
         if early:
             self.store.drop_references()
@@ -221,12 +195,9 @@ class TakenFingerprints:
 
     def of(self, checkpoint: Checkpoint) -> str | None:
         """The checkpoint's fingerprint, or None while it cannot be taken."""
-        if checkpoint not in self._taken:
-            taken = fingerprint(checkpoint)
-            if taken is None:
-                return None
+        if checkpoint not in self._taken and (taken := fingerprint(checkpoint)) is not None:
             self._taken[checkpoint] = taken
-        return self._taken[checkpoint]
+        return self._taken.get(checkpoint)
 
     def by_step(self, checkpoints: Iterable[Checkpoint]) -> dict[int, str | None]:
         """{step: fingerprint or None} of some checkpoints."""
@@ -235,13 +206,8 @@ class TakenFingerprints:
 
 def changed_steps(rows: Iterable[Mapping[str, Any]], current: Mapping[int, str | None]) -> list[int]:
     """The steps whose rows were computed on content other than the checkpoint's current content, sorted."""
-    return sorted(
-        {
-            row["step"]
-            for row in rows
-            if row.get("fingerprint") and current.get(row["step"]) and row["fingerprint"] != current[row["step"]]
-        }
-    )
+    taken = {(row["step"], row.get("fingerprint")) for row in rows}
+    return sorted({step for step, then in taken if then and current.get(step) and then != current[step]})
 
 
 def changed_early_steps(info: Mapping[str, Any], current: Mapping[int, str | None]) -> list[int]:
@@ -260,12 +226,12 @@ def drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:
     return {f"drift_{label}_mean_angle": float(np.mean(angles)), f"drift_{label}_max_angle": float(np.max(angles))}
 
 
+@dataclass
 class PreviousDrift:
     """The drift of each row's tangent from the previous checkpoint's, read from the results directory."""
 
-    def __init__(self, store: SweepStore, checkpoints: list[Checkpoint]):
-        self.store = store
-        self.checkpoints = checkpoints
+    store: SweepStore
+    checkpoints: list[Checkpoint]
 
     def previous_step(self, step: int) -> int | None:
         """The step before `step` among `checkpoints`, or None for the first."""
@@ -284,10 +250,11 @@ class PreviousDrift:
         previous_step = self.previous_step(row["step"])
         previous = self.store.tangent(row["layer"], previous_step) if previous_step is not None else None
         if previous_step is not None and previous is None and warn:
+            missing = self.store.tangent_path(row["layer"], previous_step)
             warnings.warn(
                 f"The drift from the previous checkpoint of step {row['step']} (split point {row['layer']!r}) is None: "
-                f"{self.store.tangent_path(row['layer'], previous_step)} is missing (the previous checkpoint was "
-                "skipped, or its tangent deleted). It is filled in once that checkpoint's rows are computed.",
+                f"{missing} is missing (the previous checkpoint was skipped, or its tangent deleted). It is filled in "
+                "once that checkpoint's rows are computed.",
                 ResultsFileWarning,
                 stacklevel=4,
             )
@@ -314,13 +281,8 @@ class PreviousDrift:
     def forget_after(self, steps: set[int] | list[int]) -> None:
         """Drop the drift fields of the rows whose previous checkpoint is one of `steps` (measured again at the end
         of the run)."""
-        self.store.update_rows(
-            lambda row: (
-                {key: value for key, value in row.items() if key != "drift_previous_step"}
-                if self.previous_step(row["step"]) in steps
-                else row
-            )
-        )
+        forget = lambda row: {k: v for k, v in row.items() if k != "drift_previous_step"}  # noqa: E731
+        self.store.update_rows(lambda row: forget(row) if self.previous_step(row["step"]) in steps else row)
 
 
 #: How the rows are judged (`SweepConfig.family`, `.correction`, `.level`): each run declares its own, which
@@ -332,15 +294,9 @@ EXTENDABLE = ("checkpoints", "split_points", "reference", "given_reference", "ea
 
 def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) -> dict[str, Any]:
     """The stored config extended by a run's config."""
-    if stored.get("format_version") != new.get("format_version"):
-        _refuse(
-            where,
-            f"its rows are of format {stored.get('format_version')}, written by another version of "
-            f"interpreto-anisotropy; this one writes format {new.get('format_version')}, whose rows hold other fields, "
-            "so the two are not mixed",
-        )
-    fixed = sorted(key for key in set(stored) | set(new) if key not in EXTENDABLE and stored.get(key) != new.get(key))
-    if fixed:
+    if (was := stored.get("format_version")) != (now := new.get("format_version")):
+        _refuse(where, f"its rows are of format {was}, this version of interpreto-anisotropy writes format {now}")
+    if fixed := sorted(k for k in set(stored) | set(new) if k not in EXTENDABLE and stored.get(k) != new.get(k)):
         _refuse(where, f"{', '.join(fixed)} differ")
     kinds = _merged_kinds(stored, new, where)
     return {
@@ -356,8 +312,8 @@ def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) ->
 
 def _refuse(where: str, why: str) -> None:
     raise InvalidInputError(
-        f"{where} holds a sweep with other settings ({why}). Use another results_dir, or overwrite=True "
-        "(--overwrite) to start afresh."
+        f"{where} holds a sweep with other settings ({why}): use another results_dir, or "
+        "overwrite=True (--overwrite) to start afresh."
     )
 
 
@@ -380,31 +336,21 @@ def _merged_kinds(stored: dict[str, Any], new: dict[str, Any], where: str) -> st
 def _merged_given(stored: dict | None, new: dict | None, where: str) -> dict | None:
     if stored is None or new is None:
         return stored if new is None else new
-    clashes = sorted(layer for layer in set(stored) & set(new) if stored[layer] != new[layer])
-    if clashes:
+    if clashes := sorted(layer for layer in set(stored) & set(new) if stored[layer] != new[layer]):
         _refuse(where, f"the given reference of split point {', '.join(clashes)} is another subspace")
     return {**stored, **new}
 
 
 def _merged_early(stored: dict[str, Any], new: dict[str, Any], where: str) -> dict[str, Any]:
     """The early steps (and the fraction that chose them) of the merged sweep: the stored ones when it has a reference."""
-    uses_early = {
-        name: "early" in KINDS_OF[config["reference"]] for name, config in (("stored", stored), ("new", new))
-    }
-    if uses_early["stored"] and uses_early["new"] and stored["early_steps"] != new["early_steps"]:
+    stored_early, new_early = ("early" in KINDS_OF[config["reference"]] for config in (stored, new))
+    if stored_early and new_early and stored["early_steps"] != new["early_steps"]:
         last, latest_early = max(checkpoint["step"] for checkpoint in new["checkpoints"]), max(stored["early_steps"])
-        keeping = min(1.0, (latest_early + 0.5) / last) if last else 1.0
-        advice = (
-            f"early_fraction={keeping:.6g} keeps the same ones"
-            if latest_early <= last
-            else f"include the checkpoints up to step {latest_early} again"
-        )
-        _refuse(
-            where,
-            f"the early checkpoints, which the reference tangent pools, would be steps {new['early_steps']} instead "
-            f"of {stored['early_steps']}; {advice}",
-        )
-    chosen = new if uses_early["new"] and not uses_early["stored"] else stored
+        keeping = f"early_fraction={min(1.0, (latest_early + 0.5) / last) if last else 1.0:.6g} keeps the same ones"
+        advice = keeping if latest_early <= last else f"include the checkpoints up to step {latest_early} again"
+        steps = f"steps {new['early_steps']} instead of {stored['early_steps']}"
+        _refuse(where, f"the early checkpoints, which the reference tangent pools, would be {steps}; {advice}")
+    chosen = new if new_early and not stored_early else stored
     return {"early_steps": chosen["early_steps"], "early_fraction": chosen["early_fraction"]}
 
 
@@ -414,8 +360,7 @@ def saved_reference(path: Path, plan: SweepPlan) -> Subspace:
     if reference.rank > plan.options.nb_concepts or (plan.streams and reference.rank != plan.options.nb_concepts):
         raise ResultsStoreError(
             f"{path} holds a rank-{reference.rank} reference but the sweep asks for nb_concepts="
-            f"{plan.options.nb_concepts}: it was fitted with other settings. Delete it to refit, or rerun with "
-            "overwrite=True."
+            f"{plan.options.nb_concepts}: delete it to refit, or rerun with overwrite=True."
         )
     return reference
 
@@ -430,9 +375,8 @@ class ReferenceTangents:
 
     def missing(self) -> list[int | str]:
         """The split points whose reference tangent is fitted on the early checkpoints and not saved yet."""
-        if "early" not in self.plan.tangent_kinds:
-            return []
-        return [layer for layer in self.plan.layers if not self.store.reference_path(layer).exists()]
+        early = "early" in self.plan.tangent_kinds
+        return [layer for layer in self.plan.layers if early and not self.store.reference_path(layer).exists()]
 
     def fits_here(self) -> bool:
         """Whether this rank reads the early checkpoints when references are fitted (all ranks when the method
@@ -469,8 +413,7 @@ class ReferenceTangents:
     def _fit(self, layers: list[int | str]) -> dict[int | str, Subspace]:
         """Fit the reference tangent of some split points on the activations pooled over the early checkpoints; in
         one process, keep each early checkpoint's fit read for its own rows."""
-        sweep, early = self.sweep, self.plan.early
-        streamed = self.plan.streams
+        sweep, early, streamed = self.sweep, self.plan.early, self.plan.streams
         pools = {layer: EarlyPool(streamed=streamed, centering=self.plan.early_centering) for layer in layers}
         references: dict[int | str, Subspace] = {}
         bar = progress_bar(early, progress=sweep._shows(), desc="Reference tangent (early checkpoints)", unit="ckpt")
@@ -481,10 +424,10 @@ class ReferenceTangents:
                     splitter = sweep._splitter(model, tokenizer, layer, checkpoint)
                     pool = pools[layer]
                     pool.start_checkpoint(lambda splitter=splitter: sweep._new_tangent(splitter))
-                    if pool.dim != model.config.hidden_size and index > 0:
+                    if pool.dim != (d := model.config.hidden_size) and index > 0:
                         raise InvalidInputError(
-                            f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
-                            f"earlier checkpoints have {pool.dim}."
+                            f"Checkpoint {checkpoint.name} has hidden size {d} but the earlier "
+                            f"checkpoints have {pool.dim}: a sweep's checkpoints share theirs."
                         )
                     own = sweep._fit_reader(splitter) if checkpoint.step in sweep._kept_steps else None
                     for rows, ids, locations in sweep._activation_batches(splitter, sharded=streamed):
@@ -501,10 +444,8 @@ class ReferenceTangents:
 
     def _named(self, subspace: Subspace, early: list[Checkpoint]) -> Subspace:
         """A fitted reference named "early", its info saying which early checkpoints (and content) it pools."""
-        info = {
-            "early_steps": [c.step for c in early],
-            "early_fingerprints": {str(c.step): self.sweep._fingerprints.of(c) for c in early},
-        }
+        fingerprints = {str(c.step): self.sweep._fingerprints.of(c) for c in early}
+        info = {"early_steps": [c.step for c in early], "early_fingerprints": fingerprints}
         return subspace.replace(name="early", call=self.plan.options.call, info={**subspace.info, **info})
 
 
@@ -569,8 +510,7 @@ class EarlyPool:
         moments = distributed.all_reduce_moments(moments)
         if moments.count == 0:
             return
-        scatter = moments.covariance() * moments.count
-        row_sum = moments.mean * moments.count
+        scatter, row_sum = moments.covariance() * moments.count, moments.mean * moments.count
         self.within = scatter if self.within is None else self.within + scatter.to(self.within)
         self.sums = row_sum if self.sums is None else self.sums + row_sum.to(self.sums)
         self.count += moments.count
@@ -579,17 +519,14 @@ class EarlyPool:
         """The reference tangent fitted on every early checkpoint's rows."""
         if self.tangent is not None:
             return self.tangent.merge_across_ranks().finalize().subspace
+        if not (self.count if self.streamed else self.rows):
+            raise InvalidInputError("The early checkpoints gave no activation rows to fit the reference on.")
         if self.streamed:
-            if not self.count:
-                raise InvalidInputError("The early checkpoints gave no activation rows to fit the reference on.")
             tangent = self.new_tangent()
             values, vectors = top_eigenvectors(self.within / self.count, tangent.nb_concepts)
             check_rank(tangent.nb_concepts, self.count, values)
-            mean = (self.sums / self.count).float()
-            basis = vectors.float().contiguous()
+            mean, basis = (self.sums / self.count).float(), vectors.float().contiguous()
             return Subspace(basis, mean=mean, method="pca", split_point=tangent.splitter.split_point)
-        if not self.rows:
-            raise InvalidInputError("The early checkpoints gave no activation rows to fit the reference on.")
         subspace = self.new_tangent().fit(self.rows).subspace
         if self.centering is EarlyCentering.PER_CHECKPOINT:
             subspace = subspace.replace(mean=(self.sums / self.count).to(subspace.basis))
