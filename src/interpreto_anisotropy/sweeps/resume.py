@@ -36,23 +36,6 @@ from .config import KINDS_OF, EarlyCentering, SweepPlan
 if TYPE_CHECKING:
     from .runner import CheckpointSweep
 
-__all__ = [
-    "EXTENDABLE",
-    "EarlyPool",
-    "PreviousDrift",
-    "READING",
-    "ReferenceTangents",
-    "ResultsDirCheck",
-    "TakenFingerprints",
-    "changed_early_steps",
-    "changed_steps",
-    "check_rank",
-    "drift",
-    "merge_configs",
-    "resolved_n_random",
-    "saved_reference",
-]
-
 # Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
 _ERRORS_BY_NAME = {error.__name__: error for error in (InvalidInputError, ResultsStoreError, SweepLockedError)}
 
@@ -105,21 +88,15 @@ class ResultsDirCheck:
         self._forget_changed_checkpoints()
         shape = (len(self.drift.checkpoints), len(stored["split_points"]), len(KINDS_OF[stored["reference"]]))
         n_random = resolved_n_random(self.plan, *shape, warn=True)
-        if self.plan.options.n_random is None:  # rows drawn with fewer than the (grown) family's default: recomputed
-            self._forget_underdrawn_rows(n_random)
-        return n_random
-
-    def _forget_underdrawn_rows(self, n_random: int) -> None:
-        """Drop the rows drawn with fewer random subspaces than the default R' of the (grown) family, to recompute."""
-        rows = self.store.rows()
-        steps = {row["step"] for row in rows if not is_skipped(row) and row.get("n_random", n_random) < n_random}
-        if steps:
+        rows = self.store.rows() if self.plan.options.n_random is None else []  # drawn by the default R' of its time
+        if steps := {row["step"] for row in rows if not is_skipped(row) and row.get("n_random", n_random) < n_random}:
             self.announce(
                 f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {n_random} random subspaces "
                 f"that the correction needs over the {self.plan.options.family} family of {len(self.drift.checkpoints)} "
                 "checkpoints"
             )
             self.store.drop_steps(steps)
+        return n_random
 
     def _refit_altered_files(self) -> None:
         """Drop the reference tangents, tangents and top tokens whose bytes are not those provenance.jsonl records
@@ -159,8 +136,8 @@ class ResultsDirCheck:
         current = self.fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
         steps = changed_steps(rows, current)
         paths = [self.store.reference_path(layer) for layer in self.plan.layers]
-        early_now = self.fingerprints.by_step(self.plan.early)
         infos = [saved_reference(path, self.plan).info for path in paths if path.exists()]
+        early_now = self.fingerprints.by_step(self.plan.early) if infos else {}
         early = sorted({step for info in infos for step in changed_early_steps(info, early_now)})
         if not steps and not early:
             return
@@ -235,8 +212,7 @@ class PreviousDrift:
 
     def previous_step(self, step: int) -> int | None:
         """The step before `step` among `checkpoints`, or None for the first."""
-        earlier = [other.step for other in self.checkpoints if other.step < step]
-        return earlier[-1] if earlier else None
+        return max((other.step for other in self.checkpoints if other.step < step), default=None)
 
     def added_to(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows with their tangent's drift from the previous checkpoint's (skipped rows as they are)."""
@@ -259,10 +235,8 @@ class PreviousDrift:
                 stacklevel=4,
             )
         own = self.store.tangent(row["layer"], row["step"])
-        return {
-            **drift("previous", own, previous),
-            "drift_previous_step": previous_step if own is not None and previous is not None else None,
-        }
+        measured = previous_step if own is not None and previous is not None else None
+        return {**drift("previous", own, previous), "drift_previous_step": measured}
 
     def refresh(self) -> None:
         """Recompute the drift of rows measured from another previous checkpoint than today's, or from none whose
@@ -270,9 +244,8 @@ class PreviousDrift:
 
         def refreshed(row: dict[str, Any]) -> dict[str, Any]:
             expected = self.previous_step(row["step"])
-            if is_skipped(row) or row.get("drift_previous_step", -1) == expected:
-                return row
-            if expected is not None and not self.store.tangent_path(row["layer"], expected).exists():
+            unchanged = is_skipped(row) or row.get("drift_previous_step", -1) == expected
+            if unchanged or (expected is not None and not self.store.tangent_path(row["layer"], expected).exists()):
                 return row
             return {**row, **self.of(row, warn=False)}
 
@@ -369,9 +342,7 @@ class ReferenceTangents:
     """The reference tangents of a sweep's split points, fitted on its early checkpoints where none is saved."""
 
     def __init__(self, sweep: CheckpointSweep):
-        self.sweep = sweep
-        self.plan = sweep.plan
-        self.store = sweep.store
+        self.sweep, self.plan, self.store = sweep, sweep.plan, sweep.store
 
     def missing(self) -> list[int | str]:
         """The split points whose reference tangent is fitted on the early checkpoints and not saved yet."""
@@ -449,17 +420,11 @@ class ReferenceTangents:
         return subspace.replace(name="early", call=self.plan.options.call, info={**subspace.info, **info})
 
 
-def check_rank(nb_concepts: int, n_rows: int, values: Float[torch.Tensor, " k"]) -> None:
-    """Warn, as a streamed PCA does, when the within-checkpoint rows span fewer than `nb_concepts` dimensions."""
-    _warn_if_rank_below(nb_concepts, n_rows, min(n_rows - 1, _numerical_rank(values)), centred=True)
-
-
 class EarlyPool:
     """Rows of the early checkpoints, added checkpoint by checkpoint, and the reference tangent fitted on them."""
 
     def __init__(self, *, streamed: bool, centering: EarlyCentering):
-        self.streamed = streamed
-        self.centering = centering
+        self.streamed, self.centering, self.count = streamed, centering, 0
         self.new_tangent: Callable[[], TangentExplainer] | None = None
         self.tangent: TangentExplainer | None = None  # streamed and pooled: one PCA fed every row
         self.dim: int | None = None
@@ -468,14 +433,12 @@ class EarlyPool:
         self.checkpoint_moments: MomentAccumulator | None = None
         self.within: torch.Tensor | None = None  # streamed, per checkpoint: summed within-checkpoint scatter (d, d)
         self.sums: torch.Tensor | None = None  # per checkpoint: the sum of every row (d,)
-        self.count = 0
 
     def start_checkpoint(self, new_tangent: Callable[[], TangentExplainer]) -> None:
         """Start the rows of the next early checkpoint."""
         self.new_tangent = new_tangent
         if self.tangent is None and self.dim is None:
-            first = new_tangent()
-            self.dim = first.input_size
+            self.dim = (first := new_tangent()).input_size
             if self.streamed and self.centering is EarlyCentering.POOLED:
                 self.tangent = first
         self.checkpoint_rows, self.checkpoint_moments = [], None
@@ -493,11 +456,9 @@ class EarlyPool:
 
     def end_checkpoint(self) -> None:
         """Close the current checkpoint: pool its rows, centred on their own mean when asked."""
-        if self.tangent is not None:
-            return
-        if self.streamed:
+        if self.tangent is None and self.streamed:
             self._pool_moments()
-        elif self.checkpoint_rows:
+        elif self.tangent is None and self.checkpoint_rows:
             rows = torch.cat(self.checkpoint_rows)
             if self.centering is EarlyCentering.PER_CHECKPOINT:
                 self.sums = rows.double().sum(0) if self.sums is None else self.sums + rows.double().sum(0)
@@ -506,8 +467,8 @@ class EarlyPool:
             self.rows.append(rows)
 
     def _pool_moments(self) -> None:
-        moments = self.checkpoint_moments or MomentAccumulator(self.dim)  # every rank takes part, even with no rows
-        moments = distributed.all_reduce_moments(moments)
+        # every rank takes part, even with no rows
+        moments = distributed.all_reduce_moments(self.checkpoint_moments or MomentAccumulator(self.dim))
         if moments.count == 0:
             return
         scatter, row_sum = moments.covariance() * moments.count, moments.mean * moments.count
@@ -524,7 +485,8 @@ class EarlyPool:
         if self.streamed:
             tangent = self.new_tangent()
             values, vectors = top_eigenvectors(self.within / self.count, tangent.nb_concepts)
-            check_rank(tangent.nb_concepts, self.count, values)
+            rank = min(self.count - 1, _numerical_rank(values))  # warned about as a streamed PCA does
+            _warn_if_rank_below(tangent.nb_concepts, self.count, rank, centred=True)
             mean, basis = (self.sums / self.count).float(), vectors.float().contiguous()
             return Subspace(basis, mean=mean, method="pca", split_point=tangent.splitter.split_point)
         subspace = self.new_tangent().fit(self.rows).subspace

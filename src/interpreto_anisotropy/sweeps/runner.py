@@ -40,22 +40,9 @@ from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
 from .checkpoints import Checkpoint
-from .config import ReferenceKind, SweepConfig, SweepPlan, early_checkpoints
+from .config import ReferenceKind, SweepConfig, SweepPlan, early_checkpoints  # noqa: F401 (re-exported)
 from .prefetch import CheckpointPipeline, Fetched
 from .resume import PreviousDrift, ReferenceTangents, ResultsDirCheck, TakenFingerprints, drift, resolved_n_random
-
-__all__ = [
-    "CheckpointSweep",
-    "CheckpointTimer",
-    "FitRead",
-    "FitReader",
-    "ReferenceKind",
-    "SaidOnce",
-    "early_checkpoints",
-    "estimate_line",
-    "opening_line",
-    "seconds_per_checkpoint_of_rows",
-]
 
 #: The options a checkpoint is loaded with (`checkpoints.loaded`).
 _LOADING = ("automodel", "device_map", "max_memory", "offload_folder", "tokenizer_source")
