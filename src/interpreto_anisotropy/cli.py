@@ -14,6 +14,7 @@ from __future__ import annotations
 
 # Torch, Interpreto and matplotlib are imported inside the commands: `--help` and `--version` answer without them.
 import argparse
+import contextlib
 import dataclasses
 import functools
 import sys
@@ -324,12 +325,9 @@ def _parse_option(choices: list[str], takes_none: bool, json: bool, bound: Bound
     if takes_none and text.lower() == "none":
         return None
     if json:
-        try:  # the safe loader: nesting bounded, no NaN (a RecursionError or a NaN never gets through)
-            value = parse_json(text, "the option's value", error=InvalidInputError)
-        except InvalidInputError:
-            value = None
-        if isinstance(value, dict):
-            return value
+        with contextlib.suppress(InvalidInputError):  # the safe loader: nesting bounded, no NaN
+            if isinstance(value := parse_json(text, "the option's value", error=InvalidInputError), dict):
+                return value
         shown = repr(text) if len(text) <= 80 else f"{text[:80]!r}... ({len(text)} characters)"
         raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"max_iter\": 200}}', got {shown}")
     if bound is None:
@@ -339,8 +337,9 @@ def _parse_option(choices: list[str], takes_none: bool, json: bool, bound: Bound
     except argparse.ArgumentTypeError as error:
         if not choices:
             raise
-        expected = f"{', '.join(map(repr, choices))} or {bound.expected}"
-        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from error
+        raise argparse.ArgumentTypeError(
+            f"must be {', '.join(map(repr, choices))} or {bound.expected}, got {text!r}"
+        ) from error
 
 
 def _checkpoints(args: argparse.Namespace):

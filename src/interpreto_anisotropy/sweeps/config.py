@@ -374,7 +374,10 @@ class SweepConfig:
         if not isinstance(self.reference, str):
             _check_given_reference(self.reference, self.split_point)
         _check_placement(self)
-        _check_unique_split_points(self.split_point)
+        if repeated := sorted({repr(point) for point in self.split_point if self.split_point.count(point) > 1}):
+            raise InvalidInputError(
+                f"split_point names {', '.join(repeated)} more than once: give each split point once."
+            )
         if self.device is not None:
             check_device("device", self.device)
 
@@ -533,13 +536,6 @@ def _check_given_reference(reference: Any, split_points: tuple[int | str, ...]) 
         raise InvalidInputError(f"reference must map every split point to a Subspace; missing {missing}.")
     for subspace in reference.values():  # before any checkpoint is read
         check_control_room(subspace.rank, subspace.dim, option="the given reference's rank k")
-
-
-def _check_unique_split_points(split_points: tuple[int | str, ...]) -> None:
-    """Each split point once (a repeated one would write its rows twice)."""
-    repeated = sorted({repr(point) for point in split_points if split_points.count(point) > 1})
-    if repeated:
-        raise InvalidInputError(f"split_point names {', '.join(repeated)} more than once: give each split point once.")
 
 
 #: The devices accelerate places modules on, by name (a GPU is also named by its index).
