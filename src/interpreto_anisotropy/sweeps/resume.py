@@ -268,7 +268,10 @@ EXTENDABLE = ("checkpoints", "split_points", "reference", "given_reference", "ea
 def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) -> dict[str, Any]:
     """The stored config extended by a run's config."""
     if (was := stored.get("format_version")) != (now := new.get("format_version")):
-        _refuse(where, f"its rows are of format {was}, this version of interpreto-anisotropy writes format {now}")
+        _refuse(
+            where,
+            f"its rows are of format {was}, written by another version of interpreto-anisotropy; this one writes {now}",
+        )
     if fixed := sorted(k for k in set(stored) | set(new) if k not in EXTENDABLE and stored.get(k) != new.get(k)):
         _refuse(where, f"{', '.join(fixed)} differ")
     kinds = _merged_kinds(stored, new, where)
