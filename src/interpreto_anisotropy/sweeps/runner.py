@@ -551,9 +551,7 @@ class FitReader:
     def __init__(self, tangent: TangentExplainer, *, streamed: bool, max_sample: int):
         self.tangent, self.streamed, self.max_sample, self.n_sample = tangent, streamed, max_sample, 0
         self.pooled: list[torch.Tensor] = []
-        self.sample: list[torch.Tensor] = []
-        self.ids: list[torch.Tensor] = []
-        self.locations: list[torch.Tensor] = []
+        self.head: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # the first rows, ids and locations
         self.error: AnisotropyError | None = None  # what `kept` hands on instead of a read
 
     def add(self, rows: Float[torch.Tensor, "n d"], ids: Int[torch.Tensor, " n"], locations: Int[torch.Tensor, "n 2"]):
@@ -561,10 +559,8 @@ class FitReader:
         rows = rows.float()
         if self.n_sample < self.max_sample:
             take = self.max_sample - self.n_sample
-            self.sample.append(rows[:take])
-            self.ids.append(ids[:take])
-            self.locations.append(locations[:take])
-            self.n_sample += self.sample[-1].shape[0]
+            self.head.append((rows[:take], ids[:take], locations[:take]))
+            self.n_sample += self.head[-1][0].shape[0]
         if self.streamed:
             self.tangent.partial_fit(rows)
         else:
@@ -572,21 +568,20 @@ class FitReader:
 
     def finish(self) -> FitRead:
         """The read: the tangent fitted (pooled methods; PCA's basis is computed when its subspace is asked for)."""
-        if not self.sample:
+        if not self.head:
             raise InvalidInputError(
                 "No token activations were read: the fit texts are empty or hold only special tokens."
             )
         if not self.streamed:
             self.tangent.fit(torch.cat(self.pooled))
-        sample = torch.cat(self.sample)
-        return FitRead(sample, torch.cat(self.ids), torch.cat(self.locations), sample.device, tangent=self.tangent)
+        sample, ids, locations = (torch.cat(parts) for parts in zip(*self.head, strict=True))
+        return FitRead(sample, ids, locations, sample.device, tangent=self.tangent)
 
     def add_or_defer(self, rows: torch.Tensor, ids: torch.Tensor, locations: torch.Tensor) -> None:
         """`add`, keeping our error (for `kept`) instead of raising it; after one, the batches are ignored."""
-        if self.error is not None:
-            return
         try:
-            self.add(rows, ids, locations)
+            if self.error is None:
+                self.add(rows, ids, locations)
         except AnisotropyError as error:
             self.error = error
 
@@ -597,7 +592,6 @@ class FitReader:
             return self.error
         try:
             read = self.finish()
-            own = read.subspace()
+            return FitRead(read.sample.cpu(), read.ids.cpu(), read.locations, read.device, own=read.subspace())
         except AnisotropyError as error:
             return error
-        return FitRead(read.sample.cpu(), read.ids.cpu(), read.locations, read.device, own=own)
