@@ -476,22 +476,18 @@ def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
         return isinstance(value, dict), value
     if member is type:
         return isinstance(value, type), value
-    if typing.get_origin(member) is tuple:
-        return _split_points(value)
+    if typing.get_origin(member) is tuple:  # split points: one, or a list of them
+        points = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+        valid = all(
+            (isinstance(point, int) and not isinstance(point, bool)) or (isinstance(point, str) and point)
+            for point in points
+        )
+        return bool(points) and valid, points
     if typing.get_origin(member) is Callable:
         return callable(value) and not isinstance(value, (str, type)), value
     if isinstance(member, ForwardRef):
         return _OBJECTS[member.__forward_arg__][1](value), value
     raise TypeError(f"SweepConfig cannot check a field of type {member!r}")  # pragma: no cover
-
-
-def _split_points(value: Any) -> tuple[bool, Any]:
-    points = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-    valid = all(
-        (isinstance(point, int) and not isinstance(point, bool)) or (isinstance(point, str) and point)
-        for point in points
-    )
-    return bool(points) and valid, points
 
 
 def _is_a(module: str, name: str) -> Callable[[Any], bool]:

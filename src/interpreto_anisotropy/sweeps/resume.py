@@ -274,14 +274,23 @@ def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) ->
         )
     if fixed := sorted(k for k in set(stored) | set(new) if k not in EXTENDABLE and stored.get(k) != new.get(k)):
         _refuse(where, f"{', '.join(fixed)} differ")
-    kinds = _merged_kinds(stored, new, where)
+    kinds = set(KINDS_OF[stored["reference"]]) | set(KINDS_OF[new["reference"]])
+    if "given" in kinds and len(kinds) > 1:
+        _refuse(where, f"reference is {stored['reference']!r} there, {new['reference']!r} here")
+    checkpoints = {checkpoint["step"]: checkpoint for checkpoint in stored["checkpoints"]}
+    for checkpoint in new["checkpoints"]:
+        if (known := checkpoints.setdefault(checkpoint["step"], checkpoint)) != checkpoint:
+            _refuse(where, f"step {checkpoint['step']} is {known} there, {checkpoint} here")
+    was, now = stored.get("given_reference"), new.get("given_reference")
+    if was is not None and now is not None and (clashes := sorted(p for p in set(was) & set(now) if was[p] != now[p])):
+        _refuse(where, f"the given reference of split point {', '.join(clashes)} is another subspace")
     return {
         **{key: value for key, value in stored.items() if key not in READING},
         **{key: new[key] for key in READING if key in new},
-        "checkpoints": _merged_checkpoints(stored["checkpoints"], new["checkpoints"], where),
+        "checkpoints": [checkpoints[step] for step in sorted(checkpoints)],
         "split_points": stored["split_points"] + [p for p in new["split_points"] if p not in stored["split_points"]],
-        "reference": kinds,
-        "given_reference": _merged_given(stored.get("given_reference"), new.get("given_reference"), where),
+        "reference": next(name for name, members in KINDS_OF.items() if set(members) == kinds),
+        "given_reference": was if now is None else now if was is None else {**was, **now},
         **_merged_early(stored, new, where),
     }
 
@@ -291,30 +300,6 @@ def _refuse(where: str, why: str) -> None:
         f"{where} holds a sweep with other settings ({why}): use another results_dir, or "
         "overwrite=True (--overwrite) to start afresh."
     )
-
-
-def _merged_checkpoints(stored: list[dict], new: list[dict], where: str) -> list[dict]:
-    by_step = {checkpoint["step"]: checkpoint for checkpoint in stored}
-    for checkpoint in new:
-        known = by_step.setdefault(checkpoint["step"], checkpoint)
-        if known != checkpoint:
-            _refuse(where, f"step {checkpoint['step']} is {known} there, {checkpoint} here")
-    return [by_step[step] for step in sorted(by_step)]
-
-
-def _merged_kinds(stored: dict[str, Any], new: dict[str, Any], where: str) -> str:
-    kinds = set(KINDS_OF[stored["reference"]]) | set(KINDS_OF[new["reference"]])
-    if "given" in kinds and len(kinds) > 1:
-        _refuse(where, f"reference is {stored['reference']!r} there, {new['reference']!r} here")
-    return next(name for name, members in KINDS_OF.items() if set(members) == kinds)
-
-
-def _merged_given(stored: dict | None, new: dict | None, where: str) -> dict | None:
-    if stored is None or new is None:
-        return stored if new is None else new
-    if clashes := sorted(layer for layer in set(stored) & set(new) if stored[layer] != new[layer]):
-        _refuse(where, f"the given reference of split point {', '.join(clashes)} is another subspace")
-    return {**stored, **new}
 
 
 def _merged_early(stored: dict[str, Any], new: dict[str, Any], where: str) -> dict[str, Any]:

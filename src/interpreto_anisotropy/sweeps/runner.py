@@ -208,9 +208,7 @@ class CheckpointSweep:
         if line is not None and distributed.is_main_process():
             (self.announce or logger.info)(line)
 
-    def _process_or_skip(
-        self, checkpoint: Checkpoint, references: dict[int | str, Subspace], *, writer: bool
-    ) -> list[dict[str, Any]]:
+    def _process_or_skip(self, checkpoint: Checkpoint, references: dict[Any, Subspace], *, writer: bool) -> list[dict]:
         """`_process`, or with `skip_bad_checkpoints` rows that say why a bad checkpoint was skipped."""
         try:
             return self._process(checkpoint, references, writer=writer)
@@ -263,9 +261,7 @@ class CheckpointSweep:
         )
 
     # ------------------------------------------------------------------ one checkpoint
-    def _process(
-        self, checkpoint: Checkpoint, references: dict[int | str, Subspace], *, writer: bool
-    ) -> list[dict[str, Any]]:
+    def _process(self, checkpoint: Checkpoint, references: dict[Any, Subspace], *, writer: bool) -> list[dict]:
         """The rows of one checkpoint (all split points); `writer` saves its tangents (one rank per checkpoint)."""
         rows: list[dict[str, Any]] = []
         with self._load(checkpoint) as (model, tokenizer, fetched):
@@ -377,9 +373,7 @@ def _probe(plan: SweepPlan, splitter, subspaces, seeds, n_random: int, counts, t
     )
 
 
-def _activation_metrics(
-    sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace, counts: torch.Tensor
-) -> dict[str, Any]:
+def _activation_metrics(sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace, counts: torch.Tensor) -> dict:
     """Activation metrics of the first `max_metric_tokens` fit rows (n, d), their token ids (n,) and the texts'
     token counts (V,): isotropy summary, frequency-distance correlation and on-manifold entropy."""
     row: dict[str, Any] = {f"activation_{key}": value for key, value in metrics.summary(sample).items()}
