@@ -72,9 +72,8 @@ class ResultsDirCheck:
                     n_random = self._check()
                 except AnisotropyError as error:
                     message = (type(error).__name__, str(error))
-            message = distributed.broadcast_object(message)
-            self.drift.checkpoints = distributed.broadcast_object(self.drift.checkpoints)
-            n_random = distributed.broadcast_object(n_random)
+            shared = distributed.broadcast_object((message, self.drift.checkpoints, n_random))
+            message, self.drift.checkpoints, n_random = shared
             distributed.barrier()
             if message is not None:
                 raise _ERRORS_BY_NAME.get(message[0], InvalidInputError)(message[1])
@@ -268,10 +267,8 @@ EXTENDABLE = ("checkpoints", "split_points", "reference", "given_reference", "ea
 def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) -> dict[str, Any]:
     """The stored config extended by a run's config."""
     if (was := stored.get("format_version")) != (now := new.get("format_version")):
-        _refuse(
-            where,
-            f"its rows are of format {was}, written by another version of interpreto-anisotropy; this one writes {now}",
-        )
+        older = f"its rows are of format {was}, written by another version of interpreto-anisotropy"
+        _refuse(where, f"{older}; this one writes format {now}")
     if fixed := sorted(k for k in set(stored) | set(new) if k not in EXTENDABLE and stored.get(k) != new.get(k)):
         _refuse(where, f"{', '.join(fixed)} differ")
     kinds = set(KINDS_OF[stored["reference"]]) | set(KINDS_OF[new["reference"]])

@@ -464,7 +464,8 @@ def opening_line(todo: int, rows: Sequence[dict[str, Any]], *, per_round: int = 
     """What a sweep says before its first checkpoint: how many, and the time per checkpoint if its rows tell it."""
     after = f", after the reference tangent is fitted on {early} early checkpoints" if early else ""
     if (seconds := seconds_per_checkpoint_of_rows(rows)) is None:
-        return f"{todo} checkpoint{'s' if todo != 1 else ''} to compute{after}; the time per checkpoint is measured on the first one"
+        plural = "s" if todo != 1 else ""
+        return f"{todo} checkpoint{plural} to compute{after}; the time per checkpoint is measured on the first one"
     source = "the wall_seconds of the rows already computed"
     return estimate_line(seconds, todo, per_round=per_round, source=source) + after
 
