@@ -7,6 +7,7 @@
 import dataclasses
 import difflib
 import hashlib
+import importlib
 import os
 import re
 import types
@@ -493,13 +494,7 @@ def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
 def _is_a(module: str, name: str) -> Callable[[Any], bool]:
     """Whether a value is an instance of `module.name`, imported only when a value of another kind is given (the
     module imports torch; a user passing such an object has imported it already)."""
-
-    def check(value: Any) -> bool:
-        import importlib
-
-        return isinstance(value, getattr(importlib.import_module(module, __package__), name))
-
-    return check
+    return lambda value: isinstance(value, getattr(importlib.import_module(module, __package__), name))
 
 
 def _autocast_dtype(value: Any) -> bool:
@@ -580,9 +575,7 @@ def _check_placement(config: "SweepConfig") -> None:
 # ------------------------------------------------------------------------------------------------ describing a field
 def describe_type(spec: dataclasses.Field) -> str:
     """What a field takes, in words ("a positive integer or None", "'early', 'each' or 'both', a Subspace or a dict")."""
-    bound = spec.metadata["bound"]
-    words = []
-    members = type_members(spec)
+    bound, members, words = spec.metadata["bound"], type_members(spec), []
     for member in members:
         if typing.get_origin(member) is Literal:
             choices = [repr(choice) for choice in typing.get_args(member)]
@@ -695,11 +688,7 @@ def _sorted_checkpoints(checkpoints: Any) -> list[Any]:
 
 
 def _sha(items: Sequence[str]) -> str:
-    digest = hashlib.sha256()
-    for item in items:
-        digest.update(item.encode("utf-8", "surrogatepass"))
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
+    return hashlib.sha256(b"".join(item.encode("utf-8", "surrogatepass") + b"\0" for item in items)).hexdigest()[:16]
 
 
 class SweepPlan:
