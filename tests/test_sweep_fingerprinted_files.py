@@ -104,7 +104,7 @@ def test_an_altered_tangent_of_a_checkpoint_this_run_lacks_is_refused_naming_it(
     shutil.copy(folder / "tangents/1/step-0.safetensors", folder / "tangents/1/step-8.safetensors")
     rows = (folder / "rows.jsonl").read_bytes()
     fewer = [checkpoint for checkpoint in arguments["checkpoints"] if checkpoint.step != 8]
-    with pytest.raises(ResultsStoreError, match=r"step-8\.safetensors does not hold .* Rerun with those checkpoints"):
+    with pytest.raises(ResultsStoreError, match=r"step-8\.safetensors does not hold .* rerun with those checkpoints"):
         _resume(uninterrupted, folder, checkpoints=fewer, early_fraction=1.0)  # early steps kept: 0 and 2
     assert (folder / "rows.jsonl").read_bytes() == rows  # refused, and nothing lost
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 # Torch, Interpreto and matplotlib are imported inside the commands: `--help` and `--version` answer without them.
 import argparse
+import contextlib
 import dataclasses
 import functools
 import sys
@@ -95,18 +96,12 @@ def read_texts(path: str | Path) -> list[str]:
     Examples:
         >>> texts = read_texts("texts.jsonl")  # doctest: +SKIP
     """
-    path = Path(path)
-    if path.is_dir():
-        raise InvalidInputError(
-            f"Texts file {path} is a folder: give a file, one text a line, or a .jsonl / .json file."
-        )
+    path, advice = Path(path), "Give a UTF-8 text file, one text a line, or a .jsonl / .json file."
     if not path.is_file():
-        raise InvalidInputError(f"Texts file {path} does not exist.")
-    advice = "Give a UTF-8 text file, one text a line, or a .jsonl / .json file."
+        raise InvalidInputError(f"Texts file {path} {'is a folder' if path.is_dir() else 'does not exist'}: {advice}")
     content = read_text(path, error=InvalidInputError, advice=advice, encoding="utf-8-sig")
     texts = _json_texts(content, path) if path.suffix in _FORMATS else content.splitlines()
-    texts = [text for text in texts if text.strip()]
-    if not texts:
+    if not (texts := [text for text in texts if text.strip()]):
         raise InvalidInputError(f"Texts file {path} is empty: give one text per line (or a .jsonl / .json file).")
     return texts
 
@@ -123,24 +118,25 @@ def _json_texts(content: str, path: Path) -> list[str]:
     form = _FORMATS[path.suffix]
     load = functools.partial(parse_json, error=InvalidInputError, advice=form[0].upper() + form[1:] + ".")
     if path.suffix == ".json":
-        texts = load(content, path)
-        if not isinstance(texts, list):
+        if not isinstance(texts := load(content, path), list):
             raise InvalidInputError(f"{path} holds {_json_kind(texts)}, not a list: {form}.")
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise InvalidInputError(f"Item {index} of {path} is {_json_kind(text)}, not a string: {form}.")
+        if wrong := [(index, text) for index, text in enumerate(texts) if not isinstance(text, str)]:
+            raise InvalidInputError(
+                f"Item {wrong[0][0]} of {path} is {_json_kind(wrong[0][1])}, not a string: {form}."
+            )
         return texts
     texts = []
     for number, line in enumerate(content.split("\n"), start=1):  # JSON strings may hold U+2028, not "\n"
         record = load(line, path, line=number) if line.strip() else {"text": ""}  # a blank line: no text
-        if not isinstance(record, dict) or "text" not in record:
-            raise InvalidInputError(f'Line {number} of {path} has no "text" field: {form}.')
-        if not isinstance(record["text"], str):
-            raise InvalidInputError(
-                f'Line {number} of {path} has a "text" that is {_json_kind(record["text"])}: {form}.'
-            )
-        texts.append(record["text"])
+        text = record.get("text", _NO_TEXT) if isinstance(record, dict) else _NO_TEXT
+        if not isinstance(text, str):
+            what = 'no "text" field' if text is _NO_TEXT else f'a "text" that is {_json_kind(text)}'
+            raise InvalidInputError(f"Line {number} of {path} has {what}: {form}.")
+        texts.append(text)
     return texts
+
+
+_NO_TEXT = object()  # a .jsonl line's missing "text"
 
 
 def _json_kind(value: Any) -> str:
@@ -329,12 +325,9 @@ def _parse_option(choices: list[str], takes_none: bool, json: bool, bound: Bound
     if takes_none and text.lower() == "none":
         return None
     if json:
-        try:  # the safe loader: nesting bounded, no NaN (a RecursionError or a NaN never gets through)
-            value = parse_json(text, "the option's value", error=InvalidInputError)
-        except InvalidInputError:
-            value = None
-        if isinstance(value, dict):
-            return value
+        with contextlib.suppress(InvalidInputError):  # the safe loader: nesting bounded, no NaN
+            if isinstance(value := parse_json(text, "the option's value", error=InvalidInputError), dict):
+                return value
         shown = repr(text) if len(text) <= 80 else f"{text[:80]!r}... ({len(text)} characters)"
         raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"max_iter\": 200}}', got {shown}")
     if bound is None:
@@ -344,8 +337,9 @@ def _parse_option(choices: list[str], takes_none: bool, json: bool, bound: Bound
     except argparse.ArgumentTypeError as error:
         if not choices:
             raise
-        expected = f"{', '.join(map(repr, choices))} or {bound.expected}"
-        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from error
+        raise argparse.ArgumentTypeError(
+            f"must be {', '.join(map(repr, choices))} or {bound.expected}, got {text!r}"
+        ) from error
 
 
 def _checkpoints(args: argparse.Namespace):
@@ -469,11 +463,13 @@ def _run_sweep(args: argparse.Namespace) -> int:
     sweep.announce = lambda line: print(f"sweep: {line}", flush=True)  # the time estimates, progress bar or not
     table = sweep.run()
     if distributed.is_main_process():
-        print(table.summary_table())
-        if not args.no_report:
-            print(f"report: {write_report(table, Path(config.results_dir) / 'report')}")
-        print(f"\n{table.summary()}")  # the verdict last: what a reader sees when the command returns
+        _tell(table, *() if args.no_report else [f"report: {write_report(table, config.results_dir / 'report')}"])
     return 0
+
+
+def _tell(table: Any, *lines: str) -> None:
+    """Print the table's summary table, `lines`, then its verdict (what a reader sees when the command returns)."""
+    print(table.summary_table(), *lines, f"\n{table.summary()}", sep="\n")
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -484,10 +480,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     from .visualizations.report import write_report
 
     check_control_room(args.nb_concepts, DEMO_HIDDEN_SIZE, option="--nb-concepts")  # before training, not after
-    start = time.perf_counter()
-    out = Path(args.out)
+    start, out, progress = time.perf_counter(), Path(args.out), not args.no_progress
     toy = out / "toy"
-    progress = not args.no_progress
     every = max(1, args.steps // DEMO_LIVE_WINDOWS)
     print(
         f"[1/3] training a toy GPT-NeoX for {args.steps} steps with log-spaced checkpoints -> {toy}, and a "
@@ -508,9 +502,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     table = CheckpointSweep(str(toy / "checkpoint-*"), texts=fit, probe_texts=probe, **sweep, **run_options).run()
     print("[3/3] writing the report (the sweep, and the live curve next to it)")
     report = write_report(table, out / "report", live=live_rows if live_rows.rows else None)
-    print(table.summary_table())
-    print(f"\nreport: {report}\nwall time: {time.perf_counter() - start:.0f} s")
-    print(f"\n{table.summary()}")
+    _tell(table, f"\nreport: {report}\nwall time: {time.perf_counter() - start:.0f} s")
     return 0
 
 
@@ -520,9 +512,7 @@ def _run_report(args: argparse.Namespace) -> int:
 
     table = SweepResult.load(args.dir)
     live = SweepResult.load(args.live) if args.live else None
-    print(table.summary_table())
-    print(f"report: {write_report(table, args.out or Path(args.dir) / 'report', live=live)}")
-    print(f"\n{table.summary()}")
+    _tell(table, f"report: {write_report(table, args.out or Path(args.dir) / 'report', live=live)}")
     return 0
 
 

@@ -7,6 +7,7 @@
 import dataclasses
 import difflib
 import hashlib
+import importlib
 import os
 import re
 import types
@@ -374,7 +375,10 @@ class SweepConfig:
         if not isinstance(self.reference, str):
             _check_given_reference(self.reference, self.split_point)
         _check_placement(self)
-        _check_unique_split_points(self.split_point)
+        if repeated := sorted({repr(point) for point in self.split_point if self.split_point.count(point) > 1}):
+            raise InvalidInputError(
+                f"split_point names {', '.join(repeated)} more than once: give each split point once."
+            )
         if self.device is not None:
             check_device("device", self.device)
 
@@ -399,16 +403,13 @@ class SweepConfig:
         """
         if base is not None and not isinstance(base, SweepConfig):
             raise InvalidInputError(f"config must be a SweepConfig, got {type(base).__name__}.")
-        names = [spec.name for spec in dataclasses.fields(cls)]
-        for name in options:
-            if name not in names:
-                close = difflib.get_close_matches(name, names, n=3)
-                hint = f" Did you mean {' or '.join(close)}?" if close else " See SweepConfig for the options."
-                raise InvalidInputError(f"{name!r} is not an option of a sweep.{hint}")
+        for name in [name for name in options if name not in _FIELDS]:
+            close = difflib.get_close_matches(name, _FIELDS, n=3)
+            hint = f" Did you mean {' or '.join(close)}?" if close else " See SweepConfig for the options."
+            raise InvalidInputError(f"{name!r} is not an option of a sweep.{hint}")
         if base is not None:
             return dataclasses.replace(base, **options) if options else base
-        missing = [spec.name for spec in dataclasses.fields(cls) if _required(spec) and spec.name not in options]
-        if missing:
+        if missing := [name for name, spec in _FIELDS.items() if _required(spec) and name not in options]:
             raise InvalidInputError(f"A sweep needs {' and '.join(f'{name}=' for name in missing)}.")
         return cls(**options)
 
@@ -419,7 +420,7 @@ class SweepConfig:
             >>> SweepConfig(split_point=1, results_dir="out").to_dict()["nb_concepts"]
             16
         """
-        return {spec.name: getattr(self, spec.name) for spec in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in _FIELDS}
 
 
 def _required(spec: dataclasses.Field) -> bool:
@@ -429,9 +430,9 @@ def _required(spec: dataclasses.Field) -> bool:
 # ------------------------------------------------------------------------------------------------ checking a field
 def type_members(spec: dataclasses.Field) -> tuple[Any, ...]:
     """The members of a field's type: a union's, or the type itself."""
-    if typing.get_origin(spec.type) in (typing.Union, types.UnionType):
-        return typing.get_args(spec.type)
-    return (spec.type,)
+    return (
+        typing.get_args(spec.type) if typing.get_origin(spec.type) in (typing.Union, types.UnionType) else (spec.type,)
+    )
 
 
 def _checked(spec: dataclasses.Field, value: Any) -> Any:
@@ -441,8 +442,7 @@ def _checked(spec: dataclasses.Field, value: Any) -> Any:
     if isinstance(value, (str, os.PathLike)) and "\x00" in str(os.fspath(value)):
         raise InvalidInputError(f"{spec.name} must not hold a NUL byte ('\\x00'), got {_shown(value)}.")
     members = sorted(type_members(spec), key=lambda member: typing.get_origin(member) is not tuple)  # a list first
-    for member in members:
-        taken, normalised = _takes(member, value, bound)
+    for taken, normalised in (_takes(member, value, bound) for member in members):
         if taken:
             return normalised
     if bound is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -453,8 +453,7 @@ def _checked(spec: dataclasses.Field, value: Any) -> Any:
 
 def _shown(value: Any) -> str:
     """A value as an error shows it: its repr, or its type (and shape) when the repr is long or spans lines."""
-    text = repr(value)
-    if "\n" not in text and len(text) <= 80:
+    if "\n" not in (text := repr(value)) and len(text) <= 80:
         return text
     shape = getattr(value, "shape", None)
     return f"a {type(value).__name__}" + (f" of shape {tuple(shape)}" if shape is not None else "")
@@ -472,15 +471,19 @@ def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
     if member in (int, float):
         return (Bound(member, "", lambda _: True) if bound is None else bound).holds(value), value
     if member in (str, Path):
-        if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-            return False, value
-        return True, member(os.fspath(value))
+        taken = isinstance(value, (str, os.PathLike)) and bool(os.fspath(value))
+        return taken, member(os.fspath(value)) if taken else value
     if member is dict or typing.get_origin(member) is dict:  # a dict's values are checked with the other options
         return isinstance(value, dict), value
     if member is type:
         return isinstance(value, type), value
-    if typing.get_origin(member) is tuple:
-        return _split_points(value)
+    if typing.get_origin(member) is tuple:  # split points: one, or a list of them
+        points = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+        valid = all(
+            (isinstance(point, int) and not isinstance(point, bool)) or (isinstance(point, str) and point)
+            for point in points
+        )
+        return bool(points) and valid, points
     if typing.get_origin(member) is Callable:
         return callable(value) and not isinstance(value, (str, type)), value
     if isinstance(member, ForwardRef):
@@ -488,25 +491,10 @@ def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
     raise TypeError(f"SweepConfig cannot check a field of type {member!r}")  # pragma: no cover
 
 
-def _split_points(value: Any) -> tuple[bool, Any]:
-    points = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-    valid = bool(points) and all(
-        (isinstance(point, int) and not isinstance(point, bool)) or (isinstance(point, str) and point)
-        for point in points
-    )
-    return valid, points
-
-
 def _is_a(module: str, name: str) -> Callable[[Any], bool]:
     """Whether a value is an instance of `module.name`, imported only when a value of another kind is given (the
     module imports torch; a user passing such an object has imported it already)."""
-
-    def check(value: Any) -> bool:
-        import importlib
-
-        return isinstance(value, getattr(importlib.import_module(module, __package__), name))
-
-    return check
+    return lambda value: isinstance(value, getattr(importlib.import_module(module, __package__), name))
 
 
 def _autocast_dtype(value: Any) -> bool:
@@ -541,24 +529,15 @@ def _check_given_reference(reference: Any, split_points: tuple[int | str, ...]) 
         check_control_room(subspace.rank, subspace.dim, option="the given reference's rank k")
 
 
-def _check_unique_split_points(split_points: tuple[int | str, ...]) -> None:
-    """Each split point once (a repeated one would write its rows twice)."""
-    repeated = sorted({repr(point) for point in split_points if split_points.count(point) > 1})
-    if repeated:
-        raise InvalidInputError(f"split_point names {', '.join(repeated)} more than once: give each split point once.")
-
-
 #: The devices accelerate places modules on, by name (a GPU is also named by its index).
 _DEVICE_NAME = re.compile(r"(cpu|disk|mps|cuda|xpu|npu|mlu|musa|hpu)(:[0-9]+)?")
 
 
 def _device_key(option_name: str, key: Any, value: Any) -> Any:
     """A device of `device_map` (a value) or `max_memory` (a key): a GPU index (also as a string) or a device name."""
-    if isinstance(key, str) and key.isdigit():
-        return int(key)
-    if (isinstance(key, int) and not isinstance(key, bool) and key >= 0) or (
-        isinstance(key, str) and _DEVICE_NAME.fullmatch(key)
-    ):
+    if isinstance(key, str) and (key.isdigit() or _DEVICE_NAME.fullmatch(key)):
+        return int(key) if key.isdigit() else key
+    if isinstance(key, int) and not isinstance(key, bool) and key >= 0:
         return key
     raise InvalidInputError(
         f'{option_name} names device {key!r} (for {value!r}): a device is a GPU index such as 0, "cpu", "disk" '
@@ -570,21 +549,18 @@ def _check_placement(config: "SweepConfig") -> None:
     """`device_map` and `max_memory` with their devices as accelerate takes them; the options that need a
     `device_map` refused without one."""
     if config.device_map is None:
-        given = [name for name in ("max_memory", "offload_folder") if getattr(config, name) is not None]
-        if given:
+        if given := [name for name in ("max_memory", "offload_folder") if getattr(config, name) is not None]:
             raise InvalidInputError(
                 f"{' and '.join(given)}: only for a model dispatched by accelerate. Give device_map "
                 '(e.g. device_map="auto") as well, or leave them out.'
             )
         return
     if isinstance(config.device_map, dict):
-        placed = {}
-        for path, device in config.device_map.items():
-            if not isinstance(path, str):
-                raise InvalidInputError(
-                    f"device_map's keys are module paths such as 'gpt_neox.layers.3', got {path!r}."
-                )
-            placed[path] = _device_key("device_map", device, path)
+        if paths := [path for path in config.device_map if not isinstance(path, str)]:
+            raise InvalidInputError(
+                f"device_map's keys are module paths such as 'gpt_neox.layers.3', got {paths[0]!r}."
+            )
+        placed = {path: _device_key("device_map", device, path) for path, device in config.device_map.items()}
         object.__setattr__(config, "device_map", placed)
     if config.max_memory is not None:
         sizes = {_device_key("max_memory", device, size): size for device, size in config.max_memory.items()}
@@ -599,9 +575,7 @@ def _check_placement(config: "SweepConfig") -> None:
 # ------------------------------------------------------------------------------------------------ describing a field
 def describe_type(spec: dataclasses.Field) -> str:
     """What a field takes, in words ("a positive integer or None", "'early', 'each' or 'both', a Subspace or a dict")."""
-    bound = spec.metadata["bound"]
-    words = []
-    members = type_members(spec)
+    bound, members, words = spec.metadata["bound"], type_members(spec), []
     for member in members:
         if typing.get_origin(member) is Literal:
             choices = [repr(choice) for choice in typing.get_args(member)]
@@ -683,11 +657,11 @@ def _split_texts(texts: Sequence[str], probe_texts: Sequence[str] | None) -> tup
             raise InvalidInputError(
                 f"{name} must be a list of texts, not a single string (it would be split into characters)."
             )
-    texts = [text for text in texts if isinstance(text, str) and text.strip()] if texts is not None else []
-    if probe_texts is None:
-        fit, probe = texts[0::2], texts[1::2]
-    else:
-        fit, probe = texts, [text for text in probe_texts if isinstance(text, str) and text.strip()]
+    texts, probe = (
+        [t for t in given if isinstance(t, str) and t.strip()] if given is not None else []
+        for given in (texts, probe_texts)
+    )
+    fit, probe = (texts[0::2], texts[1::2]) if probe_texts is None else (texts, probe)
     if not fit or not probe:
         raise InvalidInputError(
             "The sweep needs non-empty fit and probe texts (give at least 2 non-blank texts, or probe_texts)."
@@ -704,8 +678,7 @@ def _sorted_checkpoints(checkpoints: Any) -> list[Any]:
     kinds = "checkpoints must be ia.checkpoints.Checkpoint objects or a glob of checkpoint folders"
     if not isinstance(checkpoints, Iterable):
         raise InvalidInputError(f"{kinds}, got {type(checkpoints).__name__}.")
-    ordered = sorted(checkpoints)
-    if not ordered:
+    if not (ordered := sorted(checkpoints)):
         raise InvalidInputError("No checkpoints to sweep: pass a non-empty list (e.g. ia.checkpoints.local(...)).")
     if not all(isinstance(checkpoint, listing.Checkpoint) for checkpoint in ordered):
         raise InvalidInputError(f"{kinds}.")
@@ -715,11 +688,7 @@ def _sorted_checkpoints(checkpoints: Any) -> list[Any]:
 
 
 def _sha(items: Sequence[str]) -> str:
-    digest = hashlib.sha256()
-    for item in items:
-        digest.update(item.encode("utf-8", "surrogatepass"))
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
+    return hashlib.sha256(b"".join(item.encode("utf-8", "surrogatepass") + b"\0" for item in items)).hexdigest()[:16]
 
 
 class SweepPlan:
@@ -755,12 +724,8 @@ class SweepPlan:
                 f"total_steps={self.total_steps} is before the last checkpoint (step {self.checkpoints[-1].step}): "
                 "give the training run's length, or None to take the last checkpoint's step."
             )
-        self.early = early_checkpoints(
-            self.checkpoints,
-            options.early_fraction,
-            total_steps=self.total_steps,
-            without_init=options.early_without_init,
-        )
+        window = {"total_steps": self.total_steps, "without_init": options.early_without_init}
+        self.early = early_checkpoints(self.checkpoints, options.early_fraction, **window)
         self.early_centering = EarlyCentering(options.early_centering)
         self.isoscore = IsoScoreSettings.make(
             convention=options.isoscore_convention, zeta=options.isoscore_zeta, c0=options.isoscore_c0
@@ -807,40 +772,20 @@ class SweepPlan:
             "total_steps": self.total_steps,
             "autocast_dtype": None if self.autocast_dtype is None else str(self.autocast_dtype).removeprefix("torch."),
         }
-        for key in _RECORDED_OFF_DEFAULT:
-            value = resolved[key] if key in resolved else getattr(options, key)
-            if value != _FIELDS[key].default:
-                record[key] = value
-        return record
+        off_default = {
+            key: resolved[key] if key in resolved else getattr(options, key) for key in _RECORDED_OFF_DEFAULT
+        }
+        return record | {key: value for key, value in off_default.items() if value != _FIELDS[key].default}
 
 
 #: The tangent kinds of each recorded `reference` (config.json's: a `ReferenceKind`, or "given").
 KINDS_OF = {"early": ("early",), "each": ("each",), "both": ("early", "each"), "given": ("given",)}
-_ALWAYS_RECORDED = (
-    "n_controls",
-    "seed",
-    "max_tokens",
-    "max_fit_tokens",
-    "max_metric_tokens",
-    "batch_size",
-    "include_special",
-)
+_ALWAYS_RECORDED = ("n_controls", "seed", "max_tokens", "max_fit_tokens", "max_metric_tokens", "batch_size")
+_ALWAYS_RECORDED += ("include_special",)
 # Options added after sweeps were first written: recorded when off their default, in config.json's order.
-_RECORDED_OFF_DEFAULT = (
-    "n_random",
-    "isoscore_convention",
-    "isoscore_zeta",
-    "isoscore_c0",
-    "family",
-    "correction",
-    "level",
-    "total_steps",
-    "early_without_init",
-    "early_centering",
-    "autocast_dtype",
-    "call",
-    "tokenizer_source",
-)
+_RECORDED_OFF_DEFAULT = ("n_random", "isoscore_convention", "isoscore_zeta", "isoscore_c0", "family", "correction")
+_RECORDED_OFF_DEFAULT += ("level", "total_steps", "early_without_init", "early_centering", "autocast_dtype", "call")
+_RECORDED_OFF_DEFAULT += ("tokenizer_source",)
 _FIELDS = {spec.name: spec for spec in dataclasses.fields(SweepConfig)}
 
 

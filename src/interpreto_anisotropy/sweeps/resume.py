@@ -12,6 +12,7 @@ import contextlib
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,28 +36,11 @@ from .config import KINDS_OF, EarlyCentering, SweepPlan
 if TYPE_CHECKING:
     from .runner import CheckpointSweep
 
-__all__ = [
-    "EXTENDABLE",
-    "EarlyPool",
-    "PreviousDrift",
-    "READING",
-    "ReferenceTangents",
-    "ResultsDirCheck",
-    "TakenFingerprints",
-    "changed_early_steps",
-    "changed_steps",
-    "check_rank",
-    "drift",
-    "merge_configs",
-    "resolved_n_random",
-    "saved_reference",
-]
-
 # Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
 _ERRORS_BY_NAME = {error.__name__: error for error in (InvalidInputError, ResultsStoreError, SweepLockedError)}
 
 
-def resolved_n_random(plan: SweepPlan, *, checkpoints: int, split_points: int, kinds: int, warn: bool) -> int:
+def resolved_n_random(plan: SweepPlan, checkpoints: int, split_points: int, kinds: int, *, warn: bool) -> int:
     """R' of a run's rows: the given `n_random`, or the smallest whose floor 1 / (R' + 1) passes the correction at
     the sweep's `level` over the rows of its declared `family` (`draws.family_size`, `draws.default_n_random`)."""
     size = draws.family_size(plan.options.family, checkpoints=checkpoints, split_points=split_points, kinds=kinds)
@@ -67,38 +51,29 @@ def resolved_n_random(plan: SweepPlan, *, checkpoints: int, split_points: int, k
     return plan.options.n_random
 
 
+@dataclass
 class ResultsDirCheck:
     """Lock and check a sweep's results directory on rank 0, then share what it holds with every rank."""
 
-    def __init__(
-        self,
-        plan: SweepPlan,
-        store: SweepStore,
-        fingerprints: TakenFingerprints,
-        drift: PreviousDrift,
-        announce: Callable[[str], None],
-    ):
-        self.plan = plan
-        self.store = store
-        self.fingerprints = fingerprints
-        self.drift = drift
-        self.announce = announce
+    plan: SweepPlan
+    store: SweepStore
+    fingerprints: TakenFingerprints
+    drift: PreviousDrift
+    announce: Callable[[str], None]
 
     @contextmanager
     def held(self) -> Iterator[int]:
         """Hold the lock (rank 0) while the block runs, every rank raising the same error."""
         with contextlib.ExitStack() as stack:
-            message = None
-            n_random = None
+            message = n_random = None
             if distributed.is_main_process():
                 try:
                     stack.enter_context(self.store.lock())
                     n_random = self._check()
                 except AnisotropyError as error:
                     message = (type(error).__name__, str(error))
-            message = distributed.broadcast_object(message)
-            self.drift.checkpoints = distributed.broadcast_object(self.drift.checkpoints)
-            n_random = distributed.broadcast_object(n_random)
+            shared = distributed.broadcast_object((message, self.drift.checkpoints, n_random))
+            message, self.drift.checkpoints, n_random = shared
             distributed.barrier()
             if message is not None:
                 raise _ERRORS_BY_NAME.get(message[0], InvalidInputError)(message[1])
@@ -110,32 +85,17 @@ class ResultsDirCheck:
         self.drift.checkpoints = [Checkpoint.from_dict(entry) for entry in stored["checkpoints"]]
         self._refit_altered_files()
         self._forget_changed_checkpoints()
-        n_random = resolved_n_random(
-            self.plan,
-            checkpoints=len(self.drift.checkpoints),
-            split_points=len(stored["split_points"]),
-            kinds=len(KINDS_OF[stored["reference"]]),
-            warn=True,
-        )
-        self._forget_underdrawn_rows(n_random)
-        return n_random
-
-    def _forget_underdrawn_rows(self, n_random: int) -> None:
-        """Drop the rows drawn with fewer random subspaces than the default R' of the (grown) family, to recompute."""
-        if self.plan.options.n_random is not None:
-            return
-        steps = {
-            row["step"]
-            for row in self.store.rows()
-            if not is_skipped(row) and row.get("n_random", n_random) < n_random
-        }
-        if steps:
+        shape = (len(self.drift.checkpoints), len(stored["split_points"]), len(KINDS_OF[stored["reference"]]))
+        n_random = resolved_n_random(self.plan, *shape, warn=True)
+        rows = self.store.rows() if self.plan.options.n_random is None else []  # drawn by the default R' of its time
+        if steps := {row["step"] for row in rows if not is_skipped(row) and row.get("n_random", n_random) < n_random}:
             self.announce(
                 f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {n_random} random subspaces "
                 f"that the correction needs over the {self.plan.options.family} family of {len(self.drift.checkpoints)} "
                 "checkpoints"
             )
             self.store.drop_steps(steps)
+        return n_random
 
     def _refit_altered_files(self) -> None:
         """Drop the reference tangents, tangents and top tokens whose bytes are not those provenance.jsonl records
@@ -154,12 +114,10 @@ class ResultsDirCheck:
         altered = references + [path for paths in by_step.values() for path in paths]
         if not altered:
             return
-        foreign = [path for step, paths in sorted(by_step.items()) if step not in ours for path in paths]
-        if foreign:
+        if foreign := [path for step, paths in sorted(by_step.items()) if step not in ours for path in paths]:
             raise ResultsStoreError(
-                f"{_not_written(foreign)}, and this run does not have their checkpoints, so it cannot compute them "
-                "again. Rerun with those checkpoints among this sweep's to recompute them, restore the files, or "
-                "rerun with overwrite=True."
+                f"{_not_written(foreign)}, and this run does not have their checkpoints to compute them again: rerun "
+                "with those checkpoints among this sweep's, restore the files, or rerun with overwrite=True."
             )
         again = ["the reference tangent is fitted again on the early checkpoints"] if references else []
         again += [f"the rows of steps {sorted(by_step)} are computed again"] if by_step else []
@@ -176,26 +134,18 @@ class ResultsDirCheck:
         written = {row["step"] for row in rows}
         current = self.fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
         steps = changed_steps(rows, current)
-        early = sorted(
-            {
-                step
-                for layer in self.plan.layers
-                if self.store.reference_path(layer).exists()
-                for step in changed_early_steps(
-                    saved_reference(self.store.reference_path(layer), self.plan).info,
-                    self.fingerprints.by_step(self.plan.early),
-                )
-            }
-        )
+        paths = [self.store.reference_path(layer) for layer in self.plan.layers]
+        infos = [saved_reference(path, self.plan).info for path in paths if path.exists()]
+        early_now = self.fingerprints.by_step(self.plan.early) if infos else {}
+        early = sorted({step for info in infos for step in changed_early_steps(info, early_now)})
         if not steps and not early:
             return
         if not self.plan.options.recompute_changed:
+            which = ", early checkpoints of the reference tangent" if early else ""
             raise ResultsStoreError(
                 f"{self.store.results_dir} holds results of checkpoints whose content has changed since (steps "
-                f"{sorted(set(steps) | set(early))}"
-                + (", early checkpoints of the reference tangent" if early else "")
-                + "). Rerun with recompute_changed=True (--recompute-changed) to recompute them, use another "
-                "results_dir, or overwrite=True."
+                f"{sorted(set(steps) | set(early))}{which}): rerun with recompute_changed=True (--recompute-changed) "
+                "to recompute them, use another results_dir, or overwrite=True."
             )
         if early:
             self.store.drop_references()
@@ -221,12 +171,9 @@ class TakenFingerprints:
 
     def of(self, checkpoint: Checkpoint) -> str | None:
         """The checkpoint's fingerprint, or None while it cannot be taken."""
-        if checkpoint not in self._taken:
-            taken = fingerprint(checkpoint)
-            if taken is None:
-                return None
+        if checkpoint not in self._taken and (taken := fingerprint(checkpoint)) is not None:
             self._taken[checkpoint] = taken
-        return self._taken[checkpoint]
+        return self._taken.get(checkpoint)
 
     def by_step(self, checkpoints: Iterable[Checkpoint]) -> dict[int, str | None]:
         """{step: fingerprint or None} of some checkpoints."""
@@ -235,13 +182,8 @@ class TakenFingerprints:
 
 def changed_steps(rows: Iterable[Mapping[str, Any]], current: Mapping[int, str | None]) -> list[int]:
     """The steps whose rows were computed on content other than the checkpoint's current content, sorted."""
-    return sorted(
-        {
-            row["step"]
-            for row in rows
-            if row.get("fingerprint") and current.get(row["step"]) and row["fingerprint"] != current[row["step"]]
-        }
-    )
+    taken = {(row["step"], row.get("fingerprint")) for row in rows}
+    return sorted({step for step, then in taken if then and current.get(step) and then != current[step]})
 
 
 def changed_early_steps(info: Mapping[str, Any], current: Mapping[int, str | None]) -> list[int]:
@@ -260,17 +202,16 @@ def drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:
     return {f"drift_{label}_mean_angle": float(np.mean(angles)), f"drift_{label}_max_angle": float(np.max(angles))}
 
 
+@dataclass
 class PreviousDrift:
     """The drift of each row's tangent from the previous checkpoint's, read from the results directory."""
 
-    def __init__(self, store: SweepStore, checkpoints: list[Checkpoint]):
-        self.store = store
-        self.checkpoints = checkpoints
+    store: SweepStore
+    checkpoints: list[Checkpoint]
 
     def previous_step(self, step: int) -> int | None:
         """The step before `step` among `checkpoints`, or None for the first."""
-        earlier = [other.step for other in self.checkpoints if other.step < step]
-        return earlier[-1] if earlier else None
+        return max((other.step for other in self.checkpoints if other.step < step), default=None)
 
     def added_to(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows with their tangent's drift from the previous checkpoint's (skipped rows as they are)."""
@@ -284,18 +225,17 @@ class PreviousDrift:
         previous_step = self.previous_step(row["step"])
         previous = self.store.tangent(row["layer"], previous_step) if previous_step is not None else None
         if previous_step is not None and previous is None and warn:
+            missing = self.store.tangent_path(row["layer"], previous_step)
             warnings.warn(
                 f"The drift from the previous checkpoint of step {row['step']} (split point {row['layer']!r}) is None: "
-                f"{self.store.tangent_path(row['layer'], previous_step)} is missing (the previous checkpoint was "
-                "skipped, or its tangent deleted). It is filled in once that checkpoint's rows are computed.",
+                f"{missing} is missing (the previous checkpoint was skipped, or its tangent deleted). It is filled in "
+                "once that checkpoint's rows are computed.",
                 ResultsFileWarning,
                 stacklevel=4,
             )
         own = self.store.tangent(row["layer"], row["step"])
-        return {
-            **drift("previous", own, previous),
-            "drift_previous_step": previous_step if own is not None and previous is not None else None,
-        }
+        measured = previous_step if own is not None and previous is not None else None
+        return {**drift("previous", own, previous), "drift_previous_step": measured}
 
     def refresh(self) -> None:
         """Recompute the drift of rows measured from another previous checkpoint than today's, or from none whose
@@ -303,9 +243,8 @@ class PreviousDrift:
 
         def refreshed(row: dict[str, Any]) -> dict[str, Any]:
             expected = self.previous_step(row["step"])
-            if is_skipped(row) or row.get("drift_previous_step", -1) == expected:
-                return row
-            if expected is not None and not self.store.tangent_path(row["layer"], expected).exists():
+            unchanged = is_skipped(row) or row.get("drift_previous_step", -1) == expected
+            if unchanged or (expected is not None and not self.store.tangent_path(row["layer"], expected).exists()):
                 return row
             return {**row, **self.of(row, warn=False)}
 
@@ -314,13 +253,8 @@ class PreviousDrift:
     def forget_after(self, steps: set[int] | list[int]) -> None:
         """Drop the drift fields of the rows whose previous checkpoint is one of `steps` (measured again at the end
         of the run)."""
-        self.store.update_rows(
-            lambda row: (
-                {key: value for key, value in row.items() if key != "drift_previous_step"}
-                if self.previous_step(row["step"]) in steps
-                else row
-            )
-        )
+        forget = lambda row: {k: v for k, v in row.items() if k != "drift_previous_step"}  # noqa: E731
+        self.store.update_rows(lambda row: forget(row) if self.previous_step(row["step"]) in steps else row)
 
 
 #: How the rows are judged (`SweepConfig.family`, `.correction`, `.level`): each run declares its own, which
@@ -332,79 +266,49 @@ EXTENDABLE = ("checkpoints", "split_points", "reference", "given_reference", "ea
 
 def merge_configs(stored: dict[str, Any], new: dict[str, Any], *, where: str) -> dict[str, Any]:
     """The stored config extended by a run's config."""
-    if stored.get("format_version") != new.get("format_version"):
-        _refuse(
-            where,
-            f"its rows are of format {stored.get('format_version')}, written by another version of "
-            f"interpreto-anisotropy; this one writes format {new.get('format_version')}, whose rows hold other fields, "
-            "so the two are not mixed",
-        )
-    fixed = sorted(key for key in set(stored) | set(new) if key not in EXTENDABLE and stored.get(key) != new.get(key))
-    if fixed:
+    if (was := stored.get("format_version")) != (now := new.get("format_version")):
+        older = f"its rows are of format {was}, written by another version of interpreto-anisotropy"
+        _refuse(where, f"{older}; this one writes format {now}")
+    if fixed := sorted(k for k in set(stored) | set(new) if k not in EXTENDABLE and stored.get(k) != new.get(k)):
         _refuse(where, f"{', '.join(fixed)} differ")
-    kinds = _merged_kinds(stored, new, where)
+    kinds = set(KINDS_OF[stored["reference"]]) | set(KINDS_OF[new["reference"]])
+    if "given" in kinds and len(kinds) > 1:
+        _refuse(where, f"reference is {stored['reference']!r} there, {new['reference']!r} here")
+    checkpoints = {checkpoint["step"]: checkpoint for checkpoint in stored["checkpoints"]}
+    for checkpoint in new["checkpoints"]:
+        if (known := checkpoints.setdefault(checkpoint["step"], checkpoint)) != checkpoint:
+            _refuse(where, f"step {checkpoint['step']} is {known} there, {checkpoint} here")
+    was, now = stored.get("given_reference"), new.get("given_reference")
+    if was is not None and now is not None and (clashes := sorted(p for p in set(was) & set(now) if was[p] != now[p])):
+        _refuse(where, f"the given reference of split point {', '.join(clashes)} is another subspace")
     return {
         **{key: value for key, value in stored.items() if key not in READING},
         **{key: new[key] for key in READING if key in new},
-        "checkpoints": _merged_checkpoints(stored["checkpoints"], new["checkpoints"], where),
+        "checkpoints": [checkpoints[step] for step in sorted(checkpoints)],
         "split_points": stored["split_points"] + [p for p in new["split_points"] if p not in stored["split_points"]],
-        "reference": kinds,
-        "given_reference": _merged_given(stored.get("given_reference"), new.get("given_reference"), where),
+        "reference": next(name for name, members in KINDS_OF.items() if set(members) == kinds),
+        "given_reference": was if now is None else now if was is None else {**was, **now},
         **_merged_early(stored, new, where),
     }
 
 
 def _refuse(where: str, why: str) -> None:
     raise InvalidInputError(
-        f"{where} holds a sweep with other settings ({why}). Use another results_dir, or overwrite=True "
-        "(--overwrite) to start afresh."
+        f"{where} holds a sweep with other settings ({why}): use another results_dir, or "
+        "overwrite=True (--overwrite) to start afresh."
     )
-
-
-def _merged_checkpoints(stored: list[dict], new: list[dict], where: str) -> list[dict]:
-    by_step = {checkpoint["step"]: checkpoint for checkpoint in stored}
-    for checkpoint in new:
-        known = by_step.setdefault(checkpoint["step"], checkpoint)
-        if known != checkpoint:
-            _refuse(where, f"step {checkpoint['step']} is {known} there, {checkpoint} here")
-    return [by_step[step] for step in sorted(by_step)]
-
-
-def _merged_kinds(stored: dict[str, Any], new: dict[str, Any], where: str) -> str:
-    kinds = set(KINDS_OF[stored["reference"]]) | set(KINDS_OF[new["reference"]])
-    if "given" in kinds and len(kinds) > 1:
-        _refuse(where, f"reference is {stored['reference']!r} there, {new['reference']!r} here")
-    return next(name for name, members in KINDS_OF.items() if set(members) == kinds)
-
-
-def _merged_given(stored: dict | None, new: dict | None, where: str) -> dict | None:
-    if stored is None or new is None:
-        return stored if new is None else new
-    clashes = sorted(layer for layer in set(stored) & set(new) if stored[layer] != new[layer])
-    if clashes:
-        _refuse(where, f"the given reference of split point {', '.join(clashes)} is another subspace")
-    return {**stored, **new}
 
 
 def _merged_early(stored: dict[str, Any], new: dict[str, Any], where: str) -> dict[str, Any]:
     """The early steps (and the fraction that chose them) of the merged sweep: the stored ones when it has a reference."""
-    uses_early = {
-        name: "early" in KINDS_OF[config["reference"]] for name, config in (("stored", stored), ("new", new))
-    }
-    if uses_early["stored"] and uses_early["new"] and stored["early_steps"] != new["early_steps"]:
+    stored_early, new_early = ("early" in KINDS_OF[config["reference"]] for config in (stored, new))
+    if stored_early and new_early and stored["early_steps"] != new["early_steps"]:
         last, latest_early = max(checkpoint["step"] for checkpoint in new["checkpoints"]), max(stored["early_steps"])
-        keeping = min(1.0, (latest_early + 0.5) / last) if last else 1.0
-        advice = (
-            f"early_fraction={keeping:.6g} keeps the same ones"
-            if latest_early <= last
-            else f"include the checkpoints up to step {latest_early} again"
-        )
-        _refuse(
-            where,
-            f"the early checkpoints, which the reference tangent pools, would be steps {new['early_steps']} instead "
-            f"of {stored['early_steps']}; {advice}",
-        )
-    chosen = new if uses_early["new"] and not uses_early["stored"] else stored
+        keeping = f"early_fraction={min(1.0, (latest_early + 0.5) / last) if last else 1.0:.6g} keeps the same ones"
+        advice = keeping if latest_early <= last else f"include the checkpoints up to step {latest_early} again"
+        steps = f"steps {new['early_steps']} instead of {stored['early_steps']}"
+        _refuse(where, f"the early checkpoints, which the reference tangent pools, would be {steps}; {advice}")
+    chosen = new if new_early and not stored_early else stored
     return {"early_steps": chosen["early_steps"], "early_fraction": chosen["early_fraction"]}
 
 
@@ -414,8 +318,7 @@ def saved_reference(path: Path, plan: SweepPlan) -> Subspace:
     if reference.rank > plan.options.nb_concepts or (plan.streams and reference.rank != plan.options.nb_concepts):
         raise ResultsStoreError(
             f"{path} holds a rank-{reference.rank} reference but the sweep asks for nb_concepts="
-            f"{plan.options.nb_concepts}: it was fitted with other settings. Delete it to refit, or rerun with "
-            "overwrite=True."
+            f"{plan.options.nb_concepts}: delete it to refit, or rerun with overwrite=True."
         )
     return reference
 
@@ -424,15 +327,12 @@ class ReferenceTangents:
     """The reference tangents of a sweep's split points, fitted on its early checkpoints where none is saved."""
 
     def __init__(self, sweep: CheckpointSweep):
-        self.sweep = sweep
-        self.plan = sweep.plan
-        self.store = sweep.store
+        self.sweep, self.plan, self.store = sweep, sweep.plan, sweep.store
 
     def missing(self) -> list[int | str]:
         """The split points whose reference tangent is fitted on the early checkpoints and not saved yet."""
-        if "early" not in self.plan.tangent_kinds:
-            return []
-        return [layer for layer in self.plan.layers if not self.store.reference_path(layer).exists()]
+        early = "early" in self.plan.tangent_kinds
+        return [layer for layer in self.plan.layers if early and not self.store.reference_path(layer).exists()]
 
     def fits_here(self) -> bool:
         """Whether this rank reads the early checkpoints when references are fitted (all ranks when the method
@@ -469,8 +369,7 @@ class ReferenceTangents:
     def _fit(self, layers: list[int | str]) -> dict[int | str, Subspace]:
         """Fit the reference tangent of some split points on the activations pooled over the early checkpoints; in
         one process, keep each early checkpoint's fit read for its own rows."""
-        sweep, early = self.sweep, self.plan.early
-        streamed = self.plan.streams
+        sweep, early, streamed = self.sweep, self.plan.early, self.plan.streams
         pools = {layer: EarlyPool(streamed=streamed, centering=self.plan.early_centering) for layer in layers}
         references: dict[int | str, Subspace] = {}
         bar = progress_bar(early, progress=sweep._shows(), desc="Reference tangent (early checkpoints)", unit="ckpt")
@@ -481,10 +380,10 @@ class ReferenceTangents:
                     splitter = sweep._splitter(model, tokenizer, layer, checkpoint)
                     pool = pools[layer]
                     pool.start_checkpoint(lambda splitter=splitter: sweep._new_tangent(splitter))
-                    if pool.dim != model.config.hidden_size and index > 0:
+                    if pool.dim != (d := model.config.hidden_size) and index > 0:
                         raise InvalidInputError(
-                            f"Checkpoint {checkpoint.name} has hidden size {model.config.hidden_size} but the "
-                            f"earlier checkpoints have {pool.dim}."
+                            f"Checkpoint {checkpoint.name} has hidden size {d} but the earlier "
+                            f"checkpoints have {pool.dim}: a sweep's checkpoints share theirs."
                         )
                     own = sweep._fit_reader(splitter) if checkpoint.step in sweep._kept_steps else None
                     for rows, ids, locations in sweep._activation_batches(splitter, sharded=streamed):
@@ -501,24 +400,16 @@ class ReferenceTangents:
 
     def _named(self, subspace: Subspace, early: list[Checkpoint]) -> Subspace:
         """A fitted reference named "early", its info saying which early checkpoints (and content) it pools."""
-        info = {
-            "early_steps": [c.step for c in early],
-            "early_fingerprints": {str(c.step): self.sweep._fingerprints.of(c) for c in early},
-        }
+        fingerprints = {str(c.step): self.sweep._fingerprints.of(c) for c in early}
+        info = {"early_steps": [c.step for c in early], "early_fingerprints": fingerprints}
         return subspace.replace(name="early", call=self.plan.options.call, info={**subspace.info, **info})
-
-
-def check_rank(nb_concepts: int, n_rows: int, values: Float[torch.Tensor, " k"]) -> None:
-    """Warn, as a streamed PCA does, when the within-checkpoint rows span fewer than `nb_concepts` dimensions."""
-    _warn_if_rank_below(nb_concepts, n_rows, min(n_rows - 1, _numerical_rank(values)), centred=True)
 
 
 class EarlyPool:
     """Rows of the early checkpoints, added checkpoint by checkpoint, and the reference tangent fitted on them."""
 
     def __init__(self, *, streamed: bool, centering: EarlyCentering):
-        self.streamed = streamed
-        self.centering = centering
+        self.streamed, self.centering, self.count = streamed, centering, 0
         self.new_tangent: Callable[[], TangentExplainer] | None = None
         self.tangent: TangentExplainer | None = None  # streamed and pooled: one PCA fed every row
         self.dim: int | None = None
@@ -527,14 +418,12 @@ class EarlyPool:
         self.checkpoint_moments: MomentAccumulator | None = None
         self.within: torch.Tensor | None = None  # streamed, per checkpoint: summed within-checkpoint scatter (d, d)
         self.sums: torch.Tensor | None = None  # per checkpoint: the sum of every row (d,)
-        self.count = 0
 
     def start_checkpoint(self, new_tangent: Callable[[], TangentExplainer]) -> None:
         """Start the rows of the next early checkpoint."""
         self.new_tangent = new_tangent
         if self.tangent is None and self.dim is None:
-            first = new_tangent()
-            self.dim = first.input_size
+            self.dim = (first := new_tangent()).input_size
             if self.streamed and self.centering is EarlyCentering.POOLED:
                 self.tangent = first
         self.checkpoint_rows, self.checkpoint_moments = [], None
@@ -552,11 +441,9 @@ class EarlyPool:
 
     def end_checkpoint(self) -> None:
         """Close the current checkpoint: pool its rows, centred on their own mean when asked."""
-        if self.tangent is not None:
-            return
-        if self.streamed:
+        if self.tangent is None and self.streamed:
             self._pool_moments()
-        elif self.checkpoint_rows:
+        elif self.tangent is None and self.checkpoint_rows:
             rows = torch.cat(self.checkpoint_rows)
             if self.centering is EarlyCentering.PER_CHECKPOINT:
                 self.sums = rows.double().sum(0) if self.sums is None else self.sums + rows.double().sum(0)
@@ -565,12 +452,11 @@ class EarlyPool:
             self.rows.append(rows)
 
     def _pool_moments(self) -> None:
-        moments = self.checkpoint_moments or MomentAccumulator(self.dim)  # every rank takes part, even with no rows
-        moments = distributed.all_reduce_moments(moments)
+        # every rank takes part, even with no rows
+        moments = distributed.all_reduce_moments(self.checkpoint_moments or MomentAccumulator(self.dim))
         if moments.count == 0:
             return
-        scatter = moments.covariance() * moments.count
-        row_sum = moments.mean * moments.count
+        scatter, row_sum = moments.covariance() * moments.count, moments.mean * moments.count
         self.within = scatter if self.within is None else self.within + scatter.to(self.within)
         self.sums = row_sum if self.sums is None else self.sums + row_sum.to(self.sums)
         self.count += moments.count
@@ -579,17 +465,15 @@ class EarlyPool:
         """The reference tangent fitted on every early checkpoint's rows."""
         if self.tangent is not None:
             return self.tangent.merge_across_ranks().finalize().subspace
+        if not (self.count if self.streamed else self.rows):
+            raise InvalidInputError("The early checkpoints gave no activation rows to fit the reference on.")
         if self.streamed:
-            if not self.count:
-                raise InvalidInputError("The early checkpoints gave no activation rows to fit the reference on.")
             tangent = self.new_tangent()
             values, vectors = top_eigenvectors(self.within / self.count, tangent.nb_concepts)
-            check_rank(tangent.nb_concepts, self.count, values)
-            mean = (self.sums / self.count).float()
-            basis = vectors.float().contiguous()
+            rank = min(self.count - 1, _numerical_rank(values))  # warned about as a streamed PCA does
+            _warn_if_rank_below(tangent.nb_concepts, self.count, rank, centred=True)
+            mean, basis = (self.sums / self.count).float(), vectors.float().contiguous()
             return Subspace(basis, mean=mean, method="pca", split_point=tangent.splitter.split_point)
-        if not self.rows:
-            raise InvalidInputError("The early checkpoints gave no activation rows to fit the reference on.")
         subspace = self.new_tangent().fit(self.rows).subspace
         if self.centering is EarlyCentering.PER_CHECKPOINT:
             subspace = subspace.replace(mean=(self.sums / self.count).to(subspace.basis))

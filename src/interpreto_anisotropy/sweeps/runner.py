@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -39,23 +40,12 @@ from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import top_tokens
 from . import checkpoints as checkpoint_tools
 from .checkpoints import Checkpoint
-from .config import ReferenceKind, SweepConfig, SweepPlan, early_checkpoints
+from .config import ReferenceKind, SweepConfig, SweepPlan, early_checkpoints  # noqa: F401 (re-exported)
 from .prefetch import CheckpointPipeline, Fetched
 from .resume import PreviousDrift, ReferenceTangents, ResultsDirCheck, TakenFingerprints, drift, resolved_n_random
 
-__all__ = [
-    "CheckpointSweep",
-    "CheckpointTimer",
-    "FitRead",
-    "FitReader",
-    "ReferenceKind",
-    "SaidOnce",
-    "early_checkpoints",
-    "estimate_line",
-    "opening_line",
-    "seconds_per_checkpoint_of_rows",
-]
-
+#: The options a checkpoint is loaded with (`checkpoints.loaded`).
+_LOADING = ("automodel", "device_map", "max_memory", "offload_folder", "tokenizer_source")
 # A checkpoint that fails with one of these is skipped (and its rows say why) under skip_bad_checkpoints.
 _BAD_CHECKPOINT = (CheckpointError, NonFiniteError)
 
@@ -107,13 +97,8 @@ class CheckpointSweep:
         self._references = ReferenceTangents(self)
         self.announce: Callable[[str], None] | None = None
         self._pipeline: CheckpointPipeline | None = None  # while a run loads checkpoints
-        self._n_random = resolved_n_random(
-            self.plan,
-            checkpoints=len(self.plan.checkpoints),
-            split_points=len(self.plan.layers),
-            kinds=len(self.plan.tangent_kinds),
-            warn=False,
-        )
+        shape = (len(self.plan.checkpoints), len(self.plan.layers), len(self.plan.tangent_kinds))
+        self._n_random = resolved_n_random(self.plan, *shape, warn=False)
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
@@ -176,39 +161,25 @@ class CheckpointSweep:
             self._kept_steps = set() if distributed.is_distributed() else {checkpoint.step for checkpoint in todo}
             self._kept_reads: dict[tuple[int, int | str], FitRead | AnisotropyError] = {}
             self._token_cache = TokenCache()  # the texts' token ids, while the checkpoints share their tokenizer
+            uses = [*self._references.early_to_load(), *(c for c in mine if c is not None)]
+            self._pipeline = _pipeline(uses, self.plan, self.store, progress=self._shows())
+            said = SaidOnce()
             try:
-                with self._fetching([*self._references.early_to_load(), *(c for c in mine if c is not None)]):
-                    self._run_rounds(rounds, mine, by_checkpoint=by_checkpoint, per_round=group)
+                with self._pipeline, contextlib.ExitStack() as stack:
+                    stack.callback(said.say)
+                    with said.about("the early reference"):
+                        references = self._references.by_layer()
+                    self._rounds(rounds, mine, references, said, by_checkpoint=by_checkpoint, per_round=group)
             finally:
                 self._kept_reads.clear()
+                self._pipeline = None
         if distributed.is_main_process():
             self._drift.refresh()
             refresh_changes(self.store, seed=self.plan.options.seed)
 
-    def _run_rounds(
-        self, rounds: list[list[Checkpoint]], mine: list[Checkpoint | None], *, by_checkpoint: bool, per_round: int
-    ) -> None:
-        """Fit the missing references, then compute each round's checkpoints (this rank's: `mine`) and append their
+    def _rounds(self, rounds, mine, references, said: SaidOnce, *, by_checkpoint: bool, per_round: int) -> None:
+        """Compute each round's checkpoints (this rank's: `mine`), their warnings recorded in `said`, and append their
         rows; a checkpoint's revision may be evicted once its rows are written."""
-        said = SaidOnce()
-        try:
-            with said.about("the early reference"):
-                references = self._references.by_layer()
-            self._rounds(rounds, mine, references, said, by_checkpoint=by_checkpoint, per_round=per_round)
-        finally:
-            said.say()
-
-    def _rounds(
-        self,
-        rounds: list[list[Checkpoint]],
-        mine: list[Checkpoint | None],
-        references: dict[int | str, Subspace],
-        said: SaidOnce,
-        *,
-        by_checkpoint: bool,
-        per_round: int,
-    ) -> None:
-        """Compute each round's checkpoints, their warnings recorded in `said`, and append their rows."""
         unit = "round" if by_checkpoint and distributed.world_size() > 1 else "ckpt"
         bar = progress_bar(rounds, progress=self._shows(), desc="Checkpoints", unit=unit)
         writer = by_checkpoint or distributed.is_main_process()
@@ -234,16 +205,10 @@ class CheckpointSweep:
 
     def _announce(self, line: str | None) -> None:
         """Say `line` (a time estimate) through `announce`, else to the module's logger (INFO)."""
-        if line is None or not distributed.is_main_process():
-            return
-        if self.announce is not None:
-            self.announce(line)
-        else:
-            logger.info(line)
+        if line is not None and distributed.is_main_process():
+            (self.announce or logger.info)(line)
 
-    def _process_or_skip(
-        self, checkpoint: Checkpoint, references: dict[int | str, Subspace], *, writer: bool
-    ) -> list[dict[str, Any]]:
+    def _process_or_skip(self, checkpoint: Checkpoint, references: dict[Any, Subspace], *, writer: bool) -> list[dict]:
         """`_process`, or with `skip_bad_checkpoints` rows that say why a bad checkpoint was skipped."""
         try:
             return self._process(checkpoint, references, writer=writer)
@@ -252,46 +217,22 @@ class CheckpointSweep:
                 raise
             warnings.warn(f"Skipped checkpoint {checkpoint.name}: {error}", CheckpointWarning, stacklevel=3)
             skipped = {"skipped": f"{type(error).__name__}: {error}", "fingerprint": self._fingerprints.of(checkpoint)}
-            return [
-                {**_identity(checkpoint, layer, str(layer), kind), **skipped}
-                for layer in self.plan.layers
-                for kind in self.plan.tangent_kinds
-            ]
-
-    @contextmanager
-    def _fetching(self, uses: list[Checkpoint]) -> Iterator[None]:
-        """Fetch the Hub checkpoints of `uses` (the checkpoints in the order this run loads them) ahead of their
-        turn, within the disk budget, while the block runs."""
-        self._pipeline = _pipeline(uses, self.plan, self.store, progress=self._shows())
-        try:
-            with self._pipeline:
-                yield
-        finally:
-            self._pipeline = None
+            kinds = self.plan.tangent_kinds
+            return [{**_identity(checkpoint, p, str(p), kind), **skipped} for p in self.plan.layers for kind in kinds]
 
     @contextmanager
     def _load(self, checkpoint: Checkpoint) -> Iterator[tuple[Any, Any, Fetched]]:
         """The checkpoint's (model, tokenizer, files), its files from the pipeline (which raises its download's
         error)."""
         fetched = self._pipeline.take(checkpoint)
-        with checkpoint_tools.loaded(
-            checkpoint,
-            automodel=self.plan.options.automodel,
-            device=self.plan.device,
-            device_map=self.plan.options.device_map,
-            max_memory=self.plan.options.max_memory,
-            offload_folder=self.plan.options.offload_folder,
-            snapshot=fetched.folder,
-            tokenizer_source=self.plan.options.tokenizer_source,
-        ) as (model, tokenizer):
-            yield model, tokenizer, fetched
+        given = {name: getattr(self.plan.options, name) for name in _LOADING}
+        with checkpoint_tools.loaded(checkpoint, device=self.plan.device, snapshot=fetched.folder, **given) as loaded:
+            yield *loaded, fetched
 
     def _splitter(self, model: Any, tokenizer: Any, layer: int | str, checkpoint: Checkpoint) -> ModelWithSplitPoints:
+        tokenizer.padding_side = "right"  # the sweep's own tokenizer; the package's reads never depend on it
         try:
-            tokenizer.padding_side = "right"  # the sweep's own tokenizer; the package's reads never depend on it
-            return ModelWithSplitPoints(
-                model, split_point=layer, tokenizer=tokenizer, batch_size=self.plan.options.batch_size
-            )
+            return ModelWithSplitPoints(model, layer, tokenizer=tokenizer, batch_size=self.plan.options.batch_size)
         except AnisotropyError:
             raise
         except (ValueError, AttributeError, KeyError) as error:
@@ -301,21 +242,13 @@ class CheckpointSweep:
 
     def _activation_batches(self, splitter: ModelWithSplitPoints, *, sharded: bool = False):
         """(rows, token ids, locations) of the fit texts, batch by batch (`iter_located_token_activations`)."""
-        shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
-        cap = self.plan.options.max_fit_tokens
-        if cap is not None and shard[1] > 1:
-            cap = -(-cap // shard[1])  # a per-rank cap
-        return iter_located_token_activations(
-            splitter,
-            self.plan.fit_texts,
-            batch_size=self.plan.options.batch_size,
-            max_tokens=cap,
-            shard=shard,
-            autocast_dtype=self.plan.autocast_dtype,
-            include_special=self.plan.options.include_special,
-            call=self.plan.options.call,
-            token_cache=self._token_cache,
+        options, shard = self.plan.options, (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
+        cap = None if options.max_fit_tokens is None else -(-options.max_fit_tokens // shard[1])  # a per-rank cap
+        given = {name: getattr(options, name) for name in ("batch_size", "include_special", "call")}
+        given.update(
+            max_tokens=cap, shard=shard, autocast_dtype=self.plan.autocast_dtype, token_cache=self._token_cache
         )
+        return iter_located_token_activations(splitter, self.plan.fit_texts, **given)
 
     # ------------------------------------------------------------------ tangents
     def _new_tangent(self, splitter: ModelWithSplitPoints) -> TangentExplainer:
@@ -328,9 +261,7 @@ class CheckpointSweep:
         )
 
     # ------------------------------------------------------------------ one checkpoint
-    def _process(
-        self, checkpoint: Checkpoint, references: dict[int | str, Subspace], *, writer: bool
-    ) -> list[dict[str, Any]]:
+    def _process(self, checkpoint: Checkpoint, references: dict[Any, Subspace], *, writer: bool) -> list[dict]:
         """The rows of one checkpoint (all split points); `writer` saves its tangents (one rank per checkpoint)."""
         rows: list[dict[str, Any]] = []
         with self._load(checkpoint) as (model, tokenizer, fetched):
@@ -345,75 +276,50 @@ class CheckpointSweep:
                     raise NonFiniteError(
                         f"Checkpoint {checkpoint.name} ({checkpoint.source}), split point {layer!r}: {error}"
                     ) from error
-                for row in layer_rows:
-                    row["wall_seconds"] = time.perf_counter() - start
-                    row.update(downloaded)
-                    row["fingerprint"] = fingerprint
-                rows.extend(layer_rows)
+                timing = {"wall_seconds": time.perf_counter() - start, **downloaded, "fingerprint": fingerprint}
+                rows.extend({**row, **timing} for row in layer_rows)
         return rows
 
-    def _process_layer(
-        self,
-        checkpoint: Checkpoint,
-        splitter: ModelWithSplitPoints,
-        layer: int | str,
-        reference: Subspace | None,
-        *,
-        writer: bool,
-    ) -> list[dict[str, Any]]:
+    def _process_layer(self, checkpoint: Checkpoint, splitter, layer, reference: Subspace | None, *, writer: bool):
         read = self._fit_read(checkpoint, splitter, layer)
         sample, sample_ids, sample_locations = read.on_device()
-        d = sample.shape[1]
-        if reference is not None and reference.dim != d:
+        if reference is not None and reference.dim != (d := sample.shape[1]):
             raise InvalidInputError(
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
         own = read.subspace().replace(name="each", step=checkpoint.step, call=self.plan.options.call)
+        subspaces = {"given" if self.plan.given_reference else "early": reference} if reference is not None else {}
+        subspaces.update({"each": own} if "each" in self.plan.tangent_kinds else {})
+        point = splitter.split_point
         if writer:
             own.save(self.store.tangent_path(layer, checkpoint.step))
-
-        subspaces: dict[str, Subspace] = {}
-        if reference is not None:
-            subspaces["given" if self.plan.given_reference else "early"] = reference
-        if "each" in self.plan.tangent_kinds:
-            subspaces["each"] = own
-        if writer:
+            directions = {
+                kind: top_tokens(sample, sample_ids, sample_locations, subspace, splitter.tokenizer)
+                for kind, subspace in {**subspaces, "each": own}.items()
+            }
             self.store.save_top_tokens(
-                layer,
-                checkpoint.step,
-                split_point=splitter.split_point,
-                n_rows=sample.shape[0],
-                directions={
-                    kind: top_tokens(sample, sample_ids, sample_locations, subspace, splitter.tokenizer)
-                    for kind, subspace in {**subspaces, "each": own}.items()
-                },
+                layer, checkpoint.step, split_point=point, n_rows=len(sample), directions=directions
             )
         seed = self.plan.options.seed  # a row's draws: from its step, never its place or its source (`draws.row_seed`)
-        seeds = {
-            kind: draws.row_seed(seed, step=checkpoint.step, split_point=splitter.split_point, kind=kind)
-            for kind in subspaces
-        }
+        seeds = {kind: draws.row_seed(seed, step=checkpoint.step, split_point=point, kind=kind) for kind in subspaces}
         counts = self._counts(splitter.tokenizer)
-        results = _probe(
-            self.plan,
-            splitter,
-            subspaces,
-            seeds,
-            n_random=self._n_random,
-            counts=counts,
-            token_cache=self._token_cache,
-        )
+        results = _probe(self.plan, splitter, subspaces, seeds, self._n_random, counts, self._token_cache)
         shared = {
-            **_activation_metrics(sample, sample_ids, reference or own, self._counts(splitter.tokenizer)),
+            **_activation_metrics(sample, sample_ids, reference or own, counts),
             **drift("reference", own, reference),
         }
-        rows = []
-        for kind, result in results.items():
-            row = {**_identity(checkpoint, layer, splitter.split_point, kind), **result.to_dict(), **shared}
-            row.update(draw_seed=seeds[kind], n_random=self._n_random)
-            rows.append(row)
-        return rows
+        drawn = {"n_random": self._n_random}
+        return [
+            {
+                **_identity(checkpoint, layer, point, kind),
+                **result.to_dict(),
+                **shared,
+                "draw_seed": seeds[kind],
+                **drawn,
+            }
+            for kind, result in results.items()
+        ]
 
     def _fit_reader(self, splitter: ModelWithSplitPoints) -> FitReader:
         """A reader feeding a new own tangent at `splitter` and keeping the first `max_metric_tokens` rows."""
@@ -423,8 +329,7 @@ class CheckpointSweep:
 
     def _fit_read(self, checkpoint: Checkpoint, splitter: ModelWithSplitPoints, layer: int | str) -> FitRead:
         """The checkpoint's fit read at `layer`: kept from the reference pass, else read now."""
-        kept = self._kept_reads.pop((checkpoint.step, layer), None)
-        if isinstance(kept, AnisotropyError):
+        if isinstance(kept := self._kept_reads.pop((checkpoint.step, layer), None), AnisotropyError):
             raise kept
         if kept is not None:
             return kept
@@ -439,103 +344,78 @@ class CheckpointSweep:
         return self._token_cache.counts(tokenizer, texts, lambda: metrics.count_token_frequencies(texts, tokenizer))
 
 
-def _probe(
-    plan: SweepPlan,
-    splitter: ModelWithSplitPoints,
-    subspaces: dict[str, Subspace],
-    seeds: dict[str, int],
-    *,
-    n_random: int,
-    counts: torch.Tensor,
-    token_cache: TokenCache,
-) -> dict[str, Any]:
+def _probe(plan: SweepPlan, splitter, subspaces, seeds, n_random: int, counts, token_cache: TokenCache) -> dict:
     """The gradient probe of the settings' probe texts at `splitter` against each subspace (`GradientProbe.run`),
     its draws seeded by `seeds`, with R' = `n_random` and the texts' token `counts` (V,)."""
+    options, iso = plan.options, plan.isoscore
+    given = {name: getattr(options, name) for name in ("seed", "batch_size", "include_special", "call")}
+    distributed_sums = options.parallel == "data" and distributed.is_distributed()
     probe = GradientProbe(
         splitter,
         objective=plan.objective,
-        seed=plan.options.seed,
-        batch_size=plan.options.batch_size,
-        distributed=plan.options.parallel == "data" and distributed.is_distributed(),
+        distributed=distributed_sums,
+        **given,
         autocast_dtype=plan.autocast_dtype,
-        include_special=plan.options.include_special,
-        call=plan.options.call,
         token_cache=token_cache,
     )
+    isoscore = {"isoscore_convention": iso.convention, "isoscore_zeta": iso.zeta, "isoscore_c0": iso.target_name}
     return probe.run(
         plan.probe_texts,
         subspaces,
-        n_controls=plan.options.n_controls,
+        n_controls=options.n_controls,
         n_random=n_random,
-        seed=plan.options.seed,
+        seed=options.seed,
         draw_seeds=seeds,
-        isoscore_convention=plan.isoscore.convention,
-        isoscore_zeta=plan.isoscore.zeta,
-        isoscore_c0=plan.isoscore.target_name,
+        **isoscore,
         token_counts=counts,
-        max_tokens=plan.options.max_tokens,
+        max_tokens=options.max_tokens,
         progress=False,
     )
 
 
-def _activation_metrics(
-    sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace, counts: torch.Tensor
-) -> dict[str, Any]:
+def _activation_metrics(sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace, counts: torch.Tensor) -> dict:
     """Activation metrics of the first `max_metric_tokens` fit rows (n, d), their token ids (n,) and the texts'
     token counts (V,): isotropy summary, frequency-distance correlation and on-manifold entropy."""
     row: dict[str, Any] = {f"activation_{key}": value for key, value in metrics.summary(sample).items()}
-    row.update(frequency_distance_row(sample, ids, counts))
     # Identical contexts (e.g. the same first token of two texts) give identical rows; the estimator needs
     # distinct points.
     coordinates = torch.unique(tangent.coords(sample).double(), dim=0)
-    row["on_manifold_entropy"] = _finite_or_none(metrics.knn_entropy(coordinates))
-    return row
+    entropy = _finite_or_none(metrics.knn_entropy(coordinates))
+    return {**row, **frequency_distance_row(sample, ids, counts), "on_manifold_entropy": entropy}
 
 
 def _unfinished(plan: SweepPlan, done: set[tuple[int, str, str]]) -> list[Checkpoint]:
     """The checkpoints with a (split point, tangent kind) row not in `done` ((step, layer, kind) keys), in order."""
-    return [
-        checkpoint
-        for checkpoint in plan.checkpoints
-        if any((checkpoint.step, str(layer), kind) not in done for layer in plan.layers for kind in plan.tangent_kinds)
-    ]
+    keys = [(str(layer), kind) for layer in plan.layers for kind in plan.tangent_kinds]
+    return [checkpoint for checkpoint in plan.checkpoints if any((checkpoint.step, *key) not in done for key in keys)]
 
 
 def _pipeline(uses: list[Checkpoint], plan: SweepPlan, store: SweepStore, *, progress: bool) -> CheckpointPipeline:
     """The pipeline fetching the Hub checkpoints of `uses` ahead of their turn, within the settings' disk budget."""
-    if plan.options.max_cache_gb is not None and distributed.is_distributed():
+    options = plan.options
+    if options.max_cache_gb is not None and distributed.is_distributed():
         raise InvalidInputError(
-            "max_cache_gb is not supported under torchrun: the ranks share the Hugging Face cache, and one could "
-            "evict a revision another still reads. Leave max_cache_gb out, or sweep in a single process."
+            "max_cache_gb is not supported under torchrun (the ranks share the Hugging Face cache, and one could "
+            "evict a revision another still reads): leave max_cache_gb out, or sweep in a single process."
         )
     repos = sorted({c.source for c in uses if not c.is_local})
     before = None
     if repos and distributed.is_main_process() and not hub.is_offline():
         before = hub.cached_before(store.results_dir / hub.BEFORE_FILE, hub.cache_location(None), repos)
-    budget = None if plan.options.max_cache_gb is None else round(plan.options.max_cache_gb * 1e9)
-    return CheckpointPipeline(
-        uses,
-        prefetch=plan.options.prefetch,
-        max_concurrent_downloads=plan.options.max_concurrent_downloads,
-        max_cache_bytes=budget,
-        before=before,
-        progress=progress,
-        hub_timeout=plan.options.hub_timeout,
-    )
+    budget = None if options.max_cache_gb is None else round(options.max_cache_gb * 1e9)
+    given = {name: getattr(options, name) for name in ("prefetch", "max_concurrent_downloads", "hub_timeout")}
+    return CheckpointPipeline(uses, max_cache_bytes=budget, before=before, progress=progress, **given)
 
 
 def frequency_distance_row(activations: torch.Tensor, token_ids: torch.Tensor, counts: torch.Tensor) -> dict[str, Any]:
     """Frequency-distance correlation fields of a sweep row (None where it is undefined)."""
+    fields = {"pearson": "pearson", "spearman": "spearman", "p_value": "pearson_p_value"}
     try:
         correlation = metrics.frequency_distance_correlation(activations, token_ids.cpu(), counts)
     except AnisotropyError:
-        return {key: None for key in ("freq_distance_pearson", "freq_distance_spearman", "freq_distance_p_value")}
-    return {
-        "freq_distance_pearson": _finite_or_none(correlation.pearson),
-        "freq_distance_spearman": _finite_or_none(correlation.spearman),
-        "freq_distance_p_value": _finite_or_none(correlation.pearson_p_value),
-        "freq_distance_n": correlation.n,
-    }
+        return {f"freq_distance_{field}": None for field in fields}
+    row = {f"freq_distance_{field}": _finite_or_none(getattr(correlation, name)) for field, name in fields.items()}
+    return {**row, "freq_distance_n": correlation.n}
 
 
 def _identity(checkpoint: Checkpoint, layer: int | str, split_point: str, kind: str) -> dict[str, Any]:
@@ -583,26 +463,18 @@ def seconds_per_checkpoint_of_rows(rows: Sequence[dict[str, Any]]) -> float | No
 def opening_line(todo: int, rows: Sequence[dict[str, Any]], *, per_round: int = 1, early: int = 0) -> str:
     """What a sweep says before its first checkpoint: how many, and the time per checkpoint if its rows tell it."""
     after = f", after the reference tangent is fitted on {early} early checkpoints" if early else ""
-    seconds = seconds_per_checkpoint_of_rows(rows)
-    if seconds is None:
-        return (
-            f"{todo} checkpoint{'s' if todo != 1 else ''} to compute{after}; the time per checkpoint is "
-            "measured on the first one"
-        )
-    return (
-        estimate_line(seconds, todo, per_round=per_round, source="the wall_seconds of the rows already computed")
-        + after
-    )
+    if (seconds := seconds_per_checkpoint_of_rows(rows)) is None:
+        plural = "s" if todo != 1 else ""
+        return f"{todo} checkpoint{plural} to compute{after}; the time per checkpoint is measured on the first one"
+    source = "the wall_seconds of the rows already computed"
+    return estimate_line(seconds, todo, per_round=per_round, source=source) + after
 
 
 class CheckpointTimer:
     """Measures the sweep's rounds of checkpoints and says how long the rest will take."""
 
     def __init__(self, total: int, *, per_round: int = 1, clock: Callable[[], float] | None = None):
-        self.total = total
-        self.per_round = per_round
-        self.clock = clock or _now
-        self.done = 0
+        self.total, self.per_round, self.clock, self.done = total, per_round, clock or _now, 0
         self.rounds: list[float] = []
         self._started: float | None = None
 
@@ -615,10 +487,9 @@ class CheckpointTimer:
         if self._started is not None:
             self.rounds.append(self.clock() - self._started)
         self.done += checkpoints
-        remaining = self.total - self.done
-        if len(self.rounds) != 1 or remaining <= 0:
-            return None
-        return estimate_line(self.rounds[0], remaining, per_round=self.per_round)
+        if len(self.rounds) == 1 and (remaining := self.total - self.done) > 0:
+            return estimate_line(self.rounds[0], remaining, per_round=self.per_round)
+        return None
 
 
 class SaidOnce:
@@ -673,14 +544,9 @@ class FitReader:
     """Feeds a read's batches to a checkpoint's own tangent and keeps its first rows for the metrics."""
 
     def __init__(self, tangent: TangentExplainer, *, streamed: bool, max_sample: int):
-        self.tangent = tangent
-        self.streamed = streamed
-        self.max_sample = max_sample
+        self.tangent, self.streamed, self.max_sample, self.n_sample = tangent, streamed, max_sample, 0
         self.pooled: list[torch.Tensor] = []
-        self.sample: list[torch.Tensor] = []
-        self.ids: list[torch.Tensor] = []
-        self.locations: list[torch.Tensor] = []
-        self.n_sample = 0
+        self.head: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # the first rows, ids and locations
         self.error: AnisotropyError | None = None  # what `kept` hands on instead of a read
 
     def add(self, rows: Float[torch.Tensor, "n d"], ids: Int[torch.Tensor, " n"], locations: Int[torch.Tensor, "n 2"]):
@@ -688,10 +554,8 @@ class FitReader:
         rows = rows.float()
         if self.n_sample < self.max_sample:
             take = self.max_sample - self.n_sample
-            self.sample.append(rows[:take])
-            self.ids.append(ids[:take])
-            self.locations.append(locations[:take])
-            self.n_sample += self.sample[-1].shape[0]
+            self.head.append((rows[:take], ids[:take], locations[:take]))
+            self.n_sample += self.head[-1][0].shape[0]
         if self.streamed:
             self.tangent.partial_fit(rows)
         else:
@@ -699,21 +563,20 @@ class FitReader:
 
     def finish(self) -> FitRead:
         """The read: the tangent fitted (pooled methods; PCA's basis is computed when its subspace is asked for)."""
-        if not self.sample:
+        if not self.head:
             raise InvalidInputError(
                 "No token activations were read: the fit texts are empty or hold only special tokens."
             )
         if not self.streamed:
             self.tangent.fit(torch.cat(self.pooled))
-        sample = torch.cat(self.sample)
-        return FitRead(sample, torch.cat(self.ids), torch.cat(self.locations), sample.device, tangent=self.tangent)
+        sample, ids, locations = (torch.cat(parts) for parts in zip(*self.head, strict=True))
+        return FitRead(sample, ids, locations, sample.device, tangent=self.tangent)
 
     def add_or_defer(self, rows: torch.Tensor, ids: torch.Tensor, locations: torch.Tensor) -> None:
         """`add`, keeping our error (for `kept`) instead of raising it; after one, the batches are ignored."""
-        if self.error is not None:
-            return
         try:
-            self.add(rows, ids, locations)
+            if self.error is None:
+                self.add(rows, ids, locations)
         except AnisotropyError as error:
             self.error = error
 
@@ -724,7 +587,6 @@ class FitReader:
             return self.error
         try:
             read = self.finish()
-            own = read.subspace()
+            return FitRead(read.sample.cpu(), read.ids.cpu(), read.locations, read.device, own=read.subspace())
         except AnisotropyError as error:
             return error
-        return FitRead(read.sample.cpu(), read.ids.cpu(), read.locations, read.device, own=own)
