@@ -149,9 +149,7 @@ class GradientProbe:
         for name, subspace in named.items():
             if subspace.split_point is not None and subspace.split_point != here:
                 raise InvalidInputError(
-                    f"Subspace {name!r} was fitted at split point '{subspace.split_point}' but this probe reads "
-                    f"'{here}'. Probe at '{subspace.split_point}' (ModelWithSplitPoints(..., "
-                    f"split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
+                    f"Subspace {name!r} was fitted at split point '{subspace.split_point}' but this probe reads '{here}': probe at '{subspace.split_point}' (ModelWithSplitPoints(..., split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
                 )
             refuse_other_call(subspace.call, self.point.call, f"Subspace {name!r}", "GradientProbe(..., call=...)")
         return named
@@ -298,10 +296,8 @@ class GradientProbe:
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
         tally = Tally()
-        vocab_size = self.point.vocab_size or len(
-            self.splitter.tokenizer
-        )  # the embedding's rows, else the tokenizer's
-        shard_sums = ShardSums(columns, vocab_size, self.device)
+        # the embedding's rows, else the tokenizer's
+        shard_sums = ShardSums(columns, self.point.vocab_size or len(self.splitter.tokenizer), self.device)
         for step in self.steps(
             inputs,
             labels,
@@ -316,9 +312,7 @@ class GradientProbe:
             if width != dim:
                 fitted_at = sorted({subspace.split_point or "an unknown split point" for subspace in named.values()})
                 raise InvalidInputError(
-                    f"The split point '{self.splitter.split_point}' has d={width} but the subspaces live in R^{dim} "
-                    f"(fitted at {', '.join(repr(point) for point in fitted_at)}): they come from another layer or "
-                    "model. Fit them on this model at this split point."
+                    f"The split point '{self.splitter.split_point}' has d={width} but the subspaces live in R^{dim} (fitted at {', '.join(repr(point) for point in fitted_at)}), another layer or model: fit them on this model at this split point."
                 )
             shard_sums.add(step)
         return shard_sums.finish(tally)
@@ -328,10 +322,8 @@ class GradientProbe:
         device = self.device
         tally = sums.tally
         counts = [sums.sequence_id.numel(), tally.usable_sequences, tally.skipped_sequences, tally.skipped_batches]
-        counts.append(tally.nonfinite_sequences)
-        counters = torch.cat(
-            [torch.stack([sums.loss_sum, sums.loss_count]), torch.tensor(counts, dtype=torch.float64, device=device)]
-        )
+        counts = torch.tensor([*counts, tally.nonfinite_sequences], dtype=torch.float64, device=device)
+        counters = torch.cat([torch.stack([sums.loss_sum, sums.loss_count]), counts])
         moments = sums.moments
         if sharded:
             counters = distributed.all_reduce_sum(counters)
@@ -396,8 +388,7 @@ def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:
             )
         if str(name) in named:
             raise InvalidInputError(
-                f"Two subspaces are named {str(name)!r} (keys {[k for k, _ in items if str(k) == str(name)]}): their "
-                "rows would share one name; give each tangent its own name."
+                f"Two subspaces are named {str(name)!r} (keys {[k for k, _ in items if str(k) == str(name)]}), whose rows would share one name: give each tangent its own name."
             )
         named[str(name)] = subspace
     if not named:
