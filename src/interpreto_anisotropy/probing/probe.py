@@ -182,11 +182,9 @@ class GradientProbe:
             batch, probed = step.batch, step.probed
             positions = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
             original = batch.get("original_input_ids", batch["input_ids"])
-            parts["h"].append(step.hidden[probed])
-            parts["g"].append(step.gradient[probed])
-            parts["seq"].append(step.sequence_ids.to(probed.device)[:, None].expand_as(probed)[probed])
-            parts["pos"].append(positions[probed])
-            parts["ids"].append(original[probed])
+            sequences = step.sequence_ids.to(probed.device)[:, None].expand_as(probed)
+            for key, values in zip(parts, (step.hidden, step.gradient, sequences, positions, original), strict=False):
+                parts[key].append(values[probed])
             if "labels" in batch and batch["labels"].dim() == 2:
                 parts["masked"].append((batch["labels"] != -100)[probed])
             loss_sum = loss_sum + step.loss_sum
@@ -194,16 +192,9 @@ class GradientProbe:
         self.steps.check_usable(tally)
         if sum(part.shape[0] for part in parts["g"]) == 0:
             raise InvalidInputError("No token was probed: every batch was skipped or empty.")
-        return TokenGradients(
-            activations=torch.cat(parts["h"]),
-            gradients=torch.cat(parts["g"]),
-            sequence_ids=torch.cat(parts["seq"]),
-            positions=torch.cat(parts["pos"]),
-            input_ids=torch.cat(parts["ids"]),
-            masked=torch.cat(parts["masked"]) if parts["masked"] else None,
-            loss_sum=float(loss_sum),
-            loss_count=int(loss_count),
-        )
+        masked = torch.cat(parts["masked"]) if parts["masked"] else None
+        rows = (torch.cat(parts[key]) for key in ("h", "g", "seq", "pos", "ids"))  # TokenGradients' order
+        return TokenGradients(*rows, masked=masked, loss_sum=float(loss_sum), loss_count=int(loss_count))
 
     def run(
         self,

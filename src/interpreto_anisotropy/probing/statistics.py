@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -229,13 +230,10 @@ def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], tuple
 def _segment_sums(values: Float[torch.Tensor, "N K"], widths: tuple[int, ...]) -> Float[torch.Tensor, "N S"]:
     """Sums of consecutive column segments of the given widths, (N, len(widths)): one reshape per run of equal
     widths (a tangent and its controls share a rank), so time and memory are linear in the columns."""
-    parts, start, index = [], 0, 0
-    while index < len(widths):
-        width, run = widths[index], 1
-        while index + run < len(widths) and widths[index + run] == width:
-            run += 1
+    parts, start = [], 0
+    for width, run in ((width, len(list(group))) for width, group in itertools.groupby(widths)):
         parts.append(values[:, start : start + width * run].reshape(values.shape[0], run, width).sum(-1))
-        start, index = start + width * run, index + run
+        start += width * run
     return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
 
