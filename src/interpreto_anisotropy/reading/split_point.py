@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -346,14 +346,6 @@ class SplitPoint:
             self.special_ids = self.special_ids.to(input_ids.device)
         return token_rows(input_ids, batch["attention_mask"], self.special_ids, include_special=self.include_special)
 
-    @contextmanager
-    def _hooked(self, capture: HiddenStateCapture) -> Iterator[HiddenStateCapture]:
-        handle = self.module.register_forward_hook(capture)
-        try:
-            yield capture
-        finally:
-            handle.remove()
-
     def read(self, batch: Batch) -> Float[torch.Tensor, "b l d"]:
         """The split point's hidden states (b, l, d), forward only in eval mode, stopping there (the first read counts
         the module's calls, stopping before the output head)."""
@@ -367,25 +359,19 @@ class SplitPoint:
         """A forward without grad that counts the module's calls and keeps their outputs, stopped at the output head."""
         capture = HiddenStateCapture(self.path, call=None)
         head = _output_head(self.model)
-        handle = None
-        if head is not None and head is not self.module:
 
-            def stop_at_head(module: torch.nn.Module, args: Any) -> None:
-                if capture.calls:
-                    raise StopForward
+        def stop_at_head(module: torch.nn.Module, args: Any) -> None:
+            if capture.calls:
+                raise StopForward
 
-            handle = head.register_forward_pre_hook(stop_at_head)
-        try:
+        with nullcontext() if head is None or head is self.module else head.register_forward_pre_hook(stop_at_head):
             self._forward_only(batch, capture)
-        finally:
-            if handle is not None:
-                handle.remove()
         self._count(capture.calls)
         return capture
 
     def _forward_only(self, batch: Batch, capture: HiddenStateCapture) -> HiddenStateCapture:
         """A forward without grad with `capture` hooked (stopped where it stops); returns the capture."""
-        with self._hooked(capture), eval_mode(self.model):
+        with self.module.register_forward_hook(capture), eval_mode(self.model):
             try:
                 with torch.no_grad(), autocast(self.device, self.autocast_dtype):
                     self.model(**self.model_inputs(batch))
@@ -421,10 +407,8 @@ class SplitPoint:
         if self.calls is None and (self.call == "last" or (isinstance(self.call, int) and self.call < 0)):
             self._counting_forward(batch)
         flags = [(parameter, parameter.requires_grad) for parameter in self.model.parameters()]
-        with (
-            self._hooked(HiddenStateCapture(self.path, as_leaf=True, call=self._index())) as capture,
-            eval_mode(self.model),
-        ):
+        capture = HiddenStateCapture(self.path, as_leaf=True, call=self._index())
+        with self.module.register_forward_hook(capture), eval_mode(self.model):
             try:
                 for parameter, _ in flags:
                     parameter.requires_grad_(False)
