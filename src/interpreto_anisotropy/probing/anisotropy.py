@@ -97,8 +97,7 @@ class IsoScoreSettings:
         """Refuse (`InvalidInputError`) a given C0 whose size is not the gradients' d."""
         if isinstance(self.target, torch.Tensor) and self.target.shape[0] != dim:
             raise InvalidInputError(
-                f"isoscore_c0 is a {self.target.shape[0]} x {self.target.shape[0]} matrix but the gradients live in "
-                f"R^{dim}: pass the covariance of gradients taken at this split point, or a target name."
+                f"isoscore_c0 is a {self.target.shape[0]} x {self.target.shape[0]} matrix but the gradients live in R^{dim}: pass the covariance of gradients taken at this split point, or a target name."
             )
 
     def unbiased(self, count: int) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import torch
 from jaxtyping import Bool, Float, Int
@@ -43,9 +44,8 @@ def frequency_bucket_of_ids(
     order = torch.argsort(counts, descending=True, stable=True)
     before = (torch.cumsum(counts[order], 0) - counts[order]) / counts.sum()  # share of the more frequent types
     buckets = torch.empty_like(order)
-    buckets[order] = torch.bucketize(
-        before, torch.tensor(edges, dtype=torch.float64, device=before.device), right=True
-    )
+    cuts = torch.tensor(edges, dtype=torch.float64, device=before.device)
+    buckets[order] = torch.bucketize(before, cuts, right=True)
     buckets[counts == 0] = len(edges)
     return buckets
 
@@ -61,15 +61,13 @@ def position_buckets(positions: Int[torch.Tensor, "..."], *, edges: Sequence[int
 def frequency_labels(edges: Sequence[float] = FREQUENCY_EDGES) -> list[str]:
     """Names of the frequency buckets, e.g. "0-50 % of occurrences" (the edges, not the exact shares held)."""
     bounds = [0.0, *edges, 1.0]
-    return [f"{100 * low:g}-{100 * high:g} % of occurrences" for low, high in zip(bounds, bounds[1:], strict=False)]
+    return [f"{100 * low:g}-{100 * high:g} % of occurrences" for low, high in pairwise(bounds)]
 
 
 def position_labels(edges: Sequence[int] = POSITION_EDGES) -> list[str]:
     """Names of the position buckets, e.g. "0", "1-3", ..., "256+"."""
     bounds = [0, *edges]
-    labels = [
-        str(low) if high - low == 1 else f"{low}-{high - 1}" for low, high in zip(bounds, bounds[1:], strict=False)
-    ]
+    labels = [str(low) if high - low == 1 else f"{low}-{high - 1}" for low, high in pairwise(bounds)]
     return [*labels, f"{bounds[-1]}+"]
 
 
@@ -113,13 +111,8 @@ class EnergyByBucket:
 
     def shares(self, columns: Sequence[int]) -> list[list[float | None]]:
         """Energy share per bucket of each given column, (len(columns), B); None for an empty bucket."""
-        return [
-            [
-                float(e / t) if t > 0 else None
-                for e, t in zip(self.energy[:, column].tolist(), self.total.tolist(), strict=True)
-            ]
-            for column in columns
-        ]
+        rows = [zip(self.energy[:, column].tolist(), self.total.tolist(), strict=True) for column in columns]
+        return [[float(e / t) if t > 0 else None for e, t in row] for row in rows]
 
 
 class Breakdown:
@@ -149,13 +142,9 @@ class Breakdown:
         probed: Bool[torch.Tensor, " N"],
     ) -> None:
         """Add a batch's flattened tokens (energies (N, S) in every column); rows not `probed` count for nothing."""
-        energy = torch.cat(
-            [
-                *(token_energy[:, column, None] for column in self.tangent_columns),  # no index tensor to copy
-                torch.stack([token_energy[:, columns].mean(1) for columns in self.control_columns], dim=1),
-            ],
-            dim=1,
-        )
+        tangents = [token_energy[:, column, None] for column in self.tangent_columns]  # no index tensor to copy
+        controls = torch.stack([token_energy[:, columns].mean(1) for columns in self.control_columns], dim=1)
+        energy = torch.cat([*tangents, controls], dim=1)
         known = token_ids < self.by_id.total.numel()
         self.by_id.add(torch.where(known, token_ids, 0), energy, token_total, probed & known)
         self.by_position.add(position_buckets(positions, edges=self.position_edges), energy, token_total, probed)

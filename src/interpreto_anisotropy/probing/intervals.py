@@ -45,7 +45,11 @@ def share_intervals(
     generator: torch.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap-t interval of each column's energy share sum(energy) / sum(total), resampling sequences."""
-    _check(energy, total, n_resamples, confidence)
+    _check_resampling(n_resamples, confidence)
+    if energy.dim() != 2 or total.shape != energy.shape[:1] or total.shape[0] == 0:
+        raise InvalidInputError(
+            f"energy (n_seq, S) and total (n_seq,) must describe the same n_seq > 0 sequences, got shapes {tuple(energy.shape)} and {tuple(total.shape)}."
+        )
     n_sequences = total.shape[0]
     if n_sequences < MIN_BOOTSTRAP_SEQUENCES:
         _warn_few(n_sequences)
@@ -67,15 +71,6 @@ def _check_resampling(n_resamples: int, confidence: float) -> None:
         raise InvalidInputError(f"n_bootstrap must be positive, got {n_resamples}.")
     if not 0 < confidence < 1:
         raise InvalidInputError(f"confidence must be in (0, 1), got {confidence}.")
-
-
-def _check(energy: torch.Tensor, total: torch.Tensor, n_resamples: int, confidence: float) -> None:
-    _check_resampling(n_resamples, confidence)
-    if energy.dim() != 2 or total.shape != energy.shape[:1] or total.shape[0] == 0:
-        raise InvalidInputError(
-            f"energy (n_seq, S) and total (n_seq,) must describe the same n_seq > 0 sequences, got shapes "
-            f"{tuple(energy.shape)} and {tuple(total.shape)}."
-        )
 
 
 def _warn_few(n_sequences: int) -> None:
@@ -197,8 +192,7 @@ def paired_change(
     _check_resampling(n_resamples, confidence)
     if a0.ndim != 2 or a0.shape[0] == 0 or any(value.shape != a0.shape for value in (a1, b0, b1)):
         raise InvalidInputError(
-            "The numerators and denominators at both probes must be (n_seq, S) arrays of the same n_seq > 0 paired "
-            f"sequences, got shapes {[value.shape for value in (a0, a1, b0, b1)]}."
+            f"The numerators and denominators at both probes must be (n_seq, S) arrays of the same n_seq > 0 paired sequences, got shapes {[value.shape for value in (a0, a1, b0, b1)]}."
         )
     n = a0.shape[0]
     ones = np.ones((1, n))
@@ -206,12 +200,13 @@ def paired_change(
     nan = np.full(a0.shape[1], np.nan)
     if n < 2 or not (np.all(b0.sum(0) > 0) and np.all(b1.sum(0) > 0)):
         return PairedChange(change, nan, nan.copy(), nan.copy(), n)
-    studentized = np.concatenate(
-        [
-            _paired_studentized(counts.numpy(), a0, a1, b0, b1, change)
-            for counts in _resample_counts(n, n_resamples, generator)
-        ]
-    )
+    parts = []  # (D*_b - D) / se*_b of each resample: 0 within `_TIE` (0 / 0 included), infinite for a zero se
+    for counts in _resample_counts(n, n_resamples, generator):
+        resampled, resampled_error = _change_and_error(counts.numpy(), a0, a1, b0, b1)
+        distance = resampled - change
+        with np.errstate(invalid="ignore", divide="ignore"):
+            parts.append(np.where(np.abs(distance) <= _TIE, 0.0, distance / resampled_error))
+    studentized = np.concatenate(parts)
     below, above = _multipliers(studentized, confidence)
     low, high = change - _paired_reach(below, error), change + _paired_reach(above, error)
     return PairedChange(change, low, high, _p_value(studentized, change, error), n)
@@ -233,21 +228,6 @@ def _change_and_error(
     mean = (weights * left_out).sum(1) / m
     spread = (weights * (left_out - mean[:, None]) ** 2).sum(1)
     return change, np.sqrt((m - 1) / m * spread)
-
-
-def _paired_studentized(
-    counts: Float[np.ndarray, "B n"],
-    a0: np.ndarray,
-    a1: np.ndarray,
-    b0: np.ndarray,
-    b1: np.ndarray,
-    change: Float[np.ndarray, " S"],
-) -> Float[np.ndarray, "B S"]:
-    """(D*_b - D) / se*_b of each resample: 0 within `_TIE` (0 / 0 included), infinite for a zero se."""
-    resampled, error = _change_and_error(counts, a0, a1, b0, b1)
-    distance = resampled - change
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(np.abs(distance) <= _TIE, 0.0, distance / error)
 
 
 def _paired_reach(multiplier: Float[np.ndarray, " S"], error: Float[np.ndarray, " S"]) -> Float[np.ndarray, " S"]:

@@ -63,8 +63,7 @@ class MaskedLM:
             object.__setattr__(self, option.name, float(value))
         if not 0.0 < self.rate < 1.0:
             raise InvalidInputError(
-                f"MaskedLM rate must be in (0, 1), got {self.rate}: it is the share of tokens selected for prediction "
-                "(BERT: 0.15, ModernBERT: 0.3)."
+                f"MaskedLM rate must be in (0, 1), got {self.rate}: it is the share of tokens selected for prediction (BERT: 0.15, ModernBERT: 0.3)."
             )
         for share in ("mask", "random", "keep"):
             if not 0.0 <= getattr(self, share) <= 1.0:
@@ -72,8 +71,7 @@ class MaskedLM:
         total = self.mask + self.random + self.keep
         if abs(total - 1.0) > _SPLIT_TOLERANCE:
             raise InvalidInputError(
-                f"MaskedLM mask + random + keep must be 1, got {self.mask} + {self.random} + {self.keep} = {total}. "
-                "Give the three shares of the selected tokens, e.g. mask=0.8, random=0.1, keep=0.1."
+                f"MaskedLM mask + random + keep must be 1, got {self.mask} + {self.random} + {self.keep} = {total}: give the three shares of the selected tokens, e.g. mask=0.8, random=0.1, keep=0.1."
             )
 
     @property
@@ -188,8 +186,7 @@ def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> 
         raise InvalidInputError(f"mlm_probability must be in (0, 1), got {mlm_probability!r}.")
     if masking is not None and masking.rate != mlm_probability:
         raise InvalidInputError(
-            f"mlm_probability={mlm_probability} disagrees with the rate of {masking}: give the rate once, in "
-            "MaskedLM(rate=...)."
+            f"mlm_probability={mlm_probability} disagrees with the rate of {masking}: give the rate once, in MaskedLM(rate=...)."
         )
     return masking if masking is not None else MaskedLM(rate=mlm_probability)
 

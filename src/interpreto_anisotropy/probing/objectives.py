@@ -130,9 +130,7 @@ def _logits(output: Any, objective: str) -> torch.Tensor:
         return logits
     fields = ", ".join(output.keys()) if hasattr(output, "keys") else type(output).__name__
     raise InvalidInputError(
-        f"The {objective} objective needs logits, but the model returned {type(output).__name__} ({fields}) without "
-        "them: a model without an output head. Load it with its head (AutoModelForCausalLM, AutoModelForMaskedLM) "
-        "or pass a callable objective fn(output, batch) that computes a loss from these fields."
+        f"The {objective} objective needs logits, but the model returned {type(output).__name__} ({fields}) without them: load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM) or pass a callable objective fn(output, batch) that computes a loss from these fields."
     )
 
 
@@ -141,9 +139,7 @@ def _token_logits(output: Any, batch: dict[str, torch.Tensor], objective: str) -
     logits = _logits(output, objective)
     if logits.dim() != 3 or logits.shape[:2] != batch["input_ids"].shape:
         raise InvalidInputError(
-            f"The {objective} objective needs per-token logits (batch, length, vocab) = "
-            f"({', '.join(map(str, batch['input_ids'].shape))}, vocab), but the model returned logits of shape "
-            f"{tuple(logits.shape)}. A sequence classifier takes objective='sequence_classification' (or 'auto')."
+            f"The {objective} objective needs per-token logits (batch, length, vocab) = ({', '.join(map(str, batch['input_ids'].shape))}, vocab), but the model returned logits of shape {tuple(logits.shape)}: a sequence classifier takes objective='sequence_classification' (or 'auto')."
         )
     return logits
 
@@ -233,8 +229,7 @@ class CausalLMObjective(Objective):
         coef = getattr(getattr(model, "config", None), "router_aux_loss_coef", None)
         if not isinstance(coef, (int, float)) or isinstance(coef, bool):
             raise InvalidInputError(
-                f"include_aux_loss=True needs a mixture-of-experts model whose config has router_aux_loss_coef "
-                f"(Mixtral, Qwen2-MoE, OLMoE, ...); {type(model).__name__} has none. Drop include_aux_loss."
+                f"include_aux_loss=True needs a mixture-of-experts model whose config has router_aux_loss_coef (Mixtral, Qwen2-MoE, OLMoE, ...), which {type(model).__name__} has not: drop include_aux_loss."
             )
         self.aux_loss_coef = float(coef)
         return {"output_router_logits": True}
@@ -252,8 +247,7 @@ class CausalLMObjective(Objective):
         aux_loss = getattr(output, "aux_loss", None)
         if not isinstance(aux_loss, torch.Tensor) or self.aux_loss_coef is None:
             raise InvalidInputError(
-                f"include_aux_loss=True, but the model returned {type(output).__name__} without an aux_loss tensor: "
-                "probe it through GradientProbe (which asks for router logits) and a mixture-of-experts model."
+                f"include_aux_loss=True, but the model returned {type(output).__name__} without an aux_loss tensor: probe a mixture-of-experts model through GradientProbe (which asks for router logits)."
             )
         weighted = self.aux_loss_coef * aux_loss
         per_token_sum = terms.count * weighted
@@ -267,9 +261,7 @@ class CausalLMObjective(Objective):
     def probed_tokens(self, batch: dict[str, torch.Tensor]) -> Bool[torch.Tensor, "b l"]:
         """Real tokens followed by a real token (the last one of each sequence predicts nothing)."""
         mask = batch["attention_mask"].bool()
-        has_next = torch.zeros_like(mask)
-        has_next[:, :-1] = mask[:, 1:]
-        return mask & has_next
+        return mask & torch.cat([mask[:, 1:], torch.zeros_like(mask[:, :1])], dim=1)
 
 
 class MaskedLMObjective(Objective):
@@ -322,8 +314,7 @@ class MaskedLMObjective(Objective):
         """Mask the batch: adds `labels` (-100 where not selected) and keeps the `original_input_ids`."""
         if getattr(tokenizer, "mask_token_id", None) is None:
             raise InvalidInputError(
-                "The masked_lm objective needs a tokenizer with a mask token (tokenizer.mask_token is None). "
-                "Use the model's own tokenizer, or pass a callable objective."
+                "The masked_lm objective needs a tokenizer with a mask token (tokenizer.mask_token is None): use the model's own tokenizer, or pass a callable objective."
             )
         input_ids = batch["input_ids"]
         attention = batch["attention_mask"].bool()
@@ -385,9 +376,7 @@ class SequenceClassificationObjective(Objective):
         logits = _logits(output, self.name)
         if logits.dim() != 2:
             raise InvalidInputError(
-                f"The sequence_classification objective needs (batch, classes) logits, but the model returned logits "
-                f"of shape {tuple(logits.shape)}: a language model. Use objective='auto' (or 'causal_lm' / "
-                "'masked_lm'), or load the model with AutoModelForSequenceClassification."
+                f"The sequence_classification objective needs (batch, classes) logits, but the model returned logits of shape {tuple(logits.shape)}, a language model's: use objective='auto' (or 'causal_lm' / 'masked_lm'), or load the model with AutoModelForSequenceClassification."
             )
         per_sequence = F.cross_entropy(_at_least_float32(logits), batch["labels"], reduction="none")
         return _reduce(per_sequence, int(batch["labels"].numel()), self.reduction)
@@ -488,15 +477,12 @@ def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
     base = MODEL_MAPPING_NAMES.get(getattr(getattr(model, "config", None), "model_type", None))
     if name in (base if isinstance(base, tuple) else (base,)):  # its family's base model (e.g. BertModel): no head
         raise InvalidInputError(
-            f"{name} has no output head (it returns hidden states, no logits), so no built-in objective applies: "
-            "load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM, ...) or pass a callable "
-            "objective fn(output, batch)."
+            f"{name} has no output head (it returns hidden states, no logits), so no built-in objective applies: load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM, ...) or pass a callable objective fn(output, batch)."
         )
     objective = objective_from_config(getattr(model, "config", None))
     if objective is None:
         raise InvalidInputError(
-            f"Cannot tell which objective {name} was trained with; pass objective='causal_lm', 'masked_lm', "
-            "'sequence_classification' or a callable fn(output, batch)."
+            f"Cannot tell which objective {name} was trained with; pass objective='causal_lm', 'masked_lm', 'sequence_classification' or a callable fn(output, batch)."
         )
     return objective
 
@@ -505,12 +491,9 @@ def _check_fits(objective: ObjectiveName, model: torch.nn.Module) -> None:
     """Raise our error when a named objective does not fit the model's head."""
     expected = objective_for_model(model)
     if expected is not objective:
-        classes = {"causal_lm": "CausalLMObjective()", "masked_lm": "MaskedLMObjective()"}
-        force = classes.get(objective.value, "SequenceClassificationObjective()")
+        force = {"causal_lm": "CausalLM", "masked_lm": "MaskedLM"}.get(objective.value, "SequenceClassification")
         raise InvalidInputError(
-            f"The {objective.value} objective does not fit {type(model).__name__}, a {expected.value} model: pass "
-            f"objective='{expected.value}' (or 'auto'). To use {objective.value} all the same, pass the objective "
-            f"instance {force}."
+            f"The {objective.value} objective does not fit {type(model).__name__}, a {expected.value} model: pass objective='{expected.value}' (or 'auto'), or the objective instance {force}Objective() to use {objective.value} all the same."
         )
 
 
@@ -593,10 +576,8 @@ def describe_objective(objective: Any) -> str | dict[str, Any]:
         >>> describe_objective(MaskedLM(rate=0.3))
         {'objective': 'masked_lm', 'rate': 0.3, 'mask': 0.8, 'random': 0.1, 'keep': 0.1}
     """
-    if isinstance(objective, ObjectiveName):
-        return objective.value
     if isinstance(objective, str):
-        return objective
+        return objective.value if isinstance(objective, ObjectiveName) else objective
     if isinstance(objective, MaskedLM):
         return ObjectiveName.MASKED_LM.value if objective == MaskedLM() else objective.to_dict()
     return getattr(objective, "__name__", "callable")

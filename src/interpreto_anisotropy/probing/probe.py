@@ -149,9 +149,7 @@ class GradientProbe:
         for name, subspace in named.items():
             if subspace.split_point is not None and subspace.split_point != here:
                 raise InvalidInputError(
-                    f"Subspace {name!r} was fitted at split point '{subspace.split_point}' but this probe reads "
-                    f"'{here}'. Probe at '{subspace.split_point}' (ModelWithSplitPoints(..., "
-                    f"split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
+                    f"Subspace {name!r} was fitted at split point '{subspace.split_point}' but this probe reads '{here}': probe at '{subspace.split_point}' (ModelWithSplitPoints(..., split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
                 )
             refuse_other_call(subspace.call, self.point.call, f"Subspace {name!r}", "GradientProbe(..., call=...)")
         return named
@@ -184,11 +182,9 @@ class GradientProbe:
             batch, probed = step.batch, step.probed
             positions = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
             original = batch.get("original_input_ids", batch["input_ids"])
-            parts["h"].append(step.hidden[probed])
-            parts["g"].append(step.gradient[probed])
-            parts["seq"].append(step.sequence_ids.to(probed.device)[:, None].expand_as(probed)[probed])
-            parts["pos"].append(positions[probed])
-            parts["ids"].append(original[probed])
+            sequences = step.sequence_ids.to(probed.device)[:, None].expand_as(probed)
+            for key, values in zip(parts, (step.hidden, step.gradient, sequences, positions, original), strict=False):
+                parts[key].append(values[probed])
             if "labels" in batch and batch["labels"].dim() == 2:
                 parts["masked"].append((batch["labels"] != -100)[probed])
             loss_sum = loss_sum + step.loss_sum
@@ -196,16 +192,9 @@ class GradientProbe:
         self.steps.check_usable(tally)
         if sum(part.shape[0] for part in parts["g"]) == 0:
             raise InvalidInputError("No token was probed: every batch was skipped or empty.")
-        return TokenGradients(
-            activations=torch.cat(parts["h"]),
-            gradients=torch.cat(parts["g"]),
-            sequence_ids=torch.cat(parts["seq"]),
-            positions=torch.cat(parts["pos"]),
-            input_ids=torch.cat(parts["ids"]),
-            masked=torch.cat(parts["masked"]) if parts["masked"] else None,
-            loss_sum=float(loss_sum),
-            loss_count=int(loss_count),
-        )
+        masked = torch.cat(parts["masked"]) if parts["masked"] else None
+        rows = (torch.cat(parts[key]) for key in ("h", "g", "seq", "pos", "ids"))  # TokenGradients' order
+        return TokenGradients(*rows, masked=masked, loss_sum=float(loss_sum), loss_count=int(loss_count))
 
     def run(
         self,
@@ -298,10 +287,8 @@ class GradientProbe:
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
         tally = Tally()
-        vocab_size = self.point.vocab_size or len(
-            self.splitter.tokenizer
-        )  # the embedding's rows, else the tokenizer's
-        shard_sums = ShardSums(columns, vocab_size, self.device)
+        # the embedding's rows, else the tokenizer's
+        shard_sums = ShardSums(columns, self.point.vocab_size or len(self.splitter.tokenizer), self.device)
         for step in self.steps(
             inputs,
             labels,
@@ -316,9 +303,7 @@ class GradientProbe:
             if width != dim:
                 fitted_at = sorted({subspace.split_point or "an unknown split point" for subspace in named.values()})
                 raise InvalidInputError(
-                    f"The split point '{self.splitter.split_point}' has d={width} but the subspaces live in R^{dim} "
-                    f"(fitted at {', '.join(repr(point) for point in fitted_at)}): they come from another layer or "
-                    "model. Fit them on this model at this split point."
+                    f"The split point '{self.splitter.split_point}' has d={width} but the subspaces live in R^{dim} (fitted at {', '.join(repr(point) for point in fitted_at)}), another layer or model: fit them on this model at this split point."
                 )
             shard_sums.add(step)
         return shard_sums.finish(tally)
@@ -328,10 +313,8 @@ class GradientProbe:
         device = self.device
         tally = sums.tally
         counts = [sums.sequence_id.numel(), tally.usable_sequences, tally.skipped_sequences, tally.skipped_batches]
-        counts.append(tally.nonfinite_sequences)
-        counters = torch.cat(
-            [torch.stack([sums.loss_sum, sums.loss_count]), torch.tensor(counts, dtype=torch.float64, device=device)]
-        )
+        counts = torch.tensor([*counts, tally.nonfinite_sequences], dtype=torch.float64, device=device)
+        counters = torch.cat([torch.stack([sums.loss_sum, sums.loss_count]), counts])
         moments = sums.moments
         if sharded:
             counters = distributed.all_reduce_sum(counters)
@@ -396,8 +379,7 @@ def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:
             )
         if str(name) in named:
             raise InvalidInputError(
-                f"Two subspaces are named {str(name)!r} (keys {[k for k, _ in items if str(k) == str(name)]}): their "
-                "rows would share one name; give each tangent its own name."
+                f"Two subspaces are named {str(name)!r} (keys {[k for k, _ in items if str(k) == str(name)]}), whose rows would share one name: give each tangent its own name."
             )
         named[str(name)] = subspace
     if not named:

@@ -233,7 +233,7 @@ class ProbeResult:
         """(label, value) of every number `print` and the notebook show, arrays summed up."""
         controls = self.control_energy_shares
         delta_controls = self.delta_isoscore_star_controls
-        rows = [
+        return [
             ("tokens / sequences", f"{self.n_tokens} / {self.n_sequences}"),
             ("d / k", f"{self.dim} / {self.rank}"),
             ("loss (mean per term)", f"{self.loss:.4f}"),
@@ -260,7 +260,6 @@ class ProbeResult:
                 f"{self.anisotropy_p_value_exact:.3f}",
             ),
         ]
-        return rows
 
 
 def _jsonable(value: Any) -> Any:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,10 +59,6 @@ class RandomSubspaces:
     def chunks(self, device: torch.device | str = "cpu") -> Iterator[Float[torch.Tensor, "c d k"]]:
         """Their float64 bases (c, d, k), a chunk at a time on `device`."""
         return random_subspace_chunks(self.dim, self.rank, self.count, seed=self.seed, device=device)
-
-    def bases(self, device: torch.device | str = "cpu") -> Float[torch.Tensor, "R d k"]:
-        """Every float64 basis at once, (R', d, k) (checks and small R')."""
-        return torch.cat(list(self.chunks(device)))
 
     def scores(
         self, moments: MomentAccumulator, covariance: Float[torch.Tensor, "d d"], isoscore: IsoScoreSettings
@@ -140,19 +137,14 @@ class SubspaceColumns:
     ) -> SubspaceColumns:
         """Draw R = `n_controls` normal controls per tangent and R' = `n_random` random subspaces per rank (one
         `seed` for both draws, each its own stream) or per tangent (`seed` = {tangent name: seed})."""
-        if isinstance(seed, Mapping):
-            missing = [name for name in tangents if name not in seed]
-            if missing:
-                raise InvalidInputError(f"The draw seeds name no seed for tangent(s) {missing}: give one for each.")
-        seeds = (
-            {name: int(seed[name]) for name in tangents}
-            if isinstance(seed, Mapping)
-            else dict.fromkeys(tangents, seed)
-        )
+        per_tangent = isinstance(seed, Mapping)
+        if per_tangent and (missing := [name for name in tangents if name not in seed]):
+            raise InvalidInputError(f"The draw seeds name no seed for tangent(s) {missing}: give one for each.")
+        seeds = {name: int(seed[name]) for name in tangents} if per_tangent else dict.fromkeys(tangents, seed)
         controls = {
             name: normal_control_bases(tangent, n_controls, seed=seeds[name]) for name, tangent in tangents.items()
         }
-        key = {name: name if isinstance(seed, Mapping) else tangent.rank for name, tangent in tangents.items()}
+        key = {name: name if per_tangent else tangent.rank for name, tangent in tangents.items()}
         randoms: dict[int | str, RandomSubspaces] = {}
         for name, tangent in tangents.items():
             if key[name] not in randoms:
@@ -238,13 +230,10 @@ def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], tuple
 def _segment_sums(values: Float[torch.Tensor, "N K"], widths: tuple[int, ...]) -> Float[torch.Tensor, "N S"]:
     """Sums of consecutive column segments of the given widths, (N, len(widths)): one reshape per run of equal
     widths (a tangent and its controls share a rank), so time and memory are linear in the columns."""
-    parts, start, index = [], 0, 0
-    while index < len(widths):
-        width, run = widths[index], 1
-        while index + run < len(widths) and widths[index + run] == width:
-            run += 1
+    parts, start = [], 0
+    for width, run in ((width, len(list(group))) for width, group in itertools.groupby(widths)):
         parts.append(values[:, start : start + width * run].reshape(values.shape[0], run, width).sum(-1))
-        start, index = start + width * run, index + run
+        start += width * run
     return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
 
@@ -255,8 +244,7 @@ def sums_from_gradients(
     on `columns` as it projects them (no loss), over the distinct sequences by increasing id."""
     if gradients.dim() != 2 or sequence_ids.shape != gradients.shape[:1] or gradients.shape[0] == 0:
         raise InvalidInputError(
-            f"gradients (n, d) and sequence_ids (n,) must describe the same n > 0 rows, got shapes "
-            f"{tuple(gradients.shape)} and {tuple(sequence_ids.shape)}."
+            f"gradients (n, d) and sequence_ids (n,) must describe the same n > 0 rows, got shapes {tuple(gradients.shape)} and {tuple(sequence_ids.shape)}."
         )
     rows = gradients.float()
     ids, inverse = torch.unique(sequence_ids.cpu(), return_inverse=True)
@@ -295,7 +283,22 @@ def build_results(
         confidence=confidence,
         generator=torch.Generator().manual_seed(seed),
     )
-    common = _shared_fields(sums, objective, split_point, seed, isoscore, covariance, dim)
+    common = {
+        "n_tokens": sums.moments.count,
+        "n_sequences": sums.n_sequences,
+        "dim": dim,
+        "loss": sums.loss_sum / max(sums.loss_count, 1),
+        "objective": objective.name,
+        "reduction": objective.reduction.value,
+        "split_point": split_point,
+        "seed": seed,
+        "n_skipped_batches": sums.tally.skipped_batches,
+        "n_skipped_sequences": sums.tally.skipped_sequences + sums.tally.nonfinite_sequences,
+        "isoscore_star": isoscore.score(covariance, sums.moments.count),
+        "isoscore_convention": isoscore.convention.value,
+        "isoscore_zeta": isoscore.zeta,
+        "isoscore_c0": isoscore.target_name,
+    }
     # one chunked pass per key of `randoms`, shared by the tangents ranked among them
     random_scores = columns.random_scores(sums.moments, covariance, isoscore)
     per_sequence = _per_sequence_fields(sums, columns, tangent_columns)
@@ -357,32 +360,4 @@ def _per_sequence_fields(sums: ProbeSums, columns: SubspaceColumns, tangent_colu
         "sequence_energies": sums.tangent_sequence_energy(tangent_columns).cpu().T.tolist(),
         "sequence_control_energies": [[]] * n_tangents if controls is None else controls.cpu().T.tolist(),
         "sequence_totals": [totals] * n_tangents,
-    }
-
-
-def _shared_fields(
-    sums: ProbeSums,
-    objective: Objective,
-    split_point: str | None,
-    seed: int,
-    isoscore: IsoScoreSettings,
-    covariance: Float[torch.Tensor, "d d"],
-    dim: int,
-) -> dict[str, Any]:
-    """The `ProbeResult` fields every tangent of a probe shares: counts, loss, objective, IsoScore* of G."""
-    return {
-        "n_tokens": sums.moments.count,
-        "n_sequences": sums.n_sequences,
-        "dim": dim,
-        "loss": sums.loss_sum / max(sums.loss_count, 1),
-        "objective": objective.name,
-        "reduction": objective.reduction.value,
-        "split_point": split_point,
-        "seed": seed,
-        "n_skipped_batches": sums.tally.skipped_batches,
-        "n_skipped_sequences": sums.tally.skipped_sequences + sums.tally.nonfinite_sequences,
-        "isoscore_star": isoscore.score(covariance, sums.moments.count),
-        "isoscore_convention": isoscore.convention.value,
-        "isoscore_zeta": isoscore.zeta,
-        "isoscore_c0": isoscore.target_name,
     }

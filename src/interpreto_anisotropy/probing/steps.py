@@ -131,15 +131,9 @@ class GradientSteps:
                 probed = keep.view_as(probed)
                 seen = seen + keep.sum()
             zero = torch.zeros((), dtype=torch.float64, device=gradient.device)
-            yield Step(
-                batch=prepared,
-                hidden=hidden,
-                gradient=gradient,
-                probed=probed,
-                sequence_ids=sequence_ids,
-                loss_sum=torch.where(finite, terms.summed.double(), zero),
-                loss_count=torch.where(finite, torch.as_tensor(terms.count, device=gradient.device).double(), zero),
-            )
+            loss_sum = torch.where(finite, terms.summed.double(), zero)
+            loss_count = torch.where(finite, torch.as_tensor(terms.count, device=gradient.device).double(), zero)
+            yield Step(prepared, hidden, gradient, probed, sequence_ids, loss_sum, loss_count)
             if max_tokens is not None:
                 counted = count_reader.push(seen)
                 if counted is not None and int(counted) >= max_tokens:
@@ -162,8 +156,7 @@ class GradientSteps:
         short, or in a batch dropped for non-finite values) with how many."""
         if tally.usable_sequences == 0:
             raise InvalidInputError(
-                f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} "
-                "objective needs; give longer texts."
+                f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} objective needs; give longer texts."
             )
         if tally.skipped_sequences:
             warnings.warn(
@@ -173,9 +166,7 @@ class GradientSteps:
             )
         if tally.skipped_batches:
             warnings.warn(
-                f"{tally.nonfinite_sequences} sequence(s) in {tally.skipped_batches} batch(es) with a non-finite loss "
-                "or gradients were skipped (on_nonfinite='skip'): the results rest on the other sequences. "
-                "on_nonfinite='raise' names the first such batch.",
+                f"{tally.nonfinite_sequences} sequence(s) in {tally.skipped_batches} batch(es) with a non-finite loss or gradients were skipped (on_nonfinite='skip'; 'raise' names the first such batch): the results rest on the other sequences.",
                 ReadingWarning,
                 stacklevel=3,
             )
@@ -231,12 +222,9 @@ class ShardSums:
         self.per_sequence_id: list[torch.Tensor] = []
         self.moments = MomentAccumulator(dim, device=device)
         self.loss_sum = self.loss_count = torch.zeros((), dtype=torch.float64, device=device)
-        self.breakdown = Breakdown(
-            vocab_size,
-            [columns.tangent_column(name) for name in columns.tangents],
-            [columns.control_columns(name) for name in columns.tangents],
-            device,
-        )
+        tangent_columns = [columns.tangent_column(name) for name in columns.tangents]
+        control_columns = [columns.control_columns(name) for name in columns.tangents]
+        self.breakdown = Breakdown(vocab_size, tangent_columns, control_columns, device)
 
     def add(self, step: Step) -> None:
         """Add one batch's energies, moments, breakdown and loss (no host synchronisation)."""

@@ -75,9 +75,7 @@ def iter_token_activations(
         >>> for rows, token_ids in iter_token_activations(mwsp, texts, max_tokens=100_000):  # doctest: +SKIP
         ...     tangent.partial_fit(rows)
     """
-    options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens, "call": call}
-    options.update(include_special=include_special, progress=progress, shard=shard, autocast_dtype=autocast_dtype)
-    for rows, ids, _ in _iter_kept(splitter, texts, located=False, **options):
+    for rows, ids, _ in _iter_kept(dict(locals()), located=False):
         yield rows, ids
 
 
@@ -108,37 +106,30 @@ def iter_located_token_activations(
         >>> for rows, ids, where in iter_located_token_activations(mwsp, texts):  # doctest: +SKIP
         ...     text_index, position = where[0].tolist()
     """
-    options = {"batch_size": batch_size, "max_length": max_length, "max_tokens": max_tokens, "call": call}
-    options.update(include_special=include_special, progress=progress, shard=shard, autocast_dtype=autocast_dtype)
-    options["token_cache"] = token_cache
-    yield from _iter_kept(splitter, texts, located=True, **options)
+    yield from _iter_kept(dict(locals()), located=True)
 
 
 def _iter_kept(
-    splitter: BaseSplitter,
-    texts: Any,
-    *,
-    located: bool,
-    batch_size: int | None,
-    max_length: int | None,
-    max_tokens: int | None,
-    include_special: bool,
-    progress: bool | None,
-    shard: tuple[int, int],
-    autocast_dtype: str | torch.dtype | None,
-    call: str | int | None,
-    token_cache: TokenCache | None = None,
+    options: dict[str, Any], *, located: bool
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
-    """The kept rows, token ids and (when `located`) locations of each batch; see the public readers."""
+    """The kept rows, token ids and (when `located`) locations of each batch, read with a public reader's arguments."""
+    max_tokens, include_special, progress = options["max_tokens"], options["include_special"], options["progress"]
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
     check_bool("include_special", include_special)
-    point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special, call=call)
-    batcher = point.batcher(batch_size=batch_size, max_length=max_length, token_cache=token_cache)
+    point = SplitPoint(
+        options["splitter"],
+        autocast_dtype=options["autocast_dtype"],
+        include_special=include_special,
+        call=options["call"],
+    )
+    batcher = point.batcher(
+        batch_size=options["batch_size"], max_length=options["max_length"], token_cache=options.get("token_cache")
+    )
     device = point.device
-    n_batches, batches = batcher.batches(texts)
+    n_batches, batches = batcher.batches(options["texts"])
     seen = 0
-    shard_rank, shard_count = shard
+    shard_rank, shard_count = options["shard"]
     # The rows of batch i are read (a host synchronisation: their number is data-dependent) only once batch i + 1
     # is queued, so the device computes while the host waits and tokenises.
     pending: _Pending | None = None

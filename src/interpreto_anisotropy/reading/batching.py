@@ -71,33 +71,28 @@ class TokenCache:
         self._batches: dict[tuple, tuple[Batch, int]] = {}
         self._counts: dict[tuple, torch.Tensor] = {}
 
-    def _use(self, tokenizer: Any) -> None:
-        """Make `tokenizer` the cache's own, dropping what another tokenizer (other ids) left."""
+    def _kept(self, store: dict[tuple, Any], tokenizer: Any, key: tuple, make: Callable[[], Any]) -> Any:
+        """`make()`'s value for `key` in `store`, kept while `tokenizer` gives the ids the cache holds (else cleared)."""
         if tokenizer is not self._tokenizer:
             self._tokenizer, self._backend = tokenizer, tokenizer_key(tokenizer)
-        key = (self._backend or ("object", id(tokenizer)), _settings(tokenizer))
-        if key != self._key:
-            self._key = key
+        tokenizer_key_now = (self._backend or ("object", id(tokenizer)), _settings(tokenizer))
+        if tokenizer_key_now != self._key:
+            self._key = tokenizer_key_now
             self._batches.clear()
             self._counts.clear()
+        if key not in store:
+            store[key] = make()
+        return store[key]
 
     def batch(
         self, tokenizer: Any, texts: Sequence[str], max_length: int, encode: Callable[[], tuple[Batch, int]]
     ) -> tuple[Batch, int]:
         """`encode()`'s (batch (b, l), truncated texts) of `texts` at `max_length`, kept (do not change it in place)."""
-        self._use(tokenizer)
-        key = (max_length, tuple(texts))
-        if key not in self._batches:
-            self._batches[key] = encode()
-        return self._batches[key]
+        return self._kept(self._batches, tokenizer, (max_length, tuple(texts)), encode)
 
     def counts(self, tokenizer: Any, texts: Sequence[str], count: Callable[[], torch.Tensor]) -> torch.Tensor:
         """How often each token id occurs in `texts` (`count()`'s the first time, kept after)."""
-        self._use(tokenizer)
-        key = tuple(texts)
-        if key not in self._counts:
-            self._counts[key] = count()
-        return self._counts[key]
+        return self._kept(self._counts, tokenizer, tuple(texts), count)
 
 
 def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: int = 3) -> None:
@@ -108,13 +103,10 @@ def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: i
     eos = getattr(tokenizer, "eos_token", None)
     if eos is None:
         raise InvalidInputError(
-            f"{owner} has no pad token and no eos token to pad with; set one first, e.g. "
-            "tokenizer.add_special_tokens({'pad_token': '[PAD]'}) and resize the model's embeddings "
-            "(Interpreto's get_activations needs a pad token too)."
+            f"{owner} has no pad token and no eos token to pad with; set one first, e.g. tokenizer.add_special_tokens({{'pad_token': '[PAD]'}}) and resize the model's embeddings (Interpreto's get_activations needs a pad token too)."
         )
     warnings.warn(
-        f"{owner} has no pad token: padding with its eos token {eos!r} (padding is masked out of every loss and "
-        "row). Interpreto's get_activations needs tokenizer.pad_token set too.",
+        f"{owner} has no pad token: padding with its eos token {eos!r} (padding is masked out of every loss and row; Interpreto's get_activations needs tokenizer.pad_token set too).",
         ReadingWarning,
         stacklevel=stacklevel,
     )
@@ -144,9 +136,7 @@ def autocast_dtype(value: str | torch.dtype | None) -> torch.dtype | None:
 
 def autocast(device: torch.device | str, dtype: torch.dtype | None) -> torch.autocast:
     """`torch.autocast` on `device` with `dtype`, disabled when `dtype` is None."""
-    return torch.autocast(
-        device_type=torch.device(device).type, dtype=dtype or torch.bfloat16, enabled=dtype is not None
-    )
+    return torch.autocast(torch.device(device).type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
 
 
 def special_token_ids(tokenizer: Any) -> torch.Tensor:
@@ -165,9 +155,7 @@ def token_rows(
     """The token policy, the rows (b, l) of the fit, the metrics and the probe: real tokens, special ones (`special_ids`)
     left out unless `include_special`; `input_ids` are taken before any masking."""
     rows = attention_mask.bool()
-    if include_special:
-        return rows
-    return rows & ~torch.isin(input_ids, special_ids.to(input_ids.device))
+    return rows if include_special else rows & ~torch.isin(input_ids, special_ids.to(input_ids.device))
 
 
 class TokenBatcher:
@@ -275,9 +263,7 @@ class TokenBatcher:
             return
         self._truncation_noted = True
         warnings.warn(
-            f"{self.truncated_sequences} text(s) were longer than max_length={self.max_length} tokens and were "
-            f"truncated to {self.max_length} tokens (their later tokens are not read). Pass a larger max_length (up "
-            "to the model's positions and its tokenizer's model_max_length), or split the texts.",
+            f"{self.truncated_sequences} text(s) were longer than max_length={self.max_length} tokens and were truncated to {self.max_length} tokens (their later tokens are not read). Pass a larger max_length (up to the model's positions and its tokenizer's model_max_length), or split the texts.",
             ReadingWarning,
             stacklevel=stacklevel,
         )
@@ -294,10 +280,7 @@ class TokenBatcher:
         except TypeError:
             tokens = "its vocabulary"
         raise InvalidInputError(
-            f"Token id {high if high >= self.vocab_size else low} is outside the model's input embedding, which has "
-            f"{self.vocab_size} rows (ids 0 to {self.vocab_size - 1}), while the tokenizer has {tokens}: the tokenizer "
-            "(or the token ids given) does not belong to this model. Use the model's own tokenizer; after adding "
-            "tokens to it, call model.resize_token_embeddings(len(tokenizer))."
+            f"Token id {high if high >= self.vocab_size else low} is outside the model's input embedding, which has {self.vocab_size} rows (ids 0 to {self.vocab_size - 1}), while the tokenizer has {tokens}: the tokenizer (or the token ids given) does not belong to this model; use the model's own tokenizer (after adding tokens to it, call model.resize_token_embeddings(len(tokenizer)))."
         )
 
     def _usable(self, batch: Batch, sequence_ids: torch.Tensor) -> tuple[Batch, torch.Tensor]:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,12 +83,17 @@ def execution_device(model: torch.nn.Module, path: str) -> torch.device:
     return own if own is not None else next(model.parameters()).device
 
 
+def _embedding(model: torch.nn.Module, which: str = "input") -> Any:
+    """The model's input (or output) embedding, None when it exposes none."""
+    try:
+        return getattr(model, f"get_{which}_embeddings")()
+    except (AttributeError, NotImplementedError):
+        return None
+
+
 def input_device(model: torch.nn.Module) -> torch.device:
     """Where a model's inputs go: the device that runs its input embedding (its first parameter's without one)."""
-    try:
-        embedding = model.get_input_embeddings()
-    except (AttributeError, NotImplementedError):
-        embedding = None
+    embedding = _embedding(model)
     path = next((name for name, module in model.named_modules() if module is embedding), None)
     return next(model.parameters()).device if path is None else execution_device(model, path)
 
@@ -106,8 +111,7 @@ def split_point_module(model: torch.nn.Module, split_point: str) -> torch.nn.Mod
         return model.get_submodule(split_point)
     except AttributeError as error:
         raise InvalidInputError(
-            f"Split point '{split_point}' is not a module of this {type(model).__name__}; "
-            "give a layer index or a path such as 'gpt_neox.layers.3'."
+            f"Split point '{split_point}' is not a module of this {type(model).__name__}; give a layer index or a path such as 'gpt_neox.layers.3'."
         ) from error
 
 
@@ -118,8 +122,7 @@ def resolve_split_point(model: torch.nn.Module, split_point: int | str) -> str:
             path = get_layer_by_idx(split_point, model_paths=list(walk_modules(model)))
         except Exception as error:  # noqa: BLE001  (Interpreto's ModelPathError, a ValueError or not)
             raise InvalidInputError(
-                f"Split point {split_point} matches no single layer of this {type(model).__name__} ({error}); give a "
-                "module path such as 'gpt_neox.layers.3'."
+                f"Split point {split_point} matches no single layer of this {type(model).__name__} ({error}); give a module path such as 'gpt_neox.layers.3'."
             ) from error
     elif isinstance(split_point, str):
         path = split_point
@@ -131,11 +134,7 @@ def resolve_split_point(model: torch.nn.Module, split_point: int | str) -> str:
 
 def embedding_rows(model: torch.nn.Module) -> int | None:
     """The rows of a model's input embedding (token ids must lie below), None when it exposes none."""
-    try:
-        embedding = model.get_input_embeddings()
-    except (AttributeError, NotImplementedError):
-        return None
-    rows = getattr(embedding, "num_embeddings", None)
+    rows = getattr(_embedding(model), "num_embeddings", None)
     return rows if isinstance(rows, int) else None
 
 
@@ -144,8 +143,7 @@ def check_call(call: Any) -> str | int | None:
     if call is None or call in ("first", "last") or (isinstance(call, int) and not isinstance(call, bool)):
         return call
     raise InvalidInputError(
-        f"call must be 'first', 'last' or the index of a call of the split-point module (an int, -1 the last), "
-        f"got {call!r}."
+        f"call must be 'first', 'last' or the index of a call of the split-point module (an int, -1 the last), got {call!r}."
     )
 
 
@@ -155,9 +153,7 @@ def refuse_other_call(fitted: str | int | None, probed: str | int | None, what: 
     if fitted is None or probed is None or aliases.get(fitted, fitted) == aliases.get(probed, probed):
         return
     raise InvalidInputError(
-        f"{what} was fitted at call={fitted!r} of its split point but this probe reads call={probed!r}: a module "
-        f"run several times per forward (ALBERT's shared layer) has another hidden state at each call. Probe with "
-        f"call={fitted!r} ({advice}) or fit the tangent at call={probed!r}."
+        f"{what} was fitted at call={fitted!r} of its split point but this probe reads call={probed!r} (a module run several times per forward has another hidden state at each call): probe with call={fitted!r} ({advice}) or fit the tangent at call={probed!r}."
     )
 
 
@@ -165,26 +161,15 @@ def call_index(call: str | int | None, calls: int, path: str, model_name: str) -
     """The 0-based index in [0, calls) of the chosen call among the module's `calls` calls in one forward."""
     if calls == 0:
         raise InvalidInputError(f"Split point '{path}' was not run by the forward pass.")
-    choose = (
-        f"Say which call to read and probe with call='first', call='last' or call=i (0 <= i < {calls}), the same "
-        "for the activation reader (ia.token_activations(..., call=...), tangent.fit(texts, call=...)) and for "
-        "GradientProbe(..., call=...)."
-    )
-    if call is None:
-        if calls > 1:
-            raise InvalidInputError(
-                f"Split point '{path}' runs {calls} times in one forward of {model_name} (a module shared by "
-                f"several layers, as ALBERT's): its hidden state differs from one call to the next. {choose}"
-            )
-        return 0
-    if isinstance(call, str):
-        index = 0 if call == "first" else calls - 1
-    else:
-        index = call + calls if call < 0 else call
+    choose = f"say which call to read and probe with call='first', call='last' or call=i (0 <= i < {calls}), the same for the activation reader (ia.token_activations(..., call=...), tangent.fit(texts, call=...)) and for GradientProbe(..., call=...)."
+    if call is None and calls > 1:
+        raise InvalidInputError(
+            f"Split point '{path}' runs {calls} times in one forward of {model_name} (a shared module, as ALBERT's, has another hidden state at each call): {choose}"
+        )
+    index = 0 if call in (None, "first") else calls - 1 if call == "last" else call + calls if call < 0 else call
     if not 0 <= index < calls:
         raise InvalidInputError(
-            f"call={call!r} names no call of split point '{path}', which runs {calls} time(s) in one forward of "
-            f"{model_name}. {choose}"
+            f"call={call!r} names no call of split point '{path}', which runs {calls} time(s) in one forward of {model_name}: {choose}"
         )
     return index
 
@@ -195,19 +180,12 @@ def refuse_internal_padding(model: torch.nn.Module) -> None:
     kind, name = getattr(config, "model_type", None), type(model).__name__
     if kind in ("longformer", "led"):
         raise InvalidInputError(
-            f"{name} pads its inputs to a multiple of its attention window (attention_window="
-            f"{getattr(config, 'attention_window', '?')}) inside its forward, so its hidden states have more "
-            "positions than the batch has tokens and a padded text is not read as it is alone. The package does "
-            "not read Longformer models; docs/architectures.md lists the architectures it checks."
+            f"{name} pads its inputs to a multiple of its attention window (attention_window={getattr(config, 'attention_window', '?')}) inside its forward, so a padded text is not read as it is alone: the package does not read Longformer models (docs/architectures.md lists those it checks)."
         )
     sparse = [module for module in model.modules() if getattr(module, "attention_type", None) == "block_sparse"]
     if kind in ("big_bird", "bigbird_pegasus") and sparse:
         raise InvalidInputError(
-            f"{name} has block-sparse attention, which pads its inputs to a multiple of its block size inside its "
-            "forward and attends to the last, padded block as a global block: a text in a padded batch is not "
-            "read as it is alone. Switch to full attention: model.set_attention_type('original_full') on the "
-            "BigBird model (e.g. model.bert for BigBirdForMaskedLM), or build it with "
-            "attention_type='original_full' in its config."
+            f"{name} has block-sparse attention, which pads its inputs inside its forward, so a padded text is not read as it is alone: switch to full attention with model.set_attention_type('original_full') on the BigBird model (e.g. model.bert for BigBirdForMaskedLM), or attention_type='original_full' in its config."
         )
 
 
@@ -219,10 +197,7 @@ def refuse_unsupported_kernels(model: torch.nn.Module) -> None:
     if kernel != "grouped_mm" or not any(p.dtype == torch.float64 for p in model.parameters()):
         return
     raise InvalidInputError(
-        f"{type(model).__name__} runs in float64, but its experts use the '{kernel}' kernel (the model's "
-        "experts_implementation), which takes float32, bfloat16 or float16 only. Call "
-        "model.set_experts_implementation('eager') (or load it with experts_implementation='eager'), or load the "
-        "model in float32."
+        f"{type(model).__name__} runs in float64, but its experts use the '{kernel}' kernel (its experts_implementation), which takes float32, bfloat16 or float16 only: call model.set_experts_implementation('eager') (or load it with experts_implementation='eager'), or load the model in float32."
     )
 
 
@@ -235,10 +210,7 @@ def refuse_ignored_aux_loss(model: torch.nn.Module) -> None:
     if not getattr(config, "output_router_logits", False) or not coefficient:
         return
     raise InvalidInputError(
-        f"{type(model).__name__} is set to train with its router's auxiliary load-balancing loss "
-        f"(output_router_logits=True, router_aux_loss_coef={coefficient}), which the probe's objective (the task "
-        "loss, from the logits) leaves out. Set model.config.output_router_logits = False to probe the task loss "
-        "alone (the gradients then differ from the training ones by that term)."
+        f"{type(model).__name__} is set to train with its router's auxiliary load-balancing loss (output_router_logits=True, router_aux_loss_coef={coefficient}), which the probe's objective (the task loss, from the logits) leaves out: set model.config.output_router_logits = False to probe the task loss alone."
     )
 
 
@@ -265,8 +237,7 @@ class HiddenStateCapture:
         index = _hidden_index(output)
         if index is None:
             raise InvalidInputError(
-                f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; "
-                "choose a transformer block or a layer norm as split point."
+                f"The output of split point '{self.split_point}' holds no (batch, length, d) hidden state; choose a transformer block or a layer norm as split point."
             )
         hidden = output if index < 0 else output[index]
         if self.call is None:
@@ -275,11 +246,9 @@ class HiddenStateCapture:
         self.hidden = hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
         if self.stop:
             raise StopForward
-        return (
-            (self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :]))
-            if self.as_leaf
-            else None
-        )
+        if self.as_leaf:
+            return self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :])
+        return None
 
 
 class SplitPoint:
@@ -295,8 +264,7 @@ class SplitPoint:
     ):
         if not isinstance(splitter, BaseSplitter):
             raise InvalidInputError(
-                f"Expected an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}. Wrap your model: "
-                "ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
+                f"Expected an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}; wrap your model: ModelWithSplitPoints(model, split_point=..., tokenizer=tokenizer)."
             )
         self.call = check_call(call)
         self.calls: int | None = None  # calls of the split-point module in one forward, counted at the first read
@@ -319,9 +287,7 @@ class SplitPoint:
     @property
     def device(self) -> torch.device:
         """The device that runs the split point's module (`placement.execution_device` when dispatched)."""
-        if self.placed is None:
-            return next(self.model.parameters()).device
-        return self.placed[0]
+        return next(self.model.parameters()).device if self.placed is None else self.placed[0]
 
     @property
     def input_device(self) -> torch.device:
@@ -350,12 +316,9 @@ class SplitPoint:
         limit = self.max_length
         if isinstance(max_length, int) and not isinstance(max_length, bool) and max_length > limit:
             raise InvalidInputError(
-                f"max_length={max_length} exceeds what {type(self.model).__name__} takes ({limit} tokens: its "
-                f"position table or its tokenizer's model_max_length). Use max_length <= {limit}, or leave it to "
-                "the default."
+                f"max_length={max_length} exceeds what {type(self.model).__name__} takes ({limit} tokens: its position table or its tokenizer's model_max_length); use max_length <= {limit}, or leave it to the default."
             )
-        if batch_size is None:
-            batch_size = getattr(self.splitter, "batch_size", None) or 8
+        batch_size = batch_size if batch_size is not None else getattr(self.splitter, "batch_size", None) or 8
         return TokenBatcher(
             self.tokenizer,
             batch_size=batch_size,
@@ -383,14 +346,6 @@ class SplitPoint:
             self.special_ids = self.special_ids.to(input_ids.device)
         return token_rows(input_ids, batch["attention_mask"], self.special_ids, include_special=self.include_special)
 
-    @contextmanager
-    def _hooked(self, capture: HiddenStateCapture) -> Iterator[HiddenStateCapture]:
-        handle = self.module.register_forward_hook(capture)
-        try:
-            yield capture
-        finally:
-            handle.remove()
-
     def read(self, batch: Batch) -> Float[torch.Tensor, "b l d"]:
         """The split point's hidden states (b, l, d), forward only in eval mode, stopping there (the first read counts
         the module's calls, stopping before the output head)."""
@@ -404,25 +359,19 @@ class SplitPoint:
         """A forward without grad that counts the module's calls and keeps their outputs, stopped at the output head."""
         capture = HiddenStateCapture(self.path, call=None)
         head = _output_head(self.model)
-        handle = None
-        if head is not None and head is not self.module:
 
-            def stop_at_head(module: torch.nn.Module, args: Any) -> None:
-                if capture.calls:
-                    raise StopForward
+        def stop_at_head(module: torch.nn.Module, args: Any) -> None:
+            if capture.calls:
+                raise StopForward
 
-            handle = head.register_forward_pre_hook(stop_at_head)
-        try:
+        with nullcontext() if head is None or head is self.module else head.register_forward_pre_hook(stop_at_head):
             self._forward_only(batch, capture)
-        finally:
-            if handle is not None:
-                handle.remove()
         self._count(capture.calls)
         return capture
 
     def _forward_only(self, batch: Batch, capture: HiddenStateCapture) -> HiddenStateCapture:
         """A forward without grad with `capture` hooked (stopped where it stops); returns the capture."""
-        with self._hooked(capture), eval_mode(self.model):
+        with self.module.register_forward_hook(capture), eval_mode(self.model):
             try:
                 with torch.no_grad(), autocast(self.device, self.autocast_dtype):
                     self.model(**self.model_inputs(batch))
@@ -447,10 +396,7 @@ class SplitPoint:
             raise InvalidInputError(f"Split point '{self.path}' was not run by the forward pass.")
         if tuple(hidden.shape[:2]) != tuple(batch["input_ids"].shape):
             raise InvalidInputError(
-                f"Split point '{self.path}' gives hidden states of {tuple(hidden.shape[:2])} positions for a batch "
-                f"of {tuple(batch['input_ids'].shape)} tokens: {type(self.model).__name__} pads or pools its inputs "
-                "inside its forward, so its rows cannot be lined up with the tokens. Choose a split point that keeps "
-                "one position per token; docs/architectures.md lists the architectures the package checks."
+                f"Split point '{self.path}' gives hidden states of {tuple(hidden.shape[:2])} positions for a batch of {tuple(batch['input_ids'].shape)} tokens ({type(self.model).__name__} pads or pools its inputs inside its forward): choose a split point that keeps one position per token (docs/architectures.md lists the architectures the package checks)."
             )
         return hidden
 
@@ -461,10 +407,8 @@ class SplitPoint:
         if self.calls is None and (self.call == "last" or (isinstance(self.call, int) and self.call < 0)):
             self._counting_forward(batch)
         flags = [(parameter, parameter.requires_grad) for parameter in self.model.parameters()]
-        with (
-            self._hooked(HiddenStateCapture(self.path, as_leaf=True, call=self._index())) as capture,
-            eval_mode(self.model),
-        ):
+        capture = HiddenStateCapture(self.path, as_leaf=True, call=self._index())
+        with self.module.register_forward_hook(capture), eval_mode(self.model):
             try:
                 for parameter, _ in flags:
                     parameter.requires_grad_(False)
@@ -500,10 +444,7 @@ class SplitPoint:
 
 def _output_head(model: torch.nn.Module) -> torch.nn.Module | None:
     """The model's output embedding (its vocabulary head), unless it has none or it is the input embedding."""
-    try:
-        head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
-    except (AttributeError, NotImplementedError):
-        return None
+    head, embedding = _embedding(model, "output"), _embedding(model)
     return head if isinstance(head, torch.nn.Module) and head is not embedding else None
 
 
@@ -609,15 +550,15 @@ class TrainingCapture:
 
     def _model_ends(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
         forward = self._current
-        loss = getattr(output, "loss", None) if forward is not None else None
-        if forward is not None and isinstance(loss, torch.Tensor):
+        if forward is None:
+            return
+        if isinstance(loss := getattr(output, "loss", None), torch.Tensor):
             forward.output_loss = loss.detach()
-        if forward is not None and self.on_logits is not None:
+        if self.on_logits is not None:
             self._hook_logits(forward, getattr(output, "logits", None))
-        if forward is not None:
-            outputs, forward.outputs = forward.outputs, {}
-            for path, calls in outputs.items():
-                self._hook_call(path, calls, forward)
+        outputs, forward.outputs = forward.outputs, {}
+        for path, calls in outputs.items():
+            self._hook_call(path, calls, forward)
 
     def _hook_logits(self, forward: _Forward, logits: Any) -> None:
         if not isinstance(logits, torch.Tensor) or not logits.requires_grad:
@@ -638,11 +579,7 @@ class TrainingCapture:
             return
         if len(calls) > 1:
             raise InvalidInputError(
-                f"Split point '{path}' runs {len(calls)} times in one forward, and the output of the call read "
-                f"(call={self.call!r}) needs no gradient: it runs inside a reentrant gradient checkpoint, whose "
-                "recomputed calls cannot be told apart, or every layer below it is frozen. Use non-reentrant "
-                "checkpointing (gradient_checkpointing_kwargs={'use_reentrant': False}) or none, or choose a split "
-                "point the loss depends on."
+                f"Split point '{path}' runs {len(calls)} times in one forward and the call read (call={self.call!r}) needs no gradient (inside a reentrant gradient checkpoint, whose recomputed calls cannot be told apart, or frozen below): use non-reentrant checkpointing (gradient_checkpointing_kwargs={{'use_reentrant': False}}) or none, or a split point the loss depends on."
             )
         forward.awaiting_recompute.add(path)  # inside a reentrant checkpoint, or frozen below the split point
         self.unhooked[path] += 1
