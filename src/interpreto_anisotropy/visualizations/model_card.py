@@ -19,6 +19,7 @@ from typing import Any
 
 from ..commons.json_files import load_json, parse_json
 from ..errors import CheckpointError
+from ..results.records import software_versions
 
 __all__ = ["model_name", "model_card", "software_versions", "layer_count", "count_tokens", "UNKNOWN"]
 
@@ -101,13 +102,6 @@ def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> d
     }
 
 
-def software_versions() -> dict[str, str]:
-    """Versions of the libraries behind the numbers and Python's, as installed here (`results.records`)."""
-    from ..results.records import software_versions as installed
-
-    return installed()
-
-
 def layer_count(source: str | Path) -> int | None:
     """The number of layers a local checkpoint's ``config.json`` declares, or None (no such folder or field)."""
     folder = Path(source)
@@ -160,16 +154,12 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _parameter_count(folder: Path) -> int | None:
     """Parameters stored in the folder's ``.safetensors`` files, from their headers; None without such a file."""
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
+    headers = [_safetensors_header(path) for path in sorted(folder.glob("*.safetensors"))]
+    if not headers or None in headers:
         return None
-    total = 0
-    for path in files:
-        header = _safetensors_header(path)
-        if header is None:
-            return None
-        total += sum(math.prod(entry["shape"]) for key, entry in header.items() if key != "__metadata__")
-    return total
+    return sum(
+        math.prod(entry["shape"]) for header in headers for key, entry in header.items() if key != "__metadata__"
+    )
 
 
 def _safetensors_header(path: Path) -> dict[str, Any] | None:
