@@ -97,12 +97,6 @@ def step_axis(ax: Axes, steps: Sequence[int], *, label: bool = True) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
-def _finite_list(values: Any) -> list[float]:
-    """The finite numbers of a per-control list (empty when missing)."""
-    ok = isinstance(values, (list, tuple, np.ndarray))
-    return [number for number in map(_number, values) if number is not None] if ok else []
-
-
 def _series(rows: Sequence[dict[str, Any]], value: str | Callable[[dict[str, Any]], Any]) -> tuple[list, list]:
     """(steps, values) of the rows where `value` (a column, or a function of the row) is a finite number."""
     get = value if callable(value) else lambda row: row.get(value)
@@ -119,24 +113,18 @@ def _plot_field(ax: Any, rows: Sequence[dict[str, Any]], name: str, **style: Any
 
 def _control_range(rows: Sequence[dict[str, Any]], column: str) -> tuple[list, list, list, list]:
     """(steps, minima, maxima, means) of a per-control list column, over the rows with a finite value in it."""
-    points = [
-        (int(row["step"]), min(values), max(values), float(np.mean(values)))
-        for row in rows
-        if (values := _finite_list(row.get(column)))
-    ]
+    lists = [row for row in rows if isinstance(row.get(column), (list, tuple, np.ndarray))]
+    finite = [(int(row["step"]), [x for x in map(_number, row[column]) if x is not None]) for row in lists]
+    points = [(step, min(values), max(values), float(np.mean(values))) for step, values in finite if values]
     return tuple(list(column) for column in zip(*points, strict=True)) if points else ([], [], [], [])
 
 
-def _errors(rows: Sequence[dict[str, Any]], column: str, low: str, high: str) -> tuple[list, list, list, list]:
-    """(steps, values, below, above) of the rows with a finite `column`: its distances to the bounds (0 without one)."""
-    points = [(row, value) for row in rows if (value := _number(row.get(column))) is not None]
-    bounds = [(value, _number(row.get(low)), _number(row.get(high))) for row, value in points]
-    return (
-        [int(row["step"]) for row, _ in points],
-        [value for _, value in points],
-        [value - bottom if bottom is not None else 0.0 for value, bottom, _ in bounds],
-        [top - value if top is not None else 0.0 for value, _, top in bounds],
-    )
+def _errors(rows: Sequence[dict[str, Any]], column: str, low: str, high: str) -> tuple[list, list, list]:
+    """(steps, values, [below, above]) of the rows with a finite `column`: distances to the bounds (0 without one)."""
+    x, y = _series(rows, column)
+    bounds = [(_number(row.get(low)), _number(row.get(high))) for row in rows if _number(row.get(column)) is not None]
+    below = [value - bottom if bottom is not None else 0.0 for value, (bottom, _) in zip(y, bounds, strict=True)]
+    return x, y, [below, [top - value if top is not None else 0.0 for value, (_, top) in zip(y, bounds, strict=True)]]
 
 
 def _rows(result: SweepResult, split_point: str | None, tangent: str | None) -> list[dict[str, Any]]:
@@ -201,6 +189,15 @@ def _new_figure(size: tuple[float, float], n_rows: int, n_columns: int, **option
 def _panel_figure(n_panels: int) -> tuple[Figure, list[Axes]]:
     figure, grid = _new_figure((max(_PANEL_WIDTH * n_panels, 7.0), _PANEL_HEIGHT + 1.4), 1, n_panels)
     return figure, list(grid[0])
+
+
+def _split_panels(result: SweepResult, split_point: str | None, tangent: str | None) -> tuple[Figure, list]:
+    """A figure of one titled panel per split point of the selection, and its (axes, split point, rows)."""
+    splits = _groups(_rows(result, split_point, tangent), "split_point")
+    figure, axes = _panel_figure(len(splits))
+    for ax, split in zip(axes, splits, strict=True):
+        _panel_title(ax, split, len(splits))
+    return figure, [(ax, split, rows) for ax, (split, rows) in zip(axes, splits.items(), strict=True)]
 
 
 def _figure_legend(figure: Figure, axes: Sequence[Axes], extra: Sequence[tuple[Any, str]] = ()) -> None:
@@ -300,12 +297,10 @@ def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]],
     for column, gid, label, style in _ENERGY_LINES:
         _plot_field(ax, kind_rows, column, gid=f"{gid}:{kind}", label=label, color=color, **style)
     bounded = [row for row in kind_rows if None not in (_number(row.get("ci_low")), _number(row.get("ci_high")))]
-    x, y, below, above = _errors(bounded, "energy_share", "ci_low", "ci_high")
+    x, y, yerr = _errors(bounded, "energy_share", "ci_low", "ci_high")
     if x:
-        yerr = [np.maximum(below, 0.0), np.maximum(above, 0.0)]
-        bars = ax.errorbar(
-            x, y, yerr=yerr, fmt="none", ecolor=color, elinewidth=1.0, capsize=2.5, label="bootstrap CI of E_T"
-        )
+        style = {"fmt": "none", "ecolor": color, "elinewidth": 1.0, "capsize": 2.5, "label": "bootstrap CI of E_T"}
+        bars = ax.errorbar(x, y, yerr=np.maximum(yerr, 0.0), **style)
         for artist in (*bars.lines[1], *bars.lines[2]):
             artist.set_gid(f"ci:{kind}")
 
@@ -353,19 +348,22 @@ def plot_energy_ratio(
     from ..results.verdict import adjusted_p_values, marker_legend, p_value_column, verdict_settings
 
     rows = _rows(result, split_point, tangent)
+    figure, panels = _split_panels(result, split_point, tangent)
     config = {**result.config, **({"level": alpha} if alpha is not None else {})}
     level = verdict_settings(config)[2]
     judged = dict(zip(map(_row_key, result.rows), adjusted_p_values(result.rows, config), strict=True))
-    panels = _groups(rows, "split_point")
-    figure, axes = _panel_figure(len(panels))
-    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+    significant = {key for key, p in judged.items() if p is not None and p <= level}
+    for ax, _split, split_rows in panels:
         kinds = _groups(split_rows, "tangent", "early")
         for index, (kind, kind_rows) in enumerate(kinds.items()):
-            significant = [(p := judged.get(_row_key(row))) is not None and p <= level for row in kind_rows]
-            _draw_ratio(ax, kind, kind_rows, significant, _tangent_color(kind, index), len(kinds))
+            color, label = _tangent_color(kind, index), _kind_label(kind, len(kinds), "E_T / mean E_N")
+            _plot_field(ax, kind_rows, "energy_ratio", color=color, linewidth=1.6, label=label, gid=f"ratio:{kind}")
+            for filled, gid, face in ((True, "significant", color), (False, "not_significant", "white")):
+                x, y = _series([row for row in kind_rows if (_row_key(row) in significant) == filled], "energy_ratio")
+                if x:
+                    ax.scatter(x, y, s=30, facecolors=face, edgecolors=color, zorder=3, gid=f"{gid}:{kind}")
         ax.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0, label="ratio 1 (as a control)", gid="one")
         _finish(ax, _all_steps(split_rows), "energy ratio E_T / mean E_N (times)", bottom=0.0)
-        _panel_title(ax, split, len(panels))
     draws = "random_energy_shares" if p_value_column(result.rows) == "p_value_exact" else "control_energy_shares"
     n_draws = sorted({len(row[draws]) for row in rows if row.get(draws)})
     floors = ", ".join(f"{1 / (r + 1):.3g} (R'={r})" for r in n_draws)
@@ -374,37 +372,13 @@ def plot_energy_ratio(
     hollow = Line2D([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="0.3")
     filled = Line2D([], [], linestyle="none", marker="o", color="0.3")
     markers = [(filled, f"filled: {marker_legend(result.rows, config)}"), (hollow, "hollow: not significant")]
-    _figure_legend(figure, axes, markers)
+    _figure_legend(figure, figure.axes, markers)
     return figure
 
 
 def _row_key(row: dict[str, Any]) -> tuple[str, str, str]:
     """A row's identity in a sweep: its step, split point and tangent kind."""
     return str(row.get("step")), str(row.get("split_point")), str(row.get("tangent"))
-
-
-def _draw_ratio(
-    ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], significant: Sequence[bool], color: str, n_kinds: int
-) -> None:
-    """One tangent kind's E_T / mean(E_N) line, its points filled where `significant`, hollow elsewhere."""
-    points = [
-        (int(row["step"]), ratio, sig)
-        for row, sig in zip(kind_rows, significant, strict=True)
-        if (ratio := _number(row.get("energy_ratio"))) is not None
-    ]
-    if not points:
-        return
-    label = _kind_label(kind, n_kinds, "E_T / mean E_N")
-    ax.plot(
-        [p[0] for p in points], [p[1] for p in points], color=color, linewidth=1.6, label=label, gid=f"ratio:{kind}"
-    )
-    for sig, gid, style in (
-        (True, "significant", {"color": color}),
-        (False, "not_significant", {"facecolors": "white"}),
-    ):
-        chosen = [(step, ratio) for step, ratio, flag in points if flag == sig]
-        if chosen:
-            ax.scatter(*zip(*chosen, strict=True), s=30, edgecolors=color, zorder=3, gid=f"{gid}:{kind}", **style)
 
 
 def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
@@ -424,9 +398,8 @@ def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, 
     Examples:
         >>> plot_delta_isoscore(table).savefig("delta_isoscore.png")
     """
-    panels = _groups(_rows(result, split_point, tangent), "split_point")
-    figure, axes = _panel_figure(len(panels))
-    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+    figure, panels = _split_panels(result, split_point, tangent)
+    for ax, _split, split_rows in panels:
         kinds = _groups(split_rows, "tangent", "early")
         for index, (kind, kind_rows) in enumerate(kinds.items()):
             color = _tangent_color(kind, index)
@@ -441,9 +414,8 @@ def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, 
             _plot_field(ax, kind_rows, "delta_isoscore_star", color=color, **style)
         ax.axhline(0.0, color="0.35", linewidth=0.8, gid="zero")
         _finish(ax, _all_steps(split_rows), "Delta IsoScore* of gradients (IsoScore* units)")
-        _panel_title(ax, split, len(panels))
     figure.suptitle("Gradient isotropy gained by removing the tangent vs a normal control\n(Delta IsoScore*)")
-    _figure_legend(figure, axes)
+    _figure_legend(figure, figure.axes)
     return figure
 
 
@@ -511,9 +483,8 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
     Examples:
         >>> plot_drift(table).savefig("drift.png")
     """
-    panels = _groups(_rows(result, split_point, tangent), "split_point")
-    figure, axes = _panel_figure(len(panels))
-    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+    figure, panels = _split_panels(result, split_point, tangent)
+    for ax, _split, split_rows in panels:
         merged = _per_checkpoint(split_rows)
         for name, color, style, marker, label in _DRIFT_LINES:
             line = {"color": color, "linestyle": style, "marker": marker, "label": label, "gid": f"drift:{name}"}
@@ -524,9 +495,8 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
         top = max((np.max(line.get_ydata()) for line in ax.lines), default=math.pi / 2)
         ax.set_ylim(0.0, min(math.pi / 2, max(math.radians(5.0), 1.15 * float(top))))
         ax.secondary_yaxis("right", functions=(np.degrees, np.radians)).set_ylabel("degrees", fontsize="small")
-        _panel_title(ax, split, len(panels))
     figure.suptitle("Tangent drift: principal angles between checkpoints' own tangents")
-    _figure_legend(figure, axes)
+    _figure_legend(figure, [ax for ax, _, _ in panels])
     return figure
 
 
@@ -673,11 +643,11 @@ def plot_change(result: SweepResult, *, split_point: str | None = None, tangent:
 def _draw_change(ax: Any, name: str, rows: list[dict[str, Any]]) -> None:
     """One statistic's change over the steps, a line per tangent kind, its interval as error bars."""
     for index, (kind, kind_rows) in enumerate(_groups(rows, "tangent", "early").items()):
-        x, y, below, above = _errors(kind_rows, f"{name}_change", f"{name}_change_low", f"{name}_change_high")
+        x, y, yerr = _errors(kind_rows, f"{name}_change", f"{name}_change_low", f"{name}_change_high")
         if x:
             color, label = _CHANGE_COLORS.get(kind, f"C{(index + 5) % 10}"), _plain(f"{kind} tangent")
             line = {"marker": "o", "markersize": 3.5, "linewidth": 1.5, "capsize": 3, "label": label}
-            ax.errorbar(x, y, yerr=[below, above], color=color, gid=f"change:{name}:{kind}", **line)
+            ax.errorbar(x, y, yerr=yerr, color=color, gid=f"change:{name}:{kind}", **line)
     ax.axhline(0.0, color="0.5", linestyle="--", linewidth=1.0, label="no change")
     if not ax.containers:
         _not_recorded(ax, "change not recorded")
@@ -713,19 +683,16 @@ def _draw_live_and_sweep(ax: Axes, live_rows: list[dict], kind: str, sweep_rows:
     """The live curve (its controls' band, E_T) and the sweep's points (E_T with intervals, controls' mean)."""
     steps, low, high, _ = _control_range(live_rows, "control_energy_shares")
     if steps:
-        label, gid = "live: controls E_N min-max", f"live_band:{kind}"
-        ax.fill_between(steps, low, high, color=_LIVE, alpha=0.18, linewidth=0, gid=gid, label=label)
+        style = {"alpha": 0.18, "linewidth": 0, "gid": f"live_band:{kind}", "label": "live: controls E_N min-max"}
+        ax.fill_between(steps, low, high, color=_LIVE, **style)
     label = f"live: {kind} tangent E_T (training batches, each window)"
     style = {"linewidth": 1.5, "marker": ".", "markersize": 3, "gid": f"live_energy:{kind}", "label": label}
     _plot_field(ax, live_rows, "energy_share", color=_LIVE, **style)
-    steps, values, below, above = _errors(sweep_rows, "energy_share", "ci_low", "ci_high")
+    steps, values, yerr = _errors(sweep_rows, "energy_share", "ci_low", "ci_high")
     if steps:
-        label, yerr = (
-            f"post hoc: {sweep_kind} tangent E_T (probe texts, saved checkpoints)",
-            [np.maximum(below, 0), np.maximum(above, 0)],
-        )
-        bars = ax.errorbar(steps, values, yerr=yerr, fmt="o", markersize=4, color=_SWEEP, capsize=2.5, label=label)
-        bars.lines[0].set_gid(f"sweep_energy:{sweep_kind}")
+        label = f"post hoc: {sweep_kind} tangent E_T (probe texts, saved checkpoints)"
+        style = {"fmt": "o", "markersize": 4, "color": _SWEEP, "capsize": 2.5, "label": label}
+        ax.errorbar(steps, values, yerr=np.maximum(yerr, 0), **style).lines[0].set_gid(f"sweep_energy:{sweep_kind}")
     label, gid = "post hoc: controls E_N mean", f"sweep_control_mean:{sweep_kind}"
     _plot_field(ax, sweep_rows, "control_mean", color=_SWEEP, linestyle="--", linewidth=1.0, gid=gid, label=label)
 
