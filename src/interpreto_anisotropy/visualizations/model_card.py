@@ -40,14 +40,6 @@ def _checkpoints(config: dict[str, Any], rows: Sequence[dict[str, Any]]) -> list
     return [{key: row.get(key) for key in ("step", "source", "revision")} for row in rows if row.get("source")]
 
 
-def _local_folder(entry: dict[str, Any]) -> Path | None:
-    source = entry.get("source")
-    if not isinstance(source, str) or entry.get("revision"):
-        return None
-    path = Path(source)
-    return path if path.is_dir() else None
-
-
 def model_name(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> str | None:
     """The swept model's name: a hub id as it is, local checkpoints by the folder that holds them.
 
@@ -78,13 +70,13 @@ def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> d
     Returns:
         Field name to text, in display order.
     """
-    checkpoints = _checkpoints(config, rows)
-    folder = _local_folder(checkpoints[0]) if checkpoints else None
+    first = next(iter(_checkpoints(config, rows)), {})
+    local = isinstance(first.get("source"), str) and not first.get("revision") and Path(first["source"]).is_dir()
+    folder = Path(first["source"]) if local else None
     model_config = _read_json(folder / "config.json") if folder is not None else {}
     width = _first(model_config, _WIDTH_KEYS)
     if width is None:
         width = next((row.get("dim") for row in rows if row.get("dim")), None)
-    parameters = _parameter_count(folder) if folder is not None else None
     architectures = model_config.get("architectures") or []
     architecture = architectures[0] if architectures else model_config.get("model_type")
     if architecture and model_config.get("model_type") and architecture != model_config["model_type"]:
@@ -97,7 +89,7 @@ def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> d
         "layers": _text(_first(model_config, _LAYER_KEYS)),
         "attention heads": _text(_first(model_config, _HEAD_KEYS)),
         "vocabulary": _text(model_config.get("vocab_size")),
-        "parameters": _parameters_text(parameters),
+        "parameters": _parameters_text(_parameter_count(folder) if folder is not None else None),
         "described from": where,
     }
 
@@ -153,23 +145,18 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _parameter_count(folder: Path) -> int | None:
-    """Parameters stored in the folder's ``.safetensors`` files, from their headers; None without such a file."""
-    headers = [_safetensors_header(path) for path in sorted(folder.glob("*.safetensors"))]
-    if not headers or None in headers:
-        return None
-    return sum(
-        math.prod(entry["shape"]) for header in headers for key, entry in header.items() if key != "__metadata__"
-    )
-
-
-def _safetensors_header(path: Path) -> dict[str, Any] | None:
-    """The JSON header of a ``.safetensors`` file (an 8-byte little-endian length, then the JSON), or None."""
-    try:
-        with path.open("rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            if length > 100_000_000:
-                return None
-            header = parse_json(handle.read(length), path, error=CheckpointError, finite=False)
-    except (OSError, struct.error, CheckpointError):
-        return None
-    return header if isinstance(header, dict) else None
+    """Parameters stored in the folder's ``.safetensors`` files, from their headers (an 8-byte little-endian length,
+    then the JSON); None without such a file or with one unreadable."""
+    total = None
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with path.open("rb") as handle:
+                (length,) = struct.unpack("<Q", handle.read(8))
+                text = handle.read(length) if length <= 100_000_000 else b""
+            header = parse_json(text, path, error=CheckpointError, finite=False) if text else None
+        except (OSError, struct.error, CheckpointError):
+            return None
+        if not isinstance(header, dict):
+            return None
+        total = (total or 0) + sum(math.prod(value["shape"]) for key, value in header.items() if key != "__metadata__")
+    return total

@@ -129,9 +129,7 @@ def _errors(rows: Sequence[dict[str, Any]], column: str, low: str, high: str) ->
 
 def _rows(result: SweepResult, split_point: str | None, tangent: str | None) -> list[dict[str, Any]]:
     """Rows selected by split point and tangent kind, sorted by step; raises on an empty selection."""
-    selected = split_point is not None or tangent is not None
-    rows = result.select(split_point=split_point, tangent=tangent).rows if selected else result.rows
-    rows = [row for row in rows if row.get("step") is not None]
+    rows = [row for row in result.select(split_point=split_point, tangent=tangent).rows if row.get("step") is not None]
     if not rows and not result.rows:
         raise InvalidInputError("The sweep has no finished checkpoint yet: nothing to plot.")
     if not rows:
@@ -203,12 +201,12 @@ def _split_panels(result: SweepResult, split_point: str | None, tangent: str | N
 def _figure_legend(figure: Figure, axes: Sequence[Axes], extra: Sequence[tuple[Any, str]] = ()) -> None:
     """One legend for the whole figure, below the panels, entries deduplicated by label (then `extra` entries)."""
     handles: dict[str, Any] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            if label and not label.startswith("_"):
-                handles.setdefault(label, handle)
-    for handle, label in extra:
-        handles.setdefault(label, handle)
+    for handle, label in [
+        *(pair for ax in axes for pair in zip(*ax.get_legend_handles_labels(), strict=True)),
+        *extra,
+    ]:
+        if label and not label.startswith("_"):
+            handles.setdefault(label, handle)
     if handles:
         columns = max(1, min(len(handles), int(figure.get_figwidth() // 2.4), 5))
         figure.legend(

@@ -148,15 +148,12 @@ def write_report(
         figure.savefig(buffer := io.BytesIO(), format="png", dpi=dpi)
         figure.clear()
         write_atomically(out_dir / FIGURES_DIR / f"{name}.png", data := buffer.getvalue())
-        encoded = base64.b64encode(data).decode("ascii")
-        figures.append({"name": name, "data": encoded})
+        figures.append({"name": name, "data": base64.b64encode(data).decode("ascii")})
 
     result.to_csv(out_dir / CSV_FILE)
     write_column_notes(out_dir / COLUMNS_CSV_FILE, result.scalar_columns())
     page = render("report.html.j2", **_context(result, verdict, title=title, figures=figures))
-    path = out_dir / REPORT_FILE
-    write_atomically(path, page.encode("utf-8"))
-    return path
+    return write_atomically(out_dir / REPORT_FILE, page)
 
 
 def _figures(result: SweepResult, live: SweepResult | None) -> dict[str, Any]:
@@ -261,10 +258,7 @@ def _context(
         "floor": ", ".join(f"{1 / (r + 1):.3g} with R' = {r}" for r in draws) or "1/(R' + 1)",
         "card": _model_card(result),
         "figures": figures,
-        "figures_dir": FIGURES_DIR,
         **top_tokens_context(result),
-        "csv_file": CSV_FILE,
-        "columns_csv_file": COLUMNS_CSV_FILE,
         "columns": [
             {"name": name, "label": _column_label(name, verdict), "tooltip": _tooltip(name), "text": name in texts}
             for name in columns
@@ -278,7 +272,6 @@ def _context(
         ],
         "settings": _settings(result.config),
         "versions": _versions(result),
-        "provenance_file": PROVENANCE_FILE,
     }
 
 
@@ -286,15 +279,12 @@ def _meta(result: SweepResult) -> str:
     """The line under the title: rows, checkpoints, split points, tangent kinds, when and from what."""
     steps = sorted(set(result.steps))
     written = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    meta = (
+    return (
         f"{len(result.rows)} rows from {len(steps)} checkpoint{'s' if len(steps) != 1 else ''} "
         f"(steps {', '.join(map(str, steps))}); split points: {', '.join(map(str, result.split_points))}; "
         f"tangents: {', '.join(map(str, result.tangents))} (defined below). Written {written} by "
-        f"interpreto-anisotropy {__version__}"
+        f"interpreto-anisotropy {__version__}{'' if result.results_dir is None else f' from {result.results_dir}'}."
     )
-    if result.results_dir is not None:
-        meta += f" from {result.results_dir}"
-    return meta + "."
 
 
 def _finding(verdict: Verdict) -> dict[str, Any]:
@@ -312,14 +302,14 @@ def _multiple_testing(result: SweepResult, verdict: Verdict) -> dict[str, Any]:
     if verdict.family == Family.SPLIT_POINT_AND_TANGENT.value:
         family = "within each curve (the rows of one split point and tangent kind)"
     curves = verdict.curves
+    surviving = {c.value: sum(curve.n_surviving[c.value] for curve in curves) for c in Correction}  # holm, bh
     return {
         "column": verdict.p_column,
         "level": f"{verdict.level:g}",
         "family": family[:1].upper() + family[1:],
         "tested": sum(curve.n_tested for curve in curves),
         "raw": sum(curve.n_raw for curve in curves),
-        "holm": sum(curve.n_surviving[Correction.HOLM.value] for curve in curves),
-        "bh": sum(curve.n_surviving[Correction.BENJAMINI_HOCHBERG.value] for curve in curves),
+        **surviving,
         "note": "".join(f" {note}" for note in dict.fromkeys(curve.resolution for curve in curves) if note),
     }
 
@@ -414,7 +404,10 @@ def _environment() -> jinja2.Environment:
     loader = jinja2.PackageLoader("interpreto_anisotropy.visualizations", "templates")
     # autoescape: every template is HTML (".html.j2", which select_autoescape(["html"]) would not match)
     options = {"trim_blocks": True, "lstrip_blocks": True, "keep_trailing_newline": True}
-    return jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined, **options)
+    environment = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined, **options)
+    files = {"figures_dir": FIGURES_DIR, "csv_file": CSV_FILE, "columns_csv_file": COLUMNS_CSV_FILE}
+    environment.globals.update(files, provenance_file=PROVENANCE_FILE)
+    return environment
 
 
 def render(template: str, **context: Any) -> str:
