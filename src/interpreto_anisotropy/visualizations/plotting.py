@@ -26,8 +26,6 @@ from ..errors import InvalidInputError
 from ..probing.result import number as _number
 
 if TYPE_CHECKING:  # pragma: no cover
-    from matplotlib.axes import Axes
-
     from ..results.table import SweepResult
 
 __all__ = [
