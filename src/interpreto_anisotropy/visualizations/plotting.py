@@ -74,12 +74,8 @@ STEP_LABEL = "training step (symlog scale: linear on [0, 1], log above)"
 
 def format_step(value: float, _position: Any = None) -> str:
     """Tick label of a step: 0, 1, 10, 100, 1k, 10k, 100k, 1M."""
-    if value < 0:
-        return ""
-    for scale, suffix in ((1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:g}{suffix}"
-    return f"{value:g}"
+    scale, suffix = next(((scale, suffix) for scale, suffix in ((1e6, "M"), (1e3, "k")) if value >= scale), (1, ""))
+    return "" if value < 0 else f"{value / scale:g}{suffix}"
 
 
 def step_axis(ax: Axes, steps: Sequence[int], *, label: bool = True) -> None:

@@ -289,10 +289,8 @@ def _meta(result: SweepResult) -> str:
 
 def _finding(verdict: Verdict) -> dict[str, Any]:
     """The sweep's verdict (`interpreto_anisotropy.results.verdict`), the page's first section: one item per curve."""
-    curves = []
-    for curve in verdict.curves:
-        heading, *sentences = curve_sentences(curve, verdict)
-        curves.append({"heading": heading, "sentences": sentences})
+    texts = [curve_sentences(curve, verdict) for curve in verdict.curves]
+    curves = [{"heading": heading, "sentences": sentences} for heading, *sentences in texts]
     return {"curves": curves, "method": method_sentence(verdict), "caveat": verdict.caveat}
 
 
