@@ -19,6 +19,7 @@ from typing import Any
 
 from ..commons.json_files import load_json, parse_json
 from ..errors import CheckpointError
+from ..results.records import software_versions
 
 __all__ = ["model_name", "model_card", "software_versions", "layer_count", "count_tokens", "UNKNOWN"]
 
@@ -37,14 +38,6 @@ def _checkpoints(config: dict[str, Any], rows: Sequence[dict[str, Any]]) -> list
     if isinstance(listed, list) and listed:
         return [entry for entry in listed if isinstance(entry, dict)]
     return [{key: row.get(key) for key in ("step", "source", "revision")} for row in rows if row.get("source")]
-
-
-def _local_folder(entry: dict[str, Any]) -> Path | None:
-    source = entry.get("source")
-    if not isinstance(source, str) or entry.get("revision"):
-        return None
-    path = Path(source)
-    return path if path.is_dir() else None
 
 
 def model_name(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> str | None:
@@ -77,13 +70,13 @@ def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> d
     Returns:
         Field name to text, in display order.
     """
-    checkpoints = _checkpoints(config, rows)
-    folder = _local_folder(checkpoints[0]) if checkpoints else None
+    first = next(iter(_checkpoints(config, rows)), {})
+    local = isinstance(first.get("source"), str) and not first.get("revision") and Path(first["source"]).is_dir()
+    folder = Path(first["source"]) if local else None
     model_config = _read_json(folder / "config.json") if folder is not None else {}
     width = _first(model_config, _WIDTH_KEYS)
     if width is None:
         width = next((row.get("dim") for row in rows if row.get("dim")), None)
-    parameters = _parameter_count(folder) if folder is not None else None
     architectures = model_config.get("architectures") or []
     architecture = architectures[0] if architectures else model_config.get("model_type")
     if architecture and model_config.get("model_type") and architecture != model_config["model_type"]:
@@ -96,16 +89,9 @@ def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> d
         "layers": _text(_first(model_config, _LAYER_KEYS)),
         "attention heads": _text(_first(model_config, _HEAD_KEYS)),
         "vocabulary": _text(model_config.get("vocab_size")),
-        "parameters": _parameters_text(parameters),
+        "parameters": _parameters_text(_parameter_count(folder) if folder is not None else None),
         "described from": where,
     }
-
-
-def software_versions() -> dict[str, str]:
-    """Versions of the libraries behind the numbers and Python's, as installed here (`results.records`)."""
-    from ..results.records import software_versions as installed
-
-    return installed()
 
 
 def layer_count(source: str | Path) -> int | None:
@@ -159,27 +145,18 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _parameter_count(folder: Path) -> int | None:
-    """Parameters stored in the folder's ``.safetensors`` files, from their headers; None without such a file."""
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
-        return None
-    total = 0
-    for path in files:
-        header = _safetensors_header(path)
-        if header is None:
+    """Parameters stored in the folder's ``.safetensors`` files, from their headers (an 8-byte little-endian length,
+    then the JSON); None without such a file or with one unreadable."""
+    total = None
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with path.open("rb") as handle:
+                (length,) = struct.unpack("<Q", handle.read(8))
+                text = handle.read(length) if length <= 100_000_000 else b""
+            header = parse_json(text, path, error=CheckpointError, finite=False) if text else None
+        except (OSError, struct.error, CheckpointError):
             return None
-        total += sum(math.prod(entry["shape"]) for key, entry in header.items() if key != "__metadata__")
+        if not isinstance(header, dict):
+            return None
+        total = (total or 0) + sum(math.prod(value["shape"]) for key, value in header.items() if key != "__metadata__")
     return total
-
-
-def _safetensors_header(path: Path) -> dict[str, Any] | None:
-    """The JSON header of a ``.safetensors`` file (an 8-byte little-endian length, then the JSON), or None."""
-    try:
-        with path.open("rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            if length > 100_000_000:
-                return None
-            header = parse_json(handle.read(length), path, error=CheckpointError, finite=False)
-    except (OSError, struct.error, CheckpointError):
-        return None
-    return header if isinstance(header, dict) else None

@@ -26,8 +26,6 @@ from ..errors import InvalidInputError
 from ..probing.result import number as _number
 
 if TYPE_CHECKING:  # pragma: no cover
-    from matplotlib.axes import Axes
-
     from ..results.table import SweepResult
 
 __all__ = [
@@ -76,12 +74,8 @@ STEP_LABEL = "training step (symlog scale: linear on [0, 1], log above)"
 
 def format_step(value: float, _position: Any = None) -> str:
     """Tick label of a step: 0, 1, 10, 100, 1k, 10k, 100k, 1M."""
-    if value < 0:
-        return ""
-    for scale, suffix in ((1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:g}{suffix}"
-    return f"{value:g}"
+    scale, suffix = next(((scale, suffix) for scale, suffix in ((1e6, "M"), (1e3, "k")) if value >= scale), (1, ""))
+    return "" if value < 0 else f"{value / scale:g}{suffix}"
 
 
 def step_axis(ax: Axes, steps: Sequence[int], *, label: bool = True) -> None:
@@ -97,51 +91,42 @@ def step_axis(ax: Axes, steps: Sequence[int], *, label: bool = True) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
-def _finite(value: Any) -> float | None:
-    """`value` as a float if it is a finite number, else None."""
-    if value is None or isinstance(value, (bool, str, list, dict)):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _finite_list(values: Any) -> list[float]:
-    """The finite numbers of a per-control list (empty when missing)."""
-    if not isinstance(values, (list, tuple, np.ndarray)):
-        return []
-    return [number for number in (_finite(value) for value in values) if number is not None]
-
-
-def _series(rows: Sequence[dict[str, Any]], value: Callable[[dict[str, Any]], Any]) -> tuple[list[int], list[float]]:
-    """(steps, values) of the rows where `value(row)` is a finite number."""
-    points = [
-        (int(row["step"]), y) for row in rows if (y := _finite(value(row))) is not None and row.get("step") is not None
-    ]
+def _series(rows: Sequence[dict[str, Any]], value: str | Callable[[dict[str, Any]], Any]) -> tuple[list, list]:
+    """(steps, values) of the rows where `value` (a column, or a function of the row) is a finite number."""
+    get = value if callable(value) else lambda row: row.get(value)
+    points = [(int(row["step"]), y) for row in rows if (y := _number(get(row))) is not None]
     return [step for step, _ in points], [y for _, y in points]
-
-
-def _field(name: str) -> Callable[[dict[str, Any]], Any]:
-    return lambda row: row.get(name)
 
 
 def _plot_field(ax: Any, rows: Sequence[dict[str, Any]], name: str, **style: Any) -> None:
     """Plot one field of the rows over steps (skipping missing values); nothing when no row has it."""
-    x, y = _series(rows, _field(name))
+    x, y = _series(rows, name)
     if x:
         ax.plot(x, y, **style)
 
 
+def _control_range(rows: Sequence[dict[str, Any]], column: str) -> tuple[list, list, list, list]:
+    """(steps, minima, maxima, means) of a per-control list column, over the rows with a finite value in it."""
+    lists = [row for row in rows if isinstance(row.get(column), (list, tuple, np.ndarray))]
+    finite = [(int(row["step"]), [x for x in map(_number, row[column]) if x is not None]) for row in lists]
+    points = [(step, min(values), max(values), float(np.mean(values))) for step, values in finite if values]
+    return tuple(list(column) for column in zip(*points, strict=True)) if points else ([], [], [], [])
+
+
+def _errors(rows: Sequence[dict[str, Any]], column: str, low: str, high: str) -> tuple[list, list, list]:
+    """(steps, values, [below, above]) of the rows with a finite `column`: distances to the bounds (0 without one)."""
+    x, y = _series(rows, column)
+    bounds = [(_number(row.get(low)), _number(row.get(high))) for row in rows if _number(row.get(column)) is not None]
+    below = [value - bottom if bottom is not None else 0.0 for value, (bottom, _) in zip(y, bounds, strict=True)]
+    return x, y, [below, [top - value if top is not None else 0.0 for value, (_, top) in zip(y, bounds, strict=True)]]
+
+
 def _rows(result: SweepResult, split_point: str | None, tangent: str | None) -> list[dict[str, Any]]:
     """Rows selected by split point and tangent kind, sorted by step; raises on an empty selection."""
-    selected = split_point is not None or tangent is not None
-    rows = result.select(split_point=split_point, tangent=tangent).rows if selected else result.rows
-    rows = [row for row in rows if row.get("step") is not None]
+    rows = [row for row in result.select(split_point=split_point, tangent=tangent).rows if row.get("step") is not None]
+    if not rows and not result.rows:
+        raise InvalidInputError("The sweep has no finished checkpoint yet: nothing to plot.")
     if not rows:
-        if not result.rows:
-            raise InvalidInputError("The sweep has no finished checkpoint yet: nothing to plot.")
         raise InvalidInputError(
             f"No row of the sweep matches split_point={split_point!r} and tangent={tangent!r}; "
             f"the sweep has split points {result.split_points} and tangents {result.tangents}."
@@ -149,11 +134,11 @@ def _rows(result: SweepResult, split_point: str | None, tangent: str | None) -> 
     return sorted(rows, key=lambda row: int(row["step"]))
 
 
-def _groups(rows: Sequence[dict[str, Any]], key: str, default: Any = None) -> dict[Any, list[dict[str, Any]]]:
-    """Rows grouped by `row[key]`, groups in order of first appearance."""
+def _groups(rows: Sequence[dict[str, Any]], key: str | Callable, default: Any = None) -> dict[Any, list]:
+    """Rows grouped by `row[key]` (or `key(row)`), groups in order of first appearance."""
     groups: dict[Any, list[dict[str, Any]]] = {}
     for row in rows:
-        groups.setdefault(row.get(key, default), []).append(row)
+        groups.setdefault(key(row) if callable(key) else row.get(key, default), []).append(row)
     return groups
 
 
@@ -162,9 +147,7 @@ def _per_checkpoint(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     merged: dict[int, dict[str, Any]] = {}
     for row in rows:
         target = merged.setdefault(int(row["step"]), {})
-        for key, value in row.items():
-            if target.get(key) is None:
-                target[key] = value
+        target.update({key: value for key, value in row.items() if target.get(key) is None})
     return [merged[step] for step in sorted(merged)]
 
 
@@ -182,32 +165,51 @@ def _plain(text: Any) -> str:
     return str(text).replace("$", r"\$")
 
 
-def _min_max_band(ax: Any, x: list, low: list, high: list, color: str, label: str, gid: str) -> None:
-    """The controls' min-max range as a light band."""
-    ax.fill_between(x, low, high, color=color, alpha=0.15, linewidth=0, label=label, gid=gid)
+def _control_band(ax: Axes, x: list, low: list, high: list, color: str, label: str, prefix: str, kind: Any) -> None:
+    """The controls' min-max range as a light band with thin edges."""
+    ax.fill_between(x, low, high, color=color, alpha=0.15, linewidth=0, label=label, gid=f"{prefix}_band:{kind}")
+    for name, edge in (("min", low), ("max", high)):
+        ax.plot(x, edge, color=color, alpha=0.45, linewidth=0.7, gid=f"{prefix}_{name}:{kind}")
 
 
-def _new_figure(n_panels: int) -> tuple[Figure, list[Axes]]:
-    width = max(_PANEL_WIDTH * n_panels, 7.0)
-    figure = Figure(figsize=(width, _PANEL_HEIGHT + 1.4), layout="constrained")
-    axes = figure.subplots(1, n_panels, squeeze=False, sharey=False)[0]
-    return figure, list(axes)
+def _new_figure(size: tuple[float, float], n_rows: int, n_columns: int, **options: Any) -> tuple[Figure, Any]:
+    """A constrained-layout figure of `size` inches and its grid of axes (always 2-D)."""
+    figure = Figure(figsize=size, layout="constrained")
+    return figure, figure.subplots(n_rows, n_columns, squeeze=False, **options)
+
+
+def _panel_figure(n_panels: int) -> tuple[Figure, list[Axes]]:
+    figure, grid = _new_figure((max(_PANEL_WIDTH * n_panels, 7.0), _PANEL_HEIGHT + 1.4), 1, n_panels)
+    return figure, list(grid[0])
+
+
+def _split_panels(result: SweepResult, split_point: str | None, tangent: str | None) -> tuple[Figure, list]:
+    """A figure of one titled panel per split point of the selection, and its (axes, split point, rows)."""
+    splits = _groups(_rows(result, split_point, tangent), "split_point")
+    figure, axes = _panel_figure(len(splits))
+    for ax, split in zip(axes, splits, strict=True):
+        _panel_title(ax, split, len(splits))
+    return figure, [(ax, split, rows) for ax, (split, rows) in zip(axes, splits.items(), strict=True)]
 
 
 def _figure_legend(figure: Figure, axes: Sequence[Axes], extra: Sequence[tuple[Any, str]] = ()) -> None:
     """One legend for the whole figure, below the panels, entries deduplicated by label (then `extra` entries)."""
     handles: dict[str, Any] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            if label and not label.startswith("_"):
-                handles.setdefault(label, handle)
-    for handle, label in extra:
-        handles.setdefault(label, handle)
+    for handle, label in [
+        *(pair for ax in axes for pair in zip(*ax.get_legend_handles_labels(), strict=True)),
+        *extra,
+    ]:
+        if label and not label.startswith("_"):
+            handles.setdefault(label, handle)
     if handles:
         columns = max(1, min(len(handles), int(figure.get_figwidth() // 2.4), 5))
         figure.legend(
             list(handles.values()), list(handles), loc="outside lower center", ncols=columns, fontsize="small"
         )
+
+
+def _not_recorded(ax: Axes, text: str = "not recorded") -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.5")
 
 
 def _panel_title(ax: Axes, split_point: Any, n_panels: int) -> None:
@@ -221,6 +223,14 @@ def _kind_label(tangent: Any, n_tangents: int, text: str) -> str:
 
 def _all_steps(rows: Sequence[dict[str, Any]]) -> list[int]:
     return sorted({int(row["step"]) for row in rows})
+
+
+def _finish(ax: Axes, steps: Sequence[int], ylabel: str, *, bottom: float | None = None, label: bool = True) -> None:
+    """A panel's step axis, the floor of its y axis (if any) and its y label."""
+    step_axis(ax, steps, label=label)
+    if bottom is not None:
+        ax.set_ylim(bottom=bottom)
+    ax.set_ylabel(ylabel, fontsize="small")
 
 
 # ---------------------------------------------------------------------------------------------------- figures
@@ -241,24 +251,19 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
     Examples:
         >>> plot_energy(table, tangent="early").savefig("energy.png")
     """
-    rows = _rows(result, split_point, tangent)
-    splits = _groups(rows, "split_point")
+    splits = _groups(_rows(result, split_point, tangent), "split_point")
     kinds_of = {split: _groups(split_rows, "tangent", "early") for split, split_rows in splits.items()}
     n_columns = max(len(kinds) for kinds in kinds_of.values())
-    figure = Figure(
-        figsize=(max(_PANEL_WIDTH * n_columns, 7.0), _PANEL_HEIGHT * len(splits) + 1.4), layout="constrained"
-    )
-    grid = figure.subplots(len(splits), n_columns, squeeze=False, sharey="row")
+    size = (max(_PANEL_WIDTH * n_columns, 7.0), _PANEL_HEIGHT * len(splits) + 1.4)
+    figure, grid = _new_figure(size, len(splits), n_columns, sharey="row")
     for row_axes, (split, split_rows) in zip(grid, splits.items(), strict=True):
         for unused in row_axes[len(kinds_of[split]) :]:
             unused.set_visible(False)
         for index, (ax, (kind, kind_rows)) in enumerate(zip(row_axes, kinds_of[split].items(), strict=False)):
             _draw_energy_panel(ax, kind, kind_rows, _tangent_color(kind, index))
             _draw_chance(ax, kind_rows)
-            step_axis(ax, _all_steps(split_rows))
-            ax.set_ylim(bottom=0.0)
+            _finish(ax, _all_steps(split_rows), "gradient energy share\n(fraction of ||G||_F^2)", bottom=0.0)
             ax.tick_params(labelleft=True)  # a shared y axis hides the other panels' tick labels otherwise
-            ax.set_ylabel("gradient energy share\n(fraction of ||G||_F^2)", fontsize="small")
             ax.set_title(f"{_plain(kind)} tangent, split point {_short(split)}", fontsize="medium")
             # its own legend, below it, in the colours of its own lines (a figure's legend would show the first
             # panel's colour for an entry every panel shares)
@@ -267,80 +272,28 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
     return figure
 
 
+#: The lines of an energy panel: column, gid, label, style.
+_ENERGY_LINES = (
+    ("control_mean", "control_mean", "controls E_N mean", {"linestyle": "--", "linewidth": 1.0}),
+    ("analytic_null", "analytic_null", "analytic null (1-E_T)k/(d-k)", {"linestyle": ":", "linewidth": 1.3}),
+    ("energy_share", "energy", "tangent E_T", {"marker": "o", "markersize": 4, "linewidth": 1.8}),
+)
+
+
 def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
-    """One tangent kind's panel of `plot_energy` (its title names the kind, so the labels do not): the control band,
-    the controls' mean, the analytic null, E_T and its bootstrap interval."""
-    _draw_control_band(ax, kind, kind_rows, color)
-    _plot_field(
-        ax,
-        kind_rows,
-        "control_mean",
-        gid=f"control_mean:{kind}",
-        label="controls E_N mean",
-        color=color,
-        linestyle="--",
-        linewidth=1.0,
-    )
-    _plot_field(
-        ax,
-        kind_rows,
-        "analytic_null",
-        gid=f"analytic_null:{kind}",
-        label="analytic null (1-E_T)k/(d-k)",
-        color=color,
-        linestyle=":",
-        linewidth=1.3,
-    )
-    _plot_field(
-        ax,
-        kind_rows,
-        "energy_share",
-        gid=f"energy:{kind}",
-        label="tangent E_T",
-        color=color,
-        marker="o",
-        markersize=4,
-        linewidth=1.8,
-    )
-    _draw_energy_interval(ax, kind, kind_rows, color)
-
-
-def _draw_control_band(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
-    """The band between the smallest and largest control energy share E_N of each step, with thin edges."""
-    band = [
-        (int(row["step"]), min(values), max(values))
-        for row in kind_rows
-        if (values := _finite_list(row.get("control_energy_shares")))
-    ]
-    if band:
-        x, low, high = (list(column) for column in zip(*band, strict=True))
-        _min_max_band(ax, x, low, high, color, "controls E_N min-max", f"control_band:{kind}")
-        ax.plot(x, low, color=color, alpha=0.45, linewidth=0.7, gid=f"control_min:{kind}")
-        ax.plot(x, high, color=color, alpha=0.45, linewidth=0.7, gid=f"control_max:{kind}")
-
-
-def _draw_energy_interval(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
-    """The bootstrap confidence interval of E_T, as error bars."""
-    ci = [
-        (int(row["step"]), value, value - low, high - value)
-        for row in kind_rows
-        if (value := _finite(row.get("energy_share"))) is not None
-        and (low := _finite(row.get("ci_low"))) is not None
-        and (high := _finite(row.get("ci_high"))) is not None
-    ]
-    if ci:
-        x, y, below, above = (list(column) for column in zip(*ci, strict=True))
-        container = ax.errorbar(
-            x,
-            y,
-            yerr=[np.maximum(below, 0.0), np.maximum(above, 0.0)],
-            fmt="none",
-            ecolor=color,
-            elinewidth=1.0,
-            capsize=2.5,
-            label="bootstrap CI of E_T",
-        )
-        for artist in (*container.lines[1], *container.lines[2]):
+    """One tangent kind's panel of `plot_energy`: the control band, the controls' mean, the analytic null, E_T and
+    its bootstrap interval (the panel's title names the kind, so the labels do not)."""
+    x, low, high, _ = _control_range(kind_rows, "control_energy_shares")
+    if x:
+        _control_band(ax, x, low, high, color, "controls E_N min-max", "control", kind)
+    for column, gid, label, style in _ENERGY_LINES:
+        _plot_field(ax, kind_rows, column, gid=f"{gid}:{kind}", label=label, color=color, **style)
+    bounded = [row for row in kind_rows if None not in (_number(row.get("ci_low")), _number(row.get("ci_high")))]
+    x, y, yerr = _errors(bounded, "energy_share", "ci_low", "ci_high")
+    if x:
+        style = {"fmt": "none", "ecolor": color, "elinewidth": 1.0, "capsize": 2.5, "label": "bootstrap CI of E_T"}
+        bars = ax.errorbar(x, y, yerr=np.maximum(yerr, 0.0), **style)
+        for artist in (*bars.lines[1], *bars.lines[2]):
             artist.set_gid(f"ci:{kind}")
 
 
@@ -348,17 +301,15 @@ def _draw_chance(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
     """Chance k/d: a horizontal dashed line if the same in every row, else a dashed line over the steps."""
 
     def chance(row: dict[str, Any]) -> Any:
-        value = _finite(row.get("chance"))
-        if value is None and _finite(row.get("rank")) and _finite(row.get("dim")):
+        value = _number(row.get("chance"))
+        if value is None and _number(row.get("rank")) and _number(row.get("dim")):
             value = float(row["rank"]) / float(row["dim"])
         return value
 
     x, y = _series(rows, chance)
-    if not y:
-        return
-    if max(y) - min(y) <= 1e-12:
+    if y and max(y) - min(y) <= 1e-12:
         ax.axhline(y[0], color="0.35", linestyle="--", linewidth=1.0, label=f"chance k/d = {y[0]:.4g}", gid="chance")
-    else:
+    elif y:
         ax.plot(x, y, color="0.35", linestyle="--", linewidth=1.0, label="chance k/d", gid="chance")
 
 
@@ -389,86 +340,37 @@ def plot_energy_ratio(
     from ..results.verdict import adjusted_p_values, marker_legend, p_value_column, verdict_settings
 
     rows = _rows(result, split_point, tangent)
+    figure, panels = _split_panels(result, split_point, tangent)
     config = {**result.config, **({"level": alpha} if alpha is not None else {})}
     level = verdict_settings(config)[2]
     judged = dict(zip(map(_row_key, result.rows), adjusted_p_values(result.rows, config), strict=True))
-    panels = _groups(rows, "split_point")
-    figure, axes = _new_figure(len(panels))
-    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+    significant = {key for key, p in judged.items() if p is not None and p <= level}
+    for ax, _split, split_rows in panels:
         kinds = _groups(split_rows, "tangent", "early")
         for index, (kind, kind_rows) in enumerate(kinds.items()):
-            significant = [(p := judged.get(_row_key(row))) is not None and p <= level for row in kind_rows]
-            _draw_ratio(ax, kind, kind_rows, significant, _tangent_color(kind, index), len(kinds))
+            color, label = _tangent_color(kind, index), _kind_label(kind, len(kinds), "E_T / mean E_N")
+            _plot_field(ax, kind_rows, "energy_ratio", color=color, linewidth=1.6, label=label, gid=f"ratio:{kind}")
+            for filled, gid, face in ((True, "significant", color), (False, "not_significant", "white")):
+                x, y = _series([row for row in kind_rows if (_row_key(row) in significant) == filled], "energy_ratio")
+                if x:
+                    ax.scatter(x, y, s=30, facecolors=face, edgecolors=color, zorder=3, gid=f"{gid}:{kind}")
         ax.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0, label="ratio 1 (as a control)", gid="one")
-        step_axis(ax, _all_steps(split_rows))
-        ax.set_ylim(bottom=0.0)
-        ax.set_ylabel("energy ratio E_T / mean E_N (times)", fontsize="small")
-        _panel_title(ax, split, len(panels))
+        _finish(ax, _all_steps(split_rows), "energy ratio E_T / mean E_N (times)", bottom=0.0)
     draws = "random_energy_shares" if p_value_column(result.rows) == "p_value_exact" else "control_energy_shares"
     n_draws = sorted({len(row[draws]) for row in rows if row.get(draws)})
-    figure.suptitle(f"Tangent energy over mean control energy\n{_p_value_floors(n_draws)}")
-    _figure_legend(figure, axes, _significance_markers(marker_legend(result.rows, config)))
+    floors = ", ".join(f"{1 / (r + 1):.3g} (R'={r})" for r in n_draws)
+    floors = f"smallest attainable p = 1/(R'+1) = {floors}" if n_draws else "no draws recorded"
+    figure.suptitle(f"Tangent energy over mean control energy\n{floors}")
+    hollow = Line2D([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="0.3")
+    filled = Line2D([], [], linestyle="none", marker="o", color="0.3")
+    markers = [(filled, f"filled: {marker_legend(result.rows, config)}"), (hollow, "hollow: not significant")]
+    _figure_legend(figure, figure.axes, markers)
     return figure
 
 
 def _row_key(row: dict[str, Any]) -> tuple[str, str, str]:
     """A row's identity in a sweep: its step, split point and tangent kind."""
     return str(row.get("step")), str(row.get("split_point")), str(row.get("tangent"))
-
-
-def _draw_ratio(
-    ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], significant: Sequence[bool], color: str, n_kinds: int
-) -> None:
-    """One tangent kind's E_T / mean(E_N) line, its points filled where `significant`, hollow elsewhere."""
-    points = [
-        (int(row["step"]), ratio, sig)
-        for row, sig in zip(kind_rows, significant, strict=True)
-        if (ratio := _finite(row.get("energy_ratio"))) is not None
-    ]
-    if not points:
-        return
-    ax.plot(
-        [step for step, _, _ in points],
-        [ratio for _, ratio, _ in points],
-        color=color,
-        linewidth=1.6,
-        label=_kind_label(kind, n_kinds, "E_T / mean E_N"),
-        gid=f"ratio:{kind}",
-    )
-    filled = [(step, ratio) for step, ratio, sig in points if sig]
-    hollow = [(step, ratio) for step, ratio, sig in points if not sig]
-    if filled:
-        ax.scatter(
-            *zip(*filled, strict=True), s=30, color=color, edgecolors=color, zorder=3, gid=f"significant:{kind}"
-        )
-    if hollow:
-        ax.scatter(
-            *zip(*hollow, strict=True),
-            s=30,
-            facecolors="white",
-            edgecolors=color,
-            zorder=3,
-            gid=f"not_significant:{kind}",
-        )
-
-
-def _p_value_floors(n_draws: Sequence[int]) -> str:
-    """The smallest attainable p-value 1/(R' + 1) of each number R' of draws behind the tested p-value."""
-    if not n_draws:
-        return "no draws recorded"
-    floors = ", ".join(f"{1 / (r + 1):.3g} (R'={r})" for r in n_draws)
-    return f"smallest attainable p = 1/(R'+1) = {floors}"
-
-
-def _significance_markers(meaning: str) -> list[tuple[Line2D, str]]:
-    """Legend entries of the filled (significant, as the verdict decides) and hollow markers."""
-    return [
-        (Line2D([], [], linestyle="none", marker="o", color="0.3"), f"filled: {meaning}"),
-        (
-            Line2D([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="0.3"),
-            "hollow: not significant",
-        ),
-    ]
 
 
 def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
@@ -488,52 +390,24 @@ def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, 
     Examples:
         >>> plot_delta_isoscore(table).savefig("delta_isoscore.png")
     """
-    rows = _rows(result, split_point, tangent)
-    panels = _groups(rows, "split_point")
-    figure, axes = _new_figure(len(panels))
-    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+    figure, panels = _split_panels(result, split_point, tangent)
+    for ax, _split, split_rows in panels:
         kinds = _groups(split_rows, "tangent", "early")
         for index, (kind, kind_rows) in enumerate(kinds.items()):
             color = _tangent_color(kind, index)
-            n_kinds = len(kinds)
-            band = [
-                (int(row["step"]), min(values), max(values), float(np.mean(values)))
-                for row in kind_rows
-                if (values := _finite_list(row.get("delta_isoscore_star_controls")))
-            ]
-            if band:
-                x, low, high, mean = (list(column) for column in zip(*band, strict=True))
-                label = _kind_label(kind, n_kinds, "controls min-max")
-                _min_max_band(ax, x, low, high, color, label, f"delta_control_band:{kind}")
-                ax.plot(x, low, color=color, alpha=0.45, linewidth=0.7, gid=f"delta_control_min:{kind}")
-                ax.plot(x, high, color=color, alpha=0.45, linewidth=0.7, gid=f"delta_control_max:{kind}")
-                ax.plot(
-                    x,
-                    mean,
-                    color=color,
-                    linestyle="--",
-                    linewidth=1.0,
-                    label=_kind_label(kind, n_kinds, "controls mean"),
-                    gid=f"delta_control_mean:{kind}",
-                )
-            x, y = _series(kind_rows, _field("delta_isoscore_star"))
+            x, low, high, mean = _control_range(kind_rows, "delta_isoscore_star_controls")
             if x:
-                ax.plot(
-                    x,
-                    y,
-                    color=color,
-                    marker="o",
-                    markersize=4,
-                    linewidth=1.8,
-                    label=_kind_label(kind, n_kinds, "tangent removed"),
-                    gid=f"delta:{kind}",
-                )
+                label = _kind_label(kind, len(kinds), "controls min-max")
+                _control_band(ax, x, low, high, color, label, "delta_control", kind)
+                label, gid = _kind_label(kind, len(kinds), "controls mean"), f"delta_control_mean:{kind}"
+                ax.plot(x, mean, color=color, linestyle="--", linewidth=1.0, label=label, gid=gid)
+            label = _kind_label(kind, len(kinds), "tangent removed")
+            style = {"marker": "o", "markersize": 4, "linewidth": 1.8, "label": label, "gid": f"delta:{kind}"}
+            _plot_field(ax, kind_rows, "delta_isoscore_star", color=color, **style)
         ax.axhline(0.0, color="0.35", linewidth=0.8, gid="zero")
-        step_axis(ax, _all_steps(split_rows))
-        ax.set_ylabel("Delta IsoScore* of gradients (IsoScore* units)", fontsize="small")
-        _panel_title(ax, split, len(panels))
+        _finish(ax, _all_steps(split_rows), "Delta IsoScore* of gradients (IsoScore* units)")
     figure.suptitle("Gradient isotropy gained by removing the tangent vs a normal control\n(Delta IsoScore*)")
-    _figure_legend(figure, axes)
+    _figure_legend(figure, figure.axes)
     return figure
 
 
@@ -556,45 +430,32 @@ def plot_isotropy(result: SweepResult, *, split_point: str | None = None, tangen
     """
     rows = _rows(result, split_point, tangent)
     splits = _groups(rows, "split_point")
-    figure = Figure(figsize=(3 * 4.2, 2 * 3.4 + 1.2), layout="constrained")
-    axes = list(figure.subplots(2, 3, squeeze=False).ravel())
-    steps = _all_steps(rows)
+    figure, grid = _new_figure((3 * 4.2, 2 * 3.4 + 1.2), 2, 3)
+    axes = list(grid.ravel())
     for position, (ax, (title, column, secondary, ylabel)) in enumerate(zip(axes, ISOTROPY_PANELS, strict=True)):
         for index, (split, split_rows) in enumerate(splits.items()):
-            color = _SPLIT_COLORS[index % len(_SPLIT_COLORS)]
-            merged = _per_checkpoint(split_rows)
-            label = f"split point {_short(split, 28)}"
-            x, y = _series(merged, _field(column))
-            if x:
-                ax.plot(
-                    x,
-                    y,
-                    color=color,
-                    marker="o",
-                    markersize=3,
-                    linewidth=1.5,
-                    label=label,
-                    gid=f"isotropy:{column}:{split}",
-                )
+            color, merged = _SPLIT_COLORS[index % len(_SPLIT_COLORS)], _per_checkpoint(split_rows)
+            style = {"marker": "o", "markersize": 3, "linewidth": 1.5, "label": f"split point {_short(split, 28)}"}
+            _plot_field(ax, merged, column, color=color, gid=f"isotropy:{column}:{split}", **style)
             if secondary is not None:
-                x, y = _series(merged, _field(secondary))
-                if x:
-                    ax.plot(
-                        x,
-                        y,
-                        color=color,
-                        linestyle="--",
-                        linewidth=1.0,
-                        gid=f"isotropy:{secondary}:{split}",
-                    )
+                gid = f"isotropy:{secondary}:{split}"
+                _plot_field(ax, merged, secondary, color=color, linestyle="--", linewidth=1.0, gid=gid)
         if not ax.lines:
-            ax.text(0.5, 0.5, "not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
-        step_axis(ax, steps, label=position >= 3)
+            _not_recorded(ax)
+        _finish(ax, _all_steps(rows), ylabel, label=position >= 3)
         ax.set_title(title, fontsize="medium")
-        ax.set_ylabel(ylabel, fontsize="small")
     figure.suptitle("Isotropy of the activations over training")
     _figure_legend(figure, axes)
     return figure
+
+
+#: The lines of `plot_drift`: angle (its column drift_<angle>_angle), colour, line style, marker, label.
+_DRIFT_LINES = (
+    ("reference_mean", "C0", "-", "o", "vs reference, mean angle"),
+    ("reference_max", "C0", "--", None, "vs reference, max angle"),
+    ("previous_mean", "C1", "-", "o", "vs previous checkpoint, mean angle"),
+    ("previous_max", "C1", "--", None, "vs previous checkpoint, max angle"),
+)
 
 
 def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
@@ -614,43 +475,20 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
     Examples:
         >>> plot_drift(table).savefig("drift.png")
     """
-    rows = _rows(result, split_point, tangent)
-    panels = _groups(rows, "split_point")
-    figure, axes = _new_figure(len(panels))
-    series = (
-        ("reference", "mean", "C0", "-", "vs reference, mean angle"),
-        ("reference", "max", "C0", "--", "vs reference, max angle"),
-        ("previous", "mean", "C1", "-", "vs previous checkpoint, mean angle"),
-        ("previous", "max", "C1", "--", "vs previous checkpoint, max angle"),
-    )
-    for ax, (split, split_rows) in zip(axes, panels.items(), strict=True):
+    figure, panels = _split_panels(result, split_point, tangent)
+    for ax, _split, split_rows in panels:
         merged = _per_checkpoint(split_rows)
-        for against, statistic, color, style, label in series:
-            column = f"drift_{against}_{statistic}_angle"
-            x, y = _series(merged, _field(column))
-            if x:
-                ax.plot(
-                    x,
-                    y,
-                    color=color,
-                    linestyle=style,
-                    marker="o" if statistic == "mean" else None,
-                    markersize=3.5,
-                    linewidth=1.5,
-                    label=label,
-                    gid=f"drift:{against}_{statistic}",
-                )
+        for name, color, style, marker, label in _DRIFT_LINES:
+            line = {"color": color, "linestyle": style, "marker": marker, "label": label, "gid": f"drift:{name}"}
+            _plot_field(ax, merged, f"drift_{name}_angle", markersize=3.5, linewidth=1.5, **line)
         if not ax.lines:
-            ax.text(0.5, 0.5, "drift not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
-        step_axis(ax, _all_steps(split_rows))
+            _not_recorded(ax, "drift not recorded")
+        _finish(ax, _all_steps(split_rows), "principal angle (radians, as the drift_* columns)")
         top = max((np.max(line.get_ydata()) for line in ax.lines), default=math.pi / 2)
         ax.set_ylim(0.0, min(math.pi / 2, max(math.radians(5.0), 1.15 * float(top))))
-        ax.set_ylabel("principal angle (radians, as the drift_* columns)", fontsize="small")
-        degrees = ax.secondary_yaxis("right", functions=(np.degrees, np.radians))
-        degrees.set_ylabel("degrees", fontsize="small")
-        _panel_title(ax, split, len(panels))
+        ax.secondary_yaxis("right", functions=(np.degrees, np.radians)).set_ylabel("degrees", fontsize="small")
     figure.suptitle("Tangent drift: principal angles between checkpoints' own tangents")
-    _figure_legend(figure, axes)
+    _figure_legend(figure, [ax for ax, _, _ in panels])
     return figure
 
 
@@ -672,24 +510,14 @@ def plot_loss(result: SweepResult, *, split_point: str | None = None, tangent: s
         >>> plot_loss(table).savefig("loss.png")
     """
     rows = _rows(result, split_point, tangent)
-    figure, (ax,) = _new_figure(1)
+    figure, (ax,) = _panel_figure(1)
     for index, (split, split_rows) in enumerate(_groups(rows, "split_point").items()):
-        x, y = _series(_per_checkpoint(split_rows), _field("loss"))
-        if x:
-            ax.plot(
-                x,
-                y,
-                color=_SPLIT_COLORS[index % len(_SPLIT_COLORS)],
-                marker="o",
-                markersize=3.5,
-                linewidth=1.6,
-                label=f"split point {_short(split, 28)}",
-                gid=f"loss:{split}",
-            )
+        style = {"marker": "o", "markersize": 3.5, "linewidth": 1.6, "label": f"split point {_short(split, 28)}"}
+        color = _SPLIT_COLORS[index % len(_SPLIT_COLORS)]
+        _plot_field(ax, _per_checkpoint(split_rows), "loss", color=color, gid=f"loss:{split}", **style)
     if not ax.lines:
-        ax.text(0.5, 0.5, "loss not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
-    step_axis(ax, _all_steps(rows))
-    ax.set_ylabel("loss on the probe texts (nats per loss term)", fontsize="small")
+        _not_recorded(ax, "loss not recorded")
+    _finish(ax, _all_steps(rows), "loss on the probe texts (nats per loss term)")
     figure.suptitle("Training loss of each checkpoint on the probe texts")
     _figure_legend(figure, [ax])
     return figure
@@ -722,42 +550,30 @@ def plot_energy_by_bucket(
         raise InvalidInputError("The sweep has no row to plot (for this split point).")
     kinds = list(dict.fromkeys(row.get("tangent") for row in rows))
     kind = tangent or ("early" if "early" in kinds else kinds[0])
-    rows = [row for row in rows if row.get("tangent") == kind]
-    if not rows:
+    splits = _groups([row for row in rows if row.get("tangent") == kind], "split_point")
+    if not splits:
         raise InvalidInputError(f"The sweep has no row of tangent kind {kind!r}.")
-    splits = list(dict.fromkeys(row.get("split_point") for row in rows))
-    figure = Figure(figsize=(11, 3.3 * len(splits) + 0.8), layout="constrained")
-    axes = figure.subplots(len(splits), 2, squeeze=False)
-    for line, split in enumerate(splits):
-        split_rows = sorted((row for row in rows if row.get("split_point") == split), key=lambda row: row["step"])
-        for column, (prefix, title) in enumerate(_BREAKDOWNS):
-            _draw_buckets(axes[line][column], split_rows, prefix)
-            shown = str(split).replace("$", r"\$")  # a $ would start matplotlib's mathtext
-            axes[line][column].set_title(
-                f"split point {shown}: {title}" if len(splits) > 1 else title, fontsize="medium"
-            )
-    shown_kind = str(kind).replace("$", r"\$")
-    figure.suptitle(f"Energy share of the {shown_kind} tangent within token buckets (dashed: its controls' mean)")
-    figure.legend(
-        handles=[Line2D([], [], color="0.3", linestyle=style) for style in ("-", "--")],
-        labels=["tangent", "controls' mean"],
-        loc="outside lower center",
-        ncols=2,
-        fontsize="small",
-    )
+    figure, axes = _new_figure((11, 3.3 * len(splits) + 0.8), len(splits), 2)
+    for line, (split, split_rows) in zip(axes, splits.items(), strict=True):
+        for ax, (prefix, title) in zip(line, _BREAKDOWNS, strict=True):
+            _draw_buckets(ax, sorted(split_rows, key=lambda row: row["step"]), prefix)
+            ax.set_title(f"split point {_plain(split)}: {title}" if len(splits) > 1 else title, fontsize="medium")
+    figure.suptitle(f"Energy share of the {_plain(kind)} tangent within token buckets (dashed: its controls' mean)")
+    handles = [Line2D([], [], color="0.3", linestyle=style) for style in ("-", "--")]
+    labels = ["tangent", "controls' mean"]
+    figure.legend(handles=handles, labels=labels, loc="outside lower center", ncols=2, fontsize="small")
     return figure
 
 
 def _draw_buckets(ax: Any, rows: list[dict[str, Any]], prefix: str) -> None:
-    labels = next((row.get(f"{prefix}_buckets") for row in rows if row.get(f"{prefix}_buckets")), None)
-    if not labels:
-        ax.text(0.5, 0.5, "not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
-        step_axis(ax, sorted({row["step"] for row in rows}))
-        ax.set_ylabel("energy share", fontsize="small")
-        return
+    """One breakdown's panel: a line per bucket for the tangent (solid) and its controls' mean (dashed)."""
+    labels = next((row.get(f"{prefix}_buckets") for row in rows if row.get(f"{prefix}_buckets")), None) or []
     colors = colormaps["viridis"].resampled(max(len(labels), 2))
     for index, label in enumerate(labels):
-        for field, style, name in ((f"{prefix}_energy_share", "-", label), (f"{prefix}_control_share", "--", None)):
+        for field, style, marker, width, name in (
+            (f"{prefix}_energy_share", "-", "o", 1.4, label),
+            (f"{prefix}_control_share", "--", None, 0.9, None),
+        ):
             points = [
                 (row["step"], values[index])
                 for row in rows
@@ -765,20 +581,13 @@ def _draw_buckets(ax: Any, rows: list[dict[str, Any]], prefix: str) -> None:
             ]
             if points:
                 steps, shares = zip(*points, strict=True)
-                ax.plot(
-                    steps,
-                    shares,
-                    style,
-                    color=colors(index),
-                    marker="o" if style == "-" else None,
-                    markersize=3,
-                    linewidth=1.4 if style == "-" else 0.9,
-                    label=name,
-                    gid=f"{field}:{index}",
-                )
-    step_axis(ax, sorted({row["step"] for row in rows}))
-    ax.set_ylabel("energy share", fontsize="small")
-    ax.legend(fontsize="x-small", title="bucket", title_fontsize="x-small")
+                line = {"color": colors(index), "marker": marker, "markersize": 3, "linewidth": width, "label": name}
+                ax.plot(steps, shares, style, gid=f"{field}:{index}", **line)
+    if not labels:
+        _not_recorded(ax)
+    _finish(ax, _all_steps(rows), "energy share")
+    if labels:
+        ax.legend(fontsize="x-small", title="bucket", title_fontsize="x-small")
 
 
 #: The panels: (statistic, y label); the anisotropy share's change has no interval.
@@ -788,7 +597,6 @@ _CHANGE_PANELS = (
     ("anisotropy_share", "change of the anisotropy share (no interval)"),
 )
 _CHANGE_COLORS = {"early": "C0", "each": "C1", "given": "C2", "refit": "C4"}
-_CHANGE_WIDTH, _CHANGE_HEIGHT = 4.6, 3.4
 
 
 def plot_change(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
@@ -810,17 +618,13 @@ def plot_change(result: SweepResult, *, split_point: str | None = None, tangent:
         >>> plot_change(table).savefig("change.png")  # doctest: +SKIP
     """
     splits = _groups(_rows(result, split_point, tangent), "split_point")
-    figure = Figure(
-        figsize=(_CHANGE_WIDTH * len(_CHANGE_PANELS), _CHANGE_HEIGHT * len(splits) + 1.4), layout="constrained"
-    )
-    grid = figure.subplots(len(splits), len(_CHANGE_PANELS), squeeze=False)
+    size = (4.6 * len(_CHANGE_PANELS), 3.4 * len(splits) + 1.4)
+    figure, grid = _new_figure(size, len(splits), len(_CHANGE_PANELS))
     for axes, (split, split_rows) in zip(grid, splits.items(), strict=True):
-        steps = sorted({int(row["step"]) for row in split_rows})
         for ax, (name, label) in zip(axes, _CHANGE_PANELS, strict=True):
-            _draw_panel(ax, name, split_rows)
-            step_axis(ax, steps)
-            ax.set_ylabel(label, fontsize="small")
-            ax.set_title(f"split point {str(split)[-40:]}".replace("$", r"\$"), fontsize="medium")
+            _draw_change(ax, name, split_rows)
+            _finish(ax, _all_steps(split_rows), label)
+            ax.set_title(_plain(f"split point {str(split)[-40:]}"), fontsize="medium")
     figure.suptitle("What training added: change from the first checkpoint (95 % paired bootstrap intervals)")
     handles = {text: handle for ax in grid.flat for handle, text in zip(*ax.get_legend_handles_labels(), strict=True)}
     if handles:
@@ -828,55 +632,37 @@ def plot_change(result: SweepResult, *, split_point: str | None = None, tangent:
     return figure
 
 
-def _draw_panel(ax: Any, name: str, rows: list[dict[str, Any]]) -> None:
+def _draw_change(ax: Any, name: str, rows: list[dict[str, Any]]) -> None:
     """One statistic's change over the steps, a line per tangent kind, its interval as error bars."""
-    drawn = False
     for index, (kind, kind_rows) in enumerate(_groups(rows, "tangent", "early").items()):
-        points = [row for row in kind_rows if _number(row.get(f"{name}_change")) is not None]
-        if not points:
-            continue
-        x = [int(row["step"]) for row in points]
-        y = [float(row[f"{name}_change"]) for row in points]
-        low = [_number(row.get(f"{name}_change_low")) for row in points]
-        high = [_number(row.get(f"{name}_change_high")) for row in points]
-        below = [value - bound if bound is not None else 0.0 for value, bound in zip(y, low, strict=True)]
-        above = [bound - value if bound is not None else 0.0 for value, bound in zip(y, high, strict=True)]
-        color = _CHANGE_COLORS.get(kind, f"C{(index + 5) % 10}")
-        ax.errorbar(
-            x, y, yerr=[below, above], color=color, marker="o", markersize=3.5, linewidth=1.5, capsize=3,
-            label=f"{kind} tangent".replace("$", r"\$"), gid=f"change:{name}:{kind}",
-        )  # fmt: skip
-        drawn = True
+        x, y, yerr = _errors(kind_rows, f"{name}_change", f"{name}_change_low", f"{name}_change_high")
+        if x:
+            color, label = _CHANGE_COLORS.get(kind, f"C{(index + 5) % 10}"), _plain(f"{kind} tangent")
+            line = {"marker": "o", "markersize": 3.5, "linewidth": 1.5, "capsize": 3, "label": label}
+            ax.errorbar(x, y, yerr=yerr, color=color, gid=f"change:{name}:{kind}", **line)
     ax.axhline(0.0, color="0.5", linestyle="--", linewidth=1.0, label="no change")
-    if not drawn:
-        ax.text(0.5, 0.5, "change not recorded", transform=ax.transAxes, ha="center", va="center", color="0.5")
+    if not ax.containers:
+        _not_recorded(ax, "change not recorded")
 
 
 _LIVE, _SWEEP = "C0", "C3"
 
 
-def _live_series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
-    """The steps and finite values of one column (rows without a finite value left out)."""
-    points = [(int(row["step"]), value) for row in rows if (value := _number(row.get(key))) is not None]
-    return [step for step, _ in points], [value for _, value in points]
-
-
-def _by(rows: list[dict[str, Any]], *keys: str) -> dict[tuple, list[dict[str, Any]]]:
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda row: int(row["step"])):
-        groups.setdefault(tuple(str(row.get(key)) for key in keys), []).append(row)
-    return groups
+def _curves(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Rows by (split point, tangent kind), both as text, each curve in step order."""
+    ordered = sorted(rows, key=lambda row: int(row["step"]))
+    return _groups(ordered, lambda row: (str(row.get("split_point")), str(row.get("tangent"))))
 
 
 def _panels(live: SweepResult, sweep: SweepResult) -> list[tuple[str, str, list[dict], str, list[dict]]]:
     """(split point, live kind, live rows, sweep kind, sweep rows) for each live split point the sweep also has."""
-    sweep_groups = _by(sweep.rows, "split_point", "tangent")
+    sweep_curves = _curves(sweep.rows)
     panels = []
-    for (split, kind), rows in _by(live.rows, "split_point", "tangent").items():
-        kinds = [sweep_kind for sweep_split, sweep_kind in sweep_groups if sweep_split == split]
+    for (split, kind), rows in _curves(live.rows).items():
+        kinds = [sweep_kind for sweep_split, sweep_kind in sweep_curves if sweep_split == split]
         if kinds:
             chosen = kind if kind in kinds else kinds[0]
-            panels.append((split, kind, rows, chosen, sweep_groups[(split, chosen)]))
+            panels.append((split, kind, rows, chosen, sweep_curves[(split, chosen)]))
     if not panels:
         raise InvalidInputError(
             f"The live rows (split points {live.split_points}) and the sweep's ({sweep.split_points}) share no split "
@@ -885,71 +671,22 @@ def _panels(live: SweepResult, sweep: SweepResult) -> list[tuple[str, str, list[
     return panels
 
 
-def _draw_live(ax: Axes, rows: list[dict[str, Any]], kind: str) -> None:
-    band = [
-        (int(row["step"]), min(values), max(values))
-        for row in rows
-        if (values := [value for value in row.get("control_energy_shares") or [] if _number(value) is not None])
-    ]
-    if band:
-        steps, low, high = zip(*band, strict=True)
-        ax.fill_between(
-            steps,
-            low,
-            high,
-            color=_LIVE,
-            alpha=0.18,
-            linewidth=0,
-            gid=f"live_band:{kind}",
-            label="live: controls E_N min-max",
-        )
-    steps, values = _live_series(rows, "energy_share")
+def _draw_live_and_sweep(ax: Axes, live_rows: list[dict], kind: str, sweep_rows: list[dict], sweep_kind: str) -> None:
+    """The live curve (its controls' band, E_T) and the sweep's points (E_T with intervals, controls' mean)."""
+    steps, low, high, _ = _control_range(live_rows, "control_energy_shares")
     if steps:
-        ax.plot(
-            steps,
-            values,
-            color=_LIVE,
-            linewidth=1.5,
-            marker=".",
-            markersize=3,
-            gid=f"live_energy:{kind}",
-            label=f"live: {kind} tangent E_T (training batches, each window)",
-        )
-
-
-def _draw_sweep(ax: Axes, rows: list[dict[str, Any]], kind: str) -> None:
-    points = [
-        (int(row["step"]), value, _number(row.get("ci_low")), _number(row.get("ci_high")))
-        for row in rows
-        if (value := _number(row.get("energy_share"))) is not None
-    ]
-    if points:
-        steps = [point[0] for point in points]
-        values = [point[1] for point in points]
-        below = [value - low if low is not None else 0.0 for _, value, low, _ in points]
-        above = [high - value if high is not None else 0.0 for _, value, _, high in points]
-        container = ax.errorbar(
-            steps,
-            values,
-            yerr=[np.maximum(below, 0), np.maximum(above, 0)],
-            fmt="o",
-            markersize=4,
-            color=_SWEEP,
-            capsize=2.5,
-            label=f"post hoc: {kind} tangent E_T (probe texts, saved checkpoints)",
-        )
-        container.lines[0].set_gid(f"sweep_energy:{kind}")
-    steps, values = _live_series(rows, "control_mean")
+        style = {"alpha": 0.18, "linewidth": 0, "gid": f"live_band:{kind}", "label": "live: controls E_N min-max"}
+        ax.fill_between(steps, low, high, color=_LIVE, **style)
+    label = f"live: {kind} tangent E_T (training batches, each window)"
+    style = {"linewidth": 1.5, "marker": ".", "markersize": 3, "gid": f"live_energy:{kind}", "label": label}
+    _plot_field(ax, live_rows, "energy_share", color=_LIVE, **style)
+    steps, values, yerr = _errors(sweep_rows, "energy_share", "ci_low", "ci_high")
     if steps:
-        ax.plot(
-            steps,
-            values,
-            color=_SWEEP,
-            linestyle="--",
-            linewidth=1.0,
-            gid=f"sweep_control_mean:{kind}",
-            label="post hoc: controls E_N mean",
-        )
+        label = f"post hoc: {sweep_kind} tangent E_T (probe texts, saved checkpoints)"
+        style = {"fmt": "o", "markersize": 4, "color": _SWEEP, "capsize": 2.5, "label": label}
+        ax.errorbar(steps, values, yerr=np.maximum(yerr, 0), **style).lines[0].set_gid(f"sweep_energy:{sweep_kind}")
+    label, gid = "post hoc: controls E_N mean", f"sweep_control_mean:{sweep_kind}"
+    _plot_field(ax, sweep_rows, "control_mean", color=_SWEEP, linestyle="--", linewidth=1.0, gid=gid, label=label)
 
 
 def plot_live_vs_sweep(live: SweepResult, sweep: SweepResult) -> Figure:
@@ -968,19 +705,16 @@ def plot_live_vs_sweep(live: SweepResult, sweep: SweepResult) -> Figure:
     if not live.rows or not sweep.rows:
         raise InvalidInputError("Both the live rows and the sweep need rows to be drawn side by side.")
     panels = _panels(live, sweep)
-    figure = Figure(figsize=(max(5.2 * len(panels), 7.0), 5.0), layout="constrained")
-    axes = figure.subplots(1, len(panels), squeeze=False)[0]
-    for ax, (split, kind, live_rows, sweep_kind, sweep_rows) in zip(axes, panels, strict=True):
-        _draw_live(ax, live_rows, kind)
-        _draw_sweep(ax, sweep_rows, sweep_kind)
+    figure, grid = _new_figure((max(5.2 * len(panels), 7.0), 5.0), 1, len(panels))
+    for ax, (split, kind, live_rows, sweep_kind, sweep_rows) in zip(grid[0], panels, strict=True):
+        _draw_live_and_sweep(ax, live_rows, kind, sweep_rows, sweep_kind)
         chance = {row["rank"] / row["dim"] for row in live_rows if row.get("rank") and row.get("dim")}
         if len(chance) == 1:
             ax.axhline(chance.pop(), color="grey", linestyle="--", linewidth=0.8, label="chance k/d")
-        step_axis(ax, sorted({int(row["step"]) for row in [*live_rows, *sweep_rows]}))
-        ax.set_ylim(bottom=0.0)
-        ax.set_ylabel("gradient energy share (fraction of ||G||_F^2)", fontsize="small")
+        ylabel = "gradient energy share (fraction of ||G||_F^2)"
+        _finish(ax, _all_steps([*live_rows, *sweep_rows]), ylabel, bottom=0.0)
         ax.set_title(f"split point {split}", fontsize="medium")
-    handles, labels = axes[0].get_legend_handles_labels()
+    handles, labels = grid[0][0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncols=min(2, len(panels)), fontsize="small")
     figure.suptitle("Live probe during training vs post-hoc sweep of the saved checkpoints")
     return figure
@@ -1023,6 +757,3 @@ def plot_sweep(
     """
     _rows(result, split_point, tangent)  # fail early, once, on an empty selection
     return {name: plot(result, split_point=split_point, tangent=tangent) for name, plot in FIGURES.items()}
-
-
-#: The x-axis label of every figure over training.

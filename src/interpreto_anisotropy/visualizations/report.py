@@ -75,31 +75,11 @@ CSV_FILE = "rows.csv"
 #: columns (`_p_columns`: the verdict's, adjusted within its family, first) come after "energy_ratio", and the
 #: approximate p-values, secondary, after the exact ones. "ci" and "delta_isoscore_star_controls_mean" are derived:
 #: [ci_low, ci_high] and the mean of the per-control deltas.
-KEY_COLUMNS: tuple[str, ...] = (
-    "step",
-    "split_point",
-    "tangent",
-    "energy_share",
-    "ci",
-    "control_mean",
-    "analytic_null",
-    "chance",
-    "energy_ratio",
-    "z_score",
-    "oracle_energy_share",
-    "anisotropy_capture",
-    "anisotropy_share",
-    "anisotropy_p_value_exact",
-    "delta_isoscore_star",
-    "delta_isoscore_star_controls_mean",
-    "p_value",
-    "anisotropy_share_p_value",
-    "delta_isoscore_star_p_value",
-    "loss",
-    "activation_isoscore",
-    "activation_isoscore_star",
-    "activation_mean_cosine",
-    "activation_effective_rank",
+KEY_COLUMNS: tuple[str, ...] = tuple(
+    """step split_point tangent energy_share ci control_mean analytic_null chance energy_ratio z_score
+    oracle_energy_share anisotropy_capture anisotropy_share anisotropy_p_value_exact delta_isoscore_star
+    delta_isoscore_star_controls_mean p_value anisotropy_share_p_value delta_isoscore_star_p_value loss
+    activation_isoscore activation_isoscore_star activation_mean_cosine activation_effective_rank""".split()
 )
 
 #: What the header of a p-value column says under its name (the approximate ones are secondary).
@@ -110,47 +90,6 @@ _P_LABELS = {
     "delta_isoscore_star_p_value": APPROXIMATE_LABEL,
     "p_value_exact": "exact p, before adjustment",
     "anisotropy_p_value_exact": "exact p of the anisotropy share, before adjustment",
-}
-
-_FIGURE_CAPTIONS = {
-    "energy": (
-        "Share of the gradient energy held by the tangent (solid, with bootstrap intervals), by its matched-rank "
-        "normal controls (shaded min-max band, dashed mean), the analytic null of a random control (dotted) and "
-        "chance k/d (grey dashed); one panel per split point and tangent kind."
-    ),
-    "live": (
-        "The live probe's energy share at every window of training (line: the training batches, with the weights "
-        "of that step; band: its controls' min-max), next to the sweep's at each saved checkpoint (markers with "
-        "bootstrap intervals: the probe texts; dashed: its controls' mean). The two tell the same story without "
-        "being equal: other texts, and a live tangent fitted on the training steps' activations."
-    ),
-    "energy_ratio": (
-        "Tangent energy over the controls' mean energy. Filled markers: the rows the finding calls significant, "
-        "their exact p-value (p_value_exact) adjusted within the declared family at the declared level; the "
-        "smallest attainable exact p-value is 1/(R'+1)."
-    ),
-    "change": (
-        "What training added: each checkpoint's change from the first checkpoint of its curve, in energy ratio, "
-        "energy share and anisotropy share, with 95 % paired bootstrap intervals over the same probe sequences "
-        "(ours; none for the anisotropy share). An interval that excludes 0: training changed it."
-    ),
-    "delta_isoscore": (
-        "How much more isotropic (IsoScore*) the gradient cloud becomes when the tangent is projected out (solid), "
-        "against projecting out each control (band and dashed mean)."
-    ),
-    "isotropy": "Isotropy of the activations at the split point, checkpoint by checkpoint.",
-    "buckets": (
-        "Energy share of the tangent within token frequency buckets (types ranked by count in the sweep's fit and "
-        "probe texts, cut at 50, 75 and 90 % of all occurrences; a bucket includes the type that crosses its upper "
-        "edge) and position buckets; dashed: its controls' mean. The paper's frequency argument, as we read it, "
-        "predicts tangent-dominated gradients for frequent tokens."
-    ),
-    "drift": (
-        "Principal angles between each checkpoint's own tangent and the reference tangent, and the previous "
-        "checkpoint's tangent (mean solid, largest dashed), in radians as in the drift_* columns (degrees on the "
-        "right axis)."
-    ),
-    "loss": "Training loss of each checkpoint on the probe texts (the loss column), as training goes.",
 }
 
 
@@ -192,10 +131,7 @@ def write_report(
         'index.html'
     """
     if not result.rows:
-        raise InvalidInputError(
-            "The sweep has no finished checkpoint yet: there is nothing to report. Run (or resume) the sweep, "
-            "then write the report again."
-        )
+        raise InvalidInputError("The sweep has no finished checkpoint yet: run (or resume) it, then write the report.")
     if not isinstance(out_dir, (str, os.PathLike)):
         raise InvalidInputError(f"out_dir must be a folder path, got {type(out_dir).__name__}.")
     if title is not None and not isinstance(title, str):
@@ -205,25 +141,19 @@ def write_report(
     verdict = sweep_verdict(result.rows, result.config)
     for correction in Correction:  # the tested p-value only: Holm or BH of the approximate one would mislead
         result = result.adjusted(correction.value, family=verdict.family, column=verdict.p_column)
-    if title is None:
-        title = _default_title(result)
+    title = _default_title(result) if title is None else title
 
-    figures: list[dict[str, str]] = []
+    figures = []
     for name, figure in _figures(result, live).items():
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=dpi)
+        figure.savefig(buffer := io.BytesIO(), format="png", dpi=dpi)
         figure.clear()
-        data = buffer.getvalue()
-        write_atomically(out_dir / FIGURES_DIR / f"{name}.png", data)
-        encoded = base64.b64encode(data).decode("ascii")
-        figures.append({"name": name, "data": encoded, "caption": _FIGURE_CAPTIONS.get(name, "")})
+        write_atomically(out_dir / FIGURES_DIR / f"{name}.png", data := buffer.getvalue())
+        figures.append({"name": name, "data": base64.b64encode(data).decode("ascii")})
 
     result.to_csv(out_dir / CSV_FILE)
     write_column_notes(out_dir / COLUMNS_CSV_FILE, result.scalar_columns())
     page = render("report.html.j2", **_context(result, verdict, title=title, figures=figures))
-    path = out_dir / REPORT_FILE
-    write_atomically(path, page.encode("utf-8"))
-    return path
+    return write_atomically(out_dir / REPORT_FILE, page)
 
 
 def _figures(result: SweepResult, live: SweepResult | None) -> dict[str, Any]:
@@ -259,22 +189,12 @@ def _report_folder(out_dir: Path) -> Path:
 
 # ---------------------------------------------------------------------------------------------------- values
 def _format(value: Any) -> str:
-    """A cell's text: floats to 4 significant digits, None as an empty cell."""
-    if value is None:
+    """A cell's text: floats to 4 significant digits, None and NaN as an empty cell."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ""
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return f"{value:.4g}"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_format(item) for item in value) + "]"
-    return str(value)
+        return "[" + ", ".join(map(_format, value)) + "]"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _cell(row: dict[str, Any], column: str) -> Any:
@@ -326,7 +246,7 @@ def _context(
     """What ``templates/report.html.j2`` shows, as plain strings, lists and dicts (the template escapes them all)."""
     columns = _columns(result, verdict)
     draws = sorted({len(row["random_energy_shares"]) for row in result.rows if row.get("random_energy_shares")})
-    text_columns = {column for column in columns if any(isinstance(row.get(column), str) for row in result.rows)}
+    texts = {column for column in columns if any(isinstance(row.get(column), str) for row in result.rows)}
     return {
         "title": title,
         "finding": _finding(verdict),
@@ -338,18 +258,10 @@ def _context(
         "floor": ", ".join(f"{1 / (r + 1):.3g} with R' = {r}" for r in draws) or "1/(R' + 1)",
         "card": _model_card(result),
         "figures": figures,
-        "figures_dir": FIGURES_DIR,
         **top_tokens_context(result),
-        "csv_file": CSV_FILE,
-        "columns_csv_file": COLUMNS_CSV_FILE,
         "columns": [
-            {
-                "name": column,
-                "label": _column_label(column, verdict),
-                "tooltip": _tooltip(column),
-                "text": column in text_columns,
-            }
-            for column in columns
+            {"name": name, "label": _column_label(name, verdict), "tooltip": _tooltip(name), "text": name in texts}
+            for name in columns
         ],
         "rows": [{column: _format(_cell(row, column)) for column in columns} for row in result.rows],
         "definitions": [_definition(column) for column in columns],
@@ -360,7 +272,6 @@ def _context(
         ],
         "settings": _settings(result.config),
         "versions": _versions(result),
-        "provenance_file": PROVENANCE_FILE,
     }
 
 
@@ -368,23 +279,18 @@ def _meta(result: SweepResult) -> str:
     """The line under the title: rows, checkpoints, split points, tangent kinds, when and from what."""
     steps = sorted(set(result.steps))
     written = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    meta = (
+    return (
         f"{len(result.rows)} rows from {len(steps)} checkpoint{'s' if len(steps) != 1 else ''} "
         f"(steps {', '.join(map(str, steps))}); split points: {', '.join(map(str, result.split_points))}; "
         f"tangents: {', '.join(map(str, result.tangents))} (defined below). Written {written} by "
-        f"interpreto-anisotropy {__version__}"
+        f"interpreto-anisotropy {__version__}{'' if result.results_dir is None else f' from {result.results_dir}'}."
     )
-    if result.results_dir is not None:
-        meta += f" from {result.results_dir}"
-    return meta + "."
 
 
 def _finding(verdict: Verdict) -> dict[str, Any]:
     """The sweep's verdict (`interpreto_anisotropy.results.verdict`), the page's first section: one item per curve."""
-    curves = []
-    for curve in verdict.curves:
-        heading, *sentences = curve_sentences(curve, verdict)
-        curves.append({"heading": heading, "sentences": sentences})
+    texts = [curve_sentences(curve, verdict) for curve in verdict.curves]
+    curves = [{"heading": heading, "sentences": sentences} for heading, *sentences in texts]
     return {"curves": curves, "method": method_sentence(verdict), "caveat": verdict.caveat}
 
 
@@ -394,14 +300,14 @@ def _multiple_testing(result: SweepResult, verdict: Verdict) -> dict[str, Any]:
     if verdict.family == Family.SPLIT_POINT_AND_TANGENT.value:
         family = "within each curve (the rows of one split point and tangent kind)"
     curves = verdict.curves
+    surviving = {c.value: sum(curve.n_surviving[c.value] for curve in curves) for c in Correction}  # holm, bh
     return {
         "column": verdict.p_column,
         "level": f"{verdict.level:g}",
         "family": family[:1].upper() + family[1:],
         "tested": sum(curve.n_tested for curve in curves),
         "raw": sum(curve.n_raw for curve in curves),
-        "holm": sum(curve.n_surviving[Correction.HOLM.value] for curve in curves),
-        "bh": sum(curve.n_surviving[Correction.BENJAMINI_HOCHBERG.value] for curve in curves),
+        **surviving,
         "note": "".join(f" {note}" for note in dict.fromkeys(curve.resolution for curve in curves) if note),
     }
 
@@ -426,10 +332,7 @@ def _steps_summary(steps: Sequence[int], noun: str = "step", shown: int = 4) -> 
     """ "n steps, a to b: s1, s2, ..., s_n", listing the first and last few steps only."""
     if not steps:
         return f"no {noun}"
-    if len(steps) <= 2 * shown:
-        listed = ", ".join(map(str, steps))
-    else:
-        listed = ", ".join(map(str, steps[:shown])) + ", ..., " + ", ".join(map(str, steps[-shown:]))
+    listed = ", ".join(map(str, steps if len(steps) <= 2 * shown else [*steps[:shown], "...", *steps[-shown:]]))
     return f"{len(steps)} {noun}{'s' if len(steps) != 1 else ''}, steps {min(steps)} to {max(steps)}: {listed}"
 
 
@@ -461,15 +364,9 @@ def _tooltip(column: str) -> str:
 
 def _definition(column: str) -> dict[str, str]:
     """A column of the rows table defined: meaning, unit, formula."""
-    description = describe(column)
-    if description is None:
-        return {"column": column, "meaning": _tooltip(column), "unit": "", "formula": ""}
-    return {
-        "column": column,
-        "meaning": description.meaning,
-        "unit": description.unit.value,
-        "formula": description.formula,
-    }
+    known = describe(column)
+    meaning, unit, formula = (known.meaning, known.unit.value, known.formula) if known else (_tooltip(column), "", "")
+    return {"column": column, "meaning": meaning, "unit": unit, "formula": formula}
 
 
 def _model_card(result: SweepResult) -> dict[str, str]:
@@ -491,13 +388,9 @@ def _first_value(rows: Sequence[dict[str, Any]], key: str) -> Any:
 def _versions(result: SweepResult) -> dict[str, Any]:
     """The versions that computed the rows (from provenance.jsonl: groups of rows), and the report's own."""
     groups = versions_of_rows(result.results_dir, result.rows)
-    return {
-        "known": [
-            {"count": count, "versions": _listed(versions)} for versions, count in groups if versions is not None
-        ],
-        "unknown": sum(count for versions, count in groups if versions is None),
-        "report": _listed(software_versions()),
-    }
+    known = [{"count": count, "versions": _listed(versions)} for versions, count in groups if versions is not None]
+    unknown = sum(count for versions, count in groups if versions is None)
+    return {"known": known, "unknown": unknown, "report": _listed(software_versions())}
 
 
 def _listed(versions: dict[str, str]) -> str:
@@ -506,14 +399,13 @@ def _listed(versions: dict[str, str]) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("interpreto_anisotropy.visualizations", "templates"),
-        autoescape=True,  # every template is HTML (".html.j2", which select_autoescape(["html"]) would not match)
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    loader = jinja2.PackageLoader("interpreto_anisotropy.visualizations", "templates")
+    # autoescape: every template is HTML (".html.j2", which select_autoescape(["html"]) would not match)
+    options = {"trim_blocks": True, "lstrip_blocks": True, "keep_trailing_newline": True}
+    environment = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined, **options)
+    files = {"figures_dir": FIGURES_DIR, "csv_file": CSV_FILE, "columns_csv_file": COLUMNS_CSV_FILE}
+    environment.globals.update(files, provenance_file=PROVENANCE_FILE)
+    return environment
 
 
 def render(template: str, **context: Any) -> str:
@@ -651,10 +543,9 @@ def write_column_notes(path: str | Path, names: Iterable[str]) -> Path:
     writer = csv.writer(text)
     writer.writerow(["column", "meaning", "unit", "formula", "defined_in"])
     for name in names:
-        column = describe(name)
-        if column is None:
+        if (column := describe(name)) is None:
             writer.writerow([name, "", "", "", ""])
-        else:
-            where = f"docs/concepts.md#{column.concept}" if column.concept else ""
-            writer.writerow([name, column.meaning, column.unit.value, column.formula, where])
+            continue
+        where = f"docs/concepts.md#{column.concept}" if column.concept else ""
+        writer.writerow([name, column.meaning, column.unit.value, column.formula, where])
     return write_atomically(path, text.getvalue())
