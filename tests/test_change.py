@@ -237,3 +237,19 @@ def test_the_change_figure_draws_each_rows_change_and_interval():
     assert "change not recorded" not in [text.get_text() for text in figure.axes[2].texts]
     bare = plot_change(SweepResult([{"step": 0, "split_point": "m", "tangent": "early", "energy_share": 0.3}], {}))
     assert all("change not recorded" in [text.get_text() for text in ax.texts] for ax in bare.axes)
+
+
+def test_the_change_figure_draws_a_change_outside_its_own_interval():
+    """A bootstrap-t interval need not hold its estimate: its bar is drawn to the bound, not refused."""
+    from interpreto_anisotropy.results.table import SweepResult
+    from interpreto_anisotropy.visualizations.plotting import plot_change
+
+    energy, total, control = _synthetic(np.random.default_rng(14), 25, boost=(1.0, 3.0))
+    rows = [_row(step, energy[c], total[c], control[c]) for c, step in enumerate((0, 60))]
+    for row in rows:
+        row.update(change_fields(rows, seed=0)[(row["step"], "1", "early")])
+    change = rows[1]["energy_ratio_change"]
+    rows[1]["energy_ratio_change_low"], rows[1]["energy_ratio_change_high"] = change + 0.1, change + 0.3
+    (container,) = plot_change(SweepResult(rows, {})).axes[0].containers
+    _, _, (bars,) = container.lines
+    np.testing.assert_allclose(sorted(bars.get_segments()[1][:, 1]), [change, change + 0.3])

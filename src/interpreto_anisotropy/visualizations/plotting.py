@@ -639,7 +639,7 @@ def _draw_change(ax: Any, name: str, rows: list[dict[str, Any]]) -> None:
         if x:
             color, label = _CHANGE_COLORS.get(kind, f"C{(index + 5) % 10}"), _plain(f"{kind} tangent")
             line = {"marker": "o", "markersize": 3.5, "linewidth": 1.5, "capsize": 3, "label": label}
-            ax.errorbar(x, y, yerr=yerr, color=color, gid=f"change:{name}:{kind}", **line)
+            ax.errorbar(x, y, yerr=np.maximum(yerr, 0.0), color=color, gid=f"change:{name}:{kind}", **line)
     ax.axhline(0.0, color="0.5", linestyle="--", linewidth=1.0, label="no change")
     if not ax.containers:
         _not_recorded(ax, "change not recorded")
