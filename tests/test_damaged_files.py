@@ -232,8 +232,9 @@ def test_a_subspace_file_with_deep_metadata_is_our_error_naming_it(tmp_path):
     save_file(
         {"basis": torch.eye(4)[:, :2].contiguous()}, str(path), metadata={"interpreto_anisotropy": DEEP.decode()}
     )
-    with pytest.raises(ResultsStoreError, match=r"1.safetensors has malformed subspace metadata .*nested deeper"):
+    with pytest.raises(ResultsStoreError, match=r"1\.safetensors") as caught:
         ia.Subspace.load(path)
+    assert "nested deeper" in str(caught.value) and "malformed subspace metadata" in str(caught.value)
 
 
 @pytest.mark.parametrize("given", [5, None, 1.5])
