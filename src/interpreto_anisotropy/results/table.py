@@ -21,14 +21,7 @@ from ..commons.files import write_atomically
 from ..errors import CheckpointError, InvalidInputError
 from .records import read_top_tokens, saved_steps
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows
-from .verdict import (
-    Correction,
-    adjust,
-    adjusted_by,
-    adjusted_p_values,
-    sweep_verdict,
-    verdict_text,
-)
+from .verdict import Correction, adjust, adjusted_by, adjusted_p_values, sweep_verdict, verdict_text
 
 __all__ = ["SweepResult"]
 
