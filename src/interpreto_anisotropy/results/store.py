@@ -24,8 +24,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
-from ..commons.json_files import load_json, read_text
+from ..commons.files import append_whole, cut_unterminated_tail, load_json, read_text, write_atomically
 from ..errors import InvalidInputError, ResultsFileWarning, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens

@@ -233,10 +233,10 @@ class SweepResult:
                 f"{_f(row.get('anisotropy_share'), 4, 7)} {_f(row.get('anisotropy_p_value_exact'), 4, 7)}  "
                 f"{_f(row.get('p_value'), 4, 8)}"
             )
-        for row in self.skipped:
-            lines.append(
-                f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} skipped: {row['skipped'][:200]}"
-            )
+        lines += [
+            f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} skipped: {row['skipped'][:200]}"
+            for row in self.skipped
+        ]
         adjusted, level = adjusted_by(self.rows, self.config)
         lines.append(
             f"p_adj: {adjusted}, significant at <= {level:g}; p_aniso: anisotropy_p_value_exact; p_approx: "
@@ -305,11 +305,8 @@ class SweepResult:
         ]
         if len(rows) > _HTML_ROWS:
             half = _HTML_ROWS // 2
-            rows = [
-                *rows[:half],
-                [f"... {len(rows) - 2 * half} rows ..."] + [""] * (len(_HTML_COLUMNS) - 1),
-                *rows[-half:],
-            ]
+            gap = [f"... {len(rows) - 2 * half} rows ...", *[""] * (len(_HTML_COLUMNS) - 1)]
+            rows = [*rows[:half], gap, *rows[-half:]]
         skipped = [
             f"step {row['step']} ({row.get('checkpoint')}) skipped: {row['skipped'][:200]}" for row in self.skipped
         ]

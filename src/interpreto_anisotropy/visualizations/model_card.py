@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..commons.json_files import load_json, parse_json
+from ..commons.files import load_json, parse_json
 from ..errors import CheckpointError
 
 __all__ = ["model_name", "model_card", "software_versions", "layer_count", "count_tokens", "UNKNOWN"]
