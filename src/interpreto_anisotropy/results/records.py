@@ -190,20 +190,9 @@ def saved_steps(results_dir: str | Path, layer: int | str) -> list[int]:
 
 # --------------------------------------------------------------------------------------------- checkpoint fingerprints
 #: Files of a checkpoint folder that determine the model and its tokenizer (glob patterns on the file name).
-MODEL_FILES: tuple[str, ...] = (
-    "config.json",
-    "*.safetensors",
-    "pytorch_model*.bin",
-    "model*.bin",
-    "*.index.json",
-    "tokenizer*",
-    "vocab*",
-    "merges.txt",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "*.model",
-    "*.tiktoken",
-)
+MODEL_FILES: tuple[str, ...] = ("config.json", "*.safetensors", "pytorch_model*.bin", "model*.bin", "*.index.json")
+MODEL_FILES += ("tokenizer*", "vocab*", "merges.txt", "special_tokens_map.json", "added_tokens.json", "*.model")
+MODEL_FILES += ("*.tiktoken",)
 #: Files up to this size are hashed whole.
 WHOLE_FILE_BYTES = 64 * 2**20
 #: Blocks of 64 KiB sampled evenly from a larger file (besides its header and its first and last MiB).

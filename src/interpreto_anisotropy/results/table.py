@@ -322,19 +322,8 @@ _IDENTITY = ("step", "checkpoint", "split_point", "tangent")
 #: The notebook table's headers of the verdict's p-value (exact, adjusted within its family) and of the approximate p.
 _ADJUSTED = "p (exact, adjusted)"
 _APPROXIMATE = "approximate p (normal controls; anti-conservative)"
-_HTML_COLUMNS = (
-    *_IDENTITY,
-    "rank",
-    "n_tokens",
-    "energy_share",
-    "control_mean",
-    "energy_ratio",
-    _ADJUSTED,
-    "p_value_exact",
-    "anisotropy_share",
-    "anisotropy_p_value_exact",
-    _APPROXIMATE,
-)
+_HTML_COLUMNS = (*_IDENTITY, "rank", "n_tokens", "energy_share", "control_mean", "energy_ratio", _ADJUSTED)
+_HTML_COLUMNS += ("p_value_exact", "anisotropy_share", "anisotropy_p_value_exact", _APPROXIMATE)
 _HTML_ROWS = 40
 
 
