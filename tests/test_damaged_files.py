@@ -18,7 +18,7 @@ import pytest
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.cli import main, read_texts
-from interpreto_anisotropy.commons.json_files import load_json
+from interpreto_anisotropy.commons.files import load_json
 from interpreto_anisotropy.errors import CheckpointError, InvalidInputError, ResultsFileWarning, ResultsStoreError
 from interpreto_anisotropy.results.records import read_provenance, read_top_tokens, saved_steps, versions_of_rows
 from interpreto_anisotropy.results.store import LiveStore, SweepStore

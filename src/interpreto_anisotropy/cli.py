@@ -25,7 +25,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from .commons.json_files import parse_json, read_text
+from .commons.files import parse_json, read_text
 from .commons.options import FRACTION, POSITIVE_INT, SEED, Bound
 from .errors import AnisotropyError, InvalidInputError
 from .sweeps.config import SweepConfig, option_flag, type_members

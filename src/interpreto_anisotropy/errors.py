@@ -39,40 +39,26 @@ __all__ = [
     "EnvironmentWarning",
 ]
 
-#: {0.1 name: the class that replaced it}: each still imports from this module, with a `FutureWarning`.
-FORMER_NAMES: dict[str, str] = {
-    "EmptyInputError": "InvalidInputError",
-    "DimensionMismatchError": "InvalidInputError",
-    "ObjectiveError": "InvalidInputError",
-    "SplitPointError": "InvalidInputError",
-    "TokenizerError": "InvalidInputError",
-    "ConfigMismatchError": "InvalidInputError",
-    "TangentMismatchError": "InvalidInputError",
-    "NotFittedError": "OutOfOrderError",
-    "TrainingProbeError": "OutOfOrderError",
-    "StaleResultsError": "ResultsStoreError",
-    "SavedTangentError": "ResultsStoreError",
-    "ShortSequencesWarning": "ReadingWarning",
-    "SkippedBatchesWarning": "ReadingWarning",
-    "TruncationWarning": "ReadingWarning",
-    "PadTokenWarning": "ReadingWarning",
-    "LeftPaddingWarning": "ReadingWarning",
-    "DroppedAtomsWarning": "DegenerateStatisticsWarning",
-    "SkippedFoldersWarning": "CheckpointWarning",
-    "SkippedCheckpointWarning": "CheckpointWarning",
-    "UnusedWeightsWarning": "CheckpointWarning",
-    "RandomWeightsWarning": "CheckpointWarning",
-    "NonFiniteWeightsWarning": "CheckpointWarning",
-    "IncompleteRowWarning": "ResultsFileWarning",
-    "AlteredFileWarning": "ResultsFileWarning",
-    "MissingDriftWarning": "ResultsFileWarning",
-    "LiveResumeWarning": "LiveProbeWarning",
-    "EmptyWindowWarning": "LiveProbeWarning",
-    "PendingRowsWarning": "LiveProbeWarning",
-    "LossScaleWarning": "LiveProbeWarning",
-    "HubAccessWarning": "EnvironmentWarning",
-    "CacheWarning": "EnvironmentWarning",
+# each class of 0.2, with the 0.1 names it replaced
+_REPLACED: dict[str, str] = {
+    "InvalidInputError": (
+        "EmptyInputError DimensionMismatchError ObjectiveError SplitPointError TokenizerError "
+        "ConfigMismatchError TangentMismatchError"
+    ),
+    "OutOfOrderError": "NotFittedError TrainingProbeError",
+    "ResultsStoreError": "StaleResultsError SavedTangentError",
+    "ReadingWarning": "ShortSequencesWarning SkippedBatchesWarning TruncationWarning PadTokenWarning LeftPaddingWarning",
+    "DegenerateStatisticsWarning": "DroppedAtomsWarning",
+    "CheckpointWarning": (
+        "SkippedFoldersWarning SkippedCheckpointWarning UnusedWeightsWarning RandomWeightsWarning "
+        "NonFiniteWeightsWarning"
+    ),
+    "ResultsFileWarning": "IncompleteRowWarning AlteredFileWarning MissingDriftWarning",
+    "LiveProbeWarning": "LiveResumeWarning EmptyWindowWarning PendingRowsWarning LossScaleWarning",
+    "EnvironmentWarning": "HubAccessWarning CacheWarning",
 }
+#: {0.1 name: the class that replaced it}: each still imports from this module, with a `FutureWarning`.
+FORMER_NAMES: dict[str, str] = {old: new for new, olds in _REPLACED.items() for old in olds.split()}
 
 
 def __getattr__(name: str) -> type:

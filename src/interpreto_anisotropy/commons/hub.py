@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from huggingface_hub import constants
+from huggingface_hub import errors as hub_errors
 from huggingface_hub.utils import _http as _hub_http
 
 from ..errors import AnisotropyError, CheckpointError, EnvironmentWarning, InvalidInputError, ResultsStoreError
-from .files import write_atomically
-from .json_files import load_json
+from .files import load_json, write_atomically
 
 __all__ = [
     "BEFORE_FILE",
@@ -89,15 +90,11 @@ def download_command(repo_id: str, revision: str | None) -> str:
 
 def endpoint() -> str:
     """The Hub endpoint in use (`HF_ENDPOINT`, default https://huggingface.co)."""
-    from huggingface_hub import constants
-
     return constants.ENDPOINT
 
 
 def is_offline() -> bool:
     """Whether the Hub is offline (`HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`)."""
-    from huggingface_hub import constants
-
     return constants.HF_HUB_OFFLINE or any(
         os.environ.get(v, "").upper() in {"1", "ON", "YES", "TRUE"} for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
     )
@@ -105,8 +102,6 @@ def is_offline() -> bool:
 
 def cache_location(cache_dir: str | os.PathLike | None) -> str:
     """The Hugging Face cache folder in use."""
-    from huggingface_hub import constants
-
     return os.fspath(cache_dir) if cache_dir is not None else str(constants.HF_HUB_CACHE)
 
 
@@ -208,16 +203,11 @@ def check_revisions(
 ) -> None:
     """Checks, before any is loaded, that every Hub revision of some checkpoints exists (offline: is cached)."""
     seconds = check_hub_timeout(timeout)
-    by_repo: dict[str, list[tuple[str | None, str]]] = {}
+    repos: dict[str, list[tuple[str, str | None, str]]] = {}  # by repository, in order of first appearance
     for repo_id, revision, label in checkpoints:
-        by_repo.setdefault(repo_id, []).append((revision, label))
+        repos.setdefault(repo_id, []).append((repo_id, revision, label))
     if is_offline():
-        missing = [
-            (repo_id, revision, label)
-            for repo_id, wanted in by_repo.items()
-            for revision, label in wanted
-            if not _cached(repo_id, revision, cache_dir)
-        ]
+        missing = [wanted for each in repos.values() for wanted in each if not _cached(*wanted[:2], cache_dir)]
         if missing:
             raise CheckpointError(
                 f"{len(missing)} checkpoint(s) are not in the local Hugging Face cache ({cache_location(cache_dir)}) "
@@ -227,19 +217,19 @@ def check_revisions(
             )
         return
     missing = []
-    for repo_id, wanted in by_repo.items():
+    for repo_id, each in repos.items():
         names = _refs(repo_id, seconds)
-        missing += [
-            (repo_id, revision, label)
-            for revision, label in wanted
-            if names is not None and revision is not None and not _COMMIT.match(revision) and revision not in names
-        ]
+        if names is not None:
+            missing += [
+                (r, at, label) for r, at, label in each if at is not None and not _COMMIT.match(at) and at not in names
+            ]
     if missing:
-        repos = sorted({repo_id for repo_id, _, _ in missing})
         raise CheckpointError(
             f"{len(missing)} revision(s) do not exist on {endpoint()}: {_listed(missing)}. Nothing was computed. "
             "Check the steps against the repository's branches ("
-            + ", ".join(f"huggingface_hub.list_repo_refs({repo!r})" for repo in repos)
+            + ", ".join(
+                f"huggingface_hub.list_repo_refs({repo!r})" for repo in sorted({repo for repo, _, _ in missing})
+            )
             + "), or leave these checkpoints out."
         )
 
@@ -330,11 +320,13 @@ def failure_message(
     )
 
 
+_NAMED = ((hub_errors.RevisionNotFoundError, "revision"), (hub_errors.GatedRepoError, "gated"))
+_NAMED += ((hub_errors.RepositoryNotFoundError, "repo"),)
+
+
 def _kind(error: BaseException) -> str | None:
     """The failure behind an error of huggingface_hub, its HTTP library (httpx, httpx2 or, before 1.0, requests) or
     transformers: its first recognised cause."""
-    from huggingface_hub import errors as hub_errors
-
     if httpx is not None:
         timeouts, failures = httpx.TimeoutException, httpx.TransportError
     else:
@@ -345,12 +337,9 @@ def _kind(error: BaseException) -> str | None:
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, hub_errors.RevisionNotFoundError):
-            return "revision"
-        if isinstance(cause, hub_errors.GatedRepoError):
-            return "gated"
-        if isinstance(cause, hub_errors.RepositoryNotFoundError):
-            return "repo"
+        for named, kind in _NAMED:  # the subclasses first
+            if isinstance(cause, named):
+                return kind
         response = cause.response if isinstance(cause, hub_errors.HfHubHTTPError) else None
         status = response.status_code if response is not None else 0  # a requests.Response of a 4xx is falsy
         if status in (401, 403):

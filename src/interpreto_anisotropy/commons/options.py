@@ -86,11 +86,8 @@ def check_number(
     given = [(sign, limit, holds) for sign, limit, holds in limits if limit is not None]
     wanted = " and ".join(f"{sign} {limit}" for sign, limit, _ in given)
     expected = "a finite number" + (f" {wanted}" if wanted else "")
-
-    def accepts(number: float) -> bool:
-        return all(holds(float(number), float(limit)) for _, limit, holds in given)
-
-    return float(Bound(float, expected, accepts).check(name, value))
+    bound = Bound(float, expected, lambda number: all(holds(float(number), float(limit)) for _, limit, holds in given))
+    return float(bound.check(name, value))
 
 
 @dataclass(frozen=True)

@@ -58,9 +58,7 @@ def shows(progress: bool | None) -> bool:
 
 def progress_bar(iterable: Any = None, *, progress: bool | None, **options: Any) -> tqdm:
     """A tqdm bar over `iterable` (tqdm's keyword `options`: `total`, `desc`, `unit`, ...), shown as `shows` says."""
-    if shows(progress):
-        return tqdm(iterable, **options)
-    return tqdm(iterable, disable=True, **options)
+    return tqdm(iterable, **options) if shows(progress) else tqdm(iterable, disable=True, **options)
 
 
 def _env_flag(name: str) -> bool:

@@ -213,11 +213,7 @@ def _check_sample_size(n: int) -> None:
 
 
 def isoscore_star_from_covariance(
-    cov: Covariance,
-    *,
-    n: int,
-    zeta: float | str = DEFAULT_ZETA,
-    C0: Covariance | None = None,
+    cov: Covariance, *, n: int, zeta: float | str = DEFAULT_ZETA, C0: Covariance | None = None
 ) -> Float[torch.Tensor, ""]:
     """IsoScore* (Rudman & Eickhoff, 2024): IsoScore of the shrunk covariance C_zeta = (1 - zeta) cov + zeta C0.
 
@@ -295,11 +291,7 @@ def isoscore_star_from_trace_and_norm(
 
 
 def isoscore_star(
-    X: Points,
-    *,
-    zeta: float | str = DEFAULT_ZETA,
-    C0: Covariance | None = None,
-    as_tensor: bool = False,
+    X: Points, *, zeta: float | str = DEFAULT_ZETA, C0: Covariance | None = None, as_tensor: bool = False
 ) -> float | Float[torch.Tensor, ""]:
     """IsoScore* of a point cloud: `isoscore_star_from_covariance` of its unbiased sample covariance (n < d is fine).
 

@@ -52,8 +52,7 @@ def _neighbours_by_kdtree(points: np.ndarray, k: int, anchors: np.ndarray) -> tu
     is_self = indices == anchors[:, None]
     # With duplicates the anchor may come after its copies, or be pushed out of the k + 1: drop the last instead.
     is_self[~is_self.any(axis=1), -1] = True
-    keep = ~is_self
-    return distances[keep].reshape(len(anchors), k), indices[keep].reshape(len(anchors), k)
+    return distances[~is_self].reshape(len(anchors), k), indices[~is_self].reshape(len(anchors), k)
 
 
 def _neighbours_by_brute_force(
@@ -166,11 +165,7 @@ class FrequencyDistanceCorrelation(_JsonReady):
 
 
 def frequency_distance_correlation(
-    activations: Points,
-    token_ids: TokenIds,
-    counts: Counts,
-    *,
-    by_token: bool = False,
+    activations: Points, token_ids: TokenIds, counts: Counts, *, by_token: bool = False
 ) -> FrequencyDistanceCorrelation:
     """Pearson and Spearman correlation of log(count of each row's token) with its distance to the rows' mean.
 
@@ -204,16 +199,10 @@ def frequency_distance_correlation(
 
     log_frequencies = np.log(frequencies)
     _check_correlatable(log_frequencies, distances)
-    pearson = stats.pearsonr(log_frequencies, distances)
-    spearman = stats.spearmanr(log_frequencies, distances)
+    tests = stats.pearsonr(log_frequencies, distances), stats.spearmanr(log_frequencies, distances)
+    numbers = [float(number) for test in tests for number in (test.statistic, test.pvalue)]
     return FrequencyDistanceCorrelation(
-        pearson=float(pearson.statistic),
-        pearson_p_value=float(pearson.pvalue),
-        spearman=float(spearman.statistic),
-        spearman_p_value=float(spearman.pvalue),
-        n=int(len(distances)),
-        n_excluded=int((~kept).sum()),
-        by_token=by_token,
+        *numbers, n=int(len(distances)), n_excluded=int((~kept).sum()), by_token=by_token
     )
 
 
@@ -446,33 +435,25 @@ def count_token_frequencies(
     if not all(isinstance(text, str) for text in batch):
         raise InvalidInputError("texts must be strings.")
     check_positive_int("batch_size", batch_size)
-    size = vocab_size if vocab_size is not None else _tokenizer_size(tokenizer)
+    if not callable(tokenizer):
+        raise InvalidInputError(f"tokenizer must be callable like a Hugging Face tokenizer, got {type(tokenizer)}.")
+    try:
+        size = vocab_size if vocab_size is not None else len(tokenizer)
+    except TypeError:
+        size = 0
     counts = torch.zeros(size, dtype=torch.int64)
     for start in range(0, len(batch), batch_size):
-        ids = _token_ids_of(tokenizer, batch[start : start + batch_size], add_special_tokens)
+        texts = batch[start : start + batch_size]
+        try:  # counting is no model input: no "sequence length is longer than the maximum" warning
+            encoded = tokenizer(texts, add_special_tokens=add_special_tokens, verbose=False)
+        except TypeError:  # a plain callable without Hugging Face's `verbose`
+            encoded = tokenizer(texts, add_special_tokens=add_special_tokens)
+        try:
+            ids = torch.from_numpy(np.fromiter(chain.from_iterable(encoded["input_ids"]), dtype=np.int64))
+        except (KeyError, TypeError, IndexError) as error:
+            raise InvalidInputError("the tokenizer did not return 'input_ids' for a batch of texts.") from error
         if vocab_size is not None and ids.numel() and int(ids.max()) >= vocab_size:
             raise InvalidInputError(f"token id {int(ids.max())} does not fit vocab_size={vocab_size}.")
         found = torch.bincount(ids, minlength=counts.shape[0])  # longer when an id exceeds the size so far
         counts = torch.nn.functional.pad(counts, (0, found.shape[0] - counts.shape[0])) + found
     return counts
-
-
-def _tokenizer_size(tokenizer: Any) -> int:
-    try:
-        return len(tokenizer)
-    except TypeError:
-        return 0
-
-
-def _token_ids_of(tokenizer: Any, texts: list[str], add_special_tokens: bool) -> torch.Tensor:
-    if not callable(tokenizer):
-        raise InvalidInputError(f"tokenizer must be callable like a Hugging Face tokenizer, got {type(tokenizer)}.")
-    try:  # counting is no model input: no "sequence length is longer than the maximum" warning
-        encoded = tokenizer(texts, add_special_tokens=add_special_tokens, verbose=False)
-    except TypeError:  # a plain callable without Hugging Face's `verbose`
-        encoded = tokenizer(texts, add_special_tokens=add_special_tokens)
-    try:
-        sequences = encoded["input_ids"]
-    except (KeyError, TypeError, IndexError) as error:
-        raise InvalidInputError("the tokenizer did not return 'input_ids' for a batch of texts.") from error
-    return torch.from_numpy(np.fromiter(chain.from_iterable(sequences), dtype=np.int64))

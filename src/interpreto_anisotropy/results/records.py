@@ -8,6 +8,7 @@ content fingerprint, cheap enough to take on every resume, sharp enough to see a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,8 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..commons.files import write_atomically
-from ..commons.json_files import json_lines, load_json, read_whole_lines
+from ..commons.files import json_lines, load_json, read_whole_lines, write_atomically
 from ..errors import ResultsStoreError
 from ..tangents.top_tokens import DirectionTokens
 from .schema import fits, row_key
@@ -65,26 +65,19 @@ _TOP_TOKENS = {"step": int, "n_rows": int, "split_point": str, "layer": (int, st
 
 def software_versions() -> dict[str, str]:
     """The installed versions of the libraries behind the numbers, and Python's."""
-    versions = {}
+    versions = dict.fromkeys(VERSIONED, "not installed")
     for name in VERSIONED:
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    versions["python"] = platform.python_version()
-    return versions
+    return versions | {"python": platform.python_version()}
 
 
 def record_provenance(results_dir: Path, keys: Iterable[Key], files: dict[str, str] | None = None) -> None:
     """Append to provenance.jsonl the line recording that this process computes the rows of `keys` (a line cut
     short by a kill is dropped first)."""
-    record: dict[str, Any] = {
-        "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "versions": software_versions(),
-        "rows": [list(key) for key in keys],
-    }
-    if files:
-        record["files"] = files
+    written = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    record = {"written": written, "versions": software_versions(), "rows": [list(key) for key in keys]}
+    record |= {"files": files} if files else {}
     path = results_dir / PROVENANCE_FILE
     existing = read_whole_lines(path, advice=_ADVICE)[0] if path.exists() else ""
     write_atomically(path, existing + json.dumps(record) + "\n")
@@ -115,12 +108,11 @@ def read_provenance(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
-    advice = _ADVICE
-    complete, _ = read_whole_lines(path, advice=advice)  # the part after the last newline: empty, or a line cut short
-    records = list(json_lines(complete, path, advice=advice))
+    complete, _ = read_whole_lines(path, advice=_ADVICE)  # the part after the last newline: empty, or a line cut short
+    records = list(json_lines(complete, path, advice=_ADVICE))
     for number, record in records:
         if not fits(record, _RECORD):
-            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record. {advice}")
+            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record. {_ADVICE}")
     return [record for _, record in records]
 
 
@@ -198,20 +190,9 @@ def saved_steps(results_dir: str | Path, layer: int | str) -> list[int]:
 
 # --------------------------------------------------------------------------------------------- checkpoint fingerprints
 #: Files of a checkpoint folder that determine the model and its tokenizer (glob patterns on the file name).
-MODEL_FILES: tuple[str, ...] = (
-    "config.json",
-    "*.safetensors",
-    "pytorch_model*.bin",
-    "model*.bin",
-    "*.index.json",
-    "tokenizer*",
-    "vocab*",
-    "merges.txt",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "*.model",
-    "*.tiktoken",
-)
+MODEL_FILES: tuple[str, ...] = ("config.json", "*.safetensors", "pytorch_model*.bin", "model*.bin", "*.index.json")
+MODEL_FILES += ("tokenizer*", "vocab*", "merges.txt", "special_tokens_map.json", "added_tokens.json", "*.model")
+MODEL_FILES += ("*.tiktoken",)
 #: Files up to this size are hashed whole.
 WHOLE_FILE_BYTES = 64 * 2**20
 #: Blocks of 64 KiB sampled evenly from a larger file (besides its header and its first and last MiB).

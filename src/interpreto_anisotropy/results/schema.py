@@ -25,7 +25,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ..commons.json_files import load_json, parse_json, read_text, read_whole_lines
+from ..commons.files import load_json, parse_json, read_text, read_whole_lines
 from ..errors import ResultsFileWarning, ResultsStoreError
 
 __all__ = [

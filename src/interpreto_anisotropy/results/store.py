@@ -24,8 +24,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from ..commons.files import append_whole, cut_unterminated_tail, write_atomically
-from ..commons.json_files import load_json, read_text
+from ..commons.files import append_whole, cut_unterminated_tail, load_json, read_text, write_atomically
 from ..errors import InvalidInputError, ResultsFileWarning, ResultsStoreError, SweepLockedError
 from ..tangents.subspace import Subspace
 from ..tangents.top_tokens import TOKEN_FIELDS, DirectionTokens
@@ -80,12 +79,9 @@ class SweepStore:
                 f"{self.results_dir} is being written by another sweep ({holder}). Wait for it to finish, "
                 "or give this sweep another results_dir."
             ) from None
-        since = time.strftime("%Y-%m-%d %H:%M:%S")
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
         try:
-            write_atomically(
-                self.results_dir / HOLDER_FILE,
-                json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since}),
-            )
+            write_atomically(self.results_dir / HOLDER_FILE, json.dumps(holder))
             # the temporary files of writes a killed run left behind, and the old artefacts of a killed overwrite
             folders = (self.results_dir, self.results_dir / "reference", *self.results_dir.glob("tangents/*"))
             for folder in (*folders, *self.results_dir.glob(f"{TOP_TOKENS_DIR}/*")):
@@ -100,11 +96,7 @@ class SweepStore:
 
     # ------------------------------------------------------------------ settings
     def prepare(
-        self,
-        config: dict[str, Any],
-        *,
-        overwrite: bool,
-        merge: Callable[..., dict[str, Any]] | None = None,
+        self, config: dict[str, Any], *, overwrite: bool, merge: Callable[..., dict[str, Any]] | None = None
     ) -> dict[str, Any]:
         """Check `config` against config.json and record it (call it holding the lock)."""
         path = self.results_dir / CONFIG_FILE
@@ -120,16 +112,13 @@ class SweepStore:
             write_atomically(path, json.dumps(config, indent=1))
             return config
         stored = read_config(path)
-        if merge is not None:
-            merged = merge(stored, config, where=str(self.results_dir))
-        elif stored != config:
+        if merge is None and stored != config:
             changed = sorted(key for key in set(stored) | set(config) if stored.get(key) != config.get(key))
             raise InvalidInputError(
                 f"{self.results_dir} holds results with other settings ({', '.join(changed)} differ). Use another "
                 "results_dir, or overwrite=True to start afresh."
             )
-        else:
-            merged = config
+        merged = config if merge is None else merge(stored, config, where=str(self.results_dir))
         if merged != stored:
             write_atomically(path, json.dumps(merged, indent=1))
         return merged
@@ -174,19 +163,12 @@ class SweepStore:
         done = {row_key(row) for row in written if not is_skipped(row)}
         fresh = [row for row in sorted(rows, key=lambda row: row["step"]) if row_key(row) not in done]
         if fresh:
-            keys = {row_key(row) for row in fresh}
-            paths = {
-                path
-                for row in fresh
-                if not is_skipped(row)
-                for path in (
-                    self.tangent_path(row["layer"], row["step"]),
-                    top_tokens_path(self.results_dir, row["layer"], row["step"]),
-                )
-            }
+            keys = [row_key(row) for row in fresh]
+            at = [(row["layer"], row["step"]) for row in fresh if not is_skipped(row)]
+            paths = {self.tangent_path(*key) for key in at} | {top_tokens_path(self.results_dir, *key) for key in at}
             # before the rows: never rows without a line; it names the files written with them by their digest
             files = {self._relative(path): file_digest(path) for path in sorted(paths) if path.is_file()}
-            record_provenance(self.results_dir, [row_key(row) for row in fresh], files)
+            record_provenance(self.results_dir, keys, files)
             self._rewrite([row for row in written if row_key(row) not in keys], fresh)
 
     def _relative(self, path: Path) -> str:
@@ -197,26 +179,17 @@ class SweepStore:
         provenance.jsonl records they were written with (files it does not name are not checked: written before
         files were recorded)."""
         recorded = recorded_digests(self.results_dir)
-        if not recorded:
-            return []
-        candidates = [*(self.reference_path(layer) for layer in layers), *self._step_files()]
-        return [
-            path
-            for path in candidates
-            if self._relative(path) in recorded
-            and path.is_file()
-            and file_digest(path) != recorded[self._relative(path)]
-        ]
+        candidates = [*(self.reference_path(layer) for layer in layers), *self._step_files()] if recorded else []
+        digests = {path: recorded.get(self._relative(path)) for path in candidates}
+        return [path for path, digest in digests.items() if digest and path.is_file() and file_digest(path) != digest]
 
     def update_rows(self, update: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         """Replace every row by `update(row)` (same key), in one atomic write if any row changed."""
-        rows = self.rows()
-        self._rewrite([update(dict(row)) for row in rows], [])
+        self._rewrite([update(dict(row)) for row in self.rows()], [])
 
     def drop_steps(self, steps: set[int]) -> None:
         """Remove the rows and saved tangents of some checkpoints (their content changed), in one atomic write."""
-        kept = [row for row in self.rows() if row["step"] not in steps]
-        self._rewrite(kept, [])
+        self._rewrite([row for row in self.rows() if row["step"] not in steps], [])
         for path in self._step_files():
             if step_of(path) in steps:
                 path.unlink()
@@ -272,14 +245,9 @@ class SweepStore:
     ) -> None:
         """Write the top tokens of a checkpoint's tangents atomically, unless the file already holds them."""
         path = top_tokens_path(self.results_dir, layer, step)
-        content = {
-            "step": step,
-            "layer": layer if isinstance(layer, int) else str(layer),
-            "split_point": split_point,
-            "n_rows": n_rows,
-            "token_fields": list(TOKEN_FIELDS),
-            "tangents": {kind: [direction.to_dict() for direction in found] for kind, found in directions.items()},
-        }
+        tangents = {kind: [direction.to_dict() for direction in found] for kind, found in directions.items()}
+        content = dict(step=step, layer=layer if isinstance(layer, int) else str(layer), split_point=split_point)
+        content |= dict(n_rows=n_rows, token_fields=list(TOKEN_FIELDS), tangents=tangents)
         data = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if not path.exists() or path.read_bytes() != data:
             write_atomically(path, data)

@@ -21,14 +21,7 @@ from ..commons.files import write_atomically
 from ..errors import CheckpointError, InvalidInputError
 from .records import read_top_tokens, saved_steps
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows
-from .verdict import (
-    Correction,
-    adjust,
-    adjusted_by,
-    adjusted_p_values,
-    sweep_verdict,
-    verdict_text,
-)
+from .verdict import Correction, adjust, adjusted_by, adjusted_p_values, sweep_verdict, verdict_text
 
 __all__ = ["SweepResult"]
 
@@ -240,10 +233,10 @@ class SweepResult:
                 f"{_f(row.get('anisotropy_share'), 4, 7)} {_f(row.get('anisotropy_p_value_exact'), 4, 7)}  "
                 f"{_f(row.get('p_value'), 4, 8)}"
             )
-        for row in self.skipped:
-            lines.append(
-                f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} skipped: {row['skipped'][:200]}"
-            )
+        lines += [
+            f"{row['step']:>8}  {str(row.get('split_point'))[-22:]:<22} {row.get('tangent', ''):<7} skipped: {row['skipped'][:200]}"
+            for row in self.skipped
+        ]
         adjusted, level = adjusted_by(self.rows, self.config)
         lines.append(
             f"p_adj: {adjusted}, significant at <= {level:g}; p_aniso: anisotropy_p_value_exact; p_approx: "
@@ -312,11 +305,8 @@ class SweepResult:
         ]
         if len(rows) > _HTML_ROWS:
             half = _HTML_ROWS // 2
-            rows = [
-                *rows[:half],
-                [f"... {len(rows) - 2 * half} rows ..."] + [""] * (len(_HTML_COLUMNS) - 1),
-                *rows[-half:],
-            ]
+            gap = [f"... {len(rows) - 2 * half} rows ...", *[""] * (len(_HTML_COLUMNS) - 1)]
+            rows = [*rows[:half], gap, *rows[-half:]]
         skipped = [
             f"step {row['step']} ({row.get('checkpoint')}) skipped: {row['skipped'][:200]}" for row in self.skipped
         ]
@@ -332,19 +322,8 @@ _IDENTITY = ("step", "checkpoint", "split_point", "tangent")
 #: The notebook table's headers of the verdict's p-value (exact, adjusted within its family) and of the approximate p.
 _ADJUSTED = "p (exact, adjusted)"
 _APPROXIMATE = "approximate p (normal controls; anti-conservative)"
-_HTML_COLUMNS = (
-    *_IDENTITY,
-    "rank",
-    "n_tokens",
-    "energy_share",
-    "control_mean",
-    "energy_ratio",
-    _ADJUSTED,
-    "p_value_exact",
-    "anisotropy_share",
-    "anisotropy_p_value_exact",
-    _APPROXIMATE,
-)
+_HTML_COLUMNS = (*_IDENTITY, "rank", "n_tokens", "energy_share", "control_mean", "energy_ratio", _ADJUSTED)
+_HTML_COLUMNS += ("p_value_exact", "anisotropy_share", "anisotropy_p_value_exact", _APPROXIMATE)
 _HTML_ROWS = 40
 
 

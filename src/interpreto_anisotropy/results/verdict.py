@@ -201,11 +201,8 @@ def adjust(
     cells = [frame[name] if name in frame else pd.Series(None, index=frame.index) for name in family.columns]
     members = [cell.loc[p.index].map(lambda v: "None" if pd.isna(v) else str(v)) for cell in cells]
     members = members or [np.zeros(len(p))]
-    adjusted = p.groupby(members, sort=False).transform(method) if len(p) else p
-    values: list[float | None] = [None] * len(frame)
-    for index, value in adjusted.items():
-        values[index] = float(value)
-    return values
+    adjusted = (p.groupby(members, sort=False).transform(method) if len(p) else p).reindex(frame.index)
+    return [None if np.isnan(value) else float(value) for value in adjusted]
 
 
 def _enum(kind: type[Enum], value: Any, name: str) -> Any:

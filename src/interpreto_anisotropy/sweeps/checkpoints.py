@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commons import hub as hub_access
-from ..commons.json_files import load_json
+from ..commons.files import load_json
 from ..errors import CheckpointError, CheckpointWarning, InvalidInputError
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token

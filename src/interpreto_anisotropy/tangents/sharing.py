@@ -25,8 +25,7 @@ from huggingface_hub import HfApi, ModelCard, ModelCardData, snapshot_download
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
-from ..commons.files import write_atomically
-from ..commons.json_files import parse_json
+from ..commons.files import parse_json, write_atomically
 from ..commons.options import check_folder
 from ..errors import InvalidInputError, ResultsStoreError
 from ..reading.split_point import splitter_model

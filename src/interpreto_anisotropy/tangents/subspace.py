@@ -18,8 +18,7 @@ from jaxtyping import Float
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save
 
-from ..commons.files import write_atomically
-from ..commons.json_files import parse_json
+from ..commons.files import parse_json, write_atomically
 from ..commons.tensors import as_float_tensor, scaled_by_power_of_two
 from ..errors import AnisotropyError, DegenerateStatisticsWarning, InvalidInputError, ResultsStoreError
 from ..reading.split_point import check_call

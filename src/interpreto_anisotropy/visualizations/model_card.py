@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..commons.json_files import load_json, parse_json
+from ..commons.files import load_json, parse_json
 from ..errors import CheckpointError
 from ..results.records import software_versions
 
