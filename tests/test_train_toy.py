@@ -13,8 +13,8 @@ from interpreto import ModelWithSplitPoints
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
 from interpreto_anisotropy.demo import ToyRun, train_toy
-from interpreto_anisotropy.demo.options import ToyConfig
-from interpreto_anisotropy.demo.train import TRAINER_STATE_NAME, log_spaced_steps
+from interpreto_anisotropy.demo.options import ToyConfig, log_spaced_steps
+from interpreto_anisotropy.demo.train import TRAINER_STATE_NAME
 from interpreto_anisotropy.errors import AnisotropyError, CheckpointError, InvalidInputError
 from interpreto_anisotropy.probing.masking import MaskedLM
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-__all__ = ["__version__"]
-
 try:
     __version__ = version("interpreto-anisotropy")
 except PackageNotFoundError:  # run from a source tree that was never installed

@@ -11,8 +11,6 @@ from jaxtyping import Bool, Float
 
 from ..errors import InvalidInputError
 
-__all__ = ["MomentAccumulator", "top_eigenvalues", "top_eigenvectors"]
-
 
 class MomentAccumulator:
     """Running count, first and second moments of rows x in R^d, shifted for numerical stability."""

@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-__all__ = ["html_table", "number", "short_repr"]
-
 
 def number(value: Any, digits: int = 4) -> str:
     """A value as a repr shows it: numbers plainly, floats to `digits` significant digits, the rest as `repr`."""

@@ -13,19 +13,6 @@ import torch.distributed as dist
 
 from .accumulators import MomentAccumulator
 
-__all__ = [
-    "is_distributed",
-    "rank",
-    "world_size",
-    "is_main_process",
-    "init_from_environment",
-    "all_reduce_sum",
-    "all_reduce_moments",
-    "all_gather_objects",
-    "broadcast_object",
-    "barrier",
-]
-
 
 def is_distributed() -> bool:
     """Whether a process group with more than one rank is running."""

@@ -20,9 +20,6 @@ from typing import Any
 
 from ..errors import AnisotropyError, ResultsStoreError
 
-__all__ = ["write_atomically", "append_whole", "cut_unterminated_tail", "default_file_mode", "give_default_modes"]
-__all__ += ["MAX_BYTES", "MAX_DEPTH", "read_text", "read_whole_lines", "parse_json", "json_lines", "load_json"]
-
 
 def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
     """Write `data` to a temporary file next to `path`, flush it to disk, then rename it over `path`."""

@@ -13,8 +13,6 @@ from typing import Any
 
 import torch
 
-__all__ = ["LaggedRead", "copied_to", "to_device", "one_thread"]
-
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
     """Copy a batch to `device` without blocking the host (CPU tensors go to CUDA through pinned memory)."""

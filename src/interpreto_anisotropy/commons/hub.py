@@ -28,30 +28,6 @@ from huggingface_hub.utils import _http as _hub_http
 from ..errors import AnisotropyError, CheckpointError, EnvironmentWarning, InvalidInputError, ResultsStoreError
 from .files import load_json, write_atomically
 
-__all__ = [
-    "BEFORE_FILE",
-    "CONFIG_PATTERNS",
-    "DEFAULT_HUB_TIMEOUT",
-    "HUB_RETRIES",
-    "HUB_RETRY_WAITS",
-    "WEIGHT_PATTERNS",
-    "HubStalled",
-    "bounded",
-    "cache_location",
-    "cached_before",
-    "check_hub_timeout",
-    "check_revisions",
-    "download_command",
-    "endpoint",
-    "evict",
-    "failure_message",
-    "fetch",
-    "hub_call",
-    "hub_command",
-    "is_offline",
-    "revision_bytes",
-]
-
 logger = logging.getLogger(__name__)
 
 #: Files fetched with every checkpoint: config, generation config, tokenizer files, weight indexes.

@@ -16,27 +16,6 @@ from typing import Any
 
 from ..errors import InvalidInputError
 
-__all__ = [
-    "config_of",
-    "MAX_SEED",
-    "check_nonnegative_int",
-    "check_positive_int",
-    "check_seed",
-    "check_number",
-    "check_bool",
-    "check_device",
-    "check_folder",
-    "byte_size",
-    "Bound",
-    "POSITIVE_INT",
-    "NONNEGATIVE_INT",
-    "SEED",
-    "FRACTION",
-    "LEVEL",
-    "UNIT_INTERVAL",
-    "POSITIVE_NUMBER",
-]
-
 #: Seeds are below this.
 MAX_SEED = 2**32  # scikit-learn's random_state bound; torch accepts it too
 

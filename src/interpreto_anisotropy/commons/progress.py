@@ -14,16 +14,6 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-__all__ = [
-    "DISABLE_ENV_VAR",
-    "are_progress_bars_disabled",
-    "disable_progress_bars",
-    "enable_progress_bars",
-    "progress_bar",
-    "shows",
-    "quiet_transformers",
-]
-
 #: Set to 1 (true, yes, on) to hide every bar of the package.
 DISABLE_ENV_VAR = "INTERPRETO_ANISOTROPY_DISABLE_PROGRESS_BARS"
 _switched_off: bool | None = None  # set by disable_/enable_progress_bars; None: the environment variable says

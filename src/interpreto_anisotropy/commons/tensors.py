@@ -13,8 +13,6 @@ import torch
 
 from ..errors import InvalidInputError, NonFiniteError
 
-__all__ = ["as_real_tensor", "check_finite", "as_float_tensor", "scaled_by_power_of_two"]
-
 
 def as_real_tensor(x: Any, *, name: str, ndim: int | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
     """A torch tensor, NumPy array or nested list as a real floating tensor (a tensor keeps its device and graph)."""

@@ -25,8 +25,6 @@ from ..commons.files import write_atomically
 from ..commons.progress import progress_bar
 from ..errors import EnvironmentWarning, InvalidInputError
 
-__all__ = ["Split", "load_corpus", "corpus_cache_path", "default_cache_dir", "CACHE_ENV_VAR"]
-
 logger = logging.getLogger(__name__)
 
 CACHE_ENV_VAR = "INTERPRETO_ANISOTROPY_CACHE"

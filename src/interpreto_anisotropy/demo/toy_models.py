@@ -15,8 +15,6 @@ from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerF
 
 from ..errors import InvalidInputError
 
-__all__ = ["Arch", "Task", "ENCODER_ARCHS", "train_tokenizer", "build_model", "parse_arch"]
-
 
 class Arch(str, Enum):
     """Architectures of the toy models."""

@@ -25,10 +25,8 @@ from ..commons.progress import progress_bar, quiet_transformers
 from ..errors import CheckpointError, InvalidInputError
 from ..probing.masking import MaskedLM, special_tokens_mask
 from .corpus import load_corpus
-from .options import ToyConfig, log_spaced_steps
+from .options import ToyConfig
 from .toy_models import ENCODER_ARCHS, Arch, build_model, train_tokenizer
-
-__all__ = ["ToyRun", "ToyConfig", "train_toy", "log_spaced_steps", "TRAINER_STATE_NAME"]
 
 TRAINER_STATE_NAME = "trainer_state.json"
 """File name of the training log, in the run folder and in each checkpoint folder."""

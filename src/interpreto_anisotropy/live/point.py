@@ -29,8 +29,6 @@ from ..tangents.subspace import Subspace
 from .options import LiveTangent
 from .rows import live_row
 
-__all__ = ["LivePoint", "Statistics", "TangentSchedule", "moments_bytes", "pending_capacity"]
-
 
 @dataclass(frozen=True)
 class Statistics:

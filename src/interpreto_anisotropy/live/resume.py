@@ -22,8 +22,6 @@ from ..results.store import SweepStore
 from ..tangents.subspace import Subspace
 from .options import LiveTangent
 
-__all__ = ["first_windows", "saved_tangents"]
-
 
 def first_windows(results_dir: Path, start_step: int) -> dict[tuple[str, str], dict[str, Any]]:
     """The first row of each curve (split point, tangent kind) a stopped run wrote before `start_step`, the reference

@@ -14,17 +14,6 @@ from jaxtyping import Bool, Float, Int
 
 from ..errors import InvalidInputError
 
-__all__ = [
-    "FREQUENCY_EDGES",
-    "POSITION_EDGES",
-    "Breakdown",
-    "EnergyByBucket",
-    "frequency_bucket_of_ids",
-    "frequency_labels",
-    "position_buckets",
-    "position_labels",
-]
-
 #: Cumulated shares of all token occurrences where the frequency buckets are cut.
 FREQUENCY_EDGES: tuple[float, ...] = (0.5, 0.75, 0.9)
 #: Positions (from 0) where the position buckets are cut.

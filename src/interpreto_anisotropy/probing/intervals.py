@@ -16,8 +16,6 @@ from jaxtyping import Float
 from ..commons.host_reads import copied_to
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 
-__all__ = ["MIN_BOOTSTRAP_SEQUENCES", "PairedChange", "paired_change", "share_intervals"]
-
 #: Fewer probe sequences than this warn: from 20 on, `benchmarks/interval_coverage.py` measured a 95 % interval's
 #: coverage at 0.95 or more in each of its processes; below, under 0.93 in one of them (`MEASURED_COVERAGE`).
 MIN_BOOTSTRAP_SEQUENCES = 20

@@ -32,16 +32,6 @@ from .intervals import share_intervals
 from .objectives import Objective
 from .result import ProbeResult
 
-__all__ = [
-    "ProbeSums",
-    "RandomSubspaces",
-    "Tally",
-    "SubspaceColumns",
-    "TangentBlock",
-    "build_results",
-    "sums_from_gradients",
-]
-
 
 @dataclass(frozen=True)
 class RandomSubspaces:

@@ -26,16 +26,6 @@ from .breakdown import Breakdown
 from .objectives import Objective
 from .statistics import ProbeSums, SubspaceColumns, Tally
 
-__all__ = [
-    "NONFINITE_ADVICE",
-    "BatchEnergies",
-    "GradientSteps",
-    "ShardSums",
-    "Step",
-    "batch_energies",
-    "gather_sequences",
-]
-
 #: What to try when a batch gives NaN or infinity.
 NONFINITE_ADVICE = (
     "Check the checkpoint's weights (NaN or infinity in them), lower the precision less (no fp16 autocast), or, if "

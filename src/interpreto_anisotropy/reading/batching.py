@@ -21,18 +21,6 @@ from ..commons.options import check_positive_int
 from ..errors import InvalidInputError, ReadingWarning
 from .positions import right_align
 
-__all__ = [
-    "TokenBatcher",
-    "TokenCache",
-    "autocast",
-    "autocast_dtype",
-    "ensure_pad_token",
-    "padded_tokenizer",
-    "special_token_ids",
-    "token_rows",
-    "tokenizer_key",
-]
-
 Batch = dict[str, torch.Tensor]
 
 

@@ -9,8 +9,6 @@ import sys
 from types import FrameType
 from typing import Any
 
-__all__ = ["tolerate_sourceless_backward", "import_as_a_script", "plain_interpreter"]
-
 
 def plain_interpreter() -> bool:
     """Whether Python runs without a script or `-c` (a REPL, or a program piped in), not with `-i` nor IPython,

@@ -20,28 +20,6 @@ from .batching import TokenBatcher, TokenCache, autocast, special_token_ids, tok
 from .batching import autocast_dtype as autocast_dtype_from
 from .positions import PositionConvention, PositionScheme
 
-__all__ = [
-    "SplitPoint",
-    "HiddenStateCapture",
-    "check_call",
-    "call_index",
-    "refuse_ignored_aux_loss",
-    "refuse_other_call",
-    "refuse_internal_padding",
-    "refuse_unsupported_kernels",
-    "TrainingCapture",
-    "TrainingRead",
-    "resolve_split_point",
-    "StopForward",
-    "embedding_rows",
-    "splitter_model",
-    "split_point_module",
-    "eval_mode",
-    "execution_device",
-    "input_device",
-    "is_dispatched",
-]
-
 Batch = dict[str, torch.Tensor]
 
 

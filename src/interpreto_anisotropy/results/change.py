@@ -18,15 +18,6 @@ from ..probing.intervals import paired_change
 from .schema import is_skipped, row_key
 from .store import SweepStore
 
-__all__ = [
-    "CHANGE_FIELDS",
-    "CHANGE_RESAMPLES",
-    "UNPAIRED_CHANGES",
-    "change_fields",
-    "refresh_changes",
-    "unpaired_change",
-]
-
 #: Paired bootstrap resamples behind each row's change interval and p-value (as the energy share's interval).
 CHANGE_RESAMPLES = 1000
 

@@ -26,28 +26,6 @@ from ..errors import ResultsStoreError
 from ..tangents.top_tokens import DirectionTokens
 from .schema import fits, row_key
 
-__all__ = [
-    "PROVENANCE_FILE",
-    "VERSIONED",
-    "software_versions",
-    "record_provenance",
-    "file_digest",
-    "read_provenance",
-    "recorded_digests",
-    "versions_of_rows",
-    "TOP_TOKENS_DIR",
-    "folder_name",
-    "top_tokens_path",
-    "read_top_tokens",
-    "saved_steps",
-    "step_of",
-    "MODEL_FILES",
-    "SAMPLED_BLOCKS",
-    "WHOLE_FILE_BYTES",
-    "fingerprint",
-    "folder_fingerprint",
-]
-
 #: The provenance of a sweep's rows, one JSON object a line, in its results directory.
 PROVENANCE_FILE = "provenance.jsonl"
 _ADVICE = "Delete the file (the rows stay valid, their versions are then unknown)."

@@ -40,8 +40,6 @@ from .records import (
 )
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, is_skipped, read_config, read_rows, row_key, row_line
 
-__all__ = ["SweepStore", "LiveStore"]
-
 LOCK_FILE = ".sweep.lock"
 HOLDER_FILE = ".sweep.lock.json"
 #: Everything a sweep or a live probe writes in its results directory (but its lock and the Hub-cache record), in
