@@ -792,11 +792,11 @@ def _load_weights(
         warnings.warn(f"{what} has weights the model does not use ({found}).", CheckpointWarning, stacklevel=4)
     elif found:
         message = f"{what} does not match {getattr(model_class, '__name__', model_class)}'s weights ({found}); transformers initialises missing weights at random."
-        if strict:
-            raise CheckpointError(
-                f"{message} Check the checkpoint's files and the model class (automodel=), or pass strict=False to load it anyway."
-            )
-        warnings.warn(message, CheckpointWarning, stacklevel=4)
+        _refuse_or_warn(
+            message,
+            "Check the checkpoint's files and the model class (automodel=), or pass strict=False to load it anyway.",
+            strict,
+        )
     # NaN or infinity: a diverged run's checkpoint (weights offloaded by a device_map are not read here)
     bad = [
         key
@@ -805,11 +805,11 @@ def _load_weights(
     ]
     if bad:
         message = f"{what} has non-finite weights (NaN or infinity) in {_some(bad)}: training diverged before it was saved, or the file is corrupt."
-        if strict:
-            raise CheckpointError(
-                f"{message} Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped."
-            )
-        warnings.warn(message, CheckpointWarning, stacklevel=4)
+        _refuse_or_warn(
+            message,
+            "Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped.",
+            strict,
+        )
     if "device_map" not in kwargs:
         try:
             model.to(device)
@@ -1002,3 +1002,10 @@ def _check_meta_build(config: Any, model_class: Any, shapes: dict[str, tuple[int
             raise CheckpointError(
                 f"The weights of {where[0].lower()}{where[1:]} do not have the shapes its config.json gives: {name} is {list(saved)} in the weights and {list(parameter.shape)} for the config. Fix config.json, or check that the weight files belong to it (their tensors do not have this architecture's shapes)."
             )
+
+
+def _refuse_or_warn(message: str, advice: str, strict: bool) -> None:
+    """A checkpoint that does not load as saved: our error with `advice` when `strict`, else a warning."""
+    if strict:
+        raise CheckpointError(f"{message} {advice}")
+    warnings.warn(message, CheckpointWarning, stacklevel=5)
