@@ -99,9 +99,9 @@ def too_small_model(gpt_neox_model):
 
 
 def test_a_tokenizer_larger_than_the_embedding_is_our_error(too_small_model, texts):
-    with pytest.raises(InvalidInputError, match=r"has 64 rows \(ids 0 to 63\), while the tokenizer has 512 tokens"):
+    with pytest.raises(InvalidInputError, match=r"64 rows.*512 tokens"):
         token_activations(too_small_model, texts[:4])
-    with pytest.raises(InvalidInputError, match="does not belong to this model"):
+    with pytest.raises(InvalidInputError, match="resize_token_embeddings"):
         GradientProbe(too_small_model, objective="causal_lm").run(texts[:4], Subspace.random(16, 2))
 
 
@@ -109,7 +109,7 @@ def test_a_tokenizer_larger_than_the_embedding_is_our_error(too_small_model, tex
 def test_token_ids_outside_the_embedding_are_refused_before_any_forward(too_small_model, bad_id):
     ids = torch.tensor([[1, 2, 3], [4, bad_id, 5]])
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    with pytest.raises(InvalidInputError, match=f"Token id {bad_id} is outside the model's input embedding"):
+    with pytest.raises(InvalidInputError, match=rf"id {bad_id}\b"):
         token_activations(too_small_model, inputs)
     inputs["input_ids"] = ids.clamp(0, 63)
     assert token_activations(too_small_model, inputs, include_special=True)[0].shape == (6, 16)

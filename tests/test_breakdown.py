@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from hypothesis import given
@@ -56,7 +58,7 @@ def test_labels_name_every_bucket():
 
 @pytest.mark.parametrize("edges", [(0.5, 0.5), (0.0, 0.5), (0.9, 0.5), (1.0,)])
 def test_bad_edges_are_refused(edges):
-    with pytest.raises(InvalidInputError, match="increasing shares in"):
+    with pytest.raises(InvalidInputError, match=rf"edges.*{re.escape(str(edges))}"):
         frequency_bucket_of_ids(torch.tensor([3, 2, 1]), edges=edges)
 
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import warnings
 from pathlib import Path
@@ -155,9 +156,9 @@ def test_checkpoint_rejects_bad_fields(kwargs):
 
 
 def test_checkpoint_from_dict_rejects_bad_keys():
-    with pytest.raises(InvalidInputError, match="missing"):
+    with pytest.raises(InvalidInputError, match="source"):
         ck.Checkpoint.from_dict({"step": 1})
-    with pytest.raises(InvalidInputError, match="unknown"):
+    with pytest.raises(InvalidInputError, match="extra"):
         ck.Checkpoint.from_dict({"step": 1, "source": "a/b", "extra": 0})
 
 
@@ -194,7 +195,7 @@ def test_local_sorts_by_step(run_dir: Path):
 
 def test_local_empty_glob_says_what_was_searched(tmp_path: Path):
     pattern = str(tmp_path / "nothing-*")
-    with pytest.raises(InvalidInputError, match="nothing-"):
+    with pytest.raises(InvalidInputError, match=re.escape(pattern)):
         ck.local(pattern)
 
 
@@ -209,7 +210,7 @@ def test_local_skips_folders_without_step(tmp_path: Path, neox_model):
 
 def test_local_no_step_at_all_is_an_error(tmp_path: Path):
     (tmp_path / "final").mkdir()
-    with pytest.warns(CheckpointWarning), pytest.raises(InvalidInputError, match="carries a step"):
+    with pytest.warns(CheckpointWarning), pytest.raises(InvalidInputError, match=re.escape(str(tmp_path / "*"))):
         ck.local(tmp_path / "*")
 
 
@@ -224,7 +225,7 @@ def test_local_duplicate_steps(tmp_path: Path):
     for name in ["checkpoint-7", "step-7"]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.json").write_text("{}")
-    with pytest.raises(CheckpointError, match="step 7"):
+    with pytest.raises(CheckpointError, match="checkpoint-7.*step-7"):
         ck.local(tmp_path / "*")
 
 
@@ -245,11 +246,11 @@ def test_hub_mapping_allows_main():
 
 
 def test_hub_bad_input():
-    with pytest.raises(InvalidInputError, match="carries no training step"):
+    with pytest.raises(InvalidInputError, match="'main'"):
         ck.hub("org/model", ["main"])
     with pytest.raises(InvalidInputError):
         ck.hub("org/model", [])
-    with pytest.raises(InvalidInputError, match="step 10"):
+    with pytest.raises(InvalidInputError, match="step-10"):
         ck.hub("org/model", ["step10", "step-10"])
     with pytest.raises(InvalidInputError):
         ck.hub("", ["step1"])
@@ -275,7 +276,7 @@ def test_pythia_rejects_unpublished_steps(steps):
 
 @pytest.mark.parametrize("size", ["160", "160 m", "big", "160mb", 160, "13m"])
 def test_pythia_rejects_bad_sizes(size):
-    with pytest.raises(InvalidInputError, match="size"):
+    with pytest.raises(InvalidInputError, match=re.escape(repr(size))):
         ck.pythia(size, [0])
 
 
@@ -291,7 +292,7 @@ def test_smollm2_ids_and_revisions():
         (320000, "HuggingFaceTB/SmolLM2-360M-intermediate-checkpoints", "step-320000"),
     ]
     assert ck.smollm2("1.7B", 125000)[0].source == "HuggingFaceTB/SmolLM2-1.7B-intermediate-checkpoints"
-    with pytest.raises(InvalidInputError, match="size"):
+    with pytest.raises(InvalidInputError, match="'2B'"):
         ck.smollm2("2B", [0])
     with pytest.raises(InvalidInputError):
         ck.smollm2("135M", ["step-1"])
@@ -303,7 +304,7 @@ def test_smollm2_ids_and_revisions():
 
 def test_load_local_weights_equal_saved(run_dir: Path, neox_model):
     ckpt = ck.local(run_dir / "checkpoint-10")[0]
-    with pytest.warns(ReadingWarning, match="no pad token"):
+    with pytest.warns(ReadingWarning, match=r"checkpoint-10.*\[EOS\]"):
         model, tokenizer = ck.load_checkpoint(ckpt, device="cpu")
     assert isinstance(model, GPTNeoXForCausalLM)
     assert not model.training
@@ -327,9 +328,12 @@ def test_load_keeps_existing_pad_token_without_warning(tmp_path: Path, neox_mode
 def test_load_infers_causal_lm_from_model_type(tmp_path: Path):
     folder = save(GPTNeoXModel(neox_config()), tmp_path / "step-1")  # architectures: GPTNeoXModel (no head)
     assert ck.infer_objective(GPTNeoXModel(neox_config()).config) == "causal_lm"
-    with pytest.warns(ReadingWarning, match="no pad token"), pytest.raises(CheckpointError, match="missing: lm_head"):
+    with (
+        pytest.warns(ReadingWarning, match=r"step-1.*\[EOS\]"),
+        pytest.raises(CheckpointError, match=r"lm_head\.weight"),
+    ):
         ck.load_checkpoint(ck.Checkpoint(1, folder), device="cpu")  # the head would be random: refused
-    with pytest.warns(CheckpointWarning, match="missing: lm_head"):
+    with pytest.warns(CheckpointWarning, match=r"lm_head\.weight"):
         model, _ = ck.load_checkpoint(ck.Checkpoint(1, folder), device="cpu", strict=False)
     assert isinstance(model, GPTNeoXForCausalLM)
 
@@ -340,7 +344,7 @@ def test_load_infers_masked_lm_for_eurobert(tmp_path: Path, model_class):
     saved = model_class(eurobert_config())
     folder = save(saved, tmp_path / "checkpoint-2", pad=True)
     if model_class is EuroBertModel:  # no MLM head in the checkpoint: strict loading refuses a random one
-        with pytest.raises(CheckpointError, match="missing: lm_head"):
+        with pytest.raises(CheckpointError, match=r"lm_head\.weight"):
             ck.load_checkpoint(ck.local(folder)[0], device="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -373,7 +377,7 @@ def test_load_tokenizer_source(tmp_path: Path, neox_model):
 
 def test_load_tokenizer_without_pad_or_eos(tmp_path: Path, neox_model):
     folder = save(neox_model, tmp_path / "step-1", eos=False)
-    with pytest.raises(InvalidInputError, match="pad token"):
+    with pytest.raises(InvalidInputError, match="step-1.*pad_token"):
         ck.load_checkpoint(ck.Checkpoint(1, folder), device="cpu")
 
 
@@ -389,7 +393,7 @@ def test_load_bad_device_and_dtype(run_dir: Path):
 
 
 def test_load_missing_local_folder(tmp_path: Path):
-    with pytest.raises(CheckpointError, match="does not exist"):
+    with pytest.raises(CheckpointError, match=re.escape(str(tmp_path / "run" / "checkpoint-1"))):
         ck.load_checkpoint(ck.Checkpoint(1, str(tmp_path / "run" / "checkpoint-1")))
 
 
@@ -417,7 +421,7 @@ def test_load_uncached_hub_default_cache_offline(no_network: Path):
 
 def test_loaded_frees_the_model(run_dir: Path):
     ckpt = ck.local(run_dir / "step100")[0]
-    with pytest.warns(ReadingWarning, match="no pad token"), ck.loaded(ckpt, device="cpu") as (model, tokenizer):
+    with pytest.warns(ReadingWarning, match=r"step100.*\[EOS\]"), ck.loaded(ckpt, device="cpu") as (model, tokenizer):
         assert next(model.parameters()).device.type == "cpu"
         assert tokenizer.pad_token is not None
     assert next(model.parameters()).device.type == "meta"
@@ -435,11 +439,9 @@ def test_a_checkpoint_missing_a_weight_is_our_error_naming_it(tmp_path: Path, ne
     folder = save(neox_model, tmp_path / "checkpoint-5", pad=True)
     _edit_weights(folder, lambda weights: weights.pop("gpt_neox.layers.0.mlp.dense_4h_to_h.bias"))
     checkpoint = ck.Checkpoint(5, str(folder))
-    with pytest.raises(
-        CheckpointError, match=r"step-5 .*missing: gpt_neox.layers.0.mlp.dense_4h_to_h.bias.*strict=False"
-    ):
+    with pytest.raises(CheckpointError, match=r"step-5.*gpt_neox\.layers\.0\.mlp\.dense_4h_to_h\.bias.*strict=False"):
         ck.load_checkpoint(checkpoint, device="cpu")
-    with pytest.warns(CheckpointWarning, match="missing: gpt_neox.layers.0.mlp.dense_4h_to_h.bias"):
+    with pytest.warns(CheckpointWarning, match=r"gpt_neox\.layers\.0\.mlp\.dense_4h_to_h\.bias"):
         model, _ = ck.load_checkpoint(checkpoint, device="cpu", strict=False)
     assert isinstance(model, GPTNeoXForCausalLM)
 
@@ -448,11 +450,11 @@ def test_mis_shaped_and_truncated_weights_are_our_errors(tmp_path: Path, neox_mo
     folder = save(neox_model, tmp_path / "checkpoint-7", pad=True)
     name = "gpt_neox.layers.0.mlp.dense_h_to_4h.weight"
     _edit_weights(folder, lambda weights: weights.__setitem__(name, torch.zeros(3, weights[name].shape[1])))
-    with pytest.raises(CheckpointError, match=r"weights of checkpoint step-7 .* shapes"):
+    with pytest.raises(CheckpointError, match=rf"step-7.*{re.escape(name)}"):
         ck.load_checkpoint(ck.Checkpoint(7, str(folder)), device="cpu")
     with open(folder / "model.safetensors", "r+b") as handle:
         handle.truncate(1000)
-    with pytest.raises(CheckpointError, match=r"weights of checkpoint step-7 .* truncated"):
+    with pytest.raises(CheckpointError, match=r"step-7.*SafetensorError"):
         ck.load_checkpoint(ck.Checkpoint(7, str(folder)), device="cpu")
 
 
@@ -473,6 +475,6 @@ def test_a_sweep_over_a_checkpoint_missing_a_weight_writes_no_row_for_it(tmp_pat
         results_dir=tmp_path / "sweep",
         progress=False,
     )
-    with pytest.raises(CheckpointError, match=r"step-1 .*missing: (lm_head|embed_out)\.weight"):
+    with pytest.raises(CheckpointError, match=r"step-1.*(lm_head|embed_out)\.weight"):
         sweep.run()
     assert [row["step"] for row in ia.SweepResult.load(tmp_path / "sweep").rows] == [0]

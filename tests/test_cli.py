@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -30,22 +31,22 @@ def test_read_texts_formats(tmp_path):
     assert read_texts(tmp_path / "b.jsonl") == ["one", "two"]
     assert read_texts(tmp_path / "c.json") == ["x", "y"]
     (tmp_path / "empty.txt").write_text("\n  \n")
-    with pytest.raises(InvalidInputError, match="empty"):
+    with pytest.raises(InvalidInputError, match=re.escape(str(tmp_path / "empty.txt"))):
         read_texts(tmp_path / "empty.txt")
-    with pytest.raises(InvalidInputError, match="does not exist"):
+    with pytest.raises(InvalidInputError, match=re.escape(str(tmp_path / "missing.txt"))):
         read_texts(tmp_path / "missing.txt")
 
 
 BAD_TEXTS_FILES = {
-    "binary.txt": (b"first text\n\xff\xfe\x00binary", r"binary.txt is not UTF-8 text \(line 2"),
-    "no-field.jsonl": (b'{"text": "a"}\n{"body": "b"}\n', r'Line 2 of .*no-field.jsonl has no "text" field'),
-    "torn.jsonl": (b'{"text": "a"}\n\n{"text": \n', r"Line 3 of .*torn.jsonl is not JSON"),
-    "list-line.jsonl": (b'["a"]\n', r'Line 1 of .*list-line.jsonl has no "text" field'),
-    "number.jsonl": (b'{"text": 3}\n', r'Line 1 of .*number.jsonl has a "text" that is a number'),
-    "null.jsonl": (b'{"text": null}\n', r'Line 1 of .*null.jsonl has a "text" that is null'),
-    "torn.json": (b'["a", ', r"torn.json is not JSON \(.* line 1, column 7\)"),
-    "object.json": (b'{"text": "a"}', r"object.json holds an object, not a list"),
-    "numbers.json": (b'["a", 2]', r"Item 1 of .*numbers.json is a number, not a string"),
+    "binary.txt": (b"first text\n\xff\xfe\x00binary", r"binary\.txt.*line 2"),
+    "no-field.jsonl": (b'{"text": "a"}\n{"body": "b"}\n', r'Line 2 of .*no-field\.jsonl.*"text"'),
+    "torn.jsonl": (b'{"text": "a"}\n\n{"text": \n', r"Line 3 of .*torn\.jsonl"),
+    "list-line.jsonl": (b'["a"]\n', r'Line 1 of .*list-line\.jsonl.*"text"'),
+    "number.jsonl": (b'{"text": 3}\n', r'Line 1 of .*number\.jsonl.*"text"'),
+    "null.jsonl": (b'{"text": null}\n', r'Line 1 of .*null\.jsonl.*"text"'),
+    "torn.json": (b'["a", ', r"torn\.json.*line 1, column 7"),
+    "object.json": (b'{"text": "a"}', r"object\.json"),
+    "numbers.json": (b'["a", 2]', r"Item 1 of .*numbers\.json"),
 }
 
 
@@ -64,7 +65,7 @@ def test_texts_files_with_a_byte_order_mark_or_a_line_separator_in_a_text(tmp_pa
     (tmp_path / "separator.jsonl").write_text(json.dumps({"text": "a\u2028b"}, ensure_ascii=False) + "\n")
     assert read_texts(tmp_path / "bom.txt") == ["first", "second"]
     assert read_texts(tmp_path / "separator.jsonl") == ["a\u2028b"]
-    with pytest.raises(InvalidInputError, match="is a folder"):
+    with pytest.raises(InvalidInputError, match=re.escape(str(tmp_path))):
         read_texts(tmp_path)
 
 

@@ -110,13 +110,13 @@ def test_fewer_layers_than_the_weights_and_a_correct_checkpoint_still_load(saved
     ids = torch.tensor([[1, 2, 3, 4]])
     with torch.no_grad():
         assert torch.equal(model(ids).logits, AutoModelForCausalLM.from_pretrained(saved).eval()(ids).logits)
-    with pytest.warns(CheckpointWarning, match="weights the model does not use"):
+    with pytest.warns(CheckpointWarning, match=r"step-4.*gpt_neox\.layers\.1\."):
         ck.load_checkpoint(ck.Checkpoint(4, str(_copy(saved, tmp_path, num_hidden_layers=1))), device="cpu")
 
 
 def test_strict_false_lets_missing_layers_through_with_a_warning(saved, tmp_path):
     folder = _copy(saved, tmp_path, num_hidden_layers=3)
-    with pytest.warns(CheckpointWarning, match=r"num_hidden_layers = 3, but its weights hold 2 layer.*strict=False"):
+    with pytest.warns(CheckpointWarning, match=r"num_hidden_layers.*3.*\b2 layer.*strict=False"):
         model, _ = ck.load_checkpoint(ck.Checkpoint(4, str(folder)), device="cpu", strict=False)
     assert len(model.gpt_neox.layers) == 3
 

@@ -98,7 +98,7 @@ def test_controls_are_uniform_in_the_complement():
 
 def test_half_dimensional_tangent_is_refused_since_its_only_control_is_the_complement():
     tangent = Subspace.random(10, 5, seed=0, dtype=torch.float64)
-    with pytest.raises(InvalidInputError, match=r"nb_concepts=5 in R\^10 .*nb_concepts <= 4"):
+    with pytest.raises(InvalidInputError, match=r"nb_concepts=5.*R\^10.*nb_concepts <= 4"):
         normal_controls(tangent, 3, seed=0)
 
 
@@ -109,7 +109,7 @@ def test_no_room_or_bad_count_raises(d, k, n):
 
 
 def test_no_room_error_says_what_to_do():
-    with pytest.raises(InvalidInputError, match=r"nb_concepts=5 in R\^9 \(d=9\).*nb_concepts <= 4"):
+    with pytest.raises(InvalidInputError, match=r"nb_concepts=5.*R\^9.*nb_concepts <= 4"):
         normal_control_bases(Subspace.random(9, 5), 3)
 
 
@@ -119,7 +119,7 @@ def test_half_the_dimension_is_refused(d, k, largest):
     if 2 * k < d:
         assert normal_control_bases(Subspace.random(d, k), 2).shape == (2, d, k)
         return
-    with pytest.raises(InvalidInputError, match=rf"nb_concepts={k} in R\^{d} \(d={d}\).*nb_concepts <= {largest}"):
+    with pytest.raises(InvalidInputError, match=rf"nb_concepts={k}.*R\^{d}.*nb_concepts <= {largest}"):
         normal_control_bases(Subspace.random(d, k), 3)
     assert largest_control_rank(d) == largest
 

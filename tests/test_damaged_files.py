@@ -55,9 +55,9 @@ CRAFTED_ROWS = {
 def test_a_crafted_row_is_our_error_naming_the_file_and_line(tmp_path, name):
     folder = _folder(tmp_path, rows=[json.dumps(ROW).encode(), CRAFTED_ROWS[name]])
     line = "" if name == "not UTF-8" else "Line 2 of "
-    with pytest.raises(ResultsStoreError, match=rf"{line}.*rows.jsonl .*overwrite=True"):
+    with pytest.raises(ResultsStoreError, match=rf"{line}.*rows\.jsonl.*overwrite=True"):
         ia.SweepResult.load(folder)
-    with pytest.raises(ResultsStoreError, match=r"rows.jsonl"):
+    with pytest.raises(ResultsStoreError, match=r"rows\.jsonl"):
         LiveStore(folder, CONFIG, overwrite=False, start_step=1, flush_seconds=0)  # a resume: not doubled, refused
     LiveStore(folder, CONFIG, overwrite=True, flush_seconds=0).close()
     assert ia.SweepResult.load(folder).rows == []
@@ -78,9 +78,9 @@ def test_a_crafted_row_is_our_error_naming_the_file_and_line(tmp_path, name):
 )
 def test_a_damaged_config_is_our_error_and_overwrite_recovers_without_reading_it(tmp_path, content):
     folder = _folder(tmp_path, config=content)
-    with pytest.raises(ResultsStoreError, match=r"config.json is not a (readable )?sweep config.*overwrite=True"):
+    with pytest.raises(ResultsStoreError, match=r"config\.json.*overwrite=True"):
         ia.SweepResult.load(folder)
-    with pytest.raises(ResultsStoreError, match=r"config.json"):
+    with pytest.raises(ResultsStoreError, match=r"config\.json"):
         LiveStore(folder, CONFIG, overwrite=False, flush_seconds=0)
     LiveStore(folder, CONFIG, overwrite=True, flush_seconds=0).close()
     assert ia.SweepResult.load(folder).config == CONFIG
@@ -128,17 +128,17 @@ CRAFTED_TOKENS = {
 @pytest.mark.parametrize("name", sorted(CRAFTED_TOKENS))
 def test_a_crafted_top_tokens_file_is_our_error_naming_it(tmp_path, name):
     _top_tokens(tmp_path, CRAFTED_TOKENS[name])
-    with pytest.raises(ResultsStoreError, match=r"top_tokens/1/step-0.json .*Delete it"):
+    with pytest.raises(ResultsStoreError, match=r"top_tokens/1/step-0\.json"):
         read_top_tokens(tmp_path, 1, 0)
 
 
 def test_a_top_tokens_file_not_named_by_a_step_is_our_error_naming_it(tmp_path):
     _top_tokens(tmp_path, json.dumps(GOOD_TOKENS).encode())
     _top_tokens(tmp_path, json.dumps(GOOD_TOKENS).encode(), "step-abc.json")
-    with pytest.raises(ResultsStoreError, match=r"top_tokens/1/step-abc.json is not named step-<step>.json"):
+    with pytest.raises(ResultsStoreError, match=r"top_tokens/1/step-abc\.json.*step-<step>\.json"):
         saved_steps(tmp_path, 1)
     _folder(tmp_path)
-    with pytest.raises(ResultsStoreError, match=r"step-abc.json"):
+    with pytest.raises(ResultsStoreError, match=r"step-abc\.json"):
         ia.SweepResult.load(tmp_path).top_tokens(1)
     LiveStore(tmp_path, CONFIG, overwrite=True, flush_seconds=0).close()
     assert not (tmp_path / "top_tokens").exists()
@@ -157,9 +157,9 @@ CRAFTED_PROVENANCE = {
 @pytest.mark.parametrize("name", sorted(CRAFTED_PROVENANCE))
 def test_a_crafted_provenance_file_is_our_error_naming_it(tmp_path, name):
     (tmp_path / "provenance.jsonl").write_bytes(CRAFTED_PROVENANCE[name])
-    with pytest.raises(ResultsStoreError, match=r"provenance.jsonl .*Delete the file"):
+    with pytest.raises(ResultsStoreError, match=r"provenance\.jsonl"):
         read_provenance(tmp_path / "provenance.jsonl")
-    with pytest.raises(ResultsStoreError, match=r"provenance.jsonl"):
+    with pytest.raises(ResultsStoreError, match=r"provenance\.jsonl"):
         versions_of_rows(tmp_path, [ROW])
 
 
@@ -173,7 +173,7 @@ def test_a_crafted_provenance_file_is_our_error_naming_it(tmp_path, name):
 )
 def test_a_crafted_texts_file_is_our_error_and_the_command_exits_2(tmp_path, capsys, name, content):
     (tmp_path / name).write_bytes(content)
-    with pytest.raises(InvalidInputError, match=rf"{name}.* is not JSON"):
+    with pytest.raises(InvalidInputError, match=rf"{re.escape(name)}.*JSON"):
         read_texts(tmp_path / name)
     (tmp_path / "checkpoint-0").mkdir()
     (tmp_path / "checkpoint-0" / "config.json").write_text("{}")
@@ -185,19 +185,19 @@ def test_a_crafted_texts_file_is_our_error_and_the_command_exits_2(tmp_path, cap
 def test_non_finite_numbers_are_refused_in_our_files_and_kept_in_a_checkpoint_config(tmp_path):
     path = tmp_path / "config.json"
     path.write_text('{"a": NaN, "b": 1e999, "c": -Infinity}')
-    with pytest.raises(ResultsStoreError, match=re.escape(f"{path} is not JSON that can be read (NaN is no JSON")):
+    with pytest.raises(ResultsStoreError, match=rf"{re.escape(str(path))}.*NaN"):
         load_json(path)
     value = load_json(path, finite=False)  # what transformers wrote in a checkpoint's config, it may read
     assert math.isnan(value["a"]) and value["b"] == math.inf and value["c"] == -math.inf
     assert math.isnan(_read_json(path)["a"])  # the model card reads a checkpoint's config
     path.write_text('{"rows": [0.5, -1e400]}')
-    with pytest.raises(ResultsStoreError, match=re.escape(f"{path} is not JSON that can be read (a number beyond")):
+    with pytest.raises(ResultsStoreError, match=rf"{re.escape(str(path))}.*float"):
         load_json(path)
 
 
 def test_a_deep_checkpoint_config_is_our_error_or_unknown_in_the_model_card(tmp_path):
     (tmp_path / "config.json").write_bytes(DEEP)
-    with pytest.raises(CheckpointError, match=r"config.json is not JSON that can be read \(nested deeper"):
+    with pytest.raises(CheckpointError, match=r"config\.json.*\b64\b"):
         load_json(tmp_path / "config.json", error=CheckpointError)
     assert _read_json(tmp_path / "config.json") == {}
 
@@ -217,7 +217,7 @@ def test_a_tail_cut_inside_a_multibyte_character_leaves_the_whole_lines_readable
     folder = _folder(tmp_path, config=json.dumps(CONFIG).encode())
     with (folder / "rows.jsonl").open("ab") as handle:
         handle.write(torn[: torn.index("é".encode()) + 1])
-    with pytest.warns(ResultsFileWarning, match="unterminated"):
+    with pytest.warns(ResultsFileWarning, match=r"rows\.jsonl"):
         assert ia.SweepResult.load(folder).steps == [0]  # a live folder: the torn tail is left out
     line = json.dumps({"versions": {"torch": "é"}, "rows": []}, ensure_ascii=False).encode()
     (folder / "provenance.jsonl").write_bytes(line + b"\n" + line[: line.index("é".encode()) + 1])
@@ -239,25 +239,22 @@ def test_a_subspace_file_with_deep_metadata_is_our_error_naming_it(tmp_path):
 
 @pytest.mark.parametrize("given", [5, None, 1.5])
 def test_a_results_dir_that_is_not_a_path_is_our_error(given):
-    with pytest.raises(InvalidInputError, match=rf"results_dir must be a folder path, got {type(given).__name__}"):
+    with pytest.raises(InvalidInputError, match=rf"results_dir.*{type(given).__name__}"):
         ia.SweepResult.load(given)
 
 
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        *[
-            ({"dpi": value}, f"dpi must be a positive integer, got {value!r}")
-            for value in (0, -5, float("nan"), "110", True)
-        ],
-        ({"title": {"a": 1}}, "title must be a string or None, got dict"),
+        *[({"dpi": value}, rf"dpi.*{re.escape(repr(value))}") for value in (0, -5, float("nan"), "110", True)],
+        ({"title": {"a": 1}}, "title.*dict"),
     ],
 )
 def test_report_options_are_our_errors_naming_them(tmp_path, options, named):
     result = ia.SweepResult.load(_folder(tmp_path))
-    with pytest.raises(InvalidInputError, match=re.escape(named)):
+    with pytest.raises(InvalidInputError, match=named):
         ia.write_report(result, tmp_path / "report", **options)
-    with pytest.raises(InvalidInputError, match="out_dir must be a folder path, got int"):
+    with pytest.raises(InvalidInputError, match="out_dir.*int"):
         ia.write_report(result, 5)
 
 

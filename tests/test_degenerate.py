@@ -50,14 +50,14 @@ def splitter(gpt_neox_mwsp):
 # ------------------------------------------------------------------------------------------------ tangents
 @pytest.mark.parametrize("method", ["pca", "svd", "ica", "semi_nmf"])
 def test_a_centred_tangent_from_one_row_is_refused(splitter, method):
-    with pytest.raises(InvalidInputError, match="at least 2 activation rows, got 1"):
+    with pytest.raises(InvalidInputError, match=r"\b2\b.*got 1.*max_fit_tokens"):
         ia.TangentExplainer(splitter, nb_concepts=2, method=method).fit(rows(1))
 
 
 @pytest.mark.parametrize("method", ["pca", "svd", "ica"])
 def test_a_tangent_from_identical_rows_is_refused(splitter, method):
     identical = rows(1).expand(50, D)
-    with pytest.raises(InvalidInputError, match="50 activation rows are identical"):
+    with pytest.raises(InvalidInputError, match="50 activation rows.*identical"):
         ia.TangentExplainer(splitter, nb_concepts=2, method=method).fit(identical)
 
 
@@ -66,7 +66,7 @@ def test_an_uncentred_tangent_from_zero_rows_is_refused_from_one_row_is_not(spli
     with pytest.raises(InvalidInputError, match="all zero"):
         ia.PCATangent(splitter, nb_concepts=2, center=False).fit(torch.zeros(10, D))
     one = rows(1)
-    with pytest.warns(DegenerateStatisticsWarning, match="fitted on only 1 activation rows: a rank-1 fit needs"):
+    with pytest.warns(DegenerateStatisticsWarning, match=r"nb_concepts=1.*\b1 activation rows.*max_fit_tokens"):
         basis = ia.PCATangent(splitter, nb_concepts=1, center=False).fit(one).subspace.basis
     assert abs(float((basis[:, 0] @ one[0]).abs() / one[0].norm()) - 1) < 1e-5  # the row's direction
 
@@ -82,14 +82,14 @@ def test_every_fit_from_k_rows_warns_centred_or_not(splitter, method, center):
     data = rows(4).abs() if method == "nmf" else rows(4)
     options = {"nb_epochs": 2} if method == "topk_sae" else {}
     tangent = ia.TangentExplainer(splitter, nb_concepts=4, method=method, center=center)
-    with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=4 but the"):
+    with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=4.*nb_concepts <= 3"):
         tangent.fit(data, **options)
 
 
 @pytest.mark.parametrize("center", [True, False], ids=["centred", "uncentred"])
 def test_a_streamed_fit_from_k_rows_warns_at_its_subspace(splitter, center):
     tangent = ia.PCATangent(splitter, nb_concepts=4, center=center).partial_fit(rows(2)).partial_fit(rows(2, seed=1))
-    with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=4 but the"):
+    with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=4.*nb_concepts <= 3"):
         tangent.finalize()
 
 
@@ -97,7 +97,7 @@ def test_a_streamed_fit_from_k_rows_warns_at_its_subspace(splitter, center):
 @pytest.mark.filterwarnings("ignore:The dictionary's:UserWarning")  # semi-NMF's dependent atoms, dropped
 def test_fewer_rows_than_the_rank_needs_warn_naming_nb_concepts(splitter, method):
     tangent = ia.TangentExplainer(splitter, nb_concepts=4, method=method)
-    with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=4 but the 3 activation rows") as caught:
+    with pytest.warns(DegenerateStatisticsWarning, match=r"nb_concepts=4.*\b3 activation rows") as caught:
         tangent.fit(rows(3))
     message = _degenerate_warnings(caught.list)[0]
     assert "span only 2 dimension(s) once centred" in message
@@ -110,17 +110,17 @@ def test_fewer_rows_than_the_rank_needs_warn_naming_nb_concepts(splitter, method
 
 
 def test_nmf_counts_its_rows_uncentred(splitter):
-    with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=4 but the 3 activation rows .* span only 3 "):
+    with pytest.warns(DegenerateStatisticsWarning, match=r"nb_concepts=4.*\b3 activation rows.*only 3 "):
         ia.NMFTangent(splitter, nb_concepts=4).fit(rows(3).abs())
 
 
 def test_scikit_learn_pca_from_fewer_rows_than_components_is_refused(splitter):
-    with pytest.raises(InvalidInputError, match="nb_concepts=4 components from 3 activation rows"):
+    with pytest.raises(InvalidInputError, match=r"nb_concepts=4.*\b3 activation rows.*method='pca'"):
         ia.TangentExplainer(splitter, nb_concepts=4, method="pca_sklearn").fit(rows(3))
 
 
 def test_many_rows_of_low_rank_warn_from_the_eigenvalues(splitter):
-    with pytest.warns(DegenerateStatisticsWarning, match="1000 activation rows .* span only 2 dimension"):
+    with pytest.warns(DegenerateStatisticsWarning, match="1000 activation rows.*only 2 dimension"):
         ia.PCATangent(splitter, nb_concepts=4).fit(rows(1000, rank=2))
 
 
@@ -145,9 +145,9 @@ def test_the_streamed_pca_checks_once_every_shard_is_in(splitter):
 def test_a_streamed_pca_of_one_row_is_refused_at_finalize_and_can_take_more_rows(splitter):
     tangent = ia.PCATangent(splitter, nb_concepts=2).partial_fit(rows(1))
     assert "unfitted" in repr(tangent)
-    with pytest.raises(InvalidInputError, match="at least 2 activation rows"):
+    with pytest.raises(InvalidInputError, match=r"\b2 activation rows"):
         tangent.finalize()
-    with pytest.warns(DegenerateStatisticsWarning, match="nb_concepts=2 but the 2 activation rows"):
+    with pytest.warns(DegenerateStatisticsWarning, match=r"nb_concepts=2.*\b2 activation rows"):
         tangent.partial_fit(rows(1, seed=1)).finalize()
     tangent.partial_fit(rows(3, seed=2))
     with warnings.catch_warnings():

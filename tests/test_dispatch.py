@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import warnings
 
 import pytest
@@ -173,17 +172,17 @@ def test_load_checkpoint_with_a_dict_device_map_offloads_and_releases(toy_checkp
 @pytest.mark.parametrize(
     ("options", "words"),
     [
-        ({"device_map": "everywhere"}, "device_map must be 'auto', 'balanced', 'balanced_low_0', 'sequential'"),
-        ({"device_map": {"gpt_neox": "gpu"}}, "device_map names device 'gpu'"),
-        ({"device_map": {"gpt_neox": -1}}, "device_map names device -1"),
-        ({"device_map": "auto", "max_memory": {"cpu": "lots", "gpu0": "1GiB"}}, "max_memory names device 'gpu0'"),
-        ({"device_map": "auto", "max_memory": {"cpu": 0}}, "max_memory['cpu'] must be a number of bytes"),
-        ({"max_memory": {"0": "20GiB"}}, "max_memory: only for a model dispatched by accelerate"),
-        ({"offload_folder": "offload"}, "offload_folder: only for a model dispatched by accelerate. Give device_map"),
+        ({"device_map": "everywhere"}, "device_map.*'everywhere'"),
+        ({"device_map": {"gpt_neox": "gpu"}}, "device_map.*'gpu'"),
+        ({"device_map": {"gpt_neox": -1}}, "device_map.*-1"),
+        ({"device_map": "auto", "max_memory": {"cpu": "lots", "gpu0": "1GiB"}}, "max_memory.*'gpu0'"),
+        ({"device_map": "auto", "max_memory": {"cpu": 0}}, r"max_memory\['cpu'\]"),
+        ({"max_memory": {"0": "20GiB"}}, "max_memory.*device_map"),
+        ({"offload_folder": "offload"}, "offload_folder.*device_map"),
     ],
 )
 def test_bad_placement_options_are_our_error(options, words, tmp_path):
-    with pytest.raises(ia.errors.InvalidInputError, match="^" + re.escape(words)):
+    with pytest.raises(ia.errors.InvalidInputError, match=words):
         ia.SweepConfig(split_point=1, results_dir=tmp_path, **options)
 
 
@@ -196,9 +195,9 @@ def test_device_map_devices_are_taken_as_accelerate_takes_them(tmp_path):
 
 def test_a_device_map_naming_no_module_is_our_error(toy_checkpoints, tmp_path):
     checkpoint = ia.checkpoints.local(str(toy_checkpoints.out_dir / "checkpoint-*"))[-1]
-    with pytest.raises(ia.errors.InvalidInputError, match="names modules GPTNeoXForCausalLM does not have: encoder"):
+    with pytest.raises(ia.errors.InvalidInputError, match="device_map.*encoder"):
         ia.checkpoints.load_checkpoint(checkpoint, device_map={"encoder": "cpu"})
-    with pytest.raises(ia.errors.InvalidInputError, match=r"does not give any device .*(embed_out|lm_head)\.weight"):
+    with pytest.raises(ia.errors.InvalidInputError, match=r"device_map.*(embed_out|lm_head)\.weight"):
         ia.checkpoints.load_checkpoint(checkpoint, device_map={"gpt_neox": "cpu"})
 
 

@@ -200,5 +200,5 @@ def test_a_truncated_tangent_download_is_our_error(fitted, gpt_neox_mwsp, online
     monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * hub.HUB_RETRIES)
     fitted.push_to_hub("me/tangent", token="hf_test")
     online.fail(r"/subspace\.safetensors$", "drop", method="GET", after_bytes=50)
-    with pytest.raises(ResultsStoreError, match=r"me/tangent.*network failed.*tried 4 times"):
+    with pytest.raises(ResultsStoreError, match=r"me/tangent.*tried 4 times"):
         ia.TangentExplainer.from_pretrained("me/tangent", gpt_neox_mwsp)

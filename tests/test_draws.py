@@ -9,7 +9,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -77,7 +76,8 @@ def test_holm_passes_at_the_floor_with_the_default_and_not_with_twenty():
 
 def test_an_explicit_n_random_that_cannot_pass_is_warned_about():
     with pytest.warns(
-        UserWarning, match=r"n_random=20: .*1/21 = 0\.04762, not below alpha/m = 0\.05/16 = 0\.003125.*320"
+        ia.errors.DegenerateStatisticsWarning,
+        match=r"n_random=20.*1/21 = 0\.04762.*0\.05/16 = 0\.003125.*n_random=320",
     ):
         warn_if_cannot_pass(20, 16)
 
@@ -164,16 +164,16 @@ def test_a_resume_may_judge_the_rows_otherwise_but_not_compute_them_otherwise():
     merged = merge_configs(stored, {**stored, "family": "tangent", "level": 0.01}, where="sweep")
     assert (merged["family"], merged["level"]) == ("tangent", 0.01)
     assert "family" not in merge_configs(stored, {k: v for k, v in stored.items() if k != "family"}, where="sweep")
-    with pytest.raises(ia.errors.InvalidInputError, match="seed differ"):
+    with pytest.raises(ia.errors.InvalidInputError, match="seed"):
         merge_configs(stored, {**stored, "seed": 1}, where="sweep")
 
 
 def test_bad_family_correction_or_level_are_our_errors_naming_the_option(tmp_path):
     for name, value, words in (
-        ("family", "curve", "'split_point_and_tangent', 'split_point', 'tangent' or 'all'"),
-        ("correction", "bonferroni", "'holm' or 'bh'"),
-        ("level", 1.0, "a number in (0, 1)"),
-        ("level", 0, "a number in (0, 1)"),
+        ("family", "curve", "'split_point_and_tangent'.*'all'"),
+        ("correction", "bonferroni", "'holm'.*'bh'"),
+        ("level", 1.0, r"\(0, 1\)"),
+        ("level", 0, r"\(0, 1\)"),
     ):
-        with pytest.raises(ia.errors.InvalidInputError, match=rf"^{name} must be {re.escape(words)}"):
+        with pytest.raises(ia.errors.InvalidInputError, match=rf"{name}.*{words}"):
             ia.SweepConfig(split_point=1, results_dir=tmp_path, **{name: value})

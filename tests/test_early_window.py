@@ -80,10 +80,10 @@ def test_presets_know_the_training_length_and_settings_use_it(tmp_path):
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"total_steps": 10}, r"total_steps=10 is before the last checkpoint \(step 20\)"),
-        ({"total_steps": 0}, "total_steps must be a positive integer"),
-        ({"early_centering": "each"}, "early_centering must be 'pooled' or 'per_checkpoint'"),
-        ({"early_centering": "per_checkpoint", "method": "nmf"}, "needs them non-negative"),
+        ({"total_steps": 10}, r"total_steps=10.*step 20"),
+        ({"total_steps": 0}, "total_steps"),
+        ({"early_centering": "each"}, "early_centering.*'pooled'.*'per_checkpoint'"),
+        ({"early_centering": "per_checkpoint", "method": "nmf"}, "early_centering='per_checkpoint'.*method='nmf'"),
     ],
 )
 def test_bad_early_window_options_are_refused_naming_them(options, named, tmp_path):

@@ -68,7 +68,7 @@ KEPT = [
 @pytest.mark.parametrize("former", sorted(FORMER))
 def test_a_former_name_imports_with_a_future_warning_as_the_class_that_replaced_it(former):
     new, builtin = FORMER[former]
-    with pytest.warns(FutureWarning, match=rf"errors\.{former} is now interpreto_anisotropy\.errors\.{new}\b"):
+    with pytest.warns(FutureWarning, match=rf"errors\.{former}\b.*interpreto_anisotropy\.errors\.{new}\b"):
         namespace: dict = {}
         exec(f"from interpreto_anisotropy.errors import {former}", namespace)  # the import statement itself
     alias, replacement = namespace[former], vars(errors)[new]
@@ -80,7 +80,7 @@ def test_a_former_name_imports_with_a_future_warning_as_the_class_that_replaced_
 
 
 def test_an_attribute_use_of_a_former_name_warns_too():
-    with pytest.warns(FutureWarning, match="SavedTangentError is now interpreto_anisotropy.errors.ResultsStoreError"):
+    with pytest.warns(FutureWarning, match=r"SavedTangentError\b.*interpreto_anisotropy\.errors\.ResultsStoreError"):
         assert importlib.import_module("interpreto_anisotropy").errors.SavedTangentError is errors.ResultsStoreError
 
 
@@ -92,5 +92,5 @@ def test_the_grouped_classes_import_without_a_warning_and_are_all_that_is_export
     assert not set(FORMER) & set(grouped)  # a former name is no class of its own any more
     replacements = {new for new, _ in FORMER.values()}
     assert replacements <= set(grouped)
-    with pytest.raises(AttributeError, match="no attribute 'NoSuchError'"):
+    with pytest.raises(AttributeError, match="NoSuchError"):
         errors.NoSuchError  # noqa: B018

@@ -10,6 +10,7 @@ Nothing of ours is mocked: huggingface_hub and transformers talk HTTP to `helper
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -122,12 +123,12 @@ def test_prefer_local_loads_the_folder_but_not_for_two_revisions(shadow, tmp_pat
     assert checkpoint.is_local
     model, _ = ck.load_checkpoint(checkpoint, device="cpu")
     assert _same_weights(model, shadow)
-    with pytest.raises(CheckpointError, match=r"step-0 and step-8 both load the local folder"):
+    with pytest.raises(CheckpointError, match=r"step-0.*step-8.*prefer_local"):
         ck.check_revisions(ck.hub("org/tiny-neox", ["step0", "step8"], prefer_local=True))
 
 
 def test_a_local_folder_given_a_revision_is_an_error_not_a_warning(shadow):
-    with pytest.raises(CheckpointError, match=r"step-8: 'org/tiny-neox' is a local folder, yet revision 'step8'"):
+    with pytest.raises(CheckpointError, match=r"step-8.*'org/tiny-neox'.*'step8'"):
         ck.load_checkpoint(ck.Checkpoint(8, "org/tiny-neox", revision="step8"), device="cpu")
     with pytest.raises(InvalidInputError, match="revision"):
         ck.Checkpoint(8, str(shadow), revision="step8", kind="local")
@@ -173,7 +174,7 @@ def test_offline_every_revision_is_looked_for_in_the_cache_first(online, monkeyp
 
 
 def test_a_missing_repository_is_named_before_the_first_checkpoint(online):
-    with pytest.raises(CheckpointError, match=r"repository org/none does not exist on http://127\.0\.0\.1"):
+    with pytest.raises(CheckpointError, match=r"org/none.*http://127\.0\.0\.1"):
         ck.check_revisions(ck.hub("org/none", ["step0"]))
 
 
@@ -192,7 +193,7 @@ def test_a_missing_revision_at_load_time_names_the_endpoint(online):
 def test_a_server_error_says_so_after_our_retries(online, monkeypatch):
     monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * hub.HUB_RETRIES)
     online.fail(r"/api/models/org/tiny-neox/revision/step8", 500)
-    with pytest.raises(CheckpointError, match=r"step-8 .*server error.*may well exist") as info:
+    with pytest.raises(CheckpointError, match=r"step-8.*server error.*retry") as info:
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
     assert "does not exist" not in str(info.value)
     assert online.count("/revision/step8") == hub.HUB_RETRIES + 1  # huggingface_hub does not retry it; we do
@@ -201,13 +202,13 @@ def test_a_server_error_says_so_after_our_retries(online, monkeypatch):
 def test_a_connection_reset_says_network(online, monkeypatch):
     monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * hub.HUB_RETRIES)
     online.fail(r"/api/models/org/tiny-neox/revision/step8", "reset", after_bytes=0)
-    with pytest.raises(CheckpointError, match=r"step-8 .*the network failed while talking to http://127\.0\.0\.1"):
+    with pytest.raises(CheckpointError, match=r"step-8.*http://127\.0\.0\.1.*HF_ENDPOINT"):
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
 
 
 def test_a_gated_repository_says_log_in(online):
     online.gated.add("org/tiny-neox")
-    with pytest.raises(CheckpointError, match=r"is gated.*`hf auth login`"):
+    with pytest.raises(CheckpointError, match=r"org/tiny-neox.*gated.*`hf auth login`"):
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
 
 
@@ -238,7 +239,7 @@ def test_a_sweep_skips_a_checkpoint_whose_download_fails_and_says_why(online, tm
     monkeypatch.setattr(hub, "HUB_RETRY_WAITS", (0.01,) * hub.HUB_RETRIES)
     online.fail(r"/revision/step16", 500)  # the revision's file listing
     sweep = _sweep(ck.hub("org/tiny-neox", ["step0", "step8", "step16"]), tmp_path / "s", skip_bad_checkpoints=True)
-    with pytest.warns(CheckpointWarning, match="Skipped checkpoint step-16"):
+    with pytest.warns(CheckpointWarning, match="Skipped.*step-16"):
         result = sweep.run()
     assert [row["step"] for row in result.rows] == [0, 8]
     assert [row["step"] for row in result.skipped] == [16]
@@ -337,7 +338,7 @@ def test_the_deadline_is_an_option_of_the_sweep_and_the_cli(tmp_path):
     assert _sweep(local, tmp_path / "s").plan.options.hub_timeout == hub.DEFAULT_HUB_TIMEOUT == 10.0
     assert _sweep(local, tmp_path / "s", hub_timeout=2).plan.options.hub_timeout == 2.0
     for bad in (0, -1, "3", float("inf"), True):
-        with pytest.raises(InvalidInputError, match="hub_timeout must be a positive number of seconds"):
+        with pytest.raises(InvalidInputError, match=rf"hub_timeout.*{re.escape(repr(bad))}"):
             _sweep(local, tmp_path / "s", hub_timeout=bad)
     base = ["sweep", "--model", "m", "--texts", "t", "--split-point", "1", "--out", "o"]
     assert build_parser().parse_args(base).hub_timeout == hub.DEFAULT_HUB_TIMEOUT

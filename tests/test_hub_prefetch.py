@@ -125,7 +125,7 @@ def test_a_background_download_is_retried_by_huggingface_hub_then_succeeds(onlin
 def test_a_background_download_that_fails_stops_the_sweep_at_its_turn(online, tmp_path):
     online.fail(r"/revision/step16", 500)
     sweep = _sweep(ck.hub(REPO, REVISIONS), tmp_path / "s", prefetch=2)
-    with pytest.raises(CheckpointError, match=r"step-16 \('org/tiny-neox' at revision 'step16'\).*server error"):
+    with pytest.raises(CheckpointError, match=r"step-16.*'org/tiny-neox'.*'step16'"):
         sweep.run()
     rows = ia.SweepResult.load(tmp_path / "s").rows
     assert [row["step"] for row in rows] == [0, 8]  # the rows before its turn are written
@@ -134,7 +134,7 @@ def test_a_background_download_that_fails_stops_the_sweep_at_its_turn(online, tm
 def test_a_background_download_that_fails_is_skipped_and_recorded(online, tmp_path):
     online.fail(r"/revision/step8", 500)
     sweep = _sweep(ck.hub(REPO, REVISIONS), tmp_path / "s", prefetch=2, skip_bad_checkpoints=True)
-    with pytest.warns(CheckpointWarning, match="Skipped checkpoint step-8"):
+    with pytest.warns(CheckpointWarning, match="Skipped.*step-8"):
         result = sweep.run()
     assert [row["step"] for row in result.rows] == [0, 16]
     (skipped,) = result.skipped

@@ -199,7 +199,7 @@ def test_degenerate_sums_give_the_honest_interval():
 
 
 def test_one_sequence_gives_nan_and_warns():
-    with pytest.warns(DegenerateStatisticsWarning, match="1 probe sequence.* is reported as NaN"):
+    with pytest.warns(DegenerateStatisticsWarning, match=r"\b1 probe sequence.*NaN"):
         low, high = share_intervals(
             torch.tensor([[0.5]], dtype=torch.float64),
             torch.tensor([1.0], dtype=torch.float64),
@@ -238,10 +238,10 @@ def test_the_threshold_is_where_the_measured_coverage_falls_short():
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"n_resamples": 0}, "n_bootstrap must be positive"),
-        ({"confidence": 1.0}, r"confidence must be in \(0, 1\)"),
-        ({"total": torch.ones(4, dtype=torch.float64)}, "must describe the same"),
-        ({"energy": torch.ones(3, dtype=torch.float64)}, "must describe the same"),
+        ({"n_resamples": 0}, "n_bootstrap"),
+        ({"confidence": 1.0}, r"confidence.*\(0, 1\)"),
+        ({"total": torch.ones(4, dtype=torch.float64)}, "energy.*total.*n_seq"),
+        ({"energy": torch.ones(3, dtype=torch.float64)}, "energy.*total.*n_seq"),
     ],
 )
 def test_bad_arguments_are_refused(arguments, message):

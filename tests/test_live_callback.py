@@ -11,7 +11,6 @@ count is the number of optimizer steps the Trainer reports.
 from __future__ import annotations
 
 import copy
-import re
 import types
 
 import pytest
@@ -149,16 +148,16 @@ def test_a_config_keeps_its_reduction_and_gets_the_trainers_length(gpt_neox_trai
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"results_dir": 3}, "results_dir must be a folder path, got int"),
-        ({"results_dir": None}, "results_dir must be a folder path, got NoneType"),
-        ({"report_dir": 5}, "report_dir must be a folder path, False or None, got 5"),
-        ({"colour": "red"}, "AnisotropyCallback got options TrainingProbe does not take: colour. Its options: "),
+        ({"results_dir": 3}, "results_dir.*int"),
+        ({"results_dir": None}, "results_dir.*NoneType"),
+        ({"report_dir": 5}, r"report_dir.*\b5\b"),
+        ({"colour": "red"}, "AnisotropyCallback.*colour"),
     ],
 )
 def test_callback_paths_and_option_names_are_checked_when_it_is_made(tmp_path, options, named):
     from interpreto_anisotropy.errors import InvalidInputError
 
-    with pytest.raises(InvalidInputError, match=re.escape(named)):
+    with pytest.raises(InvalidInputError, match=named):
         AnisotropyCallback(1, **{"results_dir": tmp_path, **options})
     assert AnisotropyCallback(1, results_dir=tmp_path, tokenizer=None, n_controls=3).probe_options["n_controls"] == 3
 
@@ -166,12 +165,12 @@ def test_callback_paths_and_option_names_are_checked_when_it_is_made(tmp_path, o
 @pytest.mark.parametrize(
     ("split_points", "options", "named"),
     [
-        (1.5, {}, "A split point is a layer index (an integer) or a module path (a string), got 1.5."),
-        ([1, None], {}, "A split point is a layer index (an integer) or a module path (a string), got None."),
-        ([], {}, "split_points is empty"),
-        (1, {"tangent": "weird"}, "tangent must be 'early', 'refit' or a Subspace, got 'weird'."),
-        (1, {"tangent": {1: "pca"}}, "tangent must be 'early', 'refit', a Subspace, a fitted TangentExplainer"),
-        (1, {"n_controls": 0}, "n_controls must be a positive integer, got 0"),
+        (1.5, {}, r"split.points?.*1\.5"),
+        ([1, None], {}, r"split.points?.*None"),
+        ([], {}, "split_points"),
+        (1, {"tangent": "weird"}, "tangent.*'weird'"),
+        (1, {"tangent": {1: "pca"}}, r"tangent.*\bstr\b"),
+        (1, {"n_controls": 0}, r"n_controls.*\b0\b"),
     ],
 )
 def test_callback_split_points_tangent_and_settings_are_checked_before_training(
@@ -179,7 +178,7 @@ def test_callback_split_points_tangent_and_settings_are_checked_before_training(
 ):
     from interpreto_anisotropy.errors import InvalidInputError
 
-    with pytest.raises(InvalidInputError, match=re.escape(named)):
+    with pytest.raises(InvalidInputError, match=named):
         AnisotropyCallback(split_points, results_dir=tmp_path, **options)
     given = ia.Subspace.random(32, 2, seed=0)
     assert AnisotropyCallback([1, "gpt_neox.layers.0"], results_dir=tmp_path, tangent={1: given}).split_points

@@ -70,7 +70,7 @@ def test_one_read_per_forward_with_autograds_gradient(reentrant):
 def test_resolve_split_point_refuses_unknown_layers():
     model = _Tiny(None)
     assert resolve_split_point(model, "layers.2") == "layers.2"
-    with pytest.raises(InvalidInputError, match="matches no single layer"):
+    with pytest.raises(InvalidInputError, match=r"\b9\b.*_Tiny"):
         resolve_split_point(model, 9)
-    with pytest.raises(InvalidInputError, match="layer index or a module path"):
+    with pytest.raises(InvalidInputError, match=r"split.points?.*float"):
         resolve_split_point(model, 1.5)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 import torch
@@ -88,9 +89,7 @@ def test_a_refit_run_resumed_between_fits_warns_and_differs_from_the_next_refit_
 ):
     options = {"tangent": "refit", "refit_every": 2}
     expected = _uninterrupted(gpt_neox_training_model, steps, tmp_path / "whole", **options)
-    with pytest.warns(
-        LiveProbeWarning, match=r"resumes at step 3 .*next refit, at step 4, pools the steps from 3 only"
-    ):
+    with pytest.warns(LiveProbeWarning, match=r"step 3.*'gpt_neox\.layers\.1'.*step 4.*from 3\b"):
         resumed = _stopped_and_resumed(gpt_neox_training_model, steps, tmp_path / "resumed", 3, **options)
     assert json.dumps(resumed[:4]) == json.dumps(expected[:4])  # up to step 3: the tangent fitted at step 2
     assert resumed[4]["energy_share"] != expected[4]["energy_share"]  # fitted on step 3 alone, not steps 2 and 3
@@ -99,7 +98,7 @@ def test_a_refit_run_resumed_between_fits_warns_and_differs_from_the_next_refit_
 def test_an_early_run_resumed_before_its_fit_warns_that_the_windows_before_have_no_rows(
     gpt_neox_training_model, steps, tmp_path
 ):
-    with pytest.warns(LiveProbeWarning, match=r"fitted on the steps from 1 to 2 only.*steps 0 to 0.*no rows"):
+    with pytest.warns(LiveProbeWarning, match=r"from 1 to 2.*steps 0 to 0"):
         resumed = _stopped_and_resumed(gpt_neox_training_model, steps, tmp_path, 1, early_steps=3)
     assert [row["step"] for row in resumed] == list(range(1, N_STEPS))
 
@@ -109,7 +108,7 @@ def test_a_resume_whose_tangent_file_is_missing_is_refused_naming_it(gpt_neox_tr
     _train(model, _probe(model, tokenizer, tmp_path), steps[:3])
     reference = tmp_path / "reference" / "1.safetensors"
     reference.unlink()
-    with pytest.raises(ResultsStoreError, match=rf"fitted at step 2, but {reference} is missing"):
+    with pytest.raises(ResultsStoreError, match=rf"step 2.*{re.escape(str(reference))}"):
         _probe(model, tokenizer, tmp_path, start_step=3).attach()
     _probe(model, tokenizer, tmp_path, start_step=3, tangent="refit", refit_every=3, overwrite=True).attach().detach()
 
@@ -132,7 +131,7 @@ def test_an_overwrite_leaves_no_tangent_of_the_earlier_run_for_a_resume(gpt_neox
     _train(model, _ranked_probe(model, tokenizer, tmp_path, 4, early_steps=2), steps[:3])  # reference of rank 4
     _train(model, _ranked_probe(model, tokenizer, tmp_path, 2, early_steps=5, overwrite=True), steps[:2])
     assert not (tmp_path / "reference").exists()
-    with pytest.warns(LiveProbeWarning, match="fitted on the steps from 2"):
+    with pytest.warns(LiveProbeWarning, match=r"\bfrom 2\b"):
         _train(model, _ranked_probe(model, tokenizer, tmp_path, 2, early_steps=5, start_step=2), steps[2:])
     rows = ia.SweepResult.load(tmp_path).rows
     assert rows and {row["rank"] for row in rows} == {2}
@@ -145,5 +144,5 @@ def test_a_resume_refuses_a_saved_tangent_of_another_rank_naming_it(gpt_neox_tra
     (tmp_path / "two" / "reference").mkdir()
     reference = tmp_path / "two" / "reference" / "1.safetensors"
     reference.write_bytes((tmp_path / "four" / "reference" / "1.safetensors").read_bytes())
-    with pytest.raises(ResultsStoreError, match=rf"{reference} holds a tangent of rank 4.*nb_concepts is 2"):
+    with pytest.raises(ResultsStoreError, match=rf"{re.escape(str(reference))}.*rank 4.*nb_concepts\b.*\b2\b"):
         _ranked_probe(model, tokenizer, tmp_path / "two", 2, early_steps=2, start_step=3).attach()

@@ -65,7 +65,7 @@ def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(files.os, "write", half_then_full_disk)
-    with pytest.raises(ResultsStoreError, match="free space"):
+    with pytest.raises(ResultsStoreError, match=r"rows\.jsonl"):
         store.add([_row(1)])
     monkeypatch.undo()
     assert (tmp_path / ROWS_FILE).read_bytes() == before
@@ -78,9 +78,9 @@ def test_a_torn_last_line_is_cut_and_a_resume_keeps_the_rows_before_its_start(tm
     store.close()
     with open(tmp_path / ROWS_FILE, "a") as handle:
         handle.write(json.dumps(_row(4))[:20])  # a writer killed while appending
-    with pytest.warns(ResultsFileWarning, match="unterminated: a live probe is appending it"):
+    with pytest.warns(ResultsFileWarning, match=r"rows\.jsonl.*unterminated"):
         assert ia.SweepResult.load(tmp_path).steps == [0, 1, 2, 3]  # a reader sees the whole rows only
-    with pytest.warns(ResultsFileWarning, match="unterminated"):
+    with pytest.warns(ResultsFileWarning, match=r"rows\.jsonl.*removed"):
         resumed = LiveStore(tmp_path, CONFIG, overwrite=False, start_step=2, flush_seconds=0)
     assert ia.SweepResult.load(tmp_path).steps == [0, 1]
     resumed.add([_row(2)])
@@ -148,9 +148,7 @@ def test_an_overwrite_killed_half_way_leaves_no_old_artefact_a_run_would_reuse(t
         LiveStore(tmp_path, CONFIG, overwrite=True, flush_seconds=0)
     monkeypatch.setattr(os, "replace", real_replace)
     assert not (tmp_path / "config.json").exists()  # moved first
-    with pytest.raises(
-        ResultsStoreError, match=r"holds rows.jsonl, provenance.jsonl, reference, .* but no config.json"
-    ):
+    with pytest.raises(ResultsStoreError, match=r"rows\.jsonl, provenance\.jsonl, reference.*config\.json"):
         LiveStore(tmp_path, CONFIG, overwrite=False, flush_seconds=0)
     assert not list(tmp_path.glob(".overwritten-*"))  # the next lock holder deleted the half-done overwrite
     LiveStore(tmp_path, CONFIG, overwrite=True, flush_seconds=0).close()

@@ -99,7 +99,7 @@ def test_retrospective_windows_without_room_for_their_rows_have_no_interval(gpt_
     steps = _steps(tokenizer, texts, 3)
     moments = 2 * 64 * 64 * 8  # two windows await the tangent
     rows_of_a_window = 4 * max(batch["input_ids"].shape[1] for [batch] in steps[:2]) * 64 * 4
-    with pytest.warns(LiveProbeWarning, match="moments only"):
+    with pytest.warns(LiveProbeWarning, match=r"gpt_neox\.layers\.1.*max_pending_bytes"):
         rows, _ = run_windows(
             model,
             tokenizer,
@@ -205,15 +205,15 @@ def test_rows_on_disk_are_a_sweep_result(gpt_neox_training_model, texts, tmp_pat
 # ---------------------------------------------------------------------------------------------------- bad input
 def test_unknown_split_point(gpt_neox_training_model):
     model, tokenizer = gpt_neox_training_model
-    with pytest.raises(InvalidInputError, match="gpt_neox.layers.3"):
+    with pytest.raises(InvalidInputError, match=r"\b7\b.*gpt_neox\.layers\.3"):
         ia.TrainingProbe(model, 7, tokenizer=tokenizer, early_steps=1)
-    with pytest.raises(InvalidInputError, match="not a module"):
+    with pytest.raises(InvalidInputError, match="'gpt_neox.nowhere'"):
         ia.TrainingProbe(model, "gpt_neox.nowhere", tokenizer=tokenizer, early_steps=1)
 
 
 def test_tangent_of_the_wrong_width(gpt_neox_training_model, texts):
     model, tokenizer = float64_copy(gpt_neox_training_model)
-    with pytest.raises(InvalidInputError, match="d=64"):
+    with pytest.raises(InvalidInputError, match=r"R\^32.*d=64"):
         run_windows(
             model,
             tokenizer,
@@ -232,11 +232,11 @@ def test_tangent_of_another_split_point(gpt_neox_training_model):
 def test_attach_twice_detach_unattached_step_detached(gpt_neox_training_model):
     model, tokenizer = float64_copy(gpt_neox_training_model)
     probe = ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=1)
-    with pytest.raises(OutOfOrderError, match="not attached"):
+    with pytest.raises(OutOfOrderError, match=r"TrainingProbe.*attach\(\)"):
         probe.detach()
-    with pytest.raises(OutOfOrderError, match="attach"):
+    with pytest.raises(OutOfOrderError, match=r"step\(\).*attach\(\)"):
         probe.step()
-    with probe, pytest.raises(OutOfOrderError, match="already attached"):
+    with probe, pytest.raises(OutOfOrderError, match=r"detach\(\)"):
         probe.attach()
     assert not probe.attached
 
@@ -247,7 +247,7 @@ def test_backward_that_never_reaches_the_split_point(gpt_neox_training_model, te
     with ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=1) as probe:
         output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True)
         torch.autograd.backward(output.hidden_states[1].sum())  # below the split point's output
-        with pytest.raises(InvalidInputError, match="never reached split point 'gpt_neox.layers.1'"):
+        with pytest.raises(InvalidInputError, match=r"'gpt_neox\.layers\.1'.*loss\.backward\(\)"):
             probe.step()
 
 
@@ -255,7 +255,7 @@ def test_window_without_training_forward_warns(gpt_neox_training_model):
     model, tokenizer = float64_copy(gpt_neox_training_model)
     with (
         ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=1) as probe,
-        pytest.warns(LiveProbeWarning, match="No training forward"),
+        pytest.warns(LiveProbeWarning, match="forward.*steps 0 to 0"),
     ):
         assert probe.step() == []
 
@@ -278,7 +278,7 @@ def test_a_budget_without_room_for_one_waiting_window_is_refused_at_attach(gpt_n
     one_window = 64 * 64 * 8
     for points, budget in (([1], one_window - 1), ([0, 1], 2 * one_window - 1)):
         probe = ia.TrainingProbe(model, points, tokenizer=tokenizer, early_steps=100, max_pending_bytes=budget)
-        with pytest.raises(InvalidInputError, match=f"max_pending_bytes to at least {len(points) * one_window}"):
+        with pytest.raises(InvalidInputError, match=f"max_pending_bytes.*{len(points) * one_window}"):
             probe.attach()
         assert not probe.attached
         ia.TrainingProbe(model, points, tokenizer=tokenizer, early_steps=100, max_pending_bytes=budget + 1).attach()

@@ -192,7 +192,7 @@ def test_a_sequence_mask_depends_on_the_seed_and_its_index_only():
         ({"rate": True}, "rate"),
         ({"mask": -0.1, "random": 0.6, "keep": 0.5}, "mask"),
         ({"random": float("nan")}, "random"),
-        ({"mask": 0.8, "random": 0.1, "keep": 0.2}, "must be 1"),
+        ({"mask": 0.8, "random": 0.1, "keep": 0.2}, r"mask \+ random \+ keep.*= 1\.1"),
     ],
 )
 def test_bad_settings_raise_our_error_naming_the_option(options, named):
@@ -208,7 +208,7 @@ def test_the_description_is_stable_json_and_round_trips():
     assert MaskedLM.from_dict(masking.to_dict()) == masking
     assert str(MaskedLM()) == "masked_lm(rate=0.15, mask=0.8, random=0.1, keep=0.1)"
     assert MaskedLM().is_bert_split and not masking.is_bert_split
-    with pytest.raises(InvalidInputError, match="unknown keys"):
+    with pytest.raises(InvalidInputError, match="'ratio'"):
         MaskedLM.from_dict({"rate": 0.3, "ratio": 0.1})
     with pytest.raises(InvalidInputError, match="causal_lm"):
         MaskedLM.from_dict({"objective": "causal_lm"})
@@ -226,7 +226,7 @@ def test_the_default_is_what_masked_lm_always_was():
 
 def test_the_rate_is_given_once():
     assert resolve_masking(MaskedLM(rate=0.3), 0.3) == MaskedLM(rate=0.3)
-    with pytest.raises(InvalidInputError, match="give the rate once"):
+    with pytest.raises(InvalidInputError, match=r"mlm_probability=0\.15.*rate=0\.3"):
         make_objective(MaskedLM(rate=0.3), mlm_probability=0.15)
     with pytest.raises(InvalidInputError, match="mlm_probability"):
         MaskedLMObjective(mlm_probability=1.5)
@@ -265,7 +265,7 @@ def test_the_trainer_takes_masked_lm_settings(tmp_path):
     state = json.loads((tmp_path / "c" / "trainer_state.json").read_text())["toy_config"]
     assert state["mlm_split"] == {"mask": 1.0, "random": 0.0, "keep": 0.0}
     assert other.losses != setting.losses
-    with pytest.raises(InvalidInputError, match="give the rate once"):
+    with pytest.raises(InvalidInputError, match=r"mlm_probability=0\.2.*rate=0\.3"):
         train_toy(tmp_path / "d", masking=MaskedLM(rate=0.3), mlm_probability=0.2, **tiny)
 
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 
 import pytest
@@ -16,7 +17,7 @@ from interpreto_anisotropy import _moved
 
 def _fresh_import(former: str):
     sys.modules.pop(former, None)
-    with pytest.warns(FutureWarning, match="moved to") as record:
+    with pytest.warns(FutureWarning, match=re.escape(former)) as record:
         module = importlib.import_module(former)
     return module, record
 

@@ -107,8 +107,8 @@ def test_a_table_adds_the_adjusted_column_and_prefers_the_exact_p_value():
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"correction": "bonferroni"}, "correction must be one of 'holm', 'bh'"),
-        ({"family": "checkpoint"}, "family must be one of"),
+        ({"correction": "bonferroni"}, "correction.*'bonferroni'"),
+        ({"family": "checkpoint"}, "family.*'checkpoint'"),
     ],
 )
 def test_unknown_corrections_and_families_are_refused(options, named):
@@ -117,5 +117,5 @@ def test_unknown_corrections_and_families_are_refused(options, named):
 
 
 def test_p_values_outside_the_unit_interval_are_refused():
-    with pytest.raises(InvalidInputError, match=r"p-values must lie in \[0, 1\]"):
+    with pytest.raises(InvalidInputError, match=r"p-values.*\[1\.5\]"):
         holm([0.5, 1.5])

@@ -131,13 +131,13 @@ def test_the_tangent_that_holds_the_anisotropy_gets_the_smallest_anisotropy_p_va
 
 
 def test_half_the_dimension_is_refused_by_the_probe(gpt_neox_mwsp, texts):
-    with pytest.raises(InvalidInputError, match=r"nb_concepts=32 in R\^64 \(d=64\).*nb_concepts <= 31"):
+    with pytest.raises(InvalidInputError, match=r"nb_concepts=32.*R\^64.*nb_concepts <= 31"):
         GradientProbe(gpt_neox_mwsp).run(texts[:2], Subspace.random(64, 32), progress=False)
 
 
 def test_half_the_dimension_is_refused_at_a_live_probes_first_micro_batch():
     schedule = TangentSchedule(LiveTangent.EARLY, "gpt_neox.layers.1", nb_concepts=32, n_controls=2, seed=0)
-    with pytest.raises(InvalidInputError, match=r"nb_concepts=32 in R\^64 \(d=64\).*nb_concepts <= 31"):
+    with pytest.raises(InvalidInputError, match=r"nb_concepts=32.*R\^64.*nb_concepts <= 31"):
         schedule.start(64, torch.device("cpu"))
 
 
@@ -145,7 +145,7 @@ def test_half_the_dimension_is_refused_at_a_live_probes_first_micro_batch():
 def test_a_rank_with_anti_conservative_normal_controls_warns_with_the_measured_rate():
     gradients = torch.randn(200, 64, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     rate = dict(NORMAL_CONTROL_NULL_RATES)[1 / 4]
-    with pytest.warns(DegenerateStatisticsWarning, match=rf"k/d = 16/64 .*{rate:.1f} % at k/d = 0.250"):
+    with pytest.warns(DegenerateStatisticsWarning, match=rf"16/64.*{rate:.1f} %.*0\.250"):
         _scored(gradients, torch.arange(200) // 10, Subspace.random(64, 16, seed=0), 0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegenerateStatisticsWarning)

@@ -59,9 +59,9 @@ def test_auto_agrees_with_the_sweeps_config_rule(tokenizers):
 
 def test_causal_lm_on_a_headless_model_names_what_it_returns(tokenizers, texts):
     mwsp = _mwsp("bert_headless", tokenizers)
-    with pytest.raises(InvalidInputError, match="BertModel has no output head.*callable objective"):
+    with pytest.raises(InvalidInputError, match="BertModel.*callable"):
         ia.GradientProbe(mwsp, objective="causal_lm")
-    with pytest.raises(InvalidInputError, match="no output head"):
+    with pytest.raises(InvalidInputError, match="BertModel"):
         ia.GradientProbe(mwsp)  # auto cannot choose either
     # forced with an instance, the loss itself says what the model returned
     probe = ia.GradientProbe(mwsp, objective=CausalLMObjective())
@@ -70,11 +70,9 @@ def test_causal_lm_on_a_headless_model_names_what_it_returns(tokenizers, texts):
 
 
 def test_a_named_objective_of_another_head_is_refused_and_says_which_fits(tokenizers):
-    with pytest.raises(
-        InvalidInputError, match=r"masked_lm objective does not fit GPT2LMHeadModel.*objective='causal_lm'"
-    ):
+    with pytest.raises(InvalidInputError, match=r"masked_lm.*GPT2LMHeadModel.*objective='causal_lm'"):
         ia.GradientProbe(_mwsp("gpt2", tokenizers), objective="masked_lm")
-    with pytest.raises(InvalidInputError, match=r"causal_lm objective does not fit BertForMaskedLM.*'masked_lm'"):
+    with pytest.raises(InvalidInputError, match=r"causal_lm.*BertForMaskedLM.*'masked_lm'"):
         ia.GradientProbe(_mwsp("bert", tokenizers), objective="causal_lm")
     with pytest.raises(InvalidInputError, match="sequence_classification"):
         ia.GradientProbe(_mwsp("gpt2_classifier", tokenizers), objective="causal_lm")
@@ -82,7 +80,7 @@ def test_a_named_objective_of_another_head_is_refused_and_says_which_fits(tokeni
 
 def test_language_model_objective_on_classifier_logits_is_our_error(tokenizers, texts):
     probe = ia.GradientProbe(_mwsp("gpt2_classifier", tokenizers), objective=CausalLMObjective())
-    with pytest.raises(InvalidInputError, match=r"per-token logits.*objective='sequence_classification'"):
+    with pytest.raises(InvalidInputError, match=r"causal_lm.*objective='sequence_classification'"):
         probe.gradients(texts[:2])
 
 
@@ -91,7 +89,7 @@ def test_a_tangent_from_another_split_point_is_refused_naming_both(tokenizers, t
     low = _mwsp("llama", tokenizers, split_point="model.layers.0")
     high = _mwsp("llama", tokenizers, split_point="model.layers.1")
     tangent = ia.PCATangent(low, nb_concepts=4).fit(texts[:8])
-    with pytest.raises(InvalidInputError, match=r"fitted at split point 'model.layers.0'.*reads 'model.layers.1'"):
+    with pytest.raises(InvalidInputError, match=r"'model\.layers\.0'.*'model\.layers\.1'"):
         ia.GradientProbe(high).run(texts[:4], tangent, n_controls=2, progress=False)
     # a Subspace without a split point (yours) is accepted
     anonymous = ia.Subspace(tangent.subspace.basis)
@@ -101,9 +99,7 @@ def test_a_tangent_from_another_split_point_is_refused_naming_both(tokenizers, t
 def test_a_tangent_of_another_width_is_refused_naming_both(tokenizers, texts):
     mwsp = _mwsp("gpt2", tokenizers)
     other = ia.Subspace(torch.linalg.qr(torch.randn(48, 4))[0], split_point=mwsp.split_point)
-    with pytest.raises(
-        InvalidInputError, match=r"d=32 but the subspaces live in R\^48 \(fitted at 'transformer.h.0'\)"
-    ):
+    with pytest.raises(InvalidInputError, match=r"'transformer\.h\.0'.*d=32.*R\^48"):
         ia.GradientProbe(mwsp).run(texts[:4], other, n_controls=2, progress=False)
 
 
@@ -180,9 +176,7 @@ def test_include_aux_loss_differentiates_the_moe_models_own_training_loss(tokeni
 
 
 def test_include_aux_loss_is_refused_on_a_model_without_a_router(tokenizers):
-    with pytest.raises(
-        InvalidInputError, match="include_aux_loss=True needs a mixture-of-experts model.*GPT2LMHeadModel"
-    ):
+    with pytest.raises(InvalidInputError, match="include_aux_loss.*GPT2LMHeadModel"):
         ia.GradientProbe(_mwsp("gpt2", tokenizers), objective=CausalLMObjective(include_aux_loss=True))
-    with pytest.raises(ia.errors.InvalidInputError, match="include_aux_loss must be True or False"):
+    with pytest.raises(ia.errors.InvalidInputError, match="include_aux_loss.*'yes'"):
         CausalLMObjective(include_aux_loss="yes")

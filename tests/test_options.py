@@ -31,33 +31,33 @@ def sweep_arguments(toy_checkpoints, fit_texts, texts, tmp_path_factory):
 @pytest.mark.parametrize(
     ("change", "named"),
     [
-        ({"texts": "one long string"}, "texts must be a list of texts, not a single string"),
-        ({"probe_texts": "one long string"}, "probe_texts must be a list of texts"),
-        ({"batch_size": 0}, "batch_size must be a positive integer, got 0"),
-        ({"n_controls": 0}, "n_controls must be a positive integer"),
-        ({"seed": None}, r"seed must be an integer in \[0, 2\*\*32\), got None"),
-        ({"seed": 2**70}, "seed must be an integer"),
-        ({"seed": "abc"}, "seed must be an integer"),
-        ({"max_fit_tokens": 0}, "max_fit_tokens must be a positive integer, got 0"),
-        ({"max_tokens": 0}, "max_tokens must be a positive integer, got 0"),
-        ({"max_metric_tokens": -5}, "max_metric_tokens must be a positive integer, got -5"),
-        ({"nb_concepts": 0}, "nb_concepts must be a positive integer, got 0"),
+        ({"texts": "one long string"}, r"\btexts\b.*string"),
+        ({"probe_texts": "one long string"}, "probe_texts.*string"),
+        ({"batch_size": 0}, r"batch_size.*\b0\b"),
+        ({"n_controls": 0}, r"n_controls.*\b0\b"),
+        ({"seed": None}, r"seed.*\[0, 2\*\*32\).*None"),
+        ({"seed": 2**70}, r"seed.*2\*\*32"),
+        ({"seed": "abc"}, "seed.*'abc'"),
+        ({"max_fit_tokens": 0}, r"max_fit_tokens.*\b0\b"),
+        ({"max_tokens": 0}, r"\bmax_tokens.*\b0\b"),
+        ({"max_metric_tokens": -5}, "max_metric_tokens.*-5"),
+        ({"nb_concepts": 0}, r"nb_concepts.*\b0\b"),
         (
             {"checkpoints": 5},
-            "checkpoints must be ia.checkpoints.Checkpoint objects or a glob of checkpoint folders, got int",
+            r"checkpoints.*Checkpoint.*\bint\b",
         ),
-        ({"split_point": None}, "split_point must be an integer, a string or a list of them, got None"),
-        ({"split_point": 1.5}, "split_point must be an integer, a string or a list of them, got 1.5"),
-        ({"method": "xyz"}, "method must be 'pca', .* or a class, got 'xyz'"),
-        ({"results_dir": None}, "results_dir must be a folder path, got None"),
-        ({"device": "quantum"}, "device must be a torch device such as 'cpu', 'cuda' or 'cuda:0', got 'quantum'"),
-        ({"method_kwargs": 5}, "method_kwargs must be a dict or None, got 5"),
+        ({"split_point": None}, "split_point.*None"),
+        ({"split_point": 1.5}, r"split_point.*1\.5"),
+        ({"method": "xyz"}, "method.*'pca'.*'xyz'"),
+        ({"results_dir": None}, "results_dir.*None"),
+        ({"device": "quantum"}, "device.*'quantum'"),
+        ({"method_kwargs": 5}, r"method_kwargs.*\b5\b"),
         (
             {"method": "ica", "method_kwargs": {"bogus": 1}},
-            "'ica' does not take 'bogus': ICAConcepts takes random_state",
+            "'ica'.*'bogus'.*random_state",
         ),
         *[
-            ({name: value}, f"{name} must be True or False, got {value!r}")
+            ({name: value}, rf"{name}.*{re.escape(repr(value))}")
             for name, value in [
                 ("overwrite", "yes"),
                 ("progress", "yes"),
@@ -77,16 +77,16 @@ def test_sweep_options(sweep_arguments, change, named):
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"batch_size": 0}, "batch_size must be a positive integer, got 0"),
-        ({"max_length": 0}, "max_length must be a positive integer, got 0"),
-        ({"max_length": 10**6}, r"max_length=1000000 exceeds what GPTNeoXForCausalLM takes \(512 tokens"),
-        ({"seed": -1}, "seed must be an integer"),
-        ({"include_special": "no"}, "include_special must be True or False, got 'no'"),
-        ({"distributed": 1}, "distributed must be True or False, got 1"),
+        ({"batch_size": 0}, r"batch_size.*\b0\b"),
+        ({"max_length": 0}, r"max_length.*\b0\b"),
+        ({"max_length": 10**6}, r"max_length=1000000.*GPTNeoXForCausalLM.*max_length <= 512"),
+        ({"seed": -1}, "seed.*-1"),
+        ({"include_special": "no"}, "include_special.*'no'"),
+        ({"distributed": 1}, r"distributed.*\b1\b"),
         # the causal objective uses no mask, but a bad masking rate is still refused, not ignored
-        ({"objective": "causal_lm", "mlm_probability": float("nan")}, r"mlm_probability must be in \(0, 1\), got nan"),
-        ({"mlm_probability": 1.5}, r"mlm_probability must be in \(0, 1\), got 1.5"),
-        ({"mlm_probability": "0.2"}, r"mlm_probability must be a number in \(0, 1\), got '0.2'"),
+        ({"objective": "causal_lm", "mlm_probability": float("nan")}, r"mlm_probability.*\(0, 1\).*nan"),
+        ({"mlm_probability": 1.5}, r"mlm_probability.*\(0, 1\).*1\.5"),
+        ({"mlm_probability": "0.2"}, r"mlm_probability.*\(0, 1\).*'0\.2'"),
     ],
 )
 def test_probe_options(gpt_neox_mwsp, options, named):
@@ -95,29 +95,29 @@ def test_probe_options(gpt_neox_mwsp, options, named):
 
 
 def test_reader_and_tangent_options(gpt_neox_mwsp, fit_texts):
-    with pytest.raises(InvalidInputError, match="batch_size must be a positive integer, got 0"):
+    with pytest.raises(InvalidInputError, match=r"batch_size.*\b0\b"):
         ia.token_activations(gpt_neox_mwsp, fit_texts[:2], batch_size=0)
-    with pytest.raises(InvalidInputError, match="max_length must be a positive integer, got 0"):
+    with pytest.raises(InvalidInputError, match=r"max_length.*\b0\b"):
         ia.token_activations(gpt_neox_mwsp, fit_texts[:2], max_length=0)
-    with pytest.raises(InvalidInputError, match="seed must be an integer"):
+    with pytest.raises(InvalidInputError, match=r"seed.*2\*\*32"):
         ia.TangentExplainer(gpt_neox_mwsp, nb_concepts=4, method="ica", seed=2**40)
-    with pytest.raises(InvalidInputError, match="include_special must be True or False, got 'x'"):
+    with pytest.raises(InvalidInputError, match="include_special.*'x'"):
         ia.token_activations(gpt_neox_mwsp, fit_texts[:2], include_special="x")
-    with pytest.raises(InvalidInputError, match="nb_concepts must be a positive integer, got True"):
+    with pytest.raises(InvalidInputError, match="nb_concepts.*True"):
         ia.PCATangent(gpt_neox_mwsp, nb_concepts=True)
     for rtol in (float("nan"), -1):
-        with pytest.raises(InvalidInputError, match="rtol must be a finite number >= 0"):
+        with pytest.raises(InvalidInputError, match=rf"rtol.*{re.escape(repr(rtol))}"):
             ia.PCATangent(gpt_neox_mwsp, nb_concepts=4, rtol=rtol)
-    with pytest.raises(InvalidInputError, match="device must be a torch device .* got 'quantum'"):
+    with pytest.raises(InvalidInputError, match="device.*'quantum'"):
         ia.PCATangent(gpt_neox_mwsp, nb_concepts=4, device="quantum")
 
 
 def test_a_keyword_the_tangent_method_does_not_take_is_refused_when_the_tangent_is_made(gpt_neox_mwsp):
-    with pytest.raises(InvalidInputError, match=r"'ica' does not take 'bogus': ICAConcepts takes random_state \("):
+    with pytest.raises(InvalidInputError, match="'ica'.*'bogus'.*random_state"):
         ia.ICATangent(gpt_neox_mwsp, nb_concepts=2, bogus=1)
-    with pytest.raises(InvalidInputError, match=r"'pca' does not take 'top_k': the streamed PCA takes no other"):
+    with pytest.raises(InvalidInputError, match="'pca'.*'top_k'"):
         ia.PCATangent(gpt_neox_mwsp, nb_concepts=2, top_k=3)
-    with pytest.raises(InvalidInputError, match=r"'topk_sae' does not take 'colour': .* dictionary_params, .*top_k"):
+    with pytest.raises(InvalidInputError, match="'topk_sae'.*'colour'.*dictionary_params.*top_k"):
         ia.TopKSAETangent(gpt_neox_mwsp, nb_concepts=2, colour="red")
     assert ia.TopKSAETangent(gpt_neox_mwsp, nb_concepts=2, top_k=1).method_kwargs == {"top_k": 1}
     assert ia.ICATangent(gpt_neox_mwsp, nb_concepts=2, random_state=3).method_kwargs == {"random_state": 3}
@@ -127,76 +127,63 @@ def test_a_keyword_the_tangent_method_does_not_take_is_refused_when_the_tangent_
 
 def test_too_many_controls_is_refused_before_any_memory_is_taken():
     tangent = ia.Subspace.random(768, 16, seed=0)
-    with pytest.raises(InvalidInputError, match=r"n_controls=1000000 .* need 91.6 GiB .*fewer controls"):
+    with pytest.raises(InvalidInputError, match=r"n_controls=1000000.*91\.6 GiB"):
         ia.controls.normal_controls(tangent, n=10**6)
 
 
 def test_complex_bases_and_activations_are_refused_naming_them():
     basis = torch.linalg.qr(torch.randn(8, 3, dtype=torch.complex64))[0]
-    with pytest.raises(InvalidInputError, match="basis must be real, got dtype torch.complex64"):
+    with pytest.raises(InvalidInputError, match=r"basis.*torch\.complex64"):
         ia.Subspace(basis)
-    with pytest.raises(InvalidInputError, match="must be real"):
+    with pytest.raises(InvalidInputError, match=r"\bX\b.*complex64"):
         ia.metrics.isoscore_star(torch.randn(20, 4, dtype=torch.complex64))
 
 
 NAN, INF = float("nan"), float("inf")
-TRAINING_PROBE_BAD_OPTIONS = [
+TRAINING_PROBE_BAD_OPTIONS = [  # (option, bad value, what the message must name besides them: the values allowed)
+    *[("max_pending_bytes", value, "") for value in ("1GB", 0, -1, 1.5, NAN, INF, True)],
+    *[("flush_seconds", value, "") for value in ("10", -1, NAN, INF, -INF, None)],
+    *[("confidence", value, "") for value in ("0.9", 0, 1, 1.5, NAN)],
+    *[("loss_scale", value, "") for value in ("1", 0, -1, NAN, INF)],
+    *[("early_fraction", value, "") for value in ("0.3", 0, 1.5, NAN)],
     *[
-        ("max_pending_bytes", value, "max_pending_bytes must be a positive integer")
-        for value in ("1GB", 0, -1, 1.5, NAN, INF, True)
-    ],
-    *[
-        ("flush_seconds", value, "flush_seconds must be a finite number >= 0")
-        for value in ("10", -1, NAN, INF, -INF, None)
-    ],
-    *[("confidence", value, "confidence must be a finite number > 0 and < 1") for value in ("0.9", 0, 1, 1.5, NAN)],
-    *[("loss_scale", value, "loss_scale must be a finite number > 0") for value in ("1", 0, -1, NAN, INF)],
-    *[
-        ("early_fraction", value, "early_fraction must be a finite number > 0 and <= 1")
-        for value in ("0.3", 0, 1.5, NAN)
-    ],
-    *[
-        (name, value, f"{name} must be a positive integer")
+        (name, value, "")
         for name in ("nb_concepts", "every", "n_controls", "n_bootstrap")
         for value in ("4", 0, -1, 1.5, NAN)
     ],
-    *[("start_step", value, "start_step must be an integer >= 0") for value in ("3", -1, 1.5, NAN)],
+    *[("start_step", value, "") for value in ("3", -1, 1.5, NAN)],
+    *[(name, value, "") for name in ("overwrite", "include_special") for value in ("no", 0, None)],
+    ("results_dir", 3, ""),
+    ("seed", NAN, r"2\*\*32"),
     *[
-        (name, value, f"{name} must be True or False")
-        for name in ("overwrite", "include_special")
-        for value in ("no", 0, None)
-    ],
-    ("results_dir", 3, "results_dir must be a folder: a non-empty str or path"),
-    ("seed", NAN, "seed must be an integer"),
-    *[
-        (name, value, f"{name} must be a positive integer")
+        (name, value, "")
         for name in ("early_steps", "total_steps", "refit_every", "n_random")
         for value in ("4", 0, 1.5, NAN)
     ],
-    *[("call", value, "call must be 'first', 'last' or the index") for value in ("middle", 1.5, True)],
-    ("on_nonfinite", "ignore", "on_nonfinite must be one of ['raise', 'skip']"),
-    ("reduction", "avg", "reduction must be one of ['sum', 'mean']"),
-    ("objective", "seq2seq", "objective must be one of ['auto', 'causal_lm'"),
+    *[("call", value, "'first'.*'last'") for value in ("middle", 1.5, True)],
+    ("on_nonfinite", "ignore", "'raise'.*'skip'"),
+    ("reduction", "avg", "'sum'.*'mean'"),
+    ("objective", "seq2seq", "'auto'.*'causal_lm'"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("name", "value", "message"),
+    ("name", "value", "allowed"),
     TRAINING_PROBE_BAD_OPTIONS,
     ids=[f"{name}={value!r}" for name, value, _ in TRAINING_PROBE_BAD_OPTIONS],
 )
-def test_every_training_probe_option_is_checked(gpt_neox_training_model, name, value, message):
+def test_every_training_probe_option_is_checked(gpt_neox_training_model, name, value, allowed):
     model, tokenizer = gpt_neox_training_model
     options = {"total_steps": 10} if name == "early_fraction" else {"early_steps": 2}
     options[name] = value
-    with pytest.raises(InvalidInputError, match=re.escape(message) + r".*, got "):
+    with pytest.raises(InvalidInputError, match=rf"\b{name}\b.*{allowed}.*{re.escape(repr(value))}"):
         ia.TrainingProbe(model, 1, tokenizer=tokenizer, **options)
 
 
 def test_a_training_probe_tokenizer_is_a_tokenizer_or_none(gpt_neox_training_model):
     model, tokenizer = gpt_neox_training_model
     for given in (5, "gpt2"):
-        with pytest.raises(InvalidInputError, match=r"tokenizer must be the model's Hugging Face tokenizer .*, got "):
+        with pytest.raises(InvalidInputError, match=rf"tokenizer.*{type(given).__name__}"):
             ia.TrainingProbe(model, 1, tokenizer=given, early_steps=2)
     with_special = ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=2).special_ids
     assert sorted(with_special.tolist()) == sorted(set(tokenizer.all_special_ids))
@@ -210,12 +197,12 @@ LIVE_CONFIG_BAD_OPTIONS = [  # TrainingProbe's own arguments (start_step, overwr
 
 
 @pytest.mark.parametrize(
-    ("name", "value", "message"),
+    ("name", "value", "allowed"),
     LIVE_CONFIG_BAD_OPTIONS,
     ids=[f"{name}={value!r}" for name, value, _ in LIVE_CONFIG_BAD_OPTIONS],
 )
-def test_every_live_setting_is_checked_when_the_config_is_made(name, value, message):
-    with pytest.raises(InvalidInputError, match=re.escape(message) + r".*, got "):
+def test_every_live_setting_is_checked_when_the_config_is_made(name, value, allowed):
+    with pytest.raises(InvalidInputError, match=rf"\b{name}\b.*{allowed}.*{re.escape(repr(value))}"):
         ia.LiveConfig(**{name: value})
 
 
@@ -232,9 +219,9 @@ def test_a_config_and_keywords_make_the_same_probe(gpt_neox_training_model):
     assert (replaced.settings.every, replaced.settings.seed, replaced.settings.n_controls) == (4, 7, 5)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.every = 3  # type: ignore[misc]
-    with pytest.raises(InvalidInputError, match=r"Unknown live probe option\(s\) n_control: the options are"):
+    with pytest.raises(InvalidInputError, match=r"\bn_control\b.*n_controls"):
         ia.TrainingProbe(model, 1, tokenizer=tokenizer, early_steps=4, n_control=5)
-    with pytest.raises(InvalidInputError, match="config must be a LiveConfig or None, got dict"):
+    with pytest.raises(InvalidInputError, match=r"config.*LiveConfig.*\bdict\b"):
         ia.TrainingProbe(model, 1, tokenizer=tokenizer, config={"every": 2})
 
 
@@ -256,7 +243,7 @@ def test_the_pending_bound_message_shows_small_sizes_in_bytes(gpt_neox_training_
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     with pytest.raises(
         InvalidInputError,
-        match=r"\d+(\.\d+)? [KMG]iB for 1 split point\(s\), above max_pending_bytes=1000 \(1000 bytes\)",
+        match=r"\d+(\.\d+)? [KMG]iB.*max_pending_bytes=1000 \(1000 bytes\)",
     ):
         with probe:
             train_step(model, probe, [micro_batch(tokenizer, texts[:2], start=0)], optimizer)
@@ -265,10 +252,10 @@ def test_the_pending_bound_message_shows_small_sizes_in_bytes(gpt_neox_training_
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        *[({"confidence": value}, "confidence must be a finite number > 0 and < 1") for value in ("0.9", 0, 1, NAN)],
-        *[({"max_tokens": value}, "max_tokens must be a positive integer") for value in ("10", 0, 1.5)],
-        *[({"n_controls": value}, "n_controls must be a positive integer") for value in (True, 0, NAN)],
-        *[({"seed": value}, r"seed must be an integer in \[0, 2\*\*32\)") for value in (NAN, -1, 1.5)],
+        *[({"confidence": value}, rf"confidence.*{re.escape(repr(value))}") for value in ("0.9", 0, 1, NAN)],
+        *[({"max_tokens": value}, rf"max_tokens.*{re.escape(repr(value))}") for value in ("10", 0, 1.5)],
+        *[({"n_controls": value}, rf"n_controls.*{re.escape(repr(value))}") for value in (True, 0, NAN)],
+        *[({"seed": value}, rf"seed.*\[0, 2\*\*32\).*{re.escape(repr(value))}") for value in (NAN, -1, 1.5)],
     ],
 )
 def test_probe_run_options(gpt_neox_mwsp, texts, options, named):

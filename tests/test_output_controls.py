@@ -97,7 +97,7 @@ def test_each_category_is_warned_where_it_should_be_and_filtered_alone():
         assert _three_kinds() == []
     with warnings.catch_warnings():
         warnings.simplefilter("error", errors.DegenerateStatisticsWarning)
-        with pytest.raises(errors.DegenerateStatisticsWarning, match="span only 4 dimensions"):
+        with pytest.raises(errors.DegenerateStatisticsWarning, match=r"\b8 atoms.*\b4 dimensions"):
             ia.Subspace.from_dictionary(torch.eye(4, 6).repeat(2, 1))
 
 
@@ -108,14 +108,14 @@ def test_a_hub_that_cannot_list_revisions_is_a_hub_access_warning(monkeypatch):
         raise ValueError("the server sent nonsense")
 
     monkeypatch.setattr(HfApi, "list_repo_refs", failing)
-    with pytest.warns(errors.EnvironmentWarning, match="Could not list the revisions of org/model"):
+    with pytest.warns(errors.EnvironmentWarning, match="org/model"):
         assert hub._refs("org/model", timeout=5.0) is None
 
 
 def test_a_missing_previous_tangent_is_a_missing_drift_warning(tmp_path):
     store = SimpleNamespace(tangent=lambda layer, step: None, tangent_path=lambda layer, step: tmp_path / f"{step}")
     drift = PreviousDrift(store, [Checkpoint(0, "a"), Checkpoint(5, "b")])
-    with pytest.warns(errors.ResultsFileWarning, match="previous checkpoint of step 5"):
+    with pytest.warns(errors.ResultsFileWarning, match=r"step 5\b.*split.point.*\b1\b"):
         fields = drift.of({"step": 5, "layer": 1}, warn=True)
     assert fields == {"drift_previous_mean_angle": None, "drift_previous_max_angle": None, "drift_previous_step": None}
     with warnings.catch_warnings():

@@ -435,7 +435,7 @@ def test_report_partial_overwrite_and_empty(tmp_path):
     assert "Checkpoint sweep report" in page  # default title
     assert not [entry.name for entry in out_dir.iterdir() if entry.name.startswith(".")], "temporary files left"
 
-    with pytest.raises(InvalidInputError, match="no finished checkpoint"):
+    with pytest.raises(InvalidInputError, match="checkpoint"):
         write_report(SweepResult([], {"n_controls": R}), tmp_path / "empty")
     assert not (tmp_path / "empty" / "index.html").exists()
 
@@ -452,9 +452,12 @@ def _results_dir(folder, rows: list[dict]):
 
 def test_a_report_into_a_file_is_our_error_naming_it(result, tmp_path, capsys):
     (tmp_path / "report.html").write_text("not a folder")
-    with pytest.raises(InvalidInputError, match=r"report folder .*report.html is a file: give the report a folder"):
+    with pytest.raises(InvalidInputError, match=rf"{re.escape(str(tmp_path / 'report.html'))}.*out_dir"):
         write_report(result, tmp_path / "report.html")
-    with pytest.raises(InvalidInputError, match=r"report folder .*report.html.nested lies in .*report.html, which"):
+    with pytest.raises(
+        InvalidInputError,
+        match=rf"{re.escape(str(tmp_path / 'report.html' / 'nested'))}.*{re.escape(str(tmp_path / 'report.html'))}\b",
+    ):
         write_report(result, tmp_path / "report.html" / "nested")
     assert (tmp_path / "report.html").read_text() == "not a folder"
     sweep = _results_dir(tmp_path / "sweep", make_rows(steps=[0, 1], splits=SPLITS[:1]))
@@ -486,7 +489,7 @@ def test_split_points_and_tangents_with_dollars_slashes_and_spaces(tmp_path):
 def test_loading_crafted_rows_with_a_null_step_names_the_file_and_line(tmp_path):
     rows = make_rows(steps=[0, 1], splits=SPLITS[:1], tangents=["early"])
     sweep = _results_dir(tmp_path / "sweep", [rows[0], {**rows[1], "step": None}])
-    with pytest.raises(ResultsStoreError, match=r"Line 2 of .*rows.jsonl is not a sweep row: delete that line"):
+    with pytest.raises(ResultsStoreError, match=r"Line 2 of .*rows\.jsonl"):
         SweepResult.load(sweep)
     sweep = _results_dir(tmp_path / "other", [rows[0], {**rows[1], "split_point": "layers.$1"}])
     assert SweepResult.load(sweep).split_points == ["gpt_neox.layers.0", "layers.$1"]
@@ -620,7 +623,7 @@ def test_live_figure_draws_the_live_rows_next_to_the_sweep_and_the_report_shows_
     np.testing.assert_allclose(
         by_gid(ax, "sweep_control_mean:early").get_ydata(), finite(sweep_rows, "control_mean")[1]
     )
-    with pytest.raises(InvalidInputError, match="share no split point"):
+    with pytest.raises(InvalidInputError, match=r"'elsewhere'.*'gpt_neox\.layers\.0'"):
         plot_live_vs_sweep(SweepResult([{**row, "split_point": "elsewhere"} for row in live_rows], {}), result)
     # The report (and the CLI's `report --live`) adds the figure after the energy figure.
     sweep_dir = _results_dir(tmp_path / "sweep", result.rows)

@@ -303,7 +303,7 @@ def test_isoscore_options_flow_from_run_and_are_recorded(gpt_neox_mwsp, neox_tan
         probe.run(texts[:2], neox_tangent, isoscore_c0=torch.eye(3), progress=False)
     with pytest.raises(InvalidInputError, match="isoscore_convention"):
         probe.run(texts[:2], neox_tangent, isoscore_convention="tangent", progress=False)
-    with pytest.raises(InvalidInputError, match="n_random must be a positive integer, got 0"):
+    with pytest.raises(InvalidInputError, match=r"n_random.*\b0\b"):
         probe.run(texts[:2], neox_tangent, n_random=0, progress=False)
 
 
@@ -389,9 +389,9 @@ def test_empty_and_too_short_inputs(gpt_neox_mwsp, neox_tangent, texts):
     with pytest.raises(InvalidInputError):
         probe.run([], neox_tangent, progress=False)
     single_tokens = [gpt_neox_mwsp.tokenizer.decode([i]) for i in (40, 41)]
-    with pytest.raises(InvalidInputError, match="shorter"):
+    with pytest.raises(InvalidInputError, match=r"\b2 tokens.*causal_lm"):
         probe.run(single_tokens, neox_tangent, progress=False)
-    with pytest.warns(ReadingWarning, match=r"^2 sequence\(s\) shorter than 2 tokens were skipped"):
+    with pytest.warns(ReadingWarning, match=r"^2 sequence.*\b2 tokens"):
         kept = probe.gradients([*texts[:2], *single_tokens])
     assert set(kept.sequence_ids.tolist()) == {0, 1}
     with pytest.raises(InvalidInputError):
@@ -430,7 +430,7 @@ def test_non_finite_gradients_raise_naming_the_batch_or_are_skipped(gpt_neox_mws
     advice = str(raised.value)  # weights, or the float64 padded-batch bug of some models (Gemma2)
     assert "weights" in advice and "batch_size=1" in advice and "float32" in advice and "Gemma2" in advice
     calls["n"] = 0
-    with pytest.warns(ReadingWarning, match=r"4 sequence\(s\) in 1 batch\(es\)"):
+    with pytest.warns(ReadingWarning, match=r"4 sequence.*\b1 batch"):
         result = GradientProbe(gpt_neox_mwsp, objective=poisoned, batch_size=4, on_nonfinite="skip").run(
             texts[:12], neox_tangent, n_controls=3, progress=False
         )
@@ -450,11 +450,11 @@ def test_every_text_a_skip_drops_is_counted_and_said(gpt_neox_mwsp, neox_tangent
         return loss * float("inf") if calls["n"] in (1, 3) else loss
 
     probe = GradientProbe(gpt_neox_mwsp, objective=poisoned, batch_size=4, on_nonfinite="skip")
-    with pytest.warns(ReadingWarning, match=r"^8 sequence\(s\) in 2 batch\(es\)"):
+    with pytest.warns(ReadingWarning, match=r"^8 sequence.*\b2 batch"):
         result = probe.run(texts[:12], neox_tangent, n_controls=3, progress=False)
     assert (result.n_skipped_batches, result.n_sequences, result.n_skipped_sequences) == (2, 4, 8)
     calls["n"] = 0
-    with pytest.warns(ReadingWarning, match=r"^8 sequence\(s\) in 2 batch\(es\)"):
+    with pytest.warns(ReadingWarning, match=r"^8 sequence.*\b2 batch"):
         assert set(probe.gradients(texts[:12]).sequence_ids.tolist()) == {4, 5, 6, 7}
 
 
@@ -463,7 +463,7 @@ def test_tokenizer_without_pad_token_pads_with_eos_and_is_left_unchanged(gpt_neo
     tokenizer = copy.deepcopy(tokenizer)
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=4)
     tokenizer.pad_token = None
-    with pytest.warns(ReadingWarning, match="pad token"):
+    with pytest.warns(ReadingWarning, match=r"pad.token.*'<\|endoftext\|>'"):
         probe = GradientProbe(mwsp)
     assert tokenizer.pad_token is None  # the caller's tokenizer is not changed
     assert probe.gradients(texts[:3]).gradients.shape[1] == 64
@@ -490,7 +490,7 @@ def test_bfloat16_autocast_stays_close_to_float32(gpt_neox_mwsp, neox_tangent, t
         texts[:8], neox_tangent, n_controls=4, progress=False
     )
     assert named.to_dict() == fast.to_dict()
-    with pytest.raises(InvalidInputError, match="autocast dtype"):
+    with pytest.raises(InvalidInputError, match=r"autocast.*torch\.float64"):
         GradientProbe(gpt_neox_mwsp, autocast_dtype=torch.float64)
 
 

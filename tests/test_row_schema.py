@@ -84,11 +84,11 @@ def test_kinds_accept_their_json_values_only(kind, good, bad):
 
 def test_writing_an_undeclared_or_mistyped_field_is_refused():
     row = dict(SWEEP_ROWS[0])
-    with pytest.raises(ResultsStoreError, match=r"undeclared fields \['my_new_column'\].*results/schema.py"):
+    with pytest.raises(ResultsStoreError, match=r"\['my_new_column'\].*results/schema\.py"):
         row_line({**row, "my_new_column": 1.0})
-    with pytest.raises(ResultsStoreError, match=r"energy_share '0.5' is not a number"):
+    with pytest.raises(ResultsStoreError, match=r"energy_share '0\.5'"):
         row_line({**row, "energy_share": "0.5"})
-    with pytest.raises(ResultsStoreError, match=r"ci is computed by the report, not a row field"):
+    with pytest.raises(ResultsStoreError, match=r"\bci\b.*report"):
         row_line({**row, "ci": [0.1, 0.2]})
 
 
@@ -96,7 +96,7 @@ def test_reading_a_mistyped_field_names_the_line(tmp_path):
     path = tmp_path / "rows.jsonl"
     lines = [json.dumps(SWEEP_ROWS[0]), json.dumps({**SWEEP_ROWS[1], "frequency_buckets": [1, 2]})]
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(ResultsStoreError, match=r"Line 2 of .* frequency_buckets \[1, 2\] is not a list of texts"):
+    with pytest.raises(ResultsStoreError, match=r"Line 2 of .*frequency_buckets \[1, 2\]"):
         read_rows(path)
     path.write_text(json.dumps({**SWEEP_ROWS[0], "an_older_field": "kept"}) + "\n")  # unknown fields are read
     assert read_rows(path)[0]["an_older_field"] == "kept"

@@ -17,6 +17,8 @@ The reference values of ALBERT's calls are in the conformance matrix (`albert_fi
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import transformers as hf
@@ -46,7 +48,7 @@ def test_a_shared_layer_without_call_is_our_error_in_the_reader_and_the_probe(al
         ia.token_activations(albert, texts[:2])
     with pytest.raises(InvalidInputError, match=r"(?s)albert_layers\.0.*runs 3 times.*call='last'"):
         ia.GradientProbe(albert).gradients(texts[:2])
-    with pytest.raises(InvalidInputError, match="runs 3 times"):
+    with pytest.raises(InvalidInputError, match=r"albert_layers\.0.*\b3 times"):
         ia.PCATangent(albert, nb_concepts=2).fit(texts[:4])
 
 
@@ -83,9 +85,9 @@ def test_a_call_beyond_the_calls_is_our_error(albert, texts, call):
 
 @pytest.mark.parametrize("call", ["middle", 1.0, True])
 def test_a_call_of_another_kind_is_our_error(albert, texts, call):
-    with pytest.raises(InvalidInputError, match="call must be 'first', 'last'"):
+    with pytest.raises(InvalidInputError, match=rf"call.*'first'.*'last'.*{re.escape(repr(call))}"):
         ia.token_activations(albert, texts[:2], call=call)
-    with pytest.raises(InvalidInputError, match="call must be 'first', 'last'"):
+    with pytest.raises(InvalidInputError, match=rf"call.*'first'.*'last'.*{re.escape(repr(call))}"):
         ia.GradientProbe(albert, call=call)
 
 
@@ -136,7 +138,7 @@ def _big_bird(tokenizer, attention_type: str) -> ModelWithSplitPoints:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (_longformer, "multiple of its attention window"),
+        (_longformer, "attention_window"),
         (lambda tokenizer: _big_bird(tokenizer, "block_sparse"), "set_attention_type\\('original_full'\\)"),
     ],
     ids=["longformer", "big_bird_block_sparse"],
@@ -242,9 +244,9 @@ def test_a_split_point_that_changes_the_length_is_our_error(corpus_texts, texts)
         return (padded, *output[1:]) if isinstance(output, tuple) else padded
 
     mwsp._model.get_submodule("gpt_neox.layers.1").register_forward_hook(pad)
-    with pytest.raises(InvalidInputError, match="pads or pools its inputs"):
+    with pytest.raises(InvalidInputError, match=r"'gpt_neox\.layers\.1'.*GPTNeoX"):
         ia.token_activations(mwsp, texts[:2])
-    with pytest.raises(InvalidInputError, match="pads or pools its inputs"):
+    with pytest.raises(InvalidInputError, match=r"'gpt_neox\.layers\.1'.*GPTNeoX"):
         ia.GradientProbe(mwsp).gradients(texts[:2])
 
 
@@ -291,7 +293,7 @@ def test_the_call_is_saved_with_the_tangent_and_an_old_file_without_it_is_unknow
 
 
 def test_a_subspace_call_of_another_kind_is_our_error():
-    with pytest.raises(InvalidInputError, match="call must be 'first', 'last'"):
+    with pytest.raises(InvalidInputError, match="call.*'first'.*'last'.*'middle'"):
         ia.Subspace.random(8, 2).replace(call="middle")
 
 

@@ -99,10 +99,10 @@ def test_chance_std_in_terms_of_eigenvalues():
 @pytest.mark.parametrize(
     ("matrix", "k", "message"),
     [
-        (torch.zeros(4, 4), 1, "all zero"),
-        (torch.eye(4), 0, "1 <= k <= d"),
-        (torch.eye(4), 5, "1 <= k <= d"),
-        (torch.ones(4), 1, "square"),
+        (torch.zeros(4, 4), 1, "second_moment.*trace 0"),
+        (torch.eye(4), 0, "1 <= k <= d.*k=0"),
+        (torch.eye(4), 5, "1 <= k <= d.*k=5"),
+        (torch.ones(4), 1, r"second_moment.*\(d, d\)"),
     ],
 )
 def test_chance_std_refuses_bad_inputs(matrix, k, message):
@@ -136,10 +136,10 @@ def test_random_subspaces_are_neither_the_seeds_tangent_nor_its_controls(seed):
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ((64, 8, 0), "n_random .* must be a positive integer, got 0"),
-        ((64, 0, 3), "1 <= k <= d"),
-        ((64, 65, 3), "1 <= k <= d"),
-        ((768, 16, 10**6), r"n_random=1000000 .* need 91.6 GiB"),
+        ((64, 8, 0), r"n_random.*\b0\b"),
+        ((64, 0, 3), "1 <= k <= d.*k=0"),
+        ((64, 65, 3), "1 <= k <= d.*k=65"),
+        ((768, 16, 10**6), r"n_random=1000000.*91\.6 GiB"),
     ],
 )
 def test_random_subspaces_refuse_bad_options(arguments, message):
@@ -303,18 +303,18 @@ def test_only_the_difference_with_the_controls_means_something(convention, sign)
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
-        ({"convention": "inside"}, InvalidInputError, "isoscore_convention must be one of 'complement', 'ambient'"),
-        ({"zeta": 1.5}, InvalidInputError, r"isoscore_zeta must be a number in \[0, 1\]"),
-        ({"zeta": "oas"}, InvalidInputError, "isoscore_zeta must be a number"),
+        ({"convention": "inside"}, InvalidInputError, "isoscore_convention.*'inside'"),
+        ({"zeta": 1.5}, InvalidInputError, r"isoscore_zeta.*\[0, 1\].*1\.5"),
+        ({"zeta": "oas"}, InvalidInputError, "isoscore_zeta.*'oas'"),
         (
             {"c0": "covariance"},
             InvalidInputError,
-            "isoscore_c0 must be one of 'scaled_identity', 'identity', 'pooled'",
+            "isoscore_c0.*'scaled_identity'.*'covariance'",
         ),
-        ({"c0": torch.ones(3)}, InvalidInputError, r"isoscore_c0 must be a square \(d, d\) matrix"),
-        ({"c0": torch.zeros(3, 3)}, InvalidInputError, "isoscore_c0 has trace 0"),
-        ({"c0": torch.full((3, 3), math.nan)}, NonFiniteError, "isoscore_c0 holds NaN"),
-        ({"c0": 3}, InvalidInputError, "isoscore_c0 must be a target name or a"),
+        ({"c0": torch.ones(3)}, InvalidInputError, r"isoscore_c0.*\(d, d\).*\(3,\)"),
+        ({"c0": torch.zeros(3, 3)}, InvalidInputError, "isoscore_c0.*trace 0"),
+        ({"c0": torch.full((3, 3), math.nan)}, NonFiniteError, "isoscore_c0.*NaN"),
+        ({"c0": 3}, InvalidInputError, r"isoscore_c0.*\bint\b"),
     ],
 )
 def test_isoscore_options_are_refused_naming_them(options, error, message):
@@ -323,5 +323,5 @@ def test_isoscore_options_are_refused_naming_them(options, error, message):
 
 
 def test_a_given_c0_of_another_size_is_refused():
-    with pytest.raises(InvalidInputError, match="isoscore_c0 is a 3 x 3 matrix but the gradients live in R"):
+    with pytest.raises(InvalidInputError, match=r"isoscore_c0.*R\^8"):
         IsoScoreSettings.make(c0=torch.eye(3)).check_dim(8)

@@ -68,9 +68,7 @@ def test_a_torn_last_line_is_refused_naming_the_file_and_line_and_overwrite_reco
     with (copy / "rows.jsonl").open("a") as handle:
         handle.write('{"step": 20, "layer": 1, "tangent": "ea')  # an append cut short
     for attempt in (lambda: ia.SweepResult.load(copy), lambda: _sweep(arguments, copy).run()):
-        with pytest.raises(
-            ResultsStoreError, match=rf"Line {n_rows + 1} of .*rows.jsonl .*interrupted.*overwrite=True"
-        ):
+        with pytest.raises(ResultsStoreError, match=rf"Line {n_rows + 1} of .*rows\.jsonl.*overwrite=True"):
             attempt()
     assert len(_sweep(arguments, copy, overwrite=True).run()) == n_rows
 
@@ -113,7 +111,7 @@ def test_two_sweeps_on_one_directory_exactly_one_runs_and_nothing_is_lost(argume
     while not (results_dir / HOLDER_FILE).exists() and first.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     assert first.poll() is None, "the first sweep ended before the second could start"
-    with pytest.raises(SweepLockedError, match=rf"pid {first.pid} on host .*another results_dir"):
+    with pytest.raises(SweepLockedError, match=rf"pid {first.pid}\b.*results_dir"):
         _sweep(arguments, results_dir).run()
     with pytest.raises(SweepLockedError):
         _sweep(arguments, results_dir, overwrite=True).run()  # not even to start afresh
@@ -133,7 +131,7 @@ def test_results_without_their_config_are_refused_not_adopted(arguments, finishe
     (copy / "config.json").unlink()
     with pytest.raises(
         ResultsStoreError,
-        match=r"holds rows.jsonl, provenance.jsonl, reference, tangents, top_tokens but no config.json",
+        match=r"rows\.jsonl, provenance\.jsonl, reference, tangents, top_tokens.*config\.json",
     ):
         _sweep(arguments, copy, n_controls=3).run()
     table = _sweep(arguments, copy, n_controls=3, overwrite=True).run()
@@ -142,7 +140,7 @@ def test_results_without_their_config_are_refused_not_adopted(arguments, finishe
 
 def test_a_garbage_config_is_our_error_and_overwrite_recovers(arguments, finished, copy):
     (copy / "config.json").write_text('{"format_version": 2, "checkpo')
-    with pytest.raises(ResultsStoreError, match=r"config.json is not a readable sweep config.*overwrite=True"):
+    with pytest.raises(ResultsStoreError, match=r"config\.json.*overwrite=True"):
         _sweep(arguments, copy).run()
     with pytest.raises(ResultsStoreError, match="config.json"):
         ia.SweepResult.load(copy)
@@ -152,14 +150,12 @@ def test_a_garbage_config_is_our_error_and_overwrite_recovers(arguments, finishe
 def test_rows_written_twice_or_with_mixed_settings_are_refused_on_load(finished, copy):
     lines = _lines(copy)
     (copy / "rows.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
-    with pytest.raises(
-        ResultsStoreError, match=r"rows twice for \(step, split point, tangent\) \[\(0, '1', 'early'\)\]"
-    ):
+    with pytest.raises(ResultsStoreError, match=r"rows\.jsonl.*\[\(0, '1', 'early'\)\]"):
         ia.SweepResult.load(copy)
     mixed = json.loads(lines[0])
     mixed["control_energy_shares"] = mixed["control_energy_shares"][:3]
     (copy / "rows.jsonl").write_text("\n".join([json.dumps(mixed), *lines[1:]]) + "\n")
-    with pytest.raises(ResultsStoreError, match=r"mixes rows with \[3, 5\] normal controls"):
+    with pytest.raises(ResultsStoreError, match=r"rows\.jsonl.*\[3, 5\]"):
         ia.SweepResult.load(copy)
 
 
@@ -176,10 +172,10 @@ def test_a_saved_reference_of_another_rank_is_refitted_or_refused_when_its_diges
             for line in provenance.splitlines()
         )
     )
-    with pytest.raises(ResultsStoreError, match=r"1.safetensors holds a rank-3 reference .* nb_concepts=4"):
+    with pytest.raises(ResultsStoreError, match=r"1\.safetensors.*rank-3.*nb_concepts=4"):
         _sweep(arguments, copy).run()
     (copy / "provenance.jsonl").write_text(provenance)  # its digest recorded: fitted again
-    with pytest.warns(ResultsFileWarning, match=r"reference/1\.safetensors does not hold the bytes"):
+    with pytest.warns(ResultsFileWarning, match=r"reference/1\.safetensors"):
         _sweep(arguments, copy).run()
     assert (copy / "reference" / "1.safetensors").read_bytes() == original
 
@@ -198,7 +194,7 @@ def test_rows_without_an_integer_step_are_our_error(copy):
     lines = _lines(copy)
     bad = {**json.loads(lines[0]), "step": None}
     (copy / "rows.jsonl").write_text("\n".join([json.dumps(bad), *lines[1:]]) + "\n")
-    with pytest.raises(ResultsStoreError, match=r"Line 1 of .*rows.jsonl is not a sweep row"):
+    with pytest.raises(ResultsStoreError, match=r"Line 1 of .*rows\.jsonl"):
         ia.SweepResult.load(copy)
 
 
@@ -218,6 +214,6 @@ def test_rows_of_another_format_are_not_mixed_with_new_ones_and_overwrite_recove
     config = json.loads((copy / "config.json").read_text())
     older = config["format_version"] - 1
     (copy / "config.json").write_text(json.dumps({**config, "format_version": older}))
-    with pytest.raises(ia.errors.InvalidInputError, match=f"rows are of format {older}, written by another version"):
+    with pytest.raises(ia.errors.InvalidInputError, match=rf"format {older}\b.*overwrite=True"):
         _sweep(arguments, copy).run()
     assert len(_sweep(arguments, copy, overwrite=True).run()) == len(_lines(copy))

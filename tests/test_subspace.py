@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -333,7 +334,7 @@ def test_from_dictionary_drops_dependent_and_dead_atoms_with_a_warning():
     atoms = rng.standard_normal((4, 20))
     dependent = atoms[0] + 2 * atoms[1]
     dictionary = np.vstack([atoms, dependent, np.zeros(20), 3 * atoms[2]])  # 7 atoms spanning 4 dimensions
-    with pytest.warns(DegenerateStatisticsWarning, match="span only 4 dimensions"):
+    with pytest.warns(DegenerateStatisticsWarning, match=r"\b4 dimensions"):
         Q = Subspace.from_dictionary(torch.from_numpy(dictionary), name="sae", method="topk_sae", step=3)
     assert Q.rank == 4
     assert Q.info["dropped_rank"] == 3 and Q.info["dictionary_size"] == 7
@@ -405,7 +406,7 @@ def test_save_load_without_mean_and_in_float32(tmp_path):
 
 
 def test_load_missing_file_raises(tmp_path):
-    with pytest.raises(ResultsStoreError, match=r"No subspace file at .*nothing.safetensors") as error:
+    with pytest.raises(ResultsStoreError, match=re.escape(str(tmp_path / "nothing.safetensors"))) as error:
         Subspace.load(tmp_path / "nothing.safetensors")
     assert isinstance(error.value, OSError)  # still caught by `except OSError`
 
@@ -430,13 +431,13 @@ def _write_broken_subspace(path, kind: str) -> None:
 
 
 BROKEN_FILES = {
-    "not safetensors": "is not a readable safetensors file",
-    "truncated": "is not a readable safetensors file",
-    "no basis": r"holds no 'basis' tensor \(it has \['weights'\]\)",
-    "garbage metadata": "has malformed subspace metadata",
-    "metadata not an object": "metadata that is not a JSON object",
-    "not orthonormal": "holds no valid subspace: basis columns are not orthonormal",
-    "a folder": "No subspace file at",
+    "not safetensors": r"Subspace\.save",
+    "truncated": r"Subspace\.save",
+    "no basis": r"'basis'.*\['weights'\]",
+    "garbage metadata": r"metadata.*Subspace\.save",
+    "metadata not an object": "metadata.*'info'",
+    "not orthonormal": "orthonormal.*from_dictionary",
+    "a folder": r"Subspace\.save",
 }
 
 
@@ -444,7 +445,7 @@ BROKEN_FILES = {
 def test_load_of_a_broken_file_is_our_error_naming_it(tmp_path, kind):
     path = tmp_path / "broken.safetensors"
     _write_broken_subspace(path, kind)
-    with pytest.raises(ResultsStoreError, match=BROKEN_FILES[kind]) as error:
+    with pytest.raises(ResultsStoreError, match=rf"{re.escape(str(path))}.*{BROKEN_FILES[kind]}") as error:
         Subspace.load(path)
     assert str(path) in str(error.value)
 
@@ -462,7 +463,7 @@ def test_half_precision_subspace_round_trips(tmp_path, dtype):
 def test_half_precision_check_still_refuses_a_basis_off_by_more_than_rounding():
     skewed = torch.eye(8)[:, :2].clone()
     skewed[0, 1] = 0.05  # |Q^T Q - I| = 0.05, far above bfloat16's 2 eps = 0.016
-    with pytest.raises(InvalidInputError, match="not orthonormal"):
+    with pytest.raises(InvalidInputError, match="from_dictionary"):
         Subspace(skewed.to(torch.bfloat16))
 
 

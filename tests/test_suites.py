@@ -63,9 +63,9 @@ def test_the_docs_page_cites_every_source_and_names_every_preset(family):
 
 def test_preset_names_are_case_insensitive_and_unknown_ones_are_listed():
     assert suites.find("Pythia-160M") == suites.find("pythia-160m")
-    with pytest.raises(InvalidInputError, match="presets: .*'olmo-1b'"):
+    with pytest.raises(InvalidInputError, match="'bloom-560m'.*'olmo-1b'"):
         suites.find("bloom-560m")
-    with pytest.raises(InvalidInputError, match=r"preset sizes: \['160m', '410m', '1b'\].*hub"):
+    with pytest.raises(InvalidInputError, match=r"'70m'.*\['160m', '410m', '1b'\].*hub"):
         ck.suite("pythia-70m", steps=[0])
     with pytest.raises(InvalidInputError, match="presets"):
         suites.find(160)
@@ -88,9 +88,9 @@ def test_pythia_preset_is_the_pythia_helper_with_its_run():
 
 @pytest.mark.parametrize("steps", [[3], [1500], [144000]])
 def test_pythia_preset_refuses_unpublished_steps(steps):
-    with pytest.raises(InvalidInputError, match="no checkpoint at step"):
+    with pytest.raises(InvalidInputError, match=rf"Pythia.*\b{steps[0]}\b"):
         ck.suite("pythia-160m", steps)
-    with pytest.raises(InvalidInputError, match="no checkpoint at step"):
+    with pytest.raises(InvalidInputError, match=rf"Pythia.*\b{steps[0]}\b"):
         ck.suite("pythia-160m", revisions=[f"step{steps[0]}"])
 
 
@@ -143,7 +143,7 @@ def test_olmo_training_length_matches_its_token_count():
 
 
 def test_a_step_after_the_end_of_training_is_refused():
-    with pytest.raises(InvalidInputError, match="after the end of OLMo's training"):
+    with pytest.raises(InvalidInputError, match="800000.*738020"):
         ck.suite("olmo-1b", revisions={800000: "main"})
 
 
@@ -173,23 +173,23 @@ def test_encoders_carry_their_stated_masking_or_the_default():
 
 
 def test_steps_or_revisions_exactly_once():
-    with pytest.raises(InvalidInputError, match="steps= or revisions=, not neither"):
+    with pytest.raises(InvalidInputError, match="steps=.*revisions=.*neither"):
         ck.suite("pythia-160m")
-    with pytest.raises(InvalidInputError, match="not both"):
+    with pytest.raises(InvalidInputError, match="steps=.*revisions=.*both"):
         ck.suite("pythia-160m", [0], revisions=["step0"])
     with pytest.raises(InvalidInputError):
         ck.suite("pythia-160m", [])
     with pytest.raises(InvalidInputError):
         ck.suite("eurobert-210m", revisions={})
-    with pytest.raises(InvalidInputError, match="integers >= 0"):
+    with pytest.raises(InvalidInputError, match=r"steps.*-1"):
         ck.suite("smollm2-360m", [-1])
-    with pytest.raises(InvalidInputError, match="carries no training step"):
+    with pytest.raises(InvalidInputError, match="'main'"):
         ck.suite("gaperon-1.5b", revisions=["main"])
 
 
 def test_revision_of_a_suite():
     assert suites.SUITES["pythia"].revision(8) == "step8"
-    with pytest.raises(InvalidInputError, match="integers >= 0"):
+    with pytest.raises(InvalidInputError, match=r"steps.*True"):
         suites.SUITES["pythia"].revision(True)
 
 

@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -358,7 +359,7 @@ def test_autocast_sweep_stays_close_to_float32_and_records_it(toy_checkpoints, s
 def test_empty_checkpoints_glob_and_texts(tmp_path, sweep_texts):
     with pytest.raises(InvalidInputError):
         ia.CheckpointSweep([], split_point=1, results_dir=tmp_path, **sweep_texts)
-    with pytest.raises(InvalidInputError, match="nothing"):
+    with pytest.raises(InvalidInputError, match=re.escape(str(tmp_path / "nothing-*"))):
         ia.CheckpointSweep(str(tmp_path / "nothing-*"), split_point=1, results_dir=tmp_path, **sweep_texts)
 
 
@@ -384,7 +385,7 @@ def test_reference_of_another_hidden_size_is_refused(toy_checkpoints, sweep_text
 def test_a_given_reference_without_room_for_controls_is_refused_before_any_checkpoint(
     toy_checkpoints, sweep_texts, tmp_path
 ):
-    with pytest.raises(InvalidInputError, match=r"rank k=16 in R\^32 \(d=32\).*rank k <= 15"):
+    with pytest.raises(InvalidInputError, match=r"k=16.*R\^32.*k <= 15"):
         ia.CheckpointSweep(
             str(toy_checkpoints.out_dir / "checkpoint-*"),
             reference=ia.Subspace.random(32, 16),
@@ -404,7 +405,7 @@ def test_checkpoint_with_another_hidden_size_is_refused(toy_checkpoints, sweep_t
     tokenizer.save_pretrained(tmp_path / "checkpoint-50")
     checkpoints = [*first, ia.checkpoints.Checkpoint(50, str(tmp_path / "checkpoint-50"))]
     sweep = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / "sweep", **sweep_texts, **SETTINGS)
-    with pytest.raises(InvalidInputError, match="checkpoint|step-50"):
+    with pytest.raises(InvalidInputError, match="step-50|checkpoint-50"):
         sweep.run()
 
 
@@ -413,7 +414,7 @@ def test_split_point_absent_from_the_checkpoint(toy_checkpoints, sweep_texts, tm
     sweep = ia.CheckpointSweep(
         str(toy_checkpoints.out_dir / "checkpoint-*"), results_dir=tmp_path, **sweep_texts, **settings
     )
-    with pytest.raises(InvalidInputError, match="7"):
+    with pytest.raises(InvalidInputError, match=r"\b7\b"):
         sweep.run()
 
 

@@ -180,7 +180,7 @@ def _bad_values() -> list[tuple[str, object]]:
 @pytest.mark.parametrize(("name", "value"), _bad_values())
 def test_a_bad_value_is_our_error_naming_the_option(name, value):
     options = {**REQUIRED, name: value}
-    with pytest.raises(InvalidInputError, match=rf"^{name} must be "):
+    with pytest.raises(InvalidInputError, match=rf"\b{name}\b.*{re.escape(repr(value))}"):
         SweepConfig(**options)
 
 
@@ -194,36 +194,36 @@ def test_every_checked_kind_of_field_has_bad_values():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"split_point": []}, "split_point must be an integer, a string or a list of them, got []."),
-        ({"split_point": [1, True]}, "split_point must be"),
-        ({"results_dir": ""}, "results_dir must be a folder path"),
-        ({"method_kwargs": [1]}, "method_kwargs must be a dict or None"),
-        ({"objective": "sequence_classification"}, "objective must be 'auto', 'causal_lm', 'masked_lm'"),
-        ({"autocast_dtype": "float64"}, "autocast_dtype must be 'bf16', 'fp16'"),
-        ({"call": 1.0}, "call must be 'first', 'last', an integer or None"),
-        ({"hub_timeout": 0}, "hub_timeout must be a positive number of seconds"),
-        ({"isoscore_c0": [[1.0]]}, "isoscore_c0 must be 'scaled_identity', 'identity' or 'pooled', got [[1.0]]. A"),
-        ({"early_centering": "per_checkpoint", "method": "nmf"}, "needs them non-negative"),
+        ({"split_point": []}, r"split_point.*\[\]"),
+        ({"split_point": [1, True]}, "split_point"),
+        ({"results_dir": ""}, "results_dir"),
+        ({"method_kwargs": [1]}, "method_kwargs"),
+        ({"objective": "sequence_classification"}, "objective.*'sequence_classification'"),
+        ({"autocast_dtype": "float64"}, "autocast_dtype.*'float64'"),
+        ({"call": 1.0}, r"call.*1\.0"),
+        ({"hub_timeout": 0}, r"hub_timeout.*\b0\b"),
+        ({"isoscore_c0": [[1.0]]}, r"isoscore_c0.*'scaled_identity'.*\[\[1\.0\]\]"),
+        ({"early_centering": "per_checkpoint", "method": "nmf"}, "early_centering='per_checkpoint'.*method='nmf'"),
     ],
 )
 def test_bad_options_are_refused_once_naming_them(options, message):
-    with pytest.raises(InvalidInputError, match=re.escape(message)):
+    with pytest.raises(InvalidInputError, match=message):
         SweepConfig(**{**REQUIRED, **options})
 
 
 def test_an_unknown_or_missing_option_is_our_error():
-    with pytest.raises(InvalidInputError, match="'nb_concept' is not an option of a sweep. Did you mean nb_concepts"):
+    with pytest.raises(InvalidInputError, match="'nb_concept'.*nb_concepts"):
         SweepConfig.make(**REQUIRED, nb_concept=4)
-    with pytest.raises(InvalidInputError, match="A sweep needs results_dir="):
+    with pytest.raises(InvalidInputError, match="results_dir="):
         SweepConfig.make(split_point=1)
-    with pytest.raises(InvalidInputError, match="config must be a SweepConfig"):
+    with pytest.raises(InvalidInputError, match="config.*SweepConfig"):
         SweepConfig.make({"split_point": 1})
 
 
 def test_a_given_reference_is_checked_against_the_split_points():
     subspace = ia.Subspace.random(16, 2, seed=0)
     assert SweepConfig(**REQUIRED, reference=subspace).reference is subspace
-    with pytest.raises(InvalidInputError, match="give reference as a dict split point -> Subspace"):
+    with pytest.raises(InvalidInputError, match=r"reference.*\bdict\b"):
         SweepConfig(split_point=[1, 2], results_dir="o", reference=subspace)
     with pytest.raises(InvalidInputError, match=r"missing \[2\]"):
         SweepConfig(split_point=[1, 2], results_dir="o", reference={1: subspace})

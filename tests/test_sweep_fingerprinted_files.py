@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import warnings
 
@@ -91,7 +92,7 @@ def test_a_swapped_or_altered_file_is_fitted_again_and_the_rows_equal_the_uninte
         content = json.loads(original)
         (folder / altered).write_text(json.dumps({**content, "n_rows": content["n_rows"] + 1}))
     assert (folder / altered).read_bytes() != original
-    with pytest.warns(ResultsFileWarning, match=rf"{altered}.* not hold the bytes the sweep wrote"):
+    with pytest.warns(ResultsFileWarning, match=rf"{re.escape(altered)}.*sha256"):
         resumed = _resume(uninterrupted, folder)
     _assert_same_table(resumed, uninterrupted[2])
     assert (folder / altered).read_bytes() == original  # fitted again: the uninterrupted run's file
@@ -104,7 +105,7 @@ def test_an_altered_tangent_of_a_checkpoint_this_run_lacks_is_refused_naming_it(
     shutil.copy(folder / "tangents/1/step-0.safetensors", folder / "tangents/1/step-8.safetensors")
     rows = (folder / "rows.jsonl").read_bytes()
     fewer = [checkpoint for checkpoint in arguments["checkpoints"] if checkpoint.step != 8]
-    with pytest.raises(ResultsStoreError, match=r"step-8\.safetensors does not hold .* rerun with those checkpoints"):
+    with pytest.raises(ResultsStoreError, match=r"step-8\.safetensors.*overwrite=True"):
         _resume(uninterrupted, folder, checkpoints=fewer, early_fraction=1.0)  # early steps kept: 0 and 2
     assert (folder / "rows.jsonl").read_bytes() == rows  # refused, and nothing lost
 
@@ -117,9 +118,9 @@ def test_an_altered_top_tokens_file_of_a_finished_sweep_is_refused_when_read_the
     original = path.read_bytes()
     content = json.loads(original)
     path.write_text(json.dumps({**content, "n_rows": content["n_rows"] + 1}))
-    with pytest.raises(ResultsStoreError, match=r"step-8\.json does not hold the top tokens .* Rerun the sweep"):
+    with pytest.raises(ResultsStoreError, match=r"step-8\.json.*provenance\.jsonl"):
         ia.SweepResult.load(folder).top_tokens(1)
-    with pytest.warns(ResultsFileWarning, match=r"rows of steps \[8\] are computed again"):
+    with pytest.warns(ResultsFileWarning, match=r"steps \[8\]"):
         again = _resume(uninterrupted, folder)
     _assert_same_table(again, table)
     assert path.read_bytes() == original

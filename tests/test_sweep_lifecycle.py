@@ -114,7 +114,7 @@ def test_a_retrained_early_checkpoint_makes_every_row_stale(run, texts_for_sweep
     results_dir = tmp_path / "sweep"
     _sweep(run, results_dir, texts_for_sweep, reference="early").run()
     _retrain(run, 1, like=20)
-    with pytest.raises(ResultsStoreError, match="early checkpoints of the reference"):
+    with pytest.raises(ResultsStoreError, match="early.*recompute_changed=True"):
         _sweep(run, results_dir, texts_for_sweep, reference="early").run()
     recomputed = _sweep(run, results_dir, texts_for_sweep, reference="early", recompute_changed=True).run()
     fresh = _sweep(run, tmp_path / "fresh", texts_for_sweep, reference="early").run()
@@ -128,13 +128,13 @@ def test_a_sweep_extended_with_checkpoints_split_points_and_tangents_equals_a_fr
 ):
     results_dir = tmp_path / "sweep"
     _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2, 8}, reference="early").run()  # early: 0, 1, 2
-    with pytest.raises(InvalidInputError, match=r"early_fraction=0\.125 keeps the same ones"):
+    with pytest.raises(InvalidInputError, match=r"early_fraction=0\.125\b"):
         _sweep(run, results_dir, texts_for_sweep, reference="early").run()
-    with pytest.raises(InvalidInputError, match="early_fraction=1 keeps the same ones"):
+    with pytest.raises(InvalidInputError, match=r"early_fraction=1\b"):
         _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2}, reference="early", early_fraction=0.5).run()
-    with pytest.raises(InvalidInputError, match="include the checkpoints up to step 2 again"):
+    with pytest.raises(InvalidInputError, match=r"\bstep 2\b"):
         _sweep(run, results_dir, texts_for_sweep, steps={0, 1}, reference="early").run()
-    with pytest.raises(InvalidInputError, match="nb_concepts differ"):
+    with pytest.raises(InvalidInputError, match="nb_concepts"):
         _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2, 8}, nb_concepts=3).run()
     # step 4 between old ones, step 20 after them, split point 0 and the "each" tangent, all at once
     extended = _sweep(run, results_dir, texts_for_sweep, early_fraction=0.125, split_point=[1, 0]).run()
@@ -186,9 +186,9 @@ def _poison(run, step):
 def test_non_finite_weights_are_refused_at_load_naming_the_checkpoint_and_weight(run):
     _poison(run, 4)
     checkpoint = ia.checkpoints.local(str(run / "checkpoint-4"))[0]
-    with pytest.raises(CheckpointError, match=r"step-4 .*non-finite weights \(NaN or infinity\) in [\w.]+weight"):
+    with pytest.raises(CheckpointError, match=r"step-4.*NaN.*[\w.]+weight"):
         ia.checkpoints.load_checkpoint(checkpoint, device="cpu")
-    with pytest.warns(CheckpointWarning, match="non-finite weights"):
+    with pytest.warns(CheckpointWarning, match="step-4.*NaN"):
         ia.checkpoints.load_checkpoint(checkpoint, device="cpu", strict=False)
 
 
@@ -221,7 +221,7 @@ def test_a_bad_checkpoint_is_skipped_recorded_and_retried_once_fixed(run, texts_
 def test_the_statistics_options_reach_every_row_and_are_recorded_when_not_the_default(run, texts_for_sweep, tmp_path):
     options = {"n_random": 7, "isoscore_convention": "ambient", "isoscore_zeta": 0.75, "isoscore_c0": "pooled"}
     # 1 / (7 + 1) is not below 0.05 / 2: Holm over the 2 checkpoints can never pass, which the sweep says.
-    with pytest.warns(ia.errors.DegenerateStatisticsWarning, match=r"1/8 = 0\.125, not below alpha/m = 0\.05/2"):
+    with pytest.warns(ia.errors.DegenerateStatisticsWarning, match=r"1/8 = 0\.125.*0\.05/2"):
         table = _sweep(run, tmp_path / "sweep", texts_for_sweep, steps={0, 1}, reference="early", **options).run()
     for row in table.rows:
         assert len(row["random_energy_shares"]) == 7 and 0 < row["p_value_exact"] <= 1
@@ -233,7 +233,6 @@ def test_the_statistics_options_reach_every_row_and_are_recorded_when_not_the_de
     assert "p_exact" in table.summary_table() and "aniso" in table.summary_table()
     with pytest.raises(
         ia.errors.InvalidInputError,
-        match=r"isoscore_c0 must be 'scaled_identity', 'identity' or 'pooled', got a Tensor of shape \(32, 32\)\. .*"
-        "GradientProbe.run",
+        match=r"isoscore_c0.*'scaled_identity'.*\(32, 32\).*GradientProbe\.run",
     ):
         _sweep(run, tmp_path / "matrix", texts_for_sweep, isoscore_c0=torch.eye(32))

@@ -221,7 +221,7 @@ class _DuplicatedAtoms(ConceptAutoEncoderExplainer):
 
 def test_rank_revealing_orthonormalisation_of_a_degenerate_dictionary(splitter, acts):
     tangent = TangentExplainer(splitter, nb_concepts=K, method=_DuplicatedAtoms)
-    with pytest.warns(DegenerateStatisticsWarning, match="span only 3 dimensions"):
+    with pytest.warns(DegenerateStatisticsWarning, match=r"\b3 dimensions"):
         tangent.fit(acts)
     Q = tangent.subspace
     assert Q.rank == 3 and Q.info["dropped_rank"] == 3 and Q.info["dictionary_size"] == K
@@ -311,7 +311,7 @@ def test_a_declared_subclass_becomes_a_method_name(splitter, acts):
         assert largest_angle(tangent.subspace, np.linalg.qr(centroids.T)[0]) < 1e-5
     finally:
         _NAMED_TANGENTS.pop("kmeans")
-    with pytest.raises(InvalidInputError, match="Unknown tangent method 'kmeans'"):
+    with pytest.raises(InvalidInputError, match="'kmeans'"):
         TangentExplainer(splitter, nb_concepts=4, method="kmeans")
 
 
@@ -323,7 +323,7 @@ def test_repr_of_a_fitted_tangent(pca):
 def test_no_room_for_controls_is_refused(splitter):
     with pytest.raises(InvalidInputError, match="nb_concepts <= 31"):
         PCATangent(splitter, nb_concepts=33)
-    with pytest.raises(InvalidInputError, match=r"nb_concepts=32 in R\^64 \(d=64\).*nb_concepts <= 31"):
+    with pytest.raises(InvalidInputError, match=r"nb_concepts=32.*R\^64.*nb_concepts <= 31"):
         PCATangent(splitter, nb_concepts=32)  # 2k = d: the only rank-k subspace of the complement is itself
     with pytest.raises(InvalidInputError):
         PCATangent(splitter, nb_concepts=64)
@@ -337,7 +337,7 @@ def test_bad_nb_concepts_is_refused(splitter, nb_concepts):
 
 
 def test_unknown_method_is_refused(splitter):
-    with pytest.raises(InvalidInputError, match="Unknown tangent method 'kmeans'"):
+    with pytest.raises(InvalidInputError, match="'kmeans'"):
         TangentExplainer(splitter, nb_concepts=4, method="kmeans")
     with pytest.raises(InvalidInputError):
         TangentExplainer(splitter, nb_concepts=4, method=dict)
@@ -407,7 +407,7 @@ def test_streaming_api_partial_fit_merge_finalize(splitter, acts):
     with pytest.raises(OutOfOrderError):
         PCATangent(splitter, nb_concepts=K).finalize()
     assert not SVDTangent(splitter, nb_concepts=K).streams
-    with pytest.raises(InvalidInputError, match="does not stream"):
+    with pytest.raises(InvalidInputError, match="'svd'"):
         SVDTangent(splitter, nb_concepts=K).merge_across_ranks()
 
 
@@ -449,8 +449,8 @@ def test_non_finite_activations_read_from_texts_say_what_to_try(gpt_neox_model, 
         model.gpt_neox.layers[0].mlp.dense_h_to_4h.weight[0, 0] = float("nan")
     mwsp = ModelWithSplitPoints(model, split_point=1, tokenizer=tokenizer, batch_size=8)
     tangent = TangentExplainer(mwsp, nb_concepts=4, method=method)
-    with pytest.raises(NonFiniteError, match="read from the texts") as raised:
+    with pytest.raises(NonFiniteError, match="texts.*weights") as raised:
         tangent.fit(fit_texts[:4])
     assert "weights" in str(raised.value) and "batch_size=1" in str(raised.value) and "float32" in str(raised.value)
-    with pytest.raises(NonFiniteError, match="clean or drop them"):  # activations given by the user: theirs to clean
+    with pytest.raises(NonFiniteError, match="NaN.*clean"):  # activations given by the user: theirs to clean
         TangentExplainer(mwsp, nb_concepts=4, method=method).fit(torch.full((10, 64), float("nan")))

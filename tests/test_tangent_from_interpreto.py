@@ -107,7 +107,7 @@ def test_dependent_atoms_are_dropped(gpt_neox_mwsp, activations):
     explainer.fit(activations, n_init=1)
     atoms = explainer.concept_model.components.data
     atoms[3], atoms[4] = atoms[0] + atoms[1], 2 * atoms[2]
-    with pytest.warns(DegenerateStatisticsWarning, match="span only 3 dimensions"):
+    with pytest.warns(DegenerateStatisticsWarning, match=r"\b3 dimensions"):
         Q = ia.TangentExplainer.from_interpreto(explainer).subspace
     assert Q.rank == 3 and Q.info == {"dictionary_size": 5, "dropped_rank": 2}
     reference, _ = np.linalg.qr(atoms[:3].double().numpy().T)
@@ -115,13 +115,13 @@ def test_dependent_atoms_are_dropped(gpt_neox_mwsp, activations):
 
 
 def test_bad_explainers_are_refused_with_our_errors(gpt_neox_mwsp, activations):
-    with pytest.raises(OutOfOrderError, match="KMeansConcepts is not fitted"):
+    with pytest.raises(OutOfOrderError, match="KMeansConcepts.*fit"):
         ia.TangentExplainer.from_interpreto(KMeansConcepts(gpt_neox_mwsp, nb_concepts=K))
     with pytest.raises(InvalidInputError, match="ConceptAutoEncoderExplainer"):
         ia.TangentExplainer.from_interpreto(ia.Subspace.random(64, 4))
     too_many = KMeansConcepts(gpt_neox_mwsp, nb_concepts=32)
     too_many.fit(activations, n_init=1)
-    with pytest.raises(InvalidInputError, match="KMeansConcepts's nb_concepts=32 in R\\^64"):
+    with pytest.raises(InvalidInputError, match=r"KMeansConcepts.*nb_concepts=32.*R\^64"):
         ia.TangentExplainer.from_interpreto(too_many)
     fitted = KMeansConcepts(gpt_neox_mwsp, nb_concepts=K)
     fitted.fit(activations, n_init=1)

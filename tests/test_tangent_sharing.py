@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import re
 
 import pytest
 import torch
@@ -78,7 +79,7 @@ def test_the_record_of_an_interpreto_method_and_of_activations(gpt_neox_mwsp, fi
     loaded = ia.TangentExplainer.from_pretrained(folder, gpt_neox_mwsp)
     assert type(loaded) is ia.ICATangent and loaded.method_kwargs == {"random_state": 2} and loaded.seed == 2
     assert torch.equal(loaded.subspace.basis, tangent.subspace.basis)
-    with pytest.raises(InvalidInputError, match=r"holds a 'ica' tangent \(ICATangent\), not a PCATangent"):
+    with pytest.raises(InvalidInputError, match="'ica'.*ICATangent.*PCATangent"):
         ia.PCATangent.from_pretrained(folder, gpt_neox_mwsp)
 
 
@@ -120,19 +121,31 @@ def test_texts_sha256_is_the_documented_chain():
 @pytest.mark.parametrize(
     ("damage", "file", "message"),
     [
-        (lambda f: (f / "tangent.json").unlink(), "tangent.json", "holds no tangent.json"),
-        (lambda f: (f / "tangent.json").write_text("{not json"), "tangent.json", "is not JSON"),
-        (lambda f: _edit(f, lambda r: r.pop("split_point")), "tangent.json", "missing split_point"),
-        (lambda f: _edit(f, lambda r: r.update(rank="4")), "tangent.json", "wrong type: rank"),
-        (lambda f: _edit(f, lambda r: r.update(format=99)), "tangent.json", "has format 99"),
+        (lambda f: (f / "tangent.json").unlink(), "tangent.json", r"tangent\.json.*save_pretrained"),
+        (lambda f: (f / "tangent.json").write_text("{not json"), "tangent.json", "JSON"),
+        (lambda f: _edit(f, lambda r: r.pop("split_point")), "tangent.json", "split_point"),
+        (lambda f: _edit(f, lambda r: r.update(rank="4")), "tangent.json", r"\brank\b"),
+        (lambda f: _edit(f, lambda r: r.update(format=99)), "tangent.json", "format 99"),
         (
             lambda f: _edit(f, lambda r: r.update(method="nowhere")),
             "tangent.json",
-            "neither a method of ours nor one of Interpreto.s concept classes",
+            "'nowhere'",
         ),
-        (lambda f: _edit(f, lambda r: r.update(rank=3)), "subspace.safetensors", "different tangents"),
-        (lambda f: (f / "subspace.safetensors").unlink(), "subspace.safetensors", "No subspace file"),
-        (lambda f: _truncate(f / "subspace.safetensors"), "subspace.safetensors", "not a readable safetensors"),
+        (
+            lambda f: _edit(f, lambda r: r.update(rank=3)),
+            "subspace.safetensors",
+            r"subspace\.safetensors.*tangent\.json",
+        ),
+        (
+            lambda f: (f / "subspace.safetensors").unlink(),
+            "subspace.safetensors",
+            r"subspace\.safetensors.*Subspace\.save",
+        ),
+        (
+            lambda f: _truncate(f / "subspace.safetensors"),
+            "subspace.safetensors",
+            r"subspace\.safetensors.*Subspace\.save",
+        ),
     ],
     ids=[
         "no-record",
@@ -166,13 +179,13 @@ def _truncate(path):
 
 def test_a_foreign_folder_or_a_missing_one_is_our_error(gpt_neox_mwsp, hub_folders, tmp_path):
     model_folder = hub_folders["org/tiny-neox", "step8"]  # a transformers model, no tangent
-    with pytest.raises(ResultsStoreError, match="holds no tangent.json: it is not a folder written by"):
+    with pytest.raises(ResultsStoreError, match=rf"{re.escape(str(model_folder))}.*tangent\.json"):
         ia.TangentExplainer.from_pretrained(model_folder, gpt_neox_mwsp)
-    with pytest.raises(ResultsStoreError, match="is no Hub repository id"):
+    with pytest.raises(ResultsStoreError, match=re.escape(str(tmp_path / "nothing" / "here"))):
         ia.TangentExplainer.from_pretrained(tmp_path / "nothing" / "here", gpt_neox_mwsp)
-    with pytest.raises(ResultsStoreError, match="is a file"):
+    with pytest.raises(ResultsStoreError, match=rf"{re.escape(str(model_folder / 'config.json'))}.*save_pretrained"):
         ia.TangentExplainer.from_pretrained(model_folder / "config.json", gpt_neox_mwsp)
-    with pytest.raises(InvalidInputError, match="splitter must be an Interpreto ModelWithSplitPoints"):
+    with pytest.raises(InvalidInputError, match="splitter.*ModelWithSplitPoints"):
         ia.TangentExplainer.from_pretrained(model_folder, object())
 
 
@@ -182,14 +195,14 @@ def test_another_split_point_or_width_is_our_error(fitted, gpt_neox_model, tmp_p
     folder = fitted.save_pretrained(tmp_path / "tangent")
     model, tokenizer = copy.deepcopy(gpt_neox_model[0]), copy.deepcopy(gpt_neox_model[1])
     layer0 = ModelWithSplitPoints(model, split_point=0, tokenizer=tokenizer)
-    with pytest.raises(InvalidInputError, match="fitted at split point 'gpt_neox.layers.1'") as caught:
+    with pytest.raises(InvalidInputError, match=r"'gpt_neox\.layers\.1'") as caught:
         ia.TangentExplainer.from_pretrained(folder, layer0)
     assert str(folder) in str(caught.value) and "split_point='gpt_neox.layers.1'" in str(caught.value)
     narrow = build_model(
         "gpt_neox", vocab_size=len(tokenizer), hidden_size=32, num_layers=2, num_heads=2, seed=0, tokenizer=tokenizer
     )
     narrow_mwsp = ModelWithSplitPoints(narrow, split_point=1, tokenizer=copy.deepcopy(tokenizer))
-    with pytest.raises(InvalidInputError, match=r"has width d=64 .* has d=32") as caught:
+    with pytest.raises(InvalidInputError, match="d=64.*d=32") as caught:
         ia.TangentExplainer.from_pretrained(folder, narrow_mwsp)
     assert str(folder) in str(caught.value)
 
@@ -215,14 +228,14 @@ def test_push_to_hub_then_from_pretrained_over_http(fitted, gpt_neox_mwsp, onlin
 
 
 def test_hub_failures_are_our_errors(fitted, gpt_neox_mwsp, online):
-    with pytest.raises(
-        ResultsStoreError, match=r"Cannot download the tangent 'me/none': repository me/none does not exist"
-    ):
+    with pytest.raises(ResultsStoreError, match="'me/none'"):
         ia.TangentExplainer.from_pretrained("me/none", gpt_neox_mwsp)
-    with pytest.raises(ResultsStoreError, match="holds no tangent.json"):  # a model repository, not a tangent's
+    with pytest.raises(
+        ResultsStoreError, match=r"tangent\.json.*save_pretrained"
+    ):  # a model repository, not a tangent's
         ia.TangentExplainer.from_pretrained("org/tiny-neox", gpt_neox_mwsp)
     online.fail("/api/repos/create", 401, method="POST")
-    with pytest.raises(ResultsStoreError, match="Cannot push the tangent to 'me/denied'"):
+    with pytest.raises(ResultsStoreError, match="'me/denied'"):
         fitted.push_to_hub("me/denied", token="hf_test")
     assert "me/denied" not in online.repos
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -15,7 +16,7 @@ from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 from interpreto_anisotropy.demo import ToyRun, train_toy
 from interpreto_anisotropy.demo.options import ToyConfig, log_spaced_steps
 from interpreto_anisotropy.demo.train import TRAINER_STATE_NAME
-from interpreto_anisotropy.errors import AnisotropyError, CheckpointError, InvalidInputError
+from interpreto_anisotropy.errors import CheckpointError, InvalidInputError
 from interpreto_anisotropy.probing.masking import MaskedLM
 
 TOKEN = ModelWithSplitPoints.activation_granularities.TOKEN
@@ -134,14 +135,14 @@ def test_default_run_clearly_lowers_the_loss(tmp_path):
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"arch": "gpt2"}, InvalidInputError, "Unknown toy architecture"),
+        ({"arch": "gpt2"}, InvalidInputError, "'gpt2'"),
         ({"steps": 0}, InvalidInputError, "steps"),
         ({"steps": 2.5}, InvalidInputError, "steps"),
         ({"checkpoint_steps": [0, 21]}, InvalidInputError, r"\[0, steps=20\]"),
         ({"checkpoint_steps": [-1]}, InvalidInputError, r"\[0, steps=20\]"),
-        ({"checkpoint_steps": []}, InvalidInputError, "empty"),
+        ({"checkpoint_steps": []}, InvalidInputError, "checkpoint_steps"),
         ({"checkpoint_steps": "linear"}, InvalidInputError, "'log'"),
-        ({"hidden_size": 30, "num_heads": 4}, InvalidInputError, "multiple of num_heads"),
+        ({"hidden_size": 30, "num_heads": 4}, InvalidInputError, "hidden_size=30.*num_heads=4"),
         ({"lr": -1.0}, InvalidInputError, "lr"),
         ({"device": "tpu-ish"}, InvalidInputError, "device"),
     ],
@@ -155,16 +156,16 @@ def test_bad_input_raises_our_error_before_any_work(tmp_path, kwargs, error, mat
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
 def test_cuda_asked_without_gpu_raises_our_error(tmp_path):
-    with pytest.raises(InvalidInputError, match="no CUDA GPU"):
+    with pytest.raises(InvalidInputError, match="device='cuda'.*device='cpu'"):
         train_toy(tmp_path, steps=1, device="cuda", progress=False)
 
 
 def test_unwritable_out_dir_raises_checkpoint_error(tmp_path):
     a_file = tmp_path / "a_file"
     a_file.write_text("")
-    with pytest.raises(CheckpointError, match="not writable|not a folder"):
+    with pytest.raises(CheckpointError, match=rf"out_dir '{re.escape(str(a_file))}"):
         train_toy(a_file / "run", steps=1, progress=False)
-    with pytest.raises(CheckpointError, match="not a folder"):
+    with pytest.raises(CheckpointError, match=rf"out_dir '{re.escape(str(a_file))}'"):
         train_toy(a_file, steps=1, progress=False)
 
 
@@ -179,10 +180,14 @@ def test_existing_run_needs_overwrite(tmp_path):
 
 @pytest.mark.parametrize(
     ("options", "named"),
-    [({"steps": 0}, "steps"), ({"checkpoint_steps": [99]}, "checkpoint step"), ({"checkpoint_steps": []}, "empty")],
+    [
+        ({"steps": 0}, "steps"),
+        ({"checkpoint_steps": [99]}, r"steps=3\b.*\b99\b"),
+        ({"checkpoint_steps": []}, "checkpoint_steps"),
+    ],
 )
 def test_bad_options_raise_our_error_naming_the_option(tmp_path, options, named):
-    with pytest.raises(AnisotropyError, match=named) as caught:
+    with pytest.raises(InvalidInputError, match=named) as caught:
         train_toy(tmp_path, **{**TINY, **options})
     assert isinstance(caught.value, InvalidInputError)
 
@@ -211,24 +216,24 @@ def test_toy_config_checks_its_options_when_made():
     assert ToyConfig(arch="eurobert").arch == "eurobert"
     assert ToyConfig(steps=300).checkpoint_step_list == log_spaced_steps(300)
     assert ToyConfig(steps=100, warmup_steps=None).effective_warmup_steps == 5
-    with pytest.raises(InvalidInputError, match="multiple of num_heads"):
+    with pytest.raises(InvalidInputError, match="hidden_size=30.*num_heads=4"):
         ToyConfig(hidden_size=30, num_heads=4)
     with pytest.raises(InvalidInputError, match="weight_decay"):
         ToyConfig(weight_decay=-0.1)
-    with pytest.raises(InvalidInputError, match="progress must be True or False"):
+    with pytest.raises(InvalidInputError, match="progress.*'no'"):
         ToyConfig(progress="no")
-    with pytest.raises(InvalidInputError, match="live needs split_points"):
+    with pytest.raises(InvalidInputError, match="live.*split_points"):
         ToyConfig(live={"early_steps": 1})
-    with pytest.raises(InvalidInputError, match="give the rate once"):
+    with pytest.raises(InvalidInputError, match=r"mlm_probability=0\.2.*rate=0\.3"):
         ToyConfig(masking=MaskedLM(rate=0.3), mlm_probability=0.2)
     with pytest.raises(AttributeError):  # frozen
         ToyConfig().steps = 3  # type: ignore[misc]
 
 
 def test_unknown_or_misplaced_options_raise_our_error_listing_the_valid_ones(tmp_path):
-    with pytest.raises(InvalidInputError, match=r"Unknown train_toy option\(s\) hiden_size: .*hidden_size") as caught:
+    with pytest.raises(InvalidInputError, match=r"\bhiden_size\b.*hidden_size") as caught:
         train_toy(tmp_path / "run", hiden_size=16, **TINY)
     assert "the options are arch, batch_size, checkpoint_steps" in str(caught.value)
-    with pytest.raises(InvalidInputError, match="config must be a ToyConfig"):
+    with pytest.raises(InvalidInputError, match="config.*ToyConfig"):
         train_toy(tmp_path / "run", config={"steps": 3})
     assert not (tmp_path / "run").exists()
