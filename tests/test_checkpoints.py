@@ -388,7 +388,7 @@ def test_load_bad_device_and_dtype(run_dir: Path):
     with pytest.raises(InvalidInputError, match="dtype"):
         ck.load_checkpoint(ckpt, device="cpu", dtype="float99")
     if not torch.cuda.is_available():
-        with pytest.warns(UserWarning), pytest.raises(InvalidInputError, match="cuda"):
+        with pytest.warns(ReadingWarning), pytest.raises(InvalidInputError, match="step-0.*'cuda'"):
             ck.load_checkpoint(ckpt, device="cuda")
 
 

@@ -147,27 +147,27 @@ SWEEP = ["sweep", "--model", "runs/toy", "--split-point", "1", "--texts", "t.txt
 
 
 @pytest.mark.parametrize(
-    ("arguments", "message"),
+    ("arguments", "named"),
     [
-        ([*SWEEP, "--max-fit-tokens", "0"], "argument --max-fit-tokens: must be a positive integer, got '0'"),
-        ([*SWEEP, "--max-tokens", "-5"], "argument --max-tokens: must be a positive integer, got '-5'"),
-        ([*SWEEP, "--batch-size", "two"], "argument --batch-size: must be a positive integer, got 'two'"),
-        ([*SWEEP, "--n-controls", "0"], "argument --n-controls: must be a positive integer, got '0'"),
-        ([*SWEEP, "--nb-concepts", "0"], "argument --nb-concepts: must be a positive integer, got '0'"),
-        ([*SWEEP, "--seed", "-1"], "argument --seed: must be an integer in [0, 2**32), got '-1'"),
-        ([*SWEEP, "--seed", str(2**32)], "argument --seed: must be an integer in [0, 2**32)"),
-        ([*SWEEP, "--early-fraction", "0"], "argument --early-fraction: must be a number in (0, 1], got '0'"),
-        ([*SWEEP, "--early-fraction", "nan"], "argument --early-fraction: must be a number in (0, 1]"),
-        ([*SWEEP, "--steps", "0,-1000"], "argument --steps: expected comma-separated non-negative integers"),
-        (["demo", "--steps", "0"], "argument --steps: must be a positive integer, got '0'"),
-        (["demo", "--n-controls", "0"], "argument --n-controls: must be a positive integer, got '0'"),
+        ([*SWEEP, "--max-fit-tokens", "0"], r"--max-fit-tokens.*'0'"),
+        ([*SWEEP, "--max-tokens", "-5"], r"--max-tokens.*'-5'"),
+        ([*SWEEP, "--batch-size", "two"], r"--batch-size.*'two'"),
+        ([*SWEEP, "--n-controls", "0"], r"--n-controls.*'0'"),
+        ([*SWEEP, "--nb-concepts", "0"], r"--nb-concepts.*'0'"),
+        ([*SWEEP, "--seed", "-1"], r"--seed.*\[0, 2\*\*32\).*'-1'"),
+        ([*SWEEP, "--seed", str(2**32)], r"--seed.*\[0, 2\*\*32\)"),
+        ([*SWEEP, "--early-fraction", "0"], r"--early-fraction.*\(0, 1\].*'0'"),
+        ([*SWEEP, "--early-fraction", "nan"], r"--early-fraction.*\(0, 1\]"),
+        ([*SWEEP, "--steps", "0,-1000"], r"--steps.*comma-separated"),
+        (["demo", "--steps", "0"], r"--steps.*'0'"),
+        (["demo", "--n-controls", "0"], r"--n-controls.*'0'"),
     ],
 )
-def test_an_option_out_of_range_is_refused_naming_the_flag(arguments, message, capsys):
+def test_an_option_out_of_range_is_refused_naming_the_flag(arguments, named, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(arguments)
     assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+    assert re.search(named, capsys.readouterr().err)
 
 
 def test_a_demo_rank_without_room_for_controls_is_refused_before_training(tmp_path, capsys):

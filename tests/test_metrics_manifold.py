@@ -107,7 +107,7 @@ def test_frequency_distance_correlation_errors():
         metrics.frequency_distance_correlation(activations, ids[:-1], counts)
     with pytest.raises(InvalidInputError, match="counts.*tokenizer"):
         metrics.frequency_distance_correlation(activations, ids, counts[:5])
-    with pytest.raises(InvalidInputError, match="same frequency"):
+    with pytest.raises(InvalidInputError, match="frequency"):
         metrics.frequency_distance_correlation(activations, ids, np.ones_like(counts))
     with pytest.raises(InvalidInputError):
         metrics.frequency_distance_correlation(activations, ids.astype(float), counts)

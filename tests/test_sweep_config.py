@@ -90,19 +90,19 @@ def test_the_defaults_of_the_command_line_are_the_configs():
 
 
 @pytest.mark.parametrize(
-    ("words", "message"),
+    ("words", "named"),
     [
-        (["--call", "middle"], "argument --call: must be 'first', 'last' or an integer, got 'middle'"),
-        (["--method-kwargs", "[1]"], "argument --method-kwargs: must be a JSON object"),
-        (["--isoscore-zeta", "1.5"], r"argument --isoscore-zeta: must be a number in [0, 1], got '1.5'"),
-        (["--max-cache-gb", "inf"], "argument --max-cache-gb: must be a number above 0, got 'inf'"),
-        (["--total-steps", "nan"], "argument --total-steps: must be a positive integer, got 'nan'"),
+        (["--call", "middle"], r"--call.*'first'.*'last'.*'middle'"),
+        (["--method-kwargs", "[1]"], r"--method-kwargs.*JSON"),
+        (["--isoscore-zeta", "1.5"], r"--isoscore-zeta.*\[0, 1\].*'1\.5'"),
+        (["--max-cache-gb", "inf"], r"--max-cache-gb.*'inf'"),
+        (["--total-steps", "nan"], r"--total-steps.*'nan'"),
     ],
 )
-def test_a_bad_flag_is_refused_by_the_parser_naming_it(words, message, capsys):
+def test_a_bad_flag_is_refused_by_the_parser_naming_it(words, named, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["sweep", "--model", "m", "--split-point", "1", "--out", "o", *words])
-    assert message in capsys.readouterr().err
+    assert re.search(named, capsys.readouterr().err)
 
 
 def test_none_and_calls_by_index_on_the_command_line():
