@@ -115,7 +115,8 @@ def test_sweep_and_report_commands(toy_checkpoints, fit_texts, texts, tmp_path, 
 def test_user_mistakes_print_a_clear_error_and_exit_2(tmp_path, capsys):
     (tmp_path / "empty.txt").write_text("")
     assert main(["report", str(tmp_path)]) == 2
-    assert "not a sweep's results directory" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert str(tmp_path) in err and "config.json" in err
     arguments = ["sweep", "--model", str(tmp_path / "no-such-*"), "--split-point", "1"]
     assert main([*arguments, "--texts", str(tmp_path / "empty.txt"), "--out", str(tmp_path / "o")]) == 2
     assert "error:" in capsys.readouterr().err

@@ -209,7 +209,7 @@ def test_a_deep_checkpoint_config_ends_the_sweep_with_our_error(tmp_path, capsys
     arguments = ["sweep", "--model", str(tmp_path), "--split-point", "1", "--texts", str(tmp_path / "texts.txt")]
     assert main([*arguments, "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "checkpoint-0/config.json" in err and "nested deeper than" in err and "Fix or replace" in err
+    assert "checkpoint-0/config.json" in err and "64" in err  # the file, and the depth it exceeds
 
 
 def test_a_tail_cut_inside_a_multibyte_character_leaves_the_whole_lines_readable(tmp_path):
@@ -234,7 +234,7 @@ def test_a_subspace_file_with_deep_metadata_is_our_error_naming_it(tmp_path):
     )
     with pytest.raises(ResultsStoreError, match=r"1\.safetensors") as caught:
         ia.Subspace.load(path)
-    assert "nested deeper" in str(caught.value) and "malformed subspace metadata" in str(caught.value)
+    assert "64" in str(caught.value) and "Subspace.save" in str(caught.value)  # the depth it exceeds, the fix
 
 
 @pytest.mark.parametrize("given", [5, None, 1.5])

@@ -100,8 +100,7 @@ def test_fewer_rows_than_the_rank_needs_warn_naming_nb_concepts(splitter, method
     with pytest.warns(DegenerateStatisticsWarning, match=r"nb_concepts=4.*\b3 activation rows") as caught:
         tangent.fit(rows(3))
     message = _degenerate_warnings(caught.list)[0]
-    assert "span only 2 dimension(s) once centred" in message
-    assert "more fit texts" in message and "max_fit_tokens" in message and "nb_concepts <= 2" in message
+    assert "2 dimension" in message and "max_fit_tokens" in message and "nb_concepts <= 2" in message
     assert all(
         item.filename == __file__
         for item in caught.list

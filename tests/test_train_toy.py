@@ -233,7 +233,7 @@ def test_toy_config_checks_its_options_when_made():
 def test_unknown_or_misplaced_options_raise_our_error_listing_the_valid_ones(tmp_path):
     with pytest.raises(InvalidInputError, match=r"\bhiden_size\b.*hidden_size") as caught:
         train_toy(tmp_path / "run", hiden_size=16, **TINY)
-    assert "the options are arch, batch_size, checkpoint_steps" in str(caught.value)
+    assert "arch, batch_size, checkpoint_steps" in str(caught.value)
     with pytest.raises(InvalidInputError, match="config.*ToyConfig"):
         train_toy(tmp_path / "run", config={"steps": 3})
     assert not (tmp_path / "run").exists()

@@ -24,8 +24,7 @@ from interpreto_anisotropy.errors import AnisotropyError, ResultsStoreError
 def _assert_unwritable(error: ResultsStoreError, path, code: int) -> None:
     assert isinstance(error, AnisotropyError) and isinstance(error, OSError)  # `except OSError` still catches it
     assert error.errno == code
-    message = str(error)
-    assert str(path) in message and "a folder you can write to" in message and "free space" in message
+    assert str(path) in str(error)
 
 
 def _writes_into_read_only_folders(folder) -> bool:
