@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import socket
@@ -130,7 +131,7 @@ def test_checkpoint_name_dict_roundtrip_and_order():
     assert data == {"step": 1000, "source": "EleutherAI/pythia-160m", "revision": "step1000"}
     assert ck.Checkpoint.from_dict(json.loads(json.dumps(data))) == a
     assert sorted([a, b]) == [b, a]
-    with pytest.raises(AttributeError):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         a.step = 3  # frozen
 
 
