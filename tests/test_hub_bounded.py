@@ -174,7 +174,7 @@ def test_a_lasting_server_error_ends_after_the_stated_tries_and_a_4xx_is_not_ret
     online.fail(r"/api/models/org/tiny-neox/revision/step8$", 500)
     with pytest.raises(CheckpointError, match=rf"step-8.*tried {hub.HUB_RETRIES + 1} times") as info:
         ck.load_checkpoint(ck.hub("org/tiny-neox", "step8")[0], device="cpu")
-    assert "'org/tiny-neox' at revision 'step8'" in str(info.value) and online.url in str(info.value)
+    assert re.search("'org/tiny-neox'.*'step8'", str(info.value)) and online.url in str(info.value)
     assert online.count("/revision/step8$") == hub.HUB_RETRIES + 1
     online.faults.clear()
     online.fail(r"/api/models/org/tiny-neox/revision/step16$", 403)

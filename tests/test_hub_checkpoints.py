@@ -327,8 +327,8 @@ def test_load_checkpoint_fails_within_the_deadline_on_a_stalled_hub(stalled):
     elapsed, message = _timed(lambda: ck.load_checkpoint(checkpoint, device="cpu", hub_timeout=STALL_TIMEOUT))
     print(f"load_checkpoint against a stalled Hub: {elapsed:.2f} s (deadline {STALL_TIMEOUT:g} s)")
     assert STALL_TIMEOUT * 0.9 <= elapsed < STALL_BOUND
-    assert f"did not answer within hub_timeout = {STALL_TIMEOUT:g} s" in message
-    assert stalled.url in message and "'org/tiny-neox' at revision 'step8'" in message and "--hub-timeout" in message
+    assert re.search(rf"hub_timeout\W+{STALL_TIMEOUT:g}\b", message)
+    assert stalled.url in message and re.search("'org/tiny-neox'.*'step8'", message) and "--hub-timeout" in message
 
 
 def test_the_deadline_is_an_option_of_the_sweep_and_the_cli(tmp_path):
