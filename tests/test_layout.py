@@ -327,3 +327,19 @@ def test_the_architecture_layout_names_every_module():
     assert named - modules == set(), (
         f"docs/architecture.md's layout names modules that do not exist: {named - modules}"
     )
+
+
+#: The size limits of issue 41: a function (decorators included) or a class over them is split by idea.
+LIMITS = {"function": 80, "class": 350}
+
+
+def test_no_function_or_class_is_over_its_limit():
+    over = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                kind = "class" if isinstance(node, ast.ClassDef) else "function"
+                start = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+                if node.end_lineno - start + 1 > LIMITS[kind]:
+                    over.append(f"{module}.{node.name}: {node.end_lineno - start + 1} lines")
+    assert not over, f"over the limits {LIMITS}: {over}"
