@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from huggingface_hub import constants
 from huggingface_hub import errors as hub_errors
 from huggingface_hub.utils import _http as _hub_http
+from tqdm.auto import tqdm
 
 from ..errors import AnisotropyError, CheckpointError, EnvironmentWarning, InvalidInputError, ResultsStoreError
 from .files import load_json, write_atomically
@@ -47,26 +48,24 @@ HUB_RETRY_WAITS: tuple[float, ...] = (1.0, 2.0, 4.0)
 HUB_RETRIES = len(HUB_RETRY_WAITS)
 #: The file of a results directory recording the snapshots its Hub repositories had before its first run.
 BEFORE_FILE = "hub_cache_before.json"
+#: The command line of huggingface_hub, shipped by every version that transformers 4.57 and later accepts.
+HUB_CLI = "hf"
 #: The HTTP library huggingface_hub sends its requests with: httpx2 (2.x), httpx (1.x), None (0.x: requests).
 httpx = getattr(_hub_http, "httpx2", None) or getattr(_hub_http, "httpx", None)
+if httpx is not None:
+    _TIMEOUTS, _FAILURES = httpx.TimeoutException, httpx.TransportError
+else:
+    import requests
+
+    _TIMEOUTS, _FAILURES = requests.exceptions.Timeout, requests.exceptions.ConnectionError
 
 _T = TypeVar("_T")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
-def hub_command() -> str:
-    """The command line of huggingface_hub: `hf`, which every version transformers 4.57 and later accepts ships."""
-    return "hf"
-
-
 def download_command(repo_id: str, revision: str | None) -> str:
     """The shell command that downloads one revision of a repository with the installed `huggingface_hub`."""
-    return f"{hub_command()} download {repo_id}" + (f" --revision {revision}" if revision else "")
-
-
-def endpoint() -> str:
-    """The Hub endpoint in use (`HF_ENDPOINT`, default https://huggingface.co)."""
-    return constants.ENDPOINT
+    return f"{HUB_CLI} download {repo_id}" + (f" --revision {revision}" if revision else "")
 
 
 def is_offline() -> bool:
@@ -125,8 +124,18 @@ def hub_call(
                     continue
                 if kind is None and not isinstance(failure, (OSError, ValueError)):
                     raise
-                message = failure_message(
-                    failure, repo_id, revision, label=label, cache_dir=cache_dir, timeout=seconds
+                if kind in ("timeout", "network", None) and is_offline():
+                    kind = "offline"
+                message = _MESSAGES[kind].format(
+                    shown=_shown(repo_id, revision, label),
+                    repo_id=repo_id,
+                    revision=revision,
+                    where=constants.ENDPOINT,
+                    cli=HUB_CLI,
+                    command=download_command(repo_id, revision),
+                    original=f" ({type(failure).__name__}: {_first_line(failure)})",
+                    seconds=seconds,
+                    cache=cache_location(cache_dir),
                 )
                 if kind in ("server", "network") and waits:
                     message += f" (tried {len(waits) + 1} times)"
@@ -152,12 +161,10 @@ def fetch(
         "cache_dir": cache_dir,
         "local_files_only": offline,
         "etag_timeout": seconds,
-        **({"tqdm_class": _silent_bar()} if quiet else {}),
+        **({"tqdm_class": _SilentBar} if quiet else {}),
     }
 
-    def snapshot() -> str:
-        if offline:
-            return snapshot_download(repo_id, **options)
+    def snapshot() -> str:  # offline, both calls find the cached snapshot folder
         folder = snapshot_download(repo_id, allow_patterns=[*CONFIG_PATTERNS, *WEIGHT_PATTERNS[0]], **options)
         if not any(Path(folder).glob(WEIGHT_PATTERNS[0][0])):  # no safetensors: PyTorch weights
             folder = snapshot_download(repo_id, allow_patterns=list(WEIGHT_PATTERNS[1]), **options)
@@ -179,11 +186,10 @@ def check_revisions(
 ) -> None:
     """Checks, before any is loaded, that every Hub revision of some checkpoints exists (offline: is cached)."""
     seconds = check_hub_timeout(timeout)
-    repos: dict[str, list[tuple[str, str | None, str]]] = {}  # by repository, in order of first appearance
-    for repo_id, revision, label in checkpoints:
-        repos.setdefault(repo_id, []).append((repo_id, revision, label))
+    wanted = list(checkpoints)
+    repos = {repo_id: [each for each in wanted if each[0] == repo_id] for repo_id, _, _ in wanted}  # by repository
     if is_offline():
-        missing = [wanted for each in repos.values() for wanted in each if not _cached(*wanted[:2], cache_dir)]
+        missing = [item for each in repos.values() for item in each if not _cached(*item[:2], cache_dir)]
         if missing:
             raise CheckpointError(
                 f"{len(missing)} checkpoint(s) are not in the local Hugging Face cache ({cache_location(cache_dir)}) "
@@ -201,8 +207,8 @@ def check_revisions(
             ]
     if missing:
         raise CheckpointError(
-            f"{len(missing)} revision(s) do not exist on {endpoint()}: {_listed(missing)}. Nothing was computed. "
-            "Check the steps against the repository's branches ("
+            f"{len(missing)} revision(s) do not exist on {constants.ENDPOINT}: {_listed(missing)}. Nothing was "
+            "computed. Check the steps against the repository's branches ("
             + ", ".join(
                 f"huggingface_hub.list_repo_refs({repo!r})" for repo in sorted({repo for repo, _, _ in missing})
             )
@@ -223,7 +229,7 @@ def _refs(repo_id: str, timeout: float = DEFAULT_HUB_TIMEOUT) -> set[str] | None
             raise
         cause = error.__cause__ or error
         warnings.warn(
-            f"Could not list the revisions of {repo_id} on {endpoint()} ({type(cause).__name__}: "
+            f"Could not list the revisions of {repo_id} on {constants.ENDPOINT} ({type(cause).__name__}: "
             f"{_first_line(cause)}, tried {HUB_RETRIES + 1} times); each revision is checked when it is loaded.",
             EnvironmentWarning,
             stacklevel=4,
@@ -244,7 +250,8 @@ def _cached(repo_id: str, revision: str | None, cache_dir: str | os.PathLike | N
 # --------------------------------------------------------------------------------------------------------------------
 # what went wrong
 
-#: What `failure_message` says for each kind of failure (`_kind`; "offline": any other failure while offline).
+#: What `hub_call` says for each kind of failure (`_kind`; "offline": any other failure while offline): what went
+#: wrong, naming the endpoint in use and the installed download command, and what to do.
 _MESSAGES: dict[str | None, str] = {
     "revision": "Cannot fetch {shown}: revision {revision!r} does not exist in {repo_id} on {where}. List its revisions "
     "with huggingface_hub.list_repo_refs({repo_id!r}) (or {where}/{repo_id}/tree/main), and check the step.",
@@ -269,51 +276,18 @@ _MESSAGES: dict[str | None, str] = {
 }
 
 
-def failure_message(
-    error: BaseException,
-    repo_id: str,
-    revision: str | None,
-    *,
-    label: str = "",
-    cache_dir: str | os.PathLike | None = None,
-    timeout: float | None = None,
-) -> str:
-    """What went wrong fetching a revision (missing repository or revision, authentication, server, timeout,
-    network, offline cache) and what to do, naming the endpoint in use and the installed download command."""
-    kind = _kind(error)
-    if kind in ("timeout", "network", None) and is_offline():
-        kind = "offline"
-    return _MESSAGES[kind].format(
-        shown=_shown(repo_id, revision, label),
-        repo_id=repo_id,
-        revision=revision,
-        where=endpoint(),
-        cli=hub_command(),
-        command=download_command(repo_id, revision),
-        original=f" ({type(error).__name__}: {_first_line(error)})",
-        seconds=check_hub_timeout(timeout),
-        cache=cache_location(cache_dir),
-    )
-
-
-_NAMED = ((hub_errors.RevisionNotFoundError, "revision"), (hub_errors.GatedRepoError, "gated"))
-_NAMED += ((hub_errors.RepositoryNotFoundError, "repo"),)
+_NAMED = {hub_errors.RevisionNotFoundError: "revision", hub_errors.GatedRepoError: "gated"}
+_NAMED[hub_errors.RepositoryNotFoundError] = "repo"
 
 
 def _kind(error: BaseException) -> str | None:
     """The failure behind an error of huggingface_hub, its HTTP library (httpx, httpx2 or, before 1.0, requests) or
     transformers: its first recognised cause."""
-    if httpx is not None:
-        timeouts, failures = httpx.TimeoutException, httpx.TransportError
-    else:
-        import requests
-
-        timeouts, failures = requests.exceptions.Timeout, requests.exceptions.ConnectionError
     seen: set[int] = set()
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        for named, kind in _NAMED:  # the subclasses first
+        for named, kind in _NAMED.items():  # the subclasses first
             if isinstance(cause, named):
                 return kind
         response = cause.response if isinstance(cause, hub_errors.HfHubHTTPError) else None
@@ -322,24 +296,20 @@ def _kind(error: BaseException) -> str | None:
             return "auth"
         if status >= 500 or status in (408, 429):
             return "server"
-        if isinstance(cause, (timeouts, TimeoutError)):
+        if isinstance(cause, (_TIMEOUTS, TimeoutError)):
             return "timeout"
-        if isinstance(cause, (failures, hub_errors.OfflineModeIsEnabled, ConnectionError)):
+        if isinstance(cause, (_FAILURES, hub_errors.OfflineModeIsEnabled, ConnectionError)):
             return "network"
         cause = cause.__cause__ or cause.__context__
     return None
 
 
-def _silent_bar() -> type:
-    """A tqdm class that shows nothing, for `snapshot_download`'s bars."""
-    from tqdm.auto import tqdm
+class _SilentBar(tqdm):
+    """A tqdm bar that shows nothing, for `snapshot_download`'s bars."""
 
-    class SilentBar(tqdm):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            kwargs.pop("name", None)  # huggingface_hub's own bars take a name; tqdm's do not
-            super().__init__(*args, **{**kwargs, "disable": True})
-
-    return SilentBar
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.pop("name", None)  # huggingface_hub's own bars take a name; tqdm's do not
+        super().__init__(*args, **{**kwargs, "disable": True})
 
 
 def _shown(repo_id: str, revision: str | None, label: str) -> str:
@@ -374,6 +344,7 @@ _LOCK = threading.Lock()
 _BLOCKS: dict[int, float] = {}  # the `bounded` blocks running, in any thread: id -> deadline in seconds
 _STALLED: dict[tuple[str, str], frozenset[int]] = {}  # (method, url) that waited out the deadline -> blocks then
 _IDS = itertools.count()
+_REQUESTS_FACTORY = ("_GLOBAL_BACKEND_FACTORY", "configure_http_backend")  # huggingface_hub < 1.0
 
 
 @contextlib.contextmanager
@@ -422,24 +393,19 @@ def _cap(given: float | None, seconds: float) -> float:
 
 def _guard_factory() -> None:
     """Wraps huggingface_hub's client (or, before 1.0, session) factory once, so that what it makes is guarded."""
-    if httpx is None:
-        from huggingface_hub import configure_http_backend as configure
+    import huggingface_hub
 
-        attribute, guard = "_GLOBAL_BACKEND_FACTORY", _guard_session
-    else:
-        from huggingface_hub import set_client_factory as configure
-
-        attribute, guard = "_GLOBAL_CLIENT_FACTORY", _guard_client
+    attribute, configure = ("_GLOBAL_CLIENT_FACTORY", "set_client_factory") if httpx else _REQUESTS_FACTORY
     with _LOCK:
         factory = getattr(_hub_http, attribute)
         if getattr(factory, "guarded", False):
             return
 
         def guarded() -> Any:
-            return guard(factory())
+            return _guard(factory())
 
         guarded.guarded = True
-        configure(guarded)  # also drops the client (sessions) made before: the next is guarded
+        getattr(huggingface_hub, configure)(guarded)  # also drops the clients (sessions) made before
 
 
 if httpx is not None:
@@ -478,7 +444,7 @@ if httpx is not None:
         def close(self) -> None:
             self.inner.close()
 
-    def _guard_client(client: Any) -> Any:
+    def _guard(client: Any) -> Any:
         """The client, its transports wrapped in `_Guard` (httpx keeps them in `_transport` and `_mounts`)."""
         client._transport = _Guard(client._transport)
         client._mounts = {pattern: t and _Guard(t) for pattern, t in client._mounts.items()}
@@ -515,7 +481,7 @@ else:  # huggingface_hub < 1.0 sends its requests with `requests`, one session p
         def close(self) -> None:
             self.inner.close()
 
-    def _guard_session(session: requests.Session) -> requests.Session:
+    def _guard(session: requests.Session) -> requests.Session:
         """The session, its adapters wrapped in `_Guard`."""
         for prefix, adapter in list(session.adapters.items()):
             session.mount(prefix, _Guard(adapter))

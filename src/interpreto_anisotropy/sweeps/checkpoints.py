@@ -270,9 +270,8 @@ def hub(
         The checkpoints, sorted by step.
 
     Raises:
-        InvalidInputError: If `revisions` is empty.
-        InvalidInputError: If `model_id` is empty, a revision carries no step (outside a mapping), or two revisions
-            have the same step.
+        InvalidInputError: If `model_id` or `revisions` is empty, a revision carries no step (outside a mapping), or
+            two revisions have the same step.
 
     Examples:
         >>> [c.step for c in hub("EleutherAI/pythia-160m", ["step1000", "step0"])]
@@ -289,11 +288,11 @@ def hub(
         for rev in [revisions] if isinstance(revisions, str) else revisions:
             if not isinstance(rev, str):
                 raise InvalidInputError(f"Revisions must be strings such as 'step1000', got {rev!r}.")
-            if parse_step(rev) is None:
+            if (step := parse_step(rev)) is None:
                 raise InvalidInputError(
                     f"Revision {rev!r} of {model_id!r} carries no training step: pass a mapping {{step: revision}} instead, e.g. hub({model_id!r}, {{143000: {rev!r}}})."
                 )
-            pairs.append((parse_step(rev), rev))
+            pairs.append((step, rev))
     if not pairs:
         raise InvalidInputError(f"No revision given for {model_id!r}.")
     checkpoints = sorted(Checkpoint(s, model_id, rev, kind="hub", prefer_local=prefer_local) for s, rev in pairs)
@@ -317,8 +316,7 @@ def pythia(
         The checkpoints, sorted by step.
 
     Raises:
-        InvalidInputError: If `size` is not a Pythia size, or a step was not published.
-        InvalidInputError: If `steps` is empty.
+        InvalidInputError: If `size` is not a Pythia size, `steps` is empty, or a step was not published.
 
     Examples:
         >>> [(c.source, c.revision) for c in pythia("160m", 1000, deduped=True)]
@@ -344,8 +342,7 @@ def smollm2(size: str, steps: int | Iterable[int], *, prefer_local: bool = False
         The checkpoints, sorted by step.
 
     Raises:
-        InvalidInputError: If `size` is not a SmolLM2 size, or a step is not an integer >= 0.
-        InvalidInputError: If `steps` is empty.
+        InvalidInputError: If `size` is not a SmolLM2 size, `steps` is empty, or a step is not an integer >= 0.
 
     Examples:
         >>> [(c.source, c.revision) for c in smollm2("360m", [160000])]
@@ -385,8 +382,7 @@ def suite(
     Raises:
         InvalidInputError: An unknown preset or size (the message lists them), neither or both of `steps` and
             `revisions`, `steps` for a suite whose revisions cannot be built from the step, a step that was not
-            published or lies after the end of training, or a revision name without a step.
-        InvalidInputError: If `steps` or `revisions` is empty.
+            published or lies after the end of training, a revision name without a step, or no step or revision.
 
     Examples:
         >>> [c.revision for c in suite("pythia-160m", [0, 143000])]
@@ -624,8 +620,8 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
 
     Raises:
         CheckpointError: As `load_checkpoint`: a missing folder, revision or repository, or unreadable files.
-        InvalidInputError: As `load_checkpoint`: a bad `automodel`, `dtype` or `device`.
-        InvalidInputError: As `load_checkpoint`: a tokenizer with neither a pad token nor an eos token.
+        InvalidInputError: As `load_checkpoint`: a bad `automodel`, `dtype` or `device`, or a tokenizer with neither a
+            pad token nor an eos token.
 
     Examples:
         >>> for ckpt in local("runs/toy/checkpoint-*"):  # doctest: +SKIP
@@ -633,6 +629,7 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
         ...         ...
     """
     import torch
+    from accelerate.hooks import remove_hook_from_submodules
 
     from ..commons.progress import quiet_transformers
 
@@ -642,14 +639,9 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     try:
         yield model, tokenizer
     finally:
-        with contextlib.suppress(Exception):  # the weights to the meta device
-            if getattr(model, "hf_device_map", None) is None:
-                model.to("meta")
-            else:  # accelerate's hooks hold offloaded weights, and its `to` refuses to move offloaded modules
-                from accelerate.hooks import remove_hook_from_submodules
-
-                remove_hook_from_submodules(model)
-                torch.nn.Module.to(model, "meta")
+        with contextlib.suppress(Exception):  # the weights to the meta device, even offloaded ones (held by hooks)
+            remove_hook_from_submodules(model)
+            torch.nn.Module.to(model, "meta")
         del model, tokenizer
         if on_cuda and torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -904,10 +896,8 @@ def check_config(folder: str | Path, config: Any, model_class: Any, *, label: st
     width = getattr(config, "embedding_size", None) or getattr(config, "hidden_size", None)
     embeddings = [(name, shape) for name, shape in shapes.items() if name.endswith(_EMBEDDINGS) and len(shape) == 2]
     if width is not None and len(embeddings) == 1 and embeddings[0][1][1] != width:
-        (name, shape), key = (
-            embeddings[0],
-            "embedding_size" if getattr(config, "embedding_size", None) else _key(config, "hidden_size"),
-        )
+        (name, shape), factorised = embeddings[0], getattr(config, "embedding_size", None)
+        key = "embedding_size" if factorised else _key(config, "hidden_size")
         raise CheckpointError(
             f"{where}: config.json gives {key} = {width}, but the weights' embedding {name} has shape {list(shape)} (width {shape[1]}): the config does not belong to these weights. Fix config.json."
         )
