@@ -35,14 +35,11 @@ logger = logging.getLogger(__name__)
 CONFIG_PATTERNS: tuple[str, ...] = ("*.json", "*.txt", "*.model", "*.tiktoken")
 #: Weight files, in order of preference: safetensors, else PyTorch pickles (never optimizer or trainer state).
 WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_model*.bin", "model*.bin"))
-#: Seconds every Hub request may wait to connect, or for its next bytes (the sweep option `hub_timeout`, the CLI's
-#: `--hub-timeout`): a per-read deadline, not a whole-download one, and a request that waited it out is not retried
-#: (`bounded`). huggingface_hub's own default is 10 s for metadata and downloads, but none for listings (refs,
-#: repository info), and it retries a stalled file's metadata 6 times: a stalled Hub could hold a sweep for hours.
+#: Seconds every Hub request may wait to connect, or for its next bytes (`hub_timeout`, `--hub-timeout`): a per-read
+#: deadline, and a request that waited it out is not sent again (`bounded`; docs/reliability.md).
 DEFAULT_HUB_TIMEOUT = 10.0
-#: Seconds `hub_call` waits before each new try after a server error (5xx, 408, 429) or a dropped connection: a
-#: failing Hub fails a call after at most 4 tries and 7 s of waits (plus each try's own time, every wait of which is
-#: bounded by the deadline). Timeouts are not retried: the request already waited the deadline (`bounded`).
+#: Seconds `hub_call` waits before each new try after a server error (5xx, 408, 429) or a dropped connection (not
+#: after a timeout: the request already waited the deadline).
 HUB_RETRY_WAITS: tuple[float, ...] = (1.0, 2.0, 4.0)
 #: How many times `hub_call` tries a call again (one per `HUB_RETRY_WAITS`).
 HUB_RETRIES = len(HUB_RETRY_WAITS)
@@ -349,7 +346,7 @@ _REQUESTS_FACTORY = ("_GLOBAL_BACKEND_FACTORY", "configure_http_backend")  # hug
 
 @contextlib.contextmanager
 def bounded(seconds: float) -> Iterator[float]:
-    """Gives every request huggingface_hub sends while the block runs the deadline `seconds` (see the module)."""
+    """Gives every request huggingface_hub sends while the block runs the deadline `seconds` (`DEFAULT_HUB_TIMEOUT`)."""
     _guard_factory()
     with _LOCK:
         block = next(_IDS)

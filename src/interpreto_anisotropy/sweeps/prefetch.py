@@ -151,18 +151,8 @@ class CheckpointPipeline:
         self._warn_notes()
 
     def take(self, checkpoint: Checkpoint) -> Fetched:
-        """Waits until the next use's files are complete and returns them.
-
-        Args:
-            checkpoint: The next use's checkpoint (uses are taken in order).
-
-        Returns:
-            Its files (`Fetched.folder` None for a local checkpoint).
-
-        Raises:
-            CheckpointError: Its download failed (as `commons.hub.fetch` says); the use counts as taken.
-            RuntimeError: `checkpoint` is not the next use (a bug of the caller).
-        """
+        """Waits until the files of the next use, `checkpoint`, are complete and returns them; raises its download's
+        CheckpointError (the use then counts as taken)."""
         with self._room:
             index = self._turn
             if index >= len(self.uses) or self.uses[index] != checkpoint:

@@ -130,17 +130,7 @@ class Suite:
         return self.objective.value
 
     def size(self, size: str) -> SuiteSize:
-        """The size labelled `size` (case-insensitive).
-
-        Args:
-            size: A size label such as `"160m"`.
-
-        Returns:
-            The size.
-
-        Raises:
-            InvalidInputError: If the suite has no such size; the message lists its sizes.
-        """
+        """The size labelled `size` (case-insensitive, such as `"160m"`); InvalidInputError lists the sizes."""
         found = {s.size: s for s in self.sizes}.get(size.strip().lower() if isinstance(size, str) else None)
         if found is None:
             raise InvalidInputError(
@@ -149,18 +139,7 @@ class Suite:
         return found
 
     def revision(self, step: int) -> str:
-        """The revision of the checkpoint at `step`.
-
-        Args:
-            step: A training step, an integer >= 0.
-
-        Returns:
-            The revision name, e.g. `"step1000"`.
-
-        Raises:
-            InvalidInputError: If the step is not an integer >= 0, or the revision cannot be built from the step
-                (the message says why and what to pass instead).
-        """
+        """The revision of the checkpoint at `step` (e.g. `"step1000"`); InvalidInputError when it cannot be built."""
         if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
             raise InvalidInputError(f"{self.title} steps must be integers >= 0, got {step!r}.")
         if self.revision_format is None:
