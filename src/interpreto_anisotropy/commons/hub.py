@@ -203,13 +203,12 @@ def check_revisions(
                 (r, at, label) for r, at, label in each if at is not None and not _COMMIT.match(at) and at not in names
             ]
     if missing:
+        listings = ", ".join(
+            f"huggingface_hub.list_repo_refs({repo!r})" for repo in sorted({r for r, _, _ in missing})
+        )
         raise CheckpointError(
             f"{len(missing)} revision(s) do not exist on {constants.ENDPOINT}: {_listed(missing)}. Nothing was "
-            "computed. Check the steps against the repository's branches ("
-            + ", ".join(
-                f"huggingface_hub.list_repo_refs({repo!r})" for repo in sorted({repo for repo, _, _ in missing})
-            )
-            + "), or leave these checkpoints out."
+            f"computed. Check the steps against the repository's branches ({listings}), or leave these checkpoints out."
         )
 
 
@@ -384,8 +383,9 @@ def _watching(key: tuple[str, str], timeouts: type[BaseException] | tuple[type[B
         raise
 
 
-def _cap(given: float | None, seconds: float) -> float:
-    return seconds if given is None else min(given, seconds)
+def _cap(given: float | None, seconds: float | None) -> float | None:
+    """The shorter of a request's own timeout and the deadline (None: no limit)."""
+    return min((limit for limit in (given, seconds) if limit is not None), default=None)
 
 
 def _guard_factory() -> None:
@@ -415,8 +415,6 @@ if httpx is not None:
 
         def handle_request(self, request: httpx.Request) -> httpx.Response:
             key, seconds = _start(request.method, request.url)
-            if seconds is None:
-                return self.inner.handle_request(request)
             given = request.extensions.get("timeout") or {}
             timeout = {kind: _cap(given.get(kind), seconds) for kind in ("connect", "read", "write", "pool")}
             request.extensions = {**request.extensions, "timeout": timeout}
@@ -461,8 +459,6 @@ else:  # huggingface_hub < 1.0 sends its requests with `requests`, one session p
 
         def send(self, request: requests.PreparedRequest, timeout: Any = None, **kwargs: Any) -> requests.Response:
             key, seconds = _start(request.method, request.url)
-            if seconds is None:
-                return self.inner.send(request, timeout=timeout, **kwargs)
             connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
             with _watching(key, requests.exceptions.Timeout):
                 response = self.inner.send(request, timeout=(_cap(connect, seconds), _cap(read, seconds)), **kwargs)

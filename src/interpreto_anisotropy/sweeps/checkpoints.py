@@ -832,17 +832,12 @@ def check_config_file(folder: str | Path, *, label: str) -> None:
         raise CheckpointError(
             f'{where}: config.json gives architectures = {architectures!r}, which must be a list of class names (e.g. ["GPTNeoXForCausalLM"]). Fix config.json.'
         )
-    _check_divides(found["heads"], found["hidden"], where, only_if=values.get("head_dim") is None)
-    _check_divides(found["kv_heads"], found["heads"], where)
-
-
-def _check_divides(
-    part: tuple[str, int] | None, whole: tuple[str, int] | None, where: str, only_if: bool = True
-) -> None:
-    if part is not None and whole is not None and only_if and whole[1] % part[1]:
-        raise CheckpointError(
-            f"{where}: config.json gives {whole[0]} = {whole[1]}, which {part[0]} = {part[1]} does not divide. Fix config.json."
-        )
+    divisions = [("heads", "hidden")] if values.get("head_dim") is None else []  # a head_dim frees the hidden size
+    for part, whole in [(found[size], found[within]) for size, within in [*divisions, ("kv_heads", "heads")]]:
+        if part is not None and whole is not None and whole[1] % part[1]:
+            raise CheckpointError(
+                f"{where}: config.json gives {whole[0]} = {whole[1]}, which {part[0]} = {part[1]} does not divide. Fix config.json."
+            )
 
 
 def check_config(folder: str | Path, config: Any, model_class: Any, *, label: str, strict: bool = True) -> None:
