@@ -483,7 +483,7 @@ def load_checkpoint(
     check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
     placement = _placement(model_class, config, checkpoint.name, device_map, max_memory, offload_folder)
     options = {"config": config, "dtype": model_dtype, **placement}
-    model = _load_weights(checkpoint, model_class, source, shown, options, strict, device)
+    model = _load_weights(checkpoint.name, model_class, source, shown, options, strict, device)
     model.eval()
     logger.info("Loaded checkpoint %s (%s on %s) from %s.", checkpoint.name, type(model).__name__, device, shown)
     return model, tokenizer
@@ -719,21 +719,15 @@ def _from_folder(function: Any, folder: str, what: str, advice: str | None = Non
 
 
 def _load_weights(
-    checkpoint: Checkpoint,
-    model_class: Any,
-    source: str,
-    shown: str,
-    kwargs: dict[str, Any],
-    strict: bool,
-    device: Any,
+    name: str, model_class: Any, source: str, shown: str, kwargs: dict[str, Any], strict: bool, device: Any
 ) -> Any:
     """The model, its weights checked against its class (missing, unexpected, mis-shaped, unreadable, non-finite), on
     `device` unless dispatched by a `device_map`."""
     import torch
 
-    what = f"Checkpoint {checkpoint.name} ({source})"
+    what = f"Checkpoint {name} ({source})"
     advice = "The weight files are truncated, or their tensors do not have this architecture's shapes."
-    weights = f"the weights of checkpoint {checkpoint.name} ({shown})"
+    weights = f"the weights of checkpoint {name} ({shown})"
     model, info = _from_folder(
         model_class.from_pretrained, source, weights, advice, output_loading_info=True, **kwargs
     )
@@ -743,11 +737,10 @@ def _load_weights(
         warnings.warn(f"{what} has weights the model does not use ({found}).", CheckpointWarning, stacklevel=4)
     elif found:
         message = f"{what} does not match {getattr(model_class, '__name__', model_class)}'s weights ({found}); transformers initialises missing weights at random."
-        _refuse_or_warn(
-            message,
-            "Check the checkpoint's files and the model class (automodel=), or pass strict=False to load it anyway.",
-            strict,
+        advice = (
+            "Check the checkpoint's files and the model class (automodel=), or pass strict=False to load it anyway."
         )
+        _refuse_or_warn(message, advice, strict)
     # NaN or infinity: a diverged run's checkpoint (weights offloaded by a device_map are not read here)
     bad = [
         key
@@ -756,16 +749,13 @@ def _load_weights(
     ]
     if bad:
         message = f"{what} has non-finite weights (NaN or infinity) in {_some(bad)}: training diverged before it was saved, or the file is corrupt."
-        _refuse_or_warn(
-            message,
-            "Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped.",
-            strict,
-        )
+        advice = "Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped."
+        _refuse_or_warn(message, advice, strict)
     if "device_map" not in kwargs:
         try:
             model.to(device)
         except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
-            raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device '{device}': {err}") from err
+            raise InvalidInputError(f"Cannot move checkpoint {name} to device '{device}': {err}") from err
     return model
 
 
