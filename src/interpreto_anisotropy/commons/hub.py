@@ -89,8 +89,7 @@ def check_hub_timeout(value: Any, name: str = "hub_timeout") -> float:
     return float(value)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# calls
+# --------------------------------------------------------------------------------------------------------------- calls
 
 
 def hub_call(
@@ -243,9 +242,7 @@ def _cached(repo_id: str, revision: str | None, cache_dir: str | os.PathLike | N
         return False
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# what went wrong
-
+# ----------------------------------------------------------------------------------------------------- what went wrong
 #: What `hub_call` says for each kind of failure (`_kind`; "offline": any other failure while offline): what went
 #: wrong, naming the endpoint in use and the installed download command, and what to do.
 _MESSAGES: dict[str | None, str] = {
@@ -327,8 +324,7 @@ def _commands(missing: list[tuple[str, str | None, str]]) -> str:
     return ", ".join(commands[:3]) + (f" and {len(commands) - 3} more" if len(commands) > 3 else "")
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# the deadline
+# -------------------------------------------------------------------------------------------------------- the deadline
 
 
 class HubStalled(TimeoutError):
@@ -481,8 +477,7 @@ else:  # huggingface_hub < 1.0 sends its requests with `requests`, one session p
         return session
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# the cache
+# ----------------------------------------------------------------------------------------------------------- the cache
 
 
 def _snapshot_commits(cache: str | os.PathLike, repo_id: str) -> set[str]:

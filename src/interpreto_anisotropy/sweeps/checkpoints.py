@@ -255,8 +255,6 @@ def hub(
         >>> hub("EleutherAI/pythia-160m", {143000: "main"})[0].revision
         'main'
     """
-    if not isinstance(model_id, str) or not model_id.strip():
-        raise InvalidInputError(f"hub() expects a Hugging Face Hub model id such as 'org/name', got {model_id!r}.")
     if isinstance(revisions, Mapping):
         pairs = list(revisions.items())
     else:

@@ -90,8 +90,7 @@ class Suite:
         sizes: The sizes taken as swept by the paper (a reconstruction).
         objective: The pre-training objective (`ObjectiveName.CAUSAL_LM` or `ObjectiveName.MASKED_LM`).
         architecture: The checkpoints' transformers model type.
-        revision_format: A `str.format` template turning a step into a revision (`"step{step}"`), or None when the
-            revision cannot be built from the step alone (unknown naming, or a name that also carries a token count).
+        revision_format: A `str.format` template turning a step into a revision (`"step{step}"`); None: not possible.
         revision_naming: What the sources say about revision names, in words.
         total_steps: The training run's length in optimiser steps, or None when the sources do not give it.
         published_steps: The steps with a published checkpoint, or None when not enumerated (steps then unchecked).
