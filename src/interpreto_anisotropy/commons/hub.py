@@ -77,14 +77,14 @@ def cache_location(cache_dir: str | os.PathLike | None) -> str:
     return os.fspath(cache_dir) if cache_dir is not None else str(constants.HF_HUB_CACHE)
 
 
-def check_hub_timeout(value: Any, name: str = "hub_timeout") -> float:
+def check_hub_timeout(value: Any) -> float:
     """A Hub deadline in seconds: a positive finite number; None means `DEFAULT_HUB_TIMEOUT`."""
     if value is None:
         return DEFAULT_HUB_TIMEOUT
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
         raise InvalidInputError(
-            f"{name} must be a positive number of seconds (the wait for the Hub to connect or send its next bytes), "
-            f"got {value!r}; the default is {DEFAULT_HUB_TIMEOUT:g}."
+            "hub_timeout must be a positive number of seconds (the wait for the Hub to connect or send its next "
+            f"bytes), got {value!r}; the default is {DEFAULT_HUB_TIMEOUT:g}."
         )
     return float(value)
 
@@ -341,7 +341,7 @@ _REQUESTS_FACTORY = ("_GLOBAL_BACKEND_FACTORY", "configure_http_backend")  # hug
 
 @contextlib.contextmanager
 def bounded(seconds: float) -> Iterator[float]:
-    """Gives every request huggingface_hub sends while the block runs the deadline `seconds` (`DEFAULT_HUB_TIMEOUT`)."""
+    """Gives every request huggingface_hub sends inside the block the deadline `seconds` (`DEFAULT_HUB_TIMEOUT`)."""
     _guard_factory()
     with _LOCK:
         block = next(_IDS)

@@ -3,10 +3,10 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Training checkpoints: where they are, which step they are, and how to load them.
 
-A `Checkpoint` is one model state (`step`, `source`, `revision`); `local` (folders on disk), `hub` (revisions of a Hub
-repository), `pythia`, `smollm2` and `suite` build a sweep's sorted list. `load_checkpoint` returns `(model, tokenizer)`
-ready for Interpreto, its config checked against its weights before any real tensor is allocated (`check_config`);
-`loaded` frees the model after a `with` block.
+A `Checkpoint` is one model state (`step`, `source`, `revision`); `local` (folders on disk), `hub` (revisions of a
+Hub repository), `pythia`, `smollm2` and `suite` build a sweep's sorted list. `load_checkpoint` returns `(model,
+tokenizer)` ready for Interpreto, its config checked against its weights before any real tensor is allocated
+(`check_config`); `loaded` frees the model after a `with` block.
 
 Examples:
     >>> import interpreto_anisotropy as ia
@@ -71,7 +71,7 @@ class Checkpoint:
     Args:
         step: The training step, an integer >= 0.
         source: A local folder (holding `config.json`) or a Hub model id such as `"EleutherAI/pythia-160m"`.
-        revision: For a Hub model id, the branch, tag or commit to load (e.g. `"step1000"`); `None`: the default branch.
+        revision: For a Hub model id, the branch, tag or commit to load (`"step1000"`); `None`: the default branch.
         kind: `"hub"` (what `hub`, `pythia`, `smollm2`, `suite` build) loads from the Hub, `"local"` (what `local`
             builds) the folder, `"auto"` (default) an existing folder, else the Hub.
         prefer_local: For a Hub checkpoint, load the folder named `source` when it exists (it must hold the revision).
