@@ -372,12 +372,9 @@ def suite(
 
 def _listed(family: Any, model_id: str, steps: list[int] | None, revisions: Any, prefer_local: bool) -> CheckpointList:
     """A suite's checkpoints at `steps` (else `revisions`), checked against its schedule and training length."""
-    if steps is None:
-        checkpoints = hub(model_id, revisions, prefer_local=prefer_local)
-    else:
-        checkpoints = [
-            Checkpoint(s, model_id, family.revision(s), kind="hub", prefer_local=prefer_local) for s in steps
-        ]
+    if steps is not None:
+        revisions = {step: family.revision(step) for step in steps}
+    checkpoints = hub(model_id, revisions, prefer_local=prefer_local)
     found = [c.step for c in checkpoints]
     if family.published_steps is not None and (unpublished := sorted(set(found) - set(family.published_steps))):
         raise InvalidInputError(
