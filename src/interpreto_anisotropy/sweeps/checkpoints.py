@@ -334,8 +334,7 @@ def suite(
     steps checked against them where known (docs/suites.md).
 
     Args:
-        name: A preset name `"{suite}-{size}"`, one of `ia.suites.PRESETS` (`"pythia-160m"`, `"olmo-1b"`,
-            `"eurobert-210m"`, ...); case-insensitive.
+        name: A preset name `"{suite}-{size}"`, one of `ia.suites.PRESETS` (`"olmo-1b"`, ...); case-insensitive.
         steps: One step or several (integers >= 0), for suites whose revisions are built from the step (Pythia,
             SmolLM2). Duplicates are dropped.
         revisions: Revision names carrying their step, or a mapping `{step: revision}`; instead of `steps`.
@@ -343,8 +342,7 @@ def suite(
         prefer_local: Load a folder named like the repository instead, when it exists (see `Checkpoint`).
 
     Returns:
-        The checkpoints, sorted by step, with `total_steps` (None where unknown) and `objective` (`"causal_lm"`, or
-        the suite's `MaskedLM` settings: its stated pre-training masking, else BERT's default).
+        The checkpoints, sorted by step, with `total_steps` (None: unknown) and `objective` (`Suite.probe_objective`).
 
     Raises:
         InvalidInputError: An unknown preset or size (the message lists them), neither or both of `steps` and
@@ -568,16 +566,14 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
 
     Args:
         checkpoint: The checkpoint to load.
-        **kwargs: Keyword options of `load_checkpoint` (`automodel`, `device`, `dtype`, `tokenizer_source`,
-            `cache_dir`, `snapshot`, `device_map`, `max_memory`, `offload_folder`).
+        **kwargs: Keyword options of `load_checkpoint`.
 
     Yields:
         `(model, tokenizer)`, as returned by `load_checkpoint`.
 
     Raises:
         CheckpointError: As `load_checkpoint`: a missing folder, revision or repository, or unreadable files.
-        InvalidInputError: As `load_checkpoint`: a bad `automodel`, `dtype` or `device`, or a tokenizer with neither a
-            pad token nor an eos token.
+        InvalidInputError: As `load_checkpoint`: a bad option, or a tokenizer with neither a pad nor an eos token.
 
     Examples:
         >>> for ckpt in local("runs/toy/checkpoint-*"):  # doctest: +SKIP
