@@ -213,7 +213,7 @@ def test_a_gated_repository_says_log_in(online):
 
 
 def test_the_command_named_in_messages_is_shipped_by_the_installed_huggingface_hub():
-    command = hub.hub_command()
+    command = hub.HUB_CLI
     scripts = {e.name for e in distribution("huggingface_hub").entry_points if e.group == "console_scripts"}
     assert command in scripts
     assert shutil.which(command) or (Path(sys.executable).parent / command).exists()

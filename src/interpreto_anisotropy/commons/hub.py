@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from huggingface_hub import constants
 from huggingface_hub import errors as hub_errors
 from huggingface_hub.utils import _http as _hub_http
+from tqdm.auto import tqdm
 
 from ..errors import AnisotropyError, CheckpointError, EnvironmentWarning, InvalidInputError, ResultsStoreError
 from .files import load_json, write_atomically
@@ -34,39 +35,34 @@ logger = logging.getLogger(__name__)
 CONFIG_PATTERNS: tuple[str, ...] = ("*.json", "*.txt", "*.model", "*.tiktoken")
 #: Weight files, in order of preference: safetensors, else PyTorch pickles (never optimizer or trainer state).
 WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_model*.bin", "model*.bin"))
-#: Seconds every Hub request may wait to connect, or for its next bytes (the sweep option `hub_timeout`, the CLI's
-#: `--hub-timeout`): a per-read deadline, not a whole-download one, and a request that waited it out is not retried
-#: (`bounded`). huggingface_hub's own default is 10 s for metadata and downloads, but none for listings (refs,
-#: repository info), and it retries a stalled file's metadata 6 times: a stalled Hub could hold a sweep for hours.
+#: Seconds every Hub request may wait to connect, or for its next bytes (`hub_timeout`, `--hub-timeout`): a per-read
+#: deadline, and a request that waited it out is not sent again (`bounded`; docs/reliability.md).
 DEFAULT_HUB_TIMEOUT = 10.0
-#: Seconds `hub_call` waits before each new try after a server error (5xx, 408, 429) or a dropped connection: a
-#: failing Hub fails a call after at most 4 tries and 7 s of waits (plus each try's own time, every wait of which is
-#: bounded by the deadline). Timeouts are not retried: the request already waited the deadline (`bounded`).
+#: Seconds `hub_call` waits before each new try after a server error (5xx, 408, 429) or a dropped connection (not
+#: after a timeout: the request already waited the deadline).
 HUB_RETRY_WAITS: tuple[float, ...] = (1.0, 2.0, 4.0)
 #: How many times `hub_call` tries a call again (one per `HUB_RETRY_WAITS`).
 HUB_RETRIES = len(HUB_RETRY_WAITS)
 #: The file of a results directory recording the snapshots its Hub repositories had before its first run.
 BEFORE_FILE = "hub_cache_before.json"
+#: The command line of huggingface_hub, shipped by every version that transformers 4.57 and later accepts.
+HUB_CLI = "hf"
 #: The HTTP library huggingface_hub sends its requests with: httpx2 (2.x), httpx (1.x), None (0.x: requests).
 httpx = getattr(_hub_http, "httpx2", None) or getattr(_hub_http, "httpx", None)
+if httpx is not None:
+    _TIMEOUTS, _FAILURES = httpx.TimeoutException, httpx.TransportError
+else:
+    import requests
+
+    _TIMEOUTS, _FAILURES = requests.exceptions.Timeout, requests.exceptions.ConnectionError
 
 _T = TypeVar("_T")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
-def hub_command() -> str:
-    """The command line of huggingface_hub: `hf`, which every version transformers 4.57 and later accepts ships."""
-    return "hf"
-
-
 def download_command(repo_id: str, revision: str | None) -> str:
     """The shell command that downloads one revision of a repository with the installed `huggingface_hub`."""
-    return f"{hub_command()} download {repo_id}" + (f" --revision {revision}" if revision else "")
-
-
-def endpoint() -> str:
-    """The Hub endpoint in use (`HF_ENDPOINT`, default https://huggingface.co)."""
-    return constants.ENDPOINT
+    return f"{HUB_CLI} download {repo_id}" + (f" --revision {revision}" if revision else "")
 
 
 def is_offline() -> bool:
@@ -81,20 +77,19 @@ def cache_location(cache_dir: str | os.PathLike | None) -> str:
     return os.fspath(cache_dir) if cache_dir is not None else str(constants.HF_HUB_CACHE)
 
 
-def check_hub_timeout(value: Any, name: str = "hub_timeout") -> float:
+def check_hub_timeout(value: Any) -> float:
     """A Hub deadline in seconds: a positive finite number; None means `DEFAULT_HUB_TIMEOUT`."""
     if value is None:
         return DEFAULT_HUB_TIMEOUT
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
         raise InvalidInputError(
-            f"{name} must be a positive number of seconds (the wait for the Hub to connect or send its next bytes), "
-            f"got {value!r}; the default is {DEFAULT_HUB_TIMEOUT:g}."
+            "hub_timeout must be a positive number of seconds (the wait for the Hub to connect or send its next "
+            f"bytes), got {value!r}; the default is {DEFAULT_HUB_TIMEOUT:g}."
         )
     return float(value)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# calls
+# --------------------------------------------------------------------------------------------------------------- calls
 
 
 def hub_call(
@@ -125,8 +120,18 @@ def hub_call(
                     continue
                 if kind is None and not isinstance(failure, (OSError, ValueError)):
                     raise
-                message = failure_message(
-                    failure, repo_id, revision, label=label, cache_dir=cache_dir, timeout=seconds
+                if kind in ("timeout", "network", None) and is_offline():
+                    kind = "offline"
+                message = _MESSAGES[kind].format(
+                    shown=_shown(repo_id, revision, label),
+                    repo_id=repo_id,
+                    revision=revision,
+                    where=constants.ENDPOINT,
+                    cli=HUB_CLI,
+                    command=download_command(repo_id, revision),
+                    original=f" ({type(failure).__name__}: {_first_line(failure)})",
+                    seconds=seconds,
+                    cache=cache_location(cache_dir),
                 )
                 if kind in ("server", "network") and waits:
                     message += f" (tried {len(waits) + 1} times)"
@@ -152,12 +157,10 @@ def fetch(
         "cache_dir": cache_dir,
         "local_files_only": offline,
         "etag_timeout": seconds,
-        **({"tqdm_class": _silent_bar()} if quiet else {}),
+        **({"tqdm_class": _SilentBar} if quiet else {}),
     }
 
-    def snapshot() -> str:
-        if offline:
-            return snapshot_download(repo_id, **options)
+    def snapshot() -> str:  # offline, both calls find the cached snapshot folder
         folder = snapshot_download(repo_id, allow_patterns=[*CONFIG_PATTERNS, *WEIGHT_PATTERNS[0]], **options)
         if not any(Path(folder).glob(WEIGHT_PATTERNS[0][0])):  # no safetensors: PyTorch weights
             folder = snapshot_download(repo_id, allow_patterns=list(WEIGHT_PATTERNS[1]), **options)
@@ -179,11 +182,10 @@ def check_revisions(
 ) -> None:
     """Checks, before any is loaded, that every Hub revision of some checkpoints exists (offline: is cached)."""
     seconds = check_hub_timeout(timeout)
-    repos: dict[str, list[tuple[str, str | None, str]]] = {}  # by repository, in order of first appearance
-    for repo_id, revision, label in checkpoints:
-        repos.setdefault(repo_id, []).append((repo_id, revision, label))
+    wanted = list(checkpoints)
+    repos = {repo_id: [each for each in wanted if each[0] == repo_id] for repo_id, _, _ in wanted}  # by repository
     if is_offline():
-        missing = [wanted for each in repos.values() for wanted in each if not _cached(*wanted[:2], cache_dir)]
+        missing = [item for each in repos.values() for item in each if not _cached(*item[:2], cache_dir)]
         if missing:
             raise CheckpointError(
                 f"{len(missing)} checkpoint(s) are not in the local Hugging Face cache ({cache_location(cache_dir)}) "
@@ -200,13 +202,12 @@ def check_revisions(
                 (r, at, label) for r, at, label in each if at is not None and not _COMMIT.match(at) and at not in names
             ]
     if missing:
+        listings = ", ".join(
+            f"huggingface_hub.list_repo_refs({repo!r})" for repo in sorted({r for r, _, _ in missing})
+        )
         raise CheckpointError(
-            f"{len(missing)} revision(s) do not exist on {endpoint()}: {_listed(missing)}. Nothing was computed. "
-            "Check the steps against the repository's branches ("
-            + ", ".join(
-                f"huggingface_hub.list_repo_refs({repo!r})" for repo in sorted({repo for repo, _, _ in missing})
-            )
-            + "), or leave these checkpoints out."
+            f"{len(missing)} revision(s) do not exist on {constants.ENDPOINT}: {_listed(missing)}. Nothing was "
+            f"computed. Check the steps against the repository's branches ({listings}), or leave these checkpoints out."
         )
 
 
@@ -223,7 +224,7 @@ def _refs(repo_id: str, timeout: float = DEFAULT_HUB_TIMEOUT) -> set[str] | None
             raise
         cause = error.__cause__ or error
         warnings.warn(
-            f"Could not list the revisions of {repo_id} on {endpoint()} ({type(cause).__name__}: "
+            f"Could not list the revisions of {repo_id} on {constants.ENDPOINT} ({type(cause).__name__}: "
             f"{_first_line(cause)}, tried {HUB_RETRIES + 1} times); each revision is checked when it is loaded.",
             EnvironmentWarning,
             stacklevel=4,
@@ -241,10 +242,9 @@ def _cached(repo_id: str, revision: str | None, cache_dir: str | os.PathLike | N
         return False
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# what went wrong
-
-#: What `failure_message` says for each kind of failure (`_kind`; "offline": any other failure while offline).
+# ----------------------------------------------------------------------------------------------------- what went wrong
+#: What `hub_call` says for each kind of failure (`_kind`; "offline": any other failure while offline): what went
+#: wrong, naming the endpoint in use and the installed download command, and what to do.
 _MESSAGES: dict[str | None, str] = {
     "revision": "Cannot fetch {shown}: revision {revision!r} does not exist in {repo_id} on {where}. List its revisions "
     "with huggingface_hub.list_repo_refs({repo_id!r}) (or {where}/{repo_id}/tree/main), and check the step.",
@@ -269,51 +269,18 @@ _MESSAGES: dict[str | None, str] = {
 }
 
 
-def failure_message(
-    error: BaseException,
-    repo_id: str,
-    revision: str | None,
-    *,
-    label: str = "",
-    cache_dir: str | os.PathLike | None = None,
-    timeout: float | None = None,
-) -> str:
-    """What went wrong fetching a revision (missing repository or revision, authentication, server, timeout,
-    network, offline cache) and what to do, naming the endpoint in use and the installed download command."""
-    kind = _kind(error)
-    if kind in ("timeout", "network", None) and is_offline():
-        kind = "offline"
-    return _MESSAGES[kind].format(
-        shown=_shown(repo_id, revision, label),
-        repo_id=repo_id,
-        revision=revision,
-        where=endpoint(),
-        cli=hub_command(),
-        command=download_command(repo_id, revision),
-        original=f" ({type(error).__name__}: {_first_line(error)})",
-        seconds=check_hub_timeout(timeout),
-        cache=cache_location(cache_dir),
-    )
-
-
-_NAMED = ((hub_errors.RevisionNotFoundError, "revision"), (hub_errors.GatedRepoError, "gated"))
-_NAMED += ((hub_errors.RepositoryNotFoundError, "repo"),)
+_NAMED = {hub_errors.RevisionNotFoundError: "revision", hub_errors.GatedRepoError: "gated"}
+_NAMED[hub_errors.RepositoryNotFoundError] = "repo"
 
 
 def _kind(error: BaseException) -> str | None:
     """The failure behind an error of huggingface_hub, its HTTP library (httpx, httpx2 or, before 1.0, requests) or
     transformers: its first recognised cause."""
-    if httpx is not None:
-        timeouts, failures = httpx.TimeoutException, httpx.TransportError
-    else:
-        import requests
-
-        timeouts, failures = requests.exceptions.Timeout, requests.exceptions.ConnectionError
     seen: set[int] = set()
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        for named, kind in _NAMED:  # the subclasses first
+        for named, kind in _NAMED.items():  # the subclasses first
             if isinstance(cause, named):
                 return kind
         response = cause.response if isinstance(cause, hub_errors.HfHubHTTPError) else None
@@ -322,24 +289,20 @@ def _kind(error: BaseException) -> str | None:
             return "auth"
         if status >= 500 or status in (408, 429):
             return "server"
-        if isinstance(cause, (timeouts, TimeoutError)):
+        if isinstance(cause, (_TIMEOUTS, TimeoutError)):
             return "timeout"
-        if isinstance(cause, (failures, hub_errors.OfflineModeIsEnabled, ConnectionError)):
+        if isinstance(cause, (_FAILURES, hub_errors.OfflineModeIsEnabled, ConnectionError)):
             return "network"
         cause = cause.__cause__ or cause.__context__
     return None
 
 
-def _silent_bar() -> type:
-    """A tqdm class that shows nothing, for `snapshot_download`'s bars."""
-    from tqdm.auto import tqdm
+class _SilentBar(tqdm):
+    """A tqdm bar that shows nothing, for `snapshot_download`'s bars."""
 
-    class SilentBar(tqdm):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            kwargs.pop("name", None)  # huggingface_hub's own bars take a name; tqdm's do not
-            super().__init__(*args, **{**kwargs, "disable": True})
-
-    return SilentBar
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.pop("name", None)  # huggingface_hub's own bars take a name; tqdm's do not
+        super().__init__(*args, **{**kwargs, "disable": True})
 
 
 def _shown(repo_id: str, revision: str | None, label: str) -> str:
@@ -361,8 +324,7 @@ def _commands(missing: list[tuple[str, str | None, str]]) -> str:
     return ", ".join(commands[:3]) + (f" and {len(commands) - 3} more" if len(commands) > 3 else "")
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# the deadline
+# -------------------------------------------------------------------------------------------------------- the deadline
 
 
 class HubStalled(TimeoutError):
@@ -374,11 +336,12 @@ _LOCK = threading.Lock()
 _BLOCKS: dict[int, float] = {}  # the `bounded` blocks running, in any thread: id -> deadline in seconds
 _STALLED: dict[tuple[str, str], frozenset[int]] = {}  # (method, url) that waited out the deadline -> blocks then
 _IDS = itertools.count()
+_REQUESTS_FACTORY = ("_GLOBAL_BACKEND_FACTORY", "configure_http_backend")  # huggingface_hub < 1.0
 
 
 @contextlib.contextmanager
 def bounded(seconds: float) -> Iterator[float]:
-    """Gives every request huggingface_hub sends while the block runs the deadline `seconds` (see the module)."""
+    """Gives every request huggingface_hub sends inside the block the deadline `seconds` (`DEFAULT_HUB_TIMEOUT`)."""
     _guard_factory()
     with _LOCK:
         block = next(_IDS)
@@ -416,30 +379,26 @@ def _watching(key: tuple[str, str], timeouts: type[BaseException] | tuple[type[B
         raise
 
 
-def _cap(given: float | None, seconds: float) -> float:
-    return seconds if given is None else min(given, seconds)
+def _cap(given: float | None, seconds: float | None) -> float | None:
+    """The shorter of a request's own timeout and the deadline (None: no limit)."""
+    return min((limit for limit in (given, seconds) if limit is not None), default=None)
 
 
 def _guard_factory() -> None:
     """Wraps huggingface_hub's client (or, before 1.0, session) factory once, so that what it makes is guarded."""
-    if httpx is None:
-        from huggingface_hub import configure_http_backend as configure
+    import huggingface_hub
 
-        attribute, guard = "_GLOBAL_BACKEND_FACTORY", _guard_session
-    else:
-        from huggingface_hub import set_client_factory as configure
-
-        attribute, guard = "_GLOBAL_CLIENT_FACTORY", _guard_client
+    attribute, configure = ("_GLOBAL_CLIENT_FACTORY", "set_client_factory") if httpx else _REQUESTS_FACTORY
     with _LOCK:
         factory = getattr(_hub_http, attribute)
         if getattr(factory, "guarded", False):
             return
 
         def guarded() -> Any:
-            return guard(factory())
+            return _guard(factory())
 
         guarded.guarded = True
-        configure(guarded)  # also drops the client (sessions) made before: the next is guarded
+        getattr(huggingface_hub, configure)(guarded)  # also drops the clients (sessions) made before
 
 
 if httpx is not None:
@@ -452,8 +411,6 @@ if httpx is not None:
 
         def handle_request(self, request: httpx.Request) -> httpx.Response:
             key, seconds = _start(request.method, request.url)
-            if seconds is None:
-                return self.inner.handle_request(request)
             given = request.extensions.get("timeout") or {}
             timeout = {kind: _cap(given.get(kind), seconds) for kind in ("connect", "read", "write", "pool")}
             request.extensions = {**request.extensions, "timeout": timeout}
@@ -478,7 +435,7 @@ if httpx is not None:
         def close(self) -> None:
             self.inner.close()
 
-    def _guard_client(client: Any) -> Any:
+    def _guard(client: Any) -> Any:
         """The client, its transports wrapped in `_Guard` (httpx keeps them in `_transport` and `_mounts`)."""
         client._transport = _Guard(client._transport)
         client._mounts = {pattern: t and _Guard(t) for pattern, t in client._mounts.items()}
@@ -498,8 +455,6 @@ else:  # huggingface_hub < 1.0 sends its requests with `requests`, one session p
 
         def send(self, request: requests.PreparedRequest, timeout: Any = None, **kwargs: Any) -> requests.Response:
             key, seconds = _start(request.method, request.url)
-            if seconds is None:
-                return self.inner.send(request, timeout=timeout, **kwargs)
             connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
             with _watching(key, requests.exceptions.Timeout):
                 response = self.inner.send(request, timeout=(_cap(connect, seconds), _cap(read, seconds)), **kwargs)
@@ -515,15 +470,14 @@ else:  # huggingface_hub < 1.0 sends its requests with `requests`, one session p
         def close(self) -> None:
             self.inner.close()
 
-    def _guard_session(session: requests.Session) -> requests.Session:
+    def _guard(session: requests.Session) -> requests.Session:
         """The session, its adapters wrapped in `_Guard`."""
         for prefix, adapter in list(session.adapters.items()):
             session.mount(prefix, _Guard(adapter))
         return session
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# the cache
+# ----------------------------------------------------------------------------------------------------------- the cache
 
 
 def _snapshot_commits(cache: str | os.PathLike, repo_id: str) -> set[str]:

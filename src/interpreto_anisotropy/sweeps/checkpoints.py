@@ -3,15 +3,10 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Training checkpoints: where they are, which step they are, and how to load them.
 
-A `Checkpoint` is one model state (`step`, `source`, `revision`); the listing helpers build a sweep's sorted list:
-
-- `local`: folders of one run on disk (`checkpoint-123`, `step123`, `step-123`, `step_123`);
-- `hub`: revisions of a Hub repository (`step1000`, `step-1000`, or an explicit `{step: revision}` mapping);
-- `pythia`: EleutherAI's Pythia suite (revisions `step{N}`, steps checked against the published schedule);
-- `smollm2`: SmolLM2's intermediate checkpoints (revisions `step-{N}`).
-
-`load_checkpoint` returns `(model, tokenizer)` ready for Interpreto, its config checked against its weights' names and
-shapes before any real tensor is allocated (`check_config`); `loaded` frees the model after a `with` block.
+A `Checkpoint` is one model state (`step`, `source`, `revision`); `local` (folders on disk), `hub` (revisions of a
+Hub repository), `pythia`, `smollm2` and `suite` build a sweep's sorted list. `load_checkpoint` returns `(model,
+tokenizer)` ready for Interpreto, its config checked against its weights before any real tensor is allocated
+(`check_config`); `loaded` frees the model after a `with` block.
 
 Examples:
     >>> import interpreto_anisotropy as ia
@@ -55,8 +50,8 @@ PYTHIA_SIZES: tuple[str, ...] = ("14m", "31m", "70m", "160m", "410m", "1b", "1.4
 #: SmolLM2 model sizes with intermediate checkpoints (`HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints`).
 SMOLLM2_SIZES: tuple[str, ...] = ("135M", "360M", "1.7B")
 
-# A folder name or a revision that carries a step: checkpoint-123, checkpoint_123, step123, step-123, step_123.
-# Revisions may carry a suffix after the step (OLMo's `step1000-tokens4B`, FineWeb's `step-001000-2BT`).
+# A folder name or a revision that carries a step (checkpoint-123, step123, step-123, step_123); revisions may carry a
+# suffix after it (OLMo's `step1000-tokens4B`, FineWeb's `step-001000-2BT`).
 _FOLDER_STEP = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)$", re.IGNORECASE)
 _REVISION_STEP = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)(?:[-_.].*)?$", re.IGNORECASE)
 _KINDS = ("auto", "local", "hub")
@@ -70,20 +65,16 @@ def _is_step(value: Any) -> bool:
 class Checkpoint:
     """One model state of a training run.
 
-    Checkpoints sort by step (then source, revision). `kind` and `prefer_local` say how to load, not what: they are
-    left out of comparisons and of `to_dict`.
+    Checkpoints sort by step (then source, revision); `kind` and `prefer_local` (how to load, not what) are left out of
+    comparisons and of `to_dict` (docs/how-to/hub-checkpoints.md).
 
     Args:
         step: The training step, an integer >= 0.
-        source: A local folder (holding `config.json`) or a Hugging Face Hub model id such as
-            `"EleutherAI/pythia-160m"`.
-        revision: For a Hub model id, the branch, tag or commit to load (e.g. `"step1000"`); `None` means the default
-            branch.
-        kind: `"hub"` (what `hub`, `pythia`, `smollm2`, `suite` build) loads from the Hub even when a folder of that
-            name exists; `"local"` (what `local` builds) loads the folder; `"auto"` (default) an existing folder,
-            else the Hub (a revision for an existing folder is then an error at load time).
-        prefer_local: For a Hub checkpoint, load the folder named `source` when it exists (its revision is then not
-            checked: the folder must hold that revision).
+        source: A local folder (holding `config.json`) or a Hub model id such as `"EleutherAI/pythia-160m"`.
+        revision: For a Hub model id, the branch, tag or commit to load (`"step1000"`); `None`: the default branch.
+        kind: `"hub"` (what `hub`, `pythia`, `smollm2`, `suite` build) loads from the Hub, `"local"` (what `local`
+            builds) the folder, `"auto"` (default) an existing folder, else the Hub.
+        prefer_local: For a Hub checkpoint, load the folder named `source` when it exists (it must hold the revision).
 
     Raises:
         InvalidInputError: If `step` is not an integer >= 0, `source` is empty, `revision` is not a non-empty string,
@@ -141,17 +132,7 @@ class Checkpoint:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Checkpoint:
-        """Builds a checkpoint from the output of `to_dict`.
-
-        Args:
-            data: A mapping with keys `step` and `source`, and optionally `revision`.
-
-        Returns:
-            The checkpoint.
-
-        Raises:
-            InvalidInputError: If `data` is not a mapping, misses a key, has unknown keys or bad values.
-        """
+        """Builds a checkpoint from the output of `to_dict` (InvalidInputError for any other mapping)."""
         if not isinstance(data, Mapping):
             raise InvalidInputError(f"Checkpoint.from_dict expects a dict, got {type(data).__name__}.")
         missing, unknown = {"step", "source"} - set(data), set(data) - {"step", "source", "revision"}
@@ -163,7 +144,7 @@ class Checkpoint:
 
 
 class CheckpointList(list):
-    """A list of checkpoints that knows the length of their training run and its objective (presets fill them in).
+    """A list of checkpoints that knows its training run's length and objective (presets fill them in).
 
     Args:
         checkpoints: The checkpoints.
@@ -184,9 +165,8 @@ class CheckpointList(list):
 
 
 def parse_step(name: str) -> int | None:
-    """Reads the training step from a folder name or a revision string.
-
-    Forms: `checkpoint-123`, `step123`, `step-123`, `step_123`, optionally with a suffix (`step1000-tokens4B`).
+    """Reads the training step from a folder name or a revision: `checkpoint-123`, `step123`, `step-123`, `step_123`,
+    optionally with a suffix (`step1000-tokens4B`).
 
     Args:
         name: A folder name (not a path) or a revision.
@@ -203,13 +183,11 @@ def parse_step(name: str) -> int | None:
 
 
 def local(pattern: str | os.PathLike) -> list[Checkpoint]:
-    """Lists the checkpoint folders of a training run on disk, sorted by step.
-
-    The step comes from the folder's name (see `parse_step`); a folder whose name carries none is skipped with a warning.
+    """Lists the checkpoint folders of a training run on disk, sorted by step (read from the folder's name by
+    `parse_step`; a folder whose name carries none is skipped with a warning).
 
     Args:
-        pattern: A glob pattern of checkpoint folders, e.g. `"runs/toy/checkpoint-*"` (`~` is expanded; `**` is
-            recursive).
+        pattern: A glob of checkpoint folders, e.g. `"runs/toy/checkpoint-*"` (`~` is expanded; `**` is recursive).
 
     Returns:
         The checkpoints, sorted by step, each with `source` set to the folder's absolute path and no revision.
@@ -256,23 +234,20 @@ def local(pattern: str | os.PathLike) -> list[Checkpoint]:
 def hub(
     model_id: str, revisions: str | Iterable[str] | Mapping[int, str], *, prefer_local: bool = False
 ) -> list[Checkpoint]:
-    """Lists revisions of a Hugging Face Hub repository as checkpoints, sorted by step.
-
-    A revision's step is read from its name (`parse_step`); give a mapping `{step: revision}` for revisions without
-    one (`{143000: "main"}`). Nothing is downloaded: `check_revisions` and `load_checkpoint` touch the network.
+    """Lists revisions of a Hugging Face Hub repository as checkpoints, sorted by step (read from each name by
+    `parse_step`, or given by a mapping). Nothing is downloaded.
 
     Args:
         model_id: A Hub model id such as `"EleutherAI/pythia-160m"`.
-        revisions: Revision names, or a mapping `{step: revision}` (which also accepts revisions without a step).
+        revisions: Revision names, or a mapping `{step: revision}` for names without a step (`{143000: "main"}`).
         prefer_local: Load the folder named `model_id` instead, when it exists (see `Checkpoint`).
 
     Returns:
         The checkpoints, sorted by step.
 
     Raises:
-        InvalidInputError: If `revisions` is empty.
-        InvalidInputError: If `model_id` is empty, a revision carries no step (outside a mapping), or two revisions
-            have the same step.
+        InvalidInputError: If `model_id` or `revisions` is empty, a revision carries no step (outside a mapping), or
+            two revisions have the same step.
 
     Examples:
         >>> [c.step for c in hub("EleutherAI/pythia-160m", ["step1000", "step0"])]
@@ -280,8 +255,6 @@ def hub(
         >>> hub("EleutherAI/pythia-160m", {143000: "main"})[0].revision
         'main'
     """
-    if not isinstance(model_id, str) or not model_id.strip():
-        raise InvalidInputError(f"hub() expects a Hugging Face Hub model id such as 'org/name', got {model_id!r}.")
     if isinstance(revisions, Mapping):
         pairs = list(revisions.items())
     else:
@@ -289,11 +262,11 @@ def hub(
         for rev in [revisions] if isinstance(revisions, str) else revisions:
             if not isinstance(rev, str):
                 raise InvalidInputError(f"Revisions must be strings such as 'step1000', got {rev!r}.")
-            if parse_step(rev) is None:
+            if (step := parse_step(rev)) is None:
                 raise InvalidInputError(
                     f"Revision {rev!r} of {model_id!r} carries no training step: pass a mapping {{step: revision}} instead, e.g. hub({model_id!r}, {{143000: {rev!r}}})."
                 )
-            pairs.append((parse_step(rev), rev))
+            pairs.append((step, rev))
     if not pairs:
         raise InvalidInputError(f"No revision given for {model_id!r}.")
     checkpoints = sorted(Checkpoint(s, model_id, rev, kind="hub", prefer_local=prefer_local) for s, rev in pairs)
@@ -308,8 +281,7 @@ def pythia(
 
     Args:
         size: One of `PYTHIA_SIZES` (`"14m"`, `"70m"`, `"160m"`, `"410m"`, `"1b"`, `"1.4b"`, ...); case-insensitive.
-        steps: One step or several, each one of `PYTHIA_STEPS`: 0, 1, 2, 4, ..., 512, then every 1000 steps up to
-            143000 (the final model, also the `main` branch). Duplicates are dropped.
+        steps: One step or several, each one of `PYTHIA_STEPS` (143000 is the final model). Duplicates are dropped.
         deduped: Use the models trained on the deduplicated Pile (`EleutherAI/pythia-{size}-deduped`).
         prefer_local: Load a folder named like the repository instead, when it exists (see `Checkpoint`).
 
@@ -317,23 +289,19 @@ def pythia(
         The checkpoints, sorted by step.
 
     Raises:
-        InvalidInputError: If `size` is not a Pythia size, or a step was not published.
-        InvalidInputError: If `steps` is empty.
+        InvalidInputError: If `size` is not a Pythia size, `steps` is empty, or a step was not published.
 
     Examples:
         >>> [(c.source, c.revision) for c in pythia("160m", 1000, deduped=True)]
         [('EleutherAI/pythia-160m-deduped', 'step1000')]
     """
-    size = _normalise_size(size, PYTHIA_SIZES, "pythia")
-    model_id = f"EleutherAI/pythia-{size}" + ("-deduped" if deduped else "")
+    model_id = f"EleutherAI/pythia-{_normalise_size(size, PYTHIA_SIZES, 'pythia')}" + ("-deduped" if deduped else "")
     return _listed(suite_registry.SUITES["pythia"], model_id, _steps(steps, "pythia"), None, prefer_local)
 
 
 def smollm2(size: str, steps: int | Iterable[int], *, prefer_local: bool = False) -> list[Checkpoint]:
     """Lists SmolLM2 intermediate checkpoints (`HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints`, revisions
-    `step-{N}`).
-
-    Steps are not checked against the published schedule: an unpublished step fails at load time (`CheckpointError`).
+    `step-{N}`); an unpublished step fails at load time.
 
     Args:
         size: One of `SMOLLM2_SIZES` (`"135M"`, `"360M"`, `"1.7B"`); case-insensitive.
@@ -344,15 +312,13 @@ def smollm2(size: str, steps: int | Iterable[int], *, prefer_local: bool = False
         The checkpoints, sorted by step.
 
     Raises:
-        InvalidInputError: If `size` is not a SmolLM2 size, or a step is not an integer >= 0.
-        InvalidInputError: If `steps` is empty.
+        InvalidInputError: If `size` is not a SmolLM2 size, `steps` is empty, or a step is not an integer >= 0.
 
     Examples:
         >>> [(c.source, c.revision) for c in smollm2("360m", [160000])]
         [('HuggingFaceTB/SmolLM2-360M-intermediate-checkpoints', 'step-160000')]
     """
-    size = _normalise_size(size, SMOLLM2_SIZES, "smollm2")
-    model_id = f"HuggingFaceTB/SmolLM2-{size}-intermediate-checkpoints"
+    model_id = f"HuggingFaceTB/SmolLM2-{_normalise_size(size, SMOLLM2_SIZES, 'smollm2')}-intermediate-checkpoints"
     return _listed(suite_registry.SUITES["smollm2"], model_id, _steps(steps, "smollm2"), None, prefer_local)
 
 
@@ -364,29 +330,24 @@ def suite(
     model_id: str | None = None,
     prefer_local: bool = False,
 ) -> CheckpointList:
-    """Lists checkpoints of one of the models the paper swept, with its suite's training length and objective.
-
-    Give `steps` where revisions are built from the step (Pythia, SmolLM2), else `revisions` (docs/suites.md). Steps
-    are checked against the published schedule and the training length where they are known.
+    """Lists checkpoints of one of the models the paper swept, with its suite's training length and objective, the
+    steps checked against them where known (docs/suites.md).
 
     Args:
-        name: A preset name `"{suite}-{size}"`, one of `ia.suites.PRESETS` (`"pythia-160m"`, `"olmo-1b"`,
-            `"eurobert-210m"`, ...); case-insensitive.
-        steps: One step or several (integers >= 0). Duplicates are dropped.
+        name: A preset name `"{suite}-{size}"`, one of `ia.suites.PRESETS` (`"olmo-1b"`, ...); case-insensitive.
+        steps: One step or several (integers >= 0), for suites whose revisions are built from the step (Pythia,
+            SmolLM2). Duplicates are dropped.
         revisions: Revision names carrying their step, or a mapping `{step: revision}`; instead of `steps`.
-        model_id: Another Hub repository of the same suite (e.g. `"allenai/OLMo-1B"`, `"EleutherAI/pythia-160m-deduped"`);
-            default: the preset's.
+        model_id: Another Hub repository of the same suite (e.g. `"allenai/OLMo-1B"`); default: the preset's.
         prefer_local: Load a folder named like the repository instead, when it exists (see `Checkpoint`).
 
     Returns:
-        The checkpoints, sorted by step, with `total_steps` (None where unknown) and `objective` (`"causal_lm"`, or
-        the suite's `MaskedLM` settings: its stated pre-training masking, else BERT's default).
+        The checkpoints, sorted by step, with `total_steps` (None: unknown) and `objective` (`Suite.probe_objective`).
 
     Raises:
         InvalidInputError: An unknown preset or size (the message lists them), neither or both of `steps` and
             `revisions`, `steps` for a suite whose revisions cannot be built from the step, a step that was not
-            published or lies after the end of training, or a revision name without a step.
-        InvalidInputError: If `steps` or `revisions` is empty.
+            published or lies after the end of training, a revision name without a step, or no step or revision.
 
     Examples:
         >>> [c.revision for c in suite("pythia-160m", [0, 143000])]
@@ -409,12 +370,9 @@ def suite(
 
 def _listed(family: Any, model_id: str, steps: list[int] | None, revisions: Any, prefer_local: bool) -> CheckpointList:
     """A suite's checkpoints at `steps` (else `revisions`), checked against its schedule and training length."""
-    if steps is None:
-        checkpoints = hub(model_id, revisions, prefer_local=prefer_local)
-    else:
-        checkpoints = [
-            Checkpoint(s, model_id, family.revision(s), kind="hub", prefer_local=prefer_local) for s in steps
-        ]
+    if steps is not None:
+        revisions = {step: family.revision(step) for step in steps}
+    checkpoints = hub(model_id, revisions, prefer_local=prefer_local)
     found = [c.step for c in checkpoints]
     if family.published_steps is not None and (unpublished := sorted(set(found) - set(family.published_steps))):
         raise InvalidInputError(
@@ -467,43 +425,37 @@ def load_checkpoint(
     max_memory: dict[Any, Any] | None = None,
     offload_folder: str | os.PathLike | None = None,
 ) -> tuple[Any, Any]:
-    """Loads a checkpoint's model and tokenizer, ready for Interpreto.
-
-    A Hub checkpoint is fetched into the Hugging Face cache first (`commons.hub.fetch`). A tokenizer without a pad
-    token gets its eos token as pad token, with a warning.
+    """Loads a checkpoint's model and tokenizer (a Hub checkpoint fetched into the Hugging Face cache first), ready
+    for Interpreto.
 
     Args:
         checkpoint: The checkpoint to load.
-        automodel: The model class: `None` infers it from the config (see `infer_objective`), `"causal_lm"` or
-            `"masked_lm"` choose `AutoModelForCausalLM` or `AutoModelForMaskedLM`, and any class with a
-            `from_pretrained` method is used as is.
-        device: Where to put the model; `None` means `"cuda"` when available, else `"cpu"`.
-        dtype: The model's dtype, a `torch.dtype` or its name (`"bfloat16"`); `None` means `torch.float32` (safe for
-            gradients on any device); `"auto"` keeps the dtype the checkpoint was saved in.
+        automodel: The model class: `None` infers it from the config (`infer_objective`), `"causal_lm"` or
+            `"masked_lm"` choose `AutoModelForCausalLM` or `AutoModelForMaskedLM`, any class with `from_pretrained`
+            is used as is.
+        device: Where to put the model; `None`: `"cuda"` when available, else `"cpu"`.
+        dtype: A `torch.dtype` or its name (`"bfloat16"`); `None`: `torch.float32`; `"auto"`: the dtype saved.
         tokenizer_source: Where to load the tokenizer from when the checkpoint has none (a folder, a Hub model id, or
-            another `Checkpoint`); `None` means the checkpoint itself.
+            another `Checkpoint`); `None`: the checkpoint itself.
         cache_dir: The Hugging Face cache folder; `None`: `HF_HUB_CACHE`, or `$HF_HOME/hub`.
-        strict: Refuse missing weights, which transformers would initialise at random (unused weights only warn);
-            `False` loads anyway, with a warning.
+        strict: Refuse missing weights, which transformers would initialise at random; `False` loads with a warning.
         snapshot: For a Hub checkpoint, the folder its files were already fetched to (`commons.hub.fetch`).
-        hub_timeout: Seconds each Hub request may wait to connect or for its next bytes, before the fetch fails
-            (`commons.hub.bounded`); None: `commons.hub.DEFAULT_HUB_TIMEOUT` (10 s).
+        hub_timeout: Seconds each Hub request may wait to connect or for its next bytes; None: 10 s.
         device_map: Dispatch the model with accelerate instead of moving it to `device`: `SweepConfig.device_map`.
         max_memory: `SweepConfig.max_memory`.
         offload_folder: `SweepConfig.offload_folder`.
 
     Returns:
-        `(model, tokenizer)`: the model in eval mode on `device` (or dispatched), and a tokenizer with a pad token.
+        `(model, tokenizer)`: the model in eval mode on `device` (or dispatched), and a tokenizer with a pad token
+        (its eos token, with a warning, if it had none).
 
     Raises:
-        InvalidInputError: If `checkpoint` is not a `Checkpoint`, `automodel` or `dtype` is not understood, the
-            model cannot be moved to `device`, or a dict `device_map` names modules the model does not have or
-            leaves some of its weights without a device.
-        CheckpointError: The folder, revision or repository is missing (or offline and not cached), access is
-            refused, the Hub fails or does not answer within `hub_timeout`, the config contradicts the weights
-            (`check_config`), the files cannot be read, or (`strict`) weights are missing or non-finite; the
-            message names the checkpoint, the failure and what to do.
-        InvalidInputError: If the tokenizer has neither a pad token nor an eos token to use as one.
+        InvalidInputError: If `checkpoint`, `automodel`, `dtype`, `device` or a dict `device_map` (naming modules the
+            model lacks, or leaving weights without a device) is not understood, or the tokenizer has neither a pad
+            nor an eos token.
+        CheckpointError: The folder, revision or repository is missing (or not cached offline), access is refused,
+            the Hub fails or stalls past `hub_timeout`, the config contradicts the weights (`check_config`), the
+            files cannot be read, or (`strict`) weights are missing or non-finite; the message says what to do.
 
     Examples:
         >>> model, tokenizer = load_checkpoint(pythia("70m", 1000)[0], device="cpu")  # doctest: +SKIP
@@ -524,7 +476,7 @@ def load_checkpoint(
     check_config(source, config, model_class, label=checkpoint.name, strict=strict)  # before the build
     placement = _placement(model_class, config, checkpoint.name, device_map, max_memory, offload_folder)
     options = {"config": config, "dtype": model_dtype, **placement}
-    model = _load_weights(checkpoint, model_class, source, shown, options, strict, device)
+    model = _load_weights(checkpoint.name, model_class, source, shown, options, strict, device)
     model.eval()
     logger.info("Loaded checkpoint %s (%s on %s) from %s.", checkpoint.name, type(model).__name__, device, shown)
     return model, tokenizer
@@ -594,7 +546,7 @@ def _load_tokenizer(
     try:
         tokenizer = _from_folder(transformers.AutoTokenizer.from_pretrained, source, f"the tokenizer of {shown}")
     except CheckpointError as err:
-        raise (CheckpointError(f"{err}{hint}") if hint else err) from err.__cause__
+        raise CheckpointError(f"{err}{hint}") from err.__cause__
     try:  # transformers 5 builds an empty tokenizer, without error, from a folder without tokenizer files
         ids = tokenizer("Hello world, 123.", add_special_tokens=False)["input_ids"]
     except Exception as err:  # a tokenizer that cannot even encode text
@@ -609,23 +561,19 @@ def _load_tokenizer(
 
 @contextlib.contextmanager
 def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
-    """Loads a checkpoint for the duration of a `with` block, then frees it.
-
-    On exit the weights move to the `meta` device (released even if something still refers to the model) and CUDA's
-    cache is emptied; no `gc.collect()` (docs/performance.md). Do not use the model after the block.
+    """Loads a checkpoint for the duration of a `with` block, then frees it: its weights move to the `meta` device
+    and CUDA's cache is emptied (docs/performance.md). Do not use the model after the block.
 
     Args:
         checkpoint: The checkpoint to load.
-        **kwargs: Keyword options of `load_checkpoint` (`automodel`, `device`, `dtype`, `tokenizer_source`,
-            `cache_dir`, `snapshot`, `device_map`, `max_memory`, `offload_folder`).
+        **kwargs: Keyword options of `load_checkpoint`.
 
     Yields:
         `(model, tokenizer)`, as returned by `load_checkpoint`.
 
     Raises:
         CheckpointError: As `load_checkpoint`: a missing folder, revision or repository, or unreadable files.
-        InvalidInputError: As `load_checkpoint`: a bad `automodel`, `dtype` or `device`.
-        InvalidInputError: As `load_checkpoint`: a tokenizer with neither a pad token nor an eos token.
+        InvalidInputError: As `load_checkpoint`: a bad option, or a tokenizer with neither a pad nor an eos token.
 
     Examples:
         >>> for ckpt in local("runs/toy/checkpoint-*"):  # doctest: +SKIP
@@ -633,6 +581,7 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
         ...         ...
     """
     import torch
+    from accelerate.hooks import remove_hook_from_submodules
 
     from ..commons.progress import quiet_transformers
 
@@ -642,14 +591,9 @@ def loaded(checkpoint: Checkpoint, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     try:
         yield model, tokenizer
     finally:
-        with contextlib.suppress(Exception):  # the weights to the meta device
-            if getattr(model, "hf_device_map", None) is None:
-                model.to("meta")
-            else:  # accelerate's hooks hold offloaded weights, and its `to` refuses to move offloaded modules
-                from accelerate.hooks import remove_hook_from_submodules
-
-                remove_hook_from_submodules(model)
-                torch.nn.Module.to(model, "meta")
+        with contextlib.suppress(Exception):  # the weights to the meta device, even offloaded ones (held by hooks)
+            remove_hook_from_submodules(model)
+            torch.nn.Module.to(model, "meta")
         del model, tokenizer
         if on_cuda and torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -684,14 +628,13 @@ def _steps(steps: int | Iterable[int], family: str) -> list[int]:
 
 def _loads_from_hub(checkpoint: Checkpoint) -> bool:
     """Whether a checkpoint loads from the Hub (else from its folder), following its kind; contradictions raise."""
-    source, kind = checkpoint.source, checkpoint.kind
-    exists = Path(source).expanduser().is_dir()
+    source, local = checkpoint.source, checkpoint.is_local
     looks_like_path = (
         source.startswith((".", "/", "~", "\\")) or source.count("/") > 1 or os.sep in source.replace("/", "")
     )
-    if kind == "hub" or not (exists or kind == "local" or looks_like_path):
-        return not (kind == "hub" and checkpoint.prefer_local and exists)
-    if not exists:
+    if checkpoint.kind == "hub" or not (local or looks_like_path):
+        return not local
+    if not Path(source).expanduser().is_dir():
         raise CheckpointError(
             f"Checkpoint folder {source!r} does not exist: check the path, or list folders with ia.checkpoints.local('path/to/run/checkpoint-*')."
         )
@@ -705,7 +648,7 @@ def _loads_from_hub(checkpoint: Checkpoint) -> bool:
 def _resolve_source(
     checkpoint: Checkpoint, cache_dir: Any = None, *, snapshot: Any = None, timeout: float | None = None
 ) -> tuple[str, str]:
-    """The folder to load a checkpoint from (its own, or its Hub revision's snapshot, fetched unless given) and its label."""
+    """The folder to load a checkpoint from (its own, or its revision's snapshot, fetched unless given), its label."""
     if not _loads_from_hub(checkpoint):
         folder = str(Path(checkpoint.source).expanduser())
         return folder, f"local checkpoint {folder!r}"
@@ -728,8 +671,7 @@ def check_revisions(
     Args:
         checkpoints: The checkpoints.
         cache_dir: The Hugging Face cache (None: the default).
-        hub_timeout: Seconds the refs listing may wait to connect or for its next bytes, before it fails
-            (`commons.hub.bounded`); None: `commons.hub.DEFAULT_HUB_TIMEOUT` (10 s).
+        hub_timeout: Seconds the refs listing may wait to connect or for its next bytes; None: 10 s.
 
     Raises:
         CheckpointError: Naming every missing revision (or the first local problem, or a Hub that did not answer
@@ -754,7 +696,7 @@ def check_revisions(
 
 
 def _from_folder(function: Any, folder: str, what: str, advice: str | None = None, **kwargs: Any) -> Any:
-    """`function(folder)` (a `from_pretrained`); missing or unreadable files (any failure, given `advice`) raise CheckpointError."""
+    """`function(folder)`; missing or unreadable files (any failure, given `advice`) raise CheckpointError."""
     try:
         return function(folder, **kwargs)
     except CheckpointError:
@@ -768,21 +710,15 @@ def _from_folder(function: Any, folder: str, what: str, advice: str | None = Non
 
 
 def _load_weights(
-    checkpoint: Checkpoint,
-    model_class: Any,
-    source: str,
-    shown: str,
-    kwargs: dict[str, Any],
-    strict: bool,
-    device: Any,
+    name: str, model_class: Any, source: str, shown: str, kwargs: dict[str, Any], strict: bool, device: Any
 ) -> Any:
     """The model, its weights checked against its class (missing, unexpected, mis-shaped, unreadable, non-finite), on
     `device` unless dispatched by a `device_map`."""
     import torch
 
-    what = f"Checkpoint {checkpoint.name} ({source})"
+    what = f"Checkpoint {name} ({source})"
     advice = "The weight files are truncated, or their tensors do not have this architecture's shapes."
-    weights = f"the weights of checkpoint {checkpoint.name} ({shown})"
+    weights = f"the weights of checkpoint {name} ({shown})"
     model, info = _from_folder(
         model_class.from_pretrained, source, weights, advice, output_loading_info=True, **kwargs
     )
@@ -792,11 +728,10 @@ def _load_weights(
         warnings.warn(f"{what} has weights the model does not use ({found}).", CheckpointWarning, stacklevel=4)
     elif found:
         message = f"{what} does not match {getattr(model_class, '__name__', model_class)}'s weights ({found}); transformers initialises missing weights at random."
-        _refuse_or_warn(
-            message,
-            "Check the checkpoint's files and the model class (automodel=), or pass strict=False to load it anyway.",
-            strict,
+        advice = (
+            "Check the checkpoint's files and the model class (automodel=), or pass strict=False to load it anyway."
         )
+        _refuse_or_warn(message, advice, strict)
     # NaN or infinity: a diverged run's checkpoint (weights offloaded by a device_map are not read here)
     bad = [
         key
@@ -805,16 +740,13 @@ def _load_weights(
     ]
     if bad:
         message = f"{what} has non-finite weights (NaN or infinity) in {_some(bad)}: training diverged before it was saved, or the file is corrupt."
-        _refuse_or_warn(
-            message,
-            "Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped.",
-            strict,
-        )
+        advice = "Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped."
+        _refuse_or_warn(message, advice, strict)
     if "device_map" not in kwargs:
         try:
             model.to(device)
         except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
-            raise InvalidInputError(f"Cannot move checkpoint {checkpoint.name} to device '{device}': {err}") from err
+            raise InvalidInputError(f"Cannot move checkpoint {name} to device '{device}': {err}") from err
     return model
 
 
@@ -881,17 +813,12 @@ def check_config_file(folder: str | Path, *, label: str) -> None:
         raise CheckpointError(
             f'{where}: config.json gives architectures = {architectures!r}, which must be a list of class names (e.g. ["GPTNeoXForCausalLM"]). Fix config.json.'
         )
-    _check_divides(found["heads"], found["hidden"], where, only_if=values.get("head_dim") is None)
-    _check_divides(found["kv_heads"], found["heads"], where)
-
-
-def _check_divides(
-    part: tuple[str, int] | None, whole: tuple[str, int] | None, where: str, only_if: bool = True
-) -> None:
-    if part is not None and whole is not None and only_if and whole[1] % part[1]:
-        raise CheckpointError(
-            f"{where}: config.json gives {whole[0]} = {whole[1]}, which {part[0]} = {part[1]} does not divide. Fix config.json."
-        )
+    divisions = [("heads", "hidden")] if values.get("head_dim") is None else []  # a head_dim frees the hidden size
+    for part, whole in [(found[size], found[within]) for size, within in [*divisions, ("kv_heads", "heads")]]:
+        if part is not None and whole is not None and whole[1] % part[1]:
+            raise CheckpointError(
+                f"{where}: config.json gives {whole[0]} = {whole[1]}, which {part[0]} = {part[1]} does not divide. Fix config.json."
+            )
 
 
 def check_config(folder: str | Path, config: Any, model_class: Any, *, label: str, strict: bool = True) -> None:
@@ -904,10 +831,8 @@ def check_config(folder: str | Path, config: Any, model_class: Any, *, label: st
     width = getattr(config, "embedding_size", None) or getattr(config, "hidden_size", None)
     embeddings = [(name, shape) for name, shape in shapes.items() if name.endswith(_EMBEDDINGS) and len(shape) == 2]
     if width is not None and len(embeddings) == 1 and embeddings[0][1][1] != width:
-        (name, shape), key = (
-            embeddings[0],
-            "embedding_size" if getattr(config, "embedding_size", None) else _key(config, "hidden_size"),
-        )
+        (name, shape), factorised = embeddings[0], getattr(config, "embedding_size", None)
+        key = "embedding_size" if factorised else _key(config, "hidden_size")
         raise CheckpointError(
             f"{where}: config.json gives {key} = {width}, but the weights' embedding {name} has shape {list(shape)} (width {shape[1]}): the config does not belong to these weights. Fix config.json."
         )

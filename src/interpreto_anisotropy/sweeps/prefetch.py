@@ -1,25 +1,18 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A sweep's Hub checkpoints fetched ahead of their turn, within a disk budget.
+"""A sweep's Hub checkpoints fetched ahead of their turn, within a disk budget (docs/how-to/suite-sweeps.md).
 
-A sweep loads its checkpoints in a known order (the early checkpoints for the reference tangent, then every
-checkpoint with rows missing): its *uses*. While one use is computed, `CheckpointPipeline` downloads the next ones,
-`prefetch` uses ahead, on a `ThreadPoolExecutor` of `max_concurrent_downloads` threads (the use the sweep waits for,
-if no thread has started it, is fetched on the sweep's own thread). A use's files are handed over only once
-`snapshot_download` has returned (every file complete); a download that failed raises its error when its use's turn
-comes, as a download at that moment would have.
+A sweep's *uses* (its checkpoints in the order it loads them) are fetched `prefetch` ahead on a pool of
+`max_concurrent_downloads` threads (the use the sweep waits for, if no thread has started it, on the sweep's own). A
+use's files are handed over once `snapshot_download` has returned; a failed download raises when its use's turn comes.
 
-With a budget (`max_cache_bytes`), a revision the sweep fetched itself (its snapshot was not in the cache before the
-sweep's first run, `commons.hub.cached_before`) is evicted once its last use is done, or as soon as its use is done
-when keeping it for a later use would crowd out the look-ahead; it is then fetched again for that use. A download
-ahead of the turn waits (on a `threading.Condition`) until the revisions held plus the downloads running plus this
-one fit in the budget (a revision's size is taken as the largest fetched so far; the first download goes alone); the
-use the sweep waits for always starts, so the cache grows by at most the budget plus one checkpoint. Revisions that were in the cache
-before are never evicted, nor counted. A revision is never evicted while a download from its repository runs
-(they may share files), nor while a use holds it.
-
-Local folders need nothing fetched: their uses pass through.
+With a budget (`max_cache_bytes`), a revision the sweep fetched itself (not cached before its first run,
+`commons.hub.cached_before`) is evicted once its last use is done, or when keeping it would crowd out the look-ahead.
+A download ahead waits until the revisions held plus the downloads running plus this one fit (a revision's size: the
+largest fetched so far; the first goes alone); the use the sweep waits for always starts, so the cache grows by at
+most the budget plus one checkpoint. A revision is never evicted while a download from its repository runs, nor while
+a use holds it. Local folders pass through.
 
 Examples:
     >>> with CheckpointPipeline(uses, prefetch=2, max_cache_bytes=20 * 2**30) as pipeline:  # doctest: +SKIP
@@ -118,8 +111,7 @@ class CheckpointPipeline:
         hub_timeout: float = hub.DEFAULT_HUB_TIMEOUT,
     ):
         self.uses = list(uses)
-        self.hub_timeout = hub.check_hub_timeout(hub_timeout)
-        self.prefetch = prefetch  # the options come checked by SweepConfig
+        self.hub_timeout, self.prefetch = hub_timeout, prefetch  # the options come checked by SweepConfig
         self.budget = max_cache_bytes
         self.cache = hub.cache_location(cache_dir)
         self.before = {repo: set(commits) for repo, commits in (before or {}).items()}
@@ -159,18 +151,8 @@ class CheckpointPipeline:
         self._warn_notes()
 
     def take(self, checkpoint: Checkpoint) -> Fetched:
-        """Waits until the next use's files are complete and returns them.
-
-        Args:
-            checkpoint: The next use's checkpoint (uses are taken in order).
-
-        Returns:
-            Its files (`Fetched.folder` None for a local checkpoint).
-
-        Raises:
-            CheckpointError: Its download failed (as `commons.hub.fetch` says); the use counts as taken.
-            RuntimeError: `checkpoint` is not the next use (a bug of the caller).
-        """
+        """Waits until the files of the next use, `checkpoint`, are complete and returns them; raises its download's
+        CheckpointError (the use then counts as taken)."""
         with self._room:
             index = self._turn
             if index >= len(self.uses) or self.uses[index] != checkpoint:
@@ -266,7 +248,7 @@ class CheckpointPipeline:
             evicted = hub.evict(self.cache, commits)
         except Exception as error:  # noqa: BLE001  (a cache that cannot be scanned: warn, never stop the sweep)
             self._notes.append(
-                f"Could not evict {names} from {self.cache}: {error}. Delete them with `{hub.hub_command()} cache delete`."
+                f"Could not evict {names} from {self.cache}: {error}. Delete them with `{hub.HUB_CLI} cache delete`."
             )
         else:
             self.evicted_bytes += evicted
@@ -275,17 +257,17 @@ class CheckpointPipeline:
 
     # ------------------------------------------------------------------ a download (a pool thread, or the sweep's)
     def _fetch(self, revision: _Revision) -> Fetched:
-        c = revision.checkpoint
+        checkpoint = revision.checkpoint
         with self._room:
             self._room.wait_for(lambda: self._closed or self._may_start(revision))
             if self._closed and revision is not self._urgent:
-                raise RuntimeError(f"CheckpointPipeline closed before {c.name} was fetched.")
+                raise RuntimeError(f"CheckpointPipeline closed before {checkpoint.name} was fetched.")
             revision.running = True
         start = time.perf_counter()
         fetched = None
         try:
             folder = hub.fetch(
-                c.source, c.revision, cache_dir=self.cache, label=c.name, quiet=True, timeout=self.hub_timeout
+                *revision.key, cache_dir=self.cache, label=checkpoint.name, quiet=True, timeout=self.hub_timeout
             )
             fetched = Fetched(folder, time.perf_counter() - start, hub.revision_bytes(folder))
             return fetched
@@ -297,7 +279,7 @@ class CheckpointPipeline:
                         del self._revisions[revision.key]  # a later use fetches it afresh
                 else:  # whose it is, its size, the progress bar
                     revision.fetched = fetched
-                    revision.ours = self.evicts and revision.commit not in self.before.get(c.source, set())
+                    revision.ours = self.evicts and revision.commit not in self.before.get(checkpoint.source, set())
                     self._estimate = max(self._estimate or 0, fetched.nbytes)
                     self.fetched_bytes += fetched.nbytes
                     self.downloads += 1

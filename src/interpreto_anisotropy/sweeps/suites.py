@@ -90,8 +90,7 @@ class Suite:
         sizes: The sizes taken as swept by the paper (a reconstruction).
         objective: The pre-training objective (`ObjectiveName.CAUSAL_LM` or `ObjectiveName.MASKED_LM`).
         architecture: The checkpoints' transformers model type.
-        revision_format: A `str.format` template turning a step into a revision (`"step{step}"`), or None when the
-            revision cannot be built from the step alone (unknown naming, or a name that also carries a token count).
+        revision_format: A `str.format` template turning a step into a revision (`"step{step}"`); None: not possible.
         revision_naming: What the sources say about revision names, in words.
         total_steps: The training run's length in optimiser steps, or None when the sources do not give it.
         published_steps: The steps with a published checkpoint, or None when not enumerated (steps then unchecked).
@@ -130,17 +129,7 @@ class Suite:
         return self.objective.value
 
     def size(self, size: str) -> SuiteSize:
-        """The size labelled `size` (case-insensitive).
-
-        Args:
-            size: A size label such as `"160m"`.
-
-        Returns:
-            The size.
-
-        Raises:
-            InvalidInputError: If the suite has no such size; the message lists its sizes.
-        """
+        """The size labelled `size` (case-insensitive, such as `"160m"`); InvalidInputError lists the sizes."""
         found = {s.size: s for s in self.sizes}.get(size.strip().lower() if isinstance(size, str) else None)
         if found is None:
             raise InvalidInputError(
@@ -149,18 +138,7 @@ class Suite:
         return found
 
     def revision(self, step: int) -> str:
-        """The revision of the checkpoint at `step`.
-
-        Args:
-            step: A training step, an integer >= 0.
-
-        Returns:
-            The revision name, e.g. `"step1000"`.
-
-        Raises:
-            InvalidInputError: If the step is not an integer >= 0, or the revision cannot be built from the step
-                (the message says why and what to pass instead).
-        """
+        """The revision of the checkpoint at `step` (e.g. `"step1000"`); InvalidInputError when it cannot be built."""
         if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
             raise InvalidInputError(f"{self.title} steps must be integers >= 0, got {step!r}.")
         if self.revision_format is None:
