@@ -46,9 +46,7 @@ __all__ = [
     "type_members",
 ]
 
-# 2: right-aligned batches with per-family position ids, one token policy. 3: rows with the exact p-value, z-score,
-# anisotropy share, IsoScore* settings, energy by token bucket, fingerprint and drift_previous_step. 4: each row
-# draws its controls and random subspaces from its own seed (draw_seed), R' by default enough for Holm (n_random).
+#: The rows' format (4: each row draws its controls and random subspaces from its own seed, `draw_seed`).
 FORMAT_VERSION = 4
 
 #: IsoScore*'s default shrinkage (`metrics.isotropy.DEFAULT_ZETA`; a test keeps them equal).
@@ -113,8 +111,7 @@ def _choices(kind: type[Enum]) -> Any:
     return Literal[tuple(member.value for member in kind)]
 
 
-# The choices, as the enums spell them (those of other modules import torch, this one must not: a test keeps each
-# equal to its enum).
+# The choices as the enums spell them (theirs import torch, this module must not; a test keeps them equal).
 Objective = Literal["auto", "causal_lm", "masked_lm"]
 Method = Literal["pca", "pca_sklearn", "semi_nmf", "nmf", "ica", "svd", "topk_sae"]
 Reference = _choices(ReferenceKind)
@@ -133,8 +130,7 @@ Correction = Literal["holm", "bh"]
 def option(
     default: Any = MISSING, *, doc: str, unit: str = "", bound: Bound | None = None, flag: str = "", advice: str = ""
 ) -> Any:
-    """A field of `SweepConfig`: its default, help, unit, the bound of a number, the command line's flag, and what
-    its error advises beyond what the field takes."""
+    """A field of `SweepConfig`: default, help, unit, a number's bound, the command line's flag, its error's advice."""
     metadata = {"doc": doc, "unit": unit, "bound": bound, "flag": flag, "advice": advice}
     return field(default=default, metadata=metadata)
 
@@ -384,23 +380,7 @@ class SweepConfig:
 
     @classmethod
     def make(cls, base: "SweepConfig | None" = None, **options: Any) -> "SweepConfig":
-        """A config from keyword options, or `base` with some options changed.
-
-        Args:
-            base: A config to start from; None: the defaults.
-            **options: Fields of `SweepConfig`.
-
-        Returns:
-            The checked config.
-
-        Raises:
-            InvalidInputError: An unknown option (with the closest names), a missing `split_point` or
-                `results_dir`, or a bad value.
-
-        Examples:
-            >>> SweepConfig.make(split_point=1, results_dir="out", seed=3).seed
-            3
-        """
+        """A checked config from keyword options (an unknown name refused with the closest ones), or `base` changed."""
         if base is not None and not isinstance(base, SweepConfig):
             raise InvalidInputError(f"config must be a SweepConfig, got {type(base).__name__}.")
         for name in [name for name in options if name not in _FIELDS]:
@@ -414,12 +394,7 @@ class SweepConfig:
         return cls(**options)
 
     def to_dict(self) -> dict[str, Any]:
-        """The options as given (objects such as a `Subspace` included), by name.
-
-        Examples:
-            >>> SweepConfig(split_point=1, results_dir="out").to_dict()["nb_concepts"]
-            16
-        """
+        """The options as given (objects such as a `Subspace` included), by name."""
         return {name: getattr(self, name) for name in _FIELDS}
 
 
@@ -461,34 +436,24 @@ def _shown(value: Any) -> str:
 
 def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
     """(whether `member` takes `value`, the value normalised)."""
-    if member is type(None):
-        return value is None, value
-    if typing.get_origin(member) is Literal:
+    origin = typing.get_origin(member) or member
+    if origin is Literal:
         matches = [choice for choice in typing.get_args(member) if isinstance(value, str) and choice == value]
-        return bool(matches), matches[0] if matches else value
-    if member is bool:
-        return isinstance(value, bool), value
+        return bool(matches), (matches or [value])[0]
     if member in (int, float):
         return (Bound(member, "", lambda _: True) if bound is None else bound).holds(value), value
     if member in (str, Path):
         taken = isinstance(value, (str, os.PathLike)) and bool(os.fspath(value))
         return taken, member(os.fspath(value)) if taken else value
-    if member is dict or typing.get_origin(member) is dict:  # a dict's values are checked with the other options
-        return isinstance(value, dict), value
-    if member is type:
-        return isinstance(value, type), value
-    if typing.get_origin(member) is tuple:  # split points: one, or a list of them
+    if origin is tuple:  # split points: one, or a list of them
         points = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-        valid = all(
-            (isinstance(point, int) and not isinstance(point, bool)) or (isinstance(point, str) and point)
-            for point in points
-        )
+        valid = all(isinstance(point, (int, str)) and not isinstance(point, bool) and point != "" for point in points)
         return bool(points) and valid, points
-    if typing.get_origin(member) is Callable:
+    if origin is Callable:
         return callable(value) and not isinstance(value, (str, type)), value
     if isinstance(member, ForwardRef):
         return _OBJECTS[member.__forward_arg__][1](value), value
-    raise TypeError(f"SweepConfig cannot check a field of type {member!r}")  # pragma: no cover
+    return isinstance(value, origin), value  # None, bool, type, a dict (its values checked with the other options)
 
 
 def _is_a(module: str, name: str) -> Callable[[Any], bool]:
@@ -577,17 +542,18 @@ def describe_type(spec: dataclasses.Field) -> str:
     """What a field takes, in words ("a positive integer or None", "'early', 'each' or 'both', a Subspace or a dict")."""
     bound, members, words = spec.metadata["bound"], type_members(spec), []
     for member in members:
-        if typing.get_origin(member) is Literal:
+        origin = typing.get_origin(member) or member
+        if origin is Literal:
             choices = [repr(choice) for choice in typing.get_args(member)]
             words.append(_either(choices, ", ") if len(members) == 1 else ", ".join(choices))
         elif member in (int, float):
             words.append(bound.expected if bound else {int: "an integer", float: "a finite number"}[member])
         elif isinstance(member, ForwardRef):
             words.append(_OBJECTS[member.__forward_arg__][0])
-        elif typing.get_origin(member) is dict:
+        elif origin is dict and member is not dict:
             words.append(f"a dict split point -> {typing.get_args(member)[1].__forward_arg__}")
         else:
-            words.append(_MEMBER_WORDS.get(member) or _MEMBER_WORDS[typing.get_origin(member)])
+            words.append(_MEMBER_WORDS[origin])
     return _either(words, ", ")
 
 
