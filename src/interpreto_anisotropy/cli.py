@@ -295,8 +295,7 @@ def _add_sweep_command(add: Any) -> None:
 
 
 def _argparse_form(spec: dataclasses.Field) -> dict[str, Any]:
-    """How argparse takes a `SweepConfig` field, from its type: a bool is a switch (`--no-NAME` when on by
-    default), a list of split points `nargs="+"`, a choice only `choices=`, anything else a `type=` that parses it."""
+    """How argparse takes a `SweepConfig` field, from its type: a switch, `nargs="+"`, `choices=` or a `type=`."""
     unit = f" [{spec.metadata['unit']}]" if spec.metadata["unit"] else ""
     form: dict[str, Any] = {"help": (spec.metadata["doc"] + unit).replace("%", "%%")}
     members = [member for member in type_members(spec) if member is not type(None)]
@@ -318,8 +317,7 @@ def _argparse_form(spec: dataclasses.Field) -> dict[str, Any]:
 
 
 def _parse_option(choices: list[str], takes_none: bool, json: bool, bound: Bound | None, text: str) -> Any:
-    """A flag's text as its field's value: one of its choices, `none`, a JSON object, a number in its bound, or the
-    text itself; else the `argparse.ArgumentTypeError` that says what the flag takes."""
+    """A flag's text as its field's value (a choice, `none`, JSON, a number or the text), else argparse's error."""
     if text in choices:
         return text
     if takes_none and text.lower() == "none":
@@ -400,8 +398,7 @@ def _sweep_texts(args: argparse.Namespace) -> tuple[list[str], list[str] | None]
 
 
 def _estimate(n: int, folder: Any, fit: Sequence[str], probe: Sequence[str] | None, config: SweepConfig) -> str:
-    """A line saying how many tokens each of the `n` checkpoints will read, from the first local checkpoint's
-    tokenizer (in `folder`; None: a hub revision)."""
+    """How many tokens each of the `n` checkpoints will read, by the first local checkpoint's tokenizer (`folder`)."""
     from .visualizations.model_card import count_tokens
 
     probed = probe if probe is not None else list(fit)[1::2]

@@ -411,8 +411,7 @@ def type_members(spec: dataclasses.Field) -> tuple[Any, ...]:
 
 
 def _checked(spec: dataclasses.Field, value: Any) -> Any:
-    """`value` if a member of the field's type takes it (normalised: a str enum as its value, a path as a `Path`,
-    a list of split points as a tuple); otherwise our error naming the field and what it takes."""
+    """`value` normalised (str enum -> value, path -> `Path`, split points -> tuple), else our error."""
     bound = spec.metadata["bound"]
     if isinstance(value, (str, os.PathLike)) and "\x00" in str(os.fspath(value)):
         raise InvalidInputError(f"{spec.name} must not hold a NUL byte ('\\x00'), got {_shown(value)}.")
@@ -457,8 +456,7 @@ def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
 
 
 def _is_a(module: str, name: str) -> Callable[[Any], bool]:
-    """Whether a value is an instance of `module.name`, imported only when a value of another kind is given (the
-    module imports torch; a user passing such an object has imported it already)."""
+    """Whether a value is a `module.name`, imported only when asked (it imports torch, which such a user has)."""
     return lambda value: isinstance(value, getattr(importlib.import_module(module, __package__), name))
 
 
@@ -511,8 +509,7 @@ def _device_key(option_name: str, key: Any, value: Any) -> Any:
 
 
 def _check_placement(config: "SweepConfig") -> None:
-    """`device_map` and `max_memory` with their devices as accelerate takes them; the options that need a
-    `device_map` refused without one."""
+    """`device_map` and `max_memory` with accelerate's devices; `max_memory`/`offload_folder` need a `device_map`."""
     if config.device_map is None:
         if given := [name for name in ("max_memory", "offload_folder") if getattr(config, name) is not None]:
             raise InvalidInputError(
@@ -574,8 +571,7 @@ def _either(words: list[str], separator: str) -> str:
 
 
 def option_flag(spec: dataclasses.Field) -> str:
-    """The command line's flag of a field: its own (`--out`), `--no-NAME` for an option on by default, else
-    `--NAME` with dashes."""
+    """A field's flag: its own (`--out`), `--no-NAME` for an option on by default, else `--NAME` with dashes."""
     if spec.metadata["flag"]:
         return spec.metadata["flag"]
     dashed = spec.name.replace("_", "-")
@@ -658,8 +654,7 @@ def _sha(items: Sequence[str]) -> str:
 
 
 class SweepPlan:
-    """A `SweepConfig` resolved once, at the sweep's door, against its checkpoints and texts: what the runner reads
-    (`options` as given; checkpoints sorted, texts split, early checkpoints, device, dtype, ... resolved)."""
+    """A `SweepConfig` resolved once, at the sweep's door, against its checkpoints and texts, for the runner."""
 
     def __init__(self, options: SweepConfig, checkpoints: Any, *, texts: Sequence[str], probe_texts=None):
         import torch

@@ -1,10 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What a sweep finds in its results directory and carries over: the resume check (`ResultsDirCheck`), whether
-rows still describe their checkpoints (`changed_steps`), the drift between tangents (`PreviousDrift`), a sweep
-extended by another run (`merge_configs`) and the reference tangents fitted on the early checkpoints
-(`ReferenceTangents`, `EarlyPool`)."""
+"""What a sweep finds in its results directory and carries over: `ResultsDirCheck`, `changed_steps`, `PreviousDrift`,
+`merge_configs` and the reference tangents fitted on the early checkpoints (`ReferenceTangents`, `EarlyPool`)."""
 
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ _ERRORS_BY_NAME = {error.__name__: error for error in (InvalidInputError, Result
 
 
 def resolved_n_random(plan: SweepPlan, checkpoints: int, split_points: int, kinds: int, *, warn: bool) -> int:
-    """R' of a run's rows: the given `n_random`, or the smallest whose floor 1 / (R' + 1) passes the correction at
-    the sweep's `level` over the rows of its declared `family` (`draws.family_size`, `draws.default_n_random`)."""
+    """R' of a run's rows: the given `n_random`, or the smallest that can pass the correction over its `family`."""
     size = draws.family_size(plan.options.family, checkpoints=checkpoints, split_points=split_points, kinds=kinds)
     if plan.options.n_random is None:
         return draws.default_n_random(size, n_controls=plan.options.n_controls, level=plan.options.level)
@@ -98,8 +95,7 @@ class ResultsDirCheck:
         return n_random
 
     def _refit_altered_files(self) -> None:
-        """Drop the reference tangents, tangents and top tokens whose bytes are not those provenance.jsonl records
-        (with the rows of the checkpoints they belong to), to fit them again; refuse those this run cannot."""
+        """Drop the altered files provenance.jsonl records (and their rows) to fit again; refuse those we cannot."""
         altered = self.store.altered_files(self.plan.layers)
         if not altered:
             return
@@ -133,11 +129,11 @@ class ResultsDirCheck:
         rows = [row for row in self.store.rows() if not is_skipped(row)]  # skipped rows are retried anyway
         written = {row["step"] for row in rows}
         current = self.fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
-        steps = changed_steps(rows, current)
+        steps = changed_steps(((row["step"], row.get("fingerprint")) for row in rows), current)
         paths = [self.store.reference_path(layer) for layer in self.plan.layers]
         infos = [saved_reference(path, self.plan).info for path in paths if path.exists()]
-        early_now = self.fingerprints.by_step(self.plan.early) if infos else {}
-        early = sorted({step for info in infos for step in changed_early_steps(info, early_now)})
+        pooled = [(int(step), then) for info in infos for step, then in (info.get("early_fingerprints") or {}).items()]
+        early = changed_steps(pooled, self.fingerprints.by_step(self.plan.early) if pooled else {})
         if not steps and not early:
             return
         if not self.plan.options.recompute_changed:
@@ -180,18 +176,9 @@ class TakenFingerprints:
         return {checkpoint.step: self.of(checkpoint) for checkpoint in checkpoints}
 
 
-def changed_steps(rows: Iterable[Mapping[str, Any]], current: Mapping[int, str | None]) -> list[int]:
-    """The steps whose rows were computed on content other than the checkpoint's current content, sorted."""
-    taken = {(row["step"], row.get("fingerprint")) for row in rows}
+def changed_steps(taken: Iterable[tuple[int, str | None]], current: Mapping[int, str | None]) -> list[int]:
+    """The steps of (step, fingerprint then) pairs whose checkpoint's content is another now, sorted."""
     return sorted({step for step, then in taken if then and current.get(step) and then != current[step]})
-
-
-def changed_early_steps(info: Mapping[str, Any], current: Mapping[int, str | None]) -> list[int]:
-    """The early steps a reference tangent pooled whose content has changed since, sorted (from its `info`)."""
-    pooled = info.get("early_fingerprints") or {}
-    return sorted(
-        int(step) for step, taken in pooled.items() if taken and current.get(int(step)) and taken != current[int(step)]
-    )
 
 
 def drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:
@@ -238,8 +225,7 @@ class PreviousDrift:
         return {**drift("previous", own, previous), "drift_previous_step": measured}
 
     def refresh(self) -> None:
-        """Recompute the drift of rows measured from another previous checkpoint than today's, or from none whose
-        tangent now exists; rewrite rows.jsonl if any."""
+        """Recompute the drift of rows measured from another previous checkpoint than today's (or none that exists)."""
 
         def refreshed(row: dict[str, Any]) -> dict[str, Any]:
             expected = self.previous_step(row["step"])
@@ -251,8 +237,7 @@ class PreviousDrift:
         self.store.update_rows(refreshed)
 
     def forget_after(self, steps: set[int] | list[int]) -> None:
-        """Drop the drift fields of the rows whose previous checkpoint is one of `steps` (measured again at the end
-        of the run)."""
+        """Drop the drift of the rows whose previous checkpoint is one of `steps` (measured again at the end)."""
         forget = lambda row: {k: v for k, v in row.items() if k != "drift_previous_step"}  # noqa: E731
         self.store.update_rows(lambda row: forget(row) if self.previous_step(row["step"]) in steps else row)
 
@@ -335,8 +320,7 @@ class ReferenceTangents:
         return [layer for layer in self.plan.layers if early and not self.store.reference_path(layer).exists()]
 
     def fits_here(self) -> bool:
-        """Whether this rank reads the early checkpoints when references are fitted (all ranks when the method
-        streams; rank 0 otherwise)."""
+        """Whether this rank reads the early checkpoints for references (all if the method streams, else rank 0)."""
         return self.plan.streams or distributed.is_main_process()
 
     def early_to_load(self) -> list[Checkpoint]:
@@ -344,8 +328,7 @@ class ReferenceTangents:
         return self.plan.early if self.missing() and self.fits_here() else []
 
     def by_layer(self) -> dict[int | str, Subspace]:
-        """The reference tangent of each split point: given, loaded from results_dir, or fitted on early checkpoints
-        (only for the split points without a saved one); empty when every checkpoint takes its own."""
+        """Each split point's reference tangent: given, saved in results_dir, or fitted on the early checkpoints."""
         if self.plan.given_reference:
             return self.plan.given_reference
         if "early" not in self.plan.tangent_kinds:
@@ -367,8 +350,7 @@ class ReferenceTangents:
         return {layer: references[layer] for layer in self.plan.layers}
 
     def _fit(self, layers: list[int | str]) -> dict[int | str, Subspace]:
-        """Fit the reference tangent of some split points on the activations pooled over the early checkpoints; in
-        one process, keep each early checkpoint's fit read for its own rows."""
+        """Fit the references of `layers` on the early checkpoints (in one process keeping each one's fit read)."""
         sweep, early, streamed = self.sweep, self.plan.early, self.plan.streams
         pools = {layer: EarlyPool(streamed=streamed, centering=self.plan.early_centering) for layer in layers}
         references: dict[int | str, Subspace] = {}

@@ -71,8 +71,7 @@ class CheckpointSweep:
             logger "interpreto_anisotropy.sweeps.runner", at level INFO.
 
     Raises:
-        InvalidInputError: No checkpoints, or no texts.
-        InvalidInputError: A bad option.
+        InvalidInputError: No checkpoints, no texts, or a bad option.
 
     Examples:
         >>> sweep = ia.CheckpointSweep(ia.checkpoints.local("runs/toy/checkpoint-*"), split_point=1,
@@ -126,18 +125,7 @@ class CheckpointSweep:
 
     # ------------------------------------------------------------------ run
     def run(self) -> SweepResult:
-        """Run (or resume) the sweep and return its table.
-
-        Returns:
-            The `SweepResult` of every finished checkpoint (also in `results_dir`).
-
-        Raises:
-            InvalidInputError: `results_dir` holds a sweep with other settings (and not `overwrite`).
-            InvalidInputError: A checkpoint whose hidden size differs from the reference subspace's.
-            InvalidInputError: A split point absent from a checkpoint.
-            CheckpointError: A checkpoint that cannot be loaded; before the first checkpoint, every Hub revision
-                that does not exist (offline: is not cached), named at once.
-        """
+        """Run (or resume) the sweep; the `SweepResult` of every finished checkpoint (also in `results_dir`)."""
         check = ResultsDirCheck(self.plan, self.store, self._fingerprints, self._drift, self._announce)
         with check.held() as self._n_random:
             self._run_missing()
@@ -178,8 +166,7 @@ class CheckpointSweep:
             refresh_changes(self.store, seed=self.plan.options.seed)
 
     def _rounds(self, rounds, mine, references, said: SaidOnce, *, by_checkpoint: bool, per_round: int) -> None:
-        """Compute each round's checkpoints (this rank's: `mine`), their warnings recorded in `said`, and append their
-        rows; a checkpoint's revision may be evicted once its rows are written."""
+        """Compute each round's checkpoints (this rank's: `mine`) and append their rows (warnings kept in `said`)."""
         unit = "round" if by_checkpoint and distributed.world_size() > 1 else "ckpt"
         bar = progress_bar(rounds, progress=self._shows(), desc="Checkpoints", unit=unit)
         writer = by_checkpoint or distributed.is_main_process()
@@ -222,8 +209,7 @@ class CheckpointSweep:
 
     @contextmanager
     def _load(self, checkpoint: Checkpoint) -> Iterator[tuple[Any, Any, Fetched]]:
-        """The checkpoint's (model, tokenizer, files), its files from the pipeline (which raises its download's
-        error)."""
+        """The checkpoint's (model, tokenizer, files), its files from the pipeline (which raises its download's)."""
         fetched = self._pipeline.take(checkpoint)
         given = {name: getattr(self.plan.options, name) for name in _LOADING}
         with checkpoint_tools.loaded(checkpoint, device=self.plan.device, snapshot=fetched.folder, **given) as loaded:
@@ -305,19 +291,10 @@ class CheckpointSweep:
         seeds = {kind: draws.row_seed(seed, step=checkpoint.step, split_point=point, kind=kind) for kind in subspaces}
         counts = self._counts(splitter.tokenizer)
         results = _probe(self.plan, splitter, subspaces, seeds, self._n_random, counts, self._token_cache)
-        shared = {
-            **_activation_metrics(sample, sample_ids, reference or own, counts),
-            **drift("reference", own, reference),
-        }
-        drawn = {"n_random": self._n_random}
+        shared = _activation_metrics(sample, sample_ids, reference or own, counts) | drift("reference", own, reference)
         return [
-            {
-                **_identity(checkpoint, layer, point, kind),
-                **result.to_dict(),
-                **shared,
-                "draw_seed": seeds[kind],
-                **drawn,
-            }
+            {**_identity(checkpoint, layer, point, kind), **result.to_dict(), **shared, "draw_seed": seeds[kind]}
+            | {"n_random": self._n_random}
             for kind, result in results.items()
         ]
 
@@ -345,43 +322,33 @@ class CheckpointSweep:
 
 
 def _probe(plan: SweepPlan, splitter, subspaces, seeds, n_random: int, counts, token_cache: TokenCache) -> dict:
-    """The gradient probe of the settings' probe texts at `splitter` against each subspace (`GradientProbe.run`),
-    its draws seeded by `seeds`, with R' = `n_random` and the texts' token `counts` (V,)."""
+    """`GradientProbe.run` of the probe texts at `splitter` against each subspace, drawn from `seeds` with R'."""
     options, iso = plan.options, plan.isoscore
     given = {name: getattr(options, name) for name in ("seed", "batch_size", "include_special", "call")}
-    distributed_sums = options.parallel == "data" and distributed.is_distributed()
-    probe = GradientProbe(
-        splitter,
-        objective=plan.objective,
-        distributed=distributed_sums,
-        **given,
-        autocast_dtype=plan.autocast_dtype,
-        token_cache=token_cache,
-    )
+    given |= {"autocast_dtype": plan.autocast_dtype, "token_cache": token_cache, "objective": plan.objective}
+    probe = GradientProbe(splitter, distributed=options.parallel == "data" and distributed.is_distributed(), **given)
+    drawn = {"n_controls": options.n_controls, "n_random": n_random, "seed": options.seed, "draw_seeds": seeds}
+    drawn |= {"token_counts": counts, "max_tokens": options.max_tokens, "progress": False}
     isoscore = {"isoscore_convention": iso.convention, "isoscore_zeta": iso.zeta, "isoscore_c0": iso.target_name}
-    return probe.run(
-        plan.probe_texts,
-        subspaces,
-        n_controls=options.n_controls,
-        n_random=n_random,
-        seed=options.seed,
-        draw_seeds=seeds,
-        **isoscore,
-        token_counts=counts,
-        max_tokens=options.max_tokens,
-        progress=False,
-    )
+    return probe.run(plan.probe_texts, subspaces, **drawn, **isoscore)
 
 
 def _activation_metrics(sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace, counts: torch.Tensor) -> dict:
-    """Activation metrics of the first `max_metric_tokens` fit rows (n, d), their token ids (n,) and the texts'
-    token counts (V,): isotropy summary, frequency-distance correlation and on-manifold entropy."""
+    """A metric sample's isotropy summary, frequency-distance correlation (token `counts`) and on-manifold entropy."""
     row: dict[str, Any] = {f"activation_{key}": value for key, value in metrics.summary(sample).items()}
     # Identical contexts (e.g. the same first token of two texts) give identical rows; the estimator needs
     # distinct points.
     coordinates = torch.unique(tangent.coords(sample).double(), dim=0)
-    entropy = _finite_or_none(metrics.knn_entropy(coordinates))
-    return {**row, **frequency_distance_row(sample, ids, counts), "on_manifold_entropy": entropy}
+    fields = {"pearson": "pearson", "spearman": "spearman", "p_value": "pearson_p_value"}
+    try:
+        correlation = metrics.frequency_distance_correlation(sample, ids.cpu(), counts)
+        row |= {
+            f"freq_distance_{field}": _finite_or_none(getattr(correlation, name)) for field, name in fields.items()
+        }
+        row["freq_distance_n"] = correlation.n
+    except AnisotropyError:
+        row |= {f"freq_distance_{field}": None for field in fields}
+    return {**row, "on_manifold_entropy": _finite_or_none(metrics.knn_entropy(coordinates))}
 
 
 def _unfinished(plan: SweepPlan, done: set[tuple[int, str, str]]) -> list[Checkpoint]:
@@ -405,17 +372,6 @@ def _pipeline(uses: list[Checkpoint], plan: SweepPlan, store: SweepStore, *, pro
     budget = None if options.max_cache_gb is None else round(options.max_cache_gb * 1e9)
     given = {name: getattr(options, name) for name in ("prefetch", "max_concurrent_downloads", "hub_timeout")}
     return CheckpointPipeline(uses, max_cache_bytes=budget, before=before, progress=progress, **given)
-
-
-def frequency_distance_row(activations: torch.Tensor, token_ids: torch.Tensor, counts: torch.Tensor) -> dict[str, Any]:
-    """Frequency-distance correlation fields of a sweep row (None where it is undefined)."""
-    fields = {"pearson": "pearson", "spearman": "spearman", "p_value": "pearson_p_value"}
-    try:
-        correlation = metrics.frequency_distance_correlation(activations, token_ids.cpu(), counts)
-    except AnisotropyError:
-        return {f"freq_distance_{field}": None for field in fields}
-    row = {f"freq_distance_{field}": _finite_or_none(getattr(correlation, name)) for field, name in fields.items()}
-    return {**row, "freq_distance_n": correlation.n}
 
 
 def _identity(checkpoint: Checkpoint, layer: int | str, split_point: str, kind: str) -> dict[str, Any]:
@@ -581,8 +537,7 @@ class FitReader:
             self.error = error
 
     def kept(self) -> FitRead | AnisotropyError:
-        """The read for a later turn (its subspace taken, the explainer and with it the model let go, the sample on
-        the host), or the error its rows would raise there."""
+        """The read for a later turn (its subspace, not the model; the sample on the host), or the error it raises."""
         if self.error is not None:
             return self.error
         try:
