@@ -389,17 +389,13 @@ class SweepConfig:
             raise InvalidInputError(f"{name!r} is not an option of a sweep.{hint}")
         if base is not None:
             return dataclasses.replace(base, **options) if options else base
-        if missing := [name for name, spec in _FIELDS.items() if _required(spec) and name not in options]:
+        if missing := [name for name, spec in _FIELDS.items() if spec.default is MISSING and name not in options]:
             raise InvalidInputError(f"A sweep needs {' and '.join(f'{name}=' for name in missing)}.")
         return cls(**options)
 
     def to_dict(self) -> dict[str, Any]:
         """The options as given (objects such as a `Subspace` included), by name."""
         return {name: getattr(self, name) for name in _FIELDS}
-
-
-def _required(spec: dataclasses.Field) -> bool:
-    return spec.default is MISSING and spec.default_factory is MISSING
 
 
 # ------------------------------------------------------------------------------------------------ checking a field
@@ -595,7 +591,7 @@ def options_markdown() -> str:
         "|---|---|---|---|---|---|",
     ]
     for spec in dataclasses.fields(SweepConfig):
-        default = "required" if _required(spec) else f"`{spec.default!r}`"
+        default = "required" if spec.default is MISSING else f"`{spec.default!r}`"
         cells = [f"`{spec.name}`", f"`{option_flag(spec)}`", describe_type(spec), default, spec.metadata["unit"]]
         lines.append("| " + " | ".join([*cells, spec.metadata["doc"]]).replace("\n", " ") + " |")
     return "\n".join(lines) + "\n"

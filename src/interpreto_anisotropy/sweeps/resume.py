@@ -21,7 +21,7 @@ from jaxtyping import Float
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
 from ..commons.progress import progress_bar
-from ..errors import AnisotropyError, InvalidInputError, ResultsFileWarning, ResultsStoreError, SweepLockedError
+from ..errors import AnisotropyError, InvalidInputError, ResultsFileWarning, ResultsStoreError
 from ..results import verdict as draws
 from ..results.records import fingerprint, step_of
 from ..results.schema import is_skipped
@@ -33,9 +33,6 @@ from .config import KINDS_OF, EarlyCentering, SweepPlan
 
 if TYPE_CHECKING:
     from .runner import CheckpointSweep
-
-# Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
-_ERRORS_BY_NAME = {error.__name__: error for error in (InvalidInputError, ResultsStoreError, SweepLockedError)}
 
 
 def resolved_n_random(plan: SweepPlan, checkpoints: int, split_points: int, kinds: int, *, warn: bool) -> int:
@@ -60,20 +57,20 @@ class ResultsDirCheck:
 
     @contextmanager
     def held(self) -> Iterator[int]:
-        """Hold the lock (rank 0) while the block runs, every rank raising the same error."""
+        """Hold the lock (rank 0) while the block runs, every rank raising rank 0's error."""
         with contextlib.ExitStack() as stack:
-            message = n_random = None
+            failure = n_random = None
             if distributed.is_main_process():
                 try:
                     stack.enter_context(self.store.lock())
                     n_random = self._check()
                 except AnisotropyError as error:
-                    message = (type(error).__name__, str(error))
-            shared = distributed.broadcast_object((message, self.drift.checkpoints, n_random))
-            message, self.drift.checkpoints, n_random = shared
+                    failure = error
+            shared = distributed.broadcast_object((failure, self.drift.checkpoints, n_random))
+            failure, self.drift.checkpoints, n_random = shared
             distributed.barrier()
-            if message is not None:
-                raise _ERRORS_BY_NAME.get(message[0], InvalidInputError)(message[1])
+            if failure is not None:
+                raise failure
             yield n_random
 
     def _check(self) -> int:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -274,7 +275,7 @@ class CheckpointSweep:
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
-        own = read.subspace().replace(name="each", step=checkpoint.step, call=self.plan.options.call)
+        own = read.own.replace(name="each", step=checkpoint.step, call=self.plan.options.call)
         subspaces = {"given" if self.plan.given_reference else "early": reference} if reference is not None else {}
         subspaces.update({"each": own} if "each" in self.plan.tangent_kinds else {})
         point = splitter.split_point
@@ -484,12 +485,7 @@ class FitRead:
     ids: Int[torch.Tensor, " n"]
     locations: Int[torch.Tensor, "n 2"]
     device: torch.device
-    tangent: TangentExplainer | None = None
-    own: Subspace | None = None
-
-    def subspace(self) -> Subspace:
-        """The checkpoint's own tangent subspace."""
-        return self.own if self.own is not None else self.tangent.subspace
+    own: Subspace
 
     def on_device(self) -> tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]:
         """(sample, ids, locations), the first two where the reader gave them (a copy: the same values)."""
@@ -518,7 +514,7 @@ class FitReader:
             self.pooled.append(rows)
 
     def finish(self) -> FitRead:
-        """The read: the tangent fitted (pooled methods; PCA's basis is computed when its subspace is asked for)."""
+        """The read: the tangent fitted (pooled methods) and its subspace taken."""
         if not self.head:
             raise InvalidInputError(
                 "No token activations were read: the fit texts are empty or hold only special tokens."
@@ -526,7 +522,7 @@ class FitReader:
         if not self.streamed:
             self.tangent.fit(torch.cat(self.pooled))
         sample, ids, locations = (torch.cat(parts) for parts in zip(*self.head, strict=True))
-        return FitRead(sample, ids, locations, sample.device, tangent=self.tangent)
+        return FitRead(sample, ids, locations, sample.device, self.tangent.subspace)
 
     def add_or_defer(self, rows: torch.Tensor, ids: torch.Tensor, locations: torch.Tensor) -> None:
         """`add`, keeping our error (for `kept`) instead of raising it; after one, the batches are ignored."""
@@ -542,6 +538,6 @@ class FitReader:
             return self.error
         try:
             read = self.finish()
-            return FitRead(read.sample.cpu(), read.ids.cpu(), read.locations, read.device, own=read.subspace())
+            return dataclasses.replace(read, sample=read.sample.cpu(), ids=read.ids.cpu())
         except AnisotropyError as error:
             return error
