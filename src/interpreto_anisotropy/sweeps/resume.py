@@ -148,12 +148,8 @@ class ResultsDirCheck:
 
 
 def _not_written(paths: list[Path]) -> str:
-    """ "<files> do(es) not hold the bytes the sweep wrote there ..." (the start of a sentence)."""
-    verb, their = ("does", "its") if len(paths) == 1 else ("do", "their")
-    return (
-        f"{', '.join(map(str, paths))} {verb} not hold the bytes the sweep wrote there ({their} sha256 is not the "
-        "one provenance.jsonl records)"
-    )
+    """ "<files>: not the bytes the sweep wrote ..." (the start of a sentence)."""
+    return f"{', '.join(map(str, paths))}: not the bytes the sweep wrote (a sha256 other than provenance.jsonl's)"
 
 
 class TakenFingerprints:
@@ -211,9 +207,8 @@ class PreviousDrift:
         if previous_step is not None and previous is None and warn:
             missing = self.store.tangent_path(row["layer"], previous_step)
             warnings.warn(
-                f"The drift from the previous checkpoint of step {row['step']} (split point {row['layer']!r}) is None: "
-                f"{missing} is missing (the previous checkpoint was skipped, or its tangent deleted). It is filled in "
-                "once that checkpoint's rows are computed.",
+                f"The drift_previous of step {row['step']} (split point {row['layer']!r}) is None: {missing} is missing "
+                "(skipped, or deleted); it is filled in once that checkpoint's rows are computed.",
                 ResultsFileWarning,
                 stacklevel=4,
             )

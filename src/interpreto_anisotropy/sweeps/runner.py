@@ -232,20 +232,13 @@ class CheckpointSweep:
         options, shard = self.plan.options, (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         cap = None if options.max_fit_tokens is None else -(-options.max_fit_tokens // shard[1])  # a per-rank cap
         given = {name: getattr(options, name) for name in ("batch_size", "include_special", "call")}
-        given.update(
-            max_tokens=cap, shard=shard, autocast_dtype=self.plan.autocast_dtype, token_cache=self._token_cache
-        )
-        return iter_located_token_activations(splitter, self.plan.fit_texts, **given)
+        given |= {"max_tokens": cap, "shard": shard, "autocast_dtype": self.plan.autocast_dtype}
+        return iter_located_token_activations(splitter, self.plan.fit_texts, token_cache=self._token_cache, **given)
 
-    # ------------------------------------------------------------------ tangents
     def _new_tangent(self, splitter: ModelWithSplitPoints) -> TangentExplainer:
-        return TangentExplainer(
-            splitter,
-            nb_concepts=self.plan.options.nb_concepts,
-            method=self.plan.options.method,
-            device=self.plan.device,
-            **{"seed": self.plan.options.seed, **self.plan.method_kwargs},
-        )
+        options = self.plan.options
+        given = {"nb_concepts": options.nb_concepts, "method": options.method, "device": self.plan.device}
+        return TangentExplainer(splitter, **given, **{"seed": options.seed, **self.plan.method_kwargs})
 
     # ------------------------------------------------------------------ one checkpoint
     def _process(self, checkpoint: Checkpoint, references: dict[Any, Subspace], *, writer: bool) -> list[dict]:
