@@ -94,8 +94,7 @@ class EarlyCentering(str, Enum):
 
     Attributes:
         POOLED: Once, on the mean of all the pooled rows (the paper's reading).
-        PER_CHECKPOINT: Each checkpoint's rows on their own mean (the drift of the mean between checkpoints is left
-            out of the tangent).
+        PER_CHECKPOINT: Each checkpoint's rows on their own mean (the drift of the mean is left out of the tangent).
 
     Examples:
         >>> EarlyCentering("per_checkpoint") is EarlyCentering.PER_CHECKPOINT
@@ -139,9 +138,7 @@ def option(
 class SweepConfig:
     """The options of a `CheckpointSweep`, checked once; `config.json` records those that determine the results.
 
-    Build one and pass it (`CheckpointSweep(checkpoints, config, texts=...)`), or pass the options as keyword
-    arguments (`CheckpointSweep(checkpoints, split_point=1, texts=..., results_dir=...)`). The checkpoints and the
-    texts are data, not options: `CheckpointSweep` takes them.
+    Pass one to `CheckpointSweep`, or its options as keyword arguments (docs/options.md lists them).
 
     Raises:
         InvalidInputError: An option of the wrong type, outside its range, NaN or infinite, a bool where a number
@@ -720,8 +717,6 @@ class SweepPlan:
             "early_steps": [checkpoint.step for checkpoint in self.early],
             **{key: getattr(options, key) for key in _ALWAYS_RECORDED},
         }
-        # Options added after sweeps were first written are recorded when they differ from the defaults, so that
-        # older results directories still resume; "call" and "tokenizer_source" when given.
         resolved = {
             "isoscore_convention": self.isoscore.convention.value,
             "isoscore_zeta": self.isoscore.zeta,
@@ -739,7 +734,7 @@ class SweepPlan:
 KINDS_OF = {"early": ("early",), "each": ("each",), "both": ("early", "each"), "given": ("given",)}
 _ALWAYS_RECORDED = ("n_controls", "seed", "max_tokens", "max_fit_tokens", "max_metric_tokens", "batch_size")
 _ALWAYS_RECORDED += ("include_special",)
-# Options added after sweeps were first written: recorded when off their default, in config.json's order.
+# Options added after sweeps were first written: recorded when off their default (older results still resume).
 _RECORDED_OFF_DEFAULT = ("n_random", "isoscore_convention", "isoscore_zeta", "isoscore_c0", "family", "correction")
 _RECORDED_OFF_DEFAULT += ("level", "total_steps", "early_without_init", "early_centering", "autocast_dtype", "call")
 _RECORDED_OFF_DEFAULT += ("tokenizer_source",)

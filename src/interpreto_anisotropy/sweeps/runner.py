@@ -58,18 +58,14 @@ class CheckpointSweep:
     """The paper's protocol over training checkpoints, resumable and atomic per checkpoint.
 
     Args:
-        checkpoints: `Checkpoint`s (e.g. `ia.checkpoints.local("runs/toy/checkpoint-*")`, `ia.checkpoints.pythia(...)`)
-            or a glob of local checkpoint folders.
+        checkpoints: `Checkpoint`s (e.g. `ia.checkpoints.pythia(...)`) or a glob of local checkpoint folders.
         config: The sweep's options, a `SweepConfig` (docs/options.md lists them); None: from `options`.
         texts: Texts whose activations fit the tangents (and whose tokens give the frequencies).
-        probe_texts: Held-out texts for the gradient probe. By default `texts` is split in two: even-indexed
-            texts fit, odd-indexed texts probe.
-        **options: Fields of `SweepConfig` (`split_point=1, results_dir="runs/toy/sweep", nb_concepts=8, ...`):
-            the config's options, or those of `config` changed.
+        probe_texts: Held-out texts for the gradient probe; None: the odd-indexed `texts` (the even ones fit).
+        **options: Fields of `SweepConfig` (`split_point=1, results_dir=...`): the options, or `config`'s changed.
 
     Attributes:
-        announce: A callable taking the sweep's time estimates, lines of text (`CheckpointTimer`); None (default): the
-            logger "interpreto_anisotropy.sweeps.runner", at level INFO.
+        announce: A callable taking the sweep's time estimates (lines of text); None: this module's logger, at INFO.
 
     Raises:
         InvalidInputError: No checkpoints, no texts, or a bad option.
@@ -330,8 +326,7 @@ def _probe(plan: SweepPlan, splitter, subspaces, seeds, n_random: int, counts, t
 def _activation_metrics(sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace, counts: torch.Tensor) -> dict:
     """A metric sample's isotropy summary, frequency-distance correlation (token `counts`) and on-manifold entropy."""
     row: dict[str, Any] = {f"activation_{key}": value for key, value in metrics.summary(sample).items()}
-    # Identical contexts (e.g. the same first token of two texts) give identical rows; the estimator needs
-    # distinct points.
+    # Identical contexts (the same first token of two texts) give identical rows; the estimator needs distinct points.
     coordinates = torch.unique(tangent.coords(sample).double(), dim=0)
     fields = {"pearson": "pearson", "spearman": "spearman", "p_value": "pearson_p_value"}
     try:
