@@ -105,21 +105,16 @@ class EarlyCentering(str, Enum):
     PER_CHECKPOINT = "per_checkpoint"
 
 
-def _choices(kind: type[Enum]) -> Any:
-    """The `Literal` of an enum's values."""
-    return Literal[tuple(member.value for member in kind)]
-
-
 # The choices as the enums spell them (theirs import torch, this module must not; a test keeps them equal).
 Objective = Literal["auto", "causal_lm", "masked_lm"]
 Method = Literal["pca", "pca_sklearn", "semi_nmf", "nmf", "ica", "svd", "topk_sae"]
-Reference = _choices(ReferenceKind)
-Centering = _choices(EarlyCentering)
+Reference = Literal[tuple(kind.value for kind in ReferenceKind)]
+Centering = Literal[tuple(kind.value for kind in EarlyCentering)]
 IsoScoreConvention = Literal["complement", "ambient"]
 IsoScoreTarget = Literal["scaled_identity", "identity", "pooled"]
 Automodel = Literal["causal_lm", "masked_lm"]
 Call = Literal["first", "last"]
-Parallel = _choices(Parallelism)
+Parallel = Literal[tuple(kind.value for kind in Parallelism)]
 Autocast = Literal["bf16", "fp16", "bfloat16", "float16"]
 DeviceMap = Literal["auto", "balanced", "balanced_low_0", "sequential"]
 Family = Literal["split_point_and_tangent", "split_point", "tangent", "all"]

@@ -365,15 +365,9 @@ def _pipeline(uses: list[Checkpoint], plan: SweepPlan, store: SweepStore, *, pro
 
 def _identity(checkpoint: Checkpoint, layer: int | str, split_point: str, kind: str) -> dict[str, Any]:
     """The fields that name a row: its checkpoint, split point and tangent kind."""
-    return {
-        "step": checkpoint.step,
-        "checkpoint": checkpoint.name,
-        "source": checkpoint.source,
-        "revision": checkpoint.revision,
-        "layer": layer if isinstance(layer, int) else str(layer),
-        "split_point": split_point,
-        "tangent": kind,
-    }
+    named = {"step": checkpoint.step, "checkpoint": checkpoint.name, "source": checkpoint.source}
+    layer = layer if isinstance(layer, int) else str(layer)
+    return {**named, "revision": checkpoint.revision, "layer": layer, "split_point": split_point, "tangent": kind}
 
 
 def _finite_or_none(value: float) -> float | None:
