@@ -47,8 +47,6 @@ from .resume import PreviousDrift, ReferenceTangents, ResultsDirCheck, TakenFing
 
 #: The options a checkpoint is loaded with (`checkpoints.loaded`).
 _LOADING = ("automodel", "device_map", "max_memory", "offload_folder", "tokenizer_source")
-# A checkpoint that fails with one of these is skipped (and its rows say why) under skip_bad_checkpoints.
-_BAD_CHECKPOINT = (CheckpointError, NonFiniteError)
 
 
 logger = logging.getLogger(__name__)
@@ -193,10 +191,10 @@ class CheckpointSweep:
             (self.announce or logger.info)(line)
 
     def _process_or_skip(self, checkpoint: Checkpoint, references: dict[Any, Subspace], *, writer: bool) -> list[dict]:
-        """`_process`, or with `skip_bad_checkpoints` rows that say why a bad checkpoint was skipped."""
+        """`_process`, or with `skip_bad_checkpoints` rows that say why a checkpoint that failed was skipped."""
         try:
             return self._process(checkpoint, references, writer=writer)
-        except _BAD_CHECKPOINT as error:
+        except (CheckpointError, NonFiniteError) as error:
             if not self.plan.options.skip_bad_checkpoints:
                 raise
             warnings.warn(f"Skipped checkpoint {checkpoint.name}: {error}", CheckpointWarning, stacklevel=3)
