@@ -89,9 +89,8 @@ def read_texts(path: str | Path) -> list[str]:
         The non-blank texts, in file order.
 
     Raises:
-        InvalidInputError: A missing, unreadable or non-UTF-8 file, or one not in its suffix's format (the message
-            names the file, the line or item, and the format expected).
-        InvalidInputError: A file with no non-blank text.
+        InvalidInputError: A missing, unreadable, non-UTF-8 or empty file, or one not in its suffix's format (the
+            message names the file, the line or item, and the format expected).
 
     Examples:
         >>> texts = read_texts("texts.jsonl")  # doctest: +SKIP
@@ -120,23 +119,19 @@ def _json_texts(content: str, path: Path) -> list[str]:
     if path.suffix == ".json":
         if not isinstance(texts := load(content, path), list):
             raise InvalidInputError(f"{path} holds {_json_kind(texts)}, not a list: {form}.")
-        if wrong := [(index, text) for index, text in enumerate(texts) if not isinstance(text, str)]:
-            raise InvalidInputError(
-                f"Item {wrong[0][0]} of {path} is {_json_kind(wrong[0][1])}, not a string: {form}."
-            )
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InvalidInputError(f"Item {index} of {path} is {_json_kind(text)}, not a string: {form}.")
         return texts
     texts = []
     for number, line in enumerate(content.split("\n"), start=1):  # JSON strings may hold U+2028, not "\n"
         record = load(line, path, line=number) if line.strip() else {"text": ""}  # a blank line: no text
-        text = record.get("text", _NO_TEXT) if isinstance(record, dict) else _NO_TEXT
+        text = record.get("text", ...) if isinstance(record, dict) else ...  # ...: no "text" (JSON has no Ellipsis)
         if not isinstance(text, str):
-            what = 'no "text" field' if text is _NO_TEXT else f'a "text" that is {_json_kind(text)}'
+            what = 'no "text" field' if text is ... else f'a "text" that is {_json_kind(text)}'
             raise InvalidInputError(f"Line {number} of {path} has {what}: {form}.")
         texts.append(text)
     return texts
-
-
-_NO_TEXT = object()  # a .jsonl line's missing "text"
 
 
 def _json_kind(value: Any) -> str:
@@ -170,8 +165,7 @@ def parse_int_list(value: str) -> list[int]:
     return numbers
 
 
-# argparse `type=` parsers of one option's text; argparse prefixes their error with the option
-# ("argument --max-fit-tokens: must be a positive integer"). Their ranges are `commons.options`' bounds.
+# argparse `type=` parsers (argparse names the option in their error); their ranges are `commons.options`' bounds.
 def parse_positive_int(value: str) -> int:
     """An integer of at least 1 (a size, a rank, a cap): `parse_positive_int("8")` is 8."""
     return POSITIVE_INT.parse(value)
@@ -295,8 +289,7 @@ def _add_sweep_command(add: Any) -> None:
 
 
 def _argparse_form(spec: dataclasses.Field) -> dict[str, Any]:
-    """How argparse takes a `SweepConfig` field, from its type: a bool is a switch (`--no-NAME` when on by
-    default), a list of split points `nargs="+"`, a choice only `choices=`, anything else a `type=` that parses it."""
+    """How argparse takes a `SweepConfig` field, from its type: a switch, `nargs="+"`, `choices=` or a `type=`."""
     unit = f" [{spec.metadata['unit']}]" if spec.metadata["unit"] else ""
     form: dict[str, Any] = {"help": (spec.metadata["doc"] + unit).replace("%", "%%")}
     members = [member for member in type_members(spec) if member is not type(None)]
@@ -318,8 +311,7 @@ def _argparse_form(spec: dataclasses.Field) -> dict[str, Any]:
 
 
 def _parse_option(choices: list[str], takes_none: bool, json: bool, bound: Bound | None, text: str) -> Any:
-    """A flag's text as its field's value: one of its choices, `none`, a JSON object, a number in its bound, or the
-    text itself; else the `argparse.ArgumentTypeError` that says what the flag takes."""
+    """A flag's text as its field's value (a choice, `none`, JSON, a number or the text), else argparse's error."""
     if text in choices:
         return text
     if takes_none and text.lower() == "none":
@@ -400,8 +392,7 @@ def _sweep_texts(args: argparse.Namespace) -> tuple[list[str], list[str] | None]
 
 
 def _estimate(n: int, folder: Any, fit: Sequence[str], probe: Sequence[str] | None, config: SweepConfig) -> str:
-    """A line saying how many tokens each of the `n` checkpoints will read, from the first local checkpoint's
-    tokenizer (in `folder`; None: a hub revision)."""
+    """How many tokens each of the `n` checkpoints will read, by the first local checkpoint's tokenizer (`folder`)."""
     from .visualizations.model_card import count_tokens
 
     probed = probe if probe is not None else list(fit)[1::2]

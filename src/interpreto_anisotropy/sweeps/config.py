@@ -46,9 +46,7 @@ __all__ = [
     "type_members",
 ]
 
-# 2: right-aligned batches with per-family position ids, one token policy. 3: rows with the exact p-value, z-score,
-# anisotropy share, IsoScore* settings, energy by token bucket, fingerprint and drift_previous_step. 4: each row
-# draws its controls and random subspaces from its own seed (draw_seed), R' by default enough for Holm (n_random).
+#: The rows' format (4: each row draws its controls and random subspaces from its own seed, `draw_seed`).
 FORMAT_VERSION = 4
 
 #: IsoScore*'s default shrinkage (`metrics.isotropy.DEFAULT_ZETA`; a test keeps them equal).
@@ -96,8 +94,7 @@ class EarlyCentering(str, Enum):
 
     Attributes:
         POOLED: Once, on the mean of all the pooled rows (the paper's reading).
-        PER_CHECKPOINT: Each checkpoint's rows on their own mean (the drift of the mean between checkpoints is left
-            out of the tangent).
+        PER_CHECKPOINT: Each checkpoint's rows on their own mean (the drift of the mean is left out of the tangent).
 
     Examples:
         >>> EarlyCentering("per_checkpoint") is EarlyCentering.PER_CHECKPOINT
@@ -108,22 +105,16 @@ class EarlyCentering(str, Enum):
     PER_CHECKPOINT = "per_checkpoint"
 
 
-def _choices(kind: type[Enum]) -> Any:
-    """The `Literal` of an enum's values."""
-    return Literal[tuple(member.value for member in kind)]
-
-
-# The choices, as the enums spell them (those of other modules import torch, this one must not: a test keeps each
-# equal to its enum).
+# The choices as the enums spell them (theirs import torch, this module must not; a test keeps them equal).
 Objective = Literal["auto", "causal_lm", "masked_lm"]
 Method = Literal["pca", "pca_sklearn", "semi_nmf", "nmf", "ica", "svd", "topk_sae"]
-Reference = _choices(ReferenceKind)
-Centering = _choices(EarlyCentering)
+Reference = Literal[tuple(kind.value for kind in ReferenceKind)]
+Centering = Literal[tuple(kind.value for kind in EarlyCentering)]
 IsoScoreConvention = Literal["complement", "ambient"]
 IsoScoreTarget = Literal["scaled_identity", "identity", "pooled"]
 Automodel = Literal["causal_lm", "masked_lm"]
 Call = Literal["first", "last"]
-Parallel = _choices(Parallelism)
+Parallel = Literal[tuple(kind.value for kind in Parallelism)]
 Autocast = Literal["bf16", "fp16", "bfloat16", "float16"]
 DeviceMap = Literal["auto", "balanced", "balanced_low_0", "sequential"]
 Family = Literal["split_point_and_tangent", "split_point", "tangent", "all"]
@@ -133,8 +124,7 @@ Correction = Literal["holm", "bh"]
 def option(
     default: Any = MISSING, *, doc: str, unit: str = "", bound: Bound | None = None, flag: str = "", advice: str = ""
 ) -> Any:
-    """A field of `SweepConfig`: its default, help, unit, the bound of a number, the command line's flag, and what
-    its error advises beyond what the field takes."""
+    """A field of `SweepConfig`: default, help, unit, a number's bound, the command line's flag, its error's advice."""
     metadata = {"doc": doc, "unit": unit, "bound": bound, "flag": flag, "advice": advice}
     return field(default=default, metadata=metadata)
 
@@ -143,9 +133,7 @@ def option(
 class SweepConfig:
     """The options of a `CheckpointSweep`, checked once; `config.json` records those that determine the results.
 
-    Build one and pass it (`CheckpointSweep(checkpoints, config, texts=...)`), or pass the options as keyword
-    arguments (`CheckpointSweep(checkpoints, split_point=1, texts=..., results_dir=...)`). The checkpoints and the
-    texts are data, not options: `CheckpointSweep` takes them.
+    Pass one to `CheckpointSweep`, or its options as keyword arguments (docs/options.md lists them).
 
     Raises:
         InvalidInputError: An option of the wrong type, outside its range, NaN or infinite, a bool where a number
@@ -384,23 +372,7 @@ class SweepConfig:
 
     @classmethod
     def make(cls, base: "SweepConfig | None" = None, **options: Any) -> "SweepConfig":
-        """A config from keyword options, or `base` with some options changed.
-
-        Args:
-            base: A config to start from; None: the defaults.
-            **options: Fields of `SweepConfig`.
-
-        Returns:
-            The checked config.
-
-        Raises:
-            InvalidInputError: An unknown option (with the closest names), a missing `split_point` or
-                `results_dir`, or a bad value.
-
-        Examples:
-            >>> SweepConfig.make(split_point=1, results_dir="out", seed=3).seed
-            3
-        """
+        """A checked config from keyword options (an unknown name refused with the closest ones), or `base` changed."""
         if base is not None and not isinstance(base, SweepConfig):
             raise InvalidInputError(f"config must be a SweepConfig, got {type(base).__name__}.")
         for name in [name for name in options if name not in _FIELDS]:
@@ -409,22 +381,13 @@ class SweepConfig:
             raise InvalidInputError(f"{name!r} is not an option of a sweep.{hint}")
         if base is not None:
             return dataclasses.replace(base, **options) if options else base
-        if missing := [name for name, spec in _FIELDS.items() if _required(spec) and name not in options]:
+        if missing := [name for name, spec in _FIELDS.items() if spec.default is MISSING and name not in options]:
             raise InvalidInputError(f"A sweep needs {' and '.join(f'{name}=' for name in missing)}.")
         return cls(**options)
 
     def to_dict(self) -> dict[str, Any]:
-        """The options as given (objects such as a `Subspace` included), by name.
-
-        Examples:
-            >>> SweepConfig(split_point=1, results_dir="out").to_dict()["nb_concepts"]
-            16
-        """
+        """The options as given (objects such as a `Subspace` included), by name."""
         return {name: getattr(self, name) for name in _FIELDS}
-
-
-def _required(spec: dataclasses.Field) -> bool:
-    return spec.default is MISSING and spec.default_factory is MISSING
 
 
 # ------------------------------------------------------------------------------------------------ checking a field
@@ -436,8 +399,7 @@ def type_members(spec: dataclasses.Field) -> tuple[Any, ...]:
 
 
 def _checked(spec: dataclasses.Field, value: Any) -> Any:
-    """`value` if a member of the field's type takes it (normalised: a str enum as its value, a path as a `Path`,
-    a list of split points as a tuple); otherwise our error naming the field and what it takes."""
+    """`value` normalised (str enum -> value, path -> `Path`, split points -> tuple), else our error."""
     bound = spec.metadata["bound"]
     if isinstance(value, (str, os.PathLike)) and "\x00" in str(os.fspath(value)):
         raise InvalidInputError(f"{spec.name} must not hold a NUL byte ('\\x00'), got {_shown(value)}.")
@@ -461,39 +423,28 @@ def _shown(value: Any) -> str:
 
 def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
     """(whether `member` takes `value`, the value normalised)."""
-    if member is type(None):
-        return value is None, value
-    if typing.get_origin(member) is Literal:
+    origin = typing.get_origin(member) or member
+    if origin is Literal:
         matches = [choice for choice in typing.get_args(member) if isinstance(value, str) and choice == value]
-        return bool(matches), matches[0] if matches else value
-    if member is bool:
-        return isinstance(value, bool), value
+        return bool(matches), (matches or [value])[0]
     if member in (int, float):
         return (Bound(member, "", lambda _: True) if bound is None else bound).holds(value), value
     if member in (str, Path):
         taken = isinstance(value, (str, os.PathLike)) and bool(os.fspath(value))
         return taken, member(os.fspath(value)) if taken else value
-    if member is dict or typing.get_origin(member) is dict:  # a dict's values are checked with the other options
-        return isinstance(value, dict), value
-    if member is type:
-        return isinstance(value, type), value
-    if typing.get_origin(member) is tuple:  # split points: one, or a list of them
+    if origin is tuple:  # split points: one, or a list of them
         points = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-        valid = all(
-            (isinstance(point, int) and not isinstance(point, bool)) or (isinstance(point, str) and point)
-            for point in points
-        )
+        valid = all(isinstance(point, (int, str)) and not isinstance(point, bool) and point != "" for point in points)
         return bool(points) and valid, points
-    if typing.get_origin(member) is Callable:
+    if origin is Callable:
         return callable(value) and not isinstance(value, (str, type)), value
     if isinstance(member, ForwardRef):
         return _OBJECTS[member.__forward_arg__][1](value), value
-    raise TypeError(f"SweepConfig cannot check a field of type {member!r}")  # pragma: no cover
+    return isinstance(value, origin), value  # None, bool, type, a dict (its values checked with the other options)
 
 
 def _is_a(module: str, name: str) -> Callable[[Any], bool]:
-    """Whether a value is an instance of `module.name`, imported only when a value of another kind is given (the
-    module imports torch; a user passing such an object has imported it already)."""
+    """Whether a value is a `module.name`, imported only when asked (it imports torch, which such a user has)."""
     return lambda value: isinstance(value, getattr(importlib.import_module(module, __package__), name))
 
 
@@ -546,8 +497,7 @@ def _device_key(option_name: str, key: Any, value: Any) -> Any:
 
 
 def _check_placement(config: "SweepConfig") -> None:
-    """`device_map` and `max_memory` with their devices as accelerate takes them; the options that need a
-    `device_map` refused without one."""
+    """`device_map` and `max_memory` with accelerate's devices; `max_memory`/`offload_folder` need a `device_map`."""
     if config.device_map is None:
         if given := [name for name in ("max_memory", "offload_folder") if getattr(config, name) is not None]:
             raise InvalidInputError(
@@ -577,17 +527,18 @@ def describe_type(spec: dataclasses.Field) -> str:
     """What a field takes, in words ("a positive integer or None", "'early', 'each' or 'both', a Subspace or a dict")."""
     bound, members, words = spec.metadata["bound"], type_members(spec), []
     for member in members:
-        if typing.get_origin(member) is Literal:
+        origin = typing.get_origin(member) or member
+        if origin is Literal:
             choices = [repr(choice) for choice in typing.get_args(member)]
             words.append(_either(choices, ", ") if len(members) == 1 else ", ".join(choices))
         elif member in (int, float):
             words.append(bound.expected if bound else {int: "an integer", float: "a finite number"}[member])
         elif isinstance(member, ForwardRef):
             words.append(_OBJECTS[member.__forward_arg__][0])
-        elif typing.get_origin(member) is dict:
+        elif origin is dict and member is not dict:
             words.append(f"a dict split point -> {typing.get_args(member)[1].__forward_arg__}")
         else:
-            words.append(_MEMBER_WORDS.get(member) or _MEMBER_WORDS[typing.get_origin(member)])
+            words.append(_MEMBER_WORDS[origin])
     return _either(words, ", ")
 
 
@@ -608,8 +559,7 @@ def _either(words: list[str], separator: str) -> str:
 
 
 def option_flag(spec: dataclasses.Field) -> str:
-    """The command line's flag of a field: its own (`--out`), `--no-NAME` for an option on by default, else
-    `--NAME` with dashes."""
+    """A field's flag: its own (`--out`), `--no-NAME` for an option on by default, else `--NAME` with dashes."""
     if spec.metadata["flag"]:
         return spec.metadata["flag"]
     dashed = spec.name.replace("_", "-")
@@ -633,7 +583,7 @@ def options_markdown() -> str:
         "|---|---|---|---|---|---|",
     ]
     for spec in dataclasses.fields(SweepConfig):
-        default = "required" if _required(spec) else f"`{spec.default!r}`"
+        default = "required" if spec.default is MISSING else f"`{spec.default!r}`"
         cells = [f"`{spec.name}`", f"`{option_flag(spec)}`", describe_type(spec), default, spec.metadata["unit"]]
         lines.append("| " + " | ".join([*cells, spec.metadata["doc"]]).replace("\n", " ") + " |")
     return "\n".join(lines) + "\n"
@@ -692,8 +642,7 @@ def _sha(items: Sequence[str]) -> str:
 
 
 class SweepPlan:
-    """A `SweepConfig` resolved once, at the sweep's door, against its checkpoints and texts: what the runner reads
-    (`options` as given; checkpoints sorted, texts split, early checkpoints, device, dtype, ... resolved)."""
+    """A `SweepConfig` resolved once, at the sweep's door, against its checkpoints and texts, for the runner."""
 
     def __init__(self, options: SweepConfig, checkpoints: Any, *, texts: Sequence[str], probe_texts=None):
         import torch
@@ -763,8 +712,6 @@ class SweepPlan:
             "early_steps": [checkpoint.step for checkpoint in self.early],
             **{key: getattr(options, key) for key in _ALWAYS_RECORDED},
         }
-        # Options added after sweeps were first written are recorded when they differ from the defaults, so that
-        # older results directories still resume; "call" and "tokenizer_source" when given.
         resolved = {
             "isoscore_convention": self.isoscore.convention.value,
             "isoscore_zeta": self.isoscore.zeta,
@@ -782,7 +729,7 @@ class SweepPlan:
 KINDS_OF = {"early": ("early",), "each": ("each",), "both": ("early", "each"), "given": ("given",)}
 _ALWAYS_RECORDED = ("n_controls", "seed", "max_tokens", "max_fit_tokens", "max_metric_tokens", "batch_size")
 _ALWAYS_RECORDED += ("include_special",)
-# Options added after sweeps were first written: recorded when off their default, in config.json's order.
+# Options added after sweeps were first written: recorded when off their default (older results still resume).
 _RECORDED_OFF_DEFAULT = ("n_random", "isoscore_convention", "isoscore_zeta", "isoscore_c0", "family", "correction")
 _RECORDED_OFF_DEFAULT += ("level", "total_steps", "early_without_init", "early_centering", "autocast_dtype", "call")
 _RECORDED_OFF_DEFAULT += ("tokenizer_source",)

@@ -1,10 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What a sweep finds in its results directory and carries over: the resume check (`ResultsDirCheck`), whether
-rows still describe their checkpoints (`changed_steps`), the drift between tangents (`PreviousDrift`), a sweep
-extended by another run (`merge_configs`) and the reference tangents fitted on the early checkpoints
-(`ReferenceTangents`, `EarlyPool`)."""
+"""What a sweep finds in its results directory and carries over: `ResultsDirCheck`, `changed_steps`, `PreviousDrift`,
+`merge_configs` and the reference tangents fitted on the early checkpoints (`ReferenceTangents`, `EarlyPool`)."""
 
 from __future__ import annotations
 
@@ -23,7 +21,7 @@ from jaxtyping import Float
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator, top_eigenvectors
 from ..commons.progress import progress_bar
-from ..errors import AnisotropyError, InvalidInputError, ResultsFileWarning, ResultsStoreError, SweepLockedError
+from ..errors import AnisotropyError, InvalidInputError, ResultsFileWarning, ResultsStoreError
 from ..results import verdict as draws
 from ..results.records import fingerprint, step_of
 from ..results.schema import is_skipped
@@ -36,13 +34,9 @@ from .config import KINDS_OF, EarlyCentering, SweepPlan
 if TYPE_CHECKING:
     from .runner import CheckpointSweep
 
-# Errors raised on rank 0 while locking and checking the results directory, raised again on every rank.
-_ERRORS_BY_NAME = {error.__name__: error for error in (InvalidInputError, ResultsStoreError, SweepLockedError)}
-
 
 def resolved_n_random(plan: SweepPlan, checkpoints: int, split_points: int, kinds: int, *, warn: bool) -> int:
-    """R' of a run's rows: the given `n_random`, or the smallest whose floor 1 / (R' + 1) passes the correction at
-    the sweep's `level` over the rows of its declared `family` (`draws.family_size`, `draws.default_n_random`)."""
+    """R' of a run's rows: the given `n_random`, or the smallest that can pass the correction over its `family`."""
     size = draws.family_size(plan.options.family, checkpoints=checkpoints, split_points=split_points, kinds=kinds)
     if plan.options.n_random is None:
         return draws.default_n_random(size, n_controls=plan.options.n_controls, level=plan.options.level)
@@ -63,20 +57,20 @@ class ResultsDirCheck:
 
     @contextmanager
     def held(self) -> Iterator[int]:
-        """Hold the lock (rank 0) while the block runs, every rank raising the same error."""
+        """Hold the lock (rank 0) while the block runs, every rank raising rank 0's error."""
         with contextlib.ExitStack() as stack:
-            message = n_random = None
+            failure = n_random = None
             if distributed.is_main_process():
                 try:
                     stack.enter_context(self.store.lock())
                     n_random = self._check()
                 except AnisotropyError as error:
-                    message = (type(error).__name__, str(error))
-            shared = distributed.broadcast_object((message, self.drift.checkpoints, n_random))
-            message, self.drift.checkpoints, n_random = shared
+                    failure = error
+            shared = distributed.broadcast_object((failure, self.drift.checkpoints, n_random))
+            failure, self.drift.checkpoints, n_random = shared
             distributed.barrier()
-            if message is not None:
-                raise _ERRORS_BY_NAME.get(message[0], InvalidInputError)(message[1])
+            if failure is not None:
+                raise failure
             yield n_random
 
     def _check(self) -> int:
@@ -98,8 +92,7 @@ class ResultsDirCheck:
         return n_random
 
     def _refit_altered_files(self) -> None:
-        """Drop the reference tangents, tangents and top tokens whose bytes are not those provenance.jsonl records
-        (with the rows of the checkpoints they belong to), to fit them again; refuse those this run cannot."""
+        """Drop the altered files provenance.jsonl records (and their rows) to fit again; refuse those we cannot."""
         altered = self.store.altered_files(self.plan.layers)
         if not altered:
             return
@@ -133,11 +126,11 @@ class ResultsDirCheck:
         rows = [row for row in self.store.rows() if not is_skipped(row)]  # skipped rows are retried anyway
         written = {row["step"] for row in rows}
         current = self.fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
-        steps = changed_steps(rows, current)
+        steps = changed_steps(((row["step"], row.get("fingerprint")) for row in rows), current)
         paths = [self.store.reference_path(layer) for layer in self.plan.layers]
         infos = [saved_reference(path, self.plan).info for path in paths if path.exists()]
-        early_now = self.fingerprints.by_step(self.plan.early) if infos else {}
-        early = sorted({step for info in infos for step in changed_early_steps(info, early_now)})
+        pooled = [(int(step), then) for info in infos for step, then in (info.get("early_fingerprints") or {}).items()]
+        early = changed_steps(pooled, self.fingerprints.by_step(self.plan.early) if pooled else {})
         if not steps and not early:
             return
         if not self.plan.options.recompute_changed:
@@ -155,12 +148,8 @@ class ResultsDirCheck:
 
 
 def _not_written(paths: list[Path]) -> str:
-    """ "<files> do(es) not hold the bytes the sweep wrote there ..." (the start of a sentence)."""
-    verb, their = ("does", "its") if len(paths) == 1 else ("do", "their")
-    return (
-        f"{', '.join(map(str, paths))} {verb} not hold the bytes the sweep wrote there ({their} sha256 is not the "
-        "one provenance.jsonl records)"
-    )
+    """ "<files>: not the bytes the sweep wrote ..." (the start of a sentence)."""
+    return f"{', '.join(map(str, paths))}: not the bytes the sweep wrote (a sha256 other than provenance.jsonl's)"
 
 
 class TakenFingerprints:
@@ -180,18 +169,9 @@ class TakenFingerprints:
         return {checkpoint.step: self.of(checkpoint) for checkpoint in checkpoints}
 
 
-def changed_steps(rows: Iterable[Mapping[str, Any]], current: Mapping[int, str | None]) -> list[int]:
-    """The steps whose rows were computed on content other than the checkpoint's current content, sorted."""
-    taken = {(row["step"], row.get("fingerprint")) for row in rows}
+def changed_steps(taken: Iterable[tuple[int, str | None]], current: Mapping[int, str | None]) -> list[int]:
+    """The steps of (step, fingerprint then) pairs whose checkpoint's content is another now, sorted."""
     return sorted({step for step, then in taken if then and current.get(step) and then != current[step]})
-
-
-def changed_early_steps(info: Mapping[str, Any], current: Mapping[int, str | None]) -> list[int]:
-    """The early steps a reference tangent pooled whose content has changed since, sorted (from its `info`)."""
-    pooled = info.get("early_fingerprints") or {}
-    return sorted(
-        int(step) for step, taken in pooled.items() if taken and current.get(int(step)) and taken != current[int(step)]
-    )
 
 
 def drift(label: str, own: Subspace, other: Subspace | None) -> dict[str, Any]:
@@ -227,9 +207,8 @@ class PreviousDrift:
         if previous_step is not None and previous is None and warn:
             missing = self.store.tangent_path(row["layer"], previous_step)
             warnings.warn(
-                f"The drift from the previous checkpoint of step {row['step']} (split point {row['layer']!r}) is None: "
-                f"{missing} is missing (the previous checkpoint was skipped, or its tangent deleted). It is filled in "
-                "once that checkpoint's rows are computed.",
+                f"The drift_previous of step {row['step']} (split point {row['layer']!r}) is None: {missing} is missing "
+                "(skipped, or deleted); it is filled in once that checkpoint's rows are computed.",
                 ResultsFileWarning,
                 stacklevel=4,
             )
@@ -238,8 +217,7 @@ class PreviousDrift:
         return {**drift("previous", own, previous), "drift_previous_step": measured}
 
     def refresh(self) -> None:
-        """Recompute the drift of rows measured from another previous checkpoint than today's, or from none whose
-        tangent now exists; rewrite rows.jsonl if any."""
+        """Recompute the drift of rows measured from another previous checkpoint than today's (or none that exists)."""
 
         def refreshed(row: dict[str, Any]) -> dict[str, Any]:
             expected = self.previous_step(row["step"])
@@ -251,8 +229,7 @@ class PreviousDrift:
         self.store.update_rows(refreshed)
 
     def forget_after(self, steps: set[int] | list[int]) -> None:
-        """Drop the drift fields of the rows whose previous checkpoint is one of `steps` (measured again at the end
-        of the run)."""
+        """Drop the drift of the rows whose previous checkpoint is one of `steps` (measured again at the end)."""
         forget = lambda row: {k: v for k, v in row.items() if k != "drift_previous_step"}  # noqa: E731
         self.store.update_rows(lambda row: forget(row) if self.previous_step(row["step"]) in steps else row)
 
@@ -335,8 +312,7 @@ class ReferenceTangents:
         return [layer for layer in self.plan.layers if early and not self.store.reference_path(layer).exists()]
 
     def fits_here(self) -> bool:
-        """Whether this rank reads the early checkpoints when references are fitted (all ranks when the method
-        streams; rank 0 otherwise)."""
+        """Whether this rank reads the early checkpoints for references (all if the method streams, else rank 0)."""
         return self.plan.streams or distributed.is_main_process()
 
     def early_to_load(self) -> list[Checkpoint]:
@@ -344,8 +320,7 @@ class ReferenceTangents:
         return self.plan.early if self.missing() and self.fits_here() else []
 
     def by_layer(self) -> dict[int | str, Subspace]:
-        """The reference tangent of each split point: given, loaded from results_dir, or fitted on early checkpoints
-        (only for the split points without a saved one); empty when every checkpoint takes its own."""
+        """Each split point's reference tangent: given, saved in results_dir, or fitted on the early checkpoints."""
         if self.plan.given_reference:
             return self.plan.given_reference
         if "early" not in self.plan.tangent_kinds:
@@ -367,8 +342,7 @@ class ReferenceTangents:
         return {layer: references[layer] for layer in self.plan.layers}
 
     def _fit(self, layers: list[int | str]) -> dict[int | str, Subspace]:
-        """Fit the reference tangent of some split points on the activations pooled over the early checkpoints; in
-        one process, keep each early checkpoint's fit read for its own rows."""
+        """Fit the references of `layers` on the early checkpoints (in one process keeping each one's fit read)."""
         sweep, early, streamed = self.sweep, self.plan.early, self.plan.streams
         pools = {layer: EarlyPool(streamed=streamed, centering=self.plan.early_centering) for layer in layers}
         references: dict[int | str, Subspace] = {}

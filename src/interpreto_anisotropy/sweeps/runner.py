@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -46,8 +47,6 @@ from .resume import PreviousDrift, ReferenceTangents, ResultsDirCheck, TakenFing
 
 #: The options a checkpoint is loaded with (`checkpoints.loaded`).
 _LOADING = ("automodel", "device_map", "max_memory", "offload_folder", "tokenizer_source")
-# A checkpoint that fails with one of these is skipped (and its rows say why) under skip_bad_checkpoints.
-_BAD_CHECKPOINT = (CheckpointError, NonFiniteError)
 
 
 logger = logging.getLogger(__name__)
@@ -57,22 +56,17 @@ class CheckpointSweep:
     """The paper's protocol over training checkpoints, resumable and atomic per checkpoint.
 
     Args:
-        checkpoints: `Checkpoint`s (e.g. `ia.checkpoints.local("runs/toy/checkpoint-*")`, `ia.checkpoints.pythia(...)`)
-            or a glob of local checkpoint folders.
+        checkpoints: `Checkpoint`s (e.g. `ia.checkpoints.pythia(...)`) or a glob of local checkpoint folders.
         config: The sweep's options, a `SweepConfig` (docs/options.md lists them); None: from `options`.
         texts: Texts whose activations fit the tangents (and whose tokens give the frequencies).
-        probe_texts: Held-out texts for the gradient probe. By default `texts` is split in two: even-indexed
-            texts fit, odd-indexed texts probe.
-        **options: Fields of `SweepConfig` (`split_point=1, results_dir="runs/toy/sweep", nb_concepts=8, ...`):
-            the config's options, or those of `config` changed.
+        probe_texts: Held-out texts for the gradient probe; None: the odd-indexed `texts` (the even ones fit).
+        **options: Fields of `SweepConfig` (`split_point=1, results_dir=...`): the options, or `config`'s changed.
 
     Attributes:
-        announce: A callable taking the sweep's time estimates, lines of text (`CheckpointTimer`); None (default): the
-            logger "interpreto_anisotropy.sweeps.runner", at level INFO.
+        announce: A callable taking the sweep's time estimates (lines of text); None: this module's logger, at INFO.
 
     Raises:
-        InvalidInputError: No checkpoints, or no texts.
-        InvalidInputError: A bad option.
+        InvalidInputError: No checkpoints, no texts, or a bad option.
 
     Examples:
         >>> sweep = ia.CheckpointSweep(ia.checkpoints.local("runs/toy/checkpoint-*"), split_point=1,
@@ -126,18 +120,7 @@ class CheckpointSweep:
 
     # ------------------------------------------------------------------ run
     def run(self) -> SweepResult:
-        """Run (or resume) the sweep and return its table.
-
-        Returns:
-            The `SweepResult` of every finished checkpoint (also in `results_dir`).
-
-        Raises:
-            InvalidInputError: `results_dir` holds a sweep with other settings (and not `overwrite`).
-            InvalidInputError: A checkpoint whose hidden size differs from the reference subspace's.
-            InvalidInputError: A split point absent from a checkpoint.
-            CheckpointError: A checkpoint that cannot be loaded; before the first checkpoint, every Hub revision
-                that does not exist (offline: is not cached), named at once.
-        """
+        """Run (or resume) the sweep; the `SweepResult` of every finished checkpoint (also in `results_dir`)."""
         check = ResultsDirCheck(self.plan, self.store, self._fingerprints, self._drift, self._announce)
         with check.held() as self._n_random:
             self._run_missing()
@@ -178,8 +161,7 @@ class CheckpointSweep:
             refresh_changes(self.store, seed=self.plan.options.seed)
 
     def _rounds(self, rounds, mine, references, said: SaidOnce, *, by_checkpoint: bool, per_round: int) -> None:
-        """Compute each round's checkpoints (this rank's: `mine`), their warnings recorded in `said`, and append their
-        rows; a checkpoint's revision may be evicted once its rows are written."""
+        """Compute each round's checkpoints (this rank's: `mine`) and append their rows (warnings kept in `said`)."""
         unit = "round" if by_checkpoint and distributed.world_size() > 1 else "ckpt"
         bar = progress_bar(rounds, progress=self._shows(), desc="Checkpoints", unit=unit)
         writer = by_checkpoint or distributed.is_main_process()
@@ -209,10 +191,10 @@ class CheckpointSweep:
             (self.announce or logger.info)(line)
 
     def _process_or_skip(self, checkpoint: Checkpoint, references: dict[Any, Subspace], *, writer: bool) -> list[dict]:
-        """`_process`, or with `skip_bad_checkpoints` rows that say why a bad checkpoint was skipped."""
+        """`_process`, or with `skip_bad_checkpoints` rows that say why a checkpoint that failed was skipped."""
         try:
             return self._process(checkpoint, references, writer=writer)
-        except _BAD_CHECKPOINT as error:
+        except (CheckpointError, NonFiniteError) as error:
             if not self.plan.options.skip_bad_checkpoints:
                 raise
             warnings.warn(f"Skipped checkpoint {checkpoint.name}: {error}", CheckpointWarning, stacklevel=3)
@@ -222,8 +204,7 @@ class CheckpointSweep:
 
     @contextmanager
     def _load(self, checkpoint: Checkpoint) -> Iterator[tuple[Any, Any, Fetched]]:
-        """The checkpoint's (model, tokenizer, files), its files from the pipeline (which raises its download's
-        error)."""
+        """The checkpoint's (model, tokenizer, files), its files from the pipeline (which raises its download's)."""
         fetched = self._pipeline.take(checkpoint)
         given = {name: getattr(self.plan.options, name) for name in _LOADING}
         with checkpoint_tools.loaded(checkpoint, device=self.plan.device, snapshot=fetched.folder, **given) as loaded:
@@ -245,20 +226,13 @@ class CheckpointSweep:
         options, shard = self.plan.options, (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         cap = None if options.max_fit_tokens is None else -(-options.max_fit_tokens // shard[1])  # a per-rank cap
         given = {name: getattr(options, name) for name in ("batch_size", "include_special", "call")}
-        given.update(
-            max_tokens=cap, shard=shard, autocast_dtype=self.plan.autocast_dtype, token_cache=self._token_cache
-        )
-        return iter_located_token_activations(splitter, self.plan.fit_texts, **given)
+        given |= {"max_tokens": cap, "shard": shard, "autocast_dtype": self.plan.autocast_dtype}
+        return iter_located_token_activations(splitter, self.plan.fit_texts, token_cache=self._token_cache, **given)
 
-    # ------------------------------------------------------------------ tangents
     def _new_tangent(self, splitter: ModelWithSplitPoints) -> TangentExplainer:
-        return TangentExplainer(
-            splitter,
-            nb_concepts=self.plan.options.nb_concepts,
-            method=self.plan.options.method,
-            device=self.plan.device,
-            **{"seed": self.plan.options.seed, **self.plan.method_kwargs},
-        )
+        options = self.plan.options
+        given = {"nb_concepts": options.nb_concepts, "method": options.method, "device": self.plan.device}
+        return TangentExplainer(splitter, **given, **{"seed": options.seed, **self.plan.method_kwargs})
 
     # ------------------------------------------------------------------ one checkpoint
     def _process(self, checkpoint: Checkpoint, references: dict[Any, Subspace], *, writer: bool) -> list[dict]:
@@ -288,7 +262,7 @@ class CheckpointSweep:
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
                 f"subspace lives in R^{reference.dim}: all checkpoints of a sweep must share the hidden size."
             )
-        own = read.subspace().replace(name="each", step=checkpoint.step, call=self.plan.options.call)
+        own = read.own.replace(name="each", step=checkpoint.step, call=self.plan.options.call)
         subspaces = {"given" if self.plan.given_reference else "early": reference} if reference is not None else {}
         subspaces.update({"each": own} if "each" in self.plan.tangent_kinds else {})
         point = splitter.split_point
@@ -305,19 +279,10 @@ class CheckpointSweep:
         seeds = {kind: draws.row_seed(seed, step=checkpoint.step, split_point=point, kind=kind) for kind in subspaces}
         counts = self._counts(splitter.tokenizer)
         results = _probe(self.plan, splitter, subspaces, seeds, self._n_random, counts, self._token_cache)
-        shared = {
-            **_activation_metrics(sample, sample_ids, reference or own, counts),
-            **drift("reference", own, reference),
-        }
-        drawn = {"n_random": self._n_random}
+        shared = _activation_metrics(sample, sample_ids, reference or own, counts) | drift("reference", own, reference)
         return [
-            {
-                **_identity(checkpoint, layer, point, kind),
-                **result.to_dict(),
-                **shared,
-                "draw_seed": seeds[kind],
-                **drawn,
-            }
+            {**_identity(checkpoint, layer, point, kind), **result.to_dict(), **shared, "draw_seed": seeds[kind]}
+            | {"n_random": self._n_random}
             for kind, result in results.items()
         ]
 
@@ -345,43 +310,32 @@ class CheckpointSweep:
 
 
 def _probe(plan: SweepPlan, splitter, subspaces, seeds, n_random: int, counts, token_cache: TokenCache) -> dict:
-    """The gradient probe of the settings' probe texts at `splitter` against each subspace (`GradientProbe.run`),
-    its draws seeded by `seeds`, with R' = `n_random` and the texts' token `counts` (V,)."""
+    """`GradientProbe.run` of the probe texts at `splitter` against each subspace, drawn from `seeds` with R'."""
     options, iso = plan.options, plan.isoscore
     given = {name: getattr(options, name) for name in ("seed", "batch_size", "include_special", "call")}
-    distributed_sums = options.parallel == "data" and distributed.is_distributed()
-    probe = GradientProbe(
-        splitter,
-        objective=plan.objective,
-        distributed=distributed_sums,
-        **given,
-        autocast_dtype=plan.autocast_dtype,
-        token_cache=token_cache,
-    )
+    given |= {"autocast_dtype": plan.autocast_dtype, "token_cache": token_cache, "objective": plan.objective}
+    probe = GradientProbe(splitter, distributed=options.parallel == "data" and distributed.is_distributed(), **given)
+    drawn = {"n_controls": options.n_controls, "n_random": n_random, "seed": options.seed, "draw_seeds": seeds}
+    drawn |= {"token_counts": counts, "max_tokens": options.max_tokens, "progress": False}
     isoscore = {"isoscore_convention": iso.convention, "isoscore_zeta": iso.zeta, "isoscore_c0": iso.target_name}
-    return probe.run(
-        plan.probe_texts,
-        subspaces,
-        n_controls=options.n_controls,
-        n_random=n_random,
-        seed=options.seed,
-        draw_seeds=seeds,
-        **isoscore,
-        token_counts=counts,
-        max_tokens=options.max_tokens,
-        progress=False,
-    )
+    return probe.run(plan.probe_texts, subspaces, **drawn, **isoscore)
 
 
 def _activation_metrics(sample: torch.Tensor, ids: torch.Tensor, tangent: Subspace, counts: torch.Tensor) -> dict:
-    """Activation metrics of the first `max_metric_tokens` fit rows (n, d), their token ids (n,) and the texts'
-    token counts (V,): isotropy summary, frequency-distance correlation and on-manifold entropy."""
+    """A metric sample's isotropy summary, frequency-distance correlation (token `counts`) and on-manifold entropy."""
     row: dict[str, Any] = {f"activation_{key}": value for key, value in metrics.summary(sample).items()}
-    # Identical contexts (e.g. the same first token of two texts) give identical rows; the estimator needs
-    # distinct points.
+    # Identical contexts (the same first token of two texts) give identical rows; the estimator needs distinct points.
     coordinates = torch.unique(tangent.coords(sample).double(), dim=0)
-    entropy = _finite_or_none(metrics.knn_entropy(coordinates))
-    return {**row, **frequency_distance_row(sample, ids, counts), "on_manifold_entropy": entropy}
+    fields = {"pearson": "pearson", "spearman": "spearman", "p_value": "pearson_p_value"}
+    try:
+        correlation = metrics.frequency_distance_correlation(sample, ids.cpu(), counts)
+        row |= {
+            f"freq_distance_{field}": _finite_or_none(getattr(correlation, name)) for field, name in fields.items()
+        }
+        row["freq_distance_n"] = correlation.n
+    except AnisotropyError:
+        row |= {f"freq_distance_{field}": None for field in fields}
+    return {**row, "on_manifold_entropy": _finite_or_none(metrics.knn_entropy(coordinates))}
 
 
 def _unfinished(plan: SweepPlan, done: set[tuple[int, str, str]]) -> list[Checkpoint]:
@@ -407,28 +361,11 @@ def _pipeline(uses: list[Checkpoint], plan: SweepPlan, store: SweepStore, *, pro
     return CheckpointPipeline(uses, max_cache_bytes=budget, before=before, progress=progress, **given)
 
 
-def frequency_distance_row(activations: torch.Tensor, token_ids: torch.Tensor, counts: torch.Tensor) -> dict[str, Any]:
-    """Frequency-distance correlation fields of a sweep row (None where it is undefined)."""
-    fields = {"pearson": "pearson", "spearman": "spearman", "p_value": "pearson_p_value"}
-    try:
-        correlation = metrics.frequency_distance_correlation(activations, token_ids.cpu(), counts)
-    except AnisotropyError:
-        return {f"freq_distance_{field}": None for field in fields}
-    row = {f"freq_distance_{field}": _finite_or_none(getattr(correlation, name)) for field, name in fields.items()}
-    return {**row, "freq_distance_n": correlation.n}
-
-
 def _identity(checkpoint: Checkpoint, layer: int | str, split_point: str, kind: str) -> dict[str, Any]:
     """The fields that name a row: its checkpoint, split point and tangent kind."""
-    return {
-        "step": checkpoint.step,
-        "checkpoint": checkpoint.name,
-        "source": checkpoint.source,
-        "revision": checkpoint.revision,
-        "layer": layer if isinstance(layer, int) else str(layer),
-        "split_point": split_point,
-        "tangent": kind,
-    }
+    named = {"step": checkpoint.step, "checkpoint": checkpoint.name, "source": checkpoint.source}
+    layer = layer if isinstance(layer, int) else str(layer)
+    return {**named, "revision": checkpoint.revision, "layer": layer, "split_point": split_point, "tangent": kind}
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -528,12 +465,7 @@ class FitRead:
     ids: Int[torch.Tensor, " n"]
     locations: Int[torch.Tensor, "n 2"]
     device: torch.device
-    tangent: TangentExplainer | None = None
-    own: Subspace | None = None
-
-    def subspace(self) -> Subspace:
-        """The checkpoint's own tangent subspace."""
-        return self.own if self.own is not None else self.tangent.subspace
+    own: Subspace
 
     def on_device(self) -> tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]:
         """(sample, ids, locations), the first two where the reader gave them (a copy: the same values)."""
@@ -562,7 +494,7 @@ class FitReader:
             self.pooled.append(rows)
 
     def finish(self) -> FitRead:
-        """The read: the tangent fitted (pooled methods; PCA's basis is computed when its subspace is asked for)."""
+        """The read: the tangent fitted (pooled methods) and its subspace taken."""
         if not self.head:
             raise InvalidInputError(
                 "No token activations were read: the fit texts are empty or hold only special tokens."
@@ -570,7 +502,7 @@ class FitReader:
         if not self.streamed:
             self.tangent.fit(torch.cat(self.pooled))
         sample, ids, locations = (torch.cat(parts) for parts in zip(*self.head, strict=True))
-        return FitRead(sample, ids, locations, sample.device, tangent=self.tangent)
+        return FitRead(sample, ids, locations, sample.device, self.tangent.subspace)
 
     def add_or_defer(self, rows: torch.Tensor, ids: torch.Tensor, locations: torch.Tensor) -> None:
         """`add`, keeping our error (for `kept`) instead of raising it; after one, the batches are ignored."""
@@ -581,12 +513,11 @@ class FitReader:
             self.error = error
 
     def kept(self) -> FitRead | AnisotropyError:
-        """The read for a later turn (its subspace taken, the explainer and with it the model let go, the sample on
-        the host), or the error its rows would raise there."""
+        """The read for a later turn (its subspace, not the model; the sample on the host), or the error it raises."""
         if self.error is not None:
             return self.error
         try:
             read = self.finish()
-            return FitRead(read.sample.cpu(), read.ids.cpu(), read.locations, read.device, own=read.subspace())
+            return dataclasses.replace(read, sample=read.sample.cpu(), ids=read.ids.cpu())
         except AnisotropyError as error:
             return error
