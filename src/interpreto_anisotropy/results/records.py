@@ -103,13 +103,11 @@ def versions_of_rows(
         for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
             for step, layer, kind in record.get("rows", []):
                 by_key[(int(step), str(layer), str(kind))] = record["versions"]
-    groups: dict[str, tuple[dict[str, str] | None, int]] = {}
+    groups: dict[str, list[Any]] = {}
     for row in rows:
         versions = by_key.get(row_key(row)) if "layer" in row else None  # rows never stored may lack the key
-        label = json.dumps(versions, sort_keys=True)
-        known, count = groups.get(label, (versions, 0))
-        groups[label] = (known, count + 1)
-    return list(groups.values())
+        groups.setdefault(json.dumps(versions, sort_keys=True), [versions, 0])[1] += 1
+    return [(versions, count) for versions, count in groups.values()]
 
 
 # ---------------------------------------------------------------------------------------------------- top-tokens files
@@ -202,14 +200,8 @@ def folder_fingerprint(folder: Path) -> str:
     """The fingerprint of a checkpoint folder's model and tokenizer files (see the module docstring): each file's
     path, size and bytes, all of them up to `WHOLE_FILE_BYTES`, else a safetensors header and a sample."""
     digest = hashlib.sha256()
-    files = sorted(
-        path
-        for path in folder.rglob("*")
-        if path.is_file()
-        and path.name != "training_args.bin"
-        and any(fnmatch(path.name, pattern) for pattern in MODEL_FILES)
-    )
-    for path in files:
+    files = (path for path in folder.rglob("*") if any(fnmatch(path.name, pattern) for pattern in MODEL_FILES))
+    for path in sorted(path for path in files if path.is_file()):
         size = path.stat().st_size
         digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
         with path.open("rb") as handle:

@@ -19,6 +19,7 @@ import json
 import math
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -27,28 +28,6 @@ from typing import Any
 
 from ..commons.files import load_json, parse_json, read_text, read_whole_lines
 from ..errors import ResultsFileWarning, ResultsStoreError
-
-__all__ = [
-    "Column",
-    "Kind",
-    "Unit",
-    "COLUMNS",
-    "TANGENT_KINDS",
-    "ADJUSTED_SUFFIXES",
-    "describe",
-    "reference_markdown",
-    "row_line",
-    "type_problem",
-    "ROWS_FILE",
-    "CONFIG_FILE",
-    "read_rows",
-    "fits",
-    "is_skipped",
-    "row_key",
-    "check_rows",
-    "read_config",
-    "sort_rows",
-]
 
 
 class Kind(str, Enum):
@@ -514,19 +493,8 @@ CONFIG_FILE = "config.json"
 
 
 def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
-    """Rows of a ``rows.jsonl`` file (empty when it does not exist), each checked (`row_problem`).
-
-    Args:
-        path: The file.
-        appended: The file grows by appends while it is read (a live probe's): an unterminated last line is a row
-            still being written, or one its writer was killed writing (the next live run cuts it). It is left out,
-            with a warning, instead of refused.
-
-    Raises:
-        ResultsStoreError: A file too large or not UTF-8, or a line that is not a sweep row (not JSON, nested too
-            deep, a `step` that is not an integer in [0, 10**15), a `layer` naming a path or holding markup,
-            a number field holding something else), naming the file and the line.
-    """
+    """Rows of a ``rows.jsonl`` file (none when it does not exist), each checked (`row_problem`); an `appended`
+    file (a live probe's) may end in a line still being written, which is left out with a warning."""
     if not path.exists():
         return []
     text, cut = read_whole_lines(path) if appended else (read_text(path), False)
@@ -542,15 +510,16 @@ def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        torn = " (an interrupted or edited last line)" if number == len(lines) and not text.endswith("\n") else ""
-        fix = "delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
         try:
-            row = parse_json(line, path, line=number)
+            problem = row_problem(row := parse_json(line, path, line=number))
         except ResultsStoreError:
-            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{torn}: {fix}") from None
-        problem = row_problem(row)
+            problem = "not JSON"
         if problem is not None:
-            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{torn}: {fix} Found: {problem}.")
+            torn = " (an interrupted or edited last line)" if number == len(lines) else ""  # no newline after it
+            raise ResultsStoreError(
+                f"Line {number} of {path} is not a sweep row{torn}: {problem}. Delete that line (a resume recomputes "
+                "its checkpoint), or rerun with overwrite=True."
+            )
         rows.append(row)
     return rows
 
@@ -601,8 +570,7 @@ def check_rows(rows: list[dict[str, Any]], path: Path) -> None:
     Raises:
         ResultsStoreError: Naming the file and the rows.
     """
-    seen: set[tuple[int, str, str]] = set()
-    duplicates = sorted({row_key(row) for row in rows if row_key(row) in seen or seen.add(row_key(row))})
+    duplicates = sorted(key for key, count in Counter(map(row_key, rows)).items() if count > 1)
     if duplicates:
         raise ResultsStoreError(
             f"{path} holds rows twice for (step, split point, tangent) {duplicates[:5]}: two runs wrote it at once. "
@@ -630,22 +598,14 @@ _CONFIG_SHAPES: dict[str, Any] = {
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """A sweep's ``config.json``.
-
-    Raises:
-        ResultsStoreError: An unreadable or malformed file, naming it.
-    """
+    """A sweep's ``config.json``, refused (`ResultsStoreError`) when unreadable or malformed."""
     advice = "Rerun the sweep with overwrite=True to start afresh."
-    try:
-        config = load_json(path, advice=advice)
-    except ResultsStoreError as error:
-        raise ResultsStoreError(f"{path} is not a readable sweep config: {error}") from None
-    if not isinstance(config, dict):
-        raise ResultsStoreError(f"{path} is not a sweep config. {advice}")
-    wrong = [key for key, shape in _CONFIG_SHAPES.items() if key in config and not fits(config[key], shape)]
+    config = load_json(path, advice=advice)
+    wrong = [key for key, shape in _CONFIG_SHAPES.items() if not fits(config, {f"{key}?": shape})]
     if wrong:
         raise ResultsStoreError(
-            f"{path} has {', '.join(wrong)} of a wrong type: it was not written by a sweep (or was edited). {advice}"
+            f"{path} is not a sweep config ({', '.join(wrong)} of a wrong type): it was not written by a sweep, or was "
+            f"edited. {advice}"
         )
     return config
 
