@@ -51,8 +51,7 @@ def software_versions() -> dict[str, str]:
 
 
 def record_provenance(results_dir: Path, keys: Iterable[Key], files: dict[str, str] | None = None) -> None:
-    """Append to provenance.jsonl the line recording that this process computes the rows of `keys` (a line cut
-    short by a kill is dropped first)."""
+    """Append the line saying this process computes the rows of `keys` (a line cut short by a kill dropped first)."""
     written = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     record = {"written": written, "versions": software_versions(), "rows": [list(key) for key in keys]}
     record |= {"files": files} if files else {}
@@ -197,8 +196,7 @@ def fingerprint(checkpoint: Any, *, cache_dir: str | os.PathLike | None = None) 
 
 
 def folder_fingerprint(folder: Path) -> str:
-    """The fingerprint of a checkpoint folder's model and tokenizer files (see the module docstring): each file's
-    path, size and bytes, all of them up to `WHOLE_FILE_BYTES`, else a safetensors header and a sample."""
+    """The fingerprint of a folder's model and tokenizer files: path, size and bytes (a header and a sample if big)."""
     digest = hashlib.sha256()
     files = (path for path in folder.rglob("*") if any(fnmatch(path.name, pattern) for pattern in MODEL_FILES))
     for path in sorted(path for path in files if path.is_file()):

@@ -51,12 +51,7 @@ class Kind(str, Enum):
 def fits(value: Any, shape: Any) -> bool:
     """Whether a JSON value has `shape`: a type or a tuple of types (an int is no bool), a frozenset of the texts
     allowed, ``[shape]`` (a list of such items), ``[shape, shape, ...]`` (a list of exactly those), ``{str: shape}``
-    (an object of such values) or ``{"key": shape, "other?": shape}`` (an object with those keys, "?": optional).
-
-    Examples:
-        >>> fits([0, "1", "early"], [int, (int, str), str]), fits({"step": True}, {"step": int})
-        (True, False)
-    """
+    (an object of such values) or ``{"key": shape, "other?": shape}`` (an object with those keys, "?": optional)."""
     if isinstance(shape, frozenset):
         return isinstance(value, str) and value in shape
     if isinstance(shape, list):
@@ -456,8 +451,7 @@ def _finite_or_none(value: Any) -> Any:
 
 
 def reference_markdown() -> str:
-    """The documentation's column reference page (docs/columns.md), generated from `COLUMNS`, each p-value column
-    followed by its adjusted forms."""
+    """docs/columns.md, generated from `COLUMNS`, each p-value column followed by its adjusted forms."""
     lines = [
         "# Columns of a sweep",
         "",
@@ -565,11 +559,7 @@ def row_key(row: dict[str, Any]) -> tuple[int, str, str]:
 
 
 def check_rows(rows: list[dict[str, Any]], path: Path) -> None:
-    """Refuse rows that a sweep cannot have written together: one key twice, or different numbers of controls.
-
-    Raises:
-        ResultsStoreError: Naming the file and the rows.
-    """
+    """Refuse rows a sweep cannot have written together: one key twice, or different numbers of controls."""
     duplicates = sorted(key for key, count in Counter(map(row_key, rows)).items() if count > 1)
     if duplicates:
         raise ResultsStoreError(

@@ -126,9 +126,7 @@ class SweepStore:
         return [name for name in LIBRARY_FILES if (self.results_dir / name).exists()]
 
     def clear(self) -> None:
-        """Remove every file the library wrote in the folder (`LIBRARY_FILES`), reading none (call it holding the
-        lock). They are moved into one hidden folder first (config.json first), which is then deleted: a kill in
-        between leaves artefacts without a config, or a hidden folder the next lock holder deletes."""
+        """Remove `LIBRARY_FILES`, reading none, moved (config.json first) into a hidden folder then deleted."""
         present = self.leftovers()
         if not present:
             return
@@ -173,9 +171,7 @@ class SweepStore:
         return path.relative_to(self.results_dir).as_posix()
 
     def altered_files(self, layers: list[int | str]) -> list[Path]:
-        """The reference tangents (of `layers`), tangents and top-tokens files whose bytes are not those
-        provenance.jsonl records they were written with (files it does not name are not checked: written before
-        files were recorded)."""
+        """The reference tangents (of `layers`), tangents and top-tokens files not holding the bytes recorded."""
         recorded = recorded_digests(self.results_dir)
         candidates = [*(self.reference_path(layer) for layer in layers), *self._step_files()] if recorded else []
         digests = {path: recorded.get(self._relative(path)) for path in candidates}
@@ -215,8 +211,7 @@ class SweepStore:
         return self.results_dir / "reference" / f"{folder_name(layer)}.safetensors"
 
     def save_reference(self, layer: int | str, subspace: Subspace) -> Path:
-        """Save the reference tangent of a split point, its digest recorded in provenance.jsonl first (a kill in
-        between leaves a recorded file missing, which is fitted again)."""
+        """Save the reference tangent of a split point, its digest recorded first (a kill leaves it to fit again)."""
         path = self.reference_path(layer)
         data = subspace.file_bytes()
         record_provenance(self.results_dir, [], {self._relative(path): file_digest(data)})
@@ -252,10 +247,8 @@ class SweepStore:
 
 
 class LiveStore(SweepStore):
-    """Rows of a live probe appended to `results_dir`'s rows.jsonl, resumed or started afresh (`overwrite`: what
-    the library wrote is removed) under `config` (what a resume must match); rows at or after `start_step` from an
-    earlier run are dropped; rows.jsonl is written at most every `flush_seconds` (0: at every window). It holds the
-    folder's lock until `close`."""
+    """A live probe's rows appended every `flush_seconds` (rows of an earlier run from `start_step` on dropped),
+    holding the folder's lock until `close`."""
 
     def __init__(
         self,

@@ -275,11 +275,8 @@ class SweepResult:
             ("skipped", len(self.skipped)),
             ("results_dir", None if self.results_dir is None else str(self.results_dir)),
         ]
-        last_rows: dict[tuple[Any, Any], dict[str, Any]] = {}  # each curve's row at its last step
-        for row in self.rows:
-            key = row.get("split_point"), row.get("tangent")
-            if key not in last_rows or row["step"] >= last_rows[key]["step"]:
-                last_rows[key] = row
+        by_step = sorted(self.rows, key=lambda row: row["step"])
+        last_rows = {(row.get("split_point"), row.get("tangent")): row for row in by_step}  # each curve's last row
         last = [
             f"last of {row.get('split_point')}/{row.get('tangent')}: step={row['step']}, "
             + ", ".join(f"{name}={number(row.get(name))}" for name in _CURVE_HEADLINE)

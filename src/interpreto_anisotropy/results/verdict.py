@@ -12,14 +12,6 @@ Examples:
     [0.03, 0.06, 0.06]
     >>> benjamini_hochberg([0.01, 0.04, 0.03]).round(2).tolist()
     [0.03, 0.04, 0.04]
-    >>> default_n_random(16, n_controls=20)
-    320
-    >>> 1 / (320 + 1) < 0.05 / 16
-    True
-    >>> default_n_random(family_size("all", checkpoints=16, split_points=3, kinds=1), n_controls=20)
-    960
-    >>> row_seed(0, step=100, split_point="gpt_neox.layers.1", kind="early") < 2**32
-    True
 """
 
 from __future__ import annotations
@@ -450,8 +442,7 @@ def sweep_verdict(
 
 # ---------------------------------------------------------------------------------------------------- words
 def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, ...]:
-    """A curve's verdict in words: (heading, ratio sentence, significance sentence, anisotropy sentence), then what
-    training added when the rows have their change from the first checkpoint."""
+    """A curve's verdict in words: heading, ratio, significance, anisotropy, and what training added (if known)."""
     ratio = (
         f"The energy ratio (tangent share / mean normal-control share) peaks at {fmt(curve.peak_ratio)} "
         f"(step {curve.peak_step}) and is {fmt(curve.last_ratio)} at the last checkpoint (step {curve.last_step})."
