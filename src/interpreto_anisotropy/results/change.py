@@ -1,9 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What training added: each sweep row's change from the first checkpoint of its curve (same split point and
-tangent kind), in energy share, energy ratio and anisotropy share, with a paired bootstrap interval and a p-value
-of "no change" (`probing.intervals`; docs/statistics.md#what-training-added)."""
+"""What training added: each row's change from its curve's first checkpoint (docs/statistics.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The records beside a results directory's rows: which software computed them and what its tangent and top-tokens
-files held (``provenance.jsonl``, one line per write of rows, and of a reference tangent, naming the files written
-with them by their sha256); the top-tokens files ``top_tokens/<split point>/step-<step>.json``; and a checkpoint's
-content fingerprint, cheap enough to take on every resume, sharp enough to see a retrained folder."""
+"""Beside a results directory's rows: provenance.jsonl, the top-tokens files; checkpoint fingerprints."""
 
 from __future__ import annotations
 
@@ -109,7 +106,6 @@ def versions_of_rows(
     return [(versions, count) for versions, count in groups.values()]
 
 
-# ---------------------------------------------------------------------------------------------------- top-tokens files
 #: The folder of the top tokens, in a results directory.
 TOP_TOKENS_DIR = "top_tokens"
 _STEP_FILE = re.compile(r"step-(\d{1,15})\.(?:json|safetensors)")
@@ -163,7 +159,6 @@ def saved_steps(results_dir: str | Path, layer: int | str) -> list[int]:
     return sorted(step_of(path) for path in folder.glob("step-*.json"))
 
 
-# --------------------------------------------------------------------------------------------- checkpoint fingerprints
 #: Files of a checkpoint folder that determine the model and its tokenizer (glob patterns on the file name).
 MODEL_FILES: tuple[str, ...] = ("config.json", "*.safetensors", "pytorch_model*.bin", "model*.bin", "*.index.json")
 MODEL_FILES += ("tokenizer*", "vocab*", "merges.txt", "special_tokens_map.json", "added_tokens.json", "*.model")

@@ -2,16 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The row schema: every column of a sweep's (and a live probe's) rows, declared once in `COLUMNS`; the rows file
-``rows.jsonl`` and ``config.json`` of a results directory, read and checked line by line.
-
-Examples:
-    >>> describe("on_manifold_entropy").unit
-    <Unit.NATS: 'nats'>
-    >>> describe("p_value_holm").meaning.startswith("p_value adjusted by Holm")
-    True
-    >>> describe("step").kind.accepts(3), describe("step").kind.accepts(True)
-    (True, False)
-"""
+``rows.jsonl`` and ``config.json`` of a results directory, read and checked line by line."""
 
 from __future__ import annotations
 
@@ -393,6 +384,10 @@ def describe(name: str) -> Column | None:
 
     Returns:
         Its `Column`, or None.
+
+    Examples:
+        >>> describe("p_value_holm").meaning.startswith("p_value adjusted by Holm")
+        True
     """
     if name in _BY_NAME:
         return _BY_NAME[name]
@@ -479,7 +474,6 @@ def reference_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-# ------------------------------------------------------------------------------------- rows.jsonl and config.json
 #: The rows of a sweep, one JSON object a line, in its results directory.
 ROWS_FILE = "rows.jsonl"
 #: The settings of a sweep (what a resume must match), in its results directory.

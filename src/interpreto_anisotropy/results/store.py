@@ -1,10 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A results directory (a sweep's, or a live probe's in a sweep's layout): its config, its rows and its tangents;
-what is done, and where each file goes. `SweepStore` rewrites rows.jsonl atomically; `LiveStore` appends a live
-probe's rows to it and resumes a stopped run at its step (docs/how-to/live-probe.md, "Resuming").
-"""
+"""A results directory: `SweepStore` rewrites its rows.jsonl atomically, `LiveStore` appends a live probe's."""
 
 from __future__ import annotations
 
@@ -56,7 +53,6 @@ class SweepStore:
     def __init__(self, results_dir: str | Path):
         self.results_dir = Path(results_dir)
 
-    # ------------------------------------------------------------------ one writer
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the directory's exclusive lock while the block runs."""
@@ -81,9 +77,8 @@ class SweepStore:
         try:
             write_atomically(self.results_dir / HOLDER_FILE, json.dumps(holder))
             # the temporary files of writes a killed run left behind, and the old artefacts of a killed overwrite
-            folders = (self.results_dir, self.results_dir / "reference", *self.results_dir.glob("tangents/*"))
-            for folder in (*folders, *self.results_dir.glob(f"{TOP_TOKENS_DIR}/*")):
-                for leftover in folder.glob(".*.tmp"):
+            for pattern in (".*.tmp", "reference/.*.tmp", "tangents/*/.*.tmp", f"{TOP_TOKENS_DIR}/*/.*.tmp"):
+                for leftover in self.results_dir.glob(pattern):
                     leftover.unlink(missing_ok=True)
             for trash in self.results_dir.glob(f"{TRASH_PREFIX}*"):
                 shutil.rmtree(trash, ignore_errors=True)
@@ -92,7 +87,6 @@ class SweepStore:
             (self.results_dir / HOLDER_FILE).unlink(missing_ok=True)
             lock.release()
 
-    # ------------------------------------------------------------------ settings
     def prepare(
         self, config: dict[str, Any], *, overwrite: bool, merge: Callable[..., dict[str, Any]] | None = None
     ) -> dict[str, Any]:
@@ -142,7 +136,6 @@ class SweepStore:
                 "may write that folder, or delete its config.json, rows.jsonl, reference/ and tangents/ yourself."
             ) from error
 
-    # ------------------------------------------------------------------ rows
     def rows(self) -> list[dict[str, Any]]:
         """The rows written so far (checked: no row twice, no mixed settings)."""
         rows = read_rows(self.results_dir / ROWS_FILE)
@@ -205,7 +198,6 @@ class SweepStore:
         if text != existing:
             write_atomically(path, text)
 
-    # ------------------------------------------------------------------ tangents
     def reference_path(self, layer: int | str) -> Path:
         """Where the reference tangent of a split point goes."""
         return self.results_dir / "reference" / f"{folder_name(layer)}.safetensors"
@@ -226,7 +218,6 @@ class SweepStore:
         path = self.tangent_path(layer, step)
         return Subspace.load(path, device=device) if path.exists() else None
 
-    # ------------------------------------------------------------------ top tokens
     def save_top_tokens(
         self,
         layer: int | str,

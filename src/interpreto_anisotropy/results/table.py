@@ -1,9 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""`SweepResult`: the table a checkpoint sweep (or a live probe) produces, one row per (checkpoint, split point,
-tangent), read as a pandas DataFrame.
-"""
+"""`SweepResult`: the rows of a sweep (or a live probe), one per (checkpoint, split point, tangent)."""
 
 from __future__ import annotations
 
@@ -22,8 +20,6 @@ from ..errors import CheckpointError, InvalidInputError
 from .records import read_top_tokens, saved_steps
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows
 from .verdict import Correction, adjust, adjusted_by, adjusted_p_values, sweep_verdict, verdict_text
-
-__all__ = ["SweepResult"]
 
 
 @dataclass
@@ -130,7 +126,6 @@ class SweepResult:
         """The split points present, in order of appearance."""
         return list(dict.fromkeys(row.get("split_point") for row in self.rows))
 
-    # ------------------------------------------------------------------ export
     def scalar_columns(self) -> list[str]:
         """Fields whose values are scalars in every row (the CSV columns), in first-seen order."""
         scalar = (key for row in self.rows for key, value in row.items() if not isinstance(value, (list, dict)))
@@ -155,7 +150,6 @@ class SweepResult:
             write_atomically(path, text)
         return text
 
-    # ------------------------------------------------------------------ persistence
     @classmethod
     def load(cls, results_dir: str | Path) -> SweepResult:
         """Read a finished or partial sweep from its results directory.
@@ -211,9 +205,7 @@ class SweepResult:
         return None
 
     def summary_table(self) -> str:
-        """A short plain-text table: step, split point, tangent, E_T, controls mean, ratio, the p-value the verdict
-        judges (exact, adjusted within its family: ``p_adj``) and before adjustment, the tangent's and the controls'
-        Delta IsoScore*, the anisotropy share and its exact p, then the approximate p (secondary); then the skipped
+        """A short plain-text table of the headline numbers (the verdict's p: ``p_adj``), then the skipped
         checkpoints and what the p columns are."""
         if not self.rows:
             raise InvalidInputError("The sweep has no finished checkpoint yet.")
@@ -245,14 +237,11 @@ class SweepResult:
         return "\n".join(lines)
 
     def summary(self, *, correction: str | None = None, family: str | None = None, level: float | None = None) -> str:
-        """What the sweep found, in words and numbers: the verdict of `interpreto_anisotropy.results.verdict`.
-
-        The same text ends the CLI's output and opens the HTML report (docs/how-to/reading-the-report.md).
+        """What the sweep found, in words and numbers (`results.verdict`), as the CLI and the report say it.
 
         Args:
             correction: "holm" or "bh"; default: the config's, else "holm".
-            family: The rows adjusted together (`verdict.Family` value); default: the config's, else
-                each curve.
+            family: The rows adjusted together (`verdict.Family` value); default: the config's, else each curve.
             level: The significance level; default: the config's, else 0.05.
 
         Raises:

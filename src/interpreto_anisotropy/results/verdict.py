@@ -35,7 +35,6 @@ from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from ..probing.result import CAVEAT, anisotropy_p_value, change_sentence, fmt, number, sign_meaning
 
 
-# ---------------------------------------------------------------------------------------------------- multiple testing
 class Correction(str, Enum):
     """How p-values of a family of rows are adjusted.
 
@@ -164,7 +163,6 @@ def _enum(kind: type[Enum], value: Any, name: str) -> Any:
         raise InvalidInputError(f"{name} must be one of {choices}, got {value!r}.") from None
 
 
-# --------------------------------------------------------------------------------------------------------------- draws
 #: The level at which a sweep's default number of random subspaces lets Holm's correction pass.
 HOLM_LEVEL = 0.05
 
@@ -210,7 +208,6 @@ def warn_if_cannot_pass(n_random: int, family_size: int, level: float = HOLM_LEV
     )
 
 
-# --------------------------------------------------------------------------------------------------------- the verdict
 _METHODS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 _RATES = {"holm": "family-wise error rate", "bh": "false discovery rate"}
 #: Each `Family` value in words, as a sentence says which rows were adjusted together.
@@ -440,7 +437,6 @@ def sweep_verdict(
     return Verdict(tuple(curves), correction, family, level, column)
 
 
-# ---------------------------------------------------------------------------------------------------- words
 def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, ...]:
     """A curve's verdict in words: heading, ratio, significance, anisotropy, and what training added (if known)."""
     ratio = (
