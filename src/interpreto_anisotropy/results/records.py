@@ -59,14 +59,8 @@ def record_provenance(results_dir: Path, keys: Iterable[Key], files: dict[str, s
 
 def file_digest(data: bytes | Path) -> str:
     """``"sha256:<hex>"`` of some bytes, or of a file's bytes."""
-    digest = hashlib.sha256()
-    if isinstance(data, bytes):
-        digest.update(data)
-    else:
-        with open(data, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
+    data = data if isinstance(data, bytes) else data.read_bytes()  # tangents and top tokens: files of a few MB
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
 
 
 def recorded_digests(results_dir: str | Path) -> dict[str, str]:

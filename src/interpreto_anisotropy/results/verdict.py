@@ -196,16 +196,15 @@ def default_n_random(family_size: int, *, n_controls: int, level: float = HOLM_L
 
 def warn_if_cannot_pass(n_random: int, family_size: int, level: float = HOLM_LEVEL) -> None:
     """Warn (`DegenerateStatisticsWarning`) when an explicit R' cannot let Holm pass over m rows at `level`."""
-    if floor_passes(n_random, family_size, level):
-        return
-    warnings.warn(
-        f"n_random={n_random}: the smallest p_value_exact is 1/{n_random + 1} = {1 / (n_random + 1):.4g}, not below "
-        f"alpha/m = {level}/{family_size} = {level / family_size:.4g} for the {family_size} rows of the family, so "
-        f"p_value_exact_holm can never reach {level}. Leave n_random unset (None) or give "
-        f"n_random={default_n_random(family_size, n_controls=1, level=level)} or more.",
-        DegenerateStatisticsWarning,
-        stacklevel=3,
-    )
+    if not floor_passes(n_random, family_size, level):
+        warnings.warn(
+            f"n_random={n_random}: the smallest p_value_exact is 1/{n_random + 1} = {1 / (n_random + 1):.4g}, not "
+            f"below alpha/m = {level}/{family_size} = {level / family_size:.4g} for the {family_size} rows of the "
+            f"family, so p_value_exact_holm can never reach {level}. Leave n_random unset (None) or give "
+            f"n_random={default_n_random(family_size, n_controls=1, level=level)} or more.",
+            DegenerateStatisticsWarning,
+            stacklevel=3,
+        )
 
 
 _METHODS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
