@@ -30,16 +30,13 @@ def change_fields(
     rows: Sequence[Mapping[str, Any]], *, seed: int, n_resamples: int = CHANGE_RESAMPLES
 ) -> dict[tuple[int, str, str], dict[str, Any]]:
     """{row key: its change fields} for every computed row, against the first checkpoint of its curve."""
-    curves: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for row in rows:
-        if not is_skipped(row):
-            curves.setdefault(row_key(row)[1:], []).append(row)
-    found = {}
-    for curve in curves.values():
-        first = min(curve, key=lambda row: row["step"])
-        for row in curve:
-            found[row_key(row)] = row_change(first, row, seed=seed, n_resamples=n_resamples)
-    return found
+    computed = [row for row in rows if not is_skipped(row)]
+    firsts: dict[tuple[str, str], Mapping[str, Any]] = {}  # each curve's row at its first step
+    for row in sorted(computed, key=lambda row: row["step"]):
+        firsts.setdefault(row_key(row)[1:], row)
+    return {
+        row_key(row): row_change(firsts[row_key(row)[1:]], row, seed=seed, n_resamples=n_resamples) for row in computed
+    }
 
 
 def row_change(
