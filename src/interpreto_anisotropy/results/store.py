@@ -289,9 +289,7 @@ class LiveStore(SweepStore):
 
     def save_tangent(self, layer: int | str, subspace: Subspace, *, reference: bool) -> Path:
         """Save a fitted tangent where a sweep keeps its reference (early) or its per-step tangents (refit)."""
-        path = self.reference_path(layer) if reference else self.tangent_path(layer, subspace.step or 0)
-        subspace.save(path)
-        return path
+        return subspace.save(self.reference_path(layer) if reference else self.tangent_path(layer, subspace.step or 0))
 
     def close(self) -> None:
         """Write what is pending and release the directory's lock."""

@@ -47,8 +47,7 @@ class SweepResult:
         return len(self.rows)
 
     def to_frame(self) -> pd.DataFrame:
-        """The rows as a DataFrame: one line per row, in order; a column per field, first-seen order (NaN where a
-        row lacks a field; per-control lists stay lists)."""
+        """The rows as a DataFrame, a column per field (NaN where a row lacks it; per-control lists stay lists)."""
         return pd.DataFrame(self.rows, index=pd.RangeIndex(len(self.rows)))
 
     def select(self, **columns: Any) -> SweepResult:
@@ -89,10 +88,8 @@ class SweepResult:
         """A copy whose rows carry p-values adjusted for multiple testing, in ``{column}_{correction}``.
 
         Args:
-            correction: "holm" (family-wise error rate) or "bh" (Benjamini-Hochberg, false discovery rate); see
-                `interpreto_anisotropy.results.verdict`.
-            family: Which rows are adjusted together (a groupby over their columns): "split_point_and_tangent"
-                (one curve over training), "split_point", "tangent" or "all".
+            correction: "holm" (family-wise error rate) or "bh" (Benjamini-Hochberg, false discovery rate).
+            family: The rows adjusted together: "split_point_and_tangent" (a curve), "split_point", "tangent", "all".
             column: The p-value field; by default "p_value_exact" when the rows have it, else "p_value".
 
         Returns:

@@ -463,15 +463,13 @@ def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, ...]:
 
 def method_sentence(verdict: Verdict) -> str:
     """How significance was decided: the tested p-value, the correction, the family and the level."""
-    correction = f"{_METHODS[verdict.correction]} ({_RATES[verdict.correction]})"
+    how = f"{_METHODS[verdict.correction]} ({_RATES[verdict.correction]}) {FAMILY_NAMES[verdict.family]}"
     tested = (
         "p_value_exact (the tangent's rank among uniformly random subspaces, exact under the null)"
         if verdict.p_column == "p_value_exact"
         else "p_value (the paper's rank among normal controls, approximate: these rows have no exact p-value)"
     )
-    return (
-        f"Significance: {tested} adjusted by {correction} {FAMILY_NAMES[verdict.family]}, at level {verdict.level:g}."
-    )
+    return f"Significance: {tested} adjusted by {how}, at level {verdict.level:g}."
 
 
 def verdict_text(verdict: Verdict) -> str:
