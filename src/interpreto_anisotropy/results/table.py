@@ -193,13 +193,9 @@ class SweepResult:
         if self.results_dir is None or not rows:
             return None
         layer = rows[0].get("layer", split_point)
-        saved = set(saved_steps(self.results_dir, layer))
-        steps = [step] if step is not None else sorted({row["step"] for row in rows} & saved, reverse=True)
-        for chosen in steps:
-            found = read_top_tokens(self.results_dir, layer, chosen)
-            if found is not None:
-                return found
-        return None
+        saved = {row["step"] for row in rows} & set(saved_steps(self.results_dir, layer))
+        chosen = step if step is not None else max(saved, default=None)
+        return None if chosen is None else read_top_tokens(self.results_dir, layer, chosen)
 
     def summary_table(self) -> str:
         """A short plain-text table of the headline numbers (the verdict's p: ``p_adj``), then the skipped
