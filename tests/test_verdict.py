@@ -20,15 +20,14 @@ from scipy.stats import false_discovery_control
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.cli import main
-from interpreto_anisotropy.results.table import SweepResult
-from interpreto_anisotropy.results.verdict import (
+from interpreto_anisotropy.probing.result import (
     ANISOTROPY_P_APPROXIMATE_COLUMN,
     ANISOTROPY_P_EXACT_COLUMN,
     CAVEAT,
     anisotropy_p_value,
-    sweep_verdict,
-    verdict_text,
 )
+from interpreto_anisotropy.results.table import SweepResult
+from interpreto_anisotropy.results.verdict import sweep_verdict, verdict_text
 
 SPLITS = ("gpt_neox.layers.1", "layer<b>&2</b>")
 TANGENTS = ("early", "each")

@@ -1,9 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What training added: each sweep row's change from the first checkpoint of its curve (same split point and
-tangent kind), in energy share, energy ratio and anisotropy share, with a paired bootstrap interval and a p-value
-of "no change" (`probing.intervals`; docs/statistics.md#what-training-added)."""
+"""What training added: each row's change from its curve's first checkpoint (docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ import numpy as np
 import torch
 
 from ..probing.intervals import paired_change
-from .schema import is_skipped, row_key
+from .schema import COLUMNS, is_skipped, row_key
 from .store import SweepStore
 
 #: Paired bootstrap resamples behind each row's change interval and p-value (as the energy share's interval).
@@ -24,29 +22,21 @@ CHANGE_RESAMPLES = 1000
 #: The statistics whose change has an interval: (name, denominator field of the per-sequence lists).
 _PAIRED = (("energy_share", "sequence_totals"), ("energy_ratio", "sequence_control_energies"))
 
-#: The row fields `change_fields` fills.
-CHANGE_FIELDS = (
-    "change_reference_step",
-    "change_n_sequences",
-    *(f"{name}_change{suffix}" for name, _ in _PAIRED for suffix in ("", "_low", "_high", "_p_value")),
-    "anisotropy_share_change",
-)
+#: The row fields `change_fields` fills, as `schema.COLUMNS` declares them.
+CHANGE_FIELDS = tuple(column.name for column in COLUMNS if "change" in column.name)
 
 
 def change_fields(
     rows: Sequence[Mapping[str, Any]], *, seed: int, n_resamples: int = CHANGE_RESAMPLES
 ) -> dict[tuple[int, str, str], dict[str, Any]]:
     """{row key: its change fields} for every computed row, against the first checkpoint of its curve."""
-    curves: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for row in rows:
-        if not is_skipped(row):
-            curves.setdefault(row_key(row)[1:], []).append(row)
-    found = {}
-    for curve in curves.values():
-        first = min(curve, key=lambda row: row["step"])
-        for row in curve:
-            found[row_key(row)] = row_change(first, row, seed=seed, n_resamples=n_resamples)
-    return found
+    computed = [row for row in rows if not is_skipped(row)]
+    firsts: dict[tuple[str, str], Mapping[str, Any]] = {}  # each curve's row at its first step
+    for row in sorted(computed, key=lambda row: row["step"]):
+        firsts.setdefault(row_key(row)[1:], row)
+    return {
+        row_key(row): row_change(firsts[row_key(row)[1:]], row, seed=seed, n_resamples=n_resamples) for row in computed
+    }
 
 
 def row_change(
@@ -95,9 +85,7 @@ UNPAIRED_CHANGES = ("energy_share", "energy_ratio", "anisotropy_share")
 
 
 def unpaired_change(first: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
-    """The change fields of `row` against `first` when the two probed different sequences (a live probe's windows,
-    each of its own training batches): the differences of `UNPAIRED_CHANGES` only, with no interval, no p-value and
-    no paired sequences (None), since nothing pairs one window's sequences with another's."""
+    """The differences of `UNPAIRED_CHANGES` alone, when nothing pairs `first`'s sequences with `row`'s."""
     fields: dict[str, Any] = dict.fromkeys(CHANGE_FIELDS)
     fields["change_reference_step"] = first["step"]
     for name in UNPAIRED_CHANGES:
@@ -106,8 +94,7 @@ def unpaired_change(first: Mapping[str, Any], row: Mapping[str, Any]) -> dict[st
 
 
 def refresh_changes(store: SweepStore, *, seed: int) -> None:
-    """Recompute every row's change from its curve's first checkpoint and rewrite rows.jsonl if any changed (a
-    resumed sweep may have gained an earlier first checkpoint)."""
+    """Recompute every row's change (a resumed sweep may have gained an earlier first checkpoint)."""
     fields = change_fields(store.rows(), seed=seed)
     store.update_rows(lambda row: {**row, **fields[row_key(row)]} if row_key(row) in fields else row)
 

@@ -1,10 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The records beside a results directory's rows: which software computed them and what its tangent and top-tokens
-files held (``provenance.jsonl``, one line per write of rows, and of a reference tangent, naming the files written
-with them by their sha256); the top-tokens files ``top_tokens/<split point>/step-<step>.json``; and a checkpoint's
-content fingerprint, cheap enough to take on every resume, sharp enough to see a retrained folder."""
+"""Beside a results directory's rows: provenance.jsonl, the top-tokens files; checkpoint fingerprints."""
 
 from __future__ import annotations
 
@@ -51,8 +48,7 @@ def software_versions() -> dict[str, str]:
 
 
 def record_provenance(results_dir: Path, keys: Iterable[Key], files: dict[str, str] | None = None) -> None:
-    """Append to provenance.jsonl the line recording that this process computes the rows of `keys` (a line cut
-    short by a kill is dropped first)."""
+    """Append the line saying this process computes the rows of `keys` (a line cut short by a kill dropped first)."""
     written = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     record = {"written": written, "versions": software_versions(), "rows": [list(key) for key in keys]}
     record |= {"files": files} if files else {}
@@ -63,14 +59,8 @@ def record_provenance(results_dir: Path, keys: Iterable[Key], files: dict[str, s
 
 def file_digest(data: bytes | Path) -> str:
     """``"sha256:<hex>"`` of some bytes, or of a file's bytes."""
-    digest = hashlib.sha256()
-    if isinstance(data, bytes):
-        digest.update(data)
-    else:
-        with open(data, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
+    data = data if isinstance(data, bytes) else data.read_bytes()  # tangents and top tokens: files of a few MB
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
 
 
 def recorded_digests(results_dir: str | Path) -> dict[str, str]:
@@ -103,16 +93,13 @@ def versions_of_rows(
         for record in read_provenance(Path(results_dir) / PROVENANCE_FILE):
             for step, layer, kind in record.get("rows", []):
                 by_key[(int(step), str(layer), str(kind))] = record["versions"]
-    groups: dict[str, tuple[dict[str, str] | None, int]] = {}
+    groups: dict[str, list[Any]] = {}
     for row in rows:
         versions = by_key.get(row_key(row)) if "layer" in row else None  # rows never stored may lack the key
-        label = json.dumps(versions, sort_keys=True)
-        known, count = groups.get(label, (versions, 0))
-        groups[label] = (known, count + 1)
-    return list(groups.values())
+        groups.setdefault(json.dumps(versions, sort_keys=True), [versions, 0])[1] += 1
+    return [(versions, count) for versions, count in groups.values()]
 
 
-# ---------------------------------------------------------------------------------------------------- top-tokens files
 #: The folder of the top tokens, in a results directory.
 TOP_TOKENS_DIR = "top_tokens"
 _STEP_FILE = re.compile(r"step-(\d{1,15})\.(?:json|safetensors)")
@@ -166,7 +153,6 @@ def saved_steps(results_dir: str | Path, layer: int | str) -> list[int]:
     return sorted(step_of(path) for path in folder.glob("step-*.json"))
 
 
-# --------------------------------------------------------------------------------------------- checkpoint fingerprints
 #: Files of a checkpoint folder that determine the model and its tokenizer (glob patterns on the file name).
 MODEL_FILES: tuple[str, ...] = ("config.json", "*.safetensors", "pytorch_model*.bin", "model*.bin", "*.index.json")
 MODEL_FILES += ("tokenizer*", "vocab*", "merges.txt", "special_tokens_map.json", "added_tokens.json", "*.model")
@@ -199,17 +185,10 @@ def fingerprint(checkpoint: Any, *, cache_dir: str | os.PathLike | None = None) 
 
 
 def folder_fingerprint(folder: Path) -> str:
-    """The fingerprint of a checkpoint folder's model and tokenizer files (see the module docstring): each file's
-    path, size and bytes, all of them up to `WHOLE_FILE_BYTES`, else a safetensors header and a sample."""
+    """The fingerprint of a folder's model and tokenizer files: path, size and bytes (a header and a sample if big)."""
     digest = hashlib.sha256()
-    files = sorted(
-        path
-        for path in folder.rglob("*")
-        if path.is_file()
-        and path.name != "training_args.bin"
-        and any(fnmatch(path.name, pattern) for pattern in MODEL_FILES)
-    )
-    for path in files:
+    files = (path for path in folder.rglob("*") if any(fnmatch(path.name, pattern) for pattern in MODEL_FILES))
+    for path in sorted(path for path in files if path.is_file()):
         size = path.stat().st_size
         digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
         with path.open("rb") as handle:

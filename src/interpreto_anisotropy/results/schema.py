@@ -2,16 +2,7 @@
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """The row schema: every column of a sweep's (and a live probe's) rows, declared once in `COLUMNS`; the rows file
-``rows.jsonl`` and ``config.json`` of a results directory, read and checked line by line.
-
-Examples:
-    >>> describe("on_manifold_entropy").unit
-    <Unit.NATS: 'nats'>
-    >>> describe("p_value_holm").meaning.startswith("p_value adjusted by Holm")
-    True
-    >>> describe("step").kind.accepts(3), describe("step").kind.accepts(True)
-    (True, False)
-"""
+``rows.jsonl`` and ``config.json`` of a results directory, read and checked line by line."""
 
 from __future__ import annotations
 
@@ -19,6 +10,7 @@ import json
 import math
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -27,28 +19,6 @@ from typing import Any
 
 from ..commons.files import load_json, parse_json, read_text, read_whole_lines
 from ..errors import ResultsFileWarning, ResultsStoreError
-
-__all__ = [
-    "Column",
-    "Kind",
-    "Unit",
-    "COLUMNS",
-    "TANGENT_KINDS",
-    "ADJUSTED_SUFFIXES",
-    "describe",
-    "reference_markdown",
-    "row_line",
-    "type_problem",
-    "ROWS_FILE",
-    "CONFIG_FILE",
-    "read_rows",
-    "fits",
-    "is_skipped",
-    "row_key",
-    "check_rows",
-    "read_config",
-    "sort_rows",
-]
 
 
 class Kind(str, Enum):
@@ -72,12 +42,7 @@ class Kind(str, Enum):
 def fits(value: Any, shape: Any) -> bool:
     """Whether a JSON value has `shape`: a type or a tuple of types (an int is no bool), a frozenset of the texts
     allowed, ``[shape]`` (a list of such items), ``[shape, shape, ...]`` (a list of exactly those), ``{str: shape}``
-    (an object of such values) or ``{"key": shape, "other?": shape}`` (an object with those keys, "?": optional).
-
-    Examples:
-        >>> fits([0, "1", "early"], [int, (int, str), str]), fits({"step": True}, {"step": int})
-        (True, False)
-    """
+    (an object of such values) or ``{"key": shape, "other?": shape}`` (an object with those keys, "?": optional)."""
     if isinstance(shape, frozenset):
         return isinstance(value, str) and value in shape
     if isinstance(shape, list):
@@ -419,6 +384,10 @@ def describe(name: str) -> Column | None:
 
     Returns:
         Its `Column`, or None.
+
+    Examples:
+        >>> describe("p_value_holm").meaning.startswith("p_value adjusted by Holm")
+        True
     """
     if name in _BY_NAME:
         return _BY_NAME[name]
@@ -477,8 +446,7 @@ def _finite_or_none(value: Any) -> Any:
 
 
 def reference_markdown() -> str:
-    """The documentation's column reference page (docs/columns.md), generated from `COLUMNS`, each p-value column
-    followed by its adjusted forms."""
+    """docs/columns.md, generated from `COLUMNS`, each p-value column followed by its adjusted forms."""
     lines = [
         "# Columns of a sweep",
         "",
@@ -506,7 +474,6 @@ def reference_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-# ------------------------------------------------------------------------------------- rows.jsonl and config.json
 #: The rows of a sweep, one JSON object a line, in its results directory.
 ROWS_FILE = "rows.jsonl"
 #: The settings of a sweep (what a resume must match), in its results directory.
@@ -514,19 +481,8 @@ CONFIG_FILE = "config.json"
 
 
 def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
-    """Rows of a ``rows.jsonl`` file (empty when it does not exist), each checked (`row_problem`).
-
-    Args:
-        path: The file.
-        appended: The file grows by appends while it is read (a live probe's): an unterminated last line is a row
-            still being written, or one its writer was killed writing (the next live run cuts it). It is left out,
-            with a warning, instead of refused.
-
-    Raises:
-        ResultsStoreError: A file too large or not UTF-8, or a line that is not a sweep row (not JSON, nested too
-            deep, a `step` that is not an integer in [0, 10**15), a `layer` naming a path or holding markup,
-            a number field holding something else), naming the file and the line.
-    """
+    """Rows of a ``rows.jsonl`` file (none when it does not exist), each checked (`row_problem`); an `appended`
+    file (a live probe's) may end in a line still being written, which is left out with a warning."""
     if not path.exists():
         return []
     text, cut = read_whole_lines(path) if appended else (read_text(path), False)
@@ -542,15 +498,16 @@ def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        torn = " (an interrupted or edited last line)" if number == len(lines) and not text.endswith("\n") else ""
-        fix = "delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
         try:
-            row = parse_json(line, path, line=number)
+            problem = row_problem(row := parse_json(line, path, line=number))
         except ResultsStoreError:
-            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{torn}: {fix}") from None
-        problem = row_problem(row)
+            problem = "not JSON"
         if problem is not None:
-            raise ResultsStoreError(f"Line {number} of {path} is not a sweep row{torn}: {fix} Found: {problem}.")
+            torn = " (an interrupted or edited last line)" if number == len(lines) else ""  # no newline after it
+            raise ResultsStoreError(
+                f"Line {number} of {path} is not a sweep row{torn}: {problem}. Delete that line (a resume recomputes "
+                "its checkpoint), or rerun with overwrite=True."
+            )
         rows.append(row)
     return rows
 
@@ -596,13 +553,8 @@ def row_key(row: dict[str, Any]) -> tuple[int, str, str]:
 
 
 def check_rows(rows: list[dict[str, Any]], path: Path) -> None:
-    """Refuse rows that a sweep cannot have written together: one key twice, or different numbers of controls.
-
-    Raises:
-        ResultsStoreError: Naming the file and the rows.
-    """
-    seen: set[tuple[int, str, str]] = set()
-    duplicates = sorted({row_key(row) for row in rows if row_key(row) in seen or seen.add(row_key(row))})
+    """Refuse rows a sweep cannot have written together: one key twice, or different numbers of controls."""
+    duplicates = sorted(key for key, count in Counter(map(row_key, rows)).items() if count > 1)
     if duplicates:
         raise ResultsStoreError(
             f"{path} holds rows twice for (step, split point, tangent) {duplicates[:5]}: two runs wrote it at once. "
@@ -630,22 +582,14 @@ _CONFIG_SHAPES: dict[str, Any] = {
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """A sweep's ``config.json``.
-
-    Raises:
-        ResultsStoreError: An unreadable or malformed file, naming it.
-    """
+    """A sweep's ``config.json``, refused (`ResultsStoreError`) when unreadable or malformed."""
     advice = "Rerun the sweep with overwrite=True to start afresh."
-    try:
-        config = load_json(path, advice=advice)
-    except ResultsStoreError as error:
-        raise ResultsStoreError(f"{path} is not a readable sweep config: {error}") from None
-    if not isinstance(config, dict):
-        raise ResultsStoreError(f"{path} is not a sweep config. {advice}")
-    wrong = [key for key, shape in _CONFIG_SHAPES.items() if key in config and not fits(config[key], shape)]
+    config = load_json(path, advice=advice)
+    wrong = [key for key, shape in _CONFIG_SHAPES.items() if not fits(config, {f"{key}?": shape})]
     if wrong:
         raise ResultsStoreError(
-            f"{path} has {', '.join(wrong)} of a wrong type: it was not written by a sweep (or was edited). {advice}"
+            f"{path} is not a sweep config ({', '.join(wrong)} of a wrong type): it was not written by a sweep, or was "
+            f"edited. {advice}"
         )
     return config
 

@@ -1,10 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A results directory (a sweep's, or a live probe's in a sweep's layout): its config, its rows and its tangents;
-what is done, and where each file goes. `SweepStore` rewrites rows.jsonl atomically; `LiveStore` appends a live
-probe's rows to it and resumes a stopped run at its step (docs/how-to/live-probe.md, "Resuming").
-"""
+"""A results directory: `SweepStore` rewrites its rows.jsonl atomically, `LiveStore` appends a live probe's."""
 
 from __future__ import annotations
 
@@ -56,7 +53,6 @@ class SweepStore:
     def __init__(self, results_dir: str | Path):
         self.results_dir = Path(results_dir)
 
-    # ------------------------------------------------------------------ one writer
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the directory's exclusive lock while the block runs."""
@@ -81,9 +77,8 @@ class SweepStore:
         try:
             write_atomically(self.results_dir / HOLDER_FILE, json.dumps(holder))
             # the temporary files of writes a killed run left behind, and the old artefacts of a killed overwrite
-            folders = (self.results_dir, self.results_dir / "reference", *self.results_dir.glob("tangents/*"))
-            for folder in (*folders, *self.results_dir.glob(f"{TOP_TOKENS_DIR}/*")):
-                for leftover in folder.glob(".*.tmp"):
+            for pattern in (".*.tmp", "reference/.*.tmp", "tangents/*/.*.tmp", f"{TOP_TOKENS_DIR}/*/.*.tmp"):
+                for leftover in self.results_dir.glob(pattern):
                     leftover.unlink(missing_ok=True)
             for trash in self.results_dir.glob(f"{TRASH_PREFIX}*"):
                 shutil.rmtree(trash, ignore_errors=True)
@@ -92,7 +87,6 @@ class SweepStore:
             (self.results_dir / HOLDER_FILE).unlink(missing_ok=True)
             lock.release()
 
-    # ------------------------------------------------------------------ settings
     def prepare(
         self, config: dict[str, Any], *, overwrite: bool, merge: Callable[..., dict[str, Any]] | None = None
     ) -> dict[str, Any]:
@@ -126,9 +120,7 @@ class SweepStore:
         return [name for name in LIBRARY_FILES if (self.results_dir / name).exists()]
 
     def clear(self) -> None:
-        """Remove every file the library wrote in the folder (`LIBRARY_FILES`), reading none (call it holding the
-        lock). They are moved into one hidden folder first (config.json first), which is then deleted: a kill in
-        between leaves artefacts without a config, or a hidden folder the next lock holder deletes."""
+        """Remove `LIBRARY_FILES`, reading none, moved (config.json first) into a hidden folder then deleted."""
         present = self.leftovers()
         if not present:
             return
@@ -144,7 +136,6 @@ class SweepStore:
                 "may write that folder, or delete its config.json, rows.jsonl, reference/ and tangents/ yourself."
             ) from error
 
-    # ------------------------------------------------------------------ rows
     def rows(self) -> list[dict[str, Any]]:
         """The rows written so far (checked: no row twice, no mixed settings)."""
         rows = read_rows(self.results_dir / ROWS_FILE)
@@ -173,9 +164,7 @@ class SweepStore:
         return path.relative_to(self.results_dir).as_posix()
 
     def altered_files(self, layers: list[int | str]) -> list[Path]:
-        """The reference tangents (of `layers`), tangents and top-tokens files whose bytes are not those
-        provenance.jsonl records they were written with (files it does not name are not checked: written before
-        files were recorded)."""
+        """The reference tangents (of `layers`), tangents and top-tokens files not holding the bytes recorded."""
         recorded = recorded_digests(self.results_dir)
         candidates = [*(self.reference_path(layer) for layer in layers), *self._step_files()] if recorded else []
         digests = {path: recorded.get(self._relative(path)) for path in candidates}
@@ -209,14 +198,12 @@ class SweepStore:
         if text != existing:
             write_atomically(path, text)
 
-    # ------------------------------------------------------------------ tangents
     def reference_path(self, layer: int | str) -> Path:
         """Where the reference tangent of a split point goes."""
         return self.results_dir / "reference" / f"{folder_name(layer)}.safetensors"
 
     def save_reference(self, layer: int | str, subspace: Subspace) -> Path:
-        """Save the reference tangent of a split point, its digest recorded in provenance.jsonl first (a kill in
-        between leaves a recorded file missing, which is fitted again)."""
+        """Save the reference tangent of a split point, its digest recorded first (a kill leaves it to fit again)."""
         path = self.reference_path(layer)
         data = subspace.file_bytes()
         record_provenance(self.results_dir, [], {self._relative(path): file_digest(data)})
@@ -231,7 +218,6 @@ class SweepStore:
         path = self.tangent_path(layer, step)
         return Subspace.load(path, device=device) if path.exists() else None
 
-    # ------------------------------------------------------------------ top tokens
     def save_top_tokens(
         self,
         layer: int | str,
@@ -252,10 +238,8 @@ class SweepStore:
 
 
 class LiveStore(SweepStore):
-    """Rows of a live probe appended to `results_dir`'s rows.jsonl, resumed or started afresh (`overwrite`: what
-    the library wrote is removed) under `config` (what a resume must match); rows at or after `start_step` from an
-    earlier run are dropped; rows.jsonl is written at most every `flush_seconds` (0: at every window). It holds the
-    folder's lock until `close`."""
+    """A live probe's rows appended every `flush_seconds` (rows of an earlier run from `start_step` on dropped),
+    holding the folder's lock until `close`."""
 
     def __init__(
         self,
@@ -305,9 +289,7 @@ class LiveStore(SweepStore):
 
     def save_tangent(self, layer: int | str, subspace: Subspace, *, reference: bool) -> Path:
         """Save a fitted tangent where a sweep keeps its reference (early) or its per-step tangents (refit)."""
-        path = self.reference_path(layer) if reference else self.tangent_path(layer, subspace.step or 0)
-        subspace.save(path)
-        return path
+        return subspace.save(self.reference_path(layer) if reference else self.tangent_path(layer, subspace.step or 0))
 
     def close(self) -> None:
         """Write what is pending and release the directory's lock."""

@@ -1,9 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""`SweepResult`: the table a checkpoint sweep (or a live probe) produces, one row per (checkpoint, split point,
-tangent), read as a pandas DataFrame.
-"""
+"""`SweepResult`: the rows of a sweep (or a live probe), one per (checkpoint, split point, tangent)."""
 
 from __future__ import annotations
 
@@ -22,8 +20,6 @@ from ..errors import CheckpointError, InvalidInputError
 from .records import read_top_tokens, saved_steps
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows
 from .verdict import Correction, adjust, adjusted_by, adjusted_p_values, sweep_verdict, verdict_text
-
-__all__ = ["SweepResult"]
 
 
 @dataclass
@@ -51,8 +47,7 @@ class SweepResult:
         return len(self.rows)
 
     def to_frame(self) -> pd.DataFrame:
-        """The rows as a DataFrame: one line per row, in order; a column per field, first-seen order (NaN where a
-        row lacks a field; per-control lists stay lists)."""
+        """The rows as a DataFrame, a column per field (NaN where a row lacks it; per-control lists stay lists)."""
         return pd.DataFrame(self.rows, index=pd.RangeIndex(len(self.rows)))
 
     def select(self, **columns: Any) -> SweepResult:
@@ -93,10 +88,8 @@ class SweepResult:
         """A copy whose rows carry p-values adjusted for multiple testing, in ``{column}_{correction}``.
 
         Args:
-            correction: "holm" (family-wise error rate) or "bh" (Benjamini-Hochberg, false discovery rate); see
-                `interpreto_anisotropy.results.verdict`.
-            family: Which rows are adjusted together (a groupby over their columns): "split_point_and_tangent"
-                (one curve over training), "split_point", "tangent" or "all".
+            correction: "holm" (family-wise error rate) or "bh" (Benjamini-Hochberg, false discovery rate).
+            family: The rows adjusted together: "split_point_and_tangent" (a curve), "split_point", "tangent", "all".
             column: The p-value field; by default "p_value_exact" when the rows have it, else "p_value".
 
         Returns:
@@ -130,7 +123,6 @@ class SweepResult:
         """The split points present, in order of appearance."""
         return list(dict.fromkeys(row.get("split_point") for row in self.rows))
 
-    # ------------------------------------------------------------------ export
     def scalar_columns(self) -> list[str]:
         """Fields whose values are scalars in every row (the CSV columns), in first-seen order."""
         scalar = (key for row in self.rows for key, value in row.items() if not isinstance(value, (list, dict)))
@@ -155,7 +147,6 @@ class SweepResult:
             write_atomically(path, text)
         return text
 
-    # ------------------------------------------------------------------ persistence
     @classmethod
     def load(cls, results_dir: str | Path) -> SweepResult:
         """Read a finished or partial sweep from its results directory.
@@ -202,18 +193,12 @@ class SweepResult:
         if self.results_dir is None or not rows:
             return None
         layer = rows[0].get("layer", split_point)
-        saved = set(saved_steps(self.results_dir, layer))
-        steps = [step] if step is not None else sorted({row["step"] for row in rows} & saved, reverse=True)
-        for chosen in steps:
-            found = read_top_tokens(self.results_dir, layer, chosen)
-            if found is not None:
-                return found
-        return None
+        saved = {row["step"] for row in rows} & set(saved_steps(self.results_dir, layer))
+        chosen = step if step is not None else max(saved, default=None)
+        return None if chosen is None else read_top_tokens(self.results_dir, layer, chosen)
 
     def summary_table(self) -> str:
-        """A short plain-text table: step, split point, tangent, E_T, controls mean, ratio, the p-value the verdict
-        judges (exact, adjusted within its family: ``p_adj``) and before adjustment, the tangent's and the controls'
-        Delta IsoScore*, the anisotropy share and its exact p, then the approximate p (secondary); then the skipped
+        """A short plain-text table of the headline numbers (the verdict's p: ``p_adj``), then the skipped
         checkpoints and what the p columns are."""
         if not self.rows:
             raise InvalidInputError("The sweep has no finished checkpoint yet.")
@@ -245,14 +230,11 @@ class SweepResult:
         return "\n".join(lines)
 
     def summary(self, *, correction: str | None = None, family: str | None = None, level: float | None = None) -> str:
-        """What the sweep found, in words and numbers: the verdict of `interpreto_anisotropy.results.verdict`.
-
-        The same text ends the CLI's output and opens the HTML report (docs/how-to/reading-the-report.md).
+        """What the sweep found, in words and numbers (`results.verdict`), as the CLI and the report say it.
 
         Args:
             correction: "holm" or "bh"; default: the config's, else "holm".
-            family: The rows adjusted together (`verdict.Family` value); default: the config's, else
-                each curve.
+            family: The rows adjusted together (`verdict.Family` value); default: the config's, else each curve.
             level: The significance level; default: the config's, else 0.05.
 
         Raises:
@@ -275,11 +257,8 @@ class SweepResult:
             ("skipped", len(self.skipped)),
             ("results_dir", None if self.results_dir is None else str(self.results_dir)),
         ]
-        last_rows: dict[tuple[Any, Any], dict[str, Any]] = {}  # each curve's row at its last step
-        for row in self.rows:
-            key = row.get("split_point"), row.get("tangent")
-            if key not in last_rows or row["step"] >= last_rows[key]["step"]:
-                last_rows[key] = row
+        by_step = sorted(self.rows, key=lambda row: row["step"])
+        last_rows = {(row.get("split_point"), row.get("tangent")): row for row in by_step}  # each curve's last row
         last = [
             f"last of {row.get('split_point')}/{row.get('tangent')}: step={row['step']}, "
             + ", ".join(f"{name}={number(row.get(name))}" for name in _CURVE_HEADLINE)

@@ -12,14 +12,6 @@ Examples:
     [0.03, 0.06, 0.06]
     >>> benjamini_hochberg([0.01, 0.04, 0.03]).round(2).tolist()
     [0.03, 0.04, 0.04]
-    >>> default_n_random(16, n_controls=20)
-    320
-    >>> 1 / (320 + 1) < 0.05 / 16
-    True
-    >>> default_n_random(family_size("all", checkpoints=16, split_points=3, kinds=1), n_controls=20)
-    960
-    >>> row_seed(0, step=100, split_point="gpt_neox.layers.1", kind="early") < 2**32
-    True
 """
 
 from __future__ import annotations
@@ -40,51 +32,9 @@ from scipy.stats import false_discovery_control
 
 from ..commons.options import MAX_SEED
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
-from ..probing.result import (
-    ANISOTROPY_P_APPROXIMATE_COLUMN,
-    ANISOTROPY_P_EXACT_COLUMN,
-    CAVEAT,
-    anisotropy_p_value,
-    change_sentence,
-    probe_lines,
-)
-from ..probing.result import fmt as _fmt
-from ..probing.result import number as _number
-from ..probing.result import sign_meaning as _sign_meaning
-
-__all__ = [
-    "ANISOTROPY_P_EXACT_COLUMN",
-    "ANISOTROPY_P_APPROXIMATE_COLUMN",
-    "CAVEAT",
-    "CurveVerdict",
-    "FAMILY_NAMES",
-    "Verdict",
-    "adjusted_by",
-    "adjusted_p_values",
-    "anisotropy_p_value",
-    "curve_sentences",
-    "marker_legend",
-    "method_sentence",
-    "probe_lines",
-    "resolution_note",
-    "sweep_verdict",
-    "verdict_settings",
-    "verdict_text",
-    "Correction",
-    "Family",
-    "adjust",
-    "benjamini_hochberg",
-    "holm",
-    "HOLM_LEVEL",
-    "default_n_random",
-    "family_size",
-    "floor_passes",
-    "row_seed",
-    "warn_if_cannot_pass",
-]
+from ..probing.result import CAVEAT, anisotropy_p_value, change_sentence, fmt, number, sign_meaning
 
 
-# ---------------------------------------------------------------------------------------------------- multiple testing
 class Correction(str, Enum):
     """How p-values of a family of rows are adjusted.
 
@@ -213,41 +163,20 @@ def _enum(kind: type[Enum], value: Any, name: str) -> Any:
         raise InvalidInputError(f"{name} must be one of {choices}, got {value!r}.") from None
 
 
-# --------------------------------------------------------------------------------------------------------------- draws
 #: The level at which a sweep's default number of random subspaces lets Holm's correction pass.
 HOLM_LEVEL = 0.05
 
 
 def row_seed(seed: int, *, step: int, split_point: str, kind: str) -> int:
-    """The seed of one row's controls and random subspaces, in [0, 2**32).
-
-    Args:
-        seed: The sweep's seed.
-        step: The checkpoint's training step.
-        split_point: The split point's module path.
-        kind: The tangent kind ("early", "each" or "given").
-
-    Returns:
-        The first 4 bytes of the SHA-256 of these, as an integer (the same in every process and Python run).
-    """
+    """The seed of one row's controls and random subspaces: the first 4 bytes of the SHA-256 of its identity."""
     identity = json.dumps([int(seed), int(step), str(split_point), str(kind)])
     digest = hashlib.sha256(identity.encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "big") % MAX_SEED
 
 
 def family_size(family: str, *, checkpoints: int, split_points: int, kinds: int) -> int:
-    """m, the rows of the largest family a sweep's verdict adjusts together (`Family`).
-
-    Args:
-        family: "split_point_and_tangent" (a curve: one row per checkpoint), "split_point" (every tangent kind),
-            "tangent" (every split point) or "all".
-        checkpoints: The checkpoints of the results directory.
-        split_points: Its split points.
-        kinds: Its tangent kinds per split point (2 for reference "both").
-
-    Returns:
-        checkpoints, times the split points and tangent kinds the family spans.
-    """
+    """m, the rows of the largest `Family` a verdict adjusts together: the checkpoints, times the split points and
+    tangent kinds (per split point) the family spans."""
     sizes = {"split_point": split_points, "tangent": kinds}  # a family spans the columns that do not name it
     return checkpoints * math.prod(size for name, size in sizes.items() if name not in Family(family).columns)
 
@@ -258,16 +187,7 @@ def floor_passes(n_random: int, family_size: int, level: float = HOLM_LEVEL) -> 
 
 
 def default_n_random(family_size: int, *, n_controls: int, level: float = HOLM_LEVEL) -> int:
-    """The smallest R' >= n_controls whose floor 1 / (R' + 1) lies below level / m.
-
-    Args:
-        family_size: m, the rows of the largest family (`family_size`; of the default family: the checkpoints).
-        n_controls: R; R' is never below it (both p-values keep at least the same resolution).
-        level: The family-wise level alpha.
-
-    Returns:
-        R' = max(R, floor(m / alpha)), checked against `floor_passes` (float rounding included).
-    """
+    """The smallest R' >= n_controls whose floor 1 / (R' + 1) lies below level / m (`floor_passes`)."""
     n_random = max(n_controls, math.floor(family_size / level))
     while not floor_passes(n_random, family_size, level):
         n_random += 1
@@ -276,21 +196,19 @@ def default_n_random(family_size: int, *, n_controls: int, level: float = HOLM_L
 
 def warn_if_cannot_pass(n_random: int, family_size: int, level: float = HOLM_LEVEL) -> None:
     """Warn (`DegenerateStatisticsWarning`) when an explicit R' cannot let Holm pass over m rows at `level`."""
-    if floor_passes(n_random, family_size, level):
-        return
-    warnings.warn(
-        f"n_random={n_random}: the smallest p_value_exact is 1/{n_random + 1} = {1 / (n_random + 1):.4g}, not below "
-        f"alpha/m = {level}/{family_size} = {level / family_size:.4g} for the {family_size} rows of the family, so "
-        f"p_value_exact_holm can never reach {level}. Leave n_random unset (None) or give "
-        f"n_random={default_n_random(family_size, n_controls=1, level=level)} or more.",
-        DegenerateStatisticsWarning,
-        stacklevel=3,
-    )
+    if not floor_passes(n_random, family_size, level):
+        warnings.warn(
+            f"n_random={n_random}: the smallest p_value_exact is 1/{n_random + 1} = {1 / (n_random + 1):.4g}, not "
+            f"below alpha/m = {level}/{family_size} = {level / family_size:.4g} for the {family_size} rows of the "
+            f"family, so p_value_exact_holm can never reach {level}. Leave n_random unset (None) or give "
+            f"n_random={default_n_random(family_size, n_controls=1, level=level)} or more.",
+            DegenerateStatisticsWarning,
+            stacklevel=3,
+        )
 
 
-# --------------------------------------------------------------------------------------------------------- the verdict
-_CORRECTION_NAMES = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini-Hochberg (false discovery rate)"}
 _METHODS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+_RATES = {"holm": "family-wise error rate", "bh": "false discovery rate"}
 #: Each `Family` value in words, as a sentence says which rows were adjusted together.
 FAMILY_NAMES = {
     "split_point_and_tangent": "within each curve (one split point and tangent kind)",
@@ -298,14 +216,8 @@ FAMILY_NAMES = {
     "tangent": "within each tangent kind (every split point)",
     "all": "over every row of the sweep",
 }
-
 #: Each `Family` value in a few words, as a figure's legend names it.
-_FAMILY_SHORT = {
-    "split_point_and_tangent": "within each curve",
-    "split_point": "within each split point",
-    "tangent": "within each tangent kind",
-    "all": "over all rows",
-}
+_FAMILY_SHORT = {name: words.split(" (")[0] for name, words in FAMILY_NAMES.items()} | {"all": "over all rows"}
 
 
 @dataclass(frozen=True)
@@ -376,7 +288,7 @@ class Verdict:
 
 def p_value_column(rows: Sequence[Mapping[str, Any]]) -> str:
     """The p-value field a verdict tests: "p_value_exact" when the rows have it, else "p_value"."""
-    return "p_value_exact" if any(_number(row.get("p_value_exact")) is not None for row in rows) else "p_value"
+    return "p_value_exact" if any(number(row.get("p_value_exact")) is not None for row in rows) else "p_value"
 
 
 def resolution_note(tested: Sequence[Mapping[str, Any]], column: str, level: float, correction: str = "holm") -> str:
@@ -418,20 +330,8 @@ def verdict_settings(
     family: str | None = None,
     level: float | None = None,
 ) -> tuple[str, str, float]:
-    """(correction, family, level) of a verdict: those given, else the config's, else Holm within each curve at 0.05.
-
-    Args:
-        config: A sweep's settings (``config.json``); its ``correction``, ``family`` and ``level`` (or ``alpha``).
-        correction: "holm" or "bh".
-        family: A `Family` value.
-        level: The significance level.
-
-    Returns:
-        The three, checked.
-
-    Raises:
-        InvalidInputError: An unknown correction or family.
-    """
+    """(correction, family, level) of a verdict, checked: those given, else the config's (its ``level`` or
+    ``alpha``), else Holm within each curve at 0.05."""
     config = config or {}
     correction = _enum(Correction, correction or config.get("correction") or "holm", "correction").value
     family = _enum(Family, family or config.get("family") or "split_point_and_tangent", "family").value
@@ -442,17 +342,8 @@ def verdict_settings(
 def adjusted_p_values(
     rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None = None
 ) -> list[float | None]:
-    """The p-value each row is judged by: `p_value_column`'s, adjusted as the verdict adjusts it (`verdict_settings`).
-
-    A row is significant, in the verdict, in the figures and in the tables, when this is at or below the level.
-
-    Args:
-        rows: Every row of the sweep (the families are made of them: a selection would shrink them).
-        config: The sweep's settings (their correction and family; default: Holm within each curve).
-
-    Returns:
-        One adjusted p-value per row, in row order; None where a row has no p-value.
-    """
+    """The p-value each of every row of a sweep (not a selection) is judged by, significant at or below the level
+    in the verdict, the figures and the tables: `p_value_column`'s, adjusted as `verdict_settings` say."""
     correction, family, _ = verdict_settings(config)
     return adjust(rows, column=p_value_column(rows), correction=correction, family=family)
 
@@ -500,12 +391,10 @@ def sweep_verdict(
     curves = []
     for (split_point, tangent), indices in groups.items():
         curve = [rows[i] for i in indices]
-        ratios = [
-            (value, int(row["step"])) for row in curve if (value := _number(row.get("energy_ratio"))) is not None
-        ]
+        ratios = [(value, int(row["step"])) for row in curve if (value := number(row.get("energy_ratio"))) is not None]
         peak = max(ratios, key=lambda item: item[0], default=(None, None))
         last, first = max(curve, key=lambda row: int(row["step"])), min(curve, key=lambda row: int(row["step"]))
-        tested = [row for row in curve if _number(row.get(column)) is not None]
+        tested = [row for row in curve if number(row.get(column)) is not None]
         surviving = {
             method: sum(values[i] is not None and values[i] <= level for i in indices)
             for method, values in adjusted.items()
@@ -514,12 +403,12 @@ def sweep_verdict(
         if surviving[correction] == 0:  # the rows of the curve's family, as one curve: resolution_note counts them
             members = Family(family).key
             relatives = [
-                row for row in rows if members(row) == members(curve[0]) and _number(row.get(column)) is not None
+                row for row in rows if members(row) == members(curve[0]) and number(row.get(column)) is not None
             ]
             note = resolution_note(
                 [{**row, "split_point": "", "tangent": ""} for row in relatives], column, level, correction
             )
-        shares = [value for row in curve if (value := _number(row.get("anisotropy_share"))) is not None]
+        shares = [value for row in curve if (value := number(row.get("anisotropy_share"))) is not None]
         p_aniso, exact = anisotropy_p_value(last)
         curves.append(
             CurveVerdict(
@@ -528,7 +417,7 @@ def sweep_verdict(
                 n_rows=len(curve),
                 peak_ratio=peak[0],
                 peak_step=peak[1],
-                last_ratio=_number(last.get("energy_ratio")),
+                last_ratio=number(last.get("energy_ratio")),
                 last_step=int(last["step"]),
                 p_column=column,
                 n_tested=len(tested),
@@ -536,7 +425,7 @@ def sweep_verdict(
                 n_significant=surviving[correction],
                 n_surviving=surviving,
                 resolution=note.strip(),
-                anisotropy_share=_number(last.get("anisotropy_share")),
+                anisotropy_share=number(last.get("anisotropy_share")),
                 anisotropy_p=p_aniso,
                 anisotropy_p_exact=exact,
                 n_positive_anisotropy=sum(value > 0 for value in shares),
@@ -547,13 +436,11 @@ def sweep_verdict(
     return Verdict(tuple(curves), correction, family, level, column)
 
 
-# ---------------------------------------------------------------------------------------------------- words
 def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, ...]:
-    """A curve's verdict in words: (heading, ratio sentence, significance sentence, anisotropy sentence), then what
-    training added when the rows have their change from the first checkpoint."""
+    """A curve's verdict in words: heading, ratio, significance, anisotropy, and what training added (if known)."""
     ratio = (
-        f"The energy ratio (tangent share / mean normal-control share) peaks at {_fmt(curve.peak_ratio)} "
-        f"(step {curve.peak_step}) and is {_fmt(curve.last_ratio)} at the last checkpoint (step {curve.last_step})."
+        f"The energy ratio (tangent share / mean normal-control share) peaks at {fmt(curve.peak_ratio)} "
+        f"(step {curve.peak_step}) and is {fmt(curve.last_ratio)} at the last checkpoint (step {curve.last_step})."
         if curve.peak_ratio is not None
         else "No energy ratio was computed."
     )
@@ -567,7 +454,7 @@ def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, ...]:
         kind = "exact" if curve.anisotropy_p_exact else "approximate: the paper's normal-control p"
         anisotropy = (
             f"Anisotropy share at step {curve.last_step}: {curve.anisotropy_share:+.3f} "
-            f"(p = {_fmt(curve.anisotropy_p, 3)}, {kind}), {_sign_meaning(curve.anisotropy_share)}; positive at "
+            f"(p = {fmt(curve.anisotropy_p, 3)}, {kind}), {sign_meaning(curve.anisotropy_share)}; positive at "
             f"{curve.n_positive_anisotropy} of {curve.n_anisotropy} checkpoints."
         )
     heading = f"Split point {curve.split_point}, {curve.tangent} tangent ({curve.n_rows} checkpoints):"
@@ -576,14 +463,13 @@ def curve_sentences(curve: CurveVerdict, verdict: Verdict) -> tuple[str, ...]:
 
 def method_sentence(verdict: Verdict) -> str:
     """How significance was decided: the tested p-value, the correction, the family and the level."""
-    correction = _CORRECTION_NAMES.get(verdict.correction, verdict.correction)
-    family = FAMILY_NAMES.get(verdict.family, verdict.family)
+    how = f"{_METHODS[verdict.correction]} ({_RATES[verdict.correction]}) {FAMILY_NAMES[verdict.family]}"
     tested = (
         "p_value_exact (the tangent's rank among uniformly random subspaces, exact under the null)"
         if verdict.p_column == "p_value_exact"
         else "p_value (the paper's rank among normal controls, approximate: these rows have no exact p-value)"
     )
-    return f"Significance: {tested} adjusted by {correction} {family}, at level {verdict.level:g}."
+    return f"Significance: {tested} adjusted by {how}, at level {verdict.level:g}."
 
 
 def verdict_text(verdict: Verdict) -> str:
