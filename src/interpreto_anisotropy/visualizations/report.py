@@ -1,9 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A self-contained HTML report of a checkpoint sweep: the page (Jinja2 templates of ``templates/``, autoescape on,
-through `render`, the one path from data to HTML), its section on the tangent directions' top tokens, and the
-``rows.columns.csv`` that says what each column of ``rows.csv`` means (`write_column_notes`).
+"""A self-contained HTML report of a sweep (Jinja2 templates of ``templates/``, autoescaped, through `render`), and
+the ``rows.columns.csv`` that says what each column of ``rows.csv`` means (`write_column_notes`).
 
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
@@ -58,9 +57,6 @@ __all__ = [
     "COLUMNS_CSV_FILE",
     "render",
     "top_tokens_section",
-    "top_tokens_context",
-    "top_tokens_tables",
-    "TOKEN_HEADERS",
     "write_column_notes",
 ]
 
@@ -71,10 +67,8 @@ FIGURES_DIR = "figures"
 #: The CSV file of the rows' scalar columns, in the report folder.
 CSV_FILE = "rows.csv"
 
-#: Table columns shown first, in this order (then every other scalar column, in first-seen order); the p-value
-#: columns (`_p_columns`: the verdict's, adjusted within its family, first) come after "energy_ratio", and the
-#: approximate p-values, secondary, after the exact ones. "ci" and "delta_isoscore_star_controls_mean" are derived:
-#: [ci_low, ci_high] and the mean of the per-control deltas.
+#: Table columns shown first, in this order, then the other scalar columns; the p-values (`_p_columns`) follow
+#: "energy_ratio". "ci" ([ci_low, ci_high]) and "delta_isoscore_star_controls_mean" are derived (`_cell`).
 KEY_COLUMNS: tuple[str, ...] = tuple(
     """step split_point tangent energy_share ci control_mean analytic_null chance energy_ratio z_score
     oracle_energy_share anisotropy_capture anisotropy_share anisotropy_p_value_exact delta_isoscore_star
@@ -83,11 +77,11 @@ KEY_COLUMNS: tuple[str, ...] = tuple(
 )
 
 #: What the header of a p-value column says under its name (the approximate ones are secondary).
-APPROXIMATE_LABEL = "approximate p (normal controls; anti-conservative)"
 _P_LABELS = {
-    "p_value": APPROXIMATE_LABEL,
-    "anisotropy_share_p_value": APPROXIMATE_LABEL,
-    "delta_isoscore_star_p_value": APPROXIMATE_LABEL,
+    **dict.fromkeys(
+        ("p_value", "anisotropy_share_p_value", "delta_isoscore_star_p_value"),
+        "approximate p (normal controls; anti-conservative)",
+    ),
     "p_value_exact": "exact p, before adjustment",
     "anisotropy_p_value_exact": "exact p of the anisotropy share, before adjustment",
 }
@@ -101,10 +95,7 @@ def write_report(
     dpi: int = 110,
     live: SweepResult | None = None,
 ) -> Path:
-    """Write a self-contained HTML report of a sweep: figures, table of rows and settings.
-
-    Writes ``index.html`` (figures embedded, from ``templates/report.html.j2``, autoescaped) last, after
-    ``figures/<name>.png`` and ``rows.csv``, each atomically.
+    """Write a self-contained HTML report of a sweep: figures, table of rows and settings (``index.html`` last).
 
     Args:
         result: The sweep (finished or partial: the report shows the rows finished so far).
@@ -258,7 +249,7 @@ def _context(
         "floor": ", ".join(f"{1 / (r + 1):.3g} with R' = {r}" for r in draws) or "1/(R' + 1)",
         "card": _model_card(result),
         "figures": figures,
-        **top_tokens_context(result),
+        **_top_tokens_context(result),
         "columns": [
             {"name": name, "label": _column_label(name, verdict), "tooltip": _tooltip(name), "text": name in texts}
             for name in columns
@@ -409,20 +400,12 @@ def _environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
-    """A template of ``visualizations/templates`` rendered with `context`, every value HTML-escaped.
-
-    Args:
-        template: The template's file name (``"report.html.j2"``).
-        **context: The values it shows: strings, numbers, and lists and dicts of them.
-
-    Returns:
-        The HTML text.
-    """
+    """A template of ``visualizations/templates`` (``"report.html.j2"``) rendered with `context`, HTML-escaped."""
     return _environment().get_template(template).render(**context)
 
 
 #: The token tables' columns: name, and meaning (their headers' tooltips and the section's definitions).
-TOKEN_HEADERS = (
+_TOKEN_HEADERS = (
     ("direction", "Index j of the direction: column j of the tangent's orthonormal basis Q."),
     (
         "variance",
@@ -449,44 +432,16 @@ _KIND_TITLES = {
 
 
 def top_tokens_section(result: SweepResult) -> str:
-    """The section's HTML: an explanation, then per split point one table per tangent kind (or why there is none).
-
-    Args:
-        result: The sweep (loaded from its results folder: the top tokens are read from there).
-
-    Returns:
-        HTML, every text from the files escaped.
-
-    Raises:
-        ResultsStoreError: A top-tokens file that cannot be read.
-    """
-    return render("top_tokens.html.j2", **top_tokens_context(result))
+    """The HTML of the top tokens' section of a sweep loaded from its folder (ResultsStoreError: an unreadable file)."""
+    return render("top_tokens.html.j2", **_top_tokens_context(result))
 
 
-def top_tokens_context(result: SweepResult) -> dict[str, Any]:
-    """What ``top_tokens.html.j2`` shows: the tables (`top_tokens_tables`) and their columns (`TOKEN_HEADERS`)."""
-    headers = [{"name": name, "meaning": meaning} for name, meaning in TOKEN_HEADERS]
-    return {"top_tokens": top_tokens_tables(result), "token_headers": headers}
-
-
-def top_tokens_tables(result: SweepResult) -> list[dict[str, Any]]:
-    """The token tables as plain data, texts unescaped (the template escapes them).
-
-    Args:
-        result: The sweep (loaded from its results folder).
-
-    Returns:
-        One dict per split point with saved top tokens: ``split_point``, ``step``, ``n_rows`` (texts) and ``kinds``,
-        one per tangent kind: ``title`` and ``directions``, each ``direction``, ``variance`` (texts), ``high`` and
-        ``low``: its tokens, each ``title`` (the tooltip), ``before``, ``token`` and ``after`` (line breaks shown as
-        arrows). Empty when the folder holds none.
-
-    Raises:
-        ResultsStoreError: A top-tokens file that cannot be read.
-    """
+def _top_tokens_context(result: SweepResult) -> dict[str, Any]:
+    """What ``top_tokens.html.j2`` shows: per split point with saved top tokens, a table per tangent kind (texts
+    unescaped: the template escapes them), and the tables' columns."""
     layers = list(dict.fromkeys(row.get("layer", row.get("split_point")) for row in result.rows))
     found = [result.top_tokens(layer) for layer in layers]
-    return [
+    tables = [
         {
             "split_point": str(content["split_point"]),
             "step": str(content["step"]),
@@ -499,6 +454,8 @@ def top_tokens_tables(result: SweepResult) -> list[dict[str, Any]]:
         for content in found
         if content is not None
     ]
+    headers = [{"name": name, "meaning": meaning} for name, meaning in _TOKEN_HEADERS]
+    return {"top_tokens": tables, "token_headers": headers}
 
 
 def _direction(direction: DirectionTokens) -> dict[str, Any]:
