@@ -5,14 +5,13 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from ..commons.options import check_bool, config_of
+from ..commons.options import check_bool, check_number, config_of
 from ..errors import InvalidInputError
 from ..probing.masking import MaskedLM, resolve_masking
 from .toy_models import MIN_VOCAB_SIZE, Arch, check_model_sizes, parse_arch
@@ -38,7 +37,7 @@ class ToyConfig:
         num_layers: Number of transformer blocks (default 2).
         num_heads: Number of attention heads (default 4); ``hidden_size / num_heads`` must be an even integer.
         intermediate_size: Width of the MLP, in dimensions (None, the default: ``4 * hidden_size``).
-        vocab_size: Size of the trained tokenizer's vocabulary, in tokens (default 512, at least 263).
+        vocab_size: Size of the trained tokenizer's vocabulary, in tokens (default 512, at least 262).
         seq_len: Tokens per training sequence (default 64, at least 2).
         batch_size: Sequences per step (default 16).
         lr: Peak learning rate of AdamW (default 3e-3), a finite number > 0.
@@ -73,7 +72,7 @@ class ToyConfig:
         >>> ToyConfig(lr=0)
         Traceback (most recent call last):
         ...
-        interpreto_anisotropy.errors.InvalidInputError: lr must be a positive finite number; got 0.
+        interpreto_anisotropy.errors.InvalidInputError: lr must be a finite number > 0, got 0.
     """
 
     arch: Arch | str = "gpt_neox"
@@ -113,10 +112,8 @@ class ToyConfig:
         _check_positive_int("vocab_size", self.vocab_size, minimum=MIN_VOCAB_SIZE)
         _check_positive_int("seq_len", self.seq_len, minimum=2)
         _check_positive_int("warmup_steps", self.effective_warmup_steps)
-        if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
-            raise InvalidInputError(f"lr must be a positive finite number; got {self.lr!r}.")
-        if not (isinstance(self.weight_decay, int | float) and self.weight_decay >= 0):
-            raise InvalidInputError(f"weight_decay must be a non-negative number; got {self.weight_decay!r}.")
+        check_number("lr", self.lr, above=0)
+        check_number("weight_decay", self.weight_decay, at_least=0)
         for name in ("max_train_texts", "num_threads"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
@@ -206,12 +203,9 @@ def _check_positive_int(name: str, value: object, *, minimum: int = 1) -> None:
 def _resolve_checkpoint_steps(checkpoint_steps: str | Sequence[int], steps: int) -> list[int]:
     if isinstance(checkpoint_steps, str) and checkpoint_steps == "log":
         return log_spaced_steps(steps)
-    try:
-        chosen = list(checkpoint_steps) if not isinstance(checkpoint_steps, str) else None
-    except TypeError:
-        chosen = None
-    if chosen is None:
+    if isinstance(checkpoint_steps, str) or not isinstance(checkpoint_steps, Iterable):
         raise InvalidInputError(f"checkpoint_steps must be 'log' or a list of steps; got {checkpoint_steps!r}.")
+    chosen = list(checkpoint_steps)
     if not chosen:
         raise InvalidInputError("checkpoint_steps is empty; give at least one step, or 'log'.")
     for step in chosen:

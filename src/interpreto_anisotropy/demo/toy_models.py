@@ -258,13 +258,9 @@ def build_model(
         num_attention_heads=num_heads, intermediate_size=intermediate_size, max_position_embeddings=max_position
     )
     config = _build_config(arch, {**common, "num_labels": num_labels}, _special_ids(arch, tokenizer, vocab_size))
-    head = (
-        "ForSequenceClassification"
-        if task is Task.SEQUENCE_CLASSIFICATION
-        else "ForMaskedLM"
-        if arch in ENCODER_ARCHS
-        else "ForCausalLM"
-    )
+    head = "ForMaskedLM" if arch in ENCODER_ARCHS else "ForCausalLM"
+    if task is Task.SEQUENCE_CLASSIFICATION:
+        head = "ForSequenceClassification"
     model_class = _transformers_class(arch, _MODEL_PREFIXES[arch] + head)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -21,6 +21,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from ..commons.files import give_default_modes, write_atomically
+from ..commons.options import check_folder
 from ..commons.progress import progress_bar, quiet_transformers
 from ..errors import CheckpointError, InvalidInputError
 from ..probing.masking import MaskedLM, special_tokens_mask
@@ -30,8 +31,6 @@ from .toy_models import ENCODER_ARCHS, Arch, build_model, train_tokenizer
 
 TRAINER_STATE_NAME = "trainer_state.json"
 """File name of the training log, in the run folder and in each checkpoint folder."""
-
-_CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -72,8 +71,7 @@ class ToyRun:
 
     def to_dict(self) -> dict:
         """The run as JSON-ready plain types (paths as strings)."""
-        paths = {"out_dir": str(self.out_dir), "checkpoints": [str(p) for p in self.checkpoints]}
-        return {**asdict(self), **paths, "live_results": None if self.live_results is None else str(self.live_results)}
+        return json.loads(json.dumps(asdict(self), default=str))
 
     def __len__(self) -> int:
         return len(self.checkpoints)
@@ -83,10 +81,7 @@ class ToyRun:
 
 
 def _prepare_out_dir(out_dir: str | os.PathLike, *, overwrite: bool) -> Path:
-    try:
-        path = Path(out_dir).expanduser()
-    except TypeError:
-        raise InvalidInputError(f"out_dir must be a path; got {out_dir!r}.") from None
+    path = check_folder("out_dir", out_dir).expanduser()
     if path.exists() and not path.is_dir():
         raise CheckpointError(f"out_dir {str(path)!r} exists and is not a folder.")
     try:
@@ -94,7 +89,7 @@ def _prepare_out_dir(out_dir: str | os.PathLike, *, overwrite: bool) -> Path:
         tempfile.TemporaryFile(dir=path).close()
     except OSError as error:
         raise CheckpointError(f"out_dir {str(path)!r} is not writable ({error}); choose another folder.") from None
-    previous = [p for p in path.iterdir() if _CHECKPOINT_PATTERN.match(p.name)]
+    previous = [p for p in path.iterdir() if re.fullmatch(r"checkpoint-\d+", p.name)]
     if previous or (path / TRAINER_STATE_NAME).exists():
         if not overwrite:
             raise CheckpointError(
@@ -261,14 +256,8 @@ def _train_steps(
     if live is not None:
         from ..live.probe import TrainingProbe
 
-        options = {
-            "results_dir": run.path / "live",
-            "total_steps": steps,
-            "reduction": "mean",
-            "overwrite": True,
-            **live,
-        }
-        probe = TrainingProbe(model, tokenizer=tokenizer, **options).attach()
+        options = {"results_dir": run.path / "live", "total_steps": steps, "reduction": "mean", "overwrite": True}
+        probe = TrainingProbe(model, tokenizer=tokenizer, **{**options, **live}).attach()
     device = next(model.parameters()).device
     try:
         bar = progress_bar(range(1, steps + 1), progress=progress, desc=f"Training toy {config['arch']}")
@@ -322,7 +311,7 @@ class _Run:
 
     def __init__(self, path: Path, model: torch.nn.Module, tokenizer: Any, config: dict, steps: list[int]):
         self.path, self.model, self.tokenizer, self.config = (path, model, tokenizer, config)
-        self.checkpoint_steps, self.pending = steps, list(steps)
+        self.checkpoint_steps = steps
         self.log_history, self.checkpoints = [], []
 
     def state(self, step: int) -> dict:
@@ -336,9 +325,8 @@ class _Run:
         }
 
     def save_if_due(self, step: int) -> None:
-        """Save ``checkpoint-{step}`` when `step` is the next chosen step."""
-        if self.pending and self.pending[0] == step:
-            self.pending.pop(0)
+        """Save ``checkpoint-{step}`` when `step` is a chosen step."""
+        if step in self.checkpoint_steps:
             folder = self.path / f"checkpoint-{step}"
             self.model.eval()
             with quiet_transformers():  # no "Writing model shards" bar
