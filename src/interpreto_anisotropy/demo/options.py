@@ -23,9 +23,8 @@ __all__ = ["ToyConfig", "log_spaced_steps"]
 class ToyConfig:
     """The options of `train_toy`, checked once when made (before any folder is written or any text is read).
 
-    `train_toy(out_dir, config=ToyConfig(...))` takes it; the same names given as keyword arguments
-    (`train_toy(out_dir, steps=20)`) are turned into one (on top of `config` when both are given). The run folder
-    and the training texts are data, not options: `train_toy` takes them.
+    `train_toy(out_dir, config=ToyConfig(...))` takes it, or the same names as keyword arguments (on top of
+    `config` when both are given); the run folder and the training texts are data, not options.
 
     Attributes:
         arch: ``"gpt_neox"`` (Pythia-like), ``"llama"`` (SmolLM2-like) or ``"eurobert"`` (EuroBERT-like encoder);
@@ -52,14 +51,13 @@ class ToyConfig:
         seed: Seed of the initialisation, the data order and the masking (default 0).
         device: ``"cpu"`` (default), ``"cuda"`` (an error of ours if no GPU is present), or ``None`` for a GPU if any;
             see `torch_device`.
-        num_threads: CPU threads torch uses while training (restored afterwards; default 1); ``None`` keeps torch's
-            setting. One thread is the default because so tiny a model gains nothing from more, and spinning
-            threads slow it down many times over on a busy machine.
+        num_threads: CPU threads torch uses while training (restored afterwards; ``None`` keeps torch's setting).
+            Default 1: so tiny a model gains nothing from more, and spinning threads slow it down on a busy machine.
         overwrite: Replace the checkpoints of a previous run in the run folder instead of raising (default False).
         progress: Show a progress bar (default True).
-        live: Train with a live `TrainingProbe`: its options (``split_points`` required; ``results_dir`` defaults to
-            ``out_dir/live``, ``total_steps`` to ``steps``, ``reduction`` to ``"mean"``, the toy's loss). None
-            (default): no live probe.
+        live: The options of a live `TrainingProbe` to train with (None, the default: none); ``split_points``
+            required, ``results_dir`` defaults to ``out_dir/live``, ``total_steps`` to ``steps``, ``reduction`` to
+            ``"mean"`` (the toy's loss).
 
     Raises:
         InvalidInputError: If ``arch`` is unknown, ``steps < 1``, a checkpoint step is outside ``[0, steps]``, a size

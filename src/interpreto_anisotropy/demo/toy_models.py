@@ -60,15 +60,12 @@ def train_tokenizer(
 ) -> PreTrainedTokenizerFast:
     """Trains a tiny byte-level BPE tokenizer on ``texts``, with the special tokens of ``arch``'s family.
 
-    Decoders (``"gpt_neox"``, ``"llama"``) get ``<|endoftext|>`` as bos/eos/unk token and a distinct
-    ``<|padding|>`` pad token, padding on the right, like Pythia's tokenizer, plus a reserved ``[REPLACE]``
-    token: Interpreto's perturbation attributions (Occlusion, ...) use that token to mask words in models without
-    a mask token, and would otherwise add it and resize the model's embeddings. The encoder (``"eurobert"``)
-    gets ``<|begin_of_text|>`` (bos, cls), ``<|end_of_text|>`` (eos, sep), ``<|pad|>``, ``<|mask|>`` and
-    ``<|unk|>``, and every encoded text is wrapped as ``<|begin_of_text|> ... <|end_of_text|>``.
-    Byte-level BPE can encode any string, so no text ever maps to the unknown token.
-
-    Training is deterministic: the same texts give the same vocabulary.
+    Decoders (``"gpt_neox"``, ``"llama"``) get ``<|endoftext|>`` as bos/eos/unk and a ``<|padding|>`` pad token,
+    padding on the right like Pythia's, plus a reserved ``[REPLACE]`` token (Interpreto's perturbation attributions
+    mask words with it, and would otherwise add it and resize the embeddings). The encoder (``"eurobert"``) gets
+    ``<|begin_of_text|>`` (bos, cls), ``<|end_of_text|>`` (eos, sep), ``<|pad|>``, ``<|mask|>`` and ``<|unk|>``, and
+    wraps every text as ``<|begin_of_text|> ... <|end_of_text|>``. Byte-level BPE encodes any string (no text maps
+    to the unknown token); the same texts give the same vocabulary.
 
     Args:
         texts: Training texts (at least one non-empty string).
@@ -80,8 +77,7 @@ def train_tokenizer(
         A `transformers.PreTrainedTokenizerFast` that always has a pad token (save it with ``save_pretrained``).
 
     Raises:
-        InvalidInputError: If ``arch`` is unknown or ``vocab_size`` is too small.
-        InvalidInputError: If ``texts`` holds no non-empty string.
+        InvalidInputError: If ``arch`` is unknown, ``vocab_size`` is too small, or ``texts`` holds no non-empty string.
 
     Examples:
         >>> tok = train_tokenizer(["def f(x):\\n    return x"] * 10, arch="gpt_neox", vocab_size=300)

@@ -149,18 +149,14 @@ def train_toy(
 ) -> ToyRun:
     """Trains a tiny model on the toy corpus and saves Pythia-like ``checkpoint-{step}`` folders.
 
-    A byte-level BPE tokenizer (`train_tokenizer`) and a model (`build_model`) are trained on the ``train``
-    split of `load_corpus` (or on ``texts``). Texts are packed Pythia-style into blocks of ``seq_len`` tokens,
-    shuffled by a generator seeded with ``seed``. Decoders (``"gpt_neox"``, ``"llama"``) learn causal language
-    modelling; the encoder (``"eurobert"``) masked language modelling with the probe's masking helper (by default
-    BERT's: 15 % of the non-special tokens, 80 % replaced by the mask token, 10 % by a random token, 10 % kept).
-    AdamW with linear warm-up and cosine decay; gradients clipped at norm 1. The same options give identical
-    weights on the same machine.
-
-    Each checkpoint folder holds the model and tokenizer (``save_pretrained``) and the ``trainer_state.json`` up to
-    that step; ``checkpoint-0`` is the initialisation. ``out_dir/trainer_state.json`` holds the whole run:
-    ``log_history`` (one ``{"step", "loss", "learning_rate"}`` entry per step), ``checkpoint_steps`` and the
-    configuration. Reload a checkpoint with ``ModelWithSplitPoints(path, automodel=run.automodel, split_point=...)``.
+    A byte-level BPE tokenizer (`train_tokenizer`) and a model (`build_model`) are trained on the ``train`` split
+    of `load_corpus` (or on ``texts``), packed Pythia-style into blocks of ``seq_len`` tokens shuffled by ``seed``:
+    causal language modelling for the decoders, masked for the encoder (`ToyConfig.masking`, by default BERT's).
+    AdamW with linear warm-up and cosine decay, gradients clipped at norm 1; the same options give identical
+    weights on the same machine. Each checkpoint folder holds the model, the tokenizer and ``trainer_state.json``
+    up to that step (``checkpoint-0``: the initialisation); ``out_dir/trainer_state.json`` holds the whole run
+    (``log_history``: ``{"step", "loss", "learning_rate"}`` per step, ``checkpoint_steps``, the configuration).
+    Reload one with ``ModelWithSplitPoints(path, automodel=run.automodel, split_point=...)``.
 
     Args:
         out_dir: Folder of the run (created if needed).
@@ -173,10 +169,9 @@ def train_toy(
         A `ToyRun` with the checkpoint folders, their steps and the loss curve.
 
     Raises:
-        InvalidInputError: If an option is no `ToyConfig` field or a bad value (see `ToyConfig`), or ``texts`` is a
-            single string.
+        InvalidInputError: If an option is no `ToyConfig` field or a bad value (see `ToyConfig`), ``texts`` is a
+            single string, or the training texts hold fewer than ``seq_len`` tokens.
         CheckpointError: If ``out_dir`` is not writable, or already holds a run and ``overwrite`` is false.
-        InvalidInputError: If the training texts hold fewer than ``seq_len`` tokens.
 
     Examples:
         >>> run = train_toy("runs/toy", steps=300, progress=False)  # about 20 s on 2 CPU cores
