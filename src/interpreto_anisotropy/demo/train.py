@@ -246,7 +246,6 @@ def _train_steps(
     groups = [{"params": decay, "weight_decay": config["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}]
     optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95))
     run.save_if_due(0)
-    model.train()
     probe = None
     if live is not None:
         from ..live.probe import TrainingProbe
