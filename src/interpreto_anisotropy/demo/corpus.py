@@ -79,9 +79,8 @@ def _source_files(root: Path) -> list[Path]:
         subdirs[:] = sorted(
             d for d in subdirs if d not in _SKIPPED_DIRS and not d.startswith(("test", "config-", "."))
         )
-        for name in names:
-            if name.endswith(".py") and not name.startswith(("test", "_test", "_sysconfigdata")):
-                files.append(Path(directory) / name)
+        skipped = ("test", "_test", "_sysconfigdata")
+        files += [Path(directory) / name for name in names if name.endswith(".py") and not name.startswith(skipped)]
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
@@ -153,12 +152,10 @@ def _split_of(key: bytes) -> str:
 
 def _read_cache(path: Path, stdlib: Path) -> list[str] | None:
     try:
-        with path.open(encoding="utf-8") as stream:
-            payload = json.load(stream)
+        payload = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    header = _header(stdlib)
-    if not isinstance(payload, dict) or any(payload.get(key) != value for key, value in header.items()):
+    if not isinstance(payload, dict) or any(payload.get(key) != value for key, value in _header(stdlib).items()):
         return None
     return payload["texts"] if isinstance(payload.get("texts"), list) else None
 

@@ -18,6 +18,9 @@ from .toy_models import MIN_VOCAB_SIZE, Arch, check_model_sizes, parse_arch
 
 __all__ = ["ToyConfig", "log_spaced_steps"]
 
+#: The options of `ToyConfig` that `build_model` takes as they are.
+MODEL_SIZES = ("hidden_size", "num_layers", "num_heads", "intermediate_size")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ToyConfig:
@@ -100,12 +103,7 @@ class ToyConfig:
         object.__setattr__(self, "arch", parse_arch(self.arch))
         _check_positive_int("steps", self.steps)
         _resolve_checkpoint_steps(self.checkpoint_steps, self.steps)
-        check_model_sizes(
-            hidden_size=self.hidden_size,
-            num_layers=self.num_layers,
-            num_heads=self.num_heads,
-            intermediate_size=self.intermediate_size,
-        )
+        check_model_sizes(**{name: getattr(self, name) for name in MODEL_SIZES})
         _check_positive_int("batch_size", self.batch_size)
         _check_positive_int("vocab_size", self.vocab_size, minimum=MIN_VOCAB_SIZE)
         _check_positive_int("seq_len", self.seq_len, minimum=2)

@@ -26,7 +26,7 @@ from ..commons.progress import progress_bar, quiet_transformers
 from ..errors import CheckpointError, InvalidInputError
 from ..probing.masking import MaskedLM, special_tokens_mask
 from .corpus import load_corpus
-from .options import ToyConfig
+from .options import MODEL_SIZES, ToyConfig
 from .toy_models import ENCODER_ARCHS, Arch, build_model, train_tokenizer
 
 TRAINER_STATE_NAME = "trainer_state.json"
@@ -188,10 +188,7 @@ def train_toy(
             train_texts, arch=arch, vocab_size=settings.vocab_size, model_max_length=max_position
         )
         blocks = _token_blocks(train_texts, tokenizer, arch=arch, seq_len=settings.seq_len)
-        sizes = {
-            name: getattr(settings, name)
-            for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "seed")
-        }
+        sizes = {name: getattr(settings, name) for name in (*MODEL_SIZES, "seed")}
         model = build_model(
             arch, vocab_size=len(tokenizer), max_position=max_position, tokenizer=tokenizer, **sizes
         ).to(device)
