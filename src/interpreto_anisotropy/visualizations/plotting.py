@@ -521,9 +521,7 @@ def plot_energy_by_bucket(
     result: SweepResult, *, split_point: str | None = None, tangent: str | None = None
 ) -> Figure:
     """Energy share of one tangent kind (default: early) within each token frequency and position bucket."""
-    rows = result.select(split_point=split_point).rows
-    if not rows:
-        raise InvalidInputError("The sweep has no row to plot (for this split point).")
+    rows = _rows(result, split_point, None)
     kinds = list(dict.fromkeys(row.get("tangent") for row in rows))
     kind = tangent or ("early" if "early" in kinds else kinds[0])
     splits = _groups([row for row in rows if row.get("tangent") == kind], "split_point")
@@ -532,7 +530,7 @@ def plot_energy_by_bucket(
     figure, axes = _new_figure((11, 3.3 * len(splits) + 0.8), len(splits), 2)
     for line, (split, split_rows) in zip(axes, splits.items(), strict=True):
         for ax, (prefix, title) in zip(line, _BREAKDOWNS, strict=True):
-            _draw_buckets(ax, sorted(split_rows, key=lambda row: row["step"]), prefix)
+            _draw_buckets(ax, split_rows, prefix)
             ax.set_title(f"split point {_plain(split)}: {title}" if len(splits) > 1 else title, fontsize="medium")
     figure.suptitle(f"Energy share of the {_plain(kind)} tangent within token buckets (dashed: its controls' mean)")
     handles = [Line2D([], [], color="0.3", linestyle=style) for style in ("-", "--")]
