@@ -140,27 +140,18 @@ def _special_ids(arch: Arch, tokenizer: PreTrainedTokenizerFast | None, vocab_si
 
 def _build_config(arch: Arch, common: dict[str, int], special_ids: dict[str, int]) -> PretrainedConfig:
     """The model config of `arch` for the `common` sizes (vocab_size, ..., num_labels) and the special ids."""
-    common = {
-        **common,
-        **{f"{name}_token_id": special_ids[name] for name in ("bos", "eos", "pad")},
-        "use_cache": False,
-    }
     hidden_size, num_heads = common["hidden_size"], common["num_attention_heads"]
-    if arch is Arch.GPT_NEOX:
-        # Pythia: parallel residual, rotary on a quarter of each head, untied input/output embeddings.
-        dropouts = {"hidden_dropout": 0.0, "attention_dropout": 0.0}
-        config = _transformers_class(arch, "GPTNeoXConfig")
-        return config(**common, rotary_pct=0.25, use_parallel_residual=True, tie_word_embeddings=False, **dropouts)
-    if arch is Arch.LLAMA:
-        # SmolLM2: pre-norm Llama with tied embeddings and grouped-query attention when heads allow.
+    ids = {f"{name}_token_id": special_ids[name] for name in ("bos", "eos", "pad")}
+    heads = {"num_key_value_heads": num_heads, "head_dim": hidden_size // num_heads}  # EuroBERT: no grouping
+    if arch is Arch.GPT_NEOX:  # Pythia: parallel residual, rotary on a quarter of each head, untied embeddings
+        extra = {"rotary_pct": 0.25, "use_parallel_residual": True, "hidden_dropout": 0.0, "attention_dropout": 0.0}
+    elif arch is Arch.LLAMA:  # SmolLM2: pre-norm, tied embeddings, grouped-query attention when heads allow
         kv_heads = num_heads // 2 if num_heads % 2 == 0 and num_heads > 1 else num_heads
-        config = _transformers_class(arch, "LlamaConfig")
-        return config(
-            **common, num_key_value_heads=kv_heads, head_dim=hidden_size // num_heads, tie_word_embeddings=True
-        )
-    heads = {"num_key_value_heads": num_heads, "head_dim": hidden_size // num_heads}
-    config = _transformers_class(arch, "EuroBertConfig")
-    return config(**common, **heads, mask_token_id=special_ids["mask"], tie_word_embeddings=False)
+        extra = {**heads, "num_key_value_heads": kv_heads, "tie_word_embeddings": True}
+    else:
+        extra = {**heads, "mask_token_id": special_ids["mask"]}
+    config = _transformers_class(arch, _MODEL_PREFIXES[arch] + "Config")
+    return config(**{**common, **ids, "use_cache": False, "tie_word_embeddings": False, **extra})
 
 
 # Names, not classes: they are looked up when a model is built, so that a transformers without EuroBERT (4.x)

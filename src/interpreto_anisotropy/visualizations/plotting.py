@@ -252,7 +252,6 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
             unused.set_visible(False)
         for index, (ax, (kind, kind_rows)) in enumerate(zip(row_axes, kinds_of[split].items(), strict=False)):
             _draw_energy_panel(ax, kind, kind_rows, _tangent_color(kind, index))
-            _draw_chance(ax, kind_rows)
             _finish(ax, split_rows, "gradient energy share\n(fraction of ||G||_F^2)", bottom=0.0)
             ax.tick_params(labelleft=True)  # a shared y axis hides the other panels' tick labels otherwise
             ax.set_title(f"{_plain(kind)} tangent, split point {_short(split)}", fontsize="medium")
@@ -271,9 +270,18 @@ _ENERGY_LINES = (
 )
 
 
+def _chance(row: dict[str, Any]) -> float | None:
+    """A row's chance k/d: its column, else its rank over its width."""
+    value = _number(row.get("chance"))
+    if value is None and _number(row.get("rank")) and _number(row.get("dim")):
+        value = float(row["rank"]) / float(row["dim"])
+    return value
+
+
 def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
-    """One tangent kind's panel of `plot_energy`: the control band, the controls' mean, the analytic null, E_T and
-    its bootstrap interval (the panel's title names the kind, so the labels do not)."""
+    """One tangent kind's panel of `plot_energy`: the control band, the controls' mean, the analytic null, E_T, its
+    bootstrap interval (the panel's title names the kind, so the labels do not), and chance k/d: a horizontal line
+    if the same in every row."""
     x, low, high, _ = _control_range(kind_rows, "control_energy_shares")
     if x:
         _control_band(ax, x, low, high, color, "controls E_N min-max", "control", kind)
@@ -286,18 +294,7 @@ def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]],
         bars = ax.errorbar(x, y, yerr=np.maximum(yerr, 0.0), **style)
         for artist in (*bars.lines[1], *bars.lines[2]):
             artist.set_gid(f"ci:{kind}")
-
-
-def _draw_chance(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
-    """Chance k/d: a horizontal dashed line if the same in every row, else a dashed line over the steps."""
-
-    def chance(row: dict[str, Any]) -> Any:
-        value = _number(row.get("chance"))
-        if value is None and _number(row.get("rank")) and _number(row.get("dim")):
-            value = float(row["rank"]) / float(row["dim"])
-        return value
-
-    x, y = _series(rows, chance)
+    x, y = _series(kind_rows, _chance)
     if y and max(y) - min(y) <= 1e-12:
         ax.axhline(y[0], color="0.35", linestyle="--", linewidth=1.0, label=f"chance k/d = {y[0]:.4g}", gid="chance")
     elif y:

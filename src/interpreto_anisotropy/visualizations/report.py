@@ -125,14 +125,28 @@ def write_report(
     if title is not None and not isinstance(title, str):
         raise InvalidInputError(f"title must be a string or None, got {type(title).__name__}.")
     check_positive_int("dpi", dpi)
-    out_dir = _report_folder(check_folder("out_dir", out_dir))
+    out_dir = check_folder("out_dir", out_dir)
+    blocking = next((folder for folder in (out_dir, *out_dir.parents) if folder.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        where = "is a file" if blocking == out_dir else f"lies in {blocking}, which is a file"
+        raise InvalidInputError(
+            f"The report folder {out_dir} {where}: give the report a folder (`out_dir`, or --out of "
+            "`interpreto-anisotropy report`), new or existing, not a file."
+        )
     verdict = sweep_verdict(result.rows, result.config)
     for correction in Correction:  # the tested p-value only: Holm or BH of the approximate one would mislead
         result = result.adjusted(correction.value, family=verdict.family, column=verdict.p_column)
-    title = _default_title(result) if title is None else title
+    if title is None:  # the model's name, else the results folder's
+        name = model_name(result.config, result.rows)
+        if name is None and result.results_dir is not None:
+            name = Path(result.results_dir).name
+        title = "Checkpoint sweep report" + (f": {name}" if name else "")
 
+    from .plotting import plot_live_vs_sweep, plot_sweep
+
+    first, *rest = plot_sweep(result).items()  # the live curve, if any, next to the energy figure
     figures = []
-    for name, figure in _figures(result, live).items():
+    for name, figure in [first, *([] if live is None else [("live", plot_live_vs_sweep(live, result))]), *rest]:
         figure.savefig(buffer := io.BytesIO(), format="png", dpi=dpi)
         figure.clear()
         write_atomically(out_dir / FIGURES_DIR / f"{name}.png", data := buffer.getvalue())
@@ -142,37 +156,6 @@ def write_report(
     write_column_notes(out_dir / COLUMNS_CSV_FILE, result.scalar_columns())
     page = render("report.html.j2", **_context(result, verdict, title=title, figures=figures))
     return write_atomically(out_dir / REPORT_FILE, page)
-
-
-def _figures(result: SweepResult, live: SweepResult | None) -> dict[str, Any]:
-    """The sweep's figures, and the live curve next to its energy figure when live rows are given."""
-    from .plotting import plot_live_vs_sweep, plot_sweep
-
-    figures = plot_sweep(result)
-    if live is None:
-        return figures
-    first, *rest = figures.items()
-    return dict([first, ("live", plot_live_vs_sweep(live, result)), *rest])
-
-
-def _default_title(result: SweepResult) -> str:
-    """ "Checkpoint sweep report" and the model's name, else the results folder's name."""
-    name = model_name(result.config, result.rows)
-    if name is None and result.results_dir is not None:
-        name = Path(result.results_dir).name
-    return "Checkpoint sweep report" + (f": {name}" if name else "")
-
-
-def _report_folder(out_dir: Path) -> Path:
-    """`out_dir`, once checked to be a folder or to be creatable as one (no file at it or above it)."""
-    blocking = next((folder for folder in (out_dir, *out_dir.parents) if folder.exists()), None)
-    if blocking is not None and not blocking.is_dir():
-        where = "is a file" if blocking == out_dir else f"lies in {blocking}, which is a file"
-        raise InvalidInputError(
-            f"The report folder {out_dir} {where}: give the report a folder (`out_dir`, or --out of "
-            "`interpreto-anisotropy report`), new or existing, not a file."
-        )
-    return out_dir
 
 
 # ---------------------------------------------------------------------------------------------------- values
