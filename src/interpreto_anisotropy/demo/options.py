@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ..commons.options import check_bool, check_number, config_of
+from ..commons.options import check_bool, check_device, check_number, config_of
 from ..errors import InvalidInputError
 from ..probing.masking import MaskedLM, resolve_masking
 from .toy_models import MIN_VOCAB_SIZE, Arch, check_model_sizes, parse_arch
@@ -213,12 +213,8 @@ def _resolve_checkpoint_steps(checkpoint_steps: str | Sequence[int], steps: int)
 def _resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise InvalidInputError(f"Unknown device {device!r}; use 'cpu', 'cuda', 'cuda:0', ... or None.") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidInputError(f"device={device!r} was asked but no CUDA GPU is available; use device='cpu'.")
-    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
-        raise InvalidInputError(f"device={device!r} was asked but only {torch.cuda.device_count()} GPU(s) exist.")
+    resolved = torch.device(check_device("device", device))
+    if resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        raise InvalidInputError(f"device={device!r} was asked but {count} CUDA GPU(s) exist; use device='cpu'.")
     return resolved
