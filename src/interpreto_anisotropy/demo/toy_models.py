@@ -100,8 +100,6 @@ def train_tokenizer(
         vocab_size=vocab_size, special_tokens=list(specials.values()), initial_alphabet=alphabet, show_progress=False
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
-    # As a transformers tokenizer padding on the right, its special tokens given their roles; an encoder's texts are
-    # wrapped as ``bos ... eos``.
     if arch in ENCODER_ARCHS:
         bos, eos = specials["bos"], specials["eos"]
         ids = [(bos, tokenizer.token_to_id(bos)), (eos, tokenizer.token_to_id(eos))]
