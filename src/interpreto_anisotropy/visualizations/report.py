@@ -67,7 +67,7 @@ FIGURES_DIR = "figures"
 #: The CSV file of the rows' scalar columns, in the report folder.
 CSV_FILE = "rows.csv"
 
-#: Table columns shown first, in this order, then the other scalar columns; the p-values (`_p_columns`) follow
+#: Table columns shown first, in this order, then the other scalar columns; the p-values (`_columns`) follow
 #: "energy_ratio". "ci" ([ci_low, ci_high]) and "delta_isoscore_star_controls_mean" are derived (`_cell`).
 KEY_COLUMNS: tuple[str, ...] = tuple(
     """step split_point tangent energy_share ci control_mean analytic_null chance energy_ratio z_score
@@ -182,24 +182,21 @@ def _cell(row: dict[str, Any], column: str) -> Any:
 
 
 def _columns(result: SweepResult, verdict: Verdict) -> list[str]:
-    """Key columns first (those present; the verdict's adjusted p-value first of the p-values), then the other
-    scalar columns in first-seen order."""
+    """Key columns first (those present), the tested p-value after "energy_ratio" (adjusted by the verdict's
+    correction: the p-value of the finding, by the other, then raw), then the other scalar columns in first-seen
+    order."""
     present = set(result.scalar_columns())
     derived = {
         "ci": "ci_low" in present or "ci_high" in present,
         "delta_isoscore_star_controls_mean": any(row.get("delta_isoscore_star_controls") for row in result.rows),
     }
+    corrections = sorted((c.value for c in Correction), key=lambda name: name != verdict.correction)
+    p_columns = [*(f"{verdict.p_column}_{name}" for name in corrections), verdict.p_column]
     ratio = KEY_COLUMNS.index("energy_ratio") + 1
-    ordered = [*KEY_COLUMNS[:ratio], *_p_columns(verdict), *KEY_COLUMNS[ratio:]]
+    ordered = [*KEY_COLUMNS[:ratio], *p_columns, *KEY_COLUMNS[ratio:]]
     columns = [column for column in dict.fromkeys(ordered) if derived.get(column, column in present)]
     shown = set(columns) | {"ci_low", "ci_high"}
     return columns + [column for column in result.scalar_columns() if column not in shown]
-
-
-def _p_columns(verdict: Verdict) -> list[str]:
-    """The tested p-value adjusted by the verdict's correction (the p-value of the finding), by the other, then raw."""
-    corrections = sorted((c.value for c in Correction), key=lambda name: name != verdict.correction)
-    return [*(f"{verdict.p_column}_{name}" for name in corrections), verdict.p_column]
 
 
 def _column_label(column: str, verdict: Verdict) -> str:
@@ -221,9 +218,14 @@ def _context(
     columns = _columns(result, verdict)
     draws = sorted({len(row["random_energy_shares"]) for row in result.rows if row.get("random_energy_shares")})
     texts = {column for column in columns if any(isinstance(row.get(column), str) for row in result.rows)}
+    sentences = [curve_sentences(curve, verdict) for curve in verdict.curves]  # the verdict: a heading per curve
     return {
         "title": title,
-        "finding": _finding(verdict),
+        "finding": {
+            "curves": [{"heading": heading, "sentences": rest} for heading, *rest in sentences],
+            "method": method_sentence(verdict),
+            "caveat": verdict.caveat,
+        },
         "meta": _meta(result),
         "tangent_kinds": [
             {"name": str(kind), "definition": TANGENT_KINDS.get(str(kind), "a tangent kind of this sweep")}
@@ -259,13 +261,6 @@ def _meta(result: SweepResult) -> str:
         f"tangents: {', '.join(map(str, result.tangents))} (defined below). Written {written} by "
         f"interpreto-anisotropy {__version__}{'' if result.results_dir is None else f' from {result.results_dir}'}."
     )
-
-
-def _finding(verdict: Verdict) -> dict[str, Any]:
-    """The sweep's verdict (`interpreto_anisotropy.results.verdict`), the page's first section: one item per curve."""
-    texts = [curve_sentences(curve, verdict) for curve in verdict.curves]
-    curves = [{"heading": heading, "sentences": sentences} for heading, *sentences in texts]
-    return {"curves": curves, "method": method_sentence(verdict), "caveat": verdict.caveat}
 
 
 def _multiple_testing(result: SweepResult, verdict: Verdict) -> dict[str, Any]:
