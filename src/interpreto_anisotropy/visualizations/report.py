@@ -123,11 +123,11 @@ def write_report(
     """
     if not result.rows:
         raise InvalidInputError("The sweep has no finished checkpoint yet: run (or resume) it, then write the report.")
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise InvalidInputError(f"out_dir must be a folder path, got {type(out_dir).__name__}.")
     if title is not None and not isinstance(title, str):
         raise InvalidInputError(f"title must be a string or None, got {type(title).__name__}.")
     check_positive_int("dpi", dpi)
-    if not isinstance(out_dir, (str, os.PathLike)):
-        raise InvalidInputError(f"out_dir must be a folder path, got {type(out_dir).__name__}.")
     out_dir = Path(out_dir)
     blocking = next((folder for folder in (out_dir, *out_dir.parents) if folder.exists()), None)
     if blocking is not None and not blocking.is_dir():
