@@ -34,7 +34,7 @@ _FORMAT_VERSION = 1
 _MAX_TEXT_CHARS = 2000  # size cap of one text; longer docstrings are cut at a paragraph or line break
 _MAX_TOTAL_CHARS = 20_000_000  # size cap of the whole harvest
 _HARVEST_MIN_CHARS = 16  # texts shorter than this are never stored
-_SPLIT_SHARES = (("fit", 10), ("probe", 10), ("train", 80))  # out of 100 hash buckets
+_SPLIT_ENDS = (("fit", 10), ("probe", 20), ("train", 100))  # the splits' last hash bucket (excluded), of 100
 
 # Folders of the standard library that hold no prose worth learning from (tests, generated code, bundles).
 _SKIPPED_DIRS = frozenset(
@@ -79,9 +79,8 @@ def _source_files(root: Path) -> list[Path]:
         subdirs[:] = sorted(
             d for d in subdirs if d not in _SKIPPED_DIRS and not d.startswith(("test", "config-", "."))
         )
-        for name in names:
-            if name.endswith(".py") and not name.startswith(("test", "_test", "_sysconfigdata")):
-                files.append(Path(directory) / name)
+        skipped = ("test", "_test", "_sysconfigdata")
+        files += [Path(directory) / name for name in names if name.endswith(".py") and not name.startswith(skipped)]
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
@@ -98,13 +97,8 @@ def _cap(text: str) -> str:
 
 
 def _docstrings(tree: ast.AST) -> list[str]:
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            doc = ast.get_docstring(node, clean=True)
-            if doc:
-                found.append(doc)
-    return found
+    kinds = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+    return [doc for node in ast.walk(tree) if isinstance(node, kinds) and (doc := ast.get_docstring(node, clean=True))]
 
 
 def _comment_blocks(source: str) -> list[str]:
@@ -153,21 +147,15 @@ def _harvest(root: Path, *, include_comments: bool, progress: bool) -> list[str]
 
 def _split_of(key: bytes) -> str:
     bucket = int.from_bytes(key[:4], "big") % 100
-    for name, share in _SPLIT_SHARES:
-        if bucket < share:
-            return name
-        bucket -= share
-    raise AssertionError("unreachable")  # pragma: no cover
+    return next(name for name, end in _SPLIT_ENDS if bucket < end)
 
 
 def _read_cache(path: Path, stdlib: Path) -> list[str] | None:
     try:
-        with path.open(encoding="utf-8") as stream:
-            payload = json.load(stream)
+        payload = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    header = _header(stdlib)
-    if not isinstance(payload, dict) or any(payload.get(key) != value for key, value in header.items()):
+    if not isinstance(payload, dict) or any(payload.get(key) != value for key, value in _header(stdlib).items()):
         return None
     return payload["texts"] if isinstance(payload.get("texts"), list) else None
 

@@ -5,28 +5,29 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from ..commons.options import check_bool, config_of
+from ..commons.options import check_bool, check_device, check_number, config_of
 from ..errors import InvalidInputError
 from ..probing.masking import MaskedLM, resolve_masking
 from .toy_models import MIN_VOCAB_SIZE, Arch, check_model_sizes, parse_arch
 
 __all__ = ["ToyConfig", "log_spaced_steps"]
 
+#: The options of `ToyConfig` that `build_model` takes as they are.
+MODEL_SIZES = ("hidden_size", "num_layers", "num_heads", "intermediate_size")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ToyConfig:
     """The options of `train_toy`, checked once when made (before any folder is written or any text is read).
 
-    `train_toy(out_dir, config=ToyConfig(...))` takes it; the same names given as keyword arguments
-    (`train_toy(out_dir, steps=20)`) are turned into one (on top of `config` when both are given). The run folder
-    and the training texts are data, not options: `train_toy` takes them.
+    `train_toy(out_dir, config=ToyConfig(...))` takes it, or the same names as keyword arguments (on top of
+    `config` when both are given); the run folder and the training texts are data, not options.
 
     Attributes:
         arch: ``"gpt_neox"`` (Pythia-like), ``"llama"`` (SmolLM2-like) or ``"eurobert"`` (EuroBERT-like encoder);
@@ -38,7 +39,7 @@ class ToyConfig:
         num_layers: Number of transformer blocks (default 2).
         num_heads: Number of attention heads (default 4); ``hidden_size / num_heads`` must be an even integer.
         intermediate_size: Width of the MLP, in dimensions (None, the default: ``4 * hidden_size``).
-        vocab_size: Size of the trained tokenizer's vocabulary, in tokens (default 512, at least 263).
+        vocab_size: Size of the trained tokenizer's vocabulary, in tokens (default 512, at least 262).
         seq_len: Tokens per training sequence (default 64, at least 2).
         batch_size: Sequences per step (default 16).
         lr: Peak learning rate of AdamW (default 3e-3), a finite number > 0.
@@ -53,14 +54,13 @@ class ToyConfig:
         seed: Seed of the initialisation, the data order and the masking (default 0).
         device: ``"cpu"`` (default), ``"cuda"`` (an error of ours if no GPU is present), or ``None`` for a GPU if any;
             see `torch_device`.
-        num_threads: CPU threads torch uses while training (restored afterwards; default 1); ``None`` keeps torch's
-            setting. One thread is the default because so tiny a model gains nothing from more, and spinning
-            threads slow it down many times over on a busy machine.
+        num_threads: CPU threads torch uses while training (restored afterwards; ``None`` keeps torch's setting).
+            Default 1: so tiny a model gains nothing from more, and spinning threads slow it down on a busy machine.
         overwrite: Replace the checkpoints of a previous run in the run folder instead of raising (default False).
         progress: Show a progress bar (default True).
-        live: Train with a live `TrainingProbe`: its options (``split_points`` required; ``results_dir`` defaults to
-            ``out_dir/live``, ``total_steps`` to ``steps``, ``reduction`` to ``"mean"``, the toy's loss). None
-            (default): no live probe.
+        live: The options of a live `TrainingProbe` to train with (None, the default: none); ``split_points``
+            required, ``results_dir`` defaults to ``out_dir/live``, ``total_steps`` to ``steps``, ``reduction`` to
+            ``"mean"`` (the toy's loss).
 
     Raises:
         InvalidInputError: If ``arch`` is unknown, ``steps < 1``, a checkpoint step is outside ``[0, steps]``, a size
@@ -73,7 +73,7 @@ class ToyConfig:
         >>> ToyConfig(lr=0)
         Traceback (most recent call last):
         ...
-        interpreto_anisotropy.errors.InvalidInputError: lr must be a positive finite number; got 0.
+        interpreto_anisotropy.errors.InvalidInputError: lr must be a finite number > 0, got 0.
     """
 
     arch: Arch | str = "gpt_neox"
@@ -103,20 +103,13 @@ class ToyConfig:
         object.__setattr__(self, "arch", parse_arch(self.arch))
         _check_positive_int("steps", self.steps)
         _resolve_checkpoint_steps(self.checkpoint_steps, self.steps)
-        check_model_sizes(
-            hidden_size=self.hidden_size,
-            num_layers=self.num_layers,
-            num_heads=self.num_heads,
-            intermediate_size=self.intermediate_size,
-        )
+        check_model_sizes(**{name: getattr(self, name) for name in MODEL_SIZES})
         _check_positive_int("batch_size", self.batch_size)
         _check_positive_int("vocab_size", self.vocab_size, minimum=MIN_VOCAB_SIZE)
         _check_positive_int("seq_len", self.seq_len, minimum=2)
         _check_positive_int("warmup_steps", self.effective_warmup_steps)
-        if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
-            raise InvalidInputError(f"lr must be a positive finite number; got {self.lr!r}.")
-        if not (isinstance(self.weight_decay, int | float) and self.weight_decay >= 0):
-            raise InvalidInputError(f"weight_decay must be a non-negative number; got {self.weight_decay!r}.")
+        check_number("lr", self.lr, above=0)
+        check_number("weight_decay", self.weight_decay, at_least=0)
         for name in ("max_train_texts", "num_threads"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
@@ -206,12 +199,9 @@ def _check_positive_int(name: str, value: object, *, minimum: int = 1) -> None:
 def _resolve_checkpoint_steps(checkpoint_steps: str | Sequence[int], steps: int) -> list[int]:
     if isinstance(checkpoint_steps, str) and checkpoint_steps == "log":
         return log_spaced_steps(steps)
-    try:
-        chosen = list(checkpoint_steps) if not isinstance(checkpoint_steps, str) else None
-    except TypeError:
-        chosen = None
-    if chosen is None:
+    if isinstance(checkpoint_steps, str) or not isinstance(checkpoint_steps, Iterable):
         raise InvalidInputError(f"checkpoint_steps must be 'log' or a list of steps; got {checkpoint_steps!r}.")
+    chosen = list(checkpoint_steps)
     if not chosen:
         raise InvalidInputError("checkpoint_steps is empty; give at least one step, or 'log'.")
     for step in chosen:
@@ -223,12 +213,8 @@ def _resolve_checkpoint_steps(checkpoint_steps: str | Sequence[int], steps: int)
 def _resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise InvalidInputError(f"Unknown device {device!r}; use 'cpu', 'cuda', 'cuda:0', ... or None.") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidInputError(f"device={device!r} was asked but no CUDA GPU is available; use device='cpu'.")
-    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
-        raise InvalidInputError(f"device={device!r} was asked but only {torch.cuda.device_count()} GPU(s) exist.")
+    resolved = torch.device(check_device("device", device))
+    if resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        raise InvalidInputError(f"device={device!r} was asked but {count} CUDA GPU(s) exist; use device='cpu'.")
     return resolved

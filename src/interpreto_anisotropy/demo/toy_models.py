@@ -60,15 +60,12 @@ def train_tokenizer(
 ) -> PreTrainedTokenizerFast:
     """Trains a tiny byte-level BPE tokenizer on ``texts``, with the special tokens of ``arch``'s family.
 
-    Decoders (``"gpt_neox"``, ``"llama"``) get ``<|endoftext|>`` as bos/eos/unk token and a distinct
-    ``<|padding|>`` pad token, padding on the right, like Pythia's tokenizer, plus a reserved ``[REPLACE]``
-    token: Interpreto's perturbation attributions (Occlusion, ...) use that token to mask words in models without
-    a mask token, and would otherwise add it and resize the model's embeddings. The encoder (``"eurobert"``)
-    gets ``<|begin_of_text|>`` (bos, cls), ``<|end_of_text|>`` (eos, sep), ``<|pad|>``, ``<|mask|>`` and
-    ``<|unk|>``, and every encoded text is wrapped as ``<|begin_of_text|> ... <|end_of_text|>``.
-    Byte-level BPE can encode any string, so no text ever maps to the unknown token.
-
-    Training is deterministic: the same texts give the same vocabulary.
+    Decoders (``"gpt_neox"``, ``"llama"``) get ``<|endoftext|>`` as bos/eos/unk and a ``<|padding|>`` pad token,
+    padding on the right like Pythia's, plus a reserved ``[REPLACE]`` token (Interpreto's perturbation attributions
+    mask words with it, and would otherwise add it and resize the embeddings). The encoder (``"eurobert"``) gets
+    ``<|begin_of_text|>`` (bos, cls), ``<|end_of_text|>`` (eos, sep), ``<|pad|>``, ``<|mask|>`` and ``<|unk|>``, and
+    wraps every text as ``<|begin_of_text|> ... <|end_of_text|>``. Byte-level BPE encodes any string (no text maps
+    to the unknown token); the same texts give the same vocabulary.
 
     Args:
         texts: Training texts (at least one non-empty string).
@@ -80,8 +77,7 @@ def train_tokenizer(
         A `transformers.PreTrainedTokenizerFast` that always has a pad token (save it with ``save_pretrained``).
 
     Raises:
-        InvalidInputError: If ``arch`` is unknown or ``vocab_size`` is too small.
-        InvalidInputError: If ``texts`` holds no non-empty string.
+        InvalidInputError: If ``arch`` is unknown, ``vocab_size`` is too small, or ``texts`` holds no non-empty string.
 
     Examples:
         >>> tok = train_tokenizer(["def f(x):\\n    return x"] * 10, arch="gpt_neox", vocab_size=300)
@@ -104,8 +100,6 @@ def train_tokenizer(
         vocab_size=vocab_size, special_tokens=list(specials.values()), initial_alphabet=alphabet, show_progress=False
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
-    # As a transformers tokenizer padding on the right, its special tokens given their roles; an encoder's texts are
-    # wrapped as ``bos ... eos``.
     if arch in ENCODER_ARCHS:
         bos, eos = specials["bos"], specials["eos"]
         ids = [(bos, tokenizer.token_to_id(bos)), (eos, tokenizer.token_to_id(eos))]
@@ -144,27 +138,18 @@ def _special_ids(arch: Arch, tokenizer: PreTrainedTokenizerFast | None, vocab_si
 
 def _build_config(arch: Arch, common: dict[str, int], special_ids: dict[str, int]) -> PretrainedConfig:
     """The model config of `arch` for the `common` sizes (vocab_size, ..., num_labels) and the special ids."""
-    common = {
-        **common,
-        **{f"{name}_token_id": special_ids[name] for name in ("bos", "eos", "pad")},
-        "use_cache": False,
-    }
     hidden_size, num_heads = common["hidden_size"], common["num_attention_heads"]
-    if arch is Arch.GPT_NEOX:
-        # Pythia: parallel residual, rotary on a quarter of each head, untied input/output embeddings.
-        dropouts = {"hidden_dropout": 0.0, "attention_dropout": 0.0}
-        config = _transformers_class(arch, "GPTNeoXConfig")
-        return config(**common, rotary_pct=0.25, use_parallel_residual=True, tie_word_embeddings=False, **dropouts)
-    if arch is Arch.LLAMA:
-        # SmolLM2: pre-norm Llama with tied embeddings and grouped-query attention when heads allow.
+    ids = {f"{name}_token_id": special_ids[name] for name in ("bos", "eos", "pad")}
+    heads = {"num_key_value_heads": num_heads, "head_dim": hidden_size // num_heads}  # EuroBERT: no grouping
+    if arch is Arch.GPT_NEOX:  # Pythia: parallel residual, rotary on a quarter of each head, untied embeddings
+        extra = {"rotary_pct": 0.25, "use_parallel_residual": True, "hidden_dropout": 0.0, "attention_dropout": 0.0}
+    elif arch is Arch.LLAMA:  # SmolLM2: pre-norm, tied embeddings, grouped-query attention when heads allow
         kv_heads = num_heads // 2 if num_heads % 2 == 0 and num_heads > 1 else num_heads
-        config = _transformers_class(arch, "LlamaConfig")
-        return config(
-            **common, num_key_value_heads=kv_heads, head_dim=hidden_size // num_heads, tie_word_embeddings=True
-        )
-    heads = {"num_key_value_heads": num_heads, "head_dim": hidden_size // num_heads}
-    config = _transformers_class(arch, "EuroBertConfig")
-    return config(**common, **heads, mask_token_id=special_ids["mask"], tie_word_embeddings=False)
+        extra = {**heads, "num_key_value_heads": kv_heads, "tie_word_embeddings": True}
+    else:
+        extra = {**heads, "mask_token_id": special_ids["mask"]}
+    config = _transformers_class(arch, _MODEL_PREFIXES[arch] + "Config")
+    return config(**{**common, **ids, "use_cache": False, "tie_word_embeddings": False, **extra})
 
 
 # Names, not classes: they are looked up when a model is built, so that a transformers without EuroBERT (4.x)
@@ -258,13 +243,9 @@ def build_model(
         num_attention_heads=num_heads, intermediate_size=intermediate_size, max_position_embeddings=max_position
     )
     config = _build_config(arch, {**common, "num_labels": num_labels}, _special_ids(arch, tokenizer, vocab_size))
-    head = (
-        "ForSequenceClassification"
-        if task is Task.SEQUENCE_CLASSIFICATION
-        else "ForMaskedLM"
-        if arch in ENCODER_ARCHS
-        else "ForCausalLM"
-    )
+    head = "ForMaskedLM" if arch in ENCODER_ARCHS else "ForCausalLM"
+    if task is Task.SEQUENCE_CLASSIFICATION:
+        head = "ForSequenceClassification"
     model_class = _transformers_class(arch, _MODEL_PREFIXES[arch] + head)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

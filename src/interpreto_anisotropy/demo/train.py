@@ -21,17 +21,16 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from ..commons.files import give_default_modes, write_atomically
+from ..commons.options import check_folder
 from ..commons.progress import progress_bar, quiet_transformers
 from ..errors import CheckpointError, InvalidInputError
 from ..probing.masking import MaskedLM, special_tokens_mask
 from .corpus import load_corpus
-from .options import ToyConfig
+from .options import MODEL_SIZES, ToyConfig
 from .toy_models import ENCODER_ARCHS, Arch, build_model, train_tokenizer
 
 TRAINER_STATE_NAME = "trainer_state.json"
 """File name of the training log, in the run folder and in each checkpoint folder."""
-
-_CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -72,8 +71,7 @@ class ToyRun:
 
     def to_dict(self) -> dict:
         """The run as JSON-ready plain types (paths as strings)."""
-        paths = {"out_dir": str(self.out_dir), "checkpoints": [str(p) for p in self.checkpoints]}
-        return {**asdict(self), **paths, "live_results": None if self.live_results is None else str(self.live_results)}
+        return json.loads(json.dumps(asdict(self), default=str))
 
     def __len__(self) -> int:
         return len(self.checkpoints)
@@ -83,10 +81,7 @@ class ToyRun:
 
 
 def _prepare_out_dir(out_dir: str | os.PathLike, *, overwrite: bool) -> Path:
-    try:
-        path = Path(out_dir).expanduser()
-    except TypeError:
-        raise InvalidInputError(f"out_dir must be a path; got {out_dir!r}.") from None
+    path = check_folder("out_dir", out_dir).expanduser()
     if path.exists() and not path.is_dir():
         raise CheckpointError(f"out_dir {str(path)!r} exists and is not a folder.")
     try:
@@ -94,7 +89,7 @@ def _prepare_out_dir(out_dir: str | os.PathLike, *, overwrite: bool) -> Path:
         tempfile.TemporaryFile(dir=path).close()
     except OSError as error:
         raise CheckpointError(f"out_dir {str(path)!r} is not writable ({error}); choose another folder.") from None
-    previous = [p for p in path.iterdir() if _CHECKPOINT_PATTERN.match(p.name)]
+    previous = [p for p in path.iterdir() if re.fullmatch(r"checkpoint-\d+", p.name)]
     if previous or (path / TRAINER_STATE_NAME).exists():
         if not overwrite:
             raise CheckpointError(
@@ -154,18 +149,14 @@ def train_toy(
 ) -> ToyRun:
     """Trains a tiny model on the toy corpus and saves Pythia-like ``checkpoint-{step}`` folders.
 
-    A byte-level BPE tokenizer (`train_tokenizer`) and a model (`build_model`) are trained on the ``train``
-    split of `load_corpus` (or on ``texts``). Texts are packed Pythia-style into blocks of ``seq_len`` tokens,
-    shuffled by a generator seeded with ``seed``. Decoders (``"gpt_neox"``, ``"llama"``) learn causal language
-    modelling; the encoder (``"eurobert"``) masked language modelling with the probe's masking helper (by default
-    BERT's: 15 % of the non-special tokens, 80 % replaced by the mask token, 10 % by a random token, 10 % kept).
-    AdamW with linear warm-up and cosine decay; gradients clipped at norm 1. The same options give identical
-    weights on the same machine.
-
-    Each checkpoint folder holds the model and tokenizer (``save_pretrained``) and the ``trainer_state.json`` up to
-    that step; ``checkpoint-0`` is the initialisation. ``out_dir/trainer_state.json`` holds the whole run:
-    ``log_history`` (one ``{"step", "loss", "learning_rate"}`` entry per step), ``checkpoint_steps`` and the
-    configuration. Reload a checkpoint with ``ModelWithSplitPoints(path, automodel=run.automodel, split_point=...)``.
+    A byte-level BPE tokenizer (`train_tokenizer`) and a model (`build_model`) are trained on the ``train`` split
+    of `load_corpus` (or on ``texts``), packed Pythia-style into blocks of ``seq_len`` tokens shuffled by ``seed``:
+    causal language modelling for the decoders, masked for the encoder (`ToyConfig.masking`, by default BERT's).
+    AdamW with linear warm-up and cosine decay, gradients clipped at norm 1; the same options give identical
+    weights on the same machine. Each checkpoint folder holds the model, the tokenizer and ``trainer_state.json``
+    up to that step (``checkpoint-0``: the initialisation); ``out_dir/trainer_state.json`` holds the whole run
+    (``log_history``: ``{"step", "loss", "learning_rate"}`` per step, ``checkpoint_steps``, the configuration).
+    Reload one with ``ModelWithSplitPoints(path, automodel=run.automodel, split_point=...)``.
 
     Args:
         out_dir: Folder of the run (created if needed).
@@ -178,10 +169,9 @@ def train_toy(
         A `ToyRun` with the checkpoint folders, their steps and the loss curve.
 
     Raises:
-        InvalidInputError: If an option is no `ToyConfig` field or a bad value (see `ToyConfig`), or ``texts`` is a
-            single string.
+        InvalidInputError: If an option is no `ToyConfig` field or a bad value (see `ToyConfig`), ``texts`` is a
+            single string, or the training texts hold fewer than ``seq_len`` tokens.
         CheckpointError: If ``out_dir`` is not writable, or already holds a run and ``overwrite`` is false.
-        InvalidInputError: If the training texts hold fewer than ``seq_len`` tokens.
 
     Examples:
         >>> run = train_toy("runs/toy", steps=300, progress=False)  # about 20 s on 2 CPU cores
@@ -198,10 +188,7 @@ def train_toy(
             train_texts, arch=arch, vocab_size=settings.vocab_size, model_max_length=max_position
         )
         blocks = _token_blocks(train_texts, tokenizer, arch=arch, seq_len=settings.seq_len)
-        sizes = {
-            name: getattr(settings, name)
-            for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "seed")
-        }
+        sizes = {name: getattr(settings, name) for name in (*MODEL_SIZES, "seed")}
         model = build_model(
             arch, vocab_size=len(tokenizer), max_position=max_position, tokenizer=tokenizer, **sizes
         ).to(device)
@@ -256,19 +243,12 @@ def _train_steps(
     groups = [{"params": decay, "weight_decay": config["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}]
     optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95))
     run.save_if_due(0)
-    model.train()
     probe = None
     if live is not None:
         from ..live.probe import TrainingProbe
 
-        options = {
-            "results_dir": run.path / "live",
-            "total_steps": steps,
-            "reduction": "mean",
-            "overwrite": True,
-            **live,
-        }
-        probe = TrainingProbe(model, tokenizer=tokenizer, **options).attach()
+        options = {"results_dir": run.path / "live", "total_steps": steps, "reduction": "mean", "overwrite": True}
+        probe = TrainingProbe(model, tokenizer=tokenizer, **{**options, **live}).attach()
     device = next(model.parameters()).device
     try:
         bar = progress_bar(range(1, steps + 1), progress=progress, desc=f"Training toy {config['arch']}")
@@ -322,7 +302,7 @@ class _Run:
 
     def __init__(self, path: Path, model: torch.nn.Module, tokenizer: Any, config: dict, steps: list[int]):
         self.path, self.model, self.tokenizer, self.config = (path, model, tokenizer, config)
-        self.checkpoint_steps, self.pending = steps, list(steps)
+        self.checkpoint_steps = steps
         self.log_history, self.checkpoints = [], []
 
     def state(self, step: int) -> dict:
@@ -336,9 +316,8 @@ class _Run:
         }
 
     def save_if_due(self, step: int) -> None:
-        """Save ``checkpoint-{step}`` when `step` is the next chosen step."""
-        if self.pending and self.pending[0] == step:
-            self.pending.pop(0)
+        """Save ``checkpoint-{step}`` when `step` is a chosen step."""
+        if step in self.checkpoint_steps:
             folder = self.path / f"checkpoint-{step}"
             self.model.eval()
             with quiet_transformers():  # no "Writing model shards" bar

@@ -65,7 +65,6 @@ ISOTROPY_PANELS: tuple[tuple[str, str, str | None, str], ...] = (
 )
 
 _TANGENT_COLORS = {"early": "C0", "each": "C1", "given": "C2"}
-_SPLIT_COLORS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9")
 _PANEL_WIDTH = 5.2
 _PANEL_HEIGHT = 3.9
 
@@ -152,7 +151,7 @@ def _per_checkpoint(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _tangent_color(tangent: Any, index: int) -> str:
-    return _TANGENT_COLORS.get(tangent, _SPLIT_COLORS[(index + 3) % len(_SPLIT_COLORS)])
+    return _TANGENT_COLORS.get(tangent, f"C{(index + 3) % 10}")
 
 
 def _short(split_point: Any, width: int = 40) -> str:
@@ -188,7 +187,8 @@ def _split_panels(result: SweepResult, split_point: str | None, tangent: str | N
     splits = _groups(_rows(result, split_point, tangent), "split_point")
     figure, axes = _panel_figure(len(splits))
     for ax, split in zip(axes, splits, strict=True):
-        _panel_title(ax, split, len(splits))
+        if len(splits) > 1 or split is not None:
+            ax.set_title(f"split point {_short(split)}", fontsize="medium")
     return figure, [(ax, split, rows) for ax, (split, rows) in zip(axes, splits.items(), strict=True)]
 
 
@@ -212,22 +212,13 @@ def _not_recorded(ax: Axes, text: str = "not recorded") -> None:
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.5")
 
 
-def _panel_title(ax: Axes, split_point: Any, n_panels: int) -> None:
-    if n_panels > 1 or split_point is not None:
-        ax.set_title(f"split point {_short(split_point)}", fontsize="medium")
-
-
 def _kind_label(tangent: Any, n_tangents: int, text: str) -> str:
     return f"{text} ({_plain(tangent)})" if n_tangents > 1 else text
 
 
-def _all_steps(rows: Sequence[dict[str, Any]]) -> list[int]:
-    return sorted({int(row["step"]) for row in rows})
-
-
-def _finish(ax: Axes, steps: Sequence[int], ylabel: str, *, bottom: float | None = None, label: bool = True) -> None:
-    """A panel's step axis, the floor of its y axis (if any) and its y label."""
-    step_axis(ax, steps, label=label)
+def _finish(ax: Axes, rows: Sequence[dict], ylabel: str, *, bottom: float | None = None, label: bool = True) -> None:
+    """A panel's step axis over the rows' steps, the floor of its y axis (if any) and its y label."""
+    step_axis(ax, [int(row["step"]) for row in rows], label=label)
     if bottom is not None:
         ax.set_ylim(bottom=bottom)
     ax.set_ylabel(ylabel, fontsize="small")
@@ -261,8 +252,7 @@ def plot_energy(result: SweepResult, *, split_point: str | None = None, tangent:
             unused.set_visible(False)
         for index, (ax, (kind, kind_rows)) in enumerate(zip(row_axes, kinds_of[split].items(), strict=False)):
             _draw_energy_panel(ax, kind, kind_rows, _tangent_color(kind, index))
-            _draw_chance(ax, kind_rows)
-            _finish(ax, _all_steps(split_rows), "gradient energy share\n(fraction of ||G||_F^2)", bottom=0.0)
+            _finish(ax, split_rows, "gradient energy share\n(fraction of ||G||_F^2)", bottom=0.0)
             ax.tick_params(labelleft=True)  # a shared y axis hides the other panels' tick labels otherwise
             ax.set_title(f"{_plain(kind)} tangent, split point {_short(split)}", fontsize="medium")
             # its own legend, below it, in the colours of its own lines (a figure's legend would show the first
@@ -280,9 +270,18 @@ _ENERGY_LINES = (
 )
 
 
+def _chance(row: dict[str, Any]) -> float | None:
+    """A row's chance k/d: its column, else its rank over its width."""
+    value = _number(row.get("chance"))
+    if value is None and _number(row.get("rank")) and _number(row.get("dim")):
+        value = float(row["rank"]) / float(row["dim"])
+    return value
+
+
 def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
-    """One tangent kind's panel of `plot_energy`: the control band, the controls' mean, the analytic null, E_T and
-    its bootstrap interval (the panel's title names the kind, so the labels do not)."""
+    """One tangent kind's panel of `plot_energy`: the control band, the controls' mean, the analytic null, E_T, its
+    bootstrap interval (the panel's title names the kind, so the labels do not), and chance k/d: a horizontal line
+    if the same in every row."""
     x, low, high, _ = _control_range(kind_rows, "control_energy_shares")
     if x:
         _control_band(ax, x, low, high, color, "controls E_N min-max", "control", kind)
@@ -295,18 +294,7 @@ def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]],
         bars = ax.errorbar(x, y, yerr=np.maximum(yerr, 0.0), **style)
         for artist in (*bars.lines[1], *bars.lines[2]):
             artist.set_gid(f"ci:{kind}")
-
-
-def _draw_chance(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
-    """Chance k/d: a horizontal dashed line if the same in every row, else a dashed line over the steps."""
-
-    def chance(row: dict[str, Any]) -> Any:
-        value = _number(row.get("chance"))
-        if value is None and _number(row.get("rank")) and _number(row.get("dim")):
-            value = float(row["rank"]) / float(row["dim"])
-        return value
-
-    x, y = _series(rows, chance)
+    x, y = _series(kind_rows, _chance)
     if y and max(y) - min(y) <= 1e-12:
         ax.axhline(y[0], color="0.35", linestyle="--", linewidth=1.0, label=f"chance k/d = {y[0]:.4g}", gid="chance")
     elif y:
@@ -355,7 +343,7 @@ def plot_energy_ratio(
                 if x:
                     ax.scatter(x, y, s=30, facecolors=face, edgecolors=color, zorder=3, gid=f"{gid}:{kind}")
         ax.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0, label="ratio 1 (as a control)", gid="one")
-        _finish(ax, _all_steps(split_rows), "energy ratio E_T / mean E_N (times)", bottom=0.0)
+        _finish(ax, split_rows, "energy ratio E_T / mean E_N (times)", bottom=0.0)
     draws = "random_energy_shares" if p_value_column(result.rows) == "p_value_exact" else "control_energy_shares"
     n_draws = sorted({len(row[draws]) for row in rows if row.get(draws)})
     floors = ", ".join(f"{1 / (r + 1):.3g} (R'={r})" for r in n_draws)
@@ -405,7 +393,7 @@ def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, 
             style = {"marker": "o", "markersize": 4, "linewidth": 1.8, "label": label, "gid": f"delta:{kind}"}
             _plot_field(ax, kind_rows, "delta_isoscore_star", color=color, **style)
         ax.axhline(0.0, color="0.35", linewidth=0.8, gid="zero")
-        _finish(ax, _all_steps(split_rows), "Delta IsoScore* of gradients (IsoScore* units)")
+        _finish(ax, split_rows, "Delta IsoScore* of gradients (IsoScore* units)")
     figure.suptitle("Gradient isotropy gained by removing the tangent vs a normal control\n(Delta IsoScore*)")
     _figure_legend(figure, figure.axes)
     return figure
@@ -434,7 +422,7 @@ def plot_isotropy(result: SweepResult, *, split_point: str | None = None, tangen
     axes = list(grid.ravel())
     for position, (ax, (title, column, secondary, ylabel)) in enumerate(zip(axes, ISOTROPY_PANELS, strict=True)):
         for index, (split, split_rows) in enumerate(splits.items()):
-            color, merged = _SPLIT_COLORS[index % len(_SPLIT_COLORS)], _per_checkpoint(split_rows)
+            color, merged = f"C{index % 10}", _per_checkpoint(split_rows)
             style = {"marker": "o", "markersize": 3, "linewidth": 1.5, "label": f"split point {_short(split, 28)}"}
             _plot_field(ax, merged, column, color=color, gid=f"isotropy:{column}:{split}", **style)
             if secondary is not None:
@@ -442,7 +430,7 @@ def plot_isotropy(result: SweepResult, *, split_point: str | None = None, tangen
                 _plot_field(ax, merged, secondary, color=color, linestyle="--", linewidth=1.0, gid=gid)
         if not ax.lines:
             _not_recorded(ax)
-        _finish(ax, _all_steps(rows), ylabel, label=position >= 3)
+        _finish(ax, rows, ylabel, label=position >= 3)
         ax.set_title(title, fontsize="medium")
     figure.suptitle("Isotropy of the activations over training")
     _figure_legend(figure, axes)
@@ -483,7 +471,7 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
             _plot_field(ax, merged, f"drift_{name}_angle", markersize=3.5, linewidth=1.5, **line)
         if not ax.lines:
             _not_recorded(ax, "drift not recorded")
-        _finish(ax, _all_steps(split_rows), "principal angle (radians, as the drift_* columns)")
+        _finish(ax, split_rows, "principal angle (radians, as the drift_* columns)")
         top = max((np.max(line.get_ydata()) for line in ax.lines), default=math.pi / 2)
         ax.set_ylim(0.0, min(math.pi / 2, max(math.radians(5.0), 1.15 * float(top))))
         ax.secondary_yaxis("right", functions=(np.degrees, np.radians)).set_ylabel("degrees", fontsize="small")
@@ -513,11 +501,11 @@ def plot_loss(result: SweepResult, *, split_point: str | None = None, tangent: s
     figure, (ax,) = _panel_figure(1)
     for index, (split, split_rows) in enumerate(_groups(rows, "split_point").items()):
         style = {"marker": "o", "markersize": 3.5, "linewidth": 1.6, "label": f"split point {_short(split, 28)}"}
-        color = _SPLIT_COLORS[index % len(_SPLIT_COLORS)]
+        color = f"C{index % 10}"
         _plot_field(ax, _per_checkpoint(split_rows), "loss", color=color, gid=f"loss:{split}", **style)
     if not ax.lines:
         _not_recorded(ax, "loss not recorded")
-    _finish(ax, _all_steps(rows), "loss on the probe texts (nats per loss term)")
+    _finish(ax, rows, "loss on the probe texts (nats per loss term)")
     figure.suptitle("Training loss of each checkpoint on the probe texts")
     _figure_legend(figure, [ax])
     return figure
@@ -529,25 +517,8 @@ _BREAKDOWNS = (("frequency", "by token frequency (types ranked by count)"), ("po
 def plot_energy_by_bucket(
     result: SweepResult, *, split_point: str | None = None, tangent: str | None = None
 ) -> Figure:
-    """Energy share of the tangent within each token frequency bucket and position bucket, checkpoint by checkpoint.
-
-    Args:
-        result: The sweep.
-        split_point: Plot only this split point (default: every split point, one row each).
-        tangent: The tangent kind to show.
-
-    Returns:
-        The figure ("not recorded" panels for rows written before the breakdown existed).
-
-    Raises:
-        InvalidInputError: If the sweep, or its selection, has no row.
-
-    Examples:
-        >>> plot_energy_by_bucket(table).savefig("buckets.png")  # doctest: +SKIP
-    """
-    rows = result.select(split_point=split_point).rows
-    if not rows:
-        raise InvalidInputError("The sweep has no row to plot (for this split point).")
+    """Energy share of one tangent kind (default: early) within each token frequency and position bucket."""
+    rows = _rows(result, split_point, None)
     kinds = list(dict.fromkeys(row.get("tangent") for row in rows))
     kind = tangent or ("early" if "early" in kinds else kinds[0])
     splits = _groups([row for row in rows if row.get("tangent") == kind], "split_point")
@@ -556,7 +527,7 @@ def plot_energy_by_bucket(
     figure, axes = _new_figure((11, 3.3 * len(splits) + 0.8), len(splits), 2)
     for line, (split, split_rows) in zip(axes, splits.items(), strict=True):
         for ax, (prefix, title) in zip(line, _BREAKDOWNS, strict=True):
-            _draw_buckets(ax, sorted(split_rows, key=lambda row: row["step"]), prefix)
+            _draw_buckets(ax, split_rows, prefix)
             ax.set_title(f"split point {_plain(split)}: {title}" if len(splits) > 1 else title, fontsize="medium")
     figure.suptitle(f"Energy share of the {_plain(kind)} tangent within token buckets (dashed: its controls' mean)")
     handles = [Line2D([], [], color="0.3", linestyle=style) for style in ("-", "--")]
@@ -585,7 +556,7 @@ def _draw_buckets(ax: Any, rows: list[dict[str, Any]], prefix: str) -> None:
                 ax.plot(steps, shares, style, gid=f"{field}:{index}", **line)
     if not labels:
         _not_recorded(ax)
-    _finish(ax, _all_steps(rows), "energy share")
+    _finish(ax, rows, "energy share")
     if labels:
         ax.legend(fontsize="x-small", title="bucket", title_fontsize="x-small")
 
@@ -600,30 +571,14 @@ _CHANGE_COLORS = {"early": "C0", "each": "C1", "given": "C2", "refit": "C4"}
 
 
 def plot_change(result: SweepResult, *, split_point: str | None = None, tangent: str | None = None) -> Figure:
-    """The change of each checkpoint from the first of its curve, with its paired bootstrap interval.
-
-    Args:
-        result: The sweep.
-        split_point: Plot only this split point (default: every split point, one row of panels each).
-        tangent: Plot only this tangent kind (default: every kind, one line each).
-
-    Returns:
-        The figure: energy ratio, energy share and anisotropy share changes ("not recorded" for rows written
-        before the change columns existed).
-
-    Raises:
-        InvalidInputError: If the sweep, or its selection, has no row.
-
-    Examples:
-        >>> plot_change(table).savefig("change.png")  # doctest: +SKIP
-    """
+    """Each checkpoint's change from the first of its curve (energy ratio, energy share, anisotropy share)."""
     splits = _groups(_rows(result, split_point, tangent), "split_point")
     size = (4.6 * len(_CHANGE_PANELS), 3.4 * len(splits) + 1.4)
     figure, grid = _new_figure(size, len(splits), len(_CHANGE_PANELS))
     for axes, (split, split_rows) in zip(grid, splits.items(), strict=True):
         for ax, (name, label) in zip(axes, _CHANGE_PANELS, strict=True):
             _draw_change(ax, name, split_rows)
-            _finish(ax, _all_steps(split_rows), label)
+            _finish(ax, split_rows, label)
             ax.set_title(_plain(f"split point {str(split)[-40:]}"), fontsize="medium")
     figure.suptitle("What training added: change from the first checkpoint (95 % paired bootstrap intervals)")
     handles = {text: handle for ax in grid.flat for handle, text in zip(*ax.get_legend_handles_labels(), strict=True)}
@@ -690,18 +645,7 @@ def _draw_live_and_sweep(ax: Axes, live_rows: list[dict], kind: str, sweep_rows:
 
 
 def plot_live_vs_sweep(live: SweepResult, sweep: SweepResult) -> Figure:
-    """The live probe's energy share at every window next to the post-hoc sweep's at each checkpoint.
-
-    Args:
-        live: The rows of a `TrainingProbe` (its results directory, `SweepResult.load`).
-        sweep: The sweep of checkpoints of the same training.
-
-    Returns:
-        The figure, one panel per split point and tangent kind of the live run that the sweep also probed.
-
-    Raises:
-        InvalidInputError: No split point in common, or no rows.
-    """
+    """A `TrainingProbe`'s energy share at every window next to the sweep's, per live curve the sweep probed."""
     if not live.rows or not sweep.rows:
         raise InvalidInputError("Both the live rows and the sweep need rows to be drawn side by side.")
     panels = _panels(live, sweep)
@@ -712,7 +656,7 @@ def plot_live_vs_sweep(live: SweepResult, sweep: SweepResult) -> Figure:
         if len(chance) == 1:
             ax.axhline(chance.pop(), color="grey", linestyle="--", linewidth=0.8, label="chance k/d")
         ylabel = "gradient energy share (fraction of ||G||_F^2)"
-        _finish(ax, _all_steps([*live_rows, *sweep_rows]), ylabel, bottom=0.0)
+        _finish(ax, [*live_rows, *sweep_rows], ylabel, bottom=0.0)
         ax.set_title(f"split point {split}", fontsize="medium")
     handles, labels = grid[0][0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncols=min(2, len(panels)), fontsize="small")

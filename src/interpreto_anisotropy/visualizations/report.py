@@ -1,9 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""A self-contained HTML report of a checkpoint sweep: the page (Jinja2 templates of ``templates/``, autoescape on,
-through `render`, the one path from data to HTML), its section on the tangent directions' top tokens, and the
-``rows.columns.csv`` that says what each column of ``rows.csv`` means (`write_column_notes`).
+"""A self-contained HTML report of a sweep (Jinja2 templates of ``templates/``, autoescaped, through `render`), and
+the ``rows.columns.csv`` that says what each column of ``rows.csv`` means (`write_column_notes`).
 
 Examples:
     >>> table = ia.SweepResult.load("runs/toy/sweep")
@@ -58,9 +57,6 @@ __all__ = [
     "COLUMNS_CSV_FILE",
     "render",
     "top_tokens_section",
-    "top_tokens_context",
-    "top_tokens_tables",
-    "TOKEN_HEADERS",
     "write_column_notes",
 ]
 
@@ -71,10 +67,8 @@ FIGURES_DIR = "figures"
 #: The CSV file of the rows' scalar columns, in the report folder.
 CSV_FILE = "rows.csv"
 
-#: Table columns shown first, in this order (then every other scalar column, in first-seen order); the p-value
-#: columns (`_p_columns`: the verdict's, adjusted within its family, first) come after "energy_ratio", and the
-#: approximate p-values, secondary, after the exact ones. "ci" and "delta_isoscore_star_controls_mean" are derived:
-#: [ci_low, ci_high] and the mean of the per-control deltas.
+#: Table columns shown first, in this order, then the other scalar columns; the p-values (`_columns`) follow
+#: "energy_ratio". "ci" ([ci_low, ci_high]) and "delta_isoscore_star_controls_mean" are derived (`_cell`).
 KEY_COLUMNS: tuple[str, ...] = tuple(
     """step split_point tangent energy_share ci control_mean analytic_null chance energy_ratio z_score
     oracle_energy_share anisotropy_capture anisotropy_share anisotropy_p_value_exact delta_isoscore_star
@@ -83,11 +77,11 @@ KEY_COLUMNS: tuple[str, ...] = tuple(
 )
 
 #: What the header of a p-value column says under its name (the approximate ones are secondary).
-APPROXIMATE_LABEL = "approximate p (normal controls; anti-conservative)"
 _P_LABELS = {
-    "p_value": APPROXIMATE_LABEL,
-    "anisotropy_share_p_value": APPROXIMATE_LABEL,
-    "delta_isoscore_star_p_value": APPROXIMATE_LABEL,
+    **dict.fromkeys(
+        ("p_value", "anisotropy_share_p_value", "delta_isoscore_star_p_value"),
+        "approximate p (normal controls; anti-conservative)",
+    ),
     "p_value_exact": "exact p, before adjustment",
     "anisotropy_p_value_exact": "exact p of the anisotropy share, before adjustment",
 }
@@ -101,10 +95,7 @@ def write_report(
     dpi: int = 110,
     live: SweepResult | None = None,
 ) -> Path:
-    """Write a self-contained HTML report of a sweep: figures, table of rows and settings.
-
-    Writes ``index.html`` (figures embedded, from ``templates/report.html.j2``, autoescaped) last, after
-    ``figures/<name>.png`` and ``rows.csv``, each atomically.
+    """Write a self-contained HTML report of a sweep: figures, table of rows and settings (``index.html`` last).
 
     Args:
         result: The sweep (finished or partial: the report shows the rows finished so far).
@@ -137,14 +128,28 @@ def write_report(
     if title is not None and not isinstance(title, str):
         raise InvalidInputError(f"title must be a string or None, got {type(title).__name__}.")
     check_positive_int("dpi", dpi)
-    out_dir = _report_folder(Path(out_dir))
+    out_dir = Path(out_dir)
+    blocking = next((folder for folder in (out_dir, *out_dir.parents) if folder.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        where = "is a file" if blocking == out_dir else f"lies in {blocking}, which is a file"
+        raise InvalidInputError(
+            f"The report folder {out_dir} {where}: give the report a folder (`out_dir`, or --out of "
+            "`interpreto-anisotropy report`), new or existing, not a file."
+        )
     verdict = sweep_verdict(result.rows, result.config)
     for correction in Correction:  # the tested p-value only: Holm or BH of the approximate one would mislead
         result = result.adjusted(correction.value, family=verdict.family, column=verdict.p_column)
-    title = _default_title(result) if title is None else title
+    if title is None:  # the model's name, else the results folder's
+        name = model_name(result.config, result.rows)
+        if name is None and result.results_dir is not None:
+            name = Path(result.results_dir).name
+        title = "Checkpoint sweep report" + (f": {name}" if name else "")
 
+    from .plotting import plot_live_vs_sweep, plot_sweep
+
+    first, *rest = plot_sweep(result).items()  # the live curve, if any, next to the energy figure
     figures = []
-    for name, figure in _figures(result, live).items():
+    for name, figure in [first, *([] if live is None else [("live", plot_live_vs_sweep(live, result))]), *rest]:
         figure.savefig(buffer := io.BytesIO(), format="png", dpi=dpi)
         figure.clear()
         write_atomically(out_dir / FIGURES_DIR / f"{name}.png", data := buffer.getvalue())
@@ -154,37 +159,6 @@ def write_report(
     write_column_notes(out_dir / COLUMNS_CSV_FILE, result.scalar_columns())
     page = render("report.html.j2", **_context(result, verdict, title=title, figures=figures))
     return write_atomically(out_dir / REPORT_FILE, page)
-
-
-def _figures(result: SweepResult, live: SweepResult | None) -> dict[str, Any]:
-    """The sweep's figures, and the live curve next to its energy figure when live rows are given."""
-    from .plotting import plot_live_vs_sweep, plot_sweep
-
-    figures = plot_sweep(result)
-    if live is None:
-        return figures
-    first, *rest = figures.items()
-    return dict([first, ("live", plot_live_vs_sweep(live, result)), *rest])
-
-
-def _default_title(result: SweepResult) -> str:
-    """ "Checkpoint sweep report" and the model's name, else the results folder's name."""
-    name = model_name(result.config, result.rows)
-    if name is None and result.results_dir is not None:
-        name = Path(result.results_dir).name
-    return "Checkpoint sweep report" + (f": {name}" if name else "")
-
-
-def _report_folder(out_dir: Path) -> Path:
-    """`out_dir`, once checked to be a folder or to be creatable as one (no file at it or above it)."""
-    blocking = next((folder for folder in (out_dir, *out_dir.parents) if folder.exists()), None)
-    if blocking is not None and not blocking.is_dir():
-        where = "is a file" if blocking == out_dir else f"lies in {blocking}, which is a file"
-        raise InvalidInputError(
-            f"The report folder {out_dir} {where}: give the report a folder (`out_dir`, or --out of "
-            "`interpreto-anisotropy report`), new or existing, not a file."
-        )
-    return out_dir
 
 
 # ---------------------------------------------------------------------------------------------------- values
@@ -208,24 +182,21 @@ def _cell(row: dict[str, Any], column: str) -> Any:
 
 
 def _columns(result: SweepResult, verdict: Verdict) -> list[str]:
-    """Key columns first (those present; the verdict's adjusted p-value first of the p-values), then the other
-    scalar columns in first-seen order."""
+    """Key columns first (those present), the tested p-value after "energy_ratio" (adjusted by the verdict's
+    correction: the p-value of the finding, by the other, then raw), then the other scalar columns in first-seen
+    order."""
     present = set(result.scalar_columns())
     derived = {
         "ci": "ci_low" in present or "ci_high" in present,
         "delta_isoscore_star_controls_mean": any(row.get("delta_isoscore_star_controls") for row in result.rows),
     }
+    corrections = sorted((c.value for c in Correction), key=lambda name: name != verdict.correction)
+    p_columns = [*(f"{verdict.p_column}_{name}" for name in corrections), verdict.p_column]
     ratio = KEY_COLUMNS.index("energy_ratio") + 1
-    ordered = [*KEY_COLUMNS[:ratio], *_p_columns(verdict), *KEY_COLUMNS[ratio:]]
+    ordered = [*KEY_COLUMNS[:ratio], *p_columns, *KEY_COLUMNS[ratio:]]
     columns = [column for column in dict.fromkeys(ordered) if derived.get(column, column in present)]
     shown = set(columns) | {"ci_low", "ci_high"}
     return columns + [column for column in result.scalar_columns() if column not in shown]
-
-
-def _p_columns(verdict: Verdict) -> list[str]:
-    """The tested p-value adjusted by the verdict's correction (the p-value of the finding), by the other, then raw."""
-    corrections = sorted((c.value for c in Correction), key=lambda name: name != verdict.correction)
-    return [*(f"{verdict.p_column}_{name}" for name in corrections), verdict.p_column]
 
 
 def _column_label(column: str, verdict: Verdict) -> str:
@@ -247,9 +218,14 @@ def _context(
     columns = _columns(result, verdict)
     draws = sorted({len(row["random_energy_shares"]) for row in result.rows if row.get("random_energy_shares")})
     texts = {column for column in columns if any(isinstance(row.get(column), str) for row in result.rows)}
+    sentences = [curve_sentences(curve, verdict) for curve in verdict.curves]  # the verdict: a heading per curve
     return {
         "title": title,
-        "finding": _finding(verdict),
+        "finding": {
+            "curves": [{"heading": heading, "sentences": rest} for heading, *rest in sentences],
+            "method": method_sentence(verdict),
+            "caveat": verdict.caveat,
+        },
         "meta": _meta(result),
         "tangent_kinds": [
             {"name": str(kind), "definition": TANGENT_KINDS.get(str(kind), "a tangent kind of this sweep")}
@@ -258,7 +234,7 @@ def _context(
         "floor": ", ".join(f"{1 / (r + 1):.3g} with R' = {r}" for r in draws) or "1/(R' + 1)",
         "card": _model_card(result),
         "figures": figures,
-        **top_tokens_context(result),
+        **_top_tokens_context(result),
         "columns": [
             {"name": name, "label": _column_label(name, verdict), "tooltip": _tooltip(name), "text": name in texts}
             for name in columns
@@ -285,13 +261,6 @@ def _meta(result: SweepResult) -> str:
         f"tangents: {', '.join(map(str, result.tangents))} (defined below). Written {written} by "
         f"interpreto-anisotropy {__version__}{'' if result.results_dir is None else f' from {result.results_dir}'}."
     )
-
-
-def _finding(verdict: Verdict) -> dict[str, Any]:
-    """The sweep's verdict (`interpreto_anisotropy.results.verdict`), the page's first section: one item per curve."""
-    texts = [curve_sentences(curve, verdict) for curve in verdict.curves]
-    curves = [{"heading": heading, "sentences": sentences} for heading, *sentences in texts]
-    return {"curves": curves, "method": method_sentence(verdict), "caveat": verdict.caveat}
 
 
 def _multiple_testing(result: SweepResult, verdict: Verdict) -> dict[str, Any]:
@@ -409,20 +378,12 @@ def _environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
-    """A template of ``visualizations/templates`` rendered with `context`, every value HTML-escaped.
-
-    Args:
-        template: The template's file name (``"report.html.j2"``).
-        **context: The values it shows: strings, numbers, and lists and dicts of them.
-
-    Returns:
-        The HTML text.
-    """
+    """A template of ``visualizations/templates`` (``"report.html.j2"``) rendered with `context`, HTML-escaped."""
     return _environment().get_template(template).render(**context)
 
 
 #: The token tables' columns: name, and meaning (their headers' tooltips and the section's definitions).
-TOKEN_HEADERS = (
+_TOKEN_HEADERS = (
     ("direction", "Index j of the direction: column j of the tangent's orthonormal basis Q."),
     (
         "variance",
@@ -449,44 +410,16 @@ _KIND_TITLES = {
 
 
 def top_tokens_section(result: SweepResult) -> str:
-    """The section's HTML: an explanation, then per split point one table per tangent kind (or why there is none).
-
-    Args:
-        result: The sweep (loaded from its results folder: the top tokens are read from there).
-
-    Returns:
-        HTML, every text from the files escaped.
-
-    Raises:
-        ResultsStoreError: A top-tokens file that cannot be read.
-    """
-    return render("top_tokens.html.j2", **top_tokens_context(result))
+    """The HTML of the top tokens' section of a sweep loaded from its folder (ResultsStoreError: an unreadable file)."""
+    return render("top_tokens.html.j2", **_top_tokens_context(result))
 
 
-def top_tokens_context(result: SweepResult) -> dict[str, Any]:
-    """What ``top_tokens.html.j2`` shows: the tables (`top_tokens_tables`) and their columns (`TOKEN_HEADERS`)."""
-    headers = [{"name": name, "meaning": meaning} for name, meaning in TOKEN_HEADERS]
-    return {"top_tokens": top_tokens_tables(result), "token_headers": headers}
-
-
-def top_tokens_tables(result: SweepResult) -> list[dict[str, Any]]:
-    """The token tables as plain data, texts unescaped (the template escapes them).
-
-    Args:
-        result: The sweep (loaded from its results folder).
-
-    Returns:
-        One dict per split point with saved top tokens: ``split_point``, ``step``, ``n_rows`` (texts) and ``kinds``,
-        one per tangent kind: ``title`` and ``directions``, each ``direction``, ``variance`` (texts), ``high`` and
-        ``low``: its tokens, each ``title`` (the tooltip), ``before``, ``token`` and ``after`` (line breaks shown as
-        arrows). Empty when the folder holds none.
-
-    Raises:
-        ResultsStoreError: A top-tokens file that cannot be read.
-    """
+def _top_tokens_context(result: SweepResult) -> dict[str, Any]:
+    """What ``top_tokens.html.j2`` shows: per split point with saved top tokens, a table per tangent kind (texts
+    unescaped: the template escapes them), and the tables' columns."""
     layers = list(dict.fromkeys(row.get("layer", row.get("split_point")) for row in result.rows))
     found = [result.top_tokens(layer) for layer in layers]
-    return [
+    tables = [
         {
             "split_point": str(content["split_point"]),
             "step": str(content["step"]),
@@ -499,6 +432,8 @@ def top_tokens_tables(result: SweepResult) -> list[dict[str, Any]]:
         for content in found
         if content is not None
     ]
+    headers = [{"name": name, "meaning": meaning} for name, meaning in _TOKEN_HEADERS]
+    return {"top_tokens": tables, "token_headers": headers}
 
 
 def _direction(direction: DirectionTokens) -> dict[str, Any]:
