@@ -1,8 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Token batches shared by the gradient probe and the activation reader: tokenised lazily, right-aligned, trimmed,
-too-short sequences dropped and counted; and the one token policy (`token_rows`)."""
+"""Token batches of the gradient probe and the activation reader (lazy, right-aligned), and the token policy."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ _SETTINGS = ("pad_token_id", "truncation_side", "add_bos_token", "add_eos_token"
 
 
 def tokenizer_key(tokenizer: Any) -> str | None:
-    """``"sha256:<hex>"`` of a tokenizer's serialised backend pipeline (less its call state), class, size and
-    `_SETTINGS`: what decides its token ids; None without a serialisable backend."""
+    """``"sha256:<hex>"`` of what decides a tokenizer's ids (backend pipeline, `_settings`); None without a backend."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not hasattr(backend, "to_str"):
         return None
@@ -56,31 +54,23 @@ class TokenCache:
         self._tokenizer: Any = None  # the last tokenizer object seen (held, so that its id is not reused)
         self._backend: str | None = None  # its key, or None (recognised as that object only)
         self._key: tuple | None = None
-        self._batches: dict[tuple, tuple[Batch, int]] = {}
-        self._counts: dict[tuple, torch.Tensor] = {}
+        self._values: dict[tuple, Any] = {}  # (max_length, texts): (batch, truncated texts); ("counts", texts): counts
 
-    def _kept(self, store: dict[tuple, Any], tokenizer: Any, key: tuple, make: Callable[[], Any]) -> Any:
-        """`make()`'s value for `key` in `store`, kept while `tokenizer` gives the ids the cache holds (else cleared)."""
+    def kept(self, tokenizer: Any, key: tuple, make: Callable[[], Any]) -> Any:
+        """`make()`'s value for `key`, kept (do not change it in place) while `tokenizer` gives the same ids."""
         if tokenizer is not self._tokenizer:
             self._tokenizer, self._backend = tokenizer, tokenizer_key(tokenizer)
         tokenizer_key_now = (self._backend or ("object", id(tokenizer)), _settings(tokenizer))
         if tokenizer_key_now != self._key:
             self._key = tokenizer_key_now
-            self._batches.clear()
-            self._counts.clear()
-        if key not in store:
-            store[key] = make()
-        return store[key]
-
-    def batch(
-        self, tokenizer: Any, texts: Sequence[str], max_length: int, encode: Callable[[], tuple[Batch, int]]
-    ) -> tuple[Batch, int]:
-        """`encode()`'s (batch (b, l), truncated texts) of `texts` at `max_length`, kept (do not change it in place)."""
-        return self._kept(self._batches, tokenizer, (max_length, tuple(texts)), encode)
+            self._values.clear()
+        if key not in self._values:
+            self._values[key] = make()
+        return self._values[key]
 
     def counts(self, tokenizer: Any, texts: Sequence[str], count: Callable[[], torch.Tensor]) -> torch.Tensor:
         """How often each token id occurs in `texts` (`count()`'s the first time, kept after)."""
-        return self._kept(self._counts, tokenizer, tuple(texts), count)
+        return self.kept(tokenizer, ("counts", tuple(texts)), count)
 
 
 def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: int = 3) -> None:
@@ -99,15 +89,6 @@ def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: i
         stacklevel=stacklevel,
     )
     tokenizer.pad_token = eos
-
-
-def padded_tokenizer(tokenizer: Any) -> Any:
-    """The tokenizer itself when it has a pad token, else a copy padding with its eos token (`ensure_pad_token`)."""
-    if getattr(tokenizer, "pad_token", None) is not None:
-        return tokenizer
-    copied = copy.deepcopy(tokenizer)
-    ensure_pad_token(copied, stacklevel=5)
-    return copied
 
 
 _AUTOCAST_NAMES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
@@ -159,7 +140,10 @@ class TokenBatcher:
         vocab_size: int | None = None,
         token_cache: TokenCache | None = None,
     ):
-        self.tokenizer = padded_tokenizer(tokenizer)
+        if getattr(tokenizer, "pad_token", None) is None:  # a copy that pads with its eos token
+            tokenizer = copy.deepcopy(tokenizer)
+            ensure_pad_token(tokenizer, stacklevel=4)
+        self.tokenizer = tokenizer
         self.token_cache = token_cache
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.max_length = check_positive_int("max_length", max_length)
@@ -219,9 +203,8 @@ class TokenBatcher:
             if self.token_cache is None:
                 batch, truncated = self._tokenise(chunk)
             else:
-                batch, truncated = self.token_cache.batch(
-                    self.tokenizer, chunk, self.max_length, lambda: self._tokenise(chunk)
-                )
+                key = (self.max_length, tuple(chunk))
+                batch, truncated = self.token_cache.kept(self.tokenizer, key, lambda: self._tokenise(chunk))
             self._check_ids(batch["input_ids"])  # on the host, before the batch goes to the device
             self.truncated_sequences += truncated
             return dict(batch)  # `_usable` copies the tensors before anything changes them
