@@ -1,16 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Position ids per architecture family, for right-aligned token batches.
-
-Batches are right-aligned and given position ids in the model family's convention (`PositionConvention`), so a
-padded text is read as it is alone (docs/architectures.md).
-
-Examples:
-    >>> from interpreto_anisotropy.reading.positions import PositionConvention, PositionScheme
-    >>> PositionScheme(PositionConvention.FROM_ZERO).position_ids(torch.tensor([[1, 1, 0]])).tolist()
-    [[0, 1, 1]]
-"""
+"""Position ids per architecture family for right-aligned batches, so a padded text is read as it is alone."""
 
 from __future__ import annotations
 

@@ -168,8 +168,7 @@ def refuse_internal_padding(model: torch.nn.Module) -> None:
 
 
 def refuse_unsupported_kernels(model: torch.nn.Module) -> None:
-    """Refuse (`InvalidInputError`) a mixture-of-experts model in float64 whose experts run the `grouped_mm` kernel
-    (transformers' default), which takes float32, bfloat16 and float16 only."""
+    """Refuse (`InvalidInputError`) a float64 mixture of experts whose experts run the `grouped_mm` kernel."""
     config = getattr(model, "config", None)
     kernel = getattr(config, "_experts_implementation", None)
     if kernel != "grouped_mm" or not any(p.dtype == torch.float64 for p in model.parameters()):
@@ -180,9 +179,7 @@ def refuse_unsupported_kernels(model: torch.nn.Module) -> None:
 
 
 def refuse_ignored_aux_loss(model: torch.nn.Module) -> None:
-    """Refuse (`InvalidInputError`) a mixture-of-experts model set to train with its router's auxiliary loss
-    (`output_router_logits=True` and a non-zero `router_aux_loss_coef`): the probe's objective is the task loss
-    alone, computed from the logits, so it would leave that part of the training loss out without a word."""
+    """Refuse (`InvalidInputError`) a mixture of experts set to train with its router's auxiliary loss."""
     config = getattr(model, "config", None)
     coefficient = getattr(config, "router_aux_loss_coef", 0) or 0
     if not getattr(config, "output_router_logits", False) or not coefficient:
@@ -201,8 +198,8 @@ class HiddenStateCapture:
 
     def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False, call: int | None = 0):
         self.split_point = split_point
-        self.as_leaf = as_leaf and call is not None
-        self.stop = stop and call is not None
+        self.as_leaf = as_leaf
+        self.stop = stop
         self.call = call
         self.calls = 0
         self.outputs: list[torch.Tensor] = []
@@ -543,11 +540,7 @@ class TrainingCapture:
             return
         on_gradient = self.on_logits(forward.inputs, logits.detach())
         if on_gradient is not None:
-
-            def hook(gradient: torch.Tensor) -> None:
-                on_gradient(gradient.detach())
-
-            logits.register_hook(hook)
+            logits.register_hook(lambda gradient: on_gradient(gradient.detach()))
 
     def _hook_call(self, path: str, calls: list[torch.Tensor], forward: _Forward) -> None:
         """Hook the gradient of the chosen call's output (or await its recompute in a reentrant checkpoint)."""
