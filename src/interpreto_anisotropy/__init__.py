@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 # Information (estimates, checkpoints loaded, downloads) goes to this logger's children; an application routes it.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-# In a REPL or a piped program (`plain_interpreter`), nnsight is imported now, without a console of its own.
+# In a REPL or a piped program, nnsight is imported now, without a console of its own.
 from .reading.sourceless import import_as_a_script  # noqa: E402 (after the logger's handler)
 
 import_as_a_script()

@@ -110,12 +110,6 @@ def resolve_split_point(model: torch.nn.Module, split_point: int | str) -> str:
     return path
 
 
-def embedding_rows(model: torch.nn.Module) -> int | None:
-    """The rows of a model's input embedding (token ids must lie below), None when it exposes none."""
-    rows = getattr(_embedding(model), "num_embeddings", None)
-    return rows if isinstance(rows, int) else None
-
-
 def check_call(call: Any) -> str | int | None:
     """The `call` option (None, "first", "last" or a call index, -1 the last), else an `InvalidInputError`."""
     if call is None or call in ("first", "last") or (isinstance(call, int) and not isinstance(call, bool)):
@@ -254,7 +248,8 @@ class SplitPoint:
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         self.include_special = include_special
         self.special_ids = special_token_ids(self.tokenizer)
-        self.vocab_size = embedding_rows(self.model)
+        rows = getattr(_embedding(self.model), "num_embeddings", None)  # token ids must lie below
+        self.vocab_size = rows if isinstance(rows, int) else None
         self.dispatched = is_dispatched(self.model)  # by accelerate: layers on several devices, or offloaded
         # (the split point's device, the inputs' device) of a dispatched model, whose hooks stay where they are
         self.placed = (execution_device(self.model, self.path), input_device(self.model)) if self.dispatched else None
