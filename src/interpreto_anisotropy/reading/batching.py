@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import math
@@ -157,10 +158,19 @@ class TokenBatcher:
         """The number of batches and a lazy iterator of (batch, indices of its sequences), batches maybe empty."""
         if isinstance(inputs, str):
             inputs = [inputs]
+        texts = tensors = None
         if isinstance(inputs, Mapping):
-            encode, n_sequences = self._tensor_encoder(inputs)
+            if "input_ids" not in inputs:
+                raise InvalidInputError("Tokenised inputs must hold 'input_ids' (and preferably 'attention_mask').")
+            input_ids = torch.as_tensor(inputs["input_ids"]).cpu()  # tokens on a device: read back once, batched here
+            if input_ids.dim() != 2:
+                raise InvalidInputError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
+            self._check_ids(input_ids)  # once for all the inputs
+            mask = inputs.get("attention_mask")
+            attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long().cpu()
+            tensors, n_sequences = {"input_ids": input_ids, "attention_mask": attention_mask}, input_ids.shape[0]
         elif isinstance(inputs, Sequence) and all(isinstance(text, str) for text in inputs):
-            encode, n_sequences = self._text_encoder(list(inputs))
+            texts, n_sequences = list(inputs), len(inputs)
         else:
             raise InvalidInputError("inputs must be a list of strings or a dict/BatchEncoding of tensors.")
         if n_sequences == 0:
@@ -174,7 +184,10 @@ class TokenBatcher:
         def generate() -> Iterator[tuple[Batch, torch.Tensor]]:
             for start in range(0, n_sequences, self.batch_size):
                 stop = min(start + self.batch_size, n_sequences)
-                batch = encode(start, stop)
+                if tensors is None:
+                    batch = self._encode(texts[start:stop])
+                else:
+                    batch = {key: value[start:stop] for key, value in tensors.items()}
                 if labels is not None:
                     batch["labels"] = labels[start:stop]
                 yield self._usable(batch, torch.arange(start, stop))
@@ -182,34 +195,15 @@ class TokenBatcher:
 
         return math.ceil(n_sequences / self.batch_size), generate()
 
-    def _tensor_encoder(self, inputs: Mapping) -> tuple[Any, int]:
-        if "input_ids" not in inputs:
-            raise InvalidInputError("Tokenised inputs must hold 'input_ids' (and preferably 'attention_mask').")
-        input_ids = torch.as_tensor(inputs["input_ids"]).cpu()  # tokens on a device: read back once, batched here
-        if input_ids.dim() != 2:
-            raise InvalidInputError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
-        self._check_ids(input_ids)  # once for all the inputs
-        mask = inputs.get("attention_mask")
-        attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long().cpu()
-
-        def encode(start: int, stop: int) -> Batch:
-            return {"input_ids": input_ids[start:stop], "attention_mask": attention_mask[start:stop]}
-
-        return encode, input_ids.shape[0]
-
-    def _text_encoder(self, texts: list[str]) -> tuple[Any, int]:
-        def encode(start: int, stop: int) -> Batch:
-            chunk = texts[start:stop]
-            if self.token_cache is None:
-                batch, truncated = self._tokenise(chunk)
-            else:
-                key = (self.max_length, tuple(chunk))
-                batch, truncated = self.token_cache.kept(self.tokenizer, key, lambda: self._tokenise(chunk))
-            self._check_ids(batch["input_ids"])  # on the host, before the batch goes to the device
-            self.truncated_sequences += truncated
-            return dict(batch)  # `_usable` copies the tensors before anything changes them
-
-        return encode, len(texts)
+    def _encode(self, texts: list[str]) -> Batch:
+        """The batch of `texts` (tokenised, or kept by the token cache), its ids checked and its truncations counted."""
+        key, tokenise = (self.max_length, tuple(texts)), functools.partial(self._tokenise, texts)
+        batch, truncated = (
+            tokenise() if self.token_cache is None else self.token_cache.kept(self.tokenizer, key, tokenise)
+        )
+        self._check_ids(batch["input_ids"])  # on the host, before the batch goes to the device
+        self.truncated_sequences += truncated
+        return dict(batch)  # `_usable` copies the tensors before anything changes them
 
     def _tokenise(self, texts: list[str]) -> tuple[Batch, int]:
         """(`input_ids` and `attention_mask` (b, l) of `texts`, right-padded, how many of them were truncated)."""
