@@ -65,9 +65,8 @@ def iter_token_activations(
         (activations (n_b, d), token ids (n_b,)) of each batch's kept tokens, on the model's device.
 
     Raises:
-        InvalidInputError: Bad inputs or `max_tokens`.
-        InvalidInputError: No texts.
-        InvalidInputError: A split point not in the model, without hidden states, or run several times without `call`.
+        InvalidInputError: Bad or no inputs, bad `max_tokens`, or a split point not in the model, without hidden
+            states, or run several times without `call`.
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16)  # doctest: +SKIP
@@ -94,9 +93,8 @@ def iter_located_token_activations(
 ) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]]:
     """`iter_token_activations` with where each row comes from: (activations, token ids, locations).
 
-    A location is (index of the text in `texts`, index of the token in the text's own tokenisation, special tokens
-    included). Args and Raises are `iter_token_activations`'s, plus `token_cache` (a `TokenCache` shared across
-    reads).
+    A location is (index of the text in `texts`, index of the token in the text's tokenisation, special tokens
+    included). Args and Raises are `iter_token_activations`'s, plus `token_cache` (a `TokenCache` shared by reads).
 
     Yields:
         (activations (n_b, d), token ids (n_b,)) on the model's device, locations (n_b, 2) on the host.

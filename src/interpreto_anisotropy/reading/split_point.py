@@ -336,7 +336,7 @@ class SplitPoint:
 
         with nullcontext() if head is None or head is self.module else head.register_forward_pre_hook(stop_at_head):
             self._forward_only(batch, capture)
-        self._count(capture.calls)
+        self._index(capture.calls)
         return capture
 
     def _forward_only(self, batch: Batch, capture: HiddenStateCapture) -> HiddenStateCapture:
@@ -349,13 +349,9 @@ class SplitPoint:
                 pass
         return capture
 
-    def _count(self, calls: int) -> None:
-        """Record how many times the module ran in one forward, once `call` is checked against it."""
-        call_index(self.call, calls, self.path, type(self.model).__name__)
-        self.calls = calls
-
-    def _index(self) -> int:
-        """The 0-based index of the chosen call (`calls` must be counted, except for a call counted from 0)."""
+    def _index(self, calls: int | None = None) -> int:
+        """The 0-based index of the chosen call among `calls` (kept) or the calls counted (needed for `call` < 0)."""
+        self.calls = self.calls if calls is None else calls
         if self.calls is None:
             return 0 if self.call in (None, "first") else int(self.call)
         return call_index(self.call, self.calls, self.path, type(self.model).__name__)
@@ -384,7 +380,7 @@ class SplitPoint:
                     parameter.requires_grad_(False)
                 with autocast(self.device, self.autocast_dtype):
                     output = self.model(**self.model_inputs(batch), **forward_kwargs)
-                    self._count(capture.calls)
+                    self._index(capture.calls)
                     hidden = self._checked(capture.hidden, batch)
                     if self.dispatched:  # the output where the batch and the split point are, for the loss
                         from accelerate.utils import send_to_device
@@ -470,7 +466,7 @@ class TrainingCapture:
         | None = None,
     ):
         self.model = model
-        self.call = check_call(call)
+        self.call = call  # checked by `LiveConfig`
         self.on_logits = on_logits
         self.paths = list(paths)
         self.modules = {path: split_point_module(model, path) for path in self.paths}
