@@ -447,7 +447,6 @@ class _Forward:
     index: int
     inputs: dict[str, torch.Tensor]
     output_loss: torch.Tensor | None = None
-    ran: set[str] = field(default_factory=set)  # the split points this forward ran
     awaiting_recompute: set[str] = field(default_factory=set)
     outputs: dict[str, list[torch.Tensor]] = field(default_factory=dict)  # each split point's calls, in order
 
@@ -515,7 +514,7 @@ class TrainingCapture:
         self.forwards += 1
 
     def _model_ends(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
-        forward = self._current
+        forward, self._current = self._current, None  # a split point run after it is not this forward's
         if forward is None:
             return
         if isinstance(loss := getattr(output, "loss", None), torch.Tensor):
@@ -560,8 +559,7 @@ class TrainingCapture:
                     self.unhooked[path] -= 1
                     self._hook_gradient(path, hidden, forward)
                 return
-            if path not in forward.ran:
-                forward.ran.add(path)
+            if path not in forward.outputs:
                 self.runs[path] += 1
             forward.outputs.setdefault(path, []).append(hidden)  # hooked when the model's forward ends
 
