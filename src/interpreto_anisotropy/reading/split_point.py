@@ -250,19 +250,14 @@ class SplitPoint:
         self.special_ids = special_token_ids(self.tokenizer)
         rows = getattr(_embedding(self.model), "num_embeddings", None)  # token ids must lie below
         self.vocab_size = rows if isinstance(rows, int) else None
-        self.dispatched = is_dispatched(self.model)  # by accelerate: layers on several devices, or offloaded
-        # (the split point's device, the inputs' device) of a dispatched model, whose hooks stay where they are
-        self.placed = (execution_device(self.model, self.path), input_device(self.model)) if self.dispatched else None
+        self.placed = None  # (the split point's device, the inputs' device) of a model accelerate dispatched
+        if is_dispatched(self.model):  # over devices, or offloaded: its hooks stay where they are
+            self.placed = (execution_device(self.model, self.path), input_device(self.model))
 
     @property
     def device(self) -> torch.device:
-        """The device that runs the split point's module (`placement.execution_device` when dispatched)."""
+        """The device that runs the split point's module (`execution_device` when dispatched)."""
         return next(self.model.parameters()).device if self.placed is None else self.placed[0]
-
-    @property
-    def input_device(self) -> torch.device:
-        """Where the model's inputs go: the device that runs its input embedding (`placement.input_device`)."""
-        return self.device if self.placed is None else self.placed[1]
 
     @property
     def max_length(self) -> int:
@@ -305,8 +300,10 @@ class SplitPoint:
         position_ids = self.positions.position_ids(batch["attention_mask"])
         if position_ids is not None:
             inputs["position_ids"] = position_ids
-        if self.dispatched:  # the batch is on the split point's device; the model reads it where its embedding runs
-            inputs = {key: value.to(self.input_device) for key, value in inputs.items()}
+        if (
+            self.placed is not None
+        ):  # the batch is on the split point's device; the model reads it where its embedding runs
+            inputs = {key: value.to(self.placed[1]) for key, value in inputs.items()}
         return inputs
 
     def rows(self, batch: Batch) -> Bool[torch.Tensor, "b l"]:
@@ -382,7 +379,7 @@ class SplitPoint:
                     output = self.model(**self.model_inputs(batch), **forward_kwargs)
                     self._index(capture.calls)
                     hidden = self._checked(capture.hidden, batch)
-                    if self.dispatched:  # the output where the batch and the split point are, for the loss
+                    if self.placed is not None:  # the output where the batch and the split point are, for the loss
                         from accelerate.utils import send_to_device
 
                         output = send_to_device(output, self.device)
