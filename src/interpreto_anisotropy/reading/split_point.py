@@ -516,18 +516,14 @@ class TrainingCapture:
             return
         if isinstance(loss := getattr(output, "loss", None), torch.Tensor):
             forward.output_loss = loss.detach()
-        if self.on_logits is not None:
-            self._hook_logits(forward, getattr(output, "logits", None))
+        logits = getattr(output, "logits", None)
+        if self.on_logits is not None and isinstance(logits, torch.Tensor) and logits.requires_grad:
+            on_gradient = self.on_logits(forward.inputs, logits.detach())
+            if on_gradient is not None:
+                logits.register_hook(lambda gradient: on_gradient(gradient.detach()))
         outputs, forward.outputs = forward.outputs, {}
         for path, calls in outputs.items():
             self._hook_call(path, calls, forward)
-
-    def _hook_logits(self, forward: _Forward, logits: Any) -> None:
-        if not isinstance(logits, torch.Tensor) or not logits.requires_grad:
-            return
-        on_gradient = self.on_logits(forward.inputs, logits.detach())
-        if on_gradient is not None:
-            logits.register_hook(lambda gradient: on_gradient(gradient.detach()))
 
     def _hook_call(self, path: str, calls: list[torch.Tensor], forward: _Forward) -> None:
         """Hook the gradient of the chosen call's output (or await its recompute in a reentrant checkpoint)."""
