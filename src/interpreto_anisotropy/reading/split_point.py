@@ -27,9 +27,6 @@ Batch = dict[str, torch.Tensor]
 def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
     """Run the body with `model` in eval mode, then restore the `training` flag of each of its modules."""
     flags = [(module, module.training) for module in model.modules()]
-    if not any(flag for _, flag in flags):
-        yield model
-        return
     model.eval()
     try:
         yield model
