@@ -240,10 +240,7 @@ class TokenBatcher:
         low, high = (int(value) for value in torch.aminmax(input_ids))
         if low >= 0 and high < self.vocab_size:
             return
-        try:
-            tokens = f"{len(self.tokenizer)} tokens"
-        except TypeError:
-            tokens = "its vocabulary"
+        tokens = f"{len(self.tokenizer)} tokens" if hasattr(self.tokenizer, "__len__") else "its vocabulary"
         raise InvalidInputError(
             f"Token id {high if high >= self.vocab_size else low} is outside the model's input embedding, which has {self.vocab_size} rows (ids 0 to {self.vocab_size - 1}), while the tokenizer has {tokens}: the tokenizer (or the token ids given) does not belong to this model; use the model's own tokenizer (after adding tokens to it, call model.resize_token_embeddings(len(tokenizer)))."
         )

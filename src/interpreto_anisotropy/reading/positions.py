@@ -83,10 +83,8 @@ def _padding_offset_index(model: torch.nn.Module) -> int | None:
             continue
         if not isinstance(getattr(module, "position_embeddings", None), torch.nn.Embedding):
             continue
-        source = sys.modules.get(type(module).__module__)
-        if hasattr(module, "create_position_ids_from_input_ids") or hasattr(
-            source, "create_position_ids_from_input_ids"
-        ):
+        owners = (module, sys.modules.get(type(module).__module__))  # the module, or its source file
+        if any(hasattr(owner, "create_position_ids_from_input_ids") for owner in owners):
             return padding_idx
     return None
 
