@@ -17,9 +17,7 @@ from .reading.sourceless import import_as_a_script  # noqa: E402 (after the logg
 
 import_as_a_script()
 
-from ._moved import install as _install_moved_modules  # noqa: E402
-
-_install_moved_modules()  # former module names (0.1) still import, with a FutureWarning
+from . import _moved  # noqa: E402, F401 (former module names (0.1) still import, with a FutureWarning)
 
 # `from <module> import <name>` of each public name, run when the name is first used (PEP 562) so that `--help` and
 # `--version` import no torch; `__all__` and the type-checking imports below name the same (tests/test_layout.py).

@@ -49,7 +49,5 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__dir__ = lambda: dir(new)
 
 
-def install() -> None:
-    """Puts the finder on `sys.meta_path` once."""
-    if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
-        sys.meta_path.append(_MovedModules())
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):  # once, when the package is imported
+    sys.meta_path.append(_MovedModules())
