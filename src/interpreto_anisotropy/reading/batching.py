@@ -122,8 +122,7 @@ def token_rows(
     *,
     include_special: bool = False,
 ) -> Bool[torch.Tensor, "b l"]:
-    """The token policy, the rows (b, l) of the fit, the metrics and the probe: real tokens, special ones (`special_ids`)
-    left out unless `include_special`; `input_ids` are taken before any masking."""
+    """The token policy's rows (b, l): real tokens, special ones (`special_ids`) out unless `include_special`."""
     rows = attention_mask.bool()
     return rows if include_special else rows & ~torch.isin(input_ids, special_ids.to(input_ids.device))
 
@@ -196,7 +195,7 @@ class TokenBatcher:
         return math.ceil(n_sequences / self.batch_size), generate()
 
     def _encode(self, texts: list[str]) -> Batch:
-        """The batch of `texts` (tokenised, or kept by the token cache), its ids checked and its truncations counted."""
+        """The batch of `texts` (tokenised or kept by the token cache), its ids checked, its truncations counted."""
         key, tokenise = (self.max_length, tuple(texts)), functools.partial(self._tokenise, texts)
         batch, truncated = (
             tokenise() if self.token_cache is None else self.token_cache.kept(self.tokenizer, key, tokenise)

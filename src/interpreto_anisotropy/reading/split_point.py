@@ -181,16 +181,15 @@ def refuse_ignored_aux_loss(model: torch.nn.Module) -> None:
 
 
 class StopForward(Exception):
-    """Raised by a `HiddenStateCapture(stop=True)` once it holds the hidden state: the layers above are skipped."""
+    """Raised by a `HiddenStateCapture` (not `as_leaf`) holding the hidden state: the layers above are skipped."""
 
 
 class HiddenStateCapture:
-    """Forward hook that records the split point's (batch, length, d) hidden state at one call of the module."""
+    """Forward hook: the split point's (b, l, d) hidden state at one call, then a stop (or, `as_leaf`, a leaf)."""
 
-    def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False, call: int | None = 0):
+    def __init__(self, split_point: str, *, as_leaf: bool = False, call: int | None = 0):
         self.split_point = split_point
         self.as_leaf = as_leaf
-        self.stop = stop
         self.call = call
         self.calls = 0
         self.outputs: list[torch.Tensor] = []
@@ -210,11 +209,9 @@ class HiddenStateCapture:
             self.outputs.append(hidden.detach())
             return None
         self.hidden = hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
-        if self.stop:
+        if not self.as_leaf:
             raise StopForward
-        if self.as_leaf:
-            return self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :])
-        return None
+        return self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :])
 
 
 class SplitPoint:
@@ -316,7 +313,7 @@ class SplitPoint:
         if self.calls is None:
             capture = self._counting_forward(batch)
             return self._checked(capture.outputs[self._index()], batch)
-        capture = self._forward_only(batch, HiddenStateCapture(self.path, stop=True, call=self._index()))
+        capture = self._forward_only(batch, HiddenStateCapture(self.path, call=self._index()))
         return self._checked(capture.hidden, batch)
 
     def _counting_forward(self, batch: Batch) -> HiddenStateCapture:
@@ -396,7 +393,7 @@ class SplitPoint:
         ids = torch.zeros(1, 2, dtype=torch.long, device=self.device)
         batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
         try:  # the first call: every call of a module that runs several times has the same width
-            hidden = self._forward_only(batch, HiddenStateCapture(self.path, stop=True, call=0)).hidden
+            hidden = self._forward_only(batch, HiddenStateCapture(self.path, call=0)).hidden
         except Exception:  # noqa: BLE001  (a model that needs other inputs: the caller asks Interpreto)
             return None
         return None if hidden is None else int(hidden.shape[-1])
