@@ -294,9 +294,7 @@ class SplitPoint:
         position_ids = self.positions.position_ids(batch["attention_mask"])
         if position_ids is not None:
             inputs["position_ids"] = position_ids
-        if (
-            self.placed is not None
-        ):  # the batch is on the split point's device; the model reads it where its embedding runs
+        if self.placed is not None:  # from the split point's device to where the model's embedding runs
             inputs = {key: value.to(self.placed[1]) for key, value in inputs.items()}
         return inputs
 
