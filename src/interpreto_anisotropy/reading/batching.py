@@ -149,8 +149,7 @@ class TokenBatcher:
         self.max_length = check_positive_int("max_length", max_length)
         self.min_tokens = min_tokens
         self.vocab_size = vocab_size
-        self.skipped_sequences = 0
-        self.truncated_sequences = 0
+        self.skipped_sequences = self.truncated_sequences = 0  # of the last `batches`
         self._truncation_noted = False
 
     def batches(self, inputs: Any, labels: Any = None) -> tuple[int, Iterator[tuple[Batch, torch.Tensor]]]:
