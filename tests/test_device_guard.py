@@ -303,13 +303,12 @@ def test_the_guard_refuses_frequency_edges_made_on_the_cpu(gpt_neox_model, texts
 
 def test_the_guard_refuses_a_device_mask_into_cpu_sequence_ids(gpt_neox_model, texts, monkeypatch):
     """At 9e18bb9 tokenised inputs stayed on the device: `sequence_ids[usable]` took a device mask."""
-    new_encoder = batching.TokenBatcher._tensor_encoder
+    new_usable = batching.TokenBatcher._usable
 
-    def old_encoder(self, inputs):
-        encode, n_sequences = new_encoder(self, inputs)
-        return (lambda start, stop: {key: value.to(EMU) for key, value in encode(start, stop).items()}), n_sequences
+    def old_usable(self, batch, sequence_ids):  # the tokenised inputs' slices, still on the device
+        return new_usable(self, {key: value.to(EMU) for key, value in batch.items()}, sequence_ids)
 
-    monkeypatch.setattr(batching.TokenBatcher, "_tensor_encoder", old_encoder)
+    monkeypatch.setattr(batching.TokenBatcher, "_usable", old_usable)
     tokenised = gpt_neox_model[1](texts[:4], padding=True, return_tensors="pt")
     with EmulatedDevice(), pytest.raises(DeviceMixError, match="emu.*CPU"):
         probe = GradientProbe(_mwsp(gpt_neox_model, EMU), batch_size=2, seed=0)

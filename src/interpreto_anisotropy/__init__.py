@@ -9,44 +9,33 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-# What is information (estimates, checkpoints loaded, downloads, evictions) goes to this logger's children; an
-# application chooses where it goes (`logging.basicConfig(level=logging.INFO)`), as with any library.
+# Information (estimates, checkpoints loaded, downloads) goes to this logger's children; an application routes it.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-# In a REPL or a piped program (`plain_interpreter`), nnsight is imported now, without a console of its own.
+# In a REPL or a piped program, nnsight is imported now, without a console of its own.
 from .reading.sourceless import import_as_a_script  # noqa: E402 (after the logger's handler)
 
 import_as_a_script()
 
-from ._moved import install as _install_moved_modules  # noqa: E402
+from . import _moved  # noqa: E402, F401 (former module names (0.1) still import, with a FutureWarning)
 
-_install_moved_modules()  # former module names (0.1) still import, with a FutureWarning
-
-# Where each public name lives (`__all__` lists the same names; tests/test_layout.py keeps them equal). They are imported when
-# first used (PEP 562), so that `interpreto-anisotropy --help` and `--version` answer without importing torch,
-# Interpreto or matplotlib. Enums, option types and helpers stay in their modules (`ia.objectives.MaskedLM`,
-# `ia.controls.normal_controls`, `interpreto_anisotropy.sweeps.config.ReferenceKind`, ...).
-_SUBMODULES = {
-    "checkpoints": ".sweeps.checkpoints",
-    "controls": ".tangents.controls",
-    "demo": ".demo",
-    "errors": ".errors",
-    "metrics": ".metrics",
-    "objectives": ".probing.objectives",
-    "plotting": ".visualizations.plotting",
-    "suites": ".sweeps.suites",
-}
-_NAMES = {
+# `from <module> import <name>` of each public name, run when the name is first used (PEP 562) so that `--help` and
+# `--version` import no torch; `__all__` and the type-checking imports below name the same (tests/test_layout.py).
+_FROM = {
+    ".": ["demo", "errors", "metrics"],
     ".errors": ["AnisotropyError"],
     ".live.callback": ["AnisotropyCallback"],
     ".live.options": ["LiveConfig"],
     ".live.probe": ["TrainingProbe"],
+    ".probing": ["objectives"],
     ".probing.probe": ["GradientProbe"],
     ".probing.result": ["ProbeResult"],
     ".reading.activations": ["token_activations"],
-    ".sweeps.config": ["SweepConfig"],
     ".results.table": ["SweepResult"],
+    ".sweeps": ["checkpoints", "suites"],
+    ".sweeps.config": ["SweepConfig"],
     ".sweeps.runner": ["CheckpointSweep"],
+    ".tangents": ["controls"],
     ".tangents.explainers": [
         "ICATangent",
         "NMFTangent",
@@ -58,9 +47,10 @@ _NAMES = {
     ],
     ".tangents.subspace": ["Subspace"],
     ".version": ["__version__"],
+    ".visualizations": ["plotting"],
     ".visualizations.report": ["write_report"],
 }
-_LOCATION = {name: module for module, names in _NAMES.items() for name in names}
+_LOCATION = {name: module for module, names in _FROM.items() for name in names}
 
 __all__ = [
     "__version__",
@@ -95,12 +85,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        value = importlib.import_module(_SUBMODULES[name], __name__)
-    elif name in _LOCATION:
-        value = getattr(importlib.import_module(_LOCATION[name], __name__), name)
-    else:
+    if name not in _LOCATION:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(_LOCATION[name], __name__)
+    value = vars(module)[name] if name in vars(module) else importlib.import_module(f"{module.__name__}.{name}")
     globals()[name] = value  # imported once
     return value
 
@@ -110,7 +98,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names as static tools see them (tests/test_layout.py keeps the two equal)
-    from . import demo, errors, metrics, plotting
+    from . import demo, errors, metrics
     from .errors import AnisotropyError
     from .live.callback import AnisotropyCallback
     from .live.options import LiveConfig
@@ -135,4 +123,5 @@ if TYPE_CHECKING:  # the same names as static tools see them (tests/test_layout.
     )
     from .tangents.subspace import Subspace
     from .version import __version__
+    from .visualizations import plotting
     from .visualizations.report import write_report

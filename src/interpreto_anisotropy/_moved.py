@@ -41,10 +41,6 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
-    def create_module(self, spec):
-        """None: a plain module, filled by `exec_module`."""
-        return None
-
     def exec_module(self, module):
         """Lets the former module hand out the new module's names, with a warning that names it."""
         new = importlib.import_module(f"{__package__}.{MOVED[module.__name__.removeprefix(f'{__package__}.')]}")
@@ -53,7 +49,5 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__dir__ = lambda: dir(new)
 
 
-def install() -> None:
-    """Puts the finder on `sys.meta_path` once."""
-    if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
-        sys.meta_path.append(_MovedModules())
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):  # once, when the package is imported
+    sys.meta_path.append(_MovedModules())

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -66,9 +65,8 @@ def iter_token_activations(
         (activations (n_b, d), token ids (n_b,)) of each batch's kept tokens, on the model's device.
 
     Raises:
-        InvalidInputError: Bad inputs or `max_tokens`.
-        InvalidInputError: No texts.
-        InvalidInputError: A split point not in the model, without hidden states, or run several times without `call`.
+        InvalidInputError: Bad or no inputs, bad `max_tokens`, or a split point not in the model, without hidden
+            states, or run several times without `call`.
 
     Examples:
         >>> tangent = ia.PCATangent(mwsp, nb_concepts=16)  # doctest: +SKIP
@@ -95,9 +93,8 @@ def iter_located_token_activations(
 ) -> Iterator[tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]]:
     """`iter_token_activations` with where each row comes from: (activations, token ids, locations).
 
-    A location is (index of the text in `texts`, index of the token in the text's own tokenisation, special tokens
-    included). Args and Raises are `iter_token_activations`'s, plus `token_cache` (a `TokenCache` shared across
-    reads).
+    A location is (index of the text in `texts`, index of the token in the text's tokenisation, special tokens
+    included). Args and Raises are `iter_token_activations`'s, plus `token_cache` (a `TokenCache` shared by reads).
 
     Yields:
         (activations (n_b, d), token ids (n_b,)) on the model's device, locations (n_b, 2) on the host.
@@ -113,7 +110,7 @@ def _iter_kept(
     options: dict[str, Any], *, located: bool
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
     """The kept rows, token ids and (when `located`) locations of each batch, read with a public reader's arguments."""
-    max_tokens, include_special, progress = options["max_tokens"], options["include_special"], options["progress"]
+    max_tokens, include_special = options["max_tokens"], options["include_special"]
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
     check_bool("include_special", include_special)
@@ -126,54 +123,34 @@ def _iter_kept(
     batcher = point.batcher(
         batch_size=options["batch_size"], max_length=options["max_length"], token_cache=options.get("token_cache")
     )
-    device = point.device
     n_batches, batches = batcher.batches(options["texts"])
-    seen = 0
     shard_rank, shard_count = options["shard"]
+    batches = progress_bar(batches, progress=options["progress"], total=n_batches, desc="Activations")
+    reads = (
+        (point.read(batch), point.rows(batch), batch["input_ids"], sequence_ids)
+        for batch_index, (batch, sequence_ids) in enumerate(batches)
+        if sequence_ids.numel() and batch_index % shard_count == shard_rank
+        for batch in [to_device(batch, point.device)]
+    )
     # The rows of batch i are read (a host synchronisation: their number is data-dependent) only once batch i + 1
     # is queued, so the device computes while the host waits and tokenises.
-    pending: _Pending | None = None
-    for batch_index, (batch, sequence_ids) in enumerate(
-        progress_bar(batches, progress=progress, total=n_batches, desc="Activations")
-    ):
-        if sequence_ids.numel() == 0 or batch_index % shard_count != shard_rank:
-            continue
-        batch = to_device(batch, device)
-        current = _Pending(point.read(batch), point.rows(batch), batch["input_ids"], sequence_ids)
-        if pending is not None:
-            rows, ids, where = pending.kept(None if max_tokens is None else max_tokens - seen, located=located)
-            seen += rows.shape[0]
-            if rows.shape[0]:
-                yield rows, ids, where
-            if max_tokens is not None and seen >= max_tokens:
-                batcher.note_truncation()  # of the texts read so far (the batches' end says it otherwise)
-                return
-        pending = current
-    if pending is not None:
-        rows, ids, where = pending.kept(None if max_tokens is None else max_tokens - seen, located=located)
-        if rows.shape[0]:
-            yield rows, ids, where
-
-
-@dataclass
-class _Pending:
-    """A batch read but not yet handed out: hidden states (b, l, d), kept tokens (b, l), ids (b, l), texts (b,)."""
-
-    hidden: torch.Tensor
-    keep: torch.Tensor
-    input_ids: torch.Tensor
-    sequence_ids: torch.Tensor
-
-    def kept(self, limit: int | None, *, located: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """The kept rows (n, d), their token ids (n,) and, when `located`, locations (n, 2), at most `limit`."""
-        rows, ids = self.hidden[self.keep], self.input_ids[self.keep]
+    seen, pending = 0, next(reads, None)
+    while pending is not None:
+        queued = next(reads, None)
+        hidden, keep, input_ids, sequence_ids = pending
+        stop = None if max_tokens is None else max_tokens - seen
         where = None
         if located:
-            batch_rows, positions = self.keep.cpu().nonzero(as_tuple=True)  # row-major: the order of the rows above
-            where = torch.stack([self.sequence_ids[batch_rows], positions], dim=1)
-        if limit is None:
-            return rows, ids, where
-        return rows[:limit], ids[:limit], None if where is None else where[:limit]
+            batch_rows, positions = keep.cpu().nonzero(as_tuple=True)  # row-major: the order of the rows below
+            where = torch.stack([sequence_ids[batch_rows], positions], dim=1)[:stop]
+        rows = hidden[keep][:stop]
+        seen += rows.shape[0]
+        if rows.shape[0]:
+            yield rows, input_ids[keep][:stop], where
+        if max_tokens is not None and seen >= max_tokens:
+            batcher.note_truncation()  # of the texts read so far (the batches' end says it otherwise)
+            return
+        pending = queued
 
 
 def token_activations(

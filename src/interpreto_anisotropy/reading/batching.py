@@ -1,12 +1,12 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Token batches shared by the gradient probe and the activation reader: tokenised lazily, right-aligned, trimmed,
-too-short sequences dropped and counted; and the one token policy (`token_rows`)."""
+"""Token batches of the gradient probe and the activation reader (lazy, right-aligned), and the token policy."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import math
@@ -29,8 +29,7 @@ _SETTINGS = ("pad_token_id", "truncation_side", "add_bos_token", "add_eos_token"
 
 
 def tokenizer_key(tokenizer: Any) -> str | None:
-    """``"sha256:<hex>"`` of a tokenizer's serialised backend pipeline (less its call state), class, size and
-    `_SETTINGS`: what decides its token ids; None without a serialisable backend."""
+    """``"sha256:<hex>"`` of what decides a tokenizer's ids (backend pipeline, `_settings`); None without a backend."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not hasattr(backend, "to_str"):
         return None
@@ -56,31 +55,23 @@ class TokenCache:
         self._tokenizer: Any = None  # the last tokenizer object seen (held, so that its id is not reused)
         self._backend: str | None = None  # its key, or None (recognised as that object only)
         self._key: tuple | None = None
-        self._batches: dict[tuple, tuple[Batch, int]] = {}
-        self._counts: dict[tuple, torch.Tensor] = {}
+        self._values: dict[tuple, Any] = {}  # (max_length, texts): (batch, truncated texts); ("counts", texts): counts
 
-    def _kept(self, store: dict[tuple, Any], tokenizer: Any, key: tuple, make: Callable[[], Any]) -> Any:
-        """`make()`'s value for `key` in `store`, kept while `tokenizer` gives the ids the cache holds (else cleared)."""
+    def kept(self, tokenizer: Any, key: tuple, make: Callable[[], Any]) -> Any:
+        """`make()`'s value for `key`, kept (do not change it in place) while `tokenizer` gives the same ids."""
         if tokenizer is not self._tokenizer:
             self._tokenizer, self._backend = tokenizer, tokenizer_key(tokenizer)
         tokenizer_key_now = (self._backend or ("object", id(tokenizer)), _settings(tokenizer))
         if tokenizer_key_now != self._key:
             self._key = tokenizer_key_now
-            self._batches.clear()
-            self._counts.clear()
-        if key not in store:
-            store[key] = make()
-        return store[key]
-
-    def batch(
-        self, tokenizer: Any, texts: Sequence[str], max_length: int, encode: Callable[[], tuple[Batch, int]]
-    ) -> tuple[Batch, int]:
-        """`encode()`'s (batch (b, l), truncated texts) of `texts` at `max_length`, kept (do not change it in place)."""
-        return self._kept(self._batches, tokenizer, (max_length, tuple(texts)), encode)
+            self._values.clear()
+        if key not in self._values:
+            self._values[key] = make()
+        return self._values[key]
 
     def counts(self, tokenizer: Any, texts: Sequence[str], count: Callable[[], torch.Tensor]) -> torch.Tensor:
         """How often each token id occurs in `texts` (`count()`'s the first time, kept after)."""
-        return self._kept(self._counts, tokenizer, tuple(texts), count)
+        return self.kept(tokenizer, ("counts", tuple(texts)), count)
 
 
 def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: int = 3) -> None:
@@ -99,15 +90,6 @@ def ensure_pad_token(tokenizer: Any, *, source: str | None = None, stacklevel: i
         stacklevel=stacklevel,
     )
     tokenizer.pad_token = eos
-
-
-def padded_tokenizer(tokenizer: Any) -> Any:
-    """The tokenizer itself when it has a pad token, else a copy padding with its eos token (`ensure_pad_token`)."""
-    if getattr(tokenizer, "pad_token", None) is not None:
-        return tokenizer
-    copied = copy.deepcopy(tokenizer)
-    ensure_pad_token(copied, stacklevel=5)
-    return copied
 
 
 _AUTOCAST_NAMES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
@@ -140,8 +122,7 @@ def token_rows(
     *,
     include_special: bool = False,
 ) -> Bool[torch.Tensor, "b l"]:
-    """The token policy, the rows (b, l) of the fit, the metrics and the probe: real tokens, special ones (`special_ids`)
-    left out unless `include_special`; `input_ids` are taken before any masking."""
+    """The token policy's rows (b, l): real tokens, special ones (`special_ids`) out unless `include_special`."""
     rows = attention_mask.bool()
     return rows if include_special else rows & ~torch.isin(input_ids, special_ids.to(input_ids.device))
 
@@ -159,24 +140,35 @@ class TokenBatcher:
         vocab_size: int | None = None,
         token_cache: TokenCache | None = None,
     ):
-        self.tokenizer = padded_tokenizer(tokenizer)
+        if getattr(tokenizer, "pad_token", None) is None:  # a copy that pads with its eos token
+            tokenizer = copy.deepcopy(tokenizer)
+            ensure_pad_token(tokenizer, stacklevel=4)
+        self.tokenizer = tokenizer
         self.token_cache = token_cache
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.max_length = check_positive_int("max_length", max_length)
         self.min_tokens = min_tokens
         self.vocab_size = vocab_size
-        self.skipped_sequences = 0
-        self.truncated_sequences = 0
+        self.skipped_sequences = self.truncated_sequences = 0  # of the last `batches`
         self._truncation_noted = False
 
     def batches(self, inputs: Any, labels: Any = None) -> tuple[int, Iterator[tuple[Batch, torch.Tensor]]]:
         """The number of batches and a lazy iterator of (batch, indices of its sequences), batches maybe empty."""
         if isinstance(inputs, str):
             inputs = [inputs]
+        texts = tensors = None
         if isinstance(inputs, Mapping):
-            encode, n_sequences = self._tensor_encoder(inputs)
+            if "input_ids" not in inputs:
+                raise InvalidInputError("Tokenised inputs must hold 'input_ids' (and preferably 'attention_mask').")
+            input_ids = torch.as_tensor(inputs["input_ids"]).cpu()  # tokens on a device: read back once, batched here
+            if input_ids.dim() != 2:
+                raise InvalidInputError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
+            self._check_ids(input_ids)  # once for all the inputs
+            mask = inputs.get("attention_mask")
+            attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long().cpu()
+            tensors, n_sequences = {"input_ids": input_ids, "attention_mask": attention_mask}, input_ids.shape[0]
         elif isinstance(inputs, Sequence) and all(isinstance(text, str) for text in inputs):
-            encode, n_sequences = self._text_encoder(list(inputs))
+            texts, n_sequences = list(inputs), len(inputs)
         else:
             raise InvalidInputError("inputs must be a list of strings or a dict/BatchEncoding of tensors.")
         if n_sequences == 0:
@@ -190,7 +182,10 @@ class TokenBatcher:
         def generate() -> Iterator[tuple[Batch, torch.Tensor]]:
             for start in range(0, n_sequences, self.batch_size):
                 stop = min(start + self.batch_size, n_sequences)
-                batch = encode(start, stop)
+                if tensors is None:
+                    batch = self._encode(texts[start:stop])
+                else:
+                    batch = {key: value[start:stop] for key, value in tensors.items()}
                 if labels is not None:
                     batch["labels"] = labels[start:stop]
                 yield self._usable(batch, torch.arange(start, stop))
@@ -198,35 +193,15 @@ class TokenBatcher:
 
         return math.ceil(n_sequences / self.batch_size), generate()
 
-    def _tensor_encoder(self, inputs: Mapping) -> tuple[Any, int]:
-        if "input_ids" not in inputs:
-            raise InvalidInputError("Tokenised inputs must hold 'input_ids' (and preferably 'attention_mask').")
-        input_ids = torch.as_tensor(inputs["input_ids"]).cpu()  # tokens on a device: read back once, batched here
-        if input_ids.dim() != 2:
-            raise InvalidInputError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}.")
-        self._check_ids(input_ids)  # once for all the inputs
-        mask = inputs.get("attention_mask")
-        attention_mask = torch.ones_like(input_ids) if mask is None else torch.as_tensor(mask).long().cpu()
-
-        def encode(start: int, stop: int) -> Batch:
-            return {"input_ids": input_ids[start:stop], "attention_mask": attention_mask[start:stop]}
-
-        return encode, input_ids.shape[0]
-
-    def _text_encoder(self, texts: list[str]) -> tuple[Any, int]:
-        def encode(start: int, stop: int) -> Batch:
-            chunk = texts[start:stop]
-            if self.token_cache is None:
-                batch, truncated = self._tokenise(chunk)
-            else:
-                batch, truncated = self.token_cache.batch(
-                    self.tokenizer, chunk, self.max_length, lambda: self._tokenise(chunk)
-                )
-            self._check_ids(batch["input_ids"])  # on the host, before the batch goes to the device
-            self.truncated_sequences += truncated
-            return dict(batch)  # `_usable` copies the tensors before anything changes them
-
-        return encode, len(texts)
+    def _encode(self, texts: list[str]) -> Batch:
+        """The batch of `texts` (tokenised or kept by the token cache), its ids checked, its truncations counted."""
+        key, tokenise = (self.max_length, tuple(texts)), functools.partial(self._tokenise, texts)
+        batch, truncated = (
+            tokenise() if self.token_cache is None else self.token_cache.kept(self.tokenizer, key, tokenise)
+        )
+        self._check_ids(batch["input_ids"])  # on the host, before the batch goes to the device
+        self.truncated_sequences += truncated
+        return dict(batch)  # `_usable` copies the tensors before anything changes them
 
     def _tokenise(self, texts: list[str]) -> tuple[Batch, int]:
         """(`input_ids` and `attention_mask` (b, l) of `texts`, right-padded, how many of them were truncated)."""
@@ -263,10 +238,7 @@ class TokenBatcher:
         low, high = (int(value) for value in torch.aminmax(input_ids))
         if low >= 0 and high < self.vocab_size:
             return
-        try:
-            tokens = f"{len(self.tokenizer)} tokens"
-        except TypeError:
-            tokens = "its vocabulary"
+        tokens = f"{len(self.tokenizer)} tokens" if hasattr(self.tokenizer, "__len__") else "its vocabulary"
         raise InvalidInputError(
             f"Token id {high if high >= self.vocab_size else low} is outside the model's input embedding, which has {self.vocab_size} rows (ids 0 to {self.vocab_size - 1}), while the tokenizer has {tokens}: the tokenizer (or the token ids given) does not belong to this model; use the model's own tokenizer (after adding tokens to it, call model.resize_token_embeddings(len(tokenizer)))."
         )

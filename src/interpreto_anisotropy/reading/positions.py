@@ -1,16 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Position ids per architecture family, for right-aligned token batches.
-
-Batches are right-aligned and given position ids in the model family's convention (`PositionConvention`), so a
-padded text is read as it is alone (docs/architectures.md).
-
-Examples:
-    >>> from interpreto_anisotropy.reading.positions import PositionConvention, PositionScheme
-    >>> PositionScheme(PositionConvention.FROM_ZERO).position_ids(torch.tensor([[1, 1, 0]])).tolist()
-    [[0, 1, 1]]
-"""
+"""Position ids per architecture family for right-aligned batches, so a padded text is read as it is alone."""
 
 from __future__ import annotations
 
@@ -92,10 +83,8 @@ def _padding_offset_index(model: torch.nn.Module) -> int | None:
             continue
         if not isinstance(getattr(module, "position_embeddings", None), torch.nn.Embedding):
             continue
-        source = sys.modules.get(type(module).__module__)
-        if hasattr(module, "create_position_ids_from_input_ids") or hasattr(
-            source, "create_position_ids_from_input_ids"
-        ):
+        owners = (module, sys.modules.get(type(module).__module__))  # the module, or its source file
+        if any(hasattr(owner, "create_position_ids_from_input_ids") for owner in owners):
             return padding_idx
     return None
 

@@ -10,18 +10,11 @@ from types import FrameType
 from typing import Any
 
 
-def plain_interpreter() -> bool:
-    """Whether Python runs without a script or `-c` (a REPL, or a program piped in), not with `-i` nor IPython,
-    and nnsight is not imported yet: where nnsight would open its own console when imported."""
-    if "nnsight" in sys.modules or sys.flags.interactive or not sys.argv or sys.argv[0]:
-        return False
-    # IPython is imported by whoever runs a shell; never by us
-    return "IPython" not in sys.modules or sys.modules["IPython"].get_ipython() is None
-
-
 def import_as_a_script() -> None:
-    """Import nnsight as a script would, and let its backward run without a source (`plain_interpreter` only)."""
-    if not plain_interpreter():
+    """In a plain REPL or piped program (where nnsight opens a console), import nnsight as a script would."""
+    if "nnsight" in sys.modules or sys.flags.interactive or not sys.argv or sys.argv[0]:
+        return
+    if "IPython" in sys.modules and sys.modules["IPython"].get_ipython() is not None:  # an IPython shell runs
         return
     sys.argv[0] = "-"  # what nnsight reads to tell a console (an empty name) from a script
     try:
@@ -31,16 +24,16 @@ def import_as_a_script() -> None:
     tolerate_sourceless_backward()
 
 
-def tolerate_sourceless_backward() -> bool:
+def tolerate_sourceless_backward() -> None:
     """Let nnsight's `Tensor.backward` run the plain backward for a caller without source (idempotent)."""
     try:
         from nnsight.intervention.tracing.backwards import BackwardsTracer
         from nnsight.intervention.tracing.base import WithBlockNotFoundError
     except ImportError:
-        return False
+        return
     capture = BackwardsTracer.capture
     if getattr(capture, "tolerates_sourceless", False):
-        return True
+        return
 
     def capture_or_plain(self: Any, frame: FrameType | None = None) -> Any:
         frame = frame if frame is not None else caller_outside_nnsight(sys._getframe(1))
@@ -51,7 +44,6 @@ def tolerate_sourceless_backward() -> bool:
 
     capture_or_plain.tolerates_sourceless = True
     BackwardsTracer.capture = capture_or_plain
-    return True
 
 
 def caller_outside_nnsight(frame: FrameType | None) -> FrameType | None:

@@ -27,9 +27,6 @@ Batch = dict[str, torch.Tensor]
 def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
     """Run the body with `model` in eval mode, then restore the `training` flag of each of its modules."""
     flags = [(module, module.training) for module in model.modules()]
-    if not any(flag for _, flag in flags):
-        yield model
-        return
     model.eval()
     try:
         yield model
@@ -110,12 +107,6 @@ def resolve_split_point(model: torch.nn.Module, split_point: int | str) -> str:
     return path
 
 
-def embedding_rows(model: torch.nn.Module) -> int | None:
-    """The rows of a model's input embedding (token ids must lie below), None when it exposes none."""
-    rows = getattr(_embedding(model), "num_embeddings", None)
-    return rows if isinstance(rows, int) else None
-
-
 def check_call(call: Any) -> str | int | None:
     """The `call` option (None, "first", "last" or a call index, -1 the last), else an `InvalidInputError`."""
     if call is None or call in ("first", "last") or (isinstance(call, int) and not isinstance(call, bool)):
@@ -168,8 +159,7 @@ def refuse_internal_padding(model: torch.nn.Module) -> None:
 
 
 def refuse_unsupported_kernels(model: torch.nn.Module) -> None:
-    """Refuse (`InvalidInputError`) a mixture-of-experts model in float64 whose experts run the `grouped_mm` kernel
-    (transformers' default), which takes float32, bfloat16 and float16 only."""
+    """Refuse (`InvalidInputError`) a float64 mixture of experts whose experts run the `grouped_mm` kernel."""
     config = getattr(model, "config", None)
     kernel = getattr(config, "_experts_implementation", None)
     if kernel != "grouped_mm" or not any(p.dtype == torch.float64 for p in model.parameters()):
@@ -180,9 +170,7 @@ def refuse_unsupported_kernels(model: torch.nn.Module) -> None:
 
 
 def refuse_ignored_aux_loss(model: torch.nn.Module) -> None:
-    """Refuse (`InvalidInputError`) a mixture-of-experts model set to train with its router's auxiliary loss
-    (`output_router_logits=True` and a non-zero `router_aux_loss_coef`): the probe's objective is the task loss
-    alone, computed from the logits, so it would leave that part of the training loss out without a word."""
+    """Refuse (`InvalidInputError`) a mixture of experts set to train with its router's auxiliary loss."""
     config = getattr(model, "config", None)
     coefficient = getattr(config, "router_aux_loss_coef", 0) or 0
     if not getattr(config, "output_router_logits", False) or not coefficient:
@@ -193,16 +181,15 @@ def refuse_ignored_aux_loss(model: torch.nn.Module) -> None:
 
 
 class StopForward(Exception):
-    """Raised by a `HiddenStateCapture(stop=True)` once it holds the hidden state: the layers above are skipped."""
+    """Raised by a `HiddenStateCapture` (not `as_leaf`) holding the hidden state: the layers above are skipped."""
 
 
 class HiddenStateCapture:
-    """Forward hook that records the split point's (batch, length, d) hidden state at one call of the module."""
+    """Forward hook: the split point's (b, l, d) hidden state at one call, then a stop (or, `as_leaf`, a leaf)."""
 
-    def __init__(self, split_point: str, *, as_leaf: bool = False, stop: bool = False, call: int | None = 0):
+    def __init__(self, split_point: str, *, as_leaf: bool = False, call: int | None = 0):
         self.split_point = split_point
-        self.as_leaf = as_leaf and call is not None
-        self.stop = stop and call is not None
+        self.as_leaf = as_leaf
         self.call = call
         self.calls = 0
         self.outputs: list[torch.Tensor] = []
@@ -222,11 +209,9 @@ class HiddenStateCapture:
             self.outputs.append(hidden.detach())
             return None
         self.hidden = hidden.detach().requires_grad_(True) if self.as_leaf else hidden.detach()
-        if self.stop:
+        if not self.as_leaf:
             raise StopForward
-        if self.as_leaf:
-            return self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :])
-        return None
+        return self.hidden if index < 0 else (*output[:index], self.hidden, *output[index + 1 :])
 
 
 class SplitPoint:
@@ -257,20 +242,16 @@ class SplitPoint:
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
         self.include_special = include_special
         self.special_ids = special_token_ids(self.tokenizer)
-        self.vocab_size = embedding_rows(self.model)
-        self.dispatched = is_dispatched(self.model)  # by accelerate: layers on several devices, or offloaded
-        # (the split point's device, the inputs' device) of a dispatched model, whose hooks stay where they are
-        self.placed = (execution_device(self.model, self.path), input_device(self.model)) if self.dispatched else None
+        rows = getattr(_embedding(self.model), "num_embeddings", None)  # token ids must lie below
+        self.vocab_size = rows if isinstance(rows, int) else None
+        self.placed = None  # (the split point's device, the inputs' device) of a model accelerate dispatched
+        if is_dispatched(self.model):  # over devices, or offloaded: its hooks stay where they are
+            self.placed = (execution_device(self.model, self.path), input_device(self.model))
 
     @property
     def device(self) -> torch.device:
-        """The device that runs the split point's module (`placement.execution_device` when dispatched)."""
+        """The device that runs the split point's module (`execution_device` when dispatched)."""
         return next(self.model.parameters()).device if self.placed is None else self.placed[0]
-
-    @property
-    def input_device(self) -> torch.device:
-        """Where the model's inputs go: the device that runs its input embedding (`placement.input_device`)."""
-        return self.device if self.placed is None else self.placed[1]
 
     @property
     def max_length(self) -> int:
@@ -313,8 +294,8 @@ class SplitPoint:
         position_ids = self.positions.position_ids(batch["attention_mask"])
         if position_ids is not None:
             inputs["position_ids"] = position_ids
-        if self.dispatched:  # the batch is on the split point's device; the model reads it where its embedding runs
-            inputs = {key: value.to(self.input_device) for key, value in inputs.items()}
+        if self.placed is not None:  # from the split point's device to where the model's embedding runs
+            inputs = {key: value.to(self.placed[1]) for key, value in inputs.items()}
         return inputs
 
     def rows(self, batch: Batch) -> Bool[torch.Tensor, "b l"]:
@@ -330,7 +311,7 @@ class SplitPoint:
         if self.calls is None:
             capture = self._counting_forward(batch)
             return self._checked(capture.outputs[self._index()], batch)
-        capture = self._forward_only(batch, HiddenStateCapture(self.path, stop=True, call=self._index()))
+        capture = self._forward_only(batch, HiddenStateCapture(self.path, call=self._index()))
         return self._checked(capture.hidden, batch)
 
     def _counting_forward(self, batch: Batch) -> HiddenStateCapture:
@@ -344,7 +325,7 @@ class SplitPoint:
 
         with nullcontext() if head is None or head is self.module else head.register_forward_pre_hook(stop_at_head):
             self._forward_only(batch, capture)
-        self._count(capture.calls)
+        self._index(capture.calls)
         return capture
 
     def _forward_only(self, batch: Batch, capture: HiddenStateCapture) -> HiddenStateCapture:
@@ -357,13 +338,9 @@ class SplitPoint:
                 pass
         return capture
 
-    def _count(self, calls: int) -> None:
-        """Record how many times the module ran in one forward, once `call` is checked against it."""
-        call_index(self.call, calls, self.path, type(self.model).__name__)
-        self.calls = calls
-
-    def _index(self) -> int:
-        """The 0-based index of the chosen call (`calls` must be counted, except for a call counted from 0)."""
+    def _index(self, calls: int | None = None) -> int:
+        """The 0-based index of the chosen call among `calls` (kept) or the calls counted (needed for `call` < 0)."""
+        self.calls = self.calls if calls is None else calls
         if self.calls is None:
             return 0 if self.call in (None, "first") else int(self.call)
         return call_index(self.call, self.calls, self.path, type(self.model).__name__)
@@ -392,9 +369,9 @@ class SplitPoint:
                     parameter.requires_grad_(False)
                 with autocast(self.device, self.autocast_dtype):
                     output = self.model(**self.model_inputs(batch), **forward_kwargs)
-                    self._count(capture.calls)
+                    self._index(capture.calls)
                     hidden = self._checked(capture.hidden, batch)
-                    if self.dispatched:  # the output where the batch and the split point are, for the loss
+                    if self.placed is not None:  # the output where the batch and the split point are, for the loss
                         from accelerate.utils import send_to_device
 
                         output = send_to_device(output, self.device)
@@ -414,7 +391,7 @@ class SplitPoint:
         ids = torch.zeros(1, 2, dtype=torch.long, device=self.device)
         batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
         try:  # the first call: every call of a module that runs several times has the same width
-            hidden = self._forward_only(batch, HiddenStateCapture(self.path, stop=True, call=0)).hidden
+            hidden = self._forward_only(batch, HiddenStateCapture(self.path, call=0)).hidden
         except Exception:  # noqa: BLE001  (a model that needs other inputs: the caller asks Interpreto)
             return None
         return None if hidden is None else int(hidden.shape[-1])
@@ -459,7 +436,6 @@ class _Forward:
     index: int
     inputs: dict[str, torch.Tensor]
     output_loss: torch.Tensor | None = None
-    ran: set[str] = field(default_factory=set)  # the split points this forward ran
     awaiting_recompute: set[str] = field(default_factory=set)
     outputs: dict[str, list[torch.Tensor]] = field(default_factory=dict)  # each split point's calls, in order
 
@@ -478,7 +454,7 @@ class TrainingCapture:
         | None = None,
     ):
         self.model = model
-        self.call = check_call(call)
+        self.call = call  # checked by `LiveConfig`
         self.on_logits = on_logits
         self.paths = list(paths)
         self.modules = {path: split_point_module(model, path) for path in self.paths}
@@ -527,27 +503,19 @@ class TrainingCapture:
         self.forwards += 1
 
     def _model_ends(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
-        forward = self._current
+        forward, self._current = self._current, None  # a split point run after it is not this forward's
         if forward is None:
             return
         if isinstance(loss := getattr(output, "loss", None), torch.Tensor):
             forward.output_loss = loss.detach()
-        if self.on_logits is not None:
-            self._hook_logits(forward, getattr(output, "logits", None))
+        logits = getattr(output, "logits", None)
+        if self.on_logits is not None and isinstance(logits, torch.Tensor) and logits.requires_grad:
+            on_gradient = self.on_logits(forward.inputs, logits.detach())
+            if on_gradient is not None:
+                logits.register_hook(lambda gradient: on_gradient(gradient.detach()))
         outputs, forward.outputs = forward.outputs, {}
         for path, calls in outputs.items():
             self._hook_call(path, calls, forward)
-
-    def _hook_logits(self, forward: _Forward, logits: Any) -> None:
-        if not isinstance(logits, torch.Tensor) or not logits.requires_grad:
-            return
-        on_gradient = self.on_logits(forward.inputs, logits.detach())
-        if on_gradient is not None:
-
-            def hook(gradient: torch.Tensor) -> None:
-                on_gradient(gradient.detach())
-
-            logits.register_hook(hook)
 
     def _hook_call(self, path: str, calls: list[torch.Tensor], forward: _Forward) -> None:
         """Hook the gradient of the chosen call's output (or await its recompute in a reentrant checkpoint)."""
@@ -576,8 +544,7 @@ class TrainingCapture:
                     self.unhooked[path] -= 1
                     self._hook_gradient(path, hidden, forward)
                 return
-            if path not in forward.ran:
-                forward.ran.add(path)
+            if path not in forward.outputs:
                 self.runs[path] += 1
             forward.outputs.setdefault(path, []).append(hidden)  # hooked when the model's forward ends
 
