@@ -91,16 +91,7 @@ def _numerical_rank(values: Float[torch.Tensor, " k"]) -> int:
 
 
 class OrthonormalConceptModel(BaseDictionaryLearning):
-    """Concepts as coordinates in an orthonormal basis Q (d, k): encode (x - mean) Q, decode z Q^T + mean.
-
-    For the streamed PCA it owns the `MomentAccumulator` and recomputes Q lazily after `partial_fit`.
-
-    Args:
-        nb_concepts: The requested rank k.
-        input_size: The hidden size d.
-        center: Whether activations are centred before the eigendecomposition / encoding.
-        device: Device of the basis.
-    """
+    """Concepts as coordinates in an orthonormal basis Q (d, k); the streamed PCA's moments, Q recomputed lazily."""
 
     def __init__(self, nb_concepts: int, input_size: int, *, center: bool = True, device: str = "cpu"):
         super().__init__(nb_concepts, device=device)
@@ -191,16 +182,7 @@ _PASSED_BY_US = frozenset({"self", "splitter", "nb_concepts", "input_size", "inp
 
 
 def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
-    """The keywords an Interpreto explainer class takes for its concept model, None when its signatures cannot say.
-
-    Read from its `__init__` and, when that passes `**kwargs` on, its `concept_model_class`'s; None when that too
-    takes `**kwargs`. `concept_class` None (the streamed PCA) takes none.
-
-    Examples:
-        >>> from interpreto.concepts import ICAConcepts
-        >>> sorted(accepted_method_kwargs(ICAConcepts)), accepted_method_kwargs(None)
-        (['random_state'], set())
-    """
+    """The keywords of an Interpreto class's `__init__` (and its concept model's); None when `**kwargs` hides them."""
     if concept_class is None:
         return set()
     declared = inspect.getattr_static(concept_class, "concept_model_class", None)
@@ -220,15 +202,7 @@ def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
 
 
 def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> None:
-    """Check a sweep's `method_kwargs` before any checkpoint is read, as `TangentExplainer(method=...)` would.
-
-    Args:
-        method: A method name or an Interpreto explainer class.
-        method_kwargs: Keywords for the tangent: `TangentExplainer`'s own (`center`, `rtol`, ...) or its method's.
-
-    Raises:
-        InvalidInputError: An unknown method, or a keyword neither takes (see `accepted_method_kwargs`).
-    """
+    """Refuse an unknown method, or a keyword neither `TangentExplainer` nor the method's class takes."""
     name, concept_class = _resolve_method(method)
     accepted = accepted_method_kwargs(concept_class)
     own = set(inspect.signature(TangentExplainer.__init__).parameters)
@@ -252,17 +226,11 @@ def tangent_method_names() -> list[str]:
 
 
 def method_streams(method: str | type) -> bool:
-    """Whether a tangent method (a name or an Interpreto class) fits batch by batch (`partial_fit`): "pca" only.
-
-    Examples:
-        >>> method_streams("pca"), method_streams("semi_nmf")
-        (True, False)
-    """
+    """Whether a tangent method (a name or an Interpreto class) fits batch by batch (`partial_fit`): "pca" only."""
     return _resolve_method(method)[1] is None
 
 
 def _check_splitter(splitter: Any) -> None:
-    """Refuse a splitter that is not an Interpreto `BaseSplitter`, saying how to wrap a model."""
     if not isinstance(splitter, BaseSplitter):
         raise InvalidInputError(f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}.")
 
@@ -320,8 +288,7 @@ def _are_texts(inputs: Any) -> bool:
 
 
 def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
-    """Warn when activations may come from Interpreto 0.5.2's `get_activations` (left padding, no position ids)
-    on a model with learned absolute positions, which then reads padded texts at shifted positions."""
+    """Warn that Interpreto's `get_activations` reads left-padded texts at shifted learned absolute positions."""
     left = getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") == "left"
     if left and uses_absolute_positions(model := splitter_model(splitter)):
         message = f"{type(model).__name__} has learned absolute positions and pads left: use tangent.fit(texts)."
@@ -448,10 +415,8 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             A fitted tangent; its `.subspace.method` is the explainer's class name.
 
         Raises:
-            InvalidInputError: Not an Interpreto `ConceptAutoEncoderExplainer`, a dictionary that is not (k, d),
-                or 2k >= d (no room for normal controls).
+            InvalidInputError: Not a `ConceptAutoEncoderExplainer`, 2k >= d, or a dictionary or mean of another d.
             OutOfOrderError: An explainer not fitted yet.
-            InvalidInputError: A dictionary or a mean whose d differs from the split point's.
             NonFiniteError: A dictionary holding NaN or infinity.
 
         Examples:
@@ -473,27 +438,14 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         return self.concept_class is None
 
     def merge_across_ranks(self) -> TangentExplainer:
-        """All-reduce the streamed PCA's moments over a torch.distributed group (call on every rank; no group: no-op).
-
-        Returns:
-            self.
-
-        Raises:
-            InvalidInputError: For methods that do not stream.
-        """
+        """All-reduce the streamed PCA's moments over a torch.distributed group (call on every rank; no group: no-op)."""
         if not self.streams:
             raise InvalidInputError(f"Method {self.method_name!r} does not stream: fit it on pooled activations.")
         self.concept_model.merge(distributed.all_reduce_moments)
         return self
 
     def finalize(self) -> TangentExplainer:
-        """Compute the streamed PCA's basis from the moments so far (as reading `.subspace` does); returns self.
-
-        Raises:
-            OutOfOrderError: Before any `partial_fit`.
-            InvalidInputError: A single row when centred (the moments are kept: `partial_fit` more, then retry).
-            InvalidInputError: Identical rows when centred, all-zero rows when not.
-        """
+        """Compute the streamed PCA's basis from the moments so far (as `.subspace` does; refused rows keep them)."""
         if self.streams and self.concept_model.moments is None:
             raise OutOfOrderError(f"{type(self).__name__} has no moments yet: call partial_fit(...) first.")
         self.concept_model.get_subspace()
@@ -528,11 +480,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             self, with `.subspace` set.
 
         Raises:
-            InvalidInputError: Activations that are not 2-D, identical rows when centred, all-zero rows when not, or
-                fewer rows than `nb_concepts` for "pca_sklearn".
+            InvalidInputError: Activations not (n, d) at the split point's d, no row (one, when centred), identical
+                rows when centred, all-zero rows when not, or fewer rows than `nb_concepts` for "pca_sklearn".
             NonFiniteError: NaN or infinite activations.
-            InvalidInputError: Activations whose d differs from the split point's.
-            InvalidInputError: No rows at all, or a single row when centred.
 
         Warns:
             DegenerateStatisticsWarning: Fewer than k + 1 rows, or rows spanning fewer than `nb_concepts` dimensions.
@@ -573,9 +523,6 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         Args:
             activations: Texts, an (n, d) tensor, or a list / iterable of them (see `fit`).
             **reader: With texts: `fit`'s reading options.
-
-        Raises:
-            InvalidInputError: For methods other than "pca".
         """
         if not self.streams:
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
@@ -607,8 +554,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
 
         Raises:
             OutOfOrderError: Before `fit`.
-            InvalidInputError: A streamed PCA of a single row, when centred.
-            InvalidInputError: A streamed PCA of identical rows when centred, of all-zero rows when not.
+            InvalidInputError: A streamed PCA of one row or identical rows when centred, of all-zero rows when not.
 
         Warns:
             DegenerateStatisticsWarning: Rows spanning fewer than `nb_concepts` dimensions.
@@ -652,10 +598,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             The fitted tangent, with its `fit_record`.
 
         Raises:
-            InvalidInputError: A splitter that is not an Interpreto splitter, or a `source` that is no str or path.
-            ResultsStoreError: No such folder or repository, a failed download (or none within `hub_timeout`), or a
-                damaged folder.
-            InvalidInputError: A splitter of another split point or width d, or a class not the saved method's.
+            InvalidInputError: A `source` that is no str or path, a splitter not Interpreto's or of another split
+                point or width d, or a class not the saved method's.
+            ResultsStoreError: No such folder or repository, a failed (or timed-out) download, or a damaged folder.
         """
         _check_splitter(splitter)
         download = {"revision": revision, "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}

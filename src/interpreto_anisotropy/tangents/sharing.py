@@ -257,13 +257,7 @@ def check_repo_id(repo_id: Any, name: str = "repo_id") -> str:
 
 
 def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **download: Any) -> Path:
-    """The folder `source`, or the Hub repository `source` downloaded (`**download`: `snapshot_download`'s options)
-    through `hub.hub_call` (every wait bounded by `hub_timeout`, transient errors retried).
-
-    Raises:
-        InvalidInputError: A `source` that is neither a str nor a path.
-        ResultsStoreError: No such folder and no repository id, or a download that failed.
-    """
+    """The folder `source`, or the Hub repository `source` downloaded by `snapshot_download` through `hub.hub_call`."""
     from ..commons import hub
 
     path = check_folder("source", source)
@@ -287,17 +281,6 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
     )
 
 
-def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
-    path = folder / SUBSPACE_FILE
-    try:
-        subspace = Subspace.load(path, device=device)
-    except ResultsStoreError as error:
-        raise ResultsStoreError(f"{error} The folder {folder} is damaged: {_SAVE_AGAIN}.") from error
-    if (subspace.dim, subspace.rank) != (record.dim, record.rank):
-        raise ResultsStoreError(f"{path} and {TANGENT_FILE} disagree on d or k: they come from different tangents.")
-    return subspace
-
-
 def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: Callable[[Any], int]) -> None:
     """Refuse (`InvalidInputError`) a splitter of another split point or width d (`width_of(splitter)`)."""
     split_point = getattr(splitter, "split_point", None)
@@ -314,18 +297,11 @@ def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: 
 def tangent_class(
     cls: type, record: SavedTangent, folder: Path, named: dict[str, type], base: type
 ) -> tuple[type, Any]:
-    """The class to build the saved tangent with (`named[method]`, `cls` below it, or `base`) and its `method=`.
-
-    Nothing named in the file is imported: a method that is not one of ours comes from `allowed_concept_classes`.
-
-    Raises:
-        ResultsStoreError: A method that is neither ours nor one of Interpreto's concept classes.
-        InvalidInputError: A named `cls` that is not the saved method's class.
-    """
+    """The class to build the saved tangent with (`named[method]`, `cls` below it, or `base`) and its `method=`."""
     if record.method in named:
         found, method = named[record.method], record.method
     else:
-        allowed = allowed_concept_classes(named)
+        allowed = allowed_concept_classes(named)  # nothing named in the file is imported
         if record.concept_class not in allowed:
             raise ResultsStoreError(
                 f"{folder / TANGENT_FILE} names method {record.method!r} ({str(record.concept_class)[:200]!r}), neither a method of ours nor one of Interpreto's concept classes: nothing was imported."
@@ -339,8 +315,7 @@ def tangent_class(
 
 
 def allowed_concept_classes(named: dict[str, type]) -> dict[str, type]:
-    """The concept classes a saved tangent may name, by ``module:qualname``: Interpreto's concept autoencoder
-    explainers (`interpreto.concepts`) and those our named tangents use (`named`: method -> tangent class)."""
+    """The concept classes a saved tangent may name, by ``module:qualname``: Interpreto's and our named tangents'."""
     import interpreto.concepts as concepts
 
     classes = [*vars(concepts).values(), *(tangent.concept_class for tangent in named.values())]
@@ -352,13 +327,15 @@ def allowed_concept_classes(named: dict[str, type]) -> dict[str, type]:
 def read_saved(
     source: str | Path, *, device: Any = "cpu", hub_timeout: float | None = None, **download: Any
 ) -> tuple[Path, SavedTangent, Subspace]:
-    """The folder of a saved tangent (see `tangent_folder`), its `SavedTangent` and its `Subspace`, checked.
-
-    Raises:
-        ResultsStoreError: A missing or damaged file, or files that disagree on d or k.
-    """
+    """The folder of a saved tangent (see `tangent_folder`), its `SavedTangent` and its `Subspace`, checked."""
     record = SavedTangent.read(folder := tangent_folder(source, hub_timeout=hub_timeout, **download))
-    return folder, record, _subspace(folder, record, device)
+    try:
+        subspace = Subspace.load(path := folder / SUBSPACE_FILE, device=device)
+    except ResultsStoreError as error:
+        raise ResultsStoreError(f"{error} The folder {folder} is damaged: {_SAVE_AGAIN}.") from error
+    if (subspace.dim, subspace.rank) != (record.dim, record.rank):
+        raise ResultsStoreError(f"{path} and {TANGENT_FILE} disagree on d or k: they come from different tangents.")
+    return folder, record, subspace
 
 
 class SharedTangent:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -27,6 +28,12 @@ __all__ = ["Subspace"]
 
 _ORTHONORMALITY_TOLERANCE = 1e-4
 _METADATA_KEYS = ("name", "method", "split_point", "step", "call")
+
+
+def haar_orthonormal(draws: Float[torch.Tensor, "*n d k"]) -> Float[torch.Tensor, "*n d k"]:
+    """QR of each Gaussian draw, with the sign fix that makes its basis Haar-uniform (and unique for the draw)."""
+    bases, triangular = torch.linalg.qr(draws)
+    return bases * torch.sign(torch.diagonal(triangular, dim1=-2, dim2=-1)).unsqueeze(-2)
 
 
 @dataclass
@@ -118,8 +125,7 @@ class Subspace:
             >>> Q.replace(name="early", step=30).name, Q.name  # Q itself keeps no name
             ('early', None)
         """
-        fields = {key: getattr(self, key) for key in ("basis", "mean", *_METADATA_KEYS)}
-        return Subspace(**{**fields, "info": dict(self.info), **changes}, check=False)
+        return dataclasses.replace(self, **{"info": dict(self.info), "check": False, **changes})
 
     def _check_input(self, x: Any, name: str) -> torch.Tensor:
         x = as_float_tensor(x, name=name, ndim=None)
@@ -140,8 +146,8 @@ class Subspace:
 
     def project(self, x: Float[torch.Tensor, "... d"], *, center: bool = True) -> Float[torch.Tensor, "... d"]:
         """Orthogonal projection (..., d): `mean + (x - mean) Q Q^T`, or `x Q Q^T` when `center=False` or no mean."""
-        basis = self._basis_for(self._check_input(x, "x"))
-        projected = self.coords(x, center=center) @ basis.T
+        coords = self.coords(x, center=center)
+        projected = coords @ self._basis_for(coords).T
         if center and self.mean is not None:
             projected = projected + self.mean.to(device=projected.device, dtype=projected.dtype)
         return projected
@@ -219,9 +225,7 @@ class Subspace:
         """
         if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
             raise InvalidInputError(f"Need integers 1 <= k <= d, got d={d}, k={k}.")
-        gaussian = torch.randn(d, k, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-        basis, triangular = torch.linalg.qr(gaussian)
-        basis = basis * torch.sign(torch.diagonal(triangular))  # Haar-uniform, unique for the draw
+        basis = haar_orthonormal(torch.randn(d, k, generator=torch.Generator().manual_seed(seed), dtype=torch.float64))
         return cls(basis.to(device=device, dtype=dtype), method="random", info={"seed": seed}, check=False)
 
     @classmethod

@@ -10,7 +10,7 @@ already read; why not Interpreto's `TopKInputs`: docs/how-to/reading-the-report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 from typing import Any
 
 import torch
@@ -35,8 +35,6 @@ TOP_TOKENS = 5
 CONTEXT_BEFORE = 4
 #: Tokens of context shown after a top token (within its text).
 CONTEXT_AFTER = 2
-#: The fields of a `TokenInContext`, in the order of its compact form (`TokenInContext.to_list`).
-TOKEN_FIELDS = ("token", "before", "after", "score", "text", "position")
 
 
 @dataclass(frozen=True)
@@ -61,12 +59,16 @@ class TokenInContext:
 
     def to_list(self) -> list[Any]:
         """JSON-ready values, in the order of `TOKEN_FIELDS` (a compact form for files)."""
-        return [getattr(self, name) for name in TOKEN_FIELDS]
+        return list(astuple(self))
 
     @classmethod
     def from_list(cls, values: list[Any]) -> TokenInContext:
         """The occurrence `to_list` wrote."""
-        return cls(**dict(zip(TOKEN_FIELDS, values, strict=True)))
+        return cls(*values)
+
+
+#: The fields of a `TokenInContext`, in the order of its compact form (`TokenInContext.to_list`).
+TOKEN_FIELDS = tuple(field.name for field in fields(TokenInContext))
 
 
 @dataclass(frozen=True)
