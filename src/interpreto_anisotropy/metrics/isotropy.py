@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from ..commons.options import check_positive_int
+from ..commons.options import check_number, check_positive_int
 from ..commons.tensors import as_real_tensor, check_finite, scaled_by_power_of_two
 from ..errors import InvalidInputError
 
@@ -52,15 +52,9 @@ class _JsonReady:
 def _as_points(x: Any, *, name: str = "X", min_points: int = 1) -> Float[torch.Tensor, "n d"]:
     """Validate an (n, d) point cloud and return it as float64 on its own device."""
     points = as_real_tensor(x, name=name, dtype=torch.float64)
-    if points.dim() != 2:
-        raise InvalidInputError(
-            f"{name} must be a 2-D (n points, d dimensions) array, got shape {tuple(points.shape)}."
-        )
-    n, d = points.shape
-    if n == 0 or d == 0:
-        raise InvalidInputError(f"{name} is empty (shape {(n, d)}); pass at least {max(min_points, 1)} point(s).")
-    if n < min_points:
-        raise InvalidInputError(f"{name} has {n} point(s) but this measure needs at least {min_points}.")
+    if points.dim() != 2 or points.shape[0] < max(min_points, 1) or points.shape[1] == 0:
+        needs = f"n >= {max(min_points, 1)} points of d >= 1 dimensions"
+        raise InvalidInputError(f"{name} must be a 2-D (n, d) array of {needs}, got shape {tuple(points.shape)}.")
     check_finite(points, name=name)
     return points
 
@@ -68,10 +62,8 @@ def _as_points(x: Any, *, name: str = "X", min_points: int = 1) -> Float[torch.T
 def _as_covariance(cov: Any, *, name: str = "cov") -> Float[torch.Tensor, "d d"]:
     """Validate a (d, d) covariance, return its symmetric part as float64 on its own device."""
     matrix = as_real_tensor(cov, name=name, dtype=torch.float64)
-    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
-        raise InvalidInputError(f"{name} must be a square (d, d) matrix, got shape {tuple(matrix.shape)}.")
-    if matrix.shape[0] == 0:
-        raise InvalidInputError(f"{name} is empty (shape {tuple(matrix.shape)}).")
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
+        raise InvalidInputError(f"{name} must be a non-empty square (d, d) matrix, got shape {tuple(matrix.shape)}.")
     check_finite(matrix, name=name)
     return (matrix + matrix.T) / 2
 
@@ -480,8 +472,7 @@ def outlier_dimensions(X: Points, *, n_std: float = 3.0) -> OutlierDimensions:
         >>> outliers.indices.tolist(), bool(outliers.magnitudes[7] > outliers.threshold)
         ([7], True)
     """
-    if isinstance(n_std, bool) or not isinstance(n_std, int | float) or not n_std > 0:
-        raise InvalidInputError(f"n_std must be a positive number, got {n_std!r}.")
+    check_number("n_std", n_std, above=0)
     points = _as_points(X)
     magnitudes = points.abs().mean(dim=0)
     unit = scaled_by_power_of_two(magnitudes)  # the same test, with the std's squares in range

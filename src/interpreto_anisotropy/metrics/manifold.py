@@ -108,10 +108,8 @@ def _as_token_ids(token_ids: Any, n: int) -> np.ndarray:
     ids = token_ids.detach().cpu().numpy() if isinstance(token_ids, torch.Tensor) else np.asarray(token_ids)
     if ids.ndim != 1 or ids.shape[0] != n:
         raise InvalidInputError(f"token_ids must be 1-D with one id per activation row ({n}), got shape {ids.shape}.")
-    if not np.issubdtype(ids.dtype, np.integer):
-        raise InvalidInputError(f"token_ids must be integers, got dtype {ids.dtype}.")
-    if np.any(ids < 0):
-        raise InvalidInputError("token_ids must be non-negative.")
+    if not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0):
+        raise InvalidInputError(f"token_ids must be non-negative integers, got dtype {ids.dtype} (min {ids.min()}).")
     return ids.astype(np.int64)
 
 
@@ -361,20 +359,18 @@ def _stratum_row(
 def _check_curvature_options(
     n_strata: int, n_neighbors: int, tangent_dim: int, max_anchors: int | None, d: int
 ) -> None:
-    def is_positive_int(value: Any) -> bool:
-        return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 1
+    """Refuse an option that is no integer in its range, naming it."""
 
-    if not is_positive_int(n_strata):
-        raise InvalidInputError(f"n_strata must be a positive integer, got {n_strata!r}.")
-    if not is_positive_int(n_neighbors) or n_neighbors < 2:
-        raise InvalidInputError(f"n_neighbors must be an integer >= 2, got {n_neighbors!r}.")
-    if not is_positive_int(tangent_dim) or tangent_dim >= min(n_neighbors, d):
-        raise InvalidInputError(
-            f"tangent_dim must be an integer with 1 <= tangent_dim < min(n_neighbors, d) = {min(n_neighbors, d)}, "
-            f"got {tangent_dim!r}: the normal part needs at least one direction."
-        )
-    if max_anchors is not None and not is_positive_int(max_anchors):
-        raise InvalidInputError(f"max_anchors must be a positive integer or None, got {max_anchors!r}.")
+    def check(name: str, value: Any, least: int, most: float = math.inf) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not least <= value <= most:
+            bounds = f">= {least}" + (f" and <= {most}" if most < math.inf else "")
+            raise InvalidInputError(f"{name} must be an integer {bounds}, got {value!r}.")
+
+    check("n_strata", n_strata, 1)
+    check("n_neighbors", n_neighbors, 2)
+    check("tangent_dim", tangent_dim, 1, min(n_neighbors, d) - 1)  # the normal part needs at least one direction
+    if max_anchors is not None:
+        check("max_anchors", max_anchors, 1)
 
 
 def _local_ratios(
