@@ -328,9 +328,8 @@ def _finite_read(rows: torch.Tensor) -> torch.Tensor:
 class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
     """Tangent proxy of the activation manifold at a split point, as an Interpreto concept explainer.
 
-    The method's `nb_concepts` atoms are orthonormalised (`Subspace.from_dictionary`) into the basis Q (d, k);
-    concepts are the coordinates (h - mean) Q. "pca" is a streamed exact PCA (float64 moments, O(d^2) memory);
-    the others fit Interpreto's explainers on the pooled rows (NMF on ReLU'd raw rows). See docs/concepts.md.
+    The method's atoms are orthonormalised into the basis Q (d, k); concepts are the coordinates (h - mean) Q.
+    "pca" is a streamed exact PCA; the others fit Interpreto's explainers on the pooled rows (docs/concepts.md).
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` (or any `BaseSplitter`) at the split point of interest.
@@ -400,15 +399,11 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         mean: Float[torch.Tensor, " d"] | None = None,
         rtol: float = 1e-3,
     ) -> TangentExplainer:
-        """The tangent spanned by the (k, d) dictionary of any fitted Interpreto concept explainer (the user's own too).
-
-        The span is orthonormalised by `Subspace.from_dictionary` (dead or dependent atoms dropped, with a warning);
-        the explainer is kept, unchanged, as `inner_explainer`.
+        """The tangent spanned by the (k, d) dictionary of any fitted Interpreto explainer (kept as `inner_explainer`).
 
         Args:
             explainer: A fitted Interpreto concept explainer; its splitter is the tangent's.
-            mean: Centre (d,) of the activations, for the concepts, `coords` and `project`; None leaves them
-                uncentred. Energy shares never use it.
+            mean: Centre (d,) of the activations, for the concepts, `coords` and `project` (never energy shares).
             rtol: Relative singular-value threshold of the orthonormalisation.
 
         Returns:
@@ -581,7 +576,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         device: torch.device | str = "cpu",
         hub_timeout: float | None = None,
     ) -> TangentExplainer:
-        """A tangent saved by `save_pretrained` or `push_to_hub`, bit for bit, as the saved method's named class.
+        """A tangent saved by `save_pretrained` or `push_to_hub`, bit for bit, as the saved method's class.
 
         Args:
             source: The folder, or a Hub repository id ("user/name"), downloaded with `snapshot_download`.
@@ -591,8 +586,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             cache_dir: Hub cache folder.
             local_files_only: Only the Hub cache, no download.
             device: Device of the basis.
-            hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (None: the sweep's
-                default, 10 s); server errors and dropped connections are retried (`commons.hub.hub_call`).
+            hub_timeout: Seconds each Hub request may wait (None: the sweep's default, 10 s); failures are retried.
 
         Returns:
             The fitted tangent, with its `fit_record`.

@@ -143,8 +143,7 @@ class SavedTangent:
         fit: The `FitRecord` as a dict, None for a tangent fitted elsewhere (`from_interpreto`).
         package_version: The interpreto-anisotropy version that saved it.
         format: The format of this file.
-        call: The call of the split-point module its texts were read at ("first", "last" or an index); None when
-            unknown (rows given as activations, or a file saved before the call was recorded).
+        call: The call of the split-point module its texts were read at; None when unknown (or not recorded).
     """
 
     method: str
@@ -202,10 +201,6 @@ def save_tangent(
 ) -> Path:
     """`TangentExplainer.save_pretrained` (its Args); `repo_id` is for the model card's loading line."""
     subspace = tangent.subspace
-    try:
-        json.dumps(tangent.method_kwargs)
-    except (TypeError, ValueError) as error:
-        raise InvalidInputError(f"The tangent's method_kwargs are no JSON values ({error}).") from None
     config = getattr(splitter_model(tangent.splitter), "config", None)
     concept, fit_record = tangent.concept_class, getattr(tangent, "fit_record", None)
     record = SavedTangent(
@@ -225,9 +220,13 @@ def save_tangent(
         package_version=__version__,
         call=subspace.call,
     )
+    try:  # before anything is written
+        text = json.dumps(asdict(record), indent=2, sort_keys=True) + "\n"
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(f"The tangent's method_kwargs are no JSON values ({error}).") from None
     folder = Path(directory)
     subspace.save(folder / SUBSPACE_FILE)
-    write_atomically(folder / TANGENT_FILE, json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
+    write_atomically(folder / TANGENT_FILE, text)
     write_atomically(folder / CARD_FILE, str(_model_card(record, repo_id)))
     return folder
 
@@ -344,8 +343,7 @@ class SharedTangent:
     def save_pretrained(
         self, save_directory: str | Path, *, model_id: str | None = None, model_revision: str | None = None
     ) -> Path:
-        """Write the fitted tangent to a folder: ``tangent.json`` (`sharing.SavedTangent`), ``subspace.safetensors``
-        and a ``README.md`` card.
+        """Write the fitted tangent to a folder: ``tangent.json``, ``subspace.safetensors`` and a ``README.md`` card.
 
         Args:
             save_directory: The folder (created if needed; other files in it are left alone).
@@ -357,8 +355,7 @@ class SharedTangent:
 
         Raises:
             OutOfOrderError: Before `fit`.
-            InvalidInputError: A `save_directory` that is not a non-empty str or path, model_id or model_revision
-                not a str, or method keywords that are not JSON values.
+            InvalidInputError: A bad `save_directory`, `model_id` or `model_revision`, or method keywords not JSON.
 
         Examples:
             >>> tangent.save_pretrained("tangents/pythia-70m-layer3")  # doctest: +SKIP
@@ -393,8 +390,7 @@ class SharedTangent:
             create_pr: Open a pull request instead of committing.
             model_id: See `save_pretrained`.
             model_revision: See `save_pretrained`.
-            hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (None: the sweep's
-                default, `hub.DEFAULT_HUB_TIMEOUT`); server errors are retried (`hub.hub_call`).
+            hub_timeout: Seconds each Hub request may wait (None: the sweep's default, 10 s); failures are retried.
 
         Returns:
             The commit (`huggingface_hub.CommitInfo`).

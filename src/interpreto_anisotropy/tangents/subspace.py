@@ -48,13 +48,10 @@ class Subspace:
         split_point: The split point (module path) whose hidden space this lives in.
         step: The training step of the checkpoint it was fitted on, if any.
         info: Free JSON-ready metadata (e.g. the rank dropped by `from_dictionary`).
-        call: The call of the split-point module it was fitted at ("first", "last" or an index; a module run several
-            times per forward, as ALBERT's shared layer); None when unknown or when the module runs once.
+        call: The call of the split-point module it was fitted at ("first", "last" or an index), or None.
 
     Raises:
-        InvalidInputError: If the basis is not 2-D, has k = 0 or k > d, or is not orthonormal, or `call` is another
-            kind of value.
-        InvalidInputError: If the mean's size differs from d.
+        InvalidInputError: A basis not (d, k) with 1 <= k <= d or not orthonormal, a mean not (d,), or a bad `call`.
         NonFiniteError: If the basis or mean holds NaN or infinity.
 
     Examples:
@@ -237,19 +234,16 @@ class Subspace:
         rtol: float = 1e-3,
         **metadata: Any,
     ) -> Subspace:
-        """Orthonormal basis of the span of a (k, d) dictionary, with rank detection.
-
-        Unit-norm atoms (zero ones dropped), then the left singular vectors above `rtol` times the largest singular
-        value; dropped directions give a `DegenerateStatisticsWarning` and `info["dropped_rank"]`.
+        """Orthonormal basis of the span of a (k, d) dictionary: zero atoms dropped, dependent ones warned of.
 
         Args:
             dictionary: Atoms as rows, shape (k, d) (Interpreto's `get_dictionary()` layout).
             mean: Optional centre, shape (d,).
-            rtol: Relative singular-value threshold under which a direction counts as dependent.
+            rtol: Relative singular-value threshold (of the unit atoms) under which a direction counts as dependent.
             **metadata: name, method, split_point, step, call.
 
         Returns:
-            A Subspace of rank r <= k spanning the dictionary's numerical span.
+            A Subspace of rank r <= k spanning the dictionary's numerical span (`info["dropped_rank"]`: k - r).
 
         Raises:
             InvalidInputError: If the dictionary is not 2-D or all atoms are zero.
