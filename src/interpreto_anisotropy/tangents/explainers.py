@@ -263,16 +263,6 @@ def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
     return dictionary
 
 
-def _checked_batches(activations: Any, input_size: int, splitter: BaseSplitter) -> Iterator[torch.Tensor]:
-    """Each batch of `activations` (one (n, d) array, not an iterable of rows, or an iterable of them), checked."""
-    if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
-        activations = [activations]
-    elif not isinstance(activations, Iterable):
-        raise InvalidInputError(f"activations must be an (n, d) tensor or a list of them, got {type(activations)}.")
-    for index, part in enumerate(activations):
-        yield _check_batch(part, f"activations[{index}]", input_size, splitter)
-
-
 def _check_batch(activations: Any, name: str, input_size: int, splitter: BaseSplitter) -> torch.Tensor:
     """`activations` as a finite float (n, d) tensor, refused when d is not the split point's `input_size`."""
     batch = as_float_tensor(activations, name=name)
@@ -308,12 +298,19 @@ def _check_pooled_rows(pooled: Float[torch.Tensor, "n d"], nb_concepts: int, *, 
     _warn_if_rank_below(nb_concepts, n_rows, n_rows - int(centred), centred=centred)
 
 
-def _activation_source(splitter: BaseSplitter, activations: Any, **reader: Any) -> Any:
-    """Texts become a lazy stream of activation batches read at the split point; activations pass through."""
-    if not _are_texts(activations):
+def _batches(splitter: BaseSplitter, input_size: int, activations: Any, **reader: Any) -> Iterator[torch.Tensor]:
+    """Texts read lazily at the split point, or the (n, d) activations given (one or an iterable), checked."""
+    if _are_texts(activations):
+        activations = (_finite_read(rows) for rows, _ in iter_token_activations(splitter, activations, **reader))
+    else:
         _warn_if_read_with_left_padding(splitter)
-        return activations
-    return (_finite_read(rows) for rows, _ in iter_token_activations(splitter, activations, **reader))
+        if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
+            activations = [activations]
+        elif not isinstance(activations, Iterable):
+            raise InvalidInputError(f"activations must be texts or (n, d) tensors, got {type(activations)}.")
+    return (
+        _check_batch(part, f"activations[{index}]", input_size, splitter) for index, part in enumerate(activations)
+    )
 
 
 def _finite_read(rows: torch.Tensor) -> torch.Tensor:
@@ -485,23 +482,23 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
         reader.update(max_length=max_length, call=call, progress=progress)
-        source = _activation_source(self.splitter, activations, **reader)
+        batches = _batches(self.splitter, self.input_size, activations, **reader)
         if self.streams:
             self.concept_model.moments = None
             try:
-                self._stream(source).concept_model.get_subspace()  # the basis now: fit itself refuses degenerate rows
+                self._stream(batches).concept_model.get_subspace()  # the basis now: fit itself refuses degenerate rows
             except AnisotropyError:
                 self.concept_model.moments, self.concept_model._stale = None, False  # unfitted, not half-fitted
                 raise
         else:
-            self._fit_pooled(source, **fit_kwargs)
+            self._fit_pooled(batches, **fit_kwargs)
         self.fit_record = FitRecord().add(activations if _are_texts(activations) else None, reader)
         self.fitted_call = call if _are_texts(activations) else None
         return self
 
-    def _fit_pooled(self, activations: Any, **fit_kwargs: Any) -> None:
+    def _fit_pooled(self, batches: Iterable[torch.Tensor], **fit_kwargs: Any) -> None:
         """Fit a new Interpreto explainer of the method's class on the pooled rows, and adopt its dictionary."""
-        batches = list(_checked_batches(activations, self.input_size, self.splitter))
+        batches = list(batches)
         if sum(batch.shape[0] for batch in batches) == 0:
             raise InvalidInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         pooled = torch.cat([batch.float() for batch in batches]).to(self.device)
@@ -524,13 +521,13 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         if self.concept_model.moments is None or self.fit_record is None:  # a new stream of moments
             self.fit_record = FitRecord()
             self.fitted_call = reader.get("call") if _are_texts(activations) else None
-        self._stream(_activation_source(self.splitter, activations, **reader))
+        self._stream(_batches(self.splitter, self.input_size, activations, **reader))
         self.fit_record.add(activations if _are_texts(activations) else None, reader)
         return self
 
-    def _stream(self, activations: Any) -> TangentExplainer:
-        """Add an (n, d) batch or an iterable of them to the streamed PCA's moments."""
-        for batch in _checked_batches(activations, self.input_size, self.splitter):
+    def _stream(self, batches: Iterable[torch.Tensor]) -> TangentExplainer:
+        """Add checked (n, d) batches to the streamed PCA's moments."""
+        for batch in batches:
             self.concept_model.partial_fit(batch.to(self.device))
         if self.concept_model.moments is None or self.concept_model.moments.count == 0:
             self.concept_model.moments, self.concept_model._stale = None, False  # stay unfitted, not half-fitted
