@@ -84,10 +84,7 @@ def _unit_sums(points: Float[torch.Tensor, "n d"], *, name: str) -> tuple[torch.
     norms = torch.linalg.vector_norm(points, dim=1)
     n_zero = int((norms == 0).sum())
     if n_zero:
-        raise InvalidInputError(
-            f"{name} has {n_zero} zero vector(s), whose cosine similarity is undefined; drop them first "
-            "(e.g. X[X.norm(dim=1) > 0])."
-        )
+        raise InvalidInputError(f"{name} has {n_zero} zero row(s), of no cosine: drop them (X[X.norm(dim=1) > 0]).")
     inverse_norms = 1.0 / norms
     return inverse_norms @ points, inverse_norms**2 @ points**2
 
@@ -138,10 +135,7 @@ def _isoscore_of_trace_and_norm(
 ) -> Float[torch.Tensor, "*r"]:
     """(PR - 1) / (d - 1) with PR = tr(C)^2 / ||C||_F^2; 1 when d = 1. Elementwise over traces and norms of any shape."""
     if not bool((trace > 0).all()):
-        raise InvalidInputError(
-            f"the covariance has trace {float(trace.min()):.3g}: the cloud has no variance (all points equal?), "
-            "so its isotropy is undefined."
-        )
+        raise InvalidInputError(f"the covariance has trace {float(trace.min()):.3g}: give points not all equal.")
     if d == 1:
         return torch.ones(trace.shape, dtype=torch.float64, device=trace.device)
     participation_ratio = trace**2 / frobenius_squared

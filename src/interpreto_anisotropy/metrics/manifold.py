@@ -128,10 +128,7 @@ def _counts_of(token_ids: np.ndarray, counts: Counts) -> np.ndarray:
     if not np.all(np.isfinite(table)) or np.any(table < 0):
         raise InvalidInputError("counts must be finite and non-negative.")
     if index.size and index.max() >= table.shape[0]:
-        raise InvalidInputError(
-            f"token id {int(index.max())} is outside counts (size {table.shape[0]}): were the counts made "
-            "with the same tokenizer?"
-        )
+        raise InvalidInputError(f"token id {int(index.max())} is outside counts ({table.shape[0]}): same tokenizer?")
     return table[index].astype(np.float64)
 
 
@@ -206,9 +203,7 @@ def frequency_distance_correlation(
 
 def _check_correlatable(log_frequencies: np.ndarray, distances: np.ndarray) -> None:
     if len(distances) < 3:
-        raise InvalidInputError(
-            f"only {len(distances)} point(s) with a non-zero token count remain; a correlation needs at least 3."
-        )
+        raise InvalidInputError(f"{len(distances)} row(s) of non-zero token count: a correlation needs at least 3.")
     if np.ptp(log_frequencies) == 0:
         raise InvalidInputError("every token has the same frequency: the correlation is undefined.")
     if np.ptp(distances) == 0:

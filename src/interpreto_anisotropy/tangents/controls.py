@@ -210,9 +210,7 @@ def p_value(observed: float, controls: Sequence[float] | np.ndarray) -> float:
     """
     values = np.asarray(controls, dtype=np.float64).ravel()
     if values.size == 0 or not (np.isfinite(values).all() and np.isfinite(observed)):
-        raise InvalidInputError(
-            f"p_value needs finite statistics and at least one control, got {values.size} control(s)."
-        )
+        raise InvalidInputError(f"p_value needs finite statistics and one control or more, got {values.size}.")
     return float((1 + np.count_nonzero(values >= observed)) / (values.size + 1))
 
 

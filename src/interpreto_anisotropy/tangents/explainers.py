@@ -316,9 +316,7 @@ def _batches(splitter: BaseSplitter, input_size: int, activations: Any, **reader
 def _finite_read(rows: torch.Tensor) -> torch.Tensor:
     """Rows read from texts, refused with what to try (not "clean them") when they hold NaN or infinity."""
     if not torch.isfinite(rows).all():
-        raise errors.NonFiniteError(
-            f"The activations read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}"
-        )
+        raise errors.NonFiniteError(f"The rows read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}")
     return rows
 
 
