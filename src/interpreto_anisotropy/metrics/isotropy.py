@@ -203,16 +203,14 @@ def isoscore_star_from_covariance(
 ) -> Float[torch.Tensor, ""]:
     """IsoScore* (Rudman & Eickhoff, 2024): IsoScore of the shrunk covariance C_zeta = (1 - zeta) cov + zeta C0.
 
-    Differentiable with respect to `cov`; zeta = 0 is IsoScore; `zeta="oas"` takes `oas_shrinkage`.
-
     Args:
         cov: Sample covariance, shape (d, d) (its symmetric part).
         n: Number of points behind it, >= 2.
-        zeta: Shrinkage in [0, 1], or "oas".
+        zeta: Shrinkage in [0, 1] (0: IsoScore), or "oas" (`oas_shrinkage`).
         C0: Target, shape (d, d), symmetric PSD; None for (tr(cov) / d) I.
 
     Returns:
-        A 0-d float64 tensor in [0, 1] on `cov`'s device; 1.0 when d = 1.
+        A 0-d float64 tensor in [0, 1] on `cov`'s device, differentiable in `cov`; 1.0 when d = 1.
 
     Raises:
         InvalidInputError: Bad zeta or n, `C0` of another shape, or no variance.
@@ -480,10 +478,7 @@ def outlier_dimensions(X: Points, *, n_std: float = 3.0) -> OutlierDimensions:
 
 
 def summary(X: Points, *, zeta: float | str = DEFAULT_ZETA, top: int = 3) -> dict[str, float]:
-    """Every measure of this module on one cloud, from one covariance and one X^T X (docs/columns.md: the columns).
-
-    Keys: n, d, mean_cosine, mean_cosine_centered, isoscore, isoscore_star, partition_isotropy (centred),
-    partition_isotropy_uncentered, effective_rank, rogue_top_share, n_outlier_dimensions.
+    """Every measure of this module on one cloud (keys: the activation_* columns of docs/columns.md, unprefixed).
 
     Args:
         X: Points, shape (n, d), n >= 2, no zero row.

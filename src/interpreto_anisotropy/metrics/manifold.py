@@ -301,19 +301,12 @@ def curvature_visibility(
         _stratum_row(number, points, members, frequencies[members], max_anchors, rng, n_neighbors, tangent_dim)
         for number, members in enumerate(strata)
     ]
-    columns = zip(_STRATUM_FIELDS.items(), zip(*rows, strict=True), strict=True)
     return CurvatureVisibility(
-        **{name: np.array(column).astype(dtype) for (name, dtype), column in columns},
+        **{name: np.array([row[name] for row in rows]) for name in rows[0]},  # float64, or int64 for the counts
         n_neighbors=n_neighbors,
         tangent_dim=tangent_dim,
         n_excluded=int(len(ids) - kept.size),
     )
-
-
-# The per-stratum fields of `CurvatureVisibility`, in the order `_stratum_row` gives them, with their dtypes.
-_STRATUM_FIELDS = dict.fromkeys(
-    ("median_ratio", "mean_ratio", "median_radius", "mean_log_frequency", "min_count", "max_count"), np.float64
-) | {"n_points": np.int64, "n_anchors": np.int64}
 
 
 def _stratum_row(
@@ -325,8 +318,8 @@ def _stratum_row(
     rng: np.random.Generator,
     n_neighbors: int,
     tangent_dim: int,
-) -> tuple[Any, ...]:
-    """One stratum's `_STRATUM_FIELDS`, from the local ratios of its anchors' neighbourhoods within it."""
+) -> dict[str, Any]:
+    """One stratum's fields of `CurvatureVisibility`, from the local ratios of its anchors' neighbourhoods."""
     if len(members) <= n_neighbors:
         raise InvalidInputError(
             f"frequency stratum {number} has {len(members)} rows but needs more than n_neighbors={n_neighbors}; "
@@ -339,16 +332,16 @@ def _stratum_row(
     )
     if ratios.size == 0:
         raise InvalidInputError(f"every neighbourhood of frequency stratum {number} is a single repeated point.")
-    return (
-        np.median(ratios),
-        ratios.mean(),
-        np.median(radii),
-        np.log(stratum_counts).mean(),
-        stratum_counts.min(),
-        stratum_counts.max(),
-        len(members),
-        ratios.size,
-    )
+    return {
+        "median_ratio": np.median(ratios),
+        "mean_ratio": ratios.mean(),
+        "median_radius": np.median(radii),
+        "mean_log_frequency": np.log(stratum_counts).mean(),
+        "min_count": stratum_counts.min(),
+        "max_count": stratum_counts.max(),
+        "n_points": len(members),
+        "n_anchors": ratios.size,
+    }
 
 
 def _check_curvature_options(
@@ -408,8 +401,7 @@ def count_token_frequencies(
         An int64 CPU tensor (vocab,), entry i the occurrences of token id i.
 
     Raises:
-        InvalidInputError: No text.
-        InvalidInputError: A text not a string, `batch_size` < 1, or an id beyond an explicit `vocab_size`.
+        InvalidInputError: No text, a text not a string, `batch_size` < 1, or an id beyond an explicit `vocab_size`.
 
     Examples:
         >>> class Words:  # a stand-in for a tokenizer: one id per vocabulary word
@@ -421,17 +413,12 @@ def count_token_frequencies(
         [3, 1, 1]
     """
     batch = [texts] if isinstance(texts, str) else list(texts)
-    if not batch:
-        raise InvalidInputError("texts is empty: pass at least one text to count tokens in.")
-    if not all(isinstance(text, str) for text in batch):
-        raise InvalidInputError("texts must be strings.")
+    if not batch or not all(isinstance(text, str) for text in batch):
+        raise InvalidInputError(f"texts must be a string or a non-empty list of strings, got {type(texts).__name__}.")
     check_positive_int("batch_size", batch_size)
     if not callable(tokenizer):
         raise InvalidInputError(f"tokenizer must be callable like a Hugging Face tokenizer, got {type(tokenizer)}.")
-    try:
-        size = vocab_size if vocab_size is not None else len(tokenizer)
-    except TypeError:
-        size = 0
+    size = vocab_size if vocab_size is not None else len(tokenizer) if hasattr(tokenizer, "__len__") else 0
     counts = torch.zeros(size, dtype=torch.int64)
     for start in range(0, len(batch), batch_size):
         texts = batch[start : start + batch_size]
