@@ -104,32 +104,26 @@ def knn_entropy(Z: Points, *, k: int = 3) -> float:
     return float(digamma(n) - digamma(k) + log_unit_ball + m * np.mean(np.log(kth)))
 
 
-def _as_token_ids(token_ids: Any, n: int) -> np.ndarray:
+def _ids_and_counts(token_ids: Any, counts: Counts, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's token id (int64) and its token's corpus count (float64; 0 for a token absent from a dict)."""
     ids = token_ids.detach().cpu().numpy() if isinstance(token_ids, torch.Tensor) else np.asarray(token_ids)
     if ids.ndim != 1 or ids.shape[0] != n:
         raise InvalidInputError(f"token_ids must be 1-D with one id per activation row ({n}), got shape {ids.shape}.")
     if not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0):
         raise InvalidInputError(f"token_ids must be non-negative integers, got dtype {ids.dtype} (min {ids.min()}).")
-    return ids.astype(np.int64)
-
-
-def _counts_of(token_ids: np.ndarray, counts: Counts) -> np.ndarray:
-    """The corpus count of each row's token, as float64 (0 for a token absent from a dict)."""
+    ids = index = ids.astype(np.int64)
     if isinstance(counts, Mapping):  # a table of the distinct ids, indexed by each row's place among them
-        distinct, index = np.unique(token_ids, return_inverse=True)
+        distinct, index = np.unique(ids, return_inverse=True)
         table = np.array([counts.get(int(token), 0) for token in distinct], dtype=np.float64)
     else:
-        table, index = (
-            counts.detach().cpu().numpy() if isinstance(counts, torch.Tensor) else np.asarray(counts),
-            token_ids,
-        )
+        table = counts.detach().cpu().numpy() if isinstance(counts, torch.Tensor) else np.asarray(counts)
         if table.ndim != 1:
             raise InvalidInputError(f"counts must be a 1-D array of size vocab or a dict, got shape {table.shape}.")
     if not np.all(np.isfinite(table)) or np.any(table < 0):
         raise InvalidInputError("counts must be finite and non-negative.")
     if index.size and index.max() >= table.shape[0]:
         raise InvalidInputError(f"token id {int(index.max())} is outside counts ({table.shape[0]}): same tokenizer?")
-    return table[index].astype(np.float64)
+    return ids, table[index].astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -181,8 +175,7 @@ def frequency_distance_correlation(
         True
     """
     points = _as_points(activations, name="activations")
-    ids = _as_token_ids(token_ids, points.shape[0])
-    frequencies = _counts_of(ids, counts)
+    ids, frequencies = _ids_and_counts(token_ids, counts, points.shape[0])
     distances = torch.linalg.vector_norm(points - points.mean(dim=0, keepdim=True), dim=1).cpu().numpy()
     kept = frequencies > 0
     ids, frequencies, distances = ids[kept], frequencies[kept], distances[kept]
@@ -289,8 +282,7 @@ def curvature_visibility(
     """
     points = _as_points(activations, name="activations")
     _check_curvature_options(n_strata, n_neighbors, tangent_dim, max_anchors, points.shape[1])
-    ids = _as_token_ids(token_ids, points.shape[0])
-    frequencies = _counts_of(ids, counts)
+    ids, frequencies = _ids_and_counts(token_ids, counts, points.shape[0])
     kept = np.flatnonzero(frequencies > 0)
     if kept.size == 0:
         raise InvalidInputError("every row's token has count 0: there is no frequency to stratify by.")
