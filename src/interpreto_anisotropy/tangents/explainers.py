@@ -201,8 +201,8 @@ def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
     return None
 
 
-def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> None:
-    """Refuse an unknown method, or a keyword neither `TangentExplainer` nor the method's class takes."""
+def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> tuple[str, type | None]:
+    """The method's name and class (`_resolve_method`); refuses a keyword neither we nor the method's class take."""
     name, concept_class = _resolve_method(method)
     accepted = accepted_method_kwargs(concept_class)
     own = set(inspect.signature(TangentExplainer.__init__).parameters)
@@ -213,6 +213,7 @@ def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> No
         raise InvalidInputError(
             f"Tangent method {name!r} does not take {', '.join(map(repr, unknown))}: {owner} takes {takes} (and ours)."
         )
+    return name, concept_class
 
 
 def tangent_method_names() -> list[str]:
@@ -371,15 +372,13 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         **method_kwargs: Any,
     ):
         _check_splitter(splitter)
-        self.method_name, self.concept_class = _resolve_method(method or self.default_method)
+        self.method_name, self.concept_class = check_method_kwargs(method or self.default_method, method_kwargs)
         self.input_size = _latent_dim(splitter)
         check_positive_int("nb_concepts", nb_concepts)
         check_control_room(nb_concepts, self.input_size)
         self.nb_concepts, self.center, self.rtol = nb_concepts, center, check_number("rtol", rtol, at_least=0)
         check_device("device", device)
-        self.seed = check_seed("seed", seed)
-        check_method_kwargs(method or self.default_method, method_kwargs)
-        self.method_kwargs = method_kwargs
+        self.seed, self.method_kwargs = check_seed("seed", seed), method_kwargs
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
         super().__init__(splitter, concept_model)
         self.inner_explainer: ConceptAutoEncoderExplainer | None = None
