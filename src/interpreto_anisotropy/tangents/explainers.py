@@ -593,8 +593,15 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         _check_splitter(splitter)
         download = {"revision": revision, "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}
         folder, record, subspace = sharing.read_saved(source, device=device, hub_timeout=hub_timeout, **download)
-        tangent_class, method = sharing.tangent_class(cls, record, folder, _NAMED_TANGENTS, TangentExplainer)
-        sharing.check_splitter(record, folder, splitter, _latent_dim)
+        tangent_class, method = _saved_class(cls, record, folder)
+        if (split_point := getattr(splitter, "split_point", None)) != record.split_point:
+            raise InvalidInputError(
+                f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, not {split_point!r}: load it onto ModelWithSplitPoints(..., split_point={record.split_point!r})."
+            )
+        if (width := _latent_dim(splitter)) != record.dim:
+            raise InvalidInputError(
+                f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but split point {split_point!r} has d={width}: load it onto the model it came from."
+            )
         options = {"center": record.center, "rtol": record.rtol, "seed": record.seed, **record.method_kwargs}
         tangent = tangent_class(splitter, nb_concepts=record.nb_concepts, method=method, device=device, **options)
         tangent.concept_model.set_subspace(subspace)
@@ -625,6 +632,26 @@ def _fitted_explainer(tangent: TangentExplainer, training_data: torch.Tensor, **
         torch.manual_seed(tangent.seed)
         inner.fit(training_data, **fit_kwargs)
     return inner
+
+
+def _saved_class(cls: type[TangentExplainer], record: sharing.SavedTangent, folder: Path) -> tuple[type, Any]:
+    """The class to build a saved tangent with (its method's, `cls` below it, or `TangentExplainer`), its `method=`."""
+    if record.method in _NAMED_TANGENTS:
+        found, method = _NAMED_TANGENTS[record.method], record.method
+    else:  # one of Interpreto's concept classes or our named tangents': nothing named in the file is imported
+        classes = [*vars(concepts).values(), *(tangent.concept_class for tangent in _NAMED_TANGENTS.values())]
+        kinds = [kind for kind in classes if isinstance(kind, type) and issubclass(kind, ConceptAutoEncoderExplainer)]
+        allowed = {f"{kind.__module__}:{kind.__qualname__}": kind for kind in kinds}
+        if record.concept_class not in allowed:
+            raise errors.ResultsStoreError(
+                f"{folder / sharing.TANGENT_FILE} names method {record.method!r} ({str(record.concept_class)[:200]!r}), neither a method of ours nor one of Interpreto's concept classes: nothing was imported."
+            )
+        method, found = allowed[record.concept_class], TangentExplainer
+    if issubclass(found, cls) or issubclass(cls, found):
+        return (found if issubclass(found, cls) else cls), method
+    raise InvalidInputError(
+        f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
+    )
 
 
 def _named_tangent_docstring(cls: type[TangentExplainer], method: str) -> str:

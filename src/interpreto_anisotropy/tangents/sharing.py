@@ -16,7 +16,7 @@ import json
 import tempfile
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,6 @@ from ..version import __version__
 from .subspace import Subspace
 
 __all__ = [
-    "allowed_concept_classes",
     "CARD_FILE",
     "SUBSPACE_FILE",
     "TANGENT_FILE",
@@ -41,10 +40,8 @@ __all__ = [
     "SavedTangent",
     "SharedTangent",
     "check_repo_id",
-    "check_splitter",
     "read_saved",
     "save_tangent",
-    "tangent_class",
     "tangent_folder",
     "texts_sha256",
 ]
@@ -278,49 +275,6 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
     return Path(
         hub.hub_call(fetch, str(source), download.get("revision"), cache_dir=download.get("cache_dir"), **bounded)
     )
-
-
-def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: Callable[[Any], int]) -> None:
-    """Refuse (`InvalidInputError`) a splitter of another split point or width d (`width_of(splitter)`)."""
-    split_point = getattr(splitter, "split_point", None)
-    if split_point != record.split_point:
-        raise InvalidInputError(
-            f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, not {split_point!r}: load it onto ModelWithSplitPoints(..., split_point={record.split_point!r})."
-        )
-    if (width := width_of(splitter)) != record.dim:
-        raise InvalidInputError(
-            f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but split point {split_point!r} has d={width}: load it onto the model it came from."
-        )
-
-
-def tangent_class(
-    cls: type, record: SavedTangent, folder: Path, named: dict[str, type], base: type
-) -> tuple[type, Any]:
-    """The class to build the saved tangent with (`named[method]`, `cls` below it, or `base`) and its `method=`."""
-    if record.method in named:
-        found, method = named[record.method], record.method
-    else:
-        allowed = allowed_concept_classes(named)  # nothing named in the file is imported
-        if record.concept_class not in allowed:
-            raise ResultsStoreError(
-                f"{folder / TANGENT_FILE} names method {record.method!r} ({str(record.concept_class)[:200]!r}), neither a method of ours nor one of Interpreto's concept classes: nothing was imported."
-            )
-        method, found = allowed[record.concept_class], base
-    if issubclass(found, cls) or issubclass(cls, found):
-        return (found if issubclass(found, cls) else cls), method
-    raise InvalidInputError(
-        f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
-    )
-
-
-def allowed_concept_classes(named: dict[str, type]) -> dict[str, type]:
-    """The concept classes a saved tangent may name, by ``module:qualname``: Interpreto's and our named tangents'."""
-    import interpreto.concepts as concepts
-
-    classes = [*vars(concepts).values(), *(tangent.concept_class for tangent in named.values())]
-    base = concepts.ConceptAutoEncoderExplainer
-    kinds = [kind for kind in classes if isinstance(kind, type) and issubclass(kind, base)]
-    return {f"{kind.__module__}:{kind.__qualname__}": kind for kind in kinds}
 
 
 def read_saved(
