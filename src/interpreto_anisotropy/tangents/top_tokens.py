@@ -137,8 +137,7 @@ def top_tokens(
         One `DirectionTokens` per direction, in the basis' order.
 
     Raises:
-        InvalidInputError: No rows.
-        InvalidInputError: Ids and locations of another length than the rows.
+        InvalidInputError: No rows, or ids and locations of another length than the rows.
 
     Examples:
         >>> found = top_tokens(rows, ids, where, tangent, tokenizer)  # doctest: +SKIP
@@ -162,17 +161,12 @@ def top_tokens(
         return TokenInContext(decode(i, range(1)), *context, score, int(where[i][0]), int(where[i][1]))
 
     def end(column: torch.Tensor, descending: bool) -> list[TokenInContext]:
-        return [occurrence(i, float(column[i])) for i in _distinct_extremes(column, ids, k=k, descending=descending)]
+        first: dict[int, int] = {}  # token id -> its first row in score order (ties: the earlier row)
+        for index in torch.sort(column, descending=descending, stable=True).indices.tolist():
+            first.setdefault(ids[index], index)
+        return [occurrence(i, float(column[i])) for i in list(first.values())[:k]]
 
     return [
         DirectionTokens(j, float(shares[j]), end(scores[:, j], True), end(scores[:, j], False))
         for j in range(scores.shape[1])
     ]
-
-
-def _distinct_extremes(scores: torch.Tensor, ids: list[int], *, k: int, descending: bool) -> list[int]:
-    """Indices of the first `k` rows of distinct token ids, by score (ties: the earlier row)."""
-    first: dict[int, int] = {}  # token id -> its first row in score order
-    for index in torch.sort(scores, descending=descending, stable=True).indices.tolist():
-        first.setdefault(ids[index], index)
-    return list(first.values())[:k]
