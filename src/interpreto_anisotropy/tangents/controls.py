@@ -3,10 +3,8 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Matched-rank normal controls, uniformly random subspaces, and the null statistics they feed.
 
-A normal control of a rank-k tangent Q_T is a uniformly random k-subspace of its orthogonal complement (the paper's
-control): ranking the tangent among them gives an approximate p-value, anti-conservative when k / d is not small.
-Ranking it among uniformly random k-subspaces of R^d (`random_subspace_bases`) gives an exact one. Why, and the
-calibration: docs/statistics.md.
+Why ranking a tangent among its normal controls gives an approximate p-value, and among uniformly random subspaces of
+R^d an exact one: docs/statistics.md.
 
 Examples:
     >>> ia.controls.p_value(0.9, [0.1, 0.2, 0.3])
