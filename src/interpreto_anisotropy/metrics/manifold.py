@@ -19,7 +19,7 @@ from scipy.special import digamma
 
 from ..commons.options import check_positive_int
 from ..errors import InvalidInputError
-from .isotropy import _as_points, _JsonReady
+from .isotropy import Points, _as_points, _JsonReady
 
 __all__ = [
     "knn_entropy",
@@ -30,7 +30,6 @@ __all__ = [
     "count_token_frequencies",
 ]
 
-Points = Float[torch.Tensor, "n d"] | np.ndarray
 TokenIds = Int[torch.Tensor, " n"] | np.ndarray
 Counts = Int[torch.Tensor, " vocab"] | np.ndarray | Mapping[int, int]
 

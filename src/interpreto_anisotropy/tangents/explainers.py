@@ -185,14 +185,12 @@ def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
     """The keywords of an Interpreto class's `__init__` (and its concept model's); None when `**kwargs` hides them."""
     if concept_class is None:
         return set()
-    declared = inspect.getattr_static(concept_class, "concept_model_class", None)
-    try:
-        built = declared.fget(None) if isinstance(declared, property) else declared
-    except Exception:  # noqa: BLE001  (a property that needs its instance: the class cannot say)
-        built = None
+    built = inspect.getattr_static(concept_class, "concept_model_class", None)
+    with contextlib.suppress(Exception):  # a property that needs its instance stays one: the class cannot say
+        built = built.fget(None) if isinstance(built, property) else built
     accepted: set[str] = set()
-    for signed in (concept_class, built if isinstance(built, type) else None):
-        if signed is None:
+    for signed in (concept_class, built):
+        if not isinstance(signed, type):
             return None
         parameters = inspect.signature(signed.__init__).parameters.values()
         accepted |= {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
