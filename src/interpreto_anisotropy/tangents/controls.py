@@ -207,8 +207,10 @@ def p_value(observed: float, controls: Sequence[float] | np.ndarray) -> float:
         0.5
     """
     values = np.asarray(controls, dtype=np.float64).ravel()
-    if values.size == 0 or not (np.isfinite(values).all() and np.isfinite(observed)):
-        raise InvalidInputError(f"p_value needs finite statistics and one control or more, got {values.size}.")
+    if values.size == 0:
+        raise InvalidInputError("A p-value needs at least one control statistic.")  # errors.py's example prints it
+    if not (np.isfinite(values).all() and np.isfinite(observed)):
+        raise InvalidInputError("p_value got a non-finite statistic.")
     return float((1 + np.count_nonzero(values >= observed)) / (values.size + 1))
 
 
