@@ -109,7 +109,7 @@ def _ids_and_counts(token_ids: Any, counts: Counts, n: int) -> tuple[np.ndarray,
     if ids.ndim != 1 or ids.shape[0] != n:
         raise InvalidInputError(f"token_ids must be 1-D with one id per activation row ({n}), got shape {ids.shape}.")
     if not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0):
-        raise InvalidInputError(f"token_ids must be non-negative integers, got dtype {ids.dtype} (min {ids.min()}).")
+        raise InvalidInputError(f"token_ids must be non-negative integers, got dtype {ids.dtype}.")
     ids = index = ids.astype(np.int64)
     if isinstance(counts, Mapping):  # a table of the distinct ids, indexed by each row's place among them
         distinct, index = np.unique(ids, return_inverse=True)

@@ -230,6 +230,7 @@ def method_streams(method: str | type) -> bool:
 
 
 def _check_splitter(splitter: Any) -> None:
+    """Refuse a splitter that is not an Interpreto `BaseSplitter`."""
     if not isinstance(splitter, BaseSplitter):
         raise InvalidInputError(f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}.")
 
