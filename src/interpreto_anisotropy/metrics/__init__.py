@@ -1,11 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Isotropy measures and the manifold analyses behind the paper's theory.
+"""Isotropy measures (`isotropy`) and the manifold analyses behind the paper's theory (`manifold`).
 
-`isotropy`: mean cosine similarity, IsoScore, IsoScore* (also from a covariance), partition isotropy I(W),
-effective rank, rogue and outlier dimensions, and `summary` of them all. `manifold`: k-NN entropy, the
-frequency / distance-to-centroid correlation, curvature visibility per frequency stratum, token counting.
 Inputs are (n, d) torch tensors or NumPy arrays; results are plain floats, NumPy arrays and dataclasses.
 
 Examples:

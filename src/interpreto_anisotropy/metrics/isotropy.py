@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from ..commons.options import check_positive_int
+from ..commons.options import check_number, check_positive_int
 from ..commons.tensors import as_real_tensor, check_finite, scaled_by_power_of_two
 from ..errors import InvalidInputError
 
@@ -52,15 +52,9 @@ class _JsonReady:
 def _as_points(x: Any, *, name: str = "X", min_points: int = 1) -> Float[torch.Tensor, "n d"]:
     """Validate an (n, d) point cloud and return it as float64 on its own device."""
     points = as_real_tensor(x, name=name, dtype=torch.float64)
-    if points.dim() != 2:
-        raise InvalidInputError(
-            f"{name} must be a 2-D (n points, d dimensions) array, got shape {tuple(points.shape)}."
-        )
-    n, d = points.shape
-    if n == 0 or d == 0:
-        raise InvalidInputError(f"{name} is empty (shape {(n, d)}); pass at least {max(min_points, 1)} point(s).")
-    if n < min_points:
-        raise InvalidInputError(f"{name} has {n} point(s) but this measure needs at least {min_points}.")
+    if points.dim() != 2 or points.shape[0] < max(min_points, 1) or points.shape[1] == 0:
+        needs = f"n >= {max(min_points, 1)} points of d >= 1 dimensions"
+        raise InvalidInputError(f"{name} must be a 2-D (n, d) array of {needs}, got shape {tuple(points.shape)}.")
     check_finite(points, name=name)
     return points
 
@@ -68,10 +62,8 @@ def _as_points(x: Any, *, name: str = "X", min_points: int = 1) -> Float[torch.T
 def _as_covariance(cov: Any, *, name: str = "cov") -> Float[torch.Tensor, "d d"]:
     """Validate a (d, d) covariance, return its symmetric part as float64 on its own device."""
     matrix = as_real_tensor(cov, name=name, dtype=torch.float64)
-    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
-        raise InvalidInputError(f"{name} must be a square (d, d) matrix, got shape {tuple(matrix.shape)}.")
-    if matrix.shape[0] == 0:
-        raise InvalidInputError(f"{name} is empty (shape {tuple(matrix.shape)}).")
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
+        raise InvalidInputError(f"{name} must be a non-empty square (d, d) matrix, got shape {tuple(matrix.shape)}.")
     check_finite(matrix, name=name)
     return (matrix + matrix.T) / 2
 
@@ -92,10 +84,7 @@ def _unit_sums(points: Float[torch.Tensor, "n d"], *, name: str) -> tuple[torch.
     norms = torch.linalg.vector_norm(points, dim=1)
     n_zero = int((norms == 0).sum())
     if n_zero:
-        raise InvalidInputError(
-            f"{name} has {n_zero} zero vector(s), whose cosine similarity is undefined; drop them first "
-            "(e.g. X[X.norm(dim=1) > 0])."
-        )
+        raise InvalidInputError(f"{name} has {n_zero} zero row(s), of no cosine: drop them (X[X.norm(dim=1) > 0]).")
     inverse_norms = 1.0 / norms
     return inverse_norms @ points, inverse_norms**2 @ points**2
 
@@ -146,10 +135,7 @@ def _isoscore_of_trace_and_norm(
 ) -> Float[torch.Tensor, "*r"]:
     """(PR - 1) / (d - 1) with PR = tr(C)^2 / ||C||_F^2; 1 when d = 1. Elementwise over traces and norms of any shape."""
     if not bool((trace > 0).all()):
-        raise InvalidInputError(
-            f"the covariance has trace {float(trace.min()):.3g}: the cloud has no variance (all points equal?), "
-            "so its isotropy is undefined."
-        )
+        raise InvalidInputError(f"the covariance has trace {float(trace.min()):.3g}: give points not all equal.")
     if d == 1:
         return torch.ones(trace.shape, dtype=torch.float64, device=trace.device)
     participation_ratio = trace**2 / frobenius_squared
@@ -217,16 +203,14 @@ def isoscore_star_from_covariance(
 ) -> Float[torch.Tensor, ""]:
     """IsoScore* (Rudman & Eickhoff, 2024): IsoScore of the shrunk covariance C_zeta = (1 - zeta) cov + zeta C0.
 
-    Differentiable with respect to `cov`; zeta = 0 is IsoScore; `zeta="oas"` takes `oas_shrinkage`.
-
     Args:
         cov: Sample covariance, shape (d, d) (its symmetric part).
         n: Number of points behind it, >= 2.
-        zeta: Shrinkage in [0, 1], or "oas".
+        zeta: Shrinkage in [0, 1] (0: IsoScore), or "oas" (`oas_shrinkage`).
         C0: Target, shape (d, d), symmetric PSD; None for (tr(cov) / d) I.
 
     Returns:
-        A 0-d float64 tensor in [0, 1] on `cov`'s device; 1.0 when d = 1.
+        A 0-d float64 tensor in [0, 1] on `cov`'s device, differentiable in `cov`; 1.0 when d = 1.
 
     Raises:
         InvalidInputError: Bad zeta or n, `C0` of another shape, or no variance.
@@ -480,8 +464,7 @@ def outlier_dimensions(X: Points, *, n_std: float = 3.0) -> OutlierDimensions:
         >>> outliers.indices.tolist(), bool(outliers.magnitudes[7] > outliers.threshold)
         ([7], True)
     """
-    if isinstance(n_std, bool) or not isinstance(n_std, int | float) or not n_std > 0:
-        raise InvalidInputError(f"n_std must be a positive number, got {n_std!r}.")
+    check_number("n_std", n_std, above=0)
     points = _as_points(X)
     magnitudes = points.abs().mean(dim=0)
     unit = scaled_by_power_of_two(magnitudes)  # the same test, with the std's squares in range
@@ -495,10 +478,7 @@ def outlier_dimensions(X: Points, *, n_std: float = 3.0) -> OutlierDimensions:
 
 
 def summary(X: Points, *, zeta: float | str = DEFAULT_ZETA, top: int = 3) -> dict[str, float]:
-    """Every measure of this module on one cloud, from one covariance and one X^T X (docs/columns.md: the columns).
-
-    Keys: n, d, mean_cosine, mean_cosine_centered, isoscore, isoscore_star, partition_isotropy (centred),
-    partition_isotropy_uncentered, effective_rank, rogue_top_share, n_outlier_dimensions.
+    """Every measure of this module on one cloud (keys: the activation_* columns of docs/columns.md, unprefixed).
 
     Args:
         X: Points, shape (n, d), n >= 2, no zero row.

@@ -19,7 +19,7 @@ from scipy.special import digamma
 
 from ..commons.options import check_positive_int
 from ..errors import InvalidInputError
-from .isotropy import _as_points, _JsonReady
+from .isotropy import Points, _as_points, _JsonReady
 
 __all__ = [
     "knn_entropy",
@@ -30,7 +30,6 @@ __all__ = [
     "count_token_frequencies",
 ]
 
-Points = Float[torch.Tensor, "n d"] | np.ndarray
 TokenIds = Int[torch.Tensor, " n"] | np.ndarray
 Counts = Int[torch.Tensor, " vocab"] | np.ndarray | Mapping[int, int]
 
@@ -104,37 +103,26 @@ def knn_entropy(Z: Points, *, k: int = 3) -> float:
     return float(digamma(n) - digamma(k) + log_unit_ball + m * np.mean(np.log(kth)))
 
 
-def _as_token_ids(token_ids: Any, n: int) -> np.ndarray:
+def _ids_and_counts(token_ids: Any, counts: Counts, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's token id (int64) and its token's corpus count (float64; 0 for a token absent from a dict)."""
     ids = token_ids.detach().cpu().numpy() if isinstance(token_ids, torch.Tensor) else np.asarray(token_ids)
     if ids.ndim != 1 or ids.shape[0] != n:
         raise InvalidInputError(f"token_ids must be 1-D with one id per activation row ({n}), got shape {ids.shape}.")
-    if not np.issubdtype(ids.dtype, np.integer):
-        raise InvalidInputError(f"token_ids must be integers, got dtype {ids.dtype}.")
-    if np.any(ids < 0):
-        raise InvalidInputError("token_ids must be non-negative.")
-    return ids.astype(np.int64)
-
-
-def _counts_of(token_ids: np.ndarray, counts: Counts) -> np.ndarray:
-    """The corpus count of each row's token, as float64 (0 for a token absent from a dict)."""
+    if not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0):
+        raise InvalidInputError(f"token_ids must be non-negative integers, got dtype {ids.dtype}.")
+    ids = index = ids.astype(np.int64)
     if isinstance(counts, Mapping):  # a table of the distinct ids, indexed by each row's place among them
-        distinct, index = np.unique(token_ids, return_inverse=True)
+        distinct, index = np.unique(ids, return_inverse=True)
         table = np.array([counts.get(int(token), 0) for token in distinct], dtype=np.float64)
     else:
-        table, index = (
-            counts.detach().cpu().numpy() if isinstance(counts, torch.Tensor) else np.asarray(counts),
-            token_ids,
-        )
+        table = counts.detach().cpu().numpy() if isinstance(counts, torch.Tensor) else np.asarray(counts)
         if table.ndim != 1:
             raise InvalidInputError(f"counts must be a 1-D array of size vocab or a dict, got shape {table.shape}.")
     if not np.all(np.isfinite(table)) or np.any(table < 0):
         raise InvalidInputError("counts must be finite and non-negative.")
     if index.size and index.max() >= table.shape[0]:
-        raise InvalidInputError(
-            f"token id {int(index.max())} is outside counts (size {table.shape[0]}): were the counts made "
-            "with the same tokenizer?"
-        )
-    return table[index].astype(np.float64)
+        raise InvalidInputError(f"token id {int(index.max())} is outside counts ({table.shape[0]}): same tokenizer?")
+    return ids, table[index].astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -186,8 +174,7 @@ def frequency_distance_correlation(
         True
     """
     points = _as_points(activations, name="activations")
-    ids = _as_token_ids(token_ids, points.shape[0])
-    frequencies = _counts_of(ids, counts)
+    ids, frequencies = _ids_and_counts(token_ids, counts, points.shape[0])
     distances = torch.linalg.vector_norm(points - points.mean(dim=0, keepdim=True), dim=1).cpu().numpy()
     kept = frequencies > 0
     ids, frequencies, distances = ids[kept], frequencies[kept], distances[kept]
@@ -208,9 +195,7 @@ def frequency_distance_correlation(
 
 def _check_correlatable(log_frequencies: np.ndarray, distances: np.ndarray) -> None:
     if len(distances) < 3:
-        raise InvalidInputError(
-            f"only {len(distances)} point(s) with a non-zero token count remain; a correlation needs at least 3."
-        )
+        raise InvalidInputError(f"{len(distances)} row(s) of non-zero token count: a correlation needs at least 3.")
     if np.ptp(log_frequencies) == 0:
         raise InvalidInputError("every token has the same frequency: the correlation is undefined.")
     if np.ptp(distances) == 0:
@@ -296,8 +281,7 @@ def curvature_visibility(
     """
     points = _as_points(activations, name="activations")
     _check_curvature_options(n_strata, n_neighbors, tangent_dim, max_anchors, points.shape[1])
-    ids = _as_token_ids(token_ids, points.shape[0])
-    frequencies = _counts_of(ids, counts)
+    ids, frequencies = _ids_and_counts(token_ids, counts, points.shape[0])
     kept = np.flatnonzero(frequencies > 0)
     if kept.size == 0:
         raise InvalidInputError("every row's token has count 0: there is no frequency to stratify by.")
@@ -308,19 +292,12 @@ def curvature_visibility(
         _stratum_row(number, points, members, frequencies[members], max_anchors, rng, n_neighbors, tangent_dim)
         for number, members in enumerate(strata)
     ]
-    columns = zip(_STRATUM_FIELDS.items(), zip(*rows, strict=True), strict=True)
     return CurvatureVisibility(
-        **{name: np.array(column).astype(dtype) for (name, dtype), column in columns},
+        **{name: np.array([row[name] for row in rows]) for name in rows[0]},  # float64, or int64 for the counts
         n_neighbors=n_neighbors,
         tangent_dim=tangent_dim,
         n_excluded=int(len(ids) - kept.size),
     )
-
-
-# The per-stratum fields of `CurvatureVisibility`, in the order `_stratum_row` gives them, with their dtypes.
-_STRATUM_FIELDS = dict.fromkeys(
-    ("median_ratio", "mean_ratio", "median_radius", "mean_log_frequency", "min_count", "max_count"), np.float64
-) | {"n_points": np.int64, "n_anchors": np.int64}
 
 
 def _stratum_row(
@@ -332,8 +309,8 @@ def _stratum_row(
     rng: np.random.Generator,
     n_neighbors: int,
     tangent_dim: int,
-) -> tuple[Any, ...]:
-    """One stratum's `_STRATUM_FIELDS`, from the local ratios of its anchors' neighbourhoods within it."""
+) -> dict[str, Any]:
+    """One stratum's fields of `CurvatureVisibility`, from the local ratios of its anchors' neighbourhoods."""
     if len(members) <= n_neighbors:
         raise InvalidInputError(
             f"frequency stratum {number} has {len(members)} rows but needs more than n_neighbors={n_neighbors}; "
@@ -346,35 +323,33 @@ def _stratum_row(
     )
     if ratios.size == 0:
         raise InvalidInputError(f"every neighbourhood of frequency stratum {number} is a single repeated point.")
-    return (
-        np.median(ratios),
-        ratios.mean(),
-        np.median(radii),
-        np.log(stratum_counts).mean(),
-        stratum_counts.min(),
-        stratum_counts.max(),
-        len(members),
-        ratios.size,
-    )
+    return {
+        "median_ratio": np.median(ratios),
+        "mean_ratio": ratios.mean(),
+        "median_radius": np.median(radii),
+        "mean_log_frequency": np.log(stratum_counts).mean(),
+        "min_count": stratum_counts.min(),
+        "max_count": stratum_counts.max(),
+        "n_points": len(members),
+        "n_anchors": ratios.size,
+    }
 
 
 def _check_curvature_options(
     n_strata: int, n_neighbors: int, tangent_dim: int, max_anchors: int | None, d: int
 ) -> None:
-    def is_positive_int(value: Any) -> bool:
-        return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 1
+    """Refuse an option that is no integer in its range, naming it."""
 
-    if not is_positive_int(n_strata):
-        raise InvalidInputError(f"n_strata must be a positive integer, got {n_strata!r}.")
-    if not is_positive_int(n_neighbors) or n_neighbors < 2:
-        raise InvalidInputError(f"n_neighbors must be an integer >= 2, got {n_neighbors!r}.")
-    if not is_positive_int(tangent_dim) or tangent_dim >= min(n_neighbors, d):
-        raise InvalidInputError(
-            f"tangent_dim must be an integer with 1 <= tangent_dim < min(n_neighbors, d) = {min(n_neighbors, d)}, "
-            f"got {tangent_dim!r}: the normal part needs at least one direction."
-        )
-    if max_anchors is not None and not is_positive_int(max_anchors):
-        raise InvalidInputError(f"max_anchors must be a positive integer or None, got {max_anchors!r}.")
+    def check(name: str, value: Any, least: int, most: float = math.inf) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not least <= value <= most:
+            bounds = f">= {least}" + (f" and <= {most}" if most < math.inf else "")
+            raise InvalidInputError(f"{name} must be an integer {bounds}, got {value!r}.")
+
+    check("n_strata", n_strata, 1)
+    check("n_neighbors", n_neighbors, 2)
+    check("tangent_dim", tangent_dim, 1, min(n_neighbors, d) - 1)  # the normal part needs at least one direction
+    if max_anchors is not None:
+        check("max_anchors", max_anchors, 1)
 
 
 def _local_ratios(
@@ -417,8 +392,7 @@ def count_token_frequencies(
         An int64 CPU tensor (vocab,), entry i the occurrences of token id i.
 
     Raises:
-        InvalidInputError: No text.
-        InvalidInputError: A text not a string, `batch_size` < 1, or an id beyond an explicit `vocab_size`.
+        InvalidInputError: No text, a text not a string, `batch_size` < 1, or an id beyond an explicit `vocab_size`.
 
     Examples:
         >>> class Words:  # a stand-in for a tokenizer: one id per vocabulary word
@@ -430,17 +404,12 @@ def count_token_frequencies(
         [3, 1, 1]
     """
     batch = [texts] if isinstance(texts, str) else list(texts)
-    if not batch:
-        raise InvalidInputError("texts is empty: pass at least one text to count tokens in.")
-    if not all(isinstance(text, str) for text in batch):
-        raise InvalidInputError("texts must be strings.")
+    if not batch or not all(isinstance(text, str) for text in batch):
+        raise InvalidInputError(f"texts must be a string or a non-empty list of strings, got {type(texts).__name__}.")
     check_positive_int("batch_size", batch_size)
     if not callable(tokenizer):
         raise InvalidInputError(f"tokenizer must be callable like a Hugging Face tokenizer, got {type(tokenizer)}.")
-    try:
-        size = vocab_size if vocab_size is not None else len(tokenizer)
-    except TypeError:
-        size = 0
+    size = vocab_size if vocab_size is not None else len(tokenizer) if hasattr(tokenizer, "__len__") else 0
     counts = torch.zeros(size, dtype=torch.int64)
     for start in range(0, len(batch), batch_size):
         texts = batch[start : start + batch_size]

@@ -3,10 +3,8 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Matched-rank normal controls, uniformly random subspaces, and the null statistics they feed.
 
-A normal control of a rank-k tangent Q_T is a uniformly random k-subspace of its orthogonal complement (the paper's
-control): ranking the tangent among them gives an approximate p-value, anti-conservative when k / d is not small.
-Ranking it among uniformly random k-subspaces of R^d (`random_subspace_bases`) gives an exact one. Why, and the
-calibration: docs/statistics.md.
+Why ranking a tangent among its normal controls gives an approximate p-value, and among uniformly random subspaces of
+R^d an exact one: docs/statistics.md.
 
 Examples:
     >>> ia.controls.p_value(0.9, [0.1, 0.2, 0.3])
@@ -23,8 +21,9 @@ import torch
 from jaxtyping import Float
 
 from ..commons.host_reads import copied_to
+from ..commons.options import check_positive_int
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
-from .subspace import Subspace
+from .subspace import Subspace, haar_orthonormal
 
 __all__ = [
     "normal_controls",
@@ -52,25 +51,13 @@ def _check_memory(n: int, d: int, k: int, option: str, what: str, advice: str) -
 
 
 def largest_control_rank(d: int) -> int:
-    """The largest rank k whose normal controls are random in R^d: 2k < d, so k <= (d - 1) // 2.
-
-    Examples:
-        >>> largest_control_rank(64), largest_control_rank(65)
-        (31, 32)
-    """
+    """The largest rank k whose normal controls are random in R^d: 2k < d, so k <= (d - 1) // 2."""
     return (d - 1) // 2
 
 
 def check_control_room(k: int, d: int, *, option: str = "nb_concepts") -> None:
-    """Refuse (`InvalidInputError`, naming `option`) a rank k whose normal controls in R^d would not be random: 2k >= d.
-
-    Examples:
-        >>> check_control_room(16, 32)
-        Traceback (most recent call last):
-        ...
-        interpreto_anisotropy.errors.InvalidInputError: nb_concepts=16 in R^32 (d=32): ...
-    """
-    if 2 * k >= d:
+    """Refuse (naming `option`) a rank k whose normal controls in R^d would not be random: 2k >= d."""
+    if k > largest_control_rank(d):
         raise InvalidInputError(f"{option}={k} in R^{d} (d={d}): controls need 2k < d, so {option} <= {(d - 1) // 2}.")
 
 
@@ -83,8 +70,7 @@ ANTI_CONSERVATIVE_FROM = 0.1
 
 
 def warn_if_anti_conservative(k: int, d: int, *, stacklevel: int = 2) -> None:
-    """Warn (`DegenerateStatisticsWarning`) from k / d >= `ANTI_CONSERVATIVE_FROM`, quoting the rate measured nearest
-    below (`NORMAL_CONTROL_NULL_RATES`); `stacklevel` as `warnings.warn`'s."""
+    """Warn from k / d >= `ANTI_CONSERVATIVE_FROM`, quoting the rate measured nearest below it."""
     if k / d < ANTI_CONSERVATIVE_FROM:
         return
     ratio, rate = max(row for row in NORMAL_CONTROL_NULL_RATES if row[0] <= k / d)
@@ -98,21 +84,10 @@ def _generator(seed: int, stream: int) -> torch.Generator:
     return torch.Generator().manual_seed(derived)
 
 
-def _orthonormal(draws: Float[torch.Tensor, "n d k"]) -> Float[torch.Tensor, "n d k"]:
-    """QR of each draw with the sign fix that makes a Gaussian draw's basis Haar-uniform."""
-    bases, triangular = torch.linalg.qr(draws)
-    return bases * torch.sign(torch.diagonal(triangular, dim1=-2, dim2=-1)).unsqueeze(-2)
-
-
 def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> Float[torch.Tensor, "n d k"]:
-    """Stacked orthonormal bases (n, d, k) of `n` Haar-random rank-k subspaces of the complement of `subspace` (d, k).
-
-    Gaussian draws made on the CPU from `seed` (the same on every device), projected out of the subspace twice and
-    orthonormalised in float64 on its device; returned in its dtype.
-    """
+    """Bases (n, d, k) of `n` Haar-random rank-k subspaces of the complement of `subspace`, CPU-drawn from `seed`."""
     d, k = subspace.dim, subspace.rank
-    if not isinstance(n, int) or n < 1:
-        raise InvalidInputError(f"The number of controls must be a positive integer, got {n!r}.")
+    check_positive_int("n_controls", n)
     _check_memory(n, d, k, "n_controls", f"rank-{k} controls in R^{d}", "use fewer controls (the paper uses 20).")
     check_control_room(k, d)
     basis = subspace.basis.detach().double()
@@ -120,11 +95,10 @@ def normal_control_bases(subspace: Subspace, n: int = 20, *, seed: int = 0) -> F
     draws = copied_to(gaussians, basis.device)
     for _ in range(2):
         draws = draws - basis @ (basis.T @ draws)
-    return _orthonormal(draws).to(subspace.basis.dtype)
+    return haar_orthonormal(draws).to(subspace.basis.dtype)
 
 
-#: The float64 values of one chunk of random subspaces drawn and scored at once (`random_subspace_chunks`): the
-#: memory of the exact p-value's draws, whatever R'.
+#: The bytes of one chunk of random subspaces drawn and scored at once: the exact p-value's memory, whatever R'.
 RANDOM_CHUNK_BYTES = 64 * 2**20
 #: A chunk holds a multiple of this many subspaces: torch's CPU normals come in runs of 16 values, so chunks of
 #: 16 m draws continue one stream exactly as a single draw of all of them would.
@@ -132,24 +106,11 @@ _CHUNK_MULTIPLE = 16
 
 
 def random_chunk_sizes(d: int, k: int, n: int, max_bytes: int | None = None) -> list[int]:
-    """How `random_subspace_chunks` splits `n` draws of (d, k): multiples of 16 subspaces of at most `max_bytes`
-    (default `RANDOM_CHUNK_BYTES`; four float64 (d, k) arrays a subspace: draw, basis, products), the remainder
-    joined to the last chunk.
-
-    Raises:
-        InvalidInputError: n < 1 or k not in [1, d].
-
-    Examples:
-        >>> random_chunk_sizes(768, 32, 320, max_bytes=2**24)
-        [16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16]
-        >>> random_chunk_sizes(64, 8, 50)
-        [50]
-    """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidInputError(f"n_random (the number of random subspaces) must be a positive integer, got {n!r}.")
+    """How `random_subspace_chunks` splits `n` draws: multiples of 16 subspaces of at most `max_bytes` each."""
+    check_positive_int("n_random", n)
     if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
         raise InvalidInputError(f"Random subspaces need integers 1 <= k <= d, got d={d}, k={k}.")
-    per_subspace = 4 * d * k * 8
+    per_subspace = 4 * d * k * 8  # float64 draw, basis and products
     max_bytes = RANDOM_CHUNK_BYTES if max_bytes is None else max_bytes
     size = max(_CHUNK_MULTIPLE, max_bytes // per_subspace // _CHUNK_MULTIPLE * _CHUNK_MULTIPLE)
     sizes = [size] * (n // size) or [0]
@@ -160,23 +121,10 @@ def random_chunk_sizes(d: int, k: int, n: int, max_bytes: int | None = None) -> 
 def random_subspace_chunks(
     d: int, k: int, n: int, *, seed: int = 0, device: torch.device | str = "cpu", max_bytes: int | None = None
 ) -> Iterator[Float[torch.Tensor, "c d k"]]:
-    """The `n` bases of `random_subspace_bases(d, k, n, seed=seed)`, float64, a chunk (c, d, k) at a time on `device`.
-
-    The Gaussians come from one CPU generator in chunks of a multiple of 16 subspaces (`random_chunk_sizes`), so they
-    are the values of one draw of all `n` (the same subspaces for a seed whatever `max_bytes`, on every device);
-    each chunk is moved to `device` and orthonormalised there (QR with the sign fix, float64). Memory: one chunk.
-
-    Raises:
-        InvalidInputError: n < 1 or k not in [1, d].
-
-    Examples:
-        >>> chunks = list(ia.controls.random_subspace_chunks(64, 8, 40, seed=0, max_bytes=2**18))
-        >>> [tuple(chunk.shape) for chunk in chunks]
-        [(16, 64, 8), (24, 64, 8)]
-    """
-    generator = _generator(seed, _RANDOM_STREAM)
+    """The float64 bases of `random_subspace_bases(d, k, n, seed=seed)`, one chunk (c, d, k) at a time on `device`."""
+    generator = _generator(seed, _RANDOM_STREAM)  # one CPU stream, whatever the chunks (`random_chunk_sizes`)
     for size in random_chunk_sizes(d, k, n, max_bytes):
-        yield _orthonormal(copied_to(torch.randn(size, d, k, generator=generator, dtype=torch.float64), device))
+        yield haar_orthonormal(copied_to(torch.randn(size, d, k, generator=generator, dtype=torch.float64), device))
 
 
 def random_subspace_bases(
@@ -190,9 +138,7 @@ def random_subspace_bases(
 ) -> Float[torch.Tensor, "n d k"]:
     """Stacked orthonormal bases of `n` uniformly random (Haar) k-subspaces of R^d: the exact p-value's reference.
 
-    Drawn on the CPU from a stream derived from `seed`, independent of `Subspace.random(d, k, seed=seed)` and of the
-    normal controls, so the same on every device. All at once: the probe scores its R' subspaces chunk by chunk
-    (`random_subspace_chunks`, the same subspaces) and never holds them all.
+    Drawn on the CPU from `seed` (the same on every device), independently of `Subspace.random` and of the controls.
 
     Args:
         d: Ambient dimension.
@@ -244,8 +190,7 @@ def normal_controls(subspace: Subspace, n: int = 20, *, seed: int = 0) -> list[S
 def p_value(observed: float, controls: Sequence[float] | np.ndarray) -> float:
     """One-sided Monte-Carlo p-value (1 + #{controls >= observed}) / (R + 1); ties count against `observed`.
 
-    Exact only when `observed` and the controls are exchangeable under the null: true of random subspaces of R^d
-    (`p_value_exact`), not of the normal controls (`p_value`, approximate).
+    Exact only when `observed` and the controls are exchangeable under the null (docs/statistics.md).
 
     Args:
         observed: The tangent's statistic (e.g. its energy share).
@@ -263,7 +208,7 @@ def p_value(observed: float, controls: Sequence[float] | np.ndarray) -> float:
     """
     values = np.asarray(controls, dtype=np.float64).ravel()
     if values.size == 0:
-        raise InvalidInputError("A p-value needs at least one control statistic.")
+        raise InvalidInputError("A p-value needs at least one control statistic.")  # errors.py's example prints it
     if not (np.isfinite(values).all() and np.isfinite(observed)):
         raise InvalidInputError("p_value got a non-finite statistic.")
     return float((1 + np.count_nonzero(values >= observed)) / (values.size + 1))

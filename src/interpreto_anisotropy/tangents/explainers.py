@@ -91,16 +91,7 @@ def _numerical_rank(values: Float[torch.Tensor, " k"]) -> int:
 
 
 class OrthonormalConceptModel(BaseDictionaryLearning):
-    """Concepts as coordinates in an orthonormal basis Q (d, k): encode (x - mean) Q, decode z Q^T + mean.
-
-    For the streamed PCA it owns the `MomentAccumulator` and recomputes Q lazily after `partial_fit`.
-
-    Args:
-        nb_concepts: The requested rank k.
-        input_size: The hidden size d.
-        center: Whether activations are centred before the eigendecomposition / encoding.
-        device: Device of the basis.
-    """
+    """Concepts as coordinates in an orthonormal basis Q (d, k); the streamed PCA's moments, Q recomputed lazily."""
 
     def __init__(self, nb_concepts: int, input_size: int, *, center: bool = True, device: str = "cpu"):
         super().__init__(nb_concepts, device=device)
@@ -191,26 +182,15 @@ _PASSED_BY_US = frozenset({"self", "splitter", "nb_concepts", "input_size", "inp
 
 
 def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
-    """The keywords an Interpreto explainer class takes for its concept model, None when its signatures cannot say.
-
-    Read from its `__init__` and, when that passes `**kwargs` on, its `concept_model_class`'s; None when that too
-    takes `**kwargs`. `concept_class` None (the streamed PCA) takes none.
-
-    Examples:
-        >>> from interpreto.concepts import ICAConcepts
-        >>> sorted(accepted_method_kwargs(ICAConcepts)), accepted_method_kwargs(None)
-        (['random_state'], set())
-    """
+    """The keywords of an Interpreto class's `__init__` (and its concept model's); None when `**kwargs` hides them."""
     if concept_class is None:
         return set()
-    declared = inspect.getattr_static(concept_class, "concept_model_class", None)
-    try:
-        built = declared.fget(None) if isinstance(declared, property) else declared
-    except Exception:  # noqa: BLE001  (a property that needs its instance: the class cannot say)
-        built = None
+    built = inspect.getattr_static(concept_class, "concept_model_class", None)
+    with contextlib.suppress(Exception):  # a property that needs its instance stays one: the class cannot say
+        built = built.fget(None) if isinstance(built, property) else built
     accepted: set[str] = set()
-    for signed in (concept_class, built if isinstance(built, type) else None):
-        if signed is None:
+    for signed in (concept_class, built):
+        if not isinstance(signed, type):
             return None
         parameters = inspect.signature(signed.__init__).parameters.values()
         accepted |= {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
@@ -219,16 +199,8 @@ def accepted_method_kwargs(concept_class: type | None) -> set[str] | None:
     return None
 
 
-def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> None:
-    """Check a sweep's `method_kwargs` before any checkpoint is read, as `TangentExplainer(method=...)` would.
-
-    Args:
-        method: A method name or an Interpreto explainer class.
-        method_kwargs: Keywords for the tangent: `TangentExplainer`'s own (`center`, `rtol`, ...) or its method's.
-
-    Raises:
-        InvalidInputError: An unknown method, or a keyword neither takes (see `accepted_method_kwargs`).
-    """
+def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> tuple[str, type | None]:
+    """The method's name and class (`_resolve_method`); refuses a keyword neither we nor the method's class take."""
     name, concept_class = _resolve_method(method)
     accepted = accepted_method_kwargs(concept_class)
     own = set(inspect.signature(TangentExplainer.__init__).parameters)
@@ -239,6 +211,7 @@ def check_method_kwargs(method: str | type, method_kwargs: dict[str, Any]) -> No
         raise InvalidInputError(
             f"Tangent method {name!r} does not take {', '.join(map(repr, unknown))}: {owner} takes {takes} (and ours)."
         )
+    return name, concept_class
 
 
 def tangent_method_names() -> list[str]:
@@ -252,17 +225,12 @@ def tangent_method_names() -> list[str]:
 
 
 def method_streams(method: str | type) -> bool:
-    """Whether a tangent method (a name or an Interpreto class) fits batch by batch (`partial_fit`): "pca" only.
-
-    Examples:
-        >>> method_streams("pca"), method_streams("semi_nmf")
-        (True, False)
-    """
+    """Whether a tangent method (a name or an Interpreto class) fits batch by batch (`partial_fit`): "pca" only."""
     return _resolve_method(method)[1] is None
 
 
 def _check_splitter(splitter: Any) -> None:
-    """Refuse a splitter that is not an Interpreto `BaseSplitter`, saying how to wrap a model."""
+    """Refuse a splitter that is not an Interpreto `BaseSplitter`."""
     if not isinstance(splitter, BaseSplitter):
         raise InvalidInputError(f"splitter must be an Interpreto ModelWithSplitPoints, got {type(splitter).__name__}.")
 
@@ -295,16 +263,6 @@ def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
     return dictionary
 
 
-def _checked_batches(activations: Any, input_size: int, splitter: BaseSplitter) -> Iterator[torch.Tensor]:
-    """Each batch of `activations` (one (n, d) array, not an iterable of rows, or an iterable of them), checked."""
-    if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
-        activations = [activations]
-    elif not isinstance(activations, Iterable):
-        raise InvalidInputError(f"activations must be an (n, d) tensor or a list of them, got {type(activations)}.")
-    for index, part in enumerate(activations):
-        yield _check_batch(part, f"activations[{index}]", input_size, splitter)
-
-
 def _check_batch(activations: Any, name: str, input_size: int, splitter: BaseSplitter) -> torch.Tensor:
     """`activations` as a finite float (n, d) tensor, refused when d is not the split point's `input_size`."""
     batch = as_float_tensor(activations, name=name)
@@ -320,8 +278,7 @@ def _are_texts(inputs: Any) -> bool:
 
 
 def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
-    """Warn when activations may come from Interpreto 0.5.2's `get_activations` (left padding, no position ids)
-    on a model with learned absolute positions, which then reads padded texts at shifted positions."""
+    """Warn that Interpreto's `get_activations` reads left-padded texts at shifted learned absolute positions."""
     left = getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") == "left"
     if left and uses_absolute_positions(model := splitter_model(splitter)):
         message = f"{type(model).__name__} has learned absolute positions and pads left: use tangent.fit(texts)."
@@ -341,29 +298,33 @@ def _check_pooled_rows(pooled: Float[torch.Tensor, "n d"], nb_concepts: int, *, 
     _warn_if_rank_below(nb_concepts, n_rows, n_rows - int(centred), centred=centred)
 
 
-def _activation_source(splitter: BaseSplitter, activations: Any, **reader: Any) -> Any:
-    """Texts become a lazy stream of activation batches read at the split point; activations pass through."""
-    if not _are_texts(activations):
+def _batches(splitter: BaseSplitter, input_size: int, activations: Any, **reader: Any) -> Iterator[torch.Tensor]:
+    """Texts read lazily at the split point, or the (n, d) activations given (one or an iterable), checked."""
+    if _are_texts(activations):
+        activations = (_finite_read(rows) for rows, _ in iter_token_activations(splitter, activations, **reader))
+    else:
         _warn_if_read_with_left_padding(splitter)
-        return activations
-    return (_finite_read(rows) for rows, _ in iter_token_activations(splitter, activations, **reader))
+        if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
+            activations = [activations]
+        elif not isinstance(activations, Iterable):
+            raise InvalidInputError(f"activations must be texts or (n, d) tensors, got {type(activations)}.")
+    return (
+        _check_batch(part, f"activations[{index}]", input_size, splitter) for index, part in enumerate(activations)
+    )
 
 
 def _finite_read(rows: torch.Tensor) -> torch.Tensor:
     """Rows read from texts, refused with what to try (not "clean them") when they hold NaN or infinity."""
     if not torch.isfinite(rows).all():
-        raise errors.NonFiniteError(
-            f"The activations read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}"
-        )
+        raise errors.NonFiniteError(f"The rows read from the texts hold NaN or infinity. {NONFINITE_READ_ADVICE}")
     return rows
 
 
 class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
     """Tangent proxy of the activation manifold at a split point, as an Interpreto concept explainer.
 
-    The method's `nb_concepts` atoms are orthonormalised (`Subspace.from_dictionary`) into the basis Q (d, k);
-    concepts are the coordinates (h - mean) Q. "pca" is a streamed exact PCA (float64 moments, O(d^2) memory);
-    the others fit Interpreto's explainers on the pooled rows (NMF on ReLU'd raw rows). See docs/concepts.md.
+    The method's atoms are orthonormalised into the basis Q (d, k); concepts are the coordinates (h - mean) Q.
+    "pca" is a streamed exact PCA; the others fit Interpreto's explainers on the pooled rows (docs/concepts.md).
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` (or any `BaseSplitter`) at the split point of interest.
@@ -410,15 +371,13 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         **method_kwargs: Any,
     ):
         _check_splitter(splitter)
-        self.method_name, self.concept_class = _resolve_method(method or self.default_method)
+        self.method_name, self.concept_class = check_method_kwargs(method or self.default_method, method_kwargs)
         self.input_size = _latent_dim(splitter)
         check_positive_int("nb_concepts", nb_concepts)
         check_control_room(nb_concepts, self.input_size)
         self.nb_concepts, self.center, self.rtol = nb_concepts, center, check_number("rtol", rtol, at_least=0)
         check_device("device", device)
-        self.seed = check_seed("seed", seed)
-        check_method_kwargs(method or self.default_method, method_kwargs)
-        self.method_kwargs = method_kwargs
+        self.seed, self.method_kwargs = check_seed("seed", seed), method_kwargs
         concept_model = OrthonormalConceptModel(nb_concepts, self.input_size, center=center, device=str(device))
         super().__init__(splitter, concept_model)
         self.inner_explainer: ConceptAutoEncoderExplainer | None = None
@@ -433,25 +392,19 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         mean: Float[torch.Tensor, " d"] | None = None,
         rtol: float = 1e-3,
     ) -> TangentExplainer:
-        """The tangent spanned by the (k, d) dictionary of any fitted Interpreto concept explainer (the user's own too).
-
-        The span is orthonormalised by `Subspace.from_dictionary` (dead or dependent atoms dropped, with a warning);
-        the explainer is kept, unchanged, as `inner_explainer`.
+        """The tangent spanned by the (k, d) dictionary of any fitted Interpreto explainer (kept as `inner_explainer`).
 
         Args:
             explainer: A fitted Interpreto concept explainer; its splitter is the tangent's.
-            mean: Centre (d,) of the activations, for the concepts, `coords` and `project`; None leaves them
-                uncentred. Energy shares never use it.
+            mean: Centre (d,) of the activations, for the concepts, `coords` and `project` (never energy shares).
             rtol: Relative singular-value threshold of the orthonormalisation.
 
         Returns:
             A fitted tangent; its `.subspace.method` is the explainer's class name.
 
         Raises:
-            InvalidInputError: Not an Interpreto `ConceptAutoEncoderExplainer`, a dictionary that is not (k, d),
-                or 2k >= d (no room for normal controls).
+            InvalidInputError: Not a `ConceptAutoEncoderExplainer`, 2k >= d, or a dictionary or mean of another d.
             OutOfOrderError: An explainer not fitted yet.
-            InvalidInputError: A dictionary or a mean whose d differs from the split point's.
             NonFiniteError: A dictionary holding NaN or infinity.
 
         Examples:
@@ -473,27 +426,14 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         return self.concept_class is None
 
     def merge_across_ranks(self) -> TangentExplainer:
-        """All-reduce the streamed PCA's moments over a torch.distributed group (call on every rank; no group: no-op).
-
-        Returns:
-            self.
-
-        Raises:
-            InvalidInputError: For methods that do not stream.
-        """
+        """All-reduce the streamed PCA's moments over a torch.distributed group (call on every rank; no group: no-op)."""
         if not self.streams:
             raise InvalidInputError(f"Method {self.method_name!r} does not stream: fit it on pooled activations.")
         self.concept_model.merge(distributed.all_reduce_moments)
         return self
 
     def finalize(self) -> TangentExplainer:
-        """Compute the streamed PCA's basis from the moments so far (as reading `.subspace` does); returns self.
-
-        Raises:
-            OutOfOrderError: Before any `partial_fit`.
-            InvalidInputError: A single row when centred (the moments are kept: `partial_fit` more, then retry).
-            InvalidInputError: Identical rows when centred, all-zero rows when not.
-        """
+        """Compute the streamed PCA's basis from the moments so far (as `.subspace` does; refused rows keep them)."""
         if self.streams and self.concept_model.moments is None:
             raise OutOfOrderError(f"{type(self).__name__} has no moments yet: call partial_fit(...) first.")
         self.concept_model.get_subspace()
@@ -528,11 +468,9 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             self, with `.subspace` set.
 
         Raises:
-            InvalidInputError: Activations that are not 2-D, identical rows when centred, all-zero rows when not, or
-                fewer rows than `nb_concepts` for "pca_sklearn".
+            InvalidInputError: Activations not (n, d) at the split point's d, no row (one, when centred), identical
+                rows when centred, all-zero rows when not, or fewer rows than `nb_concepts` for "pca_sklearn".
             NonFiniteError: NaN or infinite activations.
-            InvalidInputError: Activations whose d differs from the split point's.
-            InvalidInputError: No rows at all, or a single row when centred.
 
         Warns:
             DegenerateStatisticsWarning: Fewer than k + 1 rows, or rows spanning fewer than `nb_concepts` dimensions.
@@ -540,23 +478,23 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         """
         reader = {"include_special": include_special, "max_tokens": max_tokens, "batch_size": batch_size}
         reader.update(max_length=max_length, call=call, progress=progress)
-        source = _activation_source(self.splitter, activations, **reader)
+        batches = _batches(self.splitter, self.input_size, activations, **reader)
         if self.streams:
             self.concept_model.moments = None
             try:
-                self._stream(source).concept_model.get_subspace()  # the basis now: fit itself refuses degenerate rows
+                self._stream(batches).concept_model.get_subspace()  # the basis now: fit itself refuses degenerate rows
             except AnisotropyError:
                 self.concept_model.moments, self.concept_model._stale = None, False  # unfitted, not half-fitted
                 raise
         else:
-            self._fit_pooled(source, **fit_kwargs)
+            self._fit_pooled(batches, **fit_kwargs)
         self.fit_record = FitRecord().add(activations if _are_texts(activations) else None, reader)
         self.fitted_call = call if _are_texts(activations) else None
         return self
 
-    def _fit_pooled(self, activations: Any, **fit_kwargs: Any) -> None:
+    def _fit_pooled(self, batches: Iterable[torch.Tensor], **fit_kwargs: Any) -> None:
         """Fit a new Interpreto explainer of the method's class on the pooled rows, and adopt its dictionary."""
-        batches = list(_checked_batches(activations, self.input_size, self.splitter))
+        batches = list(batches)
         if sum(batch.shape[0] for batch in batches) == 0:
             raise InvalidInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
         pooled = torch.cat([batch.float() for batch in batches]).to(self.device)
@@ -573,22 +511,19 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         Args:
             activations: Texts, an (n, d) tensor, or a list / iterable of them (see `fit`).
             **reader: With texts: `fit`'s reading options.
-
-        Raises:
-            InvalidInputError: For methods other than "pca".
         """
         if not self.streams:
             raise InvalidInputError(f"partial_fit streams PCA only; method {self.method_name!r} needs fit().")
         if self.concept_model.moments is None or self.fit_record is None:  # a new stream of moments
             self.fit_record = FitRecord()
             self.fitted_call = reader.get("call") if _are_texts(activations) else None
-        self._stream(_activation_source(self.splitter, activations, **reader))
+        self._stream(_batches(self.splitter, self.input_size, activations, **reader))
         self.fit_record.add(activations if _are_texts(activations) else None, reader)
         return self
 
-    def _stream(self, activations: Any) -> TangentExplainer:
-        """Add an (n, d) batch or an iterable of them to the streamed PCA's moments."""
-        for batch in _checked_batches(activations, self.input_size, self.splitter):
+    def _stream(self, batches: Iterable[torch.Tensor]) -> TangentExplainer:
+        """Add checked (n, d) batches to the streamed PCA's moments."""
+        for batch in batches:
             self.concept_model.partial_fit(batch.to(self.device))
         if self.concept_model.moments is None or self.concept_model.moments.count == 0:
             self.concept_model.moments, self.concept_model._stale = None, False  # stay unfitted, not half-fitted
@@ -607,8 +542,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
 
         Raises:
             OutOfOrderError: Before `fit`.
-            InvalidInputError: A streamed PCA of a single row, when centred.
-            InvalidInputError: A streamed PCA of identical rows when centred, of all-zero rows when not.
+            InvalidInputError: A streamed PCA of one row or identical rows when centred, of all-zero rows when not.
 
         Warns:
             DegenerateStatisticsWarning: Rows spanning fewer than `nb_concepts` dimensions.
@@ -635,7 +569,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         device: torch.device | str = "cpu",
         hub_timeout: float | None = None,
     ) -> TangentExplainer:
-        """A tangent saved by `save_pretrained` or `push_to_hub`, bit for bit, as the saved method's named class.
+        """A tangent saved by `save_pretrained` or `push_to_hub`, bit for bit, as the saved method's class.
 
         Args:
             source: The folder, or a Hub repository id ("user/name"), downloaded with `snapshot_download`.
@@ -645,23 +579,28 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             cache_dir: Hub cache folder.
             local_files_only: Only the Hub cache, no download.
             device: Device of the basis.
-            hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (None: the sweep's
-                default, 10 s); server errors and dropped connections are retried (`commons.hub.hub_call`).
+            hub_timeout: Seconds each Hub request may wait (None: the sweep's default, 10 s); failures are retried.
 
         Returns:
             The fitted tangent, with its `fit_record`.
 
         Raises:
-            InvalidInputError: A splitter that is not an Interpreto splitter, or a `source` that is no str or path.
-            ResultsStoreError: No such folder or repository, a failed download (or none within `hub_timeout`), or a
-                damaged folder.
-            InvalidInputError: A splitter of another split point or width d, or a class not the saved method's.
+            InvalidInputError: A `source` that is no str or path, a splitter not Interpreto's or of another split
+                point or width d, or a class not the saved method's.
+            ResultsStoreError: No such folder or repository, a failed (or timed-out) download, or a damaged folder.
         """
         _check_splitter(splitter)
         download = {"revision": revision, "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}
         folder, record, subspace = sharing.read_saved(source, device=device, hub_timeout=hub_timeout, **download)
-        tangent_class, method = sharing.tangent_class(cls, record, folder, _NAMED_TANGENTS, TangentExplainer)
-        sharing.check_splitter(record, folder, splitter, _latent_dim)
+        tangent_class, method = _saved_class(cls, record, folder)
+        if (split_point := getattr(splitter, "split_point", None)) != record.split_point:
+            raise InvalidInputError(
+                f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, not {split_point!r}: load it onto ModelWithSplitPoints(..., split_point={record.split_point!r})."
+            )
+        if (width := _latent_dim(splitter)) != record.dim:
+            raise InvalidInputError(
+                f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but split point {split_point!r} has d={width}: load it onto the model it came from."
+            )
         options = {"center": record.center, "rtol": record.rtol, "seed": record.seed, **record.method_kwargs}
         tangent = tangent_class(splitter, nb_concepts=record.nb_concepts, method=method, device=device, **options)
         tangent.concept_model.set_subspace(subspace)
@@ -692,6 +631,26 @@ def _fitted_explainer(tangent: TangentExplainer, training_data: torch.Tensor, **
         torch.manual_seed(tangent.seed)
         inner.fit(training_data, **fit_kwargs)
     return inner
+
+
+def _saved_class(cls: type[TangentExplainer], record: sharing.SavedTangent, folder: Path) -> tuple[type, Any]:
+    """The class to build a saved tangent with (its method's, `cls` below it, or `TangentExplainer`), its `method=`."""
+    if record.method in _NAMED_TANGENTS:
+        found, method = _NAMED_TANGENTS[record.method], record.method
+    else:  # one of Interpreto's concept classes or our named tangents': nothing named in the file is imported
+        classes = [*vars(concepts).values(), *(tangent.concept_class for tangent in _NAMED_TANGENTS.values())]
+        kinds = [kind for kind in classes if isinstance(kind, type) and issubclass(kind, ConceptAutoEncoderExplainer)]
+        allowed = {f"{kind.__module__}:{kind.__qualname__}": kind for kind in kinds}
+        if record.concept_class not in allowed:
+            raise errors.ResultsStoreError(
+                f"{folder / sharing.TANGENT_FILE} names method {record.method!r} ({str(record.concept_class)[:200]!r}), neither a method of ours nor one of Interpreto's concept classes: nothing was imported."
+            )
+        method, found = allowed[record.concept_class], TangentExplainer
+    if issubclass(found, cls) or issubclass(cls, found):
+        return (found if issubclass(found, cls) else cls), method
+    raise InvalidInputError(
+        f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
+    )
 
 
 def _named_tangent_docstring(cls: type[TangentExplainer], method: str) -> str:

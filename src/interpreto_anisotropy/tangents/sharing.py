@@ -16,7 +16,7 @@ import json
 import tempfile
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,6 @@ from ..version import __version__
 from .subspace import Subspace
 
 __all__ = [
-    "allowed_concept_classes",
     "CARD_FILE",
     "SUBSPACE_FILE",
     "TANGENT_FILE",
@@ -41,10 +40,8 @@ __all__ = [
     "SavedTangent",
     "SharedTangent",
     "check_repo_id",
-    "check_splitter",
     "read_saved",
     "save_tangent",
-    "tangent_class",
     "tangent_folder",
     "texts_sha256",
 ]
@@ -143,8 +140,7 @@ class SavedTangent:
         fit: The `FitRecord` as a dict, None for a tangent fitted elsewhere (`from_interpreto`).
         package_version: The interpreto-anisotropy version that saved it.
         format: The format of this file.
-        call: The call of the split-point module its texts were read at ("first", "last" or an index); None when
-            unknown (rows given as activations, or a file saved before the call was recorded).
+        call: The call of the split-point module its texts were read at; None when unknown (or not recorded).
     """
 
     method: str
@@ -202,10 +198,6 @@ def save_tangent(
 ) -> Path:
     """`TangentExplainer.save_pretrained` (its Args); `repo_id` is for the model card's loading line."""
     subspace = tangent.subspace
-    try:
-        json.dumps(tangent.method_kwargs)
-    except (TypeError, ValueError) as error:
-        raise InvalidInputError(f"The tangent's method_kwargs are no JSON values ({error}).") from None
     config = getattr(splitter_model(tangent.splitter), "config", None)
     concept, fit_record = tangent.concept_class, getattr(tangent, "fit_record", None)
     record = SavedTangent(
@@ -225,9 +217,13 @@ def save_tangent(
         package_version=__version__,
         call=subspace.call,
     )
+    try:  # before anything is written
+        text = json.dumps(asdict(record), indent=2, sort_keys=True) + "\n"
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(f"The tangent's method_kwargs are no JSON values ({error}).") from None
     folder = Path(directory)
     subspace.save(folder / SUBSPACE_FILE)
-    write_atomically(folder / TANGENT_FILE, json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
+    write_atomically(folder / TANGENT_FILE, text)
     write_atomically(folder / CARD_FILE, str(_model_card(record, repo_id)))
     return folder
 
@@ -257,13 +253,7 @@ def check_repo_id(repo_id: Any, name: str = "repo_id") -> str:
 
 
 def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **download: Any) -> Path:
-    """The folder `source`, or the Hub repository `source` downloaded (`**download`: `snapshot_download`'s options)
-    through `hub.hub_call` (every wait bounded by `hub_timeout`, transient errors retried).
-
-    Raises:
-        InvalidInputError: A `source` that is neither a str nor a path.
-        ResultsStoreError: No such folder and no repository id, or a download that failed.
-    """
+    """The folder `source`, or the Hub repository `source` downloaded by `snapshot_download` through `hub.hub_call`."""
     from ..commons import hub
 
     path = check_folder("source", source)
@@ -287,78 +277,18 @@ def tangent_folder(source: str | Path, *, hub_timeout: float | None = None, **do
     )
 
 
-def _subspace(folder: Path, record: SavedTangent, device: Any) -> Subspace:
-    path = folder / SUBSPACE_FILE
+def read_saved(
+    source: str | Path, *, device: Any = "cpu", hub_timeout: float | None = None, **download: Any
+) -> tuple[Path, SavedTangent, Subspace]:
+    """The folder of a saved tangent (see `tangent_folder`), its `SavedTangent` and its `Subspace`, checked."""
+    record = SavedTangent.read(folder := tangent_folder(source, hub_timeout=hub_timeout, **download))
     try:
-        subspace = Subspace.load(path, device=device)
+        subspace = Subspace.load(path := folder / SUBSPACE_FILE, device=device)
     except ResultsStoreError as error:
         raise ResultsStoreError(f"{error} The folder {folder} is damaged: {_SAVE_AGAIN}.") from error
     if (subspace.dim, subspace.rank) != (record.dim, record.rank):
         raise ResultsStoreError(f"{path} and {TANGENT_FILE} disagree on d or k: they come from different tangents.")
-    return subspace
-
-
-def check_splitter(record: SavedTangent, folder: Path, splitter: Any, width_of: Callable[[Any], int]) -> None:
-    """Refuse (`InvalidInputError`) a splitter of another split point or width d (`width_of(splitter)`)."""
-    split_point = getattr(splitter, "split_point", None)
-    if split_point != record.split_point:
-        raise InvalidInputError(
-            f"The tangent saved in {folder} was fitted at split point {record.split_point!r}, not {split_point!r}: load it onto ModelWithSplitPoints(..., split_point={record.split_point!r})."
-        )
-    if (width := width_of(splitter)) != record.dim:
-        raise InvalidInputError(
-            f"The tangent saved in {folder} has width d={record.dim} (model {record.model_id or 'unknown'}), but split point {split_point!r} has d={width}: load it onto the model it came from."
-        )
-
-
-def tangent_class(
-    cls: type, record: SavedTangent, folder: Path, named: dict[str, type], base: type
-) -> tuple[type, Any]:
-    """The class to build the saved tangent with (`named[method]`, `cls` below it, or `base`) and its `method=`.
-
-    Nothing named in the file is imported: a method that is not one of ours comes from `allowed_concept_classes`.
-
-    Raises:
-        ResultsStoreError: A method that is neither ours nor one of Interpreto's concept classes.
-        InvalidInputError: A named `cls` that is not the saved method's class.
-    """
-    if record.method in named:
-        found, method = named[record.method], record.method
-    else:
-        allowed = allowed_concept_classes(named)
-        if record.concept_class not in allowed:
-            raise ResultsStoreError(
-                f"{folder / TANGENT_FILE} names method {record.method!r} ({str(record.concept_class)[:200]!r}), neither a method of ours nor one of Interpreto's concept classes: nothing was imported."
-            )
-        method, found = allowed[record.concept_class], base
-    if issubclass(found, cls) or issubclass(cls, found):
-        return (found if issubclass(found, cls) else cls), method
-    raise InvalidInputError(
-        f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
-    )
-
-
-def allowed_concept_classes(named: dict[str, type]) -> dict[str, type]:
-    """The concept classes a saved tangent may name, by ``module:qualname``: Interpreto's concept autoencoder
-    explainers (`interpreto.concepts`) and those our named tangents use (`named`: method -> tangent class)."""
-    import interpreto.concepts as concepts
-
-    classes = [*vars(concepts).values(), *(tangent.concept_class for tangent in named.values())]
-    base = concepts.ConceptAutoEncoderExplainer
-    kinds = [kind for kind in classes if isinstance(kind, type) and issubclass(kind, base)]
-    return {f"{kind.__module__}:{kind.__qualname__}": kind for kind in kinds}
-
-
-def read_saved(
-    source: str | Path, *, device: Any = "cpu", hub_timeout: float | None = None, **download: Any
-) -> tuple[Path, SavedTangent, Subspace]:
-    """The folder of a saved tangent (see `tangent_folder`), its `SavedTangent` and its `Subspace`, checked.
-
-    Raises:
-        ResultsStoreError: A missing or damaged file, or files that disagree on d or k.
-    """
-    record = SavedTangent.read(folder := tangent_folder(source, hub_timeout=hub_timeout, **download))
-    return folder, record, _subspace(folder, record, device)
+    return folder, record, subspace
 
 
 class SharedTangent:
@@ -367,8 +297,7 @@ class SharedTangent:
     def save_pretrained(
         self, save_directory: str | Path, *, model_id: str | None = None, model_revision: str | None = None
     ) -> Path:
-        """Write the fitted tangent to a folder: ``tangent.json`` (`sharing.SavedTangent`), ``subspace.safetensors``
-        and a ``README.md`` card.
+        """Write the fitted tangent to a folder: ``tangent.json``, ``subspace.safetensors`` and a ``README.md`` card.
 
         Args:
             save_directory: The folder (created if needed; other files in it are left alone).
@@ -380,8 +309,7 @@ class SharedTangent:
 
         Raises:
             OutOfOrderError: Before `fit`.
-            InvalidInputError: A `save_directory` that is not a non-empty str or path, model_id or model_revision
-                not a str, or method keywords that are not JSON values.
+            InvalidInputError: A bad `save_directory`, `model_id` or `model_revision`, or method keywords not JSON.
 
         Examples:
             >>> tangent.save_pretrained("tangents/pythia-70m-layer3")  # doctest: +SKIP
@@ -416,8 +344,7 @@ class SharedTangent:
             create_pr: Open a pull request instead of committing.
             model_id: See `save_pretrained`.
             model_revision: See `save_pretrained`.
-            hub_timeout: Seconds each Hub request may wait to connect or for its next bytes (None: the sweep's
-                default, `hub.DEFAULT_HUB_TIMEOUT`); server errors are retried (`hub.hub_call`).
+            hub_timeout: Seconds each Hub request may wait (None: the sweep's default, 10 s); failures are retried.
 
         Returns:
             The commit (`huggingface_hub.CommitInfo`).

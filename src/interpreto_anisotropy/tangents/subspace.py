@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,12 @@ _ORTHONORMALITY_TOLERANCE = 1e-4
 _METADATA_KEYS = ("name", "method", "split_point", "step", "call")
 
 
+def haar_orthonormal(draws: Float[torch.Tensor, "*n d k"]) -> Float[torch.Tensor, "*n d k"]:
+    """QR of each Gaussian draw, with the sign fix that makes its basis Haar-uniform (and unique for the draw)."""
+    bases, triangular = torch.linalg.qr(draws)
+    return bases * torch.sign(torch.diagonal(triangular, dim1=-2, dim2=-1)).unsqueeze(-2)
+
+
 @dataclass
 class Subspace:
     """An orthonormal basis of a k-dimensional subspace of R^d, with an optional mean.
@@ -41,13 +47,10 @@ class Subspace:
         split_point: The split point (module path) whose hidden space this lives in.
         step: The training step of the checkpoint it was fitted on, if any.
         info: Free JSON-ready metadata (e.g. the rank dropped by `from_dictionary`).
-        call: The call of the split-point module it was fitted at ("first", "last" or an index; a module run several
-            times per forward, as ALBERT's shared layer); None when unknown or when the module runs once.
+        call: The call of the split-point module it was fitted at ("first", "last" or an index), or None.
 
     Raises:
-        InvalidInputError: If the basis is not 2-D, has k = 0 or k > d, or is not orthonormal, or `call` is another
-            kind of value.
-        InvalidInputError: If the mean's size differs from d.
+        InvalidInputError: A basis not (d, k) with 1 <= k <= d or not orthonormal, a mean not (d,), or a bad `call`.
         NonFiniteError: If the basis or mean holds NaN or infinity.
 
     Examples:
@@ -118,8 +121,7 @@ class Subspace:
             >>> Q.replace(name="early", step=30).name, Q.name  # Q itself keeps no name
             ('early', None)
         """
-        fields = {key: getattr(self, key) for key in ("basis", "mean", *_METADATA_KEYS)}
-        return Subspace(**{**fields, "info": dict(self.info), **changes}, check=False)
+        return dataclasses.replace(self, **{"info": dict(self.info), "check": False, **changes})
 
     def _check_input(self, x: Any, name: str) -> torch.Tensor:
         x = as_float_tensor(x, name=name, ndim=None)
@@ -140,8 +142,8 @@ class Subspace:
 
     def project(self, x: Float[torch.Tensor, "... d"], *, center: bool = True) -> Float[torch.Tensor, "... d"]:
         """Orthogonal projection (..., d): `mean + (x - mean) Q Q^T`, or `x Q Q^T` when `center=False` or no mean."""
-        basis = self._basis_for(self._check_input(x, "x"))
-        projected = self.coords(x, center=center) @ basis.T
+        coords = self.coords(x, center=center)
+        projected = coords @ self._basis_for(coords).T
         if center and self.mean is not None:
             projected = projected + self.mean.to(device=projected.device, dtype=projected.dtype)
         return projected
@@ -183,18 +185,10 @@ class Subspace:
         return full[:, self.rank :]
 
     def principal_angles(self, other: Subspace) -> np.ndarray:
-        """The min(k1, k2) principal angles (float64 radians, ascending) to another subspace of the same d.
+        """The min(k1, k2) principal angles (float64 radians, ascending) to another subspace of the same d (scipy's)."""
+        from scipy.linalg import subspace_angles  # deferred: scipy.linalg is not needed to import the package
 
-        From cosines (svd of Q1^T Q2) and, for small angles, sines, as `scipy.linalg.subspace_angles` does.
-        """
-        a, b = self._pair(other)
-        if a.shape[1] < b.shape[1]:
-            a, b = b, a
-        # b has the fewer columns, so both lists have k_b values; sorted this way they pair up.
-        cosines = np.sort(torch.linalg.svdvals(a.T @ b).clamp(0.0, 1.0).numpy())[::-1]
-        sines = np.sort(torch.linalg.svdvals(b - a @ (a.T @ b)).clamp(0.0, 1.0).numpy())
-        angles = np.where(cosines > math.sqrt(0.5), np.arcsin(sines), np.arccos(cosines))
-        return np.sort(angles)
+        return np.sort(subspace_angles(*(basis.numpy() for basis in self._pair(other))))
 
     def overlap(self, other: Subspace) -> float:
         """Normalised overlap ||Q1^T Q2||_F^2 / min(k1, k2): 1 when one contains the other, 0 when orthogonal."""
@@ -219,9 +213,7 @@ class Subspace:
         """
         if not (isinstance(d, int) and isinstance(k, int)) or not 1 <= k <= d:
             raise InvalidInputError(f"Need integers 1 <= k <= d, got d={d}, k={k}.")
-        gaussian = torch.randn(d, k, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-        basis, triangular = torch.linalg.qr(gaussian)
-        basis = basis * torch.sign(torch.diagonal(triangular))  # Haar-uniform, unique for the draw
+        basis = haar_orthonormal(torch.randn(d, k, generator=torch.Generator().manual_seed(seed), dtype=torch.float64))
         return cls(basis.to(device=device, dtype=dtype), method="random", info={"seed": seed}, check=False)
 
     @classmethod
@@ -233,19 +225,16 @@ class Subspace:
         rtol: float = 1e-3,
         **metadata: Any,
     ) -> Subspace:
-        """Orthonormal basis of the span of a (k, d) dictionary, with rank detection.
-
-        Unit-norm atoms (zero ones dropped), then the left singular vectors above `rtol` times the largest singular
-        value; dropped directions give a `DegenerateStatisticsWarning` and `info["dropped_rank"]`.
+        """Orthonormal basis of the span of a (k, d) dictionary: zero atoms dropped, dependent ones warned of.
 
         Args:
             dictionary: Atoms as rows, shape (k, d) (Interpreto's `get_dictionary()` layout).
             mean: Optional centre, shape (d,).
-            rtol: Relative singular-value threshold under which a direction counts as dependent.
+            rtol: Relative singular-value threshold (of the unit atoms) under which a direction counts as dependent.
             **metadata: name, method, split_point, step, call.
 
         Returns:
-            A Subspace of rank r <= k spanning the dictionary's numerical span.
+            A Subspace of rank r <= k spanning the dictionary's numerical span (`info["dropped_rank"]`: k - r).
 
         Raises:
             InvalidInputError: If the dictionary is not 2-D or all atoms are zero.

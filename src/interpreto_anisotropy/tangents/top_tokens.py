@@ -10,7 +10,7 @@ already read; why not Interpreto's `TopKInputs`: docs/how-to/reading-the-report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 from typing import Any
 
 import torch
@@ -35,8 +35,6 @@ TOP_TOKENS = 5
 CONTEXT_BEFORE = 4
 #: Tokens of context shown after a top token (within its text).
 CONTEXT_AFTER = 2
-#: The fields of a `TokenInContext`, in the order of its compact form (`TokenInContext.to_list`).
-TOKEN_FIELDS = ("token", "before", "after", "score", "text", "position")
 
 
 @dataclass(frozen=True)
@@ -61,12 +59,16 @@ class TokenInContext:
 
     def to_list(self) -> list[Any]:
         """JSON-ready values, in the order of `TOKEN_FIELDS` (a compact form for files)."""
-        return [getattr(self, name) for name in TOKEN_FIELDS]
+        return list(astuple(self))
 
     @classmethod
     def from_list(cls, values: list[Any]) -> TokenInContext:
         """The occurrence `to_list` wrote."""
-        return cls(**dict(zip(TOKEN_FIELDS, values, strict=True)))
+        return cls(*values)
+
+
+#: The fields of a `TokenInContext`, in the order of its compact form (`TokenInContext.to_list`).
+TOKEN_FIELDS = tuple(field.name for field in fields(TokenInContext))
 
 
 @dataclass(frozen=True)
@@ -135,8 +137,7 @@ def top_tokens(
         One `DirectionTokens` per direction, in the basis' order.
 
     Raises:
-        InvalidInputError: No rows.
-        InvalidInputError: Ids and locations of another length than the rows.
+        InvalidInputError: No rows, or ids and locations of another length than the rows.
 
     Examples:
         >>> found = top_tokens(rows, ids, where, tangent, tokenizer)  # doctest: +SKIP
@@ -160,17 +161,12 @@ def top_tokens(
         return TokenInContext(decode(i, range(1)), *context, score, int(where[i][0]), int(where[i][1]))
 
     def end(column: torch.Tensor, descending: bool) -> list[TokenInContext]:
-        return [occurrence(i, float(column[i])) for i in _distinct_extremes(column, ids, k=k, descending=descending)]
+        first: dict[int, int] = {}  # token id -> its first row in score order (ties: the earlier row)
+        for index in torch.sort(column, descending=descending, stable=True).indices.tolist():
+            first.setdefault(ids[index], index)
+        return [occurrence(i, float(column[i])) for i in list(first.values())[:k]]
 
     return [
         DirectionTokens(j, float(shares[j]), end(scores[:, j], True), end(scores[:, j], False))
         for j in range(scores.shape[1])
     ]
-
-
-def _distinct_extremes(scores: torch.Tensor, ids: list[int], *, k: int, descending: bool) -> list[int]:
-    """Indices of the first `k` rows of distinct token ids, by score (ties: the earlier row)."""
-    first: dict[int, int] = {}  # token id -> its first row in score order
-    for index in torch.sort(scores, descending=descending, stable=True).indices.tolist():
-        first.setdefault(ids[index], index)
-    return list(first.values())[:k]
