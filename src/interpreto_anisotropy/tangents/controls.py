@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from ..commons.host_reads import copied_to
+from ..commons.tensors import copied_to
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from .subspace import Subspace
 
