@@ -249,9 +249,8 @@ class WindowSums:
         self.loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
         self.loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
         self.n_sequences = 0
-        self.max_kept_bytes = max_kept_bytes
         self.kept: list[_KeptBatch] | None = [] if bases is None and max_kept_bytes > 0 else None
-        self.kept_bytes = 0
+        self.room = max_kept_bytes  # the bytes of rows it may still keep
 
     @property
     def reads(self) -> int:
@@ -276,12 +275,11 @@ class WindowSums:
         self.finite.append(finite)
         self.n_sequences += gradient.shape[0]
         if self.kept is not None:  # a window without a tangent keeps its rows, or drops them all past the bound
-            size = flat_rows.numel() * flat_rows.element_size()
-            if self.kept_bytes + size > self.max_kept_bytes:
-                self.kept, self.kept_bytes = None, 0
+            self.room -= flat_rows.numel() * flat_rows.element_size()
+            if self.room < 0:
+                self.kept = None
             else:
                 self.kept.append(_KeptBatch(flat_rows, finite, (gradient.shape[0], gradient.shape[1])))
-                self.kept_bytes += size
         return finite
 
     def probe_sums(self) -> ProbeSums:
