@@ -25,7 +25,6 @@ PURE_MODULES = [
     "interpreto_anisotropy.commons.accumulators",
     "interpreto_anisotropy.commons.distributed",
     "interpreto_anisotropy.commons.files",
-    "interpreto_anisotropy.commons.host_reads",
     "interpreto_anisotropy.commons.tensors",
     "interpreto_anisotropy.demo.corpus",
     "interpreto_anisotropy.demo.options",

@@ -23,7 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import interpreto_anisotropy as ia
 from interpreto_anisotropy.commons.accumulators import MomentAccumulator
-from interpreto_anisotropy.commons.host_reads import LaggedRead
+from interpreto_anisotropy.commons.tensors import LaggedRead
 from interpreto_anisotropy.probing.probe import GradientProbe
 
 PACKAGE = str(Path(ia.__file__).parent)

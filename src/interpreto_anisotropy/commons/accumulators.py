@@ -41,14 +41,9 @@ class MomentAccumulator:
         return self._host_count
 
     def known_count(self, count: int) -> MomentAccumulator:
-        """Record `count`, already read on the host with other numbers (it must equal `n`), so `count` reads nothing.
-        Returns self."""
+        """Record `count` (equal to `n`), already read on the host, so that `count` reads nothing. Returns self."""
         self._host_count = int(count)
         return self
-
-    @count.setter
-    def count(self, value: int | torch.Tensor) -> None:
-        self.n = torch.as_tensor(value, dtype=torch.float64).to(self.device).reshape(())
 
     def __repr__(self) -> str:
         return f"MomentAccumulator(dim={self.dim}, device={self.device}, count={self.count})"
@@ -82,13 +77,12 @@ class MomentAccumulator:
         return self
 
     def _moved_to(self, shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sums re-expressed around another shift: x - c' = (x - c) + (c - c')."""
+        """Sums re-expressed around another shift, on its device: x - c' = (x - c) + (c - c')."""
+        n, s1, s2 = self.n.to(shift.device), self.s1.to(shift.device), self.s2.to(shift.device)
         if self.shift is None:
-            return self.s1, self.s2
-        delta = self.shift - shift
-        s1 = self.s1 + self.n * delta
-        s2 = self.s2 + torch.outer(self.s1, delta) + torch.outer(delta, self.s1) + self.n * torch.outer(delta, delta)
-        return s1, s2
+            return s1, s2
+        delta = self.shift.to(shift.device) - shift
+        return s1 + n * delta, s2 + torch.outer(s1, delta) + torch.outer(delta, s1) + n * torch.outer(delta, delta)
 
     def merge(self, other: MomentAccumulator) -> MomentAccumulator:
         """Add another accumulator's sums into this one (exact). Returns self."""
@@ -98,12 +92,10 @@ class MomentAccumulator:
             return self
         if self.shift is None:
             self.shift = other.shift.to(self.device)
-        moved = MomentAccumulator(other.dim, self.device, shift=other.shift)
-        moved.n, moved.s1, moved.s2 = other.n.to(self.device), other.s1.to(self.device), other.s2.to(self.device)
-        s1, s2 = moved._moved_to(self.shift)
+        s1, s2 = other._moved_to(self.shift)
         self.s1 += s1
         self.s2 += s2
-        self.n += moved.n
+        self.n += other.n.to(self.device)
         return self
 
     def _require_rows(self) -> None:
@@ -135,15 +127,7 @@ class MomentAccumulator:
 
 def top_eigenvectors(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-k eigenpairs of a symmetric matrix, largest first, with a deterministic sign."""
-    matrix, d = _symmetric_float64(matrix, k)
-    if matrix.device.type == "cpu":
-        # LAPACK's subset solver computes only the k pairs needed; torch's CPU eigh (MKL) is 10-50x slower on
-        # some CPUs (12 s instead of 0.2 s for d = 768 on an AMD EPYC).
-        values, vectors = scipy.linalg.eigh(matrix.numpy(), subset_by_index=[d - k, d - 1], driver="evr")
-        values, vectors = torch.from_numpy(values[::-1].copy()), torch.from_numpy(vectors[:, ::-1].copy())
-    else:
-        values, vectors = torch.linalg.eigh(matrix)
-        values, vectors = values.flip(0)[:k], vectors.flip(1)[:, :k]
+    values, vectors = _top_eigh(matrix, k, vectors=True)
     pivots = vectors.abs().argmax(0)
     signs = torch.sign(vectors[pivots, torch.arange(k, device=vectors.device)])
     signs[signs == 0] = 1
@@ -152,16 +136,21 @@ def top_eigenvectors(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[torch.
 
 def top_eigenvalues(matrix: Float[torch.Tensor, "d d"], k: int) -> Float[torch.Tensor, " k"]:
     """Top-k eigenvalues of a symmetric matrix, largest first, float64 (no eigenvectors: about half the time)."""
-    matrix, d = _symmetric_float64(matrix, k)
-    if matrix.device.type == "cpu":
-        values = scipy.linalg.eigh(matrix.numpy(), eigvals_only=True, subset_by_index=[d - k, d - 1], driver="evr")
-        return torch.from_numpy(values[::-1].copy())
-    return torch.linalg.eigvalsh(matrix).flip(0)[:k]
+    return _top_eigh(matrix, k, vectors=False)[0]
 
 
-def _symmetric_float64(matrix: Float[torch.Tensor, "d d"], k: int) -> tuple[Float[torch.Tensor, "d d"], int]:
-    """The matrix detached in float64, and d, for a top-k eigen-solve."""
+def _top_eigh(matrix: Float[torch.Tensor, "d d"], k: int, *, vectors: bool) -> list[torch.Tensor]:
+    """[the top-k eigenvalues of a symmetric matrix in float64, largest first, and their eigenvectors if `vectors`]."""
     d = matrix.shape[0]
     if not 1 <= k <= d:
         raise InvalidInputError(f"Need 1 <= k <= d, got k={k}, d={d}.")
-    return matrix.detach().double(), d
+    matrix = matrix.detach().double()
+    if matrix.device.type == "cpu":
+        # LAPACK's subset solver computes only the k pairs needed; torch's CPU eigh (MKL) is 10-50x slower on
+        # some CPUs (12 s instead of 0.2 s for d = 768 on an AMD EPYC).
+        found = scipy.linalg.eigh(
+            matrix.numpy(), eigvals_only=not vectors, subset_by_index=[d - k, d - 1], driver="evr"
+        )
+        return [torch.from_numpy(array[..., ::-1].copy()) for array in (found if vectors else [found])]
+    found = torch.linalg.eigh(matrix) if vectors else [torch.linalg.eigvalsh(matrix)]
+    return [array.flip(-1)[..., :k] for array in found]

@@ -1,10 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Files read and written safely. Atomic writes: a crash or a kill never leaves half a file behind, the old version
-stays until the new one is complete; appends that a failed write never leaves half done, for files that grow line by
-line. Reads: the one way the package reads the JSON files it is given or finds (results folders, texts files,
-checkpoint configs), bounded in size and depth, each failure our error naming the file."""
+"""Files written whole or not at all (atomic writes, whole-line appends) and read safely (bounded, strict JSON, each
+failure our error naming the file)."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,48 +23,31 @@ def write_atomically(path: str | os.PathLike, data: bytes | str) -> Path:
     """Write `data` to a temporary file next to `path`, flush it to disk, then rename it over `path`."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    try:
+    with _writing(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
-    except OSError as error:
-        raise _unwritable(path, error) from error
-    try:
+    with _writing(path, undo=lambda: Path(handle.name).unlink(missing_ok=True)):
         with handle:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(handle.name, default_file_mode())  # NamedTemporaryFile creates 0600
         os.replace(handle.name, path)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            Path(handle.name).unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise _unwritable(path, error) from error
-        raise
     return path
 
 
 def append_whole(path: str | os.PathLike, data: str) -> Path:
     """Append `data` (whole lines) to `path` and flush it to disk; on a failed write, cut the file back to its size."""
-    path = Path(path)
-    payload = data.encode("utf-8")
-    try:
+    path, payload = Path(path), data.encode("utf-8")
+    with _writing(path):
         descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, default_file_mode())
-    except OSError as error:
-        raise _unwritable(path, error) from error
     try:
         size = os.fstat(descriptor).st_size
-        try:
+        with _writing(path, undo=lambda: os.ftruncate(descriptor, size)):
             written = 0
             while written < len(payload):
                 written += os.write(descriptor, payload[written:])
             os.fsync(descriptor)
-        except BaseException as error:
-            with contextlib.suppress(OSError):
-                os.ftruncate(descriptor, size)
-            if isinstance(error, OSError):
-                raise _unwritable(path, error) from error
-            raise
     finally:
         os.close(descriptor)
     return path
@@ -75,19 +56,14 @@ def append_whole(path: str | os.PathLike, data: str) -> Path:
 def cut_unterminated_tail(path: str | os.PathLike) -> bool:
     """Remove an unterminated last line from a file written with `append_whole` (a write its writer did not finish)."""
     path = Path(path)
-    try:
-        with open(path, "rb+") as handle:
-            data = handle.read()
-            if not data or data.endswith(b"\n"):
-                return False
+    with _writing(path), contextlib.suppress(FileNotFoundError), open(path, "rb+") as handle:
+        data = handle.read()
+        if data and not data.endswith(b"\n"):
             handle.truncate(data.rfind(b"\n") + 1)
             handle.flush()
             os.fsync(handle.fileno())
-    except FileNotFoundError:
-        return False
-    except OSError as error:
-        raise _unwritable(path, error) from error
-    return True
+            return True
+    return False
 
 
 #: Where Linux (4.7 and later) shows the process umask, the line ``Umask:\t0022``.
@@ -107,22 +83,30 @@ def default_file_mode() -> int:
 
 
 def give_default_modes(folder: str | os.PathLike) -> None:
-    """Give the files directly in `folder` `default_file_mode` (libraries that write through temporary files, such
-    as safetensors under ``save_pretrained``, leave them 0600)."""
+    """Give the files directly in `folder` `default_file_mode` (safetensors' ``save_pretrained`` leaves them 0600)."""
     mode = default_file_mode()
     for path in Path(folder).iterdir():
         if path.is_file() and not path.is_symlink():
             os.chmod(path, mode)
 
 
-def _unwritable(path: Path, error: OSError) -> ResultsStoreError:
-    """Our error for a failed write of `path`, keeping the system's errno."""
-    unwritable = ResultsStoreError(
-        f"Cannot write {path}: {error.strerror or error}. Check that {path.parent} is a folder you can write to and "
-        "that its disk has free space."
-    )
-    unwritable.errno = error.errno
-    return unwritable
+@contextlib.contextmanager
+def _writing(path: Path, undo: Callable[[], Any] | None = None) -> Iterator[None]:
+    """On any failure inside the block, `undo` (if given); an `OSError` becomes our error naming `path` (same errno)."""
+    try:
+        yield
+    except BaseException as error:
+        if undo is not None:
+            with contextlib.suppress(OSError):
+                undo()
+        if not isinstance(error, OSError):
+            raise
+        unwritable = ResultsStoreError(
+            f"Cannot write {path}: {error.strerror or error}. Check that {path.parent} is a folder you can write to "
+            "and that its disk has free space."
+        )
+        unwritable.errno = error.errno
+        raise unwritable from error
 
 
 # -------------------------------------------------------------------------------------------------------------- reads
@@ -140,36 +124,30 @@ def read_text(
     error: type[AnisotropyError] = ResultsStoreError,
     advice: str = _ADVICE,
     encoding: str = "utf-8",
-    max_bytes: int = MAX_BYTES,
 ) -> str:
-    """The text of a file, decoded strictly, refused when larger than `max_bytes`."""
-    return _decoded(Path(path), _read_bytes(Path(path), error, advice, max_bytes), error, advice, encoding)
+    """The text of a file, decoded strictly, refused when larger than `MAX_BYTES`."""
+    return _read(Path(path), error, advice, encoding)[0]
 
 
 def read_whole_lines(
     path: str | os.PathLike, *, error: type[AnisotropyError] = ResultsStoreError, advice: str = _ADVICE
 ) -> tuple[str, bool]:
     """The text of a file that grows by appends, up to its last newline: (text, whether a tail was left out)."""
-    data = _read_bytes(Path(path), error, advice, MAX_BYTES)
-    whole = data[: data.rfind(b"\n") + 1]
-    return _decoded(Path(path), whole, error, advice, "utf-8"), len(whole) < len(data)
+    return _read(Path(path), error, advice, "utf-8", whole_lines=True)
 
 
-def _read_bytes(path: Path, error: type[AnisotropyError], advice: str, max_bytes: int) -> bytes:
+def _read(path: Path, error: type[AnisotropyError], advice: str, encoding: str, whole_lines: bool = False) -> Any:
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise error(f"{path} is {size:,} bytes, more than the {max_bytes:,} read at most. {advice}")
-        return path.read_bytes()
+        if (size := path.stat().st_size) > MAX_BYTES:
+            raise error(f"{path} is {size:,} bytes, more than the {MAX_BYTES:,} read at most. {advice}")
+        data = path.read_bytes()
     except OSError as failure:
         raise error(f"Cannot read {path}: {failure.strerror or failure}. {advice}") from failure
-
-
-def _decoded(path: Path, data: bytes, error: type[AnisotropyError], advice: str, encoding: str) -> str:
+    whole = data[: data.rfind(b"\n") + 1] if whole_lines else data
     try:
-        return data.decode(encoding)
+        return whole.decode(encoding), len(whole) < len(data)
     except UnicodeDecodeError as failure:
-        line = data[: failure.start].count(b"\n") + 1
+        line = whole[: failure.start].count(b"\n") + 1
         raise error(f"{path} is not UTF-8 text (line {line}: {failure.reason}). {advice}") from None
 
 
@@ -180,10 +158,9 @@ def parse_json(
     line: int | None = None,
     error: type[AnisotropyError] = ResultsStoreError,
     advice: str = _ADVICE,
-    max_depth: int = MAX_DEPTH,
     finite: bool = True,
 ) -> Any:
-    """The JSON value of `text` (a file's content, or one of its lines), nested at most `max_depth` deep."""
+    """The JSON value of `text` (a file's content, or one of its lines), nested at most `MAX_DEPTH` deep."""
     where = f"Line {line} of {path}" if line is not None else str(path)
 
     def unreadable(why: Any) -> AnisotropyError:
@@ -191,19 +168,17 @@ def parse_json(
 
     try:
         value = json.loads(text, parse_constant=_refuse_constant if finite else None)
-    except _NonFiniteConstant as failure:
-        raise unreadable(f"{failure.args[0]} is no JSON number; a missing value is null") from None
     except json.JSONDecodeError as failure:
         place = "" if line is not None else f" at line {failure.lineno}, column {failure.colno}"
         raise error(f"{where} is not JSON ({failure.msg}{place}). {advice}") from None
     except RecursionError:
-        raise unreadable(f"nested deeper than {max_depth} levels") from None
-    except (ValueError, UnicodeDecodeError) as failure:  # an integer of more than 4300 digits, bytes not UTF-8
+        raise unreadable(f"nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError) as failure:  # NaN, an integer of more than 4300 digits, bytes not UTF-8
         raise unreadable(failure) from None
-    depth, all_finite = _depth(value, max_depth)
-    if depth > max_depth or (finite and not all_finite):
+    depth, all_finite = _depth(value)
+    if depth > MAX_DEPTH or (finite and not all_finite):
         raise unreadable(
-            f"nested deeper than {max_depth} levels" if depth > max_depth else "a number beyond a float's range"
+            f"nested deeper than {MAX_DEPTH} levels" if depth > MAX_DEPTH else "a number beyond a float's range"
         )
     return value
 
@@ -213,11 +188,10 @@ def load_json(
     *,
     error: type[AnisotropyError] = ResultsStoreError,
     advice: str = _ADVICE,
-    encoding: str = "utf-8",
     finite: bool = True,
 ) -> Any:
     """The JSON value of a whole file (`read_text` then `parse_json`)."""
-    text = read_text(path, error=error, advice=advice, encoding=encoding)
+    text = read_text(path, error=error, advice=advice)
     return parse_json(text, path, error=error, advice=advice, finite=finite)
 
 
@@ -230,27 +204,18 @@ def json_lines(
             yield number, parse_json(line, path, line=number, error=error, advice=advice)
 
 
-class _NonFiniteConstant(ValueError):
-    """`NaN`, `Infinity` or `-Infinity` in a JSON text (carries the constant)."""
-
-
 def _refuse_constant(constant: str) -> Any:
-    raise _NonFiniteConstant(constant)
+    raise ValueError(f"{constant} is no JSON number; a missing value is null")
 
 
-def _depth(value: Any, limit: int) -> tuple[int, bool]:
-    """The nesting depth of a parsed value (1 for a scalar), counted without recursion, up to `limit` + 1, and
-    whether its floats are all finite (`1e999` parses as infinity)."""
+def _depth(value: Any) -> tuple[int, bool]:
+    """(the nesting depth of a parsed value, counted without recursion up to `MAX_DEPTH` + 1; whether it is finite)."""
     deepest, stack = 0, [(value, 1)]
-    while stack:
+    while stack and deepest <= MAX_DEPTH:
         item, depth = stack.pop()
         deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest, True
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-        elif isinstance(item, float) and not math.isfinite(item):
+        if isinstance(item, float) and not math.isfinite(item):
             return deepest, False
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children)
     return deepest, True

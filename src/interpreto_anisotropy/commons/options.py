@@ -100,25 +100,16 @@ class Bound:
         return number
 
 
-#: An integer >= 1: a size, a rank, a cap.
+# the bounds the options share (each `expected` says what it holds), and their checks: `value`, else our error
 POSITIVE_INT = Bound(int, "a positive integer", lambda number: number >= 1)
-#: An integer >= 0: a look-ahead.
 NONNEGATIVE_INT = Bound(int, "an integer >= 0", lambda number: number >= 0)
-#: A seed: an integer in [0, 2**32).
 SEED = Bound(int, "an integer in [0, 2**32)", lambda number: 0 <= number < MAX_SEED)
-#: `value` if it is an integer >= 1 (not a bool), else our error naming the option.
 check_positive_int = POSITIVE_INT.check
-#: `value` if it is an integer >= 0 (not a bool), else our error naming the option.
 check_nonnegative_int = NONNEGATIVE_INT.check
-#: `value` if it is an integer in [0, 2**32), else our error naming the option.
 check_seed = SEED.check
-#: A fraction in (0, 1].
 FRACTION = Bound(float, "a number in (0, 1]", lambda number: 0 < number <= 1)
-#: A significance level: a number in (0, 1).
 LEVEL = Bound(float, "a number in (0, 1) (a significance level)", lambda number: 0 < number < 1)
-#: A number in [0, 1].
 UNIT_INTERVAL = Bound(float, "a number in [0, 1]", lambda number: 0 <= number <= 1)
-#: A finite number above 0.
 POSITIVE_NUMBER = Bound(float, "a number above 0", lambda number: number > 0)
 
 

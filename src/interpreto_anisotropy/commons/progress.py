@@ -1,15 +1,17 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The package's progress bars: tqdm's, shown when asked, unless `TQDM_DISABLE` or the package's switch hides them;
-and quiet calls into transformers (`quiet_transformers`: no "Loading weights" bar, no warning meant for its own users)."""
+"""What the package shows: its progress bars, transformers kept quiet, and results in a notebook (repr, HTML)."""
 
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from html import escape
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -70,3 +72,27 @@ def quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(verbosity)
         if bars:
             hf_logging.enable_progress_bar()
+
+
+def number(value: Any, digits: int = 4) -> str:
+    """A value as a repr shows it: numbers plainly, floats to `digits` significant digits, the rest as `repr`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return repr(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))  # numpy's integers too, without their type's name
+    return "nan" if math.isnan(value) else f"{float(value):.{digits}g}"
+
+
+def short_repr(kind: str, fields: Sequence[tuple[str, Any]], *, tail: Sequence[str] = ()) -> str:
+    """`kind(name=value, ...; tail; ...)`, each value through `number`."""
+    return f"{kind}({'; '.join([', '.join(f'{name}={number(value)}' for name, value in fields), *tail])})"
+
+
+def html_table(
+    title: str, header: Sequence[str] | None, rows: Sequence[Sequence[Any]], *, notes: Sequence[str] = ()
+) -> str:
+    """A titled HTML table (a header row when `header`), then `notes` as paragraphs; every cell is escaped."""
+    head = "" if header is None else "<tr>" + "".join(f"<th>{escape(str(cell))}</th>" for cell in header) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(cell))}</td>" for cell in row) + "</tr>" for row in rows)
+    said = "".join(f"<p>{escape(line)}</p>" for line in notes)
+    return f"<div><strong>{escape(title)}</strong>{said}<table>{head}{body}</table></div>"

@@ -39,9 +39,8 @@ class AnisotropyCallback(TrainerCallback):
         InvalidInputError: A bad `results_dir`, `report_dir`, option name or value, split point form or `tangent`
             (whether the split points exist in the model is checked at `on_train_begin`).
 
-    Each window's figures reach the `report_to` integrations and `state.log_history` at the window's step
-    (docs/how-to/live-probe.md, "Where the figures go"). The Trainer is found when training begins (`bind` and
-    `add_to` name one beforehand); called by hand, without one, the callback fills `state.log_history` only.
+    Each window's figures reach the Trainer's `report_to` integrations and `state.log_history` at the window's step
+    (docs/how-to/live-probe.md, "Where the figures go").
 
     Examples:
         >>> callback = AnisotropyCallback([2, 4], results_dir="runs/live", every=10)
@@ -137,8 +136,7 @@ class AnisotropyCallback(TrainerCallback):
 
 
 def _report(handler: Any, args: Any, state: Any, control: Any, *, step: int, logs: dict[str, float]) -> None:
-    """Call `on_log` at `step` of `handler`'s `transformers.integrations` callbacks only (through its `call_event`,
-    which gives them what `Trainer.log` would), changing neither the Trainer's `control` nor its `state`."""
+    """Call `on_log` at `step` of `handler`'s integration callbacks only, leaving the Trainer's `control` and `state`."""
     from transformers.integrations import INTEGRATION_TO_CALLBACK
 
     integrations = tuple(INTEGRATION_TO_CALLBACK.values())
@@ -150,8 +148,7 @@ def _report(handler: Any, args: Any, state: Any, control: Any, *, step: int, log
 
 
 def _calling_trainer() -> Any:
-    """The `transformers.Trainer` up the call stack, whose handler holds the integrations, or None (transformers
-    hands a callback the Trainer's model, optimizer and loaders, not the Trainer itself)."""
+    """The `transformers.Trainer` up the call stack (callbacks are not handed it), or None."""
     from transformers import Trainer
 
     frame = inspect.currentframe().f_back

@@ -1,8 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The live probe's settings: which tangent it scores (`LiveTangent`) and every other option, declared once and
-checked once (`LiveConfig`)."""
+"""The live probe's settings: its tangent (`LiveTangent`) and every other option (`LiveConfig`), checked once."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_type_hints
 
 from ..commons.options import check_bool, check_number, check_positive_int, check_seed, config_of
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
@@ -32,8 +31,6 @@ MAX_LIVE_N_RANDOM = 10_000
 
 #: Seconds to score one random subspace at d=768, k=32, on one CPU thread (docs/performance.md: 2.2-2.5 s per 1000).
 _SECONDS = 2.4e-3
-
-_OBJECTIVES = ("auto", "causal_lm", "masked_lm", "sequence_classification")
 
 
 class LiveTangent(str, Enum):
@@ -58,6 +55,7 @@ class LiveTangent(str, Enum):
 class LiveConfig:
     """The settings of a `TrainingProbe` (and of an `AnisotropyCallback`), checked once when it is made; the same
     names given as keyword arguments (`TrainingProbe(model, ..., every=10)`) override those of `config=`.
+    docs/how-to/live-probe.md says what each does in full.
 
     Attributes:
         nb_concepts: Rank k of a fitted ("early", "refit") tangent.
@@ -65,31 +63,24 @@ class LiveConfig:
         early_steps: "early": the optimizer steps whose activations fit the tangent (None: `early_fraction` x
             `total_steps`).
         early_fraction: "early": the share of `total_steps` used when `early_steps` is None, in (0, 1].
-        total_steps: The run's length in optimizer steps (for `early_fraction`); None: unknown.
+        total_steps: The run's length in optimizer steps (for `early_fraction` and `n_random`); None: unknown.
         refit_every: "refit": optimizer steps between fits, a multiple of `every`.
         n_controls: Matched-rank normal controls per tangent (seeded as in `GradientProbe.run`).
-        n_random: Random k-subspaces R' per window for `p_value_exact` (its floor is 1 / (R' + 1)); None: enough for
-            Holm at 0.05 over a split point's ceil(`total_steps` / `every`) windows (`window_n_random`, at most
-            `MAX_LIVE_N_RANDOM`), or `n_controls` when `total_steps` is unknown (the verdict then says what it
-            needs). A value that cannot let Holm pass over the windows is warned about.
+        n_random: Random k-subspaces R' per window for `p_value_exact`; None: enough for Holm at 0.05 over a split
+            point's windows (`window_n_random`), or `n_controls` when `total_steps` is unknown.
         seed: Seed of the controls and of the bootstrap, in [0, 2**32).
         n_bootstrap: Bootstrap resamples of sequences per window.
         confidence: Level of the bootstrap interval, in (0, 1).
-        objective: "auto" (from the model's head), "causal_lm", "masked_lm" or "sequence_classification": which
-            positions carry loss and what a mean divides by.
-        reduction: "sum", or "mean" over a micro-batch's loss terms (Hugging Face models' `loss`; undone). The
-            first micro-batches' gradients are checked against it (`LiveProbeWarning`).
+        objective: "auto" (from the model's head), "causal_lm", "masked_lm" or "sequence_classification".
+        reduction: "sum", or "mean" over a micro-batch's loss terms (Hugging Face models' `loss`; undone).
         loss_scale: A constant (> 0) the differentiated loss was multiplied by (e.g. 1 / accumulation steps); undone.
         on_nonfinite: "raise" or "skip" a micro-batch with non-finite dL/dh (always skipped with a gradient scaler).
         include_special: Special tokens are gradient rows too.
         call: Which call of a split-point module run several times per forward to read: "first", "last" or an
             index, as for `GradientProbe(..., call=...)`; None: the module must run once per forward.
-        max_pending_bytes: Bound in bytes on the windows awaiting a tangent, all split points together (an equal
-            share each): their float64 moments, d^2 x 8 bytes a window, and in what is left their float32 gradient
-            rows, for a bootstrap interval (beyond, moments only, with a warning). A share holds floor(share / (8
-            d^2)) windows (1 GiB at d=768: 227; at d=2048: 32); when more close, consecutive ones merge two by two
-            into windows of 2, 4, ... x `every` steps, so any number of steps fits. A share below one window is
-            refused when the probe attaches.
+        max_pending_bytes: Bound in bytes on the windows awaiting a tangent, all split points together: their
+            float64 moments (d^2 x 8 bytes a window; beyond, consecutive windows merge), then their gradient rows
+            (beyond, no bootstrap interval, with a warning).
         flush_seconds: Append the closed windows' rows to rows.jsonl at most this often, in seconds (always when
             detaching; 0: at every window).
 
@@ -138,33 +129,20 @@ class LiveConfig:
         check_number("flush_seconds", self.flush_seconds, at_least=0)
         check_bool("include_special", self.include_special)
         check_call(self.call)
-        for name, choices in (
-            ("objective", _OBJECTIVES),
-            ("reduction", ("sum", "mean")),
-            ("on_nonfinite", ("raise", "skip")),
-        ):
+        hints = get_type_hints(LiveConfig)
+        for name in ("objective", "reduction", "on_nonfinite"):
+            choices = get_args(hints[name])
             if not isinstance(value := getattr(self, name), str) or value not in choices:
                 raise InvalidInputError(f"{name} must be one of {list(choices)}, got {value!r}.")
 
     @classmethod
     def of(cls, config: LiveConfig | None, options: Mapping[str, Any]) -> LiveConfig:
-        """`config` (default settings if None) with `options` (field name -> value) in place of its fields.
-
-        Raises:
-            InvalidInputError: `config` is not a `LiveConfig`, an option that is no field, or a bad value.
-
-        Examples:
-            >>> settings = LiveConfig.of(LiveConfig(every=2), {"seed": 3})
-            >>> settings.every, settings.seed
-            (2, 3)
-        """
+        """`config` (default settings if None) with `options` (field name -> value) in place of its fields."""
         return config_of(cls, config, options, owner="live probe")
 
 
 def window_n_random(settings: LiveConfig) -> int:
-    """R' of every window of a live run: `settings.n_random`, else the smallest that lets Holm at 0.05 pass over the
-    ceil(total_steps / every) windows of a split point (`results.verdict.default_n_random`), capped at
-    `MAX_LIVE_N_RANDOM`, else (`total_steps` unknown) `n_controls`."""
+    """R' of every window: `n_random`, else the least that lets Holm pass over a split point's windows (capped)."""
     windows = None if settings.total_steps is None else math.ceil(settings.total_steps / settings.every)
     if settings.n_random is not None:
         if windows is not None:

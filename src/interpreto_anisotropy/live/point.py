@@ -1,9 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""One split point of a live probe (`LivePoint`): its open window, its tangent schedule, and the windows awaiting a
-tangent, turned into rows with `GradientProbe`'s statistics (`build_results`) at once or, retrospectively, once the
-tangent is fitted (docs/how-to/live-probe.md)."""
+"""One split point of a live probe (`LivePoint`): its open window, its tangent schedule, its windows awaiting one."""
 
 from __future__ import annotations
 
@@ -18,7 +16,6 @@ import torch
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
 from ..errors import DegenerateStatisticsWarning, InvalidInputError, LiveProbeWarning
-from ..probing.objectives import Objective
 from ..probing.statistics import ProbeSums, SubspaceColumns, Tally, TangentBlock, build_results
 from ..probing.steps import batch_energies
 from ..reading.split_point import refuse_other_call
@@ -26,35 +23,18 @@ from ..results.verdict import row_seed
 from ..tangents.controls import check_control_room
 from ..tangents.explainers import OrthonormalConceptModel
 from ..tangents.subspace import Subspace
-from .options import LiveTangent
+from .options import LiveConfig, LiveTangent
 from .rows import live_row
 
 
-@dataclass(frozen=True)
-class Statistics:
-    """The settings of `build_results` a live probe uses for every window (the same as `GradientProbe.run`'s)."""
-
-    n_controls: int
-    seed: int
-    n_bootstrap: int
-    confidence: float
-    objective: Objective
-
-
 def moments_bytes(dim: int) -> int:
-    """The bytes of one window's float64 d x d gradient moments, what `max_pending_bytes` counts per waiting window."""
+    """The bytes of one window's float64 d x d gradient moments (what `max_pending_bytes` counts per window)."""
     return dim * dim * 8
-
-
-def pending_capacity(max_pending_bytes: int, dim: int) -> int:
-    """How many windows awaiting a tangent a split point of width `dim` holds within its `max_pending_bytes`."""
-    return max_pending_bytes // moments_bytes(dim)
 
 
 @dataclass
 class _Pending:
-    """Closed windows with no tangent yet (one, or consecutive ones merged): their reduced sums, the rows they kept
-    (None unless every one of them kept its rows), and where they lie."""
+    """Closed windows with no tangent yet (one, or consecutive ones merged): their sums, rows kept, and steps."""
 
     sums: ProbeSums
     kept: KeptRows | None
@@ -68,8 +48,21 @@ class _Pending:
         return self.kept.bytes if self.kept is not None else 0
 
     def absorb(self, later: _Pending, *, sharded: bool) -> None:
-        """Merge the closed windows that follow into these: one window from `first_step` to `later.step`."""
-        self.sums = merged_sums(self.sums, later.sums, sharded=sharded)
+        """Merge the closed windows that follow into these: one window from `first_step` to `later.step`, their
+        sequences end to end, numbered as one window numbers them (their moments merged in place)."""
+        first, last = self.sums, later.sums
+        offset = first.sequence_id.shape[0] if sharded else first.tally.usable_sequences
+        usable = first.tally.usable_sequences + last.tally.usable_sequences
+        self.sums = ProbeSums(
+            torch.cat([first.sequence_energy, last.sequence_energy]),
+            torch.cat([first.sequence_total, last.sequence_total]),
+            torch.cat([first.sequence_id, last.sequence_id + offset]),
+            first.moments.merge(last.moments),
+            first.loss_sum + last.loss_sum,
+            first.loss_count + last.loss_count,
+            Tally(usable, 0, first.tally.skipped_batches + last.tally.skipped_batches),
+            first.n_sequences + last.n_sequences,
+        )
         self.kept = self.kept.extend(later.kept) if self.kept is not None and later.kept is not None else None
         self.step = later.step
         self.micro_batches += later.micro_batches
@@ -77,12 +70,11 @@ class _Pending:
 
 
 class LivePoint:
-    """The live state of one split point: `layer` as the user gave it (the rows' `layer`), `path` its module path;
-    the windows awaiting a tangent may hold `max_pending_bytes` here (`pending_capacity` windows, merged beyond)."""
+    """One split point (`layer` as the user gave it, `path` its module path): its windows, closed into rows."""
 
-    def __init__(self, layer: int | str, path: str, schedule: TangentSchedule, statistics: Statistics, **bounds: int):
-        self.layer, self.path, self.schedule, self.statistics = layer, path, schedule, statistics
-        self.max_pending_bytes, self.every = bounds["max_pending_bytes"], bounds["every"]
+    def __init__(self, layer: int | str, path: str, schedule: TangentSchedule, settings: LiveConfig, **shared: Any):
+        self.layer, self.path, self.schedule, self.settings = layer, path, schedule, settings
+        self.objective, self.max_pending_bytes = shared["objective"], shared["max_pending_bytes"]
         self.dim = self.device = self.window = None  # the width and device, from the first gradient; the open window
         self.pending: list[_Pending] = []
         self.capacity = 0  # windows awaiting a tangent held at most, once the width is known
@@ -96,7 +88,7 @@ class LivePoint:
             raise InvalidInputError(f"Split point '{self.path}' changed width from {self.dim} to {dim}.")
         if fresh:
             self.dim, self.device = dim, device
-            self.capacity = pending_capacity(self.max_pending_bytes, dim)
+            self.capacity = self.max_pending_bytes // moments_bytes(dim)
             self.schedule.start(dim, device)
         if self.window is None:
             self.open(first_step)
@@ -109,11 +101,11 @@ class LivePoint:
             self.window = WindowSums(self.dim, self.device, self.schedule.bases, first_step, room)
 
     def moments_bytes(self) -> int:
-        """The memory reserved for the moments of the windows awaiting a tangent (float64 d x d each): those of the
-        windows before a fit, at most `capacity` of them."""
+        """The memory reserved for the moments of the windows awaiting a tangent (at most `capacity` of them)."""
         if self.schedule.fit_until is None or self.dim is None:
             return 0
-        return min(math.ceil(self.schedule.fit_until / self.every), self.capacity) * moments_bytes(self.dim)
+        windows = math.ceil(self.schedule.fit_until / self.settings.every)
+        return min(windows, self.capacity) * moments_bytes(self.dim)
 
     def _room_for_rows(self) -> int:
         return max(0, self.max_pending_bytes - self.moments_bytes() - sum(pending.bytes for pending in self.pending))
@@ -145,7 +137,9 @@ class LivePoint:
 
     def _await_tangent(self, window: WindowSums, sums: ProbeSums, step: int, *, sharded: bool) -> None:
         """Keep a closed window until the tangent exists (with its rows if every rank kept them all)."""
-        kept = on_every_rank(window.kept is not None, sharded=sharded)
+        kept = window.kept is not None
+        if sharded:  # kept on every rank
+            kept = float(distributed.all_reduce_sum(torch.tensor(float(not kept), dtype=torch.float64))) == 0.0
         if not kept and self.keep_rows:
             self.keep_rows = False
             warnings.warn(
@@ -170,7 +164,9 @@ class LivePoint:
         for pending in self.pending:
             energy = None
             if pending.kept is not None:
-                energy = gather_sequence_energy(pending.kept.tangent_energies(bases.tangent_block), sharded=sharded)
+                energy = pending.kept.tangent_energies(bases.tangent_block)
+                if sharded:  # every rank's sequences, rank 0's first
+                    energy = torch.cat(distributed.all_gather_objects(energy.cpu())).to(energy.device)
             columns = self._drawn(bases, pending.step)
             sums = retrospective_sums(pending.sums, columns, energy)
             rows.append(self._row(sums, columns, pending.step, pending.first_step, pending.micro_batches, True))
@@ -178,23 +174,22 @@ class LivePoint:
         return rows
 
     def _drawn(self, bases: SubspaceColumns, step: int) -> SubspaceColumns:
-        """The window's tangent with its own controls and random subspaces, drawn from the seed of (seed, step,
-        split point, tangent kind) (`results.verdict.row_seed`, as a sweep row's): no two windows share a draw."""
+        """The window's tangent with its own controls and random subspaces, drawn from its row's ``draw_seed``."""
         seed = {self.schedule.kind.value: self._draw_seed(step)}
         return SubspaceColumns.draw(bases.tangents, n_controls=bases.n_controls, n_random=bases.n_random, seed=seed)
 
     def _draw_seed(self, step: int) -> int:
         """The seed of the draws of the window whose last weights are those of `step` (its row's ``draw_seed``)."""
-        return row_seed(self.statistics.seed, step=step, split_point=self.path, kind=self.schedule.kind.value)
+        return row_seed(self.settings.seed, step=step, split_point=self.path, kind=self.schedule.kind.value)
 
     def _row(self, sums: ProbeSums, columns: SubspaceColumns, *window: Any) -> dict:
         """The row of a window: (step, first_step, micro_batches, retrospective) are `window`."""
         step, first_step, micro_batches, retrospective = window
-        kind, s = self.schedule.kind.value, self.statistics
+        kind, s = self.schedule.kind.value, self.settings
         with warnings.catch_warnings():  # a window of a few sequences: its row's n_sequences says so
             warnings.simplefilter("ignore", DegenerateStatisticsWarning)
             args = (s.seed, s.n_bootstrap, s.confidence)
-            result = build_results(sums, columns, *args, objective=s.objective, split_point=self.path)[kind]
+            result = build_results(sums, columns, *args, objective=self.objective, split_point=self.path)[kind]
         where = {"layer": self.layer, "path": self.path, "kind": kind, "fitted_at": self.schedule.fitted_at}
         row = live_row(
             result, step=step, first_step=first_step, micro_batches=micro_batches, retrospective=retrospective, **where
@@ -213,8 +208,7 @@ class _KeptBatch:
 
 @dataclasses.dataclass
 class KeptRows:
-    """The gradient rows a window awaiting a tangent kept, micro-batch by micro-batch, and which of its sequences
-    have rows (one flag tensor per micro-batch); consecutive windows merged keep theirs end to end (`extend`)."""
+    """The gradient rows a window awaiting a tangent kept, and which of its sequences have rows, per micro-batch."""
 
     batches: list[_KeptBatch]
     has_rows: list[torch.Tensor]
@@ -232,8 +226,7 @@ class KeptRows:
         return self
 
     def tangent_energies(self, tangents: TangentBlock) -> torch.Tensor:
-        """The per-sequence energies in `tangents`, computed as `WindowSums.add` computes a live window's (this
-        process's sequences with rows, in order)."""
+        """This process's per-sequence energies in `tangents`, as `WindowSums.add` computes a live window's."""
         parts = []
         for batch in self.batches:
             probed = torch.ones(batch.shape, dtype=torch.bool, device=batch.rows.device)
@@ -256,9 +249,8 @@ class WindowSums:
         self.loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
         self.loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
         self.n_sequences = 0
-        self.max_kept_bytes = max_kept_bytes
         self.kept: list[_KeptBatch] | None = [] if bases is None and max_kept_bytes > 0 else None
-        self.kept_bytes = 0
+        self.room = max_kept_bytes  # the bytes of rows it may still keep
 
     @property
     def reads(self) -> int:
@@ -266,8 +258,7 @@ class WindowSums:
         return len(self.finite)
 
     def add(self, gradient: torch.Tensor, rows: torch.Tensor, *loss: torch.Tensor) -> torch.Tensor:
-        """Add one micro-batch (its rescaled dL/dh, its gradient rows, whether its loss is finite, its loss and terms);
-        return its 0-dim "finite" flag. A non-finite one (read from its rows' squared norms) adds nothing else."""
+        """Add one micro-batch (rescaled dL/dh, rows, loss finite, loss sum and terms); return its "finite" flag."""
         loss_finite, loss_sum, loss_count = loss
         energies = batch_energies(gradient, rows, self.tangents)
         energy, total, flat_rows = energies.energy, energies.total, energies.rows
@@ -284,18 +275,15 @@ class WindowSums:
         self.finite.append(finite)
         self.n_sequences += gradient.shape[0]
         if self.kept is not None:  # a window without a tangent keeps its rows, or drops them all past the bound
-            size = flat_rows.numel() * flat_rows.element_size()
-            if self.kept_bytes + size > self.max_kept_bytes:
-                self.kept, self.kept_bytes = None, 0
+            self.room -= flat_rows.numel() * flat_rows.element_size()
+            if self.room < 0:
+                self.kept = None
             else:
                 self.kept.append(_KeptBatch(flat_rows, finite, (gradient.shape[0], gradient.shape[1])))
-                self.kept_bytes += size
         return finite
 
     def probe_sums(self) -> ProbeSums:
-        """This process's `ProbeSums` of the window, its per-sequence energies in the tangents only ((n_seq, 0)
-        without a tangent: see `retrospective_sums`; the other subspaces' come from `scored_sums`). Reads the device
-        once (which sequences have rows)."""
+        """This process's `ProbeSums` of the window, energies in the tangents only (one read of the device)."""
         keep, skipped = torch.zeros(0, dtype=torch.bool), 0  # which sequences have rows; micro-batches skipped
         if self.finite:  # one copy from the device
             flags = torch.cat([*self.has_rows, ~torch.stack(self.finite)]).cpu()
@@ -322,8 +310,7 @@ def _scatter(sums: ProbeSums) -> torch.Tensor:
 
 
 def scored_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
-    """A window's reduced sums with its energy in every subspace (`ProbeSums.column_energy`): the tangents' summed
-    from their per-sequence energies, the controls' and the random subspaces' read from the window's scatter."""
+    """A window's reduced sums with its energy in every subspace: the tangents' summed, the others' from its scatter."""
     energy = columns.energies_of_scatter(_scatter(sums))
     tangent_energy = sums.sequence_energy.sum(0).to(energy)
     for position, column in enumerate(_tangent_columns(columns)):  # integer indices: no index copied to the device
@@ -332,9 +319,8 @@ def scored_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
 
 
 def retrospective_sums(sums: ProbeSums, columns: SubspaceColumns, sequence_energy: torch.Tensor | None) -> ProbeSums:
-    """A window that closed before its tangent existed (`sums` reduced over the ranks), scored with it, ready for
-    `build_results`: as a live window given each sequence's energy in each tangent (n_seq, T) from the rows it kept;
-    else from its moments alone, as one pseudo-sequence of energy tr(Q^T (G^T G) Q) (same shares, NaN interval)."""
+    """A window closed before its tangent, scored with it: from its kept rows' energies, else from its moments
+    alone as one pseudo-sequence of energy tr(Q^T (G^T G) Q) (same shares, NaN interval)."""
     if sequence_energy is not None:
         return scored_sums(dataclasses.replace(sums, sequence_energy=sequence_energy), columns)
     scatter = _scatter(sums)
@@ -345,27 +331,8 @@ def retrospective_sums(sums: ProbeSums, columns: SubspaceColumns, sequence_energ
     )
 
 
-def merged_sums(first: ProbeSums, later: ProbeSums, *, sharded: bool) -> ProbeSums:
-    """The reduced sums (`reduce_window`'s) of two consecutive windows as those of one window of their steps: their
-    sequences end to end, numbered as one window numbers them, and `first`'s moments merged with `later`'s (in place)."""
-    offset = first.sequence_id.shape[0] if sharded else first.tally.usable_sequences
-    usable = first.tally.usable_sequences + later.tally.usable_sequences
-    tally = Tally(usable, 0, first.tally.skipped_batches + later.tally.skipped_batches)
-    return ProbeSums(
-        torch.cat([first.sequence_energy, later.sequence_energy]),
-        torch.cat([first.sequence_total, later.sequence_total]),
-        torch.cat([first.sequence_id, later.sequence_id + offset]),
-        first.moments.merge(later.moments),
-        first.loss_sum + later.loss_sum,
-        first.loss_count + later.loss_count,
-        tally,
-        first.n_sequences + later.n_sequences,
-    )
-
-
 def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
-    """Every rank's sums of a window (all-reduced when `sharded`: all ranks must call it), identical on every rank,
-    with the counters (loss sums and counts as floats) read as Python numbers, in one read of the device."""
+    """Every rank's sums of a window (all ranks call it when `sharded`), counters read in one read of the device."""
     device, tally = sums.moments.device, sums.tally
     pair = (sums.loss_sum, sums.loss_count)  # Python numbers are copied to the device; tensors are there already
     losses = torch.stack([torch.as_tensor(value, dtype=torch.float64).to(device).reshape(()) for value in pair])
@@ -386,30 +353,16 @@ def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
     return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, tally, int(n_sequences))
 
 
-def gather_sequence_energy(energy: torch.Tensor, *, sharded: bool) -> torch.Tensor:
-    """Every rank's per-sequence energies (n_seq, T), rank 0's first (all ranks must call it when `sharded`)."""
-    return torch.cat(distributed.all_gather_objects(energy.cpu())).to(energy.device) if sharded else energy
-
-
-def on_every_rank(flag: bool, *, sharded: bool) -> bool:
-    """Whether `flag` holds on every rank (all ranks must call it when `sharded`)."""
-    if not sharded:
-        return flag
-    missing = distributed.all_reduce_sum(torch.tensor(0.0 if flag else 1.0, dtype=torch.float64))
-    return float(missing) == 0.0
-
-
 class TangentSchedule:
     """When the tangent of one split point exists, what it is, and the activation moments it is fitted on."""
 
     def __init__(self, kind: LiveTangent, path: str, *, nb_concepts: int, n_controls: int, seed: int, **plan: Any):
-        self.kind, self.path = kind, path
-        self.nb_concepts, self.n_controls, self.seed = nb_concepts, n_controls, seed
+        self.kind, self.path, self.nb_concepts, self.n_controls, self.seed = kind, path, nb_concepts, n_controls, seed
         self.n_random = n_controls if plan.get("n_random") is None else plan["n_random"]
-        self.fit_until, self.call = plan.get("fit_until"), plan.get("call")
+        self.fit_until, self.call, self._given = plan.get("fit_until"), plan.get("call"), plan.get("given")
         # the activations pooled, the tangent, its bases (it, its controls and the random subspaces), when fitted
         self.activations = self.tangent = self.bases = self.fitted_at = None
-        self._given = given = plan.get("given")
+        given = self._given
         if given is not None and given.split_point is not None and given.split_point != path:
             raise InvalidInputError(
                 f"The given tangent was fitted at split point '{given.split_point}' but the live probe reads '{path}'. Give a tangent fitted at '{path}', or attach the probe at '{given.split_point}'."

@@ -15,8 +15,8 @@ import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 
 from ..commons import distributed
-from ..commons.host_reads import one_thread
 from ..commons.options import byte_size, check_bool, check_folder, check_nonnegative_int
+from ..commons.tensors import one_thread
 from ..errors import InvalidInputError, LiveProbeWarning, NonFiniteError, OutOfOrderError, ResultsStoreError
 from ..probing.objectives import ObjectiveName, Reduction, make_objective
 from ..reading.batching import special_token_ids
@@ -34,8 +34,8 @@ from ..results.store import LiveStore
 from ..results.table import SweepResult
 from ..tangents.subspace import Subspace
 from .options import LiveConfig, LiveTangent, window_n_random
-from .point import LivePoint, Statistics, TangentSchedule, moments_bytes, pending_capacity
-from .resume import first_windows, saved_tangents
+from .point import LivePoint, TangentSchedule, moments_bytes
+from .rows import first_windows, saved_tangents
 from .tokens import ScaleCheck, gradient_weight, loss_rows, loss_terms, scaling
 
 __all__ = ["TrainingProbe"]
@@ -61,9 +61,8 @@ class TrainingProbe:
         **options: Any `LiveConfig` field by name, in place of the one of `config`.
 
     Raises:
-        InvalidInputError: A bad option, or an "early" tangent without `early_steps` nor `total_steps`.
-        InvalidInputError: An unknown split point.
-        InvalidInputError: An objective that does not fit the model's head.
+        InvalidInputError: A bad option, an unknown split point, an objective that does not fit the model's head,
+            or an "early" tangent without `early_steps` nor `total_steps`.
 
     Examples:
         >>> with ia.TrainingProbe(model, split_points=[2], tokenizer=tok, results_dir="runs/live",
@@ -93,11 +92,7 @@ class TrainingProbe:
         self.model, layers, tokenizer = _unwrap(model, split_points, tokenizer, grad_scaler)
         self.layers = {resolve_split_point(self.model, layer): layer for layer in layers}
         self.every = settings.every
-        name = make_objective(settings.objective, model=self.model).name
-        try:
-            self.objective = ObjectiveName(name)
-        except ValueError:
-            raise InvalidInputError(f"objective must name a built-in objective, got {settings.objective!r}.") from None
+        self.objective = ObjectiveName(make_objective(settings.objective, model=self.model).name)
         self.reduction = Reduction(settings.reduction)
         if results_dir is not None:
             check_folder("results_dir", results_dir)
@@ -106,17 +101,17 @@ class TrainingProbe:
         special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
         self.special_ids = special_ids  # the token ids that are not rows
         self._special_ids = {special_ids.device: special_ids}  # copied to each gradient device once
-        numbers = [getattr(settings, name) for name in ("n_controls", "seed", "n_bootstrap", "confidence")]
-        self.statistics = Statistics(*numbers, make_objective(self.objective.value, reduction="sum"))
         self.kind, fit_until, given = _tangent_plan(tangent, self.layers, settings)
         schedule = {name: getattr(settings, name) for name in ("nb_concepts", "n_controls", "seed")}
         schedule["fit_until"] = fit_until
         self.n_random = n_random = window_n_random(settings)  # R' of every window, recorded in each row
-        bounds = {"max_pending_bytes": settings.max_pending_bytes // len(self.layers), "every": self.every}
         plan = {"call": settings.call, "n_random": n_random, **schedule}
-        schedules = {path: TangentSchedule(self.kind, path, given=given.get(path), **plan) for path in self.layers}
+        shared = {"objective": make_objective(self.objective.value, reduction="sum")}
+        shared["max_pending_bytes"] = settings.max_pending_bytes // len(self.layers)
         self.points = {
-            path: LivePoint(layer, path, schedules[path], self.statistics, **bounds)
+            path: LivePoint(
+                layer, path, TangentSchedule(self.kind, path, given=given.get(path), **plan), settings, **shared
+            )
             for path, layer in self.layers.items()
         }
         self.config = {  # what config.json records, and what a resumed run must match
@@ -158,9 +153,7 @@ class TrainingProbe:
             raise OutOfOrderError(
                 "This TrainingProbe is already attached; detach() it first (or use one `with probe:` block)."
             )
-        widths = [width for path in self.points if (width := split_point_width(self.model, path)) is not None]
-        if widths:
-            self._check_pending_room(max(widths))
+        self._check_pending_room(max(split_point_width(self.model, path) or 0 for path in self.points))  # 0: unknown
         resuming = self.results_dir is not None and self.steps_done and not self.overwrite
         if self.results_dir is not None and distributed.is_main_process():
             options = {"overwrite": self.overwrite, "start_step": self.steps_done}
@@ -238,15 +231,10 @@ class TrainingProbe:
         if weight is not None:
             gradient = gradient * weight.to(gradient.dtype)
         terms = loss_terms(inputs, self.objective).double()
-        if read.output_loss is None:
-            loss_sum, loss_finite = (
-                torch.full((), math.nan, device=device),
-                torch.ones((), dtype=torch.bool, device=device),
-            )
-        else:
-            loss = read.output_loss.to(device)  # the model's output device, not the split point's, when dispatched
-            loss_sum, loss_finite = loss.double() * terms, torch.isfinite(loss)
-        point.add(read.hidden, gradient, rows, loss_finite.to(device), loss_sum, terms)
+        # the model's output device, not the split point's, when dispatched; without a loss: NaN, taken as finite
+        loss = torch.full((), math.nan, device=device) if read.output_loss is None else read.output_loss.to(device)
+        finite = torch.isfinite(loss) | (read.output_loss is None)
+        point.add(read.hidden, gradient, rows, finite, loss.double() * terms, terms)
 
     def _weight(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor | None:
         """The factor 1 / c_j of a micro-batch's gradients (`gradient_weight`), on its inputs' device."""
@@ -282,7 +270,7 @@ class TrainingProbe:
         rows: list[dict[str, Any]] = []
         sharded = distributed.is_distributed()
         for point in self.points.values():
-            with one_thread():  # small linear algebra between the step's big products (see commons.host_reads)
+            with one_thread():  # small linear algebra between the step's big products (see commons.tensors)
                 window_rows, sums, fitted = point.close(step, sharded=sharded)
             skipped = 0 if sums is None else sums.tally.skipped_batches
             if skipped and self.settings.on_nonfinite == "raise" and not scaling(self.grad_scaler):
@@ -341,7 +329,7 @@ class TrainingProbe:
     def _check_pending_room(self, dim: int) -> None:
         """Refuse a `max_pending_bytes` whose share per split point (of width up to `dim`) holds no waiting window."""
         budget, count = self.settings.max_pending_bytes, len(self.points)
-        if self.kind is LiveTangent.GIVEN or pending_capacity(budget // count, dim) >= 1:
+        if self.kind is LiveTangent.GIVEN or budget // count >= moments_bytes(dim):
             return
         needed = moments_bytes(dim) * count
         raise InvalidInputError(
@@ -350,8 +338,7 @@ class TrainingProbe:
 
 
 def split_point_width(model: torch.nn.Module, path: str) -> int | None:
-    """The width of a split point's output: a linear layer's or an embedding's, else the model config's hidden size
-    (`hidden_size`, `d_model`, `n_embd` or `dim`); None when neither says."""
+    """The width of a split point's output (a linear layer's, an embedding's, the config's), or None if unknown."""
     module = split_point_module(model, path)
     if isinstance(module, torch.nn.Linear):
         return module.out_features
@@ -366,8 +353,7 @@ def split_point_width(model: torch.nn.Module, path: str) -> int | None:
 def _unwrap(
     model: Any, split_points: Any, tokenizer: Any, grad_scaler: Any
 ) -> tuple[torch.nn.Module, list[int | str], Any]:
-    """The torch model, the split points as given, and the tokenizer, from a model or an Interpreto splitter (the
-    arguments that are no `LiveConfig` field, checked)."""
+    """The torch model, split points and tokenizer, from a model or an Interpreto splitter, checked."""
     if isinstance(model, BaseSplitter):
         tokenizer = tokenizer if tokenizer is not None else model.tokenizer
         split_points = model.split_point if split_points is None else split_points
@@ -382,9 +368,8 @@ def _unwrap(
         raise InvalidInputError(
             f"TrainingProbe needs a torch model or a ModelWithSplitPoints, got {type(model).__name__}."
         )
-    if grad_scaler is not None and not all(
-        callable(getattr(grad_scaler, m, None)) for m in ("is_enabled", "get_scale")
-    ):
+    scaler_methods = [getattr(grad_scaler, name, None) for name in ("is_enabled", "get_scale")]
+    if grad_scaler is not None and not all(map(callable, scaler_methods)):
         raise InvalidInputError(
             f"grad_scaler must be the torch.amp.GradScaler whose scaled loss is differentiated (or None), got {grad_scaler!r}."
         )
@@ -435,30 +420,21 @@ def _tangent_plan(
 ) -> tuple[LiveTangent, int | None, dict[str, Subspace]]:
     """(kind, steps of the fit or the refit period, given subspace per module path)."""
     kind = tangent_kind(tangent)
+    if kind is LiveTangent.REFIT and (settings.refit_every is None or settings.refit_every % settings.every):
+        raise InvalidInputError(
+            f"tangent='refit' needs refit_every, a multiple of every={settings.every} (got {settings.refit_every!r})."
+        )
+    if kind is LiveTangent.EARLY and settings.early_steps is None and settings.total_steps is None:
+        raise InvalidInputError(
+            "tangent='early' needs early_steps (the steps whose activations fit the tangent), or total_steps (early_fraction of it is used)."
+        )
     if kind is LiveTangent.REFIT:
-        if settings.refit_every is None or settings.refit_every % settings.every:
-            raise InvalidInputError(
-                f"tangent='refit' needs refit_every, a multiple of every={settings.every} (got {settings.refit_every!r})."
-            )
         return kind, settings.refit_every, {}
     if kind is LiveTangent.EARLY:
-        if settings.early_steps is None and settings.total_steps is None:
-            raise InvalidInputError(
-                "tangent='early' needs early_steps (the steps whose activations fit the tangent), or total_steps (early_fraction of it is used)."
-            )
         early = settings.early_steps
-        return (
-            kind,
-            early if early is not None else max(1, math.ceil(settings.early_fraction * settings.total_steps)),
-            {},
-        )
+        return kind, max(1, math.ceil(settings.early_fraction * settings.total_steps)) if early is None else early, {}
     given = tangent if isinstance(tangent, Mapping) else dict.fromkeys(layers.values(), tangent)
-    by_path: dict[str, Subspace] = {}
-    for path, layer in layers.items():
-        item = given.get(layer, given.get(path))
-        if _subspace(item) is None:
-            raise InvalidInputError(
-                f"tangent must be 'early', 'refit', a Subspace, a fitted TangentExplainer, or a dict of them per split point; split point {layer!r} gets {type(item).__name__}."
-            )
-        by_path[path] = _subspace(item)
+    by_path = {path: _subspace(given.get(layer, given.get(path))) for path, layer in layers.items()}
+    if missing := [layers[path] for path, subspace in by_path.items() if subspace is None]:
+        raise InvalidInputError(f"tangent gives no Subspace for split point(s) {missing}: give one for each of them.")
     return kind, None, by_path

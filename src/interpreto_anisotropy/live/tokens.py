@@ -1,22 +1,12 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""What a training micro-batch brings to a window: its gradient rows, its number of loss terms, and the factor
-1 / c_j its dL/dh is rescaled by, c_j = loss_scale x scaler scale (x 1 / n_j for a mean over n_j terms), so that
-tokens weigh as in the probe's summed loss.
-
-The rules are the probe's (`Objective.probed_tokens`, `batching.token_rows`); for a masked LM, special tokens are
-read from the original tokens (the labels where set). docs/how-to/live-probe.md ("Which tokens are rows", "How
-tokens are weighted") says them in full.
-
-Whether the gradients captured scale as `reduction` says (`ScaleCheck`): a cross-entropy term's gradient in its logits
-is p - onehot(target), p_t - 1 at the target. The gradient the backward hands a micro-batch's logits, read at the
-targets of its first `TERMS` loss terms, gives the factor c_j its summed loss was multiplied by, sum g_t / sum (p_t -
-1); times the probe's weight (`gradient_weight`), it is one when `reduction`, `loss_scale` and the scaler are right. A
-factor common to the micro-batches of a window changes no figure; one that follows 1 / n_j (a mean over n_j terms
-declared "sum") or n_j (a sum declared "mean") within a window weighs their tokens unevenly. The first
-`MICRO_BATCHES` training micro-batches are checked on the device; the verdict reads them once, at the first window
-close after they ran (or when the probe detaches).
+"""What a training micro-batch brings to a window: its gradient rows (the probe's rules: `Objective.probed_tokens`,
+`batching.token_rows`; a masked LM's special tokens read from its labels where set), its number of loss terms, and
+the factor 1 / c_j its dL/dh is rescaled by, c_j = loss_scale x scaler scale (x 1 / n_j for a mean over n_j terms),
+so that tokens weigh as in the probe's summed loss. `ScaleCheck` reads the gradient of the first micro-batches'
+logits at their targets (p_t - 1 times c_j for a cross-entropy) and warns when c_j follows the other `reduction`
+within a window. docs/how-to/live-probe.md ("Which tokens are rows", "How tokens are weighted") says it in full.
 """
 
 from __future__ import annotations
@@ -33,26 +23,13 @@ from ..errors import LiveProbeWarning
 from ..probing.objectives import ObjectiveName, Reduction
 from ..reading.batching import token_rows
 
-__all__ = [
-    "loss_rows",
-    "loss_terms",
-    "gradient_weight",
-    "scaler_scale",
-    "scaling",
-    "ScaleCheck",
-    "MICRO_BATCHES",
-    "TERMS",
-]
-
 IGNORED = -100
 
 
 def loss_rows(
     inputs: dict[str, torch.Tensor], objective: ObjectiveName, special_ids: torch.Tensor, *, include_special: bool
 ) -> Bool[torch.Tensor, "b l"]:
-    """Which positions of a training batch (`input_ids`, `attention_mask`, optional `labels`: (b, l) each) are
-    gradient rows, as (b, l) booleans on the inputs' device; `special_ids` (empty: none) are not, unless
-    `include_special`."""
+    """Which positions of a training batch are gradient rows (`special_ids` are not, unless `include_special`)."""
     mask, labels, ids = inputs["attention_mask"].bool(), inputs.get("labels"), inputs["input_ids"]
     if objective is ObjectiveName.MASKED_LM and labels is not None and labels.shape == ids.shape:
         ids = torch.where(labels != IGNORED, labels, ids)  # the original tokens, for the special ones
@@ -68,11 +45,7 @@ def loss_rows(
 
 
 def loss_terms(inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> Int[torch.Tensor, ""]:
-    """The number of loss terms of a training batch (what a mean-reduced loss divides by), a 0-dim device tensor.
-
-    Causal LM: targets of the shifted labels (or real tokens followed by a real token, without labels); masked LM:
-    labels other than -100; sequence classification: sequences.
-    """
+    """The number of loss terms of a training batch (what a mean-reduced loss divides by), a 0-dim device tensor."""
     mask, labels = inputs["attention_mask"].bool(), inputs.get("labels")
     if objective is ObjectiveName.SEQUENCE_CLASSIFICATION:
         return torch.tensor(mask.shape[0], device=mask.device)
@@ -93,16 +66,6 @@ def scaling(scaler: Any) -> bool:
     return scaler is not None and scaler.is_enabled()
 
 
-def scaler_scale(scaler: Any, device: torch.device) -> torch.Tensor | float:
-    """The current scale of a `torch.amp.GradScaler` (1 when disabled or None), as a device tensor when it has one."""
-    if not scaling(scaler):
-        return 1.0
-    scale = getattr(scaler, "_scale", None)
-    if isinstance(scale, torch.Tensor):
-        return scale.to(device=device, dtype=torch.float64).reshape(())
-    return float(scaler.get_scale())
-
-
 def gradient_weight(
     inputs: dict[str, torch.Tensor],
     *,
@@ -112,17 +75,17 @@ def gradient_weight(
     scaler: Any,
     device: torch.device,
 ) -> torch.Tensor | None:
-    """The factor 1 / c_j that turns a micro-batch's dL/dh into the probe's summed-loss gradient, 0-dim float64.
-
-    None when there is nothing to undo (a summed loss, no loss scale, no scaler). `inputs` give the number of loss
-    terms a "mean" `reduction` divided by; `scaler` is the gradient scaler or None; `device` the gradients'.
-    """
+    """The factor 1 / c_j that turns a micro-batch's dL/dh into the probe's summed-loss gradient (None: one)."""
     if reduction is Reduction.SUM and loss_scale == 1 and not scaling(scaler):
         return None
     weight = torch.ones((), dtype=torch.float64, device=device) / loss_scale
     if reduction is Reduction.MEAN:
         weight = weight * loss_terms(inputs, objective).to(device=device, dtype=torch.float64)
-    return weight / scaler_scale(scaler, device)
+    if not scaling(scaler):
+        return weight
+    scale = getattr(scaler, "_scale", None)  # the scaler's device tensor, read without a sync
+    scale = scale.to(device=device, dtype=torch.float64).reshape(()) if isinstance(scale, torch.Tensor) else None
+    return weight / (float(scaler.get_scale()) if scale is None else scale)
 
 
 #: Training micro-batches whose gradient scale is checked (the first ones after attaching).
@@ -135,13 +98,7 @@ MIN_SPREAD = 1.01
 
 
 class ScaleCheck:
-    """Checks the first training micro-batches' gradient scale against the declared `reduction`, and warns once.
-
-    Args:
-        objective: The probe's objective (which logits are loss terms, and their targets).
-        reduction: The declared reduction.
-        weight: The probe's factor 1 / c_j of a micro-batch's inputs (`gradient_weight`; None: one).
-    """
+    """Checks the first micro-batches' gradient scale (times the probe's `weight`) against `reduction`; warns once."""
 
     def __init__(
         self,
@@ -161,8 +118,7 @@ class ScaleCheck:
     def watch(
         self, inputs: dict[str, torch.Tensor], logits: torch.Tensor, window: int
     ) -> Callable[[torch.Tensor], None] | None:
-        """What to do with the gradient of a training forward's `logits` (detached; of the window starting at
-        `window`): record its scale, while micro-batches remain to check; else None."""
+        """A hook recording the scale of the gradient of a forward's `logits` while some remain to check, else None."""
         if self.done or self.watched >= MICRO_BATCHES or "input_ids" not in inputs:
             return None
         inputs = {key: value.to(logits.device) for key, value in inputs.items()}
@@ -184,8 +140,7 @@ class ScaleCheck:
         return on_gradient
 
     def verdict(self, *, stacklevel: int) -> None:
-        """Read the checked micro-batches (one read of the device) and warn if their scale follows the other
-        reduction within a window; no later micro-batch is checked."""
+        """Read the checked micro-batches once; warn if their scale follows the other reduction within a window."""
         self.done = True
         samples, self.samples = self.samples, []
         if not samples:
@@ -200,7 +155,13 @@ class ScaleCheck:
         declared = _spread([[scale for scale, _ in group] for group in by_window.values()])
         other = _spread([[scale * terms**power for scale, terms in group] for group in by_window.values()])
         if declared > math.log(MIN_SPREAD) and other < min(declared / 4, math.log(MIN_SPREAD)):
-            warnings.warn(_message(self.reduction, math.exp(declared)), LiveProbeWarning, stacklevel=stacklevel + 1)
+            mean, summed = "a loss averaged over each micro-batch's loss terms", "a summed loss"
+            seen, said, other = (mean, summed, "mean") if self.reduction is Reduction.SUM else (summed, mean, "sum")
+            warnings.warn(
+                f"The gradients the live probe captured scale as those of {seen}, not of {said} as reduction='{self.reduction.value}' says: the micro-batches of a window weigh their tokens up to {math.exp(declared):.3g} times differently. Pass reduction='{other}', or differentiate {said}.",
+                LiveProbeWarning,
+                stacklevel=stacklevel + 1,
+            )
 
 
 def _spread(groups: list[list[float]]) -> float:
@@ -208,16 +169,8 @@ def _spread(groups: list[list[float]]) -> float:
     return max((math.log(max(group) / min(group)) for group in groups if len(group) > 1), default=0.0)
 
 
-def _message(reduction: Reduction, ratio: float) -> str:
-    if reduction is Reduction.SUM:
-        return f"The gradients the live probe captured scale as those of a loss averaged over each micro-batch's loss terms (a Hugging Face model's `loss`), not of a summed loss as reduction='sum' says: the micro-batches of a window weigh their tokens up to {ratio:.3g} times differently. Pass reduction='mean', or differentiate the summed loss."
-    return f"The gradients the live probe captured scale as those of a summed loss, not of a loss averaged over each micro-batch's loss terms as reduction='mean' says: multiplied by their numbers of terms, the micro-batches of a window weigh their tokens up to {ratio:.3g} times differently. Pass reduction='sum', or differentiate the model's mean loss."
-
-
 def _picked_terms(logits: torch.Tensor, inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> tuple | None:
-    """Up to `TERMS` loss terms of a forward: (their rows of the logits flattened to (rows, classes), their targets,
-    whether each is a loss term (float64), their target's probability (float64)); None when the logits or labels are
-    not a cross-entropy's this check reads. Picked on the device, without reading it."""
+    """Up to `TERMS` loss terms of a forward: (rows of the flat logits, targets, valid, target probability), or None."""
     terms = _term_targets(logits, inputs, objective)
     if terms is None:
         return None

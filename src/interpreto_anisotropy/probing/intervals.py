@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from ..commons.host_reads import copied_to
+from ..commons.tensors import copied_to
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 
 #: Fewer probe sequences than this warn: from 20 on, `benchmarks/interval_coverage.py` measured a 95 % interval's

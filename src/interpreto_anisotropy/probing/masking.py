@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from jaxtyping import Bool, Int
 
-from ..commons.host_reads import copied_to
+from ..commons.tensors import copied_to
 from ..errors import InvalidInputError
 
 __all__ = ["MaskedLM", "resolve_masking", "special_tokens_mask"]

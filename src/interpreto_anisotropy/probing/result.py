@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..commons.display import html_table, short_repr
+from ..commons.progress import html_table, short_repr
 from ..metrics.isotropy import DEFAULT_ZETA
 from ..tangents.controls import p_value
 

@@ -16,9 +16,9 @@ from jaxtyping import Bool, Float, Int
 
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
-from ..commons.host_reads import LaggedRead, to_device
 from ..commons.options import check_positive_int
 from ..commons.progress import progress_bar
+from ..commons.tensors import LaggedRead, to_device
 from ..errors import InvalidInputError, NonFiniteError, ReadingWarning
 from ..reading.batching import TokenBatcher
 from ..reading.split_point import SplitPoint

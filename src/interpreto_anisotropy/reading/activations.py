@@ -12,9 +12,9 @@ import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float, Int
 
-from ..commons.host_reads import to_device
 from ..commons.options import check_bool
 from ..commons.progress import progress_bar
+from ..commons.tensors import to_device
 from ..errors import InvalidInputError, NonFiniteError
 from .batching import TokenCache
 from .split_point import SplitPoint

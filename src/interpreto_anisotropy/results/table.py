@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..commons.display import html_table, number, short_repr
 from ..commons.files import write_atomically
+from ..commons.progress import html_table, number, short_repr
 from ..errors import CheckpointError, InvalidInputError
 from .records import read_top_tokens, saved_steps
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from ..commons.host_reads import copied_to
 from ..commons.options import check_positive_int
+from ..commons.tensors import copied_to
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 from .subspace import Subspace, haar_orthonormal
 
