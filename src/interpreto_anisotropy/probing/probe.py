@@ -28,18 +28,20 @@ from .masking import MaskedLM
 from .objectives import Objective, make_objective
 from .result import ProbeResult
 from .statistics import ProbeSums, SubspaceColumns, Tally, build_results
-from .steps import NONFINITE_ADVICE, GradientSteps, ShardSums, gather_sequences
+from .steps import NONFINITE_ADVICE, GradientSteps, ShardSums
 
 __all__ = ["GradientProbe", "TokenGradients", "ProbeResult"]
+
+_NOTHING_PROBED = "No token was probed: every batch was skipped or empty."
 
 
 @dataclass
 class TokenGradients:
-    """Per-token activations and loss gradients at the split point.
+    """Per-token activations and loss gradients at the split point, one row per probed token.
 
     Attributes:
-        activations: Hidden states h of the probed tokens, (n, d).
-        gradients: dL/dh of the probed tokens, (n, d).
+        activations: Hidden states h, (n, d).
+        gradients: dL/dh, (n, d).
         sequence_ids: Index of each row's sequence in the inputs, (n,).
         positions: Position of each row's token in its (unpadded) sequence, (n,).
         input_ids: Token id of each row (before masking, for masked LM), (n,).
@@ -117,8 +119,7 @@ class GradientProbe:
         if on_nonfinite not in ("raise", "skip"):
             raise InvalidInputError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}.")
         check_bool("include_special", include_special)
-        if distributed is not None:
-            check_bool("distributed", distributed)
+        self.distributed = distributed if distributed is None else check_bool("distributed", distributed)
         self.splitter = splitter
         self.point = SplitPoint(splitter, autocast_dtype=autocast_dtype, include_special=include_special, call=call)
         refuse_ignored_aux_loss(self.point.model)
@@ -127,32 +128,16 @@ class GradientProbe:
         )
         check_seed("seed", seed)
         self.on_nonfinite = on_nonfinite
-        self.distributed = distributed
-        self.tokenizer = splitter.tokenizer
         self.batcher = self.point.batcher(
             batch_size=batch_size, max_length=max_length, min_tokens=self.objective.min_tokens, token_cache=token_cache
         )
         self.steps = GradientSteps(self.point, self.objective, self.batcher, on_nonfinite=on_nonfinite)
-        self.forward_kwargs = self.steps.forward_kwargs
-        self.batch_size = self.batcher.batch_size
         self.max_length = self.batcher.max_length
 
     @property
     def device(self) -> torch.device:
         """The model's device (where gradients and accumulators live)."""
         return self.point.device
-
-    def _check_split_points(self, named: dict[str, Subspace]) -> dict[str, Subspace]:
-        """`named`, once no subspace is fitted at another split point, or another call of it, than the probe reads
-        (one that does not say is accepted)."""
-        here = self.splitter.split_point
-        for name, subspace in named.items():
-            if subspace.split_point is not None and subspace.split_point != here:
-                raise InvalidInputError(
-                    f"Subspace {name!r} was fitted at split point '{subspace.split_point}' but this probe reads '{here}': probe at '{subspace.split_point}' (ModelWithSplitPoints(..., split_point='{subspace.split_point}')) or fit the tangent at '{here}'."
-                )
-            refuse_other_call(subspace.call, self.point.call, f"Subspace {name!r}", "GradientProbe(..., call=...)")
-        return named
 
     def gradients(
         self, inputs: Any, *, labels: Any = None, max_tokens: int | None = None, progress: bool = False
@@ -191,7 +176,7 @@ class GradientProbe:
             loss_count = loss_count + step.loss_count
         self.steps.check_usable(tally)
         if sum(part.shape[0] for part in parts["g"]) == 0:
-            raise InvalidInputError("No token was probed: every batch was skipped or empty.")
+            raise InvalidInputError(_NOTHING_PROBED)
         masked = torch.cat(parts["masked"]) if parts["masked"] else None
         rows = (torch.cat(parts[key]) for key in ("h", "g", "seq", "pos", "ids"))  # TokenGradients' order
         return TokenGradients(*rows, masked=masked, loss_sum=float(loss_sum), loss_count=int(loss_count))
@@ -253,23 +238,61 @@ class GradientProbe:
             ReadingWarning: Sequences too short for the objective were skipped.
             ReadingWarning: Texts over `max_length` were truncated.
         """
-        named = self._check_split_points(_as_named_subspaces(subspaces))
-        iso = {"convention": isoscore_convention, "zeta": isoscore_zeta, "c0": isoscore_c0}
-        columns, iso = _checked_columns(named, self.device, confidence, n_controls, n_random, seed, draw_seeds, iso)
+        named = self._named_subspaces(subspaces)
+        check_number("confidence", confidence, above=0, below=1)
+        n_controls = check_positive_int("n_controls", n_controls)
+        n_random = n_controls if n_random is None else check_positive_int("n_random", n_random)
+        iso = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
+        iso.check_dim(next(iter(named.values())).dim)
+        tangents = {name: subspace.to(device=self.device, dtype=torch.float32) for name, subspace in named.items()}
+        draws = (
+            check_seed("seed", seed)
+            if draw_seeds is None
+            else {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
+        )
+        columns = SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=draws)
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
         sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
         sums = self._reduce(sums, sharded)  # every rank's sums (this process's alone when not sharded)
         if sharded:
             breakdown.reduce(distributed.all_reduce_sum)
-        built = build_results(
-            sums, columns, seed, n_bootstrap, confidence, objective=self.objective, split_point=self.splitter.split_point,
-            isoscore=iso,
-        )  # fmt: skip
+        split_point = self.splitter.split_point
+        built = build_results(sums, columns, seed, n_bootstrap, confidence, self.objective, split_point, iso)
         results = {
             name: replace(result, **breakdown.fields(index, token_counts, frequency_edges))
             for index, (name, result) in enumerate(built.items())
         }
         return results if isinstance(subspaces, Mapping) else next(iter(results.values()))
+
+    def _named_subspaces(self, subspaces: Any) -> dict[str, Subspace]:
+        """A tangent explainer, a Subspace or a dict of them as {name: Subspace}, all fitted where the probe reads."""
+        items = subspaces.items() if isinstance(subspaces, Mapping) else [("tangent", subspaces)]
+        here = self.splitter.split_point
+        named: dict[str, Subspace] = {}
+        for name, item in items:
+            subspace = item if isinstance(item, Subspace) else getattr(item, "subspace", None)
+            if not isinstance(subspace, Subspace):
+                raise InvalidInputError(
+                    f"subspaces must be a TangentExplainer, a Subspace or a dict of them; {name!r} is {type(item).__name__}."
+                )
+            if str(name) in named:
+                raise InvalidInputError(
+                    f"Two subspaces are named {str(name)!r} (keys {[k for k, _ in items if str(k) == str(name)]}), whose rows would share one name: give each tangent its own name."
+                )
+            named[str(name)] = subspace
+        if not named:
+            raise InvalidInputError("No subspace to probe: pass a TangentExplainer, a Subspace or a non-empty dict.")
+        dims = {subspace.dim for subspace in named.values()}
+        if len(dims) > 1:
+            raise InvalidInputError(f"The subspaces live in spaces of different dimensions: {sorted(dims)}.")
+        for name, subspace in named.items():
+            fitted = subspace.split_point
+            if fitted is not None and fitted != here:
+                raise InvalidInputError(
+                    f"Subspace {name!r} was fitted at split point '{fitted}' but this probe reads '{here}': probe at '{fitted}' (ModelWithSplitPoints(..., split_point='{fitted}')) or fit the tangent at '{here}'."
+                )
+            refuse_other_call(subspace.call, self.point.call, f"Subspace {name!r}", "GradientProbe(..., call=...)")
+        return named
 
     def _accumulate(
         self,
@@ -282,7 +305,7 @@ class GradientProbe:
         sharded: bool,
     ) -> tuple[ProbeSums, Breakdown]:
         """This shard's `ProbeSums` and `Breakdown`."""
-        dim = next(iter(columns.tangents.values())).dim
+        dim = next(iter(named.values())).dim
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
@@ -310,10 +333,9 @@ class GradientProbe:
 
     def _reduce(self, sums: ProbeSums, sharded: bool) -> ProbeSums:
         """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""
-        device = self.device
         tally = sums.tally
         counts = [sums.sequence_id.numel(), tally.usable_sequences, tally.skipped_sequences, tally.skipped_batches]
-        counts = torch.tensor([*counts, tally.nonfinite_sequences], dtype=torch.float64, device=device)
+        counts = torch.tensor([*counts, tally.nonfinite_sequences], dtype=torch.float64, device=self.device)
         counters = torch.cat([torch.stack([sums.loss_sum, sums.loss_count]), counts])
         moments = sums.moments
         if sharded:
@@ -331,60 +353,13 @@ class GradientProbe:
         )
         self.steps.check_usable(totals)
         if moments.count == 0:
-            raise InvalidInputError("No token was probed: every batch was skipped or empty.")
-        sequence_energy, sequence_total, sequence_id = sums.sequence_energy, sums.sequence_total, sums.sequence_id
-        if sharded:
-            sequence_energy, sequence_total, sequence_id = gather_sequences(
-                sequence_id, sequence_energy, sequence_total, device
-            )
-        return ProbeSums(
-            sequence_energy, sequence_total, sequence_id, moments, loss_sum, loss_count, totals, int(n_sequences)
-        )
-
-
-def _checked_columns(
-    named: dict[str, Subspace],
-    device: torch.device,
-    confidence: float,
-    n_controls: int,
-    n_random: int | None,
-    seed: int,
-    draw_seeds: Mapping[str, int] | None,
-    isoscore: dict[str, Any],
-) -> tuple[SubspaceColumns, IsoScoreSettings]:
-    """`GradientProbe.run`'s arguments checked, the tangents' draws (on `device`) and the IsoScore* settings."""
-    check_number("confidence", confidence, above=0, below=1)
-    n_controls = check_positive_int("n_controls", n_controls)
-    n_random = n_controls if n_random is None else check_positive_int("n_random", n_random)
-    settings = IsoScoreSettings.make(**isoscore)
-    settings.check_dim(next(iter(named.values())).dim)
-    tangents = {name: subspace.to(device=device, dtype=torch.float32) for name, subspace in named.items()}
-    draws = (
-        check_seed("seed", seed)
-        if draw_seeds is None
-        else {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
-    )
-    return SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=draws), settings
-
-
-def _as_named_subspaces(subspaces: Any) -> dict[str, Subspace]:
-    """Normalise a tangent explainer, a Subspace or a dict of them to {name: Subspace}."""
-    items = subspaces.items() if isinstance(subspaces, Mapping) else [("tangent", subspaces)]
-    named: dict[str, Subspace] = {}
-    for name, item in items:
-        subspace = item if isinstance(item, Subspace) else getattr(item, "subspace", None)
-        if not isinstance(subspace, Subspace):
-            raise InvalidInputError(
-                f"subspaces must be a TangentExplainer, a Subspace or a dict of them; {name!r} is {type(item).__name__}."
-            )
-        if str(name) in named:
-            raise InvalidInputError(
-                f"Two subspaces are named {str(name)!r} (keys {[k for k, _ in items if str(k) == str(name)]}), whose rows would share one name: give each tangent its own name."
-            )
-        named[str(name)] = subspace
-    if not named:
-        raise InvalidInputError("No subspace to probe: pass a TangentExplainer, a Subspace or a non-empty dict.")
-    dims = {subspace.dim for subspace in named.values()}
-    if len(dims) > 1:
-        raise InvalidInputError(f"The subspaces live in spaces of different dimensions: {sorted(dims)}.")
-    return named
+            raise InvalidInputError(_NOTHING_PROBED)
+        energy, total, ids = sums.sequence_energy, sums.sequence_total, sums.sequence_id
+        if sharded:  # every rank's sequences, in sequence order
+            parts = distributed.all_gather_objects((ids.cpu(), energy.cpu(), total.cpu()))
+            every_id = torch.cat([part[0] for part in parts])
+            order = torch.argsort(every_id)
+            ids = every_id[order]
+            energy = torch.cat([part[1] for part in parts])[order].to(self.device)
+            total = torch.cat([part[2] for part in parts])[order].to(self.device)
+        return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, totals, int(n_sequences))

@@ -14,7 +14,6 @@ from typing import Any
 import torch
 from jaxtyping import Bool, Float, Int
 
-from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
 from ..commons.host_reads import LaggedRead, to_device
 from ..commons.options import check_positive_int
@@ -56,20 +55,14 @@ class GradientSteps:
         self.objective = objective
         self.batcher = batcher
         self.on_nonfinite = on_nonfinite
-        self.tokenizer = point.tokenizer
         self.forward_kwargs = objective.for_model(point.model)
-
-    @property
-    def device(self) -> torch.device:
-        """The model's device."""
-        return self.point.device
 
     def forward_backward(
         self, batch: dict[str, torch.Tensor], sequence_ids: torch.Tensor
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, Any, torch.Tensor]:
         """One forward + one backward, queued on the device without waiting for it."""
-        batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.tokenizer)
-        batch = to_device(batch, self.device)
+        batch = self.objective.prepare(batch, sequence_ids=sequence_ids, tokenizer=self.point.tokenizer)
+        batch = to_device(batch, self.point.device)
         hidden, gradient, terms = self.point.forward_backward(
             batch, lambda output: self.objective.loss(output, batch), **self.forward_kwargs
         )
@@ -102,7 +95,7 @@ class GradientSteps:
         shard_rank, shard_count = shard
         n_batches, chunks = self.batcher.batches(inputs, labels)
         flags: list[tuple[int, torch.Tensor, torch.Tensor]] = []
-        seen = torch.zeros((), dtype=torch.long, device=self.device)
+        seen = torch.zeros((), dtype=torch.long, device=self.point.device)
         count_reader = LaggedRead()
         for batch_index, (batch, sequence_ids) in enumerate(
             progress_bar(chunks, progress=progress, total=n_batches, desc=description, unit="batch")
@@ -131,15 +124,14 @@ class GradientSteps:
         self.batcher.note_truncation()  # once per probe; the batches' end says it when they are all read
         tally.skipped_sequences = self.batcher.skipped_sequences
         if flags:
-            finite_flags = torch.stack([flag for _, _, flag in flags]).cpu()
-            tally.skipped_batches = int((~finite_flags).sum())
-            dropped = [ids.numel() for (_, ids, _), ok in zip(flags, finite_flags.tolist(), strict=True) if not ok]
-            tally.nonfinite_sequences = sum(dropped)
-            if tally.skipped_batches:
-                batch_index, sequence_ids, _ = flags[int((~finite_flags).nonzero()[0])]
-                tally.first_nonfinite = (batch_index, sequence_ids)
+            finite_flags = torch.stack([flag for _, _, flag in flags]).cpu().tolist()
+            failed = [(index, ids) for (index, ids, _), ok in zip(flags, finite_flags, strict=True) if not ok]
+            tally.skipped_batches = len(failed)
+            tally.nonfinite_sequences = sum(ids.numel() for _, ids in failed)
+            if failed:
+                tally.first_nonfinite = failed[0]
                 if self.on_nonfinite == "raise" and not defer_nonfinite:
-                    raise self.nonfinite_error(batch_index, sequence_ids)
+                    raise self.nonfinite_error(*failed[0])
 
     def check_usable(self, tally: Tally) -> None:
         """Refuse (`InvalidInputError`) a pass where no sequence was long enough; warn about the skipped ones (too
@@ -187,30 +179,14 @@ class BatchEnergies:
     token_total: Float[torch.Tensor, " n"]
 
 
-def gather_sequences(
-    ids: torch.Tensor, energy: torch.Tensor, total: torch.Tensor, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Every rank's per-sequence energies (n_seq, S), totals (n_seq,) and ids (n_seq,), in sequence order."""
-    parts = distributed.all_gather_objects((ids.cpu(), energy.cpu(), total.cpu()))
-    every_id = torch.cat([part[0] for part in parts])
-    order = torch.argsort(every_id)
-    energy = torch.cat([part[1] for part in parts])[order]
-    total = torch.cat([part[2] for part in parts])[order]
-    return energy.to(device), total.to(device), every_id[order]
-
-
 class ShardSums:
     """The sums of one shard's probed batches, step by step."""
 
     def __init__(self, columns: SubspaceColumns, vocab_size: int, device: torch.device):
         self.columns = columns
         self.device = device
-        dim = next(iter(columns.tangents.values())).dim
-        self.per_sequence_energy: list[torch.Tensor] = []
-        self.per_sequence_total: list[torch.Tensor] = []
-        self.per_sequence_has_rows: list[torch.Tensor] = []
-        self.per_sequence_id: list[torch.Tensor] = []
-        self.moments = MomentAccumulator(dim, device=device)
+        self.per_sequence: list[tuple[torch.Tensor, ...]] = []  # (energy, total, has rows, id) of each batch
+        self.moments = MomentAccumulator(next(iter(columns.tangents.values())).dim, device=device)
         self.loss_sum = self.loss_count = torch.zeros((), dtype=torch.float64, device=device)
         tangent_columns = [columns.tangent_column(name) for name in columns.tangents]
         control_columns = [columns.control_columns(name) for name in columns.tangents]
@@ -220,10 +196,7 @@ class ShardSums:
         """Add one batch's energies, moments, breakdown and loss (no host synchronisation)."""
         # Zero rows where not probed (padding, past the cap, a non-finite batch).
         energies = batch_energies(step.gradient, step.probed, self.columns)
-        self.per_sequence_energy.append(energies.energy)
-        self.per_sequence_total.append(energies.total)
-        self.per_sequence_has_rows.append(step.probed.any(1))
-        self.per_sequence_id.append(step.sequence_ids)
+        self.per_sequence.append((energies.energy, energies.total, step.probed.any(1), step.sequence_ids))
         probed = step.probed.reshape(-1)
         self.moments.update(energies.rows, mask=probed)
         batch = step.batch
@@ -239,10 +212,9 @@ class ShardSums:
 
     def finish(self, tally: Tally) -> tuple[ProbeSums, Breakdown]:
         """This shard's `ProbeSums` (its sequences with probed rows only, with the pass's `tally`) and breakdown."""
-        if self.per_sequence_energy:
-            keep = torch.cat(self.per_sequence_has_rows)
-            energy, total = torch.cat(self.per_sequence_energy)[keep], torch.cat(self.per_sequence_total)[keep]
-            ids = torch.cat(self.per_sequence_id)[keep.cpu()]
+        if self.per_sequence:
+            energy, total, keep, ids = (torch.cat(parts) for parts in zip(*self.per_sequence, strict=True))
+            energy, total, ids = energy[keep], total[keep], ids[keep.cpu()]
         else:
             total = torch.zeros(0, dtype=torch.float64, device=self.device)
             energy, ids = total.view(0, 1).expand(0, self.columns.n_columns), torch.zeros(0, dtype=torch.long)
