@@ -56,10 +56,6 @@ class IsoScoreTarget(str, Enum):
     POOLED = "pooled"
 
 
-#: How a (d, d) tensor given as C0 is recorded in a `ProbeResult`.
-GIVEN_TARGET = "given"
-
-
 @dataclass(frozen=True, eq=False)
 class IsoScoreSettings:
     """The validated IsoScore* options of a probe."""
@@ -77,11 +73,7 @@ class IsoScoreSettings:
         c0: str | IsoScoreTarget | torch.Tensor | np.ndarray = IsoScoreTarget.SCALED_IDENTITY,
     ) -> IsoScoreSettings:
         """Check the options a user gave (`GradientProbe.run`'s `isoscore_*`), with errors naming them."""
-        try:
-            convention = IsoScoreConvention(convention)
-        except ValueError:
-            names = ", ".join(repr(member.value) for member in IsoScoreConvention)
-            raise InvalidInputError(f"isoscore_convention must be one of {names}, got {convention!r}.") from None
+        convention = _member(IsoScoreConvention, convention, "isoscore_convention")
         if isinstance(zeta, bool) or not isinstance(zeta, int | float) or not 0.0 <= float(zeta) <= 1.0:
             raise InvalidInputError(
                 f"isoscore_zeta must be a number in [0, 1] (the IsoScore* shrinkage; 0 gives plain IsoScore), got {zeta!r}."
@@ -91,7 +83,7 @@ class IsoScoreSettings:
     @property
     def target_name(self) -> str:
         """The target's name as a result records it: an `IsoScoreTarget` value, or "given" for a tensor."""
-        return self.target.value if isinstance(self.target, IsoScoreTarget) else GIVEN_TARGET
+        return self.target.value if isinstance(self.target, IsoScoreTarget) else "given"
 
     def check_dim(self, dim: int) -> None:
         """Refuse (`InvalidInputError`) a given C0 whose size is not the gradients' d."""
@@ -172,15 +164,17 @@ def _projected_trace_and_norm(
     return traces, norms
 
 
+def _member(kind: type[Enum], value: Any, name: str, besides: str = "") -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        names = ", ".join(repr(member.value) for member in kind)
+        raise InvalidInputError(f"{name} must be one of {names}{besides}, got {value!r}.") from None
+
+
 def _target(value: Any) -> IsoScoreTarget | torch.Tensor:
     if isinstance(value, IsoScoreTarget | str):
-        try:
-            return IsoScoreTarget(value)
-        except ValueError:
-            names = ", ".join(repr(member.value) for member in IsoScoreTarget)
-            raise InvalidInputError(
-                f"isoscore_c0 must be one of {names} or a (d, d) covariance matrix, got {value!r}."
-            ) from None
+        return _member(IsoScoreTarget, value, "isoscore_c0", " or a (d, d) covariance matrix")
     if not isinstance(value, torch.Tensor | np.ndarray):
         raise InvalidInputError(
             f"isoscore_c0 must be a target name or a (d, d) covariance tensor, got {type(value).__name__}."

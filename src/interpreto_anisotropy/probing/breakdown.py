@@ -87,16 +87,12 @@ class EnergyByBucket:
         self.total.index_add_(0, bucket, token_total.double() * weight)
         self.tokens.index_add_(0, bucket, weight)
 
-    def as_tensor(self) -> torch.Tensor:
-        """The sums flattened into one float64 tensor (for one all-reduce)."""
-        return torch.cat([self.energy.reshape(-1), self.total, self.tokens])
-
-    def from_tensor(self, flat: torch.Tensor) -> EnergyByBucket:
-        """Sums of the same shapes from `as_tensor`'s layout."""
+    def reduced(self, all_reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> EnergyByBucket:
+        """Every rank's sums, in one `all_reduce_sum` of them flattened."""
         n_buckets, n_columns = self.energy.shape
-        cells = n_buckets * n_columns
-        energy = flat[:cells].view(n_buckets, n_columns)
-        return EnergyByBucket(energy, flat[cells : cells + n_buckets], flat[cells + n_buckets :])
+        flat = all_reduce_sum(torch.cat([self.energy.reshape(-1), self.total, self.tokens]))
+        energy, total, tokens = flat.split([n_buckets * n_columns, n_buckets, n_buckets])
+        return EnergyByBucket(energy.view(n_buckets, n_columns), total, tokens)
 
     def shares(self, columns: Sequence[int]) -> list[list[float | None]]:
         """Energy share per bucket of each given column, (len(columns), B); None for an empty bucket."""
@@ -140,8 +136,7 @@ class Breakdown:
 
     def reduce(self, all_reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Replace the sums by `all_reduce_sum` of them (every rank's tokens)."""
-        self.by_id = self.by_id.from_tensor(all_reduce_sum(self.by_id.as_tensor()))
-        self.by_position = self.by_position.from_tensor(all_reduce_sum(self.by_position.as_tensor()))
+        self.by_id, self.by_position = self.by_id.reduced(all_reduce_sum), self.by_position.reduced(all_reduce_sum)
 
     def by_frequency(
         self, counts: Int[torch.Tensor, " V"] | None = None, *, edges: Sequence[float] = FREQUENCY_EDGES

@@ -198,7 +198,6 @@ class CausalLMObjective(Objective):
 
     Raises:
         InvalidInputError: `include_aux_loss` not a bool, or an unknown reduction.
-        InvalidInputError: `include_aux_loss=True` on a model without a router load-balancing loss (from the probe).
 
     Examples:
         >>> objective = make_objective("causal_lm")
@@ -218,7 +217,7 @@ class CausalLMObjective(Objective):
         self.aux_loss_coef: float | None = None
 
     def for_model(self, model: torch.nn.Module) -> dict[str, Any]:
-        """With `include_aux_loss`, read `router_aux_loss_coef` (else an `InvalidInputError`) and ask for router logits."""
+        """With `include_aux_loss`, read `router_aux_loss_coef` and ask for router logits."""
         if not self.include_aux_loss:
             return {}
         coef = getattr(getattr(model, "config", None), "router_aux_loss_coef", None)
@@ -238,7 +237,7 @@ class CausalLMObjective(Objective):
         return self._with_aux_loss(terms, output) if self.include_aux_loss else terms
 
     def _with_aux_loss(self, terms: LossTerms, output: Any) -> LossTerms:
-        """`terms` plus the weighted load-balancing loss: once in a mean, once per predicted token in a sum."""
+        """`terms` plus the weighted load-balancing loss."""
         aux_loss = getattr(output, "aux_loss", None)
         if not isinstance(aux_loss, torch.Tensor) or self.aux_loss_coef is None:
             raise InvalidInputError(
@@ -269,8 +268,7 @@ class MaskedLMObjective(Objective):
         reduction: "sum" or "mean".
 
     Raises:
-        InvalidInputError: `mlm_probability` outside (0, 1), `masking` not a `MaskedLM`, both given and
-            disagreeing, or an unknown reduction.
+        InvalidInputError: A bad `mlm_probability`, `masking` or reduction, or rates that disagree.
 
     Examples:
         >>> objective = MaskedLMObjective(mlm_probability=0.3, seed=1)
@@ -369,7 +367,7 @@ class SequenceClassificationObjective(Objective):
 
 
 class CallableObjective(Objective):
-    """A user loss `fn(output, batch)`: a scalar, a (b, l) tensor (reduced over real tokens) or any tensor (all entries).
+    """A user loss `fn(output, batch)`: a scalar, a (b, l) tensor (over real tokens) or any tensor (all entries).
 
     Args:
         fn: The loss function, called as `fn(output, batch)`.
@@ -394,7 +392,7 @@ class CallableObjective(Objective):
         self.name = getattr(fn, "__name__", "callable")
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
-        """Call `fn` and reduce what it returns (see the class docstring)."""
+        """Call `fn` and reduce what it returns."""
         value = self.fn(output, batch)
         if not isinstance(value, torch.Tensor):
             raise InvalidInputError(f"The custom objective returned {type(value).__name__}, expected a tensor.")
@@ -443,7 +441,7 @@ def objective_from_config(config: Any) -> ObjectiveName | None:
 
 
 def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
-    """The built-in objective a model was trained with (`"auto"`): from its head class, else `objective_from_config`.
+    """The built-in objective a model was trained with (`"auto"`): from its head class, else its config.
 
     Raises:
         InvalidInputError: A model without an output head, or one whose head and config say nothing.

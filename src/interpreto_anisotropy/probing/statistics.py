@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +35,7 @@ from .result import ProbeResult
 
 @dataclass(frozen=True)
 class RandomSubspaces:
-    """R' = `count` uniformly random k-subspaces of R^d drawn from `seed` (`ia.controls.random_subspace_bases`'s),
-    never all in memory."""
+    """R' = `count` uniformly random k-subspaces of R^d drawn from `seed`, a chunk at a time (never all in memory)."""
 
     dim: int
     rank: int
@@ -46,10 +45,6 @@ class RandomSubspaces:
     def __post_init__(self) -> None:
         random_chunk_sizes(self.dim, self.rank, self.count)  # refuses a bad count or rank now, not at the end
 
-    def chunks(self, device: torch.device | str = "cpu") -> Iterator[Float[torch.Tensor, "c d k"]]:
-        """Their float64 bases (c, d, k), a chunk at a time on `device`."""
-        return random_subspace_chunks(self.dim, self.rank, self.count, seed=self.seed, device=device)
-
     def scores(
         self, moments: MomentAccumulator, covariance: Float[torch.Tensor, "d d"], isoscore: IsoScoreSettings
     ) -> tuple[Float[np.ndarray, " R"], Float[np.ndarray, " R"]]:
@@ -58,7 +53,7 @@ class RandomSubspaces:
         scale = count - 1 if isoscore.unbiased(count) else count
         mean = moments.mean.to(covariance)
         energies, without = [], []
-        for bases in self.chunks(covariance.device):
+        for bases in random_subspace_chunks(self.dim, self.rank, self.count, seed=self.seed, device=covariance.device):
             products = covariance @ bases  # Sigma Q: the one d^2 k product of each subspace
             inside = (bases * products).sum((-2, -1))
             energies.append(scale * inside + count * (mean @ bases).square().sum(-1))
@@ -101,8 +96,7 @@ class ProbeSums:
         return self.sequence_energy if self.column_energy is not None else self.sequence_energy[:, tangent_columns]
 
     def control_sequence_energy(self, columns: SubspaceColumns) -> Float[torch.Tensor, "n T"] | None:
-        """Each sequence's mean energy in each tangent's normal controls, (n_seq, T) (the energy ratio's denominator);
-        None when the sums hold the tangents' per-sequence energies only (a live window's)."""
+        """Each sequence's mean energy in each tangent's controls, (n_seq, T); None for a live window's sums."""
         if self.sequence_control_energy is not None or self.column_energy is not None:
             return self.sequence_control_energy
         means = [self.sequence_energy[:, columns.control_columns(name)].mean(1) for name in columns.tangents]
@@ -111,8 +105,8 @@ class ProbeSums:
 
 @dataclass
 class SubspaceColumns:
-    """Every subspace a probe scores: the tangents and their controls side by side for one projection per batch, and
-    the random subspaces of the exact p-values, scored from the moments at the end."""
+    """Every subspace a probe scores: the tangents and their controls side by side (one product per batch), and the
+    random subspaces of the exact p-values (scored from the moments at the end)."""
 
     tangents: dict[str, Subspace]
     controls: dict[str, torch.Tensor]
@@ -125,8 +119,7 @@ class SubspaceColumns:
     def draw(
         cls, tangents: dict[str, Subspace], *, n_controls: int, n_random: int, seed: int | Mapping[str, int]
     ) -> SubspaceColumns:
-        """Draw R = `n_controls` normal controls per tangent and R' = `n_random` random subspaces per rank (one
-        `seed` for both draws, each its own stream) or per tangent (`seed` = {tangent name: seed})."""
+        """R normal controls per tangent and R' random subspaces per rank, or per tangent (`seed` = {name: seed})."""
         per_tangent = isinstance(seed, Mapping)
         if per_tangent and (missing := [name for name in tangents if name not in seed]):
             raise InvalidInputError(f"The draw seeds name no seed for tangent(s) {missing}: give one for each.")
@@ -166,24 +159,14 @@ class SubspaceColumns:
         basis = self.bases.to(scatter)
         return _segment_sums(((scatter @ basis) * basis).sum(0, keepdim=True), self.widths)[0]
 
-    def random_scores(
-        self, moments: MomentAccumulator, covariance: Float[torch.Tensor, "d d"], isoscore: IsoScoreSettings
-    ) -> dict[int | str, tuple[np.ndarray, np.ndarray]]:
-        """{key of `randoms`: (energies (R',), IsoScore* without each (R',))}: `RandomSubspaces.scores` of each draw."""
-        return {key: randoms.scores(moments, covariance, isoscore) for key, randoms in self.randoms.items()}
-
     @functools.cached_property
     def tangent_block(self) -> TangentBlock:
         """The tangents' bases alone, side by side (one product per batch gives each row's energy in each tangent)."""
         return TangentBlock(*_block([tangent.basis for tangent in self.tangents.values()]))
 
-    @functools.cached_property
-    def _tangent_columns(self) -> dict[str, int]:
-        return {name: index * (1 + self.n_controls) for index, name in enumerate(self.tangents)}
-
     def tangent_column(self, name: str) -> int:
         """The energy column of tangent `name`."""
-        return self._tangent_columns[name]
+        return list(self.tangents).index(name) * (1 + self.n_controls)
 
     def control_columns(self, name: str) -> slice:
         """The energy columns of the controls of tangent `name`."""
@@ -218,8 +201,7 @@ def _block(bases: list[torch.Tensor]) -> tuple[Float[torch.Tensor, "d K"], tuple
 
 
 def _segment_sums(values: Float[torch.Tensor, "N K"], widths: tuple[int, ...]) -> Float[torch.Tensor, "N S"]:
-    """Sums of consecutive column segments of the given widths, (N, len(widths)): one reshape per run of equal
-    widths (a tangent and its controls share a rank), so time and memory are linear in the columns."""
+    """Sums of consecutive column segments of the given widths, (N, len(widths)), one reshape per run of equal widths."""
     parts, start = [], 0
     for width, run in ((width, len(list(group))) for width, group in itertools.groupby(widths)):
         parts.append(values[:, start : start + width * run].reshape(values.shape[0], run, width).sum(-1))
@@ -230,8 +212,7 @@ def _segment_sums(values: Float[torch.Tensor, "N K"], widths: tuple[int, ...]) -
 def sums_from_gradients(
     gradients: Float[torch.Tensor, "n d"], sequence_ids: Int[torch.Tensor, " n"], columns: SubspaceColumns
 ) -> ProbeSums:
-    """The `ProbeSums` a probe would accumulate from gradients G (n, d) of sequences `sequence_ids` (n,), projected
-    on `columns` as it projects them (no loss), over the distinct sequences by increasing id."""
+    """The `ProbeSums` (no loss) a probe would accumulate from gradients G (n, d) of sequences `sequence_ids` (n,)."""
     if gradients.dim() != 2 or sequence_ids.shape != gradients.shape[:1] or gradients.shape[0] == 0:
         raise InvalidInputError(
             f"gradients (n, d) and sequence_ids (n,) must describe the same n > 0 rows, got shapes {tuple(gradients.shape)} and {tuple(sequence_ids.shape)}."
@@ -290,7 +271,9 @@ def build_results(
         "isoscore_c0": isoscore.target_name,
     }
     # one chunked pass per key of `randoms`, shared by the tangents ranked among them
-    random_scores = columns.random_scores(sums.moments, covariance, isoscore)
+    random_scores = {
+        key: randoms.scores(sums.moments, covariance, isoscore) for key, randoms in columns.randoms.items()
+    }
     per_sequence = _per_sequence_fields(sums, columns, tangent_columns)
     for k in ranks:
         warn_if_anti_conservative(k, dim, stacklevel=3)
@@ -327,8 +310,7 @@ def build_results(
 def _read_once(
     sums: ProbeSums, second_moment: Float[torch.Tensor, "d d"], ranks: list[int]
 ) -> tuple[np.ndarray, float, float, dict[int, float]]:
-    """The column shares (S,), tr(second moment), the summed totals and {k: sum of the top k eigenvalues of the
-    second moment}, read from the device in one copy."""
+    """The column shares (S,), tr(M), the summed totals and {k: sum of M's top k eigenvalues}, in one host read."""
     sum_total = sums.sequence_total.sum()
     shares = sums.energy_per_column() / sum_total
     top_values = top_eigenvalues(second_moment, max(ranks)).clamp(min=0)
@@ -340,8 +322,7 @@ def _read_once(
 
 
 def _per_sequence_fields(sums: ProbeSums, columns: SubspaceColumns, tangent_columns: list[int]) -> dict[str, Any]:
-    """The per-sequence `ProbeResult` fields: the ids, and by tangent (lists of T) its energies, its controls' mean
-    energies and the totals, as lists (what `probing.intervals.paired_change` pairs between two probes)."""
+    """The per-sequence `ProbeResult` fields: the ids, and for each tangent its energies, controls' and totals."""
     n_tangents = len(tangent_columns)
     totals = sums.sequence_total.cpu().tolist()
     controls = sums.control_sequence_energy(columns)
