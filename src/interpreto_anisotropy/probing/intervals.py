@@ -16,18 +16,16 @@ from jaxtyping import Float
 from ..commons.host_reads import copied_to
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 
-#: Fewer probe sequences than this warn: from 20 on, `benchmarks/interval_coverage.py` measured a 95 % interval's
-#: coverage at 0.95 or more in each of its processes; below, under 0.93 in one of them (`MEASURED_COVERAGE`).
+#: Fewer probe sequences than this warn (`benchmarks/interval_coverage.py`: coverage under 0.93 below it).
 MIN_BOOTSTRAP_SEQUENCES = 20
 
 #: The names of the processes of `benchmarks/interval_coverage.py`, in the order of `MEASURED_COVERAGE`'s entries.
 MEASURED_PROCESSES = ("homogeneous", "two types", "heavy-tailed two types")
 
-#: Coverage of the 95 % interval by `benchmarks/interval_coverage.py --seed 0` (1000 replications, 2026-12-01) below
-#: `MIN_BOOTSTRAP_SEQUENCES`: {n_seq: (coverage in each of `MEASURED_PROCESSES`)}, quoted by the warning.
+#: {n_seq: coverage of the 95 % interval in each of `MEASURED_PROCESSES`} (`interval_coverage.py --seed 0`).
 MEASURED_COVERAGE = {5: (0.954, 0.916, 0.872), 10: (0.946, 0.969, 0.908), 15: (0.942, 0.957, 0.928)}
 
-#: Shares (or changes) closer than this are the same (rounding, which a zero jackknife error must not make infinite).
+#: Shares (or changes) closer than this are the same (rounding that a zero jackknife error must not make infinite).
 _TIE = 1e-12
 
 #: Resamples drawn at a time (the draws, hence the intervals, do not depend on anything else).

@@ -427,15 +427,12 @@ def objective_from_config(config: Any) -> ObjectiveName | None:
             return ObjectiveName.MASKED_LM
     if getattr(config, "is_decoder", False):
         return ObjectiveName.CAUSAL_LM
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
+    from transformers.models.auto import modeling_auto
 
     model_type = getattr(config, "model_type", None)
-    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+    if model_type in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         return ObjectiveName.MASKED_LM
-    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+    if model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return ObjectiveName.CAUSAL_LM
     return None
 

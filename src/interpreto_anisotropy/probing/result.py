@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -192,13 +192,11 @@ class ProbeResult:
     def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
         """Inverse of `to_dict`."""
         values = dict(data)
-        arrays = ("control_energy_shares", "isoscore_star_without_controls", "delta_isoscore_star_controls")
-        for key in (*arrays, "random_energy_shares", "delta_isoscore_star_random"):
-            if key in values:  # results written before random subspaces existed have none
-                values[key] = np.asarray(values[key], dtype=np.float64)
-        for key, value in values.items():
-            if value is None and key in cls.__dataclass_fields__ and key not in ("method", "split_point"):
-                values[key] = math.nan
+        for option in fields(cls):
+            if option.type == "np.ndarray" and option.name in values:  # older results lack the random subspaces'
+                values[option.name] = np.asarray(values[option.name], dtype=np.float64)
+            elif values.get(option.name, "absent") is None and option.name not in ("method", "split_point"):
+                values[option.name] = math.nan
         return cls(**values)
 
     def to_json(self) -> str:
