@@ -1,8 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The confidence interval of an energy share, and of what training added to it: a bootstrap-t over sequences,
-studentized by the jackknife (ours)."""
+"""Bootstrap-t intervals over sequences, studentized by the jackknife: of an energy share, of what training added."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Masked-LM corruption as a setting (rate and mask / random / keep split), shared by the objective and the trainer;
-it draws from the caller's generator in a fixed order: selection, split, random token ids.
-
-Examples:
-    >>> str(MaskedLM(rate=0.3))
-    'masked_lm(rate=0.3, mask=0.8, random=0.1, keep=0.1)'
-"""
+"""Masked-LM corruption as a setting (rate and mask / random / keep split), shared by the objective and the trainer."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The gradient probe: dL/dh of the training loss at a split point, one row per probed token, projected onto
-tangent and control subspaces; one forward and backward per batch, queued on the device (docs/statistics.md)."""
+"""The gradient probe: dL/dh of the training loss at a split point, one forward and backward per batch, projected
+onto tangent and control subspaces (docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -42,14 +42,12 @@ class TokenGradients:
     """Per-token activations and loss gradients at the split point, one row per probed token.
 
     Attributes:
-        activations: Hidden states h, (n, d).
-        gradients: dL/dh, (n, d).
+        activations: Hidden states h, (n, d); `gradients`: dL/dh, (n, d).
         sequence_ids: Index of each row's sequence in the inputs, (n,).
         positions: Position of each row's token in its (unpadded) sequence, (n,).
         input_ids: Token id of each row (before masking, for masked LM), (n,).
         masked: For masked LM, whether the row's token was selected for prediction, (n,); else None.
-        loss_sum: Sum of the loss terms.
-        loss_count: Number of loss terms.
+        loss_sum: Sum of the loss terms; `loss_count`: their number.
 
     Examples:
         >>> raw = ia.GradientProbe(mwsp).gradients(texts)  # doctest: +SKIP
@@ -72,28 +70,23 @@ class GradientProbe:
 
     Args:
         splitter: Interpreto `ModelWithSplitPoints` whose `split_point` is the layer to probe.
-        objective: "auto" (default: from the model's head, else its config), "causal_lm", "masked_lm",
-            "sequence_classification", a `MaskedLM`, an `Objective`, or a callable `fn(output, batch) -> loss`
-            (`objectives.make_objective`); one that does not fit the model's head is refused.
+        objective: "auto" (default: from the model's head), a name, a `MaskedLM`, an `Objective` or a callable
+            `fn(output, batch) -> loss` (`objectives.make_objective`); one not fitting the model's head is refused.
         mlm_probability: Masking rate for "masked_lm" (None: 0.15).
         reduction: "sum" (default) or "mean" over loss terms.
         seed: Seed of the masked-LM mask (drawn from the seed and each sequence's index).
         batch_size: Sequences per forward/backward; defaults to the splitter's `batch_size`.
         max_length: Truncation length in tokens (default: the model's and tokenizer's limit).
         on_nonfinite: "raise" (error naming the batch) or "skip" (drop the batch and count it).
-        autocast_dtype: torch.bfloat16 / torch.float16 ("bf16" / "fp16") to run under `torch.autocast`; None: the
-            model's dtype.
-        distributed: Shard `run`'s batches over a torch.distributed group and all-reduce the sums; None (default):
-            whenever a group of several ranks runs.
+        autocast_dtype: torch.bfloat16 / torch.float16 ("bf16" / "fp16") for `torch.autocast`; None: the model's.
+        distributed: Shard `run`'s batches over a torch.distributed group; None (default): when several ranks run.
         include_special: Probe special tokens (BOS, CLS, SEP, ...) too, as the tangent's fit must.
         call: Which call of a module run several times per forward (`SplitPoint`); fit with the same `call`.
         token_cache: A `TokenCache` shared across reads (a sweep's checkpoints); None: tokenise at each `run`.
 
     Raises:
-        InvalidInputError: An unknown objective, reduction, `on_nonfinite` or autocast dtype.
-        InvalidInputError: An objective that does not fit the model's head.
-        InvalidInputError: A tokenizer without a pad token and without an eos token to pad with.
-        InvalidInputError: A model that pads its inputs inside its forward (Longformer, block-sparse BigBird).
+        InvalidInputError: An unknown objective, reduction, `on_nonfinite` or autocast dtype, an objective that does
+            not fit the model's head, a tokenizer with neither pad nor eos token, or a model padding in its forward.
 
     Examples:
         >>> probe = ia.GradientProbe(mwsp, objective="causal_lm")
@@ -205,8 +198,6 @@ class GradientProbe:
     ) -> ProbeResult | dict[str, ProbeResult]:
         """Probe the gradients and compare the energy each tangent holds with normal controls and random subspaces.
 
-        One streaming pass; the controls, random subspaces and statistics are described in docs/statistics.md.
-
         Args:
             inputs: List of texts, or a dict / BatchEncoding with `input_ids` and `attention_mask`.
             subspaces: A `TangentExplainer`, a `Subspace`, or a dict name -> either (several tangents side by side).
@@ -214,7 +205,7 @@ class GradientProbe:
             n_controls: Number R of matched-rank normal controls per tangent.
             n_random: Number R' of random subspaces for the exact p-values; None (default): `n_controls`.
             seed: Seed of the controls, of the random subspaces and of the bootstrap.
-            draw_seeds: {tangent name: seed} of each tangent's draws (`results.verdict.row_seed`); None: `seed` for all.
+            draw_seeds: {tangent name: seed} of each tangent's draws; None: `seed` for all.
             max_tokens: Stop after this many probed tokens.
             n_bootstrap: Bootstrap resamples of sequences for the confidence interval of the energy share.
             confidence: Confidence level of the interval.
@@ -229,11 +220,9 @@ class GradientProbe:
             A `ProbeResult`, or a dict of them (same keys) when `subspaces` is a dict.
 
         Raises:
-            InvalidInputError: No texts, or every sequence too short for the objective.
-            InvalidInputError: A subspace, or an `isoscore_c0` matrix, whose d differs from the split point's.
-            InvalidInputError: 2k >= d, n_controls or n_random < 1, bad `max_tokens`, labels or IsoScore* options.
+            InvalidInputError: No texts, sequences all too short, a subspace (or `isoscore_c0`) of another d or fitted
+                at another split point or `call`, 2k >= d, or bad counts, `max_tokens`, labels or IsoScore* options.
             NonFiniteError: Non-finite gradients (unless `on_nonfinite="skip"`), or an `isoscore_c0` matrix with NaN.
-            InvalidInputError: A subspace fitted at another split point, or at another `call` of it.
 
         Warns:
             DegenerateStatisticsWarning: Fewer than 20 probed sequences: the interval covers less than it says.

@@ -1,8 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""`ProbeResult`: the gradient probe's JSON-ready numbers for one tangent, and its finding in words, whose phrases
-a sweep's verdict shares (`results.verdict`).
+"""`ProbeResult`: the probe's numbers for one tangent, and its finding in words (shared with `results.verdict`).
 
 Examples:
     >>> sign_meaning(0.1).startswith("positive")

@@ -1,8 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""From the probe's sums to its results: energy shares, controls, p-values, confidence intervals, IsoScore*, and
-the energy share by token frequency and by position."""
+"""From the probe's sums to its results: energy shares, controls, p-values, intervals, IsoScore*, the breakdowns."""
 
 from __future__ import annotations
 
