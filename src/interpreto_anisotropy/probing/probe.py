@@ -295,14 +295,21 @@ class GradientProbe:
         progress: bool | None,
         sharded: bool,
     ) -> tuple[ProbeSums, Breakdown]:
-        """This shard's `ProbeSums` and `Breakdown`."""
+        """This shard's `ProbeSums` (of its sequences with probed rows) and `Breakdown`, summed on the device."""
         dim = next(iter(named.values())).dim
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
         tally = Tally()
-        # the embedding's rows, else the tokenizer's
-        shard_sums = ShardSums(columns, self.point.vocab_size or len(self.splitter.tokenizer), self.device)
+        per_sequence: list[tuple[torch.Tensor, ...]] = []  # (energy, total, has rows, id) of each batch
+        moments = MomentAccumulator(dim, device=self.device)
+        loss_sum = loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
+        breakdown = Breakdown(
+            self.point.vocab_size or len(self.splitter.tokenizer),  # the embedding's rows, else the tokenizer's
+            [columns.tangent_column(name) for name in columns.tangents],
+            [columns.control_columns(name) for name in columns.tangents],
+            self.device,
+        )
         for step in self.steps(
             inputs,
             labels,
@@ -319,8 +326,28 @@ class GradientProbe:
                 raise InvalidInputError(
                     f"The split point '{self.splitter.split_point}' has d={width} but the subspaces live in R^{dim} (fitted at {', '.join(repr(point) for point in fitted_at)}), another layer or model: fit them on this model at this split point."
                 )
-            shard_sums.add(step)
-        return shard_sums.finish(tally)
+            # no host synchronisation: rows not probed (padding, past the cap, a non-finite batch) are zeros
+            energies = batch_energies(step.gradient, step.probed, columns)
+            per_sequence.append((energies.energy, energies.total, step.probed.any(1), step.sequence_ids))
+            probed = step.probed.reshape(-1)
+            moments.update(energies.rows, mask=probed)
+            batch = step.batch
+            breakdown.add(
+                batch.get("original_input_ids", batch["input_ids"]).reshape(-1),
+                (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0).reshape(-1),
+                energies.token_energy,
+                energies.token_total,
+                probed,
+            )
+            loss_sum = loss_sum + step.loss_sum
+            loss_count = loss_count + step.loss_count
+        if per_sequence:
+            energy, total, keep, ids = (torch.cat(parts) for parts in zip(*per_sequence, strict=True))
+            energy, total, ids = energy[keep], total[keep], ids[keep.cpu()]
+        else:
+            total = torch.zeros(0, dtype=torch.float64, device=self.device)
+            energy, ids = total.view(0, 1).expand(0, columns.n_columns), torch.zeros(0, dtype=torch.long)
+        return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, tally), breakdown
 
     def _reduce(self, sums: ProbeSums, sharded: bool) -> ProbeSums:
         """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""
@@ -508,46 +535,3 @@ class BatchEnergies:
     rows: Float[torch.Tensor, "n d"]
     token_energy: Float[torch.Tensor, "n S"] | None
     token_total: Float[torch.Tensor, " n"]
-
-
-class ShardSums:
-    """The sums of one shard's probed batches, step by step."""
-
-    def __init__(self, columns: SubspaceColumns, vocab_size: int, device: torch.device):
-        self.columns = columns
-        self.device = device
-        self.per_sequence: list[tuple[torch.Tensor, ...]] = []  # (energy, total, has rows, id) of each batch
-        self.moments = MomentAccumulator(next(iter(columns.tangents.values())).dim, device=device)
-        self.loss_sum = self.loss_count = torch.zeros((), dtype=torch.float64, device=device)
-        tangent_columns = [columns.tangent_column(name) for name in columns.tangents]
-        control_columns = [columns.control_columns(name) for name in columns.tangents]
-        self.breakdown = Breakdown(vocab_size, tangent_columns, control_columns, device)
-
-    def add(self, step: Step) -> None:
-        """Add one batch's energies, moments, breakdown and loss (no host synchronisation)."""
-        # Zero rows where not probed (padding, past the cap, a non-finite batch).
-        energies = batch_energies(step.gradient, step.probed, self.columns)
-        self.per_sequence.append((energies.energy, energies.total, step.probed.any(1), step.sequence_ids))
-        probed = step.probed.reshape(-1)
-        self.moments.update(energies.rows, mask=probed)
-        batch = step.batch
-        self.breakdown.add(
-            batch.get("original_input_ids", batch["input_ids"]).reshape(-1),
-            (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0).reshape(-1),
-            energies.token_energy,
-            energies.token_total,
-            probed,
-        )
-        self.loss_sum = self.loss_sum + step.loss_sum
-        self.loss_count = self.loss_count + step.loss_count
-
-    def finish(self, tally: Tally) -> tuple[ProbeSums, Breakdown]:
-        """This shard's `ProbeSums` (its sequences with probed rows only, with the pass's `tally`) and breakdown."""
-        if self.per_sequence:
-            energy, total, keep, ids = (torch.cat(parts) for parts in zip(*self.per_sequence, strict=True))
-            energy, total, ids = energy[keep], total[keep], ids[keep.cpu()]
-        else:
-            total = torch.zeros(0, dtype=torch.float64, device=self.device)
-            energy, ids = total.view(0, 1).expand(0, self.columns.n_columns), torch.zeros(0, dtype=torch.long)
-        sums = ProbeSums(energy, total, ids, self.moments, self.loss_sum, self.loss_count, tally)
-        return sums, self.breakdown
