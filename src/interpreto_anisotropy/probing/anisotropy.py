@@ -103,10 +103,8 @@ class IsoScoreSettings:
 
     def score(self, covariance: Float[torch.Tensor, "d d"], n: int) -> float:
         """IsoScore* of the whole gradient cloud, from its float64 (d, d) covariance and its n >= 2 rows."""
-        if self.target is IsoScoreTarget.SCALED_IDENTITY:
-            return float(isoscore_star_from_covariance(covariance, n=n, zeta=self.zeta))
-        target = self._data_target(covariance)
-        if target is None:
+        target = self._data_target(covariance)  # None for the scaled identity
+        if self.target is IsoScoreTarget.IDENTITY:
             target = torch.eye(covariance.shape[0], dtype=covariance.dtype, device=covariance.device)
         return float(isoscore_star_from_covariance(covariance, n=n, zeta=self.zeta, C0=target))
 
@@ -126,12 +124,11 @@ class IsoScoreSettings:
         d, k = bases.shape[-2], bases.shape[-1]
         dim = d - k if self.convention is IsoScoreConvention.COMPLEMENT else d
         products = covariance @ bases if products is None else products
-        if self.target is IsoScoreTarget.SCALED_IDENTITY:  # one elementwise pass over the R subspaces
-            traces, norms = _projected_trace_and_norm(covariance, bases, products)
-            return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=self.zeta)
         target = self._data_target(covariance)
-        if target is None:  # the identity of the scored space: c I_dim
+        if target is None:  # an identity of the scored space: scaled (one elementwise pass), or c I_dim
             traces, norms = _projected_trace_and_norm(covariance, bases, products)
+            if self.target is IsoScoreTarget.SCALED_IDENTITY:
+                return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=self.zeta)
             zeta = self.zeta  # (1 - zeta) C + zeta I_dim, from the trace and squared norm of C
             traces, norms = (
                 (1 - zeta) * traces + zeta * dim,

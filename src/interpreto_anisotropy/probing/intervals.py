@@ -155,12 +155,9 @@ def _clipped(
     above: Float[np.ndarray, " S"],
 ) -> tuple[np.ndarray, np.ndarray]:
     """[share - below se, share + above se] clipped to [0, 1]; a zero se with an infinite multiplier reaches the bound."""
-
-    def reach(multiplier: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore"):
-            return np.where((error == 0) & np.isinf(multiplier), np.inf, multiplier * error)
-
-    return np.clip(share - reach(below), 0.0, 1.0), np.clip(share + reach(above), 0.0, 1.0)
+    with np.errstate(invalid="ignore"):
+        low, high = (np.where((error == 0) & np.isinf(side), np.inf, side * error) for side in (below, above))
+        return np.clip(share - low, 0.0, 1.0), np.clip(share + high, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
