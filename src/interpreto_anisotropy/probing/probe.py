@@ -492,8 +492,7 @@ class GradientSteps:
                     raise self.nonfinite_error(*failed[0])
 
     def check_usable(self, tally: Tally) -> None:
-        """Refuse (`InvalidInputError`) a pass where no sequence was long enough; warn about the skipped ones (too
-        short, or in a batch dropped for non-finite values) with how many."""
+        """Refuse a pass where no sequence was long enough; warn how many were skipped (too short, or non-finite)."""
         if tally.usable_sequences == 0:
             raise InvalidInputError(
                 f"Every sequence is shorter than the {self.objective.min_tokens} tokens the {self.objective.name} objective needs; give longer texts."

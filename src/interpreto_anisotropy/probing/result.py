@@ -143,8 +143,7 @@ class ProbeResult:
         rank: int,
         **fields: Any,
     ) -> ProbeResult:
-        """The derived fields (chance, ratio, p-values, z-score, capture, deltas) from the measured ones; without
-        `isoscore_star_without_random` (R',), `anisotropy_p_value_exact` is NaN."""
+        """The derived fields from the measured ones (`anisotropy_p_value_exact` is NaN without the random's)."""
         controls, randoms, without_controls = (
             np.asarray(value, dtype=np.float64)
             for value in (control_energy_shares, random_energy_shares, isoscore_star_without_controls)

@@ -127,8 +127,7 @@ class TangentBlock:
 
 @dataclass
 class SubspaceColumns(TangentBlock):
-    """Every subspace a probe scores: the tangents and their controls side by side (one product per batch), and the
-    random subspaces of the exact p-values (scored from the moments at the end)."""
+    """The tangents and their controls side by side (one product per batch), and the random subspaces."""
 
     tangents: dict[str, Subspace]
     controls: dict[str, torch.Tensor]
