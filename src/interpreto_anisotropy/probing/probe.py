@@ -236,11 +236,9 @@ class GradientProbe:
         iso = IsoScoreSettings.make(convention=isoscore_convention, zeta=isoscore_zeta, c0=isoscore_c0)
         iso.check_dim(next(iter(named.values())).dim)
         tangents = {name: subspace.to(device=self.device, dtype=torch.float32) for name, subspace in named.items()}
-        draws = (
-            check_seed("seed", seed)
-            if draw_seeds is None
-            else {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
-        )
+        draws = check_seed("seed", seed)
+        if draw_seeds is not None:
+            draws = {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
         columns = SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=draws)
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
         sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)

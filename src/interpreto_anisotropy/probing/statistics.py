@@ -264,16 +264,14 @@ def build_results(
         "isoscore_c0": isoscore.target_name,
     }
     # one chunked pass per key of `randoms`, shared by the tangents ranked among them
-    random_scores = {
-        key: randoms.scores(sums.moments, covariance, isoscore) for key, randoms in columns.randoms.items()
-    }
+    scores = {key: randoms.scores(sums.moments, covariance, isoscore) for key, randoms in columns.randoms.items()}
     per_sequence = _per_sequence_fields(sums, columns, tangent_columns)
     for k in ranks:
         warn_if_anti_conservative(k, dim, stacklevel=3)
     results: dict[str, ProbeResult] = {}
     for tangent_index, (name, tangent) in enumerate(tangents.items()):
         k = tangent.rank
-        random_energy, without_random = random_scores[columns.randoms_of(name)]
+        random_energy, without_random = scores[columns.randoms_of(name)]
         energy_share = float(shares[columns.tangent_column(name)])
         control_shares = shares[columns.control_columns(name)].astype(np.float64)
         oracle = top_sums[k] / total_energy if total_energy > 0 else 0.0
