@@ -102,9 +102,8 @@ class MaskedLM:
         at_least_one: bool = False,
     ) -> Bool[torch.Tensor, "..."]:
         """The `candidates` whose uniform draw is below `rate` (with `at_least_one`, else the smallest draw's)."""
-        draws = copied_to(
-            torch.rand(candidates.shape, generator=generator, device=generator.device), candidates.device
-        )
+        draws = torch.rand(candidates.shape, generator=generator, device=generator.device)
+        draws = copied_to(draws, candidates.device)  # the CPU generator's numbers on every device
         selected = (draws < self.rate) & candidates
         if at_least_one and not selected.any() and candidates.any():
             first = torch.where(candidates, draws, torch.inf).argmin()
@@ -156,12 +155,10 @@ def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> 
         )
     if mlm_probability is None:
         return masking if masking is not None else MaskedLM()
-    if (
-        isinstance(mlm_probability, bool)
-        or not isinstance(mlm_probability, numbers.Real)
-        or not 0 < mlm_probability < 1
-    ):
+    if isinstance(mlm_probability, bool) or not isinstance(mlm_probability, numbers.Real):
         raise InvalidInputError(f"mlm_probability must be a number in (0, 1), got {mlm_probability!r}.")
+    if not 0.0 < mlm_probability < 1.0:
+        raise InvalidInputError(f"mlm_probability must be in (0, 1), got {mlm_probability!r}.")
     if masking is not None and masking.rate != mlm_probability:
         raise InvalidInputError(
             f"mlm_probability={mlm_probability} disagrees with the rate of {masking}: give the rate once, in MaskedLM(rate=...)."
