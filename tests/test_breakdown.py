@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from interpreto_anisotropy.errors import InvalidInputError
-from interpreto_anisotropy.probing.breakdown import (
+from interpreto_anisotropy.probing.statistics import (
     Breakdown,
     frequency_bucket_of_ids,
     frequency_labels,

@@ -27,7 +27,7 @@ from interpreto import ModelWithSplitPoints
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import interpreto_anisotropy as ia
-from interpreto_anisotropy.probing import breakdown
+from interpreto_anisotropy.probing import statistics as breakdown
 from interpreto_anisotropy.probing.masking import special_tokens_mask
 from interpreto_anisotropy.probing.objectives import MaskedLMObjective
 from interpreto_anisotropy.probing.probe import GradientProbe

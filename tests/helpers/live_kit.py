@@ -137,7 +137,7 @@ def post_hoc(
 
 def _field_rtol(name: str, result: ia.ProbeResult, tolerance: float) -> float:
     if name == "control_energy_shares":
-        # The controls' shares rest on float32 products (probing/steps.py), so the two paths' shares of a control
+        # The controls' shares rest on float32 products (probing/probe.py), so the two paths' shares of a control
         # can be about 1e-6 apart relatively (ALBERT's shared layer under transformers 4.57: 1.2e-6): the
         # conformance matrix's ENERGY_RTOL for them.
         return max(tolerance, 1e-5)

@@ -16,8 +16,8 @@ import torch
 from ..commons import distributed
 from ..commons.accumulators import MomentAccumulator
 from ..errors import DegenerateStatisticsWarning, InvalidInputError, LiveProbeWarning
+from ..probing.probe import batch_energies
 from ..probing.statistics import ProbeSums, SubspaceColumns, Tally, TangentBlock, build_results
-from ..probing.steps import batch_energies
 from ..reading.split_point import refuse_other_call
 from ..results.verdict import row_seed
 from ..tangents.controls import check_control_room

@@ -56,10 +56,6 @@ class IsoScoreTarget(str, Enum):
     POOLED = "pooled"
 
 
-#: How a (d, d) tensor given as C0 is recorded in a `ProbeResult`.
-GIVEN_TARGET = "given"
-
-
 @dataclass(frozen=True, eq=False)
 class IsoScoreSettings:
     """The validated IsoScore* options of a probe."""
@@ -77,11 +73,7 @@ class IsoScoreSettings:
         c0: str | IsoScoreTarget | torch.Tensor | np.ndarray = IsoScoreTarget.SCALED_IDENTITY,
     ) -> IsoScoreSettings:
         """Check the options a user gave (`GradientProbe.run`'s `isoscore_*`), with errors naming them."""
-        try:
-            convention = IsoScoreConvention(convention)
-        except ValueError:
-            names = ", ".join(repr(member.value) for member in IsoScoreConvention)
-            raise InvalidInputError(f"isoscore_convention must be one of {names}, got {convention!r}.") from None
+        convention = _member(IsoScoreConvention, convention, "isoscore_convention")
         if isinstance(zeta, bool) or not isinstance(zeta, int | float) or not 0.0 <= float(zeta) <= 1.0:
             raise InvalidInputError(
                 f"isoscore_zeta must be a number in [0, 1] (the IsoScore* shrinkage; 0 gives plain IsoScore), got {zeta!r}."
@@ -91,7 +83,7 @@ class IsoScoreSettings:
     @property
     def target_name(self) -> str:
         """The target's name as a result records it: an `IsoScoreTarget` value, or "given" for a tensor."""
-        return self.target.value if isinstance(self.target, IsoScoreTarget) else GIVEN_TARGET
+        return self.target.value if isinstance(self.target, IsoScoreTarget) else "given"
 
     def check_dim(self, dim: int) -> None:
         """Refuse (`InvalidInputError`) a given C0 whose size is not the gradients' d."""
@@ -111,10 +103,8 @@ class IsoScoreSettings:
 
     def score(self, covariance: Float[torch.Tensor, "d d"], n: int) -> float:
         """IsoScore* of the whole gradient cloud, from its float64 (d, d) covariance and its n >= 2 rows."""
-        if self.target is IsoScoreTarget.SCALED_IDENTITY:
-            return float(isoscore_star_from_covariance(covariance, n=n, zeta=self.zeta))
-        target = self._data_target(covariance)
-        if target is None:
+        target = self._data_target(covariance)  # None for the scaled identity
+        if self.target is IsoScoreTarget.IDENTITY:
             target = torch.eye(covariance.shape[0], dtype=covariance.dtype, device=covariance.device)
         return float(isoscore_star_from_covariance(covariance, n=n, zeta=self.zeta, C0=target))
 
@@ -134,12 +124,11 @@ class IsoScoreSettings:
         d, k = bases.shape[-2], bases.shape[-1]
         dim = d - k if self.convention is IsoScoreConvention.COMPLEMENT else d
         products = covariance @ bases if products is None else products
-        if self.target is IsoScoreTarget.SCALED_IDENTITY:  # one elementwise pass over the R subspaces
-            traces, norms = _projected_trace_and_norm(covariance, bases, products)
-            return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=self.zeta)
         target = self._data_target(covariance)
-        if target is None:  # the identity of the scored space: c I_dim
+        if target is None:  # an identity of the scored space: scaled (one elementwise pass), or c I_dim
             traces, norms = _projected_trace_and_norm(covariance, bases, products)
+            if self.target is IsoScoreTarget.SCALED_IDENTITY:
+                return isoscore_star_from_trace_and_norm(traces, norms, dim, zeta=self.zeta)
             zeta = self.zeta  # (1 - zeta) C + zeta I_dim, from the trace and squared norm of C
             traces, norms = (
                 (1 - zeta) * traces + zeta * dim,
@@ -172,15 +161,17 @@ def _projected_trace_and_norm(
     return traces, norms
 
 
+def _member(kind: type[Enum], value: Any, name: str, besides: str = "") -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        names = ", ".join(repr(member.value) for member in kind)
+        raise InvalidInputError(f"{name} must be one of {names}{besides}, got {value!r}.") from None
+
+
 def _target(value: Any) -> IsoScoreTarget | torch.Tensor:
     if isinstance(value, IsoScoreTarget | str):
-        try:
-            return IsoScoreTarget(value)
-        except ValueError:
-            names = ", ".join(repr(member.value) for member in IsoScoreTarget)
-            raise InvalidInputError(
-                f"isoscore_c0 must be one of {names} or a (d, d) covariance matrix, got {value!r}."
-            ) from None
+        return _member(IsoScoreTarget, value, "isoscore_c0", " or a (d, d) covariance matrix")
     if not isinstance(value, torch.Tensor | np.ndarray):
         raise InvalidInputError(
             f"isoscore_c0 must be a target name or a (d, d) covariance tensor, got {type(value).__name__}."

@@ -1,8 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""The confidence interval of an energy share, and of what training added to it: a bootstrap-t over sequences,
-studentized by the jackknife (ours)."""
+"""Bootstrap-t intervals over sequences, studentized by the jackknife: of an energy share, of what training added."""
 
 from __future__ import annotations
 
@@ -16,18 +15,16 @@ from jaxtyping import Float
 from ..commons.tensors import copied_to
 from ..errors import DegenerateStatisticsWarning, InvalidInputError
 
-#: Fewer probe sequences than this warn: from 20 on, `benchmarks/interval_coverage.py` measured a 95 % interval's
-#: coverage at 0.95 or more in each of its processes; below, under 0.93 in one of them (`MEASURED_COVERAGE`).
+#: Fewer probe sequences than this warn (`benchmarks/interval_coverage.py`: coverage under 0.93 below it).
 MIN_BOOTSTRAP_SEQUENCES = 20
 
 #: The names of the processes of `benchmarks/interval_coverage.py`, in the order of `MEASURED_COVERAGE`'s entries.
 MEASURED_PROCESSES = ("homogeneous", "two types", "heavy-tailed two types")
 
-#: Coverage of the 95 % interval by `benchmarks/interval_coverage.py --seed 0` (1000 replications, 2026-12-01) below
-#: `MIN_BOOTSTRAP_SEQUENCES`: {n_seq: (coverage in each of `MEASURED_PROCESSES`)}, quoted by the warning.
+#: {n_seq: coverage of the 95 % interval in each of `MEASURED_PROCESSES`} (`interval_coverage.py --seed 0`).
 MEASURED_COVERAGE = {5: (0.954, 0.916, 0.872), 10: (0.946, 0.969, 0.908), 15: (0.942, 0.957, 0.928)}
 
-#: Shares (or changes) closer than this are the same (rounding, which a zero jackknife error must not make infinite).
+#: Shares (or changes) closer than this are the same (rounding that a zero jackknife error must not make infinite).
 _TIE = 1e-12
 
 #: Resamples drawn at a time (the draws, hence the intervals, do not depend on anything else).
@@ -158,12 +155,9 @@ def _clipped(
     above: Float[np.ndarray, " S"],
 ) -> tuple[np.ndarray, np.ndarray]:
     """[share - below se, share + above se] clipped to [0, 1]; a zero se with an infinite multiplier reaches the bound."""
-
-    def reach(multiplier: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore"):
-            return np.where((error == 0) & np.isinf(multiplier), np.inf, multiplier * error)
-
-    return np.clip(share - reach(below), 0.0, 1.0), np.clip(share + reach(above), 0.0, 1.0)
+    with np.errstate(invalid="ignore"):
+        low, high = (np.where((error == 0) & np.isinf(side), np.inf, side * error) for side in (below, above))
+        return np.clip(share - low, 0.0, 1.0), np.clip(share + high, 0.0, 1.0)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""Masked-LM corruption as a setting (rate and mask / random / keep split), shared by the objective and the trainer.
-
-`MaskedLM` draws from the caller's generator, always in the same order: selection, split, random token ids. The
-probe calls it per sequence (masks independent of batching), the trainer per batch.
-
-Examples:
-    >>> str(MaskedLM(rate=0.3))
-    'masked_lm(rate=0.3, mask=0.8, random=0.1, keep=0.1)'
-"""
+"""Masked-LM corruption as a setting (rate and mask / random / keep split), shared by the objective and the trainer."""
 
 from __future__ import annotations
 
@@ -26,8 +18,6 @@ from ..commons.tensors import copied_to
 from ..errors import InvalidInputError
 
 __all__ = ["MaskedLM", "resolve_masking", "special_tokens_mask"]
-
-_SPLIT_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -69,7 +59,7 @@ class MaskedLM:
             if not 0.0 <= getattr(self, share) <= 1.0:
                 raise InvalidInputError(f"MaskedLM {share} must be in [0, 1], got {getattr(self, share)}.")
         total = self.mask + self.random + self.keep
-        if abs(total - 1.0) > _SPLIT_TOLERANCE:
+        if abs(total - 1.0) > 1e-9:
             raise InvalidInputError(
                 f"MaskedLM mask + random + keep must be 1, got {self.mask} + {self.random} + {self.keep} = {total}: give the three shares of the selected tokens, e.g. mask=0.8, random=0.1, keep=0.1."
             )
@@ -111,15 +101,9 @@ class MaskedLM:
         *,
         at_least_one: bool = False,
     ) -> Bool[torch.Tensor, "..."]:
-        """Draws which of the `candidates` (real, non-special tokens) are predicted: those whose uniform draw (one per
-        entry, candidate or not) is below `rate`; with `at_least_one`, the smallest draw's if none is (same shape).
-
-        Examples:
-            >>> generator = torch.Generator().manual_seed(0)
-            >>> MaskedLM(rate=0.01).select(torch.ones(5, dtype=torch.bool), generator, at_least_one=True).sum().item()
-            1
-        """
-        draws = _drawn_for(torch.rand(candidates.shape, generator=generator, device=generator.device), candidates)
+        """The `candidates` whose uniform draw is below `rate` (with `at_least_one`, else the smallest draw's)."""
+        draws = torch.rand(candidates.shape, generator=generator, device=generator.device)
+        draws = copied_to(draws, candidates.device)  # the CPU generator's numbers on every device
         selected = (draws < self.rate) & candidates
         if at_least_one and not selected.any() and candidates.any():
             first = torch.where(candidates, draws, torch.inf).argmin()
@@ -135,19 +119,10 @@ class MaskedLM:
         vocab_size: int,
         mask_token_id: int,
     ) -> Int[torch.Tensor, "..."]:
-        """A copy of the ids with each selected token, by its uniform draw, masked (< `mask`), random (up to
-        `mask + random`) or kept; one draw and one random id per entry.
-
-        Examples:
-            >>> generator = torch.Generator().manual_seed(0)
-            >>> ids = torch.tensor([5, 6, 7, 8])
-            >>> MaskedLM(mask=1.0, random=0.0, keep=0.0).corrupt(
-            ...     ids, torch.tensor([True, True, False, True]), generator, vocab_size=9, mask_token_id=0).tolist()
-            [0, 0, 7, 0]
-        """
-        draw = _drawn_for(torch.rand(input_ids.shape, generator=generator, device=generator.device), input_ids)
+        """The ids with each selected token masked (draw < `mask`), random (< `mask + random`) or kept."""
+        draw = torch.rand(input_ids.shape, generator=generator, device=generator.device)
         random_tokens = torch.randint(vocab_size, input_ids.shape, generator=generator, device=generator.device)
-        random_tokens = _drawn_for(random_tokens, input_ids)
+        draw, random_tokens = copied_to(draw, input_ids.device), copied_to(random_tokens, input_ids.device)
         corrupted = input_ids.clone()
         corrupted[selected & (draw < self.mask)] = mask_token_id
         randomised = selected & (draw >= self.mask) & (draw < self.mask + self.random)
@@ -156,11 +131,11 @@ class MaskedLM:
 
 
 def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> MaskedLM:
-    """The masking settings from `masking` and / or the `mlm_probability` shorthand (BERT's split), which must agree.
+    """The masking settings from `masking` and / or the `mlm_probability` shorthand, which must agree.
 
     Args:
         masking: A `MaskedLM`, or None.
-        mlm_probability: A masking rate in (0, 1), or None.
+        mlm_probability: A masking rate in (0, 1) (BERT's split), or None.
 
     Returns:
         `masking`; else `MaskedLM(rate=mlm_probability)`; else `MaskedLM()`.
@@ -192,7 +167,7 @@ def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> 
 
 
 def special_tokens_mask(input_ids: Int[torch.Tensor, "..."], special_ids: list[int]) -> Bool[torch.Tensor, "..."]:
-    """Where `input_ids` (any shape) holds one of the tokenizer's `special_ids` (never selected for masking).
+    """Where `input_ids` holds one of the tokenizer's `special_ids` (never selected for masking).
 
     Examples:
         >>> special_tokens_mask(torch.tensor([0, 5, 2]), [0, 2]).tolist()
@@ -200,8 +175,3 @@ def special_tokens_mask(input_ids: Int[torch.Tensor, "..."], special_ids: list[i
     """
     special = torch.tensor(sorted(set(special_ids)), dtype=input_ids.dtype)
     return torch.isin(input_ids, copied_to(special, input_ids.device))
-
-
-def _drawn_for(draws: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """Draws made with the caller's generator (the CPU's keeps CPU numbers on every device), on `like`'s device."""
-    return copied_to(draws, like.device)

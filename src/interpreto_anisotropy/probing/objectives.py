@@ -3,8 +3,6 @@
 # Copyright (c) 2026 interpreto-anisotropy contributors
 """Training objectives whose gradients the probe takes: causal LM, masked LM, sequence classification, callables.
 
-Each prepares a batch, computes its loss (a sum of per-token or per-sequence terms) and names the probed tokens.
-
 Examples:
     >>> import interpreto_anisotropy as ia
     >>> ia.objectives.make_objective("masked_lm", mlm_probability=0.3).describe()["mlm_probability"]
@@ -80,11 +78,11 @@ class Reduction(str, Enum):
 
 @dataclass
 class LossTerms:
-    """The loss of a batch: its total (to differentiate) and the number of terms in it.
+    """The loss of a batch.
 
     Attributes:
-        total: Scalar loss, summed over terms (or averaged when the reduction is "mean").
-        summed: The plain sum of the terms (for reporting the mean loss), detached.
+        total: Scalar loss to differentiate, summed over terms (averaged when the reduction is "mean").
+        summed: The plain sum of the terms, detached (for the mean loss).
         count: Number of loss terms: an int, or a 0-dim tensor on the model's device (never waited for).
 
     Examples:
@@ -108,7 +106,6 @@ def _reduce(per_term: torch.Tensor, count: int | torch.Tensor, reduction: Reduct
 
 
 def _at_least_float32(logits: torch.Tensor) -> torch.Tensor:
-    """Half-precision logits in float32 for the loss; float32 and float64 logits as they are."""
     return logits.to(torch.promote_types(logits.dtype, torch.float32))
 
 
@@ -192,9 +189,7 @@ class Objective:
 
 
 class CausalLMObjective(Objective):
-    """Next-token cross-entropy, padding ignored (left or right padding).
-
-    The last real token of a sequence predicts nothing and is not probed; sequences need at least 2 tokens.
+    """Next-token cross-entropy, padding ignored; the last real token predicts nothing and is not probed.
 
     Args:
         reduction: "sum" (default) or "mean".
@@ -203,7 +198,6 @@ class CausalLMObjective(Objective):
 
     Raises:
         InvalidInputError: `include_aux_loss` not a bool, or an unknown reduction.
-        InvalidInputError: `include_aux_loss=True` on a model without a router load-balancing loss (from the probe).
 
     Examples:
         >>> objective = make_objective("causal_lm")
@@ -223,7 +217,7 @@ class CausalLMObjective(Objective):
         self.aux_loss_coef: float | None = None
 
     def for_model(self, model: torch.nn.Module) -> dict[str, Any]:
-        """With `include_aux_loss`, read `router_aux_loss_coef` (else an `InvalidInputError`) and ask for router logits."""
+        """With `include_aux_loss`, read `router_aux_loss_coef` and ask for router logits."""
         if not self.include_aux_loss:
             return {}
         coef = getattr(getattr(model, "config", None), "router_aux_loss_coef", None)
@@ -243,7 +237,7 @@ class CausalLMObjective(Objective):
         return self._with_aux_loss(terms, output) if self.include_aux_loss else terms
 
     def _with_aux_loss(self, terms: LossTerms, output: Any) -> LossTerms:
-        """`terms` plus the weighted load-balancing loss: once in a mean, once per predicted token in a sum."""
+        """`terms` plus the weighted load-balancing loss."""
         aux_loss = getattr(output, "aux_loss", None)
         if not isinstance(aux_loss, torch.Tensor) or self.aux_loss_coef is None:
             raise InvalidInputError(
@@ -265,10 +259,7 @@ class CausalLMObjective(Objective):
 
 
 class MaskedLMObjective(Objective):
-    """Masked-LM cross-entropy on a seeded random mask (BERT's 80/10/10 scheme by default).
-
-    Each sequence's mask is seeded by (seed, its index in the inputs), so it does not depend on batching (see
-    `MaskedLM`); the loss sums over the selected tokens and every real token is probed.
+    """Masked-LM cross-entropy on a mask seeded by (seed, each sequence's index); every real token is probed.
 
     Args:
         masking: The masking settings (default `MaskedLM()`: 15 %, 80/10/10).
@@ -277,8 +268,7 @@ class MaskedLMObjective(Objective):
         reduction: "sum" or "mean".
 
     Raises:
-        InvalidInputError: `mlm_probability` outside (0, 1), `masking` not a `MaskedLM`, both given and
-            disagreeing, or an unknown reduction.
+        InvalidInputError: A bad `mlm_probability`, `masking` or reduction, or rates that disagree.
 
     Examples:
         >>> objective = MaskedLMObjective(mlm_probability=0.3, seed=1)
@@ -289,7 +279,6 @@ class MaskedLMObjective(Objective):
     """
 
     name = ObjectiveName.MASKED_LM.value
-    min_tokens = 1
 
     def __init__(
         self,
@@ -302,11 +291,6 @@ class MaskedLMObjective(Objective):
         super().__init__(reduction=reduction)
         self.masking = resolve_masking(masking, mlm_probability)
         self.seed = seed
-
-    @property
-    def mlm_probability(self) -> float:
-        """The masking rate, `masking.rate`."""
-        return self.masking.rate
 
     def prepare(
         self, batch: dict[str, torch.Tensor], *, sequence_ids: Int[torch.Tensor, " b"], tokenizer: Any
@@ -323,7 +307,7 @@ class MaskedLMObjective(Objective):
         corrupted = input_ids.clone()
         vocab_size = len(tokenizer)
         for row, sequence_id in enumerate(sequence_ids.tolist()):
-            generator = torch.Generator().manual_seed(self.seed * 1_000_003 + int(sequence_id))
+            generator = torch.Generator().manual_seed(self.seed * 1_000_003 + sequence_id)
             positions = candidates[row].nonzero().flatten()
             if positions.numel() == 0:
                 continue
@@ -357,7 +341,7 @@ class MaskedLMObjective(Objective):
 
 
 class SequenceClassificationObjective(Objective):
-    """Cross-entropy of a sequence classifier's logits against given labels, summed over sequences.
+    """Cross-entropy of a sequence classifier's logits against given labels.
 
     Args:
         reduction: "sum" (default) or "mean".
@@ -383,7 +367,7 @@ class SequenceClassificationObjective(Objective):
 
 
 class CallableObjective(Objective):
-    """A user loss `fn(output, batch)`: a scalar, a (b, l) tensor (reduced over real tokens) or any tensor (all entries).
+    """A user loss `fn(output, batch)`: a scalar, a (b, l) tensor (over real tokens) or any tensor (all entries).
 
     Args:
         fn: The loss function, called as `fn(output, batch)`.
@@ -408,7 +392,7 @@ class CallableObjective(Objective):
         self.name = getattr(fn, "__name__", "callable")
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
-        """Call `fn` and reduce what it returns (see the class docstring)."""
+        """Call `fn` and reduce what it returns."""
         value = self.fn(output, batch)
         if not isinstance(value, torch.Tensor):
             raise InvalidInputError(f"The custom objective returned {type(value).__name__}, expected a tensor.")
@@ -429,8 +413,7 @@ AUTO = "auto"
 
 
 def objective_from_config(config: Any) -> ObjectiveName | None:
-    """The language-model objective a model config describes, or None: from `architectures`, then `is_decoder`, then
-    the model type's heads in transformers (a masked-LM head makes an encoder).
+    """The language-model objective a config describes (`architectures`, `is_decoder`, its type's heads), or None.
 
     Examples:
         >>> from transformers import BertConfig
@@ -444,21 +427,18 @@ def objective_from_config(config: Any) -> ObjectiveName | None:
             return ObjectiveName.MASKED_LM
     if getattr(config, "is_decoder", False):
         return ObjectiveName.CAUSAL_LM
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
+    from transformers.models.auto import modeling_auto
 
     model_type = getattr(config, "model_type", None)
-    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+    if model_type in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         return ObjectiveName.MASKED_LM
-    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+    if model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return ObjectiveName.CAUSAL_LM
     return None
 
 
 def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
-    """The built-in objective a model was trained with (`"auto"`): from its head class, else `objective_from_config`.
+    """The built-in objective a model was trained with (`"auto"`): from its head class, else its config.
 
     Raises:
         InvalidInputError: A model without an output head, or one whose head and config say nothing.
@@ -487,14 +467,11 @@ def objective_for_model(model: torch.nn.Module) -> ObjectiveName:
     return objective
 
 
-def _check_fits(objective: ObjectiveName, model: torch.nn.Module) -> None:
-    """Raise our error when a named objective does not fit the model's head."""
-    expected = objective_for_model(model)
-    if expected is not objective:
-        force = {"causal_lm": "CausalLM", "masked_lm": "MaskedLM"}.get(objective.value, "SequenceClassification")
-        raise InvalidInputError(
-            f"The {objective.value} objective does not fit {type(model).__name__}, a {expected.value} model: pass objective='{expected.value}' (or 'auto'), or the objective instance {force}Objective() to use {objective.value} all the same."
-        )
+_CLASSES = {
+    ObjectiveName.CAUSAL_LM: CausalLMObjective,
+    ObjectiveName.MASKED_LM: MaskedLMObjective,
+    ObjectiveName.SEQUENCE_CLASSIFICATION: SequenceClassificationObjective,
+}
 
 
 def make_objective(
@@ -534,10 +511,9 @@ def make_objective(
         resolve_masking(None, mlm_probability)  # checked whichever objective it comes with: a NaN is never let by
     if isinstance(objective, Objective):
         return objective
-    if isinstance(objective, MaskedLM):
-        if model is not None:
-            _check_fits(ObjectiveName.MASKED_LM, model)
-        return MaskedLMObjective(objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction)
+    masking = objective if isinstance(objective, MaskedLM) else None
+    if masking is not None:
+        objective = ObjectiveName.MASKED_LM
     if isinstance(objective, str) and objective == AUTO:
         if model is None:
             raise InvalidInputError("objective='auto' needs the model to choose from.")
@@ -550,13 +526,14 @@ def make_objective(
             raise InvalidInputError(
                 f"Unknown objective {objective!r}; choose 'auto', one of {names} or a callable."
             ) from None
-        if model is not None:
-            _check_fits(name, model)
-        if name is ObjectiveName.CAUSAL_LM:
-            return CausalLMObjective(reduction=reduction)
+        expected = name if model is None else objective_for_model(model)
+        if expected is not name:
+            raise InvalidInputError(
+                f"The {name.value} objective does not fit {type(model).__name__}, a {expected.value} model: pass objective='{expected.value}' (or 'auto'), or the objective instance {_CLASSES[name].__name__}() to use {name.value} all the same."
+            )
         if name is ObjectiveName.MASKED_LM:
-            return MaskedLMObjective(mlm_probability=mlm_probability, seed=seed, reduction=reduction)
-        return SequenceClassificationObjective(reduction=reduction)
+            return MaskedLMObjective(masking, mlm_probability=mlm_probability, seed=seed, reduction=reduction)
+        return _CLASSES[name](reduction=reduction)
     if callable(objective) and len(inspect.signature(objective).parameters) >= 2:
         return CallableObjective(objective, reduction=reduction)
     raise InvalidInputError(
@@ -565,10 +542,8 @@ def make_objective(
 
 
 def describe_objective(objective: Any) -> str | dict[str, Any]:
-    """A stable, JSON-ready description of an objective as given, for a sweep's recorded settings.
-
-    Names stay as given, `MaskedLM()` is "masked_lm", other masking its `to_dict()`, anything else its `__name__`
-    (else "callable").
+    """A JSON-ready description of an objective as given (a sweep's settings): a name as given, `MaskedLM()` as
+    "masked_lm", other masking as its `to_dict()`, anything else as its `__name__` (else "callable").
 
     Examples:
         >>> describe_objective("auto"), describe_objective(MaskedLM())

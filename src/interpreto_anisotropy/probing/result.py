@@ -1,9 +1,7 @@
 # MIT License
 #
 # Copyright (c) 2026 interpreto-anisotropy contributors
-"""`ProbeResult`: what the gradient probe reports for one tangent subspace, as plain JSON-ready numbers, and its
-finding in words (what ``print(ProbeResult)`` opens with), with the words a sweep's verdict shares
-with it (`interpreto_anisotropy.results.verdict`): the anisotropy share's p-value and sign, the caveat.
+"""`ProbeResult`: the probe's numbers for one tangent, and its finding in words (shared with `results.verdict`).
 
 Examples:
     >>> sign_meaning(0.1).startswith("positive")
@@ -15,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -38,7 +36,7 @@ __all__ = [
     "sign_meaning",
 ]
 
-#: The fields that list one value per probed sequence (what `probing.intervals.paired_change` pairs between two probes).
+#: The fields that list one value per probed sequence (what `probing.intervals.paired_change` pairs).
 PER_SEQUENCE_FIELDS = ("sequence_ids", "sequence_energies", "sequence_control_energies", "sequence_totals")
 
 
@@ -46,8 +44,8 @@ PER_SEQUENCE_FIELDS = ("sequence_ids", "sequence_energies", "sequence_control_en
 class ProbeResult:
     """Gradient energy and anisotropy held by a tangent subspace, against matched-rank normal controls.
 
-    Each field is a column of the row schema: its meaning, unit and formula are in `results.schema` and
-    docs/columns.md (G (n, d) the probed gradients, Q_T (d, k) the tangent, R controls, R' random subspaces).
+    Each field is a column of the row schema (`results.schema`, docs/columns.md): G (n, d) the probed gradients,
+    Q_T (d, k) the tangent, R controls, R' random subspaces.
 
     Attributes:
         name: The tangent's name ("tangent" or the key given in a dict).
@@ -58,10 +56,8 @@ class ProbeResult:
             `delta_isoscore_star_random`: (R',).
         anisotropy_share: delta_isoscore_star - mean(delta_isoscore_star_controls), with its two p-values.
         frequency_buckets: The energy breakdown by token frequency (and `position_*` by position), lists.
-        sequence_ids: Each probed sequence's index in the inputs, with its energy in the tangent
-            (`sequence_energies`), its mean energy in the controls (`sequence_control_energies`) and its squared
-            gradient norm (`sequence_totals`): what a paired comparison of two probes resamples
-            (`probing.intervals.paired_change`).
+        sequence_ids: Each probed sequence's index, with its energy in the tangent (`sequence_energies`), its mean
+            energy in the controls (`sequence_control_energies`) and its squared gradient norm (`sequence_totals`).
         Others: the remaining columns (counts, chance, ratios, settings, skip counts), as docs/columns.md says.
 
     Examples:
@@ -147,35 +143,34 @@ class ProbeResult:
         rank: int,
         **fields: Any,
     ) -> ProbeResult:
-        """Fill in the derived fields (chance, ratio, p-values, z-score, capture, deltas) from the measured ones.
-
-        `isoscore_star_without_random` (R',) may be None: `anisotropy_p_value_exact` is then NaN.
-        """
-        control_energy_shares = np.asarray(control_energy_shares, dtype=np.float64)
-        random_energy_shares = np.asarray(random_energy_shares, dtype=np.float64)
-        control_mean = float(control_energy_shares.mean())
+        """The derived fields from the measured ones (`anisotropy_p_value_exact` is NaN without the random's)."""
+        controls, randoms, without_controls = (
+            np.asarray(value, dtype=np.float64)
+            for value in (control_energy_shares, random_energy_shares, isoscore_star_without_controls)
+        )
+        without_random = np.asarray(() if isoscore_star_without_random is None else isoscore_star_without_random)
+        control_mean = float(controls.mean())
         chance = rank / dim
         excess = oracle_energy_share - chance
         delta = isoscore_star_without_tangent - isoscore_star
-        delta_controls = np.asarray(isoscore_star_without_controls, dtype=np.float64) - isoscore_star
-        without_random = np.zeros(0) if isoscore_star_without_random is None else isoscore_star_without_random
-        delta_random = np.asarray(without_random, dtype=np.float64) - isoscore_star
+        delta_controls = without_controls - isoscore_star
+        delta_random = without_random.astype(np.float64) - isoscore_star
         return cls(
             energy_share=energy_share,
             chance=chance,
-            control_energy_shares=control_energy_shares,
+            control_energy_shares=controls,
             control_mean=control_mean,
             energy_ratio=energy_share / control_mean if control_mean > 0 else math.inf,
             oracle_energy_share=oracle_energy_share,
             anisotropy_capture=(energy_share - chance) / excess if excess > 0 else math.nan,
             isoscore_star=isoscore_star,
             isoscore_star_without_tangent=isoscore_star_without_tangent,
-            isoscore_star_without_controls=np.asarray(isoscore_star_without_controls, dtype=np.float64),
+            isoscore_star_without_controls=without_controls,
             delta_isoscore_star=delta,
             delta_isoscore_star_controls=delta_controls,
             delta_isoscore_star_p_value=p_value(delta, delta_controls),
-            random_energy_shares=random_energy_shares,
-            p_value_exact=p_value(energy_share, random_energy_shares),
+            random_energy_shares=randoms,
+            p_value_exact=p_value(energy_share, randoms),
             chance_std=chance_std,
             z_score=(energy_share - chance) / chance_std if chance_std > 0 else math.nan,
             anisotropy_share=float(delta - delta_controls.mean()),
@@ -195,20 +190,18 @@ class ProbeResult:
     def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
         """Inverse of `to_dict`."""
         values = dict(data)
-        arrays = ("control_energy_shares", "isoscore_star_without_controls", "delta_isoscore_star_controls")
-        for key in (*arrays, "random_energy_shares", "delta_isoscore_star_random"):
-            if key in values:  # results written before random subspaces existed have none
-                values[key] = np.asarray(values[key], dtype=np.float64)
-        for key, value in values.items():
-            if value is None and key in cls.__dataclass_fields__ and key not in ("method", "split_point"):
-                values[key] = math.nan
+        for option in fields(cls):
+            if option.type == "np.ndarray" and option.name in values:  # older results lack the random subspaces'
+                values[option.name] = np.asarray(values[option.name], dtype=np.float64)
+            elif values.get(option.name, "absent") is None and option.name not in ("method", "split_point"):
+                values[option.name] = math.nan
         return cls(**values)
 
     def to_json(self) -> str:
         """The result as a JSON string."""
         return json.dumps(self.to_dict())
 
-    # The headline a notebook shows (`repr`, `_repr_html_`): who, how many, and the two tests with their p-values.
+    # What `repr` shows: who, how many, and the two tests with their p-values.
     _HEADLINE = (
         "name method split_point n_tokens n_sequences dim rank energy_share control_mean energy_ratio p_value "
         "p_value_exact anisotropy_share anisotropy_p_value_exact"
@@ -230,7 +223,7 @@ class ProbeResult:
         return f"ProbeResult {self.name!r} ({self.method}, {self.objective}, split point {self.split_point})"
 
     def _table_rows(self) -> list[tuple[str, str]]:
-        """(label, value) of every number `print` and the notebook show, arrays summed up."""
+        """(label, value) of every number `print` and the notebook show."""
         controls = self.control_energy_shares
         delta_controls = self.delta_isoscore_star_controls
         return [
@@ -277,8 +270,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-#: The rows' exact p-value of the anisotropy share, preferred when a row has one (rows written before it existed
-#: have none).
+#: The rows' exact p-value of the anisotropy share, preferred when a row has one (older rows have none).
 ANISOTROPY_P_EXACT_COLUMN = "anisotropy_p_value_exact"
 #: The paper's normal-control rank p-value of the anisotropy share (approximate), the fallback.
 ANISOTROPY_P_APPROXIMATE_COLUMN = "anisotropy_share_p_value"
@@ -302,9 +294,7 @@ def anisotropy_p_value(row: Mapping[str, Any]) -> tuple[float | None, bool]:
         (p-value or None, whether it is exact).
     """
     value = number(row.get(ANISOTROPY_P_EXACT_COLUMN))
-    if value is not None:
-        return value, True
-    return number(row.get(ANISOTROPY_P_APPROXIMATE_COLUMN)), False
+    return (value, True) if value is not None else (number(row.get(ANISOTROPY_P_APPROXIMATE_COLUMN)), False)
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -323,13 +313,16 @@ def sign_meaning(share: float) -> str:
     return "zero: removing the tangent or a normal control changes the gradients' isotropy alike"
 
 
+def _level(fields: Mapping[str, Any]) -> str:
+    confidence = number(fields.get("confidence"))
+    return f"{100 * confidence:g} % " if confidence is not None else ""
+
+
 def _interval(fields: Mapping[str, Any]) -> str:
     low, high = number(fields.get("ci_low")), number(fields.get("ci_high"))
     if low is None or high is None:
         return "no interval (a single sequence gives none)"
-    confidence = number(fields.get("confidence"))
-    level = f"{100 * confidence:g} % " if confidence is not None else ""
-    return f"{level}bootstrap interval [{low:.4f}, {high:.4f}]"
+    return f"{_level(fields)}bootstrap interval [{low:.4f}, {high:.4f}]"
 
 
 def _draws(fields: Mapping[str, Any], name: str) -> int:
@@ -344,10 +337,8 @@ def _changed(name: str, label: str, first: Mapping[str, Any], last: Mapping[str,
         return None
     low, high = number(last.get(f"{name}_change_low")), number(last.get(f"{name}_change_high"))
     p_change = number(last.get(f"{name}_change_p_value"))
-    confidence = number(last.get("confidence"))
-    level = f"{100 * confidence:g} % " if confidence is not None else ""
     interval = (
-        f"{level}paired bootstrap interval [{low:+.{digits}f}, {high:+.{digits}f}], p of no change {fmt(p_change, 3)}"
+        f"{_level(last)}paired bootstrap interval [{low:+.{digits}f}, {high:+.{digits}f}], p of no change {fmt(p_change, 3)}"
         if low is not None and high is not None
         else "no interval" + (": windows of different sequences" if last.get("source") == "live" else "")
     )
@@ -369,9 +360,8 @@ def change_sentence(first: Mapping[str, Any], last: Mapping[str, Any]) -> str | 
         interval [+9.10, +20.20], p of no change 0.001); energy share ...; anisotropy share ... (no interval)."
     """
     parts = [
-        _changed("energy_ratio", "energy ratio", first, last, 2),
-        _changed("energy_share", "energy share", first, last, 4),
-        _changed("anisotropy_share", "anisotropy share", first, last, 3),
+        _changed(name, name.replace("_", " "), first, last, digits)
+        for name, digits in (("energy_ratio", 2), ("energy_share", 4), ("anisotropy_share", 3))
     ]
     found = [part for part in parts if part is not None]
     if not found or last["step"] == first["step"]:
