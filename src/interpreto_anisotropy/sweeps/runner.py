@@ -120,7 +120,17 @@ class CheckpointSweep:
 
     # ------------------------------------------------------------------ run
     def run(self) -> SweepResult:
-        """Run (or resume) the sweep; the `SweepResult` of every finished checkpoint (also in `results_dir`)."""
+        """Run (or resume) the sweep and return its table.
+
+        Returns:
+            The `SweepResult` of every finished checkpoint (also in `results_dir`).
+
+        Raises:
+            InvalidInputError: `results_dir` holds a sweep with other settings (and not `overwrite`), a checkpoint's
+                hidden size differs from the reference subspace's, or a split point is absent from a checkpoint.
+            CheckpointError: A checkpoint that cannot be loaded; before the first checkpoint, every Hub revision
+                that does not exist (offline: is not cached), named at once.
+        """
         check = ResultsDirCheck(self.plan, self.store, self._fingerprints, self._drift, self._announce)
         with check.held() as self._n_random:
             self._run_missing()
