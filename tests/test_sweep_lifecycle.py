@@ -151,6 +151,19 @@ def test_a_sweep_extended_with_checkpoints_split_points_and_tangents_equals_a_fr
     ]  # now measured from step 4, not from step 2
 
 
+def test_a_deleted_own_tangent_whose_drift_is_due_is_named_and_the_rows_kept(run, texts_for_sweep, tmp_path):
+    results_dir = tmp_path / "sweep"
+    fixed = {"reference": "early", "n_random": 40}  # R' fixed: a fifth checkpoint does not redraw the four
+    _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2, 8}, **fixed).run()
+    own = results_dir / "tangents" / "1" / "step-8.safetensors"
+    assert own.exists()
+    own.unlink()  # step 4 comes between 2 and 8: step 8's drift is measured again, from step 4
+    with pytest.raises(ResultsStoreError, match=r"step-8\.safetensors is missing.*step 8's rows"):
+        _sweep(run, results_dir, texts_for_sweep, steps={0, 1, 2, 4, 8}, **fixed).run()
+    kept = [json.loads(line) for line in (results_dir / "rows.jsonl").read_text().splitlines()]
+    assert sorted({row["step"] for row in kept}) == [0, 1, 2, 4, 8]
+
+
 def test_a_resumed_sweep_draws_for_each_row_what_an_uninterrupted_run_draws(run, texts_for_sweep, tmp_path):
     """Rows lost to an interruption are computed again with the seeds, hence the draws, of an uninterrupted run."""
     steps = {0, 1, 2, 4}

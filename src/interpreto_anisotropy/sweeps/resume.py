@@ -213,6 +213,12 @@ class PreviousDrift:
                 stacklevel=4,
             )
         own = self.store.tangent(row["layer"], row["step"])
+        if own is None and previous is not None:
+            raise ResultsStoreError(
+                f"{self.store.tangent_path(row['layer'], row['step'])} is missing: it is the tangent refitted on step "
+                f"{row['step']} (split point {row['layer']!r}), whose drift from step {previous_step} is due. Restore "
+                f"it, or delete step {row['step']}'s rows from rows.jsonl to compute them again."
+            )
         measured = previous_step if own is not None and previous is not None else None
         return {**drift("previous", own, previous), "drift_previous_step": measured}
 
