@@ -195,13 +195,24 @@ def load_json(
     return parse_json(text, path, error=error, advice=advice, finite=finite)
 
 
-def json_lines(
-    text: str, path: str | os.PathLike, *, error: type[AnisotropyError] = ResultsStoreError, advice: str = _ADVICE
-) -> Iterator[tuple[int, Any]]:
-    """(line number, JSON value) of each non-blank line of a JSON-lines text (lines end at "\\n" only)."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            yield number, parse_json(line, path, line=number, error=error, advice=advice)
+def checked_lines(
+    text: str, path: str | os.PathLike, problem: Callable[[Any], str | None], *, what: str, advice: str
+) -> list[Any]:
+    """The JSON value of each non-blank line of a JSON-lines text (lines end at "\\n" only), refused with the line's
+    number when it is no JSON or `problem` names what is wrong with it."""
+    lines, values = text.split("\n"), []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            wrong = problem(value := parse_json(line, path, line=number))
+        except ResultsStoreError:
+            wrong = "not JSON"
+        if wrong is not None:
+            torn = " (an interrupted or edited last line)" if number == len(lines) else ""  # no newline after it
+            raise ResultsStoreError(f"Line {number} of {path} is not {what}{torn}: {wrong}. {advice}")
+        values.append(value)
+    return values
 
 
 def _refuse_constant(constant: str) -> Any:

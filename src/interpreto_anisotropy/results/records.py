@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..commons.files import json_lines, load_json, read_whole_lines, write_atomically
+from ..commons.files import checked_lines, load_json, read_whole_lines, write_atomically
 from ..errors import ResultsStoreError
 from ..tangents.top_tokens import DirectionTokens
 from .schema import fits, row_key
@@ -77,11 +77,11 @@ def read_provenance(path: str | Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     complete, _ = read_whole_lines(path, advice=_ADVICE)  # the part after the last newline: empty, or a line cut short
-    records = list(json_lines(complete, path, advice=_ADVICE))
-    for number, record in records:
-        if not fits(record, _RECORD):
-            raise ResultsStoreError(f"Line {number} of {path} is not a provenance record. {_ADVICE}")
-    return [record for _, record in records]
+
+    def wrong(record: Any) -> str | None:
+        return None if fits(record, _RECORD) else "missing or mistyped fields"
+
+    return checked_lines(complete, path, wrong, what="a provenance record", advice=_ADVICE)
 
 
 def versions_of_rows(

@@ -17,7 +17,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ..commons.files import load_json, parse_json, read_text, read_whole_lines
+from ..commons.files import checked_lines, load_json, read_text, read_whole_lines
 from ..errors import ResultsFileWarning, ResultsStoreError
 
 
@@ -493,23 +493,8 @@ def read_rows(path: Path, *, appended: bool = False) -> list[dict[str, Any]]:
             ResultsFileWarning,
             stacklevel=3,
         )
-    lines = text.split("\n")
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            problem = row_problem(row := parse_json(line, path, line=number))
-        except ResultsStoreError:
-            problem = "not JSON"
-        if problem is not None:
-            torn = " (an interrupted or edited last line)" if number == len(lines) else ""  # no newline after it
-            raise ResultsStoreError(
-                f"Line {number} of {path} is not a sweep row{torn}: {problem}. Delete that line (a resume recomputes "
-                "its checkpoint), or rerun with overwrite=True."
-            )
-        rows.append(row)
-    return rows
+    advice = "Delete that line (a resume recomputes its checkpoint), or rerun with overwrite=True."
+    return checked_lines(text, path, row_problem, what="a sweep row", advice=advice)
 
 
 #: Steps are below this (a crafted step of 10**30 is refused, not carried into file names and tensors).
