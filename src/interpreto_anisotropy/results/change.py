@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,6 +12,7 @@ import numpy as np
 import torch
 
 from ..probing.intervals import paired_change
+from ..probing.result import number
 from .schema import COLUMNS, is_skipped, row_key
 from .store import SweepStore
 
@@ -101,7 +101,4 @@ def refresh_changes(store: SweepStore, *, seed: int) -> None:
 
 def _difference(value: Any, reference: Any) -> float | None:
     """`value - reference` as a float, None when either is no number or the difference is not finite."""
-    if not isinstance(value, (int, float)) or not isinstance(reference, (int, float)):
-        return None
-    difference = float(value) - float(reference)
-    return difference if math.isfinite(difference) else None
+    return None if number(value) is None or number(reference) is None else number(value - reference)

@@ -156,6 +156,7 @@ def _change_columns(name: str, label: str, unit: Unit) -> tuple[Column, ...]:
 
 
 _ISOSCORE = "isoscore-and-the-anisotropy-share"  # the anchor of the IsoScore* section of docs/concepts.md
+_OTHER = "other-measurements-of-a-sweep"  # the anchor of the section of docs/concepts.md on the other measurements
 # fmt: off
 COLUMNS: tuple[Column, ...] = (
     # identity
@@ -277,54 +278,49 @@ COLUMNS: tuple[Column, ...] = (
     Column("extra", _K.MAPPING, "Extra fields of a custom objective (a mapping, in rows.jsonl only)", _U.TEXT),
     # isotropy of the activations (metrics.summary on the fit activations)
     Column("activation_n", _K.NUMBER, "Number of activation rows the activation metrics used (at most max_metric_tokens)",
-           _U.COUNT, concept="other-measurements-of-a-sweep"),
+           _U.COUNT, concept=_OTHER),
     Column("activation_d", _K.NUMBER, "Width d of those activations", _U.DIMENSIONS),
     Column("activation_mean_cosine", _K.NUMBER, "Mean cosine similarity between distinct activation rows (raw); near 1 is "
-           "anisotropic", _U.COSINE, "mean over pairs i != j of cos(h_i, h_j)", "other-measurements-of-a-sweep"),
+           "anisotropic", _U.COSINE, "mean over pairs i != j of cos(h_i, h_j)", _OTHER),
     Column("activation_mean_cosine_centered", _K.NUMBER, "Mean cosine similarity after subtracting the mean activation",
-           _U.COSINE, "mean over pairs of cos(h_i - mean h, h_j - mean h)", "other-measurements-of-a-sweep"),
+           _U.COSINE, "mean over pairs of cos(h_i - mean h, h_j - mean h)", _OTHER),
     Column("activation_isoscore", _K.NUMBER, "IsoScore of the activations (Rudman et al., 2022)", _U.ISOTROPY,
-           concept="other-measurements-of-a-sweep"),
+           concept=_OTHER),
     Column("activation_isoscore_star", _K.NUMBER, "IsoScore* of the activations (shrinkage IsoScore, Rudman & Eickhoff)",
-           _U.ISOSCORE, concept="other-measurements-of-a-sweep"),
+           _U.ISOSCORE, concept=_OTHER),
     Column("activation_partition_isotropy", _K.NUMBER, "Partition isotropy I(W) of the centred activations (Mu et al., "
-           "2018)", _U.ISOTROPY, "min_c Z(c) / max_c Z(c), Z(c) = sum_i exp(c^T h_i) over eigenvectors c",
-           "other-measurements-of-a-sweep"),
+           "2018)", _U.ISOTROPY, "min_c Z(c) / max_c Z(c), Z(c) = sum_i exp(c^T h_i) over eigenvectors c", _OTHER),
     Column("activation_partition_isotropy_uncentered", _K.NUMBER, "Partition isotropy I(W) of the raw activations",
-           _U.ISOTROPY, concept="other-measurements-of-a-sweep"),
+           _U.ISOTROPY, concept=_OTHER),
     Column("activation_effective_rank", _K.NUMBER, "Effective rank of the activations: exp of the entropy of the normalised "
-           "singular values (1 to d)", _U.DIMENSIONS, "exp(-sum_i p_i log p_i), p_i = s_i / sum_j s_j",
-           "other-measurements-of-a-sweep"),
+           "singular values (1 to d)", _U.DIMENSIONS, "exp(-sum_i p_i log p_i), p_i = s_i / sum_j s_j", _OTHER),
     Column("activation_rogue_top_share", _K.NUMBER, "Share of the mean cosine similarity contributed by the 3 leading "
-           "'rogue' dimensions (Timkey & van Schijndel, 2021)", _U.FRACTION,
-           concept="other-measurements-of-a-sweep"),
+           "'rogue' dimensions (Timkey & van Schijndel, 2021)", _U.FRACTION, concept=_OTHER),
     Column("activation_n_outlier_dimensions", _K.NUMBER, "Dimensions whose mean absolute value exceeds the mean plus 3 "
-           "standard deviations of all dimensions' (magnitude outliers)", _U.COUNT,
-           concept="other-measurements-of-a-sweep"),
+           "standard deviations of all dimensions' (magnitude outliers)", _U.COUNT, concept=_OTHER),
     # manifold
     Column("freq_distance_pearson", _K.NUMBER, "Pearson correlation between a token's log corpus frequency and the distance "
            "of its activation to the activation centroid; negative: frequent tokens sit near the centre",
-           _U.CORRELATION, "corr(log count(token), ‖h - mean h‖)", "other-measurements-of-a-sweep"),
+           _U.CORRELATION, "corr(log count(token), ‖h - mean h‖)", _OTHER),
     Column("freq_distance_spearman", _K.NUMBER, "Spearman rank correlation between token frequency and distance to the "
-           "activation centroid", _U.CORRELATION, concept="other-measurements-of-a-sweep"),
+           "activation centroid", _U.CORRELATION, concept=_OTHER),
     Column("freq_distance_p_value", _K.NUMBER, "Two-sided p-value of freq_distance_pearson (no correlation as the null)",
-           _U.PROBABILITY, concept="other-measurements-of-a-sweep"),
+           _U.PROBABILITY, concept=_OTHER),
     Column("freq_distance_n", _K.INTEGER, "Activation rows in the frequency-distance correlation (tokens of count 0 left out)",
            _U.COUNT),
     Column("on_manifold_entropy", _K.NUMBER, "Kozachenko-Leonenko (k-nearest-neighbour) differential entropy of the "
            "activations' k coordinates in the tangent; can be negative, compare it across checkpoints only",
-           _U.NATS, "psi(n) - psi(k_nn) + log V_k + (k/n) sum_i log eps_i", "other-measurements-of-a-sweep"),
+           _U.NATS, "psi(n) - psi(k_nn) + log V_k + (k/n) sum_i log eps_i", _OTHER),
     # drift
     Column("drift_reference_mean_angle", _K.NUMBER, "Mean principal angle between this checkpoint's own tangent and the "
            "reference tangent; 0 = the same subspace", _U.RADIANS, "mean_i arccos(s_i), s = singular values of "
-           "Q_own^T Q_ref", "other-measurements-of-a-sweep"),
+           "Q_own^T Q_ref", _OTHER),
     Column("drift_reference_max_angle", _K.NUMBER, "Largest principal angle between this checkpoint's own tangent and the "
-           "reference tangent; pi/2 = some direction orthogonal", _U.RADIANS, "max_i arccos(s_i)",
-           "other-measurements-of-a-sweep"),
+           "reference tangent; pi/2 = some direction orthogonal", _U.RADIANS, "max_i arccos(s_i)", _OTHER),
     Column("drift_previous_mean_angle", _K.NUMBER, "Mean principal angle between this checkpoint's own tangent and the "
-           "previous checkpoint's (empty at the first)", _U.RADIANS, concept="other-measurements-of-a-sweep"),
+           "previous checkpoint's (empty at the first)", _U.RADIANS, concept=_OTHER),
     Column("drift_previous_max_angle", _K.NUMBER, "Largest principal angle between this checkpoint's own tangent and the "
-           "previous checkpoint's (empty at the first)", _U.RADIANS, concept="other-measurements-of-a-sweep"),
+           "previous checkpoint's (empty at the first)", _U.RADIANS, concept=_OTHER),
     Column("drift_previous_step", _K.INTEGER, "Step of the previous checkpoint that drift_previous_* compare with", _U.STEP),
     # what training added (results.change): the change from the curve's first checkpoint
     Column("sequence_ids", _K.NUMBERS, "Index in the probe texts of each probed sequence (a list, in rows.jsonl only; "

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,12 @@ from typing import Any
 import pandas as pd
 
 from ..commons.files import write_atomically
+from ..commons.options import check_folder
 from ..commons.progress import html_table, number, short_repr
 from ..errors import CheckpointError, InvalidInputError
 from .records import read_top_tokens, saved_steps
 from .schema import CONFIG_FILE, ROWS_FILE, check_rows, describe, is_skipped, read_config, read_rows, sort_rows
-from .verdict import Correction, adjust, adjusted_by, adjusted_p_values, sweep_verdict, verdict_text
+from .verdict import Correction, adjust, adjusted_by, adjusted_p_values, p_value_column, sweep_verdict, verdict_text
 
 
 @dataclass
@@ -98,8 +98,7 @@ class SweepResult:
         Examples:
             >>> table.adjusted("bh", family="all").column("p_value_bh")  # doctest: +SKIP
         """
-        if column is None:
-            column = "p_value_exact" if any("p_value_exact" in row for row in self.rows) else "p_value"
+        column = column or p_value_column(self.rows)
         values = adjust(self.to_frame(), column=column, correction=correction, family=family)
         name = f"{column}_{Correction(correction).value}"
         return replace(self, rows=[{**row, name: value} for row, value in zip(self.rows, values, strict=True)])
@@ -156,9 +155,7 @@ class SweepResult:
             CheckpointError: The folder holds no config.json.
             ResultsStoreError: A damaged config.json or rows.jsonl, naming the file (and the line).
         """
-        if not isinstance(results_dir, (str, os.PathLike)):
-            raise InvalidInputError(f"results_dir must be a folder path, got {type(results_dir).__name__}.")
-        results_dir = Path(results_dir)
+        results_dir = check_folder("results_dir", results_dir)
         if not (results_dir / CONFIG_FILE).exists():
             raise CheckpointError(
                 f"{results_dir} holds no {CONFIG_FILE}: it is not a sweep's results directory "
