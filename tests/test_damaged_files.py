@@ -239,7 +239,7 @@ def test_a_subspace_file_with_deep_metadata_is_our_error_naming_it(tmp_path):
 
 @pytest.mark.parametrize("given", [5, None, 1.5])
 def test_a_results_dir_that_is_not_a_path_is_our_error(given):
-    with pytest.raises(InvalidInputError, match=rf"results_dir.*{type(given).__name__}"):
+    with pytest.raises(InvalidInputError, match=rf"results_dir.*{re.escape(repr(given))}"):
         ia.SweepResult.load(given)
 
 
