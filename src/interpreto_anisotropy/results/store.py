@@ -93,24 +93,20 @@ class SweepStore:
         """Check `config` against config.json and record it (call it holding the lock)."""
         path = self.results_dir / CONFIG_FILE
         if overwrite:
-            self.clear()
-        if overwrite or not path.exists():
-            leftovers = self.leftovers()
-            if leftovers:
-                raise ResultsStoreError(
-                    f"{self.results_dir} holds {', '.join(leftovers)} but no {CONFIG_FILE}: their settings are "
-                    "unknown, so they are not reused. Rerun with overwrite=True to start afresh."
-                )
-            write_atomically(path, json.dumps(config, indent=1))
-            return config
-        stored = read_config(path)
-        if merge is None and stored != config:
+            self.clear()  # config.json included: what follows starts afresh
+        stored = read_config(path) if path.exists() else None
+        if stored is None and (leftovers := self.leftovers()):
+            raise ResultsStoreError(
+                f"{self.results_dir} holds {', '.join(leftovers)} but no {CONFIG_FILE}: their settings are "
+                "unknown, so they are not reused. Rerun with overwrite=True to start afresh."
+            )
+        if merge is None and stored not in (None, config):
             changed = sorted(key for key in set(stored) | set(config) if stored.get(key) != config.get(key))
             raise InvalidInputError(
                 f"{self.results_dir} holds results with other settings ({', '.join(changed)} differ). Use another "
                 "results_dir, or overwrite=True to start afresh."
             )
-        merged = config if merge is None else merge(stored, config, where=str(self.results_dir))
+        merged = config if merge is None or stored is None else merge(stored, config, where=str(self.results_dir))
         if merged != stored:
             write_atomically(path, json.dumps(merged, indent=1))
         return merged
