@@ -42,22 +42,13 @@ def _nearest_neighbours(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distances and indices into `points` of the k nearest other points of each anchor, nearest first, (A, k) each."""
     if points.shape[1] <= _KDTREE_MAX_DIM:
-        return _neighbours_by_kdtree(points.cpu().numpy(), k, anchors)
-    return _neighbours_by_brute_force(points, k, anchors)
-
-
-def _neighbours_by_kdtree(points: np.ndarray, k: int, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    distances, indices = cKDTree(points).query(points[anchors], k=k + 1, workers=-1)
-    is_self = indices == anchors[:, None]
-    # With duplicates the anchor may come after its copies, or be pushed out of the k + 1: drop the last instead.
-    is_self[~is_self.any(axis=1), -1] = True
-    return distances[~is_self].reshape(len(anchors), k), indices[~is_self].reshape(len(anchors), k)
-
-
-def _neighbours_by_brute_force(
-    points: Float[torch.Tensor, "m d"], k: int, anchors: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    anchor_index = torch.as_tensor(anchors, device=points.device)
+        cloud = points.cpu().numpy()
+        distances, indices = cKDTree(cloud).query(cloud[anchors], k=k + 1, workers=-1)
+        is_self = indices == anchors[:, None]
+        # With duplicates the anchor may come after its copies, or be pushed out of the k + 1: drop the last instead.
+        is_self[~is_self.any(axis=1), -1] = True
+        return distances[~is_self].reshape(len(anchors), k), indices[~is_self].reshape(len(anchors), k)
+    anchor_index = torch.as_tensor(anchors, device=points.device)  # brute force, in blocks of anchors
     block = max(1, _BRUTE_FORCE_BLOCK_ENTRIES // points.shape[0])
     all_distances, all_indices = [], []
     for start in range(0, len(anchors), block):
@@ -185,21 +176,17 @@ def frequency_distance_correlation(
     from scipy import stats  # deferred: scipy.stats takes a second to import
 
     log_frequencies = np.log(frequencies)
-    _check_correlatable(log_frequencies, distances)
-    tests = stats.pearsonr(log_frequencies, distances), stats.spearmanr(log_frequencies, distances)
-    numbers = [float(number) for test in tests for number in (test.statistic, test.pvalue)]
-    return FrequencyDistanceCorrelation(
-        *numbers, n=int(len(distances)), n_excluded=int((~kept).sum()), by_token=by_token
-    )
-
-
-def _check_correlatable(log_frequencies: np.ndarray, distances: np.ndarray) -> None:
     if len(distances) < 3:
         raise InvalidInputError(f"{len(distances)} row(s) of non-zero token count: a correlation needs at least 3.")
     if np.ptp(log_frequencies) == 0:
         raise InvalidInputError("every token has the same frequency: the correlation is undefined.")
     if np.ptp(distances) == 0:
         raise InvalidInputError("every point is at the same distance from the centroid: the correlation is undefined.")
+    tests = stats.pearsonr(log_frequencies, distances), stats.spearmanr(log_frequencies, distances)
+    numbers = [float(number) for test in tests for number in (test.statistic, test.pvalue)]
+    return FrequencyDistanceCorrelation(
+        *numbers, n=int(len(distances)), n_excluded=int((~kept).sum()), by_token=by_token
+    )
 
 
 @dataclass(frozen=True)
