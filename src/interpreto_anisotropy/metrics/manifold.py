@@ -176,17 +176,21 @@ def frequency_distance_correlation(
     from scipy import stats  # deferred: scipy.stats takes a second to import
 
     log_frequencies = np.log(frequencies)
+    _check_correlatable(log_frequencies, distances)
+    tests = stats.pearsonr(log_frequencies, distances), stats.spearmanr(log_frequencies, distances)
+    numbers = [float(number) for test in tests for number in (test.statistic, test.pvalue)]
+    return FrequencyDistanceCorrelation(
+        *numbers, n=int(len(distances)), n_excluded=int((~kept).sum()), by_token=by_token
+    )
+
+
+def _check_correlatable(log_frequencies: np.ndarray, distances: np.ndarray) -> None:
     if len(distances) < 3:
         raise InvalidInputError(f"{len(distances)} row(s) of non-zero token count: a correlation needs at least 3.")
     if np.ptp(log_frequencies) == 0:
         raise InvalidInputError("every token has the same frequency: the correlation is undefined.")
     if np.ptp(distances) == 0:
         raise InvalidInputError("every point is at the same distance from the centroid: the correlation is undefined.")
-    tests = stats.pearsonr(log_frequencies, distances), stats.spearmanr(log_frequencies, distances)
-    numbers = [float(number) for test in tests for number in (test.statistic, test.pvalue)]
-    return FrequencyDistanceCorrelation(
-        *numbers, n=int(len(distances)), n_excluded=int((~kept).sum()), by_token=by_token
-    )
 
 
 @dataclass(frozen=True)
