@@ -37,11 +37,12 @@ def test_knn_entropy_shifts_by_log_scale_and_ignores_translation():
     assert metrics.knn_entropy(2.5 * Z + 7.0, k=5) == pytest.approx(base + 3 * math.log(2.5), abs=1e-9)
 
 
-def test_knn_entropy_brute_force_and_kdtree_neighbours_agree():
+def test_knn_entropy_brute_force_and_kdtree_neighbours_agree(monkeypatch):
     points = torch.randn(300, 12, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     anchors = np.arange(0, 300, 7)
-    tree_distances, tree_indices = manifold._neighbours_by_kdtree(points.numpy(), 4, anchors)
-    brute_distances, brute_indices = manifold._neighbours_by_brute_force(points, 4, anchors)
+    brute_distances, brute_indices = manifold._nearest_neighbours(points, 4, anchors)  # d = 12: brute force
+    monkeypatch.setattr(manifold, "_KDTREE_MAX_DIM", 12)
+    tree_distances, tree_indices = manifold._nearest_neighbours(points, 4, anchors)
     np.testing.assert_allclose(tree_distances, brute_distances, rtol=1e-10)
     np.testing.assert_array_equal(tree_indices, brute_indices)
 

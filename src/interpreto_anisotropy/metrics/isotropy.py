@@ -78,15 +78,16 @@ def _sample_covariance(points: Float[torch.Tensor, "n d"]) -> Float[torch.Tensor
     return centred.T @ centred / (points.shape[0] - 1)
 
 
-def _unit_sums(points: Float[torch.Tensor, "n d"], *, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """sum_i u_i and sum_i u_i^2 (elementwise) of the unit rows u_i, (d,) each, without forming them."""
+def _unit_sums(X: Points, center: bool) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """sum_i u_i and sum_i u_i^2 (elementwise) of the unit rows u_i of X (centred), (d,) each, not formed; and n."""
+    points = _centred(_as_points(X, min_points=2), center)
     points = scaled_by_power_of_two(points, dim=1)  # cosines ignore each row's scale; squares stay in range
     norms = torch.linalg.vector_norm(points, dim=1)
-    n_zero = int((norms == 0).sum())
-    if n_zero:
+    if n_zero := int((norms == 0).sum()):
+        name = "X (centred)" if center else "X"
         raise InvalidInputError(f"{name} has {n_zero} zero row(s), of no cosine: drop them (X[X.norm(dim=1) > 0]).")
     inverse_norms = 1.0 / norms
-    return inverse_norms @ points, inverse_norms**2 @ points**2
+    return inverse_norms @ points, inverse_norms**2 @ points**2, points.shape[0]
 
 
 def mean_cosine_similarity(X: Points, *, center: bool = False) -> float:
@@ -103,9 +104,7 @@ def mean_cosine_similarity(X: Points, *, center: bool = False) -> float:
         >>> ia.metrics.mean_cosine_similarity(torch.ones(5, 3))
         1.0
     """
-    points = _centred(_as_points(X, min_points=2), center)
-    sum_of_units, _ = _unit_sums(points, name="X (centred)" if center else "X")
-    n = points.shape[0]
+    sum_of_units, _, n = _unit_sums(X, center)
     mean = (sum_of_units @ sum_of_units - n) / (n * (n - 1))
     return float(mean.clamp(-1.0, 1.0))
 
@@ -409,9 +408,7 @@ def rogue_dimensions(X: Points, *, top: int = 3, center: bool = False) -> RogueD
         (5, True)
     """
     check_positive_int("top", top)
-    points = _centred(_as_points(X, min_points=2), center)
-    sum_of_units, squares_of_units = _unit_sums(points, name="X")
-    n = points.shape[0]
+    sum_of_units, squares_of_units, n = _unit_sums(X, center)
     contributions = (sum_of_units**2 - squares_of_units) / (n * (n - 1))
     order = torch.argsort(contributions, descending=True)[: min(top, contributions.shape[0])]
     absolute_total = contributions.abs().sum()

@@ -42,22 +42,13 @@ def _nearest_neighbours(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distances and indices into `points` of the k nearest other points of each anchor, nearest first, (A, k) each."""
     if points.shape[1] <= _KDTREE_MAX_DIM:
-        return _neighbours_by_kdtree(points.cpu().numpy(), k, anchors)
-    return _neighbours_by_brute_force(points, k, anchors)
-
-
-def _neighbours_by_kdtree(points: np.ndarray, k: int, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    distances, indices = cKDTree(points).query(points[anchors], k=k + 1, workers=-1)
-    is_self = indices == anchors[:, None]
-    # With duplicates the anchor may come after its copies, or be pushed out of the k + 1: drop the last instead.
-    is_self[~is_self.any(axis=1), -1] = True
-    return distances[~is_self].reshape(len(anchors), k), indices[~is_self].reshape(len(anchors), k)
-
-
-def _neighbours_by_brute_force(
-    points: Float[torch.Tensor, "m d"], k: int, anchors: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    anchor_index = torch.as_tensor(anchors, device=points.device)
+        cloud = points.cpu().numpy()
+        distances, indices = cKDTree(cloud).query(cloud[anchors], k=k + 1, workers=-1)
+        is_self = indices == anchors[:, None]
+        # With duplicates the anchor may come after its copies, or be pushed out of the k + 1: drop the last instead.
+        is_self[~is_self.any(axis=1), -1] = True
+        return distances[~is_self].reshape(len(anchors), k), indices[~is_self].reshape(len(anchors), k)
+    anchor_index = torch.as_tensor(anchors, device=points.device)  # brute force, in blocks of anchors
     block = max(1, _BRUTE_FORCE_BLOCK_ENTRIES // points.shape[0])
     all_distances, all_indices = [], []
     for start in range(0, len(anchors), block):
@@ -310,7 +301,7 @@ def _stratum_row(
     n_neighbors: int,
     tangent_dim: int,
 ) -> dict[str, Any]:
-    """One stratum's fields of `CurvatureVisibility`, from the local ratios of its anchors' neighbourhoods."""
+    """One stratum's fields of `CurvatureVisibility`: normal / tangent variance of each anchor's neighbourhood."""
     if len(members) <= n_neighbors:
         raise InvalidInputError(
             f"frequency stratum {number} has {len(members)} rows but needs more than n_neighbors={n_neighbors}; "
@@ -318,15 +309,26 @@ def _stratum_row(
         )
     m = len(members)
     anchors = np.arange(m) if max_anchors is None or m <= max_anchors else np.sort(rng.choice(m, max_anchors, False))
-    ratios, radii = _local_ratios(
-        points[torch.as_tensor(members, device=points.device)], anchors, n_neighbors, tangent_dim
-    )
+    points = points[torch.as_tensor(members, device=points.device)]
+    distances, neighbours = _nearest_neighbours(points, n_neighbors, anchors)
+    neighbourhoods = torch.as_tensor(np.concatenate([anchors[:, None], neighbours], axis=1), device=points.device)
+    ratios = []
+    for block in torch.split(neighbourhoods, 256):
+        gathered = points[block]
+        centred = gathered - gathered.mean(dim=1, keepdim=True)
+        # The (k+1, k+1) Gram matrix has the same non-zero eigenvalues as the (d, d) local covariance.
+        eigenvalues = torch.linalg.eigvalsh(centred @ centred.transpose(1, 2)).flip(-1).clamp(min=0)
+        tangent = eigenvalues[:, :tangent_dim].sum(dim=1)
+        normal = eigenvalues[:, tangent_dim:].sum(dim=1)
+        valid = tangent > 0  # anchors with no tangent variance are dropped
+        ratios.append((normal[valid] / tangent[valid]).cpu())
+    ratios = torch.cat(ratios).numpy()
     if ratios.size == 0:
         raise InvalidInputError(f"every neighbourhood of frequency stratum {number} is a single repeated point.")
     return {
         "median_ratio": np.median(ratios),
         "mean_ratio": ratios.mean(),
-        "median_radius": np.median(radii),
+        "median_radius": np.median(distances[:, -1]),
         "mean_log_frequency": np.log(stratum_counts).mean(),
         "min_count": stratum_counts.min(),
         "max_count": stratum_counts.max(),
@@ -350,25 +352,6 @@ def _check_curvature_options(
     check("tangent_dim", tangent_dim, 1, min(n_neighbors, d) - 1)  # the normal part needs at least one direction
     if max_anchors is not None:
         check("max_anchors", max_anchors, 1)
-
-
-def _local_ratios(
-    points: Float[torch.Tensor, "m d"], anchors: np.ndarray, n_neighbors: int, tangent_dim: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Normal / tangent variance of each anchor's neighbourhood (anchors with no tangent variance dropped)."""
-    distances, neighbours = _nearest_neighbours(points, n_neighbors, anchors)
-    members = torch.as_tensor(np.concatenate([anchors[:, None], neighbours], axis=1), device=points.device)
-    ratios = []
-    for block in torch.split(members, 256):
-        neighbourhoods = points[block]
-        centred = neighbourhoods - neighbourhoods.mean(dim=1, keepdim=True)
-        # The (k+1, k+1) Gram matrix has the same non-zero eigenvalues as the (d, d) local covariance.
-        eigenvalues = torch.linalg.eigvalsh(centred @ centred.transpose(1, 2)).flip(-1).clamp(min=0)
-        tangent = eigenvalues[:, :tangent_dim].sum(dim=1)
-        normal = eigenvalues[:, tangent_dim:].sum(dim=1)
-        valid = tangent > 0
-        ratios.append((normal[valid] / tangent[valid]).cpu())
-    return torch.cat(ratios).numpy(), distances[:, -1]
 
 
 def count_token_frequencies(

@@ -251,18 +251,6 @@ def _latent_dim(splitter: BaseSplitter) -> int:
         raise
 
 
-def _fitted_dictionary(explainer: Any) -> Float[torch.Tensor, "k d"]:
-    """The (k, d) dictionary of a fitted Interpreto explainer, refused when 2k >= d leaves no room for controls."""
-    name = type(explainer).__name__
-    if not isinstance(explainer, ConceptAutoEncoderExplainer):
-        raise InvalidInputError(f"from_interpreto takes a fitted Interpreto ConceptAutoEncoderExplainer, got {name}.")
-    if not explainer.is_fitted:
-        raise OutOfOrderError(f"This {name} is not fitted: call its fit(activations) first.")
-    dictionary = as_float_tensor(explainer.get_dictionary().detach(), name=f"{name}.get_dictionary()")
-    check_control_room(dictionary.shape[0], dictionary.shape[1], option=f"{name}'s nb_concepts")
-    return dictionary
-
-
 def _check_batch(activations: Any, name: str, input_size: int, splitter: BaseSplitter) -> torch.Tensor:
     """`activations` as a finite float (n, d) tensor, refused when d is not the split point's `input_size`."""
     batch = as_float_tensor(activations, name=name)
@@ -275,14 +263,6 @@ def _are_texts(inputs: Any) -> bool:
     """Whether `inputs` is a text or a non-empty list / tuple of texts (rather than activations)."""
     listed = isinstance(inputs, (list, tuple)) and bool(inputs) and all(isinstance(text, str) for text in inputs)
     return isinstance(inputs, str) or listed
-
-
-def _warn_if_read_with_left_padding(splitter: BaseSplitter) -> None:
-    """Warn that Interpreto's `get_activations` reads left-padded texts at shifted learned absolute positions."""
-    left = getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") == "left"
-    if left and uses_absolute_positions(model := splitter_model(splitter)):
-        message = f"{type(model).__name__} has learned absolute positions and pads left: use tangent.fit(texts)."
-        warnings.warn(f"{message} (get_activations reads shifted positions).", ReadingWarning, stacklevel=4)
 
 
 def _check_pooled_rows(pooled: Float[torch.Tensor, "n d"], nb_concepts: int, *, centred: bool, sklearn: bool) -> None:
@@ -302,8 +282,11 @@ def _batches(splitter: BaseSplitter, input_size: int, activations: Any, **reader
     """Texts read lazily at the split point, or the (n, d) activations given (one or an iterable), checked."""
     if _are_texts(activations):
         activations = (_finite_read(rows) for rows, _ in iter_token_activations(splitter, activations, **reader))
-    else:
-        _warn_if_read_with_left_padding(splitter)
+    else:  # Interpreto's `get_activations` reads left-padded texts at shifted learned absolute positions
+        left = getattr(getattr(splitter, "tokenizer", None), "padding_side", "right") == "left"
+        if left and uses_absolute_positions(model := splitter_model(splitter)):
+            message = f"{type(model).__name__} has learned absolute positions and pads left: use tangent.fit(texts)."
+            warnings.warn(f"{message} (get_activations reads shifted positions).", ReadingWarning, stacklevel=3)
         if isinstance(activations, torch.Tensor) or hasattr(activations, "__array__"):
             activations = [activations]
         elif not isinstance(activations, Iterable):
@@ -356,7 +339,11 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         super().__init_subclass__(**kwargs)
         if method is not None:
             cls.default_method, cls.concept_class, _NAMED_TANGENTS[method] = method, concept_class, cls
-            cls.__doc__ = _named_tangent_docstring(cls, method)
+            # its own summary, then TangentExplainer's Args, Raises and Examples
+            shared = (TangentExplainer.__doc__ or "").replace("ia.PCATangent(", f"ia.{cls.__name__}(")
+            uses = "the streamed PCA" if concept_class is None else f"Interpreto's `{concept_class.__name__}`"
+            same = f'Same as `TangentExplainer(..., method="{method}")`: {uses}.'
+            cls.__doc__ = f"{(cls.__doc__ or '').strip()}\n\n    {same}\n\n{shared[shared.find('    Args:') :]}"
 
     def __init__(
         self,
@@ -413,10 +400,18 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
             >>> ia.TangentExplainer.from_interpreto(explainer).subspace.method  # doctest: +SKIP
             'ConvexNMFConcepts'
         """
-        dictionary, kind = _fitted_dictionary(explainer), type(explainer)
-        options = {"method": kind, "center": mean is not None, "device": dictionary.device, "rtol": rtol}
+        name = type(explainer).__name__
+        if not isinstance(explainer, ConceptAutoEncoderExplainer):
+            raise InvalidInputError(
+                f"from_interpreto takes a fitted Interpreto ConceptAutoEncoderExplainer, got {name}."
+            )
+        if not explainer.is_fitted:
+            raise OutOfOrderError(f"This {name} is not fitted: call its fit(activations) first.")
+        dictionary = as_float_tensor(explainer.get_dictionary().detach(), name=f"{name}.get_dictionary()")
+        check_control_room(dictionary.shape[0], dictionary.shape[1], option=f"{name}'s nb_concepts")  # 2k < d
+        options = {"method": type(explainer), "center": mean is not None, "device": dictionary.device, "rtol": rtol}
         tangent = cls(explainer.splitter, nb_concepts=dictionary.shape[0], **options)
-        _check_batch(dictionary, f"{kind.__name__}'s dictionary atoms", tangent.input_size, tangent.splitter)
+        _check_batch(dictionary, f"{name}'s dictionary atoms", tangent.input_size, tangent.splitter)
         tangent._adopt(explainer, dictionary, mean)
         return tangent
 
@@ -493,7 +488,7 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         return self
 
     def _fit_pooled(self, batches: Iterable[torch.Tensor], **fit_kwargs: Any) -> None:
-        """Fit a new Interpreto explainer of the method's class on the pooled rows, and adopt its dictionary."""
+        """Fit a new explainer of the method's class on the pooled rows under the seed, and adopt its dictionary."""
         batches = list(batches)
         if sum(batch.shape[0] for batch in batches) == 0:
             raise InvalidInputError("No activations to fit on: pass at least one (n, d) tensor with n > 0.")
@@ -502,7 +497,16 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         centred = self.center and kind is not concepts.NMFConcepts  # NMF needs non-negative inputs
         _check_pooled_rows(pooled, self.nb_concepts, centred=centred, sklearn=kind is concepts.PCAConcepts)
         mean = pooled.mean(0)
-        inner = _fitted_explainer(self, pooled - mean if centred else pooled, **fit_kwargs)
+        training_data = pooled - mean if centred else pooled
+        kwargs = {"force_relu": True} if kind is concepts.NMFConcepts else {}
+        if issubclass(kind, SkLearnWrapperExplainer):
+            kwargs["random_state"] = self.seed
+        kwargs |= self.method_kwargs
+        inner = kind(self.splitter, nb_concepts=self.nb_concepts, device=str(self.device), **kwargs)
+        devices = [training_data.device] if training_data.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):  # torch-based methods draw from the seed, not the global state
+            torch.manual_seed(self.seed)
+            inner.fit(training_data, **fit_kwargs)
         self._adopt(inner, inner.get_dictionary().detach(), mean if self.center else None)
 
     def partial_fit(self, activations: Any, **reader: Any) -> TangentExplainer:
@@ -618,21 +622,6 @@ class TangentExplainer(sharing.SharedTangent, ConceptAutoEncoderExplainer):
         return f"{type(self).__name__}({where}, method={self.method_name!r}, {state})"
 
 
-def _fitted_explainer(tangent: TangentExplainer, training_data: torch.Tensor, **fit_kwargs: Any) -> Any:
-    """A new explainer of the tangent's class fitted on `training_data` (n, d) under its seed; NMF with `force_relu`."""
-    explainer_class = tangent.concept_class
-    kwargs = {"force_relu": True} if explainer_class is concepts.NMFConcepts else {}
-    if issubclass(explainer_class, SkLearnWrapperExplainer):
-        kwargs["random_state"] = tangent.seed
-    kwargs |= tangent.method_kwargs
-    inner = explainer_class(tangent.splitter, nb_concepts=tangent.nb_concepts, device=str(tangent.device), **kwargs)
-    devices = [training_data.device] if training_data.device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):  # torch-based methods draw from the seed, not the global state
-        torch.manual_seed(tangent.seed)
-        inner.fit(training_data, **fit_kwargs)
-    return inner
-
-
 def _saved_class(cls: type[TangentExplainer], record: sharing.SavedTangent, folder: Path) -> tuple[type, Any]:
     """The class to build a saved tangent with (its method's, `cls` below it, or `TangentExplainer`), its `method=`."""
     if record.method in _NAMED_TANGENTS:
@@ -651,15 +640,6 @@ def _saved_class(cls: type[TangentExplainer], record: sharing.SavedTangent, fold
     raise InvalidInputError(
         f"{folder} holds a {record.method!r} tangent ({found.__name__}), not a {cls.__name__}: load it with ia.{found.__name__}.from_pretrained or ia.TangentExplainer.from_pretrained."
     )
-
-
-def _named_tangent_docstring(cls: type[TangentExplainer], method: str) -> str:
-    """A named tangent's docstring: its own summary, then `TangentExplainer`'s Args, Raises and Examples."""
-    shared = TangentExplainer.__doc__ or ""
-    shared = shared[shared.find("    Args:") :].replace("ia.PCATangent(", f"ia.{cls.__name__}(")
-    uses = "the streamed PCA" if cls.concept_class is None else f"Interpreto's `{cls.concept_class.__name__}`"
-    same = f'Same as `TangentExplainer(..., method="{method}")`: {uses}.'
-    return f"{(cls.__doc__ or '').strip()}\n\n    {same}\n\n{shared}"
 
 
 class PCATangent(TangentExplainer, method="pca"):

@@ -197,6 +197,7 @@ def save_tangent(
     repo_id: str | None = None,
 ) -> Path:
     """`TangentExplainer.save_pretrained` (its Args); `repo_id` is for the model card's loading line."""
+    _check_optional_str(model_id=model_id, model_revision=model_revision)
     subspace = tangent.subspace
     config = getattr(splitter_model(tangent.splitter), "config", None)
     concept, fit_record = tangent.concept_class, getattr(tangent, "fit_record", None)
@@ -317,7 +318,6 @@ class SharedTangent:
             PCATangent(split_point='gpt_neox.layers.3', nb_concepts=16, method='pca', rank=16)
         """
         folder = check_folder("save_directory", save_directory)
-        _check_optional_str(model_id=model_id, model_revision=model_revision)
         return save_tangent(self, folder, model_id=model_id, model_revision=model_revision)
 
     def push_to_hub(
@@ -360,9 +360,7 @@ class SharedTangent:
         for name, value in (("private", private), ("create_pr", create_pr), ("token", token)):
             if value is not None and not isinstance(value, (str, bool) if name == "token" else bool):
                 raise InvalidInputError(f"push_to_hub got {name}={value!r}: give a bool (token: or a str) or None.")
-        _check_optional_str(
-            branch=branch, commit_message=commit_message, model_id=model_id, model_revision=model_revision
-        )
+        _check_optional_str(branch=branch, commit_message=commit_message)
         with tempfile.TemporaryDirectory() as folder:
             save_tangent(self, folder, repo_id=repo_id, model_id=model_id, model_revision=model_revision)
             api = HfApi(token=token)

@@ -263,11 +263,7 @@ class Subspace:
 
     def metadata(self) -> dict[str, Any]:
         """JSON-ready metadata: name, method, split point, step, call, d, k and info."""
-        return {key: getattr(self, key) for key in _METADATA_KEYS} | {
-            "dim": self.dim,
-            "rank": self.rank,
-            "info": self.info,
-        }
+        return {key: getattr(self, key) for key in (*_METADATA_KEYS, "dim", "rank", "info")}
 
     def save(self, path: str | Path) -> Path:
         """Write the subspace atomically to a `.safetensors` file (tensors + JSON metadata); returns the path."""
