@@ -720,7 +720,7 @@ def _load_weights(
         model_class.from_pretrained, source, weights, advice, output_loading_info=True, **kwargs
     )
     problems = {kind: sorted(info.get(f"{kind}_keys") or []) for kind in ("missing", "unexpected", "mismatched")}
-    found = "; ".join(f"{kind}: {_some(keys)}" for kind, keys in problems.items() if keys)
+    found = "; ".join(f"{kind}: {hub_access.some(keys)}" for kind, keys in problems.items() if keys)
     if found and not (problems["missing"] or problems["mismatched"]):  # unused weights: nothing is random
         warnings.warn(f"{what} has weights the model does not use ({found}).", CheckpointWarning, stacklevel=4)
     elif found:
@@ -736,7 +736,7 @@ def _load_weights(
         if tensor.is_floating_point() and tensor.device.type != "meta" and not torch.isfinite(tensor).all()
     ]
     if bad:
-        message = f"{what} has non-finite weights (NaN or infinity) in {_some(bad)}: training diverged before it was saved, or the file is corrupt."
+        message = f"{what} has non-finite weights (NaN or infinity) in {hub_access.some(bad)}: training diverged before it was saved, or the file is corrupt."
         advice = "Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped."
         _refuse_or_warn(message, advice, strict)
     if "device_map" not in kwargs:
@@ -745,11 +745,6 @@ def _load_weights(
         except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
             raise InvalidInputError(f"Cannot move checkpoint {name} to device '{device}': {err}") from err
     return model
-
-
-def _some(names: list[str]) -> str:
-    """The first five names, and how many more."""
-    return ", ".join(map(str, names[:5])) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _model_class(automodel: Any, config: Any) -> Any:
