@@ -385,24 +385,6 @@ def _cap(given: float | None, seconds: float | None) -> float | None:
     return min((limit for limit in (given, seconds) if limit is not None), default=None)
 
 
-def _guard_factory() -> None:
-    """Wraps huggingface_hub's client (or, before 1.0, session) factory once, so that what it makes is guarded."""
-    import huggingface_hub
-
-    factories = ("_GLOBAL_CLIENT_FACTORY", "set_client_factory"), ("_GLOBAL_BACKEND_FACTORY", "configure_http_backend")
-    attribute, configure = factories[httpx is None]  # the second: huggingface_hub < 1.0
-    with _LOCK:
-        factory = getattr(_hub_http, attribute)
-        if getattr(factory, "guarded", False):
-            return
-
-        def guarded() -> Any:
-            return _guard(factory())
-
-        guarded.guarded = True
-        getattr(huggingface_hub, configure)(guarded)  # also drops the clients (sessions) made before
-
-
 class _Guard(_TRANSPORT):
     """An httpx transport (or, before huggingface_hub 1.0, a `requests` adapter: its retries of timeouts catch
     `requests` errors only) that applies the deadline to the requests it carries and refuses a stalled request."""
@@ -439,15 +421,29 @@ class _Guard(_TRANSPORT):
         self.inner.close()
 
 
-def _guard(client: Any) -> Any:
-    """The client (before huggingface_hub 1.0: the session), its transports (adapters) wrapped in `_Guard`."""
-    if httpx is None:
-        for prefix, adapter in list(client.adapters.items()):
-            client.mount(prefix, _Guard(adapter))
-        return client
-    client._transport = _Guard(client._transport)  # httpx keeps them in `_transport` and `_mounts`
-    client._mounts = {pattern: t and _Guard(t) for pattern, t in client._mounts.items()}
-    return client
+def _guard_factory() -> None:
+    """Wraps huggingface_hub's client (before 1.0: session) factory once, so that what it makes carries `_Guard`s."""
+    import huggingface_hub
+
+    factories = ("_GLOBAL_CLIENT_FACTORY", "set_client_factory"), ("_GLOBAL_BACKEND_FACTORY", "configure_http_backend")
+    attribute, configure = factories[httpx is None]  # the second: huggingface_hub < 1.0
+    with _LOCK:
+        factory = getattr(_hub_http, attribute)
+        if getattr(factory, "guarded", False):
+            return
+
+        def guarded() -> Any:
+            client = factory()
+            if httpx is None:  # a `requests` session
+                for prefix, adapter in list(client.adapters.items()):
+                    client.mount(prefix, _Guard(adapter))
+            else:  # httpx keeps its transports in `_transport` and `_mounts`
+                client._transport = _Guard(client._transport)
+                client._mounts = {pattern: t and _Guard(t) for pattern, t in client._mounts.items()}
+            return client
+
+        guarded.guarded = True
+        getattr(huggingface_hub, configure)(guarded)  # also drops the clients (sessions) made before
 
 
 if httpx is not None:

@@ -616,8 +616,6 @@ def _normalise_size(size: str, known: tuple[str, ...], family: str) -> str:
 def _steps(steps: int | Iterable[int], family: str) -> list[int]:
     values = [steps] if isinstance(steps, numbers.Integral) else steps
     values = list(values) if isinstance(values, Iterable) and not isinstance(values, (str, bytes)) else None
-    if values == []:
-        raise InvalidInputError(f"No step given to {family}().")
     if values is None or not all(map(_is_step, values)):
         raise InvalidInputError(f"{family} steps must be integers >= 0 (one, or a list), got {steps!r}.")
     return sorted({int(s) for s in values})
