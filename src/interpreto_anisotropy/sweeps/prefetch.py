@@ -185,8 +185,10 @@ class CheckpointPipeline:
             revision = self._attached.pop(index, None)
             if revision is not None:
                 revision.users -= 1
-                if not revision.users and revision.fetched is not None:
-                    revision.evicting = self._should_evict(revision, index)
+                if not revision.users and revision.fetched is not None and self.evicts and revision.ours:
+                    later = any((c.source, c.revision) == revision.key for c in self.uses[index + 1 :])
+                    crowded = self._held(idle=True) + (self.prefetch + 1) * (self._estimate or 0) > self.budget
+                    revision.evicting = crowded or not later
                 self._evict_ready()
                 self._room.notify_all()
         self._warn_notes()
@@ -219,13 +221,6 @@ class CheckpointPipeline:
         """Bytes of this sweep's revisions in the cache (`idle`: only those no use holds nor is evicting)."""
         mine = [r for r in self._revisions.values() if r.ours and r.fetched is not None]
         return sum(r.fetched.nbytes for r in mine if not (idle and (r.users or r.evicting)))
-
-    def _should_evict(self, revision: _Revision, index: int) -> bool:
-        if not (self.evicts and revision.ours):
-            return False
-        if not any((c.source, c.revision) == revision.key for c in self.uses[index + 1 :]):
-            return True
-        return self._held(idle=True) + (self.prefetch + 1) * (self._estimate or 0) > self.budget
 
     def _evict_ready(self) -> None:
         """Evict the revisions marked for it, unless a download from their repository is running (a commit that
