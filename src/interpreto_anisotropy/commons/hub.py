@@ -169,12 +169,6 @@ def fetch(
         return folder
 
     folder = hub_call(snapshot, repo_id, revision, timeout=seconds, label=label, cache_dir=cache_dir)
-    if not (Path(folder) / "config.json").is_file():
-        raise CheckpointError(
-            f"{_shown(repo_id, revision, label)} has no config.json in {folder}: it is not a saved transformers model"
-            + (", or its cached copy is incomplete" if offline else "")
-            + f". Check the repository's files, or fetch it again with `{download_command(repo_id, revision)}`."
-        )
     logger.info("%s %s into %s.", "Found" if offline else "Fetched", _shown(repo_id, revision, label), folder)
     return folder
 

@@ -775,10 +775,10 @@ _SIZES = {
 
 
 def check_config_file(folder: str | Path, *, label: str) -> None:
-    """Refuses a config.json whose sizes cannot describe a model, before transformers reads it."""
+    """Refuses a missing config.json, or one whose sizes cannot describe a model, before transformers reads it."""
     path = Path(folder) / "config.json"
-    advice = f"Fix or replace the config.json of checkpoint {label}."
-    values = load_json(path, error=CheckpointError, advice=advice, finite=False) if path.is_file() else None
+    advice = f"Checkpoint {label} needs a transformers config.json: fix or replace it, or fetch the checkpoint again."
+    values = load_json(path, error=CheckpointError, advice=advice, finite=False)
     if not isinstance(values, dict):
         return
     where = f"Checkpoint {label} ({folder})"
