@@ -7,10 +7,10 @@ before it starts, pushing and loading tangents, the cache a sweep fetches into, 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
-import math
 import os
 import re
 import threading
@@ -26,8 +26,9 @@ from huggingface_hub import errors as hub_errors
 from huggingface_hub.utils import _http as _hub_http
 from tqdm.auto import tqdm
 
-from ..errors import AnisotropyError, CheckpointError, EnvironmentWarning, InvalidInputError, ResultsStoreError
+from ..errors import AnisotropyError, CheckpointError, EnvironmentWarning, ResultsStoreError
 from .files import load_json, write_atomically
+from .options import POSITIVE_NUMBER
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,10 @@ WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_mo
 #: Seconds every Hub request may wait to connect, or for its next bytes (`hub_timeout`, `--hub-timeout`): a per-read
 #: deadline, and a request that waited it out is not sent again (`bounded`; docs/reliability.md).
 DEFAULT_HUB_TIMEOUT = 10.0
+#: The values `hub_timeout` takes.
+HUB_TIMEOUT = dataclasses.replace(
+    POSITIVE_NUMBER, expected="a positive number of seconds (the wait for the Hub to connect or send its next bytes)"
+)
 #: Seconds `hub_call` waits before each new try after a server error (5xx, 408, 429) or a dropped connection (not
 #: after a timeout: the request already waited the deadline).
 HUB_RETRY_WAITS: tuple[float, ...] = (1.0, 2.0, 4.0)
@@ -81,14 +86,7 @@ def cache_location(cache_dir: str | os.PathLike | None) -> str:
 
 def check_hub_timeout(value: Any) -> float:
     """A Hub deadline in seconds: a positive finite number; None means `DEFAULT_HUB_TIMEOUT`."""
-    if value is None:
-        return DEFAULT_HUB_TIMEOUT
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise InvalidInputError(
-            "hub_timeout must be a positive number of seconds (the wait for the Hub to connect or send its next "
-            f"bytes), got {value!r}; the default is {DEFAULT_HUB_TIMEOUT:g}."
-        )
-    return float(value)
+    return DEFAULT_HUB_TIMEOUT if value is None else float(HUB_TIMEOUT.check("hub_timeout", value))
 
 
 # --------------------------------------------------------------------------------------------------------------- calls
