@@ -107,7 +107,7 @@ def hub_call(
     seconds = check_hub_timeout(timeout)
     waits = () if is_offline() else HUB_RETRY_WAITS
     with bounded(seconds):
-        for attempt in range(len(waits) + 1):
+        for attempt in itertools.count():  # the tries end by a return or a raise
             try:
                 return action()
             except AnisotropyError:
@@ -136,7 +136,6 @@ def hub_call(
                 if kind in ("server", "network") and waits:
                     message += f" (tried {len(waits) + 1} times)"
                 raise error(message.replace("Cannot fetch", f"Cannot {verb}", 1)) from failure
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def fetch(

@@ -845,7 +845,7 @@ def _shapes(path: Path) -> dict[str, tuple[int, ...]]:
 
 
 def _check_layers(config: Any, shapes: dict[str, tuple[int, ...]], where: str, strict: bool) -> bool:
-    """No more layers in the config than the weights hold; False when there are more and `strict` is off."""
+    """No more layers in the config than the weights hold; False (a warning) when there are more and `strict` is off."""
     claimed = getattr(config, "num_hidden_layers", None)
     blocks: dict[str, set[int]] = {}
     for name in shapes:
@@ -858,16 +858,8 @@ def _check_layers(config: Any, shapes: dict[str, tuple[int, ...]], where: str, s
         return True
     spelled = (getattr(config, "attribute_map", None) or {}).get("num_hidden_layers")  # GPT-2's n_layer
     key = f"{spelled} (num_hidden_layers)" if spelled else "num_hidden_layers"
-    message = f"{where}: config.json gives {key} = {claimed}, but its weights hold {len(indices)} layer(s) ({container}.{min(indices)} to {container}.{max(indices)}): the config does not belong to these weights."
-    if strict:
-        raise CheckpointError(
-            f"{message} Fix config.json, or pass strict=False to build every layer it names anyway (the missing ones random)."
-        )
-    warnings.warn(
-        f"{message} Building all {claimed} layers, the missing ones random (strict=False).",
-        CheckpointWarning,
-        stacklevel=5,
-    )
+    message = f"{where}: config.json gives {key} = {claimed}, but its weights hold {len(indices)} layer(s) ({container}.{min(indices)} to {container}.{max(indices)}): the config does not belong to these weights (strict=False builds all {claimed}, the missing ones random)."
+    _refuse_or_warn(message, "Fix config.json, or pass strict=False to load it anyway.", strict)
     return False
 
 
