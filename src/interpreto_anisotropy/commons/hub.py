@@ -7,10 +7,10 @@ before it starts, pushing and loading tangents, the cache a sweep fetches into, 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
-import math
 import os
 import re
 import threading
@@ -26,8 +26,9 @@ from huggingface_hub import errors as hub_errors
 from huggingface_hub.utils import _http as _hub_http
 from tqdm.auto import tqdm
 
-from ..errors import AnisotropyError, CheckpointError, EnvironmentWarning, InvalidInputError, ResultsStoreError
+from ..errors import AnisotropyError, CheckpointError, EnvironmentWarning, ResultsStoreError
 from .files import load_json, write_atomically
+from .options import POSITIVE_NUMBER
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,10 @@ WEIGHT_PATTERNS: tuple[tuple[str, ...], ...] = (("*.safetensors",), ("pytorch_mo
 #: Seconds every Hub request may wait to connect, or for its next bytes (`hub_timeout`, `--hub-timeout`): a per-read
 #: deadline, and a request that waited it out is not sent again (`bounded`; docs/reliability.md).
 DEFAULT_HUB_TIMEOUT = 10.0
+#: The values `hub_timeout` takes.
+HUB_TIMEOUT = dataclasses.replace(
+    POSITIVE_NUMBER, expected="a positive number of seconds (the wait for the Hub to connect or send its next bytes)"
+)
 #: Seconds `hub_call` waits before each new try after a server error (5xx, 408, 429) or a dropped connection (not
 #: after a timeout: the request already waited the deadline).
 HUB_RETRY_WAITS: tuple[float, ...] = (1.0, 2.0, 4.0)
@@ -50,11 +55,13 @@ HUB_CLI = "hf"
 #: The HTTP library huggingface_hub sends its requests with: httpx2 (2.x), httpx (1.x), None (0.x: requests).
 httpx = getattr(_hub_http, "httpx2", None) or getattr(_hub_http, "httpx", None)
 if httpx is not None:
-    _TIMEOUTS, _FAILURES = httpx.TimeoutException, httpx.TransportError
+    _TIMEOUTS, _FAILURES, _TRANSPORT = httpx.TimeoutException, httpx.TransportError, httpx.BaseTransport
 else:
     import requests
+    from urllib3.exceptions import ReadTimeoutError
 
     _TIMEOUTS, _FAILURES = requests.exceptions.Timeout, requests.exceptions.ConnectionError
+    _TRANSPORT = requests.adapters.BaseAdapter
 
 _T = TypeVar("_T")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -79,14 +86,7 @@ def cache_location(cache_dir: str | os.PathLike | None) -> str:
 
 def check_hub_timeout(value: Any) -> float:
     """A Hub deadline in seconds: a positive finite number; None means `DEFAULT_HUB_TIMEOUT`."""
-    if value is None:
-        return DEFAULT_HUB_TIMEOUT
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise InvalidInputError(
-            "hub_timeout must be a positive number of seconds (the wait for the Hub to connect or send its next "
-            f"bytes), got {value!r}; the default is {DEFAULT_HUB_TIMEOUT:g}."
-        )
-    return float(value)
+    return DEFAULT_HUB_TIMEOUT if value is None else float(HUB_TIMEOUT.check("hub_timeout", value))
 
 
 # --------------------------------------------------------------------------------------------------------------- calls
@@ -107,7 +107,7 @@ def hub_call(
     seconds = check_hub_timeout(timeout)
     waits = () if is_offline() else HUB_RETRY_WAITS
     with bounded(seconds):
-        for attempt in range(len(waits) + 1):
+        for attempt in itertools.count():  # the tries end by a return or a raise
             try:
                 return action()
             except AnisotropyError:
@@ -136,7 +136,6 @@ def hub_call(
                 if kind in ("server", "network") and waits:
                     message += f" (tried {len(waits) + 1} times)"
                 raise error(message.replace("Cannot fetch", f"Cannot {verb}", 1)) from failure
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def fetch(
@@ -167,12 +166,6 @@ def fetch(
         return folder
 
     folder = hub_call(snapshot, repo_id, revision, timeout=seconds, label=label, cache_dir=cache_dir)
-    if not (Path(folder) / "config.json").is_file():
-        raise CheckpointError(
-            f"{_shown(repo_id, revision, label)} has no config.json in {folder}: it is not a saved transformers model"
-            + (", or its cached copy is incomplete" if offline else "")
-            + f". Check the repository's files, or fetch it again with `{download_command(repo_id, revision)}`."
-        )
     logger.info("%s %s into %s.", "Found" if offline else "Fetched", _shown(repo_id, revision, label), folder)
     return folder
 
@@ -183,24 +176,23 @@ def check_revisions(
     """Checks, before any is loaded, that every Hub revision of some checkpoints exists (offline: is cached)."""
     seconds = check_hub_timeout(timeout)
     wanted = list(checkpoints)
-    repos = {repo_id: [each for each in wanted if each[0] == repo_id] for repo_id, _, _ in wanted}  # by repository
     if is_offline():
-        missing = [item for each in repos.values() for item in each if not _cached(*item[:2], cache_dir)]
+        missing = [item for item in wanted if not _cached(*item[:2], cache_dir)]
         if missing:
+            commands = some([f"`{download_command(repo_id, revision)}`" for repo_id, revision, _ in missing], 3)
             raise CheckpointError(
                 f"{len(missing)} checkpoint(s) are not in the local Hugging Face cache ({cache_location(cache_dir)}) "
                 f"and the Hub is offline (HF_HUB_OFFLINE=1): {_listed(missing)}. Fetch them on a machine with network "
-                f"({_commands(missing)}) and copy the cache here, set HF_HOME / HF_HUB_CACHE to a cache that holds "
+                f"({commands}) and copy the cache here, set HF_HOME / HF_HUB_CACHE to a cache that holds "
                 "them, or unset HF_HUB_OFFLINE."
             )
         return
-    missing = []
-    for repo_id, each in repos.items():
-        names = _refs(repo_id, seconds)
-        if names is not None:
-            missing += [
-                (r, at, label) for r, at, label in each if at is not None and not _COMMIT.match(at) and at not in names
-            ]
+    refs = {repo_id: _refs(repo_id, seconds) for repo_id in dict.fromkeys(repo_id for repo_id, _, _ in wanted)}
+    missing = [
+        (repo_id, at, label)
+        for repo_id, at, label in wanted
+        if at is not None and refs[repo_id] is not None and not _COMMIT.match(at) and at not in refs[repo_id]
+    ]
     if missing:
         listings = ", ".join(
             f"huggingface_hub.list_repo_refs({repo!r})" for repo in sorted({r for r, _, _ in missing})
@@ -319,9 +311,10 @@ def _listed(missing: list[tuple[str, str | None, str]]) -> str:
     return ", ".join(f"{label} ({repo_id} @ {revision or 'main'})" for repo_id, revision, label in missing)
 
 
-def _commands(missing: list[tuple[str, str | None, str]]) -> str:
-    commands = [f"`{download_command(repo_id, revision)}`" for repo_id, revision, _ in missing]
-    return ", ".join(commands[:3]) + (f" and {len(commands) - 3} more" if len(commands) > 3 else "")
+def some(names: Iterable[Any], shown: int = 5) -> str:
+    """The first `shown` names, and how many more."""
+    names = list(names)
+    return ", ".join(map(str, names[:shown])) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 # -------------------------------------------------------------------------------------------------------- the deadline
@@ -336,7 +329,6 @@ _LOCK = threading.Lock()
 _BLOCKS: dict[int, float] = {}  # the `bounded` blocks running, in any thread: id -> deadline in seconds
 _STALLED: dict[tuple[str, str], frozenset[int]] = {}  # (method, url) that waited out the deadline -> blocks then
 _IDS = itertools.count()
-_REQUESTS_FACTORY = ("_GLOBAL_BACKEND_FACTORY", "configure_http_backend")  # huggingface_hub < 1.0
 
 
 @contextlib.contextmanager
@@ -384,43 +376,68 @@ def _cap(given: float | None, seconds: float | None) -> float | None:
     return min((limit for limit in (given, seconds) if limit is not None), default=None)
 
 
+class _Guard(_TRANSPORT):
+    """An httpx transport (or, before huggingface_hub 1.0, a `requests` adapter: its retries of timeouts catch
+    `requests` errors only) that applies the deadline to the requests it carries and refuses a stalled request."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def handle_request(self, request: Any) -> Any:  # httpx
+        key, seconds = _start(request.method, request.url)
+        given = request.extensions.get("timeout") or {}
+        timeout = {kind: _cap(given.get(kind), seconds) for kind in ("connect", "read", "write", "pool")}
+        request.extensions = {**request.extensions, "timeout": timeout}
+        with _watching(key, _TIMEOUTS):
+            response = self.inner.handle_request(request)
+        response.stream = _GuardedBody(response.stream, key)
+        return response
+
+    def send(self, request: Any, timeout: Any = None, **kwargs: Any) -> Any:  # requests
+        key, seconds = _start(request.method, request.url)
+        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        with _watching(key, _TIMEOUTS):
+            response = self.inner.send(request, timeout=(_cap(connect, seconds), _cap(read, seconds)), **kwargs)
+        stream = response.raw.stream
+
+        def guarded_stream(*args: Any, **options: Any) -> Iterator[bytes]:
+            with _watching(key, ReadTimeoutError):
+                yield from stream(*args, **options)
+
+        response.raw.stream = guarded_stream  # what `Response.iter_content` reads the body with
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def _guard_factory() -> None:
-    """Wraps huggingface_hub's client (or, before 1.0, session) factory once, so that what it makes is guarded."""
+    """Wraps huggingface_hub's client (before 1.0: session) factory once, so that what it makes carries `_Guard`s."""
     import huggingface_hub
 
-    attribute, configure = ("_GLOBAL_CLIENT_FACTORY", "set_client_factory") if httpx else _REQUESTS_FACTORY
+    factories = ("_GLOBAL_CLIENT_FACTORY", "set_client_factory"), ("_GLOBAL_BACKEND_FACTORY", "configure_http_backend")
+    attribute, configure = factories[httpx is None]  # the second: huggingface_hub < 1.0
     with _LOCK:
         factory = getattr(_hub_http, attribute)
         if getattr(factory, "guarded", False):
             return
 
         def guarded() -> Any:
-            return _guard(factory())
+            client = factory()
+            if httpx is None:  # a `requests` session
+                for prefix, adapter in list(client.adapters.items()):
+                    client.mount(prefix, _Guard(adapter))
+            else:  # httpx keeps its transports in `_transport` and `_mounts`
+                client._transport = _Guard(client._transport)
+                client._mounts = {pattern: t and _Guard(t) for pattern, t in client._mounts.items()}
+            return client
 
         guarded.guarded = True
         getattr(huggingface_hub, configure)(guarded)  # also drops the clients (sessions) made before
 
 
 if httpx is not None:
-
-    class _Guard(httpx.BaseTransport):
-        """An httpx transport that applies the deadline to the requests it carries and refuses a stalled request."""
-
-        def __init__(self, inner: httpx.BaseTransport) -> None:
-            self.inner = inner
-
-        def handle_request(self, request: httpx.Request) -> httpx.Response:
-            key, seconds = _start(request.method, request.url)
-            given = request.extensions.get("timeout") or {}
-            timeout = {kind: _cap(given.get(kind), seconds) for kind in ("connect", "read", "write", "pool")}
-            request.extensions = {**request.extensions, "timeout": timeout}
-            with _watching(key, httpx.TimeoutException):
-                response = self.inner.handle_request(request)
-            response.stream = _GuardedBody(response.stream, key)
-            return response
-
-        def close(self) -> None:
-            self.inner.close()
 
     class _GuardedBody(httpx.SyncByteStream):
         """A response body whose reads record a stall of its request."""
@@ -429,52 +446,11 @@ if httpx is not None:
             self.inner, self.key = inner, key
 
         def __iter__(self) -> Iterator[bytes]:
-            with _watching(self.key, httpx.TimeoutException):
+            with _watching(self.key, _TIMEOUTS):
                 yield from self.inner
 
         def close(self) -> None:
             self.inner.close()
-
-    def _guard(client: Any) -> Any:
-        """The client, its transports wrapped in `_Guard` (httpx keeps them in `_transport` and `_mounts`)."""
-        client._transport = _Guard(client._transport)
-        client._mounts = {pattern: t and _Guard(t) for pattern, t in client._mounts.items()}
-        return client
-
-else:  # huggingface_hub < 1.0 sends its requests with `requests`, one session per thread
-    import requests
-    from urllib3.exceptions import ReadTimeoutError
-
-    class _Guard(requests.adapters.BaseAdapter):
-        """A `requests` adapter that applies the deadline to the requests it sends and refuses a stalled request;
-        huggingface_hub's retries of timeouts (`http_backoff`, a download's resume) catch `requests` errors only."""
-
-        def __init__(self, inner: requests.adapters.BaseAdapter) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def send(self, request: requests.PreparedRequest, timeout: Any = None, **kwargs: Any) -> requests.Response:
-            key, seconds = _start(request.method, request.url)
-            connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-            with _watching(key, requests.exceptions.Timeout):
-                response = self.inner.send(request, timeout=(_cap(connect, seconds), _cap(read, seconds)), **kwargs)
-            stream = response.raw.stream
-
-            def guarded_stream(*args: Any, **options: Any) -> Iterator[bytes]:
-                with _watching(key, ReadTimeoutError):
-                    yield from stream(*args, **options)
-
-            response.raw.stream = guarded_stream  # what `Response.iter_content` reads the body with
-            return response
-
-        def close(self) -> None:
-            self.inner.close()
-
-    def _guard(session: requests.Session) -> requests.Session:
-        """The session, its adapters wrapped in `_Guard`."""
-        for prefix, adapter in list(session.adapters.items()):
-            session.mount(prefix, _Guard(adapter))
-        return session
 
 
 # ----------------------------------------------------------------------------------------------------------- the cache

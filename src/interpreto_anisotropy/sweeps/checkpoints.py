@@ -31,6 +31,7 @@ from typing import Any
 
 from ..commons import hub as hub_access
 from ..commons.files import load_json
+from ..commons.options import check_device
 from ..errors import CheckpointError, CheckpointWarning, InvalidInputError
 from ..probing.objectives import objective_from_config
 from ..reading.batching import ensure_pad_token
@@ -515,12 +516,8 @@ def _device_and_dtype(device: Any, dtype: Any) -> tuple[Any, Any]:
     """`device` as a `torch.device` (None: "cuda" when available, else "cpu") and `dtype` (None: float32)."""
     import torch
 
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise InvalidInputError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}.") from err
+    default = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(check_device("device", default if device is None else device))
     named = isinstance(dtype, str) and dtype != "auto"
     value = torch.float32 if dtype is None else getattr(torch, dtype.removeprefix("torch."), None) if named else dtype
     if not (isinstance(value, torch.dtype) or value == "auto"):
@@ -619,8 +616,6 @@ def _normalise_size(size: str, known: tuple[str, ...], family: str) -> str:
 def _steps(steps: int | Iterable[int], family: str) -> list[int]:
     values = [steps] if isinstance(steps, numbers.Integral) else steps
     values = list(values) if isinstance(values, Iterable) and not isinstance(values, (str, bytes)) else None
-    if values == []:
-        raise InvalidInputError(f"No step given to {family}().")
     if values is None or not all(map(_is_step, values)):
         raise InvalidInputError(f"{family} steps must be integers >= 0 (one, or a list), got {steps!r}.")
     return sorted({int(s) for s in values})
@@ -723,7 +718,7 @@ def _load_weights(
         model_class.from_pretrained, source, weights, advice, output_loading_info=True, **kwargs
     )
     problems = {kind: sorted(info.get(f"{kind}_keys") or []) for kind in ("missing", "unexpected", "mismatched")}
-    found = "; ".join(f"{kind}: {_some(keys)}" for kind, keys in problems.items() if keys)
+    found = "; ".join(f"{kind}: {hub_access.some(keys)}" for kind, keys in problems.items() if keys)
     if found and not (problems["missing"] or problems["mismatched"]):  # unused weights: nothing is random
         warnings.warn(f"{what} has weights the model does not use ({found}).", CheckpointWarning, stacklevel=4)
     elif found:
@@ -739,7 +734,7 @@ def _load_weights(
         if tensor.is_floating_point() and tensor.device.type != "meta" and not torch.isfinite(tensor).all()
     ]
     if bad:
-        message = f"{what} has non-finite weights (NaN or infinity) in {_some(bad)}: training diverged before it was saved, or the file is corrupt."
+        message = f"{what} has non-finite weights (NaN or infinity) in {hub_access.some(bad)}: training diverged before it was saved, or the file is corrupt."
         advice = "Leave it out, pass strict=False to load it anyway, or give a sweep skip_bad_checkpoints=True to record it as skipped."
         _refuse_or_warn(message, advice, strict)
     if "device_map" not in kwargs:
@@ -748,11 +743,6 @@ def _load_weights(
         except (RuntimeError, AssertionError) as err:  # e.g. "Torch not compiled with CUDA enabled"
             raise InvalidInputError(f"Cannot move checkpoint {name} to device '{device}': {err}") from err
     return model
-
-
-def _some(names: list[str]) -> str:
-    """The first five names, and how many more."""
-    return ", ".join(map(str, names[:5])) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _model_class(automodel: Any, config: Any) -> Any:
@@ -774,14 +764,6 @@ def _model_class(automodel: Any, config: Any) -> Any:
 #: A numbered block in a weight name (`gpt_neox.layers.3.`, `model.layers.3.`, `transformer.h.3.`,
 #: `bert.encoder.layer.3.`): the container's path and the block's index.
 _BLOCK = re.compile(r"^(?P<container>(?:.*\.)?(?:layers|layer|h|blocks|block))\.(?P<index>\d+)\.")
-#: Input embedding weights, whose second dimension is the hidden size.
-_EMBEDDINGS = (
-    "embed_in.weight",
-    "embed_tokens.weight",
-    "wte.weight",
-    "word_embeddings.weight",
-    "tok_embeddings.weight",
-)
 #: config.json's spellings of the sizes checked (GPT-2's, T5's and others' next to the usual one).
 _SIZES = {
     "layers": ("num_hidden_layers", "n_layer", "num_layers"),
@@ -793,10 +775,10 @@ _SIZES = {
 
 
 def check_config_file(folder: str | Path, *, label: str) -> None:
-    """Refuses a config.json whose sizes cannot describe a model, before transformers reads it."""
+    """Refuses a missing config.json, or one whose sizes cannot describe a model, before transformers reads it."""
     path = Path(folder) / "config.json"
-    advice = f"Fix or replace the config.json of checkpoint {label}."
-    values = load_json(path, error=CheckpointError, advice=advice, finite=False) if path.is_file() else None
+    advice = f"Checkpoint {label} needs a transformers config.json: fix or replace it, or fetch the checkpoint again."
+    values = load_json(path, error=CheckpointError, advice=advice, finite=False)
     if not isinstance(values, dict):
         return
     where = f"Checkpoint {label} ({folder})"
@@ -823,20 +805,8 @@ def check_config_file(folder: str | Path, *, label: str) -> None:
 
 def check_config(folder: str | Path, config: Any, model_class: Any, *, label: str, strict: bool = True) -> None:
     """Refuses a config that contradicts its checkpoint's weights, before the model is built."""
-    where = f"Checkpoint {label} ({folder})"
-    shapes = weight_shapes(folder)
-    if not shapes:
-        return
-    # the input embedding's width is the config's hidden size (or its `embedding_size`, for factorised ones)
-    width = getattr(config, "embedding_size", None) or getattr(config, "hidden_size", None)
-    embeddings = [(name, shape) for name, shape in shapes.items() if name.endswith(_EMBEDDINGS) and len(shape) == 2]
-    if width is not None and len(embeddings) == 1 and embeddings[0][1][1] != width:
-        (name, shape), factorised = embeddings[0], getattr(config, "embedding_size", None)
-        key = "embedding_size" if factorised else _key(config, "hidden_size")
-        raise CheckpointError(
-            f"{where}: config.json gives {key} = {width}, but the weights' embedding {name} has shape {list(shape)} (width {shape[1]}): the config does not belong to these weights. Fix config.json."
-        )
-    if _check_layers(config, shapes, where, strict):  # else (strict=False) the build is as long as the config says
+    where, shapes = f"Checkpoint {label} ({folder})", weight_shapes(folder)
+    if shapes and _check_layers(config, shapes, where, strict):  # else (strict=False) the build is as the config says
         _check_meta_build(config, model_class, shapes, where)
 
 
@@ -874,14 +844,8 @@ def _shapes(path: Path) -> dict[str, tuple[int, ...]]:
     return {name: tuple(value.shape) for name, value in state.items() if isinstance(value, torch.Tensor)}
 
 
-def _key(config: Any, attribute: str) -> str:
-    """How config.json spells an attribute (GPT-2's `n_layer` for `num_hidden_layers`)."""
-    spelled = {value: key for key, value in (getattr(config, "attribute_map", None) or {}).items()}.get(attribute)
-    return f"{spelled} ({attribute})" if spelled else attribute
-
-
 def _check_layers(config: Any, shapes: dict[str, tuple[int, ...]], where: str, strict: bool) -> bool:
-    """No more layers in the config than the weights hold; False when there are more and `strict` is off."""
+    """No more layers in the config than the weights hold; False (a warning) when there are more and `strict` is off."""
     claimed = getattr(config, "num_hidden_layers", None)
     blocks: dict[str, set[int]] = {}
     for name in shapes:
@@ -892,16 +856,10 @@ def _check_layers(config: Any, shapes: dict[str, tuple[int, ...]], where: str, s
     container, indices = next(iter(blocks.items()))
     if claimed <= len(indices):
         return True
-    message = f"{where}: config.json gives {_key(config, 'num_hidden_layers')} = {claimed}, but its weights hold {len(indices)} layer(s) ({container}.{min(indices)} to {container}.{max(indices)}): the config does not belong to these weights."
-    if strict:
-        raise CheckpointError(
-            f"{message} Fix config.json, or pass strict=False to build every layer it names anyway (the missing ones random)."
-        )
-    warnings.warn(
-        f"{message} Building all {claimed} layers, the missing ones random (strict=False).",
-        CheckpointWarning,
-        stacklevel=5,
-    )
+    spelled = (getattr(config, "attribute_map", None) or {}).get("num_hidden_layers")  # GPT-2's n_layer
+    key = f"{spelled} (num_hidden_layers)" if spelled else "num_hidden_layers"
+    message = f"{where}: config.json gives {key} = {claimed}, but its weights hold {len(indices)} layer(s) ({container}.{min(indices)} to {container}.{max(indices)}): the config does not belong to these weights (strict=False builds all {claimed}, the missing ones random)."
+    _refuse_or_warn(message, "Fix config.json, or pass strict=False to load it anyway.", strict)
     return False
 
 

@@ -126,7 +126,7 @@ class CheckpointPipeline:
         self._estimate: int | None = None  # bytes of a revision: the largest fetched so far
         self._notes: list[str] = []  # warnings from the download threads, given on the sweep's thread
         self._closed = False
-        self.fetched_bytes = self.evicted_bytes = self.downloads = 0
+        self.fetched_bytes = self.downloads = 0
         on_hub = {c for c in self.uses if not c.is_local}
         self._bar = progress_bar(progress=progress and bool(on_hub), total=len(on_hub), desc="Downloads", unit="ckpt")
 
@@ -185,17 +185,13 @@ class CheckpointPipeline:
             revision = self._attached.pop(index, None)
             if revision is not None:
                 revision.users -= 1
-                if not revision.users and revision.fetched is not None:
-                    revision.evicting = self._should_evict(revision, index)
+                if not revision.users and revision.fetched is not None and self.evicts and revision.ours:
+                    later = any((c.source, c.revision) == revision.key for c in self.uses[index + 1 :])
+                    crowded = self._held(idle=True) + (self.prefetch + 1) * (self._estimate or 0) > self.budget
+                    revision.evicting = crowded or not later
                 self._evict_ready()
                 self._room.notify_all()
         self._warn_notes()
-
-    @property
-    def held_bytes(self) -> int:
-        """Bytes of the revisions this sweep fetched and still holds in the cache."""
-        with self._room:
-            return self._held()
 
     # ------------------------------------------------------------------ under the lock
     def _submit_through(self, last: int) -> None:
@@ -226,13 +222,6 @@ class CheckpointPipeline:
         mine = [r for r in self._revisions.values() if r.ours and r.fetched is not None]
         return sum(r.fetched.nbytes for r in mine if not (idle and (r.users or r.evicting)))
 
-    def _should_evict(self, revision: _Revision, index: int) -> bool:
-        if not (self.evicts and revision.ours):
-            return False
-        if not any((c.source, c.revision) == revision.key for c in self.uses[index + 1 :]):
-            return True
-        return self._held(idle=True) + (self.prefetch + 1) * (self._estimate or 0) > self.budget
-
     def _evict_ready(self) -> None:
         """Evict the revisions marked for it, unless a download from their repository is running (a commit that
         another revision name still holds, such as `main` and its step, is only forgotten)."""
@@ -251,7 +240,6 @@ class CheckpointPipeline:
                 f"Could not evict {names} from {self.cache}: {error}. Delete them with `{hub.HUB_CLI} cache delete`."
             )
         else:
-            self.evicted_bytes += evicted
             logger.info("Evicted %s from %s (%.2f GB).", names, self.cache, evicted / _GB)
         self._show()
 
