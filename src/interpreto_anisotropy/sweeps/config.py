@@ -448,20 +448,17 @@ def _is_a(module: str, name: str) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, getattr(importlib.import_module(module, __package__), name))
 
 
-def _autocast_dtype(value: Any) -> bool:
-    if type(value).__module__ != "torch":
-        return False
-    import torch
-
-    return value in (torch.bfloat16, torch.float16)
-
-
-# What a forward reference in a field's type names: (as an error says it, the check of a value).
+# What a forward reference in a field's type names: (as an error says it, the check of a value); a dtype is named
+# by its text, without importing torch.
 _OBJECTS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "MaskedLM": ("an ia.objectives.MaskedLM", _is_a("..probing.masking", "MaskedLM")),
     "Subspace": ("a Subspace", _is_a("..tangents.subspace", "Subspace")),
-    "torch.dtype": ("a torch dtype (bfloat16, float16)", _autocast_dtype),
+    "torch.dtype": (
+        "a torch dtype (bfloat16, float16)",
+        lambda value: type(value).__module__ == "torch" and str(value) in _AUTOCAST_DTYPES,
+    ),
 }
+_AUTOCAST_DTYPES = ("torch.bfloat16", "torch.float16")
 
 
 def _check_given_reference(reference: Any, split_points: tuple[int | str, ...]) -> None:
@@ -735,18 +732,15 @@ _RECORDED_OFF_DEFAULT += ("level", "total_steps", "early_without_init", "early_c
 _RECORDED_OFF_DEFAULT += ("tokenizer_source",)
 _FIELDS = {spec.name: spec for spec in dataclasses.fields(SweepConfig)}
 
-
-def _attributes_section() -> str:
-    """The class docstring's ``Attributes:``, one entry per field, from the fields' help."""
-    entries = [
-        f"        {spec.name}: {spec.metadata['doc']}"
-        + (f" Unit: {spec.metadata['unit']}." if spec.metadata["unit"] else "")
-        for spec in dataclasses.fields(SweepConfig)
-    ]
-    return "\n    Attributes:\n" + "\n".join(entries) + "\n"
-
-
-SweepConfig.__doc__ = SweepConfig.__doc__.replace("\n    Raises:", _attributes_section() + "\n    Raises:", 1)
+# The class docstring's ``Attributes:``, one entry per field, from the fields' help.
+_ATTRIBUTES = [
+    f"        {spec.name}: {spec.metadata['doc']}"
+    + (f" Unit: {spec.metadata['unit']}." if spec.metadata["unit"] else "")
+    for spec in _FIELDS.values()
+]
+SweepConfig.__doc__ = SweepConfig.__doc__.replace(
+    "\n    Raises:", "\n    Attributes:\n" + "\n".join(_ATTRIBUTES) + "\n\n    Raises:", 1
+)
 
 if __name__ == "__main__":  # pragma: no cover
     print(options_markdown(), end="")

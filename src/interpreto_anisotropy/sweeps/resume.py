@@ -45,15 +45,11 @@ def resolved_n_random(plan: SweepPlan, checkpoints: int, split_points: int, kind
     return plan.options.n_random
 
 
-@dataclass
 class ResultsDirCheck:
     """Lock and check a sweep's results directory on rank 0, then share what it holds with every rank."""
 
-    plan: SweepPlan
-    store: SweepStore
-    fingerprints: TakenFingerprints
-    drift: PreviousDrift
-    announce: Callable[[str], None]
+    def __init__(self, sweep: CheckpointSweep):
+        self.sweep, self.plan, self.store, self.drift = sweep, sweep.plan, sweep.store, sweep._drift
 
     @contextmanager
     def held(self) -> Iterator[int]:
@@ -66,8 +62,9 @@ class ResultsDirCheck:
                     n_random = self._check()
                 except AnisotropyError as error:
                     failure = error
-            shared = distributed.broadcast_object((failure, self.drift.checkpoints, n_random))
-            failure, self.drift.checkpoints, n_random = shared
+            failure, self.drift.checkpoints, n_random = distributed.broadcast_object(
+                (failure, self.drift.checkpoints, n_random)
+            )
             distributed.barrier()
             if failure is not None:
                 raise failure
@@ -83,7 +80,7 @@ class ResultsDirCheck:
         n_random = resolved_n_random(self.plan, *shape, warn=True)
         rows = self.store.rows() if self.plan.options.n_random is None else []  # drawn by the default R' of its time
         if steps := {row["step"] for row in rows if not is_skipped(row) and row.get("n_random", n_random) < n_random}:
-            self.announce(
+            self.sweep._announce(
                 f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {n_random} random subspaces "
                 f"that the correction needs over the {self.plan.options.family} family of {len(self.drift.checkpoints)} "
                 "checkpoints"
@@ -125,12 +122,12 @@ class ResultsDirCheck:
         """Refuse, or drop with `recompute_changed`, rows and references computed on content that has changed."""
         rows = [row for row in self.store.rows() if not is_skipped(row)]  # skipped rows are retried anyway
         written = {row["step"] for row in rows}
-        current = self.fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
+        current = self.sweep._fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
         steps = changed_steps(((row["step"], row.get("fingerprint")) for row in rows), current)
         paths = [self.store.reference_path(layer) for layer in self.plan.layers]
         infos = [saved_reference(path, self.plan).info for path in paths if path.exists()]
         pooled = [(int(step), then) for info in infos for step, then in (info.get("early_fingerprints") or {}).items()]
-        early = changed_steps(pooled, self.fingerprints.by_step(self.plan.early) if pooled else {})
+        early = changed_steps(pooled, self.sweep._fingerprints.by_step(self.plan.early) if pooled else {})
         if not steps and not early:
             return
         if not self.plan.options.recompute_changed:
