@@ -318,10 +318,6 @@ class ReferenceTangents:
         """Whether this rank reads the early checkpoints for references (all if the method streams, else rank 0)."""
         return self.plan.streams or distributed.is_main_process()
 
-    def early_to_load(self) -> list[Checkpoint]:
-        """The early checkpoints this rank loads to fit the missing references, in order (none if none is missing)."""
-        return self.plan.early if self.missing() and self.fits_here() else []
-
     def by_layer(self) -> dict[int | str, Subspace]:
         """Each split point's reference tangent: given, saved in results_dir, or fitted on the early checkpoints."""
         if self.plan.given_reference:
@@ -370,16 +366,15 @@ class ReferenceTangents:
                     pool.end_checkpoint()
                     if own is not None:  # its rows, in the main loop, take this read
                         sweep._kept_reads[(checkpoint.step, layer)] = own.kept()
-                    if index == len(early) - 1:
-                        references[layer] = self._named(pool.fit(), early)
+                    if (
+                        index == len(early) - 1
+                    ):  # named "early", its info: which early checkpoints (and content) it pools
+                        subspace = pool.fit()
+                        pooled = {str(c.step): sweep._fingerprints.of(c) for c in early}
+                        info = {**subspace.info, "early_steps": [c.step for c in early], "early_fingerprints": pooled}
+                        references[layer] = subspace.replace(name="early", call=self.plan.options.call, info=info)
             sweep._pipeline.done(checkpoint)
         return references
-
-    def _named(self, subspace: Subspace, early: list[Checkpoint]) -> Subspace:
-        """A fitted reference named "early", its info saying which early checkpoints (and content) it pools."""
-        fingerprints = {str(c.step): self.sweep._fingerprints.of(c) for c in early}
-        info = {"early_steps": [c.step for c in early], "early_fingerprints": fingerprints}
-        return subspace.replace(name="early", call=self.plan.options.call, info={**subspace.info, **info})
 
 
 class EarlyPool:
@@ -418,8 +413,13 @@ class EarlyPool:
 
     def end_checkpoint(self) -> None:
         """Close the current checkpoint: pool its rows, centred on their own mean when asked."""
-        if self.tangent is None and self.streamed:
-            self._pool_moments()
+        if self.tangent is None and self.streamed:  # every rank takes part, even with no rows
+            moments = distributed.all_reduce_moments(self.checkpoint_moments or MomentAccumulator(self.dim))
+            if moments.count > 0:
+                scatter, row_sum = moments.covariance() * moments.count, moments.mean * moments.count
+                self.within = scatter if self.within is None else self.within + scatter.to(self.within)
+                self.sums = row_sum if self.sums is None else self.sums + row_sum.to(self.sums)
+                self.count += moments.count
         elif self.tangent is None and self.checkpoint_rows:
             rows = torch.cat(self.checkpoint_rows)
             if self.centering is EarlyCentering.PER_CHECKPOINT:
@@ -427,16 +427,6 @@ class EarlyPool:
                 self.count += rows.shape[0]
                 rows = rows - rows.mean(0)
             self.rows.append(rows)
-
-    def _pool_moments(self) -> None:
-        # every rank takes part, even with no rows
-        moments = distributed.all_reduce_moments(self.checkpoint_moments or MomentAccumulator(self.dim))
-        if moments.count == 0:
-            return
-        scatter, row_sum = moments.covariance() * moments.count, moments.mean * moments.count
-        self.within = scatter if self.within is None else self.within + scatter.to(self.within)
-        self.sums = row_sum if self.sums is None else self.sums + row_sum.to(self.sums)
-        self.count += moments.count
 
     def fit(self) -> Subspace:
         """The reference tangent fitted on every early checkpoint's rows."""

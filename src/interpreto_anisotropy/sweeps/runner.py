@@ -142,8 +142,9 @@ class CheckpointSweep:
             checkpoint_tools.check_revisions(todo, hub_timeout=self.plan.options.hub_timeout)
             by_checkpoint = self.plan.options.parallel == "checkpoints" and distributed.is_distributed()
             group = distributed.world_size() if by_checkpoint else 1
+            missing = self._references.missing()
             if distributed.is_main_process():  # the only rank that speaks reads the rows
-                early = len(self.plan.early) if self._references.missing() else 0
+                early = len(self.plan.early) if missing else 0
                 self._announce(opening_line(len(todo), self.store.rows(), per_round=group, early=early))
             rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
             rank = distributed.rank() if by_checkpoint else 0
@@ -152,7 +153,8 @@ class CheckpointSweep:
             self._kept_steps = set() if distributed.is_distributed() else {checkpoint.step for checkpoint in todo}
             self._kept_reads: dict[tuple[int, int | str], FitRead | AnisotropyError] = {}
             self._token_cache = TokenCache()  # the texts' token ids, while the checkpoints share their tokenizer
-            uses = [*self._references.early_to_load(), *(c for c in mine if c is not None)]
+            early_reads = self.plan.early if missing and self._references.fits_here() else []  # to fit the missing
+            uses = [*early_reads, *(c for c in mine if c is not None)]
             self._pipeline = _pipeline(uses, self.plan, self.store, progress=self._shows())
             said = SaidOnce()
             try:
@@ -413,7 +415,6 @@ class CheckpointTimer:
 
     def __init__(self, total: int, *, per_round: int = 1, clock: Callable[[], float] | None = None):
         self.total, self.per_round, self.clock, self.done = total, per_round, clock or _now, 0
-        self.rounds: list[float] = []
         self._started = 0.0
 
     def start_round(self) -> None:
@@ -422,10 +423,10 @@ class CheckpointTimer:
 
     def end_round(self, checkpoints: int) -> str | None:
         """Mark the end of a round of `checkpoints`; the estimate of what is left after the first round, else None."""
-        self.rounds.append(self.clock() - self._started)
+        seconds, first = self.clock() - self._started, self.done == 0
         self.done += checkpoints
-        if len(self.rounds) == 1 and (remaining := self.total - self.done) > 0:
-            return estimate_line(self.rounds[0], remaining, per_round=self.per_round)
+        if first and (remaining := self.total - self.done) > 0:
+            return estimate_line(seconds, remaining, per_round=self.per_round)
         return None
 
 
