@@ -149,17 +149,14 @@ def _not_written(paths: list[Path]) -> str:
     return f"{', '.join(map(str, paths))}: not the bytes the sweep wrote (a sha256 other than provenance.jsonl's)"
 
 
-class TakenFingerprints:
+class TakenFingerprints(dict[Checkpoint, str]):
     """Each checkpoint's fingerprint, taken once per run (a Hub checkpoint's again once it is downloaded)."""
-
-    def __init__(self) -> None:
-        self._taken: dict[Checkpoint, str] = {}
 
     def of(self, checkpoint: Checkpoint) -> str | None:
         """The checkpoint's fingerprint, or None while it cannot be taken."""
-        if checkpoint not in self._taken and (taken := fingerprint(checkpoint)) is not None:
-            self._taken[checkpoint] = taken
-        return self._taken.get(checkpoint)
+        if checkpoint not in self and (taken := fingerprint(checkpoint)) is not None:
+            self[checkpoint] = taken
+        return self.get(checkpoint)
 
     def by_step(self, checkpoints: Iterable[Checkpoint]) -> dict[int, str | None]:
         """{step: fingerprint or None} of some checkpoints."""
