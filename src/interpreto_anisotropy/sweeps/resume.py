@@ -187,13 +187,6 @@ class PreviousDrift:
         """The step before `step` among `checkpoints`, or None for the first."""
         return max((other.step for other in self.checkpoints if other.step < step), default=None)
 
-    def added_to(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The rows with their tangent's drift from the previous checkpoint's (skipped rows as they are)."""
-        for row in sorted(rows, key=lambda row: row["step"]):
-            if not is_skipped(row):
-                row.update(self.of(row, warn=True))
-        return rows
-
     def of(self, row: dict[str, Any], *, warn: bool) -> dict[str, Any]:
         """The `drift_previous_*` fields of a row; `warn`: say why they are None when the previous tangent is missing."""
         previous_step = self.previous_step(row["step"])
@@ -204,7 +197,7 @@ class PreviousDrift:
                 f"The drift_previous of step {row['step']} (split point {row['layer']!r}) is None: {missing} is missing "
                 "(skipped, or deleted); it is filled in once that checkpoint's rows are computed.",
                 ResultsFileWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
         own = self.store.tangent(row["layer"], row["step"])
         if own is None and previous is not None:

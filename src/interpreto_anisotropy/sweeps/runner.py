@@ -186,7 +186,10 @@ class CheckpointSweep:
             if by_checkpoint:
                 rows = [row for part in distributed.all_gather_objects(rows) for row in part]
             if distributed.is_main_process():
-                self.store.append(self._drift.added_to(rows))
+                for row in sorted(rows, key=lambda row: row["step"]):  # the drift from the previous checkpoint
+                    if not is_skipped(row):
+                        row.update(self._drift.of(row, warn=True))
+                self.store.append(rows)
             distributed.barrier()
             if checkpoint is not None:
                 self._pipeline.done(checkpoint)
