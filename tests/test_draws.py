@@ -137,7 +137,7 @@ def test_the_sweep_config_s_family_and_level_size_the_default_r_prime_of_a_run_a
 
     def resolved(folder, **declared):
         sweep = ia.CheckpointSweep(checkpoints, results_dir=tmp_path / folder, **options, **declared)
-        check = ResultsDirCheck(sweep.plan, sweep.store, sweep._fingerprints, sweep._drift, lambda line: None)
+        check = ResultsDirCheck(sweep)
         with check.held() as n_random:
             return sweep._n_random, n_random, json.loads((tmp_path / folder / "config.json").read_text())
 

@@ -25,7 +25,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from .commons.files import parse_json, read_text
+from .commons.files import json_lines, parse_json, read_text
 from .commons.options import FRACTION, POSITIVE_INT, SEED, Bound
 from .errors import AnisotropyError, InvalidInputError
 from .sweeps.config import SweepConfig, option_flag, type_members
@@ -115,17 +115,16 @@ _FORMATS = {
 def _json_texts(content: str, path: Path) -> list[str]:
     """The texts of a .jsonl file (a {"text": ...} object a line) or a .json one (a list of strings)."""
     form = _FORMATS[path.suffix]
-    load = functools.partial(parse_json, error=InvalidInputError, advice=form[0].upper() + form[1:] + ".")
+    given = {"error": InvalidInputError, "advice": form[0].upper() + form[1:] + "."}
     if path.suffix == ".json":
-        if not isinstance(texts := load(content, path), list):
+        if not isinstance(texts := parse_json(content, path, **given), list):
             raise InvalidInputError(f"{path} holds {_json_kind(texts)}, not a list: {form}.")
         for index, text in enumerate(texts):
             if not isinstance(text, str):
                 raise InvalidInputError(f"Item {index} of {path} is {_json_kind(text)}, not a string: {form}.")
         return texts
     texts = []
-    for number, line in enumerate(content.split("\n"), start=1):  # JSON strings may hold U+2028, not "\n"
-        record = load(line, path, line=number) if line.strip() else {"text": ""}  # a blank line: no text
+    for number, record in json_lines(content, path, **given):  # blank lines hold no text
         text = record.get("text", ...) if isinstance(record, dict) else ...  # ...: no "text" (JSON has no Ellipsis)
         if not isinstance(text, str):
             what = 'no "text" field' if text is ... else f'a "text" that is {_json_kind(text)}'
@@ -305,8 +304,10 @@ def _argparse_form(spec: dataclasses.Field) -> dict[str, Any]:
         form["metavar"] = "{" + ",".join([*choices, "INT"]) + "}"
     number = next((member for member in members if member in (int, float)), None)
     plain = number and Bound(number, "an integer" if number is int else "a number", lambda _: True)
+    if (bound := spec.metadata["bound"] or plain) and choices:  # its error names the choices too
+        bound = dataclasses.replace(bound, expected=f"{', '.join(map(repr, choices))} or {bound.expected}")
     takes_none = type(None) in type_members(spec) and spec.default is not None  # `none` turns it off
-    parse = functools.partial(_parse_option, choices, takes_none, dict in members, spec.metadata["bound"] or plain)
+    parse = functools.partial(_parse_option, choices, takes_none, dict in members, bound)
     return {**form, "type": parse}
 
 
@@ -322,16 +323,7 @@ def _parse_option(choices: list[str], takes_none: bool, json: bool, bound: Bound
                 return value
         shown = repr(text) if len(text) <= 80 else f"{text[:80]!r}... ({len(text)} characters)"
         raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"max_iter\": 200}}', got {shown}")
-    if bound is None:
-        return text
-    try:
-        return bound.parse(text)
-    except argparse.ArgumentTypeError as error:
-        if not choices:
-            raise
-        raise argparse.ArgumentTypeError(
-            f"must be {', '.join(map(repr, choices))} or {bound.expected}, got {text!r}"
-        ) from error
+    return text if bound is None else bound.parse(text)
 
 
 def _checkpoints(args: argparse.Namespace):
@@ -376,11 +368,11 @@ def corpus_texts(corpus: str | Corpus, *, progress: bool = False) -> tuple[list[
     from .demo import load_corpus
 
     Corpus(corpus)  # one corpus so far: the enum checks the name
-
-    def short(split: str, count: int) -> list[str]:
-        return [text for text in load_corpus(split, progress=progress) if len(text) <= CORPUS_MAX_CHARS][:count]
-
-    return short("fit", CORPUS_FIT_TEXTS), short("probe", CORPUS_PROBE_TEXTS)
+    fit, probe = (
+        [text for text in load_corpus(split, progress=progress) if len(text) <= CORPUS_MAX_CHARS][:count]
+        for split, count in (("fit", CORPUS_FIT_TEXTS), ("probe", CORPUS_PROBE_TEXTS))
+    )
+    return fit, probe
 
 
 def _sweep_texts(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:

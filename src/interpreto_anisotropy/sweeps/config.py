@@ -436,10 +436,8 @@ def _takes(member: Any, value: Any, bound: Bound | None) -> tuple[bool, Any]:
         points = tuple(value) if isinstance(value, (list, tuple)) else (value,)
         valid = all(isinstance(point, (int, str)) and not isinstance(point, bool) and point != "" for point in points)
         return bool(points) and valid, points
-    if origin is Callable:
-        return callable(value) and not isinstance(value, (str, type)), value
-    if isinstance(member, ForwardRef):
-        return _OBJECTS[member.__forward_arg__][1](value), value
+    if member in _OBJECTS:
+        return _OBJECTS[member](value), value
     return isinstance(value, origin), value  # None, bool, type, a dict (its values checked with the other options)
 
 
@@ -448,20 +446,14 @@ def _is_a(module: str, name: str) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, getattr(importlib.import_module(module, __package__), name))
 
 
-def _autocast_dtype(value: Any) -> bool:
-    if type(value).__module__ != "torch":
-        return False
-    import torch
-
-    return value in (torch.bfloat16, torch.float16)
-
-
-# What a forward reference in a field's type names: (as an error says it, the check of a value).
-_OBJECTS: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "MaskedLM": ("an ia.objectives.MaskedLM", _is_a("..probing.masking", "MaskedLM")),
-    "Subspace": ("a Subspace", _is_a("..tangents.subspace", "Subspace")),
-    "torch.dtype": ("a torch dtype (bfloat16, float16)", _autocast_dtype),
+# The checks of the objects a field's type names (a dtype by its text, without importing torch).
+_OBJECTS: dict[Any, Callable[[Any], bool]] = {
+    Callable[..., Any]: lambda value: callable(value) and not isinstance(value, (str, type)),
+    ForwardRef("MaskedLM"): _is_a("..probing.masking", "MaskedLM"),
+    ForwardRef("Subspace"): _is_a("..tangents.subspace", "Subspace"),
+    ForwardRef("torch.dtype"): lambda value: type(value).__module__ == "torch" and str(value) in _AUTOCAST_DTYPES,
 }
+_AUTOCAST_DTYPES = ("torch.bfloat16", "torch.float16")
 
 
 def _check_given_reference(reference: Any, split_points: tuple[int | str, ...]) -> None:
@@ -525,21 +517,15 @@ def _check_placement(config: "SweepConfig") -> None:
 # ------------------------------------------------------------------------------------------------ describing a field
 def describe_type(spec: dataclasses.Field) -> str:
     """What a field takes, in words ("a positive integer or None", "'early', 'each' or 'both', a Subspace or a dict")."""
-    bound, members, words = spec.metadata["bound"], type_members(spec), []
-    for member in members:
-        origin = typing.get_origin(member) or member
-        if origin is Literal:
-            choices = [repr(choice) for choice in typing.get_args(member)]
-            words.append(_either(choices, ", ") if len(members) == 1 else ", ".join(choices))
+    bound, words = spec.metadata["bound"], []
+    for member in type_members(spec):
+        if typing.get_origin(member) is Literal:
+            words += [repr(choice) for choice in typing.get_args(member)]
         elif member in (int, float):
             words.append(bound.expected if bound else {int: "an integer", float: "a finite number"}[member])
-        elif isinstance(member, ForwardRef):
-            words.append(_OBJECTS[member.__forward_arg__][0])
-        elif origin is dict and member is not dict:
-            words.append(f"a dict split point -> {typing.get_args(member)[1].__forward_arg__}")
         else:
-            words.append(_MEMBER_WORDS[origin])
-    return _either(words, ", ")
+            words.append(_MEMBER_WORDS.get(member) or _MEMBER_WORDS[typing.get_origin(member)])
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
 _MEMBER_WORDS: dict[Any, str] = {
@@ -551,11 +537,11 @@ _MEMBER_WORDS: dict[Any, str] = {
     type: "a class",
     tuple: "a list of them",
     Callable: "a callable",
+    ForwardRef("MaskedLM"): "an ia.objectives.MaskedLM",
+    ForwardRef("Subspace"): "a Subspace",
+    dict[Any, ForwardRef("Subspace")]: "a dict split point -> Subspace",
+    ForwardRef("torch.dtype"): "a torch dtype (bfloat16, float16)",
 }
-
-
-def _either(words: list[str], separator: str) -> str:
-    return words[0] if len(words) == 1 else separator.join(words[:-1]) + " or " + words[-1]
 
 
 def option_flag(spec: dataclasses.Field) -> str:
@@ -602,16 +588,14 @@ def early_checkpoints(
 
 def _split_texts(texts: Sequence[str], probe_texts: Sequence[str] | None) -> tuple[list[str], list[str]]:
     """(fit texts, probe texts), blank texts dropped; without `probe_texts`, even texts fit and odd texts probe."""
+    kept = []
     for name, given in (("texts", texts), ("probe_texts", probe_texts)):
         if isinstance(given, str):
             raise InvalidInputError(
                 f"{name} must be a list of texts, not a single string (it would be split into characters)."
             )
-    texts, probe = (
-        [t for t in given if isinstance(t, str) and t.strip()] if given is not None else []
-        for given in (texts, probe_texts)
-    )
-    fit, probe = (texts[0::2], texts[1::2]) if probe_texts is None else (texts, probe)
+        kept.append([t for t in given if isinstance(t, str) and t.strip()] if given is not None else [])
+    fit, probe = (kept[0][0::2], kept[0][1::2]) if probe_texts is None else kept
     if not fit or not probe:
         raise InvalidInputError(
             "The sweep needs non-empty fit and probe texts (give at least 2 non-blank texts, or probe_texts)."
@@ -654,9 +638,8 @@ class SweepPlan:
 
         self.options = options
         self.autocast_dtype = autocast_dtype(options.autocast_dtype)
-        preset = checkpoints  # a preset's CheckpointList knows its run's length and masking
         self.checkpoints = _sorted_checkpoints(checkpoints)
-        masking = getattr(preset, "objective", None)
+        masking = getattr(checkpoints, "objective", None)  # a preset's CheckpointList knows its masking and length
         given_masking = options.objective == "auto" and isinstance(masking, MaskedLM) and masking != MaskedLM()
         self.objective = masking if given_masking else options.objective
         self.layers: list[int | str] = list(options.split_point)
@@ -667,7 +650,7 @@ class SweepPlan:
         )
         self.reference = "given" if self.given_reference else given
         self.tangent_kinds = list(KINDS_OF[self.reference])
-        self.total_steps = options.total_steps or getattr(preset, "total_steps", None)
+        self.total_steps = options.total_steps or getattr(checkpoints, "total_steps", None)
         if self.total_steps is not None and self.total_steps < self.checkpoints[-1].step:
             raise InvalidInputError(
                 f"total_steps={self.total_steps} is before the last checkpoint (step {self.checkpoints[-1].step}): "
@@ -688,12 +671,11 @@ class SweepPlan:
         """The settings that determine the results (what a resume must match), JSON-ready."""
         from ..probing.objectives import describe_objective
 
-        options, given = self.options, None
-        if self.given_reference:
-            given = {
-                str(layer): _sha([str(subspace.basis.double().sum().item()), str(subspace.basis.shape)])
-                for layer, subspace in self.given_reference.items()
-            }
+        options = self.options
+        given = {
+            str(layer): _sha([str(subspace.basis.double().sum().item()), str(subspace.basis.shape)])
+            for layer, subspace in (self.given_reference or {}).items()
+        } or None
         record = {
             "format_version": FORMAT_VERSION,
             "checkpoints": [checkpoint.to_dict() for checkpoint in self.checkpoints],
@@ -719,9 +701,7 @@ class SweepPlan:
             "total_steps": self.total_steps,
             "autocast_dtype": None if self.autocast_dtype is None else str(self.autocast_dtype).removeprefix("torch."),
         }
-        off_default = {
-            key: resolved[key] if key in resolved else getattr(options, key) for key in _RECORDED_OFF_DEFAULT
-        }
+        off_default = {key: resolved.get(key, getattr(options, key)) for key in _RECORDED_OFF_DEFAULT}
         return record | {key: value for key, value in off_default.items() if value != _FIELDS[key].default}
 
 
@@ -735,18 +715,15 @@ _RECORDED_OFF_DEFAULT += ("level", "total_steps", "early_without_init", "early_c
 _RECORDED_OFF_DEFAULT += ("tokenizer_source",)
 _FIELDS = {spec.name: spec for spec in dataclasses.fields(SweepConfig)}
 
-
-def _attributes_section() -> str:
-    """The class docstring's ``Attributes:``, one entry per field, from the fields' help."""
-    entries = [
-        f"        {spec.name}: {spec.metadata['doc']}"
-        + (f" Unit: {spec.metadata['unit']}." if spec.metadata["unit"] else "")
-        for spec in dataclasses.fields(SweepConfig)
-    ]
-    return "\n    Attributes:\n" + "\n".join(entries) + "\n"
-
-
-SweepConfig.__doc__ = SweepConfig.__doc__.replace("\n    Raises:", _attributes_section() + "\n    Raises:", 1)
+# The class docstring's ``Attributes:``, one entry per field, from the fields' help.
+_ATTRIBUTES = [
+    f"        {spec.name}: {spec.metadata['doc']}"
+    + (f" Unit: {spec.metadata['unit']}." if spec.metadata["unit"] else "")
+    for spec in _FIELDS.values()
+]
+SweepConfig.__doc__ = SweepConfig.__doc__.replace(
+    "\n    Raises:", "\n    Attributes:\n" + "\n".join(_ATTRIBUTES) + "\n\n    Raises:", 1
+)
 
 if __name__ == "__main__":  # pragma: no cover
     print(options_markdown(), end="")

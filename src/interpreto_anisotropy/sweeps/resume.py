@@ -45,15 +45,11 @@ def resolved_n_random(plan: SweepPlan, checkpoints: int, split_points: int, kind
     return plan.options.n_random
 
 
-@dataclass
 class ResultsDirCheck:
     """Lock and check a sweep's results directory on rank 0, then share what it holds with every rank."""
 
-    plan: SweepPlan
-    store: SweepStore
-    fingerprints: TakenFingerprints
-    drift: PreviousDrift
-    announce: Callable[[str], None]
+    def __init__(self, sweep: CheckpointSweep):
+        self.sweep, self.plan, self.store, self.drift = sweep, sweep.plan, sweep.store, sweep._drift
 
     @contextmanager
     def held(self) -> Iterator[int]:
@@ -66,8 +62,9 @@ class ResultsDirCheck:
                     n_random = self._check()
                 except AnisotropyError as error:
                     failure = error
-            shared = distributed.broadcast_object((failure, self.drift.checkpoints, n_random))
-            failure, self.drift.checkpoints, n_random = shared
+            failure, self.drift.checkpoints, n_random = distributed.broadcast_object(
+                (failure, self.drift.checkpoints, n_random)
+            )
             distributed.barrier()
             if failure is not None:
                 raise failure
@@ -83,7 +80,7 @@ class ResultsDirCheck:
         n_random = resolved_n_random(self.plan, *shape, warn=True)
         rows = self.store.rows() if self.plan.options.n_random is None else []  # drawn by the default R' of its time
         if steps := {row["step"] for row in rows if not is_skipped(row) and row.get("n_random", n_random) < n_random}:
-            self.announce(
+            self.sweep._announce(
                 f"recomputing {len(steps)} checkpoint(s) drawn with fewer than the {n_random} random subspaces "
                 f"that the correction needs over the {self.plan.options.family} family of {len(self.drift.checkpoints)} "
                 "checkpoints"
@@ -125,12 +122,12 @@ class ResultsDirCheck:
         """Refuse, or drop with `recompute_changed`, rows and references computed on content that has changed."""
         rows = [row for row in self.store.rows() if not is_skipped(row)]  # skipped rows are retried anyway
         written = {row["step"] for row in rows}
-        current = self.fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
+        current = self.sweep._fingerprints.by_step(c for c in self.plan.checkpoints if c.step in written)
         steps = changed_steps(((row["step"], row.get("fingerprint")) for row in rows), current)
         paths = [self.store.reference_path(layer) for layer in self.plan.layers]
         infos = [saved_reference(path, self.plan).info for path in paths if path.exists()]
         pooled = [(int(step), then) for info in infos for step, then in (info.get("early_fingerprints") or {}).items()]
-        early = changed_steps(pooled, self.fingerprints.by_step(self.plan.early) if pooled else {})
+        early = changed_steps(pooled, self.sweep._fingerprints.by_step(self.plan.early) if pooled else {})
         if not steps and not early:
             return
         if not self.plan.options.recompute_changed:
@@ -152,17 +149,14 @@ def _not_written(paths: list[Path]) -> str:
     return f"{', '.join(map(str, paths))}: not the bytes the sweep wrote (a sha256 other than provenance.jsonl's)"
 
 
-class TakenFingerprints:
+class TakenFingerprints(dict[Checkpoint, str]):
     """Each checkpoint's fingerprint, taken once per run (a Hub checkpoint's again once it is downloaded)."""
-
-    def __init__(self) -> None:
-        self._taken: dict[Checkpoint, str] = {}
 
     def of(self, checkpoint: Checkpoint) -> str | None:
         """The checkpoint's fingerprint, or None while it cannot be taken."""
-        if checkpoint not in self._taken and (taken := fingerprint(checkpoint)) is not None:
-            self._taken[checkpoint] = taken
-        return self._taken.get(checkpoint)
+        if checkpoint not in self and (taken := fingerprint(checkpoint)) is not None:
+            self[checkpoint] = taken
+        return self.get(checkpoint)
 
     def by_step(self, checkpoints: Iterable[Checkpoint]) -> dict[int, str | None]:
         """{step: fingerprint or None} of some checkpoints."""
@@ -193,13 +187,6 @@ class PreviousDrift:
         """The step before `step` among `checkpoints`, or None for the first."""
         return max((other.step for other in self.checkpoints if other.step < step), default=None)
 
-    def added_to(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The rows with their tangent's drift from the previous checkpoint's (skipped rows as they are)."""
-        for row in sorted(rows, key=lambda row: row["step"]):
-            if not is_skipped(row):
-                row.update(self.of(row, warn=True))
-        return rows
-
     def of(self, row: dict[str, Any], *, warn: bool) -> dict[str, Any]:
         """The `drift_previous_*` fields of a row; `warn`: say why they are None when the previous tangent is missing."""
         previous_step = self.previous_step(row["step"])
@@ -210,7 +197,7 @@ class PreviousDrift:
                 f"The drift_previous of step {row['step']} (split point {row['layer']!r}) is None: {missing} is missing "
                 "(skipped, or deleted); it is filled in once that checkpoint's rows are computed.",
                 ResultsFileWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
         own = self.store.tangent(row["layer"], row["step"])
         if own is None and previous is not None:
@@ -321,10 +308,6 @@ class ReferenceTangents:
         """Whether this rank reads the early checkpoints for references (all if the method streams, else rank 0)."""
         return self.plan.streams or distributed.is_main_process()
 
-    def early_to_load(self) -> list[Checkpoint]:
-        """The early checkpoints this rank loads to fit the missing references, in order (none if none is missing)."""
-        return self.plan.early if self.missing() and self.fits_here() else []
-
     def by_layer(self) -> dict[int | str, Subspace]:
         """Each split point's reference tangent: given, saved in results_dir, or fitted on the early checkpoints."""
         if self.plan.given_reference:
@@ -373,16 +356,15 @@ class ReferenceTangents:
                     pool.end_checkpoint()
                     if own is not None:  # its rows, in the main loop, take this read
                         sweep._kept_reads[(checkpoint.step, layer)] = own.kept()
-                    if index == len(early) - 1:
-                        references[layer] = self._named(pool.fit(), early)
+                    if (
+                        index == len(early) - 1
+                    ):  # named "early", its info: which early checkpoints (and content) it pools
+                        subspace = pool.fit()
+                        pooled = {str(c.step): sweep._fingerprints.of(c) for c in early}
+                        info = {**subspace.info, "early_steps": [c.step for c in early], "early_fingerprints": pooled}
+                        references[layer] = subspace.replace(name="early", call=self.plan.options.call, info=info)
             sweep._pipeline.done(checkpoint)
         return references
-
-    def _named(self, subspace: Subspace, early: list[Checkpoint]) -> Subspace:
-        """A fitted reference named "early", its info saying which early checkpoints (and content) it pools."""
-        fingerprints = {str(c.step): self.sweep._fingerprints.of(c) for c in early}
-        info = {"early_steps": [c.step for c in early], "early_fingerprints": fingerprints}
-        return subspace.replace(name="early", call=self.plan.options.call, info={**subspace.info, **info})
 
 
 class EarlyPool:
@@ -421,8 +403,13 @@ class EarlyPool:
 
     def end_checkpoint(self) -> None:
         """Close the current checkpoint: pool its rows, centred on their own mean when asked."""
-        if self.tangent is None and self.streamed:
-            self._pool_moments()
+        if self.tangent is None and self.streamed:  # every rank takes part, even with no rows
+            moments = distributed.all_reduce_moments(self.checkpoint_moments or MomentAccumulator(self.dim))
+            if moments.count > 0:
+                scatter, row_sum = moments.covariance() * moments.count, moments.mean * moments.count
+                self.within = scatter if self.within is None else self.within + scatter.to(self.within)
+                self.sums = row_sum if self.sums is None else self.sums + row_sum.to(self.sums)
+                self.count += moments.count
         elif self.tangent is None and self.checkpoint_rows:
             rows = torch.cat(self.checkpoint_rows)
             if self.centering is EarlyCentering.PER_CHECKPOINT:
@@ -430,16 +417,6 @@ class EarlyPool:
                 self.count += rows.shape[0]
                 rows = rows - rows.mean(0)
             self.rows.append(rows)
-
-    def _pool_moments(self) -> None:
-        # every rank takes part, even with no rows
-        moments = distributed.all_reduce_moments(self.checkpoint_moments or MomentAccumulator(self.dim))
-        if moments.count == 0:
-            return
-        scatter, row_sum = moments.covariance() * moments.count, moments.mean * moments.count
-        self.within = scatter if self.within is None else self.within + scatter.to(self.within)
-        self.sums = row_sum if self.sums is None else self.sums + row_sum.to(self.sums)
-        self.count += moments.count
 
     def fit(self) -> Subspace:
         """The reference tangent fitted on every early checkpoint's rows."""

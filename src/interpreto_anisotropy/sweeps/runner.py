@@ -45,10 +45,6 @@ from .config import ReferenceKind, SweepConfig, SweepPlan, early_checkpoints  # 
 from .prefetch import CheckpointPipeline, Fetched
 from .resume import PreviousDrift, ReferenceTangents, ResultsDirCheck, TakenFingerprints, drift, resolved_n_random
 
-#: The options a checkpoint is loaded with (`checkpoints.loaded`).
-_LOADING = ("automodel", "device_map", "max_memory", "offload_folder", "tokenizer_source")
-
-
 logger = logging.getLogger(__name__)
 
 
@@ -131,21 +127,24 @@ class CheckpointSweep:
             CheckpointError: A checkpoint that cannot be loaded; before the first checkpoint, every Hub revision
                 that does not exist (offline: is not cached), named at once.
         """
-        check = ResultsDirCheck(self.plan, self.store, self._fingerprints, self._drift, self._announce)
-        with check.held() as self._n_random:
+        with ResultsDirCheck(self).held() as self._n_random:
             self._run_missing()
         return SweepResult.load(self.plan.options.results_dir)
 
     def _run_missing(self) -> None:
         """Process every checkpoint with a (split point, tangent kind) row missing, and append its missing rows."""
-        todo = _unfinished(self.plan, self.store.done())
+        done, kinds, layers = self.store.done(), self.plan.tangent_kinds, self.plan.layers
+        todo = [
+            c for c in self.plan.checkpoints if any((c.step, str(p), k) not in done for p in layers for k in kinds)
+        ]
         if todo:
             # every missing Hub revision named before the first checkpoint
             checkpoint_tools.check_revisions(todo, hub_timeout=self.plan.options.hub_timeout)
             by_checkpoint = self.plan.options.parallel == "checkpoints" and distributed.is_distributed()
             group = distributed.world_size() if by_checkpoint else 1
+            missing = self._references.missing()
             if distributed.is_main_process():  # the only rank that speaks reads the rows
-                early = len(self.plan.early) if self._references.missing() else 0
+                early = len(self.plan.early) if missing else 0
                 self._announce(opening_line(len(todo), self.store.rows(), per_round=group, early=early))
             rounds = [todo[start : start + group] for start in range(0, len(todo), group)]
             rank = distributed.rank() if by_checkpoint else 0
@@ -154,7 +153,8 @@ class CheckpointSweep:
             self._kept_steps = set() if distributed.is_distributed() else {checkpoint.step for checkpoint in todo}
             self._kept_reads: dict[tuple[int, int | str], FitRead | AnisotropyError] = {}
             self._token_cache = TokenCache()  # the texts' token ids, while the checkpoints share their tokenizer
-            uses = [*self._references.early_to_load(), *(c for c in mine if c is not None)]
+            early_reads = self.plan.early if missing and self._references.fits_here() else []  # to fit the missing
+            uses = [*early_reads, *(c for c in mine if c is not None)]
             self._pipeline = _pipeline(uses, self.plan, self.store, progress=self._shows())
             said = SaidOnce()
             try:
@@ -186,7 +186,10 @@ class CheckpointSweep:
             if by_checkpoint:
                 rows = [row for part in distributed.all_gather_objects(rows) for row in part]
             if distributed.is_main_process():
-                self.store.append(self._drift.added_to(rows))
+                for row in sorted(rows, key=lambda row: row["step"]):  # the drift from the previous checkpoint
+                    if not is_skipped(row):
+                        row.update(self._drift.of(row, warn=True))
+                self.store.append(rows)
             distributed.barrier()
             if checkpoint is not None:
                 self._pipeline.done(checkpoint)
@@ -216,7 +219,8 @@ class CheckpointSweep:
     def _load(self, checkpoint: Checkpoint) -> Iterator[tuple[Any, Any, Fetched]]:
         """The checkpoint's (model, tokenizer, files), its files from the pipeline (which raises its download's)."""
         fetched = self._pipeline.take(checkpoint)
-        given = {name: getattr(self.plan.options, name) for name in _LOADING}
+        loading = ("automodel", "device_map", "max_memory", "offload_folder", "tokenizer_source")
+        given = {name: getattr(self.plan.options, name) for name in loading}
         with checkpoint_tools.loaded(checkpoint, device=self.plan.device, snapshot=fetched.folder, **given) as loaded:
             yield *loaded, fetched
 
@@ -266,7 +270,7 @@ class CheckpointSweep:
 
     def _process_layer(self, checkpoint: Checkpoint, splitter, layer, reference: Subspace | None, *, writer: bool):
         read = self._fit_read(checkpoint, splitter, layer)
-        sample, sample_ids, sample_locations = read.on_device()
+        sample, sample_ids, sample_locations = read.sample.to(read.device), read.ids.to(read.device), read.locations
         if reference is not None and reference.dim != (d := sample.shape[1]):
             raise InvalidInputError(
                 f"Checkpoint {checkpoint.name} has d={d} at split point {splitter.split_point!r} but the reference "
@@ -287,7 +291,10 @@ class CheckpointSweep:
             )
         seed = self.plan.options.seed  # a row's draws: from its step, never its place or its source (`draws.row_seed`)
         seeds = {kind: draws.row_seed(seed, step=checkpoint.step, split_point=point, kind=kind) for kind in subspaces}
-        counts = self._counts(splitter.tokenizer)
+        texts = self.plan.fit_texts + self.plan.probe_texts  # each token id's count, by this checkpoint's tokenizer
+        counts = self._token_cache.counts(
+            splitter.tokenizer, texts, lambda: metrics.count_token_frequencies(texts, splitter.tokenizer)
+        )
         results = _probe(self.plan, splitter, subspaces, seeds, self._n_random, counts, self._token_cache)
         shared = _activation_metrics(sample, sample_ids, reference or own, counts) | drift("reference", own, reference)
         return [
@@ -312,11 +319,6 @@ class CheckpointSweep:
         for rows, ids, locations in self._activation_batches(splitter):
             reader.add(rows, ids, locations)
         return reader.finish()
-
-    def _counts(self, tokenizer: Any) -> torch.Tensor:
-        """How often each token id occurs in the fit and probe texts, by this checkpoint's tokenizer (V,)."""
-        texts = self.plan.fit_texts + self.plan.probe_texts
-        return self._token_cache.counts(tokenizer, texts, lambda: metrics.count_token_frequencies(texts, tokenizer))
 
 
 def _probe(plan: SweepPlan, splitter, subspaces, seeds, n_random: int, counts, token_cache: TokenCache) -> dict:
@@ -346,12 +348,6 @@ def _activation_metrics(sample: torch.Tensor, ids: torch.Tensor, tangent: Subspa
     except AnisotropyError:
         row |= {f"freq_distance_{field}": None for field in fields}
     return {**row, "on_manifold_entropy": _finite_or_none(metrics.knn_entropy(coordinates))}
-
-
-def _unfinished(plan: SweepPlan, done: set[tuple[int, str, str]]) -> list[Checkpoint]:
-    """The checkpoints with a (split point, tangent kind) row not in `done` ((step, layer, kind) keys), in order."""
-    keys = [(str(layer), kind) for layer in plan.layers for kind in plan.tangent_kinds]
-    return [checkpoint for checkpoint in plan.checkpoints if any((checkpoint.step, *key) not in done for key in keys)]
 
 
 def _pipeline(uses: list[Checkpoint], plan: SweepPlan, store: SweepStore, *, progress: bool) -> CheckpointPipeline:
@@ -422,8 +418,7 @@ class CheckpointTimer:
 
     def __init__(self, total: int, *, per_round: int = 1, clock: Callable[[], float] | None = None):
         self.total, self.per_round, self.clock, self.done = total, per_round, clock or _now, 0
-        self.rounds: list[float] = []
-        self._started: float | None = None
+        self._started = 0.0
 
     def start_round(self) -> None:
         """Mark the start of a round."""
@@ -431,11 +426,10 @@ class CheckpointTimer:
 
     def end_round(self, checkpoints: int) -> str | None:
         """Mark the end of a round of `checkpoints`; the estimate of what is left after the first round, else None."""
-        if self._started is not None:
-            self.rounds.append(self.clock() - self._started)
+        seconds, first = self.clock() - self._started, self.done == 0
         self.done += checkpoints
-        if len(self.rounds) == 1 and (remaining := self.total - self.done) > 0:
-            return estimate_line(self.rounds[0], remaining, per_round=self.per_round)
+        if first and (remaining := self.total - self.done) > 0:
+            return estimate_line(seconds, remaining, per_round=self.per_round)
         return None
 
 
@@ -476,10 +470,6 @@ class FitRead:
     locations: Int[torch.Tensor, "n 2"]
     device: torch.device
     own: Subspace
-
-    def on_device(self) -> tuple[Float[torch.Tensor, "n d"], Int[torch.Tensor, " n"], Int[torch.Tensor, "n 2"]]:
-        """(sample, ids, locations), the first two where the reader gave them (a copy: the same values)."""
-        return self.sample.to(self.device), self.ids.to(self.device), self.locations
 
 
 class FitReader:
