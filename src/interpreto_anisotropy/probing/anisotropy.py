@@ -73,7 +73,7 @@ class IsoScoreSettings:
         c0: str | IsoScoreTarget | torch.Tensor | np.ndarray = IsoScoreTarget.SCALED_IDENTITY,
     ) -> IsoScoreSettings:
         """Check the options a user gave (`GradientProbe.run`'s `isoscore_*`), with errors naming them."""
-        convention = _member(IsoScoreConvention, convention, "isoscore_convention")
+        convention = member_of(IsoScoreConvention, convention, "isoscore_convention")
         if isinstance(zeta, bool) or not isinstance(zeta, int | float) or not 0.0 <= float(zeta) <= 1.0:
             raise InvalidInputError(
                 f"isoscore_zeta must be a number in [0, 1] (the IsoScore* shrinkage; 0 gives plain IsoScore), got {zeta!r}."
@@ -161,7 +161,7 @@ def _projected_trace_and_norm(
     return traces, norms
 
 
-def _member(kind: type[Enum], value: Any, name: str, besides: str = "") -> Any:
+def member_of(kind: type[Enum], value: Any, name: str, besides: str = "") -> Any:
     try:
         return kind(value)
     except ValueError:
@@ -171,7 +171,7 @@ def _member(kind: type[Enum], value: Any, name: str, besides: str = "") -> Any:
 
 def _target(value: Any) -> IsoScoreTarget | torch.Tensor:
     if isinstance(value, IsoScoreTarget | str):
-        return _member(IsoScoreTarget, value, "isoscore_c0", " or a (d, d) covariance matrix")
+        return member_of(IsoScoreTarget, value, "isoscore_c0", " or a (d, d) covariance matrix")
     if not isinstance(value, torch.Tensor | np.ndarray):
         raise InvalidInputError(
             f"isoscore_c0 must be a target name or a (d, d) covariance tensor, got {type(value).__name__}."

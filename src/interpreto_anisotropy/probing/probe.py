@@ -344,7 +344,7 @@ class GradientProbe:
             energy, total, ids = energy[keep], total[keep], ids[keep.cpu()]
         else:
             total = torch.zeros(0, dtype=torch.float64, device=self.device)
-            energy, ids = total.view(0, 1).expand(0, columns.n_columns), torch.zeros(0, dtype=torch.long)
+            energy, ids = total.view(0, 1).expand(0, len(columns.widths)), torch.zeros(0, dtype=torch.long)
         return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, tally), breakdown
 
     def _reduce(self, sums: ProbeSums, sharded: bool) -> ProbeSums:
