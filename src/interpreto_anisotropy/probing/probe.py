@@ -373,11 +373,9 @@ class GradientProbe:
         energy, total, ids = sums.sequence_energy, sums.sequence_total, sums.sequence_id
         if sharded:  # every rank's sequences, in sequence order
             parts = distributed.all_gather_objects((ids.cpu(), energy.cpu(), total.cpu()))
-            every_id = torch.cat([part[0] for part in parts])
-            order = torch.argsort(every_id)
-            ids = every_id[order]
-            energy = torch.cat([part[1] for part in parts])[order].to(self.device)
-            total = torch.cat([part[2] for part in parts])[order].to(self.device)
+            ids, energy, total = (torch.cat(part) for part in zip(*parts, strict=True))
+            order = torch.argsort(ids)
+            ids, energy, total = ids[order], energy[order].to(self.device), total[order].to(self.device)
         return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, totals, int(n_sequences))
 
 
