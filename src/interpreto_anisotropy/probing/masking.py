@@ -77,8 +77,7 @@ class MaskedLM:
         if data.get("objective", "masked_lm") != "masked_lm":
             raise InvalidInputError(f"MaskedLM.from_dict got the settings of objective {data['objective']!r}.")
         options = {option.name for option in fields(cls)}
-        unknown = set(data) - options - {"objective"}
-        if unknown:
+        if unknown := set(data) - options - {"objective"}:
             raise InvalidInputError(f"MaskedLM.from_dict: unknown keys {sorted(unknown)}; expected {sorted(options)}.")
         return cls(**{key: value for key, value in data.items() if key in options})
 

@@ -112,21 +112,20 @@ def _cross_entropy_where(
     return per_token.view_as(targets)
 
 
-def _logits(output: Any, objective: str) -> torch.Tensor:
-    """The `logits` of a model output, or our error saying what the model returned instead."""
+def _logits(output: Any, batch: dict[str, torch.Tensor], objective: str) -> torch.Tensor:
+    """A model output's logits, checked against the batch's shape, or our error saying what the model returned."""
     logits = getattr(output, "logits", None)
-    if isinstance(logits, torch.Tensor):
-        return logits
-    fields = ", ".join(output.keys()) if hasattr(output, "keys") else type(output).__name__
-    raise InvalidInputError(
-        f"The {objective} objective needs logits, but the model returned {type(output).__name__} ({fields}) without them: load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM) or pass a callable objective fn(output, batch) that computes a loss from these fields."
-    )
-
-
-def _token_logits(output: Any, batch: dict[str, torch.Tensor], objective: str) -> Float[torch.Tensor, "b l v"]:
-    """Per-token (b, l, vocab) logits of a language-model output, checked against the batch's shape."""
-    logits = _logits(output, objective)
-    if logits.dim() != 3 or logits.shape[:2] != batch["input_ids"].shape:
+    if not isinstance(logits, torch.Tensor):
+        fields = ", ".join(output.keys()) if hasattr(output, "keys") else type(output).__name__
+        raise InvalidInputError(
+            f"The {objective} objective needs logits, but the model returned {type(output).__name__} ({fields}) without them: load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM) or pass a callable objective fn(output, batch) that computes a loss from these fields."
+        )
+    classifier = objective == ObjectiveName.SEQUENCE_CLASSIFICATION.value
+    if classifier and logits.dim() != 2:
+        raise InvalidInputError(
+            f"The sequence_classification objective needs (batch, classes) logits, but the model returned logits of shape {tuple(logits.shape)}, a language model's: use objective='auto' (or 'causal_lm' / 'masked_lm'), or load the model with AutoModelForSequenceClassification."
+        )
+    if not classifier and (logits.dim() != 3 or logits.shape[:2] != batch["input_ids"].shape):
         raise InvalidInputError(
             f"The {objective} objective needs per-token logits (batch, length, vocab) = ({', '.join(map(str, batch['input_ids'].shape))}, vocab), but the model returned logits of shape {tuple(logits.shape)}: a sequence classifier takes objective='sequence_classification' (or 'auto')."
         )
@@ -226,7 +225,7 @@ class CausalLMObjective(Objective):
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
         """Cross-entropy of each real token's prediction of the next real token (plus the router's loss)."""
-        logits = _token_logits(output, batch, self.name)[:, :-1]
+        logits = _logits(output, batch, self.name)[:, :-1]
         targets = batch["input_ids"][:, 1:]
         valid = batch["attention_mask"][:, :-1].bool() & batch["attention_mask"][:, 1:].bool()
         terms = self._terms(_cross_entropy_where(logits, targets, valid), valid.sum())
@@ -320,7 +319,7 @@ class MaskedLMObjective(Objective):
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
         """Cross-entropy of the model's predictions at the selected tokens."""
         selected = batch["labels"] != -100
-        per_token = _cross_entropy_where(_token_logits(output, batch, self.name), batch["labels"], selected)
+        per_token = _cross_entropy_where(_logits(output, batch, self.name), batch["labels"], selected)
         return self._terms(per_token, selected.sum())
 
     def describe(self) -> dict[str, Any]:
@@ -351,11 +350,7 @@ class SequenceClassificationObjective(Objective):
         """Cross-entropy of each sequence's logits against its label."""
         if "labels" not in batch:
             raise InvalidInputError("The sequence_classification objective needs labels: probe.run(..., labels=...).")
-        logits = _logits(output, self.name)
-        if logits.dim() != 2:
-            raise InvalidInputError(
-                f"The sequence_classification objective needs (batch, classes) logits, but the model returned logits of shape {tuple(logits.shape)}, a language model's: use objective='auto' (or 'causal_lm' / 'masked_lm'), or load the model with AutoModelForSequenceClassification."
-            )
+        logits = _logits(output, batch, self.name)
         per_sequence = F.cross_entropy(_at_least_float32(logits), batch["labels"], reduction="none")
         return self._terms(per_sequence, int(batch["labels"].numel()))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -128,7 +128,7 @@ class SubspaceColumns(TangentBlock):
     tangents: dict[str, Subspace]
     controls: dict[str, torch.Tensor]
     randoms: dict[int | str, RandomSubspaces]
-    random_key: dict[str, int | str] = field(default_factory=dict)
+    random_key: dict[str, int | str]
 
     @classmethod
     def draw(
@@ -181,7 +181,7 @@ class SubspaceColumns(TangentBlock):
 
     def randoms_of(self, name: str) -> int | str:
         """The key in `randoms` of the random subspaces tangent `name` is ranked among."""
-        return self.random_key.get(name, self.tangents[name].rank)
+        return self.random_key[name]
 
 
 def _segment_sums(values: Float[torch.Tensor, "N K"], widths: tuple[int, ...]) -> Float[torch.Tensor, "N S"]:
@@ -264,7 +264,7 @@ def build_results(
         k = tangent.rank
         random_energy, without_random = scores[columns.randoms_of(name)]
         energy_share = float(shares[columns.tangent_column(name)])
-        control_shares = shares[columns.control_columns(name)].astype(np.float64)
+        control_shares = shares[columns.control_columns(name)]
         oracle = top_sums[k] / total_energy if total_energy > 0 else 0.0
         results[name] = ProbeResult.build(
             name=name,
