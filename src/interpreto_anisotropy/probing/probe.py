@@ -122,7 +122,6 @@ class GradientProbe:
             objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.point.model
         )
         check_seed("seed", seed)
-        self.on_nonfinite = on_nonfinite
         self.batcher = self.point.batcher(
             batch_size=batch_size, max_length=max_length, min_tokens=self.objective.min_tokens, token_cache=token_cache
         )
@@ -350,23 +349,22 @@ class GradientProbe:
     def _reduce(self, sums: ProbeSums, sharded: bool) -> ProbeSums:
         """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""
         tally = sums.tally
-        counts = [sums.sequence_id.numel(), tally.usable_sequences, tally.skipped_sequences, tally.skipped_batches]
-        counts = torch.tensor([*counts, tally.nonfinite_sequences], dtype=torch.float64, device=self.device)
+        counted = ("usable_sequences", "skipped_sequences", "skipped_batches", "nonfinite_sequences")
+        counts = [sums.sequence_id.numel(), *(getattr(tally, name) for name in counted)]
+        counts = torch.tensor(counts, dtype=torch.float64, device=self.device)
         counters = torch.cat([torch.stack([sums.loss_sum, sums.loss_count]), counts])
         moments = sums.moments
         if sharded:
             counters = distributed.all_reduce_sum(counters)
             moments = distributed.all_reduce_moments(moments)
-        loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches, nonfinite = counters.tolist()
-        if sharded and skipped_batches and self.on_nonfinite == "raise":  # every rank raises, none waits
+        loss_sum, loss_count, n_sequences, *summed = counters.tolist()
+        totals = replace(tally, **{name: int(value) for name, value in zip(counted, summed, strict=True)})
+        if sharded and totals.skipped_batches and self.steps.on_nonfinite == "raise":  # every rank raises, none waits
             if tally.first_nonfinite is not None:
                 raise self.steps.nonfinite_error(*tally.first_nonfinite)
             raise NonFiniteError(
                 f"Non-finite loss or gradients in a batch of another rank (its error names it). {NONFINITE_ADVICE}"
             )
-        totals = Tally(
-            int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite, int(nonfinite)
-        )
         self.steps.check_usable(totals)
         if moments.count == 0:
             raise InvalidInputError(_NOTHING_PROBED)
