@@ -240,7 +240,7 @@ class GradientProbe:
             draws = {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
         columns = SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=draws)
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
-        sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
+        sums, breakdown = self._accumulate(inputs, labels, columns, max_tokens, progress, sharded)
         sums = self._reduce(sums, sharded)  # every rank's sums (this process's alone when not sharded)
         if sharded:
             breakdown.reduce(distributed.all_reduce_sum)
@@ -286,14 +286,13 @@ class GradientProbe:
         self,
         inputs: Any,
         labels: Any,
-        named: dict[str, Subspace],
         columns: SubspaceColumns,
         max_tokens: int | None,
         progress: bool | None,
         sharded: bool,
     ) -> tuple[ProbeSums, Breakdown]:
         """This shard's `ProbeSums` (of its sequences with probed rows) and `Breakdown`, summed on the device."""
-        dim = next(iter(named.values())).dim
+        dim = columns.bases.shape[0]
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
@@ -319,7 +318,9 @@ class GradientProbe:
         ):
             width = step.gradient.shape[-1]
             if width != dim:
-                fitted_at = sorted({subspace.split_point or "an unknown split point" for subspace in named.values()})
+                fitted_at = sorted(
+                    {tangent.split_point or "an unknown split point" for tangent in columns.tangents.values()}
+                )
                 raise InvalidInputError(
                     f"The split point '{self.splitter.split_point}' has d={width} but the subspaces live in R^{dim} (fitted at {', '.join(repr(point) for point in fitted_at)}), another layer or model: fit them on this model at this split point."
                 )
