@@ -151,7 +151,7 @@ def test_tangents_of_one_rank_share_their_random_subspaces_and_not_their_values(
     gradients = gradient_cloud(3, 200, 32)
     tangents = {"a": Subspace.random(32, 4, seed=1), "b": Subspace.random(32, 4, seed=2), "c": Subspace.random(32, 6)}
     columns = SubspaceColumns.draw(tangents, n_controls=3, n_random=5, seed=9)
-    assert set(columns.randoms) == {4, 6} and columns.n_columns == 3 * (1 + 3)
+    assert set(columns.randoms) == {4, 6} and len(columns.widths) == 3 * (1 + 3)
     assert columns.randoms_of("a") == columns.randoms_of("b") == 4 != columns.randoms_of("c")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

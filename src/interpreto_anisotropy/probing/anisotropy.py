@@ -15,8 +15,9 @@ import torch
 from jaxtyping import Float
 
 from ..commons.accumulators import MomentAccumulator
-from ..commons.tensors import as_real_tensor
-from ..errors import InvalidInputError, NonFiniteError
+from ..commons.options import UNIT_INTERVAL
+from ..commons.tensors import as_real_tensor, check_finite
+from ..errors import InvalidInputError
 from ..metrics.isotropy import DEFAULT_ZETA, isoscore_star_from_covariance, isoscore_star_from_trace_and_norm
 
 __all__ = ["IsoScoreConvention", "IsoScoreTarget", "IsoScoreSettings"]
@@ -73,12 +74,8 @@ class IsoScoreSettings:
         c0: str | IsoScoreTarget | torch.Tensor | np.ndarray = IsoScoreTarget.SCALED_IDENTITY,
     ) -> IsoScoreSettings:
         """Check the options a user gave (`GradientProbe.run`'s `isoscore_*`), with errors naming them."""
-        convention = _member(IsoScoreConvention, convention, "isoscore_convention")
-        if isinstance(zeta, bool) or not isinstance(zeta, int | float) or not 0.0 <= float(zeta) <= 1.0:
-            raise InvalidInputError(
-                f"isoscore_zeta must be a number in [0, 1] (the IsoScore* shrinkage; 0 gives plain IsoScore), got {zeta!r}."
-            )
-        return cls(convention, float(zeta), _target(c0))
+        convention = member_of(IsoScoreConvention, convention, "isoscore_convention")
+        return cls(convention, float(UNIT_INTERVAL.check("isoscore_zeta", zeta)), _target(c0))
 
     @property
     def target_name(self) -> str:
@@ -161,7 +158,7 @@ def _projected_trace_and_norm(
     return traces, norms
 
 
-def _member(kind: type[Enum], value: Any, name: str, besides: str = "") -> Any:
+def member_of(kind: type[Enum], value: Any, name: str, besides: str = "") -> Any:
     try:
         return kind(value)
     except ValueError:
@@ -171,7 +168,7 @@ def _member(kind: type[Enum], value: Any, name: str, besides: str = "") -> Any:
 
 def _target(value: Any) -> IsoScoreTarget | torch.Tensor:
     if isinstance(value, IsoScoreTarget | str):
-        return _member(IsoScoreTarget, value, "isoscore_c0", " or a (d, d) covariance matrix")
+        return member_of(IsoScoreTarget, value, "isoscore_c0", " or a (d, d) covariance matrix")
     if not isinstance(value, torch.Tensor | np.ndarray):
         raise InvalidInputError(
             f"isoscore_c0 must be a target name or a (d, d) covariance tensor, got {type(value).__name__}."
@@ -179,8 +176,7 @@ def _target(value: Any) -> IsoScoreTarget | torch.Tensor:
     matrix = as_real_tensor(value, name="isoscore_c0", dtype=torch.float64).detach().cpu()
     if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
         raise InvalidInputError(f"isoscore_c0 must be a square (d, d) matrix, got shape {tuple(matrix.shape)}.")
-    if not bool(torch.isfinite(matrix).all()):
-        raise NonFiniteError("isoscore_c0 holds NaN or infinity: pass a finite covariance matrix.")
+    check_finite(matrix, name="isoscore_c0")
     trace = float(torch.trace(matrix))
     if not (math.isfinite(trace) and trace > 0):
         raise InvalidInputError(

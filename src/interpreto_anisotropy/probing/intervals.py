@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -102,13 +103,18 @@ def _share_and_error(
     energy_sum, total_sum = counts @ energy, counts @ total
     share = energy_sum / total_sum[:, None]
     left_out = (energy_sum[:, None, :] - energy) / (total_sum[:, None] - total)[:, :, None]  # (B, n, S)
-    drawn = counts > 0
-    left_out = torch.where(drawn[:, :, None], left_out, torch.zeros((), dtype=left_out.dtype, device=left_out.device))
+    return share, _jackknife_error(counts, left_out)
+
+
+def _jackknife_error(counts: Any, left_out: Any) -> Any:
+    """The jackknife standard error (B, S) from the statistic with each sequence left out (B, n, S), torch or numpy."""
     weights = counts[:, :, None]
+    where = torch.where if isinstance(counts, torch.Tensor) else np.where
+    left_out = where(weights > 0, left_out, 0.0)  # a sequence not drawn leaves nothing out
     m = counts.sum(1)[:, None]
     mean = (weights * left_out).sum(1) / m
-    spread = (weights * (left_out - mean[:, None, :]).square()).sum(1)
-    return share, ((m - 1) / m * spread).sqrt()
+    spread = (weights * (left_out - mean[:, None]) ** 2).sum(1)
+    return ((m - 1) / m * spread) ** 0.5
 
 
 def _studentized(
@@ -214,12 +220,7 @@ def _change_and_error(
         left_out = (sums[1][:, None] - a1) / (sums[3][:, None] - b1) - (sums[0][:, None] - a0) / (
             sums[2][:, None] - b0
         )  # (B, n, S)
-    weights = counts[:, :, None]
-    left_out = np.where(weights > 0, left_out, 0.0)
-    m = counts.sum(1)[:, None]
-    mean = (weights * left_out).sum(1) / m
-    spread = (weights * (left_out - mean[:, None]) ** 2).sum(1)
-    return change, np.sqrt((m - 1) / m * spread)
+    return change, _jackknife_error(counts, left_out)
 
 
 def _paired_reach(multiplier: Float[np.ndarray, " S"], error: Float[np.ndarray, " S"]) -> Float[np.ndarray, " S"]:

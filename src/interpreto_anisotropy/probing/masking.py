@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -14,6 +12,7 @@ from typing import Any
 import torch
 from jaxtyping import Bool, Int
 
+from ..commons.options import check_number
 from ..commons.tensors import copied_to
 from ..errors import InvalidInputError
 
@@ -46,18 +45,10 @@ class MaskedLM:
     keep: float = 0.1
 
     def __post_init__(self) -> None:
-        for option in fields(self):
-            value = getattr(self, option.name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-                raise InvalidInputError(f"MaskedLM {option.name} must be a finite number, got {value!r}.")
-            object.__setattr__(self, option.name, float(value))
-        if not 0.0 < self.rate < 1.0:
-            raise InvalidInputError(
-                f"MaskedLM rate must be in (0, 1), got {self.rate}: it is the share of tokens selected for prediction (BERT: 0.15, ModernBERT: 0.3)."
-            )
-        for share in ("mask", "random", "keep"):
-            if not 0.0 <= getattr(self, share) <= 1.0:
-                raise InvalidInputError(f"MaskedLM {share} must be in [0, 1], got {getattr(self, share)}.")
+        for option in fields(self):  # the rate in (0, 1) (BERT: 0.15, ModernBERT: 0.3), the three shares in [0, 1]
+            bounds = {"above": 0, "below": 1} if option.name == "rate" else {"at_least": 0, "at_most": 1}
+            value = check_number(f"MaskedLM {option.name}", getattr(self, option.name), **bounds)
+            object.__setattr__(self, option.name, value)
         total = self.mask + self.random + self.keep
         if abs(total - 1.0) > 1e-9:
             raise InvalidInputError(
@@ -86,8 +77,7 @@ class MaskedLM:
         if data.get("objective", "masked_lm") != "masked_lm":
             raise InvalidInputError(f"MaskedLM.from_dict got the settings of objective {data['objective']!r}.")
         options = {option.name for option in fields(cls)}
-        unknown = set(data) - options - {"objective"}
-        if unknown:
+        if unknown := set(data) - options - {"objective"}:
             raise InvalidInputError(f"MaskedLM.from_dict: unknown keys {sorted(unknown)}; expected {sorted(options)}.")
         return cls(**{key: value for key, value in data.items() if key in options})
 
@@ -155,10 +145,7 @@ def resolve_masking(masking: MaskedLM | None, mlm_probability: float | None) -> 
         )
     if mlm_probability is None:
         return masking if masking is not None else MaskedLM()
-    if isinstance(mlm_probability, bool) or not isinstance(mlm_probability, numbers.Real):
-        raise InvalidInputError(f"mlm_probability must be a number in (0, 1), got {mlm_probability!r}.")
-    if not 0.0 < mlm_probability < 1.0:
-        raise InvalidInputError(f"mlm_probability must be in (0, 1), got {mlm_probability!r}.")
+    mlm_probability = check_number("mlm_probability", mlm_probability, above=0, below=1)
     if masking is not None and masking.rate != mlm_probability:
         raise InvalidInputError(
             f"mlm_probability={mlm_probability} disagrees with the rate of {masking}: give the rate once, in MaskedLM(rate=...)."

@@ -23,6 +23,7 @@ from jaxtyping import Bool, Float, Int
 
 from ..commons.options import check_bool
 from ..errors import InvalidInputError
+from .anisotropy import member_of
 from .masking import MaskedLM, resolve_masking, special_tokens_mask
 
 __all__ = [
@@ -96,15 +97,6 @@ class LossTerms:
     count: int | Int[torch.Tensor, ""]
 
 
-def _reduce(per_term: torch.Tensor, count: int | torch.Tensor, reduction: Reduction) -> LossTerms:
-    summed = per_term.sum()
-    if reduction is Reduction.MEAN:
-        total = summed / (count.clamp(min=1) if isinstance(count, torch.Tensor) else max(count, 1))
-    else:
-        total = summed
-    return LossTerms(total=total, summed=summed.detach(), count=count)
-
-
 def _at_least_float32(logits: torch.Tensor) -> torch.Tensor:
     return logits.to(torch.promote_types(logits.dtype, torch.float32))
 
@@ -120,21 +112,20 @@ def _cross_entropy_where(
     return per_token.view_as(targets)
 
 
-def _logits(output: Any, objective: str) -> torch.Tensor:
-    """The `logits` of a model output, or our error saying what the model returned instead."""
+def _logits(output: Any, batch: dict[str, torch.Tensor], objective: str) -> torch.Tensor:
+    """A model output's logits, checked against the batch's shape, or our error saying what the model returned."""
     logits = getattr(output, "logits", None)
-    if isinstance(logits, torch.Tensor):
-        return logits
-    fields = ", ".join(output.keys()) if hasattr(output, "keys") else type(output).__name__
-    raise InvalidInputError(
-        f"The {objective} objective needs logits, but the model returned {type(output).__name__} ({fields}) without them: load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM) or pass a callable objective fn(output, batch) that computes a loss from these fields."
-    )
-
-
-def _token_logits(output: Any, batch: dict[str, torch.Tensor], objective: str) -> Float[torch.Tensor, "b l v"]:
-    """Per-token (b, l, vocab) logits of a language-model output, checked against the batch's shape."""
-    logits = _logits(output, objective)
-    if logits.dim() != 3 or logits.shape[:2] != batch["input_ids"].shape:
+    if not isinstance(logits, torch.Tensor):
+        fields = ", ".join(output.keys()) if hasattr(output, "keys") else type(output).__name__
+        raise InvalidInputError(
+            f"The {objective} objective needs logits, but the model returned {type(output).__name__} ({fields}) without them: load the model with its head (AutoModelForCausalLM, AutoModelForMaskedLM) or pass a callable objective fn(output, batch) that computes a loss from these fields."
+        )
+    classifier = objective == ObjectiveName.SEQUENCE_CLASSIFICATION.value
+    if classifier and logits.dim() != 2:
+        raise InvalidInputError(
+            f"The sequence_classification objective needs (batch, classes) logits, but the model returned logits of shape {tuple(logits.shape)}, a language model's: use objective='auto' (or 'causal_lm' / 'masked_lm'), or load the model with AutoModelForSequenceClassification."
+        )
+    if not classifier and (logits.dim() != 3 or logits.shape[:2] != batch["input_ids"].shape):
         raise InvalidInputError(
             f"The {objective} objective needs per-token logits (batch, length, vocab) = ({', '.join(map(str, batch['input_ids'].shape))}, vocab), but the model returned logits of shape {tuple(logits.shape)}: a sequence classifier takes objective='sequence_classification' (or 'auto')."
         )
@@ -160,10 +151,7 @@ class Objective:
     min_tokens: int = 1
 
     def __init__(self, *, reduction: str | Reduction = Reduction.SUM):
-        try:
-            self.reduction = Reduction(reduction)
-        except ValueError:
-            raise InvalidInputError(f"reduction must be 'sum' or 'mean', got {reduction!r}.") from None
+        self.reduction = member_of(Reduction, reduction, "reduction")
 
     def prepare(
         self, batch: dict[str, torch.Tensor], *, sequence_ids: Int[torch.Tensor, " b"], tokenizer: Any
@@ -186,6 +174,13 @@ class Objective:
     def describe(self) -> dict[str, Any]:
         """JSON-ready settings of the objective."""
         return {"objective": self.name, "reduction": self.reduction.value}
+
+    def _terms(self, per_term: torch.Tensor, count: int | torch.Tensor) -> LossTerms:
+        """The loss terms summed, and divided by their `count` when the reduction is "mean"."""
+        summed = per_term.sum()
+        divisor = count.clamp(min=1) if isinstance(count, torch.Tensor) else max(count, 1)
+        total = summed / divisor if self.reduction is Reduction.MEAN else summed
+        return LossTerms(total=total, summed=summed.detach(), count=count)
 
 
 class CausalLMObjective(Objective):
@@ -230,14 +225,12 @@ class CausalLMObjective(Objective):
 
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
         """Cross-entropy of each real token's prediction of the next real token (plus the router's loss)."""
-        logits = _token_logits(output, batch, self.name)[:, :-1]
+        logits = _logits(output, batch, self.name)[:, :-1]
         targets = batch["input_ids"][:, 1:]
         valid = batch["attention_mask"][:, :-1].bool() & batch["attention_mask"][:, 1:].bool()
-        terms = _reduce(_cross_entropy_where(logits, targets, valid), valid.sum(), self.reduction)
-        return self._with_aux_loss(terms, output) if self.include_aux_loss else terms
-
-    def _with_aux_loss(self, terms: LossTerms, output: Any) -> LossTerms:
-        """`terms` plus the weighted load-balancing loss."""
+        terms = self._terms(_cross_entropy_where(logits, targets, valid), valid.sum())
+        if not self.include_aux_loss:
+            return terms
         aux_loss = getattr(output, "aux_loss", None)
         if not isinstance(aux_loss, torch.Tensor) or self.aux_loss_coef is None:
             raise InvalidInputError(
@@ -326,8 +319,8 @@ class MaskedLMObjective(Objective):
     def loss(self, output: Any, batch: dict[str, torch.Tensor]) -> LossTerms:
         """Cross-entropy of the model's predictions at the selected tokens."""
         selected = batch["labels"] != -100
-        per_token = _cross_entropy_where(_token_logits(output, batch, self.name), batch["labels"], selected)
-        return _reduce(per_token, selected.sum(), self.reduction)
+        per_token = _cross_entropy_where(_logits(output, batch, self.name), batch["labels"], selected)
+        return self._terms(per_token, selected.sum())
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready settings, with the masking rate, its split and the seed."""
@@ -357,13 +350,9 @@ class SequenceClassificationObjective(Objective):
         """Cross-entropy of each sequence's logits against its label."""
         if "labels" not in batch:
             raise InvalidInputError("The sequence_classification objective needs labels: probe.run(..., labels=...).")
-        logits = _logits(output, self.name)
-        if logits.dim() != 2:
-            raise InvalidInputError(
-                f"The sequence_classification objective needs (batch, classes) logits, but the model returned logits of shape {tuple(logits.shape)}, a language model's: use objective='auto' (or 'causal_lm' / 'masked_lm'), or load the model with AutoModelForSequenceClassification."
-            )
+        logits = _logits(output, batch, self.name)
         per_sequence = F.cross_entropy(_at_least_float32(logits), batch["labels"], reduction="none")
-        return _reduce(per_sequence, int(batch["labels"].numel()), self.reduction)
+        return self._terms(per_sequence, int(batch["labels"].numel()))
 
 
 class CallableObjective(Objective):
@@ -400,8 +389,8 @@ class CallableObjective(Objective):
             return LossTerms(total=value, summed=value.detach(), count=1)
         if value.shape == batch["attention_mask"].shape:
             real = batch["attention_mask"].bool()
-            return _reduce(torch.where(real, value, 0), real.sum(), self.reduction)
-        return _reduce(value.flatten(), value.numel(), self.reduction)
+            return self._terms(torch.where(real, value, 0), real.sum())
+        return self._terms(value.flatten(), value.numel())
 
 
 _HEADS = (
@@ -512,20 +501,13 @@ def make_objective(
     if isinstance(objective, Objective):
         return objective
     masking = objective if isinstance(objective, MaskedLM) else None
-    if masking is not None:
-        objective = ObjectiveName.MASKED_LM
+    objective = ObjectiveName.MASKED_LM if masking is not None else objective
     if isinstance(objective, str) and objective == AUTO:
         if model is None:
             raise InvalidInputError("objective='auto' needs the model to choose from.")
         objective = objective_for_model(model)
     if isinstance(objective, (str, ObjectiveName)):
-        try:
-            name = ObjectiveName(objective)
-        except ValueError:
-            names = ", ".join(repr(n.value) for n in ObjectiveName)
-            raise InvalidInputError(
-                f"Unknown objective {objective!r}; choose 'auto', one of {names} or a callable."
-            ) from None
+        name = member_of(ObjectiveName, objective, "objective", ", 'auto' or a callable")
         expected = name if model is None else objective_for_model(model)
         if expected is not name:
             raise InvalidInputError(

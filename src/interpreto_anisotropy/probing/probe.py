@@ -122,7 +122,6 @@ class GradientProbe:
             objective, mlm_probability=mlm_probability, seed=seed, reduction=reduction, model=self.point.model
         )
         check_seed("seed", seed)
-        self.on_nonfinite = on_nonfinite
         self.batcher = self.point.batcher(
             batch_size=batch_size, max_length=max_length, min_tokens=self.objective.min_tokens, token_cache=token_cache
         )
@@ -241,7 +240,7 @@ class GradientProbe:
             draws = {name: check_seed("draw_seeds", value) for name, value in draw_seeds.items()}
         columns = SubspaceColumns.draw(tangents, n_controls=n_controls, n_random=n_random, seed=draws)
         sharded = distributed.is_distributed() if self.distributed is None else self.distributed
-        sums, breakdown = self._accumulate(inputs, labels, named, columns, max_tokens, progress, sharded)
+        sums, breakdown = self._accumulate(inputs, labels, columns, max_tokens, progress, sharded)
         sums = self._reduce(sums, sharded)  # every rank's sums (this process's alone when not sharded)
         if sharded:
             breakdown.reduce(distributed.all_reduce_sum)
@@ -287,14 +286,13 @@ class GradientProbe:
         self,
         inputs: Any,
         labels: Any,
-        named: dict[str, Subspace],
         columns: SubspaceColumns,
         max_tokens: int | None,
         progress: bool | None,
         sharded: bool,
     ) -> tuple[ProbeSums, Breakdown]:
         """This shard's `ProbeSums` (of its sequences with probed rows) and `Breakdown`, summed on the device."""
-        dim = next(iter(named.values())).dim
+        dim = columns.bases.shape[0]
         shard = (distributed.rank(), distributed.world_size()) if sharded else (0, 1)
         if sharded and max_tokens is not None:
             max_tokens = math.ceil(max_tokens / shard[1])  # a per-rank cap
@@ -320,7 +318,9 @@ class GradientProbe:
         ):
             width = step.gradient.shape[-1]
             if width != dim:
-                fitted_at = sorted({subspace.split_point or "an unknown split point" for subspace in named.values()})
+                fitted_at = sorted(
+                    {tangent.split_point or "an unknown split point" for tangent in columns.tangents.values()}
+                )
                 raise InvalidInputError(
                     f"The split point '{self.splitter.split_point}' has d={width} but the subspaces live in R^{dim} (fitted at {', '.join(repr(point) for point in fitted_at)}), another layer or model: fit them on this model at this split point."
                 )
@@ -344,40 +344,37 @@ class GradientProbe:
             energy, total, ids = energy[keep], total[keep], ids[keep.cpu()]
         else:
             total = torch.zeros(0, dtype=torch.float64, device=self.device)
-            energy, ids = total.view(0, 1).expand(0, columns.n_columns), torch.zeros(0, dtype=torch.long)
+            energy, ids = total.view(0, 1).expand(0, len(columns.widths)), torch.zeros(0, dtype=torch.long)
         return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, tally), breakdown
 
     def _reduce(self, sums: ProbeSums, sharded: bool) -> ProbeSums:
         """Every rank's sums (all-reduced and gathered when sharded); our errors for what no rank could probe."""
         tally = sums.tally
-        counts = [sums.sequence_id.numel(), tally.usable_sequences, tally.skipped_sequences, tally.skipped_batches]
-        counts = torch.tensor([*counts, tally.nonfinite_sequences], dtype=torch.float64, device=self.device)
+        counted = ("usable_sequences", "skipped_sequences", "skipped_batches", "nonfinite_sequences")
+        counts = [sums.sequence_id.numel(), *(getattr(tally, name) for name in counted)]
+        counts = torch.tensor(counts, dtype=torch.float64, device=self.device)
         counters = torch.cat([torch.stack([sums.loss_sum, sums.loss_count]), counts])
         moments = sums.moments
         if sharded:
             counters = distributed.all_reduce_sum(counters)
             moments = distributed.all_reduce_moments(moments)
-        loss_sum, loss_count, n_sequences, usable, skipped_sequences, skipped_batches, nonfinite = counters.tolist()
-        if sharded and skipped_batches and self.on_nonfinite == "raise":  # every rank raises, none waits
+        loss_sum, loss_count, n_sequences, *summed = counters.tolist()
+        totals = replace(tally, **{name: int(value) for name, value in zip(counted, summed, strict=True)})
+        if sharded and totals.skipped_batches and self.steps.on_nonfinite == "raise":  # every rank raises, none waits
             if tally.first_nonfinite is not None:
                 raise self.steps.nonfinite_error(*tally.first_nonfinite)
             raise NonFiniteError(
                 f"Non-finite loss or gradients in a batch of another rank (its error names it). {NONFINITE_ADVICE}"
             )
-        totals = Tally(
-            int(usable), int(skipped_sequences), int(skipped_batches), tally.first_nonfinite, int(nonfinite)
-        )
         self.steps.check_usable(totals)
         if moments.count == 0:
             raise InvalidInputError(_NOTHING_PROBED)
         energy, total, ids = sums.sequence_energy, sums.sequence_total, sums.sequence_id
         if sharded:  # every rank's sequences, in sequence order
             parts = distributed.all_gather_objects((ids.cpu(), energy.cpu(), total.cpu()))
-            every_id = torch.cat([part[0] for part in parts])
-            order = torch.argsort(every_id)
-            ids = every_id[order]
-            energy = torch.cat([part[1] for part in parts])[order].to(self.device)
-            total = torch.cat([part[2] for part in parts])[order].to(self.device)
+            ids, energy, total = (torch.cat(part) for part in zip(*parts, strict=True))
+            order = torch.argsort(ids)
+            ids, energy, total = ids[order], energy[order].to(self.device), total[order].to(self.device)
         return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, totals, int(n_sequences))
 
 

@@ -127,59 +127,34 @@ class ProbeResult:
     sequence_totals: list[float] = field(default_factory=list)
 
     @classmethod
-    def build(
-        cls,
-        *,
-        energy_share: float,
-        control_energy_shares: np.ndarray,
-        oracle_energy_share: float,
-        isoscore_star: float,
-        isoscore_star_without_tangent: float,
-        isoscore_star_without_controls: np.ndarray,
-        random_energy_shares: np.ndarray,
-        chance_std: float,
-        isoscore_star_without_random: np.ndarray | None = None,
-        dim: int,
-        rank: int,
-        **fields: Any,
-    ) -> ProbeResult:
+    def build(cls, *, isoscore_star_without_random: np.ndarray | None = None, **measured: Any) -> ProbeResult:
         """The derived fields from the measured ones (`anisotropy_p_value_exact` is NaN without the random's)."""
-        controls, randoms, without_controls = (
-            np.asarray(value, dtype=np.float64)
-            for value in (control_energy_shares, random_energy_shares, isoscore_star_without_controls)
-        )
+        for key in ("control_energy_shares", "random_energy_shares", "isoscore_star_without_controls"):
+            measured[key] = np.asarray(measured[key], dtype=np.float64)
+        share, isoscore, chance_std = measured["energy_share"], measured["isoscore_star"], measured["chance_std"]
         without_random = np.asarray(() if isoscore_star_without_random is None else isoscore_star_without_random)
-        control_mean = float(controls.mean())
-        chance = rank / dim
-        excess = oracle_energy_share - chance
-        delta = isoscore_star_without_tangent - isoscore_star
-        delta_controls = without_controls - isoscore_star
-        delta_random = without_random.astype(np.float64) - isoscore_star
+        control_mean = float(measured["control_energy_shares"].mean())
+        chance = measured["rank"] / measured["dim"]
+        excess = measured["oracle_energy_share"] - chance
+        delta = measured["isoscore_star_without_tangent"] - isoscore
+        delta_controls = measured["isoscore_star_without_controls"] - isoscore
+        delta_random = without_random.astype(np.float64) - isoscore
+        p_delta = p_value(delta, delta_controls)
         return cls(
-            energy_share=energy_share,
+            **measured,
             chance=chance,
-            control_energy_shares=controls,
             control_mean=control_mean,
-            energy_ratio=energy_share / control_mean if control_mean > 0 else math.inf,
-            oracle_energy_share=oracle_energy_share,
-            anisotropy_capture=(energy_share - chance) / excess if excess > 0 else math.nan,
-            isoscore_star=isoscore_star,
-            isoscore_star_without_tangent=isoscore_star_without_tangent,
-            isoscore_star_without_controls=without_controls,
+            energy_ratio=share / control_mean if control_mean > 0 else math.inf,
+            anisotropy_capture=(share - chance) / excess if excess > 0 else math.nan,
             delta_isoscore_star=delta,
             delta_isoscore_star_controls=delta_controls,
-            delta_isoscore_star_p_value=p_value(delta, delta_controls),
-            random_energy_shares=randoms,
-            p_value_exact=p_value(energy_share, randoms),
-            chance_std=chance_std,
-            z_score=(energy_share - chance) / chance_std if chance_std > 0 else math.nan,
+            delta_isoscore_star_p_value=p_delta,
+            p_value_exact=p_value(share, measured["random_energy_shares"]),
+            z_score=(share - chance) / chance_std if chance_std > 0 else math.nan,
             anisotropy_share=float(delta - delta_controls.mean()),
-            anisotropy_share_p_value=p_value(delta, delta_controls),
+            anisotropy_share_p_value=p_delta,
             delta_isoscore_star_random=delta_random,
             anisotropy_p_value_exact=p_value(delta, delta_random) if delta_random.size else math.nan,
-            dim=dim,
-            rank=rank,
-            **fields,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,13 +231,10 @@ class ProbeResult:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return [_jsonable(item) for item in value.tolist()]
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
+    if isinstance(value, np.ndarray | np.generic):
+        value = value.tolist()
+    if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
     if isinstance(value, dict):
         return {key: _jsonable(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

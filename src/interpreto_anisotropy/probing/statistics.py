@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -87,10 +87,6 @@ class ProbeSums:
     column_energy: Float[torch.Tensor, " S"] | None = None
     sequence_control_energy: Float[torch.Tensor, "n T"] | None = None
 
-    def energy_per_column(self) -> Float[torch.Tensor, " S"]:
-        """The energy of all the rows in each tangent and control, (S,)."""
-        return self.column_energy if self.column_energy is not None else self.sequence_energy.sum(0)
-
     def tangent_sequence_energy(self, tangent_columns: list[int]) -> Float[torch.Tensor, "n T"]:
         """Each sequence's energy in each tangent, (n_seq, T) (what the interval's bootstrap resamples)."""
         return self.sequence_energy if self.column_energy is not None else self.sequence_energy[:, tangent_columns]
@@ -132,7 +128,7 @@ class SubspaceColumns(TangentBlock):
     tangents: dict[str, Subspace]
     controls: dict[str, torch.Tensor]
     randoms: dict[int | str, RandomSubspaces]
-    random_key: dict[str, int | str] = field(default_factory=dict)
+    random_key: dict[str, int | str]
 
     @classmethod
     def draw(
@@ -147,10 +143,10 @@ class SubspaceColumns(TangentBlock):
             name: normal_control_bases(tangent, n_controls, seed=seeds[name]) for name, tangent in tangents.items()
         }
         key = {name: name if per_tangent else tangent.rank for name, tangent in tangents.items()}
-        randoms: dict[int | str, RandomSubspaces] = {}
-        for name, tangent in tangents.items():
-            if key[name] not in randoms:
-                randoms[key[name]] = RandomSubspaces(tangent.dim, tangent.rank, n_random, seeds[name])
+        randoms = {  # one per key: the tangents sharing a key share its dim, rank and seed
+            key[name]: RandomSubspaces(tangent.dim, tangent.rank, n_random, seeds[name])
+            for name, tangent in tangents.items()
+        }
         named = [basis for name, tangent in tangents.items() for basis in [tangent.basis, *controls[name]]]
         return cls(*cls.stacked(named), tangents, controls, randoms, key)
 
@@ -163,11 +159,6 @@ class SubspaceColumns(TangentBlock):
     def n_random(self) -> int:
         """R', the random subspaces of each rank."""
         return next(iter(self.randoms.values())).count
-
-    @property
-    def n_columns(self) -> int:
-        """S, the number of energy columns a row is projected on: the tangents and their controls."""
-        return len(self.widths)
 
     def energies_of_scatter(self, scatter: Float[torch.Tensor, "d d"]) -> Float[torch.Tensor, " S"]:
         """The energy of rows with scatter G^T G in each tangent and control, tr(Q^T G^T G Q) = ||G Q||_F^2, float64."""
@@ -190,7 +181,7 @@ class SubspaceColumns(TangentBlock):
 
     def randoms_of(self, name: str) -> int | str:
         """The key in `randoms` of the random subspaces tangent `name` is ranked among."""
-        return self.random_key.get(name, self.tangents[name].rank)
+        return self.random_key[name]
 
 
 def _segment_sums(values: Float[torch.Tensor, "N K"], widths: tuple[int, ...]) -> Float[torch.Tensor, "N S"]:
@@ -213,7 +204,7 @@ def sums_from_gradients(
     rows = gradients.float()
     ids, inverse = torch.unique(sequence_ids.cpu(), return_inverse=True)
     inverse = inverse.to(rows.device)
-    energy = torch.zeros(len(ids), columns.n_columns, dtype=torch.float64, device=rows.device)
+    energy = torch.zeros(len(ids), len(columns.widths), dtype=torch.float64, device=rows.device)
     energy.index_add_(0, inverse, columns.energies(rows).double())
     total = torch.zeros(len(ids), dtype=torch.float64, device=rows.device)
     total.index_add_(0, inverse, rows.square().sum(1).double())
@@ -273,7 +264,7 @@ def build_results(
         k = tangent.rank
         random_energy, without_random = scores[columns.randoms_of(name)]
         energy_share = float(shares[columns.tangent_column(name)])
-        control_shares = shares[columns.control_columns(name)].astype(np.float64)
+        control_shares = shares[columns.control_columns(name)]
         oracle = top_sums[k] / total_energy if total_energy > 0 else 0.0
         results[name] = ProbeResult.build(
             name=name,
@@ -303,7 +294,7 @@ def _read_once(
 ) -> tuple[np.ndarray, float, float, dict[int, float]]:
     """The column shares (S,), tr(M), the summed totals and {k: sum of M's top k eigenvalues}, in one host read."""
     sum_total = sums.sequence_total.sum()
-    shares = sums.energy_per_column() / sum_total
+    shares = (sums.column_energy if sums.column_energy is not None else sums.sequence_energy.sum(0)) / sum_total
     top_values = top_eigenvalues(second_moment, max(ranks)).clamp(min=0)
     scalars = torch.stack([torch.trace(second_moment), sum_total, *(top_values[:k].sum() for k in ranks)])
     host = torch.cat([shares.double(), scalars.double()]).cpu().numpy()
@@ -459,11 +450,10 @@ class Breakdown:
         shared = min(table.numel(), counts.numel())
         table[:shared] = counts[:shared].double()
         buckets = frequency_bucket_of_ids(table, edges=edges).to(self.by_id.total.device)
-        grouped = EnergyByBucket.zeros(len(edges) + 1, self.by_id.energy.shape[1], self.by_id.total.device)
-        grouped.energy.index_add_(0, buckets, self.by_id.energy)
-        grouped.total.index_add_(0, buckets, self.by_id.total)
-        grouped.tokens.index_add_(0, buckets, self.by_id.tokens)
-        return grouped
+        sums = (self.by_id.energy, self.by_id.total, self.by_id.tokens)
+        return EnergyByBucket(
+            *(sum_.new_zeros(len(edges) + 1, *sum_.shape[1:]).index_add_(0, buckets, sum_) for sum_ in sums)
+        )
 
     def fields(
         self, tangent_index: int, counts: Int[torch.Tensor, " V"] | None, edges: Sequence[float]
