@@ -126,7 +126,7 @@ class CheckpointPipeline:
         self._estimate: int | None = None  # bytes of a revision: the largest fetched so far
         self._notes: list[str] = []  # warnings from the download threads, given on the sweep's thread
         self._closed = False
-        self.fetched_bytes = self.downloads = 0
+        self.fetched_bytes = self.evicted_bytes = self.downloads = 0
         on_hub = {c for c in self.uses if not c.is_local}
         self._bar = progress_bar(progress=progress and bool(on_hub), total=len(on_hub), desc="Downloads", unit="ckpt")
 
@@ -193,6 +193,12 @@ class CheckpointPipeline:
                 self._room.notify_all()
         self._warn_notes()
 
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the revisions this sweep fetched and still holds in the cache."""
+        with self._room:
+            return self._held()
+
     # ------------------------------------------------------------------ under the lock
     def _submit_through(self, last: int) -> None:
         """Attach the uses up to `last` to their revisions, submitting the revisions not in the cache yet."""
@@ -240,6 +246,7 @@ class CheckpointPipeline:
                 f"Could not evict {names} from {self.cache}: {error}. Delete them with `{hub.HUB_CLI} cache delete`."
             )
         else:
+            self.evicted_bytes += evicted
             logger.info("Evicted %s from %s (%.2f GB).", names, self.cache, evicted / _GB)
         self._show()
 
