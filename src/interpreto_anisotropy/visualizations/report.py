@@ -41,7 +41,6 @@ from ..results.verdict import (
     method_sentence,
     sweep_verdict,
 )
-from ..tangents.top_tokens import DirectionTokens, TokenInContext
 from ..version import __version__
 from .model_card import model_card, model_name
 
@@ -382,82 +381,15 @@ def render(template: str, **context: Any) -> str:
     return _environment().get_template(template).render(**context)
 
 
-#: The token tables' columns: name, and meaning (their headers' tooltips and the section's definitions).
-_TOKEN_HEADERS = (
-    ("direction", "Index j of the direction: column j of the tangent's orthonormal basis Q."),
-    (
-        "variance",
-        "Share of the sampled activations' variance along the direction: mean of s^2 over the tokens, over the mean "
-        "squared distance of the activations to their mean. Unit: fraction of 1.",
-    ),
-    (
-        "+ end: largest scores",
-        "The distinct tokens with the largest score s = (h - mean) . q_j, most extreme first, each at its most "
-        "extreme occurrence and shown in its text (highlighted). Hover for the score.",
-    ),
-    (
-        "- end: smallest scores",
-        "The distinct tokens with the smallest score s = (h - mean) . q_j (the other end of the direction, whose "
-        "sign is arbitrary), most extreme first. Hover for the score.",
-    ),
-)
-
-_KIND_TITLES = {
-    "early": "early tangent (the reference fitted on the early checkpoints)",
-    "each": "each tangent (refitted on this checkpoint)",
-    "given": "given tangent (the user's subspace)",
-}
-
-
 def top_tokens_section(result: SweepResult) -> str:
     """The HTML of the top tokens' section of a sweep loaded from its folder (ResultsStoreError: an unreadable file)."""
     return render("top_tokens.html.j2", **_top_tokens_context(result))
 
 
 def _top_tokens_context(result: SweepResult) -> dict[str, Any]:
-    """What ``top_tokens.html.j2`` shows: per split point with saved top tokens, a table per tangent kind (texts
-    unescaped: the template escapes them), and the tables' columns."""
-    layers = list(dict.fromkeys(row.get("layer", row.get("split_point")) for row in result.rows))
-    found = [result.top_tokens(layer) for layer in layers]
-    tables = [
-        {
-            "split_point": str(content["split_point"]),
-            "step": str(content["step"]),
-            "n_rows": f"{content['n_rows']:,}" if isinstance(content["n_rows"], int) else str(content["n_rows"]),
-            "kinds": [
-                {"title": _KIND_TITLES.get(kind, f"{kind} tangent"), "directions": list(map(_direction, directions))}
-                for kind, directions in content["tangents"].items()
-            ],
-        }
-        for content in found
-        if content is not None
-    ]
-    headers = [{"name": name, "meaning": meaning} for name, meaning in _TOKEN_HEADERS]
-    return {"top_tokens": tables, "token_headers": headers}
-
-
-def _direction(direction: DirectionTokens) -> dict[str, Any]:
-    return {
-        "direction": str(direction.direction),
-        "variance": format(direction.variance_share, ".3f"),
-        "high": list(map(_token, direction.high)),
-        "low": list(map(_token, direction.low)),
-    }
-
-
-def _token(token: TokenInContext) -> dict[str, str]:
-    """A token in its context, and its tooltip: its score, its text and its position."""
-    return {
-        "title": f"score {token.score:.4g}, text {token.text}, token {token.position}",
-        "before": _visible(token.before),
-        "token": _visible(token.token),
-        "after": _visible(token.after),
-    }
-
-
-def _visible(text: str) -> str:
-    """The text with line breaks and tabs shown as arrows (the context stays on one line)."""
-    return text.replace("\r\n", "\u21b5").replace("\n", "\u21b5").replace("\r", "\u21b5").replace("\t", "\u2192")
+    """What ``top_tokens.html.j2`` shows: the saved top tokens (`SweepResult.top_tokens`) of each split point."""
+    layers = dict.fromkeys(row.get("layer", row.get("split_point")) for row in result.rows)
+    return {"top_tokens": [content for content in map(result.top_tokens, layers) if content is not None]}
 
 
 #: The file of column notes written next to a report's ``rows.csv``.
