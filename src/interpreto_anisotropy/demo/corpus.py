@@ -20,6 +20,7 @@ import tokenize
 import warnings
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from ..commons.files import write_atomically
 from ..commons.progress import progress_bar
@@ -50,6 +51,21 @@ class Split(str, Enum):
     FIT = "fit"
     PROBE = "probe"
     ALL = "all"
+
+
+def parse_choice(value: object, kind: type[Enum], what: str) -> Any:
+    """`value` as a member of the enum `kind`, with an error of ours naming `what` and the choices when unknown."""
+    try:
+        return kind(value)
+    except ValueError:
+        known = ", ".join(repr(member.value) for member in kind)
+        raise InvalidInputError(f"Unknown {what} {value!r}; choose one of {known}.") from None
+
+
+def check_int(name: str, value: object, *, minimum: int = 1) -> None:
+    """Refuses a `value` that is not an integer (bools aside) >= `minimum`, with an error naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}; got {value!r}.")
 
 
 def default_cache_dir() -> Path:
@@ -227,14 +243,9 @@ def load_corpus(
         >>> len(texts), all(len(t) >= 64 for t in texts)
         (100, True)
     """
-    try:
-        split = Split(split)
-    except ValueError:
-        known = ", ".join(repr(s.value) for s in Split)
-        raise InvalidInputError(f"Unknown corpus split {split!r}; choose one of {known}.") from None
+    split = parse_choice(split, Split, "corpus split")
     for name, value in (("max_texts", 0 if max_texts is None else max_texts), ("min_chars", min_chars)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidInputError(f"{name} must be a non-negative integer; got {value!r}.")
+        check_int(name, value, minimum=0)
 
     texts = _all_texts(include_comments=include_comments, cache_dir=cache_dir, progress=progress)
     keyed = sorted((hashlib.sha1(text.encode("utf-8")).digest(), text) for text in texts if len(text) >= min_chars)
