@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -124,26 +123,6 @@ def _mask_tokens(
     return masking.corrupt(input_ids, chosen, generator, **vocabulary), labels
 
 
-def _learning_rate(step: int, *, lr: float, warmup_steps: int, steps: int, min_ratio: float = 0.1) -> float:
-    """Linear warm-up to ``lr``, then cosine decay to ``min_ratio * lr`` at ``steps`` (step counts from 1)."""
-    if step <= warmup_steps:
-        return lr * step / warmup_steps
-    progress = (step - warmup_steps) / max(1, steps - warmup_steps)
-    return lr * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
-@contextlib.contextmanager
-def _torch_threads(num_threads: int | None) -> Iterator[None]:
-    """Runs the block with ``num_threads`` CPU threads in torch, then restores the previous number."""
-    previous = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def train_toy(
     out_dir: str | os.PathLike, *, texts: Sequence[str] | None = None, config: ToyConfig | None = None, **options: Any
 ) -> ToyRun:
@@ -181,7 +160,10 @@ def train_toy(
     settings = ToyConfig.of(config, options)
     arch, device, chosen_steps = settings.arch, settings.torch_device, settings.checkpoint_step_list
     path = _prepare_out_dir(out_dir, overwrite=settings.overwrite)
-    with _torch_threads(settings.num_threads if device.type == "cpu" else None):
+    previous_threads = torch.get_num_threads()  # restored afterwards
+    if device.type == "cpu" and settings.num_threads is not None:
+        torch.set_num_threads(settings.num_threads)
+    try:
         train_texts = _training_texts(texts, max_train_texts=settings.max_train_texts, progress=settings.progress)
         max_position = max(settings.seq_len, 512)
         tokenizer = train_tokenizer(
@@ -198,6 +180,8 @@ def train_toy(
         probe = _train_steps(run, batches, settings.masked_lm, live=settings.live, progress=settings.progress)
         model.eval()
         write_atomically(path / TRAINER_STATE_NAME, json.dumps(run.state(settings.steps), indent=2))
+    finally:
+        torch.set_num_threads(previous_threads)
     losses = [entry["loss"] for entry in run.log_history]
     live_results = None if probe is None else Path(probe.results_dir)
     return ToyRun(path, arch.value, record["objective"], run.checkpoints, chosen_steps, losses, live_results)
@@ -258,7 +242,11 @@ def _train_steps(
                 input_ids, labels = _mask_tokens(batch, tokenizer, masking=masking, generator=mask_generator)
             else:
                 input_ids, labels = batch, batch
-            learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
+            # linear warm-up to lr, then cosine decay to 0.1 lr at the last step
+            learning_rate = lr * step / warmup_steps
+            if step > warmup_steps:
+                done = (step - warmup_steps) / max(1, steps - warmup_steps)
+                learning_rate = lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * done)))
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate
             model.train()
