@@ -198,8 +198,7 @@ def _kind_label(tangent: Any, n_tangents: int, text: str) -> str:
 
 
 def _finish(ax: Axes, rows: Sequence[dict], ylabel: str, *, bottom: float | None = None, label: bool = True) -> None:
-    """A panel's symlog step axis (linear on [0, 1], log above) over the rows' steps, with a little room at both ends,
-    the floor of its y axis (if any) and its y label."""
+    """A panel's symlog step axis (linear on [0, 1], log above) over the rows' steps, its y floor and its y label."""
     ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
     if steps := [int(row["step"]) for row in rows]:
         low, high = min(steps), max(steps)
@@ -268,9 +267,7 @@ def _chance(row: dict[str, Any]) -> float | None:
 
 
 def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
-    """One tangent kind's panel of `plot_energy`: the control band, the controls' mean, the analytic null, E_T, its
-    bootstrap interval (the panel's title names the kind, so the labels do not), and chance k/d: a horizontal line
-    if the same in every row."""
+    """A tangent kind's panel of `plot_energy`: controls' band and mean, analytic null, E_T and its CI, chance k/d."""
     x, low, high, _ = _control_range(kind_rows, "control_energy_shares")
     if x:
         _control_band(ax, x, low, high, color, "controls E_N min-max", "control", kind)

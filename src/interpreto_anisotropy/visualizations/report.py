@@ -181,9 +181,7 @@ def _cell(row: dict[str, Any], column: str) -> Any:
 
 
 def _columns(result: SweepResult, verdict: Verdict) -> list[str]:
-    """Key columns first (those present), the tested p-value after "energy_ratio" (adjusted by the verdict's
-    correction: the p-value of the finding, by the other, then raw), then the other scalar columns in first-seen
-    order."""
+    """Key columns (those present; the tested p-value, adjusted then raw, after "energy_ratio"), then the others."""
     present = set(result.scalar_columns())
     derived = {
         "ci": "ci_low" in present or "ci_high" in present,
