@@ -188,8 +188,7 @@ def train_toy(
 
 
 def _toy_config(settings: ToyConfig, model: PreTrainedModel, tokenizer: Any, *data: Any) -> dict[str, Any]:
-    """The run's ``toy_config`` (in ``trainer_state.json``): `settings` with the sizes the model, the tokenizer and
-    the `data` (number of texts, (n_blocks, seq_len) blocks, device) came out with."""
+    """The run's ``toy_config``: `settings` with the sizes the model, the tokenizer and the `data` came out with."""
     n_texts, blocks, device = data
     objective = "masked_lm" if settings.arch in ENCODER_ARCHS else "causal_lm"
     masking = settings.masked_lm
@@ -216,8 +215,7 @@ def _toy_config(settings: ToyConfig, model: PreTrainedModel, tokenizer: Any, *da
 def _train_steps(
     run: _Run, batches: Iterator[torch.Tensor], masking: MaskedLM, *, live: dict[str, Any] | None, progress: bool
 ) -> Any:
-    """Save ``checkpoint-0``, then train `run.model` for its configured steps (AdamW, warm-up and cosine decay),
-    logging each step's loss and saving the checkpoints due; returns the live probe (None without `live`)."""
+    """Train `run.model` for its steps, logging each loss and saving the checkpoints due; returns the live probe."""
     model, tokenizer, config = run.model, run.tokenizer, run.config
     steps, lr, warmup_steps = config["steps"], config["lr"], config["warmup_steps"]
     mask_generator = torch.Generator().manual_seed(config["seed"] + 1)
@@ -317,8 +315,7 @@ class _Run:
 
 
 def _batches(blocks: torch.Tensor, *, batch_size: int, seed: int) -> Iterator[torch.Tensor]:
-    """(batch_size, seq_len) batches of blocks in a seeded random order, reshuffled each time they run out (batches
-    never wrap around)."""
+    """Batches of blocks in a seeded random order, reshuffled each time they run out (never wrapping around)."""
     generator = torch.Generator().manual_seed(seed)
     order, cursor = torch.randperm(blocks.shape[0], generator=generator), 0
     while True:

@@ -145,8 +145,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _parameter_count(folder: Path) -> int | None:
-    """Parameters stored in the folder's ``.safetensors`` files, from their headers (an 8-byte little-endian length,
-    then the JSON); None without such a file or with one unreadable."""
+    """Parameters in the folder's ``.safetensors`` files, from their headers; None without one, or one unreadable."""
     total = None
     for path in sorted(folder.glob("*.safetensors")):
         try:
