@@ -17,7 +17,6 @@ import csv
 import io
 import json
 import math
-import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from functools import cache
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from ..commons.files import write_atomically
-from ..commons.options import check_positive_int
+from ..commons.options import check_folder, check_positive_int
 from ..errors import InvalidInputError
 from ..probing.result import number as _number
 from ..results.records import PROVENANCE_FILE, software_versions, versions_of_rows
@@ -122,12 +121,10 @@ def write_report(
     """
     if not result.rows:
         raise InvalidInputError("The sweep has no finished checkpoint yet: run (or resume) it, then write the report.")
-    if not isinstance(out_dir, (str, os.PathLike)):
-        raise InvalidInputError(f"out_dir must be a folder path, got {type(out_dir).__name__}.")
+    out_dir = check_folder("out_dir", out_dir)
     if title is not None and not isinstance(title, str):
         raise InvalidInputError(f"title must be a string or None, got {type(title).__name__}.")
     check_positive_int("dpi", dpi)
-    out_dir = Path(out_dir)
     blocking = next((folder for folder in (out_dir, *out_dir.parents) if folder.exists()), None)
     if blocking is not None and not blocking.is_dir():
         where = "is a file" if blocking == out_dir else f"lies in {blocking}, which is a file"
