@@ -77,8 +77,7 @@ def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> d
     width = _first(model_config, _WIDTH_KEYS)
     if width is None:
         width = next((row.get("dim") for row in rows if row.get("dim")), None)
-    architectures = model_config.get("architectures") or []
-    architecture = architectures[0] if architectures else model_config.get("model_type")
+    architecture = (model_config.get("architectures") or [model_config.get("model_type")])[0]
     if architecture and model_config.get("model_type") and architecture != model_config["model_type"]:
         architecture = f"{architecture} ({model_config['model_type']})"
     where = "its first checkpoint's config.json" if model_config else "not readable here (a hub or moved checkpoint)"
