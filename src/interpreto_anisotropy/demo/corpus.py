@@ -36,6 +36,7 @@ _MAX_TEXT_CHARS = 2000  # size cap of one text; longer docstrings are cut at a p
 _MAX_TOTAL_CHARS = 20_000_000  # size cap of the whole harvest
 _HARVEST_MIN_CHARS = 16  # texts shorter than this are never stored
 _SPLIT_ENDS = (("fit", 10), ("probe", 20), ("train", 100))  # the splits' last hash bucket (excluded), of 100
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # the nodes with a docstring
 
 # Folders of the standard library that hold no prose worth learning from (tests, generated code, bundles).
 _SKIPPED_DIRS = frozenset(
@@ -112,11 +113,6 @@ def _cap(text: str) -> str:
     return head.rstrip()
 
 
-def _docstrings(tree: ast.AST) -> list[str]:
-    kinds = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
-    return [doc for node in ast.walk(tree) if isinstance(node, kinds) and (doc := ast.get_docstring(node, clean=True))]
-
-
 def _comment_blocks(source: str) -> list[str]:
     """Runs of comment lines on consecutive lines, joined into one text each (shebangs, licences and pragmas dropped)."""
     try:
@@ -146,7 +142,8 @@ def _harvest(root: Path, *, include_comments: bool, progress: bool) -> list[str]
                 tree = ast.parse(source, filename=str(path))
         except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
             continue
-        candidates = _docstrings(tree)
+        documented = [node for node in ast.walk(tree) if isinstance(node, _DOCUMENTED)]
+        candidates = [doc for node in documented if (doc := ast.get_docstring(node, clean=True))]
         if include_comments:
             candidates += _comment_blocks(source)
         for raw in candidates:

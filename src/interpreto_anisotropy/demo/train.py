@@ -164,7 +164,14 @@ def train_toy(
     if device.type == "cpu" and settings.num_threads is not None:
         torch.set_num_threads(settings.num_threads)
     try:
-        train_texts = _training_texts(texts, max_train_texts=settings.max_train_texts, progress=settings.progress)
+        if isinstance(texts, str):
+            raise InvalidInputError("texts must be a list of strings, not a single string.")
+        if texts is None:
+            train_texts = load_corpus("train", max_texts=settings.max_train_texts, progress=settings.progress)
+        else:  # the non-empty strings, capped
+            train_texts = [text for text in texts if isinstance(text, str) and text][: settings.max_train_texts]
+        if not train_texts:
+            raise InvalidInputError("No training texts.")
         max_position = max(settings.seq_len, 512)
         tokenizer = train_tokenizer(
             train_texts, arch=arch, vocab_size=settings.vocab_size, model_max_length=max_position
@@ -268,19 +275,6 @@ def _train_steps(
         if probe is not None:
             probe.detach()
     return probe
-
-
-def _training_texts(texts: Sequence[str] | None, *, max_train_texts: int | None, progress: bool) -> list[str]:
-    """The given texts (non-empty strings, capped) or the toy corpus's ``train`` split."""
-    if texts is None:
-        train_texts = load_corpus("train", max_texts=max_train_texts, progress=progress)
-    elif isinstance(texts, str):
-        raise InvalidInputError("texts must be a list of strings, not a single string.")
-    else:
-        train_texts = [t for t in texts if isinstance(t, str) and t][:max_train_texts]
-    if not train_texts:
-        raise InvalidInputError("No training texts.")
-    return train_texts
 
 
 class _Run:
