@@ -739,16 +739,14 @@ def test_every_string_the_report_shows_reaches_it_as_text_never_as_markup(tmp_pa
 
 @pytest.mark.parametrize("crafted", CRAFTED, ids=["script", "attribute"])
 def test_a_token_tooltip_holds_a_crafted_text_literally(crafted):
-    from interpreto_anisotropy.tangents.top_tokens import TokenInContext
-    from interpreto_anisotropy.visualizations.report import _token, render
+    from interpreto_anisotropy.tangents.top_tokens import DirectionTokens, TokenInContext
+    from interpreto_anisotropy.visualizations.report import render
 
-    token = _token(TokenInContext("a\nb", "c", "d", 0.2074, crafted, crafted))  # fields no file can hold
-    table = {"split_point": crafted, "step": "1", "n_rows": "1", "kinds": [{"title": crafted, "directions": []}]}
-    direction = {"direction": crafted, "variance": crafted, "high": [token], "low": [token]}
-    table["kinds"][0]["directions"].append(direction)
-    headers = [{"name": crafted, "meaning": crafted}]
-    page = _Page(render("top_tokens.html.j2", top_tokens=[table], token_headers=headers))
+    token = TokenInContext("a\nb", "c", "d", 0.2074, crafted, crafted)  # fields no file can hold
+    table = {"split_point": crafted, "step": "1", "n_rows": "1", "tangents": {crafted: []}}
+    table["tangents"][crafted].append(DirectionTokens(0, 0.5, [token], [token]))
+    page = _Page(render("top_tokens.html.j2", top_tokens=[table]))
     assert "script" not in page.tags and {name for name, _ in page.attributes} <= ATTRIBUTES
     titles = [value for name, value in page.attributes if name == "title"]
-    assert titles == [crafted] + [f"score 0.2074, text {crafted}, token {crafted}"] * 2
+    assert titles[4:] == [f"score 0.2074, text {crafted}, token {crafted}"] * 2  # after the 4 headers' meanings
     assert [text for tag, text in page.texts if tag == "mark"][1:] == ["a\u21b5b"] * 2  # after the explanation's

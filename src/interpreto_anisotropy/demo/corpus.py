@@ -20,6 +20,7 @@ import tokenize
 import warnings
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from ..commons.files import write_atomically
 from ..commons.progress import progress_bar
@@ -35,6 +36,7 @@ _MAX_TEXT_CHARS = 2000  # size cap of one text; longer docstrings are cut at a p
 _MAX_TOTAL_CHARS = 20_000_000  # size cap of the whole harvest
 _HARVEST_MIN_CHARS = 16  # texts shorter than this are never stored
 _SPLIT_ENDS = (("fit", 10), ("probe", 20), ("train", 100))  # the splits' last hash bucket (excluded), of 100
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # the nodes with a docstring
 
 # Folders of the standard library that hold no prose worth learning from (tests, generated code, bundles).
 _SKIPPED_DIRS = frozenset(
@@ -50,6 +52,21 @@ class Split(str, Enum):
     FIT = "fit"
     PROBE = "probe"
     ALL = "all"
+
+
+def parse_choice(value: object, kind: type[Enum], what: str) -> Any:
+    """`value` as a member of the enum `kind`, with an error of ours naming `what` and the choices when unknown."""
+    try:
+        return kind(value)
+    except ValueError:
+        known = ", ".join(repr(member.value) for member in kind)
+        raise InvalidInputError(f"Unknown {what} {value!r}; choose one of {known}.") from None
+
+
+def check_int(name: str, value: object, *, minimum: int = 1) -> None:
+    """Refuses a `value` that is not an integer (bools aside) >= `minimum`, with an error naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}; got {value!r}.")
 
 
 def default_cache_dir() -> Path:
@@ -96,11 +113,6 @@ def _cap(text: str) -> str:
     return head.rstrip()
 
 
-def _docstrings(tree: ast.AST) -> list[str]:
-    kinds = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
-    return [doc for node in ast.walk(tree) if isinstance(node, kinds) and (doc := ast.get_docstring(node, clean=True))]
-
-
 def _comment_blocks(source: str) -> list[str]:
     """Runs of comment lines on consecutive lines, joined into one text each (shebangs, licences and pragmas dropped)."""
     try:
@@ -130,7 +142,8 @@ def _harvest(root: Path, *, include_comments: bool, progress: bool) -> list[str]
                 tree = ast.parse(source, filename=str(path))
         except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
             continue
-        candidates = _docstrings(tree)
+        documented = [node for node in ast.walk(tree) if isinstance(node, _DOCUMENTED)]
+        candidates = [doc for node in documented if (doc := ast.get_docstring(node, clean=True))]
         if include_comments:
             candidates += _comment_blocks(source)
         for raw in candidates:
@@ -227,14 +240,9 @@ def load_corpus(
         >>> len(texts), all(len(t) >= 64 for t in texts)
         (100, True)
     """
-    try:
-        split = Split(split)
-    except ValueError:
-        known = ", ".join(repr(s.value) for s in Split)
-        raise InvalidInputError(f"Unknown corpus split {split!r}; choose one of {known}.") from None
+    split = parse_choice(split, Split, "corpus split")
     for name, value in (("max_texts", 0 if max_texts is None else max_texts), ("min_chars", min_chars)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidInputError(f"{name} must be a non-negative integer; got {value!r}.")
+        check_int(name, value, minimum=0)
 
     texts = _all_texts(include_comments=include_comments, cache_dir=cache_dir, progress=progress)
     keyed = sorted((hashlib.sha1(text.encode("utf-8")).digest(), text) for text in texts if len(text) >= min_chars)

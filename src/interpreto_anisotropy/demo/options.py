@@ -14,7 +14,8 @@ import torch
 from ..commons.options import check_bool, check_device, check_number, config_of
 from ..errors import InvalidInputError
 from ..probing.masking import MaskedLM, resolve_masking
-from .toy_models import MIN_VOCAB_SIZE, Arch, check_model_sizes, parse_arch
+from .corpus import check_int, parse_choice
+from .toy_models import MIN_VOCAB_SIZE, Arch, check_sizes
 
 __all__ = ["ToyConfig", "log_spaced_steps"]
 
@@ -100,20 +101,16 @@ class ToyConfig:
     live: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "arch", parse_arch(self.arch))
-        _check_positive_int("steps", self.steps)
+        object.__setattr__(self, "arch", parse_choice(self.arch, Arch, "toy architecture"))
+        check_int("steps", self.steps)
         _resolve_checkpoint_steps(self.checkpoint_steps, self.steps)
-        check_model_sizes(**{name: getattr(self, name) for name in MODEL_SIZES})
-        _check_positive_int("batch_size", self.batch_size)
-        _check_positive_int("vocab_size", self.vocab_size, minimum=MIN_VOCAB_SIZE)
-        _check_positive_int("seq_len", self.seq_len, minimum=2)
-        _check_positive_int("warmup_steps", self.effective_warmup_steps)
+        counts = {name: getattr(self, name) for name in (*MODEL_SIZES, "batch_size", "max_train_texts", "num_threads")}
+        check_sizes(**counts, warmup_steps=self.effective_warmup_steps)
+        check_int("vocab_size", self.vocab_size, minimum=MIN_VOCAB_SIZE)
+        check_int("seq_len", self.seq_len, minimum=2)
         check_number("lr", self.lr, above=0)
         check_number("weight_decay", self.weight_decay, at_least=0)
-        for name in ("max_train_texts", "num_threads"):
-            if getattr(self, name) is not None:
-                _check_positive_int(name, getattr(self, name))
-        _check_positive_int("seed", self.seed, minimum=0)
+        check_int("seed", self.seed, minimum=0)
         resolve_masking(self.masking, self.mlm_probability)
         _resolve_device(self.device)
         check_bool("overwrite", self.overwrite)
@@ -184,16 +181,11 @@ def log_spaced_steps(steps: int, *, n_even: int = 10) -> list[int]:
         >>> log_spaced_steps(300)
         [0, 1, 2, 4, 8, 16, 30, 60, 90, 120, 150, 180, 210, 240, 270, 300]
     """
-    _check_positive_int("steps", steps)
-    _check_positive_int("n_even", n_even)
+    check_int("steps", steps)
+    check_int("n_even", n_even)
     interval = max(1, steps // n_even)
     powers = {1 << exponent for exponent in range((interval - 1).bit_length())}  # 1, 2, 4, ... below the interval
     return sorted({0, steps, *powers, *range(interval, steps + 1, interval)})
-
-
-def _check_positive_int(name: str, value: object, *, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidInputError(f"{name} must be an integer >= {minimum}; got {value!r}.")
 
 
 def _resolve_checkpoint_steps(checkpoint_steps: str | Sequence[int], steps: int) -> list[int]:

@@ -14,6 +14,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerFast
 
 from ..errors import InvalidInputError
+from .corpus import check_int, parse_choice
 
 
 class Arch(str, Enum):
@@ -46,15 +47,6 @@ _ENCODER_SPECIALS = {
 MIN_VOCAB_SIZE = 256 + len(_ENCODER_SPECIALS) + 1
 
 
-def parse_arch(arch: str | Arch, kind: type[Enum] = Arch, what: str = "toy architecture") -> Arch:
-    """Turns a string into an `Arch` (or another `kind` of choice), with an error of ours for an unknown name."""
-    try:
-        return kind(arch)
-    except ValueError:
-        known = ", ".join(repr(a.value) for a in kind)
-        raise InvalidInputError(f"Unknown {what} {arch!r}; choose one of {known}.") from None
-
-
 def train_tokenizer(
     texts: Iterable[str], *, arch: str | Arch = "gpt_neox", vocab_size: int = 512, model_max_length: int = 512
 ) -> PreTrainedTokenizerFast:
@@ -84,9 +76,8 @@ def train_tokenizer(
         >>> tok.pad_token
         '<|padding|>'
     """
-    arch = parse_arch(arch)
-    if not isinstance(vocab_size, int) or vocab_size < MIN_VOCAB_SIZE:
-        raise InvalidInputError(f"vocab_size must be an integer >= {MIN_VOCAB_SIZE}; got {vocab_size!r}.")
+    arch = parse_choice(arch, Arch, "toy architecture")
+    check_int("vocab_size", vocab_size, minimum=MIN_VOCAB_SIZE)
     texts = [t for t in texts if isinstance(t, str) and t]
     if not texts:
         raise InvalidInputError("train_tokenizer needs at least one non-empty text.")
@@ -167,11 +158,11 @@ def _transformers_class(arch: Arch, name: str) -> type:
         ) from None
 
 
-def check_model_sizes(**sizes: object) -> None:
-    """Checks the sizes given to `build_model` (each a positive integer, heads dividing the width evenly)."""
+def check_sizes(**sizes: object) -> None:
+    """Checks sizes and counts (each None or a positive integer), and that the heads divide the width evenly."""
     for name, value in sizes.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise InvalidInputError(f"{name} must be a positive integer; got {value!r}.")
+        if value is not None:
+            check_int(name, value)
     hidden_size, num_heads = sizes.get("hidden_size"), sizes.get("num_heads")
     if hidden_size is not None and num_heads is not None:
         if hidden_size % num_heads:
@@ -232,12 +223,12 @@ def build_model(
         >>> model.config.hidden_size
         32
     """
-    arch, task = parse_arch(arch), parse_arch(task, Task, "task")
+    arch, task = parse_choice(arch, Arch, "toy architecture"), parse_choice(task, Task, "task")
     if intermediate_size is None:
         intermediate_size = 4 * hidden_size if isinstance(hidden_size, int) else hidden_size
     sizes = {"hidden_size": hidden_size, "num_layers": num_layers, "num_heads": num_heads}
     sizes.update(intermediate_size=intermediate_size, max_position=max_position, num_labels=num_labels)
-    check_model_sizes(vocab_size=vocab_size, **sizes)
+    check_sizes(vocab_size=vocab_size, **sizes)
     common = {"vocab_size": vocab_size, "hidden_size": hidden_size, "num_hidden_layers": num_layers}
     common.update(
         num_attention_heads=num_heads, intermediate_size=intermediate_size, max_position_embeddings=max_position

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -124,26 +123,6 @@ def _mask_tokens(
     return masking.corrupt(input_ids, chosen, generator, **vocabulary), labels
 
 
-def _learning_rate(step: int, *, lr: float, warmup_steps: int, steps: int, min_ratio: float = 0.1) -> float:
-    """Linear warm-up to ``lr``, then cosine decay to ``min_ratio * lr`` at ``steps`` (step counts from 1)."""
-    if step <= warmup_steps:
-        return lr * step / warmup_steps
-    progress = (step - warmup_steps) / max(1, steps - warmup_steps)
-    return lr * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
-@contextlib.contextmanager
-def _torch_threads(num_threads: int | None) -> Iterator[None]:
-    """Runs the block with ``num_threads`` CPU threads in torch, then restores the previous number."""
-    previous = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def train_toy(
     out_dir: str | os.PathLike, *, texts: Sequence[str] | None = None, config: ToyConfig | None = None, **options: Any
 ) -> ToyRun:
@@ -181,8 +160,18 @@ def train_toy(
     settings = ToyConfig.of(config, options)
     arch, device, chosen_steps = settings.arch, settings.torch_device, settings.checkpoint_step_list
     path = _prepare_out_dir(out_dir, overwrite=settings.overwrite)
-    with _torch_threads(settings.num_threads if device.type == "cpu" else None):
-        train_texts = _training_texts(texts, max_train_texts=settings.max_train_texts, progress=settings.progress)
+    previous_threads = torch.get_num_threads()  # restored afterwards
+    if device.type == "cpu" and settings.num_threads is not None:
+        torch.set_num_threads(settings.num_threads)
+    try:
+        if isinstance(texts, str):
+            raise InvalidInputError("texts must be a list of strings, not a single string.")
+        if texts is None:
+            train_texts = load_corpus("train", max_texts=settings.max_train_texts, progress=settings.progress)
+        else:  # the non-empty strings, capped
+            train_texts = [text for text in texts if isinstance(text, str) and text][: settings.max_train_texts]
+        if not train_texts:
+            raise InvalidInputError("No training texts.")
         max_position = max(settings.seq_len, 512)
         tokenizer = train_tokenizer(
             train_texts, arch=arch, vocab_size=settings.vocab_size, model_max_length=max_position
@@ -198,14 +187,15 @@ def train_toy(
         probe = _train_steps(run, batches, settings.masked_lm, live=settings.live, progress=settings.progress)
         model.eval()
         write_atomically(path / TRAINER_STATE_NAME, json.dumps(run.state(settings.steps), indent=2))
+    finally:
+        torch.set_num_threads(previous_threads)
     losses = [entry["loss"] for entry in run.log_history]
     live_results = None if probe is None else Path(probe.results_dir)
     return ToyRun(path, arch.value, record["objective"], run.checkpoints, chosen_steps, losses, live_results)
 
 
 def _toy_config(settings: ToyConfig, model: PreTrainedModel, tokenizer: Any, *data: Any) -> dict[str, Any]:
-    """The run's ``toy_config`` (in ``trainer_state.json``): `settings` with the sizes the model, the tokenizer and
-    the `data` (number of texts, (n_blocks, seq_len) blocks, device) came out with."""
+    """The run's ``toy_config``: `settings` with the sizes the model, the tokenizer and the `data` came out with."""
     n_texts, blocks, device = data
     objective = "masked_lm" if settings.arch in ENCODER_ARCHS else "causal_lm"
     masking = settings.masked_lm
@@ -232,8 +222,7 @@ def _toy_config(settings: ToyConfig, model: PreTrainedModel, tokenizer: Any, *da
 def _train_steps(
     run: _Run, batches: Iterator[torch.Tensor], masking: MaskedLM, *, live: dict[str, Any] | None, progress: bool
 ) -> Any:
-    """Save ``checkpoint-0``, then train `run.model` for its configured steps (AdamW, warm-up and cosine decay),
-    logging each step's loss and saving the checkpoints due; returns the live probe (None without `live`)."""
+    """Train `run.model` for its steps, logging each loss and saving the checkpoints due; returns the live probe."""
     model, tokenizer, config = run.model, run.tokenizer, run.config
     steps, lr, warmup_steps = config["steps"], config["lr"], config["warmup_steps"]
     mask_generator = torch.Generator().manual_seed(config["seed"] + 1)
@@ -258,7 +247,11 @@ def _train_steps(
                 input_ids, labels = _mask_tokens(batch, tokenizer, masking=masking, generator=mask_generator)
             else:
                 input_ids, labels = batch, batch
-            learning_rate = _learning_rate(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
+            # linear warm-up to lr, then cosine decay to 0.1 lr at the last step
+            learning_rate = lr * step / warmup_steps
+            if step > warmup_steps:
+                done = (step - warmup_steps) / max(1, steps - warmup_steps)
+                learning_rate = lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * done)))
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate
             model.train()
@@ -282,19 +275,6 @@ def _train_steps(
         if probe is not None:
             probe.detach()
     return probe
-
-
-def _training_texts(texts: Sequence[str] | None, *, max_train_texts: int | None, progress: bool) -> list[str]:
-    """The given texts (non-empty strings, capped) or the toy corpus's ``train`` split."""
-    if texts is None:
-        train_texts = load_corpus("train", max_texts=max_train_texts, progress=progress)
-    elif isinstance(texts, str):
-        raise InvalidInputError("texts must be a list of strings, not a single string.")
-    else:
-        train_texts = [t for t in texts if isinstance(t, str) and t][:max_train_texts]
-    if not train_texts:
-        raise InvalidInputError("No training texts.")
-    return train_texts
 
 
 class _Run:
@@ -329,8 +309,7 @@ class _Run:
 
 
 def _batches(blocks: torch.Tensor, *, batch_size: int, seed: int) -> Iterator[torch.Tensor]:
-    """(batch_size, seq_len) batches of blocks in a seeded random order, reshuffled each time they run out (batches
-    never wrap around)."""
+    """Batches of blocks in a seeded random order, reshuffled each time they run out (never wrapping around)."""
     generator = torch.Generator().manual_seed(seed)
     order, cursor = torch.randperm(blocks.shape[0], generator=generator), 0
     while True:

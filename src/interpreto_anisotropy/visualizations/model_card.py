@@ -77,8 +77,7 @@ def model_card(config: dict[str, Any], rows: Sequence[dict[str, Any]] = ()) -> d
     width = _first(model_config, _WIDTH_KEYS)
     if width is None:
         width = next((row.get("dim") for row in rows if row.get("dim")), None)
-    architectures = model_config.get("architectures") or []
-    architecture = architectures[0] if architectures else model_config.get("model_type")
+    architecture = (model_config.get("architectures") or [model_config.get("model_type")])[0]
     if architecture and model_config.get("model_type") and architecture != model_config["model_type"]:
         architecture = f"{architecture} ({model_config['model_type']})"
     where = "its first checkpoint's config.json" if model_config else "not readable here (a hub or moved checkpoint)"
@@ -145,8 +144,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _parameter_count(folder: Path) -> int | None:
-    """Parameters stored in the folder's ``.safetensors`` files, from their headers (an 8-byte little-endian length,
-    then the JSON); None without such a file or with one unreadable."""
+    """Parameters in the folder's ``.safetensors`` files, from their headers; None without one, or one unreadable."""
     total = None
     for path in sorted(folder.glob("*.safetensors")):
         try:

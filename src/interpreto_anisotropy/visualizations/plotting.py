@@ -77,18 +77,6 @@ def format_step(value: float, _position: Any = None) -> str:
     return "" if value < 0 else f"{value / scale:g}{suffix}"
 
 
-def step_axis(ax: Axes, steps: Sequence[int], *, label: bool = True) -> None:
-    """Symlog x axis on the steps (linear on [0, 1], log above), with a little room at both ends."""
-    ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
-    if steps:
-        low, high = min(steps), max(steps)
-        ax.set_xlim(low - 0.15 if low <= 1 else low / 1.25, high * 1.25 if high >= 1 else high + 0.15)
-    ax.xaxis.set_major_formatter(FuncFormatter(format_step))
-    if label:
-        ax.set_xlabel(STEP_LABEL, fontsize="small")
-    ax.grid(True, which="major", alpha=0.3)
-
-
 # ---------------------------------------------------------------------------------------------------- helpers
 def _series(rows: Sequence[dict[str, Any]], value: str | Callable[[dict[str, Any]], Any]) -> tuple[list, list]:
     """(steps, values) of the rows where `value` (a column, or a function of the row) is a finite number."""
@@ -177,28 +165,21 @@ def _new_figure(size: tuple[float, float], n_rows: int, n_columns: int, **option
     return figure, figure.subplots(n_rows, n_columns, squeeze=False, **options)
 
 
-def _panel_figure(n_panels: int) -> tuple[Figure, list[Axes]]:
-    figure, grid = _new_figure((max(_PANEL_WIDTH * n_panels, 7.0), _PANEL_HEIGHT + 1.4), 1, n_panels)
-    return figure, list(grid[0])
-
-
 def _split_panels(result: SweepResult, split_point: str | None, tangent: str | None) -> tuple[Figure, list]:
-    """A figure of one titled panel per split point of the selection, and its (axes, split point, rows)."""
+    """A figure of one titled panel per split point of the selection, and its (axes, rows) pairs."""
     splits = _groups(_rows(result, split_point, tangent), "split_point")
-    figure, axes = _panel_figure(len(splits))
-    for ax, split in zip(axes, splits, strict=True):
+    figure, grid = _new_figure((max(_PANEL_WIDTH * len(splits), 7.0), _PANEL_HEIGHT + 1.4), 1, len(splits))
+    for ax, split in zip(grid[0], splits, strict=True):
         if len(splits) > 1 or split is not None:
             ax.set_title(f"split point {_short(split)}", fontsize="medium")
-    return figure, [(ax, split, rows) for ax, (split, rows) in zip(axes, splits.items(), strict=True)]
+    return figure, list(zip(grid[0], splits.values(), strict=True))
 
 
 def _figure_legend(figure: Figure, axes: Sequence[Axes], extra: Sequence[tuple[Any, str]] = ()) -> None:
     """One legend for the whole figure, below the panels, entries deduplicated by label (then `extra` entries)."""
     handles: dict[str, Any] = {}
-    for handle, label in [
-        *(pair for ax in axes for pair in zip(*ax.get_legend_handles_labels(), strict=True)),
-        *extra,
-    ]:
+    pairs = [pair for ax in axes for pair in zip(*ax.get_legend_handles_labels(), strict=True)]
+    for handle, label in [*pairs, *extra]:
         if label and not label.startswith("_"):
             handles.setdefault(label, handle)
     if handles:
@@ -217,8 +198,15 @@ def _kind_label(tangent: Any, n_tangents: int, text: str) -> str:
 
 
 def _finish(ax: Axes, rows: Sequence[dict], ylabel: str, *, bottom: float | None = None, label: bool = True) -> None:
-    """A panel's step axis over the rows' steps, the floor of its y axis (if any) and its y label."""
-    step_axis(ax, [int(row["step"]) for row in rows], label=label)
+    """A panel's symlog step axis (linear on [0, 1], log above) over the rows' steps, its y floor and its y label."""
+    ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
+    if steps := [int(row["step"]) for row in rows]:
+        low, high = min(steps), max(steps)
+        ax.set_xlim(low - 0.15 if low <= 1 else low / 1.25, high * 1.25 if high >= 1 else high + 0.15)
+    ax.xaxis.set_major_formatter(FuncFormatter(format_step))
+    if label:
+        ax.set_xlabel(STEP_LABEL, fontsize="small")
+    ax.grid(True, which="major", alpha=0.3)
     if bottom is not None:
         ax.set_ylim(bottom=bottom)
     ax.set_ylabel(ylabel, fontsize="small")
@@ -279,9 +267,7 @@ def _chance(row: dict[str, Any]) -> float | None:
 
 
 def _draw_energy_panel(ax: Axes, kind: Any, kind_rows: Sequence[dict[str, Any]], color: str) -> None:
-    """One tangent kind's panel of `plot_energy`: the control band, the controls' mean, the analytic null, E_T, its
-    bootstrap interval (the panel's title names the kind, so the labels do not), and chance k/d: a horizontal line
-    if the same in every row."""
+    """A tangent kind's panel of `plot_energy`: controls' band and mean, analytic null, E_T and its CI, chance k/d."""
     x, low, high, _ = _control_range(kind_rows, "control_energy_shares")
     if x:
         _control_band(ax, x, low, high, color, "controls E_N min-max", "control", kind)
@@ -333,7 +319,7 @@ def plot_energy_ratio(
     level = verdict_settings(config)[2]
     judged = dict(zip(map(_row_key, result.rows), adjusted_p_values(result.rows, config), strict=True))
     significant = {key for key, p in judged.items() if p is not None and p <= level}
-    for ax, _split, split_rows in panels:
+    for ax, split_rows in panels:
         kinds = _groups(split_rows, "tangent", "early")
         for index, (kind, kind_rows) in enumerate(kinds.items()):
             color, label = _tangent_color(kind, index), _kind_label(kind, len(kinds), "E_T / mean E_N")
@@ -379,7 +365,7 @@ def plot_delta_isoscore(result: SweepResult, *, split_point: str | None = None, 
         >>> plot_delta_isoscore(table).savefig("delta_isoscore.png")
     """
     figure, panels = _split_panels(result, split_point, tangent)
-    for ax, _split, split_rows in panels:
+    for ax, split_rows in panels:
         kinds = _groups(split_rows, "tangent", "early")
         for index, (kind, kind_rows) in enumerate(kinds.items()):
             color = _tangent_color(kind, index)
@@ -464,7 +450,7 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
         >>> plot_drift(table).savefig("drift.png")
     """
     figure, panels = _split_panels(result, split_point, tangent)
-    for ax, _split, split_rows in panels:
+    for ax, split_rows in panels:
         merged = _per_checkpoint(split_rows)
         for name, color, style, marker, label in _DRIFT_LINES:
             line = {"color": color, "linestyle": style, "marker": marker, "label": label, "gid": f"drift:{name}"}
@@ -476,7 +462,7 @@ def plot_drift(result: SweepResult, *, split_point: str | None = None, tangent: 
         ax.set_ylim(0.0, min(math.pi / 2, max(math.radians(5.0), 1.15 * float(top))))
         ax.secondary_yaxis("right", functions=(np.degrees, np.radians)).set_ylabel("degrees", fontsize="small")
     figure.suptitle("Tangent drift: principal angles between checkpoints' own tangents")
-    _figure_legend(figure, [ax for ax, _, _ in panels])
+    _figure_legend(figure, [ax for ax, _ in panels])
     return figure
 
 
@@ -498,7 +484,7 @@ def plot_loss(result: SweepResult, *, split_point: str | None = None, tangent: s
         >>> plot_loss(table).savefig("loss.png")
     """
     rows = _rows(result, split_point, tangent)
-    figure, (ax,) = _panel_figure(1)
+    figure, ((ax,),) = _new_figure((7.0, _PANEL_HEIGHT + 1.4), 1, 1)  # as wide as a figure of 1 split point
     for index, (split, split_rows) in enumerate(_groups(rows, "split_point").items()):
         style = {"marker": "o", "markersize": 3.5, "linewidth": 1.6, "label": f"split point {_short(split, 28)}"}
         color = f"C{index % 10}"

@@ -17,7 +17,6 @@ import csv
 import io
 import json
 import math
-import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from functools import cache
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from ..commons.files import write_atomically
-from ..commons.options import check_positive_int
+from ..commons.options import check_folder, check_positive_int
 from ..errors import InvalidInputError
 from ..probing.result import number as _number
 from ..results.records import PROVENANCE_FILE, software_versions, versions_of_rows
@@ -41,7 +40,6 @@ from ..results.verdict import (
     method_sentence,
     sweep_verdict,
 )
-from ..tangents.top_tokens import DirectionTokens, TokenInContext
 from ..version import __version__
 from .model_card import model_card, model_name
 
@@ -123,12 +121,10 @@ def write_report(
     """
     if not result.rows:
         raise InvalidInputError("The sweep has no finished checkpoint yet: run (or resume) it, then write the report.")
-    if not isinstance(out_dir, (str, os.PathLike)):
-        raise InvalidInputError(f"out_dir must be a folder path, got {type(out_dir).__name__}.")
+    out_dir = check_folder("out_dir", out_dir)
     if title is not None and not isinstance(title, str):
         raise InvalidInputError(f"title must be a string or None, got {type(title).__name__}.")
     check_positive_int("dpi", dpi)
-    out_dir = Path(out_dir)
     blocking = next((folder for folder in (out_dir, *out_dir.parents) if folder.exists()), None)
     if blocking is not None and not blocking.is_dir():
         where = "is a file" if blocking == out_dir else f"lies in {blocking}, which is a file"
@@ -182,9 +178,7 @@ def _cell(row: dict[str, Any], column: str) -> Any:
 
 
 def _columns(result: SweepResult, verdict: Verdict) -> list[str]:
-    """Key columns first (those present), the tested p-value after "energy_ratio" (adjusted by the verdict's
-    correction: the p-value of the finding, by the other, then raw), then the other scalar columns in first-seen
-    order."""
+    """Key columns (those present; the tested p-value, adjusted then raw, after "energy_ratio"), then the others."""
     present = set(result.scalar_columns())
     derived = {
         "ci": "ci_low" in present or "ci_high" in present,
@@ -382,82 +376,15 @@ def render(template: str, **context: Any) -> str:
     return _environment().get_template(template).render(**context)
 
 
-#: The token tables' columns: name, and meaning (their headers' tooltips and the section's definitions).
-_TOKEN_HEADERS = (
-    ("direction", "Index j of the direction: column j of the tangent's orthonormal basis Q."),
-    (
-        "variance",
-        "Share of the sampled activations' variance along the direction: mean of s^2 over the tokens, over the mean "
-        "squared distance of the activations to their mean. Unit: fraction of 1.",
-    ),
-    (
-        "+ end: largest scores",
-        "The distinct tokens with the largest score s = (h - mean) . q_j, most extreme first, each at its most "
-        "extreme occurrence and shown in its text (highlighted). Hover for the score.",
-    ),
-    (
-        "- end: smallest scores",
-        "The distinct tokens with the smallest score s = (h - mean) . q_j (the other end of the direction, whose "
-        "sign is arbitrary), most extreme first. Hover for the score.",
-    ),
-)
-
-_KIND_TITLES = {
-    "early": "early tangent (the reference fitted on the early checkpoints)",
-    "each": "each tangent (refitted on this checkpoint)",
-    "given": "given tangent (the user's subspace)",
-}
-
-
 def top_tokens_section(result: SweepResult) -> str:
     """The HTML of the top tokens' section of a sweep loaded from its folder (ResultsStoreError: an unreadable file)."""
     return render("top_tokens.html.j2", **_top_tokens_context(result))
 
 
 def _top_tokens_context(result: SweepResult) -> dict[str, Any]:
-    """What ``top_tokens.html.j2`` shows: per split point with saved top tokens, a table per tangent kind (texts
-    unescaped: the template escapes them), and the tables' columns."""
-    layers = list(dict.fromkeys(row.get("layer", row.get("split_point")) for row in result.rows))
-    found = [result.top_tokens(layer) for layer in layers]
-    tables = [
-        {
-            "split_point": str(content["split_point"]),
-            "step": str(content["step"]),
-            "n_rows": f"{content['n_rows']:,}" if isinstance(content["n_rows"], int) else str(content["n_rows"]),
-            "kinds": [
-                {"title": _KIND_TITLES.get(kind, f"{kind} tangent"), "directions": list(map(_direction, directions))}
-                for kind, directions in content["tangents"].items()
-            ],
-        }
-        for content in found
-        if content is not None
-    ]
-    headers = [{"name": name, "meaning": meaning} for name, meaning in _TOKEN_HEADERS]
-    return {"top_tokens": tables, "token_headers": headers}
-
-
-def _direction(direction: DirectionTokens) -> dict[str, Any]:
-    return {
-        "direction": str(direction.direction),
-        "variance": format(direction.variance_share, ".3f"),
-        "high": list(map(_token, direction.high)),
-        "low": list(map(_token, direction.low)),
-    }
-
-
-def _token(token: TokenInContext) -> dict[str, str]:
-    """A token in its context, and its tooltip: its score, its text and its position."""
-    return {
-        "title": f"score {token.score:.4g}, text {token.text}, token {token.position}",
-        "before": _visible(token.before),
-        "token": _visible(token.token),
-        "after": _visible(token.after),
-    }
-
-
-def _visible(text: str) -> str:
-    """The text with line breaks and tabs shown as arrows (the context stays on one line)."""
-    return text.replace("\r\n", "\u21b5").replace("\n", "\u21b5").replace("\r", "\u21b5").replace("\t", "\u2192")
+    """What ``top_tokens.html.j2`` shows: the saved top tokens (`SweepResult.top_tokens`) of each split point."""
+    layers = dict.fromkeys(row.get("layer", row.get("split_point")) for row in result.rows)
+    return {"top_tokens": [content for content in map(result.top_tokens, layers) if content is not None]}
 
 
 #: The file of column notes written next to a report's ``rows.csv``.
