@@ -48,8 +48,7 @@ class _Pending:
         return self.kept.bytes if self.kept is not None else 0
 
     def absorb(self, later: _Pending, *, sharded: bool) -> None:
-        """Merge the closed windows that follow into these: one window from `first_step` to `later.step`, their
-        sequences end to end, numbered as one window numbers them (their moments merged in place)."""
+        """Merge the closed windows that follow into these: one window, sequences end to end, moments merged in place."""
         first, last = self.sums, later.sums
         offset = first.sequence_id.shape[0] if sharded else first.tally.usable_sequences
         usable = first.tally.usable_sequences + last.tally.usable_sequences
@@ -123,7 +122,7 @@ class LivePoint:
         rows: list[dict[str, Any]] = []
         sums = None
         if window is not None and window.reads:
-            sums = reduce_window(window.probe_sums(), sharded=sharded)
+            sums = window.reduced(sharded=sharded)
             if window.bases is not None and sums.moments.count:
                 columns = self._drawn(window.bases, step)
                 scored = scored_sums(sums, columns)
@@ -282,22 +281,36 @@ class WindowSums:
                 self.kept.append(_KeptBatch(flat_rows, finite, (gradient.shape[0], gradient.shape[1])))
         return finite
 
-    def probe_sums(self) -> ProbeSums:
-        """This process's `ProbeSums` of the window, energies in the tangents only (one read of the device)."""
+    def reduced(self, *, sharded: bool) -> ProbeSums:
+        """Every rank's `ProbeSums` of the window (all ranks call it when `sharded`), energies in the tangents only."""
         keep, skipped = torch.zeros(0, dtype=torch.bool), 0  # which sequences have rows; micro-batches skipped
         if self.finite:  # one copy from the device
             flags = torch.cat([*self.has_rows, ~torch.stack(self.finite)]).cpu()
             n_with_rows = flags.shape[0] - len(self.finite)
             keep, skipped = flags[:n_with_rows], int(flags[n_with_rows:].sum())
-        sequence_id = torch.arange(keep.shape[0])[keep]
-        index = sequence_id.to(self.device, non_blocking=True)
+        ids = torch.arange(keep.shape[0])[keep]
+        index = ids.to(self.device, non_blocking=True)
         empty = torch.zeros(0, dtype=torch.float64, device=self.device)
         total = torch.cat(self.totals)[index] if self.totals else empty
         n_tangents = self.tangents.n_tangents if self.tangents is not None else 0
         energy = torch.cat(self.energies)[index] if self.energies else total.new_zeros(total.shape[0], n_tangents)
-        tally = Tally(usable_sequences=self.n_sequences, skipped_batches=skipped)
-        n_sequences = int(sequence_id.shape[0])
-        return ProbeSums(energy, total, sequence_id, self.moments, self.loss_sum, self.loss_count, tally, n_sequences)
+        losses, moments = torch.stack([self.loss_sum, self.loss_count]), self.moments
+        counts = [ids.shape[0], self.n_sequences, skipped]
+        if sharded:
+            counters = torch.cat([losses, torch.tensor(counts, dtype=torch.float64).to(self.device)])
+            losses, counts = distributed.all_reduce_sum(counters), []
+            moments = distributed.all_reduce_moments(moments)
+            parts = distributed.all_gather_objects(
+                (energy.cpu(), total.cpu())
+            )  # rank 0's sequences first, then 1's...
+            energy = torch.cat([part[0] for part in parts]).to(self.device)
+            total = torch.cat([part[1] for part in parts]).to(self.device)
+            ids = torch.arange(total.shape[0])
+        *read, n_rows = torch.cat([losses, moments.n.reshape(1)]).tolist()
+        moments.known_count(n_rows)
+        loss_sum, loss_count, n_sequences, usable, skipped = [*read, *counts]
+        tally = Tally(int(usable), 0, int(skipped))
+        return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, tally, int(n_sequences))
 
 
 def _tangent_columns(columns: SubspaceColumns) -> list[int]:
@@ -319,8 +332,8 @@ def scored_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
 
 
 def retrospective_sums(sums: ProbeSums, columns: SubspaceColumns, sequence_energy: torch.Tensor | None) -> ProbeSums:
-    """A window closed before its tangent, scored with it: from its kept rows' energies, else from its moments
-    alone as one pseudo-sequence of energy tr(Q^T (G^T G) Q) (same shares, NaN interval)."""
+    """A window closed before its tangent, scored with it: from its kept rows' energies, else from its moments alone."""
+    # without rows: one pseudo-sequence of energy tr(Q^T (G^T G) Q) (the same shares, a NaN interval)
     if sequence_energy is not None:
         return scored_sums(dataclasses.replace(sums, sequence_energy=sequence_energy), columns)
     scatter = _scatter(sums)
@@ -329,28 +342,6 @@ def retrospective_sums(sums: ProbeSums, columns: SubspaceColumns, sequence_energ
     return dataclasses.replace(
         sums, sequence_energy=energy[_tangent_columns(columns)][None], column_energy=energy, **pseudo
     )
-
-
-def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
-    """Every rank's sums of a window (all ranks call it when `sharded`), counters read in one read of the device."""
-    device, tally = sums.moments.device, sums.tally
-    pair = (sums.loss_sum, sums.loss_count)  # Python numbers are copied to the device; tensors are there already
-    losses = torch.stack([torch.as_tensor(value, dtype=torch.float64).to(device).reshape(()) for value in pair])
-    counts = [sums.n_sequences, tally.usable_sequences, tally.skipped_batches]
-    moments, energy, total, ids = sums.moments, sums.sequence_energy, sums.sequence_total, sums.sequence_id
-    if sharded:
-        counters = torch.cat([losses, torch.tensor(counts, dtype=torch.float64).to(device)])
-        losses, counts = distributed.all_reduce_sum(counters), []
-        moments = distributed.all_reduce_moments(moments)
-        parts = distributed.all_gather_objects((energy.cpu(), total.cpu()))  # rank 0's sequences first, then 1's...
-        energy = torch.cat([part[0] for part in parts]).to(device)
-        total = torch.cat([part[1] for part in parts]).to(device)
-        ids = torch.arange(total.shape[0])
-    *read, n_rows = torch.cat([losses, moments.n.reshape(1)]).tolist()
-    moments.known_count(n_rows)
-    loss_sum, loss_count, n_sequences, usable, skipped = [*read, *counts]
-    tally = Tally(int(usable), 0, int(skipped))
-    return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, tally, int(n_sequences))
 
 
 class TangentSchedule:
