@@ -43,10 +43,6 @@ class _Pending:
     micro_batches: int
     windows: int = 1
 
-    @property
-    def bytes(self) -> int:
-        return self.kept.bytes if self.kept is not None else 0
-
     def absorb(self, later: _Pending, *, sharded: bool) -> None:
         """Merge the closed windows that follow into these: one window, sequences end to end, moments merged in place."""
         first, last = self.sums, later.sums
@@ -107,7 +103,8 @@ class LivePoint:
         return min(windows, self.capacity) * moments_bytes(self.dim)
 
     def _room_for_rows(self) -> int:
-        return max(0, self.max_pending_bytes - self.moments_bytes() - sum(pending.bytes for pending in self.pending))
+        kept = sum(pending.kept.bytes for pending in self.pending if pending.kept is not None)
+        return max(0, self.max_pending_bytes - self.moments_bytes() - kept)
 
     def add(self, hidden: torch.Tensor, gradient: torch.Tensor, rows: torch.Tensor, *loss: torch.Tensor) -> None:
         """Pool one micro-batch: its rescaled dL/dh and, for a tangent being fitted, its activations at the rows."""
@@ -146,8 +143,7 @@ class LivePoint:
                 LiveProbeWarning,
                 stacklevel=5,
             )
-        kept_rows = KeptRows(window.kept, window.has_rows, window.device) if kept else None
-        closed = _Pending(sums, kept_rows, step, window.first_step, window.reads)
+        closed = _Pending(sums, window.kept if kept else None, step, window.first_step, window.reads)
         if self.pending and len(self.pending) >= self.capacity and self.pending[-1].windows >= self.span:
             for first, later in zip(self.pending[::2], self.pending[1::2], strict=False):  # halve them: pairs merge
                 first.absorb(later, sharded=sharded)
@@ -248,7 +244,7 @@ class WindowSums:
         self.loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
         self.loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
         self.n_sequences = 0
-        self.kept: list[_KeptBatch] | None = [] if bases is None and max_kept_bytes > 0 else None
+        self.kept = KeptRows([], self.has_rows, self.device) if bases is None and max_kept_bytes > 0 else None
         self.room = max_kept_bytes  # the bytes of rows it may still keep
 
     @property
@@ -278,7 +274,7 @@ class WindowSums:
             if self.room < 0:
                 self.kept = None
             else:
-                self.kept.append(_KeptBatch(flat_rows, finite, (gradient.shape[0], gradient.shape[1])))
+                self.kept.batches.append(_KeptBatch(flat_rows, finite, (gradient.shape[0], gradient.shape[1])))
         return finite
 
     def reduced(self, *, sharded: bool) -> ProbeSums:
@@ -353,8 +349,7 @@ class TangentSchedule:
         self.fit_until, self.call, self._given = plan.get("fit_until"), plan.get("call"), plan.get("given")
         # the activations pooled, the tangent, its bases (it, its controls and the random subspaces), when fitted
         self.activations = self.tangent = self.bases = self.fitted_at = None
-        given = self._given
-        if given is not None and given.split_point is not None and given.split_point != path:
+        if (given := self._given) is not None and given.split_point not in (None, path):
             raise InvalidInputError(
                 f"The given tangent was fitted at split point '{given.split_point}' but the live probe reads '{path}'. Give a tangent fitted at '{path}', or attach the probe at '{given.split_point}'."
             )
