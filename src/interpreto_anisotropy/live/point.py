@@ -43,13 +43,8 @@ class _Pending:
     micro_batches: int
     windows: int = 1
 
-    @property
-    def bytes(self) -> int:
-        return self.kept.bytes if self.kept is not None else 0
-
     def absorb(self, later: _Pending, *, sharded: bool) -> None:
-        """Merge the closed windows that follow into these: one window from `first_step` to `later.step`, their
-        sequences end to end, numbered as one window numbers them (their moments merged in place)."""
+        """Merge the closed windows that follow into these: one window, sequences end to end, moments merged in place."""
         first, last = self.sums, later.sums
         offset = first.sequence_id.shape[0] if sharded else first.tally.usable_sequences
         usable = first.tally.usable_sequences + last.tally.usable_sequences
@@ -108,7 +103,8 @@ class LivePoint:
         return min(windows, self.capacity) * moments_bytes(self.dim)
 
     def _room_for_rows(self) -> int:
-        return max(0, self.max_pending_bytes - self.moments_bytes() - sum(pending.bytes for pending in self.pending))
+        kept = sum(pending.kept.bytes for pending in self.pending if pending.kept is not None)
+        return max(0, self.max_pending_bytes - self.moments_bytes() - kept)
 
     def add(self, hidden: torch.Tensor, gradient: torch.Tensor, rows: torch.Tensor, *loss: torch.Tensor) -> None:
         """Pool one micro-batch: its rescaled dL/dh and, for a tangent being fitted, its activations at the rows."""
@@ -123,7 +119,7 @@ class LivePoint:
         rows: list[dict[str, Any]] = []
         sums = None
         if window is not None and window.reads:
-            sums = reduce_window(window.probe_sums(), sharded=sharded)
+            sums = window.reduced(sharded=sharded)
             if window.bases is not None and sums.moments.count:
                 columns = self._drawn(window.bases, step)
                 scored = scored_sums(sums, columns)
@@ -147,8 +143,7 @@ class LivePoint:
                 LiveProbeWarning,
                 stacklevel=5,
             )
-        kept_rows = KeptRows(window.kept, window.has_rows, window.device) if kept else None
-        closed = _Pending(sums, kept_rows, step, window.first_step, window.reads)
+        closed = _Pending(sums, window.kept if kept else None, step, window.first_step, window.reads)
         if self.pending and len(self.pending) >= self.capacity and self.pending[-1].windows >= self.span:
             for first, later in zip(self.pending[::2], self.pending[1::2], strict=False):  # halve them: pairs merge
                 first.absorb(later, sharded=sharded)
@@ -249,7 +244,7 @@ class WindowSums:
         self.loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
         self.loss_count = torch.zeros((), dtype=torch.float64, device=self.device)
         self.n_sequences = 0
-        self.kept: list[_KeptBatch] | None = [] if bases is None and max_kept_bytes > 0 else None
+        self.kept = KeptRows([], self.has_rows, self.device) if bases is None and max_kept_bytes > 0 else None
         self.room = max_kept_bytes  # the bytes of rows it may still keep
 
     @property
@@ -279,25 +274,39 @@ class WindowSums:
             if self.room < 0:
                 self.kept = None
             else:
-                self.kept.append(_KeptBatch(flat_rows, finite, (gradient.shape[0], gradient.shape[1])))
+                self.kept.batches.append(_KeptBatch(flat_rows, finite, (gradient.shape[0], gradient.shape[1])))
         return finite
 
-    def probe_sums(self) -> ProbeSums:
-        """This process's `ProbeSums` of the window, energies in the tangents only (one read of the device)."""
+    def reduced(self, *, sharded: bool) -> ProbeSums:
+        """Every rank's `ProbeSums` of the window (all ranks call it when `sharded`), energies in the tangents only."""
         keep, skipped = torch.zeros(0, dtype=torch.bool), 0  # which sequences have rows; micro-batches skipped
         if self.finite:  # one copy from the device
             flags = torch.cat([*self.has_rows, ~torch.stack(self.finite)]).cpu()
             n_with_rows = flags.shape[0] - len(self.finite)
             keep, skipped = flags[:n_with_rows], int(flags[n_with_rows:].sum())
-        sequence_id = torch.arange(keep.shape[0])[keep]
-        index = sequence_id.to(self.device, non_blocking=True)
+        ids = torch.arange(keep.shape[0])[keep]
+        index = ids.to(self.device, non_blocking=True)
         empty = torch.zeros(0, dtype=torch.float64, device=self.device)
         total = torch.cat(self.totals)[index] if self.totals else empty
         n_tangents = self.tangents.n_tangents if self.tangents is not None else 0
         energy = torch.cat(self.energies)[index] if self.energies else total.new_zeros(total.shape[0], n_tangents)
-        tally = Tally(usable_sequences=self.n_sequences, skipped_batches=skipped)
-        n_sequences = int(sequence_id.shape[0])
-        return ProbeSums(energy, total, sequence_id, self.moments, self.loss_sum, self.loss_count, tally, n_sequences)
+        losses, moments = torch.stack([self.loss_sum, self.loss_count]), self.moments
+        counts = [ids.shape[0], self.n_sequences, skipped]
+        if sharded:
+            counters = torch.cat([losses, torch.tensor(counts, dtype=torch.float64).to(self.device)])
+            losses, counts = distributed.all_reduce_sum(counters), []
+            moments = distributed.all_reduce_moments(moments)
+            parts = distributed.all_gather_objects(
+                (energy.cpu(), total.cpu())
+            )  # rank 0's sequences first, then 1's...
+            energy = torch.cat([part[0] for part in parts]).to(self.device)
+            total = torch.cat([part[1] for part in parts]).to(self.device)
+            ids = torch.arange(total.shape[0])
+        *read, n_rows = torch.cat([losses, moments.n.reshape(1)]).tolist()
+        moments.known_count(n_rows)
+        loss_sum, loss_count, n_sequences, usable, skipped = [*read, *counts]
+        tally = Tally(int(usable), 0, int(skipped))
+        return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, tally, int(n_sequences))
 
 
 def _tangent_columns(columns: SubspaceColumns) -> list[int]:
@@ -319,8 +328,8 @@ def scored_sums(sums: ProbeSums, columns: SubspaceColumns) -> ProbeSums:
 
 
 def retrospective_sums(sums: ProbeSums, columns: SubspaceColumns, sequence_energy: torch.Tensor | None) -> ProbeSums:
-    """A window closed before its tangent, scored with it: from its kept rows' energies, else from its moments
-    alone as one pseudo-sequence of energy tr(Q^T (G^T G) Q) (same shares, NaN interval)."""
+    """A window closed before its tangent, scored with it: from its kept rows' energies, else from its moments alone."""
+    # without rows: one pseudo-sequence of energy tr(Q^T (G^T G) Q) (the same shares, a NaN interval)
     if sequence_energy is not None:
         return scored_sums(dataclasses.replace(sums, sequence_energy=sequence_energy), columns)
     scatter = _scatter(sums)
@@ -329,28 +338,6 @@ def retrospective_sums(sums: ProbeSums, columns: SubspaceColumns, sequence_energ
     return dataclasses.replace(
         sums, sequence_energy=energy[_tangent_columns(columns)][None], column_energy=energy, **pseudo
     )
-
-
-def reduce_window(sums: ProbeSums, *, sharded: bool) -> ProbeSums:
-    """Every rank's sums of a window (all ranks call it when `sharded`), counters read in one read of the device."""
-    device, tally = sums.moments.device, sums.tally
-    pair = (sums.loss_sum, sums.loss_count)  # Python numbers are copied to the device; tensors are there already
-    losses = torch.stack([torch.as_tensor(value, dtype=torch.float64).to(device).reshape(()) for value in pair])
-    counts = [sums.n_sequences, tally.usable_sequences, tally.skipped_batches]
-    moments, energy, total, ids = sums.moments, sums.sequence_energy, sums.sequence_total, sums.sequence_id
-    if sharded:
-        counters = torch.cat([losses, torch.tensor(counts, dtype=torch.float64).to(device)])
-        losses, counts = distributed.all_reduce_sum(counters), []
-        moments = distributed.all_reduce_moments(moments)
-        parts = distributed.all_gather_objects((energy.cpu(), total.cpu()))  # rank 0's sequences first, then 1's...
-        energy = torch.cat([part[0] for part in parts]).to(device)
-        total = torch.cat([part[1] for part in parts]).to(device)
-        ids = torch.arange(total.shape[0])
-    *read, n_rows = torch.cat([losses, moments.n.reshape(1)]).tolist()
-    moments.known_count(n_rows)
-    loss_sum, loss_count, n_sequences, usable, skipped = [*read, *counts]
-    tally = Tally(int(usable), 0, int(skipped))
-    return ProbeSums(energy, total, ids, moments, loss_sum, loss_count, tally, int(n_sequences))
 
 
 class TangentSchedule:
@@ -362,8 +349,7 @@ class TangentSchedule:
         self.fit_until, self.call, self._given = plan.get("fit_until"), plan.get("call"), plan.get("given")
         # the activations pooled, the tangent, its bases (it, its controls and the random subspaces), when fitted
         self.activations = self.tangent = self.bases = self.fitted_at = None
-        given = self._given
-        if given is not None and given.split_point is not None and given.split_point != path:
+        if (given := self._given) is not None and given.split_point not in (None, path):
             raise InvalidInputError(
                 f"The given tangent was fitted at split point '{given.split_point}' but the live probe reads '{path}'. Give a tangent fitted at '{path}', or attach the probe at '{given.split_point}'."
             )

@@ -91,7 +91,6 @@ class TrainingProbe:
         self.settings = settings = LiveConfig.of(config, options)
         self.model, layers, tokenizer = _unwrap(model, split_points, tokenizer, grad_scaler)
         self.layers = {resolve_split_point(self.model, layer): layer for layer in layers}
-        self.every = settings.every
         self.objective = ObjectiveName(make_objective(settings.objective, model=self.model).name)
         self.reduction = Reduction(settings.reduction)
         if results_dir is not None:
@@ -99,8 +98,7 @@ class TrainingProbe:
         self.results_dir, self.overwrite = results_dir, check_bool("overwrite", overwrite)
         self.grad_scaler = grad_scaler
         special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
-        self.special_ids = special_ids  # the token ids that are not rows
-        self._special_ids = {special_ids.device: special_ids}  # copied to each gradient device once
+        self._special_ids = {special_ids.device: special_ids}  # the token ids that are not rows, on each device once
         self.kind, fit_until, given = _tangent_plan(tangent, self.layers, settings)
         schedule = {name: getattr(settings, name) for name in ("nb_concepts", "n_controls", "seed")}
         schedule["fit_until"] = fit_until
@@ -121,7 +119,7 @@ class TrainingProbe:
             "objective": self.objective.value,
             "reduction": self.reduction.value,
             "reference": self.kind.value,
-            "every": self.every,
+            "every": settings.every,
             **schedule,
             **{name: getattr(settings, name) for name in ("n_bootstrap", "confidence", "include_special")},
             **({} if settings.call is None else {"call": settings.call}),  # results written before `call` resume
@@ -130,7 +128,6 @@ class TrainingProbe:
         self.steps_done = self.window_start = check_nonnegative_int("start_step", start_step)
         self.rows: list[dict[str, Any]] = []
         self._capture = self._scale = self._store = None  # TrainingCapture, ScaleCheck, LiveStore once attached
-        self._counters: dict[str, tuple[int, int]] = {}
         self._firsts: dict[tuple[str, str], dict[str, Any]] = {}  # each curve's first row, the changes' reference
 
     # ------------------------------------------------------------------ attaching
@@ -161,10 +158,8 @@ class TrainingProbe:
                 self.results_dir, self.config, flush_seconds=self.settings.flush_seconds, **options
             )
         if resuming and self.kind is not LiveTangent.GIVEN:  # score against the tangents the stopped run fitted
-            schedule = next(iter(self.points.values())).schedule  # fit_until is the same at every split point
             try:
-                where = (self.results_dir, self.layers, self.kind, schedule.fit_until, self.every, self.steps_done)
-                saved = saved_tangents(*where, nb_concepts=self.config["nb_concepts"])
+                saved = saved_tangents(self.results_dir, self.layers, self.kind, self.config, self.steps_done)
             except (OutOfOrderError, ResultsStoreError):
                 self._release()
                 raise
@@ -179,7 +174,6 @@ class TrainingProbe:
             self.model, list(self.layers), self._on_read, call=self.settings.call, on_logits=on_logits
         )
         self._capture = capture.attach()
-        self._counters = self._snapshot()
         return self
 
     def _release(self) -> None:
@@ -258,7 +252,7 @@ class TrainingProbe:
         if not self.attached:
             raise OutOfOrderError("step() needs an attached TrainingProbe: call attach() (or use `with probe:`).")
         self.steps_done = self.steps_done + 1 if updates is None else int(updates)
-        if self.steps_done - self.window_start < self.every:
+        if self.steps_done - self.window_start < self.settings.every:
             return []
         if self._scale.ready:
             self._scale.verdict(stacklevel=2)
@@ -277,17 +271,17 @@ class TrainingProbe:
                 raise NonFiniteError(
                     f"Non-finite loss or dL/dh at split point '{point.path}' in {skipped} micro-batch(es) of steps {first} to {step}. Lower the learning rate, use a gradient scaler, or pass on_nonfinite='skip'."
                 )
-            if fitted is not None and self._store is not None and distributed.is_main_process():
+            if fitted is not None and self._store is not None:  # on the main process only
                 self._store.save_tangent(point.layer, fitted, reference=self.kind is LiveTangent.EARLY)
             rows.extend(window_rows)
             point.open(self.steps_done)
         self.window_start = self.steps_done
-        self._counters = self._snapshot()
+        self._capture.forwards, self._capture.runs = 0, dict.fromkeys(self.points, 0)  # counted again per window
         rows = sort_rows(rows)
         for row in rows:  # the change from the first window of the row's curve: a difference, without an interval
             row.update(unpaired_change(self._firsts.setdefault((row["split_point"], row["tangent"]), row), row))
         self.rows.extend(rows)
-        if self._store is not None and distributed.is_main_process() and rows:
+        if self._store is not None and rows:
             self._store.add(rows)
         return rows
 
@@ -301,14 +295,10 @@ class TrainingProbe:
         return SweepResult(sort_rows(self.rows), dict(self.config), None)
 
     # ------------------------------------------------------------------ checks
-    def _snapshot(self) -> dict[str, tuple[int, int]]:
-        return {path: (self._capture.forwards, self._capture.runs[path]) for path in self.layers}
-
     def _check_reads(self, first: int, step: int) -> None:
         """Our errors for a window whose training forwards never reached a split point's backward."""
-        now = self._snapshot()
         for path, point in self.points.items():
-            forwards, runs = (after - start for after, start in zip(now[path], self._counters[path], strict=True))
+            forwards, runs = self._capture.forwards, self._capture.runs[path]
             if point.window is not None and point.window.reads:
                 continue
             if forwards == 0:

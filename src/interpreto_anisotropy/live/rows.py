@@ -83,13 +83,13 @@ def first_windows(results_dir: Path, start_step: int) -> dict[tuple[str, str], d
 
 
 def saved_tangents(
-    results_dir: Path, layers: dict[str, int | str], kind: LiveTangent, *steps: int, nb_concepts: int | None = None
+    results_dir: Path, layers: dict[str, int | str], kind: LiveTangent, config: dict[str, Any], start_step: int
 ) -> dict[str, Subspace]:
-    """The tangents in use at `start_step` per module path, on every rank; `steps` are (fit_every, every, start_step)."""
+    """The tangents in use at `start_step` per module path, on every rank, for a run of `config` (its config.json)."""
     found: dict[str, Subspace] | tuple[type, str] = {}
     if distributed.is_main_process():
         try:
-            found = _read(SweepStore(results_dir), layers, kind, *steps, nb_concepts)
+            found = _read(SweepStore(results_dir), layers, kind, config, start_step)
         except (OutOfOrderError, ResultsStoreError) as error:
             found = (type(error), str(error))
     found = distributed.broadcast_object(found)
@@ -98,8 +98,8 @@ def saved_tangents(
     return found
 
 
-def _read(store: SweepStore, layers: dict[str, int | str], kind: LiveTangent, *numbers: Any) -> dict[str, Subspace]:
-    fit_every, every, start_step, nb_concepts = numbers
+def _read(store: SweepStore, layers: dict, kind: LiveTangent, config: dict, start_step: int) -> dict[str, Subspace]:
+    fit_every, every, nb_concepts = config["fit_until"], config["every"], config["nb_concepts"]
     found = {}
     for path, layer in layers.items():
         if kind is LiveTangent.EARLY:
@@ -117,7 +117,7 @@ def _read(store: SweepStore, layers: dict[str, int | str], kind: LiveTangent, *n
             raise ResultsStoreError(
                 f"The live run resumed at step {start_step} scores its windows at split point {layer!r} against the {kind.value} tangent fitted at step {fitted_at}, but {file} is missing. Resume into the results_dir the stopped run wrote, pass that tangent as tangent=Subspace.load(...), or restart from step 0."
             )
-        if saved is not None and nb_concepts is not None and saved.rank != nb_concepts:
+        if saved is not None and saved.rank != nb_concepts:
             raise ResultsStoreError(
                 f"{file} holds a tangent of rank {saved.rank}, but this run's nb_concepts is {nb_concepts}: another run wrote it. Resume into the results_dir the stopped run wrote, or start afresh with overwrite=True."
             )

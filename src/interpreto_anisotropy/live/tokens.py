@@ -34,13 +34,8 @@ def loss_rows(
     if objective is ObjectiveName.MASKED_LM and labels is not None and labels.shape == ids.shape:
         ids = torch.where(labels != IGNORED, labels, ids)  # the original tokens, for the special ones
     rows = token_rows(ids, mask, special_ids, include_special=include_special)
-    if objective is ObjectiveName.CAUSAL_LM:
-        target = mask.clone()
-        if labels is not None and labels.shape == mask.shape:
-            target &= labels != IGNORED
-        has_target = torch.zeros_like(mask)
-        has_target[:, :-1] = target[:, 1:]
-        rows &= has_target
+    if objective is ObjectiveName.CAUSAL_LM:  # a row predicts a loss term: the next token, a real one
+        rows = torch.nn.functional.pad(rows[:, :-1] & mask[:, 1:] & _causal_terms(labels, mask), (0, 1), value=False)
     return rows
 
 
@@ -122,11 +117,15 @@ class ScaleCheck:
         if self.done or self.watched >= MICRO_BATCHES or "input_ids" not in inputs:
             return None
         inputs = {key: value.to(logits.device) for key, value in inputs.items()}
-        picked = _picked_terms(logits, inputs, self.objective)
-        if picked is None:
+        terms = _term_targets(logits, inputs, self.objective)
+        if terms is None:
             return None
         self.watched += 1
-        rows, targets, valid, probability = picked
+        targets, valid = terms
+        flat = logits.reshape(-1, logits.shape[-1])
+        rows = torch.topk(valid.to(torch.float32), min(TERMS, valid.numel())).indices  # loss terms first
+        targets, valid = targets[rows].clamp(0, flat.shape[-1] - 1), valid[rows].double()
+        probability = torch.log_softmax(flat[rows].double(), -1).gather(1, targets[:, None])[:, 0].exp()
 
         def on_gradient(gradient: torch.Tensor) -> None:
             flat = gradient.reshape(-1, gradient.shape[-1])[rows].double()
@@ -167,19 +166,6 @@ class ScaleCheck:
 def _spread(groups: list[list[float]]) -> float:
     """The largest log ratio between two values of one group (0 without a group of two)."""
     return max((math.log(max(group) / min(group)) for group in groups if len(group) > 1), default=0.0)
-
-
-def _picked_terms(logits: torch.Tensor, inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> tuple | None:
-    """Up to `TERMS` loss terms of a forward: (rows of the flat logits, targets, valid, target probability), or None."""
-    terms = _term_targets(logits, inputs, objective)
-    if terms is None:
-        return None
-    targets, valid = terms
-    flat = logits.reshape(-1, logits.shape[-1])
-    rows = torch.topk(valid.to(torch.float32), min(TERMS, valid.numel())).indices  # loss terms first
-    targets = targets[rows].clamp(0, flat.shape[-1] - 1)
-    log_probability = torch.log_softmax(flat[rows].double(), -1).gather(1, targets[:, None])[:, 0]
-    return rows, targets, valid[rows].double(), log_probability.exp()
 
 
 def _term_targets(logits: torch.Tensor, inputs: dict[str, torch.Tensor], objective: ObjectiveName) -> tuple | None:

@@ -12,7 +12,6 @@ import torch
 from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from jaxtyping import Float, Int
 
-from ..commons.options import check_bool
 from ..commons.progress import progress_bar
 from ..commons.tensors import to_device
 from ..errors import InvalidInputError, NonFiniteError
@@ -110,15 +109,11 @@ def _iter_kept(
     options: dict[str, Any], *, located: bool
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
     """The kept rows, token ids and (when `located`) locations of each batch, read with a public reader's arguments."""
-    max_tokens, include_special = options["max_tokens"], options["include_special"]
+    max_tokens = options["max_tokens"]
     if max_tokens is not None and max_tokens < 1:
         raise InvalidInputError(f"max_tokens must be positive, got {max_tokens}.")
-    check_bool("include_special", include_special)
     point = SplitPoint(
-        options["splitter"],
-        autocast_dtype=options["autocast_dtype"],
-        include_special=include_special,
-        call=options["call"],
+        options["splitter"], **{name: options[name] for name in ("autocast_dtype", "include_special", "call")}
     )
     batcher = point.batcher(
         batch_size=options["batch_size"], max_length=options["max_length"], token_cache=options.get("token_cache")

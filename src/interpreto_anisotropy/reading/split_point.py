@@ -15,6 +15,7 @@ from interpreto.concepts.splitters.base_splitter import BaseSplitter
 from interpreto.concepts.splitters.splitting_utils import get_layer_by_idx, walk_modules
 from jaxtyping import Bool, Float
 
+from ..commons.options import check_bool
 from ..errors import InvalidInputError
 from .batching import TokenBatcher, TokenCache, autocast, special_token_ids, token_rows
 from .batching import autocast_dtype as autocast_dtype_from
@@ -240,7 +241,7 @@ class SplitPoint:
         self.module = split_point_module(self.model, self.path)
         self.positions = PositionScheme.of(self.model)
         self.autocast_dtype = autocast_dtype_from(autocast_dtype)
-        self.include_special = include_special
+        self.include_special = check_bool("include_special", include_special)
         self.special_ids = special_token_ids(self.tokenizer)
         rows = getattr(_embedding(self.model), "num_embeddings", None)  # token ids must lie below
         self.vocab_size = rows if isinstance(rows, int) else None
@@ -288,8 +289,7 @@ class SplitPoint:
         )
 
     def model_inputs(self, batch: Batch) -> Batch:
-        """The forward's keywords for a batch: `input_ids`, `attention_mask`, and `position_ids` in the model family's
-        convention (`positions.PositionScheme`) unless it numbers them itself, on `input_device`."""
+        """The forward's keywords for a batch, with `position_ids` in the model family's convention, on `input_device`."""
         inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
         position_ids = self.positions.position_ids(batch["attention_mask"])
         if position_ids is not None:
@@ -306,8 +306,7 @@ class SplitPoint:
         return token_rows(input_ids, batch["attention_mask"], self.special_ids, include_special=self.include_special)
 
     def read(self, batch: Batch) -> Float[torch.Tensor, "b l d"]:
-        """The split point's hidden states (b, l, d), forward only in eval mode, stopping there (the first read counts
-        the module's calls, stopping before the output head)."""
+        """The split point's hidden states (b, l, d), forward only in eval mode, stopping there (or first counting calls)."""
         if self.calls is None:
             capture = self._counting_forward(batch)
             return self._checked(capture.outputs[self._index()], batch)
@@ -316,14 +315,14 @@ class SplitPoint:
 
     def _counting_forward(self, batch: Batch) -> HiddenStateCapture:
         """A forward without grad that counts the module's calls and keeps their outputs, stopped at the output head."""
-        capture = HiddenStateCapture(self.path, call=None)
-        head = _output_head(self.model)
+        capture, head = HiddenStateCapture(self.path, call=None), _embedding(self.model, "output")
+        stops = isinstance(head, torch.nn.Module) and head is not _embedding(self.model) and head is not self.module
 
         def stop_at_head(module: torch.nn.Module, args: Any) -> None:
             if capture.calls:
                 raise StopForward
 
-        with nullcontext() if head is None or head is self.module else head.register_forward_pre_hook(stop_at_head):
+        with head.register_forward_pre_hook(stop_at_head) if stops else nullcontext():
             self._forward_only(batch, capture)
         self._index(capture.calls)
         return capture
@@ -376,9 +375,8 @@ class SplitPoint:
 
                         output = send_to_device(output, self.device)
                     terms = loss(output)
-                    if not terms.total.requires_grad:
-                        raise InvalidInputError(f"The loss does not depend on split point '{self.path}'.")
-                    (gradient,) = torch.autograd.grad(terms.total, hidden, allow_unused=True)
+                    depends = terms.total.requires_grad
+                    (gradient,) = torch.autograd.grad(terms.total, hidden, allow_unused=True) if depends else (None,)
             finally:
                 for parameter, flag in flags:
                     parameter.requires_grad_(flag)
@@ -395,12 +393,6 @@ class SplitPoint:
         except Exception:  # noqa: BLE001  (a model that needs other inputs: the caller asks Interpreto)
             return None
         return None if hidden is None else int(hidden.shape[-1])
-
-
-def _output_head(model: torch.nn.Module) -> torch.nn.Module | None:
-    """The model's output embedding (its vocabulary head), unless it has none or it is the input embedding."""
-    head, embedding = _embedding(model, "output"), _embedding(model)
-    return head if isinstance(head, torch.nn.Module) and head is not embedding else None
 
 
 def _hidden_index(output: Any) -> int | None:
@@ -426,14 +418,12 @@ class TrainingRead:
     gradient: Float[torch.Tensor, "b l d"]
     inputs: dict[str, torch.Tensor]
     output_loss: torch.Tensor | None
-    forward_index: int
 
 
 @dataclass
 class _Forward:
     """One training forward of the whole model: its inputs and what each split point has done with it."""
 
-    index: int
     inputs: dict[str, torch.Tensor]
     output_loss: torch.Tensor | None = None
     awaiting_recompute: set[str] = field(default_factory=set)
@@ -456,20 +446,13 @@ class TrainingCapture:
         self.model = model
         self.call = call  # checked by `LiveConfig`
         self.on_logits = on_logits
-        self.paths = list(paths)
-        self.modules = {path: split_point_module(model, path) for path in self.paths}
+        self.modules = {path: split_point_module(model, path) for path in paths}
         self.on_read = on_read
         self.forwards = 0
-        self.unhooked: dict[str, int] = dict.fromkeys(self.paths, 0)  # training forwards whose h needs no grad
-        self.runs: dict[str, int] = dict.fromkeys(self.paths, 0)  # training forwards that ran each split point
+        self.runs: dict[str, int] = dict.fromkeys(self.modules, 0)  # training forwards that ran each split point
         self._current: _Forward | None = None  # the forward running now (None: not a training forward)
         self._last: _Forward | None = None  # the last training forward, whose checkpointed modules may be recomputed
         self._handles: list[Any] = []
-
-    @property
-    def attached(self) -> bool:
-        """Whether the hooks are in place."""
-        return bool(self._handles)
 
     def attach(self) -> TrainingCapture:
         """Install the hooks (the model's forward pre- and post-hooks, one forward hook per split point)."""
@@ -499,7 +482,7 @@ class TrainingCapture:
             inputs["attention_mask"] = torch.ones_like(input_ids) if mask is None else mask.detach()
             if isinstance(kwargs.get("labels"), torch.Tensor):
                 inputs["labels"] = kwargs["labels"].detach()
-        self._current = self._last = _Forward(self.forwards, inputs)
+        self._current = self._last = _Forward(inputs)
         self.forwards += 1
 
     def _model_ends(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
@@ -514,21 +497,16 @@ class TrainingCapture:
             if on_gradient is not None:
                 logits.register_hook(lambda gradient: on_gradient(gradient.detach()))
         outputs, forward.outputs = forward.outputs, {}
-        for path, calls in outputs.items():
-            self._hook_call(path, calls, forward)
-
-    def _hook_call(self, path: str, calls: list[torch.Tensor], forward: _Forward) -> None:
-        """Hook the gradient of the chosen call's output (or await its recompute in a reentrant checkpoint)."""
-        hidden = calls[call_index(self.call, len(calls), path, type(self.model).__name__)]
-        if hidden.requires_grad:
-            self._hook_gradient(path, hidden, forward)
-            return
-        if len(calls) > 1:
-            raise InvalidInputError(
-                f"Split point '{path}' runs {len(calls)} times in one forward and the call read (call={self.call!r}) needs no gradient (inside a reentrant gradient checkpoint, whose recomputed calls cannot be told apart, or frozen below): use non-reentrant checkpointing (gradient_checkpointing_kwargs={{'use_reentrant': False}}) or none, or a split point the loss depends on."
-            )
-        forward.awaiting_recompute.add(path)  # inside a reentrant checkpoint, or frozen below the split point
-        self.unhooked[path] += 1
+        for path, calls in outputs.items():  # hook the gradient of the chosen call's output
+            hidden = calls[call_index(self.call, len(calls), path, type(self.model).__name__)]
+            if hidden.requires_grad:
+                self._hook_gradient(path, hidden, forward)
+            elif len(calls) > 1:
+                raise InvalidInputError(
+                    f"Split point '{path}' runs {len(calls)} times in one forward and the call read (call={self.call!r}) needs no gradient (inside a reentrant gradient checkpoint, whose recomputed calls cannot be told apart, or frozen below): use non-reentrant checkpointing (gradient_checkpointing_kwargs={{'use_reentrant': False}}) or none, or a split point the loss depends on."
+                )
+            else:  # inside a reentrant checkpoint (hooked at its recompute), or frozen below the split point
+                forward.awaiting_recompute.add(path)
 
     def _split_point_hook(self, path: str) -> Callable[..., None]:
         def hook(module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -541,7 +519,6 @@ class TrainingCapture:
             if recomputed:
                 if path in forward.awaiting_recompute and hidden.requires_grad:
                     forward.awaiting_recompute.discard(path)
-                    self.unhooked[path] -= 1
                     self._hook_gradient(path, hidden, forward)
                 return
             if path not in forward.outputs:
@@ -554,8 +531,6 @@ class TrainingCapture:
         kept = hidden.detach()
 
         def on_gradient(gradient: torch.Tensor) -> None:
-            self.on_read(
-                TrainingRead(path, kept, gradient.detach(), forward.inputs, forward.output_loss, forward.index)
-            )
+            self.on_read(TrainingRead(path, kept, gradient.detach(), forward.inputs, forward.output_loss))
 
         hidden.register_hook(on_gradient)
