@@ -195,6 +195,15 @@ def load_json(
     return parse_json(text, path, error=error, advice=advice, finite=finite)
 
 
+def json_lines(
+    text: str, path: str | os.PathLike, *, error: type[AnisotropyError] = ResultsStoreError, advice: str = _ADVICE
+) -> Iterator[tuple[int, Any]]:
+    """(line number, JSON value) of each non-blank line of a JSON-lines text (lines end at "\\n" only)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            yield number, parse_json(line, path, line=number, error=error, advice=advice)
+
+
 def checked_lines(
     text: str, path: str | os.PathLike, problem: Callable[[Any], str | None], *, what: str, advice: str
 ) -> list[Any]:
