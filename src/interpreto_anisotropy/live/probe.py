@@ -93,12 +93,14 @@ class TrainingProbe:
         self.layers = {resolve_split_point(self.model, layer): layer for layer in layers}
         self.objective = ObjectiveName(make_objective(settings.objective, model=self.model).name)
         self.reduction = Reduction(settings.reduction)
+        self.every = settings.every
         if results_dir is not None:
             check_folder("results_dir", results_dir)
         self.results_dir, self.overwrite = results_dir, check_bool("overwrite", overwrite)
         self.grad_scaler = grad_scaler
         special_ids = special_token_ids(tokenizer) if tokenizer is not None else torch.zeros(0, dtype=torch.long)
-        self._special_ids = {special_ids.device: special_ids}  # the token ids that are not rows, on each device once
+        self.special_ids = special_ids  # the token ids that are not rows
+        self._special_ids = {special_ids.device: special_ids}  # copied to each gradient device once
         self.kind, fit_until, given = _tangent_plan(tangent, self.layers, settings)
         schedule = {name: getattr(settings, name) for name in ("nb_concepts", "n_controls", "seed")}
         schedule["fit_until"] = fit_until

@@ -126,6 +126,7 @@ class GradientProbe:
             batch_size=batch_size, max_length=max_length, min_tokens=self.objective.min_tokens, token_cache=token_cache
         )
         self.steps = GradientSteps(self.point, self.objective, self.batcher, on_nonfinite=on_nonfinite)
+        self.on_nonfinite = on_nonfinite
         self.max_length = self.batcher.max_length
 
     @property
@@ -360,7 +361,7 @@ class GradientProbe:
             moments = distributed.all_reduce_moments(moments)
         loss_sum, loss_count, n_sequences, *summed = counters.tolist()
         totals = replace(tally, **{name: int(value) for name, value in zip(counted, summed, strict=True)})
-        if sharded and totals.skipped_batches and self.steps.on_nonfinite == "raise":  # every rank raises, none waits
+        if sharded and totals.skipped_batches and self.on_nonfinite == "raise":  # every rank raises, none waits
             if tally.first_nonfinite is not None:
                 raise self.steps.nonfinite_error(*tally.first_nonfinite)
             raise NonFiniteError(
