@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,10 +186,16 @@ class Subspace:
         return full[:, self.rank :]
 
     def principal_angles(self, other: Subspace) -> np.ndarray:
-        """The min(k1, k2) principal angles (float64 radians, ascending) to another subspace of the same d (scipy's)."""
-        from scipy.linalg import subspace_angles  # deferred: scipy.linalg is not needed to import the package
-
-        return np.sort(subspace_angles(*(basis.numpy() for basis in self._pair(other))))
+        """The min(k1, k2) principal angles (float64 radians, ascending) to another subspace of the same d: from cosines
+        (svd of Q1^T Q2) and, for small angles, sines, as `scipy.linalg.subspace_angles` does without re-orthonormalising
+        the bases."""
+        a, b = self._pair(other)
+        if a.shape[1] < b.shape[1]:
+            a, b = b, a
+        # b has the fewer columns, so both lists have k_b values; sorted this way they pair up.
+        cosines = np.sort(torch.linalg.svdvals(a.T @ b).clamp(0.0, 1.0).numpy())[::-1]
+        sines = np.sort(torch.linalg.svdvals(b - a @ (a.T @ b)).clamp(0.0, 1.0).numpy())
+        return np.sort(np.where(cosines > math.sqrt(0.5), np.arcsin(sines), np.arccos(cosines)))
 
     def overlap(self, other: Subspace) -> float:
         """Normalised overlap ||Q1^T Q2||_F^2 / min(k1, k2): 1 when one contains the other, 0 when orthogonal."""
