@@ -177,9 +177,9 @@ class Objective:
 
     def _terms(self, per_term: torch.Tensor, count: int | torch.Tensor) -> LossTerms:
         """The loss terms summed, and divided by their `count` when the reduction is "mean"."""
-        summed = per_term.sum()
-        divisor = count.clamp(min=1) if isinstance(count, torch.Tensor) else max(count, 1)
-        total = summed / divisor if self.reduction is Reduction.MEAN else summed
+        summed = total = per_term.sum()
+        if self.reduction is Reduction.MEAN:  # "sum" adds no divisor op to the batch
+            total = summed / (count.clamp(min=1) if isinstance(count, torch.Tensor) else max(count, 1))
         return LossTerms(total=total, summed=summed.detach(), count=count)
 
 
